@@ -1,0 +1,134 @@
+package eventhandlers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Every method of every handler interface below receives objects exactly as
+// the informer delivers them: typed as interface{} (any), because an
+// informer's store can hold anything a ListerWatcher returns. A handler must
+// therefore:
+//   - check the dynamic type and log and ignore an object of the wrong type
+//     (never panic; see ObjectAs);
+//   - unwrap cache.DeletedFinalStateUnknown tombstones in every Delete method
+//     (see ObjectAs);
+//   - return promptly: do small cache updates inline and push anything slow
+//     to a workqueue of its own. The informer's delivery to every other
+//     handler of the same resource waits while a method runs.
+//
+// Objects are shared with the informer's store and with other handlers:
+// never mutate them. Copy with DeepCopy first.
+//
+// The dispatcher in pkg/cache recovers a panic in any method, logs it with
+// the object's key, counts it, and goes on with the next event.
+
+// PodEventHandler receives Pod events.
+type PodEventHandler interface {
+	AddPod(obj any)
+	UpdatePod(oldObj, newObj any)
+	DeletePod(obj any)
+}
+
+// NodeEventHandler receives Node events. Native nodes and nodes produced by
+// custom informers (hosts known only to an external manager) both arrive
+// here.
+type NodeEventHandler interface {
+	AddNode(obj any)
+	UpdateNode(oldObj, newObj any)
+	DeleteNode(obj any)
+}
+
+// PersistentVolumeEventHandler receives PersistentVolume events.
+type PersistentVolumeEventHandler interface {
+	AddPersistentVolume(obj any)
+	UpdatePersistentVolume(oldObj, newObj any)
+	DeletePersistentVolume(obj any)
+}
+
+// PersistentVolumeClaimEventHandler receives PersistentVolumeClaim events.
+type PersistentVolumeClaimEventHandler interface {
+	AddPersistentVolumeClaim(obj any)
+	UpdatePersistentVolumeClaim(oldObj, newObj any)
+	DeletePersistentVolumeClaim(obj any)
+}
+
+// StorageClassEventHandler receives StorageClass events.
+type StorageClassEventHandler interface {
+	AddStorageClass(obj any)
+	UpdateStorageClass(oldObj, newObj any)
+	DeleteStorageClass(obj any)
+}
+
+// CSINodeEventHandler receives CSINode events.
+type CSINodeEventHandler interface {
+	AddCSINode(obj any)
+	UpdateCSINode(oldObj, newObj any)
+	DeleteCSINode(obj any)
+}
+
+// CSIDriverEventHandler receives CSIDriver events.
+type CSIDriverEventHandler interface {
+	AddCSIDriver(obj any)
+	UpdateCSIDriver(oldObj, newObj any)
+	DeleteCSIDriver(obj any)
+}
+
+// CSIStorageCapacityEventHandler receives CSIStorageCapacity events.
+type CSIStorageCapacityEventHandler interface {
+	AddCSIStorageCapacity(obj any)
+	UpdateCSIStorageCapacity(oldObj, newObj any)
+	DeleteCSIStorageCapacity(obj any)
+}
+
+// PriorityClassEventHandler receives PriorityClass events.
+type PriorityClassEventHandler interface {
+	AddPriorityClass(obj any)
+	UpdatePriorityClass(oldObj, newObj any)
+	DeletePriorityClass(obj any)
+}
+
+// DynamicEventHandler receives events of resources served by dynamic
+// informers (see DynamicResourceRequester). Objects are
+// *unstructured.Unstructured; gvr says which resource they belong to.
+type DynamicEventHandler interface {
+	AddDynamic(gvr schema.GroupVersionResource, obj any)
+	UpdateDynamic(gvr schema.GroupVersionResource, oldObj, newObj any)
+	DeleteDynamic(gvr schema.GroupVersionResource, obj any)
+}
+
+// Interface is an event handler: the one sink for events of every informer
+// the scheduler cache runs, native and custom alike.
+//
+// The simplest way to write one is to embed the default handler
+// (pkg/eventhandlers/default) and override the methods that change. Handlers
+// for resources added in later versions are optional interfaces, found by
+// type assertion, so that existing handlers keep compiling.
+type Interface interface {
+	PodEventHandler
+	NodeEventHandler
+	PersistentVolumeEventHandler
+	PersistentVolumeClaimEventHandler
+	StorageClassEventHandler
+	CSINodeEventHandler
+	CSIDriverEventHandler
+	CSIStorageCapacityEventHandler
+	PriorityClassEventHandler
+	DynamicEventHandler
+}
+
+// DynamicResourceRequester is an optional interface. The cache starts one
+// dynamic informer per returned resource and delivers its events to the
+// handler's DynamicEventHandler methods. It is called once, before the
+// informers start.
+type DynamicResourceRequester interface {
+	DynamicResources() []schema.GroupVersionResource
+}
+
+// Runner is an optional interface for handlers that own background work,
+// such as a workqueue. The cache calls Run in its own goroutine when it
+// starts its informers; Run returns when ctx is done.
+type Runner interface {
+	Run(ctx context.Context)
+}

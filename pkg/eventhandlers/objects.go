@@ -1,0 +1,67 @@
+package eventhandlers
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// ObjectAs returns obj as a T. A cache.DeletedFinalStateUnknown tombstone is
+// unwrapped first, so every Delete method can use it. When obj is not a T
+// (or a tombstone of one) it logs an error naming both types and returns
+// ok=false; it never panics.
+func ObjectAs[T any](obj any) (t T, ok bool) {
+	if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+		obj = tomb.Obj
+		if t, ok = obj.(T); ok {
+			return t, true
+		}
+		klog.ErrorS(nil, "Ignoring tombstone holding an object of the wrong type",
+			"key", tomb.Key, "want", fmt.Sprintf("%T", t), "got", fmt.Sprintf("%T", obj))
+		return t, false
+	}
+	if t, ok = obj.(T); ok {
+		return t, true
+	}
+	klog.ErrorS(nil, "Ignoring object of the wrong type", "want", fmt.Sprintf("%T", t), "got", fmt.Sprintf("%T", obj))
+	return t, false
+}
+
+var (
+	dnsLabel   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	apiVersion = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
+)
+
+// ParseDynamicResource parses a resource name of the form
+// "<plural>.<version>.<group>", e.g. "widgets.v1alpha1.example.com". Core
+// resources ("pods.v1") are not accepted: the cache watches those with
+// native informers.
+func ParseDynamicResource(name string) (schema.GroupVersionResource, error) {
+	parts := strings.SplitN(name, ".", 3)
+	if len(parts) != 3 {
+		return schema.GroupVersionResource{}, fmt.Errorf("dynamic resource %q: want <plural>.<version>.<group>, e.g. widgets.v1.example.com", name)
+	}
+	gvr := schema.GroupVersionResource{Resource: parts[0], Version: parts[1], Group: parts[2]}
+	if !dnsLabel.MatchString(gvr.Resource) {
+		return schema.GroupVersionResource{}, fmt.Errorf("dynamic resource %q: resource %q must be a lower-case plural name", name, gvr.Resource)
+	}
+	if !apiVersion.MatchString(gvr.Version) {
+		return schema.GroupVersionResource{}, fmt.Errorf("dynamic resource %q: version %q must look like v1, v1beta1 or v2alpha3", name, gvr.Version)
+	}
+	for _, label := range strings.Split(gvr.Group, ".") {
+		if !dnsLabel.MatchString(label) {
+			return schema.GroupVersionResource{}, fmt.Errorf("dynamic resource %q: group %q must be a DNS subdomain", name, gvr.Group)
+		}
+	}
+	return gvr, nil
+}
+
+// DynamicResourceName renders gvr as "<plural>.<version>.<group>", the
+// Resource of the cluster events raised for it.
+func DynamicResourceName(gvr schema.GroupVersionResource) Resource {
+	return Resource(gvr.Resource + "." + gvr.Version + "." + gvr.Group)
+}

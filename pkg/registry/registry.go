@@ -1,0 +1,122 @@
+// Package registry provides a small, generic, name-keyed registry of
+// factories. It is the value type underneath the event-handler registry and
+// the custom-informer source registry: tests build their own Registry values
+// instead of touching package globals, and the globals are thin wrappers.
+package registry
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Registry maps names to factories of type F.
+//
+// mu guards factories only. It is never held while a factory runs: Lookup
+// copies the factory out under the read lock and returns it, so a factory
+// may call back into the registry (for example to list Names) without
+// deadlocking.
+type Registry[F any] struct {
+	// kind names what is registered ("event handler"); it prefixes errors.
+	kind string
+
+	mu        sync.RWMutex
+	factories map[string]F
+}
+
+// New returns an empty registry. kind is used in error messages, e.g.
+// "event handler".
+func New[F any](kind string) *Registry[F] {
+	return &Registry[F]{kind: kind, factories: map[string]F{}}
+}
+
+// Register adds factory under name. It fails on an empty name or a name that
+// is already registered.
+func (r *Registry[F]) Register(name string, factory F) error {
+	if strings.TrimSpace(name) == "" {
+		return fmt.Errorf("cannot register %s: empty name", r.kind)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.factories[name]; dup {
+		return fmt.Errorf("cannot register %s %q: a %s with that name is already registered", r.kind, name, r.kind)
+	}
+	r.factories[name] = factory
+	return nil
+}
+
+// Lookup returns the factory registered under name. An unknown name yields
+// an error that names it and lists every registered name, sorted.
+func (r *Registry[F]) Lookup(name string) (F, error) {
+	r.mu.RLock()
+	f, ok := r.factories[name]
+	r.mu.RUnlock()
+	if !ok {
+		var zero F
+		return zero, &UnknownNameError{Kind: r.kind, Name: name, Registered: r.Names()}
+	}
+	return f, nil
+}
+
+// Has reports whether name is registered.
+func (r *Registry[F]) Has(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.factories[name]
+	return ok
+}
+
+// Names returns the registered names in ascending order. The slice is a
+// fresh copy owned by the caller.
+func (r *Registry[F]) Names() []string {
+	r.mu.RLock()
+	names := make([]string, 0, len(r.factories))
+	for n := range r.factories {
+		names = append(names, n)
+	}
+	r.mu.RUnlock()
+	sort.Strings(names)
+	return names
+}
+
+// Merge registers every factory of other into r. It fails on the first name
+// that r already has, leaving the names merged before it in place.
+func (r *Registry[F]) Merge(other *Registry[F]) error {
+	for _, name := range other.Names() {
+		f, err := other.Lookup(name)
+		if err != nil {
+			return err
+		}
+		if err := r.Register(name, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Clone returns an independent copy of r.
+func (r *Registry[F]) Clone() *Registry[F] {
+	c := New[F](r.kind)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for n, f := range r.factories {
+		c.factories[n] = f
+	}
+	return c
+}
+
+// UnknownNameError is returned by Lookup for a name nobody registered.
+type UnknownNameError struct {
+	Kind       string
+	Name       string
+	Registered []string
+}
+
+func (e *UnknownNameError) Error() string {
+	registered := "none"
+	if len(e.Registered) > 0 {
+		registered = strings.Join(e.Registered, ", ")
+	}
+	return fmt.Sprintf("unknown %s %q (registered: %s; forgotten import?)", e.Kind, e.Name, registered)
+}

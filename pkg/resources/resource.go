@@ -1,0 +1,173 @@
+// Package resources is the scheduler's compact resource arithmetic. A
+// Resource holds the quantities the scheduler accounts per node (CPU in
+// millicores, memory and ephemeral storage in bytes, a pod count, and any
+// extended or scalar resource by name) as plain integers, so that adding a
+// pod to a node is a handful of integer operations instead of
+// resource.Quantity math.
+//
+// Pod requests are computed by k8s.io/component-helpers, which includes
+// init containers, restartable (sidecar) init containers and pod overhead.
+package resources
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// Resource is a set of resource amounts. The zero value is empty and ready to
+// use. Scalar holds every resource other than CPU, memory, ephemeral storage
+// and pods (extended resources, hugepages, ...); it is nil until needed.
+type Resource struct {
+	MilliCPU         int64 `json:"milliCPU"`
+	Memory           int64 `json:"memory"`
+	EphemeralStorage int64 `json:"ephemeralStorage,omitempty"`
+	// Pods is a count of pods: a node's allocatable "pods", or 1 per pod.
+	Pods   int64                     `json:"pods"`
+	Scalar map[v1.ResourceName]int64 `json:"scalar,omitempty"`
+}
+
+// FromList converts a ResourceList. CPU is taken in millicores, everything
+// else in its base unit.
+func FromList(rl v1.ResourceList) Resource {
+	var r Resource
+	for name, q := range rl {
+		r.set(name, q)
+	}
+	return r
+}
+
+func (r *Resource) set(name v1.ResourceName, q resource.Quantity) {
+	switch name {
+	case v1.ResourceCPU:
+		r.MilliCPU = q.MilliValue()
+	case v1.ResourceMemory:
+		r.Memory = q.Value()
+	case v1.ResourceEphemeralStorage:
+		r.EphemeralStorage = q.Value()
+	case v1.ResourcePods:
+		r.Pods = q.Value()
+	default:
+		if r.Scalar == nil {
+			r.Scalar = map[v1.ResourceName]int64{}
+		}
+		r.Scalar[name] = q.Value()
+	}
+}
+
+// PodRequests returns what pod requests, as the kubelet and kube-scheduler
+// account it (init containers, sidecars and overhead included), plus one
+// pod.
+func PodRequests(pod *v1.Pod) Resource {
+	r := FromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	r.Pods = 1
+	return r
+}
+
+// Add adds o to r.
+func (r *Resource) Add(o Resource) {
+	r.MilliCPU += o.MilliCPU
+	r.Memory += o.Memory
+	r.EphemeralStorage += o.EphemeralStorage
+	r.Pods += o.Pods
+	for name, v := range o.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = make(map[v1.ResourceName]int64, len(o.Scalar))
+		}
+		r.Scalar[name] += v
+	}
+}
+
+// Sub subtracts o from r. Amounts may become negative (an over-committed
+// node); callers decide what that means.
+func (r *Resource) Sub(o Resource) {
+	r.MilliCPU -= o.MilliCPU
+	r.Memory -= o.Memory
+	r.EphemeralStorage -= o.EphemeralStorage
+	r.Pods -= o.Pods
+	for name, v := range o.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = make(map[v1.ResourceName]int64, len(o.Scalar))
+		}
+		r.Scalar[name] -= v
+	}
+}
+
+// Clone returns a deep copy of r.
+func (r Resource) Clone() Resource {
+	c := r
+	if r.Scalar != nil {
+		c.Scalar = make(map[v1.ResourceName]int64, len(r.Scalar))
+		for k, v := range r.Scalar {
+			c.Scalar[k] = v
+		}
+	}
+	return c
+}
+
+// IsZero reports whether every amount is zero.
+func (r Resource) IsZero() bool {
+	if r.MilliCPU != 0 || r.Memory != 0 || r.EphemeralStorage != 0 || r.Pods != 0 {
+		return false
+	}
+	for _, v := range r.Scalar {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Insufficient lists the resources for which request exceeds r, in a stable
+// order. A resource that r does not list counts as zero available. An empty
+// result means request fits in r.
+func (r Resource) Insufficient(request Resource) []v1.ResourceName {
+	var out []v1.ResourceName
+	if request.Pods > r.Pods {
+		out = append(out, v1.ResourcePods)
+	}
+	if request.MilliCPU > r.MilliCPU {
+		out = append(out, v1.ResourceCPU)
+	}
+	if request.Memory > r.Memory {
+		out = append(out, v1.ResourceMemory)
+	}
+	if request.EphemeralStorage > r.EphemeralStorage {
+		out = append(out, v1.ResourceEphemeralStorage)
+	}
+	var scalars []v1.ResourceName
+	for name, v := range request.Scalar {
+		if v > 0 && v > r.Scalar[name] {
+			scalars = append(scalars, name)
+		}
+	}
+	sort.Slice(scalars, func(i, j int) bool { return scalars[i] < scalars[j] })
+	return append(out, scalars...)
+}
+
+// Fits reports whether request fits in r.
+func (r Resource) Fits(request Resource) bool {
+	return len(r.Insufficient(request)) == 0
+}
+
+// String renders r compactly, e.g. "cpu=1500m memory=2Gi pods=3".
+func (r Resource) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cpu=%dm memory=%s pods=%d", r.MilliCPU, resource.NewQuantity(r.Memory, resource.BinarySI), r.Pods)
+	if r.EphemeralStorage != 0 {
+		fmt.Fprintf(&b, " ephemeral-storage=%s", resource.NewQuantity(r.EphemeralStorage, resource.BinarySI))
+	}
+	names := make([]string, 0, len(r.Scalar))
+	for n := range r.Scalar {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, " %s=%d", n, r.Scalar[v1.ResourceName(n)])
+	}
+	return b.String()
+}
