@@ -3,6 +3,7 @@ module github.com/batch-scheduler/batch-scheduler
 go 1.26.0
 
 require (
+	gopkg.in/yaml.v3 v3.0.1
 	k8s.io/api v0.37.1
 	k8s.io/apimachinery v0.37.1
 	k8s.io/client-go v0.37.1
