@@ -1,0 +1,129 @@
+package custominformer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+func TestBuildRunsInformerFromRegisteredSource(t *testing.T) {
+	src := fcache.NewFakeControllerSource()
+	defer src.Shutdown()
+	src.Add(st.MakeNode().Name("vm-host-1").Obj())
+
+	reg := NewSourceRegistry()
+	var gotArgs string
+	if err := reg.Register("fake", func(_ context.Context, ci config.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
+		if _, ok := example.(*v1.Node); !ok {
+			t.Errorf("example object is %T, want *v1.Node", example)
+		}
+		var args struct {
+			Token string `yaml:"token"`
+		}
+		if err := config.DecodeStrict(ci.SourceArgs, &args); err != nil {
+			return nil, err
+		}
+		gotArgs = args.Token
+		return src, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ci := config.CustomInformer{Name: "hosts", Resource: "Node", SourceType: "fake",
+		SourceArgs: config.NewSection("c.yaml", []byte("token: abc\n")), Line: 3}
+	b, err := Build(context.Background(), reg, "c.yaml", ci)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if gotArgs != "abc" || b.Name != "hosts" || b.Resource != "Node" {
+		t.Fatalf("Build = %+v, args %q", b, gotArgs)
+	}
+	if b.Informer.HasSynced() {
+		t.Fatal("informer reports synced before it was started")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go b.Informer.RunWithContext(ctx)
+	src.Add(st.MakeNode().Name("vm-host-2").Obj())
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(b.Informer.GetStore().ListKeys()) == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("store keys = %v, want both hosts", b.Informer.GetStore().ListKeys())
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	reg := NewSourceRegistry()
+	boom := errors.New("boom")
+	_ = reg.Register("broken", func(context.Context, config.CustomInformer, runtime.Object) (cache.ListerWatcher, error) {
+		return nil, boom
+	})
+	tests := []struct {
+		name string
+		ci   config.CustomInformer
+		want []string
+		is   error
+	}{
+		{"unsupported resource", config.CustomInformer{Name: "a", Resource: "Secret", SourceType: "broken", Line: 4},
+			[]string{"c.yaml: line 4", `"a"`, `resource "Secret"`, "Node, Pod"}, nil},
+		{"unknown source", config.CustomInformer{Name: "b", Resource: "Node", SourceType: "http", Line: 9},
+			[]string{"line 9", `"http"`, "registered: broken"}, nil},
+		{"factory error", config.CustomInformer{Name: "c", Resource: "Pod", SourceType: "broken", Line: 2},
+			[]string{"line 2", "source broken", "boom"}, boom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Build(context.Background(), reg, "c.yaml", tt.ci)
+			if err == nil {
+				t.Fatal("expected an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("error %v does not wrap %v", err, tt.is)
+			}
+		})
+	}
+}
+
+func TestNewOptsOutOfWatchList(t *testing.T) {
+	lw := noWatchList{fcache.NewFakeControllerSource()}
+	if !lw.IsWatchListSemanticsUnSupported() {
+		t.Fatal("custom sources must opt out of watch-list semantics")
+	}
+}
+
+func TestRegisterSourcePanics(t *testing.T) {
+	for _, name := range []string{"", "dup"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("RegisterSource(%q) did not panic", name)
+				}
+			}()
+			f := func(context.Context, config.CustomInformer, runtime.Object) (cache.ListerWatcher, error) { return nil, nil }
+			if name == "dup" {
+				RegisterSource("dup-"+t.Name(), f)
+				name = "dup-" + t.Name()
+			}
+			RegisterSource(name, f)
+		}()
+	}
+	if !GlobalSourceRegistry().Has("dup-" + t.Name()) {
+		t.Error("first registration was lost")
+	}
+}
