@@ -137,6 +137,33 @@ func (p *PodWrapper) Toleration(key, value string, effect v1.TaintEffect) *PodWr
 	return p
 }
 
+// NodeAffinityIn adds a required node affinity term "key In values". Terms
+// are ORed, so calling it twice lets either match.
+func (p *PodWrapper) NodeAffinityIn(key string, values ...string) *PodWrapper {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &v1.Affinity{}
+	}
+	if p.Spec.Affinity.NodeAffinity == nil {
+		p.Spec.Affinity.NodeAffinity = &v1.NodeAffinity{}
+	}
+	na := p.Spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &v1.NodeSelector{}
+	}
+	req := na.RequiredDuringSchedulingIgnoredDuringExecution
+	req.NodeSelectorTerms = append(req.NodeSelectorTerms, v1.NodeSelectorTerm{
+		MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: values}},
+	})
+	return p
+}
+
+// TolerationExists adds a toleration of every taint with key and effect
+// (operator Exists); an empty effect tolerates every effect.
+func (p *PodWrapper) TolerationExists(key string, effect v1.TaintEffect) *PodWrapper {
+	p.Spec.Tolerations = append(p.Spec.Tolerations, v1.Toleration{Key: key, Operator: v1.TolerationOpExists, Effect: effect})
+	return p
+}
+
 // NodeWrapper builds a Node.
 type NodeWrapper struct{ v1.Node }
 
@@ -184,6 +211,14 @@ func (n *NodeWrapper) Label(k, v string) *NodeWrapper {
 	return n
 }
 
+func (n *NodeWrapper) Annotation(k, v string) *NodeWrapper {
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[k] = v
+	return n
+}
+
 func (n *NodeWrapper) Taint(key, value string, effect v1.TaintEffect) *NodeWrapper {
 	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Value: value, Effect: effect})
 	return n
@@ -200,6 +235,30 @@ func (n *NodeWrapper) Condition(t v1.NodeConditionType, s v1.ConditionStatus) *N
 		}
 	}
 	n.Status.Conditions = append(n.Status.Conditions, v1.NodeCondition{Type: t, Status: s})
+	return n
+}
+
+// Heartbeat sets the heartbeat time of every condition, as the kubelet's
+// status updates do, and sets reason and message of the Ready condition.
+func (n *NodeWrapper) Heartbeat(t metav1.Time, reason, message string) *NodeWrapper {
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		c.LastHeartbeatTime = t
+		if c.Type == v1.NodeReady {
+			c.Reason, c.Message = reason, message
+		}
+	}
+	return n
+}
+
+// ConditionTransition sets the transition time of the condition of type t,
+// if the node has one.
+func (n *NodeWrapper) ConditionTransition(t v1.NodeConditionType, at metav1.Time) *NodeWrapper {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			n.Status.Conditions[i].LastTransitionTime = at
+		}
+	}
 	return n
 }
 

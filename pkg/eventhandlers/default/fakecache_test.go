@@ -1,0 +1,192 @@
+package defaulthandler_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// schedulerName is the scheduler the fake cache is responsible for, the one
+// MakePod uses by default.
+const schedulerName = "batch-scheduler"
+
+// fakeCache is an eventhandlers.Cache that records every call, in order,
+// as "<Method> <key>" strings (e.g. "AddPendingPod default/p",
+// "MoveAll NodeAdd").
+//
+// Its MoveAllToActiveOrBackoffQueue evaluates the pre-enqueue check, if
+// any, against each of jobs and records the verdicts, acting as the queue
+// would. While a check runs, any call back into the cache fails the test:
+// the real queue runs checks under its lock.
+type fakeCache struct {
+	t *testing.T
+
+	// responsible decides IsResponsibleFor; by default, pods of
+	// schedulerName.
+	responsible func(*v1.Pod) bool
+	// idle is what NodeIdle returns; a node not in it is unknown.
+	idle map[string]resources.Resource
+	// err is returned by every method that returns an error.
+	err error
+	// jobs are the pending pods of the jobs waiting in the unschedulable
+	// queue, each job asked separately.
+	jobs [][]*v1.Pod
+
+	mu    sync.Mutex
+	calls []string
+	moves []move
+
+	inPreCheck atomic.Bool
+}
+
+// move is one MoveAllToActiveOrBackoffQueue call.
+type move struct {
+	Event eventhandlers.ClusterEvent
+	// Checked is whether a pre-enqueue check was given.
+	Checked bool
+	// Verdicts is the check's answer for each of fakeCache.jobs; nil
+	// without a check.
+	Verdicts []bool
+}
+
+var _ eventhandlers.Cache = (*fakeCache)(nil)
+
+func newFakeCache(t *testing.T) *fakeCache {
+	return &fakeCache{
+		t:           t,
+		responsible: func(p *v1.Pod) bool { return p.Spec.SchedulerName == schedulerName },
+		idle:        map[string]resources.Resource{},
+	}
+}
+
+func (f *fakeCache) record(method, key string) {
+	if f.inPreCheck.Load() {
+		f.t.Errorf("%s(%s) called from a pre-enqueue check, under the queue's lock", method, key)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, method+" "+key)
+}
+
+func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
+
+func (f *fakeCache) IsResponsibleFor(pod *v1.Pod) bool {
+	f.record("IsResponsibleFor", podKey(pod))
+	return f.responsible(pod)
+}
+
+func (f *fakeCache) AddOrUpdateNode(node *v1.Node) error {
+	f.record("AddOrUpdateNode", node.Name)
+	return f.err
+}
+
+func (f *fakeCache) RemoveNode(node *v1.Node) error {
+	f.record("RemoveNode", node.Name)
+	return f.err
+}
+
+func (f *fakeCache) NodeIdle(name string) (resources.Resource, bool) {
+	f.record("NodeIdle", name)
+	r, ok := f.idle[name]
+	return r.Clone(), ok
+}
+
+func (f *fakeCache) AddPod(pod *v1.Pod) error {
+	f.record("AddPod", podKey(pod))
+	return f.err
+}
+
+func (f *fakeCache) UpdatePod(oldPod, newPod *v1.Pod) error {
+	f.record("UpdatePod", podKey(newPod))
+	if podKey(oldPod) != podKey(newPod) {
+		f.t.Errorf("UpdatePod(%s, %s): different pods", podKey(oldPod), podKey(newPod))
+	}
+	return f.err
+}
+
+func (f *fakeCache) RemovePod(pod *v1.Pod) error {
+	f.record("RemovePod", podKey(pod))
+	return f.err
+}
+
+func (f *fakeCache) AddPendingPod(pod *v1.Pod) error {
+	f.record("AddPendingPod", podKey(pod))
+	return f.err
+}
+
+func (f *fakeCache) UpdatePendingPod(oldPod, newPod *v1.Pod) error {
+	f.record("UpdatePendingPod", podKey(newPod))
+	if podKey(oldPod) != podKey(newPod) {
+		f.t.Errorf("UpdatePendingPod(%s, %s): different pods", podKey(oldPod), podKey(newPod))
+	}
+	return f.err
+}
+
+func (f *fakeCache) RemovePendingPod(pod *v1.Pod) error {
+	f.record("RemovePendingPod", podKey(pod))
+	return f.err
+}
+
+func (f *fakeCache) MoveAllToActiveOrBackoffQueue(event eventhandlers.ClusterEvent, preCheck eventhandlers.PreEnqueueCheck) {
+	f.record("MoveAll", event.String())
+	m := move{Event: event, Checked: preCheck != nil}
+	if preCheck != nil {
+		f.inPreCheck.Store(true)
+		for _, job := range f.jobs {
+			m.Verdicts = append(m.Verdicts, preCheck(job))
+		}
+		f.inPreCheck.Store(false)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.moves = append(f.moves, m)
+}
+
+// Calls returns every recorded call, in order.
+func (f *fakeCache) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// Effects returns the recorded calls that change state or raise events,
+// leaving out the queries IsResponsibleFor and NodeIdle.
+func (f *fakeCache) Effects() []string {
+	var out []string
+	for _, c := range f.Calls() {
+		if !strings.HasPrefix(c, "IsResponsibleFor ") && !strings.HasPrefix(c, "NodeIdle ") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Moves returns the recorded MoveAll calls.
+func (f *fakeCache) Moves() []move {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.moves)
+}
+
+// Reset forgets the recorded calls.
+func (f *fakeCache) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls, f.moves = nil, nil
+}
+
+// diffCalls describes how got differs from want, or returns "".
+func diffCalls(got, want []string) string {
+	if slices.Equal(got, want) {
+		return ""
+	}
+	return fmt.Sprintf("calls:\n  got:  %q\n  want: %q", got, want)
+}

@@ -1,0 +1,211 @@
+package defaulthandler
+
+import (
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+)
+
+// Resources that are not kept in the cache: each event only raises a
+// cluster event, with no pre-enqueue check.
+
+// resourceEvents are the events raised for one resource.
+type resourceEvents struct {
+	add, update, del eventhandlers.ClusterEvent
+}
+
+// nativeEvents returns the events of a native resource, labelled
+// "<Resource>Add", "<Resource>Update" and "<Resource>Delete".
+func nativeEvents(r eventhandlers.Resource) resourceEvents {
+	event := func(a eventhandlers.ActionType) eventhandlers.ClusterEvent {
+		return eventhandlers.ClusterEvent{Resource: r, ActionType: a, Label: string(r) + a.String()}
+	}
+	return resourceEvents{add: event(eventhandlers.Add), update: event(eventhandlers.UpdateGeneric), del: event(eventhandlers.Delete)}
+}
+
+// dynamicEvents returns the events of a dynamic resource. They carry no
+// label, so they render as "<plural>.<version>.<group>/<Action>".
+func dynamicEvents(gvr schema.GroupVersionResource) resourceEvents {
+	r := eventhandlers.DynamicResourceName(gvr)
+	return resourceEvents{
+		add:    eventhandlers.ClusterEvent{Resource: r, ActionType: eventhandlers.Add},
+		update: eventhandlers.ClusterEvent{Resource: r, ActionType: eventhandlers.UpdateGeneric},
+		del:    eventhandlers.ClusterEvent{Resource: r, ActionType: eventhandlers.Delete},
+	}
+}
+
+var (
+	persistentVolumeEvents      = nativeEvents(eventhandlers.PersistentVolume)
+	persistentVolumeClaimEvents = nativeEvents(eventhandlers.PersistentVolumeClaim)
+	storageClassEvents          = nativeEvents(eventhandlers.StorageClass)
+	csiNodeEvents               = nativeEvents(eventhandlers.CSINode)
+	csiDriverEvents             = nativeEvents(eventhandlers.CSIDriver)
+	csiStorageCapacityEvents    = nativeEvents(eventhandlers.CSIStorageCapacity)
+	priorityClassEvents         = nativeEvents(eventhandlers.PriorityClass)
+)
+
+// objectPtr is a pointer to an API object type T.
+type objectPtr[T any] interface {
+	*T
+	metav1.Object
+}
+
+// raiseOnAdd raises events.add if obj is a *T.
+func raiseOnAdd[T any, PT objectPtr[T]](h *Handler, events resourceEvents, obj any) {
+	o, ok := objectAs[T, PT](obj)
+	if !ok {
+		return
+	}
+	h.moveAll(events.add, nil, o)
+}
+
+// raiseOnUpdate raises events.update if both objects are *T and this is not
+// a resync.
+func raiseOnUpdate[T any, PT objectPtr[T]](h *Handler, events resourceEvents, oldObj, newObj any) {
+	o, ok := objectAs[T, PT](oldObj)
+	if !ok {
+		return
+	}
+	n, ok := objectAs[T, PT](newObj)
+	if !ok {
+		return
+	}
+	if sameVersion(o.GetResourceVersion(), n.GetResourceVersion()) {
+		return
+	}
+	h.moveAll(events.update, nil, n)
+}
+
+// raiseOnDelete raises events.del if obj is a *T or a tombstone of one.
+func raiseOnDelete[T any, PT objectPtr[T]](h *Handler, events resourceEvents, obj any) {
+	o, ok := objectAs[T, PT](obj)
+	if !ok {
+		return
+	}
+	h.moveAll(events.del, nil, o)
+}
+
+// AddPersistentVolume raises PersistentVolumeAdd.
+func (h *Handler) AddPersistentVolume(obj any) {
+	raiseOnAdd[v1.PersistentVolume](h, persistentVolumeEvents, obj)
+}
+
+// UpdatePersistentVolume raises PersistentVolumeUpdate.
+func (h *Handler) UpdatePersistentVolume(oldObj, newObj any) {
+	raiseOnUpdate[v1.PersistentVolume](h, persistentVolumeEvents, oldObj, newObj)
+}
+
+// DeletePersistentVolume raises PersistentVolumeDelete.
+func (h *Handler) DeletePersistentVolume(obj any) {
+	raiseOnDelete[v1.PersistentVolume](h, persistentVolumeEvents, obj)
+}
+
+// AddPersistentVolumeClaim raises PersistentVolumeClaimAdd.
+func (h *Handler) AddPersistentVolumeClaim(obj any) {
+	raiseOnAdd[v1.PersistentVolumeClaim](h, persistentVolumeClaimEvents, obj)
+}
+
+// UpdatePersistentVolumeClaim raises PersistentVolumeClaimUpdate.
+func (h *Handler) UpdatePersistentVolumeClaim(oldObj, newObj any) {
+	raiseOnUpdate[v1.PersistentVolumeClaim](h, persistentVolumeClaimEvents, oldObj, newObj)
+}
+
+// DeletePersistentVolumeClaim raises PersistentVolumeClaimDelete.
+func (h *Handler) DeletePersistentVolumeClaim(obj any) {
+	raiseOnDelete[v1.PersistentVolumeClaim](h, persistentVolumeClaimEvents, obj)
+}
+
+// AddStorageClass raises StorageClassAdd.
+func (h *Handler) AddStorageClass(obj any) {
+	raiseOnAdd[storagev1.StorageClass](h, storageClassEvents, obj)
+}
+
+// UpdateStorageClass raises StorageClassUpdate.
+func (h *Handler) UpdateStorageClass(oldObj, newObj any) {
+	raiseOnUpdate[storagev1.StorageClass](h, storageClassEvents, oldObj, newObj)
+}
+
+// DeleteStorageClass raises StorageClassDelete.
+func (h *Handler) DeleteStorageClass(obj any) {
+	raiseOnDelete[storagev1.StorageClass](h, storageClassEvents, obj)
+}
+
+// AddCSINode raises CSINodeAdd.
+func (h *Handler) AddCSINode(obj any) {
+	raiseOnAdd[storagev1.CSINode](h, csiNodeEvents, obj)
+}
+
+// UpdateCSINode raises CSINodeUpdate.
+func (h *Handler) UpdateCSINode(oldObj, newObj any) {
+	raiseOnUpdate[storagev1.CSINode](h, csiNodeEvents, oldObj, newObj)
+}
+
+// DeleteCSINode raises CSINodeDelete.
+func (h *Handler) DeleteCSINode(obj any) {
+	raiseOnDelete[storagev1.CSINode](h, csiNodeEvents, obj)
+}
+
+// AddCSIDriver raises CSIDriverAdd.
+func (h *Handler) AddCSIDriver(obj any) {
+	raiseOnAdd[storagev1.CSIDriver](h, csiDriverEvents, obj)
+}
+
+// UpdateCSIDriver raises CSIDriverUpdate.
+func (h *Handler) UpdateCSIDriver(oldObj, newObj any) {
+	raiseOnUpdate[storagev1.CSIDriver](h, csiDriverEvents, oldObj, newObj)
+}
+
+// DeleteCSIDriver raises CSIDriverDelete.
+func (h *Handler) DeleteCSIDriver(obj any) {
+	raiseOnDelete[storagev1.CSIDriver](h, csiDriverEvents, obj)
+}
+
+// AddCSIStorageCapacity raises CSIStorageCapacityAdd.
+func (h *Handler) AddCSIStorageCapacity(obj any) {
+	raiseOnAdd[storagev1.CSIStorageCapacity](h, csiStorageCapacityEvents, obj)
+}
+
+// UpdateCSIStorageCapacity raises CSIStorageCapacityUpdate.
+func (h *Handler) UpdateCSIStorageCapacity(oldObj, newObj any) {
+	raiseOnUpdate[storagev1.CSIStorageCapacity](h, csiStorageCapacityEvents, oldObj, newObj)
+}
+
+// DeleteCSIStorageCapacity raises CSIStorageCapacityDelete.
+func (h *Handler) DeleteCSIStorageCapacity(obj any) {
+	raiseOnDelete[storagev1.CSIStorageCapacity](h, csiStorageCapacityEvents, obj)
+}
+
+// AddPriorityClass raises PriorityClassAdd.
+func (h *Handler) AddPriorityClass(obj any) {
+	raiseOnAdd[schedulingv1.PriorityClass](h, priorityClassEvents, obj)
+}
+
+// UpdatePriorityClass raises PriorityClassUpdate.
+func (h *Handler) UpdatePriorityClass(oldObj, newObj any) {
+	raiseOnUpdate[schedulingv1.PriorityClass](h, priorityClassEvents, oldObj, newObj)
+}
+
+// DeletePriorityClass raises PriorityClassDelete.
+func (h *Handler) DeletePriorityClass(obj any) {
+	raiseOnDelete[schedulingv1.PriorityClass](h, priorityClassEvents, obj)
+}
+
+// AddDynamic raises an Add event for gvr's resource.
+func (h *Handler) AddDynamic(gvr schema.GroupVersionResource, obj any) {
+	raiseOnAdd[unstructured.Unstructured](h, dynamicEvents(gvr), obj)
+}
+
+// UpdateDynamic raises an UpdateGeneric event for gvr's resource.
+func (h *Handler) UpdateDynamic(gvr schema.GroupVersionResource, oldObj, newObj any) {
+	raiseOnUpdate[unstructured.Unstructured](h, dynamicEvents(gvr), oldObj, newObj)
+}
+
+// DeleteDynamic raises a Delete event for gvr's resource.
+func (h *Handler) DeleteDynamic(gvr schema.GroupVersionResource, obj any) {
+	raiseOnDelete[unstructured.Unstructured](h, dynamicEvents(gvr), obj)
+}
