@@ -115,7 +115,9 @@ func TestRegisterSourcePanics(t *testing.T) {
 					t.Errorf("RegisterSource(%q) did not panic", name)
 				}
 			}()
-			f := func(context.Context, config.CustomInformer, runtime.Object) (cache.ListerWatcher, error) { return nil, nil }
+			f := func(context.Context, config.CustomInformer, runtime.Object) (cache.ListerWatcher, error) {
+				return nil, nil
+			}
 			if name == "dup" {
 				RegisterSource("dup-"+t.Name(), f)
 				name = "dup-" + t.Name()

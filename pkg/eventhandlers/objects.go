@@ -8,26 +8,28 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
 
 // ObjectAs returns obj as a T. A cache.DeletedFinalStateUnknown tombstone is
 // unwrapped first, so every Delete method can use it. When obj is not a T
-// (or a tombstone of one) it logs an error naming both types and returns
+// (or a tombstone of one), or is a nil pointer, it logs an error naming both types and returns
 // ok=false; it never panics.
 func ObjectAs[T any](obj any) (t T, ok bool) {
 	if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
 		obj = tomb.Obj
-		if t, ok = obj.(T); ok {
+		if t, ok = obj.(T); ok && !registry.IsNil(t) {
 			return t, true
 		}
 		klog.ErrorS(nil, "Ignoring tombstone holding an object of the wrong type",
 			"key", tomb.Key, "want", fmt.Sprintf("%T", t), "got", fmt.Sprintf("%T", obj))
 		return t, false
 	}
-	if t, ok = obj.(T); ok {
+	if t, ok = obj.(T); ok && !registry.IsNil(t) {
 		return t, true
 	}
-	klog.ErrorS(nil, "Ignoring object of the wrong type", "want", fmt.Sprintf("%T", t), "got", fmt.Sprintf("%T", obj))
+	klog.ErrorS(nil, "Ignoring object of the wrong type or nil", "want", fmt.Sprintf("%T", t), "got", fmt.Sprintf("%T", obj))
 	return t, false
 }
 

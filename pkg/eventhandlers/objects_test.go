@@ -56,6 +56,10 @@ func TestObjectAs(t *testing.T) {
 			[]string{"Ignoring tombstone holding an object of the wrong type", `"key"="n1"`, `"want"="*v1.Pod"`, `"got"="*v1.Node"`}},
 		{"empty tombstone", cache.DeletedFinalStateUnknown{Key: "ns/p"}, nil, false,
 			[]string{"Ignoring tombstone", `"got"="<nil>"`}},
+		{"typed nil", (*v1.Pod)(nil), nil, false,
+			[]string{"Ignoring object of the wrong type or nil", `"got"="*v1.Pod"`}},
+		{"tombstone of a typed nil", cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: (*v1.Pod)(nil)}, nil, false,
+			[]string{"Ignoring tombstone", `"key"="ns/p"`}},
 		{"pointer to a tombstone is not unwrapped", &cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: pod}, nil, false,
 			[]string{`"got"="*cache.DeletedFinalStateUnknown"`}},
 	}

@@ -80,7 +80,7 @@ func NewEventHandler(ctx context.Context, reg *Registry, name string, c Cache, c
 	if err != nil {
 		return nil, fmt.Errorf("initializing event handler %q: %w", name, err)
 	}
-	if h == nil {
+	if registry.IsNil(h) {
 		return nil, fmt.Errorf("initializing event handler %q: factory returned no handler and no error", name)
 	}
 	return h, nil

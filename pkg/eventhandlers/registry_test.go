@@ -134,6 +134,26 @@ func TestNewEventHandler(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("typed nil handler is an error", func(t *testing.T) {
+		reg := eventhandlers.NewRegistry()
+		_ = reg.Register("typednil", func(context.Context, eventhandlers.Cache, io.Reader, *rest.Config) (eventhandlers.Interface, error) {
+			var h *stubHandler
+			return h, nil
+		})
+		h, err := eventhandlers.NewEventHandler(t.Context(), reg, "typednil", nil, nil, nil)
+		if err == nil || h != nil || !strings.Contains(err.Error(), `"typednil"`) || !strings.Contains(err.Error(), "no handler") {
+			t.Errorf("NewEventHandler = %v, %v; want an error naming the handler", h, err)
+		}
+	})
+	t.Run("nil factory is refused at registration", func(t *testing.T) {
+		reg := eventhandlers.NewRegistry()
+		if err := reg.Register("nilf", nil); err == nil || !strings.Contains(err.Error(), "nil factory") {
+			t.Errorf("Register(nil) = %v, want a nil-factory error", err)
+		}
+		if reg.Has("nilf") {
+			t.Error("nil factory was registered")
+		}
+	})
 	t.Run("factory error is wrapped with the name", func(t *testing.T) {
 		reg := eventhandlers.NewRegistry()
 		_ = reg.Register("broken", returning(&stubHandler{}, errBad))

@@ -6,6 +6,7 @@ package registry
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +37,9 @@ func New[F any](kind string) *Registry[F] {
 func (r *Registry[F]) Register(name string, factory F) error {
 	if strings.TrimSpace(name) == "" {
 		return fmt.Errorf("cannot register %s: empty name", r.kind)
+	}
+	if isNil(factory) {
+		return fmt.Errorf("cannot register %s %q: nil factory", r.kind, name)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -105,6 +109,23 @@ func (r *Registry[F]) Clone() *Registry[F] {
 	}
 	return c
 }
+
+// isNil reports whether v is a nil func, pointer, interface, map or chan.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Func, reflect.Pointer, reflect.Interface, reflect.Map, reflect.Chan, reflect.Slice:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// IsNil reports whether v is nil or a typed nil (a nil pointer, func, map,
+// chan, slice or interface stored in an interface).
+func IsNil(v any) bool { return isNil(v) }
 
 // UnknownNameError is returned by Lookup for a name nobody registered.
 type UnknownNameError struct {
