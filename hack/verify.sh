@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Static checks: formatting, vet, and a tidy go.mod.
+set -o errexit -o nounset -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [[ -n "${unformatted}" ]]; then
+  echo "gofmt would change:" >&2
+  echo "${unformatted}" >&2
+  exit 1
+fi
+
+go vet ./...
+
+tmp=$(mktemp -d)
+trap 'rm -rf "${tmp}"' EXIT
+cp go.mod go.sum "${tmp}/"
+go mod tidy
+if ! diff -q go.mod "${tmp}/go.mod" >/dev/null || ! diff -q go.sum "${tmp}/go.sum" >/dev/null; then
+  cp "${tmp}/go.mod" "${tmp}/go.sum" .
+  echo "go.mod or go.sum is not tidy: run 'go mod tidy'" >&2
+  exit 1
+fi
+echo "verify: ok"
