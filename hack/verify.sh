@@ -21,4 +21,14 @@ if ! diff -q go.mod "${tmp}/go.mod" >/dev/null || ! diff -q go.sum "${tmp}/go.su
   echo "go.mod or go.sum is not tidy: run 'go mod tidy'" >&2
   exit 1
 fi
+# Every Kubernetes staging module at one version, the one the e2e control
+# plane is built from.
+want=v0.37.1
+skew=$(go list -m -f '{{.Path}} {{.Version}}' k8s.io/api k8s.io/apimachinery k8s.io/client-go \
+  k8s.io/component-base k8s.io/component-helpers | awk -v want="${want}" '$2 != want')
+if [[ -n "${skew}" ]]; then
+  echo "k8s.io modules must all be at ${want}; found:" >&2
+  echo "${skew}" >&2
+  exit 1
+fi
 echo "verify: ok"
