@@ -1,0 +1,69 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+)
+
+// CustomInformer is an informer the cache runs beside its native ones,
+// for objects that do not come from the API server's usual resources: for
+// example hosts known only to an external manager, delivered as Nodes.
+type CustomInformer struct {
+	// Name identifies the informer in logs and in the sync barrier, as
+	// "custom/<Name>".
+	Name string
+	// Resource says which handler methods receive the informer's events,
+	// exactly as for the native informer of that resource: Node events go
+	// to the NodeEventHandler methods (behind Options.NodeSelector), Pod
+	// events to the pod methods (behind the same responsibility filter),
+	// and a "<plural>.<version>.<group>" resource to the
+	// DynamicEventHandler methods.
+	Resource eventhandlers.Resource
+	// Informer is started by Run, with Run's context; it must not be
+	// started by anyone else before.
+	Informer toolscache.SharedIndexInformer
+}
+
+// AddCustomInformer adds ci to the informers Run starts. It must be called
+// before Run; names must be unique, and ci.Resource must have handler
+// methods.
+func (c *SchedulerCache) AddCustomInformer(ci CustomInformer) error {
+	if ci.Name == "" {
+		return errors.New("adding custom informer: empty name")
+	}
+	if ci.Informer == nil {
+		return fmt.Errorf("adding custom informer %q: nil informer", ci.Name)
+	}
+	if err := checkResource(ci.Resource); err != nil {
+		return fmt.Errorf("adding custom informer %q: %w", ci.Name, err)
+	}
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	if c.started {
+		return fmt.Errorf("adding custom informer %q: the cache is already running", ci.Name)
+	}
+	for _, other := range c.customInformers {
+		if other.Name == ci.Name {
+			return fmt.Errorf("adding custom informer %q: a custom informer with that name was added already", ci.Name)
+		}
+	}
+	c.customInformers = append(c.customInformers, ci)
+	return nil
+}
+
+// checkResource reports whether the dispatch table maps r to handler
+// methods, without needing a handler.
+func checkResource(r eventhandlers.Resource) error {
+	if _, ok := nativeMethods[r]; ok {
+		return nil
+	}
+	if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
+		return fmt.Errorf("no event handler methods for resource %q: it is neither a native resource (%v) nor a dynamic one: %w",
+			r, nativeResourceNames(), err)
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package cache
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+)
+
+// Event names, the "event" label of the dispatch metrics.
+const (
+	eventAdd    = "add"
+	eventUpdate = "update"
+	eventDelete = "delete"
+)
+
+// handlerMethods are the three methods of a handler for one resource.
+type handlerMethods struct {
+	add    func(obj any)
+	update func(oldObj, newObj any)
+	delete func(obj any)
+}
+
+// nativeMethods maps each native resource to the handler's methods for it.
+// It is the one place that knows which method handles which resource;
+// informers.go and custom.go both dispatch through it.
+var nativeMethods = map[eventhandlers.Resource]func(h eventhandlers.Interface) handlerMethods{
+	eventhandlers.Pod: func(h eventhandlers.Interface) handlerMethods {
+		return handlerMethods{h.AddPod, h.UpdatePod, h.DeletePod}
+	},
+	eventhandlers.Node: func(h eventhandlers.Interface) handlerMethods {
+		return handlerMethods{h.AddNode, h.UpdateNode, h.DeleteNode}
+	},
+	eventhandlers.PersistentVolume: func(h eventhandlers.Interface) handlerMethods {
+		return handlerMethods{h.AddPersistentVolume, h.UpdatePersistentVolume, h.DeletePersistentVolume}
+	},
+	eventhandlers.PersistentVolumeClaim: func(h eventhandlers.Interface) handlerMethods {
+		return handlerMethods{h.AddPersistentVolumeClaim, h.UpdatePersistentVolumeClaim, h.DeletePersistentVolumeClaim}
+	},
+	eventhandlers.StorageClass: func(h eventhandlers.Interface) handlerMethods {
+		return handlerMethods{h.AddStorageClass, h.UpdateStorageClass, h.DeleteStorageClass}
+	},
+	eventhandlers.CSINode: func(h eventhandlers.Interface) handlerMethods {
+		return handlerMethods{h.AddCSINode, h.UpdateCSINode, h.DeleteCSINode}
+	},
+	eventhandlers.CSIDriver: func(h eventhandlers.Interface) handlerMethods {
+		return handlerMethods{h.AddCSIDriver, h.UpdateCSIDriver, h.DeleteCSIDriver}
+	},
+	eventhandlers.CSIStorageCapacity: func(h eventhandlers.Interface) handlerMethods {
+		return handlerMethods{h.AddCSIStorageCapacity, h.UpdateCSIStorageCapacity, h.DeleteCSIStorageCapacity}
+	},
+	eventhandlers.PriorityClass: func(h eventhandlers.Interface) handlerMethods {
+		return handlerMethods{h.AddPriorityClass, h.UpdatePriorityClass, h.DeletePriorityClass}
+	},
+}
+
+// dynamicMethods returns the handler's methods for the dynamic resource gvr.
+func dynamicMethods(h eventhandlers.Interface, gvr schema.GroupVersionResource) handlerMethods {
+	return handlerMethods{
+		add:    func(obj any) { h.AddDynamic(gvr, obj) },
+		update: func(oldObj, newObj any) { h.UpdateDynamic(gvr, oldObj, newObj) },
+		delete: func(obj any) { h.DeleteDynamic(gvr, obj) },
+	}
+}
+
+// methodsFor resolves the handler's methods for resource r: a native
+// resource or a dynamic one named "<plural>.<version>.<group>".
+func methodsFor(h eventhandlers.Interface, r eventhandlers.Resource) (handlerMethods, error) {
+	if err := checkResource(r); err != nil {
+		return handlerMethods{}, err
+	}
+	if native, ok := nativeMethods[r]; ok {
+		return native(h), nil
+	}
+	gvr, err := eventhandlers.ParseDynamicResource(string(r))
+	if err != nil {
+		return handlerMethods{}, err
+	}
+	return dynamicMethods(h, gvr), nil
+}
+
+func nativeResourceNames() []string {
+	names := make([]string, 0, len(nativeMethods))
+	for r := range nativeMethods {
+		names = append(names, string(r))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// eventStats counts one (resource, event) pair: in Prometheus, with the
+// counters resolved once at wiring time, and in atomics for the dump.
+type eventStats struct {
+	handledCounter, panicCounter prometheus.Counter
+	handled, panics              atomic.Int64
+}
+
+// resourceStats are the eventStats of one resource.
+type resourceStats struct {
+	add, update, delete eventStats
+}
+
+// dispatchStats holds the statistics of every resource dispatched so far.
+type dispatchStats struct {
+	metrics *metrics.Metrics
+
+	// mu guards byResource. It is only taken while wiring and dumping,
+	// never on the event path, which holds a *resourceStats directly.
+	mu         sync.Mutex
+	byResource map[eventhandlers.Resource]*resourceStats
+}
+
+func newDispatchStats(m *metrics.Metrics) *dispatchStats {
+	return &dispatchStats{metrics: m, byResource: map[eventhandlers.Resource]*resourceStats{}}
+}
+
+// forResource returns the statistics of r, creating them on first use.
+// Informers of the same resource (a native and a custom one) share them.
+func (d *dispatchStats) forResource(r eventhandlers.Resource) *resourceStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.byResource[r]; ok {
+		return s
+	}
+	s := &resourceStats{}
+	for _, e := range []struct {
+		stats *eventStats
+		event string
+	}{{&s.add, eventAdd}, {&s.update, eventUpdate}, {&s.delete, eventDelete}} {
+		e.stats.handledCounter = d.metrics.EventsHandled.WithLabelValues(string(r), e.event)
+		e.stats.panicCounter = d.metrics.HandlerPanics.WithLabelValues(string(r), e.event)
+	}
+	d.byResource[r] = s
+	return s
+}
+
+// EventCounts is what the dispatcher delivered for one resource and event.
+type EventCounts struct {
+	Resource string `json:"resource"`
+	Event    string `json:"event"`
+	Handled  int64  `json:"handled"`
+	Panics   int64  `json:"panics"`
+}
+
+// counts returns the counts of every (resource, event), sorted.
+func (d *dispatchStats) counts() []EventCounts {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]EventCounts, 0, 3*len(d.byResource))
+	for r, s := range d.byResource {
+		for _, e := range []struct {
+			stats *eventStats
+			event string
+		}{{&s.add, eventAdd}, {&s.update, eventUpdate}, {&s.delete, eventDelete}} {
+			out = append(out, EventCounts{Resource: string(r), Event: e.event,
+				Handled: e.stats.handled.Load(), Panics: e.stats.panics.Load()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Resource != out[j].Resource {
+			return out[i].Resource < out[j].Resource
+		}
+		return out[i].Event < out[j].Event
+	})
+	return out
+}
+
+// dispatcher delivers the events of one resource to the handler's methods,
+// counting each event and isolating the informer from panics.
+type dispatcher struct {
+	resource eventhandlers.Resource
+	methods  handlerMethods
+	stats    *resourceStats
+}
+
+func (c *SchedulerCache) newDispatcher(r eventhandlers.Resource, m handlerMethods) *dispatcher {
+	return &dispatcher{resource: r, methods: m, stats: c.dispatchers.forResource(r)}
+}
+
+// handlerFuncs returns the dispatcher as an informer event handler.
+func (d *dispatcher) handlerFuncs() toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    d.onAdd,
+		UpdateFunc: d.onUpdate,
+		DeleteFunc: d.onDelete,
+	}
+}
+
+func (d *dispatcher) onAdd(obj any) {
+	d.count(&d.stats.add)
+	defer d.recoverPanic(&d.stats.add, eventAdd, obj)
+	d.methods.add(obj)
+}
+
+func (d *dispatcher) onUpdate(oldObj, newObj any) {
+	d.count(&d.stats.update)
+	defer d.recoverPanic(&d.stats.update, eventUpdate, newObj)
+	d.methods.update(oldObj, newObj)
+}
+
+func (d *dispatcher) onDelete(obj any) {
+	d.count(&d.stats.delete)
+	defer d.recoverPanic(&d.stats.delete, eventDelete, obj)
+	d.methods.delete(obj)
+}
+
+func (d *dispatcher) count(s *eventStats) {
+	s.handled.Add(1)
+	s.handledCounter.Inc()
+}
+
+// recoverPanic, deferred around a handler call, turns a panic into a log
+// line and a count, so that the informer goes on delivering events.
+func (d *dispatcher) recoverPanic(s *eventStats, event string, obj any) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	s.panics.Add(1)
+	s.panicCounter.Inc()
+	klog.ErrorS(fmt.Errorf("panic: %v", r), "Event handler panicked; event dropped",
+		"resource", d.resource, "event", event, "key", keyOf(obj), "stack", string(debug.Stack()))
+}

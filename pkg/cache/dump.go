@@ -1,0 +1,247 @@
+package cache
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// CacheDump is a JSON-serialisable picture of the cache for debugging. Each
+// part is consistent in itself; the parts are taken one after the other,
+// not atomically together.
+type CacheDump struct {
+	// Generation is the cache's node generation.
+	Generation int64         `json:"generation"`
+	Nodes      []NodeDump    `json:"nodes"`
+	Jobs       []JobDump     `json:"jobs"`
+	Queue      QueueDump     `json:"queue"`
+	Handlers   HandlersDump  `json:"handlers"`
+	Events     []EventCounts `json:"events"`
+}
+
+// NodeDump describes one node, sorted by name in CacheDump.
+type NodeDump struct {
+	Name        string             `json:"name"`
+	Placeholder bool               `json:"placeholder"`
+	Generation  int64              `json:"generation"`
+	Schedulable resources.Resource `json:"schedulable"`
+	Requested   resources.Resource `json:"requested"`
+	Idle        resources.Resource `json:"idle"`
+	// Pods are "namespace/name" keys, sorted.
+	Pods []string `json:"pods"`
+}
+
+// JobDump describes one job, sorted by ID in CacheDump.
+type JobDump struct {
+	ID              string     `json:"id"`
+	Gang            bool       `json:"gang"`
+	MinAvailable    int32      `json:"minAvailable"`
+	ValidationError string     `json:"validationError,omitempty"`
+	Tasks           []TaskDump `json:"tasks"`
+}
+
+// TaskDump describes one task of a job, sorted by pod key.
+type TaskDump struct {
+	Pod    string      `json:"pod"`
+	UID    types.UID   `json:"uid"`
+	Phase  v1.PodPhase `json:"phase"`
+	Node   string      `json:"node,omitempty"`
+	Status TaskStatus  `json:"status"`
+	// Counted: the task's requests count against its node.
+	Counted bool `json:"counted"`
+}
+
+// QueueDump describes the scheduling queue.
+type QueueDump struct {
+	Lengths QueueLengths `json:"lengths"`
+	// Active is in the order jobs will be popped.
+	Active []QueuedJobDump `json:"active"`
+	// Backoff is in the order backoffs expire.
+	Backoff []QueuedJobDump `json:"backoff"`
+	// Unschedulable, InFlight and AwaitingBinding are sorted by ID.
+	Unschedulable    []QueuedJobDump `json:"unschedulable"`
+	InFlight         []QueuedJobDump `json:"inFlight"`
+	AwaitingBinding  []QueuedJobDump `json:"awaitingBinding"`
+	SchedulingCycle  int64           `json:"schedulingCycle"`
+	MoveRequestCycle int64           `json:"moveRequestCycle"`
+}
+
+// QueuedJobDump describes one job in the queue.
+type QueuedJobDump struct {
+	ID                 string     `json:"id"`
+	PendingPods        int        `json:"pendingPods"`
+	Priority           int32      `json:"priority"`
+	Attempts           int        `json:"attempts"`
+	Timestamp          time.Time  `json:"timestamp"`
+	BackoffExpiry      *time.Time `json:"backoffExpiry,omitempty"`
+	UnschedulableSince *time.Time `json:"unschedulableSince,omitempty"`
+	LastFailure        string     `json:"lastFailure,omitempty"`
+}
+
+// HandlersDump is the sync status of the event handlers Run registered.
+type HandlersDump struct {
+	Running       bool               `json:"running"`
+	Synced        bool               `json:"synced"`
+	Registrations []RegistrationDump `json:"registrations"`
+}
+
+// RegistrationDump is the sync status of one registration, sorted by name.
+type RegistrationDump struct {
+	Name   string `json:"name"`
+	Synced bool   `json:"synced"`
+}
+
+// Dump returns a picture of the cache for debugging.
+func (c *SchedulerCache) Dump() *CacheDump {
+	d := &CacheDump{}
+	c.dumpState(d)
+	d.Queue = c.queue.dump()
+	d.Handlers = c.dumpHandlers()
+	d.Events = c.dispatchers.counts()
+	return d
+}
+
+func (c *SchedulerCache) dumpState(d *CacheDump) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	d.Generation = c.generation
+	d.Nodes = make([]NodeDump, 0, len(c.nodes))
+	for _, item := range c.nodes {
+		n := item.info
+		pods := make([]string, len(n.Pods))
+		for i, t := range n.Pods {
+			pods[i] = t.Key()
+		}
+		sort.Strings(pods)
+		d.Nodes = append(d.Nodes, NodeDump{
+			Name:        n.name,
+			Placeholder: n.Placeholder,
+			Generation:  n.Generation,
+			Schedulable: n.Schedulable.Clone(),
+			Requested:   n.Requested.Clone(),
+			Idle:        n.Idle(),
+			Pods:        pods,
+		})
+	}
+	sort.Slice(d.Nodes, func(i, j int) bool { return d.Nodes[i].Name < d.Nodes[j].Name })
+
+	d.Jobs = make([]JobDump, 0, len(c.jobs))
+	for _, j := range c.jobs {
+		jd := JobDump{ID: j.ID.String(), Gang: j.ID.Gang, MinAvailable: j.MinAvailable()}
+		if err := j.ValidationError(); err != nil {
+			jd.ValidationError = err.Error()
+		}
+		jd.Tasks = make([]TaskDump, 0, len(j.Tasks))
+		for _, t := range j.Tasks {
+			jd.Tasks = append(jd.Tasks, TaskDump{Pod: t.Key(), UID: t.Pod.UID, Phase: t.Pod.Status.Phase,
+				Node: t.NodeName, Status: t.Status, Counted: t.Counted})
+		}
+		sort.Slice(jd.Tasks, func(a, b int) bool { return jd.Tasks[a].Pod < jd.Tasks[b].Pod })
+		d.Jobs = append(d.Jobs, jd)
+	}
+	sort.Slice(d.Jobs, func(i, j int) bool { return d.Jobs[i].ID < d.Jobs[j].ID })
+}
+
+func (c *SchedulerCache) dumpHandlers() HandlersDump {
+	c.runMu.Lock()
+	started, regs := c.started, c.registrations
+	c.runMu.Unlock()
+	hd := HandlersDump{Running: started, Synced: started, Registrations: make([]RegistrationDump, 0, len(regs))}
+	for _, r := range regs {
+		synced := r.reg.HasSynced()
+		hd.Synced = hd.Synced && synced
+		hd.Registrations = append(hd.Registrations, RegistrationDump{Name: r.name, Synced: synced})
+	}
+	sort.Slice(hd.Registrations, func(i, j int) bool { return hd.Registrations[i].Name < hd.Registrations[j].Name })
+	return hd
+}
+
+func (q *SchedulingQueue) dump() QueueDump {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	d := QueueDump{
+		Lengths:          q.lengthsLocked(),
+		Active:           []QueuedJobDump{},
+		Backoff:          []QueuedJobDump{},
+		Unschedulable:    []QueuedJobDump{},
+		InFlight:         []QueuedJobDump{},
+		AwaitingBinding:  []QueuedJobDump{},
+		SchedulingCycle:  q.schedulingCycle,
+		MoveRequestCycle: q.moveRequestCycle,
+	}
+	for _, e := range q.activeQ.sorted() {
+		d.Active = append(d.Active, e.dump())
+	}
+	for _, e := range q.backoffQ.sorted() {
+		d.Backoff = append(d.Backoff, e.dump())
+	}
+	parked := make([]*jobEntry, 0, len(q.jobs)-q.activeQ.Len()-q.backoffQ.Len())
+	for _, e := range q.jobs {
+		if e.where != inActive && e.where != inBackoff {
+			parked = append(parked, e)
+		}
+	}
+	sort.Slice(parked, func(i, j int) bool { return parked[i].ID.String() < parked[j].ID.String() })
+	for _, e := range parked {
+		switch e.where {
+		case inUnschedulable:
+			d.Unschedulable = append(d.Unschedulable, e.dump())
+		case inFlight:
+			d.InFlight = append(d.InFlight, e.dump())
+		case awaitingBinding:
+			d.AwaitingBinding = append(d.AwaitingBinding, e.dump())
+		}
+	}
+	return d
+}
+
+func (e *jobEntry) dump() QueuedJobDump {
+	jd := QueuedJobDump{
+		ID:          e.ID.String(),
+		PendingPods: len(e.Pods),
+		Priority:    e.Priority,
+		Attempts:    e.Attempts,
+		Timestamp:   e.Timestamp,
+		LastFailure: e.lastFailure,
+	}
+	if !e.backoffExpiry.IsZero() {
+		t := e.backoffExpiry
+		jd.BackoffExpiry = &t
+	}
+	if e.where == inUnschedulable {
+		t := e.unschedulableSince
+		jd.UnschedulableSince = &t
+	}
+	return jd
+}
+
+// DumpHandler serves Dump as indented JSON. It answers GET (and HEAD)
+// only; other methods get 405 Method Not Allowed.
+func (c *SchedulerCache) DumpHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := json.MarshalIndent(c.Dump(), "", "  ")
+		if err != nil {
+			klog.ErrorS(err, "Encoding the scheduler cache dump")
+			http.Error(w, "encoding the cache dump failed", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		body = append(body, '\n')
+		if _, err := w.Write(body); err != nil {
+			klog.V(4).InfoS("Writing the scheduler cache dump", "err", err)
+		}
+	})
+}

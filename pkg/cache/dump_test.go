@@ -1,0 +1,169 @@
+package cache
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// dumpFixture builds a cache with a node, a placeholder, a bound gang pod,
+// a pending one, a bad gang and an unschedulable single pod.
+func dumpFixture(t *testing.T) *SchedulerCache {
+	t.Helper()
+	c, _ := newTestCache(t, Options{})
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n1")))
+	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("a").Group("train").MinAvailable("2").Node("n1").Phase(v1.PodRunning).Req(res{v1.ResourceCPU: "2"}).Obj()))
+	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("b").Group("train").MinAvailable("2").Obj()))
+	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("orphan").Node("gone").Phase(v1.PodRunning).Obj()))
+	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("x").Group("bad").MinAvailable("lots").Obj()))
+	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("solo").Priority(-1).Obj()))
+	q := c.Queue()
+	for range 3 {
+		qj, err := q.Pop(t.Context())
+		mustNoErr(t, "Pop", err)
+		if qj.ID.Name == "solo" {
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "0/1 nodes fit"}))
+		} else {
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Err: errors.New("boom")}))
+		}
+	}
+	return c
+}
+
+func TestDump(t *testing.T) {
+	c := dumpFixture(t)
+	d := c.Dump()
+
+	if len(d.Nodes) != 2 || d.Nodes[0].Name != "gone" || d.Nodes[1].Name != "n1" {
+		t.Fatalf("nodes = %+v, want gone and n1, sorted", d.Nodes)
+	}
+	gone, n1 := d.Nodes[0], d.Nodes[1]
+	if !gone.Placeholder || strings.Join(gone.Pods, ",") != "default/orphan" {
+		t.Errorf("gone = %+v, want a placeholder holding default/orphan", gone)
+	}
+	if n1.Placeholder || n1.Requested.MilliCPU != 2000 || n1.Idle.MilliCPU != 8000 || n1.Schedulable.MilliCPU != 10000 ||
+		strings.Join(n1.Pods, ",") != "default/a" || n1.Generation == 0 {
+		t.Errorf("n1 = %+v", n1)
+	}
+
+	var ids []string
+	for _, j := range d.Jobs {
+		ids = append(ids, j.ID)
+	}
+	if got := strings.Join(ids, " "); got != "default/bad default/pod:orphan default/pod:solo default/train" {
+		t.Fatalf("jobs = %s", got)
+	}
+	bad, train := d.Jobs[0], d.Jobs[3]
+	if !strings.Contains(bad.ValidationError, `min-available="lots"`) || bad.MinAvailable != 1 {
+		t.Errorf("bad = %+v", bad)
+	}
+	if train.MinAvailable != 2 || len(train.Tasks) != 2 ||
+		train.Tasks[0] != (TaskDump{Pod: "default/a", UID: "uid-a", Phase: v1.PodRunning, Node: "n1", Status: TaskBound, Counted: true}) ||
+		train.Tasks[1] != (TaskDump{Pod: "default/b", UID: "uid-b", Phase: v1.PodPending, Status: TaskPending}) {
+		t.Errorf("train = %+v", train)
+	}
+
+	if d.Queue.Lengths != (QueueLengths{Backoff: 2, Unschedulable: 1}) {
+		t.Errorf("queue lengths = %+v", d.Queue.Lengths)
+	}
+	if len(d.Queue.Unschedulable) != 1 || d.Queue.Unschedulable[0].ID != "default/pod:solo" || d.Queue.Unschedulable[0].Priority != -1 {
+		t.Errorf("unschedulable = %+v", d.Queue.Unschedulable)
+	}
+	if d.Handlers.Running || d.Handlers.Synced {
+		t.Errorf("handlers = %+v before Run", d.Handlers)
+	}
+}
+
+func TestDumpHandler(t *testing.T) {
+	c := dumpFixture(t)
+	srv := httptest.NewServer(c.DumpHandler())
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL)
+	mustNoErr(t, "GET", err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET: %s, Content-Type %q", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	var got map[string]any
+	mustNoErr(t, "decoding", json.NewDecoder(resp.Body).Decode(&got))
+	for _, key := range []string{"generation", "nodes", "jobs", "queue", "handlers", "events"} {
+		if _, ok := got[key]; !ok {
+			t.Errorf("dump JSON has no %q: %v", key, got)
+		}
+	}
+	nodes, _ := got["nodes"].([]any)
+	if len(nodes) != 2 {
+		t.Fatalf("nodes = %v", got["nodes"])
+	}
+	if n := nodes[1].(map[string]any); n["name"] != "n1" || n["idle"].(map[string]any)["milliCPU"] != float64(8000) {
+		t.Errorf("n1 = %v", n)
+	}
+	// Indented, for people.
+	body, err := json.MarshalIndent(c.Dump(), "", "  ")
+	mustNoErr(t, "MarshalIndent", err)
+	if !strings.Contains(string(body), "\n  \"nodes\": [") {
+		t.Errorf("dump is not indented:\n%s", body)
+	}
+
+	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+		req, err := http.NewRequest(method, srv.URL, nil)
+		mustNoErr(t, "NewRequest", err)
+		resp, err := http.DefaultClient.Do(req)
+		mustNoErr(t, method, err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s: %s, Allow %q; want 405 with Allow: GET, HEAD", method, resp.Status, resp.Header.Get("Allow"))
+		}
+	}
+}
+
+func TestJobIDJSON(t *testing.T) {
+	data, err := json.Marshal(map[JobID]int{
+		{Namespace: "ns", Name: "g", Gang: true}: 1,
+		{Namespace: "ns", Name: "p"}:             2,
+	})
+	mustNoErr(t, "Marshal", err)
+	if got := string(data); got != `{"ns/g":1,"ns/pod:p":2}` {
+		t.Errorf("JSON = %s", got)
+	}
+}
+
+func TestCacheMoveAll(t *testing.T) {
+	c, clk := newTestCache(t, Options{})
+	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("p").Obj()))
+	qj, err := c.Queue().Pop(t.Context())
+	mustNoErr(t, "Pop", err)
+	mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, Attempt{Reason: "no fit"}))
+	clk.Step(DefaultMaxBackoff)
+	var seen []string
+	c.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, func(pods []*v1.Pod) bool {
+		seen = append(seen, podNames(pods)...)
+		return true
+	})
+	if strings.Join(seen, ",") != "p" {
+		t.Errorf("preCheck saw %v, want [p]", seen)
+	}
+	if l := c.Queue().Lengths(); l.Active != 1 {
+		t.Errorf("lengths = %+v, want active", l)
+	}
+}
+
+func TestLocationString(t *testing.T) {
+	for l, want := range map[location]string{
+		inActive: "active", inBackoff: "backoff", inUnschedulable: "unschedulable",
+		inFlight: "inFlight", awaitingBinding: "awaitingBinding", location(42): "location(42)",
+	} {
+		if got := l.String(); got != want {
+			t.Errorf("location(%d).String() = %q, want %q", int(l), got, want)
+		}
+	}
+}

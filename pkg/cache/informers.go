@@ -1,0 +1,317 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+)
+
+// LastAppliedConfigAnnotation is written by kubectl apply. It holds a
+// copy of the whole object and nothing the scheduler reads, so the
+// informers drop it.
+const LastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// syncPollInterval is how often WaitForHandlersSync checks the handlers,
+// as client-go's WaitForCacheSync does.
+const syncPollInterval = 100 * time.Millisecond
+
+// namedRegistration is an event handler registered on an informer, named
+// for the sync barrier: "Pod", "widgets.v1.example.com", "custom/<name>".
+type namedRegistration struct {
+	name     string
+	informer toolscache.SharedIndexInformer
+	reg      toolscache.ResourceEventHandlerRegistration
+}
+
+// Run starts the informers and delivers their events to h, then returns:
+// the informers, custom informers, h's Run (if h is an
+// eventhandlers.Runner) and the scheduling queue's flush loops all stop
+// when ctx ends. Use WaitForHandlersSync to wait for the initial lists.
+//
+// The native informers cover Pods, Nodes, PersistentVolumes,
+// PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers,
+// CSIStorageCapacities and PriorityClasses. Pods reach h only if they are
+// assigned to a node or this scheduler is responsible for them; nodes only
+// if they match Options.NodeSelector (a node that stops matching is
+// delivered as deleted). If h is an eventhandlers.DynamicResourceRequester,
+// a dynamic informer serves each resource it asks for.
+//
+// Run succeeds at most once per cache.
+func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) error {
+	if h == nil {
+		return errors.New("running scheduler cache: nil event handler")
+	}
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	if c.started {
+		return errors.New("running scheduler cache: already running")
+	}
+	if c.opts.Client == nil {
+		return errors.New("running scheduler cache: Options.Client is nil")
+	}
+	gvrs, err := c.dynamicResources(h)
+	if err != nil {
+		return fmt.Errorf("running scheduler cache: %w", err)
+	}
+
+	factory := informers.NewSharedInformerFactoryWithOptions(c.opts.Client, c.opts.ResyncPeriod,
+		informers.WithTransform(stripForScheduler))
+	var dynamicFactory dynamicinformer.DynamicSharedInformerFactory
+	if len(gvrs) > 0 {
+		dynamicFactory = dynamicinformer.NewDynamicSharedInformerFactory(c.opts.DynamicClient, c.opts.ResyncPeriod)
+	}
+
+	var regs []namedRegistration
+	register := func(name string, resource eventhandlers.Resource, informer toolscache.SharedIndexInformer) error {
+		handler, err := c.eventHandlerFor(resource, h)
+		if err != nil {
+			return err
+		}
+		reg, err := informer.AddEventHandler(handler)
+		if err != nil {
+			return fmt.Errorf("registering the event handler on the %s informer: %w", name, err)
+		}
+		regs = append(regs, namedRegistration{name: name, informer: informer, reg: reg})
+		return nil
+	}
+	err = func() error {
+		for _, n := range []struct {
+			resource eventhandlers.Resource
+			informer toolscache.SharedIndexInformer
+		}{
+			{eventhandlers.Pod, factory.Core().V1().Pods().Informer()},
+			{eventhandlers.Node, factory.Core().V1().Nodes().Informer()},
+			{eventhandlers.PersistentVolume, factory.Core().V1().PersistentVolumes().Informer()},
+			{eventhandlers.PersistentVolumeClaim, factory.Core().V1().PersistentVolumeClaims().Informer()},
+			{eventhandlers.StorageClass, factory.Storage().V1().StorageClasses().Informer()},
+			{eventhandlers.CSINode, factory.Storage().V1().CSINodes().Informer()},
+			{eventhandlers.CSIDriver, factory.Storage().V1().CSIDrivers().Informer()},
+			{eventhandlers.CSIStorageCapacity, factory.Storage().V1().CSIStorageCapacities().Informer()},
+			{eventhandlers.PriorityClass, factory.Scheduling().V1().PriorityClasses().Informer()},
+		} {
+			if err := register(string(n.resource), n.resource, n.informer); err != nil {
+				return err
+			}
+		}
+		for _, gvr := range gvrs {
+			informer := dynamicFactory.ForResource(gvr).Informer()
+			if err := informer.SetTransform(stripForScheduler); err != nil {
+				return fmt.Errorf("setting the transform of the %s informer: %w", gvr, err)
+			}
+			name := eventhandlers.DynamicResourceName(gvr)
+			if err := register(string(name), name, informer); err != nil {
+				return err
+			}
+		}
+		for _, ci := range c.customInformers {
+			if err := register("custom/"+ci.Name, ci.Resource, ci.Informer); err != nil {
+				return fmt.Errorf("custom informer %q: %w", ci.Name, err)
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		// Custom informers may be shared with others: leave them as they
+		// were. The factories' informers were never started.
+		for _, r := range regs {
+			if rmErr := r.informer.RemoveEventHandler(r.reg); rmErr != nil {
+				klog.ErrorS(rmErr, "Removing event handler after a failed start", "informer", r.name)
+			}
+		}
+		return fmt.Errorf("running scheduler cache: %w", err)
+	}
+	c.registrations = regs
+	c.started = true
+
+	factory.StartWithContext(ctx)
+	if dynamicFactory != nil {
+		dynamicFactory.Start(ctx.Done())
+	}
+	for _, ci := range c.customInformers {
+		go ci.Informer.RunWithContext(ctx)
+	}
+	if runner, ok := h.(eventhandlers.Runner); ok {
+		go runner.Run(ctx)
+	}
+	go c.queue.Run(ctx)
+	go func() {
+		<-ctx.Done()
+		factory.Shutdown()
+		if dynamicFactory != nil {
+			dynamicFactory.Shutdown()
+		}
+	}()
+	klog.InfoS("Scheduler cache running", "schedulerNames", c.opts.SchedulerNames,
+		"informers", len(regs), "dynamicResources", len(gvrs), "customInformers", len(c.customInformers))
+	return nil
+}
+
+// dynamicResources returns the resources h asks dynamic informers for,
+// without duplicates.
+func (c *SchedulerCache) dynamicResources(h eventhandlers.Interface) ([]schema.GroupVersionResource, error) {
+	requester, ok := h.(eventhandlers.DynamicResourceRequester)
+	if !ok {
+		return nil, nil
+	}
+	var gvrs []schema.GroupVersionResource
+	seen := map[schema.GroupVersionResource]bool{}
+	for _, gvr := range requester.DynamicResources() {
+		if seen[gvr] {
+			continue
+		}
+		if _, err := eventhandlers.ParseDynamicResource(string(eventhandlers.DynamicResourceName(gvr))); err != nil {
+			return nil, fmt.Errorf("event handler asked for an invalid dynamic resource: %w", err)
+		}
+		seen[gvr] = true
+		gvrs = append(gvrs, gvr)
+	}
+	if len(gvrs) > 0 && c.opts.DynamicClient == nil {
+		names := make([]string, len(gvrs))
+		for i, gvr := range gvrs {
+			names[i] = string(eventhandlers.DynamicResourceName(gvr))
+		}
+		return nil, fmt.Errorf("event handler asked for dynamic resources %s but Options.DynamicClient is nil", strings.Join(names, ", "))
+	}
+	return gvrs, nil
+}
+
+// eventHandlerFor returns the informer event handler that dispatches
+// events of resource r to h, behind the filters of r (pods and nodes).
+func (c *SchedulerCache) eventHandlerFor(r eventhandlers.Resource, h eventhandlers.Interface) (toolscache.ResourceEventHandler, error) {
+	methods, err := methodsFor(h, r)
+	if err != nil {
+		return nil, err
+	}
+	funcs := c.newDispatcher(r, methods).handlerFuncs()
+	switch r {
+	case eventhandlers.Pod:
+		return toolscache.FilteringResourceEventHandler{FilterFunc: c.podFilter, Handler: funcs}, nil
+	case eventhandlers.Node:
+		if sel := c.opts.NodeSelector; sel != nil && !sel.Empty() {
+			return toolscache.FilteringResourceEventHandler{FilterFunc: nodeFilter(sel), Handler: funcs}, nil
+		}
+	}
+	return funcs, nil
+}
+
+// podFilter passes the pods the scheduler must see: those bound to a node
+// (they use its resources) and those it is responsible for scheduling.
+// Anything that is not a pod is passed on for the handler to reject.
+func (c *SchedulerCache) podFilter(obj any) bool {
+	pod, ok := unwrapTombstone(obj).(*v1.Pod)
+	if !ok {
+		return true
+	}
+	return pod.Spec.NodeName != "" || c.IsResponsibleFor(pod)
+}
+
+// nodeFilter passes the nodes whose labels match sel. Anything that is not
+// a node is passed on for the handler to reject.
+func nodeFilter(sel labels.Selector) func(obj any) bool {
+	return func(obj any) bool {
+		node, ok := unwrapTombstone(obj).(*v1.Node)
+		if !ok {
+			return true
+		}
+		return sel.Matches(labels.Set(node.Labels))
+	}
+}
+
+func unwrapTombstone(obj any) any {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return tomb.Obj
+	}
+	return obj
+}
+
+// stripForScheduler is the informers' transform: it drops what the
+// scheduler never reads but every object carries, before the object is
+// stored. It removes metadata.managedFields and the kubectl
+// last-applied-configuration annotation from every object, and
+// status.images from nodes. Objects handed to a transform are fresh from
+// the decoder and not yet shared, so they are changed in place.
+func stripForScheduler(obj any) (any, error) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		inner, err := stripForScheduler(tomb.Obj)
+		if err != nil {
+			return nil, err
+		}
+		tomb.Obj = inner
+		return tomb, nil
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		// Not an object with metadata; nothing to strip.
+		return obj, nil
+	}
+	if accessor.GetManagedFields() != nil {
+		accessor.SetManagedFields(nil)
+	}
+	if annotations := accessor.GetAnnotations(); annotations != nil {
+		if _, ok := annotations[LastAppliedConfigAnnotation]; ok {
+			delete(annotations, LastAppliedConfigAnnotation)
+			// Unstructured objects return a copy of their annotations.
+			accessor.SetAnnotations(annotations)
+		}
+	}
+	if node, ok := obj.(*v1.Node); ok {
+		node.Status.Images = nil
+	}
+	return obj, nil
+}
+
+// WaitForHandlersSync blocks until every event handler Run registered has
+// received its informer's initial list. When ctx ends first, the error
+// names the handlers that have not synced.
+func (c *SchedulerCache) WaitForHandlersSync(ctx context.Context) error {
+	c.runMu.Lock()
+	started := c.started
+	c.runMu.Unlock()
+	if !started {
+		return errors.New("waiting for event handlers to sync: the cache is not running")
+	}
+	err := wait.PollUntilContextCancel(ctx, syncPollInterval, true, func(context.Context) (bool, error) {
+		synced, _ := c.HandlersSynced()
+		return synced, nil
+	})
+	if err != nil {
+		_, unsynced := c.HandlersSynced()
+		return fmt.Errorf("waiting for event handlers to sync (not synced: %s): %w", strings.Join(unsynced, ", "), err)
+	}
+	return nil
+}
+
+// HandlersSynced reports whether every event handler Run registered has
+// received its informer's initial list, and names those that have not,
+// sorted. Before Run it reports false and no names.
+func (c *SchedulerCache) HandlersSynced() (bool, []string) {
+	c.runMu.Lock()
+	started, regs := c.started, c.registrations
+	c.runMu.Unlock()
+	if !started {
+		return false, nil
+	}
+	var unsynced []string
+	for _, r := range regs {
+		if !r.reg.HasSynced() {
+			unsynced = append(unsynced, r.name)
+		}
+	}
+	sort.Strings(unsynced)
+	return len(unsynced) == 0, unsynced
+}

@@ -1,0 +1,550 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+func TestStripForScheduler(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	pod := st.MakePod().Name("p").Node("n1").
+		Annotation(LastAppliedConfigAnnotation, `{"big":"json"}`).
+		Group("g").MinAvailable("2").Label("app", "x").
+		Req(res{v1.ResourceCPU: "1"}).Obj()
+	pod.ManagedFields = managed
+	want := pod.DeepCopy()
+	want.ManagedFields = nil
+	delete(want.Annotations, LastAppliedConfigAnnotation)
+
+	node := st.MakeNode().Name("n1").Capacity(res{v1.ResourceCPU: "4"}).Label("zone", "a").
+		Taint("gpu", "true", v1.TaintEffectNoSchedule).Obj()
+	node.ManagedFields = managed
+	node.Status.Images = []v1.ContainerImage{{Names: []string{"busybox"}, SizeBytes: 1 << 20}}
+	wantNode := node.DeepCopy()
+	wantNode.ManagedFields = nil
+	wantNode.Status.Images = nil
+
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{
+			"name": "w", "namespace": "default",
+			"annotations":   map[string]any{LastAppliedConfigAnnotation: "{}", "keep": "me"},
+			"managedFields": []any{map[string]any{"manager": "kubectl"}},
+		},
+		"spec": map[string]any{"size": int64(3)},
+	}}
+	wantU := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{
+			"name": "w", "namespace": "default",
+			"annotations": map[string]any{"keep": "me"},
+		},
+		"spec": map[string]any{"size": int64(3)},
+	}}
+
+	tests := []struct {
+		name string
+		in   any
+		want any
+	}{
+		{"pod", pod, want},
+		{"node", node, wantNode},
+		{"tombstone of a pod", toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: pod.DeepCopy()},
+			toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: want}},
+		{"unstructured", u, wantU},
+		{"pod without annotations", st.MakePod().Name("bare").Obj(), st.MakePod().Name("bare").Obj()},
+		{"not an object", "just a string", "just a string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.in
+			if o, ok := in.(runtime.Object); ok {
+				in = o.DeepCopyObject()
+			}
+			got, err := stripForScheduler(in)
+			mustNoErr(t, "stripForScheduler", err)
+			if !equalObjects(got, tt.want) {
+				t.Errorf("stripForScheduler(%T):\n got %#v\nwant %#v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func equalObjects(a, b any) bool {
+	if ta, ok := a.(toolscache.DeletedFinalStateUnknown); ok {
+		tb, ok := b.(toolscache.DeletedFinalStateUnknown)
+		return ok && ta.Key == tb.Key && equalObjects(ta.Obj, tb.Obj)
+	}
+	ra, okA := a.(runtime.Object)
+	rb, okB := b.(runtime.Object)
+	if !okA || !okB {
+		return a == b
+	}
+	ua, errA := runtime.DefaultUnstructuredConverter.ToUnstructured(ra)
+	ub, errB := runtime.DefaultUnstructuredConverter.ToUnstructured(rb)
+	return errA == nil && errB == nil && equalUnstructured(ua, ub)
+}
+
+func equalUnstructured(a, b map[string]any) bool {
+	return (&unstructured.Unstructured{Object: a}).GetName() == (&unstructured.Unstructured{Object: b}).GetName() &&
+		toString(a) == toString(b)
+}
+
+func toString(m map[string]any) string {
+	data, err := (&unstructured.Unstructured{Object: m}).MarshalJSON()
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(data)
+}
+
+func TestFilters(t *testing.T) {
+	c, _ := newTestCache(t, Options{SchedulerNames: []string{"batch-scheduler"}})
+	ours := st.MakePod().Name("ours").Obj()
+	theirs := st.MakePod().Name("theirs").Scheduler("default-scheduler").Obj()
+	theirsBound := st.MakePod().Name("theirs-bound").Scheduler("default-scheduler").Node("n1").Obj()
+	for _, tt := range []struct {
+		obj  any
+		want bool
+	}{
+		{ours, true},
+		{theirs, false},
+		{theirsBound, true},
+		{toolscache.DeletedFinalStateUnknown{Key: "default/theirs", Obj: theirs}, false},
+		{toolscache.DeletedFinalStateUnknown{Key: "default/theirs-bound", Obj: theirsBound}, true},
+		{"not a pod", true}, // left for the handler to reject
+	} {
+		if got := c.podFilter(tt.obj); got != tt.want {
+			t.Errorf("podFilter(%s) = %v, want %v", keyOf(tt.obj), got, tt.want)
+		}
+	}
+
+	filter := nodeFilter(labels.SelectorFromSet(labels.Set{"pool": "batch"}))
+	batch := st.MakeNode().Name("a").Label("pool", "batch").Obj()
+	web := st.MakeNode().Name("b").Label("pool", "web").Obj()
+	for _, tt := range []struct {
+		obj  any
+		want bool
+	}{
+		{batch, true},
+		{web, false},
+		{toolscache.DeletedFinalStateUnknown{Key: "a", Obj: batch}, true},
+		{toolscache.DeletedFinalStateUnknown{Key: "b", Obj: web}, false},
+		{42, true},
+	} {
+		if got := filter(tt.obj); got != tt.want {
+			t.Errorf("nodeFilter(%v) = %v, want %v", keyOf(tt.obj), got, tt.want)
+		}
+	}
+}
+
+// create creates obj through the fake API, failing the test on error.
+func create[T any](t *testing.T, what string, fn func(context.Context, T, metav1.CreateOptions) (T, error), obj T) {
+	t.Helper()
+	if _, err := fn(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating %s: %v", what, err)
+	}
+}
+
+func noRV[T interface{ SetResourceVersion(string) }](obj T) T {
+	obj.SetResourceVersion("")
+	return obj
+}
+
+func TestRunWiresEveryInformer(t *testing.T) {
+	// One object of each kind exists before Run (initial list), the rest is
+	// created afterwards (watch).
+	client := fake.NewClientset(
+		noRV(st.MakeNode().Name("early").Capacity(res{v1.ResourceCPU: "4", v1.ResourcePods: "10"}).Label("pool", "batch").Obj()),
+	)
+	c, _ := newTestCache(t, Options{Client: client, NodeSelector: labels.SelectorFromSet(labels.Set{"pool": "batch"})})
+	h := newRecordingHandler(c)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	mustNoErr(t, "Run", c.Run(ctx, h))
+	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
+	if ok, unsynced := c.HandlersSynced(); !ok || len(unsynced) != 0 {
+		t.Fatalf("HandlersSynced = %v, %v after WaitForHandlersSync", ok, unsynced)
+	}
+	if !h.has(eventhandlers.Node, eventAdd, "early") {
+		t.Fatalf("the initial list did not reach the handler: %v", h.keysOf(eventhandlers.Node))
+	}
+
+	core, storage := client.CoreV1(), client.StorageV1()
+	n1 := st.MakeNode().Name("n1").Capacity(res{v1.ResourceCPU: "8", v1.ResourcePods: "10"}).Label("pool", "batch").Obj()
+	n1.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
+	n1.Annotations = map[string]string{LastAppliedConfigAnnotation: "{}", "keep": "me"}
+	n1.Status.Images = []v1.ContainerImage{{Names: []string{"busybox"}}}
+	create(t, "node", core.Nodes().Create, noRV(n1))
+	create(t, "node", core.Nodes().Create, noRV(st.MakeNode().Name("web").Label("pool", "web").Obj()))
+	create(t, "pod", core.Pods("default").Create, noRV(st.MakePod().Name("theirs").Scheduler("default-scheduler").Obj()))
+	create(t, "pod", core.Pods("default").Create, noRV(st.MakePod().Name("theirs-bound").Scheduler("default-scheduler").Node("n1").Req(res{v1.ResourceCPU: "1"}).Obj()))
+	create(t, "pod", core.Pods("default").Create, noRV(st.MakePod().Name("ours").Group("g").Obj()))
+	create(t, "pv", core.PersistentVolumes().Create, &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}})
+	create(t, "pvc", core.PersistentVolumeClaims("default").Create, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pvc", Namespace: "default"}})
+	create(t, "storage class", storage.StorageClasses().Create, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc"}})
+	create(t, "csi node", storage.CSINodes().Create, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	create(t, "csi driver", storage.CSIDrivers().Create, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "driver"}})
+	create(t, "csi storage capacity", storage.CSIStorageCapacities("default").Create, &storagev1.CSIStorageCapacity{ObjectMeta: metav1.ObjectMeta{Name: "cap", Namespace: "default"}})
+	create(t, "priority class", client.SchedulingV1().PriorityClasses().Create, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000})
+
+	want := []recorded{
+		{eventhandlers.Node, eventAdd, "n1"},
+		{eventhandlers.Pod, eventAdd, "default/theirs-bound"},
+		{eventhandlers.Pod, eventAdd, "default/ours"},
+		{eventhandlers.PersistentVolume, eventAdd, "pv"},
+		{eventhandlers.PersistentVolumeClaim, eventAdd, "default/pvc"},
+		{eventhandlers.StorageClass, eventAdd, "sc"},
+		{eventhandlers.CSINode, eventAdd, "n1"},
+		{eventhandlers.CSIDriver, eventAdd, "driver"},
+		{eventhandlers.CSIStorageCapacity, eventAdd, "default/cap"},
+		{eventhandlers.PriorityClass, eventAdd, "high"},
+	}
+	for _, w := range want {
+		waitFor(t, w.String(), func() bool { return h.has(w.resource, w.event, w.key) })
+	}
+	// Events of one informer arrive in order: "theirs" was created before
+	// "ours", which has arrived, and was filtered out; so was node "web".
+	if h.has(eventhandlers.Pod, eventAdd, "default/theirs") {
+		t.Error("another scheduler's pending pod reached the handler")
+	}
+	if h.has(eventhandlers.Node, eventAdd, "web") {
+		t.Error("a node outside the node selector reached the handler")
+	}
+
+	// The cache followed.
+	waitFor(t, "the bound pod in the cache", func() bool {
+		idle, ok := c.NodeIdle("n1")
+		return ok && idle.MilliCPU == 7000
+	})
+	// The informers' transform ran before the handler saw the node.
+	if ni, ok := c.NodeInfo("n1"); !ok || ni.Node.ManagedFields != nil || ni.Node.Status.Images != nil ||
+		len(ni.Node.Annotations) != 1 || ni.Node.Annotations["keep"] != "me" || ni.Node.Labels["pool"] != "batch" {
+		t.Errorf("n1 was not stripped for the scheduler: %+v", ni.Node)
+	}
+	if j, ok := c.Job(JobID{Namespace: "default", Name: "g", Gang: true}); !ok || len(j.Tasks) != 1 {
+		t.Errorf("gang job = %+v, %v", j, ok)
+	}
+	if l := c.Queue().Lengths(); l.Active != 1 {
+		t.Errorf("queue = %+v, want the gang active", l)
+	}
+
+	// A node whose labels stop matching is delivered as a delete.
+	n1, err := core.Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	mustNoErr(t, "getting n1", err)
+	n1.Labels["pool"] = "web"
+	_, err = core.Nodes().Update(ctx, n1, metav1.UpdateOptions{})
+	mustNoErr(t, "updating n1", err)
+	waitFor(t, "n1 deleted by the selector", func() bool { return h.has(eventhandlers.Node, eventDelete, "n1") })
+	if _, ok := c.NodeIdle("n1"); ok {
+		t.Error("n1 is still schedulable in the cache")
+	}
+
+	// The pending pod gets bound: it moves in the job, and out of the queue.
+	ours, err := core.Pods("default").Get(ctx, "ours", metav1.GetOptions{})
+	mustNoErr(t, "getting ours", err)
+	ours.Spec.NodeName = "early"
+	_, err = core.Pods("default").Update(ctx, ours, metav1.UpdateOptions{})
+	mustNoErr(t, "updating ours", err)
+	waitFor(t, "ours bound", func() bool {
+		j, ok := c.Job(JobID{Namespace: "default", Name: "g", Gang: true})
+		return ok && j.Tasks[ours.UID].Status == TaskBound
+	})
+	if l := c.Queue().Lengths(); l.Active != 0 {
+		t.Errorf("queue = %+v, want empty", l)
+	}
+	mustNoErr(t, "deleting ours", core.Pods("default").Delete(ctx, "ours", metav1.DeleteOptions{}))
+	waitFor(t, "ours deleted", func() bool { return h.has(eventhandlers.Pod, eventDelete, "default/ours") })
+	if _, ok := c.Job(JobID{Namespace: "default", Name: "g", Gang: true}); ok {
+		t.Error("job still there after its pod was deleted")
+	}
+	if errs := h.errors(); len(errs) > 0 {
+		t.Errorf("the cache rejected calls: %v", errs)
+	}
+
+	d := c.Dump()
+	if !d.Handlers.Running || !d.Handlers.Synced || len(d.Handlers.Registrations) != 9 {
+		t.Errorf("handlers in dump = %+v", d.Handlers)
+	}
+	if err := c.Run(ctx, h); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("second Run: got %v, want an error", err)
+	}
+}
+
+func TestPanicIsolation(t *testing.T) {
+	client := fake.NewClientset()
+	c, _ := newTestCache(t, Options{Client: client})
+	h := newRecordingHandler(c)
+	h.panicOn = "default/boom"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	mustNoErr(t, "Run", c.Run(ctx, h))
+	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
+
+	pods := client.CoreV1().Pods("default")
+	create(t, "pod", pods.Create, noRV(st.MakePod().Name("boom").Obj()))
+	create(t, "pod", pods.Create, noRV(st.MakePod().Name("after").Obj()))
+	waitFor(t, "the pod after the panic", func() bool { return h.has(eventhandlers.Pod, eventAdd, "default/after") })
+
+	if got := testutil.ToFloat64(c.metrics.HandlerPanics.WithLabelValues("Pod", "add")); got != 1 {
+		t.Errorf("handler_panics_total{Pod,add} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(c.metrics.EventsHandled.WithLabelValues("Pod", "add")); got != 2 {
+		t.Errorf("events_handled_total{Pod,add} = %v, want 2", got)
+	}
+	var podAdd EventCounts
+	for _, e := range c.Dump().Events {
+		if e.Resource == "Pod" && e.Event == "add" {
+			podAdd = e
+		}
+	}
+	if podAdd.Handled != 2 || podAdd.Panics != 1 {
+		t.Errorf("dump counts for Pod add = %+v, want 2 handled, 1 panic", podAdd)
+	}
+	// Later events of the same object still arrive.
+	mustNoErr(t, "deleting boom", pods.Delete(ctx, "boom", metav1.DeleteOptions{}))
+	waitFor(t, "the delete of the pod that panicked", func() bool { return h.has(eventhandlers.Pod, eventDelete, "default/boom") })
+}
+
+// unsupportedWatchList makes a FakeControllerSource usable by a reflector
+// that would otherwise try the watch-list protocol it does not speak.
+type unsupportedWatchList struct {
+	*fcache.FakeControllerSource
+}
+
+func (unsupportedWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+func TestCustomInformer(t *testing.T) {
+	source := fcache.NewFakeControllerSource()
+	source.Add(st.MakeNode().Name("host-1").Capacity(res{v1.ResourceCPU: "16", v1.ResourcePods: "10"}).Obj())
+	informer := toolscache.NewSharedIndexInformer(unsupportedWatchList{source}, &v1.Node{}, 0, toolscache.Indexers{})
+
+	c, _ := newTestCache(t, Options{Client: fake.NewClientset()})
+	h := newRecordingHandler(c)
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "hosts", Resource: eventhandlers.Node, Informer: informer}))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	mustNoErr(t, "Run", c.Run(ctx, h))
+	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
+
+	d := c.Dump()
+	var names []string
+	for _, r := range d.Handlers.Registrations {
+		names = append(names, r.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "custom/hosts") {
+		t.Errorf("registrations = %v, want custom/hosts among them", names)
+	}
+	if !h.has(eventhandlers.Node, eventAdd, "host-1") {
+		t.Fatalf("the custom informer's initial list did not reach the handler: %v", h.keysOf(eventhandlers.Node))
+	}
+	if idle, ok := c.NodeIdle("host-1"); !ok || idle.MilliCPU != 16000 {
+		t.Errorf("host-1 in cache: idle %v, ok %v", idle, ok)
+	}
+	source.Add(st.MakeNode().Name("host-2").Obj())
+	waitFor(t, "host-2 from the custom informer", func() bool { return h.has(eventhandlers.Node, eventAdd, "host-2") })
+	source.Delete(st.MakeNode().Name("host-1").Obj())
+	waitFor(t, "host-1 deleted", func() bool { return h.has(eventhandlers.Node, eventDelete, "host-1") })
+
+	if err := c.AddCustomInformer(CustomInformer{Name: "late", Resource: eventhandlers.Node, Informer: informer}); err == nil ||
+		!strings.Contains(err.Error(), "already running") {
+		t.Errorf("AddCustomInformer after Run: got %v, want an error", err)
+	}
+}
+
+func TestCustomInformerPodsAreFiltered(t *testing.T) {
+	source := fcache.NewFakeControllerSource()
+	informer := toolscache.NewSharedIndexInformer(unsupportedWatchList{source}, &v1.Pod{}, 0, toolscache.Indexers{})
+	c, _ := newTestCache(t, Options{Client: fake.NewClientset()})
+	h := newRecordingHandler(c)
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "pods", Resource: eventhandlers.Pod, Informer: informer}))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	mustNoErr(t, "Run", c.Run(ctx, h))
+	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
+	source.Add(st.MakePod().Name("theirs").Scheduler("other").Obj())
+	source.Add(st.MakePod().Name("ours").Obj())
+	waitFor(t, "ours", func() bool { return h.has(eventhandlers.Pod, eventAdd, "default/ours") })
+	if h.has(eventhandlers.Pod, eventAdd, "default/theirs") {
+		t.Error("the custom pod informer bypassed the responsibility filter")
+	}
+}
+
+func TestAddCustomInformerErrors(t *testing.T) {
+	informer := toolscache.NewSharedIndexInformer(unsupportedWatchList{fcache.NewFakeControllerSource()}, &v1.Node{}, 0, toolscache.Indexers{})
+	c, _ := newTestCache(t, Options{})
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "a", Resource: eventhandlers.Node, Informer: informer}))
+	mustNoErr(t, "AddCustomInformer of a dynamic resource", c.AddCustomInformer(CustomInformer{Name: "w", Resource: "widgets.v1.example.com", Informer: informer}))
+	tests := []struct {
+		name string
+		ci   CustomInformer
+		want string
+	}{
+		{"duplicate name", CustomInformer{Name: "a", Resource: eventhandlers.Node, Informer: informer}, `"a": a custom informer with that name was added already`},
+		{"empty name", CustomInformer{Resource: eventhandlers.Node, Informer: informer}, "empty name"},
+		{"nil informer", CustomInformer{Name: "b", Resource: eventhandlers.Node}, "nil informer"},
+		{"unknown resource", CustomInformer{Name: "b", Resource: "Widget", Informer: informer}, `no event handler methods for resource "Widget"`},
+		{"wildcard", CustomInformer{Name: "b", Resource: eventhandlers.WildCard, Informer: informer}, `resource "*"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := c.AddCustomInformer(tt.ci); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+func widget(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": "default"},
+	}}
+}
+
+func TestRunDynamicInformersAndRunner(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{widgets: "WidgetList"}, widget("w1"))
+	c, _ := newTestCache(t, Options{Client: fake.NewClientset(), DynamicClient: dyn})
+	h := &dynamicHandler{recordingHandler: newRecordingHandler(c), gvrs: []schema.GroupVersionResource{widgets, widgets}, running: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	mustNoErr(t, "Run", c.Run(ctx, h))
+	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
+	name := eventhandlers.DynamicResourceName(widgets)
+	if !h.has(name, eventAdd, "default/w1") {
+		t.Fatalf("widget w1 did not reach AddDynamic: %v", h.keysOf(name))
+	}
+	_, err := dyn.Resource(widgets).Namespace("default").Create(ctx, widget("w2"), metav1.CreateOptions{})
+	mustNoErr(t, "creating w2", err)
+	waitFor(t, "w2", func() bool { return h.has(name, eventAdd, "default/w2") })
+	mustNoErr(t, "deleting w1", dyn.Resource(widgets).Namespace("default").Delete(ctx, "w1", metav1.DeleteOptions{}))
+	waitFor(t, "w1 deleted", func() bool { return h.has(name, eventDelete, "default/w1") })
+
+	select {
+	case <-h.running:
+	case <-time.After(time.Minute):
+		t.Fatal("the handler's Run was not started")
+	}
+	var regs []string
+	for _, r := range c.Dump().Handlers.Registrations {
+		regs = append(regs, r.Name)
+	}
+	if strings.Count(strings.Join(regs, ","), "widgets.v1.example.com") != 1 {
+		t.Errorf("registrations = %v, want widgets.v1.example.com once", regs)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		h    eventhandlers.Interface
+		want string
+	}{
+		{"nil handler", Options{Client: fake.NewClientset()}, nil, "nil event handler"},
+		{"no client", Options{}, nopHandler{}, "Options.Client is nil"},
+		{
+			"dynamic resources without a dynamic client", Options{Client: fake.NewClientset()},
+			&dynamicHandler{recordingHandler: &recordingHandler{}, gvrs: []schema.GroupVersionResource{widgets}},
+			"asked for dynamic resources widgets.v1.example.com but Options.DynamicClient is nil",
+		},
+		{
+			"invalid dynamic resource", Options{Client: fake.NewClientset()},
+			&dynamicHandler{recordingHandler: &recordingHandler{}, gvrs: []schema.GroupVersionResource{{Resource: "Widgets", Version: "v1", Group: "x"}}},
+			"invalid dynamic resource",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newTestCache(t, tt.opts)
+			err := c.Run(t.Context(), tt.h)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run: got %v, want an error containing %q", err, tt.want)
+			}
+			if err := c.WaitForHandlersSync(t.Context()); err == nil {
+				t.Error("WaitForHandlersSync after a failed Run: no error")
+			}
+			if ok, names := c.HandlersSynced(); ok || names != nil {
+				t.Errorf("HandlersSynced after a failed Run = %v, %v", ok, names)
+			}
+		})
+	}
+}
+
+func TestRunRemovesHandlersWhenWiringFails(t *testing.T) {
+	good := toolscache.NewSharedIndexInformer(unsupportedWatchList{fcache.NewFakeControllerSource()}, &v1.Node{}, 0, toolscache.Indexers{})
+	// A stopped informer refuses new handlers.
+	stopped := toolscache.NewSharedIndexInformer(unsupportedWatchList{fcache.NewFakeControllerSource()}, &v1.Node{}, 0, toolscache.Indexers{})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	stopped.RunWithContext(ctx)
+
+	c, _ := newTestCache(t, Options{Client: fake.NewClientset()})
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "good", Resource: eventhandlers.Node, Informer: good}))
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "stopped", Resource: eventhandlers.Node, Informer: stopped}))
+	err := c.Run(t.Context(), newRecordingHandler(c))
+	if err == nil || !strings.Contains(err.Error(), `custom informer "stopped"`) {
+		t.Fatalf("Run: got %v, want an error naming the stopped informer", err)
+	}
+	if good.IsStopped() {
+		t.Error("the good informer was stopped")
+	}
+	// The handler added to the good informer was removed again: a fresh
+	// handler can be added and is the only one.
+	if _, err := good.AddEventHandler(toolscache.ResourceEventHandlerFuncs{}); err != nil {
+		t.Errorf("good informer: %v", err)
+	}
+}
+
+func TestWaitForHandlersSyncNamesUnsynced(t *testing.T) {
+	source := fcache.NewFakeControllerSource()
+	source.ListError = errors.New("host manager down")
+	informer := toolscache.NewSharedIndexInformer(unsupportedWatchList{source}, &v1.Node{}, 0, toolscache.Indexers{})
+	c, _ := newTestCache(t, Options{Client: fake.NewClientset()})
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "hosts", Resource: eventhandlers.Node, Informer: informer}))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	mustNoErr(t, "Run", c.Run(ctx, newRecordingHandler(c)))
+
+	// Wait until everything else synced, so that the error names only the
+	// broken informer.
+	waitFor(t, "the native handlers", func() bool {
+		_, unsynced := c.HandlersSynced()
+		return len(unsynced) == 1
+	})
+	waitCtx, waitCancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer waitCancel()
+	err := c.WaitForHandlersSync(waitCtx)
+	if err == nil || !strings.Contains(err.Error(), "not synced: custom/hosts)") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitForHandlersSync: got %v, want a deadline error naming custom/hosts", err)
+	}
+	if ok, unsynced := c.HandlersSynced(); ok || strings.Join(unsynced, ",") != "custom/hosts" {
+		t.Errorf("HandlersSynced = %v, %v", ok, unsynced)
+	}
+	if d := c.Dump(); d.Handlers.Synced {
+		t.Error("dump says synced")
+	}
+}

@@ -1,0 +1,121 @@
+package cache
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Snapshot is a point-in-time copy of the schedulable nodes, for one
+// scheduling cycle to read without locks. It holds clones of the cache's
+// NodeInfos, placeholders excluded, and is brought up to date by
+// (*SchedulerCache).UpdateSnapshot. A Snapshot is not safe for concurrent
+// use: one scheduling loop owns it.
+type Snapshot struct {
+	nodeInfoMap  map[string]*NodeInfo
+	nodeInfoList []*NodeInfo
+	// generation is the cache generation the snapshot is current with.
+	generation int64
+	// clones counts the NodeInfos cloned into the snapshot, so tests can
+	// check that updates are incremental.
+	clones int
+}
+
+// NewSnapshot returns an empty snapshot.
+func NewSnapshot() *Snapshot {
+	return &Snapshot{nodeInfoMap: map[string]*NodeInfo{}}
+}
+
+// NodeInfos returns the snapshot's nodes, sorted by name. The slice and the
+// NodeInfos belong to the snapshot: read them, do not keep them across
+// UpdateSnapshot.
+func (s *Snapshot) NodeInfos() []*NodeInfo { return s.nodeInfoList }
+
+// Get returns the named node.
+func (s *Snapshot) Get(name string) (*NodeInfo, bool) {
+	n, ok := s.nodeInfoMap[name]
+	return n, ok
+}
+
+// NumNodes returns the number of nodes in the snapshot.
+func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }
+
+// Generation returns the cache generation the snapshot is current with.
+func (s *Snapshot) Generation() int64 { return s.generation }
+
+// UpdateSnapshot brings s up to date with the cache, in time proportional
+// to what changed since s was last updated: the cache's nodes are linked
+// most recently changed first, and only those newer than s are cloned.
+// Nodes that left the cache, or became placeholders, leave s. When nodes
+// join or leave s, its list is rebuilt (pointers only, no cloning).
+//
+// Existing NodeInfos of s are overwritten in place, so pointers taken from
+// s before the call see the new state.
+func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if s.nodeInfoMap == nil {
+		s.nodeInfoMap = map[string]*NodeInfo{}
+	}
+	membershipChanged := false
+
+	// Removals first: a node removed and added again since the last update
+	// is re-added by the walk below.
+	if s.generation < c.removedNodesFloor {
+		// Some removals s has not seen were trimmed from the log; check
+		// every node of s instead.
+		for name := range s.nodeInfoMap {
+			if item, ok := c.nodes[name]; !ok || item.info.Placeholder {
+				delete(s.nodeInfoMap, name)
+				membershipChanged = true
+			}
+		}
+	} else {
+		i := sort.Search(len(c.removedNodes), func(i int) bool { return c.removedNodes[i].generation > s.generation })
+		for _, r := range c.removedNodes[i:] {
+			if _, ok := s.nodeInfoMap[r.name]; ok {
+				delete(s.nodeInfoMap, r.name)
+				membershipChanged = true
+			}
+		}
+	}
+
+	for item := c.headNode; item != nil; item = item.next {
+		info := item.info
+		if info.Generation <= s.generation {
+			break
+		}
+		existing, ok := s.nodeInfoMap[info.name]
+		if info.Placeholder {
+			if ok {
+				delete(s.nodeInfoMap, info.name)
+				membershipChanged = true
+			}
+			continue
+		}
+		if !ok {
+			existing = &NodeInfo{}
+			s.nodeInfoMap[info.name] = existing
+			membershipChanged = true
+		}
+		info.cloneInto(existing)
+		s.clones++
+	}
+	s.generation = c.generation
+
+	if membershipChanged || len(s.nodeInfoList) != len(s.nodeInfoMap) {
+		s.nodeInfoList = s.nodeInfoList[:0]
+		for _, ni := range s.nodeInfoMap {
+			s.nodeInfoList = append(s.nodeInfoList, ni)
+		}
+		sort.Slice(s.nodeInfoList, func(i, j int) bool { return s.nodeInfoList[i].name < s.nodeInfoList[j].name })
+	}
+
+	if want := len(c.nodes) - c.numPlaceholders; len(s.nodeInfoMap) != want {
+		// Only a bug can get here. Start s over, so that the next update
+		// rebuilds it from scratch instead of staying wrong.
+		got := len(s.nodeInfoMap)
+		*s = *NewSnapshot()
+		return fmt.Errorf("updating snapshot: it has %d nodes but the cache has %d; snapshot reset", got, want)
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package cache
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+func snapshotNames(s *Snapshot) string {
+	var names []string
+	for _, n := range s.NodeInfos() {
+		names = append(names, n.Name())
+	}
+	return strings.Join(names, ",")
+}
+
+func TestUpdateSnapshotIsIncremental(t *testing.T) {
+	c, _ := newTestCache(t, Options{})
+	for i := range 10 {
+		mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode(fmt.Sprintf("n%d", i))))
+	}
+	s := NewSnapshot()
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	if s.clones != 10 || s.NumNodes() != 10 {
+		t.Fatalf("first update: %d clones, %d nodes; want 10, 10", s.clones, s.NumNodes())
+	}
+	n3Before, _ := s.Get("n3")
+	n3Gen := n3Before.Generation
+
+	// Nothing changed: nothing is cloned.
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	if s.clones != 10 {
+		t.Fatalf("no-op update cloned %d nodes", s.clones-10)
+	}
+
+	// Two nodes change: exactly those two are cloned.
+	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("p").Node("n7").Req(res{v1.ResourceCPU: "1"}).Obj()))
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(st.MakeNode().Name("n2").Capacity(res{v1.ResourceCPU: "2"}).Obj()))
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	if got := s.clones - 10; got != 2 {
+		t.Fatalf("update after 2 changes cloned %d nodes, want 2", got)
+	}
+	if n7, _ := s.Get("n7"); n7.Requested.MilliCPU != 1000 || len(n7.Pods) != 1 {
+		t.Errorf("n7 in snapshot = %+v", n7)
+	}
+	if n2, _ := s.Get("n2"); n2.Schedulable.MilliCPU != 2000 {
+		t.Errorf("n2 in snapshot = %+v", n2)
+	}
+	if n3, _ := s.Get("n3"); n3 != n3Before || n3.Generation != n3Gen {
+		t.Error("unchanged node n3 was replaced")
+	}
+	if s.Generation() != c.generation {
+		t.Errorf("snapshot generation %d, cache %d", s.Generation(), c.generation)
+	}
+
+	// The snapshot is a copy: later cache changes do not show through.
+	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("q").Node("n7").Req(res{v1.ResourceCPU: "1"}).Obj()))
+	if n7, _ := s.Get("n7"); n7.Requested.MilliCPU != 1000 {
+		t.Errorf("cache change leaked into the snapshot: %v", n7.Requested)
+	}
+}
+
+func TestUpdateSnapshotMembership(t *testing.T) {
+	c, _ := newTestCache(t, Options{})
+	for _, n := range []string{"a", "b", "c"} {
+		mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode(n)))
+	}
+	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("p").Node("c").Obj()))
+	// A placeholder is never in the snapshot.
+	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("ghost").Node("x").Obj()))
+	s := NewSnapshot()
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	if got := snapshotNames(s); got != "a,b,c" {
+		t.Fatalf("snapshot = %s, want a,b,c", got)
+	}
+
+	// b is deleted; c becomes a placeholder; x becomes a real node; d is
+	// added, removed and added again.
+	mustNoErr(t, "RemoveNode b", c.RemoveNode(bigNode("b")))
+	mustNoErr(t, "RemoveNode c", c.RemoveNode(bigNode("c")))
+	mustNoErr(t, "AddOrUpdateNode x", c.AddOrUpdateNode(bigNode("x")))
+	mustNoErr(t, "AddOrUpdateNode d", c.AddOrUpdateNode(bigNode("d")))
+	mustNoErr(t, "RemoveNode d", c.RemoveNode(bigNode("d")))
+	mustNoErr(t, "AddOrUpdateNode d", c.AddOrUpdateNode(bigNode("d")))
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	if got := snapshotNames(s); got != "a,d,x" {
+		t.Fatalf("snapshot = %s, want a,d,x", got)
+	}
+	if _, ok := s.Get("c"); ok {
+		t.Error("placeholder c is in the snapshot")
+	}
+}
+
+func TestUpdateSnapshotAfterTrimmedRemovals(t *testing.T) {
+	c, _ := newTestCache(t, Options{})
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("keep")))
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("gone")))
+	s := NewSnapshot()
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	mustNoErr(t, "RemoveNode", c.RemoveNode(bigNode("gone")))
+	// Churn enough nodes to trim the log of removals past "gone".
+	for i := range 2 * maxRemovedNodes {
+		name := fmt.Sprintf("churn-%d", i)
+		mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode(name)))
+		mustNoErr(t, "RemoveNode", c.RemoveNode(bigNode(name)))
+	}
+	if c.removedNodesFloor <= s.Generation() {
+		t.Fatalf("the log was not trimmed past the snapshot (floor %d, snapshot %d)", c.removedNodesFloor, s.Generation())
+	}
+	if len(c.removedNodes) > maxRemovedNodes {
+		t.Errorf("removal log has %d entries, want at most %d", len(c.removedNodes), maxRemovedNodes)
+	}
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	if got := snapshotNames(s); got != "keep" {
+		t.Fatalf("snapshot = %s, want keep", got)
+	}
+}
+
+func TestUpdateSnapshotDetectsInconsistency(t *testing.T) {
+	c, _ := newTestCache(t, Options{})
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("a")))
+	s := NewSnapshot()
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	// Corrupt the snapshot as only a bug could.
+	s.nodeInfoMap["bogus"] = &NodeInfo{name: "bogus"}
+	if err := c.UpdateSnapshot(s); err == nil || !strings.Contains(err.Error(), "2 nodes but the cache has 1") {
+		t.Fatalf("UpdateSnapshot of a corrupt snapshot: got %v", err)
+	}
+	mustNoErr(t, "UpdateSnapshot after reset", c.UpdateSnapshot(s))
+	if got := snapshotNames(s); got != "a" {
+		t.Errorf("snapshot after reset = %s, want a", got)
+	}
+}
+
+// fillCache adds nodes nodes with podsPerNode bound pods each.
+func fillCache(b *testing.B, nodes, podsPerNode int) *SchedulerCache {
+	c, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range nodes {
+		name := fmt.Sprintf("node-%05d", i)
+		if err := c.AddOrUpdateNode(st.MakeNode().Name(name).Capacity(res{v1.ResourceCPU: "64", v1.ResourceMemory: "256Gi", v1.ResourcePods: "110"}).Obj()); err != nil {
+			b.Fatal(err)
+		}
+		for j := range podsPerNode {
+			pod := st.MakePod().Name(fmt.Sprintf("pod-%05d-%02d", i, j)).Node(name).Phase(v1.PodRunning).
+				Req(res{v1.ResourceCPU: "100m", v1.ResourceMemory: "128Mi"}).Obj()
+			if err := c.AddPod(pod); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return c
+}
+
+// BenchmarkUpdateSnapshot compares an incremental update after 10 node
+// changes with a full clone of every node, on 5,000 nodes and 150,000 pods.
+func BenchmarkUpdateSnapshot(b *testing.B) {
+	const nodes, podsPerNode, changed = 5000, 30, 10
+	c := fillCache(b, nodes, podsPerNode)
+	changeNodes := func(round int) {
+		for k := range changed {
+			node := st.MakeNode().Name(fmt.Sprintf("node-%05d", (round*changed+k)%nodes)).
+				Capacity(res{v1.ResourceCPU: "64", v1.ResourceMemory: "256Gi", v1.ResourcePods: "110"}).
+				Label("round", fmt.Sprint(round)).Obj()
+			if err := c.AddOrUpdateNode(node); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+
+	b.Run("incremental-10-changed", func(b *testing.B) {
+		s := NewSnapshot()
+		if err := c.UpdateSnapshot(s); err != nil {
+			b.Fatal(err)
+		}
+		round := 0
+		for b.Loop() {
+			b.StopTimer()
+			changeNodes(round)
+			round++
+			b.StartTimer()
+			if err := c.UpdateSnapshot(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("full-clone", func(b *testing.B) {
+		round := 0
+		for b.Loop() {
+			b.StopTimer()
+			changeNodes(round)
+			round++
+			b.StartTimer()
+			s := NewSnapshot()
+			if err := c.UpdateSnapshot(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
