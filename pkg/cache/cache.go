@@ -202,7 +202,6 @@ func (c *SchedulerCache) AddOrUpdateNode(node *v1.Node) error {
 	if node == nil || node.Name == "" {
 		return errors.New("adding node to the scheduler cache: node has no name")
 	}
-	node = node.DeepCopy()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	item, ok := c.nodes[node.Name]

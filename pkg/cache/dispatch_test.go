@@ -1,18 +1,14 @@
 package cache
 
 import (
-	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
-	fcache "k8s.io/client-go/tools/cache/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -198,61 +194,5 @@ func BenchmarkDispatchOverhead(b *testing.B) {
 		for b.Loop() {
 			funcs.OnAdd(node, false)
 		}
-	})
-}
-
-// BenchmarkInformerDispatch delivers b.N node adds through a real informer
-// to a bare handler and to the dispatcher; the dispatcher's budget is 1.5×
-// the bare informer's time per event.
-func BenchmarkInformerDispatch(b *testing.B) {
-	run := func(b *testing.B, wire func(inf toolscache.SharedIndexInformer) *atomic.Int64) {
-		source := fcache.NewFakeControllerSource()
-		informer := toolscache.NewSharedIndexInformer(unsupportedWatchList{source}, &v1.Node{}, 0, toolscache.Indexers{})
-		count := wire(informer)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go informer.RunWithContext(ctx)
-		if !toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-			b.Fatal("informer did not sync")
-		}
-		nodes := make([]*v1.Node, b.N)
-		for i := range nodes {
-			nodes[i] = st.MakeNode().Name(fmt.Sprintf("n-%d", i)).Obj()
-		}
-		b.ResetTimer()
-		for _, n := range nodes {
-			source.Add(n)
-		}
-		for count.Load() < int64(b.N) {
-			// Yield instead of sleeping: a sleep would dominate the
-			// measurement.
-			runtime.Gosched()
-		}
-	}
-	b.Run("bare", func(b *testing.B) {
-		run(b, func(inf toolscache.SharedIndexInformer) *atomic.Int64 {
-			h := &countingNodeHandler{}
-			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: h.AddNode}); err != nil {
-				b.Fatal(err)
-			}
-			return &h.n
-		})
-	})
-	b.Run("dispatched", func(b *testing.B) {
-		run(b, func(inf toolscache.SharedIndexInformer) *atomic.Int64 {
-			c, err := New(Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := &countingNodeHandler{}
-			handler, err := c.eventHandlerFor(eventhandlers.Node, h)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := inf.AddEventHandler(handler); err != nil {
-				b.Fatal(err)
-			}
-			return &h.n
-		})
 	})
 }

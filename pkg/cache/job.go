@@ -90,7 +90,6 @@ type TaskInfo struct {
 }
 
 func newTaskInfo(pod *v1.Pod) *TaskInfo {
-	pod = pod.DeepCopy()
 	t := &TaskInfo{
 		Pod:      pod,
 		Job:      JobIDForPod(pod),

@@ -7,9 +7,14 @@ import (
 )
 
 // Cache is the narrow API of the scheduler cache that event handlers call.
-// pkg/cache implements it. Every method is safe for concurrent use, returns
-// promptly, and copies what it keeps: a handler may pass objects straight
-// from the informer.
+// pkg/cache implements it. Every method is safe for concurrent use and
+// returns promptly.
+//
+// The cache keeps the objects it is given by reference, without copying, and
+// never modifies them: at 150,000 pods a second copy of every object would
+// double the scheduler's memory. Pass objects straight from the informer
+// (which are immutable by client-go's contract), or a fresh copy; never
+// modify an object after handing it over.
 type Cache interface {
 	NodeCache
 	AssignedPodCache
