@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
@@ -352,17 +353,29 @@ func TestNodeUpdateChangesAllocatable(t *testing.T) {
 	}
 }
 
-func TestCacheCopiesWhatItKeeps(t *testing.T) {
+// The cache shares the informer's objects instead of copying them (a copy
+// of every pod would double the scheduler's memory), and must therefore
+// never modify them.
+func TestCacheSharesAndNeverModifiesObjects(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
 	node := bigNode("n1")
 	pod := st.MakePod().Name("p").Node("n1").Req(res{v1.ResourceCPU: "1"}).Obj()
+	pending := st.MakePod().Name("q").Req(res{v1.ResourceCPU: "1"}).Obj()
+	nodeBefore, podBefore, pendingBefore := node.DeepCopy(), pod.DeepCopy(), pending.DeepCopy()
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(node))
 	mustNoErr(t, "AddPod", c.AddPod(pod))
-	node.Labels = map[string]string{"mutated": "true"}
-	pod.Spec.NodeName = "elsewhere"
-	ni, _ := c.NodeInfo("n1")
-	if ni.Node.Labels["mutated"] != "" || ni.Pods[0].Pod.Spec.NodeName != "n1" {
-		t.Error("the cache kept the caller's objects instead of copies")
+	mustNoErr(t, "AddPendingPod", c.AddPendingPod(pending))
+	finished := pod.DeepCopy()
+	finished.Status.Phase = v1.PodSucceeded
+	mustNoErr(t, "UpdatePod", c.UpdatePod(pod, finished))
+	mustNoErr(t, "RemoveNode", c.RemoveNode(node))
+	_ = c.Dump()
+	if !equality.Semantic.DeepEqual(node, nodeBefore) || !equality.Semantic.DeepEqual(pod, podBefore) || !equality.Semantic.DeepEqual(pending, pendingBefore) {
+		t.Error("the cache modified an object it was handed")
+	}
+	ni, ok := c.NodeInfo("n1")
+	if !ok || len(ni.Pods) != 1 || ni.Pods[0].Pod != finished {
+		t.Errorf("the cache should keep the object it was handed, by reference; got %+v", ni)
 	}
 }
 
