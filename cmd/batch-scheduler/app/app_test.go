@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 )
@@ -175,5 +177,33 @@ func TestServesEndpointsWhileUnsynced(t *testing.T) {
 	case <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the command did not stop after its context was cancelled")
+	}
+}
+
+// Every shipped example must load and be accepted by its handler.
+func TestExamplesAreValid(t *testing.T) {
+	paths, err := filepath.Glob("../../../examples/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples found: %v", err)
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			f, err := config.Load(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.EventHandlers) == 0 {
+				t.Fatal("example configures no event handler")
+			}
+			c, err := cache.New(cache.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, eh := range f.EventHandlers {
+				if _, err := eventhandlers.GetEventHandler(t.Context(), eh.Name, c, f.HandlerArgs(eh.Name), nil); err != nil {
+					t.Errorf("handler %q rejects the example: %v", eh.Name, err)
+				}
+			}
+		})
 	}
 }
