@@ -1,9 +1,9 @@
 package controlplane
 
 import (
-	"os"
 	"net"
 	"net/url"
+	"os"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
