@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+)
+
+const (
+	// waitTimeout bounds every wait of the demo: for /readyz, for the
+	// cache to show a change, and for the scheduler to stop.
+	waitTimeout = 30 * time.Second
+	// pollInterval is how often the endpoints are asked while waiting.
+	pollInterval = 50 * time.Millisecond
+)
+
+// scheduler is the batch-scheduler command running in this process.
+type scheduler struct {
+	addr   string
+	client *http.Client
+	cancel context.CancelFunc
+
+	// done is closed when the command has returned, with its exit code in
+	// code and whatever it printed on stderr (its error) in stderr.
+	done   chan struct{}
+	code   int
+	stderr strings.Builder
+}
+
+// startScheduler runs the real command in a goroutine, connected to the API
+// server of kubeconfig and serving its endpoints on addr. It stops when ctx
+// is done or stop is called.
+func startScheduler(ctx context.Context, kubeconfig, addr string) *scheduler {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &scheduler{
+		addr:   addr,
+		client: &http.Client{Timeout: 5 * time.Second},
+		cancel: cancel,
+		done:   make(chan struct{}),
+	}
+	cmd := app.NewSchedulerCommand()
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "--listen-address", addr, "-v", "0"})
+	cmd.SetContext(ctx)
+	cmd.SetErr(&s.stderr)
+	go func() {
+		defer close(s.done)
+		s.code = app.Execute(cmd)
+	}()
+	return s
+}
+
+// exited reports whether the command has returned. It should run until
+// stopped; stop reports its exit code and error.
+func (s *scheduler) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop cancels the command and waits for it to return.
+func (s *scheduler) stop() error {
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-time.After(waitTimeout):
+		return fmt.Errorf("batch-scheduler did not stop within %s of being cancelled", waitTimeout)
+	}
+	if s.code != 0 {
+		return fmt.Errorf("batch-scheduler exited with code %d: %s", s.code, strings.TrimSpace(s.stderr.String()))
+	}
+	return nil
+}
+
+// get fetches path from the scheduler's HTTP server.
+func (s *scheduler) get(ctx context.Context, path string) (status int, body []byte, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.addr+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+// dump fetches and decodes /debug/cache.
+func (s *scheduler) dump(ctx context.Context) (*cache.CacheDump, error) {
+	status, body, err := s.get(ctx, "/debug/cache")
+	if err != nil {
+		return nil, fmt.Errorf("GET /debug/cache: %w", err)
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("GET /debug/cache: %d %s", status, strings.TrimSpace(string(body)))
+	}
+	d := &cache.CacheDump{}
+	if err := json.Unmarshal(body, d); err != nil {
+		return nil, fmt.Errorf("decoding /debug/cache: %w", err)
+	}
+	return d, nil
+}
+
+// waitReady waits until /readyz answers 200: every informer has delivered
+// its initial list to the event handler.
+func (s *scheduler) waitReady(ctx context.Context) error {
+	return s.poll(ctx, "/readyz to answer 200", func() (bool, error) {
+		status, body, err := s.get(ctx, "/readyz")
+		if err != nil {
+			return false, err // not listening yet
+		}
+		if status != http.StatusOK {
+			return false, fmt.Errorf("/readyz: %d %s", status, strings.TrimSpace(string(body)))
+		}
+		return true, nil
+	})
+}
+
+// waitForDump waits until /debug/cache satisfies cond, described by what,
+// and returns that dump.
+func (s *scheduler) waitForDump(ctx context.Context, what string, cond func(*cache.CacheDump) bool) (*cache.CacheDump, error) {
+	var d *cache.CacheDump
+	err := s.poll(ctx, "/debug/cache to show "+what, func() (bool, error) {
+		var err error
+		if d, err = s.dump(ctx); err != nil {
+			return false, err
+		}
+		return cond(d), nil
+	})
+	return d, err
+}
+
+// errExited ends a wait when the command has returned.
+var errExited = errors.New("batch-scheduler exited")
+
+// poll calls check every pollInterval until it reports true, the command
+// exits, ctx is done or waitTimeout passes. An error from check is not
+// fatal: the wait goes on, and the last such error is reported if it times
+// out.
+func (s *scheduler) poll(ctx context.Context, what string, check func() (bool, error)) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(context.Context) (bool, error) {
+		if s.exited() {
+			return false, errExited // ends the wait; reported below
+		}
+		ok, err := check()
+		last = err
+		return ok, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case s.exited():
+		return fmt.Errorf("batch-scheduler exited while the demo waited for %s", what)
+	case last != nil:
+		return fmt.Errorf("timed out after %s waiting for %s (last error: %w)", waitTimeout, what, last)
+	default:
+		return fmt.Errorf("timed out after %s waiting for %s", waitTimeout, what)
+	}
+}
+
+// freeLoopbackAddress returns a loopback address with a port that was free
+// a moment ago.
+func freeLoopbackAddress() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
