@@ -3,7 +3,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/batch-scheduler/batch-scheduler/pkg/version.gitVersion=$(VERSION)
 
-.PHONY: all build test unit-test verify bench cover demo clean
+.PHONY: all build control-plane test unit-test e2e-test verify bench cover demo clean
 
 all: build
 
@@ -11,11 +11,21 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/batch-scheduler ./cmd/batch-scheduler
 
-## test: every test, with the race detector (the CI entry point)
-test: unit-test
+## control-plane: build kube-apiserver and etcd into bin/ (skipped when up to date)
+control-plane:
+	hack/build-control-plane.sh
 
-unit-test:
+## test: every test (unit and e2e), with the race detector (the CI entry point)
+test: control-plane
 	hack/test.sh
+
+## unit-test: tests that need no control plane
+unit-test:
+	hack/test.sh unit
+
+## e2e-test: tests against a real kube-apiserver and etcd
+e2e-test: control-plane
+	hack/test.sh e2e
 
 ## verify: gofmt, go vet, go mod tidy check
 verify:

@@ -1,6 +1,35 @@
 #!/usr/bin/env bash
-# Runs every test of the module with the race detector.
+# Runs the tests with the race detector.
+#   hack/test.sh        all of them (unit and e2e)
+#   hack/test.sh unit   only those that need no control plane
+#   hack/test.sh e2e    only those against a real kube-apiserver (bin/, see
+#                       hack/build-control-plane.sh)
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(pwd)
 
-go test -race -count=1 -timeout 20m ./...
+# A test binary killed hard (a timeout panic, SIGKILL) cannot stop the
+# control plane it started. Kill what it left behind: processes of this
+# repo's bin/ that were orphaned (re-parented to init).
+cleanup_orphans() {
+  ps -eo pid=,ppid=,args= | awk -v bin="${root}/bin/" '$2 == 1 && index($3, bin) == 1 {print $1}' |
+    while read -r pid; do
+      echo "killing orphaned control plane process ${pid}" >&2
+      kill "${pid}" 2>/dev/null || true
+    done
+}
+trap cleanup_orphans EXIT
+
+mkdir -p _output/tmp
+export TMPDIR="${root}/_output/tmp"
+
+scope=${1:-all}
+case "${scope}" in
+  unit) pkgs=$(go list ./... | grep -v '/test/') ;;
+  e2e) pkgs=$(go list ./test/...) ;;
+  all) pkgs=$(go list ./...) ;;
+  *) echo "usage: $0 [unit|e2e|all]" >&2; exit 2 ;;
+esac
+
+# shellcheck disable=SC2086
+go test -race -count=1 -timeout 20m ${pkgs}

@@ -25,7 +25,7 @@ fi
 # plane is built from.
 want=v0.37.1
 skew=$(go list -m -f '{{.Path}} {{.Version}}' k8s.io/api k8s.io/apimachinery k8s.io/client-go \
-  k8s.io/component-base k8s.io/component-helpers | awk -v want="${want}" '$2 != want')
+  k8s.io/component-base k8s.io/component-helpers k8s.io/apiserver k8s.io/apiextensions-apiserver | awk -v want="${want}" '$2 != want')
 if [[ -n "${skew}" ]]; then
   echo "k8s.io modules must all be at ${want}; found:" >&2
   echo "${skew}" >&2

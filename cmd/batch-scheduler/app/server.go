@@ -254,7 +254,9 @@ func (s *server) run(ctx context.Context) error {
 	go func() {
 		start := time.Now()
 		if err := s.cache.WaitForHandlersSync(ctx); err != nil {
-			klog.ErrorS(err, "Event handlers did not sync")
+			if ctx.Err() == nil {
+				klog.ErrorS(err, "Event handlers did not sync")
+			}
 			return
 		}
 		klog.InfoS("Event handlers synced; cache is ready", "duration", time.Since(start))

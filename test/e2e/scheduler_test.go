@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+)
+
+// scheduler is a batch-scheduler command running in this process.
+type scheduler struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan int
+}
+
+// startScheduler runs the real command with kubeconfig and args, and stops
+// it when the test ends.
+func startScheduler(t *testing.T, kubeconfig string, args ...string) *scheduler {
+	t.Helper()
+	s := &scheduler{addr: freeAddress(t), done: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	cmd := app.NewSchedulerCommand()
+	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig, "--listen-address", s.addr}, args...))
+	cmd.SetContext(ctx)
+	var stderr strings.Builder
+	cmd.SetErr(&stderr)
+	go func() { s.done <- app.Execute(cmd) }()
+	t.Cleanup(func() {
+		if code := s.stop(t); code != 0 {
+			t.Errorf("batch-scheduler exited with %d: %s", code, stderr.String())
+		}
+	})
+	return s
+}
+
+// stop cancels the command and returns its exit code; calling it again
+// returns 0.
+func (s *scheduler) stop(t *testing.T) int {
+	t.Helper()
+	s.cancel()
+	select {
+	case code, ok := <-s.done:
+		if ok {
+			close(s.done)
+			return code
+		}
+		return 0
+	case <-time.After(30 * time.Second):
+		t.Fatal("batch-scheduler did not stop within 30s of being cancelled")
+		return -1
+	}
+}
+
+func (s *scheduler) get(path string) (int, []byte, error) {
+	resp, err := http.Get("http://" + s.addr + path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+// dump fetches /debug/cache.
+func (s *scheduler) dump(t *testing.T) *cache.CacheDump {
+	t.Helper()
+	code, body, err := s.get("/debug/cache")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET /debug/cache: %d %v", code, err)
+	}
+	var d cache.CacheDump
+	if err := json.Unmarshal(body, &d); err != nil {
+		t.Fatalf("decoding /debug/cache: %v", err)
+	}
+	return &d
+}
+
+// waitReady polls /readyz until it answers 200.
+func (s *scheduler) waitReady(t *testing.T) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		code, body, err := s.get("/readyz")
+		last = fmt.Sprintf("%d %s %v", code, body, err)
+		return code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("/readyz never became ready; last answer: %s", last)
+	}
+}
+
+// waitForDump polls /debug/cache until cond holds, failing with what and
+// the last dump otherwise.
+func (s *scheduler) waitForDump(t *testing.T, what string, cond func(d *cache.CacheDump) bool) *cache.CacheDump {
+	t.Helper()
+	var last *cache.CacheDump
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		last = s.dump(t)
+		return cond(last), nil
+	})
+	if err != nil {
+		b, _ := json.MarshalIndent(last, "", "  ")
+		t.Fatalf("waiting for %s: %v\nlast dump:\n%s", what, err, b)
+	}
+	return last
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func node(d *cache.CacheDump, name string) *cache.NodeDump {
+	for i := range d.Nodes {
+		if d.Nodes[i].Name == name {
+			return &d.Nodes[i]
+		}
+	}
+	return nil
+}
+
+func job(d *cache.CacheDump, id string) *cache.JobDump {
+	for i := range d.Jobs {
+		if d.Jobs[i].ID == id {
+			return &d.Jobs[i]
+		}
+	}
+	return nil
+}
+
+// createNamespace creates a namespace for one test and deletes it after.
+func createNamespace(t *testing.T) string {
+	t.Helper()
+	name := "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		// No kubelet and no namespace controller run here: pods must be
+		// deleted with grace period 0 or they stay terminating forever.
+		ctx := context.Background()
+		_ = cp.Client.CoreV1().Pods(name).DeleteCollection(ctx, now, metav1.ListOptions{})
+		_ = cp.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// now deletes at once, as a kubelet would after the containers stopped.
+var now = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+
+// deleteNodesAfter removes the nodes when the test ends, so that tests do
+// not see each other's nodes.
+func deleteNodesAfter(t *testing.T, names ...string) {
+	t.Cleanup(func() {
+		for _, n := range names {
+			_ = cp.Client.CoreV1().Nodes().Delete(context.Background(), n, now)
+		}
+	})
+}
