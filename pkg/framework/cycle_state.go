@@ -1,0 +1,45 @@
+package framework
+
+import "sync"
+
+// StateKey names a piece of CycleState. Plugins use their own name as a
+// prefix to avoid collisions.
+type StateKey string
+
+// StateData is anything a plugin keeps in CycleState.
+type StateData interface {
+	Clone() StateData
+}
+
+// CycleState carries data between the extension points of one scheduling
+// cycle (one job). It is safe for concurrent use: Filter and Score run in
+// parallel across nodes.
+type CycleState struct {
+	mu   sync.RWMutex // guards data
+	data map[StateKey]StateData
+}
+
+// NewCycleState returns an empty state.
+func NewCycleState() *CycleState { return &CycleState{data: map[StateKey]StateData{}} }
+
+// Read returns the data stored under key; ok is false when there is none.
+func (c *CycleState) Read(key StateKey) (StateData, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	d, ok := c.data[key]
+	return d, ok
+}
+
+// Write stores data under key.
+func (c *CycleState) Write(key StateKey, data StateData) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.data[key] = data
+}
+
+// Delete removes key.
+func (c *CycleState) Delete(key StateKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.data, key)
+}

@@ -1,0 +1,141 @@
+package framework
+
+import (
+	"context"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+)
+
+// MaxNodeScore and MinNodeScore bound what a Score plugin returns (after
+// NormalizeScore, if it has one).
+const (
+	MaxNodeScore int64 = 100
+	MinNodeScore int64 = 0
+	// MaxTotalScore bounds the weighted sum of all scores of one node, so
+	// that weights can be checked for overflow when a profile is built.
+	MaxTotalScore int64 = 1<<63 - 1
+)
+
+// Plugin is the parent of every plugin interface.
+type Plugin interface {
+	Name() string
+}
+
+// Job is what a scheduling cycle is about: one job (a gang, or a single
+// pod) with the tasks it still has to place.
+type Job struct {
+	ID cache.JobID
+	// MinAvailable is how many tasks must run at once (bound plus placed in
+	// this cycle) for the job to start; 1 for a single pod.
+	MinAvailable int32
+	// Pending are the pods to place, in a stable order. Read-only.
+	Pending []*v1.Pod
+	// Bound counts tasks already bound (and not finished).
+	Bound int
+	// Err is the job's validation problem, if any (e.g. a bad
+	// min-available annotation); nil otherwise.
+	Err error
+}
+
+// QueueSortPlugin orders the jobs in the active queue. A profile has
+// exactly one.
+type QueueSortPlugin interface {
+	Plugin
+	Less(a, b *cache.QueuedJob) bool
+}
+
+// PreFilterPlugin runs once per job and cycle, before any Filter. A
+// rejection rejects the whole job (e.g. a gang whose tasks have not all
+// arrived yet).
+type PreFilterPlugin interface {
+	Plugin
+	PreFilter(ctx context.Context, state *CycleState, job *Job) *Status
+}
+
+// FilterPlugin says whether pod may run on node. node holds the pods
+// already placed earlier in this cycle, so successive tasks of a gang see
+// each other.
+type FilterPlugin interface {
+	Plugin
+	Filter(ctx context.Context, state *CycleState, pod *v1.Pod, node *cache.NodeInfo) *Status
+}
+
+// PreScorePlugin runs once per pod before Score, with the nodes that
+// passed Filter.
+type PreScorePlugin interface {
+	Plugin
+	PreScore(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) *Status
+}
+
+// NodeScore is a node's score from one plugin.
+type NodeScore struct {
+	Name  string
+	Score int64
+}
+
+// ScorePlugin ranks the nodes that passed Filter. Scores are in
+// [MinNodeScore, MaxNodeScore], after NormalizeScore when ScoreExtensions
+// is not nil.
+type ScorePlugin interface {
+	Plugin
+	Score(ctx context.Context, state *CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *Status)
+	// ScoreExtensions returns nil when the plugin needs no normalisation.
+	ScoreExtensions() ScoreExtensions
+}
+
+// ScoreExtensions normalises a plugin's scores across nodes.
+type ScoreExtensions interface {
+	NormalizeScore(ctx context.Context, state *CycleState, pod *v1.Pod, scores []NodeScore) *Status
+}
+
+// ReservePlugin is told when a pod is tentatively placed on a node in
+// this cycle (Reserve) and when that is undone (Unreserve, also after a
+// failed bind). Unreserve must be idempotent and must not fail.
+type ReservePlugin interface {
+	Plugin
+	Reserve(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+	Unreserve(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string)
+}
+
+// PermitPlugin decides, once per job after every pending task was tried,
+// whether the placements found may be bound. placements maps each placed
+// pod's UID to its node. This is where all-or-nothing is enforced: a
+// rejection unreserves every placement and binds nothing.
+type PermitPlugin interface {
+	Plugin
+	Permit(ctx context.Context, state *CycleState, job *Job, placements map[string]string) *Status
+}
+
+// BindPlugin binds pod to nodeName through the API. Returning Skip passes
+// the pod to the next Bind plugin; a profile has at least one.
+type BindPlugin interface {
+	Plugin
+	Bind(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
+}
+
+// EnqueueExtensions is an optional interface: the cluster events after
+// which a job the plugin rejected may fit. A plugin that does not
+// implement it is assumed to care about every event. The scheduler starts
+// only the informers the enabled plugins' events need (plus pods and
+// nodes, which it always watches).
+type EnqueueExtensions interface {
+	EventsToRegister() []eventhandlers.ClusterEvent
+}
+
+// Handle is what plugins get from the framework.
+type Handle interface {
+	// ClientSet reaches the API server.
+	ClientSet() kubernetes.Interface
+	// EventRecorder records Kubernetes events for pods.
+	EventRecorder() events.EventRecorder
+}
+
+// PluginFactory builds a plugin. args is the plugin's section of the
+// profile's pluginConfig (decode it with config.DecodeStrict), or nil.
+type PluginFactory func(ctx context.Context, args io.Reader, h Handle) (Plugin, error)
