@@ -1,9 +1,11 @@
 package app
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -28,6 +30,19 @@ type Options struct {
 
 	ListenAddress string
 	ShowVersion   bool
+
+	LeaderElection LeaderElectionOptions
+}
+
+// LeaderElectionOptions configure leader election on a Lease. Only the
+// leader runs the scheduling loop; the others keep their caches warm.
+type LeaderElectionOptions struct {
+	Enabled           bool
+	LeaseDuration     time.Duration
+	RenewDeadline     time.Duration
+	RetryPeriod       time.Duration
+	ResourceNamespace string
+	ResourceName      string
 }
 
 // NewOptions returns the defaults.
@@ -38,6 +53,14 @@ func NewOptions() *Options {
 		SchedulerNames: []string{"batch-scheduler"},
 		EventHandler:   defaulthandler.Name,
 		ListenAddress:  ":10351",
+		LeaderElection: LeaderElectionOptions{
+			Enabled:           true,
+			LeaseDuration:     15 * time.Second,
+			RenewDeadline:     10 * time.Second,
+			RetryPeriod:       2 * time.Second,
+			ResourceNamespace: "kube-system",
+			ResourceName:      "batch-scheduler",
+		},
 	}
 }
 
@@ -60,6 +83,15 @@ func (o *Options) Flags(handlerNames []string) cliflag.NamedFlagSets {
 	fs.StringVar(&o.ConfigPath, "config-path", o.ConfigPath, "Path to the scheduler configuration file (YAML: event handler settings and custom informers).")
 	fs.BoolVar(&o.ListEventHandlers, "list-event-handlers", o.ListEventHandlers, "Print the names of the registered event handlers, one per line, and exit.")
 
+	fs = fss.FlagSet("leader election")
+	le := &o.LeaderElection
+	fs.BoolVar(&le.Enabled, "leader-elect", le.Enabled, "Elect a leader on a Lease before scheduling; run several replicas for availability.")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration, "How long non-leaders wait after the last renewal before taking over.")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, "How long the leader keeps trying to renew before it gives up leadership (and exits).")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, "How often to try to acquire or renew the lease.")
+	fs.StringVar(&le.ResourceNamespace, "leader-elect-resource-namespace", le.ResourceNamespace, "Namespace of the Lease.")
+	fs.StringVar(&le.ResourceName, "leader-elect-resource-name", le.ResourceName, "Name of the Lease.")
+
 	fs = fss.FlagSet("serving")
 	fs.StringVar(&o.ListenAddress, "listen-address", o.ListenAddress, "Address of the HTTP server for /healthz, /livez, /readyz, /metrics and /debug/cache.")
 
@@ -80,4 +112,22 @@ func addAll(fs *pflag.FlagSet, fss cliflag.NamedFlagSets) {
 	for _, name := range fss.Order {
 		fs.AddFlagSet(fss.FlagSets[name])
 	}
+}
+
+// Validate checks option values that flags alone cannot.
+func (o *LeaderElectionOptions) Validate() error {
+	if !o.Enabled {
+		return nil
+	}
+	switch {
+	case o.LeaseDuration <= o.RenewDeadline:
+		return fmt.Errorf("--leader-elect-lease-duration (%s) must be greater than --leader-elect-renew-deadline (%s)", o.LeaseDuration, o.RenewDeadline)
+	case o.RenewDeadline <= o.RetryPeriod:
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be greater than --leader-elect-retry-period (%s)", o.RenewDeadline, o.RetryPeriod)
+	case o.RetryPeriod <= 0:
+		return errors.New("--leader-elect-retry-period must be positive")
+	case o.ResourceName == "" || o.ResourceNamespace == "":
+		return errors.New("--leader-elect-resource-name and --leader-elect-resource-namespace must not be empty")
+	}
+	return nil
 }
