@@ -31,6 +31,10 @@ type File struct {
 	// CustomInformers declares informers whose objects come from external
 	// resource managers.
 	CustomInformers []CustomInformer
+	// Profiles are the scheduling profiles, in file order; nil when the
+	// file has none. Each names the plugins that schedule the pods of one
+	// spec.schedulerName, as overrides of the default profile.
+	Profiles []Profile
 }
 
 // EventHandler is one entry of eventHandlers.
@@ -90,6 +94,9 @@ type rawFile struct {
 	Kind            string              `yaml:"kind"`
 	EventHandlers   []rawEventHandler   `yaml:"eventHandlers"`
 	CustomInformers []rawCustomInformer `yaml:"customInformers"`
+	// Profiles is decoded node by node (see profileParser), so that errors
+	// name each field's path.
+	Profiles yaml.Node `yaml:"profiles"`
 }
 
 type rawEventHandler struct {
@@ -195,6 +202,10 @@ func Parse(path string, data []byte) (*File, error) {
 			}
 		}
 		f.CustomInformers = append(f.CustomInformers, out)
+	}
+	if n := valueOf(root, "profiles"); n != nil {
+		pp := &profileParser{path: path, data: data, doc: &doc, bad: bad}
+		f.Profiles = pp.parse(n)
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))

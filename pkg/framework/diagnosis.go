@@ -1,0 +1,87 @@
+package framework
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Diagnosis explains why FindFeasibleNodes rejected nodes for a pod.
+type Diagnosis struct {
+	// NodeToStatus is each rejected node's status, by node name. The
+	// status names the plugin that rejected the node.
+	NodeToStatus map[string]*Status
+	// ReasonCounts counts the rejected nodes per reason. A node whose
+	// status has several reasons counts once for each.
+	ReasonCounts map[string]int
+
+	// rejecting are the plugins that rejected at least one node.
+	rejecting sets.Set[string]
+}
+
+// RejectingPlugins returns the names of the plugins that rejected at least
+// one node, sorted: the pod may fit after one of their registered events
+// (see Framework.EventsToRegisterFor).
+func (d Diagnosis) RejectingPlugins() []string { return sets.List(d.rejecting) }
+
+// add records that node was rejected with s.
+func (d *Diagnosis) add(node string, s *Status) {
+	if d.NodeToStatus == nil {
+		d.NodeToStatus = map[string]*Status{}
+	}
+	if d.ReasonCounts == nil {
+		d.ReasonCounts = map[string]int{}
+	}
+	if d.rejecting == nil {
+		d.rejecting = sets.New[string]()
+	}
+	d.NodeToStatus[node] = s
+	reasons := s.Reasons()
+	if len(reasons) == 0 {
+		// A bare rejection still counts, under its code.
+		reasons = []string{s.Code().String()}
+	}
+	for _, r := range reasons {
+		d.ReasonCounts[r]++
+	}
+	if p := s.Plugin(); p != "" {
+		d.rejecting.Insert(p)
+	}
+}
+
+// Message renders the diagnosis as kube-scheduler does for a pod that
+// fits nowhere, given how many nodes were considered:
+//
+//	0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {k: v}.
+//
+// Reasons are sorted by count, most frequent first, then by text. The
+// number of available nodes is numNodes less the rejected ones.
+func (d Diagnosis) Message(numNodes int) string {
+	type reasonCount struct {
+		reason string
+		count  int
+	}
+	counts := make([]reasonCount, 0, len(d.ReasonCounts))
+	for r, c := range d.ReasonCounts {
+		counts = append(counts, reasonCount{r, c})
+	}
+	slices.SortFunc(counts, func(a, b reasonCount) int {
+		if c := cmp.Compare(b.count, a.count); c != 0 {
+			return c
+		}
+		return strings.Compare(a.reason, b.reason)
+	})
+	available := max(numNodes-len(d.NodeToStatus), 0)
+	msg := fmt.Sprintf("%d/%d nodes are available", available, numNodes)
+	if len(counts) == 0 {
+		return msg + "."
+	}
+	parts := make([]string, len(counts))
+	for i, rc := range counts {
+		parts[i] = fmt.Sprintf("%d %s", rc.count, rc.reason)
+	}
+	return msg + ": " + strings.Join(parts, ", ") + "."
+}

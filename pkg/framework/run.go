@@ -1,0 +1,353 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+)
+
+// CycleState keys the framework itself uses.
+const (
+	// skipFilterKey holds the PreFilter plugins that returned Skip in this
+	// cycle: their Filter is not called.
+	skipFilterKey StateKey = "framework.batch-scheduler.io/skip-filter-plugins"
+	// skipScoreKey holds the PreScore plugins that returned Skip for the
+	// current pod: their Score is not called.
+	skipScoreKey StateKey = "framework.batch-scheduler.io/skip-score-plugins"
+)
+
+// pluginSet is a set of plugin names kept in CycleState.
+type pluginSet sets.Set[string]
+
+// Clone implements StateData.
+func (s pluginSet) Clone() StateData { return pluginSet(sets.Set[string](s).Clone()) }
+
+// skipped returns the set stored under key, or an empty one.
+func skipped(state *CycleState, key StateKey) pluginSet {
+	if state == nil {
+		return nil
+	}
+	if d, ok := state.Read(key); ok {
+		if s, ok := d.(pluginSet); ok {
+			return s
+		}
+	}
+	return nil
+}
+
+// attribute returns a copy of s that names plugin, leaving s untouched: a
+// plugin may return the same *Status from concurrent calls.
+func attribute(s *Status, plugin string) *Status {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.plugin = plugin
+	return &c
+}
+
+// pluginError turns a plugin's Error (or any unexpected) status into an
+// Error status whose message says which plugin failed doing what.
+func pluginError(s *Status, plugin, format string, args ...any) *Status {
+	err := fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), s.AsError())
+	return AsStatus(err).WithPlugin(plugin)
+}
+
+// RunPreFilterPlugins runs the PreFilter plugins for job, in order. The
+// first rejection or error stops the run and is returned, naming its
+// plugin; an Error status's message also says which plugin failed. A
+// plugin that returns Skip has its Filter skipped for the rest of the
+// cycle. state must not be nil.
+func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, job *Job) *Status {
+	skip := sets.New[string]()
+	defer func() { state.Write(skipFilterKey, pluginSet(skip)) }()
+	for _, pl := range f.preFilter {
+		s := pl.PreFilter(ctx, state, job)
+		switch {
+		case s.IsSuccess():
+		case s.IsSkip():
+			skip.Insert(pl.Name())
+		case s.IsRejected():
+			return attribute(s, pl.Name())
+		default:
+			return pluginError(s, pl.Name(), "running PreFilter plugin %q for job %s", pl.Name(), job.ID)
+		}
+	}
+	return nil
+}
+
+// RunFilterPlugins runs the Filter plugins for pod on node, in order, and
+// stops at the first one that does not pass. A rejection is returned as
+// the plugin gave it, naming the plugin; an error becomes an Error status
+// naming the plugin and the node. Skip counts as passing.
+func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, node *cache.NodeInfo) *Status {
+	skip := skipped(state, skipFilterKey)
+	for _, pl := range f.filter {
+		if skip.Has(pl.Name()) {
+			continue
+		}
+		s := pl.Filter(ctx, state, pod, node)
+		switch {
+		case s.IsSuccess() || s.IsSkip():
+		case s.IsRejected():
+			return attribute(s, pl.Name())
+		default:
+			return pluginError(s, pl.Name(), "running Filter plugin %q for pod %s on node %q", pl.Name(), klog.KObj(pod), node.Name())
+		}
+	}
+	return nil
+}
+
+// Has reports whether name is in s; a nil s has nothing.
+func (s pluginSet) Has(name string) bool { return sets.Set[string](s).Has(name) }
+
+// FindFeasibleNodes runs the Filter plugins for pod on every node, in
+// parallel, and returns the nodes that pass, in the order of nodes. The
+// diagnosis records why each other node was rejected. An Error from any
+// plugin (or ctx ending) stops the search and is returned as err, naming
+// the plugin and the node; feasible and diagnosis are then empty.
+func (f *Framework) FindFeasibleNodes(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) ([]*cache.NodeInfo, Diagnosis, error) {
+	diagnosis := Diagnosis{NodeToStatus: map[string]*Status{}, ReasonCounts: map[string]int{}, rejecting: sets.New[string]()}
+	if len(nodes) == 0 {
+		return nil, diagnosis, nil
+	}
+	statuses := make([]*Status, len(nodes))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		errOnce  sync.Once
+		firstErr *Status
+		done     atomic.Int64
+	)
+	f.parallelize(ctx, len(nodes), func(i int) {
+		s := f.RunFilterPlugins(ctx, state, pod, nodes[i])
+		if s.Code() == Error {
+			errOnce.Do(func() {
+				firstErr = s
+				cancel()
+			})
+			return
+		}
+		statuses[i] = s
+		done.Add(1)
+	})
+	if firstErr != nil {
+		return nil, Diagnosis{}, firstErr.AsError()
+	}
+	if done.Load() < int64(len(nodes)) {
+		// The caller's context ended before every node was tried.
+		return nil, Diagnosis{}, fmt.Errorf("filtering nodes for pod %s: %w", klog.KObj(pod), context.Cause(ctx))
+	}
+	var feasible []*cache.NodeInfo
+	for i, s := range statuses {
+		if s.IsSuccess() {
+			feasible = append(feasible, nodes[i])
+			continue
+		}
+		diagnosis.add(nodes[i].Name(), s)
+	}
+	return feasible, diagnosis, nil
+}
+
+// parallelize runs work for each of n pieces on f.parallelism goroutines,
+// until done or ctx ends.
+func (f *Framework) parallelize(ctx context.Context, n int, work func(i int)) {
+	workers := min(f.parallelism, n)
+	// Chunks amortise the per-piece channel receive when there are many
+	// nodes per worker, while keeping the tail short.
+	chunk := max(1, min(n/(workers*4), 64))
+	workqueue.ParallelizeUntil(ctx, workers, n, work, workqueue.WithChunkSize(chunk))
+}
+
+// RunPreScorePlugins runs the PreScore plugins for pod with the nodes that
+// passed Filter, in order. A plugin that returns Skip has its Score
+// skipped for this pod; any status other than Success or Skip stops the
+// run and is returned as an Error naming the plugin.
+func (f *Framework) RunPreScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) *Status {
+	skip := sets.New[string]()
+	defer func() { state.Write(skipScoreKey, pluginSet(skip)) }()
+	for _, pl := range f.preScore {
+		s := pl.PreScore(ctx, state, pod, nodes)
+		switch {
+		case s.IsSuccess():
+		case s.IsSkip():
+			skip.Insert(pl.Name())
+		default:
+			return pluginError(s, pl.Name(), "running PreScore plugin %q for pod %s", pl.Name(), klog.KObj(pod))
+		}
+	}
+	return nil
+}
+
+// RunScorePlugins scores pod on each of nodes with every Score plugin not
+// skipped by PreScore, in parallel across nodes; normalises each plugin's
+// scores with its ScoreExtensions, when it has them; checks that every
+// score is within [MinNodeScore, MaxNodeScore]; and returns each node's
+// weighted sum, in the order of nodes. Any failure is returned as an Error
+// status naming the plugin.
+func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) ([]NodeScore, *Status) {
+	skip := skipped(state, skipScoreKey)
+	var (
+		plugins []ScorePlugin
+		weights []int64
+	)
+	for i, pl := range f.score {
+		if !skip.Has(pl.Name()) {
+			plugins = append(plugins, pl)
+			weights = append(weights, f.scoreWeights[i])
+		}
+	}
+	totals := make([]NodeScore, len(nodes))
+	for i, n := range nodes {
+		totals[i].Name = n.Name()
+	}
+	if len(plugins) == 0 || len(nodes) == 0 {
+		return totals, nil
+	}
+
+	// scores[p][i] is plugin p's score of nodes[i].
+	scores := make([][]NodeScore, len(plugins))
+	for p := range plugins {
+		scores[p] = make([]NodeScore, len(nodes))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		errOnce  sync.Once
+		firstErr *Status
+		scored   atomic.Int64
+	)
+	fail := func(s *Status) {
+		errOnce.Do(func() {
+			firstErr = s
+			cancel()
+		})
+	}
+	f.parallelize(ctx, len(nodes), func(i int) {
+		for p, pl := range plugins {
+			score, s := pl.Score(ctx, state, pod, nodes[i])
+			if !s.IsSuccess() {
+				fail(pluginError(s, pl.Name(), "running Score plugin %q for pod %s on node %q", pl.Name(), klog.KObj(pod), nodes[i].Name()))
+				return
+			}
+			scores[p][i] = NodeScore{Name: nodes[i].Name(), Score: score}
+		}
+		scored.Add(1)
+	})
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if scored.Load() < int64(len(nodes)) {
+		// The caller's context ended before every node was scored.
+		return nil, AsStatus(fmt.Errorf("scoring nodes for pod %s: %w", klog.KObj(pod), context.Cause(ctx)))
+	}
+	// Normalisation is per plugin, over all nodes; it runs in parallel
+	// across plugins, to completion (a plugin's NormalizeScore may not be
+	// interrupted half way).
+	normalizeErrs := make([]*Status, len(plugins))
+	f.parallelize(context.WithoutCancel(ctx), len(plugins), func(p int) {
+		if ext := plugins[p].ScoreExtensions(); ext != nil {
+			if s := ext.NormalizeScore(ctx, state, pod, scores[p]); !s.IsSuccess() {
+				normalizeErrs[p] = pluginError(s, plugins[p].Name(), "normalizing the scores of plugin %q for pod %s", plugins[p].Name(), klog.KObj(pod))
+			}
+		}
+	})
+	for _, s := range normalizeErrs {
+		if s != nil {
+			return nil, s
+		}
+	}
+	for p, pl := range plugins {
+		for i, ns := range scores[p] {
+			if ns.Score < MinNodeScore || ns.Score > MaxNodeScore {
+				return nil, AsStatus(fmt.Errorf("plugin %q scored node %q %d for pod %s, outside [%d, %d]",
+					pl.Name(), nodes[i].Name(), ns.Score, klog.KObj(pod), MinNodeScore, MaxNodeScore)).WithPlugin(pl.Name())
+			}
+			totals[i].Score += ns.Score * weights[p]
+		}
+	}
+	return totals, nil
+}
+
+// RunReservePlugins tells the Reserve plugins, in order, that pod is
+// placed on nodeName. When one fails, it unreserves pod in reverse order
+// on every plugin whose Reserve was called, including the failing one (its
+// Reserve may have done part of its work, and Unreserve is idempotent), and
+// returns the failure naming the plugin; the caller must not unreserve
+// again. A rejection keeps its code; anything else becomes an Error.
+func (f *Framework) RunReservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status {
+	for i, pl := range f.reserve {
+		s := pl.Reserve(ctx, state, pod, nodeName)
+		if s.IsSuccess() || s.IsSkip() {
+			continue
+		}
+		if s.IsRejected() {
+			s = attribute(s, pl.Name())
+		} else {
+			s = pluginError(s, pl.Name(), "running Reserve plugin %q for pod %s on node %q", pl.Name(), klog.KObj(pod), nodeName)
+		}
+		klog.FromContext(ctx).V(4).Info("Reserve failed; unreserving", "pod", klog.KObj(pod), "node", nodeName, "plugin", pl.Name(), "status", s)
+		f.unreserve(ctx, state, pod, nodeName, f.reserve[:i+1])
+		return s
+	}
+	return nil
+}
+
+// RunUnreservePlugins undoes RunReservePlugins: it calls every Reserve
+// plugin's Unreserve, in reverse order.
+func (f *Framework) RunUnreservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) {
+	f.unreserve(ctx, state, pod, nodeName, f.reserve)
+}
+
+func (f *Framework) unreserve(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string, plugins []ReservePlugin) {
+	for i := len(plugins) - 1; i >= 0; i-- {
+		plugins[i].Unreserve(ctx, state, pod, nodeName)
+	}
+}
+
+// RunPermitPlugins asks the Permit plugins, in order, whether job's
+// placements (pod UID → node name) may be bound. The first rejection or
+// error stops the run and is returned naming its plugin; Skip counts as
+// approval.
+func (f *Framework) RunPermitPlugins(ctx context.Context, state *CycleState, job *Job, placements map[string]string) *Status {
+	for _, pl := range f.permit {
+		s := pl.Permit(ctx, state, job, placements)
+		switch {
+		case s.IsSuccess() || s.IsSkip():
+		case s.IsRejected():
+			return attribute(s, pl.Name())
+		default:
+			return pluginError(s, pl.Name(), "running Permit plugin %q for job %s", pl.Name(), job.ID)
+		}
+	}
+	return nil
+}
+
+// RunBindPlugins binds pod to nodeName with the first Bind plugin that does
+// not return Skip, and returns its status naming it (nil on success; a
+// failure as an Error). When every plugin skips, the pod is not bound and
+// the result is an Error.
+func (f *Framework) RunBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status {
+	for _, pl := range f.bind {
+		s := pl.Bind(ctx, state, pod, nodeName)
+		switch {
+		case s.IsSkip():
+			continue
+		case s.IsSuccess():
+			return nil
+		default:
+			return pluginError(s, pl.Name(), "running Bind plugin %q for pod %s on node %q", pl.Name(), klog.KObj(pod), nodeName)
+		}
+	}
+	return AsStatus(fmt.Errorf("binding pod %s to node %q: every Bind plugin (%s) skipped it",
+		klog.KObj(pod), nodeName, strings.Join(f.enabled[BindPoint].Names(), ", ")))
+}

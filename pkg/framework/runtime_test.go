@@ -1,0 +1,572 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+)
+
+func TestNewFrameworkValidation(t *testing.T) {
+	section := config.NewSection("sched.yaml", []byte("value: x\n"))
+	tests := []struct {
+		name string
+		spec ProfileSpec
+		// registry adds factories beyond the base plugins and "a", "b".
+		registry func(t *testing.T, r *testRegistry)
+		want     []string
+		// wantIs, when set, must be found with errors.Is.
+		wantIs error
+	}{
+		{
+			name: "no queue sort",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{QueueSortPoint: nil}),
+			want: []string{"queueSort needs exactly one plugin, got none"},
+		},
+		{
+			name: "two queue sorts",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{QueueSortPoint: {{Name: "sort"}, {Name: "a"}}}),
+			want: []string{"queueSort needs exactly one plugin, got 2 (sort, a)"},
+		},
+		{
+			name: "no bind",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{BindPoint: {}}),
+			want: []string{"bind needs at least one plugin, got none"},
+		},
+		{
+			name: "unknown plugin",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "nope"}}, ScorePoint: {{Name: "nope"}}}),
+			want: []string{`enabled at filter, score: unknown plugin "nope"`, "registered: a, b, binder, sort"},
+		},
+		{
+			name: "duplicate plugin within a point",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "b"}, {Name: "a"}}}),
+			want: []string{`plugin "a" is enabled twice at filter`},
+		},
+		{
+			name: "empty plugin name",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{PermitPoint: {{Name: "a"}, {Name: ""}}}),
+			want: []string{"permit[1]: the plugin name is empty"},
+		},
+		{
+			name: "unknown extension point",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{"postBind": {{Name: "a"}}}),
+			want: []string{`unknown extension point "postBind"`, "known: queueSort, preFilter"},
+		},
+		{
+			name: "empty scheduler name",
+			spec: func() ProfileSpec { s := baseSpec(nil); s.SchedulerName = ""; return s }(),
+			want: []string{"the scheduler name is empty"},
+		},
+		{
+			name:     "plugin lacks the interface of its point",
+			spec:     baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "plain"}}, ScorePoint: {{Name: "plain"}}, ReservePoint: {{Name: "plain"}}}),
+			registry: func(t *testing.T, r *testRegistry) { r.add(t, "plain", factoryOf(&plainFilter{name: "plain"})) },
+			want:     []string{`plugin "plain" is enabled at score but does not implement ScorePlugin`, `plugin "plain" is enabled at reserve but does not implement ReservePlugin`},
+		},
+		{
+			name:     "queue sort plugin lacks QueueSortPlugin",
+			spec:     baseSpec(map[ExtensionPoint]PluginSet{QueueSortPoint: {{Name: "plain"}}}),
+			registry: func(t *testing.T, r *testRegistry) { r.add(t, "plain", factoryOf(&plainFilter{name: "plain"})) },
+			want:     []string{`plugin "plain" is enabled at queueSort but does not implement QueueSortPlugin`},
+		},
+		{
+			name:     "every point checks its interface",
+			spec:     baseSpec(map[ExtensionPoint]PluginSet{PreFilterPoint: {{Name: "plain"}}, PreScorePoint: {{Name: "plain"}}, PermitPoint: {{Name: "plain"}}, BindPoint: {{Name: "plain"}}}),
+			registry: func(t *testing.T, r *testRegistry) { r.add(t, "plain", factoryOf(&plainFilter{name: "plain"})) },
+			want: []string{
+				"at preFilter but does not implement PreFilterPlugin", "at preScore but does not implement PreScorePlugin",
+				"at permit but does not implement PermitPlugin", "at bind but does not implement BindPlugin",
+			},
+		},
+		{
+			name: "negative weight",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a"}, {Name: "b", Weight: -2}}}),
+			want: []string{`plugin "b" at score has weight -2; weights must be at least 1`},
+		},
+		{
+			name: "weight overflows on its own",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a", Weight: math.MaxInt64/MaxNodeScore + 1}}}),
+			want: []string{`plugin "a" at score has weight 92233720368547759`, "overflow"},
+		},
+		{
+			name: "weights overflow together",
+			// Each fits alone; the sum of the maximum scores does not.
+			spec: baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a", Weight: math.MaxInt64 / MaxNodeScore}, {Name: "b"}}}),
+			want: []string{`plugin "b" at score has weight 1, which makes the greatest total score overflow`},
+		},
+		{
+			name: "weight outside score",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a", Weight: 2}}}),
+			want: []string{`plugin "a" at filter has weight 2, but weights are only allowed at score`},
+		},
+		{
+			name: "args for a plugin that is not enabled",
+			spec: func() ProfileSpec {
+				s := baseSpec(nil)
+				s.PluginArgs = map[string]*config.Section{"a": section}
+				return s
+			}(),
+			want: []string{`args are given for plugin "a", which is not enabled at any extension point`},
+		},
+		{
+			name: "factory error",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "broken"}}}),
+			registry: func(t *testing.T, r *testRegistry) {
+				r.add(t, "broken", func(context.Context, io.Reader, Handle) (Plugin, error) { return nil, errBoom })
+			},
+			want:   []string{`initializing plugin "broken": boom`},
+			wantIs: errBoom,
+		},
+		{
+			name: "factory panics",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "panicky"}}}),
+			registry: func(t *testing.T, r *testRegistry) {
+				r.add(t, "panicky", func(context.Context, io.Reader, Handle) (Plugin, error) { panic("oops") })
+			},
+			want: []string{`initializing plugin "panicky": factory panicked: oops`},
+		},
+		{
+			name: "factory returns nothing",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "empty"}}}),
+			registry: func(t *testing.T, r *testRegistry) {
+				r.add(t, "empty", func(context.Context, io.Reader, Handle) (Plugin, error) { return (*fakePlugin)(nil), nil })
+			},
+			want: []string{`initializing plugin "empty": factory returned no plugin and no error`},
+		},
+		{
+			name:     "plugin named differently from its registration",
+			spec:     baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "alias"}}}),
+			registry: func(t *testing.T, r *testRegistry) { r.add(t, "alias", factoryOf(&plainFilter{name: "real"})) },
+			want:     []string{`initializing plugin "alias": the factory's plugin calls itself "real"`},
+		},
+		{
+			name: "problems are aggregated",
+			spec: baseSpec(map[ExtensionPoint]PluginSet{QueueSortPoint: nil, FilterPoint: {{Name: "a", Weight: 3}}, ScorePoint: {{Name: "b", Weight: -1}}}),
+			want: []string{"queueSort needs exactly one plugin", `plugin "a" at filter has weight 3`, `plugin "b" at score has weight -1`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := baseRegistry(t, nil, &fakePlugin{name: "a"}, &fakePlugin{name: "b"})
+			if tt.registry != nil {
+				tt.registry(t, reg)
+			}
+			f, err := NewFramework(context.Background(), reg.Registry, tt.spec, fakeHandle{})
+			if err == nil {
+				t.Fatalf("NewFramework succeeded with %v, want an error", f.ListPlugins())
+			}
+			if f != nil {
+				t.Errorf("NewFramework returned a framework with its error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error spans lines: %q", msg)
+			}
+			if !strings.HasPrefix(msg, `building profile "`+tt.spec.SchedulerName+`": `) {
+				t.Errorf("error %q does not name the profile", msg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("errors.Is(%v, %v) = false", err, tt.wantIs)
+			}
+		})
+	}
+}
+
+func TestNewFrameworkNilRegistry(t *testing.T) {
+	_, err := NewFramework(context.Background(), nil, baseSpec(nil), nil)
+	if err == nil || !strings.Contains(err.Error(), "no plugin registry") {
+		t.Errorf("NewFramework(nil registry) error = %v", err)
+	}
+}
+
+// factoryOf returns a factory of p.
+func factoryOf(p Plugin) PluginFactory {
+	return func(context.Context, io.Reader, Handle) (Plugin, error) { return p, nil }
+}
+
+// No factory runs when the profile is malformed or names an unknown
+// plugin: a typo must not leave some plugins built.
+func TestNewFrameworkBuildsNothingOnBadSpec(t *testing.T) {
+	for name, spec := range map[string]ProfileSpec{
+		"bad shape":      baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "a"}}}),
+		"unknown plugin": baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "typo"}}}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			reg := baseRegistry(t, nil, &fakePlugin{name: "a"})
+			if _, err := NewFramework(context.Background(), reg.Registry, spec, nil); err == nil {
+				t.Fatal("expected an error")
+			}
+			for _, p := range []string{"sort", "binder", "a"} {
+				if n := reg.buildCount(p); n != 0 {
+					t.Errorf("factory of %q ran %d times", p, n)
+				}
+			}
+		})
+	}
+}
+
+func TestNewFrameworkInstancesArgsAndWeights(t *testing.T) {
+	multi := &fakePlugin{name: "multi"}
+	other := &fakePlugin{name: "other"}
+	reg := baseRegistry(t, nil, multi, other)
+	spec := baseSpec(map[ExtensionPoint]PluginSet{
+		PreFilterPoint: {{Name: "multi"}},
+		FilterPoint:    {{Name: "multi"}, {Name: "other"}},
+		ScorePoint:     {{Name: "multi"}, {Name: "other", Weight: 5}},
+		ReservePoint:   {{Name: "multi"}},
+	})
+	spec.PluginArgs = map[string]*config.Section{"multi": config.NewSection("sched.yaml", []byte("value: hello\n"))}
+	var handle Handle
+	reg.add(t, "handle-check", func(_ context.Context, _ io.Reader, h Handle) (Plugin, error) {
+		handle = h
+		return &fakePlugin{name: "handle-check"}, nil
+	})
+	spec.Plugins[PermitPoint] = PluginSet{{Name: "handle-check"}}
+
+	f := mustFramework(t, reg, spec)
+	if n := reg.buildCount("multi"); n != 1 {
+		t.Errorf("multi built %d times, want once", n)
+	}
+	if !multi.gotArgs || multi.args.Value != "hello" {
+		t.Errorf("multi got args %v %+v, want value hello", multi.gotArgs, multi.args)
+	}
+	// Build a second framework from the same spec: the args section must
+	// be handed out fresh, not as a reader the first build consumed.
+	multi.args = fakeArgs{}
+	_ = mustFramework(t, reg, spec)
+	if n := reg.buildCount("multi"); n != 2 {
+		t.Errorf("multi built %d times for two frameworks, want once each", n)
+	}
+	if multi.args.Value != "hello" {
+		t.Errorf("second build: multi got args %+v, want value hello", multi.args)
+	}
+	if other.gotArgs {
+		t.Errorf("other got a non-nil args reader without pluginConfig")
+	}
+	if _, ok := handle.(fakeHandle); !ok {
+		t.Errorf("factory got handle %T, want the one passed to NewFramework", handle)
+	}
+	if _, ok := f.Handle().(fakeHandle); !ok {
+		t.Errorf("Handle() = %T", f.Handle())
+	}
+	if f.SchedulerName() != "test-scheduler" {
+		t.Errorf("SchedulerName() = %q", f.SchedulerName())
+	}
+	want := map[ExtensionPoint]PluginSet{
+		QueueSortPoint: {{Name: "sort"}},
+		PreFilterPoint: {{Name: "multi"}},
+		FilterPoint:    {{Name: "multi"}, {Name: "other"}},
+		ScorePoint:     {{Name: "multi", Weight: 1}, {Name: "other", Weight: 5}},
+		ReservePoint:   {{Name: "multi"}},
+		PermitPoint:    {{Name: "handle-check"}},
+		BindPoint:      {{Name: "binder"}},
+	}
+	got := f.ListPlugins()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ListPlugins() = %v, want %v", got, want)
+	}
+	got[ScorePoint][0].Weight = 99
+	if f.ListPlugins()[ScorePoint][0].Weight != 1 {
+		t.Error("ListPlugins returned the framework's own slices")
+	}
+}
+
+// A weight exactly at the overflow limit is accepted.
+func TestNewFrameworkWeightAtLimit(t *testing.T) {
+	reg := baseRegistry(t, nil, &fakePlugin{name: "a"}, &fakePlugin{name: "b"})
+	limit := MaxTotalScore/MaxNodeScore - 1
+	f := mustFramework(t, reg, baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a", Weight: limit}, {Name: "b"}}}))
+	if w := f.ListPlugins()[ScorePoint][0].Weight; w != limit {
+		t.Errorf("weight = %d, want %d", w, limit)
+	}
+}
+
+func TestResolveProfile(t *testing.T) {
+	defArgs := config.NewSection("defaults", []byte("value: default\n"))
+	cfgArgs := config.NewSection("sched.yaml", []byte("value: file\n"))
+	defaults := ProfileSpec{
+		SchedulerName: "default-name",
+		Plugins: map[ExtensionPoint]PluginSet{
+			QueueSortPoint: {{Name: "sort"}},
+			FilterPoint:    {{Name: "f1"}, {Name: "f2"}},
+			ScorePoint:     {{Name: "s1", Weight: 2}},
+			BindPoint:      {{Name: "binder"}},
+		},
+		PluginArgs: map[string]*config.Section{"f1": defArgs, "s1": defArgs},
+	}
+	list := func(names ...string) *config.PluginList {
+		l := &config.PluginList{Plugins: []config.Plugin{}}
+		for _, n := range names {
+			l.Plugins = append(l.Plugins, config.Plugin{Name: n})
+		}
+		return l
+	}
+	tests := []struct {
+		name    string
+		cfg     *config.Profile
+		want    ProfileSpec
+		wantErr []string
+	}{
+		{
+			name: "nil profile is the defaults",
+			cfg:  nil,
+			want: defaults,
+		},
+		{
+			name: "absent points keep the defaults",
+			cfg:  &config.Profile{SchedulerName: "gpu"},
+			want: ProfileSpec{SchedulerName: "gpu", Plugins: defaults.Plugins, PluginArgs: defaults.PluginArgs},
+		},
+		{
+			name: "a listed point replaces the default list",
+			cfg: &config.Profile{SchedulerName: "gpu", Plugins: config.Plugins{
+				Filter: list("f3", "f1"),
+				Score:  &config.PluginList{Plugins: []config.Plugin{{Name: "s2", Weight: 7}}},
+			}},
+			want: ProfileSpec{SchedulerName: "gpu",
+				Plugins: map[ExtensionPoint]PluginSet{
+					QueueSortPoint: {{Name: "sort"}},
+					FilterPoint:    {{Name: "f3"}, {Name: "f1"}},
+					ScorePoint:     {{Name: "s2", Weight: 7}},
+					BindPoint:      {{Name: "binder"}},
+				},
+				// s1 is disabled, so its default args are dropped.
+				PluginArgs: map[string]*config.Section{"f1": defArgs},
+			},
+		},
+		{
+			name: "an empty list means none",
+			cfg:  &config.Profile{SchedulerName: "gpu", Plugins: config.Plugins{Filter: list(), Score: list()}},
+			want: ProfileSpec{SchedulerName: "gpu",
+				Plugins:    map[ExtensionPoint]PluginSet{QueueSortPoint: {{Name: "sort"}}, BindPoint: {{Name: "binder"}}},
+				PluginArgs: map[string]*config.Section{},
+			},
+		},
+		{
+			name: "every point can be replaced",
+			cfg: &config.Profile{SchedulerName: "gpu", Plugins: config.Plugins{
+				QueueSort: list("q"), PreFilter: list("pf"), Filter: list("f"), PreScore: list("ps"),
+				Score: list("s"), Reserve: list("r"), Permit: list("pm"), Bind: list("b"),
+			}},
+			want: ProfileSpec{SchedulerName: "gpu",
+				Plugins: map[ExtensionPoint]PluginSet{
+					QueueSortPoint: {{Name: "q"}}, PreFilterPoint: {{Name: "pf"}}, FilterPoint: {{Name: "f"}}, PreScorePoint: {{Name: "ps"}},
+					ScorePoint: {{Name: "s"}}, ReservePoint: {{Name: "r"}}, PermitPoint: {{Name: "pm"}}, BindPoint: {{Name: "b"}},
+				},
+				PluginArgs: map[string]*config.Section{},
+			},
+		},
+		{
+			name: "pluginConfig overrides and clears default args",
+			cfg: &config.Profile{SchedulerName: "gpu", PluginConfig: []config.PluginConfig{
+				{Name: "f2", Args: cfgArgs},
+				{Name: "f1"}, // no args: f1 gets none, not the default
+			}},
+			want: ProfileSpec{SchedulerName: "gpu", Plugins: defaults.Plugins,
+				PluginArgs: map[string]*config.Section{"f2": cfgArgs, "s1": defArgs}},
+		},
+		{
+			name: "args for a plugin disabled by the profile",
+			cfg: &config.Profile{SchedulerName: "gpu", Line: 4,
+				Plugins:      config.Plugins{Score: list()},
+				PluginConfig: []config.PluginConfig{{Name: "ok", Line: 9}, {Name: "s1", Args: cfgArgs, Line: 12}, {Name: "typo", Line: 15}},
+			},
+			wantErr: []string{`profile "gpu" (line 4): `,
+				`line 12: pluginConfig[1] gives args for plugin "s1", which is not enabled at any extension point (enabled: binder, f1, f2, sort)`,
+				`line 15: pluginConfig[2] gives args for plugin "typo"`},
+		},
+		{
+			name: "no plugins enabled at all",
+			cfg: &config.Profile{SchedulerName: "gpu", Line: 4,
+				Plugins:      config.Plugins{QueueSort: list(), Filter: list(), Score: list(), Bind: list()},
+				PluginConfig: []config.PluginConfig{{Name: "x", Line: 5}},
+			},
+			wantErr: []string{"(enabled: none)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResolveProfile(defaults, tt.cfg)
+			if len(tt.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("ResolveProfile = %+v, want an error", got)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ResolveProfile: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ResolveProfile =\n%+v\nwant\n%+v", got, tt.want)
+			}
+			// The result shares nothing with the defaults.
+			for p := range got.Plugins {
+				if len(got.Plugins[p]) > 0 && len(defaults.Plugins[p]) > 0 && &got.Plugins[p][0] == &defaults.Plugins[p][0] {
+					t.Errorf("result shares the defaults' %s slice", p)
+				}
+			}
+			got.PluginArgs["new"] = nil
+			if _, ok := defaults.PluginArgs["new"]; ok {
+				t.Error("result shares the defaults' args map")
+			}
+		})
+	}
+	if len(defaults.Plugins[FilterPoint]) != 2 || len(defaults.PluginArgs) != 2 {
+		t.Errorf("ResolveProfile changed the defaults: %+v", defaults)
+	}
+}
+
+// End to end: a profile from a configuration file, merged over defaults,
+// builds a framework whose plugin decodes its args with the file's line
+// numbers.
+func TestProfileFromFile(t *testing.T) {
+	const file = `apiVersion: batch-scheduler.io/v1alpha1
+kind: SchedulerConfiguration
+profiles:
+- schedulerName: gpu
+  plugins:
+    score:
+    - name: a
+      weight: 4
+  pluginConfig:
+  - name: a
+    args:
+      value: from-file
+`
+	f, err := config.Parse("sched.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}}})
+	spec, err := ResolveProfile(defaults, &f.Profiles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &fakePlugin{name: "a"}
+	fw := mustFramework(t, baseRegistry(t, nil, a), spec)
+	if a.args.Value != "from-file" {
+		t.Errorf("args = %+v", a.args)
+	}
+	if got := fw.ListPlugins()[ScorePoint]; !reflect.DeepEqual(got, PluginSet{{Name: "a", Weight: 4}}) {
+		t.Errorf("score plugins = %v", got)
+	}
+	if fw.SchedulerName() != "gpu" {
+		t.Errorf("SchedulerName() = %q", fw.SchedulerName())
+	}
+
+	// A bad field in the args is reported at its line in the file.
+	bad := strings.Replace(file, "value: from-file", "valeu: from-file", 1)
+	f, err = config.Parse("sched.yaml", []byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err = ResolveProfile(defaults, &f.Profiles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewFramework(context.Background(), baseRegistry(t, nil, &fakePlugin{name: "a"}).Registry, spec, nil)
+	for _, w := range []string{`building profile "gpu"`, `initializing plugin "a"`, "sched.yaml: line 12", "valeu"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not contain %q", err, w)
+		}
+	}
+}
+
+func TestExtensionPoints(t *testing.T) {
+	got := ExtensionPoints()
+	want := []ExtensionPoint{"queueSort", "preFilter", "filter", "preScore", "score", "reserve", "permit", "bind"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ExtensionPoints() = %v", got)
+	}
+	got[0] = "x"
+	if ExtensionPoints()[0] != QueueSortPoint {
+		t.Error("ExtensionPoints returned its own slice")
+	}
+}
+
+func TestEventsToRegister(t *testing.T) {
+	podDelete := eventhandlers.EventAssignedPodDelete
+	nodeAdd := eventhandlers.EventNodeAdd
+	pv := eventhandlers.ClusterEvent{Resource: eventhandlers.PersistentVolume, ActionType: eventhandlers.Add}
+	tests := []struct {
+		name          string
+		plugins       []Plugin
+		points        map[ExtensionPoint]PluginSet
+		wantEvents    []eventhandlers.ClusterEvent
+		wantResources []eventhandlers.Resource
+	}{
+		{
+			name: "every plugin registers events",
+			plugins: []Plugin{
+				&fakePlugin{name: "sort"}, &fakePlugin{name: "binder"},
+				&fakePlugin{name: "a", events: []eventhandlers.ClusterEvent{nodeAdd, podDelete}},
+				&fakePlugin{name: "b", events: []eventhandlers.ClusterEvent{podDelete, pv}},
+			},
+			points:        map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "b"}}, ReservePoint: {{Name: "a"}}},
+			wantEvents:    []eventhandlers.ClusterEvent{nodeAdd, podDelete, pv},
+			wantResources: []eventhandlers.Resource{eventhandlers.Node, eventhandlers.PersistentVolume, eventhandlers.Pod},
+		},
+		{
+			name: "a plugin without EnqueueExtensions needs everything",
+			plugins: []Plugin{
+				&fakePlugin{name: "sort"}, &fakePlugin{name: "binder"},
+				&fakePlugin{name: "a", events: []eventhandlers.ClusterEvent{nodeAdd}},
+				&plainFilter{name: "plain"},
+			},
+			points:        map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "plain"}}},
+			wantEvents:    []eventhandlers.ClusterEvent{nodeAdd, {Resource: eventhandlers.WildCard, ActionType: eventhandlers.All}},
+			wantResources: []eventhandlers.Resource{eventhandlers.WildCard},
+		},
+		{
+			name: "registered plugins that are not enabled do not count",
+			plugins: []Plugin{
+				&fakePlugin{name: "sort"}, &fakePlugin{name: "binder"},
+				&plainFilter{name: "plain"},
+			},
+			wantEvents:    nil,
+			wantResources: nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustFramework(t, newTestRegistry(t, tt.plugins...), baseSpec(tt.points))
+			if got := f.EventsToRegister(); !reflect.DeepEqual(got, tt.wantEvents) {
+				t.Errorf("EventsToRegister() = %v, want %v", got, tt.wantEvents)
+			}
+			if got := f.ResourcesNeeded(); !reflect.DeepEqual(got, tt.wantResources) {
+				t.Errorf("ResourcesNeeded() = %v, want %v", got, tt.wantResources)
+			}
+		})
+	}
+}
+
+func TestQueueSortFunc(t *testing.T) {
+	// Reverse alphabetical by job name: the opposite of DefaultLess's
+	// tie-break, so a framework that ignored the plugin would fail.
+	sorter := &fakePlugin{name: "sort", less: func(a, b *cache.QueuedJob) bool { return a.ID.Name > b.ID.Name }}
+	f := mustFramework(t, newTestRegistry(t, sorter, &fakePlugin{name: "binder"}), baseSpec(nil))
+	a := &cache.QueuedJob{ID: cache.JobID{Namespace: "ns", Name: "a"}}
+	b := &cache.QueuedJob{ID: cache.JobID{Namespace: "ns", Name: "b"}}
+	less := f.QueueSortFunc()
+	if less(a, b) || !less(b, a) {
+		t.Errorf("QueueSortFunc does not use the plugin's Less: less(a,b)=%v less(b,a)=%v", less(a, b), less(b, a))
+	}
+}
