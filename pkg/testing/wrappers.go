@@ -157,6 +157,25 @@ func (p *PodWrapper) NodeAffinityIn(key string, values ...string) *PodWrapper {
 	return p
 }
 
+// PreferredNodeAffinityIn adds a preferred node affinity term "key In
+// values" with weight.
+func (p *PodWrapper) PreferredNodeAffinityIn(weight int32, key string, values ...string) *PodWrapper {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &v1.Affinity{}
+	}
+	if p.Spec.Affinity.NodeAffinity == nil {
+		p.Spec.Affinity.NodeAffinity = &v1.NodeAffinity{}
+	}
+	na := p.Spec.Affinity.NodeAffinity
+	na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, v1.PreferredSchedulingTerm{
+		Weight: weight,
+		Preference: v1.NodeSelectorTerm{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: key, Operator: v1.NodeSelectorOpIn, Values: values}},
+		},
+	})
+	return p
+}
+
 // TolerationExists adds a toleration of every taint with key and effect
 // (operator Exists); an empty effect tolerates every effect.
 func (p *PodWrapper) TolerationExists(key string, effect v1.TaintEffect) *PodWrapper {

@@ -1,0 +1,67 @@
+package defaultbinder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "DefaultBinder"
+
+// DefaultBinder binds pods through the API server.
+type DefaultBinder struct {
+	handle framework.Handle
+}
+
+var (
+	_ framework.BindPlugin        = &DefaultBinder{}
+	_ framework.EnqueueExtensions = &DefaultBinder{}
+)
+
+// New is the plugin's framework.PluginFactory. It takes no args and needs a
+// Handle with a clientset.
+func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, errors.New(Name + ": no framework handle")
+	}
+	return &DefaultBinder{handle: h}, nil
+}
+
+// Name implements framework.Plugin.
+func (*DefaultBinder) Name() string { return Name }
+
+// EventsToRegister implements framework.EnqueueExtensions: none.
+func (*DefaultBinder) EventsToRegister() []eventhandlers.ClusterEvent {
+	return []eventhandlers.ClusterEvent{}
+}
+
+// Bind implements framework.BindPlugin.
+func (b *DefaultBinder) Bind(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+	logger := klog.FromContext(ctx)
+	logger.V(3).Info("Binding pod", "pod", klog.KObj(pod), "node", nodeName)
+	binding := &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     v1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	client := b.handle.ClientSet()
+	if client == nil {
+		return framework.AsStatus(fmt.Errorf("binding pod %s to node %s: no clientset", klog.KObj(pod), nodeName))
+	}
+	if err := client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return framework.AsStatus(fmt.Errorf("binding pod %s to node %s: %w", klog.KObj(pod), nodeName, err))
+	}
+	return nil
+}

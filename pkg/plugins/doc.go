@@ -1,0 +1,15 @@
+// Package plugins assembles the in-tree scheduling plugins: NewInTreeRegistry
+// registers every one of them under its name, and DefaultProfile says which
+// run at each extension point when the configuration file does not say
+// otherwise.
+//
+// The plugins live in their own packages:
+//
+//	prioritysort       PrioritySort       QueueSort
+//	gang               Gang               PreFilter, Permit
+//	nodeunschedulable  NodeUnschedulable  Filter
+//	nodeaffinity       NodeAffinity       PreFilter, Filter, Score
+//	tainttoleration    TaintToleration    Filter, Score
+//	noderesources      NodeResourcesFit   PreFilter, Filter, Score
+//	defaultbinder      DefaultBinder      Bind
+package plugins

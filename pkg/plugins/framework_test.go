@@ -1,0 +1,93 @@
+package plugins_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+type res = map[v1.ResourceName]string
+
+// TestDefaultFramework builds the default profile from the in-tree registry
+// with the real framework runtime and runs a job through it.
+func TestDefaultFramework(t *testing.T) {
+	ctx := context.Background()
+	fw, err := framework.NewFramework(ctx, plugins.NewInTreeRegistry(), plugins.DefaultProfile("batch-scheduler"), testutil.NewHandle())
+	if err != nil {
+		t.Fatalf("NewFramework: %v", err)
+	}
+	// Every in-tree plugin registers its events, so the scheduler needs
+	// only the pod and node informers.
+	if got, want := fw.ResourcesNeeded(), []eventhandlers.Resource{eventhandlers.Node, eventhandlers.Pod}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ResourcesNeeded = %v, want %v", got, want)
+	}
+
+	// A gang of three 2-cpu pods of which only two exist yet waits.
+	mk := func(name string) *v1.Pod {
+		return st.MakePod().Namespace("ns").Name(name).Group("g").MinAvailable("3").Req(res{"cpu": "2"}).Obj()
+	}
+	a, b, c := mk("a"), mk("b"), mk("c")
+	id := cache.JobID{Namespace: "ns", Name: "g", Gang: true}
+	waiting := &framework.Job{ID: id, MinAvailable: 3, Pending: []*v1.Pod{a, b}}
+	s := fw.RunPreFilterPlugins(ctx, framework.NewCycleState(), waiting)
+	if s.Code() != framework.Unschedulable || s.Plugin() != "Gang" || s.Message() != "waiting for tasks: 2 of min-available 3 exist" {
+		t.Errorf("PreFilter of a waiting gang = %v (plugin %q)", s, s.Plugin())
+	}
+
+	// With all three, the filters find the one node that fits.
+	job := &framework.Job{ID: id, MinAvailable: 3, Pending: []*v1.Pod{a, b, c}}
+	state := framework.NewCycleState()
+	if s := fw.RunPreFilterPlugins(ctx, state, job); !s.IsSuccess() {
+		t.Fatalf("PreFilter = %v", s)
+	}
+	big := res{"cpu": "8", "memory": "8Gi", "pods": "10"}
+	nodes := []*cache.NodeInfo{
+		testutil.NodeInfo(t, st.MakeNode().Name("cordoned").Capacity(big).Unschedulable(true).Obj()),
+		testutil.NodeInfo(t, st.MakeNode().Name("tainted").Capacity(big).Taint("dedicated", "infra", v1.TaintEffectNoSchedule).Obj()),
+		testutil.NodeInfo(t, st.MakeNode().Name("small").Capacity(res{"cpu": "1", "memory": "8Gi", "pods": "10"}).Obj()),
+		testutil.NodeInfo(t, st.MakeNode().Name("busy").Capacity(big).Obj(), st.MakePod().Name("x").Req(res{"cpu": "7"}).Obj()),
+		testutil.NodeInfo(t, st.MakeNode().Name("free").Capacity(big).Obj()),
+	}
+	feasible, diag, err := fw.FindFeasibleNodes(ctx, state, a, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(feasible) != 1 || feasible[0].Name() != "free" {
+		t.Fatalf("feasible = %v", feasible)
+	}
+	wantCounts := map[string]int{
+		"node(s) were unschedulable":                       1,
+		"node(s) had untolerated taint {dedicated: infra}": 1,
+		"Insufficient cpu":                                 2,
+	}
+	if !reflect.DeepEqual(diag.ReasonCounts, wantCounts) {
+		t.Errorf("ReasonCounts = %v, want %v", diag.ReasonCounts, wantCounts)
+	}
+	if got, want := diag.RejectingPlugins(), []string{"NodeResourcesFit", "NodeUnschedulable", "TaintToleration"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("RejectingPlugins = %v, want %v", got, want)
+	}
+	scores, s := fw.RunScorePlugins(ctx, state, a, nodes[3:])
+	if !s.IsSuccess() || len(scores) != 2 || scores[1].Score <= scores[0].Score {
+		t.Errorf("scores = %v, %v; want the free node ahead of the busy one", scores, s)
+	}
+
+	// Only two of the three placed: Permit refuses the gang.
+	placed := map[string]string{string(a.UID): "free", string(b.UID): "free"}
+	s = fw.RunPermitPlugins(ctx, state, job, placed)
+	if s.Code() != framework.Unschedulable || s.Plugin() != "Gang" || s.Message() != "gang ns/g: 2 of 3 tasks could be placed, min-available 3" {
+		t.Errorf("Permit = %v (plugin %q)", s, s.Plugin())
+	}
+	placed[string(c.UID)] = "free"
+	if s := fw.RunPermitPlugins(ctx, state, job, placed); !s.IsSuccess() {
+		t.Errorf("Permit of the whole gang = %v", s)
+	}
+}

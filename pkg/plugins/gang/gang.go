@@ -1,0 +1,79 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "Gang"
+
+// Gang enforces min-available at PreFilter and Permit.
+type Gang struct{}
+
+var (
+	_ framework.PreFilterPlugin   = &Gang{}
+	_ framework.PermitPlugin      = &Gang{}
+	_ framework.EnqueueExtensions = &Gang{}
+)
+
+// New is the plugin's framework.PluginFactory. It takes no args.
+func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+		return nil, err
+	}
+	return &Gang{}, nil
+}
+
+// Name implements framework.Plugin.
+func (*Gang) Name() string { return Name }
+
+// EventsToRegister implements framework.EnqueueExtensions.
+func (*Gang) EventsToRegister() []eventhandlers.ClusterEvent {
+	return []eventhandlers.ClusterEvent{
+		{Resource: eventhandlers.Pod, ActionType: eventhandlers.Add, Label: "PodAdd"},
+		eventhandlers.EventAssignedPodDelete,
+		eventhandlers.EventNodeAdd,
+		eventhandlers.EventNodeAllocatableChange,
+		eventhandlers.EventNodeLabelChange,
+		eventhandlers.EventNodeTaintChange,
+		eventhandlers.EventNodeBecameSchedulable,
+	}
+}
+
+// PreFilter implements framework.PreFilterPlugin: the job must have at
+// least min-available tasks, pending or bound.
+func (*Gang) PreFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job) *framework.Status {
+	exist := len(job.Pending) + job.Bound
+	if int64(exist) >= int64(job.MinAvailable) {
+		return nil
+	}
+	klog.FromContext(ctx).V(4).Info("Gang is waiting for tasks", "job", job.ID.String(), "tasks", exist, "minAvailable", job.MinAvailable)
+	return framework.NewStatus(framework.Unschedulable,
+		fmt.Sprintf("waiting for tasks: %d of min-available %d exist", exist, job.MinAvailable))
+}
+
+// Permit implements framework.PermitPlugin: the tasks placed in this cycle
+// plus the bound ones must reach min-available.
+func (*Gang) Permit(ctx context.Context, _ *framework.CycleState, job *framework.Job, placements map[string]string) *framework.Status {
+	running := len(placements) + job.Bound
+	if int64(running) >= int64(job.MinAvailable) {
+		return nil
+	}
+	total := len(job.Pending) + job.Bound
+	kind := "gang"
+	if !job.ID.Gang {
+		kind = "job"
+	}
+	klog.FromContext(ctx).V(3).Info("Gang could not be placed", "job", job.ID.String(),
+		"placed", len(placements), "bound", job.Bound, "tasks", total, "minAvailable", job.MinAvailable)
+	return framework.NewStatus(framework.Unschedulable,
+		fmt.Sprintf("%s %s: %d of %d tasks could be placed, min-available %d", kind, job.ID, running, total, job.MinAvailable))
+}

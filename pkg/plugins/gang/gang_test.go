@@ -1,0 +1,150 @@
+package gang
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+var gangID = cache.JobID{Namespace: "ns", Name: "train", Gang: true}
+
+func pods(n int) []*v1.Pod {
+	out := make([]*v1.Pod, n)
+	for i := range out {
+		out[i] = st.MakePod().Namespace("ns").Name(fmt.Sprintf("train-%d", i)).Group("train").Obj()
+	}
+	return out
+}
+
+func placements(ps []*v1.Pod) map[string]string {
+	m := map[string]string{}
+	for i, p := range ps {
+		m[string(p.UID)] = fmt.Sprintf("node-%d", i)
+	}
+	return m
+}
+
+func TestPreFilter(t *testing.T) {
+	tests := []struct {
+		name    string
+		job     *framework.Job
+		wantMsg string // empty: success
+	}{
+		{name: "all tasks there", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: pods(4)}},
+		{name: "more than enough", job: &framework.Job{ID: gangID, MinAvailable: 2, Pending: pods(5)}},
+		{name: "bound tasks count", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: pods(1), Bound: 3}},
+		{name: "waiting for tasks", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: pods(2)},
+			wantMsg: "waiting for tasks: 2 of min-available 4 exist"},
+		{name: "waiting with some bound", job: &framework.Job{ID: gangID, MinAvailable: 5, Pending: pods(1), Bound: 2},
+			wantMsg: "waiting for tasks: 3 of min-available 5 exist"},
+		{name: "single pod", job: &framework.Job{ID: cache.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: pods(1)}},
+		{name: "invalid annotations still schedule", job: &framework.Job{ID: gangID, MinAvailable: 3, Pending: pods(3), Err: errors.New("bad min-available")}},
+		{name: "no min-available", job: &framework.Job{ID: gangID, MinAvailable: 0, Pending: pods(1)}},
+	}
+	pl := &Gang{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := pl.PreFilter(context.Background(), framework.NewCycleState(), tt.job)
+			if tt.wantMsg == "" {
+				if !s.IsSuccess() {
+					t.Errorf("PreFilter = %v, want success", s)
+				}
+				return
+			}
+			if s.Code() != framework.Unschedulable || s.Message() != tt.wantMsg {
+				t.Errorf("PreFilter = %v, want Unschedulable %q", s, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestPermit(t *testing.T) {
+	four := pods(4)
+	tests := []struct {
+		name    string
+		job     *framework.Job
+		placed  []*v1.Pod
+		wantMsg string
+	}{
+		{name: "all placed", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: four}, placed: four},
+		{name: "min-available placed", job: &framework.Job{ID: gangID, MinAvailable: 3, Pending: four}, placed: four[:3]},
+		{name: "bound tasks count", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: four[:2], Bound: 2}, placed: four[:2]},
+		{name: "already running", job: &framework.Job{ID: gangID, MinAvailable: 2, Pending: four[:1], Bound: 2}, placed: nil},
+		{name: "one short", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: four}, placed: four[:3],
+			wantMsg: "gang ns/train: 3 of 4 tasks could be placed, min-available 4"},
+		{name: "short with bound tasks", job: &framework.Job{ID: gangID, MinAvailable: 5, Pending: four, Bound: 2}, placed: four[:2],
+			wantMsg: "gang ns/train: 4 of 6 tasks could be placed, min-available 5"},
+		{name: "nothing placed", job: &framework.Job{ID: gangID, MinAvailable: 2, Pending: four}, placed: nil,
+			wantMsg: "gang ns/train: 0 of 4 tasks could be placed, min-available 2"},
+		{name: "single pod not placed", job: &framework.Job{ID: cache.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]},
+			wantMsg: "job ns/pod:p: 0 of 1 tasks could be placed, min-available 1"},
+		{name: "single pod placed", job: &framework.Job{ID: cache.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]}, placed: four[:1]},
+	}
+	pl := &Gang{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := pl.Permit(context.Background(), framework.NewCycleState(), tt.job, placements(tt.placed))
+			if tt.wantMsg == "" {
+				if !s.IsSuccess() {
+					t.Errorf("Permit = %v, want success", s)
+				}
+				return
+			}
+			if s.Code() != framework.Unschedulable || s.Message() != tt.wantMsg {
+				t.Errorf("Permit = %v, want Unschedulable %q", s, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	p, err := New(context.Background(), strings.NewReader("{}"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name() != "Gang" {
+		t.Errorf("Name = %q", p.Name())
+	}
+	if _, err := New(context.Background(), strings.NewReader("timeout: 5s"), nil); err == nil || !strings.Contains(err.Error(), "Gang args") {
+		t.Errorf("args accepted: %v", err)
+	}
+	events := p.(framework.EnqueueExtensions).EventsToRegister()
+	helps := []eventhandlers.ClusterEvent{
+		{Resource: eventhandlers.Pod, ActionType: eventhandlers.Add},
+		eventhandlers.EventAssignedPodDelete,
+		eventhandlers.EventNodeAdd,
+		eventhandlers.EventNodeAllocatableChange,
+		eventhandlers.EventNodeLabelChange,
+		eventhandlers.EventNodeTaintChange,
+		eventhandlers.EventNodeBecameSchedulable,
+	}
+	for _, e := range helps {
+		if !matchesAny(e, events) {
+			t.Errorf("%v does not requeue a gang", e)
+		}
+	}
+	for _, e := range []eventhandlers.ClusterEvent{eventhandlers.EventNodeDelete, eventhandlers.EventNodeConditionChange,
+		{Resource: eventhandlers.PersistentVolume, ActionType: eventhandlers.All}} {
+		if matchesAny(e, events) {
+			t.Errorf("%v requeues a gang, but cannot help one", e)
+		}
+	}
+}
+
+func matchesAny(e eventhandlers.ClusterEvent, registered []eventhandlers.ClusterEvent) bool {
+	for _, r := range registered {
+		if e.Match(r) {
+			return true
+		}
+	}
+	return false
+}

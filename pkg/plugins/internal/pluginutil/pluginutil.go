@@ -1,0 +1,66 @@
+// Package pluginutil holds small helpers shared by the in-tree plugins:
+// strict decoding of plugin args, score normalisation and the reasons and
+// settings several plugins agree on.
+package pluginutil
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// ErrReasonNodeNotFound is the rejection reason of every Filter for a
+// NodeInfo without a node (a placeholder that should never have reached a
+// scheduling cycle).
+const ErrReasonNodeNotFound = "node(s) not found"
+
+// EnableTaintTolerationComparisonOperators says whether tolerations with the
+// Lt and Gt operators are honoured. They are behind the alpha
+// TaintTolerationComparisonOperators feature gate, off by default in
+// Kubernetes v1.37, and the API server rejects them while it is off, so
+// this scheduler does not honour them either.
+const EnableTaintTolerationComparisonOperators = false
+
+// DecodeNoArgs accepts empty args (nil, blank, "{}" or "null") and rejects
+// anything else, for plugins that take no args. The error names the plugin.
+func DecodeNoArgs(plugin string, args io.Reader) error {
+	var none struct{}
+	if err := config.DecodeStrict(args, &none); err != nil {
+		return fmt.Errorf("%s args: the plugin takes no args: %w", plugin, err)
+	}
+	return nil
+}
+
+// DecodeArgs strictly decodes args into out (which holds the defaults) and
+// names the plugin in the error.
+func DecodeArgs(plugin string, args io.Reader, out any) error {
+	if err := config.DecodeStrict(args, out); err != nil {
+		return fmt.Errorf("%s args: %w", plugin, err)
+	}
+	return nil
+}
+
+// NormalizeScores scales scores in place so that the highest becomes
+// framework.MaxNodeScore and the others keep their proportion to it. With
+// reverse, the scale is flipped: the highest raw score becomes
+// MinNodeScore and a raw score of zero MaxNodeScore. When every score is
+// zero (or there are none above zero), they all become MinNodeScore, or
+// MaxNodeScore with reverse: nothing tells the nodes apart.
+func NormalizeScores(scores []framework.NodeScore, reverse bool) {
+	var highest int64
+	for i := range scores {
+		highest = max(highest, scores[i].Score)
+	}
+	for i := range scores {
+		s := framework.MinNodeScore
+		if highest > 0 {
+			s = max(scores[i].Score, 0) * framework.MaxNodeScore / highest
+		}
+		if reverse {
+			s = framework.MaxNodeScore - s
+		}
+		scores[i].Score = s
+	}
+}

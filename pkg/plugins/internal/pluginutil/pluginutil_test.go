@@ -1,0 +1,85 @@
+package pluginutil
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+func TestDecodeNoArgs(t *testing.T) {
+	for _, ok := range []string{"", "  \n", "{}", "null", "# only a comment\n"} {
+		if err := DecodeNoArgs("P", strings.NewReader(ok)); err != nil {
+			t.Errorf("DecodeNoArgs(%q) = %v, want nil", ok, err)
+		}
+	}
+	if err := DecodeNoArgs("P", nil); err != nil {
+		t.Errorf("DecodeNoArgs(nil) = %v", err)
+	}
+	for _, bad := range []string{"foo: 1", "just-a-string", "[1, 2]", "{}\n---\n{}\n"} {
+		err := DecodeNoArgs("MyPlugin", strings.NewReader(bad))
+		if err == nil || !strings.Contains(err.Error(), "MyPlugin args: the plugin takes no args") {
+			t.Errorf("DecodeNoArgs(%q) = %v, want an error naming the plugin", bad, err)
+		}
+	}
+	if err := DecodeNoArgs("P", iotest.ErrReader(errors.New("boom"))); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("a read error was not reported: %v", err)
+	}
+}
+
+func TestDecodeArgs(t *testing.T) {
+	var out struct {
+		A int `yaml:"a"`
+	}
+	out.A = 7
+	if err := DecodeArgs("P", nil, &out); err != nil || out.A != 7 {
+		t.Fatalf("nil args: %v, %+v (defaults must stay)", err, out)
+	}
+	if err := DecodeArgs("P", strings.NewReader("a: 3"), &out); err != nil || out.A != 3 {
+		t.Fatalf("a: 3 gave %v, %+v", err, out)
+	}
+	err := DecodeArgs("P", strings.NewReader("b: 3"), &out)
+	if err == nil || !strings.HasPrefix(err.Error(), "P args: ") || !strings.Contains(err.Error(), "field b not found") {
+		t.Errorf("unknown field: %v", err)
+	}
+}
+
+func TestNormalizeScores(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []int64
+		reverse bool
+		want    []int64
+	}{
+		{"scaled to the highest", []int64{0, 5, 10}, false, []int64{0, 50, 100}},
+		{"rounds down", []int64{1, 3}, false, []int64{33, 100}},
+		{"all zero", []int64{0, 0}, false, []int64{0, 0}},
+		{"reversed", []int64{0, 1, 2}, true, []int64{100, 50, 0}},
+		{"reversed all zero", []int64{0, 0}, true, []int64{100, 100}},
+		{"reversed all equal", []int64{3, 3}, true, []int64{0, 0}},
+		{"negative counts as zero", []int64{-5, 4}, false, []int64{0, 100}},
+		{"none", nil, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scores := make([]framework.NodeScore, len(tt.in))
+			for i, s := range tt.in {
+				scores[i] = framework.NodeScore{Name: string(rune('a' + i)), Score: s}
+			}
+			NormalizeScores(scores, tt.reverse)
+			var got []int64
+			for i, s := range scores {
+				if s.Name != string(rune('a'+i)) {
+					t.Errorf("names were reordered: %v", scores)
+				}
+				got = append(got, s.Score)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,155 @@
+package nodeaffinity
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "NodeAffinity"
+
+// ErrReasonPod is the reason a node is rejected.
+const ErrReasonPod = "node(s) didn't match Pod's node affinity/selector"
+
+// stateKey is where PreFilter keeps the parsed affinities.
+const stateKey framework.StateKey = Name + "/affinities"
+
+// NodeAffinity filters and scores nodes by the pod's node selector and
+// node affinity.
+type NodeAffinity struct{}
+
+var (
+	_ framework.PreFilterPlugin   = &NodeAffinity{}
+	_ framework.FilterPlugin      = &NodeAffinity{}
+	_ framework.ScorePlugin       = &NodeAffinity{}
+	_ framework.ScoreExtensions   = &NodeAffinity{}
+	_ framework.EnqueueExtensions = &NodeAffinity{}
+)
+
+// New is the plugin's framework.PluginFactory. It takes no args.
+func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+		return nil, err
+	}
+	return &NodeAffinity{}, nil
+}
+
+// Name implements framework.Plugin.
+func (*NodeAffinity) Name() string { return Name }
+
+// EventsToRegister implements framework.EnqueueExtensions.
+func (*NodeAffinity) EventsToRegister() []eventhandlers.ClusterEvent {
+	return []eventhandlers.ClusterEvent{
+		eventhandlers.EventNodeAdd,
+		eventhandlers.EventNodeLabelChange,
+	}
+}
+
+// podAffinity is one pod's parsed node selector and node affinity.
+type podAffinity struct {
+	pod *v1.Pod
+	// required matches spec.nodeSelector and the required affinity.
+	required nodeaffinity.RequiredNodeAffinity
+	// preferred is nil when the pod has no preferred terms.
+	preferred *nodeaffinity.PreferredSchedulingTerms
+	// preferredErr is why the preferred terms could not be parsed.
+	preferredErr error
+}
+
+func parse(pod *v1.Pod) *podAffinity {
+	a := &podAffinity{pod: pod, required: nodeaffinity.GetRequiredNodeAffinity(pod)}
+	if aff := pod.Spec.Affinity; aff != nil && aff.NodeAffinity != nil &&
+		len(aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+		a.preferred, a.preferredErr = nodeaffinity.NewPreferredSchedulingTerms(aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	return a
+}
+
+// preFilterState holds the parsed affinities of a job's pending pods by
+// UID. It is never changed after PreFilter writes it, so Clone shares it.
+type preFilterState map[types.UID]*podAffinity
+
+// Clone implements framework.StateData.
+func (s preFilterState) Clone() framework.StateData { return s }
+
+// PreFilter implements framework.PreFilterPlugin.
+func (*NodeAffinity) PreFilter(_ context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
+	s := make(preFilterState, len(job.Pending))
+	for _, pod := range job.Pending {
+		s[pod.UID] = parse(pod)
+	}
+	state.Write(stateKey, s)
+	return nil
+}
+
+// affinityOf returns pod's parsed affinity from state, or parses it when
+// PreFilter did not run for pod.
+func affinityOf(state *framework.CycleState, pod *v1.Pod) *podAffinity {
+	if state != nil {
+		if d, ok := state.Read(stateKey); ok {
+			if s, ok := d.(preFilterState); ok {
+				if a, ok := s[pod.UID]; ok && a.pod == pod {
+					return a
+				}
+			}
+		}
+	}
+	return parse(pod)
+}
+
+// Filter implements framework.FilterPlugin.
+func (*NodeAffinity) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+	if node.Node == nil || node.Placeholder {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
+	}
+	match, err := affinityOf(state, pod).required.Match(node.Node)
+	if match {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	if err != nil {
+		// The API server validates affinities, so this is an old or odd
+		// object; a term that cannot be parsed matches no node.
+		logger.V(4).Info("Pod's required node affinity cannot be evaluated", "pod", klog.KObj(pod), "node", klog.KObj(node.Node), "err", err)
+	} else {
+		logger.V(5).Info("Node does not match pod's node affinity/selector", "pod", klog.KObj(pod), "node", klog.KObj(node.Node))
+	}
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonPod)
+}
+
+// Score implements framework.ScorePlugin: the summed weights of the
+// preferred terms node matches.
+func (*NodeAffinity) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *framework.Status) {
+	if node.Node == nil || node.Placeholder {
+		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
+	}
+	a := affinityOf(state, pod)
+	if a.preferredErr != nil {
+		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("pod %s: parsing preferred node affinity: %w", klog.KObj(pod), a.preferredErr))
+	}
+	if a.preferred == nil {
+		return framework.MinNodeScore, nil
+	}
+	return a.preferred.Score(node.Node), nil
+}
+
+// ScoreExtensions implements framework.ScorePlugin.
+func (pl *NodeAffinity) ScoreExtensions() framework.ScoreExtensions { return pl }
+
+// NormalizeScore implements framework.ScoreExtensions: the highest sum
+// becomes MaxNodeScore.
+func (*NodeAffinity) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *v1.Pod, scores []framework.NodeScore) *framework.Status {
+	pluginutil.NormalizeScores(scores, false)
+	return nil
+}

@@ -1,0 +1,209 @@
+package nodeaffinity
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+func withRequiredTerm(p *v1.Pod, term v1.NodeSelectorTerm) *v1.Pod {
+	p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{term}},
+	}}
+	return p
+}
+
+func TestFilter(t *testing.T) {
+	node := st.MakeNode().Name("n1").Label("zone", "a").Label("gpu", "true").Obj()
+	rejected := []string{"node(s) didn't match Pod's node affinity/selector"}
+	tests := []struct {
+		name   string
+		pod    *v1.Pod
+		reject bool
+	}{
+		{name: "no constraints", pod: st.MakePod().Name("p").Obj()},
+		{name: "node selector matches", pod: st.MakePod().Name("p").NodeSelector(map[string]string{"zone": "a", "gpu": "true"}).Obj()},
+		{name: "node selector value differs", pod: st.MakePod().Name("p").NodeSelector(map[string]string{"zone": "b"}).Obj(), reject: true},
+		{name: "node selector label missing", pod: st.MakePod().Name("p").NodeSelector(map[string]string{"rack": "1"}).Obj(), reject: true},
+		{name: "required affinity matches", pod: st.MakePod().Name("p").NodeAffinityIn("zone", "b", "a").Obj()},
+		{name: "required affinity does not match", pod: st.MakePod().Name("p").NodeAffinityIn("zone", "b", "c").Obj(), reject: true},
+		{name: "terms are ORed", pod: st.MakePod().Name("p").NodeAffinityIn("zone", "b").NodeAffinityIn("gpu", "true").Obj()},
+		{name: "selector and affinity are ANDed: affinity fails",
+			pod: st.MakePod().Name("p").NodeSelector(map[string]string{"zone": "a"}).NodeAffinityIn("gpu", "false").Obj(), reject: true},
+		{name: "selector and affinity are ANDed: selector fails",
+			pod: st.MakePod().Name("p").NodeSelector(map[string]string{"zone": "b"}).NodeAffinityIn("gpu", "true").Obj(), reject: true},
+		{name: "match fields on the node name",
+			pod: withRequiredTerm(st.MakePod().Name("p").Obj(), v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{
+				{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{"n1"}}}})},
+		{name: "match fields on another node name",
+			pod: withRequiredTerm(st.MakePod().Name("p").Obj(), v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{
+				{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{"n2"}}}}), reject: true},
+		{name: "an unparsable term matches nothing",
+			pod: withRequiredTerm(st.MakePod().Name("p").Obj(), v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{
+				{Key: "zone", Operator: "Near", Values: []string{"a"}}}}), reject: true},
+		{name: "preferred terms do not filter", pod: st.MakePod().Name("p").PreferredNodeAffinityIn(10, "zone", "z").Obj()},
+	}
+	pl := &NodeAffinity{}
+	ni := testutil.NodeInfo(t, node)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, withPreFilter := range []bool{false, true} {
+				state := framework.NewCycleState()
+				if withPreFilter {
+					if s := pl.PreFilter(context.Background(), state, &framework.Job{Pending: []*v1.Pod{tt.pod}}); !s.IsSuccess() {
+						t.Fatal(s)
+					}
+				}
+				s := pl.Filter(context.Background(), state, tt.pod, ni)
+				if !tt.reject {
+					if !s.IsSuccess() {
+						t.Errorf("Filter (preFilter %v) = %v, want success", withPreFilter, s)
+					}
+					continue
+				}
+				if s.Code() != framework.UnschedulableAndUnresolvable || !reflect.DeepEqual(s.Reasons(), rejected) {
+					t.Errorf("Filter (preFilter %v) = %v, want UnschedulableAndUnresolvable %q", withPreFilter, s, rejected)
+				}
+			}
+		})
+	}
+	t.Run("placeholder", func(t *testing.T) {
+		for _, ni := range []*cache.NodeInfo{testutil.PlaceholderNodeInfo(t, "gone", st.MakePod().Name("a").Obj()), {}} {
+			s := pl.Filter(context.Background(), nil, st.MakePod().Name("p").Obj(), ni)
+			if s.Code() != framework.UnschedulableAndUnresolvable || s.Message() != "node(s) not found" {
+				t.Errorf("Filter = %v", s)
+			}
+		}
+	})
+}
+
+// TestPreFilterState checks that Filter uses what PreFilter parsed for the
+// very pod object, and parses any other object afresh.
+func TestPreFilterState(t *testing.T) {
+	pl := &NodeAffinity{}
+	p := st.MakePod().Name("p").Obj()
+	ni := testutil.NodeInfo(t, st.MakeNode().Name("n").Obj())
+	state := framework.NewCycleState()
+	pl.PreFilter(context.Background(), state, &framework.Job{Pending: []*v1.Pod{p}})
+	d, ok := state.Read(stateKey)
+	if !ok || d.Clone() == nil {
+		t.Fatal("PreFilter wrote no state")
+	}
+	if _, ok := d.(preFilterState)[p.UID]; !ok {
+		t.Fatal("PreFilter did not parse the pod")
+	}
+	// Pretend the pod had a node selector: Filter must believe the state.
+	state.Write(stateKey, preFilterState{p.UID: {pod: p, required: nodeaffinity.NewRequiredNodeAffinity(map[string]string{"x": "y"}, nil)}})
+	if s := pl.Filter(context.Background(), state, p, ni); s.IsSuccess() {
+		t.Error("Filter ignored the state")
+	}
+	if s := pl.Filter(context.Background(), state, p.DeepCopy(), ni); !s.IsSuccess() {
+		t.Errorf("Filter used another object's state: %v", s)
+	}
+	state.Write(stateKey, foreign{})
+	if s := pl.Filter(context.Background(), state, p, ni); !s.IsSuccess() {
+		t.Errorf("Filter with foreign state = %v", s)
+	}
+}
+
+type foreign struct{}
+
+func (foreign) Clone() framework.StateData { return foreign{} }
+
+func TestScore(t *testing.T) {
+	nodes := []*v1.Node{
+		st.MakeNode().Name("both").Label("zone", "a").Label("gpu", "true").Obj(),
+		st.MakeNode().Name("zone").Label("zone", "a").Obj(),
+		st.MakeNode().Name("gpu").Label("gpu", "true").Obj(),
+		st.MakeNode().Name("none").Label("zone", "b").Obj(),
+	}
+	tests := []struct {
+		name           string
+		pod            *v1.Pod
+		raw, finalized []int64
+	}{
+		{name: "weights add up",
+			pod: st.MakePod().Name("p").PreferredNodeAffinityIn(5, "zone", "a").PreferredNodeAffinityIn(3, "gpu", "true").Obj(),
+			raw: []int64{8, 5, 3, 0}, finalized: []int64{100, 62, 37, 0}},
+		{name: "no preferences", pod: st.MakePod().Name("p").Obj(), raw: []int64{0, 0, 0, 0}, finalized: []int64{0, 0, 0, 0}},
+		{name: "only required affinity", pod: st.MakePod().Name("p").NodeAffinityIn("zone", "a").Obj(), raw: []int64{0, 0, 0, 0}, finalized: []int64{0, 0, 0, 0}},
+		{name: "nothing matches", pod: st.MakePod().Name("p").PreferredNodeAffinityIn(50, "zone", "c").Obj(), raw: []int64{0, 0, 0, 0}, finalized: []int64{0, 0, 0, 0}},
+		{name: "one term everywhere", pod: st.MakePod().Name("p").PreferredNodeAffinityIn(1, "zone", "a", "b").Obj(), raw: []int64{1, 1, 0, 1}, finalized: []int64{100, 100, 0, 100}},
+	}
+	pl := &NodeAffinity{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, withPreFilter := range []bool{false, true} {
+				state := framework.NewCycleState()
+				if withPreFilter {
+					pl.PreFilter(context.Background(), state, &framework.Job{Pending: []*v1.Pod{tt.pod}})
+				}
+				scores := make([]framework.NodeScore, len(nodes))
+				for i, n := range nodes {
+					s, status := pl.Score(context.Background(), state, tt.pod, testutil.NodeInfo(t, n))
+					if !status.IsSuccess() {
+						t.Fatalf("Score(%s): %v", n.Name, status)
+					}
+					if s != tt.raw[i] {
+						t.Errorf("Score(%s) = %d, want %d", n.Name, s, tt.raw[i])
+					}
+					scores[i] = framework.NodeScore{Name: n.Name, Score: s}
+				}
+				if status := pl.ScoreExtensions().NormalizeScore(context.Background(), state, tt.pod, scores); !status.IsSuccess() {
+					t.Fatal(status)
+				}
+				for i, s := range scores {
+					if s.Score != tt.finalized[i] {
+						t.Errorf("normalized %s = %d, want %d", s.Name, s.Score, tt.finalized[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestScoreErrors(t *testing.T) {
+	pl := &NodeAffinity{}
+	bad := st.MakePod().Name("bad").Obj()
+	bad.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 1, Preference: v1.NodeSelectorTerm{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: "zone", Operator: "Near", Values: []string{"a"}}},
+		}}},
+	}}
+	s, status := pl.Score(context.Background(), framework.NewCycleState(), bad, testutil.NodeInfo(t, st.MakeNode().Name("n").Obj()))
+	if s != 0 || status.Code() != framework.Error || !strings.Contains(status.Message(), "pod default/bad: parsing preferred node affinity") {
+		t.Errorf("Score with an unparsable preference = %d, %v", s, status)
+	}
+	s, status = pl.Score(context.Background(), nil, st.MakePod().Name("p").Obj(), testutil.PlaceholderNodeInfo(t, "gone", st.MakePod().Name("a").Obj()))
+	if s != 0 || status.Code() != framework.Error || !strings.Contains(status.Message(), `node "gone" not found`) {
+		t.Errorf("Score on a placeholder = %d, %v", s, status)
+	}
+}
+
+func TestNew(t *testing.T) {
+	p, err := New(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name() != "NodeAffinity" {
+		t.Errorf("Name = %q", p.Name())
+	}
+	if _, err := New(context.Background(), strings.NewReader("addedAffinity: {}"), nil); err == nil || !strings.Contains(err.Error(), "NodeAffinity args") {
+		t.Errorf("args accepted: %v", err)
+	}
+	events := p.(framework.EnqueueExtensions).EventsToRegister()
+	want := []eventhandlers.ClusterEvent{eventhandlers.EventNodeAdd, eventhandlers.EventNodeLabelChange}
+	if !reflect.DeepEqual(events, want) {
+		t.Errorf("EventsToRegister = %v, want %v", events, want)
+	}
+}

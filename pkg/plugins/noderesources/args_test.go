@@ -1,0 +1,100 @@
+package noderesources
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func TestArgsDecoding(t *testing.T) {
+	defaults := DefaultArgs()
+	tests := []struct {
+		name    string
+		args    string
+		want    Args
+		wantErr string
+	}{
+		{name: "none", args: "", want: defaults},
+		{name: "empty map", args: "{}", want: defaults},
+		{name: "most allocated", args: "scoringStrategy: MostAllocated",
+			want: Args{ScoringStrategy: MostAllocated, Resources: defaults.Resources}},
+		{name: "explicit least allocated", args: "scoringStrategy: LeastAllocated", want: defaults},
+		{name: "resources replace the defaults",
+			args: "resources:\n- name: nvidia.com/gpu\n  weight: 5\n- name: cpu\n",
+			want: Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{"nvidia.com/gpu", 5}, {v1.ResourceCPU, 1}}}},
+		{name: "weight 0 means 1", args: "resources: [{name: memory, weight: 0}]",
+			want: Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{v1.ResourceMemory, 1}}}},
+		{name: "empty resources mean the defaults", args: "resources: []", want: defaults},
+		{name: "max weight", args: "resources: [{name: pods, weight: 100}, {name: ephemeral-storage, weight: 1}, {name: hugepages-2Mi}]",
+			want: Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{v1.ResourcePods, 100}, {v1.ResourceEphemeralStorage, 1}, {"hugepages-2Mi", 1}}}},
+
+		{name: "unknown strategy", args: "scoringStrategy: Balanced",
+			wantErr: `NodeResourcesFit args: scoringStrategy: unknown strategy "Balanced" (want LeastAllocated or MostAllocated)`},
+		{name: "strategy is case sensitive", args: "scoringStrategy: mostallocated", wantErr: "scoringStrategy: unknown strategy"},
+		{name: "weight too high", args: "resources: [{name: cpu, weight: 101}]",
+			wantErr: "NodeResourcesFit args: resources[0].weight: must be between 1 and 100, got 101"},
+		{name: "negative weight", args: "resources: [{name: cpu}, {name: memory, weight: -1}]",
+			wantErr: "resources[1].weight: must be between 1 and 100, got -1"},
+		{name: "duplicate", args: "resources: [{name: cpu}, {name: memory}, {name: cpu, weight: 2}]",
+			wantErr: `resources[2].name: resource "cpu" is listed more than once`},
+		{name: "missing name", args: "resources: [{weight: 2}]", wantErr: "resources[0].name: required"},
+		{name: "invalid name", args: "resources: [{name: 'not a name!'}]",
+			wantErr: `resources[0].name: "not a name!" is not a valid resource name`},
+		{name: "unknown field", args: "strategy: MostAllocated", wantErr: "NodeResourcesFit args: line 1: field strategy not found"},
+		{name: "kube-scheduler's nested shape is not ours", args: "scoringStrategy: {type: MostAllocated}", wantErr: "NodeResourcesFit args:"},
+		{name: "unknown resource field", args: "resources: [{name: cpu, wieght: 2}]", wantErr: "field wieght not found"},
+		{name: "wrong type", args: "resources: cpu", wantErr: "NodeResourcesFit args:"},
+		{name: "weight not a number", args: "resources: [{name: cpu, weight: heavy}]", wantErr: "NodeResourcesFit args:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(context.Background(), strings.NewReader(tt.args), nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("New(%q) error = %v, want one containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New(%q): %v", tt.args, err)
+			}
+			if got := p.(*Fit).Args(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("args = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewWithArgs(t *testing.T) {
+	in := Args{Resources: []ResourceWeight{{Name: v1.ResourceCPU}}}
+	f, err := NewWithArgs(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{v1.ResourceCPU, 1}}}
+	if got := f.Args(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Args = %+v, want %+v", got, want)
+	}
+	if in.Resources[0].Weight != 0 {
+		t.Error("defaulting changed the caller's args")
+	}
+	got := f.Args()
+	got.Resources[0].Weight = 50
+	if f.Args().Resources[0].Weight != 1 {
+		t.Error("Args shares its slice with the plugin")
+	}
+	if _, err := NewWithArgs(Args{ScoringStrategy: "X"}); err == nil || !strings.Contains(err.Error(), "NodeResourcesFit args: scoringStrategy") {
+		t.Errorf("bad strategy: %v", err)
+	}
+	bad := Args{ScoringStrategy: LeastAllocated}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "resources: at least one") {
+		t.Errorf("Validate of no resources = %v", err)
+	}
+	zero := Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{Name: "cpu"}}}
+	if err := zero.Validate(); err == nil || !strings.Contains(err.Error(), "resources[0].weight") {
+		t.Errorf("Validate of an undefaulted weight = %v", err)
+	}
+}

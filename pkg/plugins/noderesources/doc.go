@@ -1,0 +1,53 @@
+// Package noderesources implements the NodeResourcesFit plugin: one plugin
+// that both filters nodes on free resources and scores them on how
+// allocated they would be, with the scoring strategy chosen by its args
+// (kube-scheduler's design, rather than one plugin per strategy).
+//
+// PreFilter computes the requests of every pending pod of the job once
+// (resources.PodRequests: containers, init containers, sidecars, overhead,
+// plus one pod) and keeps them in the CycleState for Filter and Score;
+// without it, Filter and Score compute them per call.
+//
+// Filter rejects a node whose idle resources (cache.NodeInfo.Idle:
+// schedulable minus requested, with the pods placed earlier in the cycle
+// counted) cannot hold the pod's requests, with one Unschedulable reason
+// per missing resource, as kube-scheduler words them: "Too many pods",
+// "Insufficient cpu", "Insufficient memory", "Insufficient
+// ephemeral-storage", "Insufficient nvidia.com/gpu", ... Only resources
+// the pod requests are checked (and always the pod count), so a pod that
+// requests no memory still fits on a node whose memory is over-committed.
+// A NodeInfo without a node (a placeholder) is
+// UnschedulableAndUnresolvable with "node(s) not found".
+//
+// Score rates the node from 0 to 100 by the weighted average, over the
+// configured resources, of requested-after-placement (the node's requested
+// plus the pod's) divided by schedulable:
+//
+//   - LeastAllocated (default): 100 * (schedulable - requested) /
+//     schedulable, so the emptiest node wins and work spreads out;
+//   - MostAllocated: 100 * requested / schedulable, so work packs onto the
+//     fullest nodes and whole nodes stay free for large gangs.
+//
+// A resource the node does not have (schedulable 0), and an extended
+// resource the pod does not request, are left out of the average, so that
+// GPU nodes do not look empty (or full) to CPU-only pods. Scoring uses the
+// requests as they are: a pod without requests counts as requesting
+// nothing. Scoring a NodeInfo without a node is an Error status (Filter
+// should have rejected it).
+//
+// Args (all optional; the defaults are shown):
+//
+//	scoringStrategy: LeastAllocated   # or MostAllocated
+//	resources:                        # absent or empty: cpu and memory, weight 1
+//	- name: cpu
+//	  weight: 1                       # 1..100; 0 or absent means 1
+//	- name: memory
+//	  weight: 1
+//
+// Unknown fields, an unknown strategy, an invalid or repeated resource name
+// and a weight outside 1..100 are errors naming the field.
+//
+// Events: a deleted (or finished) assigned pod frees resources
+// (Pod/Delete); a new node (Node/Add) and a change of a node's allocatable
+// (Node/UpdateNodeAllocatable) add capacity.
+package noderesources

@@ -1,0 +1,249 @@
+package noderesources
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "NodeResourcesFit"
+
+// ErrReasonTooManyPods is the reason when the node's pod count is used up.
+const ErrReasonTooManyPods = "Too many pods"
+
+// stateKey is where PreFilter keeps the pods' requests.
+const stateKey framework.StateKey = Name + "/requests"
+
+// Fit filters nodes on free resources and scores them by allocation.
+type Fit struct {
+	args  Args
+	score func(requested, schedulable int64) int64
+}
+
+var (
+	_ framework.PreFilterPlugin   = &Fit{}
+	_ framework.FilterPlugin      = &Fit{}
+	_ framework.ScorePlugin       = &Fit{}
+	_ framework.EnqueueExtensions = &Fit{}
+)
+
+// New is the plugin's framework.PluginFactory; see the package
+// documentation for its args.
+func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	a, err := decodeArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithArgs(a)
+}
+
+// NewWithArgs builds the plugin from args, for callers that configure it in
+// code. Args are defaulted and validated.
+func NewWithArgs(args Args) (*Fit, error) {
+	args.Default()
+	if err := args.Validate(); err != nil {
+		return nil, fmt.Errorf("%s args: %w", Name, err)
+	}
+	f := &Fit{args: args, score: leastAllocatedScore}
+	if args.ScoringStrategy == MostAllocated {
+		f.score = mostAllocatedScore
+	}
+	return f, nil
+}
+
+// Name implements framework.Plugin.
+func (*Fit) Name() string { return Name }
+
+// Args returns the plugin's defaulted args.
+func (f *Fit) Args() Args {
+	a := f.args
+	a.Resources = append([]ResourceWeight(nil), f.args.Resources...)
+	return a
+}
+
+// EventsToRegister implements framework.EnqueueExtensions.
+func (*Fit) EventsToRegister() []eventhandlers.ClusterEvent {
+	return []eventhandlers.ClusterEvent{
+		eventhandlers.EventAssignedPodDelete,
+		eventhandlers.EventNodeAdd,
+		eventhandlers.EventNodeAllocatableChange,
+	}
+}
+
+// podRequests is one pod's requests as PreFilter computed them.
+type podRequests struct {
+	pod      *v1.Pod
+	requests resources.Resource
+}
+
+// preFilterState holds the requests of a job's pending pods by UID. It is
+// never changed after PreFilter writes it, so Clone shares it.
+type preFilterState map[types.UID]podRequests
+
+// Clone implements framework.StateData.
+func (s preFilterState) Clone() framework.StateData { return s }
+
+// PreFilter implements framework.PreFilterPlugin: it computes the requests
+// of the job's pending pods once for the whole cycle.
+func (*Fit) PreFilter(_ context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
+	s := make(preFilterState, len(job.Pending))
+	for _, pod := range job.Pending {
+		s[pod.UID] = podRequests{pod: pod, requests: resources.PodRequests(pod)}
+	}
+	state.Write(stateKey, s)
+	return nil
+}
+
+// requestsOf returns pod's requests from state, or computes them when
+// PreFilter did not run for pod.
+func requestsOf(state *framework.CycleState, pod *v1.Pod) resources.Resource {
+	if state != nil {
+		if d, ok := state.Read(stateKey); ok {
+			if s, ok := d.(preFilterState); ok {
+				if r, ok := s[pod.UID]; ok && r.pod == pod {
+					return r.requests
+				}
+			}
+		}
+	}
+	return resources.PodRequests(pod)
+}
+
+// Filter implements framework.FilterPlugin.
+func (*Fit) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+	if node.Node == nil || node.Placeholder {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
+	}
+	req := requestsOf(state, pod)
+	if fits(req, node) {
+		return nil
+	}
+	reasons := insufficient(req, node)
+	klog.FromContext(ctx).V(5).Info("Pod does not fit on node", "pod", klog.KObj(pod), "node", node.Name(), "reasons", reasons)
+	return framework.NewStatus(framework.Unschedulable, reasons...)
+}
+
+// insufficient words what req lacks on node, in resources.Insufficient's
+// order. Like kube-scheduler, it only counts a resource the pod requests
+// (the pod count always): a pod that requests no memory fits on a node
+// whose memory is over-committed.
+func insufficient(req resources.Resource, node *cache.NodeInfo) []string {
+	var reasons []string
+	for _, name := range node.Idle().Insufficient(req) {
+		if name == v1.ResourcePods || amount(req, name) > 0 {
+			reasons = append(reasons, insufficientReason(name))
+		}
+	}
+	return reasons
+}
+
+// insufficientReason words a missing resource as kube-scheduler does.
+func insufficientReason(name v1.ResourceName) string {
+	if name == v1.ResourcePods {
+		return ErrReasonTooManyPods
+	}
+	return "Insufficient " + string(name)
+}
+
+// fits reports whether insufficient(req, node) is empty, without
+// allocating, because Filter runs for every pod and node and most nodes
+// fit.
+func fits(req resources.Resource, node *cache.NodeInfo) bool {
+	s, r := &node.Schedulable, &node.Requested
+	if req.Pods > s.Pods-r.Pods ||
+		req.MilliCPU > 0 && req.MilliCPU > s.MilliCPU-r.MilliCPU ||
+		req.Memory > 0 && req.Memory > s.Memory-r.Memory ||
+		req.EphemeralStorage > 0 && req.EphemeralStorage > s.EphemeralStorage-r.EphemeralStorage {
+		return false
+	}
+	for name, v := range req.Scalar {
+		if v > 0 && v > s.Scalar[name]-r.Scalar[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// Score implements framework.ScorePlugin.
+func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *framework.Status) {
+	if node.Node == nil || node.Placeholder {
+		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
+	}
+	req := requestsOf(state, pod)
+	var total, weights int64
+	for _, rw := range f.args.Resources {
+		schedulable := amount(node.Schedulable, rw.Name)
+		if schedulable <= 0 {
+			continue
+		}
+		podReq := amount(req, rw.Name)
+		if podReq == 0 && isExtended(rw.Name) {
+			continue
+		}
+		requested := amount(node.Requested, rw.Name) + podReq
+		total += f.score(requested, schedulable) * rw.Weight
+		weights += rw.Weight
+	}
+	if weights == 0 {
+		return framework.MinNodeScore, nil
+	}
+	score := total / weights
+	klog.FromContext(ctx).V(10).Info("Scored node", "pod", klog.KObj(pod), "node", node.Name(), "strategy", f.args.ScoringStrategy, "score", score)
+	return score, nil
+}
+
+// ScoreExtensions implements framework.ScorePlugin: scores are already in
+// [0, 100].
+func (*Fit) ScoreExtensions() framework.ScoreExtensions { return nil }
+
+// leastAllocatedScore is the share of schedulable left free, 0..100.
+func leastAllocatedScore(requested, schedulable int64) int64 {
+	if requested >= schedulable {
+		return framework.MinNodeScore
+	}
+	requested = max(requested, 0)
+	return (schedulable - requested) * framework.MaxNodeScore / schedulable
+}
+
+// mostAllocatedScore is the share of schedulable in use, 0..100.
+func mostAllocatedScore(requested, schedulable int64) int64 {
+	requested = min(max(requested, 0), schedulable)
+	return requested * framework.MaxNodeScore / schedulable
+}
+
+// amount returns r's amount of name.
+func amount(r resources.Resource, name v1.ResourceName) int64 {
+	switch name {
+	case v1.ResourceCPU:
+		return r.MilliCPU
+	case v1.ResourceMemory:
+		return r.Memory
+	case v1.ResourceEphemeralStorage:
+		return r.EphemeralStorage
+	case v1.ResourcePods:
+		return r.Pods
+	default:
+		return r.Scalar[name]
+	}
+}
+
+// isExtended reports whether name is kept in Resource.Scalar (extended
+// resources, hugepages, ...).
+func isExtended(name v1.ResourceName) bool {
+	switch name {
+	case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, v1.ResourcePods:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,46 @@
+package prioritysort
+
+import (
+	"context"
+	"io"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "PrioritySort"
+
+// PrioritySort orders the active queue by priority, then FIFO.
+type PrioritySort struct{}
+
+var (
+	_ framework.QueueSortPlugin   = &PrioritySort{}
+	_ framework.EnqueueExtensions = &PrioritySort{}
+)
+
+// New is the plugin's framework.PluginFactory. It takes no args.
+func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+		return nil, err
+	}
+	return &PrioritySort{}, nil
+}
+
+// Name implements framework.Plugin.
+func (*PrioritySort) Name() string { return Name }
+
+// Less implements framework.QueueSortPlugin: a higher Priority first, then
+// an earlier Timestamp, then the JobID. It is the queue's own
+// cache.DefaultLess, so the scheduler orders jobs the same way with or
+// without a profile.
+func (*PrioritySort) Less(a, b *cache.QueuedJob) bool {
+	return cache.DefaultLess(a, b)
+}
+
+// EventsToRegister implements framework.EnqueueExtensions: none.
+func (*PrioritySort) EventsToRegister() []eventhandlers.ClusterEvent {
+	return []eventhandlers.ClusterEvent{}
+}

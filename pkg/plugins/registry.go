@@ -1,0 +1,89 @@
+package plugins
+
+import (
+	"fmt"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultbinder"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeaffinity"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/noderesources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeunschedulable"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/prioritysort"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/tainttoleration"
+)
+
+// namedFactory is a plugin factory and the name it is registered under.
+type namedFactory struct {
+	name    string
+	factory framework.PluginFactory
+}
+
+// inTree lists the in-tree plugins' factories by name.
+var inTree = []namedFactory{
+	{prioritysort.Name, prioritysort.New},
+	{gang.Name, gang.New},
+	{nodeunschedulable.Name, nodeunschedulable.New},
+	{nodeaffinity.Name, nodeaffinity.New},
+	{tainttoleration.Name, tainttoleration.New},
+	{noderesources.Name, noderesources.New},
+	{defaultbinder.Name, defaultbinder.New},
+}
+
+// NewInTreeRegistry returns a new registry holding every in-tree plugin.
+// Callers may register more plugins in it, or merge it into their own.
+func NewInTreeRegistry() *framework.Registry {
+	r := framework.NewRegistry()
+	mustRegister(r, inTree)
+	return r
+}
+
+// mustRegister registers factories in r. The in-tree list is fixed, so a
+// failure is a programming error and panics.
+func mustRegister(r *framework.Registry, factories []namedFactory) {
+	for _, f := range factories {
+		if err := r.Register(f.name, f.factory); err != nil {
+			panic(fmt.Sprintf("registering in-tree plugin: %v", err))
+		}
+	}
+}
+
+// DefaultProfile returns the default profile of schedulerName: the plugins
+// each extension point runs, in order, without args.
+//
+//	queueSort: PrioritySort
+//	preFilter: Gang, NodeAffinity, NodeResourcesFit
+//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit
+//	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1)
+//	permit:    Gang
+//	bind:      DefaultBinder
+//
+// Gang comes first at PreFilter, so that a gang still waiting for tasks is
+// rejected before anything is computed for it. NodeAffinity and
+// NodeResourcesFit run at PreFilter only to compute their per-pod data once
+// per cycle instead of once per node. Filters run cheapest first. The
+// result is fresh: callers may change it.
+func DefaultProfile(schedulerName string) framework.ProfileSpec {
+	refs := func(names ...string) framework.PluginSet {
+		set := make(framework.PluginSet, len(names))
+		for i, n := range names {
+			set[i] = framework.PluginRef{Name: n}
+		}
+		return set
+	}
+	return framework.ProfileSpec{
+		SchedulerName: schedulerName,
+		Plugins: map[framework.ExtensionPoint]framework.PluginSet{
+			framework.QueueSortPoint: refs(prioritysort.Name),
+			framework.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, noderesources.Name),
+			framework.FilterPoint:    refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, noderesources.Name),
+			framework.ScorePoint: {
+				{Name: noderesources.Name, Weight: 1},
+				{Name: nodeaffinity.Name, Weight: 1},
+				{Name: tainttoleration.Name, Weight: 1},
+			},
+			framework.PermitPoint: refs(gang.Name),
+			framework.BindPoint:   refs(defaultbinder.Name),
+		},
+	}
+}

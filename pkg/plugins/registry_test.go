@@ -1,0 +1,138 @@
+package plugins
+
+import (
+	"context"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
+)
+
+func TestNewInTreeRegistry(t *testing.T) {
+	r := NewInTreeRegistry()
+	want := []string{"DefaultBinder", "Gang", "NodeAffinity", "NodeResourcesFit", "NodeUnschedulable", "PrioritySort", "TaintToleration"}
+	if got := r.Names(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Names = %v, want %v", got, want)
+	}
+	h := testutil.NewHandle()
+	for _, name := range want {
+		f, err := r.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f(context.Background(), nil, h)
+		if err != nil {
+			t.Errorf("factory of %s without args: %v", name, err)
+			continue
+		}
+		if p.Name() != name {
+			t.Errorf("the factory registered as %s builds %s", name, p.Name())
+		}
+		if _, ok := p.(framework.EnqueueExtensions); !ok {
+			t.Errorf("%s does not implement EnqueueExtensions, so it would be assumed to need every event", name)
+		}
+		if _, err := f(context.Background(), strings.NewReader("bogusField: 1"), h); err == nil || !strings.Contains(err.Error(), name+" args") {
+			t.Errorf("%s accepted an unknown arg: %v", name, err)
+		}
+	}
+	// Each call returns a registry of its own.
+	if err := r.Register("Extra", r2Factory); err != nil {
+		t.Fatal(err)
+	}
+	if NewInTreeRegistry().Has("Extra") {
+		t.Error("registries share state")
+	}
+}
+
+func TestMustRegisterPanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), `"Gang"`) {
+			t.Errorf("recovered %v, want a panic naming the duplicate", r)
+		}
+	}()
+	mustRegister(NewInTreeRegistry(), []namedFactory{{"Gang", r2Factory}})
+}
+
+func r2Factory(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) {
+	return nil, nil
+}
+
+func TestDefaultProfile(t *testing.T) {
+	p := DefaultProfile("batch-scheduler")
+	if p.SchedulerName != "batch-scheduler" {
+		t.Errorf("SchedulerName = %q", p.SchedulerName)
+	}
+	ref := func(names ...string) framework.PluginSet {
+		var s framework.PluginSet
+		for _, n := range names {
+			s = append(s, framework.PluginRef{Name: n})
+		}
+		return s
+	}
+	want := map[framework.ExtensionPoint]framework.PluginSet{
+		framework.QueueSortPoint: ref("PrioritySort"),
+		framework.PreFilterPoint: ref("Gang", "NodeAffinity", "NodeResourcesFit"),
+		framework.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodeResourcesFit"),
+		framework.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}},
+		framework.PermitPoint:    ref("Gang"),
+		framework.BindPoint:      ref("DefaultBinder"),
+	}
+	if !reflect.DeepEqual(p.Plugins, want) {
+		t.Errorf("Plugins = %v, want %v", p.Plugins, want)
+	}
+	if len(p.PluginArgs) != 0 {
+		t.Errorf("PluginArgs = %v, want none", p.PluginArgs)
+	}
+
+	// Every plugin implements the interface of every point it is listed
+	// at.
+	r := NewInTreeRegistry()
+	h := testutil.NewHandle()
+	for point, set := range p.Plugins {
+		for _, ref := range set {
+			f, err := r.Lookup(ref.Name)
+			if err != nil {
+				t.Fatalf("%s: %v", point, err)
+			}
+			pl, err := f(context.Background(), nil, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !implements(point, pl) {
+				t.Errorf("%s is listed at %s but does not implement it", ref.Name, point)
+			}
+		}
+	}
+
+	// The result is fresh.
+	p.Plugins[framework.FilterPoint][0].Name = "Changed"
+	if DefaultProfile("x").Plugins[framework.FilterPoint][0].Name != "NodeUnschedulable" {
+		t.Error("DefaultProfile results share their lists")
+	}
+}
+
+func implements(point framework.ExtensionPoint, p framework.Plugin) bool {
+	var ok bool
+	switch point {
+	case framework.QueueSortPoint:
+		_, ok = p.(framework.QueueSortPlugin)
+	case framework.PreFilterPoint:
+		_, ok = p.(framework.PreFilterPlugin)
+	case framework.FilterPoint:
+		_, ok = p.(framework.FilterPlugin)
+	case framework.PreScorePoint:
+		_, ok = p.(framework.PreScorePlugin)
+	case framework.ScorePoint:
+		_, ok = p.(framework.ScorePlugin)
+	case framework.ReservePoint:
+		_, ok = p.(framework.ReservePlugin)
+	case framework.PermitPoint:
+		_, ok = p.(framework.PermitPlugin)
+	case framework.BindPoint:
+		_, ok = p.(framework.BindPlugin)
+	}
+	return ok
+}

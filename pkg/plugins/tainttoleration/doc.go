@@ -1,0 +1,20 @@
+// Package tainttoleration implements the TaintToleration plugin.
+//
+// Filter rejects a node with a NoSchedule or NoExecute taint the pod does
+// not tolerate, as k8s.io/component-helpers matches them, with the
+// UnschedulableAndUnresolvable reason "node(s) had untolerated taint {key:
+// value}" naming the first such taint. A NodeInfo without a node (a
+// placeholder) is rejected with "node(s) not found". Tolerations with the
+// Lt and Gt operators (alpha feature gate TaintTolerationComparisonOperators,
+// off by default) never match.
+//
+// Score counts the node's PreferNoSchedule taints the pod does not
+// tolerate; NormalizeScore reverses and scales the counts, so that nodes
+// without such taints get 100 and the node with the most gets 0. Scoring a
+// NodeInfo without a node is an Error status.
+//
+// Args: none; non-empty args are an error.
+//
+// Events: a new node (Node/Add) and a change of a node's taints
+// (Node/UpdateNodeTaint).
+package tainttoleration

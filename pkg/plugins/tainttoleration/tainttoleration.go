@@ -1,0 +1,106 @@
+package tainttoleration
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "TaintToleration"
+
+// TaintToleration filters and scores nodes by their taints.
+type TaintToleration struct{}
+
+var (
+	_ framework.FilterPlugin      = &TaintToleration{}
+	_ framework.ScorePlugin       = &TaintToleration{}
+	_ framework.ScoreExtensions   = &TaintToleration{}
+	_ framework.EnqueueExtensions = &TaintToleration{}
+)
+
+// New is the plugin's framework.PluginFactory. It takes no args.
+func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+		return nil, err
+	}
+	return &TaintToleration{}, nil
+}
+
+// Name implements framework.Plugin.
+func (*TaintToleration) Name() string { return Name }
+
+// EventsToRegister implements framework.EnqueueExtensions.
+func (*TaintToleration) EventsToRegister() []eventhandlers.ClusterEvent {
+	return []eventhandlers.ClusterEvent{
+		eventhandlers.EventNodeAdd,
+		eventhandlers.EventNodeTaintChange,
+	}
+}
+
+// ErrReasonUntolerated returns the reason a node with taint is rejected.
+func ErrReasonUntolerated(taint v1.Taint) string {
+	return fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)
+}
+
+// blocksScheduling selects the taints Filter enforces.
+func blocksScheduling(t *v1.Taint) bool {
+	return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+}
+
+// Filter implements framework.FilterPlugin.
+func (*TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+	if node.Node == nil || node.Placeholder {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
+	}
+	logger := klog.FromContext(ctx)
+	taint, untolerated := v1helper.FindMatchingUntoleratedTaint(logger, node.Node.Spec.Taints, pod.Spec.Tolerations,
+		blocksScheduling, pluginutil.EnableTaintTolerationComparisonOperators)
+	if !untolerated {
+		return nil
+	}
+	logger.V(5).Info("Node has a taint the pod does not tolerate", "pod", klog.KObj(pod), "node", klog.KObj(node.Node), "taint", taint.ToString())
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUntolerated(taint))
+}
+
+// Score implements framework.ScorePlugin: the number of PreferNoSchedule
+// taints of node that pod does not tolerate (fewer is better; see
+// NormalizeScore).
+func (*TaintToleration) Score(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *framework.Status) {
+	if node.Node == nil || node.Placeholder {
+		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
+	}
+	logger := klog.FromContext(ctx)
+	var count int64
+	taints := node.Node.Spec.Taints
+	for i := range taints {
+		if taints[i].Effect != v1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		// A toleration with another effect never matches a
+		// PreferNoSchedule taint, so all tolerations can be passed.
+		if !v1helper.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, &taints[i], pluginutil.EnableTaintTolerationComparisonOperators) {
+			count++
+		}
+	}
+	return count, nil
+}
+
+// ScoreExtensions implements framework.ScorePlugin.
+func (pl *TaintToleration) ScoreExtensions() framework.ScoreExtensions { return pl }
+
+// NormalizeScore implements framework.ScoreExtensions: the fewest
+// intolerable taints score MaxNodeScore, the most MinNodeScore.
+func (*TaintToleration) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *v1.Pod, scores []framework.NodeScore) *framework.Status {
+	pluginutil.NormalizeScores(scores, true)
+	return nil
+}
