@@ -123,20 +123,22 @@ func (r Resource) IsZero() bool {
 }
 
 // Insufficient lists the resources for which request exceeds r, in a stable
-// order. A resource that r does not list counts as zero available. An empty
-// result means request fits in r.
+// order. Only what request asks for is checked, so a pod that requests no
+// memory fits on a node whose memory is over-committed. A resource that r
+// does not list counts as zero available. An empty result means request
+// fits in r.
 func (r Resource) Insufficient(request Resource) []v1.ResourceName {
 	var out []v1.ResourceName
-	if request.Pods > r.Pods {
+	if request.Pods > 0 && request.Pods > r.Pods {
 		out = append(out, v1.ResourcePods)
 	}
-	if request.MilliCPU > r.MilliCPU {
+	if request.MilliCPU > 0 && request.MilliCPU > r.MilliCPU {
 		out = append(out, v1.ResourceCPU)
 	}
-	if request.Memory > r.Memory {
+	if request.Memory > 0 && request.Memory > r.Memory {
 		out = append(out, v1.ResourceMemory)
 	}
-	if request.EphemeralStorage > r.EphemeralStorage {
+	if request.EphemeralStorage > 0 && request.EphemeralStorage > r.EphemeralStorage {
 		out = append(out, v1.ResourceEphemeralStorage)
 	}
 	var scalars []v1.ResourceName

@@ -68,4 +68,11 @@ func TestArithmetic(t *testing.T) {
 	if (Resource{Pods: 2}).Fits(Resource{Pods: 3}) {
 		t.Error("pod count is not checked")
 	}
+	overcommitted := Resource{MilliCPU: -500, Memory: 1 << 30, Pods: 5}
+	if got := overcommitted.Insufficient(Resource{Memory: 1 << 20, Pods: 1}); len(got) != 0 {
+		t.Errorf("a pod requesting no cpu is rejected on a cpu-overcommitted node: %v", got)
+	}
+	if got := overcommitted.Insufficient(Resource{MilliCPU: 1, Pods: 1}); len(got) != 1 || got[0] != v1.ResourceCPU {
+		t.Errorf("Insufficient = %v, want [cpu]", got)
+	}
 }
