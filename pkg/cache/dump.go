@@ -34,8 +34,11 @@ type NodeDump struct {
 	Schedulable resources.Resource `json:"schedulable"`
 	Requested   resources.Resource `json:"requested"`
 	Idle        resources.Resource `json:"idle"`
-	// Pods are "namespace/name" keys, sorted.
+	// Pods are "namespace/name" keys, sorted, of the pods bound or assumed
+	// to the node.
 	Pods []string `json:"pods"`
+	// AssumedPods are the keys, sorted, of the Pods that are assumed.
+	AssumedPods []string `json:"assumedPods,omitempty"`
 }
 
 // JobDump describes one job, sorted by ID in CacheDump.
@@ -56,6 +59,19 @@ type TaskDump struct {
 	Status TaskStatus  `json:"status"`
 	// Counted: the task's requests count against its node.
 	Counted bool `json:"counted"`
+	// Assumed says more about an assumed task.
+	Assumed *AssumedDump `json:"assumed,omitempty"`
+}
+
+// AssumedDump describes the assumption of an assumed task.
+type AssumedDump struct {
+	// BindingFinished: the bind call succeeded (FinishBinding); the
+	// assumption expires at Expires unless the informer reports the pod
+	// bound first.
+	BindingFinished bool       `json:"bindingFinished"`
+	Expires         *time.Time `json:"expires,omitempty"`
+	// InformerPending: the informer still reports the pod pending.
+	InformerPending bool `json:"informerPending"`
 }
 
 // QueueDump describes the scheduling queue.
@@ -83,6 +99,9 @@ type QueuedJobDump struct {
 	BackoffExpiry      *time.Time `json:"backoffExpiry,omitempty"`
 	UnschedulableSince *time.Time `json:"unschedulableSince,omitempty"`
 	LastFailure        string     `json:"lastFailure,omitempty"`
+	// Events are those that may move the job out of the unschedulable
+	// queue (Attempt.Events); empty means any.
+	Events []string `json:"events,omitempty"`
 }
 
 // HandlersDump is the sync status of the event handlers Run registered.
@@ -116,10 +135,15 @@ func (c *SchedulerCache) dumpState(d *CacheDump) {
 	for _, item := range c.nodes {
 		n := item.info
 		pods := make([]string, len(n.Pods))
+		var assumed []string
 		for i, t := range n.Pods {
 			pods[i] = t.Key()
+			if t.Status == TaskAssumed {
+				assumed = append(assumed, t.Key())
+			}
 		}
 		sort.Strings(pods)
+		sort.Strings(assumed)
 		d.Nodes = append(d.Nodes, NodeDump{
 			Name:        n.name,
 			Placeholder: n.Placeholder,
@@ -128,6 +152,7 @@ func (c *SchedulerCache) dumpState(d *CacheDump) {
 			Requested:   n.Requested.Clone(),
 			Idle:        n.Idle(),
 			Pods:        pods,
+			AssumedPods: assumed,
 		})
 	}
 	sort.Slice(d.Nodes, func(i, j int) bool { return d.Nodes[i].Name < d.Nodes[j].Name })
@@ -140,8 +165,16 @@ func (c *SchedulerCache) dumpState(d *CacheDump) {
 		}
 		jd.Tasks = make([]TaskDump, 0, len(j.Tasks))
 		for _, t := range j.Tasks {
-			jd.Tasks = append(jd.Tasks, TaskDump{Pod: t.Key(), UID: t.Pod.UID, Phase: t.Pod.Status.Phase,
-				Node: t.NodeName, Status: t.Status, Counted: t.Counted})
+			td := TaskDump{Pod: t.Key(), UID: t.Pod.UID, Phase: t.Pod.Status.Phase,
+				Node: t.NodeName, Status: t.Status, Counted: t.Counted}
+			if a, ok := c.assumed[t.Pod.UID]; ok {
+				td.Assumed = &AssumedDump{BindingFinished: a.bindingFinished, InformerPending: a.pending != nil}
+				if a.bindingFinished {
+					expires := a.deadline
+					td.Assumed.Expires = &expires
+				}
+			}
+			jd.Tasks = append(jd.Tasks, td)
 		}
 		sort.Slice(jd.Tasks, func(a, b int) bool { return jd.Tasks[a].Pod < jd.Tasks[b].Pod })
 		d.Jobs = append(d.Jobs, jd)
@@ -218,6 +251,9 @@ func (e *jobEntry) dump() QueuedJobDump {
 	if e.where == inUnschedulable {
 		t := e.unschedulableSince
 		jd.UnschedulableSince = &t
+	}
+	for _, ev := range e.events {
+		jd.Events = append(jd.Events, ev.String())
 	}
 	return jd
 }

@@ -43,13 +43,19 @@ type namedRegistration struct {
 // eventhandlers.Runner) and the scheduling queue's flush loops all stop
 // when ctx ends. Use WaitForHandlersSync to wait for the initial lists.
 //
-// The native informers cover Pods, Nodes, PersistentVolumes,
-// PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers,
-// CSIStorageCapacities and PriorityClasses. Pods reach h only if they are
-// assigned to a node or this scheduler is responsible for them; nodes only
-// if they match Options.NodeSelector (a node that stops matching is
-// delivered as deleted). If h is an eventhandlers.DynamicResourceRequester,
-// a dynamic informer serves each resource it asks for.
+// The native informers cover Pods and Nodes, always, and those of
+// PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes,
+// CSIDrivers, CSIStorageCapacities and PriorityClasses that
+// Options.Resources lists (all of them by default). Pods reach h only if
+// they are assigned to a node or this scheduler is responsible for them;
+// nodes only if they match Options.NodeSelector (a node that stops
+// matching is delivered as deleted). If h is an
+// eventhandlers.DynamicResourceRequester, a dynamic informer serves each
+// resource it asks for. Custom informers are started whatever
+// Options.Resources says.
+//
+// Run also starts the expiry of assumed pods (see FinishBinding), which
+// checks every second.
 //
 // Run succeeds at most once per cache.
 func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) error {
@@ -90,21 +96,13 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		return nil
 	}
 	err = func() error {
-		for _, n := range []struct {
-			resource eventhandlers.Resource
-			informer toolscache.SharedIndexInformer
-		}{
-			{eventhandlers.Pod, factory.Core().V1().Pods().Informer()},
-			{eventhandlers.Node, factory.Core().V1().Nodes().Informer()},
-			{eventhandlers.PersistentVolume, factory.Core().V1().PersistentVolumes().Informer()},
-			{eventhandlers.PersistentVolumeClaim, factory.Core().V1().PersistentVolumeClaims().Informer()},
-			{eventhandlers.StorageClass, factory.Storage().V1().StorageClasses().Informer()},
-			{eventhandlers.CSINode, factory.Storage().V1().CSINodes().Informer()},
-			{eventhandlers.CSIDriver, factory.Storage().V1().CSIDrivers().Informer()},
-			{eventhandlers.CSIStorageCapacity, factory.Storage().V1().CSIStorageCapacities().Informer()},
-			{eventhandlers.PriorityClass, factory.Scheduling().V1().PriorityClasses().Informer()},
-		} {
-			if err := register(string(n.resource), n.resource, n.informer); err != nil {
+		for _, n := range nativeInformers {
+			if !c.watchesNative(n.resource) {
+				continue
+			}
+			// Asking the factory for an informer is what makes it start
+			// one.
+			if err := register(string(n.resource), n.resource, n.informer(factory)); err != nil {
 				return err
 			}
 		}
@@ -137,6 +135,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	}
 	c.registrations = regs
 	c.started = true
+	c.warnUnservedResources(gvrs)
 
 	factory.StartWithContext(ctx)
 	if dynamicFactory != nil {
@@ -149,6 +148,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		go runner.Run(ctx)
 	}
 	go c.queue.Run(ctx)
+	go c.runAssumedCleanup(ctx)
 	go func() {
 		<-ctx.Done()
 		factory.Shutdown()
@@ -159,6 +159,92 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	klog.InfoS("Scheduler cache running", "schedulerNames", c.opts.SchedulerNames,
 		"informers", len(regs), "dynamicResources", len(gvrs), "customInformers", len(c.customInformers))
 	return nil
+}
+
+// nativeInformers are the native informers Run may start, in the order it
+// registers them.
+var nativeInformers = []struct {
+	resource eventhandlers.Resource
+	informer func(informers.SharedInformerFactory) toolscache.SharedIndexInformer
+}{
+	{eventhandlers.Pod, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Core().V1().Pods().Informer()
+	}},
+	{eventhandlers.Node, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Core().V1().Nodes().Informer()
+	}},
+	{eventhandlers.PersistentVolume, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Core().V1().PersistentVolumes().Informer()
+	}},
+	{eventhandlers.PersistentVolumeClaim, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Core().V1().PersistentVolumeClaims().Informer()
+	}},
+	{eventhandlers.StorageClass, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Storage().V1().StorageClasses().Informer()
+	}},
+	{eventhandlers.CSINode, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Storage().V1().CSINodes().Informer()
+	}},
+	{eventhandlers.CSIDriver, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Storage().V1().CSIDrivers().Informer()
+	}},
+	{eventhandlers.CSIStorageCapacity, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Storage().V1().CSIStorageCapacities().Informer()
+	}},
+	{eventhandlers.PriorityClass, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Scheduling().V1().PriorityClasses().Informer()
+	}},
+}
+
+// nativeResourceSet checks Options.Resources and returns the native
+// resources it asks for, Pod and Node included; nil means all of them.
+func nativeResourceSet(rs []eventhandlers.Resource) (map[eventhandlers.Resource]bool, error) {
+	if rs == nil {
+		return nil, nil
+	}
+	set := map[eventhandlers.Resource]bool{eventhandlers.Pod: true, eventhandlers.Node: true}
+	all := false
+	for _, r := range rs {
+		switch {
+		case r == eventhandlers.WildCard:
+			all = true
+		case nativeMethods[r] != nil:
+			set[r] = true
+		default:
+			if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
+				return nil, fmt.Errorf("resource %q in Options.Resources is neither a native resource (%v), %q, nor a dynamic one: %w",
+					r, nativeResourceNames(), eventhandlers.WildCard, err)
+			}
+		}
+	}
+	if all {
+		return nil, nil
+	}
+	return set, nil
+}
+
+// warnUnservedResources logs the dynamic resources of Options.Resources
+// that no informer serves: neither a dynamic informer (gvrs) nor a custom
+// one. Their events will never come. The caller holds runMu.
+func (c *SchedulerCache) warnUnservedResources(gvrs []schema.GroupVersionResource) {
+	served := map[eventhandlers.Resource]bool{}
+	for _, gvr := range gvrs {
+		served[eventhandlers.DynamicResourceName(gvr)] = true
+	}
+	for _, ci := range c.customInformers {
+		served[ci.Resource] = true
+	}
+	for _, r := range c.opts.Resources {
+		if r != eventhandlers.WildCard && nativeMethods[r] == nil && !served[r] {
+			klog.InfoS("Cluster events of a resource are needed, but no informer watches it; configure the event handler to watch it",
+				"resource", r)
+		}
+	}
+}
+
+// watchesNative reports whether Run starts the native informer of r.
+func (c *SchedulerCache) watchesNative(r eventhandlers.Resource) bool {
+	return c.nativeResources == nil || c.nativeResources[r]
 }
 
 // dynamicResources returns the resources h asks dynamic informers for,
@@ -196,6 +282,16 @@ func (c *SchedulerCache) eventHandlerFor(r eventhandlers.Resource, h eventhandle
 	methods, err := methodsFor(h, r)
 	if err != nil {
 		return nil, err
+	}
+	if r == eventhandlers.Pod {
+		// After the handler, drop the assumption of a deleted pod whose
+		// bind was in flight (see RemovePendingPod), even if the handler
+		// panicked.
+		deletePod := methods.delete
+		methods.delete = func(obj any) {
+			defer c.podDeleted(obj)
+			deletePod(obj)
+		}
 	}
 	funcs := c.newDispatcher(r, methods).handlerFuncs()
 	switch r {

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -546,5 +547,83 @@ func TestWaitForHandlersSyncNamesUnsynced(t *testing.T) {
 	}
 	if d := c.Dump(); d.Handlers.Synced {
 		t.Error("dump says synced")
+	}
+}
+
+func TestRunStartsOnlyNeededInformers(t *testing.T) {
+	plural := map[eventhandlers.Resource]string{
+		eventhandlers.Pod:                   "pods",
+		eventhandlers.Node:                  "nodes",
+		eventhandlers.PersistentVolume:      "persistentvolumes",
+		eventhandlers.PersistentVolumeClaim: "persistentvolumeclaims",
+		eventhandlers.StorageClass:          "storageclasses",
+		eventhandlers.CSINode:               "csinodes",
+		eventhandlers.CSIDriver:             "csidrivers",
+		eventhandlers.CSIStorageCapacity:    "csistoragecapacities",
+		eventhandlers.PriorityClass:         "priorityclasses",
+	}
+	all := []eventhandlers.Resource{eventhandlers.CSIDriver, eventhandlers.CSINode, eventhandlers.CSIStorageCapacity,
+		eventhandlers.Node, eventhandlers.PersistentVolume, eventhandlers.PersistentVolumeClaim, eventhandlers.Pod,
+		eventhandlers.PriorityClass, eventhandlers.StorageClass}
+	tests := []struct {
+		name      string
+		resources []eventhandlers.Resource
+		want      []eventhandlers.Resource // sorted
+	}{
+		{name: "nil: every native resource", want: all},
+		{name: "empty: pods and nodes", resources: []eventhandlers.Resource{}, want: []eventhandlers.Resource{eventhandlers.Node, eventhandlers.Pod}},
+		{
+			name:      "listed ones, plus pods and nodes",
+			resources: []eventhandlers.Resource{eventhandlers.PersistentVolumeClaim, eventhandlers.StorageClass, eventhandlers.PersistentVolumeClaim},
+			want:      []eventhandlers.Resource{eventhandlers.Node, eventhandlers.PersistentVolumeClaim, eventhandlers.Pod, eventhandlers.StorageClass},
+		},
+		{name: "wildcard", resources: []eventhandlers.Resource{eventhandlers.Node, eventhandlers.WildCard}, want: all},
+		{
+			name:      "dynamic entries start no native informer",
+			resources: []eventhandlers.Resource{"widgets.v1.example.com", eventhandlers.PriorityClass},
+			want:      []eventhandlers.Resource{eventhandlers.Node, eventhandlers.Pod, eventhandlers.PriorityClass},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			c, _ := newTestCache(t, Options{Client: client, Resources: tt.resources})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			mustNoErr(t, "Run", c.Run(ctx, newRecordingHandler(c)))
+			mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
+			var regs []string
+			for _, r := range c.Dump().Handlers.Registrations {
+				regs = append(regs, r.Name)
+			}
+			var want []string
+			wantListed := map[string]bool{}
+			for _, r := range tt.want {
+				want = append(want, string(r))
+				wantListed[plural[r]] = true
+			}
+			if strings.Join(regs, ",") != strings.Join(want, ",") {
+				t.Errorf("registrations = %v, want %v", regs, want)
+			}
+			// Only the started informers reached the API server.
+			listed := map[string]bool{}
+			for _, a := range client.Actions() {
+				if a.GetVerb() == "list" || a.GetVerb() == "watch" {
+					listed[a.GetResource().Resource] = true
+				}
+			}
+			if !equality.Semantic.DeepEqual(listed, wantListed) {
+				t.Errorf("listed or watched %v, want %v", listed, wantListed)
+			}
+		})
+	}
+}
+
+func TestNewRejectsUnknownResources(t *testing.T) {
+	for _, r := range []eventhandlers.Resource{"Widget", "", "pods.v1"} {
+		_, err := New(Options{Resources: []eventhandlers.Resource{eventhandlers.Pod, r}})
+		if err == nil || !strings.Contains(err.Error(), "Options.Resources") {
+			t.Errorf("New with resource %q: got %v, want an error", r, err)
+		}
 	}
 }

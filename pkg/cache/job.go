@@ -67,6 +67,10 @@ type TaskStatus string
 const (
 	// TaskPending: the pod waits in the scheduling queue.
 	TaskPending TaskStatus = "Pending"
+	// TaskAssumed: the scheduler placed the pod on a node and is binding it
+	// (SchedulerCache.AssumePod); the informer has not yet reported it
+	// bound. It is accounted on that node like a bound pod.
+	TaskAssumed TaskStatus = "Assumed"
 	// TaskBound: the pod is bound to a node (spec.nodeName is set).
 	TaskBound TaskStatus = "Bound"
 )
@@ -75,17 +79,20 @@ const (
 // immutable once built: the cache replaces it on every change, so snapshots,
 // dumps and callers may share it freely. Do not modify it or its Pod.
 type TaskInfo struct {
-	// Pod is the cache's own copy of the pod.
+	// Pod is the pod as the informer delivered it, shared, not copied. For
+	// an assumed task it is a shallow copy of the pending pod with
+	// spec.nodeName set to NodeName, as the pod will look once bound.
 	Pod    *v1.Pod
 	Job    JobID
 	Status TaskStatus
-	// NodeName is the node of a bound task, empty for a pending one.
+	// NodeName is the node of a bound or assumed task, empty for a pending
+	// one.
 	NodeName string
 	// Requests is what the pod requests (see resources.PodRequests).
 	Requests resources.Resource
 	// Counted reports whether Requests count against the node: true for a
-	// bound pod that has not finished (Succeeded or Failed), including a
-	// terminating one.
+	// bound or assumed pod that has not finished (Succeeded or Failed),
+	// including a terminating one.
 	Counted bool
 }
 
@@ -103,6 +110,26 @@ func newTaskInfo(pod *v1.Pod) *TaskInfo {
 	}
 	return t
 }
+
+// assumedTaskInfo returns the task of pending, a pod the informer reports
+// pending, as assumed on node. requests are pending's requests.
+func assumedTaskInfo(pending *v1.Pod, node string, requests resources.Resource) *TaskInfo {
+	// A shallow copy: the cache never modifies pods, so sharing everything
+	// but the top-level struct is safe.
+	bound := *pending
+	bound.Spec.NodeName = node
+	return &TaskInfo{
+		Pod:      &bound,
+		Job:      JobIDForPod(pending),
+		Status:   TaskAssumed,
+		NodeName: node,
+		Requests: requests,
+		Counted:  pending.Status.Phase != v1.PodSucceeded && pending.Status.Phase != v1.PodFailed,
+	}
+}
+
+// onNode reports whether t is accounted to a node: bound or assumed.
+func (t *TaskInfo) onNode() bool { return t.Status == TaskBound || t.Status == TaskAssumed }
 
 // Key returns "namespace/name" of the task's pod.
 func (t *TaskInfo) Key() string { return t.Pod.Namespace + "/" + t.Pod.Name }
@@ -156,16 +183,50 @@ func (j *JobInfo) MinAvailable() int32 {
 // requiring all of its tasks.
 func (j *JobInfo) ValidationError() error { return j.validationErr }
 
-// Count returns how many tasks of the job are pending and bound.
+// Count returns how many tasks of the job are pending and how many are on
+// a node: bound or assumed (placed by the scheduler, bind in flight),
+// finished ones included. Counts tells them apart.
 func (j *JobInfo) Count() (pending, bound int) {
+	c := j.Counts()
+	return c.Pending, c.Assumed + c.Bound
+}
+
+// TaskCounts counts the tasks of a job by status.
+type TaskCounts struct {
+	// Pending tasks wait to be scheduled.
+	Pending int
+	// Assumed tasks were placed by the scheduler; their bind is in flight
+	// or not yet reported by the informer.
+	Assumed int
+	// Bound tasks are bound to a node, finished ones included.
+	Bound int
+	// Finished counts the Bound tasks that have finished (Succeeded or
+	// Failed) and no longer use their node.
+	Finished int
+}
+
+// Running returns the tasks that hold, or are about to hold, resources on
+// a node: assumed tasks and bound ones that have not finished. This is
+// what counts towards a gang's min-available.
+func (c TaskCounts) Running() int { return c.Assumed + c.Bound - c.Finished }
+
+// Counts returns how many tasks of the job are in each state.
+func (j *JobInfo) Counts() TaskCounts {
+	var c TaskCounts
 	for _, t := range j.Tasks {
-		if t.Status == TaskPending {
-			pending++
-		} else {
-			bound++
+		switch t.Status {
+		case TaskPending:
+			c.Pending++
+		case TaskAssumed:
+			c.Assumed++
+		default:
+			c.Bound++
+			if !t.Counted {
+				c.Finished++
+			}
 		}
 	}
-	return pending, bound
+	return c
 }
 
 // Clone returns a copy of j that shares the (immutable) TaskInfos.

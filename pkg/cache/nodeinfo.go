@@ -7,11 +7,14 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
-// NodeInfo is a node and the pods bound to it, with their accounting.
+// NodeInfo is a node and the pods bound or assumed to it, with their
+// accounting.
 //
 // The cache owns the NodeInfos it stores and changes them under its lock;
-// Snapshot holds clones. The Node and the TaskInfos are immutable and
-// shared between the cache and its clones.
+// it never hands them out: NodeInfo and Snapshot hold clones. The Node and
+// the TaskInfos are immutable and shared between the cache and its clones;
+// everything else (the Pods slice, Schedulable, Requested) is a clone's
+// own, so AddPod and RemovePod on a clone never affect the cache.
 type NodeInfo struct {
 	// Node is the cache's copy of the node; nil for a placeholder.
 	Node *v1.Node
@@ -22,12 +25,35 @@ type NodeInfo struct {
 	Schedulable resources.Resource
 	// Requested is the sum of the requests of the counted pods.
 	Requested resources.Resource
-	// Pods are the tasks bound to the node, counted or not.
+	// Pods are the tasks bound or assumed to the node, counted or not.
 	Pods []*TaskInfo
 	// Generation is the cache-wide generation of the node's last change.
 	Generation int64
 
 	name string
+	// snapshot is the Snapshot this clone belongs to, nil for the cache's
+	// own NodeInfos and for other clones. dirty records that AddPod or
+	// RemovePod changed the clone since the snapshot last refreshed it.
+	snapshot *Snapshot
+	dirty    bool
+}
+
+// NewNodeInfo returns a NodeInfo for node with pods on it, as the cache
+// would account them (see AddPod). It is meant for tests of plugins and
+// other code that reads NodeInfos. A nil node gives a placeholder without
+// a name.
+func NewNodeInfo(node *v1.Node, pods ...*v1.Pod) *NodeInfo {
+	n := &NodeInfo{}
+	if node != nil {
+		n.name = node.Name
+		n.setNode(node)
+	} else {
+		n.makePlaceholder()
+	}
+	for _, pod := range pods {
+		n.AddPod(pod)
+	}
+	return n
 }
 
 // Name is the node's name, also for a placeholder.
@@ -41,14 +67,58 @@ func (n *NodeInfo) Idle() resources.Resource {
 	return idle
 }
 
-// Clone returns a copy of n that can be read while the cache changes n.
+// Clone returns a copy of n that can be read while the cache changes n,
+// and changed with AddPod and RemovePod without affecting n.
 func (n *NodeInfo) Clone() *NodeInfo {
 	c := &NodeInfo{}
 	n.cloneInto(c)
+	c.snapshot, c.dirty = nil, false
 	return c
 }
 
-// cloneInto overwrites c with a copy of n, reusing c's slice of pods.
+// AddPod accounts pod on n, tentatively: it is for a scheduling cycle that
+// places several pods (the tasks of a gang) and wants later placements to
+// see earlier ones. pod becomes a task bound to n if its spec.nodeName is
+// n's name, and a task assumed on n otherwise; its requests count against
+// n unless it has finished. n's Generation does not change.
+//
+// Call it only on clones: a Snapshot's NodeInfos, or what
+// (*SchedulerCache).NodeInfo or Clone return. (The cache never hands out
+// its own NodeInfos.) A change to a Snapshot's NodeInfo lasts until the
+// next UpdateSnapshot, which puts the cache's state back, with whatever
+// the scheduler has assumed in the cache meanwhile (AssumePod).
+func (n *NodeInfo) AddPod(pod *v1.Pod) {
+	t := newTaskInfo(pod)
+	if t.Status != TaskBound || t.NodeName != n.name {
+		t = assumedTaskInfo(pod, n.name, t.Requests)
+	}
+	n.addTask(t)
+	n.markChanged()
+}
+
+// RemovePod takes the pod with uid off n, undoing AddPod (or removing a
+// pod the cache had on the node), and reports whether it was there. Like
+// AddPod, call it only on clones.
+func (n *NodeInfo) RemovePod(uid types.UID) bool {
+	if !n.removeTask(uid) {
+		return false
+	}
+	n.markChanged()
+	return true
+}
+
+// markChanged records, in the Snapshot that holds n, that n no longer
+// matches the cache, so that the next UpdateSnapshot refreshes it.
+func (n *NodeInfo) markChanged() {
+	if n.snapshot == nil || n.dirty {
+		return
+	}
+	n.dirty = true
+	n.snapshot.dirty = append(n.snapshot.dirty, n)
+}
+
+// cloneInto overwrites c with a copy of n, reusing c's slice of pods. c
+// ends up with n's snapshot and dirty fields; the caller sets its own.
 func (n *NodeInfo) cloneInto(c *NodeInfo) {
 	pods := append(c.Pods[:0], n.Pods...)
 	clear(pods[len(n.Pods):cap(pods)])

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -27,6 +28,10 @@ const (
 
 	backoffFlushPeriod       = 1 * time.Second
 	unschedulableFlushPeriod = 30 * time.Second
+
+	// maxInFlightEvents bounds the events recorded while jobs are in
+	// flight; past it, any move request counts as relevant to them.
+	maxInFlightEvents = 1000
 )
 
 // ErrQueueClosed is returned by Pop once the queue has been closed.
@@ -36,7 +41,10 @@ var ErrQueueClosed = errors.New("scheduling queue is closed")
 // that the caller owns; the Pods in it are shared and read-only.
 type QueuedJob struct {
 	ID JobID
-	// Pods are the job's pending pods. Pop sorts them by name; in the view
+	// Pods are the job's pods that the informer reports pending: those
+	// still to be scheduled and those the scheduler has assumed (see
+	// SchedulerCache.AssumePod) but that are not reported bound yet; the
+	// job's JobInfo tells them apart. Pop sorts them by name; in the view
 	// passed to a LessFunc they are in no particular order.
 	Pods []*v1.Pod
 	// Priority is the highest spec.priority among Pods (nil counts as 0).
@@ -86,6 +94,13 @@ type Attempt struct {
 	// the job did not fit. Such a job is retried after its backoff instead
 	// of waiting for a cluster event.
 	Err error
+	// Events are the cluster events after which the job may fit: the union
+	// of what the plugins that rejected it registered (EventsToRegister).
+	// While the job waits in the unschedulable queue, only a move request
+	// whose event matches one of them (ClusterEvent.Match; an event whose
+	// Resource is WildCard matches any resource) moves it. nil or empty
+	// means any event. The unschedulable timeout ignores them.
+	Events []eventhandlers.ClusterEvent
 }
 
 // QueueLengths is the number of jobs in each part of the queue.
@@ -148,6 +163,33 @@ type jobEntry struct {
 	// changed while it was being scheduled, so that its attempt may have
 	// missed them.
 	changedInFlight bool
+	// events are the Attempt.Events of the last failed attempt: what may
+	// move the job out of the unschedulable queue.
+	events []eventhandlers.ClusterEvent
+}
+
+// inFlightEvent is a move request seen while jobs were in flight.
+type inFlightEvent struct {
+	// cycle is the scheduling cycle when the event was seen: it concerns
+	// the jobs popped in that cycle or before.
+	cycle int64
+	event eventhandlers.ClusterEvent
+}
+
+// eventMatches reports whether event may help a job that waits for wants:
+// wants is empty (any event), or event matches one of them. An event whose
+// Resource is WildCard stands for a change of anything and matches every
+// want with a common action.
+func eventMatches(event eventhandlers.ClusterEvent, wants []eventhandlers.ClusterEvent) bool {
+	if len(wants) == 0 {
+		return true
+	}
+	for _, want := range wants {
+		if event.Match(want) || (event.Resource == eventhandlers.WildCard && event.ActionType&want.ActionType != 0) {
+			return true
+		}
+	}
+	return false
 }
 
 func podPriority(pod *v1.Pod) int32 {
@@ -295,7 +337,15 @@ type SchedulingQueue struct {
 	// unschedulable.
 	schedulingCycle  int64
 	moveRequestCycle int64
-	closed           bool
+	// numInFlight counts the jobs in flight. While there are any, move
+	// requests are recorded in inFlightEvents, so that AddUnschedulable
+	// can tell whether one of them may have helped the job; when it
+	// overflows, inFlightEventsLost is set and any move request counts.
+	// Both are reset when no job is in flight.
+	numInFlight        int
+	inFlightEvents     []inFlightEvent
+	inFlightEventsLost bool
+	closed             bool
 
 	activeGauge, backoffGauge, unschedulableGauge prometheus.Gauge
 }
@@ -352,6 +402,7 @@ func (q *SchedulingQueue) Pop(ctx context.Context) (*QueuedJob, error) {
 	e := heap.Pop(&q.activeQ).(*jobEntry)
 	q.schedulingCycle++
 	e.where = inFlight
+	q.numInFlight++
 	e.Attempts++
 	e.Cycle = q.schedulingCycle
 	e.changedInFlight = false
@@ -360,12 +411,17 @@ func (q *SchedulingQueue) Pop(ctx context.Context) (*QueuedJob, error) {
 }
 
 // AddUnschedulable ends the scheduling cycle of a popped job that could not
-// be placed. The job waits in the unschedulable queue for a cluster event
-// that may help it, unless such an event was reported (or its pending pods
+// be placed, or whose binding failed after Done. The job waits in the
+// unschedulable queue for a cluster event that may help it (one of
+// attempt.Events), unless such an event was reported (or its pending pods
 // changed) during its cycle or the attempt failed with an error: then it
 // is retried after its backoff. A job whose pods have all left the queue
 // meanwhile is forgotten. It is an error to call it for a job that is
 // queued already.
+//
+// If job was popped again since (it is in flight in a newer cycle, whose
+// outcome is still to come), the newer cycle is made to retry the job when
+// it ends, as if its pods had changed.
 func (q *SchedulingQueue) AddUnschedulable(job *QueuedJob, attempt Attempt) error {
 	q.lock.Lock()
 	defer q.lock.Unlock()
@@ -377,6 +433,12 @@ func (q *SchedulingQueue) AddUnschedulable(job *QueuedJob, attempt Attempt) erro
 	if e.where != inFlight && e.where != awaitingBinding {
 		return fmt.Errorf("parking job %s as unschedulable: it is already in the %s queue", job.ID, e.where)
 	}
+	if e.where == inFlight && e.Cycle != job.Cycle {
+		klog.V(4).InfoS("Attempt of a job failed while a newer attempt is in flight; the newer one will be retried",
+			"job", job.ID.String(), "cycle", job.Cycle, "newerCycle", e.Cycle, "reason", attempt.Reason, "err", attempt.Err)
+		e.changedInFlight = true
+		return nil
+	}
 	now := q.clock.Now()
 	e.Timestamp = now
 	e.backoffExpiry = now.Add(q.backoffDuration(e.Attempts))
@@ -384,8 +446,10 @@ func (q *SchedulingQueue) AddUnschedulable(job *QueuedJob, attempt Attempt) erro
 	if attempt.Err != nil && e.lastFailure == "" {
 		e.lastFailure = attempt.Err.Error()
 	}
-	missedEvent := q.moveRequestCycle >= job.Cycle || e.changedInFlight
+	e.events = slices.Clone(attempt.Events)
+	missedEvent := e.changedInFlight || q.missedEventLocked(e, job.Cycle)
 	e.changedInFlight = false
+	q.leaveFlightLocked(e)
 	switch {
 	case attempt.Err != nil:
 		q.moveToBackoffLocked(e)
@@ -404,10 +468,11 @@ func (q *SchedulingQueue) AddUnschedulable(job *QueuedJob, attempt Attempt) erro
 }
 
 // Done ends the scheduling cycle of a popped job that was scheduled. Its
-// pods stay in the queue, awaiting binding, until the cache reports them
+// pods stay in the queue, awaiting binding, until the informer reports them
 // bound (RemovePendingPod); the job is popped again only if pending pods of
-// it are added or change. If that already happened during the cycle, the
-// job goes back to the active queue at once.
+// it are added or change, or an assumption of one expires. If that already
+// happened during the cycle, the job goes back to the active queue at once.
+// A bind that fails later is reported with AddUnschedulable.
 func (q *SchedulingQueue) Done(id JobID) {
 	q.lock.Lock()
 	defer q.lock.Unlock()
@@ -415,6 +480,7 @@ func (q *SchedulingQueue) Done(id JobID) {
 	if !ok || e.where != inFlight {
 		return
 	}
+	q.leaveFlightLocked(e)
 	if e.changedInFlight {
 		e.changedInFlight = false
 		q.moveToActiveLocked(e)
@@ -427,13 +493,64 @@ func (q *SchedulingQueue) Done(id JobID) {
 // MoveAllToActiveOrBackoffQueue implements eventhandlers.PendingPodQueue.
 // It also records a move request, so that jobs in flight that fail are
 // retried after their backoff instead of waiting for an event they missed.
+//
+// Only jobs whose last attempt's Events match event are moved (see
+// Attempt.Events); preCheck is asked only about those.
 func (q *SchedulingQueue) MoveAllToActiveOrBackoffQueue(event eventhandlers.ClusterEvent, preCheck eventhandlers.PreEnqueueCheck) {
 	q.lock.Lock()
 	defer q.lock.Unlock()
 	q.moveRequestCycle = q.schedulingCycle
+	q.recordInFlightEventLocked(event)
 	q.moveUnschedulableLocked(event, func(e *jobEntry) bool {
-		return preCheck == nil || preCheck(e.Pods)
+		return eventMatches(event, e.events) && (preCheck == nil || preCheck(e.Pods))
 	})
+}
+
+// recordInFlightEventLocked remembers event for the jobs in flight.
+func (q *SchedulingQueue) recordInFlightEventLocked(event eventhandlers.ClusterEvent) {
+	if q.numInFlight == 0 || q.inFlightEventsLost {
+		return
+	}
+	if n := len(q.inFlightEvents); n > 0 && q.inFlightEvents[n-1] == (inFlightEvent{q.schedulingCycle, event}) {
+		return
+	}
+	if len(q.inFlightEvents) == maxInFlightEvents {
+		klog.V(4).InfoS("Too many cluster events while jobs are in flight; any of them will count as relevant", "events", maxInFlightEvents)
+		q.inFlightEvents, q.inFlightEventsLost = nil, true
+		return
+	}
+	q.inFlightEvents = append(q.inFlightEvents, inFlightEvent{q.schedulingCycle, event})
+}
+
+// missedEventLocked reports whether a move request that may help e, popped
+// in cycle, came while it was being scheduled.
+func (q *SchedulingQueue) missedEventLocked(e *jobEntry, cycle int64) bool {
+	if q.moveRequestCycle < cycle {
+		return false
+	}
+	if len(e.events) == 0 || e.where != inFlight || q.inFlightEventsLost {
+		// Any event counts, or the events were not recorded for e (it was
+		// no longer in flight, or too many came).
+		return true
+	}
+	for _, ev := range q.inFlightEvents {
+		if ev.cycle >= cycle && eventMatches(ev.event, e.events) {
+			return true
+		}
+	}
+	return false
+}
+
+// leaveFlightLocked is called when e is about to leave the in-flight state
+// (if it is in it).
+func (q *SchedulingQueue) leaveFlightLocked(e *jobEntry) {
+	if e.where != inFlight {
+		return
+	}
+	q.numInFlight--
+	if q.numInFlight == 0 {
+		q.inFlightEvents, q.inFlightEventsLost = q.inFlightEvents[:0], false
+	}
 }
 
 // moveUnschedulableLocked requeues the unschedulable jobs that pass ok.
@@ -584,12 +701,41 @@ func (q *SchedulingQueue) podRemoved(id JobID, uid types.UID) {
 	e.deletePod(uid)
 	switch {
 	case len(e.Pods) == 0:
+		q.leaveFlightLocked(e)
 		q.detachLocked(e)
 		delete(q.jobs, id)
 		q.updateGaugesLocked()
 	case e.where == inActive:
 		heap.Fix(&q.activeQ, e.heapIndex)
 	}
+}
+
+// assumptionExpired is called by the cache, under its lock, when a pod of
+// job id that the scheduler had assumed was not reported bound in time and
+// is pending again. A job awaiting binding is retried after its backoff,
+// as after a failed attempt; a job in flight is retried when its cycle
+// ends; an unschedulable job is requeued.
+func (q *SchedulingQueue) assumptionExpired(id JobID, reason string) {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	e, ok := q.jobs[id]
+	if !ok {
+		return
+	}
+	switch e.where {
+	case awaitingBinding:
+		now := q.clock.Now()
+		e.Timestamp = now
+		e.backoffExpiry = now.Add(q.backoffDuration(e.Attempts))
+		e.lastFailure = reason
+		q.moveToBackoffLocked(e)
+	case inFlight:
+		e.changedInFlight = true
+	case inUnschedulable:
+		e.lastFailure = reason
+		q.requeueLocked(e)
+	}
+	q.updateGaugesLocked()
 }
 
 func (q *SchedulingQueue) backoffDuration(attempts int) time.Duration {

@@ -15,6 +15,9 @@ type Snapshot struct {
 	nodeInfoList []*NodeInfo
 	// generation is the cache generation the snapshot is current with.
 	generation int64
+	// dirty lists the NodeInfos that NodeInfo.AddPod or RemovePod changed
+	// since the last update; the next update clones them afresh.
+	dirty []*NodeInfo
 	// clones counts the NodeInfos cloned into the snapshot, so tests can
 	// check that updates are incremental.
 	clones int
@@ -27,7 +30,8 @@ func NewSnapshot() *Snapshot {
 
 // NodeInfos returns the snapshot's nodes, sorted by name. The slice and the
 // NodeInfos belong to the snapshot: read them, do not keep them across
-// UpdateSnapshot.
+// UpdateSnapshot. A scheduling cycle may place pods on them tentatively
+// with NodeInfo.AddPod and RemovePod; UpdateSnapshot undoes that.
 func (s *Snapshot) NodeInfos() []*NodeInfo { return s.nodeInfoList }
 
 // Get returns the named node.
@@ -48,6 +52,11 @@ func (s *Snapshot) Generation() int64 { return s.generation }
 // Nodes that left the cache, or became placeholders, leave s. When nodes
 // join or leave s, its list is rebuilt (pointers only, no cloning).
 //
+// NodeInfos of s changed with NodeInfo.AddPod or RemovePod since the last
+// update are cloned afresh, so tentative placements of the last cycle do
+// not outlive it; what the scheduler assumed in the cache (AssumePod) is
+// part of the cache's state and shows.
+//
 // Existing NodeInfos of s are overwritten in place, so pointers taken from
 // s before the call see the new state.
 func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
@@ -57,6 +66,22 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 		s.nodeInfoMap = map[string]*NodeInfo{}
 	}
 	membershipChanged := false
+
+	// Undo tentative changes. A node that left the cache, or changed since
+	// s was last updated, is dealt with below (and may be cloned twice).
+	for _, ni := range s.dirty {
+		ni.dirty = false
+		if s.nodeInfoMap[ni.name] != ni {
+			continue
+		}
+		if item, ok := c.nodes[ni.name]; ok && !item.info.Placeholder {
+			item.info.cloneInto(ni)
+			ni.snapshot = s
+			s.clones++
+		}
+	}
+	clear(s.dirty)
+	s.dirty = s.dirty[:0]
 
 	// Removals first: a node removed and added again since the last update
 	// is re-added by the walk below.
@@ -98,6 +123,7 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 			membershipChanged = true
 		}
 		info.cloneInto(existing)
+		existing.snapshot = s
 		s.clones++
 	}
 	s.generation = c.generation

@@ -31,6 +31,7 @@ const (
 	CacheNodes            = "nodes"
 	CachePlaceholderNodes = "placeholder_nodes"
 	CacheAssignedPods     = "assigned_pods"
+	CacheAssumedPods      = "assumed_pods"
 	CachePendingPods      = "pending_pods"
 	CacheJobs             = "jobs"
 )
@@ -49,9 +50,15 @@ type Metrics struct {
 	// queue ("active", "backoff", "unschedulable").
 	PendingJobs *prometheus.GaugeVec
 	// CacheSize is the number of objects in the scheduler cache, by type
-	// ("nodes", "placeholder_nodes", "assigned_pods", "pending_pods",
-	// "jobs").
+	// ("nodes", "placeholder_nodes", "assigned_pods", "assumed_pods",
+	// "pending_pods", "jobs"). Assigned pods are those the informer
+	// reported bound; assumed pods are placed by the scheduler, their bind
+	// in flight or not yet reported.
 	CacheSize *prometheus.GaugeVec
+	// AssumedPodsExpired counts assumed pods whose bind succeeded but that
+	// the informer did not report bound within the assumed-pod TTL, so
+	// that the cache dropped the assumption.
+	AssumedPodsExpired prometheus.Counter
 }
 
 // New creates the metrics and registers them with reg. A nil reg leaves
@@ -77,8 +84,13 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		CacheSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace,
 			Name:      "cache_size",
-			Help:      "Objects in the scheduler cache, by type (nodes, placeholder_nodes, assigned_pods, pending_pods, jobs).",
+			Help:      "Objects in the scheduler cache, by type (nodes, placeholder_nodes, assigned_pods, assumed_pods, pending_pods, jobs).",
 		}, []string{"type"}),
+		AssumedPodsExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace,
+			Name:      "assumed_pods_expired_total",
+			Help:      "Assumed pods whose bind succeeded but that were not reported bound within the assumed-pod TTL, so the scheduler cache dropped the assumption.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -92,5 +104,5 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.PendingJobs, m.CacheSize}
+	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.PendingJobs, m.CacheSize, m.AssumedPodsExpired}
 }

@@ -19,12 +19,14 @@ func TestNewRegistersEveryMetric(t *testing.T) {
 	m.HandlerPanics.WithLabelValues("Pod", "add").Inc()
 	m.PendingJobs.WithLabelValues(QueueActive).Set(2)
 	m.CacheSize.WithLabelValues(CacheNodes).Set(3)
+	m.AssumedPodsExpired.Inc()
 
 	want := []string{
 		"batch_scheduler_events_handled_total",
 		"batch_scheduler_handler_panics_total",
 		"batch_scheduler_pending_jobs",
 		"batch_scheduler_cache_size",
+		"batch_scheduler_assumed_pods_expired_total",
 	}
 	n, err := testutil.GatherAndCount(reg, want...)
 	if err != nil {

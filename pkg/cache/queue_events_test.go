@@ -1,0 +1,266 @@
+package cache
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+var (
+	nodeAddOrTaint = []eventhandlers.ClusterEvent{
+		{Resource: eventhandlers.Node, ActionType: eventhandlers.Add | eventhandlers.UpdateNodeTaint},
+	}
+	podDelete = []eventhandlers.ClusterEvent{
+		{Resource: eventhandlers.Pod, ActionType: eventhandlers.Delete},
+	}
+)
+
+// parkUnschedulable adds a job of one pod, pops it and parks it with
+// events, then lets its backoff expire.
+func parkUnschedulable(t *testing.T, q *SchedulingQueue, name string, events []eventhandlers.ClusterEvent) JobID {
+	t.Helper()
+	add(q, st.MakePod().Name(name).Obj())
+	qj := mustPop(t, q, "default/pod:"+name)
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "no fit", Events: events}))
+	if where := q.jobs[qj.ID].where; where != inUnschedulable {
+		t.Fatalf("%s is in %s, want unschedulable", name, where)
+	}
+	return qj.ID
+}
+
+func TestMoveAllOnlyOnRelevantEvents(t *testing.T) {
+	widgets := eventhandlers.Resource("widgets.v1.example.com")
+	tests := []struct {
+		name   string
+		events []eventhandlers.ClusterEvent
+		event  eventhandlers.ClusterEvent
+		moved  bool
+	}{
+		{name: "no events: any event", event: eventhandlers.EventNodeConditionChange, moved: true},
+		{name: "empty events: any event", events: []eventhandlers.ClusterEvent{}, event: eventhandlers.EventAssignedPodDelete, moved: true},
+		{name: "matching resource and action", events: nodeAddOrTaint, event: eventhandlers.EventNodeAdd, moved: true},
+		{name: "one of several actions", events: nodeAddOrTaint, event: eventhandlers.EventNodeTaintChange, moved: true},
+		{name: "other action of the resource", events: nodeAddOrTaint, event: eventhandlers.EventNodeLabelChange},
+		{name: "other resource", events: nodeAddOrTaint, event: eventhandlers.EventAssignedPodDelete},
+		{name: "second of several events", events: append(append([]eventhandlers.ClusterEvent(nil), nodeAddOrTaint...), podDelete...), event: eventhandlers.EventAssignedPodDelete, moved: true},
+		{
+			name:   "wildcard interest",
+			events: []eventhandlers.ClusterEvent{{Resource: eventhandlers.WildCard, ActionType: eventhandlers.Delete}},
+			event:  eventhandlers.ClusterEvent{Resource: widgets, ActionType: eventhandlers.Delete}, moved: true,
+		},
+		{
+			name:   "wildcard interest, other action",
+			events: []eventhandlers.ClusterEvent{{Resource: eventhandlers.WildCard, ActionType: eventhandlers.Delete}},
+			event:  eventhandlers.ClusterEvent{Resource: widgets, ActionType: eventhandlers.Add},
+		},
+		{name: "wildcard event", events: podDelete, event: eventhandlers.ClusterEvent{Resource: eventhandlers.WildCard, ActionType: eventhandlers.All}, moved: true},
+		{name: "wildcard event, other action", events: podDelete, event: eventhandlers.ClusterEvent{Resource: eventhandlers.WildCard, ActionType: eventhandlers.Add}},
+		{name: "dynamic resource", events: []eventhandlers.ClusterEvent{{Resource: widgets, ActionType: eventhandlers.All}}, event: eventhandlers.ClusterEvent{Resource: widgets, ActionType: eventhandlers.UpdateGeneric}, moved: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, clk := newTestQueue(t, nil)
+			id := parkUnschedulable(t, q, "p", tt.events)
+			clk.Step(2 * time.Second)
+			asked := false
+			q.MoveAllToActiveOrBackoffQueue(tt.event, func([]*v1.Pod) bool { asked = true; return true })
+			want := inUnschedulable
+			if tt.moved {
+				want = inActive
+			}
+			if got := q.jobs[id].where; got != want {
+				t.Errorf("after %s the job is in %s, want %s", tt.event, got, want)
+			}
+			if asked != tt.moved {
+				t.Errorf("preCheck asked: %v, want %v (only for jobs the event may help)", asked, tt.moved)
+			}
+		})
+	}
+}
+
+func TestMoveAllPicksJobsByTheirEvents(t *testing.T) {
+	q, clk := newTestQueue(t, nil)
+	nodes := parkUnschedulable(t, q, "wants-nodes", nodeAddOrTaint)
+	pods := parkUnschedulable(t, q, "wants-pod-deletes", podDelete)
+	anything := parkUnschedulable(t, q, "wants-anything", nil)
+	clk.Step(2 * time.Second)
+	q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventAssignedPodDelete, nil)
+	want := map[JobID]location{nodes: inUnschedulable, pods: inActive, anything: inActive}
+	for id, w := range want {
+		if got := q.jobs[id].where; got != w {
+			t.Errorf("%s is in %s, want %s", id, got, w)
+		}
+	}
+	d := q.dump()
+	if len(d.Unschedulable) != 1 || len(d.Unschedulable[0].Events) != 1 || d.Unschedulable[0].Events[0] != "Node/Add|UpdateNodeTaint" {
+		t.Errorf("unschedulable in dump = %+v, want its events", d.Unschedulable)
+	}
+}
+
+// The unschedulable timeout moves a job whatever events it waits for.
+func TestUnschedulableTimeoutIgnoresEvents(t *testing.T) {
+	q, clk := newTestQueue(t, nil)
+	id := parkUnschedulable(t, q, "p", podDelete)
+	clk.Step(DefaultUnschedulableTimeout + time.Second)
+	q.flushUnschedulableLeftover()
+	if got := q.jobs[id].where; got != inActive {
+		t.Errorf("after the timeout the job is in %s, want active", got)
+	}
+}
+
+// A move request that comes while a job is being scheduled sends it to
+// backoff instead of the unschedulable queue only if it may help the job.
+func TestEventsDuringTheCycle(t *testing.T) {
+	tests := []struct {
+		name   string
+		events []eventhandlers.ClusterEvent
+		// during runs between Pop and AddUnschedulable.
+		during func(q *SchedulingQueue)
+		want   location
+	}{
+		{
+			name:   "irrelevant event",
+			events: podDelete,
+			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil) },
+			want:   inUnschedulable,
+		},
+		{
+			name:   "relevant event",
+			events: nodeAddOrTaint,
+			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil) },
+			want:   inBackoff,
+		},
+		{
+			name:   "relevant event among irrelevant ones",
+			events: podDelete,
+			during: func(q *SchedulingQueue) {
+				for range 10 {
+					q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeLabelChange, nil)
+				}
+				q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventAssignedPodDelete, nil)
+				q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+			},
+			want: inBackoff,
+		},
+		{
+			name:   "any event counts for a job without events",
+			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeLabelChange, nil) },
+			want:   inBackoff,
+		},
+		{
+			name:   "too many events to remember: any counts",
+			events: podDelete,
+			during: func(q *SchedulingQueue) {
+				for i := range maxInFlightEvents + 1 {
+					q.MoveAllToActiveOrBackoffQueue(eventhandlers.ClusterEvent{Resource: eventhandlers.Node, ActionType: eventhandlers.UpdateNodeLabel, Label: string(rune('a' + i%2))}, nil)
+				}
+			},
+			want: inBackoff,
+		},
+		{
+			name:   "event before the cycle",
+			events: nodeAddOrTaint,
+			want:   inUnschedulable,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, _ := newTestQueue(t, nil)
+			add(q, st.MakePod().Name("p").Obj())
+			// An event before the pop is no reason to retry.
+			q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+			qj := mustPop(t, q, "default/pod:p")
+			if tt.during != nil {
+				tt.during(q)
+			}
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "no fit", Events: tt.events}))
+			if got := q.jobs[qj.ID].where; got != tt.want {
+				t.Errorf("job is in %s, want %s", got, tt.want)
+			}
+			if q.numInFlight != 0 || len(q.inFlightEvents) != 0 || q.inFlightEventsLost {
+				t.Errorf("in-flight bookkeeping not reset: %d in flight, %d events, lost %v", q.numInFlight, len(q.inFlightEvents), q.inFlightEventsLost)
+			}
+		})
+	}
+}
+
+// Events are recorded only while jobs are in flight, and each in-flight
+// job sees only those of its own cycle or later.
+func TestInFlightEventsPerCycle(t *testing.T) {
+	q, _ := newTestQueue(t, nil)
+	q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+	if len(q.inFlightEvents) != 0 {
+		t.Fatalf("recorded %d events with nothing in flight", len(q.inFlightEvents))
+	}
+	add(q, st.MakePod().Name("a").Obj())
+	qa := mustPop(t, q, "default/pod:a")
+	q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+	q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil) // recorded once
+	add(q, st.MakePod().Name("b").Obj())
+	qb := mustPop(t, q, "default/pod:b")
+	if len(q.inFlightEvents) != 1 || q.numInFlight != 2 {
+		t.Fatalf("%d events, %d in flight; want 1, 2", len(q.inFlightEvents), q.numInFlight)
+	}
+	// b was popped after the node came: it is parked.
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qb, Attempt{Events: nodeAddOrTaint}))
+	if got := q.jobs[qb.ID].where; got != inUnschedulable {
+		t.Errorf("b is in %s, want unschedulable", got)
+	}
+	// a may have missed it.
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qa, Attempt{Events: nodeAddOrTaint}))
+	if got := q.jobs[qa.ID].where; got != inBackoff {
+		t.Errorf("a is in %s, want backoff", got)
+	}
+	if q.numInFlight != 0 || len(q.inFlightEvents) != 0 {
+		t.Errorf("in-flight bookkeeping not reset: %d, %d", q.numInFlight, len(q.inFlightEvents))
+	}
+}
+
+// The in-flight count follows every way out of flight.
+func TestInFlightCount(t *testing.T) {
+	q, _ := newTestQueue(t, nil)
+	pods := []*v1.Pod{st.MakePod().Name("a").Obj(), st.MakePod().Name("b").Obj(), st.MakePod().Name("c").Obj()}
+	add(q, pods...)
+	qa := mustPop(t, q, "default/pod:a")
+	qb := mustPop(t, q, "default/pod:b")
+	mustPop(t, q, "default/pod:c")
+	if q.numInFlight != 3 {
+		t.Fatalf("in flight = %d, want 3", q.numInFlight)
+	}
+	q.Done(qa.ID)
+	q.Done(qa.ID) // no-op
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qb, Attempt{Err: errors.New("boom")}))
+	q.podRemoved(JobIDForPod(pods[2]), pods[2].UID)
+	if q.numInFlight != 0 {
+		t.Errorf("in flight = %d, want 0", q.numInFlight)
+	}
+	// A failed bind reported for a job awaiting binding does not count.
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qa, Attempt{Err: errors.New("bind failed")}))
+	if q.numInFlight != 0 {
+		t.Errorf("in flight = %d, want 0", q.numInFlight)
+	}
+}
+
+// An attempt that fails after the job was popped again (a bind failure of
+// an earlier cycle) does not end the newer cycle, but makes it retry.
+func TestStaleAddUnschedulable(t *testing.T) {
+	q, _ := newTestQueue(t, nil)
+	add(q, st.MakePod().Name("a").Group("g").Obj())
+	old := mustPop(t, q, "default/g")
+	q.Done(old.ID)
+	add(q, st.MakePod().Name("b").Group("g").Obj())
+	newer := mustPop(t, q, "default/g")
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(old, Attempt{Err: errors.New("bind of a failed")}))
+	if got := q.jobs[old.ID].where; got != inFlight {
+		t.Fatalf("job is in %s, want still in flight", got)
+	}
+	q.Done(newer.ID)
+	if got := q.jobs[old.ID].where; got != inActive {
+		t.Errorf("after the newer cycle the job is in %s, want active", got)
+	}
+}
