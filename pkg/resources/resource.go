@@ -123,13 +123,14 @@ func (r Resource) IsZero() bool {
 }
 
 // Insufficient lists the resources for which request exceeds r, in a stable
-// order. Only what request asks for is checked, so a pod that requests no
+// order. The pod count is always checked; otherwise only what request asks
+// for is checked, so a pod that requests no
 // memory fits on a node whose memory is over-committed. A resource that r
 // does not list counts as zero available. An empty result means request
 // fits in r.
 func (r Resource) Insufficient(request Resource) []v1.ResourceName {
 	var out []v1.ResourceName
-	if request.Pods > 0 && request.Pods > r.Pods {
+	if request.Pods > r.Pods {
 		out = append(out, v1.ResourcePods)
 	}
 	if request.MilliCPU > 0 && request.MilliCPU > r.MilliCPU {

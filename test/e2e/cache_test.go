@@ -52,9 +52,10 @@ func TestCacheFollowsTheAPI(t *testing.T) {
 
 	mustNode(t, st.MakeNode().Name("follow-a").Capacity(res{"cpu": "4", "memory": "8Gi", "pods": "20"}).Label("pool", "batch").Obj())
 	mustNode(t, st.MakeNode().Name("follow-b").Capacity(res{"cpu": "2", "memory": "4Gi", "pods": "10"}).Obj())
-	mustPod(t, st.MakePod().Namespace(ns).Name("solo").Req(res{"cpu": "1"}).Obj())
-	mustPod(t, st.MakePod().Namespace(ns).Name("g-0").Group("g").MinAvailable("2").Req(res{"cpu": "1"}).Obj())
-	mustPod(t, st.MakePod().Namespace(ns).Name("g-1").Group("g").MinAvailable("2").Req(res{"cpu": "1"}).Obj())
+	// Pending pods of ours that no node can take, so they stay pending.
+	mustPod(t, st.MakePod().Namespace(ns).Name("solo").NodeSelector(nowhere).Req(res{"cpu": "1"}).Obj())
+	mustPod(t, st.MakePod().Namespace(ns).Name("g-0").Group("g").MinAvailable("2").NodeSelector(nowhere).Req(res{"cpu": "1"}).Obj())
+	mustPod(t, st.MakePod().Namespace(ns).Name("g-1").Group("g").MinAvailable("2").NodeSelector(nowhere).Req(res{"cpu": "1"}).Obj())
 	mustPod(t, st.MakePod().Namespace(ns).Name("not-ours").Scheduler("default-scheduler").Obj())
 
 	d := s.waitForDump(t, "nodes and jobs", func(d *cache.CacheDump) bool {
@@ -66,8 +67,8 @@ func TestCacheFollowsTheAPI(t *testing.T) {
 	if job(d, ns+"/pod:not-ours") != nil {
 		t.Error("a pending pod of another scheduler is in the cache")
 	}
-	if d.Queue.Lengths.Active < 2 {
-		t.Errorf("queue = %+v, want at least the two jobs of this test active", d.Queue.Lengths)
+	if l := d.Queue.Lengths; l.Active+l.Backoff+l.Unschedulable+l.InFlight < 2 {
+		t.Errorf("queue = %+v, want at least the two jobs of this test queued", l)
 	}
 
 	// Update: allocatable grows.
@@ -110,7 +111,9 @@ func TestPodsBoundElsewhereAreCounted(t *testing.T) {
 	mustNode(t, st.MakeNode().Name("bound-a").Capacity(res{"cpu": "8", "memory": "16Gi", "pods": "20"}).Obj())
 	mustPod(t, st.MakePod().Namespace(ns).Name("web").Scheduler("default-scheduler").Node("bound-a").Phase(v1.PodRunning).
 		Req(res{"cpu": "1", "memory": "1Gi"}).SidecarReq(res{"cpu": "500m"}).Obj())
-	mustPod(t, st.MakePod().Namespace(ns).Name("mine").Req(res{"cpu": "2"}).Obj())
+	// A pending pod of ours that no node can take (its selector matches
+	// none), so that it is still pending when someone else binds it.
+	mustPod(t, st.MakePod().Namespace(ns).Name("mine").NodeSelector(nowhere).Req(res{"cpu": "2"}).Obj())
 	s.waitForDump(t, "web counted, mine pending", func(d *cache.CacheDump) bool {
 		n, j := node(d, "bound-a"), job(d, ns+"/pod:mine")
 		return n != nil && n.Requested.MilliCPU == 1500 && j != nil && j.Tasks[0].Status == cache.TaskPending
@@ -181,19 +184,25 @@ func TestNodeDeletedWithPods(t *testing.T) {
 	s.waitForDump(t, "placeholder gone with its last pod", func(d *cache.CacheDump) bool { return node(d, "gone-a") == nil })
 }
 
+// nowhere is a node selector no node matches: pods of ours with it stay
+// pending, which the cache tests need now that the scheduler places pods.
+var nowhere = map[string]string{"e2e": "nowhere"}
+
 // comparable strips what legitimately differs between two runs of the
-// scheduler over the same cluster: generations, event counters and the
-// informer registrations' state.
+// scheduler over the same cluster: generations, event counters, the
+// informer registrations' state, and which sub-queue a job waits in (a
+// fresh scheduler has not tried the jobs yet).
 func comparable(d *cache.CacheDump) any {
 	nodes := append([]cache.NodeDump(nil), d.Nodes...)
 	for i := range nodes {
 		nodes[i].Generation = 0
 	}
+	l := d.Queue.Lengths
 	return struct {
-		Nodes []cache.NodeDump
-		Jobs  []cache.JobDump
-		Queue cache.QueueLengths
-	}{nodes, d.Jobs, d.Queue.Lengths}
+		Nodes  []cache.NodeDump
+		Jobs   []cache.JobDump
+		Queued int
+	}{nodes, d.Jobs, l.Active + l.Backoff + l.Unschedulable + l.InFlight}
 }
 
 // A restarted scheduler rebuilds exactly the same cache from the API.
@@ -204,9 +213,9 @@ func TestRestartRebuildsTheSameCache(t *testing.T) {
 	mustPod(t, st.MakePod().Namespace(ns).Name("run").Scheduler("default-scheduler").Node("restart-a").Phase(v1.PodRunning).Req(res{"cpu": "1"}).Obj())
 	mustPod(t, st.MakePod().Namespace(ns).Name("orphan").Scheduler("default-scheduler").Node("restart-missing").Phase(v1.PodRunning).Req(res{"cpu": "1"}).Obj())
 	for i := 0; i < 3; i++ {
-		mustPod(t, st.MakePod().Namespace(ns).Name("g-"+string(rune('a'+i))).Group("g").MinAvailable("2").Req(res{"cpu": "1"}).Obj())
+		mustPod(t, st.MakePod().Namespace(ns).Name("g-"+string(rune('a'+i))).Group("g").MinAvailable("2").NodeSelector(nowhere).Req(res{"cpu": "1"}).Obj())
 	}
-	mustPod(t, st.MakePod().Namespace(ns).Name("bad").Group("bad").MinAvailable("zero").Obj())
+	mustPod(t, st.MakePod().Namespace(ns).Name("bad").Group("bad").MinAvailable("zero").NodeSelector(nowhere).Obj())
 
 	ready := func(d *cache.CacheDump) bool {
 		g := job(d, ns+"/g")

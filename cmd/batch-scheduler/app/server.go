@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/term"
 	"k8s.io/klog/v2"
@@ -39,6 +40,9 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 	// The built-in handlers register themselves.
 	_ "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
@@ -51,12 +55,18 @@ type Option func(*registries) error
 type registries struct {
 	handlers *eventhandlers.Registry
 	sources  *custominformer.SourceRegistry
+	plugins  *framework.Registry
 }
 
 // WithEventHandler adds an event handler under name. A name that is
 // already registered makes the command fail with exit code 2.
 func WithEventHandler(name string, factory eventhandlers.Factory) Option {
 	return func(r *registries) error { return r.handlers.Register(name, factory) }
+}
+
+// WithPlugin adds a scheduling plugin under name, for profiles to enable.
+func WithPlugin(name string, factory framework.PluginFactory) Option {
+	return func(r *registries) error { return r.plugins.Register(name, factory) }
 }
 
 // WithCustomInformerSource adds a custom informer source type under name.
@@ -82,6 +92,7 @@ func NewSchedulerCommand(opts ...Option) *cobra.Command {
 	regs := &registries{
 		handlers: eventhandlers.GlobalRegistry().Clone(),
 		sources:  custominformer.GlobalSourceRegistry().Clone(),
+		plugins:  plugins.NewInTreeRegistry(),
 	}
 	var optErr error
 	for _, opt := range opts {
@@ -154,6 +165,9 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 		_, err := regs.handlers.Lookup(o.EventHandler)
 		return usageError(fmt.Errorf("--event-handler: %w", err))
 	}
+	if err := o.LeaderElection.Validate(); err != nil {
+		return usageError(err)
+	}
 	if len(o.SchedulerNames) == 0 {
 		return usageError(errors.New("--scheduler-name: at least one name is required"))
 	}
@@ -188,10 +202,13 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 }
 
 type server struct {
-	opts     *Options
-	cache    *cache.SchedulerCache
-	handler  eventhandlers.Interface
-	registry *prometheus.Registry
+	opts        *Options
+	client      kubernetes.Interface
+	cache       *cache.SchedulerCache
+	handler     eventhandlers.Interface
+	scheduler   *scheduler.Scheduler
+	broadcaster events.EventBroadcasterAdapter
+	registry    *prometheus.Registry
 }
 
 func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.File, selector labels.Selector, restConfig *rest.Config) (*server, error) {
@@ -209,12 +226,31 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	sm, err := scheduler.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	broadcaster := events.NewEventBroadcasterAdapterWithContext(ctx, client)
+	recorder := broadcaster.NewRecorder("batch-scheduler")
+	profiles, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder})
+	if err != nil {
+		return nil, usageError(err)
+	}
+	var queueSort cache.LessFunc
+	for _, fwk := range profiles {
+		queueSort = fwk.QueueSortFunc()
+		break
+	}
+	resources := resourcesNeeded(profiles)
+	klog.V(2).InfoS("Informers needed by the profiles' plugins", "resources", resources)
 	c, err := cache.New(cache.Options{
 		SchedulerNames: o.SchedulerNames,
 		NodeSelector:   selector,
 		Client:         client,
 		DynamicClient:  dyn,
 		Metrics:        m,
+		QueueSort:      queueSort,
+		Resources:      resources,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the scheduler cache: %w", err)
@@ -234,7 +270,11 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 			}
 		}
 	}
-	return &server{opts: o, cache: c, handler: h, registry: reg}, nil
+	sched, err := scheduler.New(scheduler.Options{Cache: c, Client: client, Profiles: profiles, Recorder: recorder, Metrics: sm})
+	if err != nil {
+		return nil, err
+	}
+	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, broadcaster: broadcaster, registry: reg}, nil
 }
 
 func (s *server) run(ctx context.Context) error {
@@ -248,32 +288,58 @@ func (s *server) run(ctx context.Context) error {
 	klog.InfoS("Serving health, metrics and debug endpoints", "address", ln.Addr().String())
 
 	klog.InfoS("Starting batch-scheduler", "version", version.Get(), "eventHandler", s.opts.EventHandler, "schedulerNames", s.opts.SchedulerNames)
+	s.broadcaster.StartRecordingToSink(ctx.Done())
+	defer s.broadcaster.Shutdown()
 	if err := s.cache.Run(ctx, s.handler); err != nil {
 		return fmt.Errorf("starting the scheduler cache: %w", err)
 	}
-	go func() {
-		start := time.Now()
-		if err := s.cache.WaitForHandlersSync(ctx); err != nil {
-			if ctx.Err() == nil {
-				klog.ErrorS(err, "Event handlers did not sync")
-			}
-			return
-		}
-		klog.InfoS("Event handlers synced; cache is ready", "duration", time.Since(start))
-	}()
+	// The scheduling loop starts behind the sync barrier, and behind the
+	// leader election lease when enabled.
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- s.schedule(ctx) }()
 
+	var runErr error
 	select {
 	case <-ctx.Done():
+		runErr = <-schedDone
+	case runErr = <-schedDone:
 	case err := <-serveErr:
-		return fmt.Errorf("HTTP server on %s: %w", s.opts.ListenAddress, err)
+		runErr = fmt.Errorf("HTTP server on %s: %w", s.opts.ListenAddress, err)
+	}
+	if runErr != nil {
+		shutdownHTTP(srv)
+		return runErr
 	}
 	klog.InfoS("Shutting down")
+	shutdownHTTP(srv)
+	return nil
+}
+
+// schedule waits for the sync barrier, then runs the scheduling loop (as
+// the leader, if leader election is on) until ctx ends. It returns an error
+// only if leadership was lost.
+func (s *server) schedule(ctx context.Context) error {
+	start := time.Now()
+	if err := s.cache.WaitForHandlersSync(ctx); err != nil {
+		if ctx.Err() == nil {
+			klog.ErrorS(err, "Event handlers did not sync")
+		}
+		return nil
+	}
+	klog.InfoS("Event handlers synced; cache is ready", "duration", time.Since(start))
+	if s.opts.LeaderElection.Enabled {
+		return runElected(ctx, s.opts.LeaderElection, s.client, s.scheduler.Run)
+	}
+	s.scheduler.Run(ctx)
+	return nil
+}
+
+func shutdownHTTP(srv *http.Server) {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		klog.ErrorS(err, "HTTP server did not shut down cleanly")
 	}
-	return nil
 }
 
 func (s *server) mux() *http.ServeMux {

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+)
+
+// handle is what plugins get from the framework.
+type handle struct {
+	client   kubernetes.Interface
+	recorder events.EventRecorder
+}
+
+func (h *handle) ClientSet() kubernetes.Interface     { return h.client }
+func (h *handle) EventRecorder() events.EventRecorder { return h.recorder }
+
+// buildProfiles builds one framework per --scheduler-name: the in-tree
+// default profile, changed by the config file's profile of that name if
+// there is one. Every profile in the file must name one of
+// --scheduler-name, and all profiles must sort the queue the same way, as
+// there is one queue.
+func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *framework.Registry, h framework.Handle) (map[string]*framework.Framework, error) {
+	byName := map[string]*config.Profile{}
+	if cfg != nil {
+		for i := range cfg.Profiles {
+			p := &cfg.Profiles[i]
+			if !slices.Contains(names, p.SchedulerName) {
+				return nil, fmt.Errorf("%s: line %d: profile %q is not one of --scheduler-name (%s)", cfg.Path, p.Line, p.SchedulerName, strings.Join(names, ", "))
+			}
+			byName[p.SchedulerName] = p
+		}
+	}
+	out := make(map[string]*framework.Framework, len(names))
+	queueSort := ""
+	for _, name := range names {
+		spec, err := framework.ResolveProfile(plugins.DefaultProfile(name), byName[name])
+		if err != nil {
+			return nil, fmt.Errorf("profile %q: %w", name, err)
+		}
+		fwk, err := framework.NewFramework(ctx, reg, spec, h)
+		if err != nil {
+			return nil, fmt.Errorf("profile %q: %w", name, err)
+		}
+		qs := strings.Join(spec.Plugins[framework.QueueSortPoint].Names(), ",")
+		if queueSort != "" && qs != queueSort {
+			return nil, fmt.Errorf("profile %q sorts the queue with %s, another profile with %s; all profiles share one queue and must use the same queueSort plugin", name, qs, queueSort)
+		}
+		queueSort = qs
+		out[name] = fwk
+	}
+	return out, nil
+}
+
+// resourcesNeeded is the union of the resources the profiles' plugins
+// registered events for; nil (everything) if any needs all.
+func resourcesNeeded(profiles map[string]*framework.Framework) []eventhandlers.Resource {
+	var out []eventhandlers.Resource
+	for _, fwk := range profiles {
+		for _, r := range fwk.ResourcesNeeded() {
+			if r == eventhandlers.WildCard {
+				return nil
+			}
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}

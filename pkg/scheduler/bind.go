@@ -1,0 +1,97 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// assumeAndBind takes the capacity of every placement in the cache at once,
+// then binds the pods in the background.
+func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
+	for i, pod := range c.placed {
+		nodeName := c.placements[string(pod.UID)]
+		if err := s.cache.AssumePod(pod, nodeName); err != nil {
+			// The cache changed under us (the pod was deleted or bound
+			// meanwhile): undo what was assumed and try again later.
+			for _, done := range c.placed[:i] {
+				if ferr := s.cache.ForgetPod(done); ferr != nil {
+					klog.ErrorS(ferr, "Forgetting an assumed pod", "pod", klog.KObj(done))
+				}
+			}
+			s.undoPlacements(ctx, c)
+			s.requeue(c, c.qj, "", fmt.Errorf("assuming pod %s on node %s: %w", podKey(pod), nodeName, err))
+			return
+		}
+	}
+	s.queue.Done(c.job.ID)
+	s.metrics.Attempts.WithLabelValues(resultScheduled, c.profile).Inc()
+	s.metrics.AttemptDuration.WithLabelValues(resultScheduled).Observe(time.Since(c.start).Seconds())
+	klog.V(2).InfoS("Job placed", "job", c.job.ID, "pods", len(c.placed), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
+
+	for _, pod := range c.placed {
+		nodeName := c.placements[string(pod.UID)]
+		s.bindWG.Add(1)
+		go func() {
+			defer s.bindWG.Done()
+			s.bindSlots <- struct{}{}
+			defer func() { <-s.bindSlots }()
+			s.bind(ctx, c, pod, nodeName)
+		}()
+	}
+}
+
+// bind binds one pod, retrying with backoff; on final failure it rolls the
+// assumption back and requeues the job.
+func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName string) {
+	backoff := s.opts.BindBackoff
+	var st *framework.Status
+	for attempt := 1; attempt <= s.opts.BindAttempts; attempt++ {
+		st = c.fwk.RunBindPlugins(ctx, c.state, pod, nodeName)
+		if st.IsSuccess() {
+			if err := s.cache.FinishBinding(pod); err != nil {
+				klog.ErrorS(err, "Finishing the binding of a pod", "pod", klog.KObj(pod))
+			}
+			s.metrics.PodsBound.Inc()
+			s.metrics.E2ELatency.Observe(time.Since(c.qj.InitialTimestamp).Seconds())
+			s.opts.Recorder.Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding",
+				"Successfully assigned %s to %s", podKey(pod), nodeName)
+			klog.V(2).InfoS("Bound pod", "pod", klog.KObj(pod), "node", nodeName)
+			return
+		}
+		s.metrics.BindErrors.Inc()
+		if err := st.AsError(); apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ctx.Err() != nil {
+			// The pod is gone, bound by someone else, or we are stopping:
+			// retrying cannot help.
+			break
+		}
+		if attempt < s.opts.BindAttempts {
+			klog.V(2).InfoS("Bind failed; retrying", "pod", klog.KObj(pod), "node", nodeName, "attempt", attempt, "err", st.AsError())
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			backoff *= 2
+		}
+	}
+	err := st.AsError()
+	klog.ErrorS(err, "Binding failed; rolling back", "pod", klog.KObj(pod), "node", nodeName)
+	if ferr := s.cache.ForgetPod(pod); ferr != nil {
+		klog.V(2).InfoS("Forgetting the pod after a failed bind", "pod", klog.KObj(pod), "err", ferr)
+	}
+	c.fwk.RunUnreservePlugins(ctx, c.state, pod, nodeName)
+	if apierrors.IsNotFound(err) {
+		// Deleted while its bind was in flight: nothing to report.
+		return
+	}
+	s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Binding", "Binding rejected: %v", err)
+	if qerr := s.queue.AddUnschedulable(c.qj, cacheAttemptForBindError(err)); qerr != nil {
+		klog.ErrorS(qerr, "Requeueing a job after a failed bind", "job", c.job.ID)
+	}
+}

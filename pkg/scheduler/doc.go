@@ -1,0 +1,20 @@
+// Package scheduler is the scheduling loop. It pops one job at a time from
+// the cache's queue, takes an incremental snapshot of the nodes, and runs
+// the job's profile (a framework.Framework) over it:
+//
+//	PreFilter(job)                       whole job: e.g. gang has all its tasks
+//	for each pending pod:
+//	    Filter(pod, node) on every node  in parallel; a diagnosis per node
+//	    Score(pod, feasible nodes)       weighted; the best node wins
+//	    Reserve(pod, node)               and the pod is added to the
+//	                                     snapshot, so later pods see it
+//	Permit(job, placements)              all or nothing: e.g. gang min-available
+//	AssumePod(pod, node) in the cache    capacity is taken at once
+//	Bind(pod, node)                      asynchronously, bounded, with retries
+//
+// A job that cannot be placed gets PodScheduled=False/Unschedulable with a
+// message that counts the reasons per node, a FailedScheduling event, and
+// goes to the unschedulable queue until an event its rejecting plugins
+// registered for. A bind that fails after its retries is rolled back
+// (ForgetPod, Unreserve) and the job is retried after backoff.
+package scheduler
