@@ -30,11 +30,21 @@ type scheduler struct {
 // it when the test ends.
 func startScheduler(t *testing.T, kubeconfig string, args ...string) *scheduler {
 	t.Helper()
+	return startSchedulerWith(t, nil, kubeconfig, args...)
+}
+
+// startSchedulerWith is startScheduler for an out-of-tree build of the
+// command with opts.
+func startSchedulerWith(t *testing.T, opts []app.Option, kubeconfig string, args ...string) *scheduler {
+	t.Helper()
 	s := &scheduler{addr: freeAddress(t), done: make(chan int, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	cmd := app.NewSchedulerCommand()
-	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig, "--listen-address", s.addr}, args...))
+	cmd := app.NewSchedulerCommand(opts...)
+	// Leader election is tested on its own; elsewhere it would only add
+	// the wait for a lease released by the previous test's scheduler.
+	base := []string{"--kubeconfig", kubeconfig, "--listen-address", s.addr, "--leader-elect=false"}
+	cmd.SetArgs(append(base, args...))
 	cmd.SetContext(ctx)
 	var stderr strings.Builder
 	cmd.SetErr(&stderr)
