@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 	"k8s.io/client-go/rest"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 )
@@ -87,6 +89,14 @@ func TestCommandExitCodes(t *testing.T) {
 		{name: "custom informer with an unknown source", args: []string{master, "--config-path",
 			writeFile(t, header+"customInformers:\n- name: vms\n  resource: Node\n  source: {http: {}}\n")}, code: 2,
 			stderr: []string{"line 4", `"vms"`, `"http"`}, oneLiner: true},
+		{name: "profile for another scheduler name", args: []string{master, "--config-path",
+			writeFile(t, header+"profiles:\n- schedulerName: other\n")}, code: 2,
+			stderr: []string{"line 4", `profile "other" is not one of --scheduler-name`}, oneLiner: true},
+		{name: "unknown plugin in a profile", args: []string{master, "--config-path",
+			writeFile(t, header+"profiles:\n- schedulerName: batch-scheduler\n  plugins:\n    filter: [{name: Nope}]\n")}, code: 2,
+			stderr: []string{`"Nope"`}, oneLiner: true},
+		{name: "bad leader election timing", args: []string{master, "--leader-elect-renew-deadline=20s"}, code: 2,
+			stderr: []string{"--leader-elect-lease-duration"}, oneLiner: true},
 		{name: "bad node selector", args: []string{master, "--node-selector", "a in (b"}, code: 2,
 			stderr: []string{"--node-selector"}, oneLiner: true},
 		{name: "unknown flag", args: []string{"--bogus"}, code: 2, stderr: []string{"bogus"}},
@@ -205,5 +215,35 @@ func TestExamplesAreValid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The configuration shipped in deploy/configmap.yaml loads, and its
+// profiles build with the in-tree plugins.
+func TestDeployConfigIsValid(t *testing.T) {
+	data, err := os.ReadFile("../../../deploy/configmap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(data, &cm); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(cm.Data["config.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Profiles) == 0 {
+		t.Fatal("the deployed config has no profile")
+	}
+	profiles, err := buildProfiles(t.Context(), []string{"batch-scheduler"}, f, plugins.NewInTreeRegistry(), &handle{})
+	if err != nil || len(profiles) != 1 {
+		t.Fatalf("building the deployed profiles: %v", err)
 	}
 }
