@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
@@ -24,7 +24,32 @@ const (
 	ourScheduler = "batch-scheduler"
 	// otherScheduler binds the cluster's ordinary workloads.
 	otherScheduler = "default-scheduler"
+
+	gpuTaintKey = "nvidia.com/gpu"
 )
+
+// The sizes below are chosen so that the outcome does not depend on the
+// order in which the scheduler tries jobs of equal priority: every pod of
+// ours fits on one kind of node only (by size, selector or taint), and the
+// pods that compete for room are either ordered by priority or never bound.
+// The numbers that matter, with the pods of default-scheduler counted:
+//
+//	small  2 cpu,  4Gi:  1250m cpu, 2816Mi free: none of our pods fits
+//	large 16 cpu, 64Gi: 12 cpu, 56Gi free; big-sort and ingest take
+//	       7 cpu, 8Gi, leaving 48Gi: room for 3 of the 16Gi train tasks
+//	       (not 4, whatever the order) and 1 of the 30Gi eval tasks (not 2)
+//	gpu    4 GPUs, notebook holds 2: retrain (high) or finetune (low), not both
+//	edge   joins later, 22Gi free: 1 train task, no eval task
+
+// priorityClasses are created before the pods that name them: the API
+// server's Priority admission resolves spec.priorityClassName into
+// spec.priority when a pod is created.
+func priorityClasses() []*schedulingv1.PriorityClass {
+	return []*schedulingv1.PriorityClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "batch-high"}, Value: 1000, Description: "urgent batch work"},
+		{ObjectMeta: metav1.ObjectMeta{Name: "batch-low"}, Value: 100, Description: "batch work that can wait"},
+	}
+}
 
 // seedNodes are the nodes that exist before the scheduler starts: a small
 // and a large batch node, and a GPU node tainted so that only pods that
@@ -37,12 +62,21 @@ func seedNodes() []*v1.Node {
 			Capacity(res{"cpu": "16", "memory": "64Gi", "pods": "110"}).Obj(),
 		st.MakeNode().Name("gpu").Label("pool", "gpu").
 			Capacity(res{"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "4"}).
-			Taint("nvidia.com/gpu", "true", v1.TaintEffectNoSchedule).Obj(),
+			Taint(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj(),
 	}
 }
 
-// seedPods are the pods that exist before the scheduler starts.
+// edgeNode joins in a live change. web/cache-1 is bound to it from the
+// start, so until then the cache keeps a placeholder for it.
+func edgeNode() *v1.Node {
+	return st.MakeNode().Name("edge").Label("pool", "edge").
+		Capacity(res{"cpu": "8", "memory": "24Gi", "pods": "20"}).Obj()
+}
+
+// seedPods are the pods that exist before the scheduler starts, in the
+// order they are created.
 func seedPods() []*v1.Pod {
+	gpuPool := map[string]string{"pool": "gpu"}
 	pods := []*v1.Pod{
 		// Running workloads another scheduler bound: they count on their
 		// nodes. frontend-2's sidecar counts too. cache-1 is bound to node
@@ -53,25 +87,42 @@ func seedPods() []*v1.Pod {
 			Req(res{"cpu": "500m", "memory": "1Gi"}).SidecarReq(res{"cpu": "250m", "memory": "256Mi"}).Obj(),
 		st.MakePod().Namespace("web").Name("cache-1").Scheduler(otherScheduler).Node("edge").Phase(v1.PodRunning).
 			Req(res{"cpu": "1", "memory": "2Gi"}).Obj(),
+		withLimits(st.MakePod().Namespace("ml").Name("notebook").Scheduler(otherScheduler).Node("gpu").Phase(v1.PodRunning).
+			Req(res{"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "2"}).Toleration(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj()),
 		// Pending for another scheduler: not ours, never in the cache.
 		st.MakePod().Namespace("web").Name("frontend-3").Scheduler(otherScheduler).Req(res{"cpu": "1"}).Obj(),
 
-		// Pending single pods for batch-scheduler, one of them for the GPU node.
-		st.MakePod().Namespace("etl").Name("nightly").Req(res{"cpu": "500m", "memory": "1Gi"}).Obj(),
-		st.MakePod().Namespace("etl").Name("report").Req(res{"cpu": "250m", "memory": "512Mi"}).Obj(),
-		withLimits(st.MakePod().Namespace("ml").Name("finetune").Req(res{"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"}).
-			Toleration("nvidia.com/gpu", "true", v1.TaintEffectNoSchedule).Obj()),
+		// Single pods for batch-scheduler.
+		st.MakePod().Namespace("etl").Name("big-sort").Req(res{"cpu": "4", "memory": "4Gi"}).Obj(),
+		st.MakePod().Namespace("etl").Name("warehouse").Req(res{"cpu": "20", "memory": "80Gi"}).
+			Toleration(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj(),
+		// finetune (low priority) is created before retrain (high
+		// priority); both want the GPU node's last 2 GPUs.
+		withPriorityClass("batch-low", withLimits(st.MakePod().Namespace("ml").Name("finetune").
+			Req(res{"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"}).
+			NodeSelector(gpuPool).Toleration(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj())),
+		withPriorityClass("batch-high", withLimits(st.MakePod().Namespace("ml").Name("retrain").
+			Req(res{"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"}).
+			NodeSelector(gpuPool).Toleration(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj())),
+		// Selects the GPU node but forgot the toleration.
+		withLimits(st.MakePod().Namespace("ml").Name("inference").
+			Req(res{"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "1"}).NodeSelector(gpuPool).Obj()),
 	}
-	// A gang of 4 of which 3 must start together.
+	// A gang of 2 that fits.
+	for i := range 2 {
+		pods = append(pods, st.MakePod().Namespace("etl").Name(fmt.Sprintf("ingest-%d", i)).
+			Group("ingest").MinAvailable("2").Req(res{"cpu": "1500m", "memory": "2Gi"}).Obj())
+	}
+	// A gang of 4 that must start together, of which only 3 fit.
 	for i := range 4 {
 		pods = append(pods, st.MakePod().Namespace("ml").Name(fmt.Sprintf("train-%d", i)).
-			Group("train").MinAvailable("3").Req(res{"cpu": "2", "memory": "4Gi"}).Obj())
+			Group("train").MinAvailable("4").Req(res{"cpu": "1", "memory": "16Gi"}).Obj())
 	}
 	// A gang whose min-available is not a number: the cache says so and
-	// requires all of its pods.
+	// requires all of its pods, of which only 1 fits.
 	for i := range 2 {
 		pods = append(pods, st.MakePod().Namespace("ml").Name(fmt.Sprintf("eval-%d", i)).
-			Group("eval").MinAvailable("three").Req(res{"cpu": "1"}).Obj())
+			Group("eval").MinAvailable("three").Req(res{"cpu": "1", "memory": "30Gi"}).Obj())
 	}
 	return pods
 }
@@ -83,6 +134,12 @@ func withLimits(pod *v1.Pod) *v1.Pod {
 		c := &pod.Spec.Containers[i]
 		c.Resources.Limits = c.Resources.Requests.DeepCopy()
 	}
+	return pod
+}
+
+// withPriorityClass sets pod's spec.priorityClassName.
+func withPriorityClass(name string, pod *v1.Pod) *v1.Pod {
+	pod.Spec.PriorityClassName = name
 	return pod
 }
 
@@ -99,13 +156,21 @@ func describeNode(n *v1.Node) string {
 	return n.Name + ": " + strings.Join(parts, ", ")
 }
 
-// seed creates the namespaces of pods, then nodes, then pods.
-func seed(ctx context.Context, client kubernetes.Interface, nodes []*v1.Node, pods []*v1.Pod) error {
+// seed creates the namespaces of pods, the priority classes, then nodes,
+// then pods. It checks that the API server resolved every priority class.
+func seed(ctx context.Context, client kubernetes.Interface, classes []*schedulingv1.PriorityClass, nodes []*v1.Node, pods []*v1.Pod) error {
 	for _, ns := range namespacesOf(pods) {
 		obj := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 		if _, err := client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
+	}
+	values := map[string]int32{}
+	for _, pc := range classes {
+		if _, err := client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating priority class %s: %w", pc.Name, err)
+		}
+		values[pc.Name] = pc.Value
 	}
 	for _, n := range nodes {
 		if _, err := controlplane.CreateNode(ctx, client, n); err != nil {
@@ -113,8 +178,13 @@ func seed(ctx context.Context, client kubernetes.Interface, nodes []*v1.Node, po
 		}
 	}
 	for _, p := range pods {
-		if _, err := controlplane.CreatePod(ctx, client, p); err != nil {
+		created, err := controlplane.CreatePod(ctx, client, p)
+		if err != nil {
 			return err
+		}
+		if want, ok := values[p.Spec.PriorityClassName]; ok && (created.Spec.Priority == nil || *created.Spec.Priority != want) {
+			return fmt.Errorf("pod %s/%s: the API server did not set spec.priority to %d from priority class %s (got %v)",
+				p.Namespace, p.Name, want, p.Spec.PriorityClassName, created.Spec.Priority)
 		}
 	}
 	return nil
@@ -130,83 +200,34 @@ func namespacesOf(pods []*v1.Pod) []string {
 	return slices.Compact(names)
 }
 
-// expectedKeys returns the "namespace/name" keys of the pods the cache
-// should hold: every bound pod, and the pending pods for batch-scheduler.
-func expectedKeys(pods []*v1.Pod) []string {
+// ourPods returns the "namespace/name" keys of the pods batch-scheduler
+// is to schedule.
+func ourPods(pods []*v1.Pod) []string {
 	var keys []string
 	for _, p := range pods {
-		if p.Spec.NodeName != "" || p.Spec.SchedulerName == ourScheduler {
+		if p.Spec.NodeName == "" && p.Spec.SchedulerName == ourScheduler {
 			keys = append(keys, p.Namespace+"/"+p.Name)
 		}
 	}
 	return keys
 }
 
-// change is one live change to the cluster, and how to tell that the cache
-// has seen it.
-type change struct {
-	title string
-	apply func(context.Context, kubernetes.Interface) error
-	// shows describes done, for the message if the wait times out.
-	shows string
-	done  func(*cache.CacheDump) bool
-}
-
-// liveChanges are made one by one after the first picture of the cache.
-func liveChanges() []change {
-	return []change{
-		{
-			title: "Node edge joins: web/cache-1 moves from the placeholder to the real node.",
-			apply: func(ctx context.Context, client kubernetes.Interface) error {
-				_, err := controlplane.CreateNode(ctx, client, st.MakeNode().Name("edge").Label("pool", "edge").
-					Capacity(res{"cpu": "4", "memory": "8Gi", "pods": "20"}).Obj())
-				return err
-			},
-			shows: "node edge as a real node holding web/cache-1",
-			done: func(d *cache.CacheDump) bool {
-				n := findNode(d, "edge")
-				return n != nil && !n.Placeholder && slices.Contains(n.Pods, "web/cache-1")
-			},
-		},
-		{
-			title: "web/frontend-1 finishes (phase Succeeded): its requests no longer count on node large.",
-			apply: func(ctx context.Context, client kubernetes.Interface) error {
-				return setPodPhase(ctx, client, "web", "frontend-1", v1.PodSucceeded)
-			},
-			shows: "web/frontend-1 as Succeeded and not counted",
-			done: func(d *cache.CacheDump) bool {
-				t := findTask(d, "web/frontend-1")
-				return t != nil && t.Phase == v1.PodSucceeded && !t.Counted
-			},
-		},
-		{
-			title: "Node small is deleted while web/frontend-2 still runs on it: small becomes a placeholder\n" +
-				"   that keeps the pod's requests until the pod goes away.",
-			apply: func(ctx context.Context, client kubernetes.Interface) error {
-				if err := client.CoreV1().Nodes().Delete(ctx, "small", metav1.DeleteOptions{}); err != nil {
-					return fmt.Errorf("deleting node small: %w", err)
-				}
-				return nil
-			},
-			shows: "node small as a placeholder",
-			done: func(d *cache.CacheDump) bool {
-				n := findNode(d, "small")
-				return n != nil && n.Placeholder
-			},
-		},
+// addNode creates node as its kubelet would.
+func addNode(node *v1.Node) func(context.Context, kubernetes.Interface) error {
+	return func(ctx context.Context, client kubernetes.Interface) error {
+		_, err := controlplane.CreateNode(ctx, client, node)
+		return err
 	}
 }
 
-// setPodPhase sets the status phase of a pod, as its kubelet would.
-func setPodPhase(ctx context.Context, client kubernetes.Interface, ns, name string, phase v1.PodPhase) error {
-	pods := client.CoreV1().Pods(ns)
-	p, err := pods.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("getting pod %s/%s: %w", ns, name, err)
+// deletePod deletes a pod at once (grace period 0): no kubelet runs here
+// to finish a graceful deletion of a bound pod.
+func deletePod(ns, name string) func(context.Context, kubernetes.Interface) error {
+	return func(ctx context.Context, client kubernetes.Interface) error {
+		zero := int64(0)
+		if err := client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			return fmt.Errorf("deleting pod %s/%s: %w", ns, name, err)
+		}
+		return nil
 	}
-	p.Status.Phase = phase
-	if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("setting pod %s/%s to %s: %w", ns, name, phase, err)
-	}
-	return nil
 }

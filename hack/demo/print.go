@@ -10,95 +10,108 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 )
 
-// printStep prints a step's title and the cache after it.
-func printStep(title string, d *cache.CacheDump) {
-	fmt.Printf("\n== %s\n\n", title)
-	printDump(d)
+// whyWidth is where the WHY column wraps.
+const whyWidth = 100
+
+// printExpected prints the outcome of the groups named shown.
+func printExpected(expect []outcome, shown []string) {
+	fmt.Println("expected:")
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	for _, o := range expect {
+		if slices.Contains(shown, o.name) {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", o.name, o.expectation(), o.because)
+		}
+	}
+	w.Flush()
 }
 
-// printDump prints the cache as tables: nodes, jobs with their tasks, and
-// the queue lengths.
-func printDump(d *cache.CacheDump) {
+// printPlacements prints every pod: its job in the cache, its node and why
+// it is there or not.
+func printPlacements(states map[string]podState, d *cache.CacheDump) {
+	jobs := map[string]string{}
+	if d != nil {
+		for _, j := range d.Jobs {
+			for _, t := range j.Tasks {
+				jobs[t.Pod] = j.ID
+			}
+		}
+	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tSCHEDULABLE\tREQUESTED\tIDLE\tPODS")
+	fmt.Fprintln(w, "NAMESPACE/POD\tJOB\tNODE\tWHY")
+	for _, key := range slices.Sorted(func(yield func(string) bool) {
+		for k := range states {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		s := states[key]
+		job, node := jobs[key], s.node
+		if job == "" {
+			job = "-"
+		}
+		if node == "" {
+			node = "-"
+		}
+		lines := wrap(why(s), whyWidth)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", key, job, node, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "\t\t\t  %s\n", l)
+		}
+	}
+	w.Flush()
+}
+
+// why says why a pod is where it is.
+func why(s podState) string {
+	switch {
+	case s.scheduler != ourScheduler && s.node != "":
+		return "bound by " + s.scheduler
+	case s.scheduler != ourScheduler:
+		return "pending for " + s.scheduler + ": not ours"
+	case s.node != "":
+		return "bound"
+	case s.unschedulable:
+		return s.message
+	}
+	return "pending, not tried yet"
+}
+
+// wrap splits text into lines of at most width bytes at spaces (a longer
+// word stays whole).
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(lines, line)
+}
+
+// printNodes prints the nodes as the cache sees them, and the queue.
+func printNodes(d *cache.CacheDump) {
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tSCHEDULABLE\tREQUESTED\tIDLE")
 	for _, n := range d.Nodes {
 		name := n.Name
 		if n.Placeholder {
 			name += " (placeholder)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, brief(n.Schedulable), brief(n.Requested), brief(n.Idle), strings.Join(n.Pods, ","))
-	}
-	w.Flush()
-	fmt.Println()
-	w = tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB\tMIN-AVAILABLE\tTASKS\tNOTE")
-	for _, j := range d.Jobs {
-		tasks := make([]string, 0, len(j.Tasks))
-		for _, t := range j.Tasks {
-			tasks = append(tasks, taskString(t))
-		}
-		fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", j.ID, j.MinAvailable, strings.Join(tasks, " "), j.ValidationError)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", name, brief(n.Schedulable), brief(n.Requested), brief(n.Idle))
 	}
 	w.Flush()
 	l := d.Queue.Lengths
-	fmt.Printf("\nqueue: %d active, %d backoff, %d unschedulable\n", l.Active, l.Backoff, l.Unschedulable)
-}
-
-// taskString renders a task as pod[state] or pod[state on node]. A bound
-// task whose requests no longer count shows its phase instead.
-func taskString(t cache.TaskDump) string {
-	state := string(t.Status)
-	if t.Node != "" && !t.Counted {
-		state = string(t.Phase) + ", not counted"
-	}
-	if t.Node != "" {
-		return fmt.Sprintf("%s[%s on %s]", t.Pod, state, t.Node)
-	}
-	return fmt.Sprintf("%s[%s]", t.Pod, state)
+	fmt.Printf("queue: %d active, %d backoff, %d unschedulable\n", l.Active, l.Backoff, l.Unschedulable)
 }
 
 // brief renders resources without spaces, to keep table columns apart.
 func brief(r interface{ String() string }) string {
 	return strings.ReplaceAll(r.String(), " ", ",")
-}
-
-// findNode returns the node called name in d, or nil.
-func findNode(d *cache.CacheDump, name string) *cache.NodeDump {
-	for i := range d.Nodes {
-		if d.Nodes[i].Name == name {
-			return &d.Nodes[i]
-		}
-	}
-	return nil
-}
-
-// findTask returns the task of pod key ("namespace/name") in d, or nil.
-func findTask(d *cache.CacheDump, key string) *cache.TaskDump {
-	for i := range d.Jobs {
-		for j := range d.Jobs[i].Tasks {
-			if d.Jobs[i].Tasks[j].Pod == key {
-				return &d.Jobs[i].Tasks[j]
-			}
-		}
-	}
-	return nil
-}
-
-// taskKeys returns the pod keys of every task in d.
-func taskKeys(d *cache.CacheDump) []string {
-	var keys []string
-	for _, j := range d.Jobs {
-		for _, t := range j.Tasks {
-			keys = append(keys, t.Pod)
-		}
-	}
-	return keys
-}
-
-// sameKeys reports whether a and b hold the same keys, in any order.
-func sameKeys(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }

@@ -50,7 +50,10 @@ func startScheduler(ctx context.Context, kubeconfig, addr string) *scheduler {
 		done:   make(chan struct{}),
 	}
 	cmd := app.NewSchedulerCommand()
-	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "--listen-address", addr, "-v", "0"})
+	// Leader election off: a single replica schedules as soon as its cache
+	// has synced, instead of first acquiring a Lease. -v 2 logs every
+	// placement and every unschedulable job (to the log file).
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "--listen-address", addr, "--leader-elect=false", "-v", "2"})
 	cmd.SetContext(ctx)
 	cmd.SetErr(&s.stderr)
 	go func() {
@@ -148,10 +151,16 @@ func (s *scheduler) waitForDump(ctx context.Context, what string, cond func(*cac
 // errExited ends a wait when the command has returned.
 var errExited = errors.New("batch-scheduler exited")
 
+// finalError is an error from a poll's check that waiting cannot mend
+// (e.g. a pod bound to the wrong node): it ends the wait at once.
+type finalError struct{ error }
+
+func (e finalError) Unwrap() error { return e.error }
+
 // poll calls check every pollInterval until it reports true, the command
 // exits, ctx is done or waitTimeout passes. An error from check is not
-// fatal: the wait goes on, and the last such error is reported if it times
-// out.
+// fatal, unless it is a finalError: the wait goes on, and the last such
+// error is reported if it times out.
 func (s *scheduler) poll(ctx context.Context, what string, check func() (bool, error)) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(context.Context) (bool, error) {
@@ -160,13 +169,19 @@ func (s *scheduler) poll(ctx context.Context, what string, check func() (bool, e
 		}
 		ok, err := check()
 		last = err
+		if fe := (finalError{}); errors.As(err, &fe) {
+			return false, err
+		}
 		return ok, nil
 	})
+	var fe finalError
 	switch {
 	case err == nil:
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.As(err, &fe):
+		return fmt.Errorf("while waiting for %s: %w", what, fe.error)
 	case s.exited():
 		return fmt.Errorf("batch-scheduler exited while the demo waited for %s", what)
 	case last != nil:

@@ -30,10 +30,24 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 			return
 		}
 	}
-	s.queue.Done(c.job.ID)
 	s.metrics.Attempts.WithLabelValues(resultScheduled, c.profile).Inc()
 	s.metrics.AttemptDuration.WithLabelValues(resultScheduled).Observe(time.Since(c.start).Seconds())
 	klog.V(2).InfoS("Job placed", "job", c.job.ID, "pods", len(c.placed), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
+	var unplaced []*v1.Pod
+	for _, pod := range c.job.Pending {
+		if _, ok := c.placements[string(pod.UID)]; !ok {
+			unplaced = append(unplaced, pod)
+		}
+	}
+	if len(unplaced) == 0 {
+		s.queue.Done(c.job.ID)
+	} else {
+		// Permit let a partial placement through (min-available is met).
+		// Done would leave the pods that found no node waiting for a change
+		// of their own, which may never come: they say why instead, and
+		// their job waits for an event that may help them.
+		s.park(ctx, c, unplaced, "")
+	}
 
 	for _, pod := range c.placed {
 		nodeName := c.placements[string(pod.UID)]

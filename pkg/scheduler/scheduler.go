@@ -310,21 +310,30 @@ func (c *cycle) noteRejection(st *framework.Status) {
 func (s *Scheduler) unschedulable(ctx context.Context, c *cycle, jobMessage string) {
 	s.metrics.Attempts.WithLabelValues(resultUnschedulable, c.profile).Inc()
 	s.metrics.AttemptDuration.WithLabelValues(resultUnschedulable).Observe(time.Since(c.start).Seconds())
+	s.park(ctx, c, c.job.Pending, jobMessage)
+}
+
+// park reports why pods, pending pods of the job, were not placed and
+// parks the job until an event its rejecting plugins care about.
+func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessage string) {
 	var pluginNames []string
 	for p := range c.rejectedBy {
 		pluginNames = append(pluginNames, p)
 	}
 	sort.Strings(pluginNames)
 	evts := c.fwk.EventsToRegisterFor(pluginNames...)
-	summary := jobMessage
-	for _, pod := range c.job.Pending {
+	summary := ""
+	if c.job.ID.Gang {
+		summary = jobMessage
+	}
+	for _, pod := range pods {
 		msg := podMessage(c, pod, jobMessage)
 		if summary == "" {
 			summary = msg
 		}
 		s.reportUnschedulable(ctx, pod, msg)
 	}
-	klog.V(2).InfoS("Job is unschedulable", "job", c.job.ID, "reason", summary, "rejectedBy", pluginNames)
+	klog.V(2).InfoS("Job is unschedulable", "job", c.job.ID, "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
 	if err := s.queue.AddUnschedulable(c.qj, cache.Attempt{Reason: summary, Events: evts}); err != nil {
 		klog.ErrorS(err, "Parking an unschedulable job", "job", c.job.ID)
 	}
@@ -334,6 +343,11 @@ func (s *Scheduler) unschedulable(ctx context.Context, c *cycle, jobMessage stri
 // job's verdict, or both.
 func podMessage(c *cycle, pod *v1.Pod, jobMessage string) string {
 	own := c.failures[podKey(pod)]
+	if own != "" && !c.job.ID.Gang {
+		// The verdict on a single pod's job ("0 of 1 tasks could be
+		// placed") only repeats that the pod found no node.
+		jobMessage = ""
+	}
 	if c.job.Err != nil {
 		jobMessage = strings.TrimSpace(jobMessage + " (" + c.job.Err.Error() + ")")
 	}

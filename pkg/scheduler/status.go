@@ -60,7 +60,12 @@ func (s *Scheduler) patchCondition(ctx context.Context, pod *v1.Pod, cond v1.Pod
 	newStatus := v1.PodStatus{Conditions: append([]v1.PodCondition(nil), pod.Status.Conditions...)}
 	replaced := false
 	for i := range newStatus.Conditions {
-		if newStatus.Conditions[i].Type == cond.Type {
+		if old := newStatus.Conditions[i]; old.Type == cond.Type {
+			if old.Status == cond.Status && !old.LastTransitionTime.IsZero() {
+				// Only the reason or message changed: the condition did
+				// not transition.
+				cond.LastTransitionTime = old.LastTransitionTime
+			}
 			newStatus.Conditions[i], replaced = cond, true
 		}
 	}

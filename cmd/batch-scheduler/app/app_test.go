@@ -15,14 +15,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 )
 
 // execute runs the command with args and returns its exit code, stdout and
