@@ -91,6 +91,10 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 			case <-time.After(backoff):
 			case <-ctx.Done():
 			}
+			if ctx.Err() != nil {
+				// Stopping: another attempt could only fail.
+				break
+			}
 			backoff *= 2
 		}
 	}

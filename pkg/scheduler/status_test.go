@@ -1,0 +1,181 @@
+package scheduler
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+func unschedulableCond(msg string) v1.PodCondition {
+	return v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg}
+}
+
+func TestHasCondition(t *testing.T) {
+	want := unschedulableCond("0/1 nodes are available: 1 Insufficient cpu.")
+	ready := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: want.Message}
+	tests := []struct {
+		name       string
+		conditions []v1.PodCondition
+		want       bool
+	}{
+		{"no conditions", nil, false},
+		{"same", []v1.PodCondition{ready, want}, true},
+		{"same, whatever the times", []v1.PodCondition{func() v1.PodCondition {
+			c := want
+			c.LastTransitionTime = metav1.Now()
+			return c
+		}()}, true},
+		{"other message", []v1.PodCondition{unschedulableCond("0/2 nodes are available: 2 Insufficient cpu.")}, false},
+		{"other status", []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}, false},
+		{"other reason", []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "SchedulerError", Message: want.Message}}, false},
+		{"only another type says it", []v1.PodCondition{ready}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := st.MakePod().Name("p").Obj()
+			pod.Status.Conditions = tt.conditions
+			if got := hasCondition(pod, want); got != tt.want {
+				t.Errorf("hasCondition = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPatchCondition(t *testing.T) {
+	old := metav1.NewTime(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))
+	ready := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: old}
+	tests := []struct {
+		name       string
+		conditions []v1.PodCondition
+		// keepsTime: the new condition keeps the old transition time.
+		keepsTime bool
+	}{
+		{name: "added"},
+		{name: "added next to others, which stay", conditions: []v1.PodCondition{ready}},
+		{
+			name:       "transition from True",
+			conditions: []v1.PodCondition{ready, {Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: old}},
+		},
+		{
+			name:       "new message, same status",
+			conditions: []v1.PodCondition{func() v1.PodCondition { c := unschedulableCond("old"); c.LastTransitionTime = old; return c }(), ready},
+			keepsTime:  true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			pod := st.MakePod().Name("p").Obj()
+			pod.Status.Conditions = tt.conditions
+			h.addPod(pod)
+			start := metav1.Now().Rfc3339Copy()
+
+			if err := h.sched.patchCondition(t.Context(), pod, unschedulableCond("new")); err != nil {
+				t.Fatalf("patchCondition: %v", err)
+			}
+
+			got := h.apiPod(pod)
+			var others int
+			for _, c := range got.Status.Conditions {
+				if c.Type == v1.PodReady {
+					others++
+					if c.Status != ready.Status || c.Reason != ready.Reason || !c.LastTransitionTime.Equal(&ready.LastTransitionTime) {
+						t.Errorf("the Ready condition changed: %+v", c)
+					}
+				}
+			}
+			if wantOthers := countType(tt.conditions, v1.PodReady); others != wantOthers {
+				t.Errorf("%d Ready conditions, want %d", others, wantOthers)
+			}
+			c := podScheduledCondition(got)
+			if c == nil || c.Status != v1.ConditionFalse || c.Reason != v1.PodReasonUnschedulable || c.Message != "new" {
+				t.Fatalf("PodScheduled = %+v, want False/Unschedulable \"new\"", c)
+			}
+			if n := countType(got.Status.Conditions, v1.PodScheduled); n != 1 {
+				t.Errorf("%d PodScheduled conditions, want 1", n)
+			}
+			if tt.keepsTime {
+				if !c.LastTransitionTime.Equal(&old) {
+					t.Errorf("LastTransitionTime = %v, want it kept at %v", c.LastTransitionTime, old)
+				}
+			} else if c.LastTransitionTime.Before(&start) {
+				t.Errorf("LastTransitionTime = %v, want now (after %v)", c.LastTransitionTime, start)
+			}
+		})
+	}
+}
+
+func countType(conds []v1.PodCondition, t v1.PodConditionType) int {
+	n := 0
+	for _, c := range conds {
+		if c.Type == t {
+			n++
+		}
+	}
+	return n
+}
+
+func TestPatchConditionOfDeletedPod(t *testing.T) {
+	h := newHarness(t)
+	pod := st.MakePod().Name("gone").Obj()
+	err := h.sched.patchCondition(t.Context(), pod, unschedulableCond("x"))
+	if err == nil || !strings.Contains(err.Error(), "patching the status of pod default/gone") {
+		t.Errorf("err = %v, want a patch error naming the pod", err)
+	}
+}
+
+func TestPodMessage(t *testing.T) {
+	gang := cache.JobID{Namespace: "ns", Name: "g", Gang: true}
+	single := cache.JobID{Namespace: "ns", Name: "p"}
+	invalid := errors.New("job ns/g: bad min-available")
+	tests := []struct {
+		name       string
+		job        cache.JobID
+		jobErr     error
+		own        string
+		jobMessage string
+		want       string
+	}{
+		{name: "gang: both", job: gang, own: "0/3 nodes are available: 3 Insufficient cpu.", jobMessage: "gang ns/g: 3 of 4 tasks could be placed, min-available 4",
+			want: "gang ns/g: 3 of 4 tasks could be placed, min-available 4; 0/3 nodes are available: 3 Insufficient cpu."},
+		{name: "gang: own only", job: gang, own: "0/3 nodes are available: 3 Insufficient cpu.", want: "0/3 nodes are available: 3 Insufficient cpu."},
+		{name: "gang: job only", job: gang, jobMessage: "waiting for tasks: 2 of min-available 3 exist", want: "waiting for tasks: 2 of min-available 3 exist"},
+		{name: "gang: neither", job: gang, want: "no node could be chosen"},
+		{name: "gang: validation error with a verdict", job: gang, jobErr: invalid, jobMessage: "waiting for tasks: 2 of min-available 3 exist",
+			want: "waiting for tasks: 2 of min-available 3 exist (job ns/g: bad min-available)"},
+		{name: "gang: validation error alone", job: gang, jobErr: invalid, want: "(job ns/g: bad min-available)"},
+		{name: "gang: validation error and own", job: gang, jobErr: invalid, own: "no nodes available to schedule pods",
+			want: "(job ns/g: bad min-available); no nodes available to schedule pods"},
+		{name: "single pod: the job's verdict is left out", job: single, own: "0/1 nodes are available: 1 Insufficient cpu.", jobMessage: "job ns/pod:p: 0 of 1 tasks could be placed, min-available 1",
+			want: "0/1 nodes are available: 1 Insufficient cpu."},
+		{name: "single pod: job only", job: single, jobMessage: "not now", want: "not now"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := st.MakePod().Namespace("ns").Name("p").Obj()
+			c := &cycle{job: &framework.Job{ID: tt.job, Err: tt.jobErr}, failures: map[string]string{}}
+			if tt.own != "" {
+				c.failures["ns/p"] = tt.own
+			}
+			if got := podMessage(c, pod, tt.jobMessage); got != tt.want {
+				t.Errorf("podMessage = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCacheAttemptForBindError(t *testing.T) {
+	err := errors.New("boom")
+	a := cacheAttemptForBindError(err)
+	if a.Reason != "binding failed: boom" || !errors.Is(a.Err, err) || len(a.Events) != 0 {
+		t.Errorf("attempt = %+v, want an error attempt for boom", a)
+	}
+}
