@@ -40,6 +40,10 @@ var (
 	// ErrWrongState: the object is in the cache, but not in the state the
 	// call expects (e.g. AddPendingPod of a pod the cache has as bound).
 	ErrWrongState = errors.New("in an unexpected state in the scheduler cache")
+	// ErrAlreadyQueued: AddUnschedulable for a job that already waits (e.g.
+	// a second pod of one gang whose bind failed). The job is retried
+	// anyway; callers may treat it as informational.
+	ErrAlreadyQueued = errors.New("already waiting in the scheduling queue")
 )
 
 // Options configure a SchedulerCache. Only Client is required to Run.

@@ -431,7 +431,7 @@ func (q *SchedulingQueue) AddUnschedulable(job *QueuedJob, attempt Attempt) erro
 		return nil
 	}
 	if e.where != inFlight && e.where != awaitingBinding {
-		return fmt.Errorf("parking job %s as unschedulable: it is already in the %s queue", job.ID, e.where)
+		return fmt.Errorf("parking job %s as unschedulable: it is already in the %s queue: %w", job.ID, e.where, ErrAlreadyQueued)
 	}
 	if e.where == inFlight && e.Cycle != job.Cycle {
 		klog.V(4).InfoS("Attempt of a job failed while a newer attempt is in flight; the newer one will be retried",

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -61,13 +63,22 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 	}
 }
 
+// bindCallTimeout bounds one bind call, which is not cancelled with the
+// scheduler's context.
+const bindCallTimeout = 30 * time.Second
+
 // bind binds one pod, retrying with backoff; on final failure it rolls the
 // assumption back and requeues the job.
 func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName string) {
 	backoff := s.opts.BindBackoff
 	var st *framework.Status
 	for attempt := 1; attempt <= s.opts.BindAttempts; attempt++ {
-		st = c.fwk.RunBindPlugins(ctx, c.state, pod, nodeName)
+		// A bind call in flight finishes even when the scheduler stops (on
+		// SIGTERM or a lost lease): abandoning it would leave the API's
+		// answer unknown. No new attempt starts after ctx ends.
+		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindCallTimeout)
+		st = c.fwk.RunBindPlugins(callCtx, c.state, pod, nodeName)
+		cancel()
 		if st.IsSuccess() {
 			if err := s.cache.FinishBinding(pod); err != nil {
 				klog.ErrorS(err, "Finishing the binding of a pod", "pod", klog.KObj(pod))
@@ -109,7 +120,9 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 		return
 	}
 	s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Binding", "Binding rejected: %v", err)
-	if qerr := s.queue.AddUnschedulable(c.qj, cacheAttemptForBindError(err)); qerr != nil {
+	if qerr := s.queue.AddUnschedulable(c.qj, cacheAttemptForBindError(err)); errors.Is(qerr, cache.ErrAlreadyQueued) {
+		klog.V(4).InfoS("Job of a pod whose bind failed is already waiting", "job", c.job.ID, "pod", klog.KObj(pod))
+	} else if qerr != nil {
 		klog.ErrorS(qerr, "Requeueing a job after a failed bind", "job", c.job.ID)
 	}
 }
