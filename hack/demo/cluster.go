@@ -38,7 +38,9 @@ const (
 //	large 16 cpu, 64Gi: 12 cpu, 56Gi free; big-sort and ingest take
 //	       7 cpu, 8Gi, leaving 48Gi: room for 3 of the 16Gi train tasks
 //	       (not 4, whatever the order) and 1 of the 30Gi eval tasks (not 2)
-//	gpu    4 GPUs, notebook holds 2: retrain (high) or finetune (low), not both
+//	gpu    8 cpu, 32Gi, 4 GPUs; notebook, retrain and finetune want 2 cpu,
+//	       8Gi, 2 GPUs each: after notebook, room for one more only by GPUs;
+//	       retrain (high priority) or finetune (low), not both
 //	edge   joins later, 22Gi free: 1 train task, no eval task
 
 // priorityClasses are created before the pods that name them: the API
@@ -99,10 +101,10 @@ func seedPods() []*v1.Pod {
 		// finetune (low priority) is created before retrain (high
 		// priority); both want the GPU node's last 2 GPUs.
 		withPriorityClass("batch-low", withLimits(st.MakePod().Namespace("ml").Name("finetune").
-			Req(res{"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"}).
+			Req(res{"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "2"}).
 			NodeSelector(gpuPool).Toleration(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj())),
 		withPriorityClass("batch-high", withLimits(st.MakePod().Namespace("ml").Name("retrain").
-			Req(res{"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"}).
+			Req(res{"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "2"}).
 			NodeSelector(gpuPool).Toleration(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj())),
 		// Selects the GPU node but forgot the toleration.
 		withLimits(st.MakePod().Namespace("ml").Name("inference").

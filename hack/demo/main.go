@@ -1,23 +1,31 @@
 // Command demo runs batch-scheduler — the real command, in this process —
-// against a real etcd and kube-apiserver, and shows what its cache sees.
+// against a real etcd and kube-apiserver, and shows where it places pods
+// and why the others wait.
 //
 // It starts the control plane of test/controlplane (binaries in bin/, built
-// by `make control-plane`), seeds a small cluster through the API, starts
-// the scheduler with app.NewSchedulerCommand and waits for /readyz, then
-// prints the cache as /debug/cache reports it. It then changes the cluster
-// a few times and, after each change, waits until /debug/cache shows the
-// change and prints it again. The demo looks at the scheduler only through
-// its HTTP endpoints, as an operator would.
+// by `make control-plane`), seeds a small cluster through the API (nodes of
+// different sizes, labels and taints, pods bound by another scheduler,
+// priority classes, single pods and gang jobs for batch-scheduler), and
+// starts the scheduler with app.NewSchedulerCommand and leader election
+// off. It prints the outcome it expects, waits (polling, bounded) until the
+// API shows exactly that outcome — each pod bound to the expected node, or
+// PodScheduled=False/Unschedulable with the expected message — and until
+// /debug/cache agrees, then prints every pod's placement and the nodes. It
+// then changes the cluster (a node joins, a bound pod is deleted) and does
+// the same after each change. A different outcome fails the demo, so it
+// doubles as a smoke test of the scheduler. The demo sees the scheduler
+// only through the API and its HTTP endpoints, as an operator would.
 //
-// Run it from the repository root with `make demo`, which sets TMPDIR to
+// Run it from the repository root with `make demo`, with TMPDIR set to
 // _output/tmp: the control plane keeps its data and certificates there and
 // removes them when it stops. (`go run` itself needs TMPDIR to exist; the
 // demo creates it too, for a built binary.) The scheduler's log goes to
 // _output/demo/batch-scheduler.log so that it does not mix with the tables.
 //
 // Ctrl-C (or SIGTERM, SIGHUP) stops the scheduler and the control plane
-// and exits with 130; any failure is printed, everything is stopped, and
-// the exit code is 1. A closed stdout does not stop the demo early.
+// and exits with 130; any failure, including an unexpected outcome, is
+// printed, everything is stopped, and the exit code is 1. A closed stdout
+// does not stop the demo early.
 package main
 
 import (
@@ -26,10 +34,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
@@ -47,8 +55,8 @@ func main() {
 // runMain runs the demo and returns the process exit code.
 func runMain() int {
 	// Ctrl-C, kill and a closed terminal all end the demo the same way:
-	// cleanly. cp.StopOnSignal backs this up for SIGINT and SIGTERM.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// cleanly. forceStopOnSignal backs this up.
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	// A closed stdout (`make demo | head`) must not kill the demo before it
 	// has stopped the control plane: writes then just fail.
@@ -68,6 +76,7 @@ func runMain() int {
 // run is the whole demo. Whatever happens, it stops what it started before
 // returning; the error it returns includes any failure to stop.
 func run(ctx context.Context) (err error) {
+	started := time.Now()
 	fmt.Println("batch-scheduler demo: the real command against a real etcd + kube-apiserver")
 	if err := ensureTempDir(); err != nil {
 		return err
@@ -85,20 +94,27 @@ func run(ctx context.Context) (err error) {
 	}); err != nil {
 		return err
 	}
-	// Ctrl-C stops the control plane even if the demo is stuck somewhere.
-	defer cp.StopOnSignal()()
+	// A second Ctrl-C stops the control plane even if the cleanup is stuck.
+	defer forceStopOnSignal(cp)()
 	defer func() {
 		err = errors.Join(err, progress("stopping etcd and kube-apiserver", cp.Stop))
 	}()
 
-	nodes, pods := seedNodes(), seedPods()
-	if err := progress(fmt.Sprintf("seeding %d nodes and %d pods through the API", len(nodes), len(pods)), func() error {
-		return seed(ctx, cp.Client, nodes, pods)
+	classes, nodes, pods := priorityClasses(), seedNodes(), seedPods()
+	script := steps()
+	if err := checkScript(script, ourPods(pods)); err != nil {
+		return err
+	}
+	if err := progress(fmt.Sprintf("seeding %d priority classes, %d nodes and %d pods through the API", len(classes), len(nodes), len(pods)), func() error {
+		return seed(ctx, cp.Client, classes, nodes, pods)
 	}); err != nil {
 		return err
 	}
 	for _, n := range nodes {
 		fmt.Println("    node", describeNode(n))
+	}
+	for _, pc := range classes {
+		fmt.Printf("    priority class %s: %d\n", pc.Name, pc.Value)
 	}
 
 	addr, err := freeLoopbackAddress()
@@ -111,58 +127,114 @@ func run(ctx context.Context) (err error) {
 			err = errors.Join(err, progress("stopping batch-scheduler", s.stop))
 		}
 	}()
-	if err := progress(fmt.Sprintf("starting batch-scheduler --listen-address %s and waiting for /readyz (log: %s)", addr, logPath), func() error {
+	if err := progress(fmt.Sprintf("starting batch-scheduler --leader-elect=false --listen-address %s and waiting for /readyz (log: %s)", addr, logPath), func() error {
 		s = startScheduler(ctx, cp.KubeconfigPath, addr)
 		return s.waitReady(ctx)
 	}); err != nil {
 		return err
 	}
 
-	if err := showInitial(ctx, s, pods); err != nil {
-		return err
-	}
-	for i, c := range liveChanges() {
-		if err := showChange(ctx, s, cp.Client, i+2, c); err != nil {
+	for i, st := range script {
+		if err := runStep(ctx, s, cp.Client, i+1, st); err != nil {
 			return err
 		}
 	}
-
-	fmt.Println()
-	fmt.Println("Not in this demo yet: the scheduling loop. The pending jobs above stay in the")
-	fmt.Println("active queue; placing them on nodes, and the reasons a job does not fit, come")
-	fmt.Println("with a later issue.")
-	fmt.Println()
+	fmt.Printf("\nEvery outcome was as expected (%d steps, %.1fs since the demo started).\n\n", len(script), time.Since(started).Seconds())
 	return nil
 }
 
-// showInitial waits until the cache holds exactly the seeded pods that are
-// batch-scheduler's business, and prints it.
-func showInitial(ctx context.Context, s *scheduler, pods []*v1.Pod) error {
-	d, err := s.waitForDump(ctx, "every seeded pod of ours", func(d *cache.CacheDump) bool {
-		return sameKeys(taskKeys(d), expectedKeys(pods))
+// runStep prints what st should lead to, applies its change, waits until
+// the API shows that outcome and /debug/cache agrees, and prints both. If
+// the outcome differs, it prints what it saw and fails.
+func runStep(ctx context.Context, s *scheduler, client kubernetes.Interface, n int, st step) error {
+	fmt.Printf("\n== %d. %s\n\n", n, st.title)
+	printExpected(st.expect, st.shown)
+	start := time.Now()
+	if st.apply != nil {
+		if err := st.apply(ctx, client); err != nil {
+			return fmt.Errorf("step %d: %w", n, err)
+		}
+	}
+	var states map[string]podState
+	err := s.poll(ctx, "the expected outcome", func() (bool, error) {
+		var err error
+		if states, err = observe(ctx, client); err != nil {
+			return false, err
+		}
+		pending, final := compare(st.expect, states)
+		switch {
+		case len(final) > 0:
+			return false, finalError{errors.New(strings.Join(final, "; "))}
+		case len(pending) > 0:
+			return false, errors.New(strings.Join(pending, "; "))
+		}
+		return true, nil
+	})
+	took := time.Since(start)
+	if err != nil {
+		if states != nil && ctx.Err() == nil {
+			d, _ := s.dump(ctx)
+			fmt.Println("\nactual:")
+			printPlacements(states, d)
+		}
+		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
+	}
+	d, err := s.waitForDump(ctx, "every bound pod on its node and none merely assumed", func(d *cache.CacheDump) bool {
+		return cacheAgrees(d, states)
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("step %d: %w", n, err)
 	}
-	printStep("1. The seeded cluster as the cache sees it. Pods bound by default-scheduler count on their\n"+
-		"   nodes; web/cache-1 is bound to node edge, which does not exist yet, so it waits on a placeholder;\n"+
-		"   pending pods for batch-scheduler are grouped into jobs and queued; web/frontend-3 is pending for\n"+
-		"   default-scheduler, so it is not ours and not in the cache.", d)
+	fmt.Println()
+	printPlacements(states, d)
+	fmt.Println()
+	printNodes(d)
+	since := "the scheduler was ready"
+	if st.apply != nil {
+		since = "the change"
+	}
+	fmt.Printf("\n-> as expected, %.1fs after %s\n", took.Seconds(), since)
 	return nil
 }
 
-// showChange applies c through the API, waits until the cache shows it and
-// prints the cache under the step number n.
-func showChange(ctx context.Context, s *scheduler, client kubernetes.Interface, n int, c change) error {
-	if err := c.apply(ctx, client); err != nil {
-		return fmt.Errorf("step %d: %w", n, err)
+// stopSignals end the demo.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// cleanupTimeout bounds the orderly cleanup after a signal: stopping the
+// scheduler (at most waitTimeout) and the control plane.
+const cleanupTimeout = waitTimeout + 15*time.Second
+
+// forceStopOnSignal is the backup for an interrupted demo whose orderly
+// cleanup is stuck: after a first signal (which cancels run's context and
+// so starts that cleanup), a second signal, or cleanupTimeout, stops the
+// control plane at once and exits with 130. (controlplane.StopOnSignal
+// acts on the first signal, racing the orderly cleanup and cutting its
+// output short.) The returned function removes the handler.
+func forceStopOnSignal(cp *controlplane.ControlPlane) (cancel func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, stopSignals...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-ch:
+			fmt.Fprintf(os.Stderr, "\ndemo: %s again: stopping the control plane now\n", sig)
+		case <-time.After(cleanupTimeout):
+			fmt.Fprintf(os.Stderr, "\ndemo: the cleanup is taking longer than %s: stopping the control plane now\n", cleanupTimeout)
+		case <-done:
+			return
+		}
+		_ = cp.Stop() // safe while the cleanup calls it too
+		os.Exit(130)
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
 	}
-	d, err := s.waitForDump(ctx, c.shows, c.done)
-	if err != nil {
-		return fmt.Errorf("step %d: %w", n, err)
-	}
-	printStep(fmt.Sprintf("%d. %s", n, c.title), d)
-	return nil
 }
 
 // progress prints a progress line for what fn does, then how it went.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -11,7 +12,7 @@ import (
 )
 
 // whyWidth is where the WHY column wraps.
-const whyWidth = 100
+const whyWidth = 90
 
 // printExpected prints the outcome of the groups named shown.
 func printExpected(expect []outcome, shown []string) {
@@ -25,26 +26,21 @@ func printExpected(expect []outcome, shown []string) {
 	w.Flush()
 }
 
-// printPlacements prints every pod: its job in the cache, its node and why
-// it is there or not.
+// printPlacements prints every pod: its job in the cache (without the
+// namespace, which the pod's key shows), its node and why it is there or
+// not.
 func printPlacements(states map[string]podState, d *cache.CacheDump) {
 	jobs := map[string]string{}
 	if d != nil {
 		for _, j := range d.Jobs {
 			for _, t := range j.Tasks {
-				jobs[t.Pod] = j.ID
+				jobs[t.Pod] = j.ID[strings.Index(j.ID, "/")+1:]
 			}
 		}
 	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAMESPACE/POD\tJOB\tNODE\tWHY")
-	for _, key := range slices.Sorted(func(yield func(string) bool) {
-		for k := range states {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, key := range slices.Sorted(maps.Keys(states)) {
 		s := states[key]
 		job, node := jobs[key], s.node
 		if job == "" {

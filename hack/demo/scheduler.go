@@ -19,7 +19,8 @@ import (
 
 const (
 	// waitTimeout bounds every wait of the demo: for /readyz, for the
-	// cache to show a change, and for the scheduler to stop.
+	// expected outcome of a step, for the cache to agree with the API, and
+	// for the scheduler to stop.
 	waitTimeout = 30 * time.Second
 	// pollInterval is how often the endpoints are asked while waiting.
 	pollInterval = 50 * time.Millisecond
