@@ -3,7 +3,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/batch-scheduler/batch-scheduler/pkg/version.gitVersion=$(VERSION)
 
-.PHONY: all build control-plane test unit-test e2e-test verify bench cover demo clean
+.PHONY: all build control-plane test unit-test e2e-test verify bench bench-scheduling cover demo clean
 
 all: build
 
@@ -40,9 +40,14 @@ bench:
 cover:
 	hack/cover.sh
 
-## demo: run the event-handler framework on a small seeded cluster
-demo:
-	$(GO) run ./hack/demo
+## demo: start a local control plane, seed a small cluster, run batch-scheduler on it
+demo: control-plane
+	mkdir -p _output/tmp
+	TMPDIR=$(CURDIR)/_output/tmp $(GO) run ./hack/demo
+
+## bench-scheduling: pods/s of the scheduler vs the API server's raw binding ceiling
+bench-scheduling: control-plane
+	hack/bench-scheduling.sh
 
 clean:
 	rm -rf bin _output
