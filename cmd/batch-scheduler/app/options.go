@@ -20,6 +20,10 @@ type Options struct {
 	Master       string
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// EventsQPS and EventsBurst limit the separate client that writes
+	// Kubernetes events, so that events never compete with binding.
+	EventsQPS   float32
+	EventsBurst int
 
 	SchedulerNames []string
 	NodeSelector   string
@@ -50,6 +54,8 @@ func NewOptions() *Options {
 	return &Options{
 		KubeAPIQPS:     50,
 		KubeAPIBurst:   100,
+		EventsQPS:      50,
+		EventsBurst:    100,
 		SchedulerNames: []string{"batch-scheduler"},
 		EventHandler:   defaulthandler.Name,
 		ListenAddress:  ":10351",
@@ -73,6 +79,8 @@ func (o *Options) Flags(handlerNames []string) cliflag.NamedFlagSets {
 	fs.StringVar(&o.Master, "master", o.Master, "Address of the Kubernetes API server; overrides the kubeconfig's server.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second allowed to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries allowed to the API server.")
+	fs.Float32Var(&o.EventsQPS, "events-qps", o.EventsQPS, "Queries per second of the separate client that writes events (Scheduled, FailedScheduling). Events are best effort: above this rate they are aggregated or dropped rather than slowing binding.")
+	fs.IntVar(&o.EventsBurst, "events-burst", o.EventsBurst, "Burst of the events client.")
 
 	fs = fss.FlagSet("scheduling")
 	fs.StringSliceVar(&o.SchedulerNames, "scheduler-name", o.SchedulerNames, "Schedule pods whose spec.schedulerName is this value. Repeat (or comma-separate) for several names.")

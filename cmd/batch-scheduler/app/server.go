@@ -230,7 +230,13 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, err
 	}
-	broadcaster := events.NewEventBroadcasterAdapterWithContext(ctx, client)
+	eventsConfig := rest.CopyConfig(restConfig)
+	eventsConfig.QPS, eventsConfig.Burst = o.EventsQPS, o.EventsBurst
+	eventClient, err := kubernetes.NewForConfig(eventsConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating the events client: %w", err)
+	}
+	broadcaster := events.NewEventBroadcasterAdapterWithContext(ctx, eventClient)
 	recorder := broadcaster.NewRecorder("batch-scheduler")
 	profiles, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder})
 	if err != nil {

@@ -199,7 +199,11 @@ func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Po
 		return framework.MinNodeScore, nil
 	}
 	score := total / weights
-	klog.FromContext(ctx).V(10).Info("Scored node", "pod", klog.KObj(pod), "node", node.Name(), "strategy", f.args.ScoringStrategy, "score", score)
+	// Score runs for every node of every cycle: build the log line's
+	// arguments only when it will be written.
+	if logger := klog.FromContext(ctx).V(10); logger.Enabled() {
+		logger.Info("Scored node", "pod", klog.KObj(pod), "node", node.Name(), "strategy", f.args.ScoringStrategy, "score", score)
+	}
 	return score, nil
 }
 
