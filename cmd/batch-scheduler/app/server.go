@@ -294,8 +294,14 @@ func (s *server) run(ctx context.Context) error {
 	klog.InfoS("Serving health, metrics and debug endpoints", "address", ln.Addr().String())
 
 	klog.InfoS("Starting batch-scheduler", "version", version.Get(), "eventHandler", s.opts.EventHandler, "schedulerNames", s.opts.SchedulerNames)
-	s.broadcaster.StartRecordingToSink(ctx.Done())
-	defer s.broadcaster.Shutdown()
+	// Events keep being written until the broadcaster is shut down on the
+	// way out, not cut off (with an error per event) when ctx ends.
+	eventsStop := make(chan struct{})
+	s.broadcaster.StartRecordingToSink(eventsStop)
+	defer func() {
+		s.broadcaster.Shutdown()
+		close(eventsStop)
+	}()
 	if err := s.cache.Run(ctx, s.handler); err != nil {
 		return fmt.Errorf("starting the scheduler cache: %w", err)
 	}
