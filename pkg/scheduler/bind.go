@@ -28,7 +28,7 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 				}
 			}
 			s.undoPlacements(ctx, c)
-			s.requeue(c, c.qj, "", fmt.Errorf("assuming pod %s on node %s: %w", podKey(pod), nodeName, err))
+			s.requeue(c, c.qj, fmt.Errorf("assuming pod %s on node %s: %w", podKey(pod), nodeName, err))
 			return
 		}
 	}

@@ -128,7 +128,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	c, err := s.newCycle(qj)
 	if err != nil {
 		klog.ErrorS(err, "Cannot schedule job", "job", qj.ID)
-		s.requeue(c, qj, "", err)
+		s.requeue(c, qj, err)
 		return
 	}
 	if c == nil {
@@ -139,7 +139,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	klog.V(3).InfoS("Attempting to schedule job", "job", qj.ID, "pending", len(c.job.Pending), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
 
 	if err := s.cache.UpdateSnapshot(s.snapshot); err != nil {
-		s.requeue(c, qj, "", fmt.Errorf("updating the snapshot: %w", err))
+		s.requeue(c, qj, fmt.Errorf("updating the snapshot: %w", err))
 		return
 	}
 	if st := c.fwk.RunPreFilterPlugins(ctx, c.state, c.job); !st.IsSuccess() {
@@ -148,14 +148,14 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 			s.unschedulable(ctx, c, st.Message())
 			return
 		}
-		s.requeue(c, qj, "", fmt.Errorf("pre-filter: %w", st.AsError()))
+		s.requeue(c, qj, fmt.Errorf("pre-filter: %w", st.AsError()))
 		return
 	}
 
 	for _, pod := range c.job.Pending {
 		if err := s.placePod(ctx, c, pod); err != nil {
 			s.undoPlacements(ctx, c)
-			s.requeue(c, qj, "", err)
+			s.requeue(c, qj, err)
 			return
 		}
 	}
@@ -167,7 +167,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 			s.unschedulable(ctx, c, st.Message())
 			return
 		}
-		s.requeue(c, qj, "", fmt.Errorf("permit: %w", st.AsError()))
+		s.requeue(c, qj, fmt.Errorf("permit: %w", st.AsError()))
 		return
 	}
 	if len(c.placed) == 0 {
@@ -363,7 +363,7 @@ func podMessage(c *cycle, pod *v1.Pod, jobMessage string) string {
 }
 
 // requeue puts a job whose cycle failed with an error back after backoff.
-func (s *Scheduler) requeue(c *cycle, qj *cache.QueuedJob, reason string, err error) {
+func (s *Scheduler) requeue(c *cycle, qj *cache.QueuedJob, err error) {
 	profile := ""
 	if c != nil {
 		profile = c.profile
@@ -371,10 +371,7 @@ func (s *Scheduler) requeue(c *cycle, qj *cache.QueuedJob, reason string, err er
 	}
 	s.metrics.Attempts.WithLabelValues(resultError, profile).Inc()
 	klog.ErrorS(err, "Scheduling cycle failed; retrying after backoff", "job", qj.ID)
-	if reason == "" {
-		reason = err.Error()
-	}
-	if qerr := s.queue.AddUnschedulable(qj, cache.Attempt{Reason: reason, Err: err}); qerr != nil {
+	if qerr := s.queue.AddUnschedulable(qj, cache.Attempt{Reason: err.Error(), Err: err}); qerr != nil {
 		klog.ErrorS(qerr, "Requeueing a job", "job", qj.ID)
 	}
 }
