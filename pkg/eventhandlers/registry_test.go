@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,12 +230,24 @@ func TestNewEventHandler(t *testing.T) {
 // fakeCacheStub is a comparable Cache value; its methods are never called.
 type fakeCacheStub struct{ eventhandlers.Cache }
 
+var (
+	registerGlobalOnce sync.Once
+	registerDupOnce    sync.Once
+	globalWant         *stubHandler
+)
+
 func TestGlobalRegistry(t *testing.T) {
 	// The global registry cannot be emptied: names are unique to this test.
 	t.Run("register, list and build", func(t *testing.T) {
 		want := &stubHandler{}
-		eventhandlers.RegisterEventHandler("test-global-b", returning(want, nil))
-		eventhandlers.RegisterEventHandler("test-global-a", returning(want, nil))
+		// The names survive the test; register them once per process so
+		// that -count=N works.
+		registerGlobalOnce.Do(func() {
+			eventhandlers.RegisterEventHandler("test-global-b", returning(want, nil))
+			eventhandlers.RegisterEventHandler("test-global-a", returning(want, nil))
+			globalWant = want
+		})
+		want = globalWant
 		names := eventhandlers.Names()
 		if !slices.IsSorted(names) {
 			t.Errorf("Names() = %q, not sorted", names)
@@ -272,7 +285,7 @@ func TestGlobalRegistry(t *testing.T) {
 		{"test-global-dup", returning(nil, nil), "already registered"},
 		{"test-global-nil", nil, "nil factory"},
 	}
-	eventhandlers.RegisterEventHandler("test-global-dup", returning(nil, nil))
+	registerDupOnce.Do(func() { eventhandlers.RegisterEventHandler("test-global-dup", returning(nil, nil)) })
 	for _, tt := range panics {
 		t.Run("panics on "+tt.want, func(t *testing.T) {
 			defer func() {

@@ -44,7 +44,7 @@ func (r *Registry[F]) Register(name string, factory F) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.factories[name]; dup {
-		return fmt.Errorf("cannot register %s %q: a %s with that name is already registered", r.kind, name, r.kind)
+		return fmt.Errorf("cannot register %s %q: the name is already registered", r.kind, name)
 	}
 	r.factories[name] = factory
 	return nil
