@@ -619,6 +619,9 @@ func (c *SchedulerCache) podDeleted(obj any) {
 	if t, ok := c.tasks[pod.UID]; ok && t.Status == TaskAssumed {
 		klog.V(2).InfoS("Assumed pod was deleted before it was reported bound; dropping it", "pod", klog.KObj(pod), "node", t.NodeName)
 		c.deleteTaskLocked(pod.UID)
+		// Its capacity is free again, as when a bound pod is deleted; the
+		// handler saw a pending pod go and raised nothing.
+		c.queue.MoveAllToActiveOrBackoffQueue(eventhandlers.EventAssignedPodDelete, nil)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -114,6 +115,8 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 	if ferr := s.cache.ForgetPod(pod); ferr != nil {
 		klog.V(2).InfoS("Forgetting the pod after a failed bind", "pod", klog.KObj(pod), "err", ferr)
 	}
+	// The capacity the pod held is free again: jobs it kept out may fit.
+	s.queue.MoveAllToActiveOrBackoffQueue(eventhandlers.EventAssignedPodDelete, nil)
 	c.fwk.RunUnreservePlugins(ctx, c.state, pod, nodeName)
 	if apierrors.IsNotFound(err) {
 		// Deleted while its bind was in flight: nothing to report.

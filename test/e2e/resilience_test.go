@@ -44,15 +44,24 @@ func fastClient(t *testing.T) kubernetes.Interface {
 	return c
 }
 
-// deleteBeforeBind is a Bind plugin that deletes pods labelled doomed=true
-// and then leaves the bind to the next binder, which finds the pod gone:
-// the race of a pod deleted while its bind is in flight, made certain.
-type deleteBeforeBind struct{ h framework.Handle }
+// deleteBeforeBind is a Bind plugin that, for pods labelled doomed=true,
+// waits for release, deletes the pod and then leaves the bind to the next
+// binder, which finds the pod gone: the race of a pod deleted while its
+// bind is in flight, made certain.
+type deleteBeforeBind struct {
+	h       framework.Handle
+	release chan struct{}
+}
 
 func (p *deleteBeforeBind) Name() string { return "DeleteBeforeBind" }
 
 func (p *deleteBeforeBind) Bind(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, _ string) *framework.Status {
 	if pod.Labels["doomed"] == "true" {
+		select {
+		case <-p.release:
+		case <-ctx.Done():
+			return framework.AsStatus(ctx.Err())
+		}
 		if err := p.h.ClientSet().CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, now); err != nil {
 			return framework.AsStatus(err)
 		}
@@ -77,20 +86,32 @@ profiles:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	release := make(chan struct{})
 	plugin := app.WithPlugin("DeleteBeforeBind", func(_ context.Context, _ io.Reader, h framework.Handle) (framework.Plugin, error) {
-		return &deleteBeforeBind{h: h}, nil
+		return &deleteBeforeBind{h: h, release: release}, nil
 	})
 	s := startSchedulerWith(t, []app.Option{plugin}, cp.KubeconfigPath, "--node-selector", poolLabel+"="+pool(t), "--config-path", cfg)
 	s.waitReady(t)
 
+	// Both want the whole node. "doomed" is placed first and its bind held
+	// back, so "next" finds the node full and waits; then "doomed" is
+	// deleted in flight, and the capacity it gives back must wake "next".
 	mustPod(t, st.MakePod().Namespace(ns).Name("doomed").Label("doomed", "true").Req(res{"cpu": "1"}).Obj())
-	s.waitForDump(t, "the doomed pod gone from the cache and its node free", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "doomed assumed", func(d *cache.CacheDump) bool {
 		n := node(d, "inflight-a")
-		return n != nil && len(n.AssumedPods) == 0 && n.Requested.MilliCPU == 0 && job(d, ns+"/pod:doomed") == nil
+		return n != nil && len(n.AssumedPods) == 1
 	})
-	// The whole node is free: a pod needing all of it binds.
 	mustPod(t, st.MakePod().Namespace(ns).Name("next").Req(res{"cpu": "1"}).Obj())
-	waitForPods(t, ns, "next bound", func(n map[string]string) bool { return n["next"] == "inflight-a" })
+	waitUnschedulable(t, ns, "next", "Insufficient cpu")
+	close(release)
+	s.waitForDump(t, "next bound and nothing left of doomed", func(d *cache.CacheDump) bool {
+		n, j := node(d, "inflight-a"), job(d, ns+"/pod:next")
+		return n != nil && len(n.AssumedPods) == 0 && n.Requested.MilliCPU == 1000 && job(d, ns+"/pod:doomed") == nil &&
+			j != nil && len(j.Tasks) == 1 && j.Tasks[0].Node == "inflight-a" && j.Tasks[0].Status == cache.TaskBound
+	})
+	if n := podNodes(t, ns); len(n) != 1 || n["next"] != "inflight-a" {
+		t.Errorf("pods in the API = %v, want only next, on inflight-a", n)
+	}
 }
 
 // metricValue reads one unlabelled sample from a scheduler's /metrics.

@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
@@ -160,10 +161,13 @@ func job(d *cache.CacheDump, id string) *cache.JobDump {
 // createNamespace creates a namespace for one test and deletes it after.
 func createNamespace(t *testing.T) string {
 	t.Helper()
+	// Namespaces are never removed here (no namespace controller), so a
+	// random suffix lets a test run again in the same control plane.
 	name := "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 63 {
-		name = name[:63]
+	if len(name) > 56 {
+		name = name[:56]
 	}
+	name += "-" + utilrand.String(5)
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := cp.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
