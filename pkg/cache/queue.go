@@ -50,7 +50,8 @@ type QueuedJob struct {
 	// Priority is the highest spec.priority among Pods (nil counts as 0).
 	Priority int32
 	// Timestamp is when the job last entered the queue: when its first pod
-	// was added, or when it was put back after a failed attempt.
+	// was created (or first seen, if its creation time is missing or in
+	// the future), or when it was put back after a failed attempt.
 	Timestamp time.Time
 	// InitialTimestamp is when the job first entered the queue.
 	InitialTimestamp time.Time
@@ -657,7 +658,13 @@ func (q *SchedulingQueue) podChanged(id JobID, pod *v1.Pod, relevant bool) {
 	defer q.updateGaugesLocked()
 	e, ok := q.jobs[id]
 	if !ok {
+		// A job enters the queue at its first pod's creation, not when
+		// this process first saw it: after a restart the initial list
+		// arrives in no particular order, and FIFO must still hold.
 		now := q.clock.Now()
+		if created := pod.CreationTimestamp.Time; !created.IsZero() && created.Before(now) {
+			now = created
+		}
 		e = &jobEntry{
 			QueuedJob: QueuedJob{ID: id, Timestamp: now, InitialTimestamp: now},
 			podIndex:  map[types.UID]int{},

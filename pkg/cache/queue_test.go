@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -582,5 +583,27 @@ func TestQueueDump(t *testing.T) {
 	}
 	if d.Unschedulable[0].LastFailure != "too big" || d.Unschedulable[0].UnschedulableSince == nil || d.Backoff[0].LastFailure != "boom" {
 		t.Errorf("failure details missing: %+v %+v", d.Unschedulable[0], d.Backoff[0])
+	}
+}
+
+// Within a priority, jobs leave in the order their first pods were
+// created, whatever order this process saw them in (after a restart the
+// initial list comes in no particular order). Pods without a creation time,
+// or from the future, enter at the time they are seen.
+func TestQueueIsFIFOByCreation(t *testing.T) {
+	q, clk := newTestQueue(t, DefaultLess)
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(epoch.Add(d)) }
+	add(q,
+		st.MakePod().Name("third").Created(at(-1*time.Minute)).Obj(),
+		st.MakePod().Name("first").Created(at(-3*time.Minute)).Obj(),
+		st.MakePod().Name("future").Created(at(time.Hour)).Obj(),
+		st.MakePod().Name("second").Created(at(-2*time.Minute)).Obj(),
+	)
+	clk.Step(time.Second)
+	add(q, st.MakePod().Name("unknown").Obj())
+	got := strings.Join(popAll(t, q), ",")
+	want := "default/pod:first,default/pod:second,default/pod:third,default/pod:future,default/pod:unknown"
+	if got != want {
+		t.Errorf("pop order = %s, want %s", got, want)
 	}
 }
