@@ -19,8 +19,8 @@ type Metrics struct {
 	Attempts *prometheus.CounterVec
 	// AttemptDuration is the time of one cycle (pop to decision) by result.
 	AttemptDuration *prometheus.HistogramVec
-	// E2ELatency is the time from a job's first entry in the queue to the
-	// successful bind of each of its pods.
+	// E2ELatency is the time from a job entering the queue (its first
+	// pod's creation) to the successful bind of each of its pods.
 	E2ELatency prometheus.Histogram
 	// BindErrors counts bind calls that failed, including retried ones.
 	BindErrors prometheus.Counter
@@ -43,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"result"}),
 		E2ELatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "batch_scheduler", Name: "pod_scheduling_e2e_duration_seconds",
-			Help:    "Time from a job's first entry in the queue to the successful bind of each of its pods.",
+			Help:    "Time from the job entering the queue (its first pod's creation) to the successful bind of each of its pods.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 20),
 		}),
 		BindErrors: prometheus.NewCounter(prometheus.CounterOpts{
