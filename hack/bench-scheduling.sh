@@ -31,16 +31,9 @@ esac
 
 hack/build-control-plane.sh
 
-# A benchmark binary killed hard cannot stop the control plane it started:
-# kill processes of this repo's bin/ that were orphaned (as hack/test.sh).
-cleanup_orphans() {
-  ps -eo pid=,ppid=,args= | awk -v bin="${ROOT}/bin/" '$2 == 1 && index($3, bin) == 1 {print $1}' |
-    while read -r pid; do
-      echo "killing orphaned control plane process ${pid}" >&2
-      kill "${pid}" 2>/dev/null || true
-    done
-}
-trap cleanup_orphans EXIT
+# shellcheck source=hack/lib.sh
+source hack/lib.sh
+trap kill_orphaned_control_plane EXIT
 
 mkdir -p _output/tmp
 export TMPDIR="${ROOT}/_output/tmp"

@@ -8,17 +8,9 @@ set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$(pwd)
 
-# A test binary killed hard (a timeout panic, SIGKILL) cannot stop the
-# control plane it started. Kill what it left behind: processes of this
-# repo's bin/ that were orphaned (re-parented to init).
-cleanup_orphans() {
-  ps -eo pid=,ppid=,args= | awk -v bin="${root}/bin/" '$2 == 1 && index($3, bin) == 1 {print $1}' |
-    while read -r pid; do
-      echo "killing orphaned control plane process ${pid}" >&2
-      kill "${pid}" 2>/dev/null || true
-    done
-}
-trap cleanup_orphans EXIT
+# shellcheck source=hack/lib.sh
+source hack/lib.sh
+trap kill_orphaned_control_plane EXIT
 
 mkdir -p _output/tmp
 export TMPDIR="${root}/_output/tmp"
