@@ -1,0 +1,53 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of every type in this package.
+const GroupName = "batch-scheduler.io"
+
+// Version is the API version of every type in this package.
+const Version = "v1alpha1"
+
+// Plural resource names, as used in REST paths and CRD names.
+const (
+	// GrantsResource is the plural resource name of Grant.
+	GrantsResource = "grants"
+	// ExternalWorkloadsResource is the plural resource name of ExternalWorkload.
+	ExternalWorkloadsResource = "externalworkloads"
+)
+
+// SchemeGroupVersion is the group and version of this package's types.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: Version}
+
+// Kind takes an unqualified kind and returns a group-qualified GroupKind.
+func Kind(kind string) schema.GroupKind {
+	return SchemeGroupVersion.WithKind(kind).GroupKind()
+}
+
+// Resource takes an unqualified resource and returns a group-qualified
+// GroupResource.
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
+var (
+	// SchemeBuilder registers this package's types with a scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme adds this package's types to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&Grant{},
+		&GrantList{},
+		&ExternalWorkload{},
+		&ExternalWorkloadList{},
+	)
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

@@ -1,0 +1,146 @@
+package v1alpha1
+
+import (
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GrantPhase is the lifecycle phase of a Grant.
+type GrantPhase string
+
+const (
+	// GrantActive means the capacity is granted and may be used.
+	GrantActive GrantPhase = "Active"
+	// GrantRevoked means the issuer took the capacity back before expiry.
+	GrantRevoked GrantPhase = "Revoked"
+	// GrantExpired means ExpiresAt has passed.
+	GrantExpired GrantPhase = "Expired"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Grant records that an external allocator (Mesos-like) granted a framework
+// capacity on one host. It is cluster-scoped, like the Node it refers to.
+type Grant struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what was granted.
+	Spec GrantSpec `json:"spec"`
+	// Status is the observed state of the grant.
+	// +optional
+	Status GrantStatus `json:"status,omitempty"`
+}
+
+// GrantSpec describes the capacity granted.
+type GrantSpec struct {
+	// Framework names the framework the capacity is granted to.
+	Framework string `json:"framework"`
+	// NodeName is the name of the Node (host) the capacity is on.
+	NodeName string `json:"nodeName"`
+	// Resources is the granted capacity, by resource name. Quantities must
+	// not be negative.
+	Resources v1.ResourceList `json:"resources"`
+	// ExpiresAt is when the grant lapses; nil means it does not expire.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+	// Issuer names who issued the grant (the allocator).
+	Issuer string `json:"issuer"`
+}
+
+// GrantStatus is the observed state of a Grant.
+type GrantStatus struct {
+	// Phase is Active, Revoked or Expired; empty until first observed.
+	// +optional
+	Phase GrantPhase `json:"phase,omitempty"`
+	// Message is a human-readable explanation of Phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// GrantList is a list of Grants.
+type GrantList struct {
+	metav1.TypeMeta `json:",inline"`
+	// ListMeta is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Grants.
+	Items []Grant `json:"items"`
+}
+
+// ExternalWorkloadPhase is the lifecycle phase of an ExternalWorkload.
+type ExternalWorkloadPhase string
+
+const (
+	// ExternalWorkloadPending means the workload is not yet using resources.
+	ExternalWorkloadPending ExternalWorkloadPhase = "Pending"
+	// ExternalWorkloadRunning means the workload is using its resources.
+	ExternalWorkloadRunning ExternalWorkloadPhase = "Running"
+	// ExternalWorkloadStopped means the workload released its resources.
+	ExternalWorkloadStopped ExternalWorkloadPhase = "Stopped"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ExternalWorkload records something outside Kubernetes (a VM, a
+// reservation, ...) that uses resources on one host. It is cluster-scoped,
+// like the Node it refers to.
+type ExternalWorkload struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what the workload uses.
+	Spec ExternalWorkloadSpec `json:"spec"`
+	// Status is the observed state of the workload.
+	// +optional
+	Status ExternalWorkloadStatus `json:"status,omitempty"`
+}
+
+// ExternalWorkloadSpec describes an external workload's footprint.
+type ExternalWorkloadSpec struct {
+	// NodeName is the name of the Node (host) the workload runs on.
+	NodeName string `json:"nodeName"`
+	// Resources is what the workload uses, by resource name. Quantities must
+	// not be negative.
+	Resources v1.ResourceList `json:"resources"`
+	// WorkloadKind says what the workload is, e.g. "vm" or "reservation".
+	// It is not called "kind" because the JSON key "kind" is already taken
+	// by TypeMeta at the top level, and reusing it one level down would be
+	// a trap for readers, tools and unstructured access.
+	WorkloadKind string `json:"workloadKind"`
+	// Owner names who runs the workload.
+	// +optional
+	Owner string `json:"owner,omitempty"`
+}
+
+// ExternalWorkloadStatus is the observed state of an ExternalWorkload.
+type ExternalWorkloadStatus struct {
+	// Phase is Pending, Running or Stopped; empty until first observed.
+	// +optional
+	Phase ExternalWorkloadPhase `json:"phase,omitempty"`
+	// Message is a human-readable explanation of Phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ExternalWorkloadList is a list of ExternalWorkloads.
+type ExternalWorkloadList struct {
+	metav1.TypeMeta `json:",inline"`
+	// ListMeta is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the ExternalWorkloads.
+	Items []ExternalWorkload `json:"items"`
+}

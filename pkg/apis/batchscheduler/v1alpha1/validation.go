@@ -1,0 +1,80 @@
+package v1alpha1
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ValidateGrant checks a Grant's spec and status. Each error names the
+// field path it is about, e.g. "spec.nodeName".
+func ValidateGrant(g *Grant) field.ErrorList {
+	if g == nil {
+		return field.ErrorList{field.Required(field.NewPath(""), "grant is nil")}
+	}
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if g.Spec.Framework == "" {
+		errs = append(errs, field.Required(spec.Child("framework"), "the framework the capacity is granted to"))
+	}
+	errs = append(errs, validateNodeName(g.Spec.NodeName, spec.Child("nodeName"))...)
+	errs = append(errs, validateResources(g.Spec.Resources, spec.Child("resources"))...)
+	if g.Spec.Issuer == "" {
+		errs = append(errs, field.Required(spec.Child("issuer"), "who issued the grant"))
+	}
+	switch g.Status.Phase {
+	case "", GrantActive, GrantRevoked, GrantExpired:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("status", "phase"), g.Status.Phase,
+			[]GrantPhase{GrantActive, GrantRevoked, GrantExpired}))
+	}
+	return errs
+}
+
+// ValidateExternalWorkload checks an ExternalWorkload's spec and status.
+// Each error names the field path it is about, e.g. "spec.workloadKind".
+func ValidateExternalWorkload(w *ExternalWorkload) field.ErrorList {
+	if w == nil {
+		return field.ErrorList{field.Required(field.NewPath(""), "external workload is nil")}
+	}
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	errs = append(errs, validateNodeName(w.Spec.NodeName, spec.Child("nodeName"))...)
+	errs = append(errs, validateResources(w.Spec.Resources, spec.Child("resources"))...)
+	if w.Spec.WorkloadKind == "" {
+		errs = append(errs, field.Required(spec.Child("workloadKind"), "what the workload is, e.g. vm or reservation"))
+	}
+	switch w.Status.Phase {
+	case "", ExternalWorkloadPending, ExternalWorkloadRunning, ExternalWorkloadStopped:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("status", "phase"), w.Status.Phase,
+			[]ExternalWorkloadPhase{ExternalWorkloadPending, ExternalWorkloadRunning, ExternalWorkloadStopped}))
+	}
+	return errs
+}
+
+func validateNodeName(name string, p *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(p, "the host the object is about")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(p, name, msg))
+	}
+	return errs
+}
+
+func validateResources(rl v1.ResourceList, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for name, q := range rl {
+		rp := p.Key(string(name))
+		if name == "" {
+			errs = append(errs, field.Invalid(rp, string(name), "resource name must not be empty"))
+			continue
+		}
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(rp, q.String(), "must be greater than or equal to 0"))
+		}
+	}
+	return errs
+}
