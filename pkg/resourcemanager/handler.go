@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // GroupVersionPath is the path prefix of the store's group and version:
@@ -187,4 +186,3 @@ func writeStatus(w http.ResponseWriter, err apierrors.APIStatus) {
 	_ = json.NewEncoder(w).Encode(st)
 }
 
-var _ runtime.Object = (*metav1.Status)(nil)

@@ -38,7 +38,10 @@
 // ignored; a list is always the current state, which satisfies every
 // match rule except Exact.
 //
-// ResourceVersions start at Options.InitialResourceVersion+1 and are not
+// The empty store is at resourceVersion Options.InitialResourceVersion (at
+// least 1: "0" means "any version" in the protocol, and a reflector that
+// lists "0" and then watches from "0" would never see deletions), and the
+// first change gets InitialResourceVersion+1. ResourceVersions are not
 // persisted. A manager that restarts with fresh state must pass an initial
 // resourceVersion above any it served before (for example a timestamp), or
 // clients resuming a watch from an old resourceVersion may miss changes.
@@ -86,7 +89,7 @@ type Options struct {
 	// Zero means one minute; negative disables bookmarks.
 	BookmarkInterval time.Duration
 	// InitialResourceVersion is the resourceVersion of the empty store; the
-	// first change gets InitialResourceVersion+1.
+	// first change gets InitialResourceVersion+1. Values below 1 mean 1.
 	InitialResourceVersion int64
 }
 
@@ -146,6 +149,9 @@ func New(opts Options) (*Store, error) {
 	}
 	if opts.WatcherBuffer <= 0 {
 		opts.WatcherBuffer = DefaultWatcherBuffer
+	}
+	if opts.InitialResourceVersion < 1 {
+		opts.InitialResourceVersion = 1
 	}
 	if opts.BookmarkInterval == 0 {
 		opts.BookmarkInterval = time.Minute
