@@ -185,4 +185,3 @@ func writeStatus(w http.ResponseWriter, err apierrors.APIStatus) {
 	w.WriteHeader(int(st.Code))
 	_ = json.NewEncoder(w).Encode(st)
 }
-
