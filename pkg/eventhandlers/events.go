@@ -21,6 +21,10 @@ const (
 	CSIDriver             Resource = "CSIDriver"
 	CSIStorageCapacity    Resource = "CSIStorageCapacity"
 	PriorityClass         Resource = "PriorityClass"
+	// Grant and ExternalWorkload come from custom informers (external
+	// resource managers); see pkg/apis/batchscheduler/v1alpha1.
+	Grant            Resource = "Grant"
+	ExternalWorkload Resource = "ExternalWorkload"
 	// WildCard matches every resource in a registered event.
 	WildCard Resource = "*"
 )
