@@ -126,6 +126,8 @@ type SchedulerCache struct {
 	jobs              map[JobID]*JobInfo
 	// assumed holds the state of every task with Status TaskAssumed.
 	assumed map[types.UID]*assumedPod
+	// external holds the external usage by key (see SetExternalUsage).
+	external map[string]externalUsage
 	// numPlaceholders and numPending count placeholder nodes and pending
 	// tasks, for the size gauges.
 	numPlaceholders int
@@ -223,6 +225,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		tasks:      map[types.UID]*TaskInfo{},
 		jobs:       map[JobID]*JobInfo{},
 		assumed:    map[types.UID]*assumedPod{},
+		external:   map[string]externalUsage{},
 		sizeGauges: cacheSizeGauges{
 			nodes:        size.WithLabelValues(metrics.CacheNodes),
 			placeholders: size.WithLabelValues(metrics.CachePlaceholderNodes),
@@ -286,9 +289,9 @@ func (c *SchedulerCache) RemoveNode(node *v1.Node) error {
 	if !ok || item.info.Placeholder {
 		return fmt.Errorf("removing node %q: %w", node.Name, ErrNotFound)
 	}
-	if len(item.info.Pods) > 0 {
-		klog.V(2).InfoS("Node removed while pods are still accounted to it; keeping them on a placeholder",
-			"node", klog.KObj(node), "pods", len(item.info.Pods))
+	if !item.info.empty() {
+		klog.V(2).InfoS("Node removed while pods or external usage are still accounted to it; keeping them on a placeholder",
+			"node", klog.KObj(node), "pods", len(item.info.Pods), "external", len(item.info.ExternalKeys))
 		item.info.makePlaceholder()
 		c.numPlaceholders++
 		c.touchLocked(item)
@@ -800,7 +803,95 @@ func (c *SchedulerCache) removeFromNodeLocked(t *TaskInfo) {
 		klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t.Pod), "node", t.NodeName)
 		return
 	}
-	if item.info.Placeholder && len(item.info.Pods) == 0 {
+	if item.info.Placeholder && item.info.empty() {
+		c.deleteNodeLocked(item)
+		return
+	}
+	c.touchLocked(item)
+}
+
+// externalUsage is one entry of SetExternalUsage.
+type externalUsage struct {
+	node  string
+	usage resources.Resource
+}
+
+// SetExternalUsage implements eventhandlers.ExternalUsageCache. Usage on a
+// node the cache does not know is kept on a placeholder, as for pods.
+func (c *SchedulerCache) SetExternalUsage(key, nodeName string, usage resources.Resource) error {
+	if key == "" {
+		return errors.New("setting external usage: empty key")
+	}
+	if nodeName == "" {
+		return fmt.Errorf("setting external usage %q: empty node name", key)
+	}
+	usage = usage.Clone()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.external[key]; ok {
+		if old.node == nodeName {
+			item := c.nodes[nodeName]
+			item.info.External.Sub(old.usage)
+			item.info.External.Add(usage)
+			c.external[key] = externalUsage{node: nodeName, usage: usage}
+			c.touchLocked(item)
+			return nil
+		}
+		c.removeExternalLocked(key, old)
+	}
+	item, ok := c.nodes[nodeName]
+	if !ok {
+		klog.V(4).InfoS("External usage on a node the cache does not know; accounting it to a placeholder",
+			"key", key, "node", nodeName)
+		item = c.newNodeLocked(nodeName)
+		item.info.makePlaceholder()
+		c.numPlaceholders++
+	}
+	c.external[key] = externalUsage{node: nodeName, usage: usage}
+	item.info.External.Add(usage)
+	// Copy on write: clones share the slice.
+	keys := make([]string, 0, len(item.info.ExternalKeys)+1)
+	keys = append(keys, item.info.ExternalKeys...)
+	i, _ := slices.BinarySearch(keys, key)
+	item.info.ExternalKeys = slices.Insert(keys, i, key)
+	c.touchLocked(item)
+	c.updateSizeGaugesLocked()
+	return nil
+}
+
+// RemoveExternalUsage implements eventhandlers.ExternalUsageCache.
+func (c *SchedulerCache) RemoveExternalUsage(key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.external[key]
+	if !ok {
+		return fmt.Errorf("removing external usage %q: %w", key, ErrNotFound)
+	}
+	c.removeExternalLocked(key, old)
+	c.updateSizeGaugesLocked()
+	return nil
+}
+
+// removeExternalLocked takes the usage old of key off its node, deleting
+// the node if it is a placeholder left empty.
+func (c *SchedulerCache) removeExternalLocked(key string, old externalUsage) {
+	delete(c.external, key)
+	item, ok := c.nodes[old.node]
+	if !ok {
+		klog.ErrorS(nil, "External usage missing from the node the cache accounted it to", "key", key, "node", old.node)
+		return
+	}
+	item.info.External.Sub(old.usage)
+	keys := slices.Clone(item.info.ExternalKeys)
+	if i, found := slices.BinarySearch(keys, key); found {
+		keys = slices.Delete(keys, i, i+1)
+	}
+	if len(keys) == 0 {
+		keys = nil
+		item.info.External = resources.Resource{}
+	}
+	item.info.ExternalKeys = keys
+	if item.info.Placeholder && item.info.empty() {
 		c.deleteNodeLocked(item)
 		return
 	}

@@ -20,8 +20,10 @@ type CustomInformer struct {
 	// exactly as for the native informer of that resource: Node events go
 	// to the NodeEventHandler methods (behind Options.NodeSelector), Pod
 	// events to the pod methods (behind the same responsibility filter),
-	// and a "<plural>.<version>.<group>" resource to the
-	// DynamicEventHandler methods.
+	// a "<plural>.<version>.<group>" resource to the DynamicEventHandler
+	// methods, and Grant and ExternalWorkload to the optional
+	// GrantEventHandler and ExternalWorkloadEventHandler methods (Run fails
+	// if the handler does not implement the interface).
 	Resource eventhandlers.Resource
 	// Informer is started by Run, with Run's context; it must not be
 	// started by anyone else before.
@@ -59,6 +61,9 @@ func (c *SchedulerCache) AddCustomInformer(ci CustomInformer) error {
 // methods, without needing a handler.
 func checkResource(r eventhandlers.Resource) error {
 	if _, ok := nativeMethods[r]; ok {
+		return nil
+	}
+	if _, ok := optionalMethods[r]; ok {
 		return nil
 	}
 	if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {

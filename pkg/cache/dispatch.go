@@ -63,6 +63,27 @@ var nativeMethods = map[eventhandlers.Resource]func(h eventhandlers.Interface) h
 	},
 }
 
+// optionalMethods maps each resource whose handler methods are an optional
+// interface (not part of eventhandlers.Interface) to those methods. Only
+// custom informers serve these resources; the lookup fails, naming the
+// missing interface, when the handler does not implement it.
+var optionalMethods = map[eventhandlers.Resource]func(h eventhandlers.Interface) (handlerMethods, error){
+	eventhandlers.Grant: func(h eventhandlers.Interface) (handlerMethods, error) {
+		g, ok := h.(eventhandlers.GrantEventHandler)
+		if !ok {
+			return handlerMethods{}, fmt.Errorf("event handler %T does not implement eventhandlers.GrantEventHandler, needed for resource %q", h, eventhandlers.Grant)
+		}
+		return handlerMethods{g.AddGrant, g.UpdateGrant, g.DeleteGrant}, nil
+	},
+	eventhandlers.ExternalWorkload: func(h eventhandlers.Interface) (handlerMethods, error) {
+		w, ok := h.(eventhandlers.ExternalWorkloadEventHandler)
+		if !ok {
+			return handlerMethods{}, fmt.Errorf("event handler %T does not implement eventhandlers.ExternalWorkloadEventHandler, needed for resource %q", h, eventhandlers.ExternalWorkload)
+		}
+		return handlerMethods{w.AddExternalWorkload, w.UpdateExternalWorkload, w.DeleteExternalWorkload}, nil
+	},
+}
+
 // dynamicMethods returns the handler's methods for the dynamic resource gvr.
 func dynamicMethods(h eventhandlers.Interface, gvr schema.GroupVersionResource) handlerMethods {
 	return handlerMethods{
@@ -81,6 +102,9 @@ func methodsFor(h eventhandlers.Interface, r eventhandlers.Resource) (handlerMet
 	if native, ok := nativeMethods[r]; ok {
 		return native(h), nil
 	}
+	if optional, ok := optionalMethods[r]; ok {
+		return optional(h)
+	}
 	gvr, err := eventhandlers.ParseDynamicResource(string(r))
 	if err != nil {
 		return handlerMethods{}, err
@@ -89,8 +113,11 @@ func methodsFor(h eventhandlers.Interface, r eventhandlers.Resource) (handlerMet
 }
 
 func nativeResourceNames() []string {
-	names := make([]string, 0, len(nativeMethods))
+	names := make([]string, 0, len(nativeMethods)+len(optionalMethods))
 	for r := range nativeMethods {
+		names = append(names, string(r))
+	}
+	for r := range optionalMethods {
 		names = append(names, string(r))
 	}
 	sort.Strings(names)

@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -33,7 +34,11 @@ type NodeDump struct {
 	Generation  int64              `json:"generation"`
 	Schedulable resources.Resource `json:"schedulable"`
 	Requested   resources.Resource `json:"requested"`
-	Idle        resources.Resource `json:"idle"`
+	// External is the node's external usage (e.g. ExternalWorkloads).
+	External resources.Resource `json:"external"`
+	Idle     resources.Resource `json:"idle"`
+	// ExternalKeys are the keys, sorted, of the external usage.
+	ExternalKeys []string `json:"externalKeys,omitempty"`
 	// Pods are "namespace/name" keys, sorted, of the pods bound or assumed
 	// to the node.
 	Pods []string `json:"pods"`
@@ -145,14 +150,16 @@ func (c *SchedulerCache) dumpState(d *CacheDump) {
 		sort.Strings(pods)
 		sort.Strings(assumed)
 		d.Nodes = append(d.Nodes, NodeDump{
-			Name:        n.name,
-			Placeholder: n.Placeholder,
-			Generation:  n.Generation,
-			Schedulable: n.Schedulable.Clone(),
-			Requested:   n.Requested.Clone(),
-			Idle:        n.Idle(),
-			Pods:        pods,
-			AssumedPods: assumed,
+			Name:         n.name,
+			Placeholder:  n.Placeholder,
+			Generation:   n.Generation,
+			Schedulable:  n.Schedulable.Clone(),
+			Requested:    n.Requested.Clone(),
+			External:     n.External.Clone(),
+			Idle:         n.Idle(),
+			ExternalKeys: slices.Clone(n.ExternalKeys),
+			Pods:         pods,
+			AssumedPods:  assumed,
 		})
 	}
 	sort.Slice(d.Nodes, func(i, j int) bool { return d.Nodes[i].Name < d.Nodes[j].Name })

@@ -210,6 +210,8 @@ func nativeResourceSet(rs []eventhandlers.Resource) (map[eventhandlers.Resource]
 			all = true
 		case nativeMethods[r] != nil:
 			set[r] = true
+		case optionalMethods[r] != nil:
+			// Served by custom informers only.
 		default:
 			if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
 				return nil, fmt.Errorf("resource %q in Options.Resources is neither a native resource (%v), %q, nor a dynamic one: %w",
@@ -236,6 +238,7 @@ func (c *SchedulerCache) warnUnservedResources(gvrs []schema.GroupVersionResourc
 	}
 	for _, r := range c.opts.Resources {
 		if r != eventhandlers.WildCard && nativeMethods[r] == nil && !served[r] {
+			// Dynamic and optional (Grant, ExternalWorkload) resources.
 			klog.InfoS("Cluster events of a resource are needed, but no informer watches it; configure the event handler to watch it",
 				"resource", r)
 		}

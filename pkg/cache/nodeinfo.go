@@ -13,7 +13,7 @@ import (
 // The cache owns the NodeInfos it stores and changes them under its lock;
 // it never hands them out: NodeInfo and Snapshot hold clones. The Node and
 // the TaskInfos are immutable and shared between the cache and its clones;
-// everything else (the Pods slice, Schedulable, Requested) is a clone's
+// everything else (the Pods slice, Schedulable, Requested, External) is a clone's
 // own, so AddPod and RemovePod on a clone never affect the cache.
 type NodeInfo struct {
 	// Node is the cache's copy of the node; nil for a placeholder.
@@ -25,6 +25,12 @@ type NodeInfo struct {
 	Schedulable resources.Resource
 	// Requested is the sum of the requests of the counted pods.
 	Requested resources.Resource
+	// External is the sum of the external usage accounted to the node
+	// (eventhandlers.ExternalUsageCache), e.g. of ExternalWorkloads.
+	External resources.Resource
+	// ExternalKeys are the keys of that usage, sorted. Like Node, the
+	// slice is shared with the cache and must not be modified.
+	ExternalKeys []string
 	// Pods are the tasks bound or assumed to the node, counted or not.
 	Pods []*TaskInfo
 	// Generation is the cache-wide generation of the node's last change.
@@ -59,12 +65,19 @@ func NewNodeInfo(node *v1.Node, pods ...*v1.Pod) *NodeInfo {
 // Name is the node's name, also for a placeholder.
 func (n *NodeInfo) Name() string { return n.name }
 
-// Idle is what is still free: Schedulable minus Requested. It may be
-// negative on an over-committed node.
+// Idle is what is still free: Schedulable minus Requested minus External.
+// It may be negative on an over-committed node.
 func (n *NodeInfo) Idle() resources.Resource {
 	idle := n.Schedulable.Clone()
 	idle.Sub(n.Requested)
+	idle.Sub(n.External)
 	return idle
+}
+
+// empty reports whether nothing is accounted to n: no pods and no external
+// usage. An empty placeholder is deleted.
+func (n *NodeInfo) empty() bool {
+	return len(n.Pods) == 0 && len(n.ExternalKeys) == 0
 }
 
 // Clone returns a copy of n that can be read while the cache changes n,
@@ -125,6 +138,7 @@ func (n *NodeInfo) cloneInto(c *NodeInfo) {
 	*c = *n
 	c.Schedulable = n.Schedulable.Clone()
 	c.Requested = n.Requested.Clone()
+	c.External = n.External.Clone()
 	c.Pods = pods
 }
 

@@ -17,6 +17,7 @@ import (
 // modify an object after handing it over.
 type Cache interface {
 	NodeCache
+	ExternalUsageCache
 	AssignedPodCache
 	PendingPodQueue
 
@@ -34,9 +35,34 @@ type NodeCache interface {
 	// placeholder until they are deleted too.
 	RemoveNode(node *v1.Node) error
 	// NodeIdle returns a copy of what is still free on the named node: its
-	// schedulable capacity minus the requests of the pods counted on it. ok
+	// schedulable capacity minus the requests of the pods counted on it and
+	// minus its external usage (see ExternalUsageCache). ok
 	// is false for an unknown node or a placeholder.
 	NodeIdle(name string) (idle resources.Resource, ok bool)
+}
+
+// ExternalUsageCache accounts resources used on nodes by things the
+// scheduler does not schedule and that are not pods, such as the
+// ExternalWorkloads of an external resource manager.
+//
+// key identifies the external object, e.g. "externalworkload/<name>"; keys
+// are opaque to the cache and must be unique across everything a handler
+// accounts. Usage is counted against its node exactly like the requests of
+// the pods bound to it: the node's idle capacity (NodeIdle, NodeInfo.Idle)
+// shrinks by it. Usage on a node the cache does not know is kept on a
+// placeholder, as for pods, until the node arrives.
+//
+// The cache only accounts: it raises no cluster event. A handler that
+// frees or moves usage should call MoveAllToActiveOrBackoffQueue (e.g. with
+// EventExternalUsageDecrease) so that waiting jobs retry.
+type ExternalUsageCache interface {
+	// SetExternalUsage records that the object key uses usage on the node
+	// nodeName. Setting a key again replaces its earlier usage, which may
+	// have been on another node (the usage moves).
+	SetExternalUsage(key string, nodeName string, usage resources.Resource) error
+	// RemoveExternalUsage forgets the usage of key. An unknown key is an
+	// error wrapping the cache's not-found error.
+	RemoveExternalUsage(key string) error
 }
 
 // AssignedPodCache holds pods that are bound to a node (spec.nodeName set).

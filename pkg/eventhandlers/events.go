@@ -132,6 +132,10 @@ var (
 	// EventAssignedPodDelete: a pod bound to a node went away (or finished),
 	// freeing its resources.
 	EventAssignedPodDelete = ClusterEvent{Resource: Pod, ActionType: Delete, Label: "AssignedPodDelete"}
+	// EventExternalUsageDecrease: external usage (an ExternalWorkload) on a
+	// node went away, shrank, stopped or moved to another node, freeing
+	// resources where it was.
+	EventExternalUsageDecrease = ClusterEvent{Resource: ExternalWorkload, ActionType: Delete | UpdateGeneric, Label: "ExternalUsageDecrease"}
 	// EventUnschedulableTimeout is used when work is moved because it waited
 	// too long in the unschedulable queue, not because of an event.
 	EventUnschedulableTimeout = ClusterEvent{Resource: WildCard, ActionType: All, Label: "UnschedulableTimeout"}

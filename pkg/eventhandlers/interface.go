@@ -132,3 +132,26 @@ type DynamicResourceRequester interface {
 type Runner interface {
 	Run(ctx context.Context)
 }
+
+// GrantEventHandler is an optional interface: a handler that implements it
+// receives the events of Grant objects (pkg/apis/batchscheduler/v1alpha1)
+// from a custom informer whose Resource is Grant. It is not part of
+// Interface, so that handlers written before it keep compiling; the cache
+// finds it by type assertion, and refuses to run (Run returns an error) a
+// custom informer of Grants when the handler does not implement it.
+type GrantEventHandler interface {
+	AddGrant(obj any)
+	UpdateGrant(oldObj, newObj any)
+	DeleteGrant(obj any)
+}
+
+// ExternalWorkloadEventHandler is an optional interface, like
+// GrantEventHandler, for ExternalWorkload objects
+// (pkg/apis/batchscheduler/v1alpha1) from a custom informer whose Resource
+// is ExternalWorkload. A handler typically accounts them with
+// ExternalUsageCache.
+type ExternalWorkloadEventHandler interface {
+	AddExternalWorkload(obj any)
+	UpdateExternalWorkload(oldObj, newObj any)
+	DeleteExternalWorkload(obj any)
+}

@@ -99,6 +99,16 @@ func (f *fakeCache) NodeIdle(name string) (resources.Resource, bool) {
 	return r.Clone(), ok
 }
 
+func (f *fakeCache) SetExternalUsage(key, nodeName string, usage resources.Resource) error {
+	f.record("SetExternalUsage", key+" "+nodeName+" "+usage.String())
+	return f.err
+}
+
+func (f *fakeCache) RemoveExternalUsage(key string) error {
+	f.record("RemoveExternalUsage", key)
+	return f.err
+}
+
 func (f *fakeCache) AddPod(pod *v1.Pod) error {
 	f.record("AddPod", podKey(pod))
 	return f.err

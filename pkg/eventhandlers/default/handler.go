@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -29,17 +31,26 @@ type Args struct {
 	// (e.g. "widgets.v1alpha1.example.com"), that the cache watches with
 	// dynamic informers. Each of their events raises a cluster event.
 	DynamicResources []string `yaml:"dynamicResources"`
+	// ExternalWorkloadNodeLabel, when set, names a label on
+	// ExternalWorkload objects whose value is the name of the node the
+	// workload's usage is accounted to. Workloads without the label (or
+	// with an empty value) fall back to spec.nodeName. Empty (the default):
+	// spec.nodeName only.
+	ExternalWorkloadNodeLabel string `yaml:"externalWorkloadNodeLabel"`
 }
 
 // Handler is the default event handler. Build it with New or NewWithArgs;
 // the zero value has no cache and is not usable.
 //
 // Handler is meant to be embedded: a type embedding *Handler is an
-// eventhandlers.Interface and an eventhandlers.DynamicResourceRequester, and
+// eventhandlers.Interface and an eventhandlers.DynamicResourceRequester (and
+// an eventhandlers.ExternalWorkloadEventHandler and GrantEventHandler), and
 // may override any method. All methods are safe for concurrent use.
 type Handler struct {
 	cache   eventhandlers.Cache
 	dynamic []schema.GroupVersionResource
+	// externalNodeLabel is Args.ExternalWorkloadNodeLabel.
+	externalNodeLabel string
 }
 
 var (
@@ -79,8 +90,14 @@ func NewWithArgs(c eventhandlers.Cache, args Args) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	klog.V(2).InfoS("Built event handler", "handler", Name, "dynamicResources", args.DynamicResources)
-	return &Handler{cache: c, dynamic: gvrs}, nil
+	if l := args.ExternalWorkloadNodeLabel; l != "" {
+		if errs := validation.IsQualifiedName(l); len(errs) > 0 {
+			return nil, fmt.Errorf("externalWorkloadNodeLabel %q is not a valid label key: %s", l, strings.Join(errs, "; "))
+		}
+	}
+	klog.V(2).InfoS("Built event handler", "handler", Name, "dynamicResources", args.DynamicResources,
+		"externalWorkloadNodeLabel", args.ExternalWorkloadNodeLabel)
+	return &Handler{cache: c, dynamic: gvrs, externalNodeLabel: args.ExternalWorkloadNodeLabel}, nil
 }
 
 // parseDynamicResources parses and de-duplicates Args.DynamicResources.
