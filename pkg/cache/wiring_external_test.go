@@ -1,0 +1,132 @@
+package cache_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// noWatchList makes a FakeControllerSource usable by a reflector, which
+// would otherwise try the watch-list protocol it does not support.
+type noWatchList struct{ *fcache.FakeControllerSource }
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+func externalWorkload(name, node, cpu string, phase v1alpha1.ExternalWorkloadPhase) *v1alpha1.ExternalWorkload {
+	return &v1alpha1.ExternalWorkload{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.ExternalWorkloadSpec{NodeName: node, WorkloadKind: "vm",
+			Resources: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}},
+		Status: v1alpha1.ExternalWorkloadStatus{Phase: phase},
+	}
+}
+
+// ExternalWorkloads from a custom informer reach the real default handler
+// through Run and shrink the node's idle capacity.
+func TestExternalWorkloadCustomInformerWiring(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	c, err := cache.New(cache.Options{Client: fake.NewClientset()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := defaulthandler.NewWithArgs(c, defaulthandler.Args{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := fcache.NewFakeControllerSource()
+	defer src.Shutdown()
+	src.Add(externalWorkload("vm1", "host", "3", v1alpha1.ExternalWorkloadRunning))
+	inf := toolscache.NewSharedIndexInformer(noWatchList{src}, &v1alpha1.ExternalWorkload{}, 0, toolscache.Indexers{})
+	if err := c.AddCustomInformer(cache.CustomInformer{Name: "vms", Resource: eventhandlers.ExternalWorkload, Informer: inf}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitForHandlersSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The usage arrived before its node: it waits on a placeholder.
+	if ni, ok := c.NodeInfo("host"); !ok || !ni.Placeholder || ni.External.MilliCPU != 3000 {
+		t.Fatalf("host before its node = %+v, %v", ni, ok)
+	}
+	if err := c.AddOrUpdateNode(st.MakeNode().Name("host").Capacity(res{"cpu": "8", "memory": "16Gi", "pods": "50"}).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle := func(what string, want int64) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			idle, ok := c.NodeIdle("host")
+			return ok && idle.MilliCPU == want, nil
+		})
+		if err != nil {
+			idle, ok := c.NodeIdle("host")
+			t.Fatalf("%s: idle cpu %d (%v), want %d", what, idle.MilliCPU, ok, want)
+		}
+	}
+	waitIdle("after the node arrived", 5000)
+
+	stoppedVM := externalWorkload("vm1", "host", "3", v1alpha1.ExternalWorkloadStopped)
+	src.Modify(stoppedVM)
+	waitIdle("after vm1 stopped", 8000)
+	src.Add(externalWorkload("vm2", "host", "2", v1alpha1.ExternalWorkloadRunning))
+	waitIdle("after vm2 was added", 6000)
+	src.Delete(externalWorkload("vm2", "host", "2", v1alpha1.ExternalWorkloadRunning))
+	waitIdle("after vm2 was deleted", 8000)
+
+	d := c.Dump()
+	for _, e := range d.Events {
+		if e.Resource == string(eventhandlers.ExternalWorkload) && e.Event == "add" && e.Handled < 2 {
+			t.Errorf("dispatch counts %+v, want 2 adds", e)
+		}
+	}
+}
+
+// A custom informer of ExternalWorkloads or Grants needs a handler that
+// implements the optional interface; Run names what is missing.
+func TestOptionalInterfaceMissing(t *testing.T) {
+	for _, tt := range []struct {
+		resource eventhandlers.Resource
+		want     string
+	}{
+		{eventhandlers.ExternalWorkload, "ExternalWorkloadEventHandler"},
+		{eventhandlers.Grant, "GrantEventHandler"},
+	} {
+		t.Run(string(tt.resource), func(t *testing.T) {
+			c, err := cache.New(cache.Options{Client: fake.NewClientset()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dh, err := defaulthandler.NewWithArgs(c, defaulthandler.Args{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Only the methods of Interface: the optional ones are hidden.
+			h := struct{ eventhandlers.Interface }{dh}
+			inf := toolscache.NewSharedIndexInformer(noWatchList{fcache.NewFakeControllerSource()}, &v1alpha1.ExternalWorkload{}, 0, toolscache.Indexers{})
+			if err := c.AddCustomInformer(cache.CustomInformer{Name: "x", Resource: tt.resource, Informer: inf}); err != nil {
+				t.Fatalf("AddCustomInformer: %v", err)
+			}
+			err = c.Run(t.Context(), h)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `"x"`) {
+				t.Fatalf("Run: %v, want an error naming %s and the informer", err, tt.want)
+			}
+		})
+	}
+}
