@@ -10,7 +10,17 @@
 //   - SchedulerCache (cache.go): NodeInfos, TaskInfos and JobInfos. A pod
 //     bound to a node the cache does not know is accounted to a placeholder
 //     NodeInfo, which the node fills when it arrives; removing a node that
-//     still has pods turns it back into a placeholder.
+//     still has pods turns it back into a placeholder. External usage
+//     (SetExternalUsage, e.g. ExternalWorkloads) is kept per key under mu
+//     and summed into NodeInfo.External, which Idle subtracts; it creates
+//     and keeps placeholders like pods do, and a placeholder is deleted
+//     only when neither pods nor external usage remain. Every change
+//     touches the node, so snapshots see it. The cache raises no event for
+//     it; the handler does.
+//   - Dispatch (dispatch.go): nativeMethods maps native resources to
+//     Interface methods; optionalMethods maps Grant and ExternalWorkload
+//     to the optional GrantEventHandler and ExternalWorkloadEventHandler,
+//     and Run fails if a custom informer needs one the handler lacks.
 //   - Assumed pods (cache.go): the scheduler's placements whose bind is in
 //     flight, accounted on their node before the informer reports them
 //     bound; see below.
