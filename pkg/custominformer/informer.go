@@ -9,8 +9,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
@@ -72,11 +74,22 @@ func RegisterSource(name string, factory SourceFactory) {
 // GlobalSourceRegistry returns the registry RegisterSource fills.
 func GlobalSourceRegistry() *SourceRegistry { return globalSources }
 
+// resourceType is what a custom informer needs to know about one resource:
+// its Go type and where an apiserver-like source serves it.
+type resourceType struct {
+	newObj func() runtime.Object
+	gvr    schema.GroupVersionResource
+}
+
 // exampleObjects maps the resources a custom informer may produce to their
-// Go types. Later versions add the external types (grants, workloads).
-var exampleObjects = map[eventhandlers.Resource]func() runtime.Object{
-	eventhandlers.Node: func() runtime.Object { return &v1.Node{} },
-	eventhandlers.Pod:  func() runtime.Object { return &v1.Pod{} },
+// Go types and GroupVersionResources.
+var exampleObjects = map[eventhandlers.Resource]resourceType{
+	eventhandlers.Node: {func() runtime.Object { return &v1.Node{} }, v1.SchemeGroupVersion.WithResource("nodes")},
+	eventhandlers.Pod:  {func() runtime.Object { return &v1.Pod{} }, v1.SchemeGroupVersion.WithResource("pods")},
+	eventhandlers.Grant: {func() runtime.Object { return &v1alpha1.Grant{} },
+		v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.GrantsResource)},
+	eventhandlers.ExternalWorkload: {func() runtime.Object { return &v1alpha1.ExternalWorkload{} },
+		v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.ExternalWorkloadsResource)},
 }
 
 // Built is a custom informer ready to be handed to the scheduler cache.
@@ -90,7 +103,8 @@ type Built struct {
 // type registered in reg. Errors name the informer and its line.
 func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.CustomInformer) (Built, error) {
 	where := fmt.Sprintf("%s: line %d: custom informer %q", path, ci.Line, ci.Name)
-	newObj, ok := exampleObjects[eventhandlers.Resource(ci.Resource)]
+	rt, ok := exampleObjects[eventhandlers.Resource(ci.Resource)]
+	newObj := rt.newObj
 	if !ok {
 		return Built{}, fmt.Errorf("%s: resource %q cannot come from a custom informer (supported: %s)", where, ci.Resource, supportedResources())
 	}

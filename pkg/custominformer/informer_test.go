@@ -76,7 +76,7 @@ func TestBuildErrors(t *testing.T) {
 		is   error
 	}{
 		{"unsupported resource", config.CustomInformer{Name: "a", Resource: "Secret", SourceType: "broken", Line: 4},
-			[]string{"c.yaml: line 4", `"a"`, `resource "Secret"`, "Node, Pod"}, nil},
+			[]string{"c.yaml: line 4", `"a"`, `resource "Secret"`, "ExternalWorkload, Grant, Node, Pod"}, nil},
 		{"unknown source", config.CustomInformer{Name: "b", Resource: "Node", SourceType: "http", Line: 9},
 			[]string{"line 9", `"http"`, "registered: broken"}, nil},
 		{"factory error", config.CustomInformer{Name: "c", Resource: "Pod", SourceType: "broken", Line: 2},

@@ -1,0 +1,314 @@
+package custominformer
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+)
+
+// Source type names registered by this package.
+const (
+	// HTTPSource lists and watches a resource manager that speaks the
+	// Kubernetes list/watch JSON protocol over HTTP(S).
+	HTTPSource = "http"
+	// KubeconfigSource lists and watches another cluster's apiserver (one
+	// serving the batch-scheduler.io CRDs), reached through a kubeconfig.
+	KubeconfigSource = "kubeconfig"
+)
+
+// DefaultListTimeout bounds one list request when the http source's
+// timeout is not set.
+const DefaultListTimeout = time.Minute
+
+func init() {
+	RegisterSource(HTTPSource, newHTTPSource)
+	RegisterSource(KubeconfigSource, newKubeconfigSource)
+}
+
+// HTTPArgs are the settings of the http source.
+type HTTPArgs struct {
+	// URL is the base URL of the manager (http or https). Required.
+	URL string `yaml:"url"`
+	// Path overrides the resource path, which is otherwise derived from the
+	// resource like an apiserver's: /api/v1/nodes,
+	// /apis/batch-scheduler.io/v1alpha1/grants. It is joined to URL's path.
+	Path string `yaml:"path"`
+	// CAFile is a PEM bundle of the CAs that sign the manager's certificate;
+	// without it the system roots are used.
+	CAFile string `yaml:"caFile"`
+	// CertFile and KeyFile are the client certificate and key, both or
+	// neither.
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
+	// BearerTokenFile holds a token sent as "Authorization: Bearer". It is
+	// re-read periodically (client-go: every minute, and after a 401).
+	BearerTokenFile string `yaml:"bearerTokenFile"`
+	// InsecureSkipTLSVerify disables server certificate checks. Discouraged.
+	InsecureSkipTLSVerify bool `yaml:"insecureSkipTLSVerify"`
+	// Timeout bounds one list request (DefaultListTimeout if zero). Watches
+	// are bounded by the reflector's timeoutSeconds instead.
+	Timeout time.Duration `yaml:"timeout"`
+	// QPS and Burst rate-limit requests (client-go defaults if zero).
+	QPS   float32 `yaml:"qps"`
+	Burst int     `yaml:"burst"`
+}
+
+// KubeconfigArgs are the settings of the kubeconfig source.
+type KubeconfigArgs struct {
+	// Kubeconfig is the path of the kubeconfig file. Required.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Context selects a context other than the file's current one.
+	Context string `yaml:"context"`
+	// QPS and Burst rate-limit requests (client-go defaults if zero).
+	QPS   float32 `yaml:"qps"`
+	Burst int     `yaml:"burst"`
+}
+
+// scheme knows the types a custom informer can produce, for decoding.
+var (
+	scheme = runtime.NewScheme()
+	codecs = serializer.NewCodecFactory(scheme)
+)
+
+func init() {
+	if err := v1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+}
+
+func gvrFor(ci config.CustomInformer) (schema.GroupVersionResource, error) {
+	rt, ok := exampleObjects[eventhandlers.Resource(ci.Resource)]
+	if !ok {
+		return schema.GroupVersionResource{}, fmt.Errorf("resource %q cannot come from a custom informer (supported: %s)", ci.Resource, supportedResources())
+	}
+	return rt.gvr, nil
+}
+
+func newHTTPSource(_ context.Context, ci config.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
+	var args HTTPArgs
+	if ci.SourceArgs != nil {
+		if err := config.DecodeStrict(ci.SourceArgs.Clone(), &args); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := args.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	gvr, err := gvrFor(ci)
+	if err != nil {
+		return nil, err
+	}
+	timeout := args.Timeout
+	if timeout == 0 {
+		timeout = DefaultListTimeout
+	}
+	return NewListWatch(cfg, gvr, args.Path, timeout, example)
+}
+
+// restConfig validates the args and turns them into a rest.Config. Errors
+// name the offending field.
+func (a HTTPArgs) restConfig() (*rest.Config, error) {
+	if a.URL == "" {
+		return nil, errors.New("url: required")
+	}
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("url: must be http(s), not %q", a.URL)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("url: %q has no host", a.URL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("url: %q must not have a query or fragment", a.URL)
+	}
+	if a.Path != "" && !strings.HasPrefix(a.Path, "/") {
+		return nil, fmt.Errorf("path: %q must start with /", a.Path)
+	}
+	if a.Timeout < 0 {
+		return nil, fmt.Errorf("timeout: must not be negative")
+	}
+	if err := checkRate(a.QPS, a.Burst); err != nil {
+		return nil, err
+	}
+	cfg := &rest.Config{Host: a.URL, QPS: a.QPS, Burst: a.Burst}
+	if u.Scheme == "http" && (a.CAFile != "" || a.CertFile != "" || a.InsecureSkipTLSVerify) {
+		return nil, errors.New("caFile, certFile, keyFile and insecureSkipTLSVerify need an https url")
+	}
+	if a.CAFile != "" {
+		if a.InsecureSkipTLSVerify {
+			return nil, errors.New("insecureSkipTLSVerify: cannot be used with caFile")
+		}
+		pem, err := os.ReadFile(a.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("caFile: reading %s: %w", a.CAFile, unwrapPathError(err))
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("caFile: %s holds no PEM certificate", a.CAFile)
+		}
+		cfg.TLSClientConfig.CAFile = a.CAFile
+	}
+	switch {
+	case a.CertFile != "" && a.KeyFile == "":
+		return nil, errors.New("keyFile: required with certFile")
+	case a.CertFile == "" && a.KeyFile != "":
+		return nil, errors.New("certFile: required with keyFile")
+	case a.CertFile != "":
+		if _, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile); err != nil {
+			return nil, fmt.Errorf("certFile/keyFile: %w", err)
+		}
+		cfg.TLSClientConfig.CertFile = a.CertFile
+		cfg.TLSClientConfig.KeyFile = a.KeyFile
+	}
+	cfg.TLSClientConfig.Insecure = a.InsecureSkipTLSVerify
+	if a.BearerTokenFile != "" {
+		if _, err := os.ReadFile(a.BearerTokenFile); err != nil {
+			return nil, fmt.Errorf("bearerTokenFile: reading %s: %w", a.BearerTokenFile, unwrapPathError(err))
+		}
+		cfg.BearerTokenFile = a.BearerTokenFile
+	}
+	return cfg, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func checkRate(qps float32, burst int) error {
+	if qps < 0 {
+		return errors.New("qps: must not be negative")
+	}
+	if burst < 0 {
+		return errors.New("burst: must not be negative")
+	}
+	if qps > 0 && burst == 0 {
+		return errors.New("burst: required with qps")
+	}
+	return nil
+}
+
+func newKubeconfigSource(_ context.Context, ci config.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
+	var args KubeconfigArgs
+	if ci.SourceArgs != nil {
+		if err := config.DecodeStrict(ci.SourceArgs.Clone(), &args); err != nil {
+			return nil, err
+		}
+	}
+	if args.Kubeconfig == "" {
+		return nil, errors.New("kubeconfig: required")
+	}
+	if _, err := os.Stat(args.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("kubeconfig: reading %s: %w", args.Kubeconfig, unwrapPathError(err))
+	}
+	if err := checkRate(args.QPS, args.Burst); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: args.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: args.Context},
+	).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %s: %w", args.Kubeconfig, err)
+	}
+	if args.QPS > 0 {
+		cfg.QPS, cfg.Burst = args.QPS, args.Burst
+	}
+	gvr, err := gvrFor(ci)
+	if err != nil {
+		return nil, err
+	}
+	timeout := cfg.Timeout
+	cfg.Timeout = 0 // it would cut watches short; it bounds lists instead
+	if timeout == 0 {
+		timeout = DefaultListTimeout
+	}
+	return NewListWatch(cfg, gvr, "", timeout, example)
+}
+
+// NewListWatch returns a ListerWatcher that lists and watches gvr across
+// all namespaces at the server of cfg, decoding JSON into example's type.
+// path, when set, replaces the apiserver-style resource path. listTimeout,
+// when positive, bounds each list request. cfg is copied, not modified.
+func NewListWatch(cfg *rest.Config, gvr schema.GroupVersionResource, path string, listTimeout time.Duration, example runtime.Object) (cache.ListerWatcher, error) {
+	gvks, _, err := scheme.ObjectKinds(example)
+	if err != nil {
+		return nil, err
+	}
+	listGVK := gvks[0].GroupVersion().WithKind(gvks[0].Kind + "List")
+	if _, err := scheme.New(listGVK); err != nil {
+		return nil, fmt.Errorf("no list type for %v: %w", gvks[0], err)
+	}
+	if path == "" {
+		if gvr.Group == "" {
+			path = "/api/" + gvr.Version + "/" + gvr.Resource
+		} else {
+			path = "/apis/" + gvr.Group + "/" + gvr.Version + "/" + gvr.Resource
+		}
+	}
+	c := rest.CopyConfig(cfg)
+	gv := gvr.GroupVersion()
+	c.GroupVersion = &gv
+	if c.APIPath == "" {
+		c.APIPath = "/apis"
+	}
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.NegotiatedSerializer = codecs.WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	client, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, err
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list, err := scheme.New(listGVK)
+			if err != nil {
+				return nil, err
+			}
+			req := client.Get().AbsPath(path).VersionedParams(&opts, metav1.ParameterCodec)
+			if listTimeout > 0 {
+				req = req.Timeout(listTimeout)
+			}
+			if err := req.Do(ctx).Into(list); err != nil {
+				return nil, err
+			}
+			return list, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.Watch = true
+			return client.Get().AbsPath(path).VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
+		},
+	}, nil
+}
