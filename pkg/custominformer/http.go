@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -60,8 +61,9 @@ type HTTPArgs struct {
 	// neither.
 	CertFile string `yaml:"certFile"`
 	KeyFile  string `yaml:"keyFile"`
-	// BearerTokenFile holds a token sent as "Authorization: Bearer". It is
-	// re-read periodically (client-go: every minute, and after a 401).
+	// BearerTokenFile holds a token sent as "Authorization: Bearer". The
+	// file is re-read when it changes and after a 401, so a rotated token
+	// is used from the next request on.
 	BearerTokenFile string `yaml:"bearerTokenFile"`
 	// InsecureSkipTLSVerify disables server certificate checks. Discouraged.
 	InsecureSkipTLSVerify bool `yaml:"insecureSkipTLSVerify"`
@@ -71,7 +73,20 @@ type HTTPArgs struct {
 	// QPS and Burst rate-limit requests (client-go defaults if zero).
 	QPS   float32 `yaml:"qps"`
 	Burst int     `yaml:"burst"`
+	// MaxObjectBytes is the largest watch event accepted
+	// (DefaultMaxObjectBytes if zero). A larger one ends the watch with an
+	// error and the informer lists again.
+	MaxObjectBytes int64 `yaml:"maxObjectBytes"`
+	// MaxListBytes is the largest list response accepted
+	// (DefaultMaxListBytes if zero). A larger one fails the list.
+	MaxListBytes int64 `yaml:"maxListBytes"`
 }
+
+// Size limits of the http source when its settings leave them zero.
+const (
+	DefaultMaxObjectBytes = 4 << 20
+	DefaultMaxListBytes   = 256 << 20
+)
 
 // KubeconfigArgs are the settings of the kubeconfig source.
 type KubeconfigArgs struct {
@@ -86,8 +101,9 @@ type KubeconfigArgs struct {
 
 // scheme knows the types a custom informer can produce, for decoding.
 var (
-	scheme = runtime.NewScheme()
-	codecs = serializer.NewCodecFactory(scheme)
+	scheme      = runtime.NewScheme()
+	codecs      = serializer.NewCodecFactory(scheme)
+	listDecoder = codecs.UniversalDeserializer()
 )
 
 func init() {
@@ -126,7 +142,7 @@ func newHTTPSource(_ context.Context, ci config.CustomInformer, example runtime.
 	if timeout == 0 {
 		timeout = DefaultListTimeout
 	}
-	return NewListWatch(cfg, gvr, args.Path, timeout, example)
+	return NewListWatchWithLimits(cfg, gvr, args.Path, timeout, example, Limits{MaxObjectBytes: args.MaxObjectBytes, MaxListBytes: args.MaxListBytes})
 }
 
 // restConfig validates the args and turns them into a rest.Config. Errors
@@ -156,6 +172,12 @@ func (a HTTPArgs) restConfig() (*rest.Config, error) {
 	}
 	if err := checkRate(a.QPS, a.Burst); err != nil {
 		return nil, err
+	}
+	if a.MaxObjectBytes < 0 {
+		return nil, errors.New("maxObjectBytes: must not be negative")
+	}
+	if a.MaxListBytes < 0 {
+		return nil, errors.New("maxListBytes: must not be negative")
 	}
 	cfg := &rest.Config{Host: a.URL, QPS: a.QPS, Burst: a.Burst}
 	if u.Scheme == "http" && (a.CAFile != "" || a.CertFile != "" || a.InsecureSkipTLSVerify) {
@@ -188,10 +210,11 @@ func (a HTTPArgs) restConfig() (*rest.Config, error) {
 	}
 	cfg.TLSClientConfig.Insecure = a.InsecureSkipTLSVerify
 	if a.BearerTokenFile != "" {
-		if _, err := os.ReadFile(a.BearerTokenFile); err != nil {
-			return nil, fmt.Errorf("bearerTokenFile: reading %s: %w", a.BearerTokenFile, unwrapPathError(err))
+		tf := &tokenFile{path: a.BearerTokenFile}
+		if err := tf.load(); err != nil {
+			return nil, fmt.Errorf("bearerTokenFile: %w", err)
 		}
-		cfg.BearerTokenFile = a.BearerTokenFile
+		cfg.WrapTransport = tf.wrap
 	}
 	return cfg, nil
 }
@@ -259,7 +282,28 @@ func newKubeconfigSource(_ context.Context, ci config.CustomInformer, example ru
 // all namespaces at the server of cfg, decoding JSON into example's type.
 // path, when set, replaces the apiserver-style resource path. listTimeout,
 // when positive, bounds each list request. cfg is copied, not modified.
+// Responses are bounded by the default Limits.
 func NewListWatch(cfg *rest.Config, gvr schema.GroupVersionResource, path string, listTimeout time.Duration, example runtime.Object) (cache.ListerWatcher, error) {
+	return NewListWatchWithLimits(cfg, gvr, path, listTimeout, example, Limits{})
+}
+
+// Limits bound what a list/watch source accepts from the server.
+type Limits struct {
+	// MaxObjectBytes bounds one watch event (DefaultMaxObjectBytes if
+	// zero).
+	MaxObjectBytes int64
+	// MaxListBytes bounds one list response (DefaultMaxListBytes if zero).
+	MaxListBytes int64
+}
+
+// NewListWatchWithLimits is NewListWatch with explicit size limits.
+func NewListWatchWithLimits(cfg *rest.Config, gvr schema.GroupVersionResource, path string, listTimeout time.Duration, example runtime.Object, limits Limits) (cache.ListerWatcher, error) {
+	if limits.MaxObjectBytes <= 0 {
+		limits.MaxObjectBytes = DefaultMaxObjectBytes
+	}
+	if limits.MaxListBytes <= 0 {
+		limits.MaxListBytes = DefaultMaxListBytes
+	}
 	gvks, _, err := scheme.ObjectKinds(example)
 	if err != nil {
 		return nil, err
@@ -283,7 +327,14 @@ func NewListWatch(cfg *rest.Config, gvr schema.GroupVersionResource, path string
 	}
 	c.ContentType = runtime.ContentTypeJSON
 	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = codecs.WithoutConversion()
+	c.NegotiatedSerializer = limitedSerializer{NegotiatedSerializer: codecs.WithoutConversion(), maxFrame: limits.MaxObjectBytes}
+	wrap := c.WrapTransport
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if wrap != nil {
+			rt = wrap(rt)
+		}
+		return &listLimiter{rt: rt, max: limits.MaxListBytes}
+	}
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -301,8 +352,15 @@ func NewListWatch(cfg *rest.Config, gvr schema.GroupVersionResource, path string
 			if listTimeout > 0 {
 				req = req.Timeout(listTimeout)
 			}
-			if err := req.Do(ctx).Into(list); err != nil {
+			body, err := req.DoRaw(ctx)
+			if err != nil {
 				return nil, err
+			}
+			if err := checkItemSizes(body, limits.MaxObjectBytes); err != nil {
+				return nil, err
+			}
+			if _, _, err := listDecoder.Decode(body, nil, list); err != nil {
+				return nil, fmt.Errorf("decoding the list response: %w", err)
 			}
 			return list, nil
 		},

@@ -25,24 +25,46 @@ type Options struct {
 	// ResyncPeriod, when non-zero, re-delivers every object as an update at
 	// that interval.
 	ResyncPeriod time.Duration
+	// Metrics, when set, receives the informer's per-source metrics, with
+	// Name as the informer label.
+	Metrics *Metrics
 }
 
 // New returns an informer over lw whose objects are of example's type. lw
-// is taken to be a source that is not an apiserver: it is wrapped so that
-// the reflector never tries watch-list streaming, which such sources do not
-// speak. The informer is not started.
+// is taken to be a source that is not an apiserver: the reflector never
+// tries watch-list streaming, which such sources do not speak.
+//
+// Between lw and the informer sits a check that rejects what must not be
+// stored: a list without a resourceVersion, an object of another type, or
+// one without a name or resourceVersion. A rejected list fails whole and a
+// rejected watch event ends the watch, so the informer keeps its last good
+// state and lists again with backoff. Rejections are logged with the
+// informer's name and counted in opts.Metrics. The informer is not
+// started.
 func New(lw cache.ListerWatcher, example runtime.Object, opts Options) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformerWithOptions(noWatchList{lw}, example, cache.SharedIndexInformerOptions{
+	m := opts.Metrics
+	if m == nil {
+		m = unregisteredMetrics
+	}
+	informer := cache.NewSharedIndexInformerWithOptions(newCheckedListWatch(lw, example, opts.Name, m), example, cache.SharedIndexInformerOptions{
 		ResyncPeriod:      opts.ResyncPeriod,
 		Indexers:          cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		ObjectDescription: "custom informer " + opts.Name,
 	})
+	if opts.Metrics != nil {
+		opts.Metrics.synced.add(opts.Name, informer.HasSynced)
+	}
+	return informer
 }
 
-// noWatchList marks a ListerWatcher as not supporting watch-list semantics.
-type noWatchList struct{ cache.ListerWatcher }
-
-func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+// unregisteredMetrics count for informers built without Options.Metrics.
+var unregisteredMetrics = func() *Metrics {
+	m, err := NewMetrics(nil)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
 
 // SourceFactory builds the ListerWatcher of one custom informer from its
 // configuration entry (ci.SourceArgs holds the source's own settings;
@@ -99,9 +121,17 @@ type Built struct {
 	Informer cache.SharedIndexInformer
 }
 
+// BuildOption changes what Build does.
+type BuildOption func(*Options)
+
+// WithMetrics makes the built informer report its metrics to m.
+func WithMetrics(m *Metrics) BuildOption {
+	return func(o *Options) { o.Metrics = m }
+}
+
 // Build turns one customInformers entry into an informer, using the source
 // type registered in reg. Errors name the informer and its line.
-func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.CustomInformer) (Built, error) {
+func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.CustomInformer, opts ...BuildOption) (Built, error) {
 	where := fmt.Sprintf("%s: line %d: custom informer %q", path, ci.Line, ci.Name)
 	rt, ok := exampleObjects[eventhandlers.Resource(ci.Resource)]
 	newObj := rt.newObj
@@ -116,10 +146,14 @@ func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.Cust
 	if err != nil {
 		return Built{}, fmt.Errorf("%s: source %s: %w", where, ci.SourceType, err)
 	}
+	o := Options{Name: ci.Name, ResyncPeriod: ci.ResyncPeriod}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	return Built{
 		Name:     ci.Name,
 		Resource: eventhandlers.Resource(ci.Resource),
-		Informer: New(lw, newObj(), Options{Name: ci.Name, ResyncPeriod: ci.ResyncPeriod}),
+		Informer: New(lw, newObj(), o),
 	}, nil
 }
 

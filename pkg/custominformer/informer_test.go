@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -101,8 +102,13 @@ func TestBuildErrors(t *testing.T) {
 }
 
 func TestNewOptsOutOfWatchList(t *testing.T) {
-	lw := noWatchList{fcache.NewFakeControllerSource()}
-	if !lw.IsWatchListSemanticsUnSupported() {
+	src := fcache.NewFakeControllerSource()
+	defer src.Shutdown()
+	if watchlist.DoesClientNotSupportWatchListSemantics(src) {
+		t.Fatal("precondition: the fake source itself does not opt out")
+	}
+	lw := newCheckedListWatch(src, &v1.Node{}, "hosts", unregisteredMetrics)
+	if !watchlist.DoesClientNotSupportWatchListSemantics(lw) {
 		t.Fatal("custom sources must opt out of watch-list semantics")
 	}
 }

@@ -1,0 +1,200 @@
+package custominformer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// checkedListWatch sits between a source and the informer's reflector. It
+// rejects what the informer must not store, counts what passes, and tells
+// the reflector not to try watch-list streaming, which sources that are
+// not apiservers do not speak.
+//
+// Rejection is fail-closed: a list with one invalid item fails whole, so
+// the informer keeps its last good state (an ExternalWorkload silently
+// dropped would free capacity that is in use), and an invalid watch event
+// ends the watch with an error, after which the reflector relists.
+type checkedListWatch struct {
+	lw       cache.ListerWatcherWithContext
+	name     string
+	wantType reflect.Type
+	// wantKind is the kind objects must have if they carry one.
+	wantKind schema.GroupVersionKind
+	m        *sourceMetrics
+	// lists counts List calls, to tell relists from the first list.
+	lists atomic.Int64
+}
+
+var (
+	_ cache.ListerWatcher            = (*checkedListWatch)(nil)
+	_ cache.ListerWatcherWithContext = (*checkedListWatch)(nil)
+)
+
+func newCheckedListWatch(lw cache.ListerWatcher, example runtime.Object, name string, m *Metrics) *checkedListWatch {
+	c := &checkedListWatch{
+		lw:       cache.ToListerWatcherWithContext(lw),
+		name:     name,
+		wantType: reflect.TypeOf(example),
+		m:        m.forSource(name),
+	}
+	// A vendor's source may produce a type this package's scheme does not
+	// know; then only the Go type is checked.
+	if gvks, _, err := scheme.ObjectKinds(example); err == nil {
+		c.wantKind = gvks[0]
+	}
+	return c
+}
+
+// IsWatchListSemanticsUnSupported tells the reflector to list, then watch.
+func (*checkedListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (c *checkedListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return c.ListWithContext(context.Background(), opts)
+}
+
+func (c *checkedListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return c.WatchWithContext(context.Background(), opts)
+}
+
+func (c *checkedListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if c.lists.Add(1) > 1 {
+		c.m.relists.Inc()
+	}
+	list, err := c.lw.ListWithContext(ctx, opts)
+	if err != nil {
+		c.m.listErrors.Inc()
+		if errors.Is(err, ErrTooLarge) {
+			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
+		}
+		return nil, err
+	}
+	if err := c.checkList(list); err != nil {
+		c.m.listErrors.Inc()
+		klog.ErrorS(err, "Rejected a list from a custom informer source; keeping the previous state", "informer", c.name)
+		return nil, err
+	}
+	c.m.lastEvent.SetToCurrentTime()
+	return list, nil
+}
+
+func (c *checkedListWatch) checkList(list runtime.Object) error {
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		c.m.invalid.WithLabelValues(c.name, ReasonNotAList).Inc()
+		return fmt.Errorf("list from custom informer %q: %T is not a list: %w", c.name, list, err)
+	}
+	if lm.GetResourceVersion() == "" {
+		c.m.invalid.WithLabelValues(c.name, ReasonMissingResourceVersion).Inc()
+		return fmt.Errorf("list from custom informer %q: metadata.resourceVersion is missing", c.name)
+	}
+	i := 0
+	return meta.EachListItem(list, func(item runtime.Object) error {
+		defer func() { i++ }()
+		if reason, err := c.checkObject(item, false); err != nil {
+			c.m.invalid.WithLabelValues(c.name, reason).Inc()
+			return fmt.Errorf("list from custom informer %q: item %d: %w", c.name, i, err)
+		}
+		return nil
+	})
+}
+
+// checkObject returns why obj may not be stored, as a reason label and an
+// error naming the object. Bookmarks need only a resourceVersion.
+func (c *checkedListWatch) checkObject(obj runtime.Object, bookmark bool) (string, error) {
+	if t := reflect.TypeOf(obj); t != c.wantType {
+		kind := ""
+		if obj != nil {
+			kind = obj.GetObjectKind().GroupVersionKind().Kind
+		}
+		return ReasonWrongType, fmt.Errorf("object is a %v (kind %q), want %v", t, kind, c.wantType)
+	}
+	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() && !c.wantKind.Empty() && gvk != c.wantKind {
+		return ReasonWrongType, fmt.Errorf("object has apiVersion %q and kind %q, want %q and %q",
+			gvk.GroupVersion(), gvk.Kind, c.wantKind.GroupVersion(), c.wantKind.Kind)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ReasonWrongType, fmt.Errorf("object has no metadata: %w", err)
+	}
+	if !bookmark && m.GetName() == "" {
+		return ReasonMissingName, fmt.Errorf("object in namespace %q has no metadata.name", m.GetNamespace())
+	}
+	if m.GetResourceVersion() == "" {
+		return ReasonMissingResourceVersion, fmt.Errorf("object %s has no metadata.resourceVersion", klog.KObj(m))
+	}
+	return "", nil
+}
+
+func (c *checkedListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := c.lw.WatchWithContext(ctx, opts)
+	if err != nil {
+		c.m.watchErrors.Inc()
+		return nil, err
+	}
+	return watch.Filter(w, c.checkEvent), nil
+}
+
+// checkEvent counts an event and turns an invalid one into an ERROR event,
+// which makes the reflector end the watch and list again.
+func (c *checkedListWatch) checkEvent(e watch.Event) (watch.Event, bool) {
+	switch e.Type {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		if reason, err := c.checkObject(e.Object, e.Type == watch.Bookmark); err != nil {
+			c.m.invalid.WithLabelValues(c.name, reason).Inc()
+			c.m.errorEvents.Inc()
+			c.m.watchErrors.Inc()
+			err = fmt.Errorf("%s event from custom informer %q: %w", e.Type, c.name, err)
+			klog.ErrorS(err, "Rejected a watch event from a custom informer source; the watch ends and the informer lists again", "informer", c.name)
+			return errorEvent(err), true
+		}
+		switch e.Type {
+		case watch.Added:
+			c.m.added.Inc()
+		case watch.Modified:
+			c.m.modified.Inc()
+		case watch.Deleted:
+			c.m.deleted.Inc()
+		case watch.Bookmark:
+			c.m.bookmark.Inc()
+		}
+		c.m.lastEvent.Set(float64(time.Now().UnixNano()) / 1e9)
+	case watch.Error:
+		c.m.errorEvents.Inc()
+		c.m.watchErrors.Inc()
+		if st, ok := e.Object.(*metav1.Status); ok && strings.Contains(st.Message, ErrTooLarge.Error()) {
+			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
+		}
+	default:
+		c.m.errorEvents.Inc()
+		c.m.watchErrors.Inc()
+		err := fmt.Errorf("event from custom informer %q has unknown type %q", c.name, e.Type)
+		klog.ErrorS(err, "Rejected a watch event from a custom informer source; the watch ends and the informer lists again", "informer", c.name)
+		return errorEvent(err), true
+	}
+	return e, true
+}
+
+// errorEvent is the ERROR event that replaces a rejected one. Its status
+// is neither Expired nor an internal error, so the reflector neither
+// retries the watch from the same resourceVersion nor logs it as benign:
+// it logs it and lists again.
+func errorEvent(err error) watch.Event {
+	return watch.Event{Type: watch.Error, Object: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity,
+		Reason: metav1.StatusReasonInvalid, Message: err.Error(),
+	}}
+}
