@@ -365,9 +365,16 @@ func (s *Store) publishLocked(e *event) {
 
 // errExpired is returned by startWatch when events after the requested
 // resourceVersion are no longer in the history.
-type errExpired struct{ requested, oldest int64 }
+type errExpired struct {
+	requested, oldest int64
+	// current is set when requested is newer than the store.
+	current int64
+}
 
 func (e errExpired) Error() string {
+	if e.current > 0 {
+		return fmt.Sprintf("resource version %d is newer than the store's %d: it comes from before a restart", e.requested, e.current)
+	}
 	return fmt.Sprintf("too old resource version: %d (%d)", e.requested, e.oldest)
 }
 
@@ -381,6 +388,12 @@ func (s *Store) startWatch(fromRV int64) (w *watcher, initial []runtime.Object, 
 	defer s.mu.Unlock()
 	if fromRV >= 0 && fromRV < s.compacted {
 		return nil, nil, nil, 0, errExpired{requested: fromRV, oldest: s.compacted}
+	}
+	// A version this store never reached was handed out by an earlier
+	// incarnation of the manager (restarted with its versions starting
+	// lower): what the client holds cannot be continued, so it must list.
+	if fromRV > s.rv {
+		return nil, nil, nil, 0, errExpired{requested: fromRV, oldest: s.compacted, current: s.rv}
 	}
 	w = &watcher{ch: make(chan *event, s.bufSize)}
 	if s.closed {

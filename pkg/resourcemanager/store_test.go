@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -233,6 +234,22 @@ func TestWatchTooOldRVIsExpired(t *testing.T) {
 	resp = get(t, srv.URL+"/api/v1/configmaps?watch=true&resourceVersion=6")
 	if e := readEvents(t, resp.Body, 1)[0]; e.Type != "ADDED" || e.rv() != "7" {
 		t.Fatalf("got %s %s", e.Type, e.rv())
+	}
+	// So does the current one, which waits for the next change.
+	resp = get(t, srv.URL+"/api/v1/configmaps?watch=true&resourceVersion=16")
+	if err := s.Create(cm("ns", "next", "")); err != nil {
+		t.Fatal(err)
+	}
+	if e := readEvents(t, resp.Body, 1)[0]; e.Type != "ADDED" || e.rv() != "17" {
+		t.Fatalf("got %s %s", e.Type, e.rv())
+	}
+	// A version the store never reached comes from before a restart: the
+	// client must list again.
+	resp = get(t, srv.URL+"/api/v1/configmaps?watch=true&resourceVersion=18")
+	e = readEvents(t, resp.Body, 1)[0]
+	if e.Type != "ERROR" || e.Object["reason"] != "Expired" || e.Object["code"] != float64(410) ||
+		!strings.Contains(e.Object["message"].(string), "newer than the store's 17") {
+		t.Fatalf("got %+v", e)
 	}
 }
 

@@ -265,9 +265,13 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, usageError(err)
 	}
-	if cfg != nil {
+	if cfg != nil && len(cfg.CustomInformers) > 0 {
+		cim, err := custominformer.NewMetrics(reg)
+		if err != nil {
+			return nil, err
+		}
 		for _, ci := range cfg.CustomInformers {
-			b, err := custominformer.Build(ctx, regs.sources, cfg.Path, ci)
+			b, err := custominformer.Build(ctx, regs.sources, cfg.Path, ci, custominformer.WithMetrics(cim))
 			if err != nil {
 				return nil, usageError(err)
 			}
