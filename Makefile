@@ -3,7 +3,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/batch-scheduler/batch-scheduler/pkg/version.gitVersion=$(VERSION)
 
-.PHONY: all build control-plane test unit-test e2e-test verify bench bench-scheduling cover demo clean
+.PHONY: all build control-plane test unit-test e2e-test verify bench bench-scheduling bench-custominformer cover demo clean
 
 all: build
 
@@ -48,6 +48,10 @@ demo: control-plane
 ## bench-scheduling: pods/s of the scheduler vs the API server's raw binding ceiling
 bench-scheduling: control-plane
 	hack/bench-scheduling.sh
+
+## bench-custominformer: ExternalWorkload events/s through the http custom informer vs a native informer
+bench-custominformer:
+	hack/bench-custominformer.sh
 
 clean:
 	rm -rf bin _output
