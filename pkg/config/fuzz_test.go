@@ -1,0 +1,169 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// fuzzPath is the file name Parse is given; every error must name it.
+const fuzzPath = "fuzz/sched.yaml"
+
+// FuzzParse feeds arbitrary bytes to Parse, the parser behind Load (Load
+// only reads the file first). Parse must not panic; an error must be one
+// non-empty line naming the file; a File it returns must satisfy what
+// Parse promises to its callers.
+//
+// The seeds live in testdata/fuzz/FuzzParse and run with plain go test.
+// To fuzz: go test -run XXX -fuzz FuzzParse -fuzztime 60s ./pkg/config
+func FuzzParse(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse(fuzzPath, data)
+		if err != nil {
+			if file != nil {
+				t.Errorf("Parse returned both a File and an error: %v", err)
+			}
+			msg := err.Error()
+			if strings.TrimSpace(msg) == "" {
+				t.Fatal("Parse returned an error with an empty message")
+			}
+			if !strings.HasPrefix(msg, fuzzPath+": ") {
+				t.Errorf("error does not start with the file path %q: %q", fuzzPath, msg)
+			}
+			return
+		}
+		if file == nil {
+			t.Fatal("Parse returned neither a File nor an error")
+		}
+		checkFile(t, file, data)
+	})
+}
+
+// checkFile checks the invariants of a File that Parse accepted.
+func checkFile(t *testing.T, file *File, data []byte) {
+	t.Helper()
+	if file.Path != fuzzPath {
+		t.Errorf("File.Path = %q, want %q", file.Path, fuzzPath)
+	}
+	// A line break is "\n", "\r" or "\r\n"; counting each character
+	// over-counts "\r\n", which only makes the check looser. yaml.v3
+	// also breaks lines at NEL, LS and PS.
+	lines := 1
+	for _, br := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029"} {
+		lines += strings.Count(string(data), br)
+	}
+	checkLine := func(what string, line int) {
+		t.Helper()
+		if line < 1 || line > lines {
+			t.Errorf("%s: line %d is outside the file's %d lines", what, line, lines)
+		}
+	}
+	checkSection := func(what string, s *Section) {
+		t.Helper()
+		if s == nil {
+			return
+		}
+		if s.Source() != fuzzPath {
+			t.Errorf("%s: section source = %q, want %q", what, s.Source(), fuzzPath)
+		}
+		// Decoding a section may fail (its owner decides what it
+		// accepts), but must not panic, and an error must name the file.
+		var anything any
+		if err := DecodeStrict(s.Clone(), &anything); err != nil && !strings.HasPrefix(err.Error(), fuzzPath+": ") {
+			t.Errorf("%s: section error does not name the file: %v", what, err)
+		}
+	}
+
+	handlers := map[string]bool{}
+	for i, h := range file.EventHandlers {
+		what := "eventHandlers[" + h.Name + "]"
+		if h.Name == "" {
+			t.Errorf("eventHandlers entry %d has no name", i)
+		}
+		if handlers[h.Name] {
+			t.Errorf("%s: duplicate name accepted", what)
+		}
+		handlers[h.Name] = true
+		checkLine(what, h.Line)
+		checkSection(what, h.Args)
+		// HandlerArgs hands out a fresh reader every time.
+		if h.Args != nil {
+			if r := file.HandlerArgs(h.Name); r == nil {
+				t.Errorf("%s: HandlerArgs returned nil for an entry with args", what)
+			}
+		}
+	}
+
+	informers := map[string]bool{}
+	for i, ci := range file.CustomInformers {
+		what := "customInformers[" + ci.Name + "]"
+		if ci.Name == "" {
+			t.Errorf("customInformers entry %d has no name", i)
+		}
+		if errs := validation.IsDNS1123Label(ci.Name); len(errs) > 0 {
+			t.Errorf("%s: name is not a DNS-1123 label: %v", what, errs)
+		}
+		if informers[ci.Name] {
+			t.Errorf("%s: duplicate name accepted", what)
+		}
+		informers[ci.Name] = true
+		if ci.Resource == "" {
+			t.Errorf("%s: empty resource accepted", what)
+		}
+		if ci.ResyncPeriod < 0 {
+			t.Errorf("%s: negative resyncPeriod %s accepted", what, ci.ResyncPeriod)
+		}
+		checkLine(what, ci.Line)
+		checkSection(what+".source."+ci.SourceType, ci.SourceArgs)
+	}
+
+	profiles := map[string]bool{}
+	for i, p := range file.Profiles {
+		what := "profiles[" + p.SchedulerName + "]"
+		if p.SchedulerName == "" {
+			t.Errorf("profiles entry %d has no schedulerName", i)
+		}
+		if errs := validation.IsDNS1123Subdomain(p.SchedulerName); len(errs) > 0 {
+			t.Errorf("%s: schedulerName is not a DNS-1123 subdomain: %v", what, errs)
+		}
+		if profiles[p.SchedulerName] {
+			t.Errorf("%s: duplicate schedulerName accepted", what)
+		}
+		profiles[p.SchedulerName] = true
+		checkLine(what, p.Line)
+		for _, key := range extensionKeys {
+			list := p.Plugins.Get(key)
+			if list == nil {
+				continue
+			}
+			checkLine(what+".plugins."+key, list.Line)
+			names := map[string]bool{}
+			for _, pl := range list.Plugins {
+				if pl.Name == "" {
+					t.Errorf("%s.plugins.%s: plugin without a name accepted", what, key)
+				}
+				if names[pl.Name] {
+					t.Errorf("%s.plugins.%s: duplicate plugin %q accepted", what, key, pl.Name)
+				}
+				names[pl.Name] = true
+				checkLine(what+".plugins."+key+"."+pl.Name, pl.Line)
+				if pl.Weight < 0 || (pl.Weight != 0 && key != ExtensionScore) {
+					t.Errorf("%s.plugins.%s: plugin %q has weight %d", what, key, pl.Name, pl.Weight)
+				}
+			}
+		}
+		configs := map[string]bool{}
+		for _, pc := range p.PluginConfig {
+			if pc.Name == "" {
+				t.Errorf("%s.pluginConfig: entry without a name accepted", what)
+			}
+			if configs[pc.Name] {
+				t.Errorf("%s.pluginConfig: duplicate %q accepted", what, pc.Name)
+			}
+			configs[pc.Name] = true
+			checkLine(what+".pluginConfig."+pc.Name, pc.Line)
+			checkSection(what+".pluginConfig."+pc.Name, pc.Args)
+		}
+	}
+}
