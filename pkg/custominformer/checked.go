@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +35,8 @@ type checkedListWatch struct {
 	wantType reflect.Type
 	// wantKind is the kind objects must have if they carry one.
 	wantKind schema.GroupVersionKind
+	// wantListType is the type lists must have, if known.
+	wantListType reflect.Type
 	m        *sourceMetrics
 	// lists counts List calls, to tell relists from the first list.
 	lists atomic.Int64
@@ -55,6 +58,9 @@ func newCheckedListWatch(lw cache.ListerWatcher, example runtime.Object, name st
 	// know; then only the Go type is checked.
 	if gvks, _, err := scheme.ObjectKinds(example); err == nil {
 		c.wantKind = gvks[0]
+		if l, err := scheme.New(c.wantKind.GroupVersion().WithKind(c.wantKind.Kind + "List")); err == nil {
+			c.wantListType = reflect.TypeOf(l)
+		}
 	}
 	return c
 }
@@ -80,6 +86,9 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, opts metav1.List
 		if errors.Is(err, ErrTooLarge) {
 			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
 		}
+		if ctx.Err() == nil {
+			klog.ErrorS(err, "Listing from a custom informer source failed; retrying with backoff", "informer", c.name)
+		}
 		return nil, err
 	}
 	if err := c.checkList(list); err != nil {
@@ -92,6 +101,10 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, opts metav1.List
 }
 
 func (c *checkedListWatch) checkList(list runtime.Object) error {
+	if t := reflect.TypeOf(list); c.wantListType != nil && t != c.wantListType {
+		c.m.invalid.WithLabelValues(c.name, ReasonWrongType).Inc()
+		return fmt.Errorf("list from custom informer %q is a %v (kind %q), want %v", c.name, t, list.GetObjectKind().GroupVersionKind().Kind, c.wantListType)
+	}
 	lm, err := meta.ListAccessor(list)
 	if err != nil {
 		c.m.invalid.WithLabelValues(c.name, ReasonNotAList).Inc()
@@ -143,6 +156,9 @@ func (c *checkedListWatch) WatchWithContext(ctx context.Context, opts metav1.Lis
 	w, err := c.lw.WatchWithContext(ctx, opts)
 	if err != nil {
 		c.m.watchErrors.Inc()
+		if ctx.Err() == nil {
+			klog.ErrorS(err, "Watching a custom informer source failed; listing again", "informer", c.name)
+		}
 		return nil, err
 	}
 	return watch.Filter(w, c.checkEvent), nil
@@ -175,8 +191,14 @@ func (c *checkedListWatch) checkEvent(e watch.Event) (watch.Event, bool) {
 	case watch.Error:
 		c.m.errorEvents.Inc()
 		c.m.watchErrors.Inc()
+		err := apierrors.FromObject(e.Object)
 		if st, ok := e.Object.(*metav1.Status); ok && strings.Contains(st.Message, ErrTooLarge.Error()) {
 			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
+		}
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			klog.V(2).InfoS("Watch of a custom informer source expired; listing again", "informer", c.name, "err", err)
+		} else {
+			klog.ErrorS(err, "Watch of a custom informer source failed; listing again", "informer", c.name)
 		}
 	default:
 		c.m.errorEvents.Inc()

@@ -359,10 +359,13 @@ func NewListWatchWithLimits(cfg *rest.Config, gvr schema.GroupVersionResource, p
 			if err := checkItemSizes(body, limits.MaxObjectBytes); err != nil {
 				return nil, err
 			}
-			if _, _, err := listDecoder.Decode(body, nil, list); err != nil {
+			// The decoder returns the kind the body names, which need not
+			// be list's: the check around every source rejects that.
+			obj, _, err := listDecoder.Decode(body, nil, list)
+			if err != nil {
 				return nil, fmt.Errorf("decoding the list response: %w", err)
 			}
-			return list, nil
+			return obj, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.Watch = true

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
@@ -50,6 +51,11 @@ func New(lw cache.ListerWatcher, example runtime.Object, opts Options) cache.Sha
 		ResyncPeriod:      opts.ResyncPeriod,
 		Indexers:          cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		ObjectDescription: "custom informer " + opts.Name,
+	})
+	// The check logs list and watch failures with the informer's name;
+	// the reflector's own report would repeat them.
+	_ = informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		klog.V(4).InfoS("Custom informer list/watch ended", "informer", opts.Name, "err", err)
 	})
 	if opts.Metrics != nil {
 		opts.Metrics.synced.add(opts.Name, informer.HasSynced)

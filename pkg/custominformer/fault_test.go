@@ -1,0 +1,374 @@
+package custominformer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
+)
+
+// faultyManager serves a Store, except that queued responses replace the
+// next lists or watches.
+type faultyManager struct {
+	store *resourcemanager.Store
+	srv   *httptest.Server
+
+	mu      sync.Mutex // guards the queues
+	lists   []string
+	watches []string
+}
+
+func newFaultyManager(t *testing.T, store *resourcemanager.Store) *faultyManager {
+	t.Helper()
+	m := &faultyManager{store: store}
+	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+func (m *faultyManager) serve(w http.ResponseWriter, r *http.Request) {
+	watch := r.URL.Query().Get("watch") == "true"
+	m.mu.Lock()
+	var body string
+	var ok bool
+	if q := &m.lists; watch {
+		q = &m.watches
+		body, ok = pop(q)
+	} else {
+		body, ok = pop(q)
+	}
+	m.mu.Unlock()
+	if !ok {
+		m.store.Handler().ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(body))
+}
+
+func pop(q *[]string) (string, bool) {
+	if len(*q) == 0 {
+		return "", false
+	}
+	s := (*q)[0]
+	*q = (*q)[1:]
+	return s, true
+}
+
+func (m *faultyManager) queueList(body string) {
+	m.mu.Lock()
+	m.lists = append(m.lists, body)
+	m.mu.Unlock()
+}
+
+func (m *faultyManager) queueWatch(body string) {
+	m.mu.Lock()
+	m.watches = append(m.watches, body)
+	m.mu.Unlock()
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// captureLogs sends klog's output to a buffer for the rest of the test.
+func captureLogs(t *testing.T) *syncBuffer {
+	t.Helper()
+	buf := &syncBuffer{}
+	klog.LogToStderr(false)
+	klog.SetOutput(buf)
+	t.Cleanup(func() {
+		klog.Flush()
+		klog.SetOutput(nil)
+		klog.LogToStderr(true)
+	})
+	return buf
+}
+
+func storeKeys(b Built) string {
+	keys := b.Informer.GetStore().ListKeys()
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+const (
+	ewAPIVersion = `"apiVersion":"batch-scheduler.io/v1alpha1"`
+	goodItem     = `{"metadata":{"name":"w9","resourceVersion":"9"},"spec":{"nodeName":"host-1","workloadKind":"vm"}}`
+)
+
+func listOf(rv string, items ...string) string {
+	return fmt.Sprintf(`{%s,"kind":"ExternalWorkloadList","metadata":{"resourceVersion":%q},"items":[%s]}`,
+		ewAPIVersion, rv, strings.Join(items, ","))
+}
+
+func watchLine(typ, obj string) string { return fmt.Sprintf(`{"type":%q,"object":%s}`+"\n", typ, obj) }
+
+func TestHTTPSourceRejectsBadData(t *testing.T) {
+	big := fmt.Sprintf(`{"metadata":{"name":"big","resourceVersion":"9","annotations":{"a":%q}},"spec":{"nodeName":"host-1"}}`,
+		strings.Repeat("x", 8000))
+	tests := []struct {
+		name  string
+		list  string // replaces a list after the first sync, when set
+		watch string // replaces the first watch, when set
+		args  string // extra http source settings
+		// reason, if set, is the InvalidObjects reason counted.
+		reason string
+		// log must appear in the logs (besides the informer's name).
+		log string
+	}{
+		{name: "garbage list", list: `{"kind": "ExternalWorkloadList", "items": [{`, log: "unexpected end of JSON"},
+		{name: "list not JSON", list: `<html>oops</html>`, log: "invalid character"},
+		{name: "list without resourceVersion", list: `{"kind":"ExternalWorkloadList","metadata":{},"items":[]}`,
+			reason: ReasonMissingResourceVersion, log: "metadata.resourceVersion is missing"},
+		{name: "list item of the wrong kind", list: listOf("20", goodItem, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","resourceVersion":"3"}}`),
+			reason: ReasonWrongType, log: `item 1: object has apiVersion \"v1\" and kind \"Node\"`},
+		{name: "list of the wrong kind", list: `{"apiVersion":"batch-scheduler.io/v1alpha1","kind":"GrantList","metadata":{"resourceVersion":"30"},"items":[]}`,
+			reason: ReasonWrongType, log: `is a *v1alpha1.GrantList (kind \"GrantList\"), want *v1alpha1.ExternalWorkloadList`},
+		{name: "list item without a name", list: listOf("20", `{"metadata":{"resourceVersion":"3"}}`),
+			reason: ReasonMissingName, log: "has no metadata.name"},
+		{name: "list item without resourceVersion", list: listOf("20", `{"metadata":{"name":"w3"}}`),
+			reason: ReasonMissingResourceVersion, log: "w3 has no metadata.resourceVersion"},
+		{name: "oversized list item", list: listOf("20", goodItem, big), args: "maxObjectBytes: 4096\n",
+			reason: ReasonTooLarge, log: "list item 1 has 8101 bytes, more than 4096"},
+		{name: "oversized list", list: listOf("20", goodItem, goodItem, goodItem, goodItem, goodItem, goodItem, goodItem, goodItem),
+			args: "maxListBytes: 600\n", log: "list response of more than 600 bytes"},
+
+		{name: "garbage watch event", watch: `{"type":"ADDED","object":{"metadata":nope}}` + "\n", log: "unable to decode an event from the watch stream"},
+		{name: "watch event without kind", watch: watchLine("ADDED", `{"metadata":{"name":"w7","resourceVersion":"7"}}`), log: "Object 'Kind' is missing"},
+		{name: "watch event of the wrong kind", watch: watchLine("ADDED", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","resourceVersion":"5"}}`),
+			reason: ReasonWrongType, log: "ADDED event from custom informer"},
+		{name: "watch event without resourceVersion", watch: watchLine("MODIFIED", `{`+ewAPIVersion+`,"kind":"ExternalWorkload","metadata":{"name":"w1"}}`),
+			reason: ReasonMissingResourceVersion, log: "w1 has no metadata.resourceVersion"},
+		{name: "watch event without a name", watch: watchLine("DELETED", `{`+ewAPIVersion+`,"kind":"ExternalWorkload","metadata":{"resourceVersion":"7"}}`),
+			reason: ReasonMissingName, log: "has no metadata.name"},
+		{name: "watch event of an unknown type", watch: watchLine("EXPLODED", goodItem), log: "invalid watch event type: EXPLODED"},
+		{name: "oversized watch event", watch: watchLine("ADDED", big), args: "maxObjectBytes: 4096\n",
+			reason: ReasonTooLarge, log: "watch event of more than 4096 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := captureLogs(t)
+			store := newWorkloadStore(t)
+			if err := store.Create(workload("", "w1", "alice")); err != nil {
+				t.Fatal(err)
+			}
+			mgr := newFaultyManager(t, store)
+			if tt.watch != "" {
+				mgr.queueWatch(tt.watch)
+			}
+			m, err := NewMetrics(prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := buildWithMetrics(t, "url: "+mgr.srv.URL+"\n"+tt.args, m)
+			run(t, b)
+			waitFor(t, "sync", b.Informer.HasSynced)
+
+			if tt.list != "" {
+				// End the watch: the reflector lists again and gets the
+				// bad list.
+				mgr.queueList(tt.list)
+				mgr.srv.CloseClientConnections()
+				waitFor(t, "the bad list to be rejected", func() bool { return testutil.ToFloat64(m.ListErrors.WithLabelValues("workloads")) >= 1 })
+				if got := storeKeys(b); got != "w1" {
+					t.Fatalf("after the bad list, the informer holds %q, want the last good state w1", got)
+				}
+			} else {
+				waitFor(t, "the bad watch to be reported", func() bool { return testutil.ToFloat64(m.WatchErrors.WithLabelValues("workloads")) >= 1 })
+				if got := testutil.ToFloat64(m.Events.WithLabelValues("workloads", "error")); got < 1 {
+					t.Errorf("error events = %v, want >= 1", got)
+				}
+			}
+			if tt.reason != "" {
+				if got := testutil.ToFloat64(m.InvalidObjects.WithLabelValues("workloads", tt.reason)); got < 1 {
+					t.Errorf("invalid objects with reason %s = %v, want >= 1", tt.reason, got)
+				}
+			}
+			// Nothing invalid got in, and the informer recovers: the
+			// next change at the manager arrives.
+			if err := store.Create(workload("", "w2", "bob")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "recovery", func() bool { return storeKeys(b) == "w1,w2" })
+			klog.Flush()
+			out := logs.String()
+			if !strings.Contains(out, tt.log) {
+				t.Errorf("logs do not mention %q:\n%s", tt.log, out)
+			}
+			if !strings.Contains(out, "workloads") {
+				t.Errorf("logs do not name the informer:\n%s", out)
+			}
+		})
+	}
+}
+
+// buildWithMetrics builds the http source with args, reporting to m.
+func buildWithMetrics(t *testing.T, args string, m *Metrics) Built {
+	t.Helper()
+	ci := config.CustomInformer{Name: "workloads", Resource: "ExternalWorkload", SourceType: "http",
+		SourceArgs: config.NewSection("c.yaml", []byte(args)), Line: 2}
+	b, err := Build(context.Background(), GlobalSourceRegistry(), "c.yaml", ci, WithMetrics(m))
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	return b
+}
+
+func TestHTTPSourceManagerRestartedWithChangedState(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// initialRV of the restarted manager's store.
+		initialRV int64
+	}{
+		{name: "versions continue above the old ones", initialRV: 1000},
+		{name: "versions start over", initialRV: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			serve := func(s *resourcemanager.Store, ln net.Listener) *http.Server {
+				srv := &http.Server{Handler: s.Handler()}
+				go func() { _ = srv.Serve(ln) }()
+				return srv
+			}
+			old := newWorkloadStore(t)
+			for _, n := range []string{"w1", "w2", "w3", "w4"} {
+				if err := old.Create(workload("", n, "alice")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv := serve(old, ln)
+			m, err := NewMetrics(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := buildWithMetrics(t, "url: http://"+addr+"\n", m)
+			run(t, b)
+			waitFor(t, "sync", b.Informer.HasSynced)
+			waitFor(t, "a watcher", func() bool { return old.Watchers() > 0 })
+			if err := old.Update(workload("", "w2", "bob")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the update", func() bool {
+				o, _, _ := b.Informer.GetStore().GetByKey("w2")
+				return o != nil && o.(*v1alpha1.ExternalWorkload).Spec.Owner == "bob"
+			})
+
+			// Kill the manager mid-watch and bring it back with other
+			// state: w1 gone, w2 changed, w5 new.
+			_ = srv.Close()
+			restarted, err := resourcemanager.New(resourcemanager.Options{
+				GroupVersionKind: v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
+				Resource:         v1alpha1.ExternalWorkloadsResource, Example: &v1alpha1.ExternalWorkload{},
+				BookmarkInterval: -1, InitialResourceVersion: tt.initialRV,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(restarted.Close)
+			want := map[string]string{"w2": "carol", "w3": "alice", "w4": "alice", "w5": "dave"}
+			for _, n := range []string{"w2", "w3", "w4", "w5"} {
+				if err := restarted.Create(workload("", n, want[n])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ln, err = net.Listen("tcp", addr)
+			if err != nil {
+				t.Fatalf("re-listening on %s: %v", addr, err)
+			}
+			srv = serve(restarted, ln)
+			t.Cleanup(func() { _ = srv.Close() })
+
+			waitFor(t, "the informer to match the restarted manager", func() bool {
+				objs := b.Informer.GetStore().List()
+				if len(objs) != len(want) {
+					return false
+				}
+				for _, o := range objs {
+					w := o.(*v1alpha1.ExternalWorkload)
+					if want[w.Name] != w.Spec.Owner {
+						return false
+					}
+				}
+				return true
+			})
+			if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got < 1 {
+				t.Errorf("relists = %v, want >= 1", got)
+			}
+		})
+	}
+}
+
+func TestHTTPSourceRelistsOnExpired(t *testing.T) {
+	store, err := resourcemanager.New(resourcemanager.Options{
+		GroupVersionKind: v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
+		Resource:         v1alpha1.ExternalWorkloadsResource, Example: &v1alpha1.ExternalWorkload{},
+		BookmarkInterval: -1, HistorySize: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	if err := store.Create(workload("", "w0", "alice")); err != nil {
+		t.Fatal(err)
+	}
+	mgr := newFaultyManager(t, store)
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := buildWithMetrics(t, "url: "+mgr.srv.URL+"\n", m)
+	run(t, b)
+	waitFor(t, "sync", b.Informer.HasSynced)
+	waitFor(t, "a watcher", func() bool { return store.Watchers() > 0 })
+
+	// Make the manager refuse watches while more changes than its history
+	// holds happen, then cut the watch: the resumed watch is too old.
+	for i := 0; i < 3; i++ {
+		mgr.queueWatch(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":503,"reason":"ServiceUnavailable","message":"busy"}}` + "\n")
+	}
+	mgr.srv.CloseClientConnections()
+	for i := 1; i <= 6; i++ {
+		if err := store.Create(workload("", fmt.Sprintf("w%d", i), "bob")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Delete("", "w0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the informer to catch up", func() bool { return storeKeys(b) == "w1,w2,w3,w4,w5,w6" })
+	if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got < 1 {
+		t.Errorf("relists = %v, want >= 1", got)
+	}
+}
