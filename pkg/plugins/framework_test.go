@@ -26,8 +26,9 @@ func TestDefaultFramework(t *testing.T) {
 		t.Fatalf("NewFramework: %v", err)
 	}
 	// Every in-tree plugin registers its events, so the scheduler needs
-	// only the pod and node informers.
-	if got, want := fw.ResourcesNeeded(), []eventhandlers.Resource{eventhandlers.Node, eventhandlers.Pod}; !reflect.DeepEqual(got, want) {
+	// only the pod and node informers (ExternalWorkload events come from
+	// custom informers, if any are configured).
+	if got, want := fw.ResourcesNeeded(), []eventhandlers.Resource{eventhandlers.ExternalWorkload, eventhandlers.Node, eventhandlers.Pod}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ResourcesNeeded = %v, want %v", got, want)
 	}
 

@@ -9,8 +9,8 @@
 // without it, Filter and Score compute them per call.
 //
 // Filter rejects a node whose idle resources (cache.NodeInfo.Idle:
-// schedulable minus requested, with the pods placed earlier in the cycle
-// counted) cannot hold the pod's requests, with one Unschedulable reason
+// schedulable minus requested minus external usage such as VMs, with the
+// pods placed earlier in the cycle counted) cannot hold the pod's requests, with one Unschedulable reason
 // per missing resource, as kube-scheduler words them: "Too many pods",
 // "Insufficient cpu", "Insufficient memory", "Insufficient
 // ephemeral-storage", "Insufficient nvidia.com/gpu", ... Only resources
@@ -21,7 +21,7 @@
 //
 // Score rates the node from 0 to 100 by the weighted average, over the
 // configured resources, of requested-after-placement (the node's requested
-// plus the pod's) divided by schedulable:
+// plus its external usage plus the pod's) divided by schedulable:
 //
 //   - LeastAllocated (default): 100 * (schedulable - requested) /
 //     schedulable, so the emptiest node wins and work spreads out;
@@ -49,5 +49,7 @@
 //
 // Events: a deleted (or finished) assigned pod frees resources
 // (Pod/Delete); a new node (Node/Add) and a change of a node's allocatable
-// (Node/UpdateNodeAllocatable) add capacity.
+// (Node/UpdateNodeAllocatable) add capacity; external usage that shrinks,
+// stops, moves away or is deleted frees it (eventhandlers.
+// EventExternalUsageDecrease).
 package noderesources

@@ -78,6 +78,7 @@ func (*Fit) EventsToRegister() []eventhandlers.ClusterEvent {
 		eventhandlers.EventAssignedPodDelete,
 		eventhandlers.EventNodeAdd,
 		eventhandlers.EventNodeAllocatableChange,
+		eventhandlers.EventExternalUsageDecrease,
 	}
 }
 
@@ -160,15 +161,15 @@ func insufficientReason(name v1.ResourceName) string {
 // allocating, because Filter runs for every pod and node and most nodes
 // fit.
 func fits(req resources.Resource, node *cache.NodeInfo) bool {
-	s, r := &node.Schedulable, &node.Requested
-	if req.Pods > s.Pods-r.Pods ||
-		req.MilliCPU > 0 && req.MilliCPU > s.MilliCPU-r.MilliCPU ||
-		req.Memory > 0 && req.Memory > s.Memory-r.Memory ||
-		req.EphemeralStorage > 0 && req.EphemeralStorage > s.EphemeralStorage-r.EphemeralStorage {
+	s, r, e := &node.Schedulable, &node.Requested, &node.External
+	if req.Pods > s.Pods-r.Pods-e.Pods ||
+		req.MilliCPU > 0 && req.MilliCPU > s.MilliCPU-r.MilliCPU-e.MilliCPU ||
+		req.Memory > 0 && req.Memory > s.Memory-r.Memory-e.Memory ||
+		req.EphemeralStorage > 0 && req.EphemeralStorage > s.EphemeralStorage-r.EphemeralStorage-e.EphemeralStorage {
 		return false
 	}
 	for name, v := range req.Scalar {
-		if v > 0 && v > s.Scalar[name]-r.Scalar[name] {
+		if v > 0 && v > s.Scalar[name]-r.Scalar[name]-e.Scalar[name] {
 			return false
 		}
 	}
@@ -191,7 +192,9 @@ func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Po
 		if podReq == 0 && isExtended(rw.Name) {
 			continue
 		}
-		requested := amount(node.Requested, rw.Name) + podReq
+		// Usage outside Kubernetes (a VM on the host) fills the node
+		// like pods do.
+		requested := amount(node.Requested, rw.Name) + amount(node.External, rw.Name) + podReq
 		total += f.score(requested, schedulable) * rw.Weight
 		weights += rw.Weight
 	}

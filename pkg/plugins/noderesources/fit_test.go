@@ -201,12 +201,12 @@ func TestFitsAgreesWithInsufficient(t *testing.T) {
 	}
 	fitsSeen, notSeen := 0, 0
 	for range 20000 {
-		ni := &cache.NodeInfo{Schedulable: r(), Requested: r()}
+		ni := &cache.NodeInfo{Schedulable: r(), Requested: r(), External: r()}
 		req := r()
 		fast := fits(req, ni)
 		reasons := insufficient(req, ni)
 		if fast != (len(reasons) == 0) {
-			t.Fatalf("fits = %v but reasons %q for request %v on schedulable %v requested %v", fast, reasons, req, ni.Schedulable, ni.Requested)
+			t.Fatalf("fits = %v but reasons %q for request %v on schedulable %v requested %v external %v", fast, reasons, req, ni.Schedulable, ni.Requested, ni.External)
 		}
 		if fast {
 			fitsSeen++
@@ -302,6 +302,20 @@ func TestScoreOrdersNodes(t *testing.T) {
 	if score(most, empty) >= score(most, busy) {
 		t.Errorf("MostAllocated prefers the empty node: %d vs %d", score(most, empty), score(most, busy))
 	}
+
+	// A VM on the host fills it like pods do.
+	vmHost := testutil.NodeInfo(t, node(res{"cpu": "8", "memory": "16Gi", "pods": "10"}))
+	vmHost.External = resources.Resource{MilliCPU: 6000, Memory: 12 << 30}
+	if got, want := score(least, vmHost), score(least, busy); got != want {
+		t.Errorf("LeastAllocated: node with 6 cpu of external usage scores %d, with 6 cpu of pods %d", got, want)
+	}
+	if got, want := score(most, vmHost), score(most, busy); got != want {
+		t.Errorf("MostAllocated: node with 6 cpu of external usage scores %d, with 6 cpu of pods %d", got, want)
+	}
+	// And Filter counts it.
+	if st := least.Filter(context.Background(), framework.NewCycleState(), pod("q", res{"cpu": "3"}), vmHost); st.Code() != framework.Unschedulable {
+		t.Errorf("Filter of a 3-cpu pod on a node with 2 cpu left after external usage = %v, want Unschedulable", st)
+	}
 }
 
 func TestScoreRange(t *testing.T) {
@@ -347,7 +361,8 @@ func TestEventsAndName(t *testing.T) {
 		}
 		return false
 	}
-	for _, e := range []eventhandlers.ClusterEvent{eventhandlers.EventAssignedPodDelete, eventhandlers.EventNodeAdd, eventhandlers.EventNodeAllocatableChange} {
+	for _, e := range []eventhandlers.ClusterEvent{eventhandlers.EventAssignedPodDelete, eventhandlers.EventNodeAdd, eventhandlers.EventNodeAllocatableChange,
+		eventhandlers.EventExternalUsageDecrease} {
 		if !matches(e) {
 			t.Errorf("%v does not requeue", e)
 		}
