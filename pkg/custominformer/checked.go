@@ -37,7 +37,7 @@ type checkedListWatch struct {
 	wantKind schema.GroupVersionKind
 	// wantListType is the type lists must have, if known.
 	wantListType reflect.Type
-	m        *sourceMetrics
+	m            *sourceMetrics
 	// lists counts List calls, to tell relists from the first list.
 	lists atomic.Int64
 }
