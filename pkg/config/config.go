@@ -2,11 +2,9 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -123,7 +121,7 @@ func Parse(path string, data []byte) (*File, error) {
 	}
 	var raw rawFile
 	if err := DecodeStrict(bytes.NewReader(data), &raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, tidyTypeNames(err))
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	root := doc.Content[0]
 	var problems []string
@@ -211,22 +209,6 @@ func Parse(path string, data []byte) (*File, error) {
 		return nil, fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))
 	}
 	return f, nil
-}
-
-var typeNameRE = regexp.MustCompile(` in type [A-Za-z0-9_.\[\]*]+`)
-
-// tidyTypeNames removes Go type names from yaml.v3 messages: they mean
-// nothing to someone editing the file.
-func tidyTypeNames(err error) error {
-	var de *DecodeError
-	if errors.As(err, &de) {
-		out := &DecodeError{}
-		for _, p := range de.Problems {
-			out.Problems = append(out.Problems, typeNameRE.ReplaceAllString(p, ""))
-		}
-		return out
-	}
-	return err
 }
 
 func isNull(n *yaml.Node) bool {

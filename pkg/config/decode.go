@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -56,12 +58,77 @@ func wrapSource(src string, err error) error {
 
 // flattenYAMLError turns yaml.v3's multi-line "unmarshal errors" into one
 // line, so that it fits a log line or a one-line fatal error.
+// Go type names are replaced by what they mean in the file.
 func flattenYAMLError(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
-		return &DecodeError{Problems: append([]string(nil), te.Errors...)}
+		problems := make([]string, len(te.Errors))
+		for i, p := range te.Errors {
+			problems[i] = readableProblem(p)
+		}
+		return &DecodeError{Problems: problems}
 	}
-	return &DecodeError{Problems: []string{strings.TrimPrefix(err.Error(), "yaml: ")}}
+	return &DecodeError{Problems: []string{oneLine(strings.TrimPrefix(err.Error(), "yaml: "))}}
+}
+
+var (
+	// yaml.v3: "line N: cannot unmarshal !!tag `value` into Type".
+	unmarshalRE = regexp.MustCompile("(?s)^(line \\d+: )cannot unmarshal !!(\\w+) (?:`(.*)` )?into (.+)$")
+	// yaml.v3: "line N: field x not found in type Type".
+	inTypeRE = regexp.MustCompile(` in type .+$`)
+)
+
+// readableProblem rewords one of yaml.v3's type errors for someone editing
+// the file: the YAML kind found and the kind expected, no Go type names,
+// and a value quoted onto one line.
+func readableProblem(p string) string {
+	if m := unmarshalRE.FindStringSubmatch(p); m != nil {
+		got := yamlKinds[m[2]]
+		if got == "" {
+			got = "a " + m[2]
+		}
+		if m[3] != "" {
+			got += " " + strconv.Quote(m[3])
+		}
+		return m[1] + "expected " + goKind(m[4]) + ", got " + got
+	}
+	return oneLine(inTypeRE.ReplaceAllString(p, ""))
+}
+
+var yamlKinds = map[string]string{
+	"seq": "a list", "map": "a mapping", "str": "a string", "int": "an integer",
+	"float": "a number", "bool": "a boolean", "null": "null", "timestamp": "a timestamp", "binary": "binary data",
+}
+
+// goKind says what a value of the Go type named t looks like in YAML.
+func goKind(t string) string {
+	t = strings.TrimLeft(t, "*")
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	case t == "time.Duration":
+		return "a duration such as 30s or 5m"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case strings.Contains(t, ".") || strings.HasPrefix(t, "struct"):
+		// A struct type.
+		return "a mapping"
+	default:
+		return "a " + t
+	}
+}
+
+// oneLine quotes line breaks so that a message stays on one line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
 }
 
 // DecodeError lists every problem found while decoding, each with its line.

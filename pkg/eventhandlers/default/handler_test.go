@@ -37,7 +37,7 @@ func TestNew(t *testing.T) {
 			wantErr: []string{"/etc/sched.yaml", "line 5", "bogus"}},
 		{name: "wrong type",
 			cfg:     strings.NewReader("dynamicResources: widgets.v1alpha1.example.com\n"),
-			wantErr: []string{"line 1", "cannot unmarshal"}},
+			wantErr: []string{"line 1", "expected a list, got a string"}},
 		{name: "two documents",
 			cfg:     strings.NewReader("dynamicResources: []\n---\ndynamicResources: []\n"),
 			wantErr: []string{"more than one YAML document"}},
