@@ -42,6 +42,13 @@ const (
 //	       8Gi, 2 GPUs each: after notebook, room for one more only by GPUs;
 //	       retrain (high priority) or finetune (low), not both
 //	edge   joins later, 22Gi free: 1 train task, no eval task
+//
+// Then, with ml/notebook deleted and finetune in its place, the VM manager
+// starts a VM of 3 cpu and 4Gi on edge and etl/report (4 cpu, 2Gi) is
+// created. Idle then: small 1250m cpu; large 2 cpu and no memory; gpu is
+// tainted; edge 6 cpu, 6Gi, less the VM: 3 cpu, 2Gi. So report fits
+// nowhere while the VM runs, and on edge only once it stops. The jobs still
+// waiting (warehouse, eval) fit nowhere either way.
 
 // priorityClasses are created before the pods that name them: the API
 // server's Priority admission resolves spec.priorityClassName into
@@ -66,6 +73,12 @@ func seedNodes() []*v1.Node {
 			Capacity(res{"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "4"}).
 			Taint(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj(),
 	}
+}
+
+// reportPod is created in a live change, while a VM runs on edge: by size
+// it fits on edge only (see the numbers above), and not next to the VM.
+func reportPod() *v1.Pod {
+	return st.MakePod().Namespace("etl").Name("report").Req(res{"cpu": "4", "memory": "2Gi"}).Obj()
 }
 
 // edgeNode joins in a live change. web/cache-1 is bound to it from the
@@ -215,19 +228,19 @@ func ourPods(pods []*v1.Pod) []string {
 }
 
 // addNode creates node as its kubelet would.
-func addNode(node *v1.Node) func(context.Context, kubernetes.Interface) error {
-	return func(ctx context.Context, client kubernetes.Interface) error {
-		_, err := controlplane.CreateNode(ctx, client, node)
+func addNode(node *v1.Node) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
+		_, err := controlplane.CreateNode(ctx, e.client, node)
 		return err
 	}
 }
 
 // deletePod deletes a pod at once (grace period 0): no kubelet runs here
 // to finish a graceful deletion of a bound pod.
-func deletePod(ns, name string) func(context.Context, kubernetes.Interface) error {
-	return func(ctx context.Context, client kubernetes.Interface) error {
+func deletePod(ns, name string) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
 		zero := int64(0)
-		if err := client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if err := e.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			return fmt.Errorf("deleting pod %s/%s: %w", ns, name, err)
 		}
 		return nil

@@ -51,7 +51,10 @@ func (o outcome) expectation() string {
 // first) and the outcome it should lead to.
 type step struct {
 	title string
-	apply func(context.Context, kubernetes.Interface) error
+	// apply makes the change, if any; then the pods of creates are
+	// created.
+	apply   func(context.Context, *env) error
+	creates []*v1.Pod
 	// expect is the whole expected outcome after the step; shown names
 	// the groups whose outcome the step changes (all of them for the
 	// first), which are printed before waiting.
@@ -121,6 +124,20 @@ func steps() []step {
 			why:     []string{"gang ml/eval: 0 of 2 tasks could be placed, min-available 2", evalInvalid},
 			because: "retried: large is full now (ml/train), edge has 6Gi left"},
 	)
+	// A VM on edge takes the room that etl/report, created after it,
+	// would have had there.
+	vm := analyticsVM
+	fourth := append(slices.Clone(third),
+		outcome{name: "etl/report", pods: keys("etl", "report"),
+			why:     []string{"0/4 nodes are available: 3 Insufficient cpu, 1 Insufficient memory, 1 node(s) had untolerated taint {nvidia.com/gpu: true}."},
+			because: fmt.Sprintf("4 cpu, 2Gi: only edge had room (6 cpu idle), but %s leaves it 3", vm.name)},
+	)
+	// Usage that shrinks may help any job waiting for room: those are
+	// retried, and only report fits.
+	fifth := replace(fourth,
+		outcome{name: "etl/report", pods: keys("etl", "report"), on: map[string]int{"edge": 1},
+			because: fmt.Sprintf("%s's %s cpu are free again: edge has 6 cpu idle", vm.name, vm.cpu)},
+	)
 	return []step{
 		{
 			title:  "batch-scheduler schedules the seeded pods (leader election is off, so it starts at once)",
@@ -141,6 +158,22 @@ func steps() []step {
 			apply:  deletePod("ml", "notebook"),
 			expect: third,
 			shown:  []string{"ml/finetune", "etl/warehouse", "ml/inference", "ml/eval-0,1"},
+		},
+		{
+			title: fmt.Sprintf("The VM manager starts %s: a VM next to the pods, which the scheduler\n", vm) +
+				"   learns of through its custom informer. Once /debug/cache counts it, etl/report (4 cpu, 2Gi)\n" +
+				"   is created: it would fit on edge alone, and the VM is in the way.",
+			apply:   startVM(vm),
+			creates: []*v1.Pod{reportPod()},
+			expect:  fourth,
+			shown:   []string{"etl/report"},
+		},
+		{
+			title: fmt.Sprintf("%s stops, then the VM manager deletes it: its room on %s is free again.\n", vm.name, vm.node) +
+				"   Usage that shrinks may help any job waiting for room, so those are retried.",
+			apply:  stopVM(vm),
+			expect: fifth,
+			shown:  []string{"etl/report"},
 		},
 	}
 }
@@ -167,9 +200,12 @@ func names(outcomes []outcome) []string {
 }
 
 // checkScript verifies that every step's outcome covers each of our pods
-// exactly once, so that no pod goes unchecked.
+// exactly once, so that no pod goes unchecked: those seeded (ours) and
+// those the step or an earlier one creates.
 func checkScript(ss []step, ours []string) error {
+	ours = slices.Clone(ours)
 	for i, s := range ss {
+		ours = append(ours, ourPods(s.creates)...)
 		var covered []string
 		for _, o := range s.expect {
 			covered = append(covered, o.pods...)

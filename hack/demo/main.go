@@ -5,16 +5,22 @@
 // It starts the control plane of test/controlplane (binaries in bin/, built
 // by `make control-plane`), seeds a small cluster through the API (nodes of
 // different sizes, labels and taints, pods bound by another scheduler,
-// priority classes, single pods and gang jobs for batch-scheduler), and
-// starts the scheduler with app.NewSchedulerCommand and leader election
-// off. It prints the outcome it expects, waits (polling, bounded) until the
-// API shows exactly that outcome — each pod bound to the expected node, or
+// priority classes, single pods and gang jobs for batch-scheduler), starts
+// an external VM manager (a pkg/resourcemanager Store of ExternalWorkloads
+// served over HTTP on a free loopback port, vms.go), writes a scheduler
+// configuration whose custom informer reads it
+// (_output/demo/batch-scheduler.yaml), and starts the scheduler with
+// app.NewSchedulerCommand, that file and leader election off. It prints the
+// outcome it expects, waits (polling, bounded) until the API shows exactly
+// that outcome — each pod bound to the expected node, or
 // PodScheduled=False/Unschedulable with the expected message — and until
-// /debug/cache agrees, then prints every pod's placement and the nodes. It
-// then changes the cluster (a node joins, a bound pod is deleted) and does
-// the same after each change. A different outcome fails the demo, so it
-// doubles as a smoke test of the scheduler. The demo sees the scheduler
-// only through the API and its HTTP endpoints, as an operator would.
+// /debug/cache agrees, on the pods and on the VMs' usage, then prints every
+// pod's placement and the nodes. It then changes the cluster (a node joins,
+// a bound pod is deleted, a VM starts next to the pods and a pod is
+// created, the VM stops) and does the same after each change. A different
+// outcome fails the demo, so it doubles as a smoke test of the scheduler.
+// The demo sees the scheduler only through the API and its HTTP endpoints,
+// as an operator would.
 //
 // Run it from the repository root with `make demo`, with TMPDIR set to
 // _output/tmp: the control plane keeps its data and certificates there and
@@ -22,10 +28,10 @@
 // demo creates it too, for a built binary.) The scheduler's log goes to
 // _output/demo/batch-scheduler.log so that it does not mix with the tables.
 //
-// Ctrl-C (or SIGTERM, SIGHUP) stops the scheduler and the control plane
-// and exits with 130; any failure, including an unexpected outcome, is
-// printed, everything is stopped, and the exit code is 1. A closed stdout
-// does not stop the demo early.
+// Ctrl-C (or SIGTERM, SIGHUP) stops the scheduler, the VM manager and the
+// control plane and exits with 130; any failure, including an unexpected
+// outcome, is printed, everything is stopped, and the exit code is 1. A
+// closed stdout does not stop the demo early.
 package main
 
 import (
@@ -64,7 +70,7 @@ func runMain() int {
 	err := run(ctx)
 	switch {
 	case ctx.Err() != nil:
-		fmt.Fprintln(os.Stderr, "demo: interrupted; the scheduler and the control plane are stopped")
+		fmt.Fprintln(os.Stderr, "demo: interrupted; the scheduler, the VM manager and the control plane are stopped")
 		return 130
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -117,6 +123,25 @@ func run(ctx context.Context) (err error) {
 		fmt.Printf("    priority class %s: %d\n", pc.Name, pc.Value)
 	}
 
+	// The VM manager is stopped after the scheduler (defers run last in,
+	// first out), so that the scheduler's watch ends first.
+	var vms *vmManager
+	if err := progress("starting the VM manager (a pkg/resourcemanager Store of ExternalWorkloads, over HTTP)", func() (err error) {
+		vms, err = startVMManager()
+		return err
+	}); err != nil {
+		return err
+	}
+	defer func() {
+		err = errors.Join(err, progress("stopping the VM manager", vms.stop))
+	}()
+	fmt.Printf("    VM manager: %s%s, no VMs yet\n", vms.url, vms.store.Path())
+	if err := progress(fmt.Sprintf("writing %s (custom informer %s: resource ExternalWorkload, source http)", configPath, vmInformer), func() error {
+		return writeConfig(configPath, vms.url)
+	}); err != nil {
+		return err
+	}
+
 	addr, err := freeLoopbackAddress()
 	if err != nil {
 		return err
@@ -127,15 +152,16 @@ func run(ctx context.Context) (err error) {
 			err = errors.Join(err, progress("stopping batch-scheduler", s.stop))
 		}
 	}()
-	if err := progress(fmt.Sprintf("starting batch-scheduler --leader-elect=false --listen-address %s and waiting for /readyz (log: %s)", addr, logPath), func() error {
-		s = startScheduler(ctx, cp.KubeconfigPath, addr)
+	if err := progress(fmt.Sprintf("starting batch-scheduler --leader-elect=false --listen-address %s --config-path %s and waiting for /readyz (log: %s)", addr, configPath, logPath), func() error {
+		s = startScheduler(ctx, cp.KubeconfigPath, addr, configPath)
 		return s.waitReady(ctx)
 	}); err != nil {
 		return err
 	}
 
+	e := &env{client: cp.Client, sched: s, vms: vms}
 	for i, st := range script {
-		if err := runStep(ctx, s, cp.Client, i+1, st); err != nil {
+		if err := runStep(ctx, e, i+1, st); err != nil {
 			return err
 		}
 	}
@@ -143,15 +169,29 @@ func run(ctx context.Context) (err error) {
 	return nil
 }
 
+// env is what a step changes and the demo watches: the API, the
+// scheduler's endpoints and the VM manager.
+type env struct {
+	client kubernetes.Interface
+	sched  *scheduler
+	vms    *vmManager
+}
+
 // runStep prints what st should lead to, applies its change, waits until
-// the API shows that outcome and /debug/cache agrees, and prints both. If
-// the outcome differs, it prints what it saw and fails.
-func runStep(ctx context.Context, s *scheduler, client kubernetes.Interface, n int, st step) error {
+// the API shows that outcome and /debug/cache agrees (pods and VMs), and
+// prints both. If the outcome differs, it prints what it saw and fails.
+func runStep(ctx context.Context, e *env, n int, st step) error {
+	s, client := e.sched, e.client
 	fmt.Printf("\n== %d. %s\n\n", n, st.title)
 	printExpected(st.expect, st.shown)
 	start := time.Now()
 	if st.apply != nil {
-		if err := st.apply(ctx, client); err != nil {
+		if err := st.apply(ctx, e); err != nil {
+			return fmt.Errorf("step %d: %w", n, err)
+		}
+	}
+	for _, p := range st.creates {
+		if _, err := controlplane.CreatePod(ctx, client, p); err != nil {
 			return fmt.Errorf("step %d: %w", n, err)
 		}
 	}
@@ -179,8 +219,8 @@ func runStep(ctx context.Context, s *scheduler, client kubernetes.Interface, n i
 		}
 		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
 	}
-	d, err := s.waitForDump(ctx, "every bound pod on its node and none merely assumed", func(d *cache.CacheDump) bool {
-		return cacheAgrees(d, states)
+	d, err := s.waitForDump(ctx, "every bound pod on its node, none merely assumed, and the VMs' usage", func(d *cache.CacheDump) bool {
+		return cacheAgrees(d, states) && externalAgrees(d, e.vms.expected())
 	})
 	if err != nil {
 		return fmt.Errorf("step %d: %w", n, err)
@@ -190,7 +230,7 @@ func runStep(ctx context.Context, s *scheduler, client kubernetes.Interface, n i
 	fmt.Println()
 	printNodes(d)
 	since := "the scheduler was ready"
-	if st.apply != nil {
+	if st.apply != nil || len(st.creates) > 0 {
 		since = "the change"
 	}
 	fmt.Printf("\n-> as expected, %.1fs after %s\n", took.Seconds(), since)

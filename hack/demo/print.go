@@ -91,18 +91,26 @@ func wrap(text string, width int) []string {
 	return append(lines, line)
 }
 
-// printNodes prints the nodes as the cache sees them, and the queue.
+// printNodes prints the nodes as the cache sees them, with the external
+// usage (VMs) and its keys, and the queue.
 func printNodes(d *cache.CacheDump) {
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tSCHEDULABLE\tREQUESTED\tIDLE")
+	fmt.Fprintln(w, "NODE\tSCHEDULABLE\tREQUESTED\tEXTERNAL\tIDLE")
 	for _, n := range d.Nodes {
 		name := n.Name
 		if n.Placeholder {
 			name += " (placeholder)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", name, brief(n.Schedulable), brief(n.Requested), brief(n.Idle))
+		external := "-"
+		if !n.External.IsZero() {
+			external = brief(n.External)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, brief(n.Schedulable), brief(n.Requested), external, brief(n.Idle))
 	}
 	w.Flush()
+	if note := externalNote(d); note != "" {
+		fmt.Println("external usage (custom informer " + vmInformer + "): " + note)
+	}
 	l := d.Queue.Lengths
 	fmt.Printf("queue: %d active, %d backoff, %d unschedulable\n", l.Active, l.Backoff, l.Unschedulable)
 }

@@ -40,9 +40,9 @@ type scheduler struct {
 }
 
 // startScheduler runs the real command in a goroutine, connected to the API
-// server of kubeconfig and serving its endpoints on addr. It stops when ctx
-// is done or stop is called.
-func startScheduler(ctx context.Context, kubeconfig, addr string) *scheduler {
+// server of kubeconfig, configured by the file at configPath and serving
+// its endpoints on addr. It stops when ctx is done or stop is called.
+func startScheduler(ctx context.Context, kubeconfig, addr, configPath string) *scheduler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &scheduler{
 		addr:   addr,
@@ -54,7 +54,7 @@ func startScheduler(ctx context.Context, kubeconfig, addr string) *scheduler {
 	// Leader election off: a single replica schedules as soon as its cache
 	// has synced, instead of first acquiring a Lease. -v 2 logs every
 	// placement and every unschedulable job (to the log file).
-	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "--listen-address", addr, "--leader-elect=false", "-v", "2"})
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "--listen-address", addr, "--config-path", configPath, "--leader-elect=false", "-v", "2"})
 	cmd.SetContext(ctx)
 	cmd.SetErr(&s.stderr)
 	go func() {
