@@ -20,7 +20,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
 
 // FileSource is the source type that reads a static inventory: a directory
@@ -68,29 +68,31 @@ import (
 // directory.
 //
 // Metadata the source manages. metadata.resourceVersion in a file is
-// ignored: the source numbers every change itself, so that watches resume
-// and 410 Expired behave as with an apiserver. An object without
-// metadata.uid or metadata.creationTimestamp gets them when it first
-// appears and keeps them while it exists (a UID is generated; Pods, for
-// one, are told apart by UID).
+// ignored: the source keeps the objects in a resourcemanager.Store, which
+// numbers every change, so that watches resume and 410 Expired behave as
+// with an apiserver (see resourcemanager.Store.ListerWatcher). An object
+// without metadata.uid or metadata.creationTimestamp gets them when it
+// first appears and keeps them while it exists (a UID is generated; Pods,
+// for one, are told apart by UID).
 //
 // Changes. A re-scan reads the whole directory and compares each object
-// with what the informer has (semantically: "1000m" equals "1"); only real
-// changes become ADDED, MODIFIED or DELETED events, in namespace/name
-// order. If anything is wrong (a file that does not parse, a document of
-// another kind, a missing name, a name defined twice, an unreadable or
-// missing directory), the whole re-scan is rejected and the last good
-// state stays: the error, naming each bad file with its document number
-// and line, is logged (klog, with the informer's name) and returned by
-// List, so an informer whose directory is bad from the start reports it
-// and does not sync.
+// with what the store has (semantically: "1000m" equals "1"); only real
+// changes are written to the store and become ADDED, MODIFIED or DELETED
+// events, in namespace/name order. If anything is wrong (a file that does
+// not parse, a document of another kind, a missing name, a name defined
+// twice, an unreadable or missing directory), the whole re-scan is
+// rejected and the last good state stays: the error, naming each bad file
+// with its document number and line, is logged (klog, with the informer's
+// name) and returned by List, so an informer whose directory is bad from
+// the start reports it and does not sync.
 //
-// When it re-scans. List re-scans before answering. While a watch is open,
-// the directory is watched with inotify (fsnotify) and re-scanned 100ms
-// after a change notification about a manifest or a ".."-prefixed entry
-// (a ConfigMap update), and in any case every pollInterval: notifications
-// are not delivered on every filesystem, nor for a change behind a symlink
-// that points out of the directory. Each re-scan reads and parses every
+// When it re-scans. List re-scans before answering, and Watch before
+// starting the store's watch. While a watch is open, the directory is
+// watched with inotify (fsnotify) and re-scanned 100ms after a change
+// notification about a manifest or a ".."-prefixed entry (a ConfigMap
+// update), and in any case every pollInterval: notifications are not
+// delivered on every filesystem, nor for a change behind a symlink that
+// points out of the directory. Each re-scan reads and parses every
 // manifest. Nothing runs between watches: the goroutine, the notification
 // watcher and the poll timer belong to one watch and end with it.
 const FileSource = "file"
@@ -110,9 +112,10 @@ const (
 const fileSettleDelay = 100 * time.Millisecond
 
 // fileHistoryMin is the least number of changes the file source keeps for
-// watches that resume from an older resourceVersion. It also keeps at
-// least twice as many changes as it has objects, so that one re-scan that
-// changes everything does not force a relist.
+// watches that resume from an older resourceVersion (the store's
+// HistorySize). It also keeps at least twice as many changes as it has
+// objects (HistoryPerObject), so that one re-scan that changes everything
+// does not force a relist.
 const fileHistoryMin = 1000
 
 // FileMaxBytes is the largest manifest file the file source reads.
@@ -186,55 +189,41 @@ func newFileSource(_ context.Context, ci config.CustomInformer, example runtime.
 	if err != nil {
 		return nil, err
 	}
-	gvk := gvks[0]
-	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	if _, err := scheme.New(listGVK); err != nil {
-		return nil, fmt.Errorf("no list type for %v: %w", gvk, err)
+	inv, err := newInventory(ci.Name, args, gvks[0], example)
+	if err != nil {
+		return nil, err
 	}
-	return newInventory(ci.Name, args, gvk, listGVK, example), nil
+	return inv, nil
 }
 
-// inventory is the ListerWatcher of one file source: the objects read from
-// its directory, numbered with resourceVersions like an apiserver's, and
-// the recent changes, for watches.
-//
-// It keeps its own small versioned store rather than a
-// resourcemanager.Store (which has the same rules, and an in-process
-// ListerWatcher): resourcemanager's tests import this package, so this
-// package importing resourcemanager would be an import cycle in them.
+// inventory is the ListerWatcher of one file source. The objects read
+// from its directory are kept in a resourcemanager.Store, which numbers
+// every change with a resourceVersion, records the recent changes for
+// watches that resume, and serves lists and watches through its
+// in-process ListerWatcher. Each scan diffs the directory into the store,
+// writing only what changed, so that only real changes become events.
 type inventory struct {
 	informer string // the custom informer's name, for logs
 	dir      string
 	poll     time.Duration
 	gvk      schema.GroupVersionKind
-	listGVK  schema.GroupVersionKind
 	example  runtime.Object
 	decoder  runtime.Decoder // strict JSON
 	scoped   bool            // whether objects have a namespace
 	scopeSet bool            // whether scoped is known for the type
 
-	// scanMu serializes scans, from reading the directory to applying what
-	// was read, so that an older reading never replaces a newer one. It is
-	// held during file I/O, and taken before mu.
+	store *resourcemanager.Store
+	lw    cache.ListerWatcherWithContext // the store's
+
+	// scanMu serializes scans, from reading the directory to writing what
+	// was read into the store, so that an older reading never replaces a
+	// newer one. Lists and the start of watches hold it too, so that what
+	// they see of the store is the result of whole scans, never of half
+	// of one. It is held during file I/O; the store's own lock is taken
+	// under it (by the store's methods), never the other way round.
 	scanMu   sync.Mutex
 	lastErr  string    // the last scan error logged, "" after a good scan; guarded by scanMu
 	loggedAt time.Time // when lastErr was logged; guarded by scanMu
-
-	// mu guards the fields below. It is held for in-memory work only:
-	// never during file I/O nor while handing an event to a consumer.
-	mu        sync.Mutex
-	rv        int64
-	objects   map[string]runtime.Object // by namespace/name; never mutated once stored
-	history   []fileEvent               // oldest first
-	compacted int64                     // rv of the newest event dropped from history
-	changed   chan struct{}             // closed, and replaced, when events are added
-}
-
-// fileEvent is one recorded change.
-type fileEvent struct {
-	rv  int64
-	typ watch.EventType
-	obj runtime.Object // never mutated
 }
 
 var (
@@ -242,26 +231,40 @@ var (
 	_ cache.ListerWatcherWithContext = &inventory{}
 )
 
-func newInventory(informer string, args FileArgs, gvk, listGVK schema.GroupVersionKind, example runtime.Object) *inventory {
+func newInventory(informer string, args FileArgs, gvk schema.GroupVersionKind, example runtime.Object) (*inventory, error) {
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	store, err := resourcemanager.New(resourcemanager.Options{
+		GroupVersionKind: gvk,
+		Resource:         plural.Resource,
+		Example:          example,
+		HistorySize:      fileHistoryMin,
+		HistoryPerObject: 2,
+		// A watch falls this far behind only if one scan changes more
+		// objects while its consumer is busy; it then ends and the
+		// consumer resumes from the history.
+		WatcherBuffer: fileHistoryMin,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("inventory store: %w", err)
+	}
+	lw, err := store.ListerWatcher(scheme)
+	if err != nil {
+		return nil, fmt.Errorf("inventory store: %w", err)
+	}
 	scoped, known := fileScopes[gvk.GroupKind()]
 	return &inventory{
 		informer: informer,
 		dir:      args.Directory,
 		poll:     args.PollInterval,
 		gvk:      gvk,
-		listGVK:  listGVK,
 		example:  example.DeepCopyObject(),
 		decoder: jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme,
 			jsonserializer.SerializerOptions{Strict: true}),
 		scoped:   scoped,
 		scopeSet: known,
-		// As with resourcemanager.Store: the empty state is at 1, never
-		// "0", which means "any version" in the protocol.
-		rv:        1,
-		compacted: 1,
-		objects:   map[string]runtime.Object{},
-		changed:   make(chan struct{}),
-	}
+		store:    store,
+		lw:       cache.ToListerWatcherWithContext(lw),
+	}, nil
 }
 
 // IsWatchListSemanticsUnSupported tells client-go's reflector that this
@@ -276,31 +279,16 @@ func (inv *inventory) List(opts metav1.ListOptions) (runtime.Object, error) {
 // ListWithContext re-scans the directory and returns the objects, sorted
 // by namespace/name, at the resulting resourceVersion. If the scan fails,
 // so does the list, and the state is unchanged.
-func (inv *inventory) ListWithContext(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+func (inv *inventory) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := inv.scan(); err != nil {
+	inv.scanMu.Lock()
+	defer inv.scanMu.Unlock()
+	if err := inv.scanLocked(); err != nil {
 		return nil, err
 	}
-	objs, rv := inv.snapshot()
-	items := make([]runtime.Object, len(objs))
-	for i, o := range objs {
-		items[i] = o.DeepCopyObject()
-	}
-	list, err := scheme.New(inv.listGVK)
-	if err != nil {
-		return nil, err
-	}
-	if err := meta.SetList(list, items); err != nil {
-		return nil, fmt.Errorf("building %v: %w", inv.listGVK, err)
-	}
-	la, err := meta.ListAccessor(list)
-	if err != nil {
-		return nil, err
-	}
-	la.SetResourceVersion(strconv.FormatInt(rv, 10))
-	return list, nil
+	return inv.lw.ListWithContext(ctx, opts)
 }
 
 // Watch implements cache.Watcher.
@@ -308,106 +296,56 @@ func (inv *inventory) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return inv.WatchWithContext(context.Background(), opts)
 }
 
-// WatchWithContext starts a watch: from resourceVersion "" or "0" it
-// begins with synthetic ADDED events for the current state; from N it
-// delivers every change after N, or, if some are no longer recorded (or N
-// was never issued), a single ERROR event of reason Expired (410), as
-// kube-apiserver does. TimeoutSeconds ends it cleanly; bookmarks and
-// selectors are not supported (and not needed by informers). The watch
-// runs the directory's change notifications and polling until it is
-// stopped, ctx is done or it times out.
+// WatchWithContext re-scans the directory and starts a watch of the
+// store, with the store's rules (resourcemanager.Store.ListerWatcher):
+// from resourceVersion "" or "0" it begins with synthetic ADDED events for
+// the current state; from N it delivers every change after N, or, if some
+// are no longer recorded (or N was never issued), a single ERROR event of
+// reason Expired (410), as kube-apiserver does. TimeoutSeconds ends it
+// cleanly and AllowWatchBookmarks gets periodic bookmarks; selectors are
+// not supported (and not needed by informers). An invalid resourceVersion
+// or timeoutSeconds is a BadRequest error. Until the watch is stopped, ctx
+// is done, it times out or the store's watch ends, its goroutine runs the
+// directory's change notifications and polling, re-scanning into the
+// store, and forwards the store's events.
 func (inv *inventory) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	from := int64(-1)
-	if v := opts.ResourceVersion; v != "" && v != "0" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", v))
-		}
-		from = n
-	}
-	var timeout time.Duration
-	if opts.TimeoutSeconds != nil {
-		if *opts.TimeoutSeconds < 0 {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %d", *opts.TimeoutSeconds))
-		}
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
-
-	var initial []watch.Event
-	cursor := from
-	if from < 0 {
-		objs, rv := inv.snapshot()
-		for _, o := range objs {
-			initial = append(initial, watch.Event{Type: watch.Added, Object: o.DeepCopyObject()})
-		}
-		cursor = rv
-	} else if _, _, err := inv.since(from); err != nil {
-		ch := make(chan watch.Event, 1)
-		ch <- expiredEvent(err)
-		close(ch)
-		return watch.NewProxyWatcher(ch), nil
+	// Watch the directory first, then scan: a change made in between is
+	// seen by the scan, and any later one is notified.
+	n := inv.newNotifier()
+	inv.scanMu.Lock()
+	_ = inv.scanLocked() // logged; the last good state stays
+	inner, err := inv.lw.WatchWithContext(ctx, opts)
+	inv.scanMu.Unlock()
+	if err != nil {
+		n.close()
+		return nil, err
 	}
 	w := &fileWatch{
 		inv:    inv,
+		inner:  inner,
 		done:   ctx.Done(),
 		result: make(chan watch.Event),
 		stop:   make(chan struct{}),
 	}
-	go w.run(cursor, initial, timeout)
+	var timeout time.Duration
+	if ts := opts.TimeoutSeconds; ts != nil { // not negative: the store accepted it
+		timeout = time.Duration(*ts) * time.Second
+	}
+	go w.run(n, timeout)
 	return w, nil
 }
 
-// snapshot returns the stored objects (shared: not to be mutated), sorted
-// by key, and the resourceVersion they are at.
-func (inv *inventory) snapshot() ([]runtime.Object, int64) {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	keys := make([]string, 0, len(inv.objects))
-	for k := range inv.objects {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	objs := make([]runtime.Object, len(keys))
-	for i, k := range keys {
-		objs[i] = inv.objects[k]
-	}
-	return objs, inv.rv
-}
-
-// errExpiredRV says a watch asked for changes that are not recorded.
-type errExpiredRV struct{ requested, oldest, newest int64 }
-
-func (e errExpiredRV) Error() string {
-	if e.requested > e.newest {
-		return fmt.Sprintf("resource version %d was never issued (newest is %d)", e.requested, e.newest)
-	}
-	return fmt.Sprintf("too old resource version: %d (%d)", e.requested, e.oldest)
-}
-
-func expiredEvent(err error) watch.Event {
-	st := apierrors.NewResourceExpired(err.Error()).Status()
-	st.Kind, st.APIVersion = "Status", "v1"
-	return watch.Event{Type: watch.Error, Object: &st}
-}
-
-// since returns the recorded changes after rv (shared: not to be mutated),
-// and a channel closed when more are recorded.
-func (inv *inventory) since(rv int64) ([]fileEvent, <-chan struct{}, error) {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	if rv < inv.compacted || rv > inv.rv {
-		return nil, nil, errExpiredRV{requested: rv, oldest: inv.compacted, newest: inv.rv}
-	}
-	i := sort.Search(len(inv.history), func(i int) bool { return inv.history[i].rv > rv })
-	return inv.history[i:len(inv.history):len(inv.history)], inv.changed, nil
-}
-
-// scan reads the directory and applies what it holds. On error the state
-// is unchanged; the error is logged (once while it stays the same, and
-// again every fileErrorRelog) and returned.
+// scan reads the directory and writes what changed into the store. On
+// error the store is unchanged; the error is logged (once while it stays
+// the same, and again every fileErrorRelog) and returned.
 func (inv *inventory) scan() error {
 	inv.scanMu.Lock()
 	defer inv.scanMu.Unlock()
+	return inv.scanLocked()
+}
+
+// scanLocked is scan; inv.scanMu must be held.
+func (inv *inventory) scanLocked() error {
 	desired, err := inv.read()
 	if err != nil {
 		if msg := err.Error(); msg != inv.lastErr || time.Since(inv.loggedAt) >= fileErrorRelog {
@@ -421,43 +359,52 @@ func (inv *inventory) scan() error {
 		klog.InfoS("Inventory directory is valid again", "informer", inv.informer, "directory", inv.dir)
 		inv.lastErr = ""
 	}
-	added, updated, deleted, rv := inv.apply(desired)
+	added, updated, deleted, err := inv.apply(desired)
+	if err != nil {
+		err = fmt.Errorf("inventory directory %s: %w", inv.dir, err)
+		klog.ErrorS(err, "Could not record the inventory directory's changes", "informer", inv.informer,
+			"directory", inv.dir, "added", added, "updated", updated, "deleted", deleted)
+		return err
+	}
 	if added+updated+deleted > 0 {
 		klog.V(2).InfoS("Inventory directory changed", "informer", inv.informer, "directory", inv.dir,
-			"added", added, "updated", updated, "deleted", deleted, "resourceVersion", rv)
+			"added", added, "updated", updated, "deleted", deleted, "resourceVersion", inv.store.ResourceVersion())
 	}
 	return nil
 }
 
-// apply makes the state equal to desired (objects by key, owned by the
-// callee), recording one event per real change.
-func (inv *inventory) apply(desired map[string]runtime.Object) (added, updated, deleted int, rv int64) {
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	keys := make([]string, 0, len(desired)+len(inv.objects))
+// apply makes the store hold what desired (objects by key, owned by the
+// callee) holds, writing, in key order, only the objects that changed. A
+// new object gets a UID and a creationTimestamp unless the file gives
+// them; a changed one keeps the stored object's unless the file gives
+// them. inv.scanMu must be held: nothing else writes to the store.
+func (inv *inventory) apply(desired map[string]runtime.Object) (added, updated, deleted int, err error) {
+	objs, _ := inv.store.List("")
+	current := make(map[string]runtime.Object, len(objs)) // the store's copies
+	keys := make([]string, 0, len(desired)+len(objs))
 	for k := range desired {
 		keys = append(keys, k)
 	}
-	for k := range inv.objects {
+	for _, o := range objs {
+		m := mustMeta(o)
+		k := m.GetNamespace() + "/" + m.GetName()
+		current[k] = o
 		if _, ok := desired[k]; !ok {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
-	var events []fileEvent
 	now := metav1.Now().Rfc3339Copy()
 	for _, k := range keys {
-		old, had := inv.objects[k]
+		old, had := current[k]
 		obj, want := desired[k]
 		switch {
 		case !want:
-			gone := old.DeepCopyObject()
-			inv.rv++
-			mustMeta(gone).SetResourceVersion(strconv.FormatInt(inv.rv, 10))
-			delete(inv.objects, k)
-			events = append(events, fileEvent{rv: inv.rv, typ: watch.Deleted, obj: gone})
+			om := mustMeta(old)
+			if err := inv.store.Delete(om.GetNamespace(), om.GetName()); err != nil {
+				return added, updated, deleted, fmt.Errorf("deleting %s %s: %w", inv.gvk.Kind, objectName(om), err)
+			}
 			deleted++
-			continue
 		case !had:
 			m := mustMeta(obj)
 			if m.GetUID() == "" {
@@ -466,7 +413,9 @@ func (inv *inventory) apply(desired map[string]runtime.Object) (added, updated, 
 			if ts := m.GetCreationTimestamp(); ts.IsZero() {
 				m.SetCreationTimestamp(now)
 			}
-			events = append(events, fileEvent{typ: watch.Added, obj: obj})
+			if err := inv.store.Create(obj); err != nil {
+				return added, updated, deleted, fmt.Errorf("adding %s %s: %w", inv.gvk.Kind, objectName(m), err)
+			}
 			added++
 		default:
 			m, om := mustMeta(obj), mustMeta(old)
@@ -476,29 +425,22 @@ func (inv *inventory) apply(desired map[string]runtime.Object) (added, updated, 
 			if ts := m.GetCreationTimestamp(); ts.IsZero() {
 				m.SetCreationTimestamp(om.GetCreationTimestamp())
 			}
+			// The store's resourceVersion makes the update conditional
+			// (it cannot conflict: nothing else writes), and takes it out
+			// of the comparison; so does clearing the apiVersion and kind
+			// the store sets on what it keeps.
 			m.SetResourceVersion(om.GetResourceVersion())
+			old.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 			if equality.Semantic.DeepEqual(old, obj) {
 				continue
 			}
-			events = append(events, fileEvent{typ: watch.Modified, obj: obj})
+			if err := inv.store.Update(obj); err != nil {
+				return added, updated, deleted, fmt.Errorf("updating %s %s: %w", inv.gvk.Kind, objectName(m), err)
+			}
 			updated++
 		}
-		inv.rv++
-		mustMeta(obj).SetResourceVersion(strconv.FormatInt(inv.rv, 10))
-		inv.objects[k] = obj
-		events[len(events)-1].rv = inv.rv
 	}
-	if len(events) > 0 {
-		inv.history = append(inv.history, events...)
-		if limit := max(fileHistoryMin, 2*len(inv.objects)); len(inv.history) > limit {
-			drop := len(inv.history) - limit
-			inv.compacted = inv.history[drop-1].rv
-			inv.history = append([]fileEvent(nil), inv.history[drop:]...)
-		}
-		close(inv.changed)
-		inv.changed = make(chan struct{})
-	}
-	return added, updated, deleted, inv.rv
+	return added, updated, deleted, nil
 }
 
 func mustMeta(o runtime.Object) metav1.Object {
@@ -906,10 +848,12 @@ func fieldLine(n *yaml.Node, path string) int {
 	return line
 }
 
-// fileWatch is one watch on an inventory. Its goroutine (run) owns the
-// change notifications and the poll timer.
+// fileWatch is one watch on an inventory: the store's watch (inner), fed
+// by re-scans. Its goroutine (run) owns the change notifications and the
+// poll timer, re-scans into the store and forwards the store's events.
 type fileWatch struct {
 	inv    *inventory
+	inner  watch.Interface // the store's watch
 	done   <-chan struct{} // of the context the watch was started with
 	result chan watch.Event
 	stop   chan struct{}
@@ -919,28 +863,27 @@ type fileWatch struct {
 }
 
 // Stop ends the watch; the result channel is closed once the goroutine
-// has released the notification watcher. It may be called more than once,
-// from any goroutine.
+// has released the notification watcher and stopped the store's watch. It
+// may be called more than once, from any goroutine.
 func (w *fileWatch) Stop() { w.once.Do(func() { close(w.stop) }) }
 
 // ResultChan returns the channel the events arrive on.
 func (w *fileWatch) ResultChan() <-chan watch.Event { return w.result }
 
-// run delivers initial, then every change after cursor, re-scanning the
-// directory on notifications and every poll interval, until the watch
-// ends.
-func (w *fileWatch) run(cursor int64, initial []watch.Event, timeout time.Duration) {
+// run forwards the store's events, re-scanning the directory into the
+// store on notifications and every poll interval, until the watch ends:
+// it is stopped, its context is done, it times out (timeout > 0) or the
+// store's watch ends (it timed out too, fell behind, or delivered an
+// Expired error).
+func (w *fileWatch) run(n *notifier, timeout time.Duration) {
 	defer close(w.result)
+	defer w.inner.Stop()
+	defer n.close()
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		w.timeoutC = t.C
 	}
-	// Watch first, then scan: a change made in between is seen by the
-	// scan, and any later one is notified.
-	n := w.inv.newNotifier()
-	defer n.close()
-	_ = w.inv.scan() // logged; the last good state stays
 	poll := time.NewTicker(w.inv.poll)
 	defer poll.Stop()
 	var settle *time.Timer
@@ -951,29 +894,17 @@ func (w *fileWatch) run(cursor int64, initial []watch.Event, timeout time.Durati
 	}()
 	var settleC <-chan time.Time
 
-	for _, e := range initial {
-		if !w.send(e) {
-			return
-		}
-	}
+	events := w.inner.ResultChan()
 	for {
-		events, changed, err := w.inv.since(cursor)
-		if err != nil {
-			w.send(expiredEvent(err))
-			return
-		}
-		for _, e := range events {
-			if !w.send(watch.Event{Type: e.typ, Object: e.obj.DeepCopyObject()}) {
-				return
-			}
-			cursor = e.rv
-		}
-		if len(events) > 0 {
-			continue
-		}
 		rescan := false
 		select {
-		case <-changed:
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if !w.send(e) {
+				return
+			}
 		case ev, ok := <-n.events():
 			if !ok {
 				n.lost()
@@ -1004,7 +935,7 @@ func (w *fileWatch) run(cursor int64, initial []watch.Event, timeout time.Durati
 		}
 		if rescan {
 			n.ensure()
-			_ = w.inv.scan()
+			_ = w.inv.scan() // logged; the last good state stays
 		}
 	}
 }

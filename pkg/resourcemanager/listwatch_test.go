@@ -1,4 +1,4 @@
-package resourcemanager
+package resourcemanager_test
 
 import (
 	"context"
@@ -17,9 +17,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
 
-func listerWatcher(t *testing.T, s *Store) cache.ListerWatcherWithContext {
+func listerWatcher(t *testing.T, s *resourcemanager.Store) cache.ListerWatcherWithContext {
 	t.Helper()
 	lw, err := s.ListerWatcher(scheme.Scheme)
 	if err != nil {
@@ -75,7 +76,7 @@ func describe(e watch.Event) string {
 	return fmt.Sprintf("%s %s %s %s", e.Type, c.Name, c.ResourceVersion, c.Data["v"])
 }
 
-func waitNoWatchers(t *testing.T, s *Store) {
+func waitNoWatchers(t *testing.T, s *resourcemanager.Store) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.Watchers() != 0 {
@@ -325,7 +326,7 @@ func TestListerWatcherWatchEnds(t *testing.T) {
 }
 
 func TestListerWatcherBookmarks(t *testing.T) {
-	s, _ := newStore(t, func(o *Options) { o.BookmarkInterval = 20 * time.Millisecond })
+	s, _ := newStore(t, func(o *resourcemanager.Options) { o.BookmarkInterval = 20 * time.Millisecond })
 	if err := s.Create(cm("ns", "a", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +347,7 @@ func TestListerWatcherBookmarks(t *testing.T) {
 }
 
 func TestListerWatcherSlowWatchResumes(t *testing.T) {
-	s, _ := newStore(t, func(o *Options) { o.WatcherBuffer = 2; o.HistorySize = 100 })
+	s, _ := newStore(t, func(o *resourcemanager.Options) { o.WatcherBuffer = 2; o.HistorySize = 100 })
 	lw := listerWatcher(t, s)
 	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: s.ResourceVersion()})
 	if err != nil {
@@ -383,7 +384,7 @@ func TestListerWatcherSlowWatchResumes(t *testing.T) {
 }
 
 func TestListerWatcherDrivesAnInformer(t *testing.T) {
-	s, _ := newStore(t, func(o *Options) { o.HistorySize = 1000 })
+	s, _ := newStore(t, func(o *resourcemanager.Options) { o.HistorySize = 1000 })
 	if err := s.Create(cm("ns", "pre", "")); err != nil {
 		t.Fatal(err)
 	}

@@ -82,6 +82,14 @@ type Options struct {
 	// HistorySize is how many events are kept for watch resumption
 	// (DefaultHistorySize if zero).
 	HistorySize int
+	// HistoryPerObject, when positive, makes the history keep at least
+	// that many events per stored object, beyond HistorySize, so that the
+	// history grows with the store: with 2, a round of changes to every
+	// object can be replayed to a watch resuming from before it even when
+	// the store holds more than HistorySize objects. When objects are
+	// deleted, the history shrinks back, to no less than HistorySize
+	// events. Zero (or negative) keeps the history at HistorySize.
+	HistoryPerObject int
 	// WatcherBuffer is how many events may be queued for one watcher before
 	// it is closed as too slow (DefaultWatcherBuffer if zero).
 	WatcherBuffer int
@@ -111,13 +119,14 @@ type Store struct {
 	resource string
 	example  runtime.Object
 	histSize int
+	histPer  int // Options.HistoryPerObject; 0 if not positive
 	bufSize  int
 	bookmark time.Duration
 
 	mu        sync.Mutex
 	rv        int64
 	objects   map[string]runtime.Object // key namespace/name; stored copies, never mutated
-	history   []*event                  // oldest first, at most histSize
+	history   []*event                  // oldest first; bounded by publishLocked
 	compacted int64                     // rv of the newest event dropped from history
 	watchers  map[*watcher]struct{}
 	closed    bool
@@ -147,6 +156,9 @@ func New(opts Options) (*Store, error) {
 	if opts.HistorySize <= 0 {
 		opts.HistorySize = DefaultHistorySize
 	}
+	if opts.HistoryPerObject < 0 {
+		opts.HistoryPerObject = 0
+	}
 	if opts.WatcherBuffer <= 0 {
 		opts.WatcherBuffer = DefaultWatcherBuffer
 	}
@@ -162,6 +174,7 @@ func New(opts Options) (*Store, error) {
 		resource:  opts.Resource,
 		example:   opts.Example.DeepCopyObject(),
 		histSize:  opts.HistorySize,
+		histPer:   opts.HistoryPerObject,
 		bufSize:   opts.WatcherBuffer,
 		bookmark:  opts.BookmarkInterval,
 		rv:        opts.InitialResourceVersion,
@@ -344,12 +357,17 @@ func (s *Store) snapshotLocked(namespace string) []runtime.Object {
 }
 
 // publishLocked records e in the history and hands it to every watcher,
-// closing those whose buffer is full. s.mu must be held.
+// closing those whose buffer is full. s.mu must be held, and s.objects
+// must already reflect the change.
 func (s *Store) publishLocked(e *event) {
-	if len(s.history) >= s.histSize {
-		s.compacted = s.history[0].rv
-		s.history[0] = nil
-		s.history = s.history[1:]
+	// The history's bound: HistorySize, or more with HistoryPerObject. It
+	// may have shrunk since the last event (objects deleted), so more
+	// than one event may go.
+	limit := max(s.histSize, s.histPer*len(s.objects))
+	if drop := len(s.history) + 1 - limit; drop > 0 {
+		s.compacted = s.history[drop-1].rv
+		clear(s.history[:drop])
+		s.history = s.history[drop:]
 	}
 	s.history = append(s.history, e)
 	for w := range s.watchers {

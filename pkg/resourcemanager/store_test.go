@@ -1,4 +1,4 @@
-package resourcemanager
+package resourcemanager_test
 
 import (
 	"bufio"
@@ -25,11 +25,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
 
-func newStore(t *testing.T, mod func(*Options)) (*Store, *httptest.Server) {
+func newStore(t *testing.T, mod func(*resourcemanager.Options)) (*resourcemanager.Store, *httptest.Server) {
 	t.Helper()
-	o := Options{
+	o := resourcemanager.Options{
 		GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
 		Resource:         "configmaps",
 		Example:          &v1.ConfigMap{},
@@ -38,7 +39,7 @@ func newStore(t *testing.T, mod func(*Options)) (*Store, *httptest.Server) {
 	if mod != nil {
 		mod(&o)
 	}
-	s, err := New(o)
+	s, err := resourcemanager.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestWatchTooOldRVIsExpired(t *testing.T) {
 }
 
 func TestWatchTimeoutSecondsAndBookmarks(t *testing.T) {
-	s, srv := newStore(t, func(o *Options) { o.BookmarkInterval = 20 * time.Millisecond })
+	s, srv := newStore(t, func(o *resourcemanager.Options) { o.BookmarkInterval = 20 * time.Millisecond })
 	if err := s.Create(cm("ns", "a", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +382,7 @@ func (f *informerFixture) eventLog() []string {
 
 // waitConverged polls until the informer's store holds exactly the store's
 // objects at the same resourceVersions.
-func waitConverged(t *testing.T, s *Store, f *informerFixture) {
+func waitConverged(t *testing.T, s *resourcemanager.Store, f *informerFixture) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 20*time.Second, true,
@@ -408,7 +409,7 @@ func waitConverged(t *testing.T, s *Store, f *informerFixture) {
 }
 
 func TestInformerSeesEveryChangeInOrder(t *testing.T) {
-	s, srv := newStore(t, func(o *Options) { o.HistorySize = 1000 })
+	s, srv := newStore(t, func(o *resourcemanager.Options) { o.HistorySize = 1000 })
 	if err := s.Create(cm("ns", "pre", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestInformerSeesEveryChangeInOrder(t *testing.T) {
 }
 
 func TestInformerRelistsAfterWatchKilled(t *testing.T) {
-	s, srv := newStore(t, func(o *Options) { o.HistorySize = 5 })
+	s, srv := newStore(t, func(o *resourcemanager.Options) { o.HistorySize = 5 })
 	f := startInformer(t, srv)
 	if err := s.Create(cm("ns", "a", "")); err != nil {
 		t.Fatal(err)
@@ -472,7 +473,7 @@ func TestInformerRelistsAfterWatchKilled(t *testing.T) {
 }
 
 func TestSlowWatcherIsClosedAndInformerRecovers(t *testing.T) {
-	s, srv := newStore(t, func(o *Options) { o.HistorySize = 20; o.WatcherBuffer = 2 })
+	s, srv := newStore(t, func(o *resourcemanager.Options) { o.HistorySize = 20; o.WatcherBuffer = 2 })
 	f := startInformer(t, srv)
 	waitConverged(t, s, f)
 	f.gate.shut()
@@ -490,4 +491,72 @@ func TestSlowWatcherIsClosedAndInformerRecovers(t *testing.T) {
 	}
 	f.gate.release()
 	waitConverged(t, s, f)
+}
+
+func TestHistoryPerObjectGrowsAndShrinksTheHistory(t *testing.T) {
+	s, _ := newStore(t, func(o *resourcemanager.Options) { o.HistoryPerObject = 2 }) // history 10
+	lw := listerWatcher(t, s)
+	// resume watches from rv and returns the resourceVersions of the
+	// events it replays (up to n), or "expired".
+	resume := func(rv string, n int) string {
+		t.Helper()
+		w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		e := next(t, w)
+		if e.Type == watch.Error {
+			if st, ok := e.Object.(*metav1.Status); !ok || st.Code != 410 || st.Reason != metav1.StatusReasonExpired {
+				t.Fatalf("rv %s: error event %#v, want 410 Expired", rv, e.Object)
+			}
+			return "expired"
+		}
+		rvs := []string{e.Object.(*v1.ConfigMap).ResourceVersion}
+		for len(rvs) < n {
+			rvs = append(rvs, next(t, w).Object.(*v1.ConfigMap).ResourceVersion)
+		}
+		return rvs[0] + ".." + rvs[len(rvs)-1]
+	}
+
+	// 20 objects, then a change to each: 40 events, more than
+	// HistorySize but no more than 2 per object, all kept.
+	for i := 0; i < 20; i++ {
+		if err := s.Create(cm("ns", strconv.Itoa(i), "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		if err := s.Update(cm("ns", strconv.Itoa(i), "b")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := resume("1", 40); got != "2..41" {
+		t.Fatalf("replay from 1 = %s, want 2..41", got)
+	}
+	// One more change is one more than 2 per object: the oldest goes.
+	if err := s.Update(cm("ns", "0", "c")); err != nil {
+		t.Fatal(err)
+	}
+	if got := resume("1", 1); got != "expired" {
+		t.Fatalf("replay from 1 = %s, want expired", got)
+	}
+	if got := resume("2", 40); got != "3..42" {
+		t.Fatalf("replay from 2 = %s, want 3..42", got)
+	}
+	// Deleting every object shrinks the history back to HistorySize.
+	for i := 0; i < 20; i++ {
+		if err := s.Delete("ns", strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.ResourceVersion() != "62" {
+		t.Fatalf("store rv = %s", s.ResourceVersion())
+	}
+	if got := resume("51", 1); got != "expired" {
+		t.Fatalf("replay from 51 = %s, want expired", got)
+	}
+	if got := resume("52", 10); got != "53..62" {
+		t.Fatalf("replay from 52 = %s, want 53..62", got)
+	}
 }
