@@ -376,7 +376,7 @@ func TestGangAllOrNothing(t *testing.T) {
 }
 
 // gangEvents are the Gang plugin's events, sorted.
-var gangEvents = []string{"AssignedPodDelete", "NodeAdd", "NodeAllocatableChange", "NodeLabelChange", "NodeSpecUnschedulableChange", "NodeTaintChange", "PodAdd"}
+var gangEvents = []string{"AssignedPodDelete", "ExternalUsageDecrease", "NodeAdd", "NodeAllocatableChange", "NodeLabelChange", "NodeSpecUnschedulableChange", "NodeTaintChange", "PodAdd"}
 
 func TestGangWaitsForItsTasks(t *testing.T) {
 	h := newHarness(t)
@@ -461,7 +461,7 @@ func TestGangPartialPlacement(t *testing.T) {
 	}
 	// Only NodeResourcesFit rejected anything (Gang's Permit passed): the
 	// job waits for its events.
-	if got, want := sorted(d.Unschedulable[0].Events), []string{"AssignedPodDelete", "NodeAdd", "NodeAllocatableChange"}; !slices.Equal(got, want) || d.Unschedulable[0].LastFailure != msg {
+	if got, want := sorted(d.Unschedulable[0].Events), []string{"AssignedPodDelete", "ExternalUsageDecrease", "NodeAdd", "NodeAllocatableChange"}; !slices.Equal(got, want) || d.Unschedulable[0].LastFailure != msg {
 		t.Errorf("parked job waits for %q with last failure %q, want %q and %q", got, d.Unschedulable[0].LastFailure, want, msg)
 	}
 

@@ -22,7 +22,9 @@
 // where it did not: an assigned pod deleted or finished (Pod/Delete), a new
 // node (Node/Add), and a node whose allocatable, labels, taints or
 // schedulability changed (Node/UpdateNodeAllocatable, UpdateNodeLabel,
-// UpdateNodeTaint, UpdateNodeSchedulable). It also registers Pod/Add: a
+// UpdateNodeTaint, UpdateNodeSchedulable), and external usage (a VM) that
+// shrank or went away (eventhandlers.EventExternalUsageDecrease). It also
+// registers Pod/Add: a
 // waiting gang needs more tasks, and a task of the gang bound by someone
 // else counts towards min-available.
 package gang

@@ -45,6 +45,7 @@ func (*Gang) EventsToRegister() []eventhandlers.ClusterEvent {
 		eventhandlers.EventNodeLabelChange,
 		eventhandlers.EventNodeTaintChange,
 		eventhandlers.EventNodeBecameSchedulable,
+		eventhandlers.EventExternalUsageDecrease,
 	}
 }
 

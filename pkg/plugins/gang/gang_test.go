@@ -126,6 +126,7 @@ func TestNew(t *testing.T) {
 		eventhandlers.EventNodeLabelChange,
 		eventhandlers.EventNodeTaintChange,
 		eventhandlers.EventNodeBecameSchedulable,
+		eventhandlers.EventExternalUsageDecrease,
 	}
 	for _, e := range helps {
 		if !matchesAny(e, events) {
