@@ -10,7 +10,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -28,8 +30,19 @@ type faultyManager struct {
 	srv   *httptest.Server
 
 	mu      sync.Mutex // guards the queues
-	lists   []string
-	watches []string
+	lists   []canned
+	watches []canned
+	// hanging is set while a silent watch is being served.
+	hanging atomic.Bool
+}
+
+// canned is one queued response.
+type canned struct {
+	code int
+	body string
+	// hang, if set, makes a watch answer 200 and then stay silent until
+	// it is closed.
+	hang chan struct{}
 }
 
 func newFaultyManager(t *testing.T, store *resourcemanager.Store) *faultyManager {
@@ -42,14 +55,15 @@ func newFaultyManager(t *testing.T, store *resourcemanager.Store) *faultyManager
 
 func (m *faultyManager) serve(w http.ResponseWriter, r *http.Request) {
 	watch := r.URL.Query().Get("watch") == "true"
-	m.mu.Lock()
-	var body string
-	var ok bool
-	if q := &m.lists; watch {
+	q := &m.lists
+	if watch {
 		q = &m.watches
-		body, ok = pop(q)
-	} else {
-		body, ok = pop(q)
+	}
+	m.mu.Lock()
+	var c canned
+	ok := len(*q) > 0
+	if ok {
+		c, *q = (*q)[0], (*q)[1:]
 	}
 	m.mu.Unlock()
 	if !ok {
@@ -57,27 +71,36 @@ func (m *faultyManager) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(body))
+	w.WriteHeader(c.code)
+	_, _ = w.Write([]byte(c.body))
+	if c.hang != nil {
+		w.(http.Flusher).Flush()
+		m.hanging.Store(true)
+		defer m.hanging.Store(false)
+		select {
+		case <-c.hang:
+		case <-r.Context().Done():
+		}
+	}
 }
 
-func pop(q *[]string) (string, bool) {
-	if len(*q) == 0 {
-		return "", false
-	}
-	s := (*q)[0]
-	*q = (*q)[1:]
-	return s, true
+func (m *faultyManager) queueWatchHang(hang chan struct{}) {
+	m.mu.Lock()
+	m.watches = append(m.watches, canned{code: http.StatusOK, hang: hang})
+	m.mu.Unlock()
 }
 
 func (m *faultyManager) queueList(body string) {
 	m.mu.Lock()
-	m.lists = append(m.lists, body)
+	m.lists = append(m.lists, canned{code: http.StatusOK, body: body})
 	m.mu.Unlock()
 }
 
-func (m *faultyManager) queueWatch(body string) {
+func (m *faultyManager) queueWatch(body string) { m.queueWatchStatus(http.StatusOK, body) }
+
+func (m *faultyManager) queueWatchStatus(code int, body string) {
 	m.mu.Lock()
-	m.watches = append(m.watches, body)
+	m.watches = append(m.watches, canned{code: code, body: body})
 	m.mu.Unlock()
 }
 
@@ -331,6 +354,14 @@ func TestHTTPSourceManagerRestartedWithChangedState(t *testing.T) {
 }
 
 func TestHTTPSourceRelistsOnExpired(t *testing.T) {
+	t.Run("ERROR event", func(t *testing.T) { testRelistOnExpired(t, false) })
+	t.Run("410 status", func(t *testing.T) { testRelistOnExpired(t, true) })
+}
+
+// testRelistOnExpired lets the manager's history move past the informer's
+// version; the manager then says so with an ERROR event (as an apiserver
+// does) or, with status410, with an HTTP 410 Gone.
+func testRelistOnExpired(t *testing.T, status410 bool) {
 	store, err := resourcemanager.New(resourcemanager.Options{
 		GroupVersionKind: v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
 		Resource:         v1alpha1.ExternalWorkloadsResource, Example: &v1alpha1.ExternalWorkload{},
@@ -344,6 +375,14 @@ func TestHTTPSourceRelistsOnExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	mgr := newFaultyManager(t, store)
+	// The informer's first watch hears nothing while more changes than the
+	// history holds happen; then its connection breaks, and it resumes from
+	// the version of its list, which the manager no longer has.
+	hang := make(chan struct{})
+	mgr.queueWatchHang(hang)
+	if status410 {
+		mgr.queueWatchStatus(http.StatusGone, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":410,"reason":"Gone","message":"history moved on"}`)
+	}
 	m, err := NewMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -351,14 +390,7 @@ func TestHTTPSourceRelistsOnExpired(t *testing.T) {
 	b := buildWithMetrics(t, "url: "+mgr.srv.URL+"\n", m)
 	run(t, b)
 	waitFor(t, "sync", b.Informer.HasSynced)
-	waitFor(t, "a watcher", func() bool { return store.Watchers() > 0 })
-
-	// Make the manager refuse watches while more changes than its history
-	// holds happen, then cut the watch: the resumed watch is too old.
-	for i := 0; i < 3; i++ {
-		mgr.queueWatch(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":503,"reason":"ServiceUnavailable","message":"busy"}}` + "\n")
-	}
-	mgr.srv.CloseClientConnections()
+	waitFor(t, "the silent watch", func() bool { return mgr.hanging.Load() })
 	for i := 1; i <= 6; i++ {
 		if err := store.Create(workload("", fmt.Sprintf("w%d", i), "bob")); err != nil {
 			t.Fatal(err)
@@ -367,8 +399,19 @@ func TestHTTPSourceRelistsOnExpired(t *testing.T) {
 	if err := store.Delete("", "w0"); err != nil {
 		t.Fatal(err)
 	}
+	// A watch that ends within a second without events makes the
+	// reflector list at once; this one must look like a normal break.
+	time.Sleep(1100 * time.Millisecond)
+	if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got != 0 {
+		t.Fatalf("relists before the break = %v, want 0", got)
+	}
+	close(hang)
 	waitFor(t, "the informer to catch up", func() bool { return storeKeys(b) == "w1,w2,w3,w4,w5,w6" })
 	if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got < 1 {
 		t.Errorf("relists = %v, want >= 1", got)
+	}
+	// The 410 was what made it list: an ERROR event, or a failed watch.
+	if got := testutil.ToFloat64(m.WatchErrors.WithLabelValues("workloads")); got < 1 {
+		t.Errorf("watch errors = %v, want the 410 counted", got)
 	}
 }
