@@ -6,11 +6,24 @@
 // a cache.ListerWatcher, so the store, the DeltaFIFO and the fan-out to
 // handlers are client-go's. What this package adds is
 //   - New, which builds the informer for a source that is not an
-//     apiserver (it opts out of watch-list semantics);
+//     apiserver (it opts out of watch-list semantics), behind a check that
+//     rejects what must not be stored (a list or object of the wrong type
+//     or kind, a missing name or resourceVersion) and counts every event,
+//     error, rejection and relist in Metrics, labelled with the informer's
+//     name;
 //   - a registry of source types (RegisterSource), following the same rules
 //     as the event-handler registry, so vendors can add their own;
+//   - the built-in sources: http (the Kubernetes list/watch JSON protocol
+//     through client-go's REST client, with TLS, a rotating bearer token
+//     file and size limits), kubeconfig (another cluster's apiserver) and
+//     file (a directory of manifests);
 //   - Build, which turns one customInformers entry of the configuration
 //     file into an informer.
+//
+// Rejection is fail-closed: a rejected list fails whole and a rejected
+// watch event ends the watch, so the informer keeps its last good state
+// and lists again with backoff. Dropping a bad object instead would delete
+// it from the store, and a forgotten VM frees capacity that is in use.
 //
 // The scheduler cache runs these informers next to the native ones and
 // dispatches their events to the same event handler (see
