@@ -166,12 +166,13 @@ func (c *checkedListWatch) WatchWithContext(ctx context.Context, opts metav1.Lis
 		}
 		return nil, err
 	}
-	return watch.Filter(w, c.checkEvent), nil
+	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) { return c.checkEvent(ctx, e) }), nil
 }
 
 // checkEvent counts an event and turns an invalid one into an ERROR event,
-// which makes the reflector end the watch and list again.
-func (c *checkedListWatch) checkEvent(e watch.Event) (watch.Event, bool) {
+// which makes the reflector end the watch and list again. ctx is the
+// watch's: once it is done, errors are the informer stopping.
+func (c *checkedListWatch) checkEvent(ctx context.Context, e watch.Event) (watch.Event, bool) {
 	switch e.Type {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
 		if reason, err := c.checkObject(e.Object, e.Type == watch.Bookmark); err != nil {
@@ -194,15 +195,21 @@ func (c *checkedListWatch) checkEvent(e watch.Event) (watch.Event, bool) {
 		}
 		c.m.lastEvent.Set(float64(time.Now().UnixNano()) / 1e9)
 	case watch.Error:
+		err := apierrors.FromObject(e.Object)
+		if ctx.Err() != nil {
+			// The informer is stopping; the stream broke because of it.
+			klog.V(4).InfoS("Watch of a custom informer source stopped", "informer", c.name, "err", err)
+			return e, true
+		}
 		c.m.errorEvents.Inc()
 		c.m.watchErrors.Inc()
-		err := apierrors.FromObject(e.Object)
 		if st, ok := e.Object.(*metav1.Status); ok && strings.Contains(st.Message, ErrTooLarge.Error()) {
 			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
 		}
-		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		switch {
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
 			klog.V(2).InfoS("Watch of a custom informer source expired; listing again", "informer", c.name, "err", err)
-		} else {
+		default:
 			klog.ErrorS(err, "Watch of a custom informer source failed; listing again", "informer", c.name)
 		}
 	default:

@@ -415,3 +415,43 @@ func testRelistOnExpired(t *testing.T, status410 bool) {
 		t.Errorf("watch errors = %v, want the 410 counted", got)
 	}
 }
+
+// TestStoppingLogsNoErrors: an informer that stops breaks its own watch
+// stream; that is not the source's failure and must not be logged or
+// counted as one. Whether the break shows as an error depends on timing,
+// hence the rounds.
+func TestStoppingLogsNoErrors(t *testing.T) {
+	logs := captureLogs(t)
+	store := newWorkloadStore(t)
+	if err := store.Create(workload("", "w1", "alice")); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(store.Handler())
+	t.Cleanup(srv.Close)
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		b := buildWithMetrics(t, "url: "+srv.URL+"\n", m)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); b.Informer.RunWithContext(ctx) }()
+		waitFor(t, "sync", b.Informer.HasSynced)
+		waitFor(t, "a watcher", func() bool { return store.Watchers() > 0 })
+		cancel()
+		<-done
+		waitFor(t, "the watch to end", func() bool { return store.Watchers() == 0 })
+	}
+	klog.Flush()
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.HasPrefix(line, "E") || strings.HasPrefix(line, "W") {
+			t.Errorf("stopping logged %s", line)
+		}
+	}
+	for _, c := range []prometheus.Collector{m.WatchErrors, m.ListErrors} {
+		if n := testutil.ToFloat64(c); n != 0 {
+			t.Errorf("stopping counted %v errors", n)
+		}
+	}
+}
