@@ -81,10 +81,15 @@ func (l *eventLog) snapshot() map[string]string {
 // TestHTTPSourceChurnWithBrokenConnections makes random changes at a
 // manager while its connections are cut now and then. Changes reach the
 // handler in order and none twice, and the end state is the manager's.
+//
 // When the manager keeps enough history for the informer to resume every
-// cut watch, every change arrives; when it does not (a small history and
-// watcher buffer), the informer lists again and may see only the latest
-// version of an object, as with an apiserver.
+// cut watch, every change arrives. That case cuts a watch only once it has
+// delivered every change so far, then makes the next changes while the
+// informer reconnects, so the resumed watch replays them: a cut of a watch
+// that has delivered nothing within a second would make the reflector list
+// instead, by design. With a small history and watcher buffer, cuts come
+// in the middle of the flow, the informer lists again and may see only the
+// latest version of an object, as with an apiserver.
 func TestHTTPSourceChurnWithBrokenConnections(t *testing.T) {
 	for _, tt := range []struct {
 		name            string
@@ -128,6 +133,20 @@ func testChurn(t *testing.T, history, buffer int, wantEveryChange, wantRelists b
 	}
 	run(t, b)
 	waitFor(t, "sync", b.Informer.HasSynced)
+	sameAs := func(want map[string]string) func() bool {
+		return func() bool {
+			got := log.snapshot()
+			if len(got) != len(want) {
+				return false
+			}
+			for k, v := range want {
+				if got[k] != v {
+					return false
+				}
+			}
+			return true
+		}
+	}
 
 	rng := rand.New(rand.NewPCG(7, 11))
 	want := map[string]string{}
@@ -151,21 +170,13 @@ func testChurn(t *testing.T, history, buffer int, wantEveryChange, wantRelists b
 			t.Fatal(err)
 		}
 		if i%250 == 125 {
+			if wantEveryChange {
+				waitFor(t, "every change so far", sameAs(want))
+			}
 			srv.CloseClientConnections()
 		}
 	}
-	waitFor(t, "the handler to see the manager's state", func() bool {
-		got := log.snapshot()
-		if len(got) != len(want) {
-			return false
-		}
-		for k, v := range want {
-			if got[k] != v {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, "the handler to see the manager's state", sameAs(want))
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	relists := testutil.ToFloat64(m.Relists.WithLabelValues("workloads"))

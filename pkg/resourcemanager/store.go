@@ -453,19 +453,26 @@ func mustAccessor(o runtime.Object) metav1.Object {
 	return m
 }
 
+// wireEvent is a watch-stream line, for reading one back.
 type wireEvent struct {
 	Type   string          `json:"type"`
 	Object json.RawMessage `json:"object"`
 }
 
+// encodeEvent returns the watch-stream line {"type":typ,"object":obj}.
+// The line is assembled around the marshalled object rather than
+// marshalled as a whole, which would validate and copy the object's JSON a
+// second time. typ is one of the watch event types, which need no
+// escaping.
 func encodeEvent(typ string, obj any) ([]byte, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
-	line, err := json.Marshal(wireEvent{Type: typ, Object: raw})
-	if err != nil {
-		return nil, err
-	}
-	return append(line, '\n'), nil
+	line := make([]byte, 0, len(raw)+len(typ)+24)
+	line = append(line, `{"type":"`...)
+	line = append(line, typ...)
+	line = append(line, `","object":`...)
+	line = append(line, raw...)
+	return append(line, "}\n"...), nil
 }
