@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,30 +151,26 @@ func keys(b Built) string {
 	return strings.Join(k, " ")
 }
 
-// logCapture records what klog logs while a test runs.
-type logCapture struct {
-	mu    sync.Mutex
-	lines []string
-}
+// logCapture records what klog logs while a test runs, in klog's text
+// format. (A logr sink would read easier, but klog.SetLogger must not run
+// while other goroutines log, and informers of earlier tests may still be
+// winding down.)
+type logCapture struct{ buf *syncBuffer }
 
-func captureKlog(t *testing.T) *logCapture {
-	c := &logCapture{}
-	klog.SetLogger(logr.New(captureSink{c: c}))
-	t.Cleanup(klog.ClearLogger)
-	return c
-}
+func captureKlog(t *testing.T) *logCapture { return &logCapture{buf: captureLogs(t)} }
 
-func (c *logCapture) add(s string) { c.mu.Lock(); c.lines = append(c.lines, s); c.mu.Unlock() }
-
-// find waits for a logged line containing every one of subs.
-func (c *logCapture) find(t *testing.T, subs ...string) string {
+// find waits for a line of severity sev ("ERROR", "INFO") containing every
+// one of subs, and returns it.
+func (c *logCapture) find(t *testing.T, sev string, subs ...string) string {
 	t.Helper()
 	var line string
-	waitFor(t, fmt.Sprintf("a log line with %q", subs), func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+	waitFor(t, fmt.Sprintf("a %s log line with %q", sev, subs), func() bool {
+		klog.Flush()
 	lines:
-		for _, l := range c.lines {
+		for _, l := range strings.Split(c.buf.String(), "\n") {
+			if !strings.HasPrefix(l, sev[:1]) {
+				continue
+			}
 			for _, s := range subs {
 				if !strings.Contains(l, s) {
 					continue lines
@@ -188,24 +183,6 @@ func (c *logCapture) find(t *testing.T, subs ...string) string {
 	})
 	return line
 }
-
-type captureSink struct {
-	c  *logCapture
-	kv []any
-}
-
-func (captureSink) Init(logr.RuntimeInfo) {}
-func (captureSink) Enabled(int) bool      { return true }
-func (s captureSink) Info(_ int, msg string, kv ...any) {
-	s.c.add(fmt.Sprintf("INFO %s %v", msg, append(append([]any(nil), s.kv...), kv...)))
-}
-func (s captureSink) Error(err error, msg string, kv ...any) {
-	s.c.add(fmt.Sprintf("ERROR %s err=%v %v", msg, err, append(append([]any(nil), s.kv...), kv...)))
-}
-func (s captureSink) WithValues(kv ...any) logr.LogSink {
-	return captureSink{c: s.c, kv: append(append([]any(nil), s.kv...), kv...)}
-}
-func (s captureSink) WithName(string) logr.LogSink { return s }
 
 // fileGoroutines counts the goroutines of file watches and of fsnotify.
 func fileGoroutines() int {
@@ -331,8 +308,8 @@ func TestFileSourceBadFileKeepsStateAndRecovers(t *testing.T) {
 	r.expect(t, "add w1=alice")
 
 	put(t, dir, "bad.yaml", ewYAML("w2", "bob")+"---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n")
-	line := logs.find(t, "ERROR", "bad.yaml: document 2 (line 10)", `kind "Node"`)
-	if !strings.Contains(line, "informer workloads") || !strings.Contains(line, "directory "+dir) {
+	line := logs.find(t, "ERROR", "bad.yaml: document 2 (line 10)", `kind \"Node\"`)
+	if !strings.Contains(line, `informer="workloads"`) || !strings.Contains(line, `directory="`+dir+`"`) {
 		t.Fatalf("log line lacks the informer or directory: %s", line)
 	}
 	// The whole scan is rejected: neither w2 nor a change to a good file
@@ -345,7 +322,7 @@ func TestFileSourceBadFileKeepsStateAndRecovers(t *testing.T) {
 
 	put(t, dir, "bad.yaml", ewYAML("w2", "bob"))
 	r.expect(t, "add w1=alice", "update w1=carol", "add w2=bob")
-	logs.find(t, "INFO", "valid again", "informer workloads")
+	logs.find(t, "INFO", "valid again", `informer="workloads"`)
 
 	// The directory itself going away is an error too; the state stays.
 	moved := dir + ".moved"
