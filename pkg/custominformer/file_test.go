@@ -932,7 +932,7 @@ func TestFileSourceArgErrors(t *testing.T) {
 		{"pollInterval: 1s\n", "directory: required"},
 		{"directory: /nonexistent/inv\n", "directory: /nonexistent/inv: no such file or directory"},
 		{"directory: " + file + "\n", "directory: " + file + ": not a directory"},
-		{"\n\ndirectory: " + dir + "\npolInterval: 1s\n", "c.yaml: line 4: field polInterval not found"},
+		{"\n\ndirectory: " + dir + "\npolInterval: 1s\n", `c.yaml: line 2: custom informer "workloads": source file: line 4: field polInterval not found`},
 		{"directory: " + dir + "\npollInterval: -1s\n", "pollInterval: must not be negative"},
 		{"directory: " + dir + "\npollInterval: 10ms\n", "pollInterval: must be at least 100ms"},
 		{"directory: " + dir + "\npollInterval: often\n", "line 2"},

@@ -414,7 +414,7 @@ current-context: bad
 		{"context: good\n", "kubeconfig: required"},
 		{"kubeconfig: /nonexistent/kc\n", "kubeconfig: reading /nonexistent/kc: no such file"},
 		{fmt.Sprintf("kubeconfig: %s\ncontext: nope\n", kc), `"nope"`},
-		{"\n\nkubeconfig: x\nkontext: y\n", "c.yaml: line 4: field kontext not found"},
+		{"\n\nkubeconfig: x\nkontext: y\n", `c.yaml: line 2: custom informer "workloads": source kubeconfig: line 4: field kontext not found`},
 	} {
 		_, err := buildSource(t, "kubeconfig", tt.args)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -428,7 +428,7 @@ func TestHTTPSourceArgErrors(t *testing.T) {
 	certFile := writeFile(t, "cert.pem", cert)
 	keyFile := writeFile(t, "key.pem", key)
 	tests := []struct{ args, want string }{
-		{"\n\nurl: http://127.0.0.1:1\nbogus: 1\n", "c.yaml: line 4: field bogus not found"},
+		{"\n\nurl: http://127.0.0.1:1\nbogus: 1\n", `c.yaml: line 2: custom informer "workloads": source http: line 4: field bogus not found`},
 		{"timeout: 5s\n", "url: required"},
 		{"", "url: required"},
 		{"url: ftp://127.0.0.1\n", "url: must be http(s)"},

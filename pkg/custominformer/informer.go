@@ -2,6 +2,7 @@ package custominformer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -150,6 +151,12 @@ func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.Cust
 	}
 	lw, err := factory(ctx, ci, newObj())
 	if err != nil {
+		// A settings error from config.DecodeStrict names the file again;
+		// where already does.
+		var de *config.DecodeError
+		if errors.As(err, &de) && err.Error() == path+": "+de.Error() {
+			err = de
+		}
 		return Built{}, fmt.Errorf("%s: source %s: %w", where, ci.SourceType, err)
 	}
 	o := Options{Name: ci.Name, ResyncPeriod: ci.ResyncPeriod}
