@@ -88,7 +88,9 @@ const (
 	DefaultMaxListBytes   = 256 << 20
 )
 
-// KubeconfigArgs are the settings of the kubeconfig source.
+// KubeconfigArgs are the settings of the kubeconfig source. A user token
+// file in the kubeconfig is re-read when it changes and after a 401, like
+// the http source's bearerTokenFile.
 type KubeconfigArgs struct {
 	// Kubeconfig is the path of the kubeconfig file. Required.
 	Kubeconfig string `yaml:"kubeconfig"`
@@ -265,6 +267,22 @@ func newKubeconfigSource(_ context.Context, ci config.CustomInformer, example ru
 	}
 	if args.QPS > 0 {
 		cfg.QPS, cfg.Burst = args.QPS, args.Burst
+	}
+	// A token file is re-read as soon as it changes, as for the http
+	// source, instead of client-go's once a minute.
+	if cfg.BearerTokenFile != "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil {
+		tf := &tokenFile{path: cfg.BearerTokenFile}
+		if err := tf.load(); err != nil {
+			return nil, fmt.Errorf("kubeconfig: %s: user token file: %w", args.Kubeconfig, err)
+		}
+		wrap := cfg.WrapTransport
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			if wrap != nil {
+				rt = wrap(rt)
+			}
+			return tf.wrap(rt)
+		}
+		cfg.BearerToken, cfg.BearerTokenFile = "", ""
 	}
 	gvr, err := gvrFor(ci)
 	if err != nil {

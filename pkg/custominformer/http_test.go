@@ -410,6 +410,32 @@ current-context: bad
 		t.Fatalf("store keys = %v", keys)
 	}
 
+	// A token file named by the kubeconfig is re-read when it changes.
+	tokenFile := writeFile(t, "token", []byte("stale\n"))
+	kcFile := writeFile(t, "kubeconfig-file", []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: good
+  cluster: {server: %q, certificate-authority-data: %s}
+users:
+- name: u
+  user: {tokenFile: %s}
+contexts:
+- name: good
+  context: {cluster: good, user: u}
+current-context: good
+`, srv.URL, base64.StdEncoding.EncodeToString(certPEM(srv.Certificate())), tokenFile)))
+	b2, err := buildSource(t, "kubeconfig", "kubeconfig: "+kcFile+"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log2 := run(t, b2)
+	waitForError(t, b2, log2, func(err error) bool { return apierrors.IsUnauthorized(err) })
+	if err := os.WriteFile(tokenFile, []byte("kc-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "sync after the kubeconfig's token file was fixed", b2.Informer.HasSynced)
+
 	for _, tt := range []struct{ args, want string }{
 		{"context: good\n", "kubeconfig: required"},
 		{"kubeconfig: /nonexistent/kc\n", "kubeconfig: reading /nonexistent/kc: no such file"},
