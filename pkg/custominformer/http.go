@@ -275,13 +275,7 @@ func newKubeconfigSource(_ context.Context, ci config.CustomInformer, example ru
 		if err := tf.load(); err != nil {
 			return nil, fmt.Errorf("kubeconfig: %s: user token file: %w", args.Kubeconfig, err)
 		}
-		wrap := cfg.WrapTransport
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-			if wrap != nil {
-				rt = wrap(rt)
-			}
-			return tf.wrap(rt)
-		}
+		cfg.Wrap(tf.wrap)
 		cfg.BearerToken, cfg.BearerTokenFile = "", ""
 	}
 	gvr, err := gvrFor(ci)
@@ -346,13 +340,9 @@ func NewListWatchWithLimits(cfg *rest.Config, gvr schema.GroupVersionResource, p
 	c.ContentType = runtime.ContentTypeJSON
 	c.AcceptContentTypes = runtime.ContentTypeJSON
 	c.NegotiatedSerializer = limitedSerializer{NegotiatedSerializer: codecs.WithoutConversion(), maxFrame: limits.MaxObjectBytes}
-	wrap := c.WrapTransport
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if wrap != nil {
-			rt = wrap(rt)
-		}
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &listLimiter{rt: rt, max: limits.MaxListBytes}
-	}
+	})
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
