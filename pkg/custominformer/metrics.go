@@ -83,15 +83,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// Synced reports the value the synced metric has for informer name, and
-// whether that informer is known.
-func (m *Metrics) Synced(name string) (synced, ok bool) {
-	m.synced.mu.Lock()
-	f, ok := m.synced.informers[name]
-	m.synced.mu.Unlock()
-	return ok && f(), ok
-}
-
 // syncedCollector reports each informer's HasSynced when scraped.
 type syncedCollector struct {
 	desc *prometheus.Desc
