@@ -1,7 +1,15 @@
-// Package framework is the scheduling framework: the extension points a
-// scheduling cycle runs (QueueSort, PreFilter, Filter, PreScore, Score,
-// Reserve, Permit, Bind), the plugin registry, and the profiles that say
-// which plugins run at each point, read from the --config-path file.
+// Package framework defines what a scheduling plugin is and what it sees:
+// the extension points a scheduling cycle runs (QueueSort, PreFilter,
+// Filter, PreScore, Score, Reserve, Permit, Bind), their results (Status),
+// the per-cycle state, and the scheduler's model of the cluster that plugins
+// read: nodes and what is accounted to them (NodeInfo), jobs and their tasks
+// (JobInfo, TaskInfo, Job), queued jobs (QueuedJob), and the cluster events
+// after which a rejected job may fit (ClusterEvent, with queueing hints).
+//
+// It is a leaf: it imports nothing of this project but pkg/resources. The
+// cache, the scheduling queue, the event handlers, the plugins and the
+// runtime that runs them (package framework/runtime) all import it, never
+// the other way round.
 //
 // A cycle schedules one job. PreFilter and Permit see the whole job, so a
 // gang is placed all or nothing; Filter, Score, Reserve and Bind see one

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
@@ -21,7 +23,7 @@ type res = map[v1.ResourceName]string
 // with the real framework runtime and runs a job through it.
 func TestDefaultFramework(t *testing.T) {
 	ctx := context.Background()
-	fw, err := framework.NewFramework(ctx, plugins.NewInTreeRegistry(), plugins.DefaultProfile("batch-scheduler"), testutil.NewHandle())
+	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), plugins.DefaultProfile("batch-scheduler"), testutil.NewHandle())
 	if err != nil {
 		t.Fatalf("NewFramework: %v", err)
 	}

@@ -3,6 +3,8 @@ package plugins
 import (
 	"fmt"
 
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultbinder"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
@@ -32,15 +34,15 @@ var inTree = []namedFactory{
 
 // NewInTreeRegistry returns a new registry holding every in-tree plugin.
 // Callers may register more plugins in it, or merge it into their own.
-func NewInTreeRegistry() *framework.Registry {
-	r := framework.NewRegistry()
+func NewInTreeRegistry() *frameworkruntime.Registry {
+	r := frameworkruntime.NewRegistry()
 	mustRegister(r, inTree)
 	return r
 }
 
 // mustRegister registers factories in r. The in-tree list is fixed, so a
 // failure is a programming error and panics.
-func mustRegister(r *framework.Registry, factories []namedFactory) {
+func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 	for _, f := range factories {
 		if err := r.Register(f.name, f.factory); err != nil {
 			panic(fmt.Sprintf("registering in-tree plugin: %v", err))
@@ -63,27 +65,27 @@ func mustRegister(r *framework.Registry, factories []namedFactory) {
 // NodeResourcesFit run at PreFilter only to compute their per-pod data once
 // per cycle instead of once per node. Filters run cheapest first. The
 // result is fresh: callers may change it.
-func DefaultProfile(schedulerName string) framework.ProfileSpec {
-	refs := func(names ...string) framework.PluginSet {
-		set := make(framework.PluginSet, len(names))
+func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
+	refs := func(names ...string) frameworkruntime.PluginSet {
+		set := make(frameworkruntime.PluginSet, len(names))
 		for i, n := range names {
-			set[i] = framework.PluginRef{Name: n}
+			set[i] = frameworkruntime.PluginRef{Name: n}
 		}
 		return set
 	}
-	return framework.ProfileSpec{
+	return frameworkruntime.ProfileSpec{
 		SchedulerName: schedulerName,
-		Plugins: map[framework.ExtensionPoint]framework.PluginSet{
-			framework.QueueSortPoint: refs(prioritysort.Name),
-			framework.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, noderesources.Name),
-			framework.FilterPoint:    refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, noderesources.Name),
-			framework.ScorePoint: {
+		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
+			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
+			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, noderesources.Name),
+			frameworkruntime.FilterPoint:    refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, noderesources.Name),
+			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},
 				{Name: tainttoleration.Name, Weight: 1},
 			},
-			framework.PermitPoint: refs(gang.Name),
-			framework.BindPoint:   refs(defaultbinder.Name),
+			frameworkruntime.PermitPoint: refs(gang.Name),
+			frameworkruntime.BindPoint:   refs(defaultbinder.Name),
 		},
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 )
@@ -65,20 +67,20 @@ func TestDefaultProfile(t *testing.T) {
 	if p.SchedulerName != "batch-scheduler" {
 		t.Errorf("SchedulerName = %q", p.SchedulerName)
 	}
-	ref := func(names ...string) framework.PluginSet {
-		var s framework.PluginSet
+	ref := func(names ...string) frameworkruntime.PluginSet {
+		var s frameworkruntime.PluginSet
 		for _, n := range names {
-			s = append(s, framework.PluginRef{Name: n})
+			s = append(s, frameworkruntime.PluginRef{Name: n})
 		}
 		return s
 	}
-	want := map[framework.ExtensionPoint]framework.PluginSet{
-		framework.QueueSortPoint: ref("PrioritySort"),
-		framework.PreFilterPoint: ref("Gang", "NodeAffinity", "NodeResourcesFit"),
-		framework.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodeResourcesFit"),
-		framework.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}},
-		framework.PermitPoint:    ref("Gang"),
-		framework.BindPoint:      ref("DefaultBinder"),
+	want := map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
+		frameworkruntime.QueueSortPoint: ref("PrioritySort"),
+		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodeResourcesFit"),
+		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodeResourcesFit"),
+		frameworkruntime.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}},
+		frameworkruntime.PermitPoint:    ref("Gang"),
+		frameworkruntime.BindPoint:      ref("DefaultBinder"),
 	}
 	if !reflect.DeepEqual(p.Plugins, want) {
 		t.Errorf("Plugins = %v, want %v", p.Plugins, want)
@@ -108,30 +110,30 @@ func TestDefaultProfile(t *testing.T) {
 	}
 
 	// The result is fresh.
-	p.Plugins[framework.FilterPoint][0].Name = "Changed"
-	if DefaultProfile("x").Plugins[framework.FilterPoint][0].Name != "NodeUnschedulable" {
+	p.Plugins[frameworkruntime.FilterPoint][0].Name = "Changed"
+	if DefaultProfile("x").Plugins[frameworkruntime.FilterPoint][0].Name != "NodeUnschedulable" {
 		t.Error("DefaultProfile results share their lists")
 	}
 }
 
-func implements(point framework.ExtensionPoint, p framework.Plugin) bool {
+func implements(point frameworkruntime.ExtensionPoint, p framework.Plugin) bool {
 	var ok bool
 	switch point {
-	case framework.QueueSortPoint:
+	case frameworkruntime.QueueSortPoint:
 		_, ok = p.(framework.QueueSortPlugin)
-	case framework.PreFilterPoint:
+	case frameworkruntime.PreFilterPoint:
 		_, ok = p.(framework.PreFilterPlugin)
-	case framework.FilterPoint:
+	case frameworkruntime.FilterPoint:
 		_, ok = p.(framework.FilterPlugin)
-	case framework.PreScorePoint:
+	case frameworkruntime.PreScorePoint:
 		_, ok = p.(framework.PreScorePlugin)
-	case framework.ScorePoint:
+	case frameworkruntime.ScorePoint:
 		_, ok = p.(framework.ScorePlugin)
-	case framework.ReservePoint:
+	case frameworkruntime.ReservePoint:
 		_, ok = p.(framework.ReservePlugin)
-	case framework.PermitPoint:
+	case frameworkruntime.PermitPoint:
 		_, ok = p.(framework.PermitPlugin)
-	case framework.BindPoint:
+	case frameworkruntime.BindPoint:
 		_, ok = p.(framework.BindPlugin)
 	}
 	return ok

@@ -1,6 +1,6 @@
 // Package scheduler is the scheduling loop. It pops one job at a time from
 // the cache's queue, takes an incremental snapshot of the nodes, and runs
-// the job's profile (a framework.Framework) over it:
+// the job's profile (a frameworkruntime.Framework) over it:
 //
 //	PreFilter(job)                       whole job: e.g. gang has all its tasks
 //	for each pending pod:

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
@@ -83,12 +85,12 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 		}); err != nil {
 			t.Fatalf("registering the hook plugin: %v", err)
 		}
-		for _, point := range []framework.ExtensionPoint{framework.PreFilterPoint, framework.FilterPoint, framework.ReservePoint, framework.PermitPoint} {
-			spec.Plugins[point] = append(spec.Plugins[point], framework.PluginRef{Name: hookName})
+		for _, point := range []frameworkruntime.ExtensionPoint{frameworkruntime.PreFilterPoint, frameworkruntime.FilterPoint, frameworkruntime.ReservePoint, frameworkruntime.PermitPoint} {
+			spec.Plugins[point] = append(spec.Plugins[point], frameworkruntime.PluginRef{Name: hookName})
 		}
-		spec.Plugins[framework.BindPoint] = append(framework.PluginSet{{Name: hookName}}, spec.Plugins[framework.BindPoint]...)
+		spec.Plugins[frameworkruntime.BindPoint] = append(frameworkruntime.PluginSet{{Name: hookName}}, spec.Plugins[frameworkruntime.BindPoint]...)
 	}
-	fwk, err := framework.NewFramework(t.Context(), reg, spec, h)
+	fwk, err := frameworkruntime.NewFramework(t.Context(), reg, spec, h)
 	if err != nil {
 		t.Fatalf("NewFramework: %v", err)
 	}
@@ -99,7 +101,7 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	opts := Options{
 		Cache:       c,
 		Client:      client,
-		Profiles:    map[string]*framework.Framework{testSchedulerName: fwk},
+		Profiles:    map[string]*frameworkruntime.Framework{testSchedulerName: fwk},
 		Recorder:    recorder,
 		Metrics:     m,
 		BindBackoff: time.Millisecond,

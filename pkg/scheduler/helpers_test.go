@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -89,7 +91,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	client := fake.NewClientset()
 	rec := events.NewFakeRecorder(1)
-	profiles := map[string]*framework.Framework{testSchedulerName: {}}
+	profiles := map[string]*frameworkruntime.Framework{testSchedulerName: {}}
 	tests := []struct {
 		name    string
 		opts    Options
@@ -99,7 +101,7 @@ func TestNewValidates(t *testing.T) {
 		{"no client", Options{Cache: c, Recorder: rec, Profiles: profiles}, "cache, client and event recorder are required"},
 		{"no recorder", Options{Cache: c, Client: client, Profiles: profiles}, "cache, client and event recorder are required"},
 		{"no profiles", Options{Cache: c, Client: client, Recorder: rec}, "no profiles"},
-		{"empty profiles", Options{Cache: c, Client: client, Recorder: rec, Profiles: map[string]*framework.Framework{}}, "no profiles"},
+		{"empty profiles", Options{Cache: c, Client: client, Recorder: rec, Profiles: map[string]*frameworkruntime.Framework{}}, "no profiles"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +122,7 @@ func TestNewDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := Options{Cache: c, Client: fake.NewClientset(), Recorder: events.NewFakeRecorder(1),
-		Profiles: map[string]*framework.Framework{testSchedulerName: {}}}
+		Profiles: map[string]*frameworkruntime.Framework{testSchedulerName: {}}}
 	tests := []struct {
 		name               string
 		concurrency, tries int

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -28,7 +30,7 @@ type Options struct {
 	// spec.schedulerName has no profile is not scheduled (the cache only
 	// queues pods of our names, so this is a configuration error caught at
 	// start-up).
-	Profiles map[string]*framework.Framework
+	Profiles map[string]*frameworkruntime.Framework
 	Recorder events.EventRecorder
 	Metrics  *Metrics
 
@@ -101,7 +103,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 type cycle struct {
 	qj      *cache.QueuedJob
 	job     *framework.Job
-	fwk     *framework.Framework
+	fwk     *frameworkruntime.Framework
 	profile string
 	state   *framework.CycleState
 	start   time.Time

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 
@@ -29,7 +31,7 @@ func (h *handle) EventRecorder() events.EventRecorder { return h.recorder }
 // there is one. Every profile in the file must name one of
 // --scheduler-name, and all profiles must sort the queue the same way, as
 // there is one queue.
-func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *framework.Registry, h framework.Handle) (map[string]*framework.Framework, error) {
+func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *frameworkruntime.Registry, h framework.Handle) (map[string]*frameworkruntime.Framework, error) {
 	byName := map[string]*config.Profile{}
 	if cfg != nil {
 		for i := range cfg.Profiles {
@@ -40,18 +42,18 @@ func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *f
 			byName[p.SchedulerName] = p
 		}
 	}
-	out := make(map[string]*framework.Framework, len(names))
+	out := make(map[string]*frameworkruntime.Framework, len(names))
 	queueSort := ""
 	for _, name := range names {
-		spec, err := framework.ResolveProfile(plugins.DefaultProfile(name), byName[name])
+		spec, err := frameworkruntime.ResolveProfile(plugins.DefaultProfile(name), byName[name])
 		if err != nil {
 			return nil, fmt.Errorf("profile %q: %w", name, err)
 		}
-		fwk, err := framework.NewFramework(ctx, reg, spec, h)
+		fwk, err := frameworkruntime.NewFramework(ctx, reg, spec, h)
 		if err != nil {
 			return nil, fmt.Errorf("profile %q: %w", name, err)
 		}
-		qs := strings.Join(spec.Plugins[framework.QueueSortPoint].Names(), ",")
+		qs := strings.Join(spec.Plugins[frameworkruntime.QueueSortPoint].Names(), ",")
 		if queueSort != "" && qs != queueSort {
 			return nil, fmt.Errorf("profile %q sorts the queue with %s, another profile with %s; all profiles share one queue and must use the same queueSort plugin", name, qs, queueSort)
 		}
@@ -63,7 +65,7 @@ func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *f
 
 // resourcesNeeded is the union of the resources the profiles' plugins
 // registered events for; nil (everything) if any needs all.
-func resourcesNeeded(profiles map[string]*framework.Framework) []eventhandlers.Resource {
+func resourcesNeeded(profiles map[string]*frameworkruntime.Framework) []eventhandlers.Resource {
 	var out []eventhandlers.Resource
 	for _, fwk := range profiles {
 		for _, r := range fwk.ResourcesNeeded() {

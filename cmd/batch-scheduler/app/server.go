@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -43,6 +45,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
+
 	// The built-in handlers register themselves.
 	_ "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
@@ -55,7 +58,7 @@ type Option func(*registries) error
 type registries struct {
 	handlers *eventhandlers.Registry
 	sources  *custominformer.SourceRegistry
-	plugins  *framework.Registry
+	plugins  *frameworkruntime.Registry
 }
 
 // WithEventHandler adds an event handler under name. A name that is

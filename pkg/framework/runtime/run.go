@@ -1,4 +1,4 @@
-package framework
+package runtime
 
 import (
 	"context"
@@ -13,26 +13,27 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // CycleState keys the framework itself uses.
 const (
 	// skipFilterKey holds the PreFilter plugins that returned Skip in this
 	// cycle: their Filter is not called.
-	skipFilterKey StateKey = "framework.batch-scheduler.io/skip-filter-plugins"
+	skipFilterKey framework.StateKey = "framework.batch-scheduler.io/skip-filter-plugins"
 	// skipScoreKey holds the PreScore plugins that returned Skip for the
 	// current pod: their Score is not called.
-	skipScoreKey StateKey = "framework.batch-scheduler.io/skip-score-plugins"
+	skipScoreKey framework.StateKey = "framework.batch-scheduler.io/skip-score-plugins"
 )
 
 // pluginSet is a set of plugin names kept in CycleState.
 type pluginSet sets.Set[string]
 
 // Clone implements StateData.
-func (s pluginSet) Clone() StateData { return pluginSet(sets.Set[string](s).Clone()) }
+func (s pluginSet) Clone() framework.StateData { return pluginSet(sets.Set[string](s).Clone()) }
 
 // skipped returns the set stored under key, or an empty one.
-func skipped(state *CycleState, key StateKey) pluginSet {
+func skipped(state *framework.CycleState, key framework.StateKey) pluginSet {
 	if state == nil {
 		return nil
 	}
@@ -46,20 +47,19 @@ func skipped(state *CycleState, key StateKey) pluginSet {
 
 // attribute returns a copy of s that names plugin, leaving s untouched: a
 // plugin may return the same *Status from concurrent calls.
-func attribute(s *Status, plugin string) *Status {
+func attribute(s *framework.Status, plugin string) *framework.Status {
 	if s == nil {
 		return nil
 	}
 	c := *s
-	c.plugin = plugin
-	return &c
+	return c.WithPlugin(plugin)
 }
 
 // pluginError turns a plugin's Error (or any unexpected) status into an
 // Error status whose message says which plugin failed doing what.
-func pluginError(s *Status, plugin, format string, args ...any) *Status {
+func pluginError(s *framework.Status, plugin, format string, args ...any) *framework.Status {
 	err := fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), s.AsError())
-	return AsStatus(err).WithPlugin(plugin)
+	return framework.AsStatus(err).WithPlugin(plugin)
 }
 
 // RunPreFilterPlugins runs the PreFilter plugins for job, in order. The
@@ -67,7 +67,7 @@ func pluginError(s *Status, plugin, format string, args ...any) *Status {
 // plugin; an Error status's message also says which plugin failed. A
 // plugin that returns Skip has its Filter skipped for the rest of the
 // cycle. state must not be nil.
-func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, job *Job) *Status {
+func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
 	skip := sets.New[string]()
 	defer func() { state.Write(skipFilterKey, pluginSet(skip)) }()
 	for _, pl := range f.preFilter {
@@ -89,7 +89,7 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 // stops at the first one that does not pass. A rejection is returned as
 // the plugin gave it, naming the plugin; an error becomes an Error status
 // naming the plugin and the node. Skip counts as passing.
-func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, node *cache.NodeInfo) *Status {
+func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
 	skip := skipped(state, skipFilterKey)
 	for _, pl := range f.filter {
 		if skip.Has(pl.Name()) {
@@ -115,22 +115,22 @@ func (s pluginSet) Has(name string) bool { return sets.Set[string](s).Has(name) 
 // diagnosis records why each other node was rejected. An Error from any
 // plugin (or ctx ending) stops the search and is returned as err, naming
 // the plugin and the node; feasible and diagnosis are then empty.
-func (f *Framework) FindFeasibleNodes(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) ([]*cache.NodeInfo, Diagnosis, error) {
-	diagnosis := Diagnosis{NodeToStatus: map[string]*Status{}, ReasonCounts: map[string]int{}, rejecting: sets.New[string]()}
+func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) ([]*cache.NodeInfo, Diagnosis, error) {
+	diagnosis := Diagnosis{NodeToStatus: map[string]*framework.Status{}, ReasonCounts: map[string]int{}, rejecting: sets.New[string]()}
 	if len(nodes) == 0 {
 		return nil, diagnosis, nil
 	}
-	statuses := make([]*Status, len(nodes))
+	statuses := make([]*framework.Status, len(nodes))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		errOnce  sync.Once
-		firstErr *Status
+		firstErr *framework.Status
 		done     atomic.Int64
 	)
 	f.parallelize(ctx, len(nodes), func(i int) {
 		s := f.RunFilterPlugins(ctx, state, pod, nodes[i])
-		if s.Code() == Error {
+		if s.Code() == framework.Error {
 			errOnce.Do(func() {
 				firstErr = s
 				cancel()
@@ -172,7 +172,7 @@ func (f *Framework) parallelize(ctx context.Context, n int, work func(i int)) {
 // passed Filter, in order. A plugin that returns Skip has its Score
 // skipped for this pod; any status other than Success or Skip stops the
 // run and is returned as an Error naming the plugin.
-func (f *Framework) RunPreScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) *Status {
+func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) *framework.Status {
 	skip := sets.New[string]()
 	defer func() { state.Write(skipScoreKey, pluginSet(skip)) }()
 	for _, pl := range f.preScore {
@@ -194,10 +194,10 @@ func (f *Framework) RunPreScorePlugins(ctx context.Context, state *CycleState, p
 // score is within [MinNodeScore, MaxNodeScore]; and returns each node's
 // weighted sum, in the order of nodes. Any failure is returned as an Error
 // status naming the plugin.
-func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) ([]NodeScore, *Status) {
+func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) ([]framework.NodeScore, *framework.Status) {
 	skip := skipped(state, skipScoreKey)
 	var (
-		plugins []ScorePlugin
+		plugins []framework.ScorePlugin
 		weights []int64
 	)
 	for i, pl := range f.score {
@@ -206,7 +206,7 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 			weights = append(weights, f.scoreWeights[i])
 		}
 	}
-	totals := make([]NodeScore, len(nodes))
+	totals := make([]framework.NodeScore, len(nodes))
 	for i, n := range nodes {
 		totals[i].Name = n.Name()
 	}
@@ -215,18 +215,18 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 	}
 
 	// scores[p][i] is plugin p's score of nodes[i].
-	scores := make([][]NodeScore, len(plugins))
+	scores := make([][]framework.NodeScore, len(plugins))
 	for p := range plugins {
-		scores[p] = make([]NodeScore, len(nodes))
+		scores[p] = make([]framework.NodeScore, len(nodes))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		errOnce  sync.Once
-		firstErr *Status
+		firstErr *framework.Status
 		scored   atomic.Int64
 	)
-	fail := func(s *Status) {
+	fail := func(s *framework.Status) {
 		errOnce.Do(func() {
 			firstErr = s
 			cancel()
@@ -239,7 +239,7 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 				fail(pluginError(s, pl.Name(), "running Score plugin %q for pod %s on node %q", pl.Name(), klog.KObj(pod), nodes[i].Name()))
 				return
 			}
-			scores[p][i] = NodeScore{Name: nodes[i].Name(), Score: score}
+			scores[p][i] = framework.NodeScore{Name: nodes[i].Name(), Score: score}
 		}
 		scored.Add(1)
 	})
@@ -248,12 +248,12 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 	}
 	if scored.Load() < int64(len(nodes)) {
 		// The caller's context ended before every node was scored.
-		return nil, AsStatus(fmt.Errorf("scoring nodes for pod %s: %w", klog.KObj(pod), context.Cause(ctx)))
+		return nil, framework.AsStatus(fmt.Errorf("scoring nodes for pod %s: %w", klog.KObj(pod), context.Cause(ctx)))
 	}
 	// Normalisation is per plugin, over all nodes; it runs in parallel
 	// across plugins, to completion (a plugin's NormalizeScore may not be
 	// interrupted half way).
-	normalizeErrs := make([]*Status, len(plugins))
+	normalizeErrs := make([]*framework.Status, len(plugins))
 	f.parallelize(context.WithoutCancel(ctx), len(plugins), func(p int) {
 		if ext := plugins[p].ScoreExtensions(); ext != nil {
 			if s := ext.NormalizeScore(ctx, state, pod, scores[p]); !s.IsSuccess() {
@@ -268,9 +268,9 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 	}
 	for p, pl := range plugins {
 		for i, ns := range scores[p] {
-			if ns.Score < MinNodeScore || ns.Score > MaxNodeScore {
-				return nil, AsStatus(fmt.Errorf("plugin %q scored node %q %d for pod %s, outside [%d, %d]",
-					pl.Name(), nodes[i].Name(), ns.Score, klog.KObj(pod), MinNodeScore, MaxNodeScore)).WithPlugin(pl.Name())
+			if ns.Score < framework.MinNodeScore || ns.Score > framework.MaxNodeScore {
+				return nil, framework.AsStatus(fmt.Errorf("plugin %q scored node %q %d for pod %s, outside [%d, %d]",
+					pl.Name(), nodes[i].Name(), ns.Score, klog.KObj(pod), framework.MinNodeScore, framework.MaxNodeScore)).WithPlugin(pl.Name())
 			}
 			totals[i].Score += ns.Score * weights[p]
 		}
@@ -284,7 +284,7 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *CycleState, pod 
 // Reserve may have done part of its work, and Unreserve is idempotent), and
 // returns the failure naming the plugin; the caller must not unreserve
 // again. A rejection keeps its code; anything else becomes an Error.
-func (f *Framework) RunReservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status {
+func (f *Framework) RunReservePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
 	for i, pl := range f.reserve {
 		s := pl.Reserve(ctx, state, pod, nodeName)
 		if s.IsSuccess() || s.IsSkip() {
@@ -304,11 +304,11 @@ func (f *Framework) RunReservePlugins(ctx context.Context, state *CycleState, po
 
 // RunUnreservePlugins undoes RunReservePlugins: it calls every Reserve
 // plugin's Unreserve, in reverse order.
-func (f *Framework) RunUnreservePlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) {
+func (f *Framework) RunUnreservePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) {
 	f.unreserve(ctx, state, pod, nodeName, f.reserve)
 }
 
-func (f *Framework) unreserve(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string, plugins []ReservePlugin) {
+func (f *Framework) unreserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string, plugins []framework.ReservePlugin) {
 	for i := len(plugins) - 1; i >= 0; i-- {
 		plugins[i].Unreserve(ctx, state, pod, nodeName)
 	}
@@ -318,7 +318,7 @@ func (f *Framework) unreserve(ctx context.Context, state *CycleState, pod *v1.Po
 // placements (pod UID → node name) may be bound. The first rejection or
 // error stops the run and is returned naming its plugin; Skip counts as
 // approval.
-func (f *Framework) RunPermitPlugins(ctx context.Context, state *CycleState, job *Job, placements map[string]string) *Status {
+func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job, placements map[string]string) *framework.Status {
 	for _, pl := range f.permit {
 		s := pl.Permit(ctx, state, job, placements)
 		switch {
@@ -336,7 +336,7 @@ func (f *Framework) RunPermitPlugins(ctx context.Context, state *CycleState, job
 // not return Skip, and returns its status naming it (nil on success; a
 // failure as an Error). When every plugin skips, the pod is not bound and
 // the result is an Error.
-func (f *Framework) RunBindPlugins(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status {
+func (f *Framework) RunBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
 	for _, pl := range f.bind {
 		s := pl.Bind(ctx, state, pod, nodeName)
 		switch {
@@ -348,6 +348,6 @@ func (f *Framework) RunBindPlugins(ctx context.Context, state *CycleState, pod *
 			return pluginError(s, pl.Name(), "running Bind plugin %q for pod %s on node %q", pl.Name(), klog.KObj(pod), nodeName)
 		}
 	}
-	return AsStatus(fmt.Errorf("binding pod %s to node %q: every Bind plugin (%s) skipped it",
+	return framework.AsStatus(fmt.Errorf("binding pod %s to node %q: every Bind plugin (%s) skipped it",
 		klog.KObj(pod), nodeName, strings.Join(f.enabled[BindPoint].Names(), ", ")))
 }

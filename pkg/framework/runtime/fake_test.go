@@ -1,4 +1,4 @@
-package framework
+package runtime
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -67,19 +68,19 @@ type fakePlugin struct {
 	gotArgs bool
 
 	less      func(a, b *cache.QueuedJob) bool
-	preFilter *Status
+	preFilter *framework.Status
 	// filter is the Filter result per node name.
-	filter   map[string]*Status
-	preScore *Status
+	filter   map[string]*framework.Status
+	preScore *framework.Status
 	// score is the Score per node name; scoreErr is returned by every
 	// Score call when set.
 	score    map[string]int64
-	scoreErr *Status
+	scoreErr *framework.Status
 	// normalize, when set, makes ScoreExtensions non-nil.
-	normalize func(scores []NodeScore) *Status
-	reserve   *Status
-	permit    *Status
-	bind      *Status
+	normalize func(scores []framework.NodeScore) *framework.Status
+	reserve   *framework.Status
+	permit    *framework.Status
+	bind      *framework.Status
 	events    []eventhandlers.ClusterEvent
 }
 
@@ -92,22 +93,22 @@ func (f *fakePlugin) Less(a, b *cache.QueuedJob) bool {
 	return cache.DefaultLess(a, b)
 }
 
-func (f *fakePlugin) PreFilter(_ context.Context, _ *CycleState, job *Job) *Status {
+func (f *fakePlugin) PreFilter(_ context.Context, _ *framework.CycleState, job *framework.Job) *framework.Status {
 	f.rec.add("%s.PreFilter(%s)", f.name, job.ID.Name)
 	return f.preFilter
 }
 
-func (f *fakePlugin) Filter(_ context.Context, _ *CycleState, pod *v1.Pod, node *cache.NodeInfo) *Status {
+func (f *fakePlugin) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
 	f.rec.add("%s.Filter(%s)", f.name, node.Name())
 	return f.filter[node.Name()]
 }
 
-func (f *fakePlugin) PreScore(_ context.Context, _ *CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) *Status {
+func (f *fakePlugin) PreScore(_ context.Context, _ *framework.CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) *framework.Status {
 	f.rec.add("%s.PreScore(%d)", f.name, len(nodes))
 	return f.preScore
 }
 
-func (f *fakePlugin) Score(_ context.Context, _ *CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *Status) {
+func (f *fakePlugin) Score(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *framework.Status) {
 	f.rec.add("%s.Score(%s)", f.name, node.Name())
 	if f.scoreErr != nil {
 		return 0, f.scoreErr
@@ -115,33 +116,33 @@ func (f *fakePlugin) Score(_ context.Context, _ *CycleState, pod *v1.Pod, node *
 	return f.score[node.Name()], nil
 }
 
-func (f *fakePlugin) ScoreExtensions() ScoreExtensions {
+func (f *fakePlugin) ScoreExtensions() framework.ScoreExtensions {
 	if f.normalize == nil {
 		return nil
 	}
 	return f
 }
 
-func (f *fakePlugin) NormalizeScore(_ context.Context, _ *CycleState, _ *v1.Pod, scores []NodeScore) *Status {
+func (f *fakePlugin) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *v1.Pod, scores []framework.NodeScore) *framework.Status {
 	f.rec.add("%s.NormalizeScore", f.name)
 	return f.normalize(scores)
 }
 
-func (f *fakePlugin) Reserve(_ context.Context, _ *CycleState, pod *v1.Pod, node string) *Status {
+func (f *fakePlugin) Reserve(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node string) *framework.Status {
 	f.rec.add("%s.Reserve(%s)", f.name, node)
 	return f.reserve
 }
 
-func (f *fakePlugin) Unreserve(_ context.Context, _ *CycleState, pod *v1.Pod, node string) {
+func (f *fakePlugin) Unreserve(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node string) {
 	f.rec.add("%s.Unreserve(%s)", f.name, node)
 }
 
-func (f *fakePlugin) Permit(_ context.Context, _ *CycleState, job *Job, placements map[string]string) *Status {
+func (f *fakePlugin) Permit(_ context.Context, _ *framework.CycleState, job *framework.Job, placements map[string]string) *framework.Status {
 	f.rec.add("%s.Permit(%d)", f.name, len(placements))
 	return f.permit
 }
 
-func (f *fakePlugin) Bind(_ context.Context, _ *CycleState, pod *v1.Pod, node string) *Status {
+func (f *fakePlugin) Bind(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node string) *framework.Status {
 	f.rec.add("%s.Bind(%s)", f.name, node)
 	return f.bind
 }
@@ -153,7 +154,7 @@ func (f *fakePlugin) EventsToRegister() []eventhandlers.ClusterEvent { return f.
 type plainFilter struct{ name string }
 
 func (p *plainFilter) Name() string { return p.name }
-func (p *plainFilter) Filter(context.Context, *CycleState, *v1.Pod, *cache.NodeInfo) *Status {
+func (p *plainFilter) Filter(context.Context, *framework.CycleState, *v1.Pod, *cache.NodeInfo) *framework.Status {
 	return nil
 }
 
@@ -170,11 +171,11 @@ type testRegistry struct {
 	builds map[string]int
 }
 
-func newTestRegistry(t *testing.T, plugins ...Plugin) *testRegistry {
+func newTestRegistry(t *testing.T, plugins ...framework.Plugin) *testRegistry {
 	t.Helper()
 	r := &testRegistry{Registry: NewRegistry(), builds: map[string]int{}}
 	for _, p := range plugins {
-		r.add(t, p.Name(), func(_ context.Context, args io.Reader, h Handle) (Plugin, error) {
+		r.add(t, p.Name(), func(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
 			if fp, ok := p.(*fakePlugin); ok {
 				fp.gotArgs = args != nil
 				if err := config.DecodeStrict(args, &fp.args); err != nil {
@@ -188,9 +189,9 @@ func newTestRegistry(t *testing.T, plugins ...Plugin) *testRegistry {
 }
 
 // add registers factory under name, counting its runs.
-func (r *testRegistry) add(t *testing.T, name string, factory PluginFactory) {
+func (r *testRegistry) add(t *testing.T, name string, factory framework.PluginFactory) {
 	t.Helper()
-	err := r.Register(name, func(ctx context.Context, args io.Reader, h Handle) (Plugin, error) {
+	err := r.Register(name, func(ctx context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
 		r.mu.Lock()
 		r.builds[name]++
 		r.mu.Unlock()
@@ -224,9 +225,9 @@ func baseSpec(extra map[ExtensionPoint]PluginSet) ProfileSpec {
 }
 
 // baseRegistry registers the base plugins and plugins.
-func baseRegistry(t *testing.T, rec *recorder, plugins ...Plugin) *testRegistry {
+func baseRegistry(t *testing.T, rec *recorder, plugins ...framework.Plugin) *testRegistry {
 	t.Helper()
-	all := append([]Plugin{
+	all := append([]framework.Plugin{
 		&fakePlugin{name: "sort", rec: rec},
 		&fakePlugin{name: "binder", rec: rec},
 	}, plugins...)
@@ -267,8 +268,8 @@ func makeNodes(t testing.TB, names ...string) []*cache.NodeInfo {
 
 func testPod() *v1.Pod { return st.MakePod().Namespace("ns").Name("p").Obj() }
 
-func testJob() *Job {
-	return &Job{ID: cache.JobID{Namespace: "ns", Name: "job", Gang: true}, MinAvailable: 1}
+func testJob() *framework.Job {
+	return &framework.Job{ID: cache.JobID{Namespace: "ns", Name: "job", Gang: true}, MinAvailable: 1}
 }
 
 var errBoom = errors.New("boom")

@@ -1,4 +1,4 @@
-package framework
+package runtime
 
 import (
 	"context"
@@ -15,11 +15,12 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // checkStatus compares s with the wanted code and plugin, and checks that
 // its message contains every string of msg.
-func checkStatus(t *testing.T, s *Status, code Code, plugin string, msg ...string) {
+func checkStatus(t *testing.T, s *framework.Status, code framework.Code, plugin string, msg ...string) {
 	t.Helper()
 	if s.Code() != code {
 		t.Errorf("status = %v, want code %v", s, code)
@@ -37,29 +38,29 @@ func checkStatus(t *testing.T, s *Status, code Code, plugin string, msg ...strin
 func TestRunPreFilterPlugins(t *testing.T) {
 	tests := []struct {
 		name       string
-		results    []*Status // of plugins a, b, c
-		wantCode   Code
+		results    []*framework.Status // of plugins a, b, c
+		wantCode   framework.Code
 		wantPlugin string
 		wantMsg    []string
 		wantCalls  []string
 	}{
 		{
 			name:      "all pass",
-			results:   []*Status{nil, NewStatus(Success), nil},
+			results:   []*framework.Status{nil, framework.NewStatus(framework.Success), nil},
 			wantCalls: []string{"a.PreFilter(job)", "b.PreFilter(job)", "c.PreFilter(job)"},
 		},
 		{
 			name:       "rejection stops the run",
-			results:    []*Status{nil, NewStatus(UnschedulableAndUnresolvable, "gang incomplete"), nil},
-			wantCode:   UnschedulableAndUnresolvable,
+			results:    []*framework.Status{nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, "gang incomplete"), nil},
+			wantCode:   framework.UnschedulableAndUnresolvable,
 			wantPlugin: "b",
 			wantMsg:    []string{"gang incomplete"},
 			wantCalls:  []string{"a.PreFilter(job)", "b.PreFilter(job)"},
 		},
 		{
 			name:       "error names the plugin",
-			results:    []*Status{AsStatus(errBoom), nil, nil},
-			wantCode:   Error,
+			results:    []*framework.Status{framework.AsStatus(errBoom), nil, nil},
+			wantCode:   framework.Error,
 			wantPlugin: "a",
 			wantMsg:    []string{`running PreFilter plugin "a" for job ns/job: boom`},
 			wantCalls:  []string{"a.PreFilter(job)"},
@@ -68,13 +69,13 @@ func TestRunPreFilterPlugins(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{}
-			var plugins []Plugin
+			var plugins []framework.Plugin
 			for i, name := range []string{"a", "b", "c"} {
 				plugins = append(plugins, &fakePlugin{name: name, rec: rec, preFilter: tt.results[i]})
 			}
 			f := mustFramework(t, baseRegistry(t, nil, plugins...),
 				baseSpec(map[ExtensionPoint]PluginSet{PreFilterPoint: {{Name: "a"}, {Name: "b"}, {Name: "c"}}}))
-			s := f.RunPreFilterPlugins(context.Background(), NewCycleState(), testJob())
+			s := f.RunPreFilterPlugins(context.Background(), framework.NewCycleState(), testJob())
 			checkStatus(t, s, tt.wantCode, tt.wantPlugin, tt.wantMsg...)
 			if got := rec.get(); !reflect.DeepEqual(got, tt.wantCalls) {
 				t.Errorf("calls = %v, want %v", got, tt.wantCalls)
@@ -87,14 +88,14 @@ func TestRunPreFilterPlugins(t *testing.T) {
 // cycle; other plugins' Filters still run, and a new cycle starts over.
 func TestPreFilterSkipSkipsFilter(t *testing.T) {
 	rec := &recorder{}
-	a := &fakePlugin{name: "a", rec: rec, preFilter: NewStatus(Skip)}
+	a := &fakePlugin{name: "a", rec: rec, preFilter: framework.NewStatus(framework.Skip)}
 	b := &fakePlugin{name: "b", rec: rec}
 	f := mustFramework(t, baseRegistry(t, nil, a, b), baseSpec(map[ExtensionPoint]PluginSet{
 		PreFilterPoint: {{Name: "a"}, {Name: "b"}},
 		FilterPoint:    {{Name: "a"}, {Name: "b"}},
 	}))
 	node := makeNodes(t, "n1")[0]
-	state := NewCycleState()
+	state := framework.NewCycleState()
 	if s := f.RunPreFilterPlugins(context.Background(), state, testJob()); !s.IsSuccess() {
 		t.Fatalf("PreFilter: %v", s)
 	}
@@ -107,7 +108,7 @@ func TestPreFilterSkipSkipsFilter(t *testing.T) {
 
 	// Next cycle a does not skip.
 	a.preFilter = nil
-	state = NewCycleState()
+	state = framework.NewCycleState()
 	f.RunPreFilterPlugins(context.Background(), state, testJob())
 	f.RunFilterPlugins(context.Background(), state, testPod(), node)
 	if rec.count("a.Filter(n1)") != 1 {
@@ -119,29 +120,29 @@ func TestRunFilterPlugins(t *testing.T) {
 	node := makeNodes(t, "n1")[0]
 	tests := []struct {
 		name       string
-		results    []*Status // of plugins a, b, c on n1
-		wantCode   Code
+		results    []*framework.Status // of plugins a, b, c on n1
+		wantCode   framework.Code
 		wantPlugin string
 		wantMsg    []string
 		wantCalls  []string
 	}{
 		{
 			name:      "all pass, Skip counts as passing",
-			results:   []*Status{nil, NewStatus(Skip), nil},
+			results:   []*framework.Status{nil, framework.NewStatus(framework.Skip), nil},
 			wantCalls: []string{"a.Filter(n1)", "b.Filter(n1)", "c.Filter(n1)"},
 		},
 		{
 			name:       "first rejection short-circuits",
-			results:    []*Status{nil, NewStatus(Unschedulable, "Insufficient cpu"), NewStatus(Unschedulable, "never seen")},
-			wantCode:   Unschedulable,
+			results:    []*framework.Status{nil, framework.NewStatus(framework.Unschedulable, "Insufficient cpu"), framework.NewStatus(framework.Unschedulable, "never seen")},
+			wantCode:   framework.Unschedulable,
 			wantPlugin: "b",
 			wantMsg:    []string{"Insufficient cpu"},
 			wantCalls:  []string{"a.Filter(n1)", "b.Filter(n1)"},
 		},
 		{
 			name:       "error names the plugin and node",
-			results:    []*Status{AsStatus(errBoom), nil, nil},
-			wantCode:   Error,
+			results:    []*framework.Status{framework.AsStatus(errBoom), nil, nil},
+			wantCode:   framework.Error,
 			wantPlugin: "a",
 			wantMsg:    []string{`running Filter plugin "a" for pod ns/p on node "n1": boom`},
 			wantCalls:  []string{"a.Filter(n1)"},
@@ -150,13 +151,13 @@ func TestRunFilterPlugins(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{}
-			var plugins []Plugin
+			var plugins []framework.Plugin
 			for i, name := range []string{"a", "b", "c"} {
-				plugins = append(plugins, &fakePlugin{name: name, rec: rec, filter: map[string]*Status{"n1": tt.results[i]}})
+				plugins = append(plugins, &fakePlugin{name: name, rec: rec, filter: map[string]*framework.Status{"n1": tt.results[i]}})
 			}
 			f := mustFramework(t, baseRegistry(t, nil, plugins...),
 				baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "b"}, {Name: "c"}}}))
-			s := f.RunFilterPlugins(context.Background(), NewCycleState(), testPod(), node)
+			s := f.RunFilterPlugins(context.Background(), framework.NewCycleState(), testPod(), node)
 			checkStatus(t, s, tt.wantCode, tt.wantPlugin, tt.wantMsg...)
 			if got := rec.get(); !reflect.DeepEqual(got, tt.wantCalls) {
 				t.Errorf("calls = %v, want %v", got, tt.wantCalls)
@@ -169,7 +170,7 @@ func TestPluginSetState(t *testing.T) {
 	if skipped(nil, skipFilterKey).Has("a") {
 		t.Error("a nil state skips plugins")
 	}
-	state := NewCycleState()
+	state := framework.NewCycleState()
 	state.Write(skipFilterKey, pluginSet(nil))
 	state.Write(skipScoreKey, fakeState{})
 	if skipped(state, skipFilterKey).Has("a") || skipped(state, skipScoreKey).Has("a") {
@@ -188,14 +189,14 @@ func TestPluginSetState(t *testing.T) {
 
 type fakeState struct{}
 
-func (fakeState) Clone() StateData { return fakeState{} }
+func (fakeState) Clone() framework.StateData { return fakeState{} }
 
 // A plugin may return one shared *Status from concurrent calls; the
 // framework must not write into it (the race detector would see it) and
 // must not let one plugin's attribution leak into another's status.
 func TestStatusAttributionCopies(t *testing.T) {
-	shared := NewStatus(Unschedulable, "shared reason")
-	a := &fakePlugin{name: "a", filter: map[string]*Status{}}
+	shared := framework.NewStatus(framework.Unschedulable, "shared reason")
+	a := &fakePlugin{name: "a", filter: map[string]*framework.Status{}}
 	for i := range 50 {
 		a.filter[fmt.Sprintf("n%d", i)] = shared
 	}
@@ -205,7 +206,7 @@ func TestStatusAttributionCopies(t *testing.T) {
 			yield(fmt.Sprintf("n%d", i))
 		}
 	})...)
-	_, d, err := f.FindFeasibleNodes(context.Background(), NewCycleState(), testPod(), nodes)
+	_, d, err := f.FindFeasibleNodes(context.Background(), framework.NewCycleState(), testPod(), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,20 +221,20 @@ func TestStatusAttributionCopies(t *testing.T) {
 func TestFindFeasibleNodes(t *testing.T) {
 	names := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
 	nodes := makeNodes(t, names...)
-	taint := NewStatus(UnschedulableAndUnresolvable, "node(s) had untolerated taint {k: v}")
-	cpu := NewStatus(Unschedulable, "Insufficient cpu")
+	taint := framework.NewStatus(framework.UnschedulableAndUnresolvable, "node(s) had untolerated taint {k: v}")
+	cpu := framework.NewStatus(framework.Unschedulable, "Insufficient cpu")
 	rec := &recorder{}
 	// fit rejects n1..n3 for cpu, and n4 for cpu and memory; taints
 	// rejects n5 and n6, and would reject n1 too but fit comes first.
-	fit := &fakePlugin{name: "fit", rec: rec, filter: map[string]*Status{
+	fit := &fakePlugin{name: "fit", rec: rec, filter: map[string]*framework.Status{
 		"n1": cpu, "n2": cpu, "n3": cpu,
-		"n4": NewStatus(Unschedulable, "Insufficient cpu", "Insufficient memory"),
+		"n4": framework.NewStatus(framework.Unschedulable, "Insufficient cpu", "Insufficient memory"),
 	}}
-	taints := &fakePlugin{name: "taints", rec: rec, filter: map[string]*Status{"n1": taint, "n5": taint, "n6": taint}}
+	taints := &fakePlugin{name: "taints", rec: rec, filter: map[string]*framework.Status{"n1": taint, "n5": taint, "n6": taint}}
 	f := mustFramework(t, baseRegistry(t, nil, fit, taints),
 		baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "fit"}, {Name: "taints"}}}), WithParallelism(3))
 
-	feasible, d, err := f.FindFeasibleNodes(context.Background(), NewCycleState(), testPod(), nodes)
+	feasible, d, err := f.FindFeasibleNodes(context.Background(), framework.NewCycleState(), testPod(), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestFindFeasibleNodes(t *testing.T) {
 	// n2 and n6 pass now: they come back in input order.
 	fit.filter["n2"] = nil
 	delete(taints.filter, "n6")
-	feasible, d, err = f.FindFeasibleNodes(context.Background(), NewCycleState(), testPod(), nodes)
+	feasible, d, err = f.FindFeasibleNodes(context.Background(), framework.NewCycleState(), testPod(), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestFindFeasibleNodes(t *testing.T) {
 	}
 
 	// No nodes: nothing feasible, nothing rejected.
-	feasible, d, err = f.FindFeasibleNodes(context.Background(), NewCycleState(), testPod(), nil)
+	feasible, d, err = f.FindFeasibleNodes(context.Background(), framework.NewCycleState(), testPod(), nil)
 	if err != nil || len(feasible) != 0 || len(d.NodeToStatus) != 0 || d.Message(0) != "0/0 nodes are available." {
 		t.Errorf("no nodes: %v, %+v, %v", feasible, d, err)
 	}
@@ -300,14 +301,14 @@ func TestFindFeasibleNodesParallel(t *testing.T) {
 	rec := &recorder{}
 	// odd rejects every odd node; the recorder's lock is the only
 	// synchronisation, so -race checks the framework's own.
-	odd := &fakePlugin{name: "odd", rec: rec, filter: map[string]*Status{}}
+	odd := &fakePlugin{name: "odd", rec: rec, filter: map[string]*framework.Status{}}
 	for i := 1; i < n; i += 2 {
-		odd.filter[names[i]] = NewStatus(Unschedulable, "odd")
+		odd.filter[names[i]] = framework.NewStatus(framework.Unschedulable, "odd")
 	}
 	conc := newConcurrencyProbe("probe")
 	f := mustFramework(t, baseRegistry(t, nil, odd, conc),
 		baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "probe"}, {Name: "odd"}}}), WithParallelism(8))
-	feasible, d, err := f.FindFeasibleNodes(context.Background(), NewCycleState(), testPod(), nodes)
+	feasible, d, err := f.FindFeasibleNodes(context.Background(), framework.NewCycleState(), testPod(), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func newConcurrencyProbe(name string) *concurrencyProbe {
 }
 
 func (c *concurrencyProbe) Name() string { return c.name }
-func (c *concurrencyProbe) Filter(context.Context, *CycleState, *v1.Pod, *cache.NodeInfo) *Status {
+func (c *concurrencyProbe) Filter(context.Context, *framework.CycleState, *v1.Pod, *cache.NodeInfo) *framework.Status {
 	c.mu.Lock()
 	c.calls++
 	n := c.calls
@@ -370,9 +371,9 @@ func (c *concurrencyProbe) overlapped() bool {
 
 func TestFindFeasibleNodesError(t *testing.T) {
 	nodes := makeNodes(t, "n1", "n2", "n3")
-	bad := &fakePlugin{name: "bad", filter: map[string]*Status{"n2": AsStatus(errBoom)}}
+	bad := &fakePlugin{name: "bad", filter: map[string]*framework.Status{"n2": framework.AsStatus(errBoom)}}
 	f := mustFramework(t, baseRegistry(t, nil, bad), baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "bad"}}}))
-	feasible, d, err := f.FindFeasibleNodes(context.Background(), NewCycleState(), testPod(), nodes)
+	feasible, d, err := f.FindFeasibleNodes(context.Background(), framework.NewCycleState(), testPod(), nodes)
 	if err == nil || !errors.Is(err, errBoom) || !strings.Contains(err.Error(), `running Filter plugin "bad" for pod ns/p on node "n2": boom`) {
 		t.Errorf("err = %v, want the plugin's error naming it and the node", err)
 	}
@@ -386,7 +387,7 @@ func TestFindFeasibleNodesCancelled(t *testing.T) {
 	f := mustFramework(t, baseRegistry(t, nil, &fakePlugin{name: "a"}), baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}}}))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	feasible, _, err := f.FindFeasibleNodes(ctx, NewCycleState(), testPod(), nodes)
+	feasible, _, err := f.FindFeasibleNodes(ctx, framework.NewCycleState(), testPod(), nodes)
 	if !errors.Is(err, context.Canceled) || feasible != nil {
 		t.Errorf("FindFeasibleNodes with a cancelled context = %v, %v; want context.Canceled", feasible, err)
 	}
@@ -395,7 +396,7 @@ func TestFindFeasibleNodesCancelled(t *testing.T) {
 func TestDiagnosisMessage(t *testing.T) {
 	tests := []struct {
 		name     string
-		statuses map[string]*Status
+		statuses map[string]*framework.Status
 		numNodes int
 		want     string
 	}{
@@ -406,22 +407,22 @@ func TestDiagnosisMessage(t *testing.T) {
 		},
 		{
 			name: "ties sorted by text",
-			statuses: map[string]*Status{
-				"n1": NewStatus(Unschedulable, "b reason"), "n2": NewStatus(Unschedulable, "a reason"),
-				"n3": NewStatus(Unschedulable, "c reason"), "n4": NewStatus(Unschedulable, "c reason"),
+			statuses: map[string]*framework.Status{
+				"n1": framework.NewStatus(framework.Unschedulable, "b reason"), "n2": framework.NewStatus(framework.Unschedulable, "a reason"),
+				"n3": framework.NewStatus(framework.Unschedulable, "c reason"), "n4": framework.NewStatus(framework.Unschedulable, "c reason"),
 			},
 			numNodes: 4,
 			want:     "0/4 nodes are available: 2 c reason, 1 a reason, 1 b reason.",
 		},
 		{
 			name:     "a rejection without reasons counts under its code",
-			statuses: map[string]*Status{"n1": NewStatus(UnschedulableAndUnresolvable)},
+			statuses: map[string]*framework.Status{"n1": framework.NewStatus(framework.UnschedulableAndUnresolvable)},
 			numNodes: 1,
 			want:     "0/1 nodes are available: 1 UnschedulableAndUnresolvable.",
 		},
 		{
 			name:     "more rejected than considered does not go negative",
-			statuses: map[string]*Status{"n1": NewStatus(Unschedulable, "x"), "n2": NewStatus(Unschedulable, "x")},
+			statuses: map[string]*framework.Status{"n1": framework.NewStatus(framework.Unschedulable, "x"), "n2": framework.NewStatus(framework.Unschedulable, "x")},
 			numNodes: 1,
 			want:     "0/1 nodes are available: 2 x.",
 		},
@@ -443,7 +444,7 @@ func TestRunScorePlugins(t *testing.T) {
 	nodes := makeNodes(t, "n1", "n2", "n3")
 	// double maps a raw score s to 2*s, so raw 50 becomes 100 and raw 60
 	// is out of range only after normalisation.
-	double := func(scores []NodeScore) *Status {
+	double := func(scores []framework.NodeScore) *framework.Status {
 		for i := range scores {
 			scores[i].Score *= 2
 		}
@@ -454,7 +455,7 @@ func TestRunScorePlugins(t *testing.T) {
 		a, b       *fakePlugin
 		weightB    int64
 		wantScores []int64
-		wantCode   Code
+		wantCode   framework.Code
 		wantPlugin string
 		wantMsg    []string
 	}{
@@ -474,7 +475,7 @@ func TestRunScorePlugins(t *testing.T) {
 		},
 		{
 			name:       "raw score out of range is fine when normalisation brings it in",
-			a:          &fakePlugin{score: map[string]int64{"n1": 1000, "n2": 0, "n3": 500}, normalize: func(s []NodeScore) *Status { return scaleTo100(s) }},
+			a:          &fakePlugin{score: map[string]int64{"n1": 1000, "n2": 0, "n3": 500}, normalize: func(s []framework.NodeScore) *framework.Status { return scaleTo100(s) }},
 			b:          &fakePlugin{},
 			wantScores: []int64{100, 0, 50},
 		},
@@ -482,7 +483,7 @@ func TestRunScorePlugins(t *testing.T) {
 			name:       "out of range after normalisation",
 			a:          &fakePlugin{},
 			b:          &fakePlugin{score: map[string]int64{"n1": 10, "n2": 60, "n3": 0}, normalize: double},
-			wantCode:   Error,
+			wantCode:   framework.Error,
 			wantPlugin: "b",
 			wantMsg:    []string{`plugin "b" scored node "n2" 120 for pod ns/p, outside [0, 100]`},
 		},
@@ -490,23 +491,25 @@ func TestRunScorePlugins(t *testing.T) {
 			name:       "negative score",
 			a:          &fakePlugin{score: map[string]int64{"n3": -1}},
 			b:          &fakePlugin{},
-			wantCode:   Error,
+			wantCode:   framework.Error,
 			wantPlugin: "a",
 			wantMsg:    []string{`plugin "a" scored node "n3" -1`},
 		},
 		{
 			name:       "score error",
 			a:          &fakePlugin{},
-			b:          &fakePlugin{scoreErr: AsStatus(errBoom)},
-			wantCode:   Error,
+			b:          &fakePlugin{scoreErr: framework.AsStatus(errBoom)},
+			wantCode:   framework.Error,
 			wantPlugin: "b",
 			wantMsg:    []string{`running Score plugin "b" for pod ns/p on node`, "boom"},
 		},
 		{
-			name:       "normalisation error",
-			a:          &fakePlugin{normalize: func([]NodeScore) *Status { return NewStatus(Error, "cannot normalise") }},
+			name: "normalisation error",
+			a: &fakePlugin{normalize: func([]framework.NodeScore) *framework.Status {
+				return framework.NewStatus(framework.Error, "cannot normalise")
+			}},
 			b:          &fakePlugin{},
-			wantCode:   Error,
+			wantCode:   framework.Error,
 			wantPlugin: "a",
 			wantMsg:    []string{`normalizing the scores of plugin "a" for pod ns/p: cannot normalise`},
 		},
@@ -518,15 +521,15 @@ func TestRunScorePlugins(t *testing.T) {
 			tt.b.name, tt.b.rec = "b", rec
 			f := mustFramework(t, baseRegistry(t, nil, tt.a, tt.b),
 				baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a"}, {Name: "b", Weight: tt.weightB}}}), WithParallelism(2))
-			scores, s := f.RunScorePlugins(context.Background(), NewCycleState(), testPod(), nodes)
+			scores, s := f.RunScorePlugins(context.Background(), framework.NewCycleState(), testPod(), nodes)
 			checkStatus(t, s, tt.wantCode, tt.wantPlugin, tt.wantMsg...)
-			if tt.wantCode != Success {
+			if tt.wantCode != framework.Success {
 				if scores != nil {
 					t.Errorf("scores = %v with an error", scores)
 				}
 				return
 			}
-			want := []NodeScore{{"n1", tt.wantScores[0]}, {"n2", tt.wantScores[1]}, {"n3", tt.wantScores[2]}}
+			want := []framework.NodeScore{{Name: "n1", Score: tt.wantScores[0]}, {Name: "n2", Score: tt.wantScores[1]}, {Name: "n3", Score: tt.wantScores[2]}}
 			if !reflect.DeepEqual(scores, want) {
 				t.Errorf("scores = %v, want %v", scores, want)
 			}
@@ -540,14 +543,14 @@ func TestRunScorePlugins(t *testing.T) {
 }
 
 // scaleTo100 scales scores so the highest is 100.
-func scaleTo100(scores []NodeScore) *Status {
+func scaleTo100(scores []framework.NodeScore) *framework.Status {
 	var top int64
 	for _, s := range scores {
 		top = max(top, s.Score)
 	}
 	for i := range scores {
 		if top > 0 {
-			scores[i].Score = scores[i].Score * MaxNodeScore / top
+			scores[i].Score = scores[i].Score * framework.MaxNodeScore / top
 		}
 	}
 	return nil
@@ -556,18 +559,18 @@ func scaleTo100(scores []NodeScore) *Status {
 func TestRunPreScoreAndSkip(t *testing.T) {
 	nodes := makeNodes(t, "n1", "n2")
 	rec := &recorder{}
-	a := &fakePlugin{name: "a", rec: rec, preScore: NewStatus(Skip), score: map[string]int64{"n1": 100, "n2": 100}}
+	a := &fakePlugin{name: "a", rec: rec, preScore: framework.NewStatus(framework.Skip), score: map[string]int64{"n1": 100, "n2": 100}}
 	b := &fakePlugin{name: "b", rec: rec, score: map[string]int64{"n1": 5, "n2": 7}}
 	f := mustFramework(t, baseRegistry(t, nil, a, b), baseSpec(map[ExtensionPoint]PluginSet{
 		PreScorePoint: {{Name: "a"}, {Name: "b"}},
 		ScorePoint:    {{Name: "a"}, {Name: "b"}},
 	}))
-	state := NewCycleState()
+	state := framework.NewCycleState()
 	if s := f.RunPreScorePlugins(context.Background(), state, testPod(), nodes); !s.IsSuccess() {
 		t.Fatalf("PreScore: %v", s)
 	}
 	scores, s := f.RunScorePlugins(context.Background(), state, testPod(), nodes)
-	if !s.IsSuccess() || !reflect.DeepEqual(scores, []NodeScore{{"n1", 5}, {"n2", 7}}) {
+	if !s.IsSuccess() || !reflect.DeepEqual(scores, []framework.NodeScore{{Name: "n1", Score: 5}, {Name: "n2", Score: 7}}) {
 		t.Errorf("scores = %v, %v; want a skipped", scores, s)
 	}
 	if rec.count("a.Score(n1)") != 0 || rec.count("a.PreScore(2)") != 1 || rec.count("b.PreScore(2)") != 1 {
@@ -575,9 +578,9 @@ func TestRunPreScoreAndSkip(t *testing.T) {
 	}
 
 	// A PreScore failure is an Error naming the plugin, and stops the run.
-	a.preScore = NewStatus(Unschedulable, "odd")
+	a.preScore = framework.NewStatus(framework.Unschedulable, "odd")
 	s = f.RunPreScorePlugins(context.Background(), state, testPod(), nodes)
-	checkStatus(t, s, Error, "a", `running PreScore plugin "a" for pod ns/p: odd`)
+	checkStatus(t, s, framework.Error, "a", `running PreScore plugin "a" for pod ns/p: odd`)
 	if rec.count("b.PreScore(2)") != 1 {
 		t.Errorf("b's PreScore ran after a failed: %v", rec.get())
 	}
@@ -586,18 +589,18 @@ func TestRunPreScoreAndSkip(t *testing.T) {
 func TestRunScorePluginsNothingToDo(t *testing.T) {
 	nodes := makeNodes(t, "n1", "n2")
 	f := mustFramework(t, baseRegistry(t, nil), baseSpec(nil))
-	scores, s := f.RunScorePlugins(context.Background(), NewCycleState(), testPod(), nodes)
-	if !s.IsSuccess() || !reflect.DeepEqual(scores, []NodeScore{{"n1", 0}, {"n2", 0}}) {
+	scores, s := f.RunScorePlugins(context.Background(), framework.NewCycleState(), testPod(), nodes)
+	if !s.IsSuccess() || !reflect.DeepEqual(scores, []framework.NodeScore{{Name: "n1", Score: 0}, {Name: "n2", Score: 0}}) {
 		t.Errorf("without Score plugins: %v, %v", scores, s)
 	}
 	f = mustFramework(t, baseRegistry(t, nil, &fakePlugin{name: "a"}), baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a"}}}))
-	scores, s = f.RunScorePlugins(context.Background(), NewCycleState(), testPod(), nil)
+	scores, s = f.RunScorePlugins(context.Background(), framework.NewCycleState(), testPod(), nil)
 	if !s.IsSuccess() || len(scores) != 0 {
 		t.Errorf("without nodes: %v, %v", scores, s)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, s = f.RunScorePlugins(ctx, NewCycleState(), testPod(), nodes)
+	_, s = f.RunScorePlugins(ctx, framework.NewCycleState(), testPod(), nodes)
 	if !errors.Is(s.AsError(), context.Canceled) {
 		t.Errorf("with a cancelled context: %v, want context.Canceled", s)
 	}
@@ -606,29 +609,29 @@ func TestRunScorePluginsNothingToDo(t *testing.T) {
 func TestRunReservePlugins(t *testing.T) {
 	tests := []struct {
 		name       string
-		results    []*Status // of a, b, c
-		wantCode   Code
+		results    []*framework.Status // of a, b, c
+		wantCode   framework.Code
 		wantPlugin string
 		wantMsg    []string
 		wantCalls  []string
 	}{
 		{
 			name:      "all reserve",
-			results:   []*Status{nil, NewStatus(Skip), nil},
+			results:   []*framework.Status{nil, framework.NewStatus(framework.Skip), nil},
 			wantCalls: []string{"a.Reserve(n1)", "b.Reserve(n1)", "c.Reserve(n1)"},
 		},
 		{
 			name:       "rejection unreserves in reverse, from the failing plugin",
-			results:    []*Status{nil, nil, NewStatus(Unschedulable, "quota")},
-			wantCode:   Unschedulable,
+			results:    []*framework.Status{nil, nil, framework.NewStatus(framework.Unschedulable, "quota")},
+			wantCode:   framework.Unschedulable,
 			wantPlugin: "c",
 			wantMsg:    []string{"quota"},
 			wantCalls:  []string{"a.Reserve(n1)", "b.Reserve(n1)", "c.Reserve(n1)", "c.Unreserve(n1)", "b.Unreserve(n1)", "a.Unreserve(n1)"},
 		},
 		{
 			name:       "error leaves later plugins alone",
-			results:    []*Status{nil, AsStatus(errBoom), nil},
-			wantCode:   Error,
+			results:    []*framework.Status{nil, framework.AsStatus(errBoom), nil},
+			wantCode:   framework.Error,
 			wantPlugin: "b",
 			wantMsg:    []string{`running Reserve plugin "b" for pod ns/p on node "n1": boom`},
 			wantCalls:  []string{"a.Reserve(n1)", "b.Reserve(n1)", "b.Unreserve(n1)", "a.Unreserve(n1)"},
@@ -637,13 +640,13 @@ func TestRunReservePlugins(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{}
-			var plugins []Plugin
+			var plugins []framework.Plugin
 			for i, name := range []string{"a", "b", "c"} {
 				plugins = append(plugins, &fakePlugin{name: name, rec: rec, reserve: tt.results[i]})
 			}
 			f := mustFramework(t, baseRegistry(t, nil, plugins...),
 				baseSpec(map[ExtensionPoint]PluginSet{ReservePoint: {{Name: "a"}, {Name: "b"}, {Name: "c"}}}))
-			s := f.RunReservePlugins(context.Background(), NewCycleState(), testPod(), "n1")
+			s := f.RunReservePlugins(context.Background(), framework.NewCycleState(), testPod(), "n1")
 			checkStatus(t, s, tt.wantCode, tt.wantPlugin, tt.wantMsg...)
 			if got := rec.get(); !reflect.DeepEqual(got, tt.wantCalls) {
 				t.Errorf("calls = %v, want %v", got, tt.wantCalls)
@@ -654,13 +657,13 @@ func TestRunReservePlugins(t *testing.T) {
 
 func TestRunUnreservePlugins(t *testing.T) {
 	rec := &recorder{}
-	var plugins []Plugin
+	var plugins []framework.Plugin
 	for _, name := range []string{"a", "b", "c"} {
 		plugins = append(plugins, &fakePlugin{name: name, rec: rec})
 	}
 	f := mustFramework(t, baseRegistry(t, nil, plugins...),
 		baseSpec(map[ExtensionPoint]PluginSet{ReservePoint: {{Name: "a"}, {Name: "b"}, {Name: "c"}}}))
-	f.RunUnreservePlugins(context.Background(), NewCycleState(), testPod(), "n1")
+	f.RunUnreservePlugins(context.Background(), framework.NewCycleState(), testPod(), "n1")
 	if got, want := rec.get(), []string{"c.Unreserve(n1)", "b.Unreserve(n1)", "a.Unreserve(n1)"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("calls = %v, want %v", got, want)
 	}
@@ -670,29 +673,29 @@ func TestRunPermitPlugins(t *testing.T) {
 	placements := map[string]string{"uid-1": "n1", "uid-2": "n2"}
 	tests := []struct {
 		name       string
-		results    []*Status // of a, b
-		wantCode   Code
+		results    []*framework.Status // of a, b
+		wantCode   framework.Code
 		wantPlugin string
 		wantMsg    []string
 		wantCalls  []string
 	}{
 		{
 			name:      "all permit",
-			results:   []*Status{nil, NewStatus(Skip)},
+			results:   []*framework.Status{nil, framework.NewStatus(framework.Skip)},
 			wantCalls: []string{"a.Permit(2)", "b.Permit(2)"},
 		},
 		{
 			name:       "rejection",
-			results:    []*Status{NewStatus(Unschedulable, "only 2/3 tasks placed"), nil},
-			wantCode:   Unschedulable,
+			results:    []*framework.Status{framework.NewStatus(framework.Unschedulable, "only 2/3 tasks placed"), nil},
+			wantCode:   framework.Unschedulable,
 			wantPlugin: "a",
 			wantMsg:    []string{"only 2/3 tasks placed"},
 			wantCalls:  []string{"a.Permit(2)"},
 		},
 		{
 			name:       "error",
-			results:    []*Status{nil, AsStatus(errBoom)},
-			wantCode:   Error,
+			results:    []*framework.Status{nil, framework.AsStatus(errBoom)},
+			wantCode:   framework.Error,
 			wantPlugin: "b",
 			wantMsg:    []string{`running Permit plugin "b" for job ns/job: boom`},
 			wantCalls:  []string{"a.Permit(2)", "b.Permit(2)"},
@@ -704,7 +707,7 @@ func TestRunPermitPlugins(t *testing.T) {
 			a := &fakePlugin{name: "a", rec: rec, permit: tt.results[0]}
 			b := &fakePlugin{name: "b", rec: rec, permit: tt.results[1]}
 			f := mustFramework(t, baseRegistry(t, nil, a, b), baseSpec(map[ExtensionPoint]PluginSet{PermitPoint: {{Name: "a"}, {Name: "b"}}}))
-			s := f.RunPermitPlugins(context.Background(), NewCycleState(), testJob(), placements)
+			s := f.RunPermitPlugins(context.Background(), framework.NewCycleState(), testJob(), placements)
 			checkStatus(t, s, tt.wantCode, tt.wantPlugin, tt.wantMsg...)
 			if got := rec.get(); !reflect.DeepEqual(got, tt.wantCalls) {
 				t.Errorf("calls = %v, want %v", got, tt.wantCalls)
@@ -716,42 +719,42 @@ func TestRunPermitPlugins(t *testing.T) {
 func TestRunBindPlugins(t *testing.T) {
 	tests := []struct {
 		name       string
-		results    []*Status // of b1, b2, b3
-		wantCode   Code
+		results    []*framework.Status // of b1, b2, b3
+		wantCode   framework.Code
 		wantPlugin string
 		wantMsg    []string
 		wantCalls  []string
 	}{
 		{
 			name:      "first binder binds",
-			results:   []*Status{nil, nil, nil},
+			results:   []*framework.Status{nil, nil, nil},
 			wantCalls: []string{"b1.Bind(n1)"},
 		},
 		{
 			name:      "skip falls through to the next binder",
-			results:   []*Status{NewStatus(Skip), nil, nil},
+			results:   []*framework.Status{framework.NewStatus(framework.Skip), nil, nil},
 			wantCalls: []string{"b1.Bind(n1)", "b2.Bind(n1)"},
 		},
 		{
 			name:       "first non-skip failure wins",
-			results:    []*Status{NewStatus(Skip), AsStatus(errBoom), nil},
-			wantCode:   Error,
+			results:    []*framework.Status{framework.NewStatus(framework.Skip), framework.AsStatus(errBoom), nil},
+			wantCode:   framework.Error,
 			wantPlugin: "b2",
 			wantMsg:    []string{`running Bind plugin "b2" for pod ns/p on node "n1": boom`},
 			wantCalls:  []string{"b1.Bind(n1)", "b2.Bind(n1)"},
 		},
 		{
 			name:       "a rejection from a binder is an error",
-			results:    []*Status{NewStatus(Unschedulable, "no")},
-			wantCode:   Error,
+			results:    []*framework.Status{framework.NewStatus(framework.Unschedulable, "no")},
+			wantCode:   framework.Error,
 			wantPlugin: "b1",
 			wantMsg:    []string{`Bind plugin "b1"`, "no"},
 			wantCalls:  []string{"b1.Bind(n1)"},
 		},
 		{
 			name:      "all skip",
-			results:   []*Status{NewStatus(Skip), NewStatus(Skip), NewStatus(Skip)},
-			wantCode:  Error,
+			results:   []*framework.Status{framework.NewStatus(framework.Skip), framework.NewStatus(framework.Skip), framework.NewStatus(framework.Skip)},
+			wantCode:  framework.Error,
 			wantMsg:   []string{`binding pod ns/p to node "n1": every Bind plugin (b1, b2, b3) skipped it`},
 			wantCalls: []string{"b1.Bind(n1)", "b2.Bind(n1)", "b3.Bind(n1)"},
 		},
@@ -759,16 +762,16 @@ func TestRunBindPlugins(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{}
-			var plugins []Plugin
+			var plugins []framework.Plugin
 			for i, name := range []string{"b1", "b2", "b3"} {
-				var s *Status
+				var s *framework.Status
 				if i < len(tt.results) {
 					s = tt.results[i]
 				}
 				plugins = append(plugins, &fakePlugin{name: name, rec: rec, bind: s})
 			}
 			f := mustFramework(t, baseRegistry(t, nil, plugins...), baseSpec(map[ExtensionPoint]PluginSet{BindPoint: {{Name: "b1"}, {Name: "b2"}, {Name: "b3"}}}))
-			s := f.RunBindPlugins(context.Background(), NewCycleState(), testPod(), "n1")
+			s := f.RunBindPlugins(context.Background(), framework.NewCycleState(), testPod(), "n1")
 			checkStatus(t, s, tt.wantCode, tt.wantPlugin, tt.wantMsg...)
 			if got := rec.get(); !reflect.DeepEqual(got, tt.wantCalls) {
 				t.Errorf("calls = %v, want %v", got, tt.wantCalls)

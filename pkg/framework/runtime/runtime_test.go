@@ -1,4 +1,4 @@
-package framework
+package runtime
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 func TestNewFrameworkValidation(t *testing.T) {
@@ -93,13 +94,13 @@ func TestNewFrameworkValidation(t *testing.T) {
 		},
 		{
 			name: "weight overflows on its own",
-			spec: baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a", Weight: math.MaxInt64/MaxNodeScore + 1}}}),
+			spec: baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a", Weight: math.MaxInt64/framework.MaxNodeScore + 1}}}),
 			want: []string{`plugin "a" at score has weight 92233720368547759`, "overflow"},
 		},
 		{
 			name: "weights overflow together",
 			// Each fits alone; the sum of the maximum scores does not.
-			spec: baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a", Weight: math.MaxInt64 / MaxNodeScore}, {Name: "b"}}}),
+			spec: baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a", Weight: math.MaxInt64 / framework.MaxNodeScore}, {Name: "b"}}}),
 			want: []string{`plugin "b" at score has weight 1, which makes the greatest total score overflow`},
 		},
 		{
@@ -120,7 +121,7 @@ func TestNewFrameworkValidation(t *testing.T) {
 			name: "factory error",
 			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "broken"}}}),
 			registry: func(t *testing.T, r *testRegistry) {
-				r.add(t, "broken", func(context.Context, io.Reader, Handle) (Plugin, error) { return nil, errBoom })
+				r.add(t, "broken", func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) { return nil, errBoom })
 			},
 			want:   []string{`initializing plugin "broken": boom`},
 			wantIs: errBoom,
@@ -129,7 +130,7 @@ func TestNewFrameworkValidation(t *testing.T) {
 			name: "factory panics",
 			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "panicky"}}}),
 			registry: func(t *testing.T, r *testRegistry) {
-				r.add(t, "panicky", func(context.Context, io.Reader, Handle) (Plugin, error) { panic("oops") })
+				r.add(t, "panicky", func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) { panic("oops") })
 			},
 			want: []string{`initializing plugin "panicky": factory panicked: oops`},
 		},
@@ -137,7 +138,9 @@ func TestNewFrameworkValidation(t *testing.T) {
 			name: "factory returns nothing",
 			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "empty"}}}),
 			registry: func(t *testing.T, r *testRegistry) {
-				r.add(t, "empty", func(context.Context, io.Reader, Handle) (Plugin, error) { return (*fakePlugin)(nil), nil })
+				r.add(t, "empty", func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) {
+					return (*fakePlugin)(nil), nil
+				})
 			},
 			want: []string{`initializing plugin "empty": factory returned no plugin and no error`},
 		},
@@ -193,8 +196,8 @@ func TestNewFrameworkNilRegistry(t *testing.T) {
 }
 
 // factoryOf returns a factory of p.
-func factoryOf(p Plugin) PluginFactory {
-	return func(context.Context, io.Reader, Handle) (Plugin, error) { return p, nil }
+func factoryOf(p framework.Plugin) framework.PluginFactory {
+	return func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) { return p, nil }
 }
 
 // No factory runs when the profile is malformed or names an unknown
@@ -229,8 +232,8 @@ func TestNewFrameworkInstancesArgsAndWeights(t *testing.T) {
 		ReservePoint:   {{Name: "multi"}},
 	})
 	spec.PluginArgs = map[string]*config.Section{"multi": config.NewSection("sched.yaml", []byte("value: hello\n"))}
-	var handle Handle
-	reg.add(t, "handle-check", func(_ context.Context, _ io.Reader, h Handle) (Plugin, error) {
+	var handle framework.Handle
+	reg.add(t, "handle-check", func(_ context.Context, _ io.Reader, h framework.Handle) (framework.Plugin, error) {
 		handle = h
 		return &fakePlugin{name: "handle-check"}, nil
 	})
@@ -287,7 +290,7 @@ func TestNewFrameworkInstancesArgsAndWeights(t *testing.T) {
 // A weight exactly at the overflow limit is accepted.
 func TestNewFrameworkWeightAtLimit(t *testing.T) {
 	reg := baseRegistry(t, nil, &fakePlugin{name: "a"}, &fakePlugin{name: "b"})
-	limit := MaxTotalScore/MaxNodeScore - 1
+	limit := framework.MaxTotalScore/framework.MaxNodeScore - 1
 	f := mustFramework(t, reg, baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "a", Weight: limit}, {Name: "b"}}}))
 	if w := f.ListPlugins()[ScorePoint][0].Weight; w != limit {
 		t.Errorf("weight = %d, want %d", w, limit)
@@ -508,14 +511,14 @@ func TestEventsToRegister(t *testing.T) {
 	pv := eventhandlers.ClusterEvent{Resource: eventhandlers.PersistentVolume, ActionType: eventhandlers.Add}
 	tests := []struct {
 		name          string
-		plugins       []Plugin
+		plugins       []framework.Plugin
 		points        map[ExtensionPoint]PluginSet
 		wantEvents    []eventhandlers.ClusterEvent
 		wantResources []eventhandlers.Resource
 	}{
 		{
 			name: "every plugin registers events",
-			plugins: []Plugin{
+			plugins: []framework.Plugin{
 				&fakePlugin{name: "sort"}, &fakePlugin{name: "binder"},
 				&fakePlugin{name: "a", events: []eventhandlers.ClusterEvent{nodeAdd, podDelete}},
 				&fakePlugin{name: "b", events: []eventhandlers.ClusterEvent{podDelete, pv}},
@@ -526,7 +529,7 @@ func TestEventsToRegister(t *testing.T) {
 		},
 		{
 			name: "a plugin without EnqueueExtensions needs everything",
-			plugins: []Plugin{
+			plugins: []framework.Plugin{
 				&fakePlugin{name: "sort"}, &fakePlugin{name: "binder"},
 				&fakePlugin{name: "a", events: []eventhandlers.ClusterEvent{nodeAdd}},
 				&plainFilter{name: "plain"},
@@ -537,7 +540,7 @@ func TestEventsToRegister(t *testing.T) {
 		},
 		{
 			name: "registered plugins that are not enabled do not count",
-			plugins: []Plugin{
+			plugins: []framework.Plugin{
 				&fakePlugin{name: "sort"}, &fakePlugin{name: "binder"},
 				&plainFilter{name: "plain"},
 			},

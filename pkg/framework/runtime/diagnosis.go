@@ -1,4 +1,4 @@
-package framework
+package runtime
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
@@ -13,7 +14,7 @@ import (
 type Diagnosis struct {
 	// NodeToStatus is each rejected node's status, by node name. The
 	// status names the plugin that rejected the node.
-	NodeToStatus map[string]*Status
+	NodeToStatus map[string]*framework.Status
 	// ReasonCounts counts the rejected nodes per reason. A node whose
 	// status has several reasons counts once for each.
 	ReasonCounts map[string]int
@@ -28,9 +29,9 @@ type Diagnosis struct {
 func (d Diagnosis) RejectingPlugins() []string { return sets.List(d.rejecting) }
 
 // add records that node was rejected with s.
-func (d *Diagnosis) add(node string, s *Status) {
+func (d *Diagnosis) add(node string, s *framework.Status) {
 	if d.NodeToStatus == nil {
-		d.NodeToStatus = map[string]*Status{}
+		d.NodeToStatus = map[string]*framework.Status{}
 	}
 	if d.ReasonCounts == nil {
 		d.ReasonCounts = map[string]int{}

@@ -1,4 +1,4 @@
-package framework
+package runtime
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
 
@@ -26,25 +27,25 @@ const DefaultParallelism = 16
 // its Run methods are safe for concurrent use as far as the plugins are.
 type Framework struct {
 	schedulerName string
-	handle        Handle
+	handle        framework.Handle
 	parallelism   int
 
 	// plugins are the instances by name; order lists their names in the
 	// order they were first enabled (cycle order, then list order).
-	plugins map[string]Plugin
+	plugins map[string]framework.Plugin
 	order   []string
 	// enabled is the profile's plugins per point, weights defaulted.
 	enabled map[ExtensionPoint]PluginSet
 
-	queueSort    QueueSortPlugin
-	preFilter    []PreFilterPlugin
-	filter       []FilterPlugin
-	preScore     []PreScorePlugin
-	score        []ScorePlugin
+	queueSort    framework.QueueSortPlugin
+	preFilter    []framework.PreFilterPlugin
+	filter       []framework.FilterPlugin
+	preScore     []framework.PreScorePlugin
+	score        []framework.ScorePlugin
 	scoreWeights []int64 // parallel to score
-	reserve      []ReservePlugin
-	permit       []PermitPlugin
-	bind         []BindPlugin
+	reserve      []framework.ReservePlugin
+	permit       []framework.PermitPlugin
+	bind         []framework.BindPlugin
 }
 
 // Option configures NewFramework.
@@ -79,7 +80,7 @@ func WithParallelism(n int) Option {
 // it is enabled at. All problems found at a stage are reported together,
 // in one line, each naming its plugin and, where it applies, the point.
 // A factory's error is wrapped, so errors.Is and errors.As see it.
-func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h Handle, opts ...Option) (*Framework, error) {
+func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h framework.Handle, opts ...Option) (*Framework, error) {
 	o := frameworkOptions{parallelism: DefaultParallelism}
 	for _, opt := range opts {
 		opt(&o)
@@ -95,7 +96,7 @@ func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h Handle
 		schedulerName: spec.SchedulerName,
 		handle:        h,
 		parallelism:   o.parallelism,
-		plugins:       map[string]Plugin{},
+		plugins:       map[string]framework.Plugin{},
 		enabled:       map[ExtensionPoint]PluginSet{},
 	}
 	if errs := f.validateSpec(spec); len(errs) > 0 {
@@ -104,7 +105,7 @@ func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h Handle
 
 	// Look every plugin up before running any factory, so that a typo does
 	// not leave half the plugins built.
-	factories := make(map[string]PluginFactory, len(f.order))
+	factories := make(map[string]framework.PluginFactory, len(f.order))
 	var errs []error
 	for _, name := range f.order {
 		factory, err := reg.Lookup(name)
@@ -189,11 +190,11 @@ func (f *Framework) validateSpec(spec ProfileSpec) []error {
 				errs = append(errs, fmt.Errorf("plugin %q at %s has weight %d; weights must be at least 1", ref.Name, point, w))
 				continue
 			}
-			if w > (MaxTotalScore-total)/MaxNodeScore {
-				errs = append(errs, fmt.Errorf("plugin %q at %s has weight %d, which makes the greatest total score overflow %d", ref.Name, point, w, MaxTotalScore))
+			if w > (framework.MaxTotalScore-total)/framework.MaxNodeScore {
+				errs = append(errs, fmt.Errorf("plugin %q at %s has weight %d, which makes the greatest total score overflow %d", ref.Name, point, w, framework.MaxTotalScore))
 				continue
 			}
-			total += w * MaxNodeScore
+			total += w * framework.MaxNodeScore
 			out = append(out, PluginRef{Name: ref.Name, Weight: w})
 		}
 		if len(out) > 0 {
@@ -219,7 +220,7 @@ func (f *Framework) validateSpec(spec ProfileSpec) []error {
 
 // runFactory builds the plugin name, turning a panic, a nil plugin or a
 // plugin that calls itself something else into an error naming it.
-func runFactory(ctx context.Context, factory PluginFactory, name string, args io.Reader, h Handle) (p Plugin, err error) {
+func runFactory(ctx context.Context, factory framework.PluginFactory, name string, args io.Reader, h framework.Handle) (p framework.Plugin, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("initializing plugin %q: factory panicked: %v", name, r)
@@ -254,10 +255,10 @@ func (f *Framework) bindExtensionPoints() []error {
 
 // add appends p to the list of point and reports whether p implements the
 // point's interface.
-func (f *Framework) add(point ExtensionPoint, p Plugin, weight int64) bool {
+func (f *Framework) add(point ExtensionPoint, p framework.Plugin, weight int64) bool {
 	switch point {
 	case QueueSortPoint:
-		qs, ok := p.(QueueSortPlugin)
+		qs, ok := p.(framework.QueueSortPlugin)
 		f.queueSort = qs
 		return ok
 	case PreFilterPoint:
@@ -283,7 +284,7 @@ func (f *Framework) add(point ExtensionPoint, p Plugin, weight int64) bool {
 }
 
 // appendAs appends p to list if p is a T, and reports whether it is.
-func appendAs[T any](list *[]T, p Plugin) bool {
+func appendAs[T any](list *[]T, p framework.Plugin) bool {
 	t, ok := p.(T)
 	if ok {
 		*list = append(*list, t)
@@ -338,7 +339,7 @@ func joinPoints(points []ExtensionPoint) string {
 func (f *Framework) SchedulerName() string { return f.schedulerName }
 
 // Handle returns the handle the plugins were built with.
-func (f *Framework) Handle() Handle { return f.handle }
+func (f *Framework) Handle() framework.Handle { return f.handle }
 
 // ListPlugins returns the enabled plugins per extension point, with Score
 // weights defaulted, for logs and debug dumps. Points without plugins are
@@ -378,7 +379,7 @@ func (f *Framework) EventsToRegisterFor(names ...string) []eventhandlers.Cluster
 	seen := map[eventhandlers.ClusterEvent]bool{}
 	for _, name := range names {
 		events := []eventhandlers.ClusterEvent{wildcardEvent}
-		if ext, ok := f.plugins[name].(EnqueueExtensions); ok {
+		if ext, ok := f.plugins[name].(framework.EnqueueExtensions); ok {
 			events = ext.EventsToRegister()
 		}
 		for _, e := range events {
