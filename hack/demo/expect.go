@@ -299,7 +299,7 @@ func compare(expect []outcome, states map[string]podState) (pending, final []str
 
 // cacheAgrees reports whether /debug/cache holds on each node exactly the
 // pods the API has bound there, none of them merely assumed.
-func cacheAgrees(d *cache.CacheDump, states map[string]podState) bool {
+func cacheAgrees(d *cache.Dump, states map[string]podState) bool {
 	want := map[string][]string{}
 	for _, s := range states {
 		if s.node != "" {

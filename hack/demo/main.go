@@ -219,7 +219,7 @@ func runStep(ctx context.Context, e *env, n int, st step) error {
 		}
 		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
 	}
-	d, err := s.waitForDump(ctx, "every bound pod on its node, none merely assumed, and the VMs' usage", func(d *cache.CacheDump) bool {
+	d, err := s.waitForDump(ctx, "every bound pod on its node, none merely assumed, and the VMs' usage", func(d *cache.Dump) bool {
 		return cacheAgrees(d, states) && externalAgrees(d, e.vms.expected())
 	})
 	if err != nil {

@@ -29,7 +29,7 @@ func printExpected(expect []outcome, shown []string) {
 // printPlacements prints every pod: its job in the cache (without the
 // namespace, which the pod's key shows), its node and why it is there or
 // not.
-func printPlacements(states map[string]podState, d *cache.CacheDump) {
+func printPlacements(states map[string]podState, d *cache.Dump) {
 	jobs := map[string]string{}
 	if d != nil {
 		for _, j := range d.Jobs {
@@ -93,7 +93,7 @@ func wrap(text string, width int) []string {
 
 // printNodes prints the nodes as the cache sees them, with the external
 // usage (VMs) and its keys, and the queue.
-func printNodes(d *cache.CacheDump) {
+func printNodes(d *cache.Dump) {
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NODE\tSCHEDULABLE\tREQUESTED\tEXTERNAL\tIDLE")
 	for _, n := range d.Nodes {

@@ -105,7 +105,7 @@ func (s *scheduler) get(ctx context.Context, path string) (status int, body []by
 }
 
 // dump fetches and decodes /debug/cache.
-func (s *scheduler) dump(ctx context.Context) (*cache.CacheDump, error) {
+func (s *scheduler) dump(ctx context.Context) (*cache.Dump, error) {
 	status, body, err := s.get(ctx, "/debug/cache")
 	if err != nil {
 		return nil, fmt.Errorf("GET /debug/cache: %w", err)
@@ -113,7 +113,7 @@ func (s *scheduler) dump(ctx context.Context) (*cache.CacheDump, error) {
 	if status != http.StatusOK {
 		return nil, fmt.Errorf("GET /debug/cache: %d %s", status, strings.TrimSpace(string(body)))
 	}
-	d := &cache.CacheDump{}
+	d := &cache.Dump{}
 	if err := json.Unmarshal(body, d); err != nil {
 		return nil, fmt.Errorf("decoding /debug/cache: %w", err)
 	}
@@ -137,8 +137,8 @@ func (s *scheduler) waitReady(ctx context.Context) error {
 
 // waitForDump waits until /debug/cache satisfies cond, described by what,
 // and returns that dump.
-func (s *scheduler) waitForDump(ctx context.Context, what string, cond func(*cache.CacheDump) bool) (*cache.CacheDump, error) {
-	var d *cache.CacheDump
+func (s *scheduler) waitForDump(ctx context.Context, what string, cond func(*cache.Dump) bool) (*cache.Dump, error) {
+	var d *cache.Dump
 	err := s.poll(ctx, "/debug/cache to show "+what, func() (bool, error) {
 		var err error
 		if d, err = s.dump(ctx); err != nil {

@@ -205,7 +205,7 @@ func (m *vmManager) expected() map[string]externalUsage {
 
 // externalAgrees reports whether /debug/cache counts exactly the usage of
 // want on each node: the same keys and the same amounts.
-func externalAgrees(d *cache.CacheDump, want map[string]externalUsage) bool {
+func externalAgrees(d *cache.Dump, want map[string]externalUsage) bool {
 	seen := 0
 	for _, n := range d.Nodes {
 		w, ok := want[n.Name]
@@ -228,7 +228,7 @@ func vmChange(what string, do func(*vmManager) error) func(context.Context, *env
 			if err := do(e.vms); err != nil {
 				return err
 			}
-			_, err := e.sched.waitForDump(ctx, "the VMs' usage as the VM manager publishes it", func(d *cache.CacheDump) bool {
+			_, err := e.sched.waitForDump(ctx, "the VMs' usage as the VM manager publishes it", func(d *cache.Dump) bool {
 				return externalAgrees(d, e.vms.expected())
 			})
 			return err
@@ -299,7 +299,7 @@ func writeConfig(path, url string) error {
 
 // externalNote describes the external usage the cache counts, by node,
 // e.g. "edge: externalworkload/vm-analytics"; empty when there is none.
-func externalNote(d *cache.CacheDump) string {
+func externalNote(d *cache.Dump) string {
 	var parts []string
 	for _, n := range d.Nodes {
 		if len(n.ExternalKeys) > 0 {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -168,14 +168,14 @@ func TestInformerConfirmsAndDeletesAssumedPods(t *testing.T) {
 	client := fake.NewClientset()
 	_, err := client.CoreV1().Nodes().Create(ctx, n1(), metav1.CreateOptions{})
 	mustOK(t, "creating n1", err)
-	c, err := cache.New(cache.Options{Client: client, Resources: []eventhandlers.Resource{}})
+	c, err := cache.New(cache.Options{Client: client, Resources: []framework.EventResource{}})
 	mustOK(t, "New", err)
 	h, err := defaulthandler.New(ctx, c, nil, nil)
 	mustOK(t, "defaulthandler.New", err)
 	src := fcache.NewFakeControllerSource()
 	defer src.Shutdown()
 	inf := custominformer.New(src, &v1.Pod{}, custominformer.Options{Name: "pods"})
-	mustOK(t, "AddCustomInformer", c.AddCustomInformer(cache.CustomInformer{Name: "pods", Resource: eventhandlers.Pod, Informer: inf}))
+	mustOK(t, "AddCustomInformer", c.AddCustomInformer(cache.CustomInformer{Name: "pods", Resource: framework.Pod, Informer: inf}))
 	mustOK(t, "Run", c.Run(ctx, h))
 	mustOK(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
 

@@ -7,6 +7,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // CustomInformer is an informer the cache runs beside its native ones,
@@ -24,7 +25,7 @@ type CustomInformer struct {
 	// methods, and Grant and ExternalWorkload to the optional
 	// GrantEventHandler and ExternalWorkloadEventHandler methods (Run fails
 	// if the handler does not implement the interface).
-	Resource eventhandlers.Resource
+	Resource framework.EventResource
 	// Informer is started by Run, with Run's context; it must not be
 	// started by anyone else before.
 	Informer toolscache.SharedIndexInformer
@@ -59,7 +60,7 @@ func (c *SchedulerCache) AddCustomInformer(ci CustomInformer) error {
 
 // checkResource reports whether the dispatch table maps r to handler
 // methods, without needing a handler.
-func checkResource(r eventhandlers.Resource) error {
+func checkResource(r framework.EventResource) error {
 	if _, ok := nativeMethods[r]; ok {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 )
 
@@ -33,32 +34,32 @@ type handlerMethods struct {
 // nativeMethods maps each native resource to the handler's methods for it.
 // It is the one place that knows which method handles which resource;
 // informers.go and custom.go both dispatch through it.
-var nativeMethods = map[eventhandlers.Resource]func(h eventhandlers.Interface) handlerMethods{
-	eventhandlers.Pod: func(h eventhandlers.Interface) handlerMethods {
+var nativeMethods = map[framework.EventResource]func(h eventhandlers.Interface) handlerMethods{
+	framework.Pod: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddPod, h.UpdatePod, h.DeletePod}
 	},
-	eventhandlers.Node: func(h eventhandlers.Interface) handlerMethods {
+	framework.Node: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddNode, h.UpdateNode, h.DeleteNode}
 	},
-	eventhandlers.PersistentVolume: func(h eventhandlers.Interface) handlerMethods {
+	framework.PersistentVolume: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddPersistentVolume, h.UpdatePersistentVolume, h.DeletePersistentVolume}
 	},
-	eventhandlers.PersistentVolumeClaim: func(h eventhandlers.Interface) handlerMethods {
+	framework.PersistentVolumeClaim: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddPersistentVolumeClaim, h.UpdatePersistentVolumeClaim, h.DeletePersistentVolumeClaim}
 	},
-	eventhandlers.StorageClass: func(h eventhandlers.Interface) handlerMethods {
+	framework.StorageClass: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddStorageClass, h.UpdateStorageClass, h.DeleteStorageClass}
 	},
-	eventhandlers.CSINode: func(h eventhandlers.Interface) handlerMethods {
+	framework.CSINode: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddCSINode, h.UpdateCSINode, h.DeleteCSINode}
 	},
-	eventhandlers.CSIDriver: func(h eventhandlers.Interface) handlerMethods {
+	framework.CSIDriver: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddCSIDriver, h.UpdateCSIDriver, h.DeleteCSIDriver}
 	},
-	eventhandlers.CSIStorageCapacity: func(h eventhandlers.Interface) handlerMethods {
+	framework.CSIStorageCapacity: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddCSIStorageCapacity, h.UpdateCSIStorageCapacity, h.DeleteCSIStorageCapacity}
 	},
-	eventhandlers.PriorityClass: func(h eventhandlers.Interface) handlerMethods {
+	framework.PriorityClass: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddPriorityClass, h.UpdatePriorityClass, h.DeletePriorityClass}
 	},
 }
@@ -67,18 +68,18 @@ var nativeMethods = map[eventhandlers.Resource]func(h eventhandlers.Interface) h
 // interface (not part of eventhandlers.Interface) to those methods. Only
 // custom informers serve these resources; the lookup fails, naming the
 // missing interface, when the handler does not implement it.
-var optionalMethods = map[eventhandlers.Resource]func(h eventhandlers.Interface) (handlerMethods, error){
-	eventhandlers.Grant: func(h eventhandlers.Interface) (handlerMethods, error) {
+var optionalMethods = map[framework.EventResource]func(h eventhandlers.Interface) (handlerMethods, error){
+	framework.Grant: func(h eventhandlers.Interface) (handlerMethods, error) {
 		g, ok := h.(eventhandlers.GrantEventHandler)
 		if !ok {
-			return handlerMethods{}, fmt.Errorf("event handler %T does not implement eventhandlers.GrantEventHandler, needed for resource %q", h, eventhandlers.Grant)
+			return handlerMethods{}, fmt.Errorf("event handler %T does not implement eventhandlers.GrantEventHandler, needed for resource %q", h, framework.Grant)
 		}
 		return handlerMethods{g.AddGrant, g.UpdateGrant, g.DeleteGrant}, nil
 	},
-	eventhandlers.ExternalWorkload: func(h eventhandlers.Interface) (handlerMethods, error) {
+	framework.ExternalWorkload: func(h eventhandlers.Interface) (handlerMethods, error) {
 		w, ok := h.(eventhandlers.ExternalWorkloadEventHandler)
 		if !ok {
-			return handlerMethods{}, fmt.Errorf("event handler %T does not implement eventhandlers.ExternalWorkloadEventHandler, needed for resource %q", h, eventhandlers.ExternalWorkload)
+			return handlerMethods{}, fmt.Errorf("event handler %T does not implement eventhandlers.ExternalWorkloadEventHandler, needed for resource %q", h, framework.ExternalWorkload)
 		}
 		return handlerMethods{w.AddExternalWorkload, w.UpdateExternalWorkload, w.DeleteExternalWorkload}, nil
 	},
@@ -95,7 +96,7 @@ func dynamicMethods(h eventhandlers.Interface, gvr schema.GroupVersionResource) 
 
 // methodsFor resolves the handler's methods for resource r: a native
 // resource or a dynamic one named "<plural>.<version>.<group>".
-func methodsFor(h eventhandlers.Interface, r eventhandlers.Resource) (handlerMethods, error) {
+func methodsFor(h eventhandlers.Interface, r framework.EventResource) (handlerMethods, error) {
 	if err := checkResource(r); err != nil {
 		return handlerMethods{}, err
 	}
@@ -143,16 +144,16 @@ type dispatchStats struct {
 	// mu guards byResource. It is only taken while wiring and dumping,
 	// never on the event path, which holds a *resourceStats directly.
 	mu         sync.Mutex
-	byResource map[eventhandlers.Resource]*resourceStats
+	byResource map[framework.EventResource]*resourceStats
 }
 
 func newDispatchStats(m *metrics.Metrics) *dispatchStats {
-	return &dispatchStats{metrics: m, byResource: map[eventhandlers.Resource]*resourceStats{}}
+	return &dispatchStats{metrics: m, byResource: map[framework.EventResource]*resourceStats{}}
 }
 
 // forResource returns the statistics of r, creating them on first use.
 // Informers of the same resource (a native and a custom one) share them.
-func (d *dispatchStats) forResource(r eventhandlers.Resource) *resourceStats {
+func (d *dispatchStats) forResource(r framework.EventResource) *resourceStats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s, ok := d.byResource[r]; ok {
@@ -204,12 +205,12 @@ func (d *dispatchStats) counts() []EventCounts {
 // dispatcher delivers the events of one resource to the handler's methods,
 // counting each event and isolating the informer from panics.
 type dispatcher struct {
-	resource eventhandlers.Resource
+	resource framework.EventResource
 	methods  handlerMethods
 	stats    *resourceStats
 }
 
-func (c *SchedulerCache) newDispatcher(r eventhandlers.Resource, m handlerMethods) *dispatcher {
+func (c *SchedulerCache) newDispatcher(r framework.EventResource, m handlerMethods) *dispatcher {
 	return &dispatcher{resource: r, methods: m, stats: c.dispatchers.forResource(r)}
 }
 
@@ -256,4 +257,13 @@ func (d *dispatcher) recoverPanic(s *eventStats, event string, obj any) {
 	s.panicCounter.Inc()
 	klog.ErrorS(fmt.Errorf("panic: %v", r), "Event handler panicked; event dropped",
 		"resource", d.resource, "event", event, "key", keyOf(obj), "stack", string(debug.Stack()))
+}
+
+// keyOf returns the informer key of obj, tombstones included, for logs.
+func keyOf(obj any) string {
+	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return fmt.Sprintf("<%T>", obj)
+	}
+	return key
 }

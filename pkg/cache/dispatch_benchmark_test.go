@@ -17,8 +17,8 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -137,7 +137,7 @@ func BenchmarkDispatch(b *testing.B) {
 		}
 		h := &countingHandler{Handler: base, seen: &atomic.Int64{}, done: make(chan struct{}), want: int64(b.N)}
 		inf := custominformer.New(src, &v1.Pod{}, custominformer.Options{Name: "bench"})
-		if err := c.AddCustomInformer(cache.CustomInformer{Name: "bench", Resource: eventhandlers.Pod, Informer: inf}); err != nil {
+		if err := c.AddCustomInformer(cache.CustomInformer{Name: "bench", Resource: framework.Pod, Informer: inf}); err != nil {
 			b.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -80,18 +80,18 @@ func (h *methodHandler) DeleteDynamic(gvr schema.GroupVersionResource, _ any) {
 
 func TestDispatchTable(t *testing.T) {
 	tests := []struct {
-		resource eventhandlers.Resource
+		resource framework.EventResource
 		want     string
 	}{
-		{eventhandlers.Pod, "AddPod UpdatePod DeletePod"},
-		{eventhandlers.Node, "AddNode UpdateNode DeleteNode"},
-		{eventhandlers.PersistentVolume, "AddPersistentVolume UpdatePersistentVolume DeletePersistentVolume"},
-		{eventhandlers.PersistentVolumeClaim, "AddPersistentVolumeClaim UpdatePersistentVolumeClaim DeletePersistentVolumeClaim"},
-		{eventhandlers.StorageClass, "AddStorageClass UpdateStorageClass DeleteStorageClass"},
-		{eventhandlers.CSINode, "AddCSINode UpdateCSINode DeleteCSINode"},
-		{eventhandlers.CSIDriver, "AddCSIDriver UpdateCSIDriver DeleteCSIDriver"},
-		{eventhandlers.CSIStorageCapacity, "AddCSIStorageCapacity UpdateCSIStorageCapacity DeleteCSIStorageCapacity"},
-		{eventhandlers.PriorityClass, "AddPriorityClass UpdatePriorityClass DeletePriorityClass"},
+		{framework.Pod, "AddPod UpdatePod DeletePod"},
+		{framework.Node, "AddNode UpdateNode DeleteNode"},
+		{framework.PersistentVolume, "AddPersistentVolume UpdatePersistentVolume DeletePersistentVolume"},
+		{framework.PersistentVolumeClaim, "AddPersistentVolumeClaim UpdatePersistentVolumeClaim DeletePersistentVolumeClaim"},
+		{framework.StorageClass, "AddStorageClass UpdateStorageClass DeleteStorageClass"},
+		{framework.CSINode, "AddCSINode UpdateCSINode DeleteCSINode"},
+		{framework.CSIDriver, "AddCSIDriver UpdateCSIDriver DeleteCSIDriver"},
+		{framework.CSIStorageCapacity, "AddCSIStorageCapacity UpdateCSIStorageCapacity DeleteCSIStorageCapacity"},
+		{framework.PriorityClass, "AddPriorityClass UpdatePriorityClass DeletePriorityClass"},
 		{"widgets.v1.example.com", "AddDynamic example.com/v1, Resource=widgets UpdateDynamic example.com/v1, Resource=widgets DeleteDynamic example.com/v1, Resource=widgets"},
 	}
 	if len(nativeMethods)+1 != len(tests) {
@@ -129,9 +129,9 @@ func (panicHandler) DeletePod(any)      { panic(fmt.Errorf("delete")) }
 
 func TestDispatchRecoversEveryEvent(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
-	m, err := methodsFor(panicHandler{}, eventhandlers.Pod)
+	m, err := methodsFor(panicHandler{}, framework.Pod)
 	mustNoErr(t, "methodsFor", err)
-	funcs := c.newDispatcher(eventhandlers.Pod, m).handlerFuncs()
+	funcs := c.newDispatcher(framework.Pod, m).handlerFuncs()
 	pod := st.MakePod().Name("p").Obj()
 	funcs.OnAdd(pod, false)
 	funcs.OnUpdate(pod, pod)
@@ -186,11 +186,11 @@ func BenchmarkDispatchOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		h := &countingNodeHandler{}
-		m, err := methodsFor(h, eventhandlers.Node)
+		m, err := methodsFor(h, framework.Node)
 		if err != nil {
 			b.Fatal(err)
 		}
-		funcs := c.newDispatcher(eventhandlers.Node, m).handlerFuncs()
+		funcs := c.newDispatcher(framework.Node, m).handlerFuncs()
 		for b.Loop() {
 			funcs.OnAdd(node, false)
 		}

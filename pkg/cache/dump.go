@@ -11,20 +11,26 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
-// CacheDump is a JSON-serialisable picture of the cache for debugging. Each
+// Dump is a JSON-serialisable picture of the cache for debugging. Each
 // part is consistent in itself; the parts are taken one after the other,
 // not atomically together.
-type CacheDump struct {
+type Dump struct {
 	// Generation is the cache's node generation.
-	Generation int64         `json:"generation"`
-	Nodes      []NodeDump    `json:"nodes"`
-	Jobs       []JobDump     `json:"jobs"`
-	Queue      QueueDump     `json:"queue"`
-	Handlers   HandlersDump  `json:"handlers"`
-	Events     []EventCounts `json:"events"`
+	Generation int64      `json:"generation"`
+	Nodes      []NodeDump `json:"nodes"`
+	// OutsideSelector are the nodes that exist but do not match the node
+	// selector and have pods or external usage accounted to them, kept
+	// aside (see eventhandlers.ExternalUsageCache), sorted by name.
+	OutsideSelector []NodeDump    `json:"outsideSelector,omitempty"`
+	Jobs            []JobDump     `json:"jobs"`
+	Queue           queue.Dump    `json:"queue"`
+	Handlers        HandlersDump  `json:"handlers"`
+	Events          []EventCounts `json:"events"`
 }
 
 // NodeDump describes one node, sorted by name in CacheDump.
@@ -57,11 +63,11 @@ type JobDump struct {
 
 // TaskDump describes one task of a job, sorted by pod key.
 type TaskDump struct {
-	Pod    string      `json:"pod"`
-	UID    types.UID   `json:"uid"`
-	Phase  v1.PodPhase `json:"phase"`
-	Node   string      `json:"node,omitempty"`
-	Status TaskStatus  `json:"status"`
+	Pod    string               `json:"pod"`
+	UID    types.UID            `json:"uid"`
+	Phase  v1.PodPhase          `json:"phase"`
+	Node   string               `json:"node,omitempty"`
+	Status framework.TaskStatus `json:"status"`
 	// Counted: the task's requests count against its node.
 	Counted bool `json:"counted"`
 	// Assumed says more about an assumed task.
@@ -79,36 +85,6 @@ type AssumedDump struct {
 	InformerPending bool `json:"informerPending"`
 }
 
-// QueueDump describes the scheduling queue.
-type QueueDump struct {
-	Lengths QueueLengths `json:"lengths"`
-	// Active is in the order jobs will be popped.
-	Active []QueuedJobDump `json:"active"`
-	// Backoff is in the order backoffs expire.
-	Backoff []QueuedJobDump `json:"backoff"`
-	// Unschedulable, InFlight and AwaitingBinding are sorted by ID.
-	Unschedulable    []QueuedJobDump `json:"unschedulable"`
-	InFlight         []QueuedJobDump `json:"inFlight"`
-	AwaitingBinding  []QueuedJobDump `json:"awaitingBinding"`
-	SchedulingCycle  int64           `json:"schedulingCycle"`
-	MoveRequestCycle int64           `json:"moveRequestCycle"`
-}
-
-// QueuedJobDump describes one job in the queue.
-type QueuedJobDump struct {
-	ID                 string     `json:"id"`
-	PendingPods        int        `json:"pendingPods"`
-	Priority           int32      `json:"priority"`
-	Attempts           int        `json:"attempts"`
-	Timestamp          time.Time  `json:"timestamp"`
-	BackoffExpiry      *time.Time `json:"backoffExpiry,omitempty"`
-	UnschedulableSince *time.Time `json:"unschedulableSince,omitempty"`
-	LastFailure        string     `json:"lastFailure,omitempty"`
-	// Events are those that may move the job out of the unschedulable
-	// queue (Attempt.Events); empty means any.
-	Events []string `json:"events,omitempty"`
-}
-
 // HandlersDump is the sync status of the event handlers Run registered.
 type HandlersDump struct {
 	Running       bool               `json:"running"`
@@ -123,46 +99,28 @@ type RegistrationDump struct {
 }
 
 // Dump returns a picture of the cache for debugging.
-func (c *SchedulerCache) Dump() *CacheDump {
-	d := &CacheDump{}
+func (c *SchedulerCache) Dump() *Dump {
+	d := &Dump{}
 	c.dumpState(d)
-	d.Queue = c.queue.dump()
+	d.Queue = c.queue.Dump()
 	d.Handlers = c.dumpHandlers()
 	d.Events = c.dispatchers.counts()
 	return d
 }
 
-func (c *SchedulerCache) dumpState(d *CacheDump) {
+func (c *SchedulerCache) dumpState(d *Dump) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	d.Generation = c.generation
 	d.Nodes = make([]NodeDump, 0, len(c.nodes))
 	for _, item := range c.nodes {
-		n := item.info
-		pods := make([]string, len(n.Pods))
-		var assumed []string
-		for i, t := range n.Pods {
-			pods[i] = t.Key()
-			if t.Status == TaskAssumed {
-				assumed = append(assumed, t.Key())
-			}
-		}
-		sort.Strings(pods)
-		sort.Strings(assumed)
-		d.Nodes = append(d.Nodes, NodeDump{
-			Name:         n.name,
-			Placeholder:  n.Placeholder,
-			Generation:   n.Generation,
-			Schedulable:  n.Schedulable.Clone(),
-			Requested:    n.Requested.Clone(),
-			External:     n.External.Clone(),
-			Idle:         n.Idle(),
-			ExternalKeys: slices.Clone(n.ExternalKeys),
-			Pods:         pods,
-			AssumedPods:  assumed,
-		})
+		d.Nodes = append(d.Nodes, dumpNode(item.info))
 	}
 	sort.Slice(d.Nodes, func(i, j int) bool { return d.Nodes[i].Name < d.Nodes[j].Name })
+	for _, info := range c.outside {
+		d.OutsideSelector = append(d.OutsideSelector, dumpNode(info))
+	}
+	sort.Slice(d.OutsideSelector, func(i, j int) bool { return d.OutsideSelector[i].Name < d.OutsideSelector[j].Name })
 
 	d.Jobs = make([]JobDump, 0, len(c.jobs))
 	for _, j := range c.jobs {
@@ -189,6 +147,31 @@ func (c *SchedulerCache) dumpState(d *CacheDump) {
 	sort.Slice(d.Jobs, func(i, j int) bool { return d.Jobs[i].ID < d.Jobs[j].ID })
 }
 
+func dumpNode(n *framework.NodeInfo) NodeDump {
+	pods := make([]string, len(n.Pods))
+	var assumed []string
+	for i, t := range n.Pods {
+		pods[i] = t.Key()
+		if t.Status == framework.TaskAssumed {
+			assumed = append(assumed, t.Key())
+		}
+	}
+	sort.Strings(pods)
+	sort.Strings(assumed)
+	return NodeDump{
+		Name:         n.Name(),
+		Placeholder:  n.Placeholder,
+		Generation:   n.Generation,
+		Schedulable:  n.Schedulable.Clone(),
+		Requested:    n.Requested.Clone(),
+		External:     n.External.Clone(),
+		Idle:         n.Idle(),
+		ExternalKeys: slices.Clone(n.ExternalKeys),
+		Pods:         pods,
+		AssumedPods:  assumed,
+	}
+}
+
 func (c *SchedulerCache) dumpHandlers() HandlersDump {
 	c.runMu.Lock()
 	started, regs := c.started, c.registrations
@@ -201,68 +184,6 @@ func (c *SchedulerCache) dumpHandlers() HandlersDump {
 	}
 	sort.Slice(hd.Registrations, func(i, j int) bool { return hd.Registrations[i].Name < hd.Registrations[j].Name })
 	return hd
-}
-
-func (q *SchedulingQueue) dump() QueueDump {
-	q.lock.Lock()
-	defer q.lock.Unlock()
-	d := QueueDump{
-		Lengths:          q.lengthsLocked(),
-		Active:           []QueuedJobDump{},
-		Backoff:          []QueuedJobDump{},
-		Unschedulable:    []QueuedJobDump{},
-		InFlight:         []QueuedJobDump{},
-		AwaitingBinding:  []QueuedJobDump{},
-		SchedulingCycle:  q.schedulingCycle,
-		MoveRequestCycle: q.moveRequestCycle,
-	}
-	for _, e := range q.activeQ.sorted() {
-		d.Active = append(d.Active, e.dump())
-	}
-	for _, e := range q.backoffQ.sorted() {
-		d.Backoff = append(d.Backoff, e.dump())
-	}
-	parked := make([]*jobEntry, 0, len(q.jobs)-q.activeQ.Len()-q.backoffQ.Len())
-	for _, e := range q.jobs {
-		if e.where != inActive && e.where != inBackoff {
-			parked = append(parked, e)
-		}
-	}
-	sort.Slice(parked, func(i, j int) bool { return parked[i].ID.String() < parked[j].ID.String() })
-	for _, e := range parked {
-		switch e.where {
-		case inUnschedulable:
-			d.Unschedulable = append(d.Unschedulable, e.dump())
-		case inFlight:
-			d.InFlight = append(d.InFlight, e.dump())
-		case awaitingBinding:
-			d.AwaitingBinding = append(d.AwaitingBinding, e.dump())
-		}
-	}
-	return d
-}
-
-func (e *jobEntry) dump() QueuedJobDump {
-	jd := QueuedJobDump{
-		ID:          e.ID.String(),
-		PendingPods: len(e.Pods),
-		Priority:    e.Priority,
-		Attempts:    e.Attempts,
-		Timestamp:   e.Timestamp,
-		LastFailure: e.lastFailure,
-	}
-	if !e.backoffExpiry.IsZero() {
-		t := e.backoffExpiry
-		jd.BackoffExpiry = &t
-	}
-	if e.where == inUnschedulable {
-		t := e.unschedulableSince
-		jd.UnschedulableSince = &t
-	}
-	for _, ev := range e.events {
-		jd.Events = append(jd.Events, ev.String())
-	}
-	return jd
 }
 
 // DumpHandler serves Dump as indented JSON. It answers GET (and HEAD)

@@ -10,7 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -145,7 +145,7 @@ func TestCacheMoveAll(t *testing.T) {
 	mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, Attempt{Reason: "no fit"}))
 	clk.Step(DefaultMaxBackoff)
 	var seen []string
-	c.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, func(pods []*v1.Pod) bool {
+	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, func(pods []*v1.Pod) bool {
 		seen = append(seen, podNames(pods)...)
 		return true
 	})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // nopHandler implements eventhandlers.Interface and does nothing.
@@ -50,7 +51,7 @@ func (nopHandler) DeleteDynamic(schema.GroupVersionResource, any)      {}
 
 // recorded is one event as the handler saw it.
 type recorded struct {
-	resource eventhandlers.Resource
+	resource framework.EventResource
 	event    string // "add", "update" or "delete"
 	key      string
 }
@@ -72,7 +73,7 @@ type recordingHandler struct {
 
 func newRecordingHandler(c *SchedulerCache) *recordingHandler { return &recordingHandler{cache: c} }
 
-func (h *recordingHandler) record(r eventhandlers.Resource, event string, obj any) {
+func (h *recordingHandler) record(r framework.EventResource, event string, obj any) {
 	h.mu.Lock()
 	h.events = append(h.events, recorded{resource: r, event: event, key: keyOf(obj)})
 	h.mu.Unlock()
@@ -87,14 +88,14 @@ func (h *recordingHandler) check(err error) {
 }
 
 // has reports whether the event was recorded.
-func (h *recordingHandler) has(r eventhandlers.Resource, event, key string) bool {
+func (h *recordingHandler) has(r framework.EventResource, event, key string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Contains(h.events, recorded{resource: r, event: event, key: key})
 }
 
 // keysOf returns the keys of the recorded events of resource r.
-func (h *recordingHandler) keysOf(r eventhandlers.Resource) []string {
+func (h *recordingHandler) keysOf(r framework.EventResource) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var keys []string
@@ -113,7 +114,7 @@ func (h *recordingHandler) errors() []error {
 }
 
 func (h *recordingHandler) AddPod(obj any) {
-	h.record(eventhandlers.Pod, eventAdd, obj)
+	h.record(framework.Pod, eventAdd, obj)
 	if keyOf(obj) == h.panicOn {
 		panic("recordingHandler: told to panic on " + h.panicOn)
 	}
@@ -129,7 +130,7 @@ func (h *recordingHandler) AddPod(obj any) {
 }
 
 func (h *recordingHandler) UpdatePod(oldObj, newObj any) {
-	h.record(eventhandlers.Pod, eventUpdate, newObj)
+	h.record(framework.Pod, eventUpdate, newObj)
 	oldPod, ok1 := eventhandlers.ObjectAs[*v1.Pod](oldObj)
 	newPod, ok2 := eventhandlers.ObjectAs[*v1.Pod](newObj)
 	if !ok1 || !ok2 {
@@ -147,7 +148,7 @@ func (h *recordingHandler) UpdatePod(oldObj, newObj any) {
 }
 
 func (h *recordingHandler) DeletePod(obj any) {
-	h.record(eventhandlers.Pod, eventDelete, obj)
+	h.record(framework.Pod, eventDelete, obj)
 	pod, ok := eventhandlers.ObjectAs[*v1.Pod](obj)
 	if !ok {
 		return
@@ -160,44 +161,44 @@ func (h *recordingHandler) DeletePod(obj any) {
 }
 
 func (h *recordingHandler) AddNode(obj any) {
-	h.record(eventhandlers.Node, eventAdd, obj)
+	h.record(framework.Node, eventAdd, obj)
 	if node, ok := eventhandlers.ObjectAs[*v1.Node](obj); ok {
 		h.check(h.cache.AddOrUpdateNode(node))
 	}
 }
 
 func (h *recordingHandler) UpdateNode(oldObj, newObj any) {
-	h.record(eventhandlers.Node, eventUpdate, newObj)
+	h.record(framework.Node, eventUpdate, newObj)
 	if node, ok := eventhandlers.ObjectAs[*v1.Node](newObj); ok {
 		h.check(h.cache.AddOrUpdateNode(node))
 	}
 }
 
 func (h *recordingHandler) DeleteNode(obj any) {
-	h.record(eventhandlers.Node, eventDelete, obj)
+	h.record(framework.Node, eventDelete, obj)
 	if node, ok := eventhandlers.ObjectAs[*v1.Node](obj); ok {
 		h.check(h.cache.RemoveNode(node))
 	}
 }
 
 func (h *recordingHandler) AddPersistentVolume(obj any) {
-	h.record(eventhandlers.PersistentVolume, eventAdd, obj)
+	h.record(framework.PersistentVolume, eventAdd, obj)
 }
 func (h *recordingHandler) AddPersistentVolumeClaim(obj any) {
-	h.record(eventhandlers.PersistentVolumeClaim, eventAdd, obj)
+	h.record(framework.PersistentVolumeClaim, eventAdd, obj)
 }
 func (h *recordingHandler) AddStorageClass(obj any) {
-	h.record(eventhandlers.StorageClass, eventAdd, obj)
+	h.record(framework.StorageClass, eventAdd, obj)
 }
-func (h *recordingHandler) AddCSINode(obj any) { h.record(eventhandlers.CSINode, eventAdd, obj) }
+func (h *recordingHandler) AddCSINode(obj any) { h.record(framework.CSINode, eventAdd, obj) }
 func (h *recordingHandler) AddCSIDriver(obj any) {
-	h.record(eventhandlers.CSIDriver, eventAdd, obj)
+	h.record(framework.CSIDriver, eventAdd, obj)
 }
 func (h *recordingHandler) AddCSIStorageCapacity(obj any) {
-	h.record(eventhandlers.CSIStorageCapacity, eventAdd, obj)
+	h.record(framework.CSIStorageCapacity, eventAdd, obj)
 }
 func (h *recordingHandler) AddPriorityClass(obj any) {
-	h.record(eventhandlers.PriorityClass, eventAdd, obj)
+	h.record(framework.PriorityClass, eventAdd, obj)
 }
 func (h *recordingHandler) AddDynamic(gvr schema.GroupVersionResource, obj any) {
 	h.record(eventhandlers.DynamicResourceName(gvr), eventAdd, obj)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // LastAppliedConfigAnnotation is written by kubectl apply. It holds a
@@ -83,7 +84,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	}
 
 	var regs []namedRegistration
-	register := func(name string, resource eventhandlers.Resource, informer toolscache.SharedIndexInformer) error {
+	register := func(name string, resource framework.EventResource, informer toolscache.SharedIndexInformer) error {
 		handler, err := c.eventHandlerFor(resource, h)
 		if err != nil {
 			return err
@@ -117,6 +118,11 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 			}
 		}
 		for _, ci := range c.customInformers {
+			// Objects of external managers carry managedFields and
+			// annotations as much as the API server's do.
+			if err := ci.Informer.SetTransform(stripForScheduler); err != nil {
+				return fmt.Errorf("custom informer %q: setting its transform: %w", ci.Name, err)
+			}
 			if err := register("custom/"+ci.Name, ci.Resource, ci.Informer); err != nil {
 				return fmt.Errorf("custom informer %q: %w", ci.Name, err)
 			}
@@ -164,49 +170,49 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 // nativeInformers are the native informers Run may start, in the order it
 // registers them.
 var nativeInformers = []struct {
-	resource eventhandlers.Resource
+	resource framework.EventResource
 	informer func(informers.SharedInformerFactory) toolscache.SharedIndexInformer
 }{
-	{eventhandlers.Pod, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+	{framework.Pod, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Core().V1().Pods().Informer()
 	}},
-	{eventhandlers.Node, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+	{framework.Node, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Core().V1().Nodes().Informer()
 	}},
-	{eventhandlers.PersistentVolume, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+	{framework.PersistentVolume, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Core().V1().PersistentVolumes().Informer()
 	}},
-	{eventhandlers.PersistentVolumeClaim, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+	{framework.PersistentVolumeClaim, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Core().V1().PersistentVolumeClaims().Informer()
 	}},
-	{eventhandlers.StorageClass, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+	{framework.StorageClass, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Storage().V1().StorageClasses().Informer()
 	}},
-	{eventhandlers.CSINode, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+	{framework.CSINode, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Storage().V1().CSINodes().Informer()
 	}},
-	{eventhandlers.CSIDriver, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+	{framework.CSIDriver, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Storage().V1().CSIDrivers().Informer()
 	}},
-	{eventhandlers.CSIStorageCapacity, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+	{framework.CSIStorageCapacity, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Storage().V1().CSIStorageCapacities().Informer()
 	}},
-	{eventhandlers.PriorityClass, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+	{framework.PriorityClass, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Scheduling().V1().PriorityClasses().Informer()
 	}},
 }
 
 // nativeResourceSet checks Options.Resources and returns the native
 // resources it asks for, Pod and Node included; nil means all of them.
-func nativeResourceSet(rs []eventhandlers.Resource) (map[eventhandlers.Resource]bool, error) {
+func nativeResourceSet(rs []framework.EventResource) (map[framework.EventResource]bool, error) {
 	if rs == nil {
 		return nil, nil
 	}
-	set := map[eventhandlers.Resource]bool{eventhandlers.Pod: true, eventhandlers.Node: true}
+	set := map[framework.EventResource]bool{framework.Pod: true, framework.Node: true}
 	all := false
 	for _, r := range rs {
 		switch {
-		case r == eventhandlers.WildCard:
+		case r == framework.WildCard:
 			all = true
 		case nativeMethods[r] != nil:
 			set[r] = true
@@ -215,7 +221,7 @@ func nativeResourceSet(rs []eventhandlers.Resource) (map[eventhandlers.Resource]
 		default:
 			if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
 				return nil, fmt.Errorf("resource %q in Options.Resources is neither a native resource (%v), %q, nor a dynamic one: %w",
-					r, nativeResourceNames(), eventhandlers.WildCard, err)
+					r, nativeResourceNames(), framework.WildCard, err)
 			}
 		}
 	}
@@ -229,7 +235,7 @@ func nativeResourceSet(rs []eventhandlers.Resource) (map[eventhandlers.Resource]
 // that no informer serves: neither a dynamic informer (gvrs) nor a custom
 // one. Their events will never come. The caller holds runMu.
 func (c *SchedulerCache) warnUnservedResources(gvrs []schema.GroupVersionResource) {
-	served := map[eventhandlers.Resource]bool{}
+	served := map[framework.EventResource]bool{}
 	for _, gvr := range gvrs {
 		served[eventhandlers.DynamicResourceName(gvr)] = true
 	}
@@ -237,7 +243,7 @@ func (c *SchedulerCache) warnUnservedResources(gvrs []schema.GroupVersionResourc
 		served[ci.Resource] = true
 	}
 	for _, r := range c.opts.Resources {
-		if r != eventhandlers.WildCard && nativeMethods[r] == nil && !served[r] {
+		if r != framework.WildCard && nativeMethods[r] == nil && !served[r] {
 			// Dynamic and optional (Grant, ExternalWorkload) resources.
 			klog.InfoS("Cluster events of a resource are needed, but no informer watches it; configure the event handler to watch it",
 				"resource", r)
@@ -246,7 +252,7 @@ func (c *SchedulerCache) warnUnservedResources(gvrs []schema.GroupVersionResourc
 }
 
 // watchesNative reports whether Run starts the native informer of r.
-func (c *SchedulerCache) watchesNative(r eventhandlers.Resource) bool {
+func (c *SchedulerCache) watchesNative(r framework.EventResource) bool {
 	return c.nativeResources == nil || c.nativeResources[r]
 }
 
@@ -281,28 +287,18 @@ func (c *SchedulerCache) dynamicResources(h eventhandlers.Interface) ([]schema.G
 
 // eventHandlerFor returns the informer event handler that dispatches
 // events of resource r to h, behind the filters of r (pods and nodes).
-func (c *SchedulerCache) eventHandlerFor(r eventhandlers.Resource, h eventhandlers.Interface) (toolscache.ResourceEventHandler, error) {
+func (c *SchedulerCache) eventHandlerFor(r framework.EventResource, h eventhandlers.Interface) (toolscache.ResourceEventHandler, error) {
 	methods, err := methodsFor(h, r)
 	if err != nil {
 		return nil, err
 	}
-	if r == eventhandlers.Pod {
-		// After the handler, drop the assumption of a deleted pod whose
-		// bind was in flight (see RemovePendingPod), even if the handler
-		// panicked.
-		deletePod := methods.delete
-		methods.delete = func(obj any) {
-			defer c.podDeleted(obj)
-			deletePod(obj)
-		}
-	}
 	funcs := c.newDispatcher(r, methods).handlerFuncs()
 	switch r {
-	case eventhandlers.Pod:
+	case framework.Pod:
 		return toolscache.FilteringResourceEventHandler{FilterFunc: c.podFilter, Handler: funcs}, nil
-	case eventhandlers.Node:
+	case framework.Node:
 		if sel := c.opts.NodeSelector; sel != nil && !sel.Empty() {
-			return toolscache.FilteringResourceEventHandler{FilterFunc: nodeFilter(sel), Handler: funcs}, nil
+			return &nodeSelectorHandler{selector: sel, cache: c, next: funcs}, nil
 		}
 	}
 	return funcs, nil
@@ -319,16 +315,63 @@ func (c *SchedulerCache) podFilter(obj any) bool {
 	return pod.Spec.NodeName != "" || c.IsResponsibleFor(pod)
 }
 
-// nodeFilter passes the nodes whose labels match sel. Anything that is not
-// a node is passed on for the handler to reject.
-func nodeFilter(sel labels.Selector) func(obj any) bool {
-	return func(obj any) bool {
-		node, ok := unwrapTombstone(obj).(*v1.Node)
-		if !ok {
-			return true
-		}
-		return sel.Matches(labels.Set(node.Labels))
+// nodeSelectorHandler passes on the events of the nodes that match
+// selector, like a FilteringResourceEventHandler (a node that starts
+// matching arrives as an add, one that stops as a delete), and tells the
+// cache which nodes exist but do not match, so that usage on them is kept
+// aside instead of on placeholders. Anything that is not a node is passed
+// on for the handler to reject.
+type nodeSelectorHandler struct {
+	selector labels.Selector
+	cache    *SchedulerCache
+	next     toolscache.ResourceEventHandler
+}
+
+var _ toolscache.ResourceEventHandler = &nodeSelectorHandler{}
+
+// match reports whether obj is a node matching the selector (or not a node
+// at all), and the node's name.
+func (h *nodeSelectorHandler) match(obj any) (name string, matches bool) {
+	node, ok := unwrapTombstone(obj).(*v1.Node)
+	if !ok || node == nil {
+		return "", true
 	}
+	return node.Name, h.selector.Matches(labels.Set(node.Labels))
+}
+
+func (h *nodeSelectorHandler) OnAdd(obj any, isInInitialList bool) {
+	name, matches := h.match(obj)
+	if !matches {
+		h.cache.setNodeExcluded(name, true)
+		return
+	}
+	h.next.OnAdd(obj, isInInitialList)
+}
+
+func (h *nodeSelectorHandler) OnUpdate(oldObj, newObj any) {
+	_, oldMatches := h.match(oldObj)
+	name, newMatches := h.match(newObj)
+	switch {
+	case oldMatches && newMatches:
+		h.next.OnUpdate(oldObj, newObj)
+	case newMatches:
+		h.cache.setNodeExcluded(name, false)
+		h.next.OnAdd(newObj, false)
+	case oldMatches:
+		h.cache.setNodeExcluded(name, true)
+		h.next.OnDelete(oldObj)
+	default:
+		h.cache.setNodeExcluded(name, true)
+	}
+}
+
+func (h *nodeSelectorHandler) OnDelete(obj any) {
+	name, matches := h.match(obj)
+	if !matches {
+		h.cache.setNodeExcluded(name, false)
+		return
+	}
+	h.next.OnDelete(obj)
 }
 
 func unwrapTombstone(obj any) any {

@@ -23,6 +23,7 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -187,8 +188,8 @@ func TestRunWiresEveryInformer(t *testing.T) {
 	if ok, unsynced := c.HandlersSynced(); !ok || len(unsynced) != 0 {
 		t.Fatalf("HandlersSynced = %v, %v after WaitForHandlersSync", ok, unsynced)
 	}
-	if !h.has(eventhandlers.Node, eventAdd, "early") {
-		t.Fatalf("the initial list did not reach the handler: %v", h.keysOf(eventhandlers.Node))
+	if !h.has(framework.Node, eventAdd, "early") {
+		t.Fatalf("the initial list did not reach the handler: %v", h.keysOf(framework.Node))
 	}
 
 	core, storage := client.CoreV1(), client.StorageV1()
@@ -210,26 +211,26 @@ func TestRunWiresEveryInformer(t *testing.T) {
 	create(t, "priority class", client.SchedulingV1().PriorityClasses().Create, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000})
 
 	want := []recorded{
-		{eventhandlers.Node, eventAdd, "n1"},
-		{eventhandlers.Pod, eventAdd, "default/theirs-bound"},
-		{eventhandlers.Pod, eventAdd, "default/ours"},
-		{eventhandlers.PersistentVolume, eventAdd, "pv"},
-		{eventhandlers.PersistentVolumeClaim, eventAdd, "default/pvc"},
-		{eventhandlers.StorageClass, eventAdd, "sc"},
-		{eventhandlers.CSINode, eventAdd, "n1"},
-		{eventhandlers.CSIDriver, eventAdd, "driver"},
-		{eventhandlers.CSIStorageCapacity, eventAdd, "default/cap"},
-		{eventhandlers.PriorityClass, eventAdd, "high"},
+		{framework.Node, eventAdd, "n1"},
+		{framework.Pod, eventAdd, "default/theirs-bound"},
+		{framework.Pod, eventAdd, "default/ours"},
+		{framework.PersistentVolume, eventAdd, "pv"},
+		{framework.PersistentVolumeClaim, eventAdd, "default/pvc"},
+		{framework.StorageClass, eventAdd, "sc"},
+		{framework.CSINode, eventAdd, "n1"},
+		{framework.CSIDriver, eventAdd, "driver"},
+		{framework.CSIStorageCapacity, eventAdd, "default/cap"},
+		{framework.PriorityClass, eventAdd, "high"},
 	}
 	for _, w := range want {
 		waitFor(t, w.String(), func() bool { return h.has(w.resource, w.event, w.key) })
 	}
 	// Events of one informer arrive in order: "theirs" was created before
 	// "ours", which has arrived, and was filtered out; so was node "web".
-	if h.has(eventhandlers.Pod, eventAdd, "default/theirs") {
+	if h.has(framework.Pod, eventAdd, "default/theirs") {
 		t.Error("another scheduler's pending pod reached the handler")
 	}
-	if h.has(eventhandlers.Node, eventAdd, "web") {
+	if h.has(framework.Node, eventAdd, "web") {
 		t.Error("a node outside the node selector reached the handler")
 	}
 
@@ -256,7 +257,7 @@ func TestRunWiresEveryInformer(t *testing.T) {
 	n1.Labels["pool"] = "web"
 	_, err = core.Nodes().Update(ctx, n1, metav1.UpdateOptions{})
 	mustNoErr(t, "updating n1", err)
-	waitFor(t, "n1 deleted by the selector", func() bool { return h.has(eventhandlers.Node, eventDelete, "n1") })
+	waitFor(t, "n1 deleted by the selector", func() bool { return h.has(framework.Node, eventDelete, "n1") })
 	if _, ok := c.NodeIdle("n1"); ok {
 		t.Error("n1 is still schedulable in the cache")
 	}
@@ -275,7 +276,7 @@ func TestRunWiresEveryInformer(t *testing.T) {
 		t.Errorf("queue = %+v, want empty", l)
 	}
 	mustNoErr(t, "deleting ours", core.Pods("default").Delete(ctx, "ours", metav1.DeleteOptions{}))
-	waitFor(t, "ours deleted", func() bool { return h.has(eventhandlers.Pod, eventDelete, "default/ours") })
+	waitFor(t, "ours deleted", func() bool { return h.has(framework.Pod, eventDelete, "default/ours") })
 	if _, ok := c.Job(JobID{Namespace: "default", Name: "g", Gang: true}); ok {
 		t.Error("job still there after its pod was deleted")
 	}
@@ -305,7 +306,7 @@ func TestPanicIsolation(t *testing.T) {
 	pods := client.CoreV1().Pods("default")
 	create(t, "pod", pods.Create, noRV(st.MakePod().Name("boom").Obj()))
 	create(t, "pod", pods.Create, noRV(st.MakePod().Name("after").Obj()))
-	waitFor(t, "the pod after the panic", func() bool { return h.has(eventhandlers.Pod, eventAdd, "default/after") })
+	waitFor(t, "the pod after the panic", func() bool { return h.has(framework.Pod, eventAdd, "default/after") })
 
 	if got := testutil.ToFloat64(c.metrics.HandlerPanics.WithLabelValues("Pod", "add")); got != 1 {
 		t.Errorf("handler_panics_total{Pod,add} = %v, want 1", got)
@@ -324,7 +325,7 @@ func TestPanicIsolation(t *testing.T) {
 	}
 	// Later events of the same object still arrive.
 	mustNoErr(t, "deleting boom", pods.Delete(ctx, "boom", metav1.DeleteOptions{}))
-	waitFor(t, "the delete of the pod that panicked", func() bool { return h.has(eventhandlers.Pod, eventDelete, "default/boom") })
+	waitFor(t, "the delete of the pod that panicked", func() bool { return h.has(framework.Pod, eventDelete, "default/boom") })
 }
 
 // unsupportedWatchList makes a FakeControllerSource usable by a reflector
@@ -342,7 +343,7 @@ func TestCustomInformer(t *testing.T) {
 
 	c, _ := newTestCache(t, Options{Client: fake.NewClientset()})
 	h := newRecordingHandler(c)
-	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "hosts", Resource: eventhandlers.Node, Informer: informer}))
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "hosts", Resource: framework.Node, Informer: informer}))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	mustNoErr(t, "Run", c.Run(ctx, h))
@@ -356,18 +357,18 @@ func TestCustomInformer(t *testing.T) {
 	if !strings.Contains(strings.Join(names, ","), "custom/hosts") {
 		t.Errorf("registrations = %v, want custom/hosts among them", names)
 	}
-	if !h.has(eventhandlers.Node, eventAdd, "host-1") {
-		t.Fatalf("the custom informer's initial list did not reach the handler: %v", h.keysOf(eventhandlers.Node))
+	if !h.has(framework.Node, eventAdd, "host-1") {
+		t.Fatalf("the custom informer's initial list did not reach the handler: %v", h.keysOf(framework.Node))
 	}
 	if idle, ok := c.NodeIdle("host-1"); !ok || idle.MilliCPU != 16000 {
 		t.Errorf("host-1 in cache: idle %v, ok %v", idle, ok)
 	}
 	source.Add(st.MakeNode().Name("host-2").Obj())
-	waitFor(t, "host-2 from the custom informer", func() bool { return h.has(eventhandlers.Node, eventAdd, "host-2") })
+	waitFor(t, "host-2 from the custom informer", func() bool { return h.has(framework.Node, eventAdd, "host-2") })
 	source.Delete(st.MakeNode().Name("host-1").Obj())
-	waitFor(t, "host-1 deleted", func() bool { return h.has(eventhandlers.Node, eventDelete, "host-1") })
+	waitFor(t, "host-1 deleted", func() bool { return h.has(framework.Node, eventDelete, "host-1") })
 
-	if err := c.AddCustomInformer(CustomInformer{Name: "late", Resource: eventhandlers.Node, Informer: informer}); err == nil ||
+	if err := c.AddCustomInformer(CustomInformer{Name: "late", Resource: framework.Node, Informer: informer}); err == nil ||
 		!strings.Contains(err.Error(), "already running") {
 		t.Errorf("AddCustomInformer after Run: got %v, want an error", err)
 	}
@@ -378,15 +379,15 @@ func TestCustomInformerPodsAreFiltered(t *testing.T) {
 	informer := toolscache.NewSharedIndexInformer(unsupportedWatchList{source}, &v1.Pod{}, 0, toolscache.Indexers{})
 	c, _ := newTestCache(t, Options{Client: fake.NewClientset()})
 	h := newRecordingHandler(c)
-	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "pods", Resource: eventhandlers.Pod, Informer: informer}))
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "pods", Resource: framework.Pod, Informer: informer}))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	mustNoErr(t, "Run", c.Run(ctx, h))
 	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
 	source.Add(st.MakePod().Name("theirs").Scheduler("other").Obj())
 	source.Add(st.MakePod().Name("ours").Obj())
-	waitFor(t, "ours", func() bool { return h.has(eventhandlers.Pod, eventAdd, "default/ours") })
-	if h.has(eventhandlers.Pod, eventAdd, "default/theirs") {
+	waitFor(t, "ours", func() bool { return h.has(framework.Pod, eventAdd, "default/ours") })
+	if h.has(framework.Pod, eventAdd, "default/theirs") {
 		t.Error("the custom pod informer bypassed the responsibility filter")
 	}
 }
@@ -394,18 +395,18 @@ func TestCustomInformerPodsAreFiltered(t *testing.T) {
 func TestAddCustomInformerErrors(t *testing.T) {
 	informer := toolscache.NewSharedIndexInformer(unsupportedWatchList{fcache.NewFakeControllerSource()}, &v1.Node{}, 0, toolscache.Indexers{})
 	c, _ := newTestCache(t, Options{})
-	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "a", Resource: eventhandlers.Node, Informer: informer}))
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "a", Resource: framework.Node, Informer: informer}))
 	mustNoErr(t, "AddCustomInformer of a dynamic resource", c.AddCustomInformer(CustomInformer{Name: "w", Resource: "widgets.v1.example.com", Informer: informer}))
 	tests := []struct {
 		name string
 		ci   CustomInformer
 		want string
 	}{
-		{"duplicate name", CustomInformer{Name: "a", Resource: eventhandlers.Node, Informer: informer}, `"a": a custom informer with that name was added already`},
-		{"empty name", CustomInformer{Resource: eventhandlers.Node, Informer: informer}, "empty name"},
-		{"nil informer", CustomInformer{Name: "b", Resource: eventhandlers.Node}, "nil informer"},
+		{"duplicate name", CustomInformer{Name: "a", Resource: framework.Node, Informer: informer}, `"a": a custom informer with that name was added already`},
+		{"empty name", CustomInformer{Resource: framework.Node, Informer: informer}, "empty name"},
+		{"nil informer", CustomInformer{Name: "b", Resource: framework.Node}, "nil informer"},
 		{"unknown resource", CustomInformer{Name: "b", Resource: "Widget", Informer: informer}, `no event handler methods for resource "Widget"`},
-		{"wildcard", CustomInformer{Name: "b", Resource: eventhandlers.WildCard, Informer: informer}, `resource "*"`},
+		{"wildcard", CustomInformer{Name: "b", Resource: framework.WildCard, Informer: informer}, `resource "*"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -504,8 +505,8 @@ func TestRunRemovesHandlersWhenWiringFails(t *testing.T) {
 	stopped.RunWithContext(ctx)
 
 	c, _ := newTestCache(t, Options{Client: fake.NewClientset()})
-	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "good", Resource: eventhandlers.Node, Informer: good}))
-	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "stopped", Resource: eventhandlers.Node, Informer: stopped}))
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "good", Resource: framework.Node, Informer: good}))
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "stopped", Resource: framework.Node, Informer: stopped}))
 	err := c.Run(t.Context(), newRecordingHandler(c))
 	if err == nil || !strings.Contains(err.Error(), `custom informer "stopped"`) {
 		t.Fatalf("Run: got %v, want an error naming the stopped informer", err)
@@ -525,7 +526,7 @@ func TestWaitForHandlersSyncNamesUnsynced(t *testing.T) {
 	source.ListError = errors.New("host manager down")
 	informer := toolscache.NewSharedIndexInformer(unsupportedWatchList{source}, &v1.Node{}, 0, toolscache.Indexers{})
 	c, _ := newTestCache(t, Options{Client: fake.NewClientset()})
-	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "hosts", Resource: eventhandlers.Node, Informer: informer}))
+	mustNoErr(t, "AddCustomInformer", c.AddCustomInformer(CustomInformer{Name: "hosts", Resource: framework.Node, Informer: informer}))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	mustNoErr(t, "Run", c.Run(ctx, newRecordingHandler(c)))
@@ -551,37 +552,37 @@ func TestWaitForHandlersSyncNamesUnsynced(t *testing.T) {
 }
 
 func TestRunStartsOnlyNeededInformers(t *testing.T) {
-	plural := map[eventhandlers.Resource]string{
-		eventhandlers.Pod:                   "pods",
-		eventhandlers.Node:                  "nodes",
-		eventhandlers.PersistentVolume:      "persistentvolumes",
-		eventhandlers.PersistentVolumeClaim: "persistentvolumeclaims",
-		eventhandlers.StorageClass:          "storageclasses",
-		eventhandlers.CSINode:               "csinodes",
-		eventhandlers.CSIDriver:             "csidrivers",
-		eventhandlers.CSIStorageCapacity:    "csistoragecapacities",
-		eventhandlers.PriorityClass:         "priorityclasses",
+	plural := map[framework.EventResource]string{
+		framework.Pod:                   "pods",
+		framework.Node:                  "nodes",
+		framework.PersistentVolume:      "persistentvolumes",
+		framework.PersistentVolumeClaim: "persistentvolumeclaims",
+		framework.StorageClass:          "storageclasses",
+		framework.CSINode:               "csinodes",
+		framework.CSIDriver:             "csidrivers",
+		framework.CSIStorageCapacity:    "csistoragecapacities",
+		framework.PriorityClass:         "priorityclasses",
 	}
-	all := []eventhandlers.Resource{eventhandlers.CSIDriver, eventhandlers.CSINode, eventhandlers.CSIStorageCapacity,
-		eventhandlers.Node, eventhandlers.PersistentVolume, eventhandlers.PersistentVolumeClaim, eventhandlers.Pod,
-		eventhandlers.PriorityClass, eventhandlers.StorageClass}
+	all := []framework.EventResource{framework.CSIDriver, framework.CSINode, framework.CSIStorageCapacity,
+		framework.Node, framework.PersistentVolume, framework.PersistentVolumeClaim, framework.Pod,
+		framework.PriorityClass, framework.StorageClass}
 	tests := []struct {
 		name      string
-		resources []eventhandlers.Resource
-		want      []eventhandlers.Resource // sorted
+		resources []framework.EventResource
+		want      []framework.EventResource // sorted
 	}{
 		{name: "nil: every native resource", want: all},
-		{name: "empty: pods and nodes", resources: []eventhandlers.Resource{}, want: []eventhandlers.Resource{eventhandlers.Node, eventhandlers.Pod}},
+		{name: "empty: pods and nodes", resources: []framework.EventResource{}, want: []framework.EventResource{framework.Node, framework.Pod}},
 		{
 			name:      "listed ones, plus pods and nodes",
-			resources: []eventhandlers.Resource{eventhandlers.PersistentVolumeClaim, eventhandlers.StorageClass, eventhandlers.PersistentVolumeClaim},
-			want:      []eventhandlers.Resource{eventhandlers.Node, eventhandlers.PersistentVolumeClaim, eventhandlers.Pod, eventhandlers.StorageClass},
+			resources: []framework.EventResource{framework.PersistentVolumeClaim, framework.StorageClass, framework.PersistentVolumeClaim},
+			want:      []framework.EventResource{framework.Node, framework.PersistentVolumeClaim, framework.Pod, framework.StorageClass},
 		},
-		{name: "wildcard", resources: []eventhandlers.Resource{eventhandlers.Node, eventhandlers.WildCard}, want: all},
+		{name: "wildcard", resources: []framework.EventResource{framework.Node, framework.WildCard}, want: all},
 		{
 			name:      "dynamic entries start no native informer",
-			resources: []eventhandlers.Resource{"widgets.v1.example.com", eventhandlers.PriorityClass},
-			want:      []eventhandlers.Resource{eventhandlers.Node, eventhandlers.Pod, eventhandlers.PriorityClass},
+			resources: []framework.EventResource{"widgets.v1.example.com", framework.PriorityClass},
+			want:      []framework.EventResource{framework.Node, framework.Pod, framework.PriorityClass},
 		},
 	}
 	for _, tt := range tests {
@@ -620,8 +621,8 @@ func TestRunStartsOnlyNeededInformers(t *testing.T) {
 }
 
 func TestNewRejectsUnknownResources(t *testing.T) {
-	for _, r := range []eventhandlers.Resource{"Widget", "", "pods.v1"} {
-		_, err := New(Options{Resources: []eventhandlers.Resource{eventhandlers.Pod, r}})
+	for _, r := range []framework.EventResource{"Widget", "", "pods.v1"} {
+		_, err := New(Options{Resources: []framework.EventResource{framework.Pod, r}})
 		if err == nil || !strings.Contains(err.Error(), "Options.Resources") {
 			t.Errorf("New with resource %q: got %v, want an error", r, err)
 		}

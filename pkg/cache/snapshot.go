@@ -3,6 +3,11 @@ package cache
 import (
 	"fmt"
 	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // Snapshot is a point-in-time copy of the schedulable nodes, for one
@@ -11,31 +16,30 @@ import (
 // (*SchedulerCache).UpdateSnapshot. A Snapshot is not safe for concurrent
 // use: one scheduling loop owns it.
 type Snapshot struct {
-	nodeInfoMap  map[string]*NodeInfo
-	nodeInfoList []*NodeInfo
+	nodeInfoMap  map[string]*framework.NodeInfo
+	nodeInfoList []*framework.NodeInfo
 	// generation is the cache generation the snapshot is current with.
 	generation int64
-	// dirty lists the NodeInfos that NodeInfo.AddPod or RemovePod changed
-	// since the last update; the next update clones them afresh.
-	dirty []*NodeInfo
-	// clones counts the NodeInfos cloned into the snapshot, so tests can
-	// check that updates are incremental.
+	// changed names the NodeInfos that AddPod or RemovePod changed since
+	// the last update; the next update clones them afresh.
+	changed map[string]bool
+	// clones counts the NodeInfos cloned into the snapshot, so that tests
+	// can check that updates are incremental.
 	clones int
 }
 
 // NewSnapshot returns an empty snapshot.
 func NewSnapshot() *Snapshot {
-	return &Snapshot{nodeInfoMap: map[string]*NodeInfo{}}
+	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, changed: map[string]bool{}}
 }
 
 // NodeInfos returns the snapshot's nodes, sorted by name. The slice and the
-// NodeInfos belong to the snapshot: read them, do not keep them across
-// UpdateSnapshot. A scheduling cycle may place pods on them tentatively
-// with NodeInfo.AddPod and RemovePod; UpdateSnapshot undoes that.
-func (s *Snapshot) NodeInfos() []*NodeInfo { return s.nodeInfoList }
+// NodeInfos belong to the snapshot: read them, do not modify or keep them
+// across UpdateSnapshot.
+func (s *Snapshot) NodeInfos() []*framework.NodeInfo { return s.nodeInfoList }
 
 // Get returns the named node.
-func (s *Snapshot) Get(name string) (*NodeInfo, bool) {
+func (s *Snapshot) Get(name string) (*framework.NodeInfo, bool) {
 	n, ok := s.nodeInfoMap[name]
 	return n, ok
 }
@@ -43,8 +47,32 @@ func (s *Snapshot) Get(name string) (*NodeInfo, bool) {
 // NumNodes returns the number of nodes in the snapshot.
 func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }
 
-// Generation returns the cache generation the snapshot is current with.
-func (s *Snapshot) Generation() int64 { return s.generation }
+// AddPod places pod on the named node of the snapshot, tentatively: a
+// scheduling cycle that places several pods (the tasks of a gang) does so
+// that later placements see earlier ones. The change lasts until the next
+// UpdateSnapshot, which puts the cache's state back, with whatever the
+// scheduler has assumed in the cache meanwhile (AssumePod). It reports
+// whether the node is in the snapshot.
+func (s *Snapshot) AddPod(nodeName string, pod *v1.Pod) bool {
+	n, ok := s.nodeInfoMap[nodeName]
+	if !ok {
+		return false
+	}
+	n.AddPod(pod)
+	s.changed[nodeName] = true
+	return true
+}
+
+// RemovePod undoes AddPod: it takes the pod with uid off the named node of
+// the snapshot and reports whether it was there.
+func (s *Snapshot) RemovePod(nodeName string, uid types.UID) bool {
+	n, ok := s.nodeInfoMap[nodeName]
+	if !ok || !n.RemovePod(uid) {
+		return false
+	}
+	s.changed[nodeName] = true
+	return true
+}
 
 // UpdateSnapshot brings s up to date with the cache, in time proportional
 // to what changed since s was last updated: the cache's nodes are linked
@@ -52,10 +80,10 @@ func (s *Snapshot) Generation() int64 { return s.generation }
 // Nodes that left the cache, or became placeholders, leave s. When nodes
 // join or leave s, its list is rebuilt (pointers only, no cloning).
 //
-// NodeInfos of s changed with NodeInfo.AddPod or RemovePod since the last
-// update are cloned afresh, so tentative placements of the last cycle do
-// not outlive it; what the scheduler assumed in the cache (AssumePod) is
-// part of the cache's state and shows.
+// Nodes of s changed with AddPod or RemovePod since the last update are
+// cloned afresh, so tentative placements of the last cycle do not outlive
+// it; what the scheduler assumed in the cache (AssumePod) is part of the
+// cache's state and shows.
 //
 // Existing NodeInfos of s are overwritten in place, so pointers taken from
 // s before the call see the new state.
@@ -63,25 +91,23 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if s.nodeInfoMap == nil {
-		s.nodeInfoMap = map[string]*NodeInfo{}
+		*s = *NewSnapshot()
 	}
 	membershipChanged := false
 
 	// Undo tentative changes. A node that left the cache, or changed since
 	// s was last updated, is dealt with below (and may be cloned twice).
-	for _, ni := range s.dirty {
-		ni.dirty = false
-		if s.nodeInfoMap[ni.name] != ni {
+	for name := range s.changed {
+		ni, ok := s.nodeInfoMap[name]
+		if !ok {
 			continue
 		}
-		if item, ok := c.nodes[ni.name]; ok && !item.info.Placeholder {
-			item.info.cloneInto(ni)
-			ni.snapshot = s
+		if item, ok := c.nodes[name]; ok && !item.info.Placeholder {
+			item.info.CloneInto(ni)
 			s.clones++
 		}
 	}
-	clear(s.dirty)
-	s.dirty = s.dirty[:0]
+	clear(s.changed)
 
 	// Removals first: a node removed and added again since the last update
 	// is re-added by the walk below.
@@ -109,21 +135,20 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 		if info.Generation <= s.generation {
 			break
 		}
-		existing, ok := s.nodeInfoMap[info.name]
+		existing, ok := s.nodeInfoMap[info.Name()]
 		if info.Placeholder {
 			if ok {
-				delete(s.nodeInfoMap, info.name)
+				delete(s.nodeInfoMap, info.Name())
 				membershipChanged = true
 			}
 			continue
 		}
 		if !ok {
-			existing = &NodeInfo{}
-			s.nodeInfoMap[info.name] = existing
+			existing = &framework.NodeInfo{}
+			s.nodeInfoMap[info.Name()] = existing
 			membershipChanged = true
 		}
-		info.cloneInto(existing)
-		existing.snapshot = s
+		info.CloneInto(existing)
 		s.clones++
 	}
 	s.generation = c.generation
@@ -133,7 +158,7 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 		for _, ni := range s.nodeInfoMap {
 			s.nodeInfoList = append(s.nodeInfoList, ni)
 		}
-		sort.Slice(s.nodeInfoList, func(i, j int) bool { return s.nodeInfoList[i].name < s.nodeInfoList[j].name })
+		sort.Slice(s.nodeInfoList, func(i, j int) bool { return s.nodeInfoList[i].Name() < s.nodeInfoList[j].Name() })
 	}
 
 	if want := len(c.nodes) - c.numPlaceholders; len(s.nodeInfoMap) != want {

@@ -15,6 +15,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -40,7 +41,7 @@ func TestDefaultHandlerWiring(t *testing.T) {
 	defer src.Shutdown()
 	src.Add(st.MakeNode().Name("vm-host").Capacity(res{"cpu": "8", "memory": "16Gi", "pods": "50"}).Obj())
 	inf := custominformer.New(src, &v1.Node{}, custominformer.Options{Name: "hosts"})
-	if err := c.AddCustomInformer(cache.CustomInformer{Name: "hosts", Resource: eventhandlers.Node, Informer: inf}); err != nil {
+	if err := c.AddCustomInformer(cache.CustomInformer{Name: "hosts", Resource: framework.Node, Informer: inf}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Run(ctx, h); err != nil {

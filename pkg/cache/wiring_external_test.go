@@ -18,6 +18,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -53,7 +54,7 @@ func TestExternalWorkloadCustomInformerWiring(t *testing.T) {
 	defer src.Shutdown()
 	src.Add(externalWorkload("vm1", "host", "3", v1alpha1.ExternalWorkloadRunning))
 	inf := toolscache.NewSharedIndexInformer(noWatchList{src}, &v1alpha1.ExternalWorkload{}, 0, toolscache.Indexers{})
-	if err := c.AddCustomInformer(cache.CustomInformer{Name: "vms", Resource: eventhandlers.ExternalWorkload, Informer: inf}); err != nil {
+	if err := c.AddCustomInformer(cache.CustomInformer{Name: "vms", Resource: framework.ExternalWorkload, Informer: inf}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Run(ctx, h); err != nil {
@@ -92,7 +93,7 @@ func TestExternalWorkloadCustomInformerWiring(t *testing.T) {
 
 	d := c.Dump()
 	for _, e := range d.Events {
-		if e.Resource == string(eventhandlers.ExternalWorkload) && e.Event == "add" && e.Handled < 2 {
+		if e.Resource == string(framework.ExternalWorkload) && e.Event == "add" && e.Handled < 2 {
 			t.Errorf("dispatch counts %+v, want 2 adds", e)
 		}
 	}
@@ -102,11 +103,11 @@ func TestExternalWorkloadCustomInformerWiring(t *testing.T) {
 // implements the optional interface; Run names what is missing.
 func TestOptionalInterfaceMissing(t *testing.T) {
 	for _, tt := range []struct {
-		resource eventhandlers.Resource
+		resource framework.EventResource
 		want     string
 	}{
-		{eventhandlers.ExternalWorkload, "ExternalWorkloadEventHandler"},
-		{eventhandlers.Grant, "GrantEventHandler"},
+		{framework.ExternalWorkload, "ExternalWorkloadEventHandler"},
+		{framework.Grant, "GrantEventHandler"},
 	} {
 		t.Run(string(tt.resource), func(t *testing.T) {
 			c, err := cache.New(cache.Options{Client: fake.NewClientset()})

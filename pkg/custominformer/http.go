@@ -24,7 +24,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // Source type names registered by this package.
@@ -118,7 +118,7 @@ func init() {
 }
 
 func gvrFor(ci config.CustomInformer) (schema.GroupVersionResource, error) {
-	rt, ok := exampleObjects[eventhandlers.Resource(ci.Resource)]
+	rt, ok := exampleObjects[framework.EventResource(ci.Resource)]
 	if !ok {
 		return schema.GroupVersionResource{}, fmt.Errorf("resource %q cannot come from a custom informer (supported: %s)", ci.Resource, supportedResources())
 	}

@@ -28,7 +28,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
 
@@ -510,4 +510,4 @@ func TestExampleObjectsHaveGVRs(t *testing.T) {
 	}
 }
 
-func eventhandlersResource(s string) eventhandlers.Resource { return eventhandlers.Resource(s) }
+func eventhandlersResource(s string) framework.EventResource { return framework.EventResource(s) }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
 
@@ -112,19 +112,19 @@ type resourceType struct {
 
 // exampleObjects maps the resources a custom informer may produce to their
 // Go types and GroupVersionResources.
-var exampleObjects = map[eventhandlers.Resource]resourceType{
-	eventhandlers.Node: {func() runtime.Object { return &v1.Node{} }, v1.SchemeGroupVersion.WithResource("nodes")},
-	eventhandlers.Pod:  {func() runtime.Object { return &v1.Pod{} }, v1.SchemeGroupVersion.WithResource("pods")},
-	eventhandlers.Grant: {func() runtime.Object { return &v1alpha1.Grant{} },
+var exampleObjects = map[framework.EventResource]resourceType{
+	framework.Node: {func() runtime.Object { return &v1.Node{} }, v1.SchemeGroupVersion.WithResource("nodes")},
+	framework.Pod:  {func() runtime.Object { return &v1.Pod{} }, v1.SchemeGroupVersion.WithResource("pods")},
+	framework.Grant: {func() runtime.Object { return &v1alpha1.Grant{} },
 		v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.GrantsResource)},
-	eventhandlers.ExternalWorkload: {func() runtime.Object { return &v1alpha1.ExternalWorkload{} },
+	framework.ExternalWorkload: {func() runtime.Object { return &v1alpha1.ExternalWorkload{} },
 		v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.ExternalWorkloadsResource)},
 }
 
 // Built is a custom informer ready to be handed to the scheduler cache.
 type Built struct {
 	Name     string
-	Resource eventhandlers.Resource
+	Resource framework.EventResource
 	Informer cache.SharedIndexInformer
 }
 
@@ -140,7 +140,7 @@ func WithMetrics(m *Metrics) BuildOption {
 // type registered in reg. Errors name the informer and its line.
 func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.CustomInformer, opts ...BuildOption) (Built, error) {
 	where := fmt.Sprintf("%s: line %d: custom informer %q", path, ci.Line, ci.Name)
-	rt, ok := exampleObjects[eventhandlers.Resource(ci.Resource)]
+	rt, ok := exampleObjects[framework.EventResource(ci.Resource)]
 	newObj := rt.newObj
 	if !ok {
 		return Built{}, fmt.Errorf("%s: resource %q cannot come from a custom informer (supported: %s)", where, ci.Resource, supportedResources())
@@ -165,7 +165,7 @@ func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.Cust
 	}
 	return Built{
 		Name:     ci.Name,
-		Resource: eventhandlers.Resource(ci.Resource),
+		Resource: framework.EventResource(ci.Resource),
 		Informer: New(lw, newObj(), o),
 	}, nil
 }

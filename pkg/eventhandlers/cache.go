@@ -3,6 +3,7 @@ package eventhandlers
 import (
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
@@ -18,8 +19,16 @@ import (
 type Cache interface {
 	NodeCache
 	ExternalUsageCache
-	AssignedPodCache
-	PendingPodQueue
+	PodCache
+
+	// MoveAllToActiveOrBackoffQueue raises event: jobs waiting in the
+	// unschedulable queue that it may help are retried. A job is moved
+	// when a plugin that rejected it registered a matching event and its
+	// queueing hint, given oldObj and newObj, answers Queue (see
+	// framework.QueueingHintFn); the handler only says what happened, the
+	// plugins decide whom it helps. oldObj is nil for an addition, newObj
+	// for a deletion. The objects must not be modified afterwards.
+	MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any)
 
 	// IsResponsibleFor reports whether this scheduler schedules pod, i.e.
 	// whether pod.spec.schedulerName is one of its --scheduler-name values.
@@ -34,11 +43,6 @@ type NodeCache interface {
 	// RemoveNode forgets node. Pods still accounted to it stay on a
 	// placeholder until they are deleted too.
 	RemoveNode(node *v1.Node) error
-	// NodeIdle returns a copy of what is still free on the named node: its
-	// schedulable capacity minus the requests of the pods counted on it and
-	// minus its external usage (see ExternalUsageCache). ok
-	// is false for an unknown node or a placeholder.
-	NodeIdle(name string) (idle resources.Resource, ok bool)
 }
 
 // ExternalUsageCache accounts resources used on nodes by things the
@@ -48,13 +52,15 @@ type NodeCache interface {
 // key identifies the external object, e.g. "externalworkload/<name>"; keys
 // are opaque to the cache and must be unique across everything a handler
 // accounts. Usage is counted against its node exactly like the requests of
-// the pods bound to it: the node's idle capacity (NodeIdle, NodeInfo.Idle)
-// shrinks by it. Usage on a node the cache does not know is kept on a
-// placeholder, as for pods, until the node arrives.
+// the pods bound to it: the node's idle capacity (NodeInfo.Idle) shrinks
+// by it. Usage on a node the cache does not know is kept on a placeholder,
+// as for pods, until the node arrives; usage on a node outside
+// --node-selector is kept aside, without a placeholder, and counted if the
+// node starts matching.
 //
 // The cache only accounts: it raises no cluster event. A handler that
-// frees or moves usage should call MoveAllToActiveOrBackoffQueue (e.g. with
-// EventExternalUsageDecrease) so that waiting jobs retry.
+// frees or moves usage should raise one (e.g.
+// framework.EventExternalUsageDecrease) so that waiting jobs retry.
 type ExternalUsageCache interface {
 	// SetExternalUsage records that the object key uses usage on the node
 	// nodeName. Setting a key again replaces its earlier usage, which may
@@ -65,36 +71,42 @@ type ExternalUsageCache interface {
 	RemoveExternalUsage(key string) error
 }
 
-// AssignedPodCache holds pods that are bound to a node (spec.nodeName set).
+// PodCache holds the pods the scheduler tracks: assigned ones (spec.nodeName
+// set, whoever bound them), which use their node's resources, and pending
+// ones of this scheduler, which wait in the scheduling queue grouped into
+// jobs (a gang shares the scheduling.k8s.io/group-name annotation; any
+// other pod is a job of one). The cache also holds the pods the scheduler
+// has placed and is binding (assumed pods), which the informer still
+// reports pending.
 //
 // Accounting follows the pod's state: a running or terminating pod is
-// counted on its node until it is deleted; a Succeeded or Failed pod is kept
-// but no longer counted. A pod whose node is unknown is counted on a
+// counted on its node until it is deleted; a Succeeded or Failed pod is
+// kept but no longer counted. A pod whose node is unknown is counted on a
 // placeholder node that the real node later fills.
-type AssignedPodCache interface {
+type PodCache interface {
+	// AddPod and UpdatePod record an assigned pod. A pod the cache has as
+	// pending or assumed becomes bound to the node newPod names: this is
+	// how a pending pod that got bound moves (no RemovePendingPod first).
 	AddPod(pod *v1.Pod) error
 	UpdatePod(oldPod, newPod *v1.Pod) error
-	RemovePod(pod *v1.Pod) error
-}
 
-// PendingPodQueue holds pods waiting to be scheduled by this scheduler. Pods
-// are grouped into jobs (a gang shares the scheduling.k8s.io/group-name
-// annotation; any other pod is a job of one) and a job is queued as one
-// unit.
-type PendingPodQueue interface {
+	// AddPendingPod and UpdatePendingPod record a pending pod of this
+	// scheduler and queue its job. A pod the cache has assumed stays
+	// assumed, with the new object.
 	AddPendingPod(pod *v1.Pod) error
 	UpdatePendingPod(oldPod, newPod *v1.Pod) error
+	// RemovePendingPod takes a pod that is still in the cluster out of the
+	// scheduling queue because it is no longer pending for this scheduler
+	// (it finished before being scheduled, or is no longer ours). An
+	// assumed pod keeps its assumption (its bind may already have
+	// succeeded) until the bind fails or the assumption expires.
 	RemovePendingPod(pod *v1.Pod) error
 
-	// MoveAllToActiveOrBackoffQueue moves jobs that wait in the
-	// unschedulable queue, and may be helped by event, to the active queue
-	// (or to backoff if their backoff has not expired). preCheck, when not
-	// nil, is asked first for each such job with its pending pods; jobs it
-	// rejects stay where they are. preCheck runs under the queue's lock: it
-	// must be fast and must not call back into the Cache.
-	MoveAllToActiveOrBackoffQueue(event ClusterEvent, preCheck PreEnqueueCheck)
+	// DeletePod forgets a pod that was deleted from the cluster, whatever
+	// the cache holds it as: pending, assumed or bound, found by UID. freed
+	// reports whether the pod held resources on a node (it was bound and
+	// not finished, or assumed): waiting jobs may fit now, and the handler
+	// should raise framework.EventAssignedPodDelete. An unknown pod is an
+	// error wrapping the cache's not-found error.
+	DeletePod(pod *v1.Pod) (freed bool, err error)
 }
-
-// PreEnqueueCheck decides whether a job with the given pending pods may be
-// moved out of the unschedulable queue. The slice and the pods are read-only.
-type PreEnqueueCheck func(pending []*v1.Pod) bool

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
 
@@ -64,6 +65,6 @@ func ParseDynamicResource(name string) (schema.GroupVersionResource, error) {
 
 // DynamicResourceName renders gvr as "<plural>.<version>.<group>", the
 // Resource of the cluster events raised for it.
-func DynamicResourceName(gvr schema.GroupVersionResource) Resource {
-	return Resource(gvr.Resource + "." + gvr.Version + "." + gvr.Group)
+func DynamicResourceName(gvr schema.GroupVersionResource) framework.EventResource {
+	return framework.EventResource(gvr.Resource + "." + gvr.Version + "." + gvr.Group)
 }

@@ -7,9 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
-
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 )
 
 // MaxNodeScore and MinNodeScore bound what a Score plugin returns (after
@@ -30,7 +27,7 @@ type Plugin interface {
 // Job is what a scheduling cycle is about: one job (a gang, or a single
 // pod) with the tasks it still has to place.
 type Job struct {
-	ID cache.JobID
+	ID JobID
 	// MinAvailable is how many tasks must run at once (bound plus placed in
 	// this cycle) for the job to start; 1 for a single pod.
 	MinAvailable int32
@@ -47,7 +44,7 @@ type Job struct {
 // exactly one.
 type QueueSortPlugin interface {
 	Plugin
-	Less(a, b *cache.QueuedJob) bool
+	Less(a, b *QueuedJob) bool
 }
 
 // PreFilterPlugin runs once per job and cycle, before any Filter. A
@@ -63,14 +60,14 @@ type PreFilterPlugin interface {
 // each other.
 type FilterPlugin interface {
 	Plugin
-	Filter(ctx context.Context, state *CycleState, pod *v1.Pod, node *cache.NodeInfo) *Status
+	Filter(ctx context.Context, state *CycleState, pod *v1.Pod, node *NodeInfo) *Status
 }
 
 // PreScorePlugin runs once per pod before Score, with the nodes that
 // passed Filter.
 type PreScorePlugin interface {
 	Plugin
-	PreScore(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) *Status
+	PreScore(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo) *Status
 }
 
 // NodeScore is a node's score from one plugin.
@@ -84,7 +81,7 @@ type NodeScore struct {
 // is not nil.
 type ScorePlugin interface {
 	Plugin
-	Score(ctx context.Context, state *CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *Status)
+	Score(ctx context.Context, state *CycleState, pod *v1.Pod, node *NodeInfo) (int64, *Status)
 	// ScoreExtensions returns nil when the plugin needs no normalisation.
 	ScoreExtensions() ScoreExtensions
 }
@@ -120,12 +117,15 @@ type BindPlugin interface {
 }
 
 // EnqueueExtensions is an optional interface: the cluster events after
-// which a job the plugin rejected may fit. A plugin that does not
-// implement it is assumed to care about every event. The scheduler starts
-// only the informers the enabled plugins' events need (plus pods and
-// nodes, which it always watches).
+// which a job the plugin rejected may fit, each with a queueing hint that
+// looks at the event's objects and says whether this occurrence may help
+// (see QueueingHintFn). A plugin that does not implement it is assumed to
+// care about every event; one that returns nothing is helped by no event
+// (only by changes of the job's own pods, which always retry it). The
+// scheduler starts only the informers the enabled plugins' events need
+// (plus pods and nodes, which it always watches).
 type EnqueueExtensions interface {
-	EventsToRegister() []eventhandlers.ClusterEvent
+	EventsToRegister() []ClusterEventWithHint
 }
 
 // Handle is what plugins get from the framework.

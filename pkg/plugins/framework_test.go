@@ -9,8 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
@@ -30,7 +28,7 @@ func TestDefaultFramework(t *testing.T) {
 	// Every in-tree plugin registers its events, so the scheduler needs
 	// only the pod and node informers (ExternalWorkload events come from
 	// custom informers, if any are configured).
-	if got, want := fw.ResourcesNeeded(), []eventhandlers.Resource{eventhandlers.ExternalWorkload, eventhandlers.Node, eventhandlers.Pod}; !reflect.DeepEqual(got, want) {
+	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.ExternalWorkload, framework.Node, framework.Pod}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ResourcesNeeded = %v, want %v", got, want)
 	}
 
@@ -39,7 +37,7 @@ func TestDefaultFramework(t *testing.T) {
 		return st.MakePod().Namespace("ns").Name(name).Group("g").MinAvailable("3").Req(res{"cpu": "2"}).Obj()
 	}
 	a, b, c := mk("a"), mk("b"), mk("c")
-	id := cache.JobID{Namespace: "ns", Name: "g", Gang: true}
+	id := framework.JobID{Namespace: "ns", Name: "g", Gang: true}
 	waiting := &framework.Job{ID: id, MinAvailable: 3, Pending: []*v1.Pod{a, b}}
 	s := fw.RunPreFilterPlugins(ctx, framework.NewCycleState(), waiting)
 	if s.Code() != framework.Unschedulable || s.Plugin() != "Gang" || s.Message() != "waiting for tasks: 2 of min-available 3 exist" {
@@ -53,7 +51,7 @@ func TestDefaultFramework(t *testing.T) {
 		t.Fatalf("PreFilter = %v", s)
 	}
 	big := res{"cpu": "8", "memory": "8Gi", "pods": "10"}
-	nodes := []*cache.NodeInfo{
+	nodes := []*framework.NodeInfo{
 		testutil.NodeInfo(t, st.MakeNode().Name("cordoned").Capacity(big).Unschedulable(true).Obj()),
 		testutil.NodeInfo(t, st.MakeNode().Name("tainted").Capacity(big).Taint("dedicated", "infra", v1.TaintEffectNoSchedule).Obj()),
 		testutil.NodeInfo(t, st.MakeNode().Name("small").Capacity(res{"cpu": "1", "memory": "8Gi", "pods": "10"}).Obj()),

@@ -10,14 +10,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 )
 
 // assumeAndBind takes the capacity of every placement in the cache at once,
 // then binds the pods in the background.
 func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
+	logger := klog.FromContext(ctx)
 	for i, pod := range c.placed {
 		nodeName := c.placements[string(pod.UID)]
 		if err := s.cache.AssumePod(pod, nodeName); err != nil {
@@ -25,17 +25,17 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 			// meanwhile): undo what was assumed and try again later.
 			for _, done := range c.placed[:i] {
 				if ferr := s.cache.ForgetPod(done); ferr != nil {
-					klog.ErrorS(ferr, "Forgetting an assumed pod", "pod", klog.KObj(done))
+					logger.Error(ferr, "Forgetting an assumed pod", "pod", klog.KObj(done))
 				}
 			}
 			s.undoPlacements(ctx, c)
-			s.requeue(c, c.qj, fmt.Errorf("assuming pod %s on node %s: %w", podKey(pod), nodeName, err))
+			s.requeue(ctx, c, c.qj, fmt.Errorf("assuming pod %s on node %s: %w", podKey(pod), nodeName, err))
 			return
 		}
 	}
 	s.metrics.Attempts.WithLabelValues(resultScheduled, c.profile).Inc()
-	s.metrics.AttemptDuration.WithLabelValues(resultScheduled).Observe(time.Since(c.start).Seconds())
-	klog.V(2).InfoS("Job placed", "job", c.job.ID, "pods", len(c.placed), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
+	s.metrics.AttemptDuration.WithLabelValues(resultScheduled, c.profile).Observe(time.Since(c.start).Seconds())
+	logger.V(2).Info("Job placed", "pods", len(c.placed), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
 	var unplaced []*v1.Pod
 	for _, pod := range c.job.Pending {
 		if _, ok := c.placements[string(pod.UID)]; !ok {
@@ -71,6 +71,7 @@ const bindCallTimeout = 30 * time.Second
 // bind binds one pod, retrying with backoff; on final failure it rolls the
 // assumption back and requeues the job.
 func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName string) {
+	logger := klog.FromContext(ctx)
 	backoff := s.opts.BindBackoff
 	var st *framework.Status
 	for attempt := 1; attempt <= s.opts.BindAttempts; attempt++ {
@@ -82,13 +83,13 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 		cancel()
 		if st.IsSuccess() {
 			if err := s.cache.FinishBinding(pod); err != nil {
-				klog.ErrorS(err, "Finishing the binding of a pod", "pod", klog.KObj(pod))
+				logger.Error(err, "Finishing the binding of a pod", "pod", klog.KObj(pod))
 			}
 			s.metrics.PodsBound.Inc()
 			s.metrics.E2ELatency.Observe(time.Since(c.qj.InitialTimestamp).Seconds())
 			s.opts.Recorder.Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding",
 				"Successfully assigned %s to %s", podKey(pod), nodeName)
-			klog.V(2).InfoS("Bound pod", "pod", klog.KObj(pod), "node", nodeName)
+			logger.V(2).Info("Bound pod", "pod", klog.KObj(pod), "node", nodeName)
 			return
 		}
 		s.metrics.BindErrors.Inc()
@@ -98,7 +99,7 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 			break
 		}
 		if attempt < s.opts.BindAttempts {
-			klog.V(2).InfoS("Bind failed; retrying", "pod", klog.KObj(pod), "node", nodeName, "attempt", attempt, "err", st.AsError())
+			logger.V(2).Info("Bind failed; retrying", "pod", klog.KObj(pod), "node", nodeName, "attempt", attempt, "err", st.AsError())
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
@@ -111,21 +112,21 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 		}
 	}
 	err := st.AsError()
-	klog.ErrorS(err, "Binding failed; rolling back", "pod", klog.KObj(pod), "node", nodeName)
+	logger.Error(err, "Binding failed; rolling back", "pod", klog.KObj(pod), "node", nodeName)
 	if ferr := s.cache.ForgetPod(pod); ferr != nil {
-		klog.V(2).InfoS("Forgetting the pod after a failed bind", "pod", klog.KObj(pod), "err", ferr)
+		logger.V(2).Info("Forgetting the pod after a failed bind", "pod", klog.KObj(pod), "err", ferr)
 	}
 	// The capacity the pod held is free again: jobs it kept out may fit.
-	s.queue.MoveAllToActiveOrBackoffQueue(eventhandlers.EventAssignedPodDelete, nil)
+	s.queue.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, pod, nil)
 	c.fwk.RunUnreservePlugins(ctx, c.state, pod, nodeName)
 	if apierrors.IsNotFound(err) {
 		// Deleted while its bind was in flight: nothing to report.
 		return
 	}
 	s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Binding", "Binding rejected: %v", err)
-	if qerr := s.queue.AddUnschedulable(c.qj, cacheAttemptForBindError(err)); errors.Is(qerr, cache.ErrAlreadyQueued) {
-		klog.V(4).InfoS("Job of a pod whose bind failed is already waiting", "job", c.job.ID, "pod", klog.KObj(pod))
+	if qerr := s.queue.AddUnschedulable(c.qj, cacheAttemptForBindError(err)); errors.Is(qerr, queue.ErrAlreadyQueued) {
+		logger.V(4).Info("Job of a pod whose bind failed is already waiting", "pod", klog.KObj(pod))
 	} else if qerr != nil {
-		klog.ErrorS(qerr, "Requeueing a job after a failed bind", "job", c.job.ID)
+		logger.Error(qerr, "Requeueing a job after a failed bind")
 	}
 }

@@ -20,7 +20,6 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -149,7 +148,7 @@ func TestBindFailures(t *testing.T) {
 			scheduled := eventsWith(evts, "Normal Scheduled ")
 			task := h.task(pod)
 			if tt.wantBound {
-				if task.Status != cache.TaskAssumed || !h.taskDump(pod).Assumed.BindingFinished {
+				if task.Status != framework.TaskAssumed || !h.taskDump(pod).Assumed.BindingFinished {
 					t.Errorf("task = %s, want assumed with its binding finished", task.Status)
 				}
 				if got := h.requestedCPU("n1"); got != 1000 {
@@ -166,7 +165,7 @@ func TestBindFailures(t *testing.T) {
 				}
 			} else {
 				// Rolled back: pending again, the node free, unreserved.
-				if task.Status != cache.TaskPending || task.NodeName != "" {
+				if task.Status != framework.TaskPending || task.NodeName != "" {
 					t.Errorf("task = %s on %q, want pending", task.Status, task.NodeName)
 				}
 				if got := h.requestedCPU("n1"); got != 0 {
@@ -217,9 +216,9 @@ func TestGangBindFailureRollsBackOnlyTheFailedPod(t *testing.T) {
 	h.cycle()
 
 	for _, p := range pods {
-		want := cache.TaskAssumed
+		want := framework.TaskAssumed
 		if p.Name == "w-1" {
-			want = cache.TaskPending
+			want = framework.TaskPending
 		}
 		if got := h.task(p).Status; got != want {
 			t.Errorf("task %s = %s, want %s", p.Name, got, want)
@@ -257,7 +256,7 @@ func TestBindStopsWithContext(t *testing.T) {
 	if got := len(calls()["p"]); got != 1 {
 		t.Errorf("bind called %d times, want 1", got)
 	}
-	if got := h.task(pod).Status; got != cache.TaskPending {
+	if got := h.task(pod).Status; got != framework.TaskPending {
 		t.Errorf("task = %s, want pending after the rollback", got)
 	}
 }
@@ -326,9 +325,9 @@ func TestPartialGangBindFailureIsRetriedWithTheJob(t *testing.T) {
 	h.cycle()
 
 	for _, p := range pods {
-		want := cache.TaskPending
+		want := framework.TaskPending
 		if p.Name == "w-0" {
-			want = cache.TaskAssumed
+			want = framework.TaskAssumed
 		}
 		if got := h.task(p).Status; got != want {
 			t.Errorf("task %s = %s, want %s", p.Name, got, want)
@@ -343,7 +342,7 @@ func TestPartialGangBindFailureIsRetriedWithTheJob(t *testing.T) {
 	}
 
 	h.addNode("n3", "1")
-	h.cache.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+	h.cache.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
 	h.cycle()
 
 	bound := h.boundTo()
@@ -351,7 +350,7 @@ func TestPartialGangBindFailureIsRetriedWithTheJob(t *testing.T) {
 		t.Errorf("bound %v, want w-1 and w-2 bound too, each on its own node", bound)
 	}
 	for _, p := range pods {
-		if got := h.task(p).Status; got != cache.TaskAssumed {
+		if got := h.task(p).Status; got != framework.TaskAssumed {
 			t.Errorf("task %s = %s, want assumed", p.Name, got)
 		}
 	}

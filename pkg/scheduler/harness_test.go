@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -176,7 +175,7 @@ func (h *harness) cycle() {
 // requeueAll moves every parked job as a cluster event that may help any
 // would.
 func (h *harness) requeueAll() {
-	h.cache.MoveAllToActiveOrBackoffQueue(eventhandlers.ClusterEvent{Resource: eventhandlers.WildCard, ActionType: eventhandlers.All, Label: "Test"}, nil)
+	h.cache.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.All, Label: "Test"}, nil)
 }
 
 // bindings returns the pods/binding creations the fake clientset saw, in
@@ -237,9 +236,9 @@ func eventsWith(evts []string, prefix string) []string {
 }
 
 // task returns the cache's task of pod.
-func (h *harness) task(pod *v1.Pod) *cache.TaskInfo {
+func (h *harness) task(pod *v1.Pod) *framework.TaskInfo {
 	h.t.Helper()
-	job, ok := h.cache.Job(cache.JobIDForPod(pod))
+	job, ok := h.cache.Job(framework.JobIDForPod(pod))
 	if !ok {
 		h.t.Fatalf("job of pod %s is not in the cache", pod.Name)
 	}
@@ -267,7 +266,7 @@ func (h *harness) taskDump(pod *v1.Pod) cache.TaskDump {
 // requestedCPU returns the milli-CPU the cache accounts on node.
 func (h *harness) requestedCPU(node string) int64 {
 	h.t.Helper()
-	ni, ok := h.cache.NodeInfo(node)
+	ni, ok := h.framework.NodeInfo(node)
 	if !ok {
 		h.t.Fatalf("node %s is not in the cache", node)
 	}
@@ -307,7 +306,7 @@ const hookName = "TestHook"
 // that DefaultBinder binds).
 type hookPlugin struct {
 	preFilter func(job *framework.Job) *framework.Status
-	filter    func(pod *v1.Pod, node *cache.NodeInfo) *framework.Status
+	filter    func(pod *v1.Pod, node *framework.NodeInfo) *framework.Status
 	reserve   func(pod *v1.Pod, node string) *framework.Status
 	permit    func(job *framework.Job, placements map[string]string) *framework.Status
 	bind      func(pod *v1.Pod, node string) *framework.Status
@@ -327,8 +326,8 @@ var (
 
 func (*hookPlugin) Name() string { return hookName }
 
-func (*hookPlugin) EventsToRegister() []eventhandlers.ClusterEvent {
-	return []eventhandlers.ClusterEvent{eventhandlers.EventNodeLabelChange}
+func (*hookPlugin) EventsToRegister() []framework.ClusterEvent {
+	return []framework.ClusterEvent{framework.EventNodeLabelChange}
 }
 
 func (p *hookPlugin) PreFilter(_ context.Context, _ *framework.CycleState, job *framework.Job) *framework.Status {
@@ -338,7 +337,7 @@ func (p *hookPlugin) PreFilter(_ context.Context, _ *framework.CycleState, job *
 	return p.preFilter(job)
 }
 
-func (p *hookPlugin) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+func (p *hookPlugin) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
 	if p.filter == nil {
 		return nil
 	}

@@ -21,9 +21,9 @@ import (
 )
 
 func TestPickHighest(t *testing.T) {
-	var nodes []*cache.NodeInfo
+	var nodes []*framework.NodeInfo
 	for _, name := range []string{"a", "b", "c", "d"} {
-		nodes = append(nodes, cache.NewNodeInfo(st.MakeNode().Name(name).Obj()))
+		nodes = append(nodes, framework.NewNodeInfo(st.MakeNode().Name(name).Obj()))
 	}
 	scores := func(s ...int64) []framework.NodeScore {
 		out := make([]framework.NodeScore, len(s))

@@ -17,7 +17,8 @@ const (
 type Metrics struct {
 	// Attempts counts scheduling cycles by result and profile.
 	Attempts *prometheus.CounterVec
-	// AttemptDuration is the time of one cycle (pop to decision) by result.
+	// AttemptDuration is the time of one cycle (pop to decision) by result
+	// and profile.
 	AttemptDuration *prometheus.HistogramVec
 	// E2ELatency is the time from a job entering the queue (its first
 	// pod's creation) to the successful bind of each of its pods.
@@ -38,9 +39,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"result", "profile"}),
 		AttemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "batch_scheduler", Name: "scheduling_attempt_duration_seconds",
-			Help:    "Duration of one scheduling cycle, from pop to decision, by result.",
+			Help:    "Duration of one scheduling cycle, from pop to decision, by result (scheduled, unschedulable, error) and profile.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}, []string{"result"}),
+		}, []string{"result", "profile"}),
 		E2ELatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "batch_scheduler", Name: "pod_scheduling_e2e_duration_seconds",
 			Help:    "Time from the job entering the queue (its first pod's creation) to the successful bind of each of its pods.",

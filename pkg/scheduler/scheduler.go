@@ -11,6 +11,7 @@ import (
 	"time"
 
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -22,9 +23,35 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
+// Cache is what the scheduling loop needs of the scheduler cache
+// (pkg/cache implements it): a snapshot of the nodes, the jobs' tasks, and
+// the assumptions of placements whose bind is in flight.
+type Cache interface {
+	UpdateSnapshot(s *cache.Snapshot) error
+	Job(id framework.JobID) (*framework.JobInfo, bool)
+	AssumePod(pod *v1.Pod, nodeName string) error
+	FinishBinding(pod *v1.Pod) error
+	ForgetPod(pod *v1.Pod) error
+}
+
+// Queue is what the scheduling loop needs of the scheduling queue
+// (pkg/queue implements it).
+type Queue interface {
+	Pop(ctx context.Context) (*framework.QueuedJob, error)
+	Done(id framework.JobID)
+	AddUnschedulable(job *framework.QueuedJob, attempt queue.Attempt) error
+	MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any)
+}
+
+var (
+	_ Cache = &cache.SchedulerCache{}
+	_ Queue = &queue.SchedulingQueue{}
+)
+
 // Options configure a Scheduler.
 type Options struct {
-	Cache  *cache.SchedulerCache
+	Cache  Cache
+	Queue  Queue
 	Client kubernetes.Interface
 	// Profiles maps each scheduler name to its framework. A pod whose
 	// spec.schedulerName has no profile is not scheduled (the cache only
@@ -46,8 +73,8 @@ type Options struct {
 // Scheduler is the scheduling loop.
 type Scheduler struct {
 	opts     Options
-	cache    *cache.SchedulerCache
-	queue    *cache.SchedulingQueue
+	cache    Cache
+	queue    Queue
 	snapshot *cache.Snapshot
 	metrics  *Metrics
 
@@ -59,8 +86,8 @@ type Scheduler struct {
 
 // New validates opts and returns a Scheduler.
 func New(opts Options) (*Scheduler, error) {
-	if opts.Cache == nil || opts.Client == nil || opts.Recorder == nil {
-		return nil, errors.New("creating the scheduler: cache, client and event recorder are required")
+	if opts.Cache == nil || opts.Queue == nil || opts.Client == nil || opts.Recorder == nil {
+		return nil, errors.New("creating the scheduler: cache, queue, client and event recorder are required")
 	}
 	if len(opts.Profiles) == 0 {
 		return nil, errors.New("creating the scheduler: no profiles")
@@ -84,7 +111,7 @@ func New(opts Options) (*Scheduler, error) {
 	return &Scheduler{
 		opts:      opts,
 		cache:     opts.Cache,
-		queue:     opts.Cache.Queue(),
+		queue:     opts.Queue,
 		snapshot:  cache.NewSnapshot(),
 		metrics:   opts.Metrics,
 		bindSlots: make(chan struct{}, opts.BindConcurrency),
@@ -93,15 +120,16 @@ func New(opts Options) (*Scheduler, error) {
 
 // Run schedules jobs until ctx is done, then waits for binds in flight.
 func (s *Scheduler) Run(ctx context.Context) {
-	klog.InfoS("Starting the scheduling loop", "profiles", len(s.opts.Profiles))
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting the scheduling loop", "profiles", len(s.opts.Profiles))
 	wait.UntilWithContext(ctx, s.scheduleOne, 0)
 	s.bindWG.Wait()
-	klog.InfoS("Scheduling loop stopped")
+	logger.Info("Scheduling loop stopped")
 }
 
 // cycle is the state of one scheduling cycle.
 type cycle struct {
-	qj      *cache.QueuedJob
+	qj      *framework.QueuedJob
 	job     *framework.Job
 	fwk     *frameworkruntime.Framework
 	profile string
@@ -115,22 +143,31 @@ type cycle struct {
 	failures map[string]string
 	// rejectedBy collects the plugins that rejected something.
 	rejectedBy map[string]bool
+	// noNodes records that a pod found no node to try at all: no plugin
+	// rejected it, so any event may help.
+	noNodes bool
 }
 
 // scheduleOne runs one cycle: pop a job, place it, assume and bind or
 // report why not.
+//
+// Every log line of the cycle, the plugins' included, carries the job: the
+// cycle's context holds a logger with its key, and so do the binds it
+// starts.
 func (s *Scheduler) scheduleOne(ctx context.Context) {
 	qj, err := s.queue.Pop(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			klog.ErrorS(err, "Popping a job from the scheduling queue")
+			klog.FromContext(ctx).Error(err, "Popping a job from the scheduling queue")
 		}
 		return
 	}
+	logger := klog.FromContext(ctx).WithValues("job", qj.ID.String())
+	ctx = klog.NewContext(ctx, logger)
 	c, err := s.newCycle(qj)
 	if err != nil {
-		klog.ErrorS(err, "Cannot schedule job", "job", qj.ID)
-		s.requeue(c, qj, err)
+		logger.Error(err, "Cannot schedule job")
+		s.requeue(ctx, c, qj, err)
 		return
 	}
 	if c == nil {
@@ -138,10 +175,10 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		s.queue.Done(qj.ID)
 		return
 	}
-	klog.V(3).InfoS("Attempting to schedule job", "job", qj.ID, "pending", len(c.job.Pending), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
+	logger.V(3).Info("Attempting to schedule job", "pending", len(c.job.Pending), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
 
 	if err := s.cache.UpdateSnapshot(s.snapshot); err != nil {
-		s.requeue(c, qj, fmt.Errorf("updating the snapshot: %w", err))
+		s.requeue(ctx, c, qj, fmt.Errorf("updating the snapshot: %w", err))
 		return
 	}
 	if st := c.fwk.RunPreFilterPlugins(ctx, c.state, c.job); !st.IsSuccess() {
@@ -150,14 +187,14 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 			s.unschedulable(ctx, c, st.Message())
 			return
 		}
-		s.requeue(c, qj, fmt.Errorf("pre-filter: %w", st.AsError()))
+		s.requeue(ctx, c, qj, fmt.Errorf("pre-filter: %w", st.AsError()))
 		return
 	}
 
 	for _, pod := range c.job.Pending {
 		if err := s.placePod(ctx, c, pod); err != nil {
 			s.undoPlacements(ctx, c)
-			s.requeue(c, qj, err)
+			s.requeue(ctx, c, qj, err)
 			return
 		}
 	}
@@ -169,7 +206,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 			s.unschedulable(ctx, c, st.Message())
 			return
 		}
-		s.requeue(c, qj, fmt.Errorf("permit: %w", st.AsError()))
+		s.requeue(ctx, c, qj, fmt.Errorf("permit: %w", st.AsError()))
 		return
 	}
 	if len(c.placed) == 0 {
@@ -182,7 +219,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 }
 
 // newCycle builds the cycle for qj; nil when nothing is left to place.
-func (s *Scheduler) newCycle(qj *cache.QueuedJob) (*cycle, error) {
+func (s *Scheduler) newCycle(qj *framework.QueuedJob) (*cycle, error) {
 	if len(qj.Pods) == 0 {
 		return nil, nil
 	}
@@ -197,17 +234,9 @@ func (s *Scheduler) newCycle(qj *cache.QueuedJob) (*cycle, error) {
 	if !ok {
 		return nil, nil
 	}
-	job := &framework.Job{ID: qj.ID, MinAvailable: info.MinAvailable(), Err: info.ValidationError()}
-	for _, t := range info.Tasks {
-		switch t.Status {
-		case cache.TaskBound, cache.TaskAssumed:
-			if t.Counted {
-				job.Bound++
-			}
-		}
-	}
+	job := &framework.Job{ID: qj.ID, MinAvailable: info.MinAvailable(), Err: info.ValidationError(), Bound: info.Counts().Running()}
 	for _, pod := range qj.Pods {
-		if t, ok := info.Tasks[pod.UID]; ok && t.Status == cache.TaskPending {
+		if t, ok := info.Tasks[pod.UID]; ok && t.Status == framework.TaskPending {
 			job.Pending = append(job.Pending, pod)
 		}
 	}
@@ -225,6 +254,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 	nodes := s.snapshot.NodeInfos()
 	if len(nodes) == 0 {
 		c.failures[podKey(pod)] = "no nodes available to schedule pods"
+		c.noNodes = true
 		return nil
 	}
 	feasible, diagnosis, err := c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
@@ -258,7 +288,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		return fmt.Errorf("reserving node %s for pod %s: %w", node.Name(), podKey(pod), st.AsError())
 	}
 	// Later pods of the job see this one on the node.
-	node.AddPod(pod)
+	s.snapshot.AddPod(node.Name(), pod)
 	c.placements[string(pod.UID)] = node.Name()
 	c.placed = append(c.placed, pod)
 	return nil
@@ -266,7 +296,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 
 // pickHighest returns the node with the highest total score, breaking ties
 // at random so that equal nodes share the load.
-func pickHighest(nodes []*cache.NodeInfo, scores []framework.NodeScore) *cache.NodeInfo {
+func pickHighest(nodes []*framework.NodeInfo, scores []framework.NodeScore) *framework.NodeInfo {
 	best, ties := 0, 1
 	for i := 1; i < len(scores); i++ {
 		switch {
@@ -294,9 +324,7 @@ func (s *Scheduler) undoPlacements(ctx context.Context, c *cycle) {
 		pod := c.placed[i]
 		nodeName := c.placements[string(pod.UID)]
 		c.fwk.RunUnreservePlugins(ctx, c.state, pod, nodeName)
-		if ni, ok := s.snapshot.Get(nodeName); ok {
-			ni.RemovePod(pod.UID)
-		}
+		s.snapshot.RemovePod(nodeName, pod.UID)
 	}
 	c.placed, c.placements = nil, map[string]string{}
 }
@@ -311,7 +339,7 @@ func (c *cycle) noteRejection(st *framework.Status) {
 // an event its rejecting plugins care about.
 func (s *Scheduler) unschedulable(ctx context.Context, c *cycle, jobMessage string) {
 	s.metrics.Attempts.WithLabelValues(resultUnschedulable, c.profile).Inc()
-	s.metrics.AttemptDuration.WithLabelValues(resultUnschedulable).Observe(time.Since(c.start).Seconds())
+	s.metrics.AttemptDuration.WithLabelValues(resultUnschedulable, c.profile).Observe(time.Since(c.start).Seconds())
 	s.park(ctx, c, c.job.Pending, jobMessage)
 }
 
@@ -323,7 +351,7 @@ func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessa
 		pluginNames = append(pluginNames, p)
 	}
 	sort.Strings(pluginNames)
-	evts := c.fwk.EventsToRegisterFor(pluginNames...)
+	events := c.fwk.EventsToRegisterFor(pluginNames...)
 	summary := ""
 	if c.job.ID.Gang {
 		summary = jobMessage
@@ -335,9 +363,10 @@ func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessa
 		}
 		s.reportUnschedulable(ctx, pod, msg)
 	}
-	klog.V(2).InfoS("Job is unschedulable", "job", c.job.ID, "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
-	if err := s.queue.AddUnschedulable(c.qj, cache.Attempt{Reason: summary, Events: evts}); err != nil {
-		klog.ErrorS(err, "Parking an unschedulable job", "job", c.job.ID)
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Job is unschedulable", "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
+	if err := s.queue.AddUnschedulable(c.qj, queue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes}); err != nil {
+		logger.Error(err, "Parking an unschedulable job")
 	}
 }
 
@@ -365,16 +394,17 @@ func podMessage(c *cycle, pod *v1.Pod, jobMessage string) string {
 }
 
 // requeue puts a job whose cycle failed with an error back after backoff.
-func (s *Scheduler) requeue(c *cycle, qj *cache.QueuedJob, err error) {
-	profile := ""
+func (s *Scheduler) requeue(ctx context.Context, c *cycle, qj *framework.QueuedJob, err error) {
+	profile, start := "", time.Now()
 	if c != nil {
-		profile = c.profile
-		s.metrics.AttemptDuration.WithLabelValues(resultError).Observe(time.Since(c.start).Seconds())
+		profile, start = c.profile, c.start
 	}
 	s.metrics.Attempts.WithLabelValues(resultError, profile).Inc()
-	klog.ErrorS(err, "Scheduling cycle failed; retrying after backoff", "job", qj.ID)
-	if qerr := s.queue.AddUnschedulable(qj, cache.Attempt{Reason: err.Error(), Err: err}); qerr != nil {
-		klog.ErrorS(qerr, "Requeueing a job", "job", qj.ID)
+	s.metrics.AttemptDuration.WithLabelValues(resultError, profile).Observe(time.Since(start).Seconds())
+	logger := klog.FromContext(ctx)
+	logger.Error(err, "Scheduling cycle failed; retrying after backoff")
+	if qerr := s.queue.AddUnschedulable(qj, queue.Attempt{Reason: err.Error(), Err: err}); qerr != nil {
+		logger.Error(qerr, "Requeueing a job")
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -84,8 +83,8 @@ func TestScheduleOneBindsAPodThatFits(t *testing.T) {
 
 			// Assumed in the cache, on the node, with its binding finished.
 			task := h.task(tt.pod)
-			if task.Status != cache.TaskAssumed || task.NodeName != tt.wantNode {
-				t.Errorf("task = %s on %q, want %s on %q", task.Status, task.NodeName, cache.TaskAssumed, tt.wantNode)
+			if task.Status != framework.TaskAssumed || task.NodeName != tt.wantNode {
+				t.Errorf("task = %s on %q, want %s on %q", task.Status, task.NodeName, framework.TaskAssumed, tt.wantNode)
 			}
 			if td := h.taskDump(tt.pod); td.Assumed == nil || !td.Assumed.BindingFinished || td.Assumed.Expires == nil {
 				t.Errorf("task dump %+v: want an assumption whose binding finished", td)
@@ -177,8 +176,8 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 			if b := h.bindings(); len(b) != 0 {
 				t.Errorf("got bindings %+v, want none", b)
 			}
-			if got := h.task(pod).Status; got != cache.TaskPending {
-				t.Errorf("task status = %s, want %s", got, cache.TaskPending)
+			if got := h.task(pod).Status; got != framework.TaskPending {
+				t.Errorf("task status = %s, want %s", got, framework.TaskPending)
 			}
 			evts := h.events()
 			if want := "Warning FailedScheduling " + tt.wantMsg; !slices.Equal(evts, []string{want}) {
@@ -303,8 +302,8 @@ func TestGangAllOrNothing(t *testing.T) {
 		t.Fatalf("got bindings %+v, want none", b)
 	}
 	for _, p := range pods {
-		if got := h.task(p).Status; got != cache.TaskPending {
-			t.Errorf("task %s = %s, want %s", p.Name, got, cache.TaskPending)
+		if got := h.task(p).Status; got != framework.TaskPending {
+			t.Errorf("task %s = %s, want %s", p.Name, got, framework.TaskPending)
 		}
 	}
 	for i := 1; i <= 3; i++ {
@@ -345,7 +344,7 @@ func TestGangAllOrNothing(t *testing.T) {
 
 	// A fourth node: the gang fits, one task per node.
 	h.addNode("n4", "1")
-	h.cache.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+	h.cache.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
 	h.cycle()
 
 	bound := h.boundTo()
@@ -360,7 +359,7 @@ func TestGangAllOrNothing(t *testing.T) {
 		nodes[node] = true
 	}
 	for _, p := range pods {
-		if got := h.task(p); got.Status != cache.TaskAssumed || got.NodeName != bound[p.Name] {
+		if got := h.task(p); got.Status != framework.TaskAssumed || got.NodeName != bound[p.Name] {
 			t.Errorf("task %s = %s on %q, want assumed on %q", p.Name, got.Status, got.NodeName, bound[p.Name])
 		}
 	}
@@ -433,12 +432,12 @@ func TestGangPartialPlacement(t *testing.T) {
 		t.Fatalf("bound %v, want w-0 and w-1 on distinct nodes", bound)
 	}
 	for _, p := range pods[:2] {
-		if got := h.task(p).Status; got != cache.TaskAssumed {
-			t.Errorf("task %s = %s, want %s", p.Name, got, cache.TaskAssumed)
+		if got := h.task(p).Status; got != framework.TaskAssumed {
+			t.Errorf("task %s = %s, want %s", p.Name, got, framework.TaskAssumed)
 		}
 	}
-	if got := h.task(pods[2]).Status; got != cache.TaskPending {
-		t.Errorf("task w-2 = %s, want %s", got, cache.TaskPending)
+	if got := h.task(pods[2]).Status; got != framework.TaskPending {
+		t.Errorf("task w-2 = %s, want %s", got, framework.TaskPending)
 	}
 	const msg = "0/2 nodes are available: 2 Insufficient cpu."
 	evts := h.events()
@@ -478,7 +477,7 @@ func TestGangPartialPlacement(t *testing.T) {
 	}
 	// A node is added: w-2 is tried again and lands there.
 	h.addNode("n3", "1")
-	h.cache.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+	h.cache.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
 	if got := h.cache.Queue().Lengths(); got.Active != 1 {
 		t.Fatalf("queue lengths after NodeAdd = %+v, want the job active (w-2 must not be stuck)", got)
 	}
@@ -555,7 +554,7 @@ func TestCycleErrorsRequeue(t *testing.T) {
 		},
 		{
 			name: "filter error",
-			hook: &hookPlugin{filter: func(pod *v1.Pod, _ *cache.NodeInfo) *framework.Status {
+			hook: &hookPlugin{filter: func(pod *v1.Pod, _ *framework.NodeInfo) *framework.Status {
 				if pod.Name == "w-1" {
 					return boom()
 				}
@@ -611,7 +610,7 @@ func TestCycleErrorsRequeue(t *testing.T) {
 				}
 			}
 			for _, p := range pods {
-				if got := h.task(p).Status; got != cache.TaskPending {
+				if got := h.task(p).Status; got != framework.TaskPending {
 					t.Errorf("task %s = %s, want pending", p.Name, got)
 				}
 			}
@@ -670,7 +669,7 @@ func TestReserveAndPermitRejections(t *testing.T) {
 			if evts := h.events(); !slices.Equal(evts, []string{"Warning FailedScheduling " + tt.wantMsg}) {
 				t.Errorf("events = %q, want the rejection", evts)
 			}
-			if got := h.task(pod).Status; got != cache.TaskPending {
+			if got := h.task(pod).Status; got != framework.TaskPending {
 				t.Errorf("task = %s, want pending", got)
 			}
 			d := h.cache.Dump().Queue
@@ -716,7 +715,7 @@ func TestAssumeFailureRollsBack(t *testing.T) {
 	if b := h.bindings(); len(b) != 0 {
 		t.Errorf("got bindings %+v, want none", b)
 	}
-	if got := h.task(w0).Status; got != cache.TaskPending {
+	if got := h.task(w0).Status; got != framework.TaskPending {
 		t.Errorf("w-0 = %s, want pending again", got)
 	}
 	if got := h.requestedCPU("n1"); got != 0 {

@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/klog/v2"
-
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 )
 
 // reportUnschedulable sets PodScheduled=False/Unschedulable with msg on
@@ -34,7 +33,7 @@ func (s *Scheduler) reportUnschedulable(ctx context.Context, pod *v1.Pod, msg st
 		s.bindSlots <- struct{}{}
 		defer func() { <-s.bindSlots }()
 		if err := s.patchCondition(ctx, pod, cond); err != nil {
-			klog.ErrorS(err, "Updating the scheduling condition of a pod", "pod", klog.KObj(pod))
+			klog.FromContext(ctx).Error(err, "Updating the scheduling condition of a pod", "pod", klog.KObj(pod))
 		}
 	}()
 }
@@ -89,6 +88,6 @@ func (s *Scheduler) patchCondition(ctx context.Context, pod *v1.Pod, cond v1.Pod
 
 // cacheAttemptForBindError is the queue attempt for a job whose bind
 // failed: an error, retried after backoff.
-func cacheAttemptForBindError(err error) cache.Attempt {
-	return cache.Attempt{Reason: "binding failed: " + err.Error(), Err: err}
+func cacheAttemptForBindError(err error) queue.Attempt {
+	return queue.Attempt{Reason: "binding failed: " + err.Error(), Err: err}
 }

@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -133,12 +132,12 @@ func TestPatchConditionOfDeletedPod(t *testing.T) {
 }
 
 func TestPodMessage(t *testing.T) {
-	gang := cache.JobID{Namespace: "ns", Name: "g", Gang: true}
-	single := cache.JobID{Namespace: "ns", Name: "p"}
+	gang := framework.JobID{Namespace: "ns", Name: "g", Gang: true}
+	single := framework.JobID{Namespace: "ns", Name: "p"}
 	invalid := errors.New("job ns/g: bad min-available")
 	tests := []struct {
 		name       string
-		job        cache.JobID
+		job        framework.JobID
 		jobErr     error
 		own        string
 		jobMessage string

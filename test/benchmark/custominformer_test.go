@@ -28,8 +28,8 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -292,7 +292,7 @@ func runCustomInformerBench(b *testing.B, s ciSettings, side ciSide) float64 {
 		Client: fake.NewClientset(nodes...),
 		// Pods and nodes only: the other native informers have nothing
 		// to deliver here.
-		Resources: []eventhandlers.Resource{},
+		Resources: []framework.EventResource{},
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -313,7 +313,7 @@ func runCustomInformerBench(b *testing.B, s ciSettings, side ciSide) float64 {
 	if err := inf.SetWatchErrorHandlerWithContext(errs.add); err != nil {
 		b.Fatal(err)
 	}
-	if err := c.AddCustomInformer(cache.CustomInformer{Name: name, Resource: eventhandlers.ExternalWorkload, Informer: inf}); err != nil {
+	if err := c.AddCustomInformer(cache.CustomInformer{Name: name, Resource: framework.ExternalWorkload, Informer: inf}); err != nil {
 		b.Fatal(err)
 	}
 	if err := c.Run(ctx, h); err != nil {
@@ -537,7 +537,7 @@ func (h *httpSide) setup(b *testing.B, ctx context.Context, seq *ciSequence) (st
 	}))
 	ci := config.CustomInformer{
 		Name:       "bench-http",
-		Resource:   string(eventhandlers.ExternalWorkload),
+		Resource:   string(framework.ExternalWorkload),
 		SourceType: custominformer.HTTPSource,
 		SourceArgs: config.NewSection("bench-custominformer.yaml", []byte("url: "+h.srv.URL+"\n")),
 		Line:       1,
@@ -546,8 +546,8 @@ func (h *httpSide) setup(b *testing.B, ctx context.Context, seq *ciSequence) (st
 	if err != nil {
 		b.Fatal(err)
 	}
-	if built.Resource != eventhandlers.ExternalWorkload {
-		b.Fatalf("Build: resource %q, want %q", built.Resource, eventhandlers.ExternalWorkload)
+	if built.Resource != framework.ExternalWorkload {
+		b.Fatalf("Build: resource %q, want %q", built.Resource, framework.ExternalWorkload)
 	}
 	return built.Name, built.Informer
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
@@ -58,7 +59,7 @@ func TestCacheFollowsTheAPI(t *testing.T) {
 	mustPod(t, st.MakePod().Namespace(ns).Name("g-1").Group("g").MinAvailable("2").NodeSelector(nowhere).Req(res{"cpu": "1"}).Obj())
 	mustPod(t, st.MakePod().Namespace(ns).Name("not-ours").Scheduler("default-scheduler").Obj())
 
-	d := s.waitForDump(t, "nodes and jobs", func(d *cache.CacheDump) bool {
+	d := s.waitForDump(t, "nodes and jobs", func(d *cache.Dump) bool {
 		a, b := node(d, "follow-a"), node(d, "follow-b")
 		g := job(d, ns+"/g")
 		return a != nil && b != nil && a.Schedulable.MilliCPU == 4000 && b.Schedulable.MilliCPU == 2000 &&
@@ -80,7 +81,7 @@ func TestCacheFollowsTheAPI(t *testing.T) {
 	if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(t.Context(), b, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "follow-b allocatable 8 cpu", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "follow-b allocatable 8 cpu", func(d *cache.Dump) bool {
 		n := node(d, "follow-b")
 		return n != nil && n.Schedulable.MilliCPU == 8000 && n.Idle.MilliCPU == 8000
 	})
@@ -91,14 +92,14 @@ func TestCacheFollowsTheAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.waitForDump(t, "deleted pods gone", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "deleted pods gone", func(d *cache.Dump) bool {
 		g := job(d, ns+"/g")
 		return job(d, ns+"/pod:solo") == nil && g != nil && len(g.Tasks) == 1
 	})
 	if err := cp.Client.CoreV1().Nodes().Delete(t.Context(), "follow-a", now); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "follow-a gone", func(d *cache.CacheDump) bool { return node(d, "follow-a") == nil })
+	s.waitForDump(t, "follow-a gone", func(d *cache.Dump) bool { return node(d, "follow-a") == nil })
 }
 
 // Pods bound by someone else, including a pending pod of ours that another
@@ -114,18 +115,18 @@ func TestPodsBoundElsewhereAreCounted(t *testing.T) {
 	// A pending pod of ours that no node can take (its selector matches
 	// none), so that it is still pending when someone else binds it.
 	mustPod(t, st.MakePod().Namespace(ns).Name("mine").NodeSelector(nowhere).Req(res{"cpu": "2"}).Obj())
-	s.waitForDump(t, "web counted, mine pending", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "web counted, mine pending", func(d *cache.Dump) bool {
 		n, j := node(d, "bound-a"), job(d, ns+"/pod:mine")
-		return n != nil && n.Requested.MilliCPU == 1500 && j != nil && j.Tasks[0].Status == cache.TaskPending
+		return n != nil && n.Requested.MilliCPU == 1500 && j != nil && j.Tasks[0].Status == framework.TaskPending
 	})
 
 	binding := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"}, Target: v1.ObjectReference{Kind: "Node", Name: "bound-a"}}
 	if err := cp.Client.CoreV1().Pods(ns).Bind(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "mine bound and counted", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "mine bound and counted", func(d *cache.Dump) bool {
 		n, j := node(d, "bound-a"), job(d, ns+"/pod:mine")
-		return n != nil && n.Requested.MilliCPU == 3500 && j != nil && j.Tasks[0].Status == cache.TaskBound && j.Tasks[0].Node == "bound-a"
+		return n != nil && n.Requested.MilliCPU == 3500 && j != nil && j.Tasks[0].Status == framework.TaskBound && j.Tasks[0].Node == "bound-a"
 	})
 
 	// Graceful deletion without a kubelet leaves "web" terminating: still
@@ -142,14 +143,14 @@ func TestPodsBoundElsewhereAreCounted(t *testing.T) {
 	if _, err := cp.Client.CoreV1().Pods(ns).UpdateStatus(t.Context(), mine, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "finished pod freed, terminating pod counted", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "finished pod freed, terminating pod counted", func(d *cache.Dump) bool {
 		n := node(d, "bound-a")
 		return n != nil && n.Requested.MilliCPU == 1500 && len(n.Pods) == 2
 	})
 	if err := cp.Client.CoreV1().Pods(ns).Delete(t.Context(), "web", now); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "terminating pod gone", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "terminating pod gone", func(d *cache.Dump) bool {
 		n := node(d, "bound-a")
 		return n != nil && n.Requested.MilliCPU == 0 && len(n.Pods) == 1
 	})
@@ -165,7 +166,7 @@ func TestNodeDeletedWithPods(t *testing.T) {
 	mustNode(t, st.MakeNode().Name("gone-a").Capacity(res{"cpu": "4", "memory": "8Gi", "pods": "20"}).Obj())
 	mustPod(t, st.MakePod().Namespace(ns).Name("p").Scheduler("default-scheduler").Node("gone-a").Phase(v1.PodRunning).Req(res{"cpu": "1"}).Obj())
 	mustPod(t, st.MakePod().Namespace(ns).Name("early").Scheduler("default-scheduler").Node("late-node").Phase(v1.PodRunning).Req(res{"cpu": "2"}).Obj())
-	s.waitForDump(t, "pods accounted", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "pods accounted", func(d *cache.Dump) bool {
 		a, late := node(d, "gone-a"), node(d, "late-node")
 		return a != nil && !a.Placeholder && a.Requested.MilliCPU == 1000 && late != nil && late.Placeholder && late.Requested.MilliCPU == 2000
 	})
@@ -174,14 +175,14 @@ func TestNodeDeletedWithPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustNode(t, st.MakeNode().Name("late-node").Capacity(res{"cpu": "4", "memory": "8Gi", "pods": "20"}).Obj())
-	s.waitForDump(t, "gone-a a placeholder, late-node real", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "gone-a a placeholder, late-node real", func(d *cache.Dump) bool {
 		a, late := node(d, "gone-a"), node(d, "late-node")
 		return a != nil && a.Placeholder && a.Requested.MilliCPU == 1000 && late != nil && !late.Placeholder && late.Idle.MilliCPU == 2000
 	})
 	if err := cp.Client.CoreV1().Pods(ns).Delete(t.Context(), "p", now); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "placeholder gone with its last pod", func(d *cache.CacheDump) bool { return node(d, "gone-a") == nil })
+	s.waitForDump(t, "placeholder gone with its last pod", func(d *cache.Dump) bool { return node(d, "gone-a") == nil })
 }
 
 // nowhere is a node selector no node matches: pods of ours with it stay
@@ -192,7 +193,7 @@ var nowhere = map[string]string{"e2e": "nowhere"}
 // scheduler over the same cluster: generations, event counters, the
 // informer registrations' state, and which sub-queue a job waits in (a
 // fresh scheduler has not tried the jobs yet).
-func comparable(d *cache.CacheDump) any {
+func comparable(d *cache.Dump) any {
 	nodes := append([]cache.NodeDump(nil), d.Nodes...)
 	for i := range nodes {
 		nodes[i].Generation = 0
@@ -217,7 +218,7 @@ func TestRestartRebuildsTheSameCache(t *testing.T) {
 	}
 	mustPod(t, st.MakePod().Namespace(ns).Name("bad").Group("bad").MinAvailable("zero").NodeSelector(nowhere).Obj())
 
-	ready := func(d *cache.CacheDump) bool {
+	ready := func(d *cache.Dump) bool {
 		g := job(d, ns+"/g")
 		return node(d, "restart-a") != nil && node(d, "restart-b") != nil && node(d, "restart-missing") != nil &&
 			g != nil && len(g.Tasks) == 3 && job(d, ns+"/bad") != nil

@@ -119,7 +119,7 @@ func httpInformerConfig(t *testing.T, url string) string {
 
 // externalOn says whether node n carries exactly the external CPU milli
 // and the keys.
-func externalOn(d *cache.CacheDump, n string, milli int64, keys ...string) bool {
+func externalOn(d *cache.Dump, n string, milli int64, keys ...string) bool {
 	nd := node(d, n)
 	if nd == nil {
 		return false
@@ -129,7 +129,7 @@ func externalOn(d *cache.CacheDump, n string, milli int64, keys ...string) bool 
 
 // checkNoOvercommit fails if a node of names has more requested plus
 // external CPU than it can schedule.
-func checkNoOvercommit(t *testing.T, d *cache.CacheDump, names ...string) {
+func checkNoOvercommit(t *testing.T, d *cache.Dump, names ...string) {
 	t.Helper()
 	for _, n := range names {
 		nd := node(d, n)
@@ -145,7 +145,7 @@ func checkNoOvercommit(t *testing.T, d *cache.CacheDump, names ...string) {
 
 // queuedJob finds id in any sub-queue of the dump, with the sub-queue's
 // name.
-func queuedJob(d *cache.CacheDump, id string) (string, *cache.QueuedJobDump) {
+func queuedJob(d *cache.Dump, id string) (string, *cache.QueuedJobDump) {
 	for _, q := range []struct {
 		name string
 		jobs []cache.QueuedJobDump
@@ -328,7 +328,7 @@ func TestExternalWorkloadsFromHTTPManagerShrinkCapacity(t *testing.T) {
 	if now := podNodes(t, ns); !maps.Equal(now, placed) {
 		t.Fatalf("placements changed while %s was unschedulable: %v, then %v", waiting, placed, now)
 	}
-	d = s.waitForDump(t, "two pods on B, the VM on A", func(d *cache.CacheDump) bool {
+	d = s.waitForDump(t, "two pods on B, the VM on A", func(d *cache.Dump) bool {
 		b := node(d, nodeB)
 		return externalOn(d, nodeA, 3000, key) && b != nil && b.Requested.MilliCPU == 4000 && len(b.Pods) == 2
 	})
@@ -340,7 +340,7 @@ func TestExternalWorkloadsFromHTTPManagerShrinkCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPodBoundTo(t, s, ns, waiting, nodeA, "the VM shrank from 3 to 1 CPU on "+nodeA)
-	d = s.waitForDump(t, "A holds the pod and the shrunk VM", func(d *cache.CacheDump) bool {
+	d = s.waitForDump(t, "A holds the pod and the shrunk VM", func(d *cache.Dump) bool {
 		a := node(d, nodeA)
 		return externalOn(d, nodeA, 1000, key) && a.Requested.MilliCPU == 2000 && a.Idle.MilliCPU == 1000
 	})
@@ -358,7 +358,7 @@ func TestExternalWorkloadsFromHTTPManagerShrinkCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPodBoundTo(t, s, ns, "late", nodeA, "the VM on "+nodeA+" was deleted")
-	d = s.waitForDump(t, "no external usage left on A", func(d *cache.CacheDump) bool {
+	d = s.waitForDump(t, "no external usage left on A", func(d *cache.Dump) bool {
 		a := node(d, nodeA)
 		return externalOn(d, nodeA, 0) && a.Requested.MilliCPU == 4000 && len(a.Pods) == 2
 	})
@@ -445,7 +445,7 @@ func TestCustomInformerManagerDownThenUp(t *testing.T) {
 	if err := store.Delete("", vmName); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "the VM gone from "+nodeA, func(d *cache.CacheDump) bool { return externalOn(d, nodeA, 0) })
+	s.waitForDump(t, "the VM gone from "+nodeA, func(d *cache.Dump) bool { return externalOn(d, nodeA, 0) })
 	checkInformerMetric(t, s, "events_total", `informer="vms",type="deleted"`, "1", eq(1))
 }
 
@@ -490,7 +490,7 @@ func TestKubeconfigSourceAgainstRealAPIServer(t *testing.T) {
 	if _, err := workloads.Create(t.Context(), toUnstructured(t, vm(second, nodeA, "1")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "both VMs on A", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "both VMs on A", func(d *cache.Dump) bool {
 		return externalOn(d, nodeA, 2500, keyFirst, keySecond) && node(d, nodeA).Idle.MilliCPU == 1500
 	})
 
@@ -512,7 +512,7 @@ func TestKubeconfigSourceAgainstRealAPIServer(t *testing.T) {
 	}
 	update(first, func(w *bsv1.ExternalWorkload) { w.Spec.Resources[v1.ResourceCPU] = resource.MustParse("500m") })
 	update(second, func(w *bsv1.ExternalWorkload) { w.Spec.NodeName = nodeB })
-	s.waitForDump(t, "the first shrunk on A, the second on B", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "the first shrunk on A, the second on B", func(d *cache.Dump) bool {
 		return externalOn(d, nodeA, 500, keyFirst) && externalOn(d, nodeB, 1000, keySecond)
 	})
 
@@ -528,14 +528,14 @@ func TestKubeconfigSourceAgainstRealAPIServer(t *testing.T) {
 	if _, err := workloads.UpdateStatus(t.Context(), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "the stopped VM no longer counted on B", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "the stopped VM no longer counted on B", func(d *cache.Dump) bool {
 		return externalOn(d, nodeB, 0) && externalOn(d, nodeA, 500, keyFirst)
 	})
 
 	if err := workloads.Delete(t.Context(), first, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.waitForDump(t, "the deleted VM gone from A", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "the deleted VM gone from A", func(d *cache.Dump) bool {
 		a := node(d, nodeA)
 		return externalOn(d, nodeA, 0) && a.Idle.MilliCPU == 4000
 	})

@@ -97,17 +97,17 @@ profiles:
 	// back, so "next" finds the node full and waits; then "doomed" is
 	// deleted in flight, and the capacity it gives back must wake "next".
 	mustPod(t, st.MakePod().Namespace(ns).Name("doomed").Label("doomed", "true").Req(res{"cpu": "1"}).Obj())
-	s.waitForDump(t, "doomed assumed", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "doomed assumed", func(d *cache.Dump) bool {
 		n := node(d, "inflight-a")
 		return n != nil && len(n.AssumedPods) == 1
 	})
 	mustPod(t, st.MakePod().Namespace(ns).Name("next").Req(res{"cpu": "1"}).Obj())
 	waitUnschedulable(t, ns, "next", "Insufficient cpu")
 	close(release)
-	s.waitForDump(t, "next bound and nothing left of doomed", func(d *cache.CacheDump) bool {
+	s.waitForDump(t, "next bound and nothing left of doomed", func(d *cache.Dump) bool {
 		n, j := node(d, "inflight-a"), job(d, ns+"/pod:next")
 		return n != nil && len(n.AssumedPods) == 0 && n.Requested.MilliCPU == 1000 && job(d, ns+"/pod:doomed") == nil &&
-			j != nil && len(j.Tasks) == 1 && j.Tasks[0].Node == "inflight-a" && j.Tasks[0].Status == cache.TaskBound
+			j != nil && len(j.Tasks) == 1 && j.Tasks[0].Node == "inflight-a" && j.Tasks[0].Status == framework.TaskBound
 	})
 	if n := podNodes(t, ns); len(n) != 1 || n["next"] != "inflight-a" {
 		t.Errorf("pods in the API = %v, want only next, on inflight-a", n)

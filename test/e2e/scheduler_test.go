@@ -87,13 +87,13 @@ func (s *scheduler) get(path string) (int, []byte, error) {
 }
 
 // dump fetches /debug/cache.
-func (s *scheduler) dump(t *testing.T) *cache.CacheDump {
+func (s *scheduler) dump(t *testing.T) *cache.Dump {
 	t.Helper()
 	code, body, err := s.get("/debug/cache")
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("GET /debug/cache: %d %v", code, err)
 	}
-	var d cache.CacheDump
+	var d cache.Dump
 	if err := json.Unmarshal(body, &d); err != nil {
 		t.Fatalf("decoding /debug/cache: %v", err)
 	}
@@ -116,9 +116,9 @@ func (s *scheduler) waitReady(t *testing.T) {
 
 // waitForDump polls /debug/cache until cond holds, failing with what and
 // the last dump otherwise.
-func (s *scheduler) waitForDump(t *testing.T, what string, cond func(d *cache.CacheDump) bool) *cache.CacheDump {
+func (s *scheduler) waitForDump(t *testing.T, what string, cond func(d *cache.Dump) bool) *cache.Dump {
 	t.Helper()
-	var last *cache.CacheDump
+	var last *cache.Dump
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		last = s.dump(t)
 		return cond(last), nil
@@ -140,7 +140,7 @@ func freeAddress(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func node(d *cache.CacheDump, name string) *cache.NodeDump {
+func node(d *cache.Dump, name string) *cache.NodeDump {
 	for i := range d.Nodes {
 		if d.Nodes[i].Name == name {
 			return &d.Nodes[i]
@@ -149,7 +149,7 @@ func node(d *cache.CacheDump, name string) *cache.NodeDump {
 	return nil
 }
 
-func job(d *cache.CacheDump, id string) *cache.JobDump {
+func job(d *cache.Dump, id string) *cache.JobDump {
 	for i := range d.Jobs {
 		if d.Jobs[i].ID == id {
 			return &d.Jobs[i]

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 )
@@ -29,47 +28,50 @@ func (h *handle) EventRecorder() events.EventRecorder { return h.recorder }
 // buildProfiles builds one framework per --scheduler-name: the in-tree
 // default profile, changed by the config file's profile of that name if
 // there is one. Every profile in the file must name one of
-// --scheduler-name, and all profiles must sort the queue the same way, as
-// there is one queue.
-func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *frameworkruntime.Registry, h framework.Handle) (map[string]*frameworkruntime.Framework, error) {
+// --scheduler-name, and all profiles must sort the queue with the same
+// plugin, as there is one queue; queueSort is that plugin's Less, taken
+// from the first name's profile.
+func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *frameworkruntime.Registry, h framework.Handle) (profiles map[string]*frameworkruntime.Framework, queueSort framework.LessFunc, err error) {
 	byName := map[string]*config.Profile{}
 	if cfg != nil {
 		for i := range cfg.Profiles {
 			p := &cfg.Profiles[i]
 			if !slices.Contains(names, p.SchedulerName) {
-				return nil, fmt.Errorf("%s: line %d: profile %q is not one of --scheduler-name (%s)", cfg.Path, p.Line, p.SchedulerName, strings.Join(names, ", "))
+				return nil, nil, fmt.Errorf("%s: line %d: profile %q is not one of --scheduler-name (%s)", cfg.Path, p.Line, p.SchedulerName, strings.Join(names, ", "))
 			}
 			byName[p.SchedulerName] = p
 		}
 	}
 	out := make(map[string]*frameworkruntime.Framework, len(names))
-	queueSort := ""
-	for _, name := range names {
+	queueSortPlugin := ""
+	for i, name := range names {
 		spec, err := frameworkruntime.ResolveProfile(plugins.DefaultProfile(name), byName[name])
 		if err != nil {
-			return nil, fmt.Errorf("profile %q: %w", name, err)
+			return nil, nil, fmt.Errorf("profile %q: %w", name, err)
 		}
 		fwk, err := frameworkruntime.NewFramework(ctx, reg, spec, h)
 		if err != nil {
-			return nil, fmt.Errorf("profile %q: %w", name, err)
+			return nil, nil, fmt.Errorf("profile %q: %w", name, err)
 		}
 		qs := strings.Join(spec.Plugins[frameworkruntime.QueueSortPoint].Names(), ",")
-		if queueSort != "" && qs != queueSort {
-			return nil, fmt.Errorf("profile %q sorts the queue with %s, another profile with %s; all profiles share one queue and must use the same queueSort plugin", name, qs, queueSort)
+		if i == 0 {
+			queueSortPlugin, queueSort = qs, fwk.QueueSortFunc()
+		} else if qs != queueSortPlugin {
+			return nil, nil, fmt.Errorf("profile %q sorts the queue with %s, profile %q with %s; all profiles share one queue and must use the same queueSort plugin",
+				name, qs, names[0], queueSortPlugin)
 		}
-		queueSort = qs
 		out[name] = fwk
 	}
-	return out, nil
+	return out, queueSort, nil
 }
 
 // resourcesNeeded is the union of the resources the profiles' plugins
 // registered events for; nil (everything) if any needs all.
-func resourcesNeeded(profiles map[string]*frameworkruntime.Framework) []eventhandlers.Resource {
-	var out []eventhandlers.Resource
+func resourcesNeeded(profiles map[string]*frameworkruntime.Framework) []framework.EventResource {
+	var out []framework.EventResource
 	for _, fwk := range profiles {
 		for _, r := range fwk.ResourcesNeeded() {
-			if r == eventhandlers.WildCard {
+			if r == framework.WildCard {
 				return nil
 			}
 			if !slices.Contains(out, r) {

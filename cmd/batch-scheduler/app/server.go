@@ -23,6 +23,7 @@ import (
 	"time"
 
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -241,14 +242,9 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	}
 	broadcaster := events.NewEventBroadcasterAdapterWithContext(ctx, eventClient)
 	recorder := broadcaster.NewRecorder("batch-scheduler")
-	profiles, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder})
+	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder})
 	if err != nil {
 		return nil, usageError(err)
-	}
-	var queueSort cache.LessFunc
-	for _, fwk := range profiles {
-		queueSort = fwk.QueueSortFunc()
-		break
 	}
 	resources := resourcesNeeded(profiles)
 	klog.V(2).InfoS("Informers needed by the profiles' plugins", "resources", resources)
@@ -258,7 +254,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 		Client:         client,
 		DynamicClient:  dyn,
 		Metrics:        m,
-		QueueSort:      queueSort,
+		Queue:          queue.Options{Less: queueSort},
 		Resources:      resources,
 	})
 	if err != nil {
@@ -283,7 +279,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 			}
 		}
 	}
-	sched, err := scheduler.New(scheduler.Options{Cache: c, Client: client, Profiles: profiles, Recorder: recorder, Metrics: sm})
+	sched, err := scheduler.New(scheduler.Options{Cache: c, Queue: c.Queue(), Client: client, Profiles: profiles, Recorder: recorder, Metrics: sm})
 	if err != nil {
 		return nil, err
 	}

@@ -25,14 +25,14 @@
 //
 // An assigned pod that stops being counted on its node (it is deleted, or
 // its phase becomes Succeeded or Failed) frees resources, so the handler
-// raises eventhandlers.EventAssignedPodDelete. Deleting a pod that had
+// raises framework.EventAssignedPodDelete. Deleting a pod that had
 // already finished raises nothing: its resources were freed, and the event
 // raised, when it finished. This matters for batch workloads, whose finished
 // pods are deleted in bulk.
 //
 // # Nodes
 //
-// Adding a node raises eventhandlers.EventNodeAdd. An update raises one
+// Adding a node raises framework.EventNodeAdd. An update raises one
 // labelled event per scheduling-relevant change: spec.unschedulable going
 // from true to false (EventNodeBecameSchedulable), status.allocatable
 // (EventNodeAllocatableChange, quantities compared by value), labels

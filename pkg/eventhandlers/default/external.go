@@ -5,6 +5,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
@@ -31,12 +32,13 @@ type externalFootprint struct {
 	usage   resources.Resource
 }
 
-// footprintOf says whether and where w is counted: not when it is Stopped
-// or names no node. The node is the value of the label
+// footprintOf says whether and where w, as the policy returned it, is
+// counted: not when the policy ignores it (nil), it is Stopped or it names
+// no node. The node is the value of the label
 // Args.ExternalWorkloadNodeLabel when that is set and the label present
 // and non-empty, and spec.nodeName otherwise.
 func (h *Handler) footprintOf(w *v1alpha1.ExternalWorkload) externalFootprint {
-	if w.Status.Phase == v1alpha1.ExternalWorkloadStopped {
+	if w == nil || w.Status.Phase == v1alpha1.ExternalWorkloadStopped {
 		return externalFootprint{}
 	}
 	node := w.Spec.NodeName
@@ -58,7 +60,18 @@ func (h *Handler) AddExternalWorkload(obj any) {
 	if !ok {
 		return
 	}
-	h.applyExternal(w, externalFootprint{}, h.footprintOf(w))
+	seen := h.externalWorkload(w)
+	h.applyExternal(w, externalFootprint{}, h.footprintOf(seen), nil, seen)
+}
+
+// externalWorkload returns w as the policy lets the scheduler see it, or
+// nil when the policy ignores it.
+func (h *Handler) externalWorkload(w *v1alpha1.ExternalWorkload) *v1alpha1.ExternalWorkload {
+	seen := applyPolicy(h.policy.ExternalWorkload, w)
+	if seen == nil {
+		klog.V(5).InfoS("External workload ignored by the handler's policy", "externalWorkload", klog.KObj(w))
+	}
+	return seen
 }
 
 // UpdateExternalWorkload re-accounts the workload: its usage is replaced
@@ -77,7 +90,8 @@ func (h *Handler) UpdateExternalWorkload(oldObj, newObj any) {
 	if sameVersion(oldW.ResourceVersion, newW.ResourceVersion) {
 		return
 	}
-	h.applyExternal(newW, h.footprintOf(oldW), h.footprintOf(newW))
+	oldSeen, newSeen := h.externalWorkload(oldW), h.externalWorkload(newW)
+	h.applyExternal(newW, h.footprintOf(oldSeen), h.footprintOf(newSeen), oldSeen, newSeen)
 }
 
 // DeleteExternalWorkload removes the workload's usage (tombstones
@@ -87,7 +101,8 @@ func (h *Handler) DeleteExternalWorkload(obj any) {
 	if !ok {
 		return
 	}
-	old := h.footprintOf(w)
+	seen := h.externalWorkload(w)
+	old := h.footprintOf(seen)
 	// Remove whatever the cache holds: the last state seen here may be
 	// older than what was accounted.
 	if err := h.cache.RemoveExternalUsage(ExternalWorkloadKey(w)); err != nil {
@@ -98,12 +113,14 @@ func (h *Handler) DeleteExternalWorkload(obj any) {
 		}
 	}
 	if old.counted {
-		h.moveAll(eventhandlers.EventExternalUsageDecrease, nil, w)
+		h.raise(framework.EventExternalUsageDecrease, seen, nil)
 	}
 }
 
-// applyExternal moves the accounting of w from old to cur.
-func (h *Handler) applyExternal(w *v1alpha1.ExternalWorkload, old, cur externalFootprint) {
+// applyExternal moves the accounting of w from old to cur; oldSeen and
+// newSeen are the objects behind them, as the policy returned them, for
+// the event raised when usage decreases.
+func (h *Handler) applyExternal(w *v1alpha1.ExternalWorkload, old, cur externalFootprint, oldSeen, newSeen *v1alpha1.ExternalWorkload) {
 	key := ExternalWorkloadKey(w)
 	switch {
 	case cur.counted:
@@ -119,7 +136,7 @@ func (h *Handler) applyExternal(w *v1alpha1.ExternalWorkload, old, cur externalF
 		return
 	}
 	if old.counted && (!cur.counted || old.node != cur.node || decreased(old.usage, cur.usage)) {
-		h.moveAll(eventhandlers.EventExternalUsageDecrease, nil, w)
+		h.raise(framework.EventExternalUsageDecrease, oldSeen, newSeen)
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // ew builds the ExternalWorkload "vm1" on node with cpu CPUs.
@@ -127,7 +127,7 @@ func TestExternalWorkloadEvents(t *testing.T) {
 				t.Error(d)
 			}
 			for _, m := range fc.Moves() {
-				if m.Event != eventhandlers.EventExternalUsageDecrease || m.Checked {
+				if m.Event != framework.EventExternalUsageDecrease || m.Checked {
 					t.Errorf("move %+v, want EventExternalUsageDecrease without check", m)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
@@ -49,7 +50,7 @@ type fakeCache struct {
 
 // move is one MoveAllToActiveOrBackoffQueue call.
 type move struct {
-	Event eventhandlers.ClusterEvent
+	Event framework.ClusterEvent
 	// Checked is whether a pre-enqueue check was given.
 	Checked bool
 	// Verdicts is the check's answer for each of fakeCache.jobs; nil
@@ -145,7 +146,7 @@ func (f *fakeCache) RemovePendingPod(pod *v1.Pod) error {
 	return f.err
 }
 
-func (f *fakeCache) MoveAllToActiveOrBackoffQueue(event eventhandlers.ClusterEvent, preCheck eventhandlers.PreEnqueueCheck) {
+func (f *fakeCache) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, preCheck eventhandlers.PreEnqueueCheck) {
 	f.record("MoveAll", event.String())
 	m := move{Event: event, Checked: preCheck != nil}
 	if preCheck != nil {

@@ -8,13 +8,17 @@ import (
 	"slices"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
 
 // Name is the name the default handler is registered under, the value of
@@ -39,18 +43,60 @@ type Args struct {
 	ExternalWorkloadNodeLabel string `yaml:"externalWorkloadNodeLabel"`
 }
 
+// Policy changes how the handler treats nodes, pods and external
+// workloads, in one place that every event path obeys: add, both versions
+// of an update (so an object the policy stops accepting leaves the cache,
+// and one it starts accepting enters), delete, tombstones, and resyncs.
+// This is how a vendor changes the default behaviour; overriding a method
+// of an embedded *Handler would leave the other paths (an update, a
+// delete) doing the default thing.
+//
+// Each hook is optional. It returns the object as the scheduler should see
+// it: the object itself, a modified copy (never modify the argument: it is
+// shared with the informer's store), or nil to ignore it. A hook must be a
+// pure function of the object (the same object always gets the same
+// answer, so a resync changes nothing), fast, and safe for concurrent use:
+// it runs on the informers' goroutines for every event.
+type Policy struct {
+	// Node decides whether a node is part of the cluster this scheduler
+	// schedules onto, and what the scheduler sees of it (for example a
+	// copy whose allocatable keeps a reserve). An ignored node never
+	// reaches the cache.
+	Node func(node *v1.Node) *v1.Node
+	// Pod decides whether a pod is tracked at all. An ignored pod is
+	// neither queued (if pending) nor accounted on its node (if assigned),
+	// so ignore assigned pods only if their usage is accounted otherwise.
+	Pod func(pod *v1.Pod) *v1.Pod
+	// ExternalWorkload decides whether an external workload's usage is
+	// accounted, and how (the copy's node and resources are what count).
+	ExternalWorkload func(w *v1alpha1.ExternalWorkload) *v1alpha1.ExternalWorkload
+}
+
+// Option configures the handler built by New or NewWithArgs.
+type Option func(*Handler)
+
+// WithPolicy makes the handler treat objects as p says.
+func WithPolicy(p Policy) Option {
+	return func(h *Handler) { h.policy = p }
+}
+
 // Handler is the default event handler. Build it with New or NewWithArgs;
 // the zero value has no cache and is not usable.
 //
-// Handler is meant to be embedded: a type embedding *Handler is an
-// eventhandlers.Interface and an eventhandlers.DynamicResourceRequester (and
-// an eventhandlers.ExternalWorkloadEventHandler and GrantEventHandler), and
-// may override any method. All methods are safe for concurrent use.
+// A vendor changes how objects are treated with a Policy (WithPolicy),
+// which every path obeys. A vendor adds behaviour for a resource the
+// default handler only raises events for (Grants, say) by embedding
+// *Handler and overriding that resource's methods: a type embedding
+// *Handler is an eventhandlers.Interface and an
+// eventhandlers.DynamicResourceRequester (and an
+// eventhandlers.ExternalWorkloadEventHandler and GrantEventHandler). All
+// methods are safe for concurrent use.
 type Handler struct {
 	cache   eventhandlers.Cache
 	dynamic []schema.GroupVersionResource
 	// externalNodeLabel is Args.ExternalWorkloadNodeLabel.
 	externalNodeLabel string
+	policy            Policy
 }
 
 var (
@@ -72,17 +118,17 @@ func Factory(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest
 // is decoded strictly into Args; a nil cfg means defaults. c must not be nil.
 // ctx and rc are not used: the default handler does no start-up work and
 // needs no client of its own.
-func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, _ *rest.Config) (*Handler, error) {
+func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, _ *rest.Config, opts ...Option) (*Handler, error) {
 	var args Args
 	if err := config.DecodeStrict(cfg, &args); err != nil {
 		return nil, fmt.Errorf("decoding config: %w", err)
 	}
-	return NewWithArgs(c, args)
+	return NewWithArgs(c, args, opts...)
 }
 
 // NewWithArgs builds the default handler from already decoded arguments. It
 // is for embedders whose configuration inlines Args in a larger type.
-func NewWithArgs(c eventhandlers.Cache, args Args) (*Handler, error) {
+func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, error) {
 	if c == nil {
 		return nil, errors.New("no cache given")
 	}
@@ -97,7 +143,11 @@ func NewWithArgs(c eventhandlers.Cache, args Args) (*Handler, error) {
 	}
 	klog.V(2).InfoS("Built event handler", "handler", Name, "dynamicResources", args.DynamicResources,
 		"externalWorkloadNodeLabel", args.ExternalWorkloadNodeLabel)
-	return &Handler{cache: c, dynamic: gvrs, externalNodeLabel: args.ExternalWorkloadNodeLabel}, nil
+	h := &Handler{cache: c, dynamic: gvrs, externalNodeLabel: args.ExternalWorkloadNodeLabel}
+	for _, opt := range opts {
+		opt(h)
+	}
+	return h, nil
 }
 
 // parseDynamicResources parses and de-duplicates Args.DynamicResources.
@@ -132,11 +182,38 @@ func (h *Handler) DynamicResources() []schema.GroupVersionResource {
 	return slices.Clone(h.dynamic)
 }
 
-// moveAll raises event, asking preCheck (which may be nil) about each
-// waiting job. about is the object that caused the event, for the log.
-func (h *Handler) moveAll(event eventhandlers.ClusterEvent, preCheck eventhandlers.PreEnqueueCheck, about klog.KMetadata) {
-	klog.V(4).InfoS("Raising cluster event", "event", event, "object", klog.KObj(about))
-	h.cache.MoveAllToActiveOrBackoffQueue(event, preCheck)
+// raise raises event with the objects it is about (oldObj nil for an
+// addition, newObj nil for a deletion); the plugins' queueing hints decide
+// which waiting jobs it may help.
+func (h *Handler) raise(event framework.ClusterEvent, oldObj, newObj klog.KMetadata) {
+	if logger := klog.V(4); logger.Enabled() {
+		about := newObj
+		if isNil(about) {
+			about = oldObj
+		}
+		logger.InfoS("Raising cluster event", "event", event, "object", klog.KObj(about))
+	}
+	var o, n any
+	if !isNil(oldObj) {
+		o = oldObj
+	}
+	if !isNil(newObj) {
+		n = newObj
+	}
+	h.cache.MoveAllToActiveOrBackoffQueue(event, o, n)
+}
+
+// isNil reports whether m is nil or a typed nil pointer.
+func isNil(m klog.KMetadata) bool {
+	return m == nil || registry.IsNil(m)
+}
+
+// applyPolicy runs hook, when set, on obj; nil means "ignore obj".
+func applyPolicy[T any](hook func(*T) *T, obj *T) *T {
+	if hook == nil || obj == nil {
+		return obj
+	}
+	return hook(obj)
 }
 
 // objectAs is eventhandlers.ObjectAs that also rejects a nil pointer, which

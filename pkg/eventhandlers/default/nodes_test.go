@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -36,7 +36,7 @@ func TestAddNode(t *testing.T) {
 		if d := diffCalls(fc.Calls(), want); d != "" {
 			t.Error(d)
 		}
-		if got, want := fc.Moves(), []move{{eventhandlers.EventNodeAdd, true, []bool{true}}}; !slices.EqualFunc(got, want, moveEqual) {
+		if got, want := fc.Moves(), []move{{framework.EventNodeAdd, true, []bool{true}}}; !slices.EqualFunc(got, want, moveEqual) {
 			t.Errorf("moves = %+v, want %+v", got, want)
 		}
 	})
@@ -162,7 +162,7 @@ func TestUpdateNode(t *testing.T) {
 				t.Error(d)
 			}
 			for _, m := range fc.Moves() {
-				if m.Event.Resource != eventhandlers.Node || !m.Checked {
+				if m.Event.Resource != framework.Node || !m.Checked {
 					t.Errorf("event %+v (checked: %v), want a node event with a pre-enqueue check", m.Event, m.Checked)
 				}
 			}
@@ -173,7 +173,7 @@ func TestUpdateNode(t *testing.T) {
 	}
 }
 
-func labels(events []eventhandlers.ClusterEvent) []string {
+func labels(events []framework.ClusterEvent) []string {
 	var out []string
 	for _, e := range events {
 		out = append(out, e.Label)
@@ -188,12 +188,12 @@ func TestNodeUpdateEventsAreTheWellKnownOnes(t *testing.T) {
 	updated := node1("2").Label("gpu", "true").Taint("gpu", "", v1.TaintEffectNoSchedule).
 		Allocatable(rl{v1.ResourceCPU: "8"}).Condition(v1.NodeReady, v1.ConditionFalse).Obj()
 	got := defaulthandler.NodeUpdateEvents(old, updated)
-	want := []eventhandlers.ClusterEvent{
-		eventhandlers.EventNodeBecameSchedulable,
-		eventhandlers.EventNodeAllocatableChange,
-		eventhandlers.EventNodeLabelChange,
-		eventhandlers.EventNodeTaintChange,
-		eventhandlers.EventNodeConditionChange,
+	want := []framework.ClusterEvent{
+		framework.EventNodeBecameSchedulable,
+		framework.EventNodeAllocatableChange,
+		framework.EventNodeLabelChange,
+		framework.EventNodeTaintChange,
+		framework.EventNodeConditionChange,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("NodeUpdateEvents = %v, want %v", got, want)
@@ -361,7 +361,7 @@ func TestPreCheckForNode(t *testing.T) {
 				}
 				fc.jobs = tt.jobs
 				h.AddNode(tt.node)
-				want := []move{{eventhandlers.EventNodeAdd, true, tt.wants}}
+				want := []move{{framework.EventNodeAdd, true, tt.wants}}
 				if got := fc.Moves(); !slices.EqualFunc(got, want, moveEqual) {
 					t.Errorf("moves = %+v, want %+v", got, want)
 				}

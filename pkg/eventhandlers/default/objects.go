@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // Resources that are not kept in the cache: each event only raises a
@@ -16,16 +17,16 @@ import (
 
 // resourceEvents are the events raised for one resource.
 type resourceEvents struct {
-	add, update, del eventhandlers.ClusterEvent
+	add, update, del framework.ClusterEvent
 }
 
 // nativeEvents returns the events of a native resource, labelled
 // "<Resource>Add", "<Resource>Update" and "<Resource>Delete".
-func nativeEvents(r eventhandlers.Resource) resourceEvents {
-	event := func(a eventhandlers.ActionType) eventhandlers.ClusterEvent {
-		return eventhandlers.ClusterEvent{Resource: r, ActionType: a, Label: string(r) + a.String()}
+func nativeEvents(r framework.EventResource) resourceEvents {
+	event := func(a framework.ActionType) framework.ClusterEvent {
+		return framework.ClusterEvent{Resource: r, ActionType: a, Label: string(r) + a.String()}
 	}
-	return resourceEvents{add: event(eventhandlers.Add), update: event(eventhandlers.UpdateGeneric), del: event(eventhandlers.Delete)}
+	return resourceEvents{add: event(framework.Add), update: event(framework.UpdateGeneric), del: event(framework.Delete)}
 }
 
 // dynamicEvents returns the events of a dynamic resource. They carry no
@@ -33,20 +34,20 @@ func nativeEvents(r eventhandlers.Resource) resourceEvents {
 func dynamicEvents(gvr schema.GroupVersionResource) resourceEvents {
 	r := eventhandlers.DynamicResourceName(gvr)
 	return resourceEvents{
-		add:    eventhandlers.ClusterEvent{Resource: r, ActionType: eventhandlers.Add},
-		update: eventhandlers.ClusterEvent{Resource: r, ActionType: eventhandlers.UpdateGeneric},
-		del:    eventhandlers.ClusterEvent{Resource: r, ActionType: eventhandlers.Delete},
+		add:    framework.ClusterEvent{Resource: r, ActionType: framework.Add},
+		update: framework.ClusterEvent{Resource: r, ActionType: framework.UpdateGeneric},
+		del:    framework.ClusterEvent{Resource: r, ActionType: framework.Delete},
 	}
 }
 
 var (
-	persistentVolumeEvents      = nativeEvents(eventhandlers.PersistentVolume)
-	persistentVolumeClaimEvents = nativeEvents(eventhandlers.PersistentVolumeClaim)
-	storageClassEvents          = nativeEvents(eventhandlers.StorageClass)
-	csiNodeEvents               = nativeEvents(eventhandlers.CSINode)
-	csiDriverEvents             = nativeEvents(eventhandlers.CSIDriver)
-	csiStorageCapacityEvents    = nativeEvents(eventhandlers.CSIStorageCapacity)
-	priorityClassEvents         = nativeEvents(eventhandlers.PriorityClass)
+	persistentVolumeEvents      = nativeEvents(framework.PersistentVolume)
+	persistentVolumeClaimEvents = nativeEvents(framework.PersistentVolumeClaim)
+	storageClassEvents          = nativeEvents(framework.StorageClass)
+	csiNodeEvents               = nativeEvents(framework.CSINode)
+	csiDriverEvents             = nativeEvents(framework.CSIDriver)
+	csiStorageCapacityEvents    = nativeEvents(framework.CSIStorageCapacity)
+	priorityClassEvents         = nativeEvents(framework.PriorityClass)
 )
 
 // objectPtr is a pointer to an API object type T.
@@ -61,7 +62,7 @@ func raiseOnAdd[T any, PT objectPtr[T]](h *Handler, events resourceEvents, obj a
 	if !ok {
 		return
 	}
-	h.moveAll(events.add, nil, o)
+	h.raise(events.add, nil, o)
 }
 
 // raiseOnUpdate raises events.update if both objects are *T and this is not
@@ -78,7 +79,7 @@ func raiseOnUpdate[T any, PT objectPtr[T]](h *Handler, events resourceEvents, ol
 	if sameVersion(o.GetResourceVersion(), n.GetResourceVersion()) {
 		return
 	}
-	h.moveAll(events.update, nil, n)
+	h.raise(events.update, o, n)
 }
 
 // raiseOnDelete raises events.del if obj is a *T or a tombstone of one.
@@ -87,7 +88,7 @@ func raiseOnDelete[T any, PT objectPtr[T]](h *Handler, events resourceEvents, ob
 	if !ok {
 		return
 	}
-	h.moveAll(events.del, nil, o)
+	h.raise(events.del, o, nil)
 }
 
 // AddPersistentVolume raises PersistentVolumeAdd.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -73,22 +74,22 @@ func call(h any, method string, objs ...any) {
 func TestResourceEvents(t *testing.T) {
 	resources := []struct {
 		kind     string
-		resource eventhandlers.Resource
+		resource framework.EventResource
 		labelled bool
 	}{
-		{"PersistentVolume", eventhandlers.PersistentVolume, true},
-		{"PersistentVolumeClaim", eventhandlers.PersistentVolumeClaim, true},
-		{"StorageClass", eventhandlers.StorageClass, true},
-		{"CSINode", eventhandlers.CSINode, true},
-		{"CSIDriver", eventhandlers.CSIDriver, true},
-		{"CSIStorageCapacity", eventhandlers.CSIStorageCapacity, true},
-		{"PriorityClass", eventhandlers.PriorityClass, true},
+		{"PersistentVolume", framework.PersistentVolume, true},
+		{"PersistentVolumeClaim", framework.PersistentVolumeClaim, true},
+		{"StorageClass", framework.StorageClass, true},
+		{"CSINode", framework.CSINode, true},
+		{"CSIDriver", framework.CSIDriver, true},
+		{"CSIStorageCapacity", framework.CSIStorageCapacity, true},
+		{"PriorityClass", framework.PriorityClass, true},
 		{"Dynamic", "widgets.v1alpha1.example.com", false},
 	}
 	for _, r := range resources {
 		obj := kinds[r.kind].obj
-		event := func(a eventhandlers.ActionType, label string) eventhandlers.ClusterEvent {
-			e := eventhandlers.ClusterEvent{Resource: r.resource, ActionType: a}
+		event := func(a framework.ActionType, label string) framework.ClusterEvent {
+			e := framework.ClusterEvent{Resource: r.resource, ActionType: a}
 			if r.labelled {
 				e.Label = r.kind + label
 			}
@@ -98,21 +99,21 @@ func TestResourceEvents(t *testing.T) {
 			name   string
 			method string
 			objs   []any
-			want   []eventhandlers.ClusterEvent
+			want   []framework.ClusterEvent
 		}{
-			{"add", "Add", []any{obj("1")}, []eventhandlers.ClusterEvent{event(eventhandlers.Add, "Add")}},
-			{"update", "Update", []any{obj("1"), obj("2")}, []eventhandlers.ClusterEvent{event(eventhandlers.UpdateGeneric, "Update")}},
-			{"update without resourceVersion", "Update", []any{obj(""), obj("")}, []eventhandlers.ClusterEvent{event(eventhandlers.UpdateGeneric, "Update")}},
+			{"add", "Add", []any{obj("1")}, []framework.ClusterEvent{event(framework.Add, "Add")}},
+			{"update", "Update", []any{obj("1"), obj("2")}, []framework.ClusterEvent{event(framework.UpdateGeneric, "Update")}},
+			{"update without resourceVersion", "Update", []any{obj(""), obj("")}, []framework.ClusterEvent{event(framework.UpdateGeneric, "Update")}},
 			{"resync", "Update", []any{obj("1"), obj("1")}, nil},
-			{"delete", "Delete", []any{obj("1")}, []eventhandlers.ClusterEvent{event(eventhandlers.Delete, "Delete")}},
-			{"delete tombstone", "Delete", []any{tombstone(obj("1"))}, []eventhandlers.ClusterEvent{event(eventhandlers.Delete, "Delete")}},
+			{"delete", "Delete", []any{obj("1")}, []framework.ClusterEvent{event(framework.Delete, "Delete")}},
+			{"delete tombstone", "Delete", []any{tombstone(obj("1"))}, []framework.ClusterEvent{event(framework.Delete, "Delete")}},
 		}
 		t.Run(r.kind, func(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					h, fc := newHandler(t)
 					call(h, tt.method+r.kind, tt.objs...)
-					var got []eventhandlers.ClusterEvent
+					var got []framework.ClusterEvent
 					for _, m := range fc.Moves() {
 						if m.Checked {
 							t.Errorf("%v raised with a pre-enqueue check; want none", m.Event)

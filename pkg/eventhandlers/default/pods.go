@@ -1,10 +1,9 @@
 package defaulthandler
 
 import (
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 )
 
 // podState says where the handler keeps a pod; see the package comment.
@@ -31,10 +30,27 @@ func (s podState) String() string {
 	}
 }
 
-// stateOf classifies pod. IsResponsibleFor is only asked about pods that
-// are not assigned.
+// pod returns the pod in obj as the policy lets the scheduler see it, or
+// nil when obj is not a pod or the policy ignores it.
+func (h *Handler) pod(obj any) *v1.Pod {
+	pod, ok := objectAs[v1.Pod](obj)
+	if !ok {
+		return nil
+	}
+	if seen := applyPolicy(h.policy.Pod, pod); seen != nil {
+		return seen
+	}
+	klog.V(5).InfoS("Pod ignored by the handler's policy", "pod", klog.KObj(pod))
+	return nil
+}
+
+// stateOf classifies pod, as the policy returned it (nil: ignored, so
+// untracked). IsResponsibleFor is only asked about pods that are not
+// assigned.
 func (h *Handler) stateOf(pod *v1.Pod) podState {
 	switch {
+	case pod == nil:
+		return untracked
 	case pod.Spec.NodeName != "":
 		return assigned
 	case finished(pod) || !h.cache.IsResponsibleFor(pod):
@@ -55,102 +71,121 @@ func countedOnNode(pod *v1.Pod) bool {
 	return pod.Spec.NodeName != "" && !finished(pod)
 }
 
-// AddPod puts an assigned pod in the assigned-pod cache and a pending pod
-// of this scheduler in the pending queue, and ignores any other pod.
+// AddPod puts an assigned pod in the cache and a pending pod of this
+// scheduler in the scheduling queue, and ignores any other pod.
 func (h *Handler) AddPod(obj any) {
-	pod, ok := objectAs[v1.Pod](obj)
-	if !ok {
-		return
+	pod := h.pod(obj)
+	switch h.stateOf(pod) {
+	case assigned:
+		h.addAssigned(pod)
+	case pending:
+		h.addPending(pod)
+	default:
+		h.logUntracked(obj)
 	}
-	h.enter(pod, h.stateOf(pod))
 }
 
 // UpdatePod forwards an update within a state, and moves a pod that changes
 // state (typically pending to assigned, when it is bound). An assigned pod
 // that finishes raises EventAssignedPodDelete.
 func (h *Handler) UpdatePod(oldObj, newObj any) {
-	oldPod, ok := objectAs[v1.Pod](oldObj)
+	oldRaw, ok := objectAs[v1.Pod](oldObj)
 	if !ok {
 		return
 	}
-	newPod, ok := objectAs[v1.Pod](newObj)
+	newRaw, ok := objectAs[v1.Pod](newObj)
 	if !ok {
 		return
 	}
-	if sameVersion(oldPod.ResourceVersion, newPod.ResourceVersion) {
+	if sameVersion(oldRaw.ResourceVersion, newRaw.ResourceVersion) {
 		return
 	}
+	oldPod, newPod := h.pod(oldRaw), h.pod(newRaw)
 	from, to := h.stateOf(oldPod), h.stateOf(newPod)
 	if from != to {
-		if from == assigned {
-			// spec.nodeName cannot be cleared, so this is a broken source
-			// or a recreated object. Trust the newer object.
-			klog.InfoS("Assigned pod is no longer assigned", "pod", klog.KObj(newPod), "node", oldPod.Spec.NodeName, "state", to)
-		}
-		klog.V(4).InfoS("Pod changed state", "pod", klog.KObj(newPod), "from", from, "to", to)
-		h.leave(oldPod, from)
-		h.enter(newPod, to)
-		return
+		klog.V(4).InfoS("Pod changed state", "pod", klog.KObj(newRaw), "from", from, "to", to)
 	}
-	switch to {
-	case assigned:
+	switch {
+	case from == assigned && to == assigned:
 		if err := h.cache.UpdatePod(oldPod, newPod); err != nil {
 			klog.ErrorS(err, "Failed to update assigned pod in the cache", "pod", klog.KObj(newPod), "node", newPod.Spec.NodeName)
 		}
 		if countedOnNode(oldPod) && !countedOnNode(newPod) {
-			h.moveAll(eventhandlers.EventAssignedPodDelete, nil, newPod)
+			h.raise(framework.EventAssignedPodDelete, oldPod, newPod)
 		}
-	case pending:
+	case to == assigned:
+		// Bound (pending before), or newly accepted by the policy: the
+		// cache moves a pending or assumed pod to its node itself.
+		h.addAssigned(newPod)
+	case from == assigned:
+		// spec.nodeName cannot be cleared, so this is a broken source, a
+		// recreated object, or the policy no longer accepting the pod.
+		// Trust the newer object.
+		klog.InfoS("Assigned pod is no longer tracked as assigned", "pod", klog.KObj(newRaw), "node", oldPod.Spec.NodeName, "state", to)
+		h.deletePod(oldPod)
+		if to == pending {
+			h.addPending(newPod)
+		}
+	case from == pending && to == pending:
 		if err := h.cache.UpdatePendingPod(oldPod, newPod); err != nil {
 			klog.ErrorS(err, "Failed to update pending pod in the queue", "pod", klog.KObj(newPod))
 		}
+	case from == pending:
+		// Finished before it was scheduled, or no longer ours: it leaves
+		// the queue, but it is not deleted.
+		if err := h.cache.RemovePendingPod(oldPod); err != nil {
+			klog.ErrorS(err, "Failed to remove pending pod from the queue", "pod", klog.KObj(oldPod))
+		}
+	case to == pending:
+		h.addPending(newPod)
 	default:
-		klog.V(5).InfoS("Ignoring update of a pod this scheduler does not track", "pod", klog.KObj(newPod), "schedulerName", newPod.Spec.SchedulerName)
+		h.logUntracked(newRaw)
 	}
 }
 
-// DeletePod removes the pod from wherever it is kept. Deleting an assigned
-// pod that was still counted on its node raises EventAssignedPodDelete.
+// DeletePod forgets the pod, wherever the cache holds it. Deleting a pod
+// that held resources on a node (assigned and not finished, or placed by
+// this scheduler and being bound) raises EventAssignedPodDelete.
 func (h *Handler) DeletePod(obj any) {
-	pod, ok := objectAs[v1.Pod](obj)
-	if !ok {
+	pod := h.pod(obj)
+	if h.stateOf(pod) == untracked {
+		h.logUntracked(obj)
 		return
 	}
-	h.leave(pod, h.stateOf(pod))
+	h.deletePod(pod)
 }
 
-// enter starts keeping pod in state s.
-func (h *Handler) enter(pod *v1.Pod, s podState) {
-	switch s {
-	case assigned:
-		if err := h.cache.AddPod(pod); err != nil {
-			klog.ErrorS(err, "Failed to add assigned pod to the cache", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
-		}
-	case pending:
-		if err := h.cache.AddPendingPod(pod); err != nil {
-			klog.ErrorS(err, "Failed to add pending pod to the queue", "pod", klog.KObj(pod))
-		}
-	default:
-		klog.V(5).InfoS("Ignoring pod this scheduler does not track", "pod", klog.KObj(pod), "schedulerName", pod.Spec.SchedulerName, "phase", pod.Status.Phase)
+func (h *Handler) addAssigned(pod *v1.Pod) {
+	if err := h.cache.AddPod(pod); err != nil {
+		klog.ErrorS(err, "Failed to add assigned pod to the cache", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 	}
 }
 
-// leave stops keeping pod, which was in state s. An assigned pod that was
-// counted on its node frees resources.
-func (h *Handler) leave(pod *v1.Pod, s podState) {
-	switch s {
-	case assigned:
-		if err := h.cache.RemovePod(pod); err != nil {
-			klog.ErrorS(err, "Failed to remove assigned pod from the cache", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
+func (h *Handler) addPending(pod *v1.Pod) {
+	if err := h.cache.AddPendingPod(pod); err != nil {
+		klog.ErrorS(err, "Failed to add pending pod to the queue", "pod", klog.KObj(pod))
+	}
+}
+
+// deletePod deletes pod from the cache and raises EventAssignedPodDelete
+// when that freed resources. A pod the cache did not have that was
+// counted on its node still raises it: the cache may have missed it, but
+// its node did not.
+func (h *Handler) deletePod(pod *v1.Pod) {
+	freed, err := h.cache.DeletePod(pod)
+	if err != nil {
+		klog.ErrorS(err, "Failed to delete pod from the cache", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
+		freed = countedOnNode(pod)
+	}
+	if freed {
+		h.raise(framework.EventAssignedPodDelete, pod, nil)
+	}
+}
+
+func (h *Handler) logUntracked(obj any) {
+	if logger := klog.V(5); logger.Enabled() {
+		if pod, ok := obj.(*v1.Pod); ok {
+			logger.InfoS("Ignoring pod this scheduler does not track", "pod", klog.KObj(pod), "schedulerName", pod.Spec.SchedulerName, "phase", pod.Status.Phase)
 		}
-		if countedOnNode(pod) {
-			h.moveAll(eventhandlers.EventAssignedPodDelete, nil, pod)
-		}
-	case pending:
-		if err := h.cache.RemovePendingPod(pod); err != nil {
-			klog.ErrorS(err, "Failed to remove pending pod from the queue", "pod", klog.KObj(pod))
-		}
-	default:
-		klog.V(5).InfoS("Ignoring pod this scheduler does not track", "pod", klog.KObj(pod), "schedulerName", pod.Spec.SchedulerName, "phase", pod.Status.Phase)
 	}
 }

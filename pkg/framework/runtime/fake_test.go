@@ -15,7 +15,6 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -67,7 +66,7 @@ type fakePlugin struct {
 	args    fakeArgs
 	gotArgs bool
 
-	less      func(a, b *cache.QueuedJob) bool
+	less      func(a, b *framework.QueuedJob) bool
 	preFilter *framework.Status
 	// filter is the Filter result per node name.
 	filter   map[string]*framework.Status
@@ -81,16 +80,16 @@ type fakePlugin struct {
 	reserve   *framework.Status
 	permit    *framework.Status
 	bind      *framework.Status
-	events    []eventhandlers.ClusterEvent
+	events    []framework.ClusterEvent
 }
 
 func (f *fakePlugin) Name() string { return f.name }
 
-func (f *fakePlugin) Less(a, b *cache.QueuedJob) bool {
+func (f *fakePlugin) Less(a, b *framework.QueuedJob) bool {
 	if f.less != nil {
 		return f.less(a, b)
 	}
-	return cache.DefaultLess(a, b)
+	return framework.DefaultLess(a, b)
 }
 
 func (f *fakePlugin) PreFilter(_ context.Context, _ *framework.CycleState, job *framework.Job) *framework.Status {
@@ -98,17 +97,17 @@ func (f *fakePlugin) PreFilter(_ context.Context, _ *framework.CycleState, job *
 	return f.preFilter
 }
 
-func (f *fakePlugin) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+func (f *fakePlugin) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
 	f.rec.add("%s.Filter(%s)", f.name, node.Name())
 	return f.filter[node.Name()]
 }
 
-func (f *fakePlugin) PreScore(_ context.Context, _ *framework.CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) *framework.Status {
+func (f *fakePlugin) PreScore(_ context.Context, _ *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
 	f.rec.add("%s.PreScore(%d)", f.name, len(nodes))
 	return f.preScore
 }
 
-func (f *fakePlugin) Score(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *framework.Status) {
+func (f *fakePlugin) Score(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
 	f.rec.add("%s.Score(%s)", f.name, node.Name())
 	if f.scoreErr != nil {
 		return 0, f.scoreErr
@@ -147,14 +146,14 @@ func (f *fakePlugin) Bind(_ context.Context, _ *framework.CycleState, pod *v1.Po
 	return f.bind
 }
 
-func (f *fakePlugin) EventsToRegister() []eventhandlers.ClusterEvent { return f.events }
+func (f *fakePlugin) EventsToRegister() []framework.ClusterEvent { return f.events }
 
 // plainFilter is a Filter plugin and nothing else: it does not implement
 // EnqueueExtensions or any other extension point.
 type plainFilter struct{ name string }
 
 func (p *plainFilter) Name() string { return p.name }
-func (p *plainFilter) Filter(context.Context, *framework.CycleState, *v1.Pod, *cache.NodeInfo) *framework.Status {
+func (p *plainFilter) Filter(context.Context, *framework.CycleState, *v1.Pod, *framework.NodeInfo) *framework.Status {
 	return nil
 }
 
@@ -246,13 +245,13 @@ func mustFramework(t *testing.T, reg *testRegistry, spec ProfileSpec, opts ...Op
 
 // makeNodes returns NodeInfos of the named nodes, built the way the
 // scheduler gets them: from the cache.
-func makeNodes(t testing.TB, names ...string) []*cache.NodeInfo {
+func makeNodes(t testing.TB, names ...string) []*framework.NodeInfo {
 	t.Helper()
 	c, err := cache.New(cache.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]*cache.NodeInfo, 0, len(names))
+	out := make([]*framework.NodeInfo, 0, len(names))
 	for _, n := range names {
 		if err := c.AddOrUpdateNode(st.MakeNode().Name(n).Obj()); err != nil {
 			t.Fatal(err)
@@ -269,7 +268,7 @@ func makeNodes(t testing.TB, names ...string) []*cache.NodeInfo {
 func testPod() *v1.Pod { return st.MakePod().Namespace("ns").Name("p").Obj() }
 
 func testJob() *framework.Job {
-	return &framework.Job{ID: cache.JobID{Namespace: "ns", Name: "job", Gang: true}, MinAvailable: 1}
+	return &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "job", Gang: true}, MinAvailable: 1}
 }
 
 var errBoom = errors.New("boom")

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -89,7 +88,7 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.Cy
 // stops at the first one that does not pass. A rejection is returned as
 // the plugin gave it, naming the plugin; an error becomes an Error status
 // naming the plugin and the node. Skip counts as passing.
-func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
 	skip := skipped(state, skipFilterKey)
 	for _, pl := range f.filter {
 		if skip.Has(pl.Name()) {
@@ -115,7 +114,7 @@ func (s pluginSet) Has(name string) bool { return sets.Set[string](s).Has(name) 
 // diagnosis records why each other node was rejected. An Error from any
 // plugin (or ctx ending) stops the search and is returned as err, naming
 // the plugin and the node; feasible and diagnosis are then empty.
-func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) ([]*cache.NodeInfo, Diagnosis, error) {
+func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, Diagnosis, error) {
 	diagnosis := Diagnosis{NodeToStatus: map[string]*framework.Status{}, ReasonCounts: map[string]int{}, rejecting: sets.New[string]()}
 	if len(nodes) == 0 {
 		return nil, diagnosis, nil
@@ -147,7 +146,7 @@ func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.Cycl
 		// The caller's context ended before every node was tried.
 		return nil, Diagnosis{}, fmt.Errorf("filtering nodes for pod %s: %w", klog.KObj(pod), context.Cause(ctx))
 	}
-	var feasible []*cache.NodeInfo
+	var feasible []*framework.NodeInfo
 	for i, s := range statuses {
 		if s.IsSuccess() {
 			feasible = append(feasible, nodes[i])
@@ -172,7 +171,7 @@ func (f *Framework) parallelize(ctx context.Context, n int, work func(i int)) {
 // passed Filter, in order. A plugin that returns Skip has its Score
 // skipped for this pod; any status other than Success or Skip stops the
 // run and is returned as an Error naming the plugin.
-func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) *framework.Status {
+func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
 	skip := sets.New[string]()
 	defer func() { state.Write(skipScoreKey, pluginSet(skip)) }()
 	for _, pl := range f.preScore {
@@ -194,7 +193,7 @@ func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.Cyc
 // score is within [MinNodeScore, MaxNodeScore]; and returns each node's
 // weighted sum, in the order of nodes. Any failure is returned as an Error
 // status naming the plugin.
-func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*cache.NodeInfo) ([]framework.NodeScore, *framework.Status) {
+func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) ([]framework.NodeScore, *framework.Status) {
 	skip := skipped(state, skipScoreKey)
 	var (
 		plugins []framework.ScorePlugin

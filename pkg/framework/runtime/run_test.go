@@ -13,8 +13,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -281,7 +279,7 @@ func TestFindFeasibleNodes(t *testing.T) {
 	}
 }
 
-func nodeNames(nodes []*cache.NodeInfo) []string {
+func nodeNames(nodes []*framework.NodeInfo) []string {
 	var out []string
 	for _, n := range nodes {
 		out = append(out, n.Name())
@@ -343,7 +341,7 @@ func newConcurrencyProbe(name string) *concurrencyProbe {
 }
 
 func (c *concurrencyProbe) Name() string { return c.name }
-func (c *concurrencyProbe) Filter(context.Context, *framework.CycleState, *v1.Pod, *cache.NodeInfo) *framework.Status {
+func (c *concurrencyProbe) Filter(context.Context, *framework.CycleState, *v1.Pod, *framework.NodeInfo) *framework.Status {
 	c.mu.Lock()
 	c.calls++
 	n := c.calls
@@ -781,21 +779,21 @@ func TestRunBindPlugins(t *testing.T) {
 }
 
 func TestEventsToRegisterFor(t *testing.T) {
-	nodeAdd := eventhandlers.EventNodeAdd
-	taint := eventhandlers.EventNodeTaintChange
-	a := &fakePlugin{name: "a", events: []eventhandlers.ClusterEvent{nodeAdd}}
-	b := &fakePlugin{name: "b", events: []eventhandlers.ClusterEvent{taint, nodeAdd}}
+	nodeAdd := framework.EventNodeAdd
+	taint := framework.EventNodeTaintChange
+	a := &fakePlugin{name: "a", events: []framework.ClusterEvent{nodeAdd}}
+	b := &fakePlugin{name: "b", events: []framework.ClusterEvent{taint, nodeAdd}}
 	f := mustFramework(t, baseRegistry(t, nil, a, b, &plainFilter{name: "plain"}),
 		baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "b"}, {Name: "plain"}}}))
 	tests := []struct {
 		names []string
-		want  []eventhandlers.ClusterEvent
+		want  []framework.ClusterEvent
 	}{
 		{nil, nil},
-		{[]string{"b"}, []eventhandlers.ClusterEvent{taint, nodeAdd}},
-		{[]string{"a", "b"}, []eventhandlers.ClusterEvent{nodeAdd, taint}},
-		{[]string{"plain"}, []eventhandlers.ClusterEvent{wildcardEvent}},
-		{[]string{"not-enabled"}, []eventhandlers.ClusterEvent{wildcardEvent}},
+		{[]string{"b"}, []framework.ClusterEvent{taint, nodeAdd}},
+		{[]string{"a", "b"}, []framework.ClusterEvent{nodeAdd, taint}},
+		{[]string{"plain"}, []framework.ClusterEvent{wildcardEvent}},
+		{[]string{"not-enabled"}, []framework.ClusterEvent{wildcardEvent}},
 	}
 	for _, tt := range tests {
 		if got := f.EventsToRegisterFor(tt.names...); !reflect.DeepEqual(got, tt.want) {

@@ -12,8 +12,6 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
@@ -36,6 +34,9 @@ type Framework struct {
 	order   []string
 	// enabled is the profile's plugins per point, weights defaulted.
 	enabled map[ExtensionPoint]PluginSet
+	// events are the events each plugin implementing EnqueueExtensions
+	// registered, asked once when the framework was built.
+	events map[string][]framework.ClusterEventWithHint
 
 	queueSort    framework.QueueSortPlugin
 	preFilter    []framework.PreFilterPlugin
@@ -139,6 +140,12 @@ func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h framew
 
 	if errs := f.bindExtensionPoints(); len(errs) > 0 {
 		return fail(errs...)
+	}
+	f.events = make(map[string][]framework.ClusterEventWithHint, len(f.plugins))
+	for name, p := range f.plugins {
+		if ext, ok := p.(framework.EnqueueExtensions); ok {
+			f.events[name] = slices.Clone(ext.EventsToRegister())
+		}
 	}
 	klog.FromContext(ctx).V(2).Info("Built scheduling framework", "profile", f.schedulerName, "plugins", f.ListPlugins())
 	return f, nil
@@ -354,39 +361,41 @@ func (f *Framework) ListPlugins() map[ExtensionPoint]PluginSet {
 
 // QueueSortFunc returns the profile's QueueSort plugin's Less, for the
 // scheduling queue.
-func (f *Framework) QueueSortFunc() cache.LessFunc { return f.queueSort.Less }
+func (f *Framework) QueueSortFunc() framework.LessFunc { return f.queueSort.Less }
 
 // wildcardEvent is what a plugin that does not implement EnqueueExtensions
-// is assumed to need: every event.
-var wildcardEvent = eventhandlers.ClusterEvent{Resource: eventhandlers.WildCard, ActionType: eventhandlers.All}
+// is assumed to need: every event, without a hint.
+var wildcardEvent = framework.ClusterEventWithHint{Event: framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.All}}
 
-// EventsToRegister returns the union of the cluster events every enabled
-// plugin registers with EnqueueExtensions (see EventsToRegisterFor).
-func (f *Framework) EventsToRegister() []eventhandlers.ClusterEvent {
+// registeredEvents returns what plugin name registers: its
+// EnqueueExtensions, asked once when the framework was built, or every
+// event when it does not implement them or is not enabled here.
+func (f *Framework) registeredEvents(name string) []framework.ClusterEventWithHint {
+	if events, ok := f.events[name]; ok {
+		return events
+	}
+	return []framework.ClusterEventWithHint{wildcardEvent}
+}
+
+// EventsToRegister returns the events every enabled plugin registers (see
+// EventsToRegisterFor).
+func (f *Framework) EventsToRegister() []framework.PluginEvent {
 	return f.EventsToRegisterFor(f.order...)
 }
 
-// EventsToRegisterFor returns the union of the cluster events the named
-// plugins register with EnqueueExtensions, without duplicates, in the
+// EventsToRegisterFor returns the events the named plugins register with
+// EnqueueExtensions, each with its plugin's name and queueing hint, in the
 // order of names: the events after which a job they rejected may fit. A
 // plugin that does not implement EnqueueExtensions, or that is not
 // enabled in this framework, contributes {Resource: WildCard, ActionType:
-// All}, since it may care about anything. So every plugin that can reject
-// a job, and every plugin that reads a resource's informer, should
-// implement EnqueueExtensions.
-func (f *Framework) EventsToRegisterFor(names ...string) []eventhandlers.ClusterEvent {
-	var out []eventhandlers.ClusterEvent
-	seen := map[eventhandlers.ClusterEvent]bool{}
+// All} without a hint, since it may care about anything. So every plugin
+// that can reject a job, and every plugin that reads a resource's
+// informer, should implement EnqueueExtensions.
+func (f *Framework) EventsToRegisterFor(names ...string) []framework.PluginEvent {
+	var out []framework.PluginEvent
 	for _, name := range names {
-		events := []eventhandlers.ClusterEvent{wildcardEvent}
-		if ext, ok := f.plugins[name].(framework.EnqueueExtensions); ok {
-			events = ext.EventsToRegister()
-		}
-		for _, e := range events {
-			if !seen[e] {
-				seen[e] = true
-				out = append(out, e)
-			}
+		for _, e := range f.registeredEvents(name) {
+			out = append(out, framework.PluginEvent{Plugin: name, ClusterEventWithHint: e})
 		}
 	}
 	return out
@@ -395,13 +404,13 @@ func (f *Framework) EventsToRegisterFor(names ...string) []eventhandlers.Cluster
 // ResourcesNeeded returns the distinct resources of EventsToRegister,
 // sorted, for starting informers. When any event is about WildCard, it
 // returns just [WildCard], meaning every resource.
-func (f *Framework) ResourcesNeeded() []eventhandlers.Resource {
-	set := map[eventhandlers.Resource]bool{}
+func (f *Framework) ResourcesNeeded() []framework.EventResource {
+	set := map[framework.EventResource]bool{}
 	for _, e := range f.EventsToRegister() {
-		if e.Resource == eventhandlers.WildCard {
-			return []eventhandlers.Resource{eventhandlers.WildCard}
+		if e.Event.Resource == framework.WildCard {
+			return []framework.EventResource{framework.WildCard}
 		}
-		set[e.Resource] = true
+		set[e.Event.Resource] = true
 	}
 	return slices.Sorted(maps.Keys(set))
 }

@@ -9,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -506,37 +504,37 @@ func TestExtensionPoints(t *testing.T) {
 }
 
 func TestEventsToRegister(t *testing.T) {
-	podDelete := eventhandlers.EventAssignedPodDelete
-	nodeAdd := eventhandlers.EventNodeAdd
-	pv := eventhandlers.ClusterEvent{Resource: eventhandlers.PersistentVolume, ActionType: eventhandlers.Add}
+	podDelete := framework.EventAssignedPodDelete
+	nodeAdd := framework.EventNodeAdd
+	pv := framework.ClusterEvent{Resource: framework.PersistentVolume, ActionType: framework.Add}
 	tests := []struct {
 		name          string
 		plugins       []framework.Plugin
 		points        map[ExtensionPoint]PluginSet
-		wantEvents    []eventhandlers.ClusterEvent
-		wantResources []eventhandlers.Resource
+		wantEvents    []framework.ClusterEvent
+		wantResources []framework.EventResource
 	}{
 		{
 			name: "every plugin registers events",
 			plugins: []framework.Plugin{
 				&fakePlugin{name: "sort"}, &fakePlugin{name: "binder"},
-				&fakePlugin{name: "a", events: []eventhandlers.ClusterEvent{nodeAdd, podDelete}},
-				&fakePlugin{name: "b", events: []eventhandlers.ClusterEvent{podDelete, pv}},
+				&fakePlugin{name: "a", events: []framework.ClusterEvent{nodeAdd, podDelete}},
+				&fakePlugin{name: "b", events: []framework.ClusterEvent{podDelete, pv}},
 			},
 			points:        map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "b"}}, ReservePoint: {{Name: "a"}}},
-			wantEvents:    []eventhandlers.ClusterEvent{nodeAdd, podDelete, pv},
-			wantResources: []eventhandlers.Resource{eventhandlers.Node, eventhandlers.PersistentVolume, eventhandlers.Pod},
+			wantEvents:    []framework.ClusterEvent{nodeAdd, podDelete, pv},
+			wantResources: []framework.EventResource{framework.Node, framework.PersistentVolume, framework.Pod},
 		},
 		{
 			name: "a plugin without EnqueueExtensions needs everything",
 			plugins: []framework.Plugin{
 				&fakePlugin{name: "sort"}, &fakePlugin{name: "binder"},
-				&fakePlugin{name: "a", events: []eventhandlers.ClusterEvent{nodeAdd}},
+				&fakePlugin{name: "a", events: []framework.ClusterEvent{nodeAdd}},
 				&plainFilter{name: "plain"},
 			},
 			points:        map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "plain"}}},
-			wantEvents:    []eventhandlers.ClusterEvent{nodeAdd, {Resource: eventhandlers.WildCard, ActionType: eventhandlers.All}},
-			wantResources: []eventhandlers.Resource{eventhandlers.WildCard},
+			wantEvents:    []framework.ClusterEvent{nodeAdd, {Resource: framework.WildCard, ActionType: framework.All}},
+			wantResources: []framework.EventResource{framework.WildCard},
 		},
 		{
 			name: "registered plugins that are not enabled do not count",
@@ -564,10 +562,10 @@ func TestEventsToRegister(t *testing.T) {
 func TestQueueSortFunc(t *testing.T) {
 	// Reverse alphabetical by job name: the opposite of DefaultLess's
 	// tie-break, so a framework that ignored the plugin would fail.
-	sorter := &fakePlugin{name: "sort", less: func(a, b *cache.QueuedJob) bool { return a.ID.Name > b.ID.Name }}
+	sorter := &fakePlugin{name: "sort", less: func(a, b *framework.QueuedJob) bool { return a.ID.Name > b.ID.Name }}
 	f := mustFramework(t, newTestRegistry(t, sorter, &fakePlugin{name: "binder"}), baseSpec(nil))
-	a := &cache.QueuedJob{ID: cache.JobID{Namespace: "ns", Name: "a"}}
-	b := &cache.QueuedJob{ID: cache.JobID{Namespace: "ns", Name: "b"}}
+	a := &framework.QueuedJob{ID: framework.JobID{Namespace: "ns", Name: "a"}}
+	b := &framework.QueuedJob{ID: framework.JobID{Namespace: "ns", Name: "b"}}
 	less := f.QueueSortFunc()
 	if less(a, b) || !less(b, a) {
 		t.Errorf("QueueSortFunc does not use the plugin's Less: less(a,b)=%v less(b,a)=%v", less(a, b), less(b, a))

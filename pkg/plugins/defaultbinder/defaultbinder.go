@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 )
@@ -44,8 +43,8 @@ func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugi
 func (*DefaultBinder) Name() string { return Name }
 
 // EventsToRegister implements framework.EnqueueExtensions: none.
-func (*DefaultBinder) EventsToRegister() []eventhandlers.ClusterEvent {
-	return []eventhandlers.ClusterEvent{}
+func (*DefaultBinder) EventsToRegister() []framework.ClusterEventWithHint {
+	return nil
 }
 
 // Bind implements framework.BindPlugin.

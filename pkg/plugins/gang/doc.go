@@ -23,7 +23,7 @@
 // node (Node/Add), and a node whose allocatable, labels, taints or
 // schedulability changed (Node/UpdateNodeAllocatable, UpdateNodeLabel,
 // UpdateNodeTaint, UpdateNodeSchedulable), and external usage (a VM) that
-// shrank or went away (eventhandlers.EventExternalUsageDecrease). It also
+// shrank or went away (framework.EventExternalUsageDecrease). It also
 // registers Pod/Add: a
 // waiting gang needs more tasks, and a task of the gang bound by someone
 // else counts towards min-available.

@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 )
@@ -35,23 +34,22 @@ func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugi
 // Name implements framework.Plugin.
 func (*Gang) Name() string { return Name }
 
-// EventsToRegister implements framework.EnqueueExtensions.
-func (*Gang) EventsToRegister() []eventhandlers.ClusterEvent {
-	return []eventhandlers.ClusterEvent{
-		{Resource: eventhandlers.Pod, ActionType: eventhandlers.Add, Label: "PodAdd"},
-		eventhandlers.EventAssignedPodDelete,
-		eventhandlers.EventNodeAdd,
-		eventhandlers.EventNodeAllocatableChange,
-		eventhandlers.EventNodeLabelChange,
-		eventhandlers.EventNodeTaintChange,
-		eventhandlers.EventNodeBecameSchedulable,
-		eventhandlers.EventExternalUsageDecrease,
-	}
+// EventsToRegister implements framework.EnqueueExtensions: no cluster
+// event helps a gang this plugin rejected. It is waiting for pods of its
+// own (more of them, or a quorum declared or fixed on them), and any change
+// of the job's pending pods retries it anyway. When some of its pods found
+// no node, the plugins that rejected them registered what may help.
+func (*Gang) EventsToRegister() []framework.ClusterEventWithHint {
+	return nil
 }
 
-// PreFilter implements framework.PreFilterPlugin: the job must have at
-// least min-available tasks, pending or bound.
+// PreFilter implements framework.PreFilterPlugin: the job must declare a
+// usable quorum (framework.JobInfo.ValidationError says what is wrong),
+// and have at least that many tasks, pending or bound.
 func (*Gang) PreFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job) *framework.Status {
+	if job.Err != nil {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, job.Err.Error())
+	}
 	exist := len(job.Pending) + job.Bound
 	if int64(exist) >= int64(job.MinAvailable) {
 		return nil
@@ -62,10 +60,14 @@ func (*Gang) PreFilter(ctx context.Context, _ *framework.CycleState, job *framew
 }
 
 // Permit implements framework.PermitPlugin: the tasks placed in this cycle
-// plus the bound ones must reach min-available.
+// plus the bound ones must reach min-available. A job without a usable
+// quorum is never permitted, whatever PreFilter did.
 func (*Gang) Permit(ctx context.Context, _ *framework.CycleState, job *framework.Job, placements map[string]string) *framework.Status {
+	if job.Err != nil {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, job.Err.Error())
+	}
 	running := len(placements) + job.Bound
-	if int64(running) >= int64(job.MinAvailable) {
+	if job.MinAvailable > 0 && int64(running) >= int64(job.MinAvailable) {
 		return nil
 	}
 	total := len(job.Pending) + job.Bound

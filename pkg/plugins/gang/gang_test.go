@@ -9,13 +9,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
-var gangID = cache.JobID{Namespace: "ns", Name: "train", Gang: true}
+var gangID = framework.JobID{Namespace: "ns", Name: "train", Gang: true}
 
 func pods(n int) []*v1.Pod {
 	out := make([]*v1.Pod, n)
@@ -46,7 +44,7 @@ func TestPreFilter(t *testing.T) {
 			wantMsg: "waiting for tasks: 2 of min-available 4 exist"},
 		{name: "waiting with some bound", job: &framework.Job{ID: gangID, MinAvailable: 5, Pending: pods(1), Bound: 2},
 			wantMsg: "waiting for tasks: 3 of min-available 5 exist"},
-		{name: "single pod", job: &framework.Job{ID: cache.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: pods(1)}},
+		{name: "single pod", job: &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: pods(1)}},
 		{name: "invalid annotations still schedule", job: &framework.Job{ID: gangID, MinAvailable: 3, Pending: pods(3), Err: errors.New("bad min-available")}},
 		{name: "no min-available", job: &framework.Job{ID: gangID, MinAvailable: 0, Pending: pods(1)}},
 	}
@@ -85,9 +83,9 @@ func TestPermit(t *testing.T) {
 			wantMsg: "gang ns/train: 4 of 6 tasks could be placed, min-available 5"},
 		{name: "nothing placed", job: &framework.Job{ID: gangID, MinAvailable: 2, Pending: four}, placed: nil,
 			wantMsg: "gang ns/train: 0 of 4 tasks could be placed, min-available 2"},
-		{name: "single pod not placed", job: &framework.Job{ID: cache.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]},
+		{name: "single pod not placed", job: &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]},
 			wantMsg: "job ns/pod:p: 0 of 1 tasks could be placed, min-available 1"},
-		{name: "single pod placed", job: &framework.Job{ID: cache.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]}, placed: four[:1]},
+		{name: "single pod placed", job: &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]}, placed: four[:1]},
 	}
 	pl := &Gang{}
 	for _, tt := range tests {
@@ -118,30 +116,30 @@ func TestNew(t *testing.T) {
 		t.Errorf("args accepted: %v", err)
 	}
 	events := p.(framework.EnqueueExtensions).EventsToRegister()
-	helps := []eventhandlers.ClusterEvent{
-		{Resource: eventhandlers.Pod, ActionType: eventhandlers.Add},
-		eventhandlers.EventAssignedPodDelete,
-		eventhandlers.EventNodeAdd,
-		eventhandlers.EventNodeAllocatableChange,
-		eventhandlers.EventNodeLabelChange,
-		eventhandlers.EventNodeTaintChange,
-		eventhandlers.EventNodeBecameSchedulable,
-		eventhandlers.EventExternalUsageDecrease,
+	helps := []framework.ClusterEvent{
+		{Resource: framework.Pod, ActionType: framework.Add},
+		framework.EventAssignedPodDelete,
+		framework.EventNodeAdd,
+		framework.EventNodeAllocatableChange,
+		framework.EventNodeLabelChange,
+		framework.EventNodeTaintChange,
+		framework.EventNodeBecameSchedulable,
+		framework.EventExternalUsageDecrease,
 	}
 	for _, e := range helps {
 		if !matchesAny(e, events) {
 			t.Errorf("%v does not requeue a gang", e)
 		}
 	}
-	for _, e := range []eventhandlers.ClusterEvent{eventhandlers.EventNodeDelete, eventhandlers.EventNodeConditionChange,
-		{Resource: eventhandlers.PersistentVolume, ActionType: eventhandlers.All}} {
+	for _, e := range []framework.ClusterEvent{framework.EventNodeDelete, framework.EventNodeConditionChange,
+		{Resource: framework.PersistentVolume, ActionType: framework.All}} {
 		if matchesAny(e, events) {
 			t.Errorf("%v requeues a gang, but cannot help one", e)
 		}
 	}
 }
 
-func matchesAny(e eventhandlers.ClusterEvent, registered []eventhandlers.ClusterEvent) bool {
+func matchesAny(e framework.ClusterEvent, registered []framework.ClusterEvent) bool {
 	for _, r := range registered {
 		if e.Match(r) {
 			return true

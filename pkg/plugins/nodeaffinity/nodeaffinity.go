@@ -10,8 +10,6 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 )
@@ -48,12 +46,26 @@ func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugi
 // Name implements framework.Plugin.
 func (*NodeAffinity) Name() string { return Name }
 
-// EventsToRegister implements framework.EnqueueExtensions.
-func (*NodeAffinity) EventsToRegister() []eventhandlers.ClusterEvent {
-	return []eventhandlers.ClusterEvent{
-		eventhandlers.EventNodeAdd,
-		eventhandlers.EventNodeLabelChange,
+// EventsToRegister implements framework.EnqueueExtensions. A new node, or
+// a change of a node's labels, may help a job this plugin rejected, if the
+// node now matches one of its pods' node selector and required affinity.
+func (*NodeAffinity) EventsToRegister() []framework.ClusterEventWithHint {
+	hint := pluginutil.NodeRuleHint(func(pod *v1.Pod, node *v1.Node) bool {
+		return matches(nodeaffinity.GetRequiredNodeAffinity(pod), node)
+	})
+	return []framework.ClusterEventWithHint{
+		{Event: framework.EventNodeAdd, QueueingHintFn: hint},
+		{Event: framework.EventNodeLabelChange, QueueingHintFn: hint},
 	}
+}
+
+// matches is the one rule of both Filter and the queueing hint: node
+// matches the pod's nodeSelector and required node affinity. A term that
+// cannot be parsed (the API server validates them, so only an old or odd
+// object has one) matches no node.
+func matches(required nodeaffinity.RequiredNodeAffinity, node *v1.Node) bool {
+	match, err := required.Match(node)
+	return match && err == nil
 }
 
 // podAffinity is one pod's parsed node selector and node affinity.
@@ -109,28 +121,20 @@ func affinityOf(state *framework.CycleState, pod *v1.Pod) *podAffinity {
 }
 
 // Filter implements framework.FilterPlugin.
-func (*NodeAffinity) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+func (*NodeAffinity) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
-	match, err := affinityOf(state, pod).required.Match(node.Node)
-	if match {
+	if matches(affinityOf(state, pod).required, node.Node) {
 		return nil
 	}
-	logger := klog.FromContext(ctx)
-	if err != nil {
-		// The API server validates affinities, so this is an old or odd
-		// object; a term that cannot be parsed matches no node.
-		logger.V(4).Info("Pod's required node affinity cannot be evaluated", "pod", klog.KObj(pod), "node", klog.KObj(node.Node), "err", err)
-	} else {
-		logger.V(5).Info("Node does not match pod's node affinity/selector", "pod", klog.KObj(pod), "node", klog.KObj(node.Node))
-	}
+	klog.FromContext(ctx).V(5).Info("Node does not match pod's node affinity/selector", "pod", klog.KObj(pod), "node", klog.KObj(node.Node))
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonPod)
 }
 
 // Score implements framework.ScorePlugin: the summed weights of the
 // preferred terms node matches.
-func (*NodeAffinity) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *framework.Status) {
+func (*NodeAffinity) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
 	if node.Node == nil || node.Placeholder {
 		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
 	}

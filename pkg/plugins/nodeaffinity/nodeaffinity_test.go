@@ -9,8 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -78,7 +76,7 @@ func TestFilter(t *testing.T) {
 		})
 	}
 	t.Run("placeholder", func(t *testing.T) {
-		for _, ni := range []*cache.NodeInfo{testutil.PlaceholderNodeInfo(t, "gone", st.MakePod().Name("a").Obj()), {}} {
+		for _, ni := range []*framework.NodeInfo{testutil.PlaceholderNodeInfo(t, "gone", st.MakePod().Name("a").Obj()), {}} {
 			s := pl.Filter(context.Background(), nil, st.MakePod().Name("p").Obj(), ni)
 			if s.Code() != framework.UnschedulableAndUnresolvable || s.Message() != "node(s) not found" {
 				t.Errorf("Filter = %v", s)
@@ -202,7 +200,7 @@ func TestNew(t *testing.T) {
 		t.Errorf("args accepted: %v", err)
 	}
 	events := p.(framework.EnqueueExtensions).EventsToRegister()
-	want := []eventhandlers.ClusterEvent{eventhandlers.EventNodeAdd, eventhandlers.EventNodeLabelChange}
+	want := []framework.ClusterEvent{framework.EventNodeAdd, framework.EventNodeLabelChange}
 	if !reflect.DeepEqual(events, want) {
 		t.Errorf("EventsToRegister = %v, want %v", events, want)
 	}

@@ -8,7 +8,7 @@
 // plus one pod) and keeps them in the CycleState for Filter and Score;
 // without it, Filter and Score compute them per call.
 //
-// Filter rejects a node whose idle resources (cache.NodeInfo.Idle:
+// Filter rejects a node whose idle resources (framework.NodeInfo.Idle:
 // schedulable minus requested minus external usage such as VMs, with the
 // pods placed earlier in the cycle counted) cannot hold the pod's requests, with one Unschedulable reason
 // per missing resource, as kube-scheduler words them: "Too many pods",

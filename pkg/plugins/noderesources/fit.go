@@ -9,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -72,14 +70,71 @@ func (f *Fit) Args() Args {
 	return a
 }
 
-// EventsToRegister implements framework.EnqueueExtensions.
-func (*Fit) EventsToRegister() []eventhandlers.ClusterEvent {
-	return []eventhandlers.ClusterEvent{
-		eventhandlers.EventAssignedPodDelete,
-		eventhandlers.EventNodeAdd,
-		eventhandlers.EventNodeAllocatableChange,
-		eventhandlers.EventExternalUsageDecrease,
+// EventsToRegister implements framework.EnqueueExtensions. Freed
+// resources (a pod deleted or finished, external usage that shrank) may
+// help any job this plugin rejected. A new node, or a node whose
+// allocatable grew, helps only if one of the job's pods fits in what the
+// node allocates (see fitsAllocatable); the hint cannot see the node's
+// usage, so it may answer Queue needlessly, never Skip wrongly.
+func (*Fit) EventsToRegister() []framework.ClusterEventWithHint {
+	return []framework.ClusterEventWithHint{
+		{Event: framework.EventAssignedPodDelete},
+		{Event: framework.EventExternalUsageDecrease},
+		{Event: framework.EventNodeAdd, QueueingHintFn: nodeHint},
+		{Event: framework.EventNodeAllocatableChange, QueueingHintFn: nodeHint},
 	}
+}
+
+// nodeHint is the queueing hint for node events: some pending pod fits in
+// what the new node allocates, and, for an update, the node allocates more
+// of something that pod requests than before.
+func nodeHint(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
+	newNode, ok := newObj.(*v1.Node)
+	if !ok || newNode == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Node of a node event, got %T", newObj)
+	}
+	newAlloc := resources.FromList(newNode.Status.Allocatable)
+	var oldAlloc resources.Resource
+	if oldObj != nil {
+		oldNode, ok := oldObj.(*v1.Node)
+		if !ok || oldNode == nil {
+			return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Node of a node update, got %T", oldObj)
+		}
+		oldAlloc = resources.FromList(oldNode.Status.Allocatable)
+	}
+	for _, pod := range job.Pods {
+		req := resources.PodRequests(pod)
+		if !fitsAllocatable(req, newAlloc) {
+			continue
+		}
+		if oldObj == nil || grewFor(req, oldAlloc, newAlloc) {
+			return framework.Queue, nil
+		}
+	}
+	return framework.QueueSkip, nil
+}
+
+// fitsAllocatable reports whether req fits in a node's allocatable alone,
+// as if nothing ran there: what fits applies to (see fits) with no usage.
+func fitsAllocatable(req, allocatable resources.Resource) bool {
+	return fits(req, &framework.NodeInfo{Schedulable: allocatable})
+}
+
+// grewFor reports whether cur allocates more than old of a resource req
+// asks for (the pod count always counts).
+func grewFor(req, old, cur resources.Resource) bool {
+	if cur.Pods > old.Pods ||
+		req.MilliCPU > 0 && cur.MilliCPU > old.MilliCPU ||
+		req.Memory > 0 && cur.Memory > old.Memory ||
+		req.EphemeralStorage > 0 && cur.EphemeralStorage > old.EphemeralStorage {
+		return true
+	}
+	for name, v := range req.Scalar {
+		if v > 0 && cur.Scalar[name] > old.Scalar[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // podRequests is one pod's requests as PreFilter computed them.
@@ -122,7 +177,7 @@ func requestsOf(state *framework.CycleState, pod *v1.Pod) resources.Resource {
 }
 
 // Filter implements framework.FilterPlugin.
-func (*Fit) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+func (*Fit) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
@@ -139,7 +194,7 @@ func (*Fit) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod
 // order. Like kube-scheduler, it only counts a resource the pod requests
 // (the pod count always): a pod that requests no memory fits on a node
 // whose memory is over-committed.
-func insufficient(req resources.Resource, node *cache.NodeInfo) []string {
+func insufficient(req resources.Resource, node *framework.NodeInfo) []string {
 	var reasons []string
 	for _, name := range node.Idle().Insufficient(req) {
 		if name == v1.ResourcePods || amount(req, name) > 0 {
@@ -159,8 +214,9 @@ func insufficientReason(name v1.ResourceName) string {
 
 // fits reports whether insufficient(req, node) is empty, without
 // allocating, because Filter runs for every pod and node and most nodes
-// fit.
-func fits(req resources.Resource, node *cache.NodeInfo) bool {
+// fit. It is the one rule of Filter and, on an empty node, of the
+// queueing hint.
+func fits(req resources.Resource, node *framework.NodeInfo) bool {
 	s, r, e := &node.Schedulable, &node.Requested, &node.External
 	if req.Pods > s.Pods-r.Pods-e.Pods ||
 		req.MilliCPU > 0 && req.MilliCPU > s.MilliCPU-r.MilliCPU-e.MilliCPU ||
@@ -177,7 +233,7 @@ func fits(req resources.Resource, node *cache.NodeInfo) bool {
 }
 
 // Score implements framework.ScorePlugin.
-func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *framework.Status) {
+func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
 	if node.Node == nil || node.Placeholder {
 		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
 	}

@@ -9,8 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -41,74 +39,74 @@ func TestFilter(t *testing.T) {
 	tests := []struct {
 		name     string
 		pod      *v1.Pod
-		node     func(t *testing.T) *cache.NodeInfo
+		node     func(t *testing.T) *framework.NodeInfo
 		wantCode framework.Code
 		want     []string
 	}{
 		{name: "empty node", pod: pod("p", res{"cpu": "1", "memory": "1Gi"}),
-			node: func(t *testing.T) *cache.NodeInfo { return testutil.NodeInfo(t, node(std)) }},
+			node: func(t *testing.T) *framework.NodeInfo { return testutil.NodeInfo(t, node(std)) }},
 		{name: "exactly the idle resources", pod: pod("p", res{"cpu": "3", "memory": "6Gi"}),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				return testutil.NodeInfo(t, node(std), pod("a", res{"cpu": "1", "memory": "2Gi"}))
 			}},
 		{name: "insufficient cpu", pod: pod("p", res{"cpu": "3500m", "memory": "1Gi"}),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				return testutil.NodeInfo(t, node(std), pod("a", res{"cpu": "1"}))
 			},
 			wantCode: framework.Unschedulable, want: []string{"Insufficient cpu"}},
 		{name: "insufficient memory", pod: pod("p", res{"memory": "7Gi"}),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				return testutil.NodeInfo(t, node(std), pod("a", res{"memory": "2Gi"}))
 			},
 			wantCode: framework.Unschedulable, want: []string{"Insufficient memory"}},
 		{name: "no GPU on the node", pod: pod("p", res{"nvidia.com/gpu": "1"}),
-			node:     func(t *testing.T) *cache.NodeInfo { return testutil.NodeInfo(t, node(std)) },
+			node:     func(t *testing.T) *framework.NodeInfo { return testutil.NodeInfo(t, node(std)) },
 			wantCode: framework.Unschedulable, want: []string{"Insufficient nvidia.com/gpu"}},
 		{name: "GPUs used up", pod: pod("p", res{"nvidia.com/gpu": "2"}),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				return testutil.NodeInfo(t, node(res{"cpu": "4", "memory": "8Gi", "pods": "10", "nvidia.com/gpu": "4"}), pod("a", res{"nvidia.com/gpu": "3"}))
 			},
 			wantCode: framework.Unschedulable, want: []string{"Insufficient nvidia.com/gpu"}},
 		{name: "GPU fits", pod: pod("p", res{"nvidia.com/gpu": "1"}),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				return testutil.NodeInfo(t, node(res{"cpu": "4", "memory": "8Gi", "pods": "10", "nvidia.com/gpu": "4"}), pod("a", res{"nvidia.com/gpu": "3"}))
 			}},
 		{name: "too many pods", pod: pod("p", nil),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				return testutil.NodeInfo(t, node(res{"cpu": "4", "pods": "2"}), pod("a", nil), pod("b", nil))
 			},
 			wantCode: framework.Unschedulable, want: []string{"Too many pods"}},
 		{name: "a node without a pod count takes no pods", pod: pod("p", nil),
-			node:     func(t *testing.T) *cache.NodeInfo { return testutil.NodeInfo(t, node(res{"cpu": "4"})) },
+			node:     func(t *testing.T) *framework.NodeInfo { return testutil.NodeInfo(t, node(res{"cpu": "4"})) },
 			wantCode: framework.Unschedulable, want: []string{"Too many pods"}},
 		{name: "every reason, in order", pod: pod("p", res{"cpu": "5", "memory": "9Gi", "ephemeral-storage": "1Gi", "nvidia.com/gpu": "1", "example.com/fpga": "1"}),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				return testutil.NodeInfo(t, node(res{"cpu": "4", "memory": "8Gi", "pods": "1"}), pod("a", nil))
 			},
 			wantCode: framework.Unschedulable,
 			want:     []string{"Too many pods", "Insufficient cpu", "Insufficient memory", "Insufficient ephemeral-storage", "Insufficient example.com/fpga", "Insufficient nvidia.com/gpu"}},
 		{name: "finished pods free their resources", pod: pod("p", res{"cpu": "4"}),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				done := st.MakePod().Name("a").Req(res{"cpu": "4"}).Phase(v1.PodSucceeded).Obj()
 				return testutil.NodeInfo(t, node(std), done)
 			}},
 		{name: "over-committed cpu does not reject a pod requesting none", pod: pod("p", res{"memory": "1Gi"}),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				return testutil.NodeInfo(t, node(std), pod("a", res{"cpu": "6"}))
 			}},
 		{name: "over-committed cpu rejects a pod requesting some", pod: pod("p", res{"cpu": "1m"}),
-			node: func(t *testing.T) *cache.NodeInfo {
+			node: func(t *testing.T) *framework.NodeInfo {
 				return testutil.NodeInfo(t, node(std), pod("a", res{"cpu": "6"}))
 			},
 			wantCode: framework.Unschedulable, want: []string{"Insufficient cpu"}},
 		{name: "init containers and overhead count", pod: st.MakePod().Name("p").Req(res{"cpu": "1"}).InitReq(res{"cpu": "4"}).Overhead(res{"cpu": "500m"}).Obj(),
-			node:     func(t *testing.T) *cache.NodeInfo { return testutil.NodeInfo(t, node(std)) },
+			node:     func(t *testing.T) *framework.NodeInfo { return testutil.NodeInfo(t, node(std)) },
 			wantCode: framework.Unschedulable, want: []string{"Insufficient cpu"}},
 		{name: "placeholder", pod: pod("p", nil),
-			node:     func(t *testing.T) *cache.NodeInfo { return testutil.PlaceholderNodeInfo(t, "gone", pod("a", nil)) },
+			node:     func(t *testing.T) *framework.NodeInfo { return testutil.PlaceholderNodeInfo(t, "gone", pod("a", nil)) },
 			wantCode: framework.UnschedulableAndUnresolvable, want: []string{"node(s) not found"}},
 		{name: "no node at all", pod: pod("p", nil),
-			node:     func(t *testing.T) *cache.NodeInfo { return &cache.NodeInfo{} },
+			node:     func(t *testing.T) *framework.NodeInfo { return &framework.NodeInfo{} },
 			wantCode: framework.UnschedulableAndUnresolvable, want: []string{"node(s) not found"}},
 	}
 	pl := newFit(t, "")
@@ -118,7 +116,7 @@ func TestFilter(t *testing.T) {
 			for _, withPreFilter := range []bool{false, true} {
 				state := framework.NewCycleState()
 				if withPreFilter {
-					job := &framework.Job{ID: cache.JobIDForPod(tt.pod), MinAvailable: 1, Pending: []*v1.Pod{tt.pod}}
+					job := &framework.Job{ID: framework.JobIDForPod(tt.pod), MinAvailable: 1, Pending: []*v1.Pod{tt.pod}}
 					if s := pl.PreFilter(context.Background(), state, job); !s.IsSuccess() {
 						t.Fatalf("PreFilter = %v", s)
 					}
@@ -201,7 +199,7 @@ func TestFitsAgreesWithInsufficient(t *testing.T) {
 	}
 	fitsSeen, notSeen := 0, 0
 	for range 20000 {
-		ni := &cache.NodeInfo{Schedulable: r(), Requested: r(), External: r()}
+		ni := &framework.NodeInfo{Schedulable: r(), Requested: r(), External: r()}
 		req := r()
 		fast := fits(req, ni)
 		reasons := insufficient(req, ni)
@@ -288,7 +286,7 @@ func TestScoreOrdersNodes(t *testing.T) {
 	p := pod("p", res{"cpu": "1", "memory": "1Gi"})
 	empty := testutil.NodeInfo(t, node(res{"cpu": "8", "memory": "16Gi", "pods": "10"}))
 	busy := testutil.NodeInfo(t, node(res{"cpu": "8", "memory": "16Gi", "pods": "10"}), pod("a", res{"cpu": "6", "memory": "12Gi"}))
-	score := func(pl *Fit, ni *cache.NodeInfo) int64 {
+	score := func(pl *Fit, ni *framework.NodeInfo) int64 {
 		s, st := pl.Score(context.Background(), framework.NewCycleState(), p, ni)
 		if !st.IsSuccess() {
 			t.Fatal(st)
@@ -353,7 +351,7 @@ func TestEventsAndName(t *testing.T) {
 		t.Errorf("Name = %q", pl.Name())
 	}
 	events := pl.EventsToRegister()
-	matches := func(e eventhandlers.ClusterEvent) bool {
+	matches := func(e framework.ClusterEvent) bool {
 		for _, want := range events {
 			if e.Match(want) {
 				return true
@@ -361,14 +359,14 @@ func TestEventsAndName(t *testing.T) {
 		}
 		return false
 	}
-	for _, e := range []eventhandlers.ClusterEvent{eventhandlers.EventAssignedPodDelete, eventhandlers.EventNodeAdd, eventhandlers.EventNodeAllocatableChange,
-		eventhandlers.EventExternalUsageDecrease} {
+	for _, e := range []framework.ClusterEvent{framework.EventAssignedPodDelete, framework.EventNodeAdd, framework.EventNodeAllocatableChange,
+		framework.EventExternalUsageDecrease} {
 		if !matches(e) {
 			t.Errorf("%v does not requeue", e)
 		}
 	}
-	for _, e := range []eventhandlers.ClusterEvent{eventhandlers.EventNodeLabelChange, eventhandlers.EventNodeTaintChange, eventhandlers.EventNodeDelete,
-		{Resource: eventhandlers.Pod, ActionType: eventhandlers.Add}} {
+	for _, e := range []framework.ClusterEvent{framework.EventNodeLabelChange, framework.EventNodeTaintChange, framework.EventNodeDelete,
+		{Resource: framework.Pod, ActionType: framework.Add}} {
 		if matches(e) {
 			t.Errorf("%v requeues, but cannot free resources", e)
 		}

@@ -8,8 +8,6 @@ import (
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 )
@@ -42,27 +40,34 @@ func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugi
 // Name implements framework.Plugin.
 func (*NodeUnschedulable) Name() string { return Name }
 
-// EventsToRegister implements framework.EnqueueExtensions.
-func (*NodeUnschedulable) EventsToRegister() []eventhandlers.ClusterEvent {
-	return []eventhandlers.ClusterEvent{
-		eventhandlers.EventNodeAdd,
-		eventhandlers.EventNodeBecameSchedulable,
-		eventhandlers.EventNodeTaintChange,
+// EventsToRegister implements framework.EnqueueExtensions. A new node, or
+// one that became schedulable, may help a job this plugin rejected, if it
+// admits one of its pods (see Admits).
+func (*NodeUnschedulable) EventsToRegister() []framework.ClusterEventWithHint {
+	hint := pluginutil.NodeRuleHint(Admits)
+	return []framework.ClusterEventWithHint{
+		{Event: framework.EventNodeAdd, QueueingHintFn: hint},
+		{Event: framework.EventNodeBecameSchedulable, QueueingHintFn: hint},
 	}
 }
 
+// Admits reports whether pod may run on node as far as cordoning goes:
+// the node is schedulable, or the pod tolerates the
+// node.kubernetes.io/unschedulable:NoSchedule taint. It is the one rule of
+// both Filter and the queueing hint.
+func Admits(pod *v1.Pod, node *v1.Node) bool {
+	return !node.Spec.Unschedulable ||
+		v1helper.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, &unschedulableTaint, pluginutil.EnableTaintTolerationComparisonOperators)
+}
+
 // Filter implements framework.FilterPlugin.
-func (*NodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+func (*NodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
-	if !node.Node.Spec.Unschedulable {
+	if Admits(pod, node.Node) {
 		return nil
 	}
-	logger := klog.FromContext(ctx)
-	if v1helper.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, &unschedulableTaint, pluginutil.EnableTaintTolerationComparisonOperators) {
-		return nil
-	}
-	logger.V(5).Info("Node is unschedulable", "pod", klog.KObj(pod), "node", klog.KObj(node.Node))
+	klog.FromContext(ctx).V(5).Info("Node is unschedulable", "pod", klog.KObj(pod), "node", klog.KObj(node.Node))
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUnschedulable)
 }

@@ -8,8 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -47,7 +45,7 @@ func TestFilter(t *testing.T) {
 		})
 	}
 	t.Run("placeholder", func(t *testing.T) {
-		for _, ni := range []*cache.NodeInfo{testutil.PlaceholderNodeInfo(t, "gone", st.MakePod().Name("a").Obj()), {}} {
+		for _, ni := range []*framework.NodeInfo{testutil.PlaceholderNodeInfo(t, "gone", st.MakePod().Name("a").Obj()), {}} {
 			s := pl.Filter(context.Background(), nil, st.MakePod().Name("p").Obj(), ni)
 			if s.Code() != framework.UnschedulableAndUnresolvable || s.Message() != "node(s) not found" {
 				t.Errorf("Filter = %v", s)
@@ -68,19 +66,19 @@ func TestNew(t *testing.T) {
 		t.Errorf("args accepted: %v", err)
 	}
 	events := p.(framework.EnqueueExtensions).EventsToRegister()
-	for _, e := range []eventhandlers.ClusterEvent{eventhandlers.EventNodeAdd, eventhandlers.EventNodeBecameSchedulable, eventhandlers.EventNodeTaintChange} {
+	for _, e := range []framework.ClusterEvent{framework.EventNodeAdd, framework.EventNodeBecameSchedulable, framework.EventNodeTaintChange} {
 		if !matchesAny(e, events) {
 			t.Errorf("%v does not requeue", e)
 		}
 	}
-	for _, e := range []eventhandlers.ClusterEvent{eventhandlers.EventAssignedPodDelete, eventhandlers.EventNodeAllocatableChange, eventhandlers.EventNodeLabelChange} {
+	for _, e := range []framework.ClusterEvent{framework.EventAssignedPodDelete, framework.EventNodeAllocatableChange, framework.EventNodeLabelChange} {
 		if matchesAny(e, events) {
 			t.Errorf("%v requeues, but cannot uncordon a node", e)
 		}
 	}
 }
 
-func matchesAny(e eventhandlers.ClusterEvent, registered []eventhandlers.ClusterEvent) bool {
+func matchesAny(e framework.ClusterEvent, registered []framework.ClusterEvent) bool {
 	for _, r := range registered {
 		if e.Match(r) {
 			return true

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 )
@@ -34,13 +32,13 @@ func (*PrioritySort) Name() string { return Name }
 
 // Less implements framework.QueueSortPlugin: a higher Priority first, then
 // an earlier Timestamp, then the JobID. It is the queue's own
-// cache.DefaultLess, so the scheduler orders jobs the same way with or
+// framework.DefaultLess, so the scheduler orders jobs the same way with or
 // without a profile.
-func (*PrioritySort) Less(a, b *cache.QueuedJob) bool {
-	return cache.DefaultLess(a, b)
+func (*PrioritySort) Less(a, b *framework.QueuedJob) bool {
+	return framework.DefaultLess(a, b)
 }
 
 // EventsToRegister implements framework.EnqueueExtensions: none.
-func (*PrioritySort) EventsToRegister() []eventhandlers.ClusterEvent {
-	return []eventhandlers.ClusterEvent{}
+func (*PrioritySort) EventsToRegister() []framework.ClusterEventWithHint {
+	return nil
 }

@@ -6,14 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 func TestLess(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	t1 := t0.Add(time.Second)
-	job := func(ns, name string, gang bool, prio int32, ts time.Time) *cache.QueuedJob {
+	job := func(ns, name string, gang bool, prio int32, ts time.Time) *framework.QueuedJob {
 		// InitialTimestamp is set in the opposite order to Timestamp: it
 		// must not matter, since Timestamp is when the job (re-)entered
 		// the queue.
@@ -21,12 +20,12 @@ func TestLess(t *testing.T) {
 		if ts.Equal(t0) {
 			initial = t1
 		}
-		return &cache.QueuedJob{ID: cache.JobID{Namespace: ns, Name: name, Gang: gang}, Priority: prio,
+		return &framework.QueuedJob{ID: framework.JobID{Namespace: ns, Name: name, Gang: gang}, Priority: prio,
 			Timestamp: ts, InitialTimestamp: initial}
 	}
 	tests := []struct {
 		name string
-		a, b *cache.QueuedJob
+		a, b *framework.QueuedJob
 		want bool
 	}{
 		{"higher priority first", job("ns", "b", true, 10, t1), job("ns", "a", true, 5, t0), true},

@@ -9,8 +9,6 @@ import (
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 )
@@ -39,11 +37,17 @@ func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugi
 // Name implements framework.Plugin.
 func (*TaintToleration) Name() string { return Name }
 
-// EventsToRegister implements framework.EnqueueExtensions.
-func (*TaintToleration) EventsToRegister() []eventhandlers.ClusterEvent {
-	return []eventhandlers.ClusterEvent{
-		eventhandlers.EventNodeAdd,
-		eventhandlers.EventNodeTaintChange,
+// EventsToRegister implements framework.EnqueueExtensions. A new node, or
+// a change of a node's taints, may help a job this plugin rejected, if the
+// node now admits one of its pods (see UntoleratedTaint).
+func (*TaintToleration) EventsToRegister() []framework.ClusterEventWithHint {
+	hint := pluginutil.NodeRuleHint(func(pod *v1.Pod, node *v1.Node) bool {
+		_, untolerated := UntoleratedTaint(klog.Background(), pod, node)
+		return !untolerated
+	})
+	return []framework.ClusterEventWithHint{
+		{Event: framework.EventNodeAdd, QueueingHintFn: hint},
+		{Event: framework.EventNodeTaintChange, QueueingHintFn: hint},
 	}
 }
 
@@ -57,14 +61,21 @@ func blocksScheduling(t *v1.Taint) bool {
 	return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 }
 
+// UntoleratedTaint returns a NoSchedule or NoExecute taint of node that pod
+// does not tolerate, if there is one. It is the one rule of both Filter
+// and the queueing hint.
+func UntoleratedTaint(logger klog.Logger, pod *v1.Pod, node *v1.Node) (v1.Taint, bool) {
+	return v1helper.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations,
+		blocksScheduling, pluginutil.EnableTaintTolerationComparisonOperators)
+}
+
 // Filter implements framework.FilterPlugin.
-func (*TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) *framework.Status {
+func (*TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
 	logger := klog.FromContext(ctx)
-	taint, untolerated := v1helper.FindMatchingUntoleratedTaint(logger, node.Node.Spec.Taints, pod.Spec.Tolerations,
-		blocksScheduling, pluginutil.EnableTaintTolerationComparisonOperators)
+	taint, untolerated := UntoleratedTaint(logger, pod, node.Node)
 	if !untolerated {
 		return nil
 	}
@@ -75,7 +86,7 @@ func (*TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod
 // Score implements framework.ScorePlugin: the number of PreferNoSchedule
 // taints of node that pod does not tolerate (fewer is better; see
 // NormalizeScore).
-func (*TaintToleration) Score(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, node *cache.NodeInfo) (int64, *framework.Status) {
+func (*TaintToleration) Score(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
 	if node.Node == nil || node.Placeholder {
 		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
 	}

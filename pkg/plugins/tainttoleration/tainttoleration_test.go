@@ -8,8 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -65,7 +63,7 @@ func TestFilter(t *testing.T) {
 		})
 	}
 	t.Run("placeholder", func(t *testing.T) {
-		for _, ni := range []*cache.NodeInfo{testutil.PlaceholderNodeInfo(t, "gone", st.MakePod().Name("a").Obj()), {}} {
+		for _, ni := range []*framework.NodeInfo{testutil.PlaceholderNodeInfo(t, "gone", st.MakePod().Name("a").Obj()), {}} {
 			s := pl.Filter(context.Background(), nil, st.MakePod().Name("p").Obj(), ni)
 			if s.Code() != unres || s.Message() != "node(s) not found" {
 				t.Errorf("Filter = %v", s)
@@ -129,7 +127,7 @@ func TestNew(t *testing.T) {
 		t.Errorf("args accepted: %v", err)
 	}
 	events := p.(framework.EnqueueExtensions).EventsToRegister()
-	want := []eventhandlers.ClusterEvent{eventhandlers.EventNodeAdd, eventhandlers.EventNodeTaintChange}
+	want := []framework.ClusterEvent{framework.EventNodeAdd, framework.EventNodeTaintChange}
 	if !reflect.DeepEqual(events, want) {
 		t.Errorf("EventsToRegister = %v, want %v", events, want)
 	}

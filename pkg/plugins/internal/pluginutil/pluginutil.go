@@ -9,6 +9,8 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 )
 
 // ErrReasonNodeNotFound is the rejection reason of every Filter for a
@@ -62,5 +64,33 @@ func NormalizeScores(scores []framework.NodeScore, reverse bool) {
 			s = framework.MaxNodeScore - s
 		}
 		scores[i].Score = s
+	}
+}
+
+// NodeRuleHint returns the queueing hint of a plugin whose Filter applies a
+// rule to the node object alone: admits reports whether the plugin's
+// Filter passes pod on node. The hint answers Queue when, for some pending
+// pod of the job, the node after the event admits it and the node before
+// (none, for an addition) did not: only then can the event undo a
+// rejection by this plugin. Objects that are not nodes answer Queue, with
+// an error saying so.
+func NodeRuleHint(admits func(pod *v1.Pod, node *v1.Node) bool) framework.QueueingHintFn {
+	return func(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
+		newNode, ok := newObj.(*v1.Node)
+		if !ok || newNode == nil {
+			return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Node of a node event, got %T", newObj)
+		}
+		var oldNode *v1.Node
+		if oldObj != nil {
+			if oldNode, ok = oldObj.(*v1.Node); !ok || oldNode == nil {
+				return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Node of a node update, got %T", oldObj)
+			}
+		}
+		for _, pod := range job.Pods {
+			if admits(pod, newNode) && (oldNode == nil || !admits(pod, oldNode)) {
+				return framework.Queue, nil
+			}
+		}
+		return framework.QueueSkip, nil
 	}
 }

@@ -19,7 +19,7 @@ import (
 // pods bound to it (their spec.nodeName is set to the node's name). It goes
 // through a real cache, so Name, Requested and Pods are exactly what a
 // scheduling cycle sees.
-func NodeInfo(t testing.TB, node *v1.Node, pods ...*v1.Pod) *cache.NodeInfo {
+func NodeInfo(t testing.TB, node *v1.Node, pods ...*v1.Pod) *framework.NodeInfo {
 	t.Helper()
 	c := newCache(t)
 	if err := c.AddOrUpdateNode(node); err != nil {
@@ -35,7 +35,7 @@ func NodeInfo(t testing.TB, node *v1.Node, pods ...*v1.Pod) *cache.NodeInfo {
 
 // PlaceholderNodeInfo returns the placeholder NodeInfo the cache keeps for
 // pods bound to a node it does not know.
-func PlaceholderNodeInfo(t testing.TB, name string, pods ...*v1.Pod) *cache.NodeInfo {
+func PlaceholderNodeInfo(t testing.TB, name string, pods ...*v1.Pod) *framework.NodeInfo {
 	t.Helper()
 	if len(pods) == 0 {
 		t.Fatal("a placeholder needs at least one pod")

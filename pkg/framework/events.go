@@ -1,32 +1,32 @@
-package eventhandlers
+package framework
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Resource names the kind of object a cluster event is about. Native
+// EventResource names the kind of object a cluster event is about. Native
 // resources use the names below; a resource served by a dynamic informer
 // uses its "<plural>.<version>.<group>" name.
-type Resource string
+type EventResource string
 
-// Resources the handler Interface covers.
+// The resources of the event handler interface (pkg/eventhandlers).
 const (
-	Pod                   Resource = "Pod"
-	Node                  Resource = "Node"
-	PersistentVolume      Resource = "PersistentVolume"
-	PersistentVolumeClaim Resource = "PersistentVolumeClaim"
-	StorageClass          Resource = "StorageClass"
-	CSINode               Resource = "CSINode"
-	CSIDriver             Resource = "CSIDriver"
-	CSIStorageCapacity    Resource = "CSIStorageCapacity"
-	PriorityClass         Resource = "PriorityClass"
+	Pod                   EventResource = "Pod"
+	Node                  EventResource = "Node"
+	PersistentVolume      EventResource = "PersistentVolume"
+	PersistentVolumeClaim EventResource = "PersistentVolumeClaim"
+	StorageClass          EventResource = "StorageClass"
+	CSINode               EventResource = "CSINode"
+	CSIDriver             EventResource = "CSIDriver"
+	CSIStorageCapacity    EventResource = "CSIStorageCapacity"
+	PriorityClass         EventResource = "PriorityClass"
 	// Grant and ExternalWorkload come from custom informers (external
 	// resource managers); see pkg/apis/batchscheduler/v1alpha1.
-	Grant            Resource = "Grant"
-	ExternalWorkload Resource = "ExternalWorkload"
+	Grant            EventResource = "Grant"
+	ExternalWorkload EventResource = "ExternalWorkload"
 	// WildCard matches every resource in a registered event.
-	WildCard Resource = "*"
+	WildCard EventResource = "*"
 )
 
 // ActionType is a bitmask of what happened to an object. Updates of nodes
@@ -99,16 +99,18 @@ func (a ActionType) String() string {
 // for the specific case (e.g. "NodeTaintChange"); it appears in logs and
 // metrics.
 type ClusterEvent struct {
-	Resource   Resource
+	Resource   EventResource
 	ActionType ActionType
 	Label      string
 }
 
-// Match reports whether the event e matches the registered interest want:
-// the same resource (or want's resource is WildCard) and at least one
-// common action bit.
-func (e ClusterEvent) Match(want ClusterEvent) bool {
-	return (want.Resource == WildCard || want.Resource == e.Resource) && want.ActionType&e.ActionType != 0
+// Matches reports whether the event e, as raised, matches the registered
+// interest want: the same resource (or either is WildCard) and at least
+// one common action bit. A raised event whose Resource is WildCard stands
+// for a change of anything (the unschedulable timeout).
+func (e ClusterEvent) Matches(want ClusterEvent) bool {
+	sameResource := want.Resource == WildCard || e.Resource == WildCard || want.Resource == e.Resource
+	return sameResource && want.ActionType&e.ActionType != 0
 }
 
 // String returns the label, or "<Resource>/<Action>" when there is none.
@@ -119,8 +121,10 @@ func (e ClusterEvent) String() string {
 	return string(e.Resource) + "/" + e.ActionType.String()
 }
 
-// Well-known events raised by the default handler. Each case of a node
-// update is its own labelled event.
+// Well-known events, raised by the default event handler (and the cache,
+// for pods it drops), and registered by plugins. Each case of a node update
+// is its own labelled event. The objects an event is raised with (see
+// QueueingHintFn) are given for each.
 var (
 	EventNodeAdd               = ClusterEvent{Resource: Node, ActionType: Add, Label: "NodeAdd"}
 	EventNodeDelete            = ClusterEvent{Resource: Node, ActionType: Delete, Label: "NodeDelete"}
@@ -128,7 +132,7 @@ var (
 	EventNodeLabelChange       = ClusterEvent{Resource: Node, ActionType: UpdateNodeLabel, Label: "NodeLabelChange"}
 	EventNodeTaintChange       = ClusterEvent{Resource: Node, ActionType: UpdateNodeTaint, Label: "NodeTaintChange"}
 	EventNodeConditionChange   = ClusterEvent{Resource: Node, ActionType: UpdateNodeCondition, Label: "NodeConditionChange"}
-	EventNodeBecameSchedulable = ClusterEvent{Resource: Node, ActionType: UpdateNodeSchedulable, Label: "NodeSpecUnschedulableChange"}
+	EventNodeBecameSchedulable = ClusterEvent{Resource: Node, ActionType: UpdateNodeSchedulable, Label: "NodeBecameSchedulable"}
 	// EventAssignedPodDelete: a pod bound to a node went away (or finished),
 	// freeing its resources.
 	EventAssignedPodDelete = ClusterEvent{Resource: Pod, ActionType: Delete, Label: "AssignedPodDelete"}

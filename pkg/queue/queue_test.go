@@ -1,4 +1,4 @@
-package cache
+package queue
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -189,7 +190,7 @@ func TestAddUnschedulable(t *testing.T) {
 		{
 			name: "a move request during the cycle goes to backoff",
 			during: func(q *SchedulingQueue, _ *v1.Pod) {
-				q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+				q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
 			},
 			want: inBackoff,
 		},
@@ -296,7 +297,7 @@ func TestMoveAllToActiveOrBackoffQueue(t *testing.T) {
 				t.Fatalf("lengths = %+v, want both unschedulable", l)
 			}
 			clk.Step(tt.advance)
-			q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, tt.preCheck)
+			q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, tt.preCheck)
 			for name, want := range tt.wantWhere {
 				if got := q.jobs[JobID{Namespace: "default", Name: name}].where; got != want {
 					t.Errorf("%s is in %s, want %s", name, got, want)

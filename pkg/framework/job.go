@@ -1,7 +1,8 @@
-package cache
+package framework
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,9 +20,11 @@ const (
 	// GroupNameAnnotation names the gang a pod belongs to. Pods of one
 	// namespace with the same non-empty value form one job.
 	GroupNameAnnotation = "scheduling.k8s.io/group-name"
-	// MinAvailableAnnotation is the number of pods of the gang that must be
-	// placeable together, an integer >= 1. When absent, every pod of the
-	// gang is required.
+	// MinAvailableAnnotation is the gang's quorum: the number of its pods
+	// that must be placeable together, an integer >= 1, the same on every
+	// pod of the gang. It is required: pods arrive one at a time, so "all
+	// pods of the group" is unknowable, and a gang without a quorum is not
+	// scheduled at all.
 	MinAvailableAnnotation = "scheduling.k8s.io/min-available"
 )
 
@@ -68,7 +71,7 @@ const (
 	// TaskPending: the pod waits in the scheduling queue.
 	TaskPending TaskStatus = "Pending"
 	// TaskAssumed: the scheduler placed the pod on a node and is binding it
-	// (SchedulerCache.AssumePod); the informer has not yet reported it
+	// (the cache's AssumePod); the informer has not yet reported it
 	// bound. It is accounted on that node like a bound pod.
 	TaskAssumed TaskStatus = "Assumed"
 	// TaskBound: the pod is bound to a node (spec.nodeName is set).
@@ -96,7 +99,9 @@ type TaskInfo struct {
 	Counted bool
 }
 
-func newTaskInfo(pod *v1.Pod) *TaskInfo {
+// NewTaskInfo returns the task of pod as an informer reports it: bound to
+// its spec.nodeName if that is set, pending otherwise.
+func NewTaskInfo(pod *v1.Pod) *TaskInfo {
 	t := &TaskInfo{
 		Pod:      pod,
 		Job:      JobIDForPod(pod),
@@ -111,9 +116,9 @@ func newTaskInfo(pod *v1.Pod) *TaskInfo {
 	return t
 }
 
-// assumedTaskInfo returns the task of pending, a pod the informer reports
-// pending, as assumed on node. requests are pending's requests.
-func assumedTaskInfo(pending *v1.Pod, node string, requests resources.Resource) *TaskInfo {
+// NewAssumedTaskInfo returns the task of pending, a pod the informer
+// reports pending, as assumed on node. requests are pending's requests.
+func NewAssumedTaskInfo(pending *v1.Pod, node string, requests resources.Resource) *TaskInfo {
 	// A shallow copy: the cache never modifies pods, so sharing everything
 	// but the top-level struct is safe.
 	bound := *pending
@@ -128,8 +133,8 @@ func assumedTaskInfo(pending *v1.Pod, node string, requests resources.Resource) 
 	}
 }
 
-// onNode reports whether t is accounted to a node: bound or assumed.
-func (t *TaskInfo) onNode() bool { return t.Status == TaskBound || t.Status == TaskAssumed }
+// OnNode reports whether t is accounted to a node: bound or assumed.
+func (t *TaskInfo) OnNode() bool { return t.Status == TaskBound || t.Status == TaskAssumed }
 
 // Key returns "namespace/name" of the task's pod.
 func (t *TaskInfo) Key() string { return t.Pod.Namespace + "/" + t.Pod.Name }
@@ -141,55 +146,46 @@ const absentMinAvailable = "\x00"
 // JobInfo is a job and all its tasks, pending and bound, so that gang
 // logic can weigh what is already bound against what is still waiting.
 //
-// The cache owns the JobInfo it stores; (*SchedulerCache).Job hands out
-// clones.
+// The cache owns the JobInfo it stores and changes it with SetTask and
+// DeleteTask under its lock; it hands out clones.
 type JobInfo struct {
 	ID JobID
 	// Tasks holds every task of the job by pod UID.
 	Tasks map[types.UID]*TaskInfo
 
-	// minAvailable is the parsed annotation, 0 when every pod is required.
+	// minAvailable is the declared quorum, 0 while there is none.
 	minAvailable int32
-	// validationErr explains why the job's annotations were not usable.
+	// validationErr says why the job cannot be scheduled as it is.
 	validationErr error
 	// declared counts, per raw min-available value (absentMinAvailable for
 	// "not set"), how many tasks declare it, so that adding or removing a
 	// task re-validates in O(1).
 	declared map[string]int
-	// loggedErr is the validation error last logged, so that each distinct
-	// problem is logged once, not once per pod event.
+	// loggedErr is the validation problem last logged, so that each
+	// distinct problem is logged once, not once per pod event.
 	loggedErr string
 }
 
-func newJobInfo(id JobID) *JobInfo {
+// NewJobInfo returns a job without tasks.
+func NewJobInfo(id JobID) *JobInfo {
 	return &JobInfo{ID: id, Tasks: map[types.UID]*TaskInfo{}, declared: map[string]int{}}
 }
 
-// MinAvailable is the number of tasks that must be placeable together: the
-// min-available annotation of a gang, every task of a gang without a usable
-// one, and 1 for a single pod.
+// MinAvailable is the number of tasks that must run together for the job
+// to start: 1 for a single pod, the declared quorum of a gang, and 0 for a
+// gang that has none (see ValidationError).
 func (j *JobInfo) MinAvailable() int32 {
 	if !j.ID.Gang {
 		return 1
 	}
-	if j.minAvailable > 0 {
-		return j.minAvailable
-	}
-	return int32(len(j.Tasks))
+	return j.minAvailable
 }
 
-// ValidationError reports why the job's annotations could not be used (bad
-// group name or min-available), or nil. A job with an error is treated as
-// requiring all of its tasks.
+// ValidationError says why the job cannot be scheduled as it is, or is
+// nil: a gang whose name is not a valid object name, or whose pods declare
+// no quorum, an invalid one, or different ones. Such a job is never
+// started, not even partially; the error says what to fix.
 func (j *JobInfo) ValidationError() error { return j.validationErr }
-
-// Count returns how many tasks of the job are pending and how many are on
-// a node: bound or assumed (placed by the scheduler, bind in flight),
-// finished ones included. Counts tells them apart.
-func (j *JobInfo) Count() (pending, bound int) {
-	c := j.Counts()
-	return c.Pending, c.Assumed + c.Bound
-}
 
 // TaskCounts counts the tasks of a job by status.
 type TaskCounts struct {
@@ -207,7 +203,7 @@ type TaskCounts struct {
 
 // Running returns the tasks that hold, or are about to hold, resources on
 // a node: assumed tasks and bound ones that have not finished. This is
-// what counts towards a gang's min-available.
+// what counts towards a gang's quorum.
 func (c TaskCounts) Running() int { return c.Assumed + c.Bound - c.Finished }
 
 // Counts returns how many tasks of the job are in each state.
@@ -232,19 +228,14 @@ func (j *JobInfo) Counts() TaskCounts {
 // Clone returns a copy of j that shares the (immutable) TaskInfos.
 func (j *JobInfo) Clone() *JobInfo {
 	c := *j
-	c.Tasks = make(map[types.UID]*TaskInfo, len(j.Tasks))
-	for uid, t := range j.Tasks {
-		c.Tasks[uid] = t
-	}
-	c.declared = make(map[string]int, len(j.declared))
-	for v, n := range j.declared {
-		c.declared[v] = n
-	}
+	c.Tasks = maps.Clone(j.Tasks)
+	c.declared = maps.Clone(j.declared)
 	return &c
 }
 
-// setTask adds or replaces t, keeping the min-available bookkeeping right.
-func (j *JobInfo) setTask(t *TaskInfo) {
+// SetTask adds t, or replaces the task of the same pod, and re-validates
+// the job's quorum.
+func (j *JobInfo) SetTask(t *TaskInfo) {
 	if old, ok := j.Tasks[t.Pod.UID]; ok {
 		j.undeclare(old)
 	}
@@ -255,8 +246,8 @@ func (j *JobInfo) setTask(t *TaskInfo) {
 	}
 }
 
-// deleteTask removes the task with uid, if present.
-func (j *JobInfo) deleteTask(uid types.UID) {
+// DeleteTask removes the task of the pod with uid, if present.
+func (j *JobInfo) DeleteTask(uid types.UID) {
 	if old, ok := j.Tasks[uid]; ok {
 		j.undeclare(old)
 		delete(j.Tasks, uid)
@@ -287,17 +278,21 @@ func declaredMinAvailable(pod *v1.Pod) string {
 // tasks declare, and logs a new problem once.
 func (j *JobInfo) revalidate() {
 	j.minAvailable, j.validationErr = 0, nil
+	if len(j.Tasks) == 0 {
+		j.loggedErr = ""
+		return
+	}
 	var problems []string
 	if errs := validation.IsDNS1123Subdomain(j.ID.Name); len(errs) > 0 {
 		problems = append(problems, fmt.Sprintf("annotation %s=%q is not a valid name: %s", GroupNameAnnotation, j.ID.Name, strings.Join(errs, "; ")))
 	}
 	switch len(j.declared) {
-	case 0:
 	case 1:
 		var v string
 		for v = range j.declared {
 		}
 		if v == absentMinAvailable {
+			problems = append(problems, fmt.Sprintf("it declares no quorum: set annotation %s to the number of pods that must start together, on every pod of the gang", MinAvailableAnnotation))
 			break
 		}
 		if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 1 {
@@ -316,17 +311,17 @@ func (j *JobInfo) revalidate() {
 			values = append(values, v)
 		}
 		sort.Strings(values)
-		problems = append(problems, fmt.Sprintf("pods disagree on annotation %s: %s", MinAvailableAnnotation, strings.Join(values, ", ")))
+		problems = append(problems, fmt.Sprintf("its pods disagree on annotation %s (%s): set the same value on every pod of the gang", MinAvailableAnnotation, strings.Join(values, ", ")))
 	}
 	if len(problems) == 0 {
 		j.loggedErr = ""
 		return
 	}
+	j.minAvailable = 0
 	problem := strings.Join(problems, "; ")
-	j.validationErr = fmt.Errorf("job %s: %s; requiring all pods of the job", j.ID, problem)
+	j.validationErr = fmt.Errorf("gang %s is not scheduled: %s", j.ID, problem)
 	if problem != j.loggedErr {
 		j.loggedErr = problem
-		klog.ErrorS(nil, "Invalid gang job annotations; requiring all pods of the job",
-			"job", j.ID.String(), "problem", problem)
+		klog.InfoS("Gang is not scheduled until its annotations are fixed", "job", j.ID.String(), "problem", problem)
 	}
 }

@@ -1,4 +1,4 @@
-package cache
+package queue
 
 import (
 	"errors"
@@ -7,22 +7,22 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 var (
-	nodeAddOrTaint = []eventhandlers.ClusterEvent{
-		{Resource: eventhandlers.Node, ActionType: eventhandlers.Add | eventhandlers.UpdateNodeTaint},
+	nodeAddOrTaint = []framework.ClusterEvent{
+		{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeTaint},
 	}
-	podDelete = []eventhandlers.ClusterEvent{
-		{Resource: eventhandlers.Pod, ActionType: eventhandlers.Delete},
+	podDelete = []framework.ClusterEvent{
+		{Resource: framework.Pod, ActionType: framework.Delete},
 	}
 )
 
 // parkUnschedulable adds a job of one pod, pops it and parks it with
 // events, then lets its backoff expire.
-func parkUnschedulable(t *testing.T, q *SchedulingQueue, name string, events []eventhandlers.ClusterEvent) JobID {
+func parkUnschedulable(t *testing.T, q *SchedulingQueue, name string, events []framework.ClusterEvent) JobID {
 	t.Helper()
 	add(q, st.MakePod().Name(name).Obj())
 	qj := mustPop(t, q, "default/pod:"+name)
@@ -34,33 +34,33 @@ func parkUnschedulable(t *testing.T, q *SchedulingQueue, name string, events []e
 }
 
 func TestMoveAllOnlyOnRelevantEvents(t *testing.T) {
-	widgets := eventhandlers.Resource("widgets.v1.example.com")
+	widgets := framework.EventResource("widgets.v1.example.com")
 	tests := []struct {
 		name   string
-		events []eventhandlers.ClusterEvent
-		event  eventhandlers.ClusterEvent
+		events []framework.ClusterEvent
+		event  framework.ClusterEvent
 		moved  bool
 	}{
-		{name: "no events: any event", event: eventhandlers.EventNodeConditionChange, moved: true},
-		{name: "empty events: any event", events: []eventhandlers.ClusterEvent{}, event: eventhandlers.EventAssignedPodDelete, moved: true},
-		{name: "matching resource and action", events: nodeAddOrTaint, event: eventhandlers.EventNodeAdd, moved: true},
-		{name: "one of several actions", events: nodeAddOrTaint, event: eventhandlers.EventNodeTaintChange, moved: true},
-		{name: "other action of the resource", events: nodeAddOrTaint, event: eventhandlers.EventNodeLabelChange},
-		{name: "other resource", events: nodeAddOrTaint, event: eventhandlers.EventAssignedPodDelete},
-		{name: "second of several events", events: append(append([]eventhandlers.ClusterEvent(nil), nodeAddOrTaint...), podDelete...), event: eventhandlers.EventAssignedPodDelete, moved: true},
+		{name: "no events: any event", event: framework.EventNodeConditionChange, moved: true},
+		{name: "empty events: any event", events: []framework.ClusterEvent{}, event: framework.EventAssignedPodDelete, moved: true},
+		{name: "matching resource and action", events: nodeAddOrTaint, event: framework.EventNodeAdd, moved: true},
+		{name: "one of several actions", events: nodeAddOrTaint, event: framework.EventNodeTaintChange, moved: true},
+		{name: "other action of the resource", events: nodeAddOrTaint, event: framework.EventNodeLabelChange},
+		{name: "other resource", events: nodeAddOrTaint, event: framework.EventAssignedPodDelete},
+		{name: "second of several events", events: append(append([]framework.ClusterEvent(nil), nodeAddOrTaint...), podDelete...), event: framework.EventAssignedPodDelete, moved: true},
 		{
 			name:   "wildcard interest",
-			events: []eventhandlers.ClusterEvent{{Resource: eventhandlers.WildCard, ActionType: eventhandlers.Delete}},
-			event:  eventhandlers.ClusterEvent{Resource: widgets, ActionType: eventhandlers.Delete}, moved: true,
+			events: []framework.ClusterEvent{{Resource: framework.WildCard, ActionType: framework.Delete}},
+			event:  framework.ClusterEvent{Resource: widgets, ActionType: framework.Delete}, moved: true,
 		},
 		{
 			name:   "wildcard interest, other action",
-			events: []eventhandlers.ClusterEvent{{Resource: eventhandlers.WildCard, ActionType: eventhandlers.Delete}},
-			event:  eventhandlers.ClusterEvent{Resource: widgets, ActionType: eventhandlers.Add},
+			events: []framework.ClusterEvent{{Resource: framework.WildCard, ActionType: framework.Delete}},
+			event:  framework.ClusterEvent{Resource: widgets, ActionType: framework.Add},
 		},
-		{name: "wildcard event", events: podDelete, event: eventhandlers.ClusterEvent{Resource: eventhandlers.WildCard, ActionType: eventhandlers.All}, moved: true},
-		{name: "wildcard event, other action", events: podDelete, event: eventhandlers.ClusterEvent{Resource: eventhandlers.WildCard, ActionType: eventhandlers.Add}},
-		{name: "dynamic resource", events: []eventhandlers.ClusterEvent{{Resource: widgets, ActionType: eventhandlers.All}}, event: eventhandlers.ClusterEvent{Resource: widgets, ActionType: eventhandlers.UpdateGeneric}, moved: true},
+		{name: "wildcard event", events: podDelete, event: framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.All}, moved: true},
+		{name: "wildcard event, other action", events: podDelete, event: framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.Add}},
+		{name: "dynamic resource", events: []framework.ClusterEvent{{Resource: widgets, ActionType: framework.All}}, event: framework.ClusterEvent{Resource: widgets, ActionType: framework.UpdateGeneric}, moved: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestMoveAllPicksJobsByTheirEvents(t *testing.T) {
 	pods := parkUnschedulable(t, q, "wants-pod-deletes", podDelete)
 	anything := parkUnschedulable(t, q, "wants-anything", nil)
 	clk.Step(2 * time.Second)
-	q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventAssignedPodDelete, nil)
+	q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, nil)
 	want := map[JobID]location{nodes: inUnschedulable, pods: inActive, anything: inActive}
 	for id, w := range want {
 		if got := q.jobs[id].where; got != w {
@@ -118,7 +118,7 @@ func TestUnschedulableTimeoutIgnoresEvents(t *testing.T) {
 func TestEventsDuringTheCycle(t *testing.T) {
 	tests := []struct {
 		name   string
-		events []eventhandlers.ClusterEvent
+		events []framework.ClusterEvent
 		// during runs between Pop and AddUnschedulable.
 		during func(q *SchedulingQueue)
 		want   location
@@ -126,13 +126,13 @@ func TestEventsDuringTheCycle(t *testing.T) {
 		{
 			name:   "irrelevant event",
 			events: podDelete,
-			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil) },
+			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil) },
 			want:   inUnschedulable,
 		},
 		{
 			name:   "relevant event",
 			events: nodeAddOrTaint,
-			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil) },
+			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil) },
 			want:   inBackoff,
 		},
 		{
@@ -140,16 +140,16 @@ func TestEventsDuringTheCycle(t *testing.T) {
 			events: podDelete,
 			during: func(q *SchedulingQueue) {
 				for range 10 {
-					q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeLabelChange, nil)
+					q.MoveAllToActiveOrBackoffQueue(framework.EventNodeLabelChange, nil)
 				}
-				q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventAssignedPodDelete, nil)
-				q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+				q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, nil)
+				q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
 			},
 			want: inBackoff,
 		},
 		{
 			name:   "any event counts for a job without events",
-			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeLabelChange, nil) },
+			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(framework.EventNodeLabelChange, nil) },
 			want:   inBackoff,
 		},
 		{
@@ -157,7 +157,7 @@ func TestEventsDuringTheCycle(t *testing.T) {
 			events: podDelete,
 			during: func(q *SchedulingQueue) {
 				for i := range maxInFlightEvents + 1 {
-					q.MoveAllToActiveOrBackoffQueue(eventhandlers.ClusterEvent{Resource: eventhandlers.Node, ActionType: eventhandlers.UpdateNodeLabel, Label: string(rune('a' + i%2))}, nil)
+					q.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeLabel, Label: string(rune('a' + i%2))}, nil)
 				}
 			},
 			want: inBackoff,
@@ -173,7 +173,7 @@ func TestEventsDuringTheCycle(t *testing.T) {
 			q, _ := newTestQueue(t, nil)
 			add(q, st.MakePod().Name("p").Obj())
 			// An event before the pop is no reason to retry.
-			q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+			q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
 			qj := mustPop(t, q, "default/pod:p")
 			if tt.during != nil {
 				tt.during(q)
@@ -193,14 +193,14 @@ func TestEventsDuringTheCycle(t *testing.T) {
 // job sees only those of its own cycle or later.
 func TestInFlightEventsPerCycle(t *testing.T) {
 	q, _ := newTestQueue(t, nil)
-	q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
 	if len(q.inFlightEvents) != 0 {
 		t.Fatalf("recorded %d events with nothing in flight", len(q.inFlightEvents))
 	}
 	add(q, st.MakePod().Name("a").Obj())
 	qa := mustPop(t, q, "default/pod:a")
-	q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil)
-	q.MoveAllToActiveOrBackoffQueue(eventhandlers.EventNodeAdd, nil) // recorded once
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil) // recorded once
 	add(q, st.MakePod().Name("b").Obj())
 	qb := mustPop(t, q, "default/pod:b")
 	if len(q.inFlightEvents) != 1 || q.numInFlight != 2 {

@@ -1,0 +1,235 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// assumedCleanupPeriod is how often Run's cleanup expires assumed pods.
+const assumedCleanupPeriod = 1 * time.Second
+
+// assumedPod is what the cache knows about an assumed task beyond its
+// TaskInfo.
+type assumedPod struct {
+	// pending is the pod as the informer last reported it, still pending;
+	// nil once the informer stopped reporting it pending (it was bound, or
+	// no longer ours, while its bind was in flight). Only while it is set
+	// is the pod in the scheduling queue, and can the task become pending
+	// again.
+	pending *v1.Pod
+	// bindingFinished is set by FinishBinding; from then on the assumption
+	// expires at deadline unless the informer confirms it.
+	bindingFinished bool
+	deadline        time.Time
+}
+
+// AssumePod records that the scheduler placed pod on nodeName and is about
+// to bind it. The pod is accounted on the node at once (its NodeInfo's
+// Requested grows and its generation moves, so the next UpdateSnapshot
+// sees it) and its task becomes framework.TaskAssumed. The pod stays in the
+// scheduling queue, with its job, until the informer reports it bound.
+//
+// Only the pod's UID is read: the cache uses its own, latest, copy of the
+// pod. It fails, changing nothing, when the cache does not have the pod as
+// pending (it is unknown, already assumed or bound), when nodeName is not
+// a node the cache knows (or only a placeholder), or when pod's own
+// spec.nodeName names another node.
+//
+// After a successful bind call the scheduler calls FinishBinding; after a
+// failed one, ForgetPod.
+func (c *SchedulerCache) AssumePod(pod *v1.Pod, nodeName string) error {
+	if pod == nil {
+		return errors.New("assuming pod: nil pod")
+	}
+	if nodeName == "" {
+		return fmt.Errorf("assuming pod %s: empty node name", klog.KObj(pod))
+	}
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != nodeName {
+		return fmt.Errorf("assuming pod %s on node %q: %w: its spec.nodeName is %q", klog.KObj(pod), nodeName, ErrWrongState, pod.Spec.NodeName)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.tasks[pod.UID]
+	if !ok {
+		return fmt.Errorf("assuming pod %s on node %q: %w", klog.KObj(pod), nodeName, ErrNotFound)
+	}
+	switch t.Status {
+	case framework.TaskAssumed:
+		return fmt.Errorf("assuming pod %s on node %q: %w: it is already assumed on node %q", klog.KObj(pod), nodeName, ErrWrongState, t.NodeName)
+	case framework.TaskBound:
+		return fmt.Errorf("assuming pod %s on node %q: %w: it is bound to node %q", klog.KObj(pod), nodeName, ErrWrongState, t.NodeName)
+	}
+	item, ok := c.nodes[nodeName]
+	if !ok {
+		return fmt.Errorf("assuming pod %s on node %q: node %w", klog.KObj(pod), nodeName, ErrNotFound)
+	}
+	if item.info.Placeholder {
+		return fmt.Errorf("assuming pod %s on node %q: node %w: it is only a placeholder for pods bound to it", klog.KObj(pod), nodeName, ErrNotFound)
+	}
+
+	at := framework.NewAssumedTaskInfo(t.Pod, nodeName, t.Requests)
+	c.assumed[pod.UID] = &assumedPod{pending: t.Pod}
+	c.tasks[pod.UID] = at
+	c.numPending--
+	c.jobs[t.Job].SetTask(at)
+	item.info.AddTask(at)
+	c.touchLocked(item)
+	c.updateSizeGaugesLocked()
+	klog.V(4).InfoS("Assumed pod", "pod", klog.KObj(pod), "node", nodeName)
+	return nil
+}
+
+// FinishBinding records that the bind call for an assumed pod succeeded.
+// From now on the assumption expires after Options.AssumedPodTTL unless
+// the informer reports the pod bound first (see Run).
+//
+// A pod the informer has already reported bound, or that has been deleted
+// since, needs nothing and is not an error. A pod the cache has as pending
+// (never assumed, or forgotten) is.
+func (c *SchedulerCache) FinishBinding(pod *v1.Pod) error {
+	if pod == nil {
+		return errors.New("finishing binding: nil pod")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.tasks[pod.UID]
+	switch {
+	case !ok:
+		klog.V(4).InfoS("Pod left the cache before its binding finished", "pod", klog.KObj(pod))
+		return nil
+	case t.Status == framework.TaskBound:
+		return nil
+	case t.Status == framework.TaskPending:
+		return fmt.Errorf("finishing binding of pod %s: %w: it is pending, not assumed", klog.KObj(pod), ErrWrongState)
+	}
+	a := c.assumed[pod.UID]
+	a.bindingFinished = true
+	a.deadline = c.opts.Clock.Now().Add(c.opts.AssumedPodTTL)
+	return nil
+}
+
+// ForgetPod undoes AssumePod after a failed bind: the pod is taken off its
+// node and is pending again, or, if the informer has meanwhile stopped
+// reporting it pending (it was deleted), leaves the cache. The job is not
+// requeued: the caller ends the attempt with AddUnschedulable, which
+// accepts a job awaiting binding.
+//
+// It fails, changing nothing, when the pod is not assumed: unknown (it
+// was deleted), pending, or already reported bound by the informer (to
+// the assumed node or, if another binder won, to another one).
+func (c *SchedulerCache) ForgetPod(pod *v1.Pod) error {
+	if pod == nil {
+		return errors.New("forgetting pod: nil pod")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.tasks[pod.UID]
+	switch {
+	case !ok:
+		return fmt.Errorf("forgetting pod %s: %w", klog.KObj(pod), ErrNotFound)
+	case t.Status == framework.TaskPending:
+		return fmt.Errorf("forgetting pod %s: %w: it is pending, not assumed", klog.KObj(pod), ErrWrongState)
+	case t.Status == framework.TaskBound:
+		return fmt.Errorf("forgetting pod %s: %w: the informer reported it bound to node %q", klog.KObj(pod), ErrWrongState, t.NodeName)
+	}
+	pending := c.revertAssumedLocked(t)
+	klog.V(4).InfoS("Forgot assumed pod", "pod", klog.KObj(pod), "node", t.NodeName, "pending", pending)
+	return nil
+}
+
+// revertAssumedLocked takes the assumed task t off its node. It becomes
+// pending again if the informer still reports the pod pending, and leaves
+// the cache otherwise; the result says which. The scheduling queue is not
+// told: it still holds the pod in the first case, and never did in the
+// second.
+func (c *SchedulerCache) revertAssumedLocked(t *framework.TaskInfo) (pending bool) {
+	uid := t.Pod.UID
+	a := c.assumed[uid]
+	delete(c.assumed, uid)
+	c.removeFromNodeLocked(t)
+	if a.pending == nil {
+		delete(c.tasks, uid)
+		c.removeFromJobLocked(t)
+	} else {
+		pt := framework.NewTaskInfo(a.pending)
+		c.tasks[uid] = pt
+		c.numPending++
+		c.jobs[t.Job].SetTask(pt)
+	}
+	c.updateSizeGaugesLocked()
+	return a.pending != nil
+}
+
+// updateAssumedLocked replaces the pending pod behind the assumed task old
+// with pod, a newer version the informer reports, keeping the assumption.
+func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Pod) {
+	uid := pod.UID
+	a := c.assumed[uid]
+	prev := a.pending
+	t := framework.NewAssumedTaskInfo(pod, old.NodeName, resources.PodRequests(pod))
+	if old.Job != t.Job {
+		c.removeFromJobLocked(old)
+		if prev != nil {
+			c.queue.PodRemoved(old.Job, uid)
+		}
+	}
+	c.tasks[uid] = t
+	c.jobLocked(t.Job).SetTask(t)
+	info, item := c.accountedNodeLocked(t.NodeName)
+	if info == nil || !info.RemoveTask(uid) {
+		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(pod), "node", t.NodeName)
+		info, item = c.accountingNodeLocked(t.NodeName, "pod "+t.Key())
+	}
+	info.AddTask(t)
+	c.releaseNodeLocked(info, item)
+	a.pending = pod
+	relevant := prev == nil || old.Job != t.Job || schedulingRelevantChange(prev, pod)
+	c.queue.PodChanged(t.Job, pod, relevant)
+	c.updateSizeGaugesLocked()
+}
+
+// cleanupAssumedPods drops the assumptions whose bind finished more than
+// Options.AssumedPodTTL ago without the informer reporting the pod bound.
+// Such a pod is pending again, and its job is requeued after backoff; or,
+// if the informer no longer reports it pending, it leaves the cache.
+func (c *SchedulerCache) cleanupAssumedPods() {
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for uid, a := range c.assumed {
+		if !a.bindingFinished || now.Before(a.deadline) {
+			continue
+		}
+		t := c.tasks[uid]
+		pending := c.revertAssumedLocked(t)
+		c.expiredCounter.Inc()
+		klog.ErrorS(nil, "Assumed pod was not reported bound in time; dropping the assumption",
+			"pod", klog.KObj(t.Pod), "node", t.NodeName, "ttl", c.opts.AssumedPodTTL, "pending", pending)
+		if pending {
+			c.queue.AssumptionExpired(t.Job,
+				fmt.Sprintf("pod %s was not reported bound to node %s within %v of its bind", t.Key(), t.NodeName, c.opts.AssumedPodTTL))
+		}
+	}
+}
+
+// runAssumedCleanup calls cleanupAssumedPods every second until ctx ends.
+func (c *SchedulerCache) runAssumedCleanup(ctx context.Context) {
+	ticker := c.opts.Clock.NewTicker(assumedCleanupPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+			c.cleanupAssumedPods()
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// externalUsage is one entry of SetExternalUsage.
+type externalUsage struct {
+	node  string
+	usage resources.Resource
+}
+
+// SetExternalUsage implements eventhandlers.ExternalUsageCache. Usage on a
+// node the cache does not know is kept on a placeholder, as for pods; on a
+// node outside the node selector, it is kept aside.
+func (c *SchedulerCache) SetExternalUsage(key, nodeName string, usage resources.Resource) error {
+	if key == "" {
+		return errors.New("setting external usage: empty key")
+	}
+	if nodeName == "" {
+		return fmt.Errorf("setting external usage %q: empty node name", key)
+	}
+	usage = usage.Clone()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.external[key]; ok {
+		if info, item := c.accountedNodeLocked(nodeName); old.node == nodeName && info != nil {
+			info.External.Sub(old.usage)
+			info.External.Add(usage)
+			c.external[key] = externalUsage{node: nodeName, usage: usage}
+			c.releaseNodeLocked(info, item)
+			return nil
+		}
+		c.removeExternalLocked(key, old)
+	}
+	info, item := c.accountingNodeLocked(nodeName, "external usage "+key)
+	c.external[key] = externalUsage{node: nodeName, usage: usage}
+	info.External.Add(usage)
+	// Copy on write: clones share the slice.
+	keys := make([]string, 0, len(info.ExternalKeys)+1)
+	keys = append(keys, info.ExternalKeys...)
+	i, _ := slices.BinarySearch(keys, key)
+	info.ExternalKeys = slices.Insert(keys, i, key)
+	c.releaseNodeLocked(info, item)
+	c.updateSizeGaugesLocked()
+	return nil
+}
+
+// RemoveExternalUsage implements eventhandlers.ExternalUsageCache.
+func (c *SchedulerCache) RemoveExternalUsage(key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.external[key]
+	if !ok {
+		return fmt.Errorf("removing external usage %q: %w", key, ErrNotFound)
+	}
+	c.removeExternalLocked(key, old)
+	c.updateSizeGaugesLocked()
+	return nil
+}
+
+// removeExternalLocked takes the usage old of key off its node, deleting
+// the node if it is a placeholder left unused.
+func (c *SchedulerCache) removeExternalLocked(key string, old externalUsage) {
+	delete(c.external, key)
+	info, item := c.accountedNodeLocked(old.node)
+	if info == nil {
+		klog.ErrorS(nil, "External usage missing from the node the cache accounted it to", "key", key, "node", old.node)
+		return
+	}
+	info.External.Sub(old.usage)
+	keys := slices.Clone(info.ExternalKeys)
+	if i, found := slices.BinarySearch(keys, key); found {
+		keys = slices.Delete(keys, i, i+1)
+	}
+	if len(keys) == 0 {
+		keys = nil
+		info.External = resources.Resource{}
+	}
+	info.ExternalKeys = keys
+	c.releaseNodeLocked(info, item)
+}

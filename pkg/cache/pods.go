@@ -1,0 +1,265 @@
+package cache
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// AddPod implements eventhandlers.PodCache. A pod the cache has as pending
+// is moved to its node; a pod it has as bound is updated; a pod it has as
+// assumed is confirmed (see AssumePod).
+func (c *SchedulerCache) AddPod(pod *v1.Pod) error {
+	if pod.Spec.NodeName == "" {
+		return fmt.Errorf("adding pod %s as assigned: %w: spec.nodeName is empty", klog.KObj(pod), ErrWrongState)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setTaskLocked(framework.NewTaskInfo(pod))
+	return nil
+}
+
+// UpdatePod implements eventhandlers.PodCache. It follows changes of
+// requests (in-place resize), phase and node; an unknown pod is added, and
+// an assumed or pending one becomes bound.
+func (c *SchedulerCache) UpdatePod(oldPod, newPod *v1.Pod) error {
+	if newPod.Spec.NodeName == "" {
+		return fmt.Errorf("updating assigned pod %s: %w: spec.nodeName is empty", klog.KObj(newPod), ErrWrongState)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.tasks[newPod.UID]; !ok {
+		klog.V(4).InfoS("Update of a pod the cache did not have; adding it", "pod", klog.KObj(newPod), "node", newPod.Spec.NodeName)
+	}
+	c.setTaskLocked(framework.NewTaskInfo(newPod))
+	return nil
+}
+
+// AddPendingPod implements eventhandlers.PodCache.
+func (c *SchedulerCache) AddPendingPod(pod *v1.Pod) error {
+	return c.setPendingPod(pod, "adding")
+}
+
+// UpdatePendingPod implements eventhandlers.PodCache. An unknown pod is
+// added. A change of anything but the pod's status moves its job out of
+// the unschedulable queue. An assumed pod stays assumed, with the new
+// object.
+func (c *SchedulerCache) UpdatePendingPod(oldPod, newPod *v1.Pod) error {
+	return c.setPendingPod(newPod, "updating")
+}
+
+func (c *SchedulerCache) setPendingPod(pod *v1.Pod, verb string) error {
+	if pod.Spec.NodeName != "" {
+		return fmt.Errorf("%s pending pod %s: %w: it is assigned to node %q", verb, klog.KObj(pod), ErrWrongState, pod.Spec.NodeName)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.tasks[pod.UID]; ok {
+		switch old.Status {
+		case framework.TaskBound:
+			return fmt.Errorf("%s pending pod %s: %w: it is bound to node %q", verb, klog.KObj(pod), ErrWrongState, old.NodeName)
+		case framework.TaskAssumed:
+			c.updateAssumedLocked(old, pod)
+			return nil
+		}
+	}
+	c.setTaskLocked(framework.NewTaskInfo(pod))
+	return nil
+}
+
+// RemovePendingPod implements eventhandlers.PodCache: the pod leaves the
+// scheduling queue but is not deleted. A pending task leaves the cache; an
+// assumed one stays assumed, and accounted on its node, until its bind
+// fails (ForgetPod), the informer reports it bound, or the assumption
+// expires, and is then not made pending again.
+func (c *SchedulerCache) RemovePendingPod(pod *v1.Pod) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.tasks[pod.UID]
+	switch {
+	case !ok:
+		return fmt.Errorf("removing pending pod %s: %w", klog.KObj(pod), ErrNotFound)
+	case t.Status == framework.TaskBound:
+		return fmt.Errorf("removing pending pod %s: %w: it is bound to node %q", klog.KObj(pod), ErrWrongState, t.NodeName)
+	case t.Status == framework.TaskAssumed:
+		if a := c.assumed[pod.UID]; a.pending != nil {
+			klog.V(4).InfoS("Assumed pod is no longer pending; keeping the assumption until its bind is settled",
+				"pod", klog.KObj(pod), "node", t.NodeName)
+			a.pending = nil
+			c.queue.PodRemoved(t.Job, pod.UID)
+		}
+		return nil
+	}
+	c.deleteTaskLocked(pod.UID)
+	return nil
+}
+
+// DeletePod implements eventhandlers.PodCache. It is the one way a pod
+// leaves the cache because it was deleted: pending, assumed (its bind may
+// be in flight) or bound, found by UID, since a deleted pod's last known
+// state may lag behind the cache's.
+func (c *SchedulerCache) DeletePod(pod *v1.Pod) (freed bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.tasks[pod.UID]
+	if !ok {
+		return false, fmt.Errorf("deleting pod %s: %w", klog.KObj(pod), ErrNotFound)
+	}
+	if t.Status == framework.TaskAssumed {
+		klog.V(2).InfoS("Assumed pod was deleted before it was reported bound; dropping it", "pod", klog.KObj(pod), "node", t.NodeName)
+	}
+	c.deleteTaskLocked(pod.UID)
+	return t.OnNode() && t.Counted, nil
+}
+
+// setTaskLocked records t, a pending or bound task built from an informer
+// object, replacing the task of the same pod wherever it was: in another
+// job, on another node, pending, assumed or bound. A bound t confirms an
+// assumed task.
+func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
+	uid := t.Pod.UID
+	old, existed := c.tasks[uid]
+	if existed {
+		wasQueued := c.queuedLocked(old)
+		if old.Job != t.Job {
+			c.removeFromJobLocked(old)
+		}
+		if old.OnNode() && !sameNode(old, t) {
+			c.removeFromNodeLocked(old)
+		}
+		switch old.Status {
+		case framework.TaskPending:
+			c.numPending--
+		case framework.TaskAssumed:
+			delete(c.assumed, uid)
+			if t.NodeName != old.NodeName {
+				klog.InfoS("Assumed pod was reported bound to another node; accounting it there",
+					"pod", klog.KObj(t.Pod), "assumedNode", old.NodeName, "node", t.NodeName)
+			} else {
+				klog.V(4).InfoS("Assumed pod was reported bound", "pod", klog.KObj(t.Pod), "node", t.NodeName)
+			}
+		}
+		if wasQueued && (t.Status != framework.TaskPending || old.Job != t.Job) {
+			c.queue.PodRemoved(old.Job, uid)
+		}
+	}
+	c.tasks[uid] = t
+	if t.Status == framework.TaskPending {
+		c.numPending++
+	}
+	c.jobLocked(t.Job).SetTask(t)
+
+	switch {
+	case existed && sameNode(old, t):
+		info, item := c.accountedNodeLocked(t.NodeName)
+		if info == nil || !info.RemoveTask(uid) {
+			klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t.Pod), "node", t.NodeName)
+			info, item = c.accountingNodeLocked(t.NodeName, "pod "+t.Key())
+		}
+		info.AddTask(t)
+		c.releaseNodeLocked(info, item)
+	case t.Status == framework.TaskBound:
+		c.addToNodeLocked(t)
+	default:
+		relevant := !existed || old.Status != framework.TaskPending || old.Job != t.Job || schedulingRelevantChange(old.Pod, t.Pod)
+		c.queue.PodChanged(t.Job, t.Pod, relevant)
+	}
+	c.updateSizeGaugesLocked()
+}
+
+// deleteTaskLocked forgets the task of the pod with uid and reports whether
+// there was one. An assumed task's node accounting is reverted.
+func (c *SchedulerCache) deleteTaskLocked(uid types.UID) bool {
+	t, ok := c.tasks[uid]
+	if !ok {
+		return false
+	}
+	wasQueued := c.queuedLocked(t)
+	delete(c.tasks, uid)
+	c.removeFromJobLocked(t)
+	if t.OnNode() {
+		c.removeFromNodeLocked(t)
+	}
+	switch t.Status {
+	case framework.TaskPending:
+		c.numPending--
+	case framework.TaskAssumed:
+		delete(c.assumed, uid)
+	}
+	if wasQueued {
+		c.queue.PodRemoved(t.Job, uid)
+	}
+	c.updateSizeGaugesLocked()
+	return true
+}
+
+// queuedLocked reports whether the scheduling queue holds t's pod: t is
+// pending, or assumed and still reported pending by the informer.
+func (c *SchedulerCache) queuedLocked(t *framework.TaskInfo) bool {
+	switch t.Status {
+	case framework.TaskPending:
+		return true
+	case framework.TaskAssumed:
+		return c.assumed[t.Pod.UID].pending != nil
+	}
+	return false
+}
+
+// jobLocked returns the job id, creating it if needed.
+func (c *SchedulerCache) jobLocked(id framework.JobID) *framework.JobInfo {
+	job, ok := c.jobs[id]
+	if !ok {
+		job = framework.NewJobInfo(id)
+		c.jobs[id] = job
+	}
+	return job
+}
+
+func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
+	job, ok := c.jobs[t.Job]
+	if !ok {
+		return
+	}
+	job.DeleteTask(t.Pod.UID)
+	if len(job.Tasks) == 0 {
+		delete(c.jobs, t.Job)
+	}
+}
+
+func (c *SchedulerCache) addToNodeLocked(t *framework.TaskInfo) {
+	info, item := c.accountingNodeLocked(t.NodeName, "pod "+t.Key())
+	info.AddTask(t)
+	if item != nil {
+		c.touchLocked(item)
+	}
+}
+
+func (c *SchedulerCache) removeFromNodeLocked(t *framework.TaskInfo) {
+	info, item := c.accountedNodeLocked(t.NodeName)
+	if info == nil || !info.RemoveTask(t.Pod.UID) {
+		// The cache's own bookkeeping is broken if this happens.
+		klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t.Pod), "node", t.NodeName)
+		return
+	}
+	c.releaseNodeLocked(info, item)
+}
+
+// sameNode reports whether a and b are both on (bound or assumed to) the
+// same node.
+func sameNode(a, b *framework.TaskInfo) bool {
+	return a.OnNode() && b.OnNode() && a.NodeName == b.NodeName
+}
+
+// schedulingRelevantChange reports whether newPod differs from oldPod in
+// anything the scheduler looks at: its spec, labels or annotations. Status
+// updates (conditions the scheduler itself writes, for instance) are not.
+func schedulingRelevantChange(oldPod, newPod *v1.Pod) bool {
+	return !apiequality.Semantic.DeepEqual(oldPod.Spec, newPod.Spec) ||
+		!apiequality.Semantic.DeepEqual(oldPod.Labels, newPod.Labels) ||
+		!apiequality.Semantic.DeepEqual(oldPod.Annotations, newPod.Annotations)
+}

@@ -1,0 +1,173 @@
+package framework
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// NodeInfo is a node and what is accounted to it: the pods bound or
+// assumed to it and the usage of things that are not pods (external
+// usage, e.g. VMs).
+//
+// The cache owns the NodeInfos it stores and changes them under its lock;
+// it never hands them out, only clones (a Snapshot's, or Clone's). The Node
+// and the TaskInfos are immutable and shared between the cache and its
+// clones; everything else (the Pods slice, Schedulable, Requested,
+// External) is a clone's own, so AddPod and RemovePod on a clone never
+// affect the cache. Plugins read NodeInfos and never modify them: the
+// scheduling loop places pods on them tentatively through its Snapshot.
+type NodeInfo struct {
+	// Node is the node object; nil for a placeholder.
+	Node *v1.Node
+	// Placeholder is true while pods or external usage are accounted to a
+	// node the cache does not know (yet, or any more). A placeholder is not
+	// schedulable and never reaches a snapshot.
+	Placeholder bool
+	// Schedulable is the node's status.allocatable.
+	Schedulable resources.Resource
+	// Requested is the sum of the requests of the counted pods.
+	Requested resources.Resource
+	// External is the sum of the external usage accounted to the node
+	// (ExternalUsageCache), e.g. of ExternalWorkloads.
+	External resources.Resource
+	// ExternalKeys are the keys of that usage, sorted. Like Node, the
+	// slice is shared between clones and must not be modified; replace it.
+	ExternalKeys []string
+	// Pods are the tasks bound or assumed to the node, counted or not.
+	Pods []*TaskInfo
+	// Generation is the cache-wide generation of the node's last change.
+	Generation int64
+
+	name string
+}
+
+// NewNodeInfo returns a NodeInfo for node with pods on it, accounted as
+// the cache accounts them (see AddPod). It is how tests of plugins build
+// their input. A nil node gives a placeholder without a name.
+func NewNodeInfo(node *v1.Node, pods ...*v1.Pod) *NodeInfo {
+	n := &NodeInfo{}
+	if node != nil {
+		n.name = node.Name
+		n.SetNode(node)
+	} else {
+		n.MakePlaceholder()
+	}
+	for _, pod := range pods {
+		n.AddPod(pod)
+	}
+	return n
+}
+
+// NewPlaceholderNodeInfo returns an empty placeholder for the node name,
+// for the cache: usage on a node it does not know is accounted there until
+// SetNode fills it in.
+func NewPlaceholderNodeInfo(name string) *NodeInfo {
+	n := &NodeInfo{name: name}
+	n.MakePlaceholder()
+	return n
+}
+
+// Name is the node's name, also for a placeholder.
+func (n *NodeInfo) Name() string { return n.name }
+
+// Idle is what is still free: Schedulable minus Requested minus External.
+// It may be negative on an over-committed node.
+func (n *NodeInfo) Idle() resources.Resource {
+	idle := n.Schedulable.Clone()
+	idle.Sub(n.Requested)
+	idle.Sub(n.External)
+	return idle
+}
+
+// Unused reports whether nothing is accounted to n: no pods and no
+// external usage. The cache deletes an unused placeholder.
+func (n *NodeInfo) Unused() bool {
+	return len(n.Pods) == 0 && len(n.ExternalKeys) == 0
+}
+
+// Clone returns a copy of n that can be read while the cache changes n,
+// and changed with AddPod and RemovePod without affecting n.
+func (n *NodeInfo) Clone() *NodeInfo {
+	c := &NodeInfo{}
+	n.CloneInto(c)
+	return c
+}
+
+// CloneInto overwrites c with a copy of n, reusing c's slice of pods. It
+// is Clone for a caller that keeps NodeInfos across updates (a Snapshot).
+func (n *NodeInfo) CloneInto(c *NodeInfo) {
+	pods := append(c.Pods[:0], n.Pods...)
+	clear(pods[len(n.Pods):cap(pods)])
+	*c = *n
+	c.Schedulable = n.Schedulable.Clone()
+	c.Requested = n.Requested.Clone()
+	c.External = n.External.Clone()
+	c.Pods = pods
+}
+
+// AddPod accounts pod on n, as a task bound to n if its spec.nodeName is
+// n's name and as a task assumed on n otherwise; its requests count
+// against n unless it has finished. n's Generation does not change.
+//
+// It is for clones only: a scheduling cycle that places several pods (the
+// tasks of a gang) on its snapshot, so that later placements see earlier
+// ones (see the cache's Snapshot.AddPod), and tests.
+func (n *NodeInfo) AddPod(pod *v1.Pod) {
+	t := NewTaskInfo(pod)
+	if t.Status != TaskBound || t.NodeName != n.name {
+		t = NewAssumedTaskInfo(pod, n.name, t.Requests)
+	}
+	n.AddTask(t)
+}
+
+// RemovePod takes the pod with uid off n, undoing AddPod, and reports
+// whether it was there. Like AddPod, it is for clones only.
+func (n *NodeInfo) RemovePod(uid types.UID) bool {
+	return n.RemoveTask(uid)
+}
+
+// SetNode makes n the NodeInfo of node, which has n's name; a placeholder
+// stops being one. The cache calls it when the node arrives or changes.
+func (n *NodeInfo) SetNode(node *v1.Node) {
+	n.Node = node
+	n.Placeholder = false
+	n.Schedulable = resources.FromList(node.Status.Allocatable)
+}
+
+// MakePlaceholder turns n into a placeholder: the cache calls it when a
+// node with usage accounted to it leaves.
+func (n *NodeInfo) MakePlaceholder() {
+	n.Node = nil
+	n.Placeholder = true
+	n.Schedulable = resources.Resource{}
+}
+
+// AddTask accounts t on n. The caller makes sure no task of the same pod
+// is there already.
+func (n *NodeInfo) AddTask(t *TaskInfo) {
+	n.Pods = append(n.Pods, t)
+	if t.Counted {
+		n.Requested.Add(t.Requests)
+	}
+}
+
+// RemoveTask removes the task of the pod with uid and reports whether it
+// was there. Nodes hold tens of pods, so a scan is cheaper than an index.
+func (n *NodeInfo) RemoveTask(uid types.UID) bool {
+	for i, t := range n.Pods {
+		if t.Pod.UID != uid {
+			continue
+		}
+		if t.Counted {
+			n.Requested.Sub(t.Requests)
+		}
+		last := len(n.Pods) - 1
+		n.Pods[i] = n.Pods[last]
+		n.Pods[last] = nil
+		n.Pods = n.Pods[:last]
+		return true
+	}
+	return false
+}

@@ -1,0 +1,458 @@
+package queue
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+)
+
+// Defaults of Options.
+const (
+	DefaultInitialBackoff       = 1 * time.Second
+	DefaultMaxBackoff           = 10 * time.Second
+	DefaultUnschedulableTimeout = 5 * time.Minute
+
+	backoffFlushPeriod       = 1 * time.Second
+	unschedulableFlushPeriod = 30 * time.Second
+)
+
+// Errors of the queue's methods, for errors.Is.
+var (
+	// ErrQueueClosed is returned by Pop once the queue has been closed.
+	ErrQueueClosed = errors.New("scheduling queue is closed")
+	// ErrAlreadyQueued: AddUnschedulable for a job that already waits (e.g.
+	// a second pod of one gang whose bind failed). The job is retried
+	// anyway; callers may treat it as informational.
+	ErrAlreadyQueued = errors.New("already waiting in the scheduling queue")
+)
+
+// Attempt describes a failed scheduling attempt, for AddUnschedulable.
+type Attempt struct {
+	// Reason says briefly why the job could not be placed; it is kept for
+	// the debug dump.
+	Reason string
+	// Err is set when the attempt failed with an error rather than because
+	// the job did not fit. Such a job is retried after its backoff instead
+	// of waiting for a cluster event.
+	Err error
+	// Events are the events registered by the plugins that rejected the
+	// job, with their queueing hints. While the job waits in the
+	// unschedulable queue, it moves only when a raised event matches one
+	// of them and that plugin's hint answers Queue. Empty means that no
+	// event helps (only changes of the job's own pending pods, and the
+	// unschedulable timeout, retry it).
+	Events []framework.PluginEvent
+	// AnyEvent makes every event move the job, whatever Events say: for
+	// attempts that no plugin can account for (there were no nodes at all,
+	// say).
+	AnyEvent bool
+}
+
+// Lengths is the number of jobs in each part of the queue.
+type Lengths struct {
+	Active        int `json:"active"`
+	Backoff       int `json:"backoff"`
+	Unschedulable int `json:"unschedulable"`
+	// InFlight jobs have been popped and are being scheduled.
+	InFlight int `json:"inFlight"`
+	// AwaitingBinding jobs were scheduled (Done) and wait for the informer
+	// to report their pods bound.
+	AwaitingBinding int `json:"awaitingBinding"`
+}
+
+// Options configure a SchedulingQueue. The zero value is usable.
+type Options struct {
+	// Clock drives backoffs and timeouts. Default: the real clock.
+	Clock clock.WithTicker
+	// Less orders the active queue. Default: framework.DefaultLess.
+	Less framework.LessFunc
+	// InitialBackoff and MaxBackoff bound a job's exponential backoff
+	// after failed attempts. Defaults: DefaultInitialBackoff and
+	// DefaultMaxBackoff.
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	// UnschedulableTimeout is how long a job waits in the unschedulable
+	// queue before it is retried without an event. Default:
+	// DefaultUnschedulableTimeout.
+	UnschedulableTimeout time.Duration
+	// Metrics the queue reports its lengths to. nil creates a private,
+	// unregistered set.
+	Metrics *metrics.Metrics
+}
+
+// Validate defaults o in place and checks it.
+func (o *Options) Validate() error {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Less == nil {
+		o.Less = framework.DefaultLess
+	}
+	if o.InitialBackoff == 0 {
+		o.InitialBackoff = DefaultInitialBackoff
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.UnschedulableTimeout == 0 {
+		o.UnschedulableTimeout = DefaultUnschedulableTimeout
+	}
+	switch {
+	case o.InitialBackoff < 0 || o.MaxBackoff < 0 || o.UnschedulableTimeout < 0:
+		return fmt.Errorf("scheduling queue: backoffs and timeouts must not be negative (initial backoff %v, max backoff %v, unschedulable timeout %v)",
+			o.InitialBackoff, o.MaxBackoff, o.UnschedulableTimeout)
+	case o.InitialBackoff > o.MaxBackoff:
+		return fmt.Errorf("scheduling queue: initial backoff %v exceeds max backoff %v", o.InitialBackoff, o.MaxBackoff)
+	}
+	if o.Metrics == nil {
+		m, err := metrics.New(nil)
+		if err != nil {
+			return fmt.Errorf("scheduling queue: %w", err)
+		}
+		o.Metrics = m
+	}
+	return nil
+}
+
+// SchedulingQueue holds the jobs that have pending pods, each as one unit.
+//
+// A job is in exactly one of: the active queue (a heap ordered by the
+// LessFunc, from which Pop takes), the backoff queue (a heap ordered by
+// backoff expiry), the unschedulable queue (a map; the job waits for a
+// cluster event that may help it, or for the unschedulable timeout), in
+// flight (popped, being scheduled) or awaiting binding (scheduled, its pods
+// not yet reported bound).
+//
+// Pending pods are added, changed and removed by the cache (PodChanged,
+// PodRemoved), which holds its own lock while it calls the queue; the
+// scheduling loop pops jobs and ends their cycles; event handlers raise
+// events (MoveAllToActiveOrBackoffQueue) through the cache.
+type SchedulingQueue struct {
+	clock                clock.WithTicker
+	less                 framework.LessFunc
+	initialBackoff       time.Duration
+	maxBackoff           time.Duration
+	unschedulableTimeout time.Duration
+
+	// lock guards every field below. It is a leaf: nothing that takes
+	// another lock is called while it is held. The LessFunc and the
+	// plugins' QueueingHintFns run under it, and must not call back into
+	// the queue or the cache.
+	lock sync.Mutex
+	// cond is signalled, with lock held, when a job enters the active queue
+	// and when the queue closes, and broadcast when a Pop's ctx ends.
+	cond          *sync.Cond
+	jobs          map[framework.JobID]*jobEntry
+	activeQ       jobHeap
+	backoffQ      jobHeap
+	unschedulable map[framework.JobID]*jobEntry
+	// schedulingCycle counts Pops. moveRequestCycle is the value of
+	// schedulingCycle at the last move request: a job that failed in a
+	// cycle at or before it may have missed the event and is not parked as
+	// unschedulable.
+	schedulingCycle  int64
+	moveRequestCycle int64
+	// numInFlight counts the jobs in flight. While there are any, move
+	// requests are recorded in inFlightEvents, so that AddUnschedulable
+	// can tell whether one of them may have helped the job; when it
+	// overflows, inFlightEventsLost is set and any move request counts.
+	// Both are reset when no job is in flight.
+	numInFlight        int
+	inFlightEvents     []inFlightEvent
+	inFlightEventsLost bool
+	closed             bool
+
+	activeGauge, backoffGauge, unschedulableGauge prometheus.Gauge
+}
+
+// New returns an empty queue. Run starts its flush loops.
+func New(opts Options) (*SchedulingQueue, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	q := &SchedulingQueue{
+		clock:                opts.Clock,
+		less:                 opts.Less,
+		initialBackoff:       opts.InitialBackoff,
+		maxBackoff:           opts.MaxBackoff,
+		unschedulableTimeout: opts.UnschedulableTimeout,
+		jobs:                 map[framework.JobID]*jobEntry{},
+		unschedulable:        map[framework.JobID]*jobEntry{},
+		moveRequestCycle:     -1,
+		activeGauge:          opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueActive),
+		backoffGauge:         opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueBackoff),
+		unschedulableGauge:   opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueUnschedulable),
+	}
+	q.cond = sync.NewCond(&q.lock)
+	q.activeQ.less = func(a, b *jobEntry) bool { return q.less(&a.QueuedJob, &b.QueuedJob) }
+	q.backoffQ.less = func(a, b *jobEntry) bool { return a.backoffExpiry.Before(b.backoffExpiry) }
+	return q, nil
+}
+
+// Pop removes and returns the job at the head of the active queue, waiting
+// until there is one. It fails when ctx ends or the queue is closed. The
+// job is then in flight: the caller must end its cycle with Done or
+// AddUnschedulable.
+func (q *SchedulingQueue) Pop(ctx context.Context) (*framework.QueuedJob, error) {
+	// Wake the waiter below when ctx ends; taking the lock first makes sure
+	// the broadcast cannot slip in between its check of ctx and its Wait.
+	stop := context.AfterFunc(ctx, func() {
+		q.lock.Lock()
+		defer q.lock.Unlock()
+		q.cond.Broadcast()
+	})
+	defer stop()
+
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	for q.activeQ.Len() == 0 {
+		if q.closed {
+			return nil, ErrQueueClosed
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("waiting for a job in the scheduling queue: %w", context.Cause(ctx))
+		}
+		q.cond.Wait()
+	}
+	e := heap.Pop(&q.activeQ).(*jobEntry)
+	q.schedulingCycle++
+	e.where = inFlight
+	q.numInFlight++
+	e.Attempts++
+	e.Cycle = q.schedulingCycle
+	e.changedInFlight = false
+	q.updateGaugesLocked()
+	return e.snapshot(), nil
+}
+
+// AddUnschedulable ends the scheduling cycle of a popped job that could not
+// be placed, or whose binding failed after Done. The job waits in the
+// unschedulable queue for a cluster event that may help it (one of
+// attempt.Events), unless such an event was reported (or its pending pods
+// changed) during its cycle or the attempt failed with an error: then it
+// is retried after its backoff. A job whose pods have all left the queue
+// meanwhile is forgotten. It is an error to call it for a job that is
+// queued already.
+//
+// If job was popped again since (it is in flight in a newer cycle, whose
+// outcome is still to come), the newer cycle is made to retry the job when
+// it ends, as if its pods had changed.
+func (q *SchedulingQueue) AddUnschedulable(job *framework.QueuedJob, attempt Attempt) error {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	e, ok := q.jobs[job.ID]
+	if !ok {
+		klog.V(4).InfoS("Job left the scheduling queue during its scheduling cycle", "job", job.ID.String())
+		return nil
+	}
+	if e.where != inFlight && e.where != awaitingBinding {
+		return fmt.Errorf("parking job %s as unschedulable: it is already in the %s queue: %w", job.ID, e.where, ErrAlreadyQueued)
+	}
+	if e.where == inFlight && e.Cycle != job.Cycle {
+		klog.V(4).InfoS("Attempt of a job failed while a newer attempt is in flight; the newer one will be retried",
+			"job", job.ID.String(), "cycle", job.Cycle, "newerCycle", e.Cycle, "reason", attempt.Reason, "err", attempt.Err)
+		e.changedInFlight = true
+		return nil
+	}
+	now := q.clock.Now()
+	e.Timestamp = now
+	e.backoffExpiry = now.Add(q.backoffDuration(e.Attempts))
+	e.lastFailure = attempt.Reason
+	if attempt.Err != nil && e.lastFailure == "" {
+		e.lastFailure = attempt.Err.Error()
+	}
+	e.events = slices.Clone(attempt.Events)
+	e.anyEvent = attempt.AnyEvent
+	missedEvent := e.changedInFlight || q.missedEventLocked(e, job.Cycle)
+	e.changedInFlight = false
+	q.leaveFlightLocked(e)
+	switch {
+	case attempt.Err != nil:
+		q.moveToBackoffLocked(e)
+	case missedEvent:
+		q.requeueLocked(e)
+	default:
+		q.detachLocked(e)
+		e.where = inUnschedulable
+		e.unschedulableSince = now
+		q.unschedulable[e.ID] = e
+	}
+	klog.V(4).InfoS("Job could not be scheduled", "job", job.ID.String(), "queue", e.where.String(),
+		"attempts", e.Attempts, "reason", e.lastFailure, "err", attempt.Err)
+	q.updateGaugesLocked()
+	return nil
+}
+
+// Done ends the scheduling cycle of a popped job that was scheduled. Its
+// pods stay in the queue, awaiting binding, until the informer reports them
+// bound (RemovePendingPod); the job is popped again only if pending pods of
+// it are added or change, or an assumption of one expires. If that already
+// happened during the cycle, the job goes back to the active queue at once.
+// A bind that fails later is reported with AddUnschedulable.
+func (q *SchedulingQueue) Done(id framework.JobID) {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	e, ok := q.jobs[id]
+	if !ok || e.where != inFlight {
+		return
+	}
+	q.leaveFlightLocked(e)
+	if e.changedInFlight {
+		e.changedInFlight = false
+		q.moveToActiveLocked(e)
+	} else {
+		e.where = awaitingBinding
+	}
+	q.updateGaugesLocked()
+}
+
+// Run flushes the backoff queue every second and the unschedulable queue
+// every 30 seconds until ctx ends; then it closes the queue.
+func (q *SchedulingQueue) Run(ctx context.Context) {
+	backoffTicker := q.clock.NewTicker(backoffFlushPeriod)
+	defer backoffTicker.Stop()
+	unschedulableTicker := q.clock.NewTicker(unschedulableFlushPeriod)
+	defer unschedulableTicker.Stop()
+	defer q.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-backoffTicker.C():
+			q.flushBackoffCompleted()
+		case <-unschedulableTicker.C():
+			q.flushUnschedulableLeftover()
+		}
+	}
+}
+
+// Close makes every current and future Pop fail with ErrQueueClosed once
+// the active queue is empty.
+func (q *SchedulingQueue) Close() {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	q.closed = true
+	q.cond.Broadcast()
+}
+
+// flushBackoffCompleted moves the jobs whose backoff has expired to the
+// active queue.
+func (q *SchedulingQueue) flushBackoffCompleted() {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	now := q.clock.Now()
+	moved := false
+	for q.backoffQ.Len() > 0 && !now.Before(q.backoffQ.peek().backoffExpiry) {
+		q.moveToActiveLocked(q.backoffQ.peek())
+		moved = true
+	}
+	if moved {
+		q.updateGaugesLocked()
+	}
+}
+
+// flushUnschedulableLeftover requeues the jobs that waited in the
+// unschedulable queue longer than the unschedulable timeout.
+func (q *SchedulingQueue) flushUnschedulableLeftover() {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	now := q.clock.Now()
+	q.moveUnschedulableLocked(framework.EventUnschedulableTimeout, func(e *jobEntry) bool {
+		return now.Sub(e.unschedulableSince) > q.unschedulableTimeout
+	})
+}
+
+// Lengths returns the number of jobs in each part of the queue.
+func (q *SchedulingQueue) Lengths() Lengths {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	return q.lengthsLocked()
+}
+
+func (q *SchedulingQueue) lengthsLocked() Lengths {
+	l := Lengths{
+		Active:        q.activeQ.Len(),
+		Backoff:       q.backoffQ.Len(),
+		Unschedulable: len(q.unschedulable),
+	}
+	for _, e := range q.jobs {
+		switch e.where {
+		case inFlight:
+			l.InFlight++
+		case awaitingBinding:
+			l.AwaitingBinding++
+		}
+	}
+	return l
+}
+
+func (q *SchedulingQueue) backoffDuration(attempts int) time.Duration {
+	d := q.initialBackoff
+	for i := 1; i < attempts && d < q.maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, q.maxBackoff)
+}
+
+// requeueLocked moves e to the backoff queue while it is backing off, to the
+// active queue otherwise.
+func (q *SchedulingQueue) requeueLocked(e *jobEntry) {
+	if q.clock.Now().Before(e.backoffExpiry) {
+		q.moveToBackoffLocked(e)
+	} else {
+		q.moveToActiveLocked(e)
+	}
+}
+
+func (q *SchedulingQueue) moveToActiveLocked(e *jobEntry) {
+	if e.where == inActive {
+		return
+	}
+	q.detachLocked(e)
+	q.pushActiveLocked(e)
+}
+
+func (q *SchedulingQueue) pushActiveLocked(e *jobEntry) {
+	e.where = inActive
+	heap.Push(&q.activeQ, e)
+	q.cond.Signal()
+}
+
+func (q *SchedulingQueue) moveToBackoffLocked(e *jobEntry) {
+	if e.where == inBackoff {
+		return
+	}
+	q.detachLocked(e)
+	e.where = inBackoff
+	heap.Push(&q.backoffQ, e)
+}
+
+// detachLocked takes e out of the heap or map that holds it. Its where is
+// left for the caller to set.
+func (q *SchedulingQueue) detachLocked(e *jobEntry) {
+	switch e.where {
+	case inActive:
+		heap.Remove(&q.activeQ, e.heapIndex)
+	case inBackoff:
+		heap.Remove(&q.backoffQ, e.heapIndex)
+	case inUnschedulable:
+		delete(q.unschedulable, e.ID)
+	}
+}
+
+func (q *SchedulingQueue) updateGaugesLocked() {
+	q.activeGauge.Set(float64(q.activeQ.Len()))
+	q.backoffGauge.Set(float64(q.backoffQ.Len()))
+	q.unschedulableGauge.Set(float64(len(q.unschedulable)))
+}
