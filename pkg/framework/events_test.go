@@ -84,7 +84,7 @@ func TestClusterEventString(t *testing.T) {
 		want  string
 	}{
 		{framework.EventNodeTaintChange, "NodeTaintChange"},
-		{framework.EventNodeBecameSchedulable, "NodeSpecUnschedulableChange"},
+		{framework.EventNodeBecameSchedulable, "NodeBecameSchedulable"},
 		{framework.ClusterEvent{Resource: framework.PersistentVolume, ActionType: framework.Add}, "PersistentVolume/Add"},
 		{framework.ClusterEvent{Resource: "widgets.v1.example.com", ActionType: framework.UpdateGeneric}, "widgets.v1.example.com/Update"},
 		{framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.All}, "*/All"},

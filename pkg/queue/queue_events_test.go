@@ -6,27 +6,34 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
+// registered returns the events as registered by plugin, with hint.
+func registered(plugin string, hint framework.QueueingHintFn, events ...framework.ClusterEvent) []framework.PluginEvent {
+	out := make([]framework.PluginEvent, len(events))
+	for i, e := range events {
+		out[i] = framework.PluginEvent{Plugin: plugin, ClusterEventWithHint: framework.ClusterEventWithHint{Event: e, QueueingHintFn: hint}}
+	}
+	return out
+}
+
 var (
-	nodeAddOrTaint = []framework.ClusterEvent{
-		{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeTaint},
-	}
-	podDelete = []framework.ClusterEvent{
-		{Resource: framework.Pod, ActionType: framework.Delete},
-	}
+	nodeAddOrTaint = registered("Nodes", nil, framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add | framework.UpdateNodeTaint})
+	podDelete      = registered("Pods", nil, framework.ClusterEvent{Resource: framework.Pod, ActionType: framework.Delete})
 )
 
 // parkUnschedulable adds a job of one pod, pops it and parks it with
-// events, then lets its backoff expire.
-func parkUnschedulable(t *testing.T, q *SchedulingQueue, name string, events []framework.ClusterEvent) JobID {
+// attempt, then lets its backoff expire.
+func parkUnschedulable(t *testing.T, q *SchedulingQueue, name string, attempt Attempt) framework.JobID {
 	t.Helper()
 	add(q, st.MakePod().Name(name).Obj())
 	qj := mustPop(t, q, "default/pod:"+name)
-	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "no fit", Events: events}))
+	attempt.Reason = "no fit"
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, attempt))
 	if where := q.jobs[qj.ID].where; where != inUnschedulable {
 		t.Fatalf("%s is in %s, want unschedulable", name, where)
 	}
@@ -36,39 +43,39 @@ func parkUnschedulable(t *testing.T, q *SchedulingQueue, name string, events []f
 func TestMoveAllOnlyOnRelevantEvents(t *testing.T) {
 	widgets := framework.EventResource("widgets.v1.example.com")
 	tests := []struct {
-		name   string
-		events []framework.ClusterEvent
-		event  framework.ClusterEvent
-		moved  bool
+		name    string
+		attempt Attempt
+		event   framework.ClusterEvent
+		moved   bool
 	}{
-		{name: "no events: any event", event: framework.EventNodeConditionChange, moved: true},
-		{name: "empty events: any event", events: []framework.ClusterEvent{}, event: framework.EventAssignedPodDelete, moved: true},
-		{name: "matching resource and action", events: nodeAddOrTaint, event: framework.EventNodeAdd, moved: true},
-		{name: "one of several actions", events: nodeAddOrTaint, event: framework.EventNodeTaintChange, moved: true},
-		{name: "other action of the resource", events: nodeAddOrTaint, event: framework.EventNodeLabelChange},
-		{name: "other resource", events: nodeAddOrTaint, event: framework.EventAssignedPodDelete},
-		{name: "second of several events", events: append(append([]framework.ClusterEvent(nil), nodeAddOrTaint...), podDelete...), event: framework.EventAssignedPodDelete, moved: true},
+		{name: "no events: no event helps", event: framework.EventNodeConditionChange},
+		{name: "any event", attempt: Attempt{AnyEvent: true}, event: framework.EventAssignedPodDelete, moved: true},
+		{name: "any event whatever the events", attempt: Attempt{AnyEvent: true, Events: podDelete}, event: framework.EventNodeAdd, moved: true},
+		{name: "matching resource and action", attempt: Attempt{Events: nodeAddOrTaint}, event: framework.EventNodeAdd, moved: true},
+		{name: "one of several actions", attempt: Attempt{Events: nodeAddOrTaint}, event: framework.EventNodeTaintChange, moved: true},
+		{name: "other action of the resource", attempt: Attempt{Events: nodeAddOrTaint}, event: framework.EventNodeLabelChange},
+		{name: "other resource", attempt: Attempt{Events: nodeAddOrTaint}, event: framework.EventAssignedPodDelete},
+		{name: "second of several events", attempt: Attempt{Events: append(append([]framework.PluginEvent(nil), nodeAddOrTaint...), podDelete...)}, event: framework.EventAssignedPodDelete, moved: true},
 		{
-			name:   "wildcard interest",
-			events: []framework.ClusterEvent{{Resource: framework.WildCard, ActionType: framework.Delete}},
-			event:  framework.ClusterEvent{Resource: widgets, ActionType: framework.Delete}, moved: true,
+			name:    "wildcard interest",
+			attempt: Attempt{Events: registered("P", nil, framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.Delete})},
+			event:   framework.ClusterEvent{Resource: widgets, ActionType: framework.Delete}, moved: true,
 		},
 		{
-			name:   "wildcard interest, other action",
-			events: []framework.ClusterEvent{{Resource: framework.WildCard, ActionType: framework.Delete}},
-			event:  framework.ClusterEvent{Resource: widgets, ActionType: framework.Add},
+			name:    "wildcard interest, other action",
+			attempt: Attempt{Events: registered("P", nil, framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.Delete})},
+			event:   framework.ClusterEvent{Resource: widgets, ActionType: framework.Add},
 		},
-		{name: "wildcard event", events: podDelete, event: framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.All}, moved: true},
-		{name: "wildcard event, other action", events: podDelete, event: framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.Add}},
-		{name: "dynamic resource", events: []framework.ClusterEvent{{Resource: widgets, ActionType: framework.All}}, event: framework.ClusterEvent{Resource: widgets, ActionType: framework.UpdateGeneric}, moved: true},
+		{name: "wildcard event", attempt: Attempt{Events: podDelete}, event: framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.All}, moved: true},
+		{name: "wildcard event, other action", attempt: Attempt{Events: podDelete}, event: framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.Add}},
+		{name: "dynamic resource", attempt: Attempt{Events: registered("P", nil, framework.ClusterEvent{Resource: widgets, ActionType: framework.All})}, event: framework.ClusterEvent{Resource: widgets, ActionType: framework.UpdateGeneric}, moved: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q, clk := newTestQueue(t, nil)
-			id := parkUnschedulable(t, q, "p", tt.events)
+			id := parkUnschedulable(t, q, "p", tt.attempt)
 			clk.Step(2 * time.Second)
-			asked := false
-			q.MoveAllToActiveOrBackoffQueue(tt.event, func([]*v1.Pod) bool { asked = true; return true })
+			q.MoveAllToActiveOrBackoffQueue(tt.event, nil, nil)
 			want := inUnschedulable
 			if tt.moved {
 				want = inActive
@@ -76,8 +83,61 @@ func TestMoveAllOnlyOnRelevantEvents(t *testing.T) {
 			if got := q.jobs[id].where; got != want {
 				t.Errorf("after %s the job is in %s, want %s", tt.event, got, want)
 			}
-			if asked != tt.moved {
-				t.Errorf("preCheck asked: %v, want %v (only for jobs the event may help)", asked, tt.moved)
+		})
+	}
+}
+
+// A matching event moves a job only if the hint of the plugin that
+// registered it answers Queue; the hint sees the job's pods and the
+// event's objects, and a failing hint counts as Queue.
+func TestMoveAllAsksTheHints(t *testing.T) {
+	big := st.MakePod().Name("big").Req(map[v1.ResourceName]string{v1.ResourceCPU: "64"}).Obj()
+	// fitsOnNode answers Queue when some pod of the job requests no more
+	// CPU than the new node (the event's new object) allocates.
+	fitsOnNode := func(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
+		node, ok := newObj.(*v1.Node)
+		if !ok {
+			return framework.QueueSkip, errors.New("not a node")
+		}
+		for _, p := range job.Pods {
+			if p.Spec.Containers[0].Resources.Requests.Cpu().Cmp(node.Status.Allocatable[v1.ResourceCPU]) <= 0 {
+				return framework.Queue, nil
+			}
+		}
+		return framework.QueueSkip, nil
+	}
+	skip := func(klog.Logger, *framework.QueuedJob, any, any) (framework.QueueingHint, error) {
+		return framework.QueueSkip, nil
+	}
+	smallNode := st.MakeNode().Name("small").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "8"}).Obj()
+	bigNode := st.MakeNode().Name("big").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "96"}).Obj()
+	tests := []struct {
+		name   string
+		events []framework.PluginEvent
+		newObj any
+		moved  bool
+	}{
+		{name: "hint says skip", events: registered("Fit", fitsOnNode, framework.EventNodeAdd), newObj: smallNode},
+		{name: "hint says queue", events: registered("Fit", fitsOnNode, framework.EventNodeAdd), newObj: bigNode, moved: true},
+		{name: "a failing hint counts as queue", events: registered("Fit", fitsOnNode, framework.EventNodeAdd), newObj: "garbage", moved: true},
+		{name: "one plugin's queue is enough", events: append(registered("A", skip, framework.EventNodeAdd), registered("Fit", fitsOnNode, framework.EventNodeAdd)...), newObj: bigNode, moved: true},
+		{name: "every plugin says skip", events: append(registered("A", skip, framework.EventNodeAdd), registered("Fit", fitsOnNode, framework.EventNodeAdd)...), newObj: smallNode},
+		{name: "a hint of an event that does not match is not asked", events: registered("Fit", fitsOnNode, framework.EventAssignedPodDelete), newObj: bigNode},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, clk := newTestQueue(t, nil)
+			add(q, big)
+			qj := mustPop(t, q, "default/pod:big")
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "no fit", Events: tt.events}))
+			clk.Step(2 * time.Second)
+			q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, tt.newObj)
+			want := inUnschedulable
+			if tt.moved {
+				want = inActive
+			}
+			if got := q.jobs[qj.ID].where; got != want {
+				t.Errorf("job is in %s, want %s", got, want)
 			}
 		})
 	}
@@ -85,19 +145,20 @@ func TestMoveAllOnlyOnRelevantEvents(t *testing.T) {
 
 func TestMoveAllPicksJobsByTheirEvents(t *testing.T) {
 	q, clk := newTestQueue(t, nil)
-	nodes := parkUnschedulable(t, q, "wants-nodes", nodeAddOrTaint)
-	pods := parkUnschedulable(t, q, "wants-pod-deletes", podDelete)
-	anything := parkUnschedulable(t, q, "wants-anything", nil)
+	nodes := parkUnschedulable(t, q, "wants-nodes", Attempt{Events: nodeAddOrTaint})
+	pods := parkUnschedulable(t, q, "wants-pod-deletes", Attempt{Events: podDelete})
+	anything := parkUnschedulable(t, q, "wants-anything", Attempt{AnyEvent: true})
+	nothing := parkUnschedulable(t, q, "wants-nothing", Attempt{})
 	clk.Step(2 * time.Second)
-	q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, nil)
-	want := map[JobID]location{nodes: inUnschedulable, pods: inActive, anything: inActive}
+	q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, nil, nil)
+	want := map[framework.JobID]location{nodes: inUnschedulable, pods: inActive, anything: inActive, nothing: inUnschedulable}
 	for id, w := range want {
 		if got := q.jobs[id].where; got != w {
 			t.Errorf("%s is in %s, want %s", id, got, w)
 		}
 	}
-	d := q.dump()
-	if len(d.Unschedulable) != 1 || len(d.Unschedulable[0].Events) != 1 || d.Unschedulable[0].Events[0] != "Node/Add|UpdateNodeTaint" {
+	d := q.Dump()
+	if len(d.Unschedulable) != 2 || len(d.Unschedulable[0].Events) != 1 || d.Unschedulable[0].Events[0] != "Nodes:Node/Add|UpdateNodeTaint" {
 		t.Errorf("unschedulable in dump = %+v, want its events", d.Unschedulable)
 	}
 }
@@ -105,7 +166,7 @@ func TestMoveAllPicksJobsByTheirEvents(t *testing.T) {
 // The unschedulable timeout moves a job whatever events it waits for.
 func TestUnschedulableTimeoutIgnoresEvents(t *testing.T) {
 	q, clk := newTestQueue(t, nil)
-	id := parkUnschedulable(t, q, "p", podDelete)
+	id := parkUnschedulable(t, q, "p", Attempt{Events: podDelete})
 	clk.Step(DefaultUnschedulableTimeout + time.Second)
 	q.flushUnschedulableLeftover()
 	if got := q.jobs[id].where; got != inActive {
@@ -117,55 +178,56 @@ func TestUnschedulableTimeoutIgnoresEvents(t *testing.T) {
 // backoff instead of the unschedulable queue only if it may help the job.
 func TestEventsDuringTheCycle(t *testing.T) {
 	tests := []struct {
-		name   string
-		events []framework.ClusterEvent
+		name    string
+		attempt Attempt
 		// during runs between Pop and AddUnschedulable.
 		during func(q *SchedulingQueue)
 		want   location
 	}{
 		{
-			name:   "irrelevant event",
-			events: podDelete,
-			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil) },
-			want:   inUnschedulable,
+			name:    "irrelevant event",
+			attempt: Attempt{Events: podDelete},
+			during:  func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil) },
+			want:    inUnschedulable,
 		},
 		{
-			name:   "relevant event",
-			events: nodeAddOrTaint,
-			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil) },
-			want:   inBackoff,
+			name:    "relevant event",
+			attempt: Attempt{Events: nodeAddOrTaint},
+			during:  func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil) },
+			want:    inBackoff,
 		},
 		{
-			name:   "relevant event among irrelevant ones",
-			events: podDelete,
+			name:    "relevant event among irrelevant ones",
+			attempt: Attempt{Events: podDelete},
 			during: func(q *SchedulingQueue) {
 				for range 10 {
-					q.MoveAllToActiveOrBackoffQueue(framework.EventNodeLabelChange, nil)
+					q.MoveAllToActiveOrBackoffQueue(framework.EventNodeLabelChange, nil, nil)
 				}
-				q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, nil)
-				q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
+				q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, nil, nil)
+				q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
 			},
 			want: inBackoff,
 		},
 		{
-			name:   "any event counts for a job without events",
-			during: func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(framework.EventNodeLabelChange, nil) },
-			want:   inBackoff,
+			name:    "any event counts for an attempt that allows any",
+			attempt: Attempt{AnyEvent: true},
+			during:  func(q *SchedulingQueue) { q.MoveAllToActiveOrBackoffQueue(framework.EventNodeLabelChange, nil, nil) },
+			want:    inBackoff,
 		},
 		{
-			name:   "too many events to remember: any counts",
-			events: podDelete,
+			name:    "too many events to remember: any counts",
+			attempt: Attempt{Events: podDelete},
 			during: func(q *SchedulingQueue) {
 				for i := range maxInFlightEvents + 1 {
-					q.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeLabel, Label: string(rune('a' + i%2))}, nil)
+					q.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeLabel, Label: string(rune('a' + i%2))}, nil, nil)
 				}
 			},
 			want: inBackoff,
 		},
 		{
-			name:   "event before the cycle",
-			events: nodeAddOrTaint,
-			want:   inUnschedulable,
+			name:    "event before the cycle",
+			attempt: Attempt{Events: nodeAddOrTaint},
+			want:    inUnschedulable,
 		},
 	}
 	for _, tt := range tests {
@@ -173,12 +235,13 @@ func TestEventsDuringTheCycle(t *testing.T) {
 			q, _ := newTestQueue(t, nil)
 			add(q, st.MakePod().Name("p").Obj())
 			// An event before the pop is no reason to retry.
-			q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
+			q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
 			qj := mustPop(t, q, "default/pod:p")
 			if tt.during != nil {
 				tt.during(q)
 			}
-			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "no fit", Events: tt.events}))
+			tt.attempt.Reason = "no fit"
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, tt.attempt))
 			if got := q.jobs[qj.ID].where; got != tt.want {
 				t.Errorf("job is in %s, want %s", got, tt.want)
 			}
@@ -193,14 +256,14 @@ func TestEventsDuringTheCycle(t *testing.T) {
 // job sees only those of its own cycle or later.
 func TestInFlightEventsPerCycle(t *testing.T) {
 	q, _ := newTestQueue(t, nil)
-	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
 	if len(q.inFlightEvents) != 0 {
 		t.Fatalf("recorded %d events with nothing in flight", len(q.inFlightEvents))
 	}
 	add(q, st.MakePod().Name("a").Obj())
 	qa := mustPop(t, q, "default/pod:a")
-	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
-	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil) // recorded once
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil) // recorded once
 	add(q, st.MakePod().Name("b").Obj())
 	qb := mustPop(t, q, "default/pod:b")
 	if len(q.inFlightEvents) != 1 || q.numInFlight != 2 {
@@ -235,7 +298,7 @@ func TestInFlightCount(t *testing.T) {
 	q.Done(qa.ID)
 	q.Done(qa.ID) // no-op
 	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qb, Attempt{Err: errors.New("boom")}))
-	q.podRemoved(JobIDForPod(pods[2]), pods[2].UID)
+	q.PodRemoved(framework.JobIDForPod(pods[2]), pods[2].UID)
 	if q.numInFlight != 0 {
 		t.Errorf("in flight = %d, want 0", q.numInFlight)
 	}

@@ -12,31 +12,22 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
-func newTestQueue(t *testing.T, less LessFunc) (*SchedulingQueue, *testingclock.FakeClock) {
+func newTestQueue(t *testing.T, less framework.LessFunc) (*SchedulingQueue, *testingclock.FakeClock) {
 	t.Helper()
-	m, err := metrics.New(nil)
-	mustNoErr(t, "metrics.New", err)
 	fakeClock := testingclock.NewFakeClock(epoch)
-	return newSchedulingQueue(queueConfig{
-		clock:                fakeClock,
-		less:                 less,
-		initialBackoff:       DefaultInitialBackoff,
-		maxBackoff:           DefaultMaxBackoff,
-		unschedulableTimeout: DefaultUnschedulableTimeout,
-		metrics:              m,
-	}), fakeClock
+	q, err := New(Options{Clock: fakeClock, Less: less})
+	mustNoErr(t, "New", err)
+	return q, fakeClock
 }
 
 // add adds pending pods to q as the cache would.
 func add(q *SchedulingQueue, pods ...*v1.Pod) {
 	for _, p := range pods {
-		q.podChanged(JobIDForPod(p), p, true)
+		q.PodChanged(framework.JobIDForPod(p), p, true)
 	}
 }
 
@@ -52,7 +43,7 @@ func popAll(t *testing.T, q *SchedulingQueue) []string {
 	return ids
 }
 
-func mustPop(t *testing.T, q *SchedulingQueue, want string) *QueuedJob {
+func mustPop(t *testing.T, q *SchedulingQueue, want string) *framework.QueuedJob {
 	t.Helper()
 	if q.Lengths().Active == 0 {
 		t.Fatalf("Pop: active queue is empty, want %s", want)
@@ -73,7 +64,7 @@ func TestQueueOrder(t *testing.T) {
 	tests := []struct {
 		name  string
 		steps []step
-		less  LessFunc
+		less  framework.LessFunc
 		want  []string
 	}{
 		{
@@ -114,7 +105,7 @@ func TestQueueOrder(t *testing.T) {
 		},
 		{
 			name: "pluggable order",
-			less: func(a, b *QueuedJob) bool { return len(a.Pods) > len(b.Pods) }, // biggest job first
+			less: func(a, b *framework.QueuedJob) bool { return len(a.Pods) > len(b.Pods) }, // biggest job first
 			steps: []step{
 				{st.MakePod().Name("solo").Priority(1000).Obj(), 0},
 				{st.MakePod().Name("g-0").Group("g").Obj(), time.Second},
@@ -142,21 +133,21 @@ func TestQueuePriorityFollowsPods(t *testing.T) {
 	a := st.MakePod().Name("a").Group("g").Priority(1).Obj()
 	b := st.MakePod().Name("b").Group("g").Priority(9).Obj()
 	add(q, a, b)
-	id := JobIDForPod(a)
+	id := framework.JobIDForPod(a)
 	if p := q.jobs[id].Priority; p != 9 {
 		t.Fatalf("priority = %d, want 9", p)
 	}
-	q.podRemoved(id, b.UID)
+	q.PodRemoved(id, b.UID)
 	if p := q.jobs[id].Priority; p != 1 {
 		t.Errorf("priority after removing the top pod = %d, want 1", p)
 	}
 	a2 := st.MakePod().Name("a").Group("g").Priority(-3).Obj()
-	q.podChanged(id, a2, true)
+	q.PodChanged(id, a2, true)
 	if p := q.jobs[id].Priority; p != -3 {
 		t.Errorf("priority after lowering the only pod = %d, want -3", p)
 	}
-	q.podRemoved(id, a.UID)
-	if _, ok := q.jobs[id]; ok || q.Lengths() != (QueueLengths{}) {
+	q.PodRemoved(id, a.UID)
+	if _, ok := q.jobs[id]; ok || q.Lengths() != (Lengths{}) {
 		t.Errorf("job without pods still queued: %+v", q.Lengths())
 	}
 }
@@ -190,23 +181,24 @@ func TestAddUnschedulable(t *testing.T) {
 		{
 			name: "a move request during the cycle goes to backoff",
 			during: func(q *SchedulingQueue, _ *v1.Pod) {
-				q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
+				q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
 			},
-			want: inBackoff,
+			attempt: Attempt{AnyEvent: true},
+			want:    inBackoff,
 		},
 		{
 			name: "a pod change during the cycle goes to backoff",
 			during: func(q *SchedulingQueue, pod *v1.Pod) {
 				changed := pod.DeepCopy()
 				changed.Spec.NodeSelector = map[string]string{"zone": "a"}
-				q.podChanged(JobIDForPod(pod), changed, true)
+				q.PodChanged(framework.JobIDForPod(pod), changed, true)
 			},
 			want: inBackoff,
 		},
 		{
 			name: "a status-only change during the cycle does not count",
 			during: func(q *SchedulingQueue, pod *v1.Pod) {
-				q.podChanged(JobIDForPod(pod), pod, false)
+				q.PodChanged(framework.JobIDForPod(pod), pod, false)
 			},
 			want: inUnschedulable,
 		},
@@ -243,67 +235,11 @@ func TestAddUnschedulableOfAJobThatLeft(t *testing.T) {
 	pod := st.MakePod().Name("p").Obj()
 	add(q, pod)
 	qj := mustPop(t, q, "default/pod:p")
-	q.podRemoved(qj.ID, pod.UID)
+	q.PodRemoved(qj.ID, pod.UID)
 	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "too big"}))
 	q.Done(qj.ID) // no-op
-	if l := q.Lengths(); l != (QueueLengths{}) {
+	if l := q.Lengths(); l != (Lengths{}) {
 		t.Errorf("lengths = %+v, want empty", l)
-	}
-}
-
-func TestMoveAllToActiveOrBackoffQueue(t *testing.T) {
-	big := st.MakePod().Name("big").Req(res{v1.ResourceCPU: "64"}).Obj()
-	small := st.MakePod().Name("small").Req(res{v1.ResourceCPU: "1"}).Obj()
-	onlySmall := func(pods []*v1.Pod) bool {
-		for _, p := range pods {
-			if p.Spec.Containers[0].Resources.Requests.Cpu().Value() > 8 {
-				return false
-			}
-		}
-		return true
-	}
-	tests := []struct {
-		name      string
-		preCheck  eventhandlers.PreEnqueueCheck
-		advance   time.Duration // after parking, before the move
-		wantWhere map[string]location
-	}{
-		{
-			name:      "without preCheck all move; still backing off goes to backoff",
-			wantWhere: map[string]location{"big": inBackoff, "small": inBackoff},
-		},
-		{
-			name:      "backoff expired goes to active",
-			advance:   2 * time.Second,
-			wantWhere: map[string]location{"big": inActive, "small": inActive},
-		},
-		{
-			name:      "preCheck keeps rejected jobs where they are",
-			preCheck:  onlySmall,
-			advance:   2 * time.Second,
-			wantWhere: map[string]location{"big": inUnschedulable, "small": inActive},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			q, clk := newTestQueue(t, nil)
-			add(q, big, small)
-			for range 2 {
-				qj, err := q.Pop(t.Context())
-				mustNoErr(t, "Pop", err)
-				mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "no fit"}))
-			}
-			if l := q.Lengths(); l.Unschedulable != 2 {
-				t.Fatalf("lengths = %+v, want both unschedulable", l)
-			}
-			clk.Step(tt.advance)
-			q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, tt.preCheck)
-			for name, want := range tt.wantWhere {
-				if got := q.jobs[JobID{Namespace: "default", Name: name}].where; got != want {
-					t.Errorf("%s is in %s, want %s", name, got, want)
-				}
-			}
-		})
 	}
 }
 
@@ -317,41 +253,14 @@ func TestUnschedulableJobMovesOnRelevantUpdate(t *testing.T) {
 
 	statusOnly := pod.DeepCopy()
 	statusOnly.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse}}
-	if schedulingRelevantChange(pod, statusOnly) {
-		t.Fatal("a status change counts as relevant")
-	}
-	q.podChanged(qj.ID, statusOnly, false)
+	q.PodChanged(qj.ID, statusOnly, false)
 	if where := q.jobs[qj.ID].where; where != inUnschedulable {
 		t.Fatalf("after a status update the job is in %s, want unschedulable", where)
 	}
 	specChange := st.MakePod().Name("p").Toleration("gpu", "true", v1.TaintEffectNoSchedule).Obj()
-	if !schedulingRelevantChange(pod, specChange) {
-		t.Fatal("a spec change does not count as relevant")
-	}
-	q.podChanged(qj.ID, specChange, true)
+	q.PodChanged(qj.ID, specChange, true)
 	if where := q.jobs[qj.ID].where; where != inActive {
 		t.Fatalf("after a spec update the job is in %s, want active", where)
-	}
-}
-
-func TestCacheUpdatePendingPodMovesUnschedulableJob(t *testing.T) {
-	c, _ := newTestCache(t, Options{})
-	pod := st.MakePod().Name("p").Obj()
-	mustNoErr(t, "AddPendingPod", c.AddPendingPod(pod))
-	qj, err := c.Queue().Pop(t.Context())
-	mustNoErr(t, "Pop", err)
-	mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, Attempt{Reason: "no fit"}))
-
-	withStatus := pod.DeepCopy()
-	withStatus.Status.Message = "unschedulable"
-	mustNoErr(t, "UpdatePendingPod", c.UpdatePendingPod(pod, withStatus))
-	if l := c.Queue().Lengths(); l.Unschedulable != 1 {
-		t.Fatalf("after a status update: %+v, want still unschedulable", l)
-	}
-	withLabel := st.MakePod().Name("p").Label("tier", "gold").Obj()
-	mustNoErr(t, "UpdatePendingPod", c.UpdatePendingPod(withStatus, withLabel))
-	if l := c.Queue().Lengths(); l.Unschedulable != 0 || l.Backoff != 1 {
-		t.Fatalf("after a label update: %+v, want in backoff", l)
 	}
 }
 
@@ -378,7 +287,7 @@ func TestDone(t *testing.T) {
 		t.Fatalf("after Done: %+v, want awaiting binding", l)
 	}
 	// A status update while the binding is in flight changes nothing.
-	q.podChanged(qj.ID, a, false)
+	q.PodChanged(qj.ID, a, false)
 	if l := q.Lengths(); l.AwaitingBinding != 1 {
 		t.Fatalf("after a status update: %+v", l)
 	}
@@ -401,17 +310,17 @@ func TestDone(t *testing.T) {
 	}
 	// Binding observed: the job leaves the queue.
 	for _, name := range []string{"a", "b", "c"} {
-		q.podRemoved(qj.ID, st.MakePod().Name(name).Obj().UID)
+		q.PodRemoved(qj.ID, st.MakePod().Name(name).Obj().UID)
 	}
 	q.Done(qj.ID)
-	if l := q.Lengths(); l != (QueueLengths{}) {
+	if l := q.Lengths(); l != (Lengths{}) {
 		t.Errorf("after binding: %+v, want empty", l)
 	}
 }
 
 func TestPopBlocksUntilAJobArrives(t *testing.T) {
 	q, _ := newTestQueue(t, nil)
-	got := make(chan *QueuedJob)
+	got := make(chan *framework.QueuedJob)
 	go func() {
 		qj, err := q.Pop(context.Background())
 		if err != nil {
@@ -521,11 +430,11 @@ func TestRunFlushesBackoffAndUnschedulable(t *testing.T) {
 }
 
 func TestUnschedulableTimeoutIsConfigurable(t *testing.T) {
-	c, clk := newTestCache(t, Options{UnschedulableTimeout: time.Minute})
-	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("p").Obj()))
-	q := c.Queue()
-	qj, err := q.Pop(t.Context())
-	mustNoErr(t, "Pop", err)
+	clk := testingclock.NewFakeClock(epoch)
+	q, err := New(Options{Clock: clk, UnschedulableTimeout: time.Minute})
+	mustNoErr(t, "New", err)
+	add(q, st.MakePod().Name("p").Obj())
+	qj := mustPop(t, q, "default/pod:p")
 	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "no fit"}))
 	clk.Step(time.Minute)
 	q.flushUnschedulableLeftover()
@@ -556,8 +465,8 @@ func TestQueueDump(t *testing.T) {
 	}
 	clk.Step(time.Second)
 	add(q, st.MakePod().Name("a").Priority(5).Obj(), st.MakePod().Name("z").Priority(7).Obj())
-	d := q.dump()
-	ids := func(jobs []QueuedJobDump) string {
+	d := q.Dump()
+	ids := func(jobs []JobDump) string {
 		var s []string
 		for _, j := range jobs {
 			s = append(s, j.ID)
@@ -579,7 +488,7 @@ func TestQueueDump(t *testing.T) {
 			t.Errorf("%s = %q, want %q", what, got, want)
 		}
 	}
-	if d.Lengths != (QueueLengths{Active: 2, Backoff: 1, Unschedulable: 1, InFlight: 1, AwaitingBinding: 1}) {
+	if d.Lengths != (Lengths{Active: 2, Backoff: 1, Unschedulable: 1, InFlight: 1, AwaitingBinding: 1}) {
 		t.Errorf("lengths = %+v", d.Lengths)
 	}
 	if d.Unschedulable[0].LastFailure != "too big" || d.Unschedulable[0].UnschedulableSince == nil || d.Backoff[0].LastFailure != "boom" {
@@ -592,7 +501,7 @@ func TestQueueDump(t *testing.T) {
 // initial list comes in no particular order). Pods without a creation time,
 // or from the future, enter at the time they are seen.
 func TestQueueIsFIFOByCreation(t *testing.T) {
-	q, clk := newTestQueue(t, DefaultLess)
+	q, clk := newTestQueue(t, framework.DefaultLess)
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(epoch.Add(d)) }
 	add(q,
 		st.MakePod().Name("third").Created(at(-1*time.Minute)).Obj(),

@@ -98,7 +98,7 @@ func TestUpdateNode(t *testing.T) {
 			nil},
 		{"became schedulable",
 			node1("1").Unschedulable(true).Obj(), node1("2").Obj(),
-			[]string{"NodeSpecUnschedulableChange"}},
+			[]string{"NodeBecameSchedulable"}},
 		{"allocatable grew",
 			node1("1").Obj(), node1("2").Allocatable(rl{v1.ResourceCPU: "8", v1.ResourceMemory: "8Gi", v1.ResourcePods: "10"}).Obj(),
 			[]string{"NodeAllocatableChange"}},
@@ -138,7 +138,7 @@ func TestUpdateNode(t *testing.T) {
 			node1("2").Label("gpu", "true").Taint("gpu", "", v1.TaintEffectNoSchedule).
 				Allocatable(rl{v1.ResourceCPU: "8", v1.ResourceMemory: "8Gi", v1.ResourcePods: "10"}).
 				Condition(v1.NodeReady, v1.ConditionUnknown).Obj(),
-			[]string{"NodeSpecUnschedulableChange", "NodeAllocatableChange", "NodeLabelChange", "NodeTaintChange", "NodeConditionChange"}},
+			[]string{"NodeBecameSchedulable", "NodeAllocatableChange", "NodeLabelChange", "NodeTaintChange", "NodeConditionChange"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

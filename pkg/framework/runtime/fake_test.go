@@ -146,7 +146,23 @@ func (f *fakePlugin) Bind(_ context.Context, _ *framework.CycleState, pod *v1.Po
 	return f.bind
 }
 
-func (f *fakePlugin) EventsToRegister() []framework.ClusterEvent { return f.events }
+func (f *fakePlugin) EventsToRegister() []framework.ClusterEventWithHint {
+	var out []framework.ClusterEventWithHint
+	for _, e := range f.events {
+		out = append(out, framework.ClusterEventWithHint{Event: e})
+	}
+	return out
+}
+
+// eventNames renders registered events as "<plugin>:<event>", for
+// comparisons.
+func eventNames(events []framework.PluginEvent) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e.Plugin+":"+e.Event.String())
+	}
+	return out
+}
 
 // plainFilter is a Filter plugin and nothing else: it does not implement
 // EnqueueExtensions or any other extension point.

@@ -787,16 +787,16 @@ func TestEventsToRegisterFor(t *testing.T) {
 		baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "b"}, {Name: "plain"}}}))
 	tests := []struct {
 		names []string
-		want  []framework.ClusterEvent
+		want  []string
 	}{
 		{nil, nil},
-		{[]string{"b"}, []framework.ClusterEvent{taint, nodeAdd}},
-		{[]string{"a", "b"}, []framework.ClusterEvent{nodeAdd, taint}},
-		{[]string{"plain"}, []framework.ClusterEvent{wildcardEvent}},
-		{[]string{"not-enabled"}, []framework.ClusterEvent{wildcardEvent}},
+		{[]string{"b"}, []string{"b:" + taint.String(), "b:" + nodeAdd.String()}},
+		{[]string{"a", "b"}, []string{"a:" + nodeAdd.String(), "b:" + taint.String(), "b:" + nodeAdd.String()}},
+		{[]string{"plain"}, []string{"plain:" + wildcardEvent.Event.String()}},
+		{[]string{"not-enabled"}, []string{"not-enabled:" + wildcardEvent.Event.String()}},
 	}
 	for _, tt := range tests {
-		if got := f.EventsToRegisterFor(tt.names...); !reflect.DeepEqual(got, tt.want) {
+		if got := eventNames(f.EventsToRegisterFor(tt.names...)); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("EventsToRegisterFor(%v) = %v, want %v", tt.names, got, tt.want)
 		}
 	}

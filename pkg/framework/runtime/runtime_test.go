@@ -511,7 +511,7 @@ func TestEventsToRegister(t *testing.T) {
 		name          string
 		plugins       []framework.Plugin
 		points        map[ExtensionPoint]PluginSet
-		wantEvents    []framework.ClusterEvent
+		wantEvents    []string
 		wantResources []framework.EventResource
 	}{
 		{
@@ -522,7 +522,7 @@ func TestEventsToRegister(t *testing.T) {
 				&fakePlugin{name: "b", events: []framework.ClusterEvent{podDelete, pv}},
 			},
 			points:        map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "b"}}, ReservePoint: {{Name: "a"}}},
-			wantEvents:    []framework.ClusterEvent{nodeAdd, podDelete, pv},
+			wantEvents:    []string{"a:" + nodeAdd.String(), "a:" + podDelete.String(), "b:" + podDelete.String(), "b:" + pv.String()},
 			wantResources: []framework.EventResource{framework.Node, framework.PersistentVolume, framework.Pod},
 		},
 		{
@@ -533,7 +533,7 @@ func TestEventsToRegister(t *testing.T) {
 				&plainFilter{name: "plain"},
 			},
 			points:        map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "plain"}}},
-			wantEvents:    []framework.ClusterEvent{nodeAdd, {Resource: framework.WildCard, ActionType: framework.All}},
+			wantEvents:    []string{"a:" + nodeAdd.String(), "plain:*/All"},
 			wantResources: []framework.EventResource{framework.WildCard},
 		},
 		{
@@ -549,7 +549,7 @@ func TestEventsToRegister(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := mustFramework(t, newTestRegistry(t, tt.plugins...), baseSpec(tt.points))
-			if got := f.EventsToRegister(); !reflect.DeepEqual(got, tt.wantEvents) {
+			if got := eventNames(f.EventsToRegister()); !reflect.DeepEqual(got, tt.wantEvents) {
 				t.Errorf("EventsToRegister() = %v, want %v", got, tt.wantEvents)
 			}
 			if got := f.ResourcesNeeded(); !reflect.DeepEqual(got, tt.wantResources) {

@@ -102,7 +102,7 @@ func TestNew(t *testing.T) {
 	if p.Name() != "DefaultBinder" {
 		t.Errorf("Name = %q", p.Name())
 	}
-	if ev := p.(framework.EnqueueExtensions).EventsToRegister(); ev == nil || len(ev) != 0 {
+	if ev := p.(framework.EnqueueExtensions).EventsToRegister(); len(ev) != 0 {
 		t.Errorf("EventsToRegister = %#v, want an empty list", ev)
 	}
 	if _, err := New(context.Background(), strings.NewReader("retries: 3"), h); err == nil || !strings.Contains(err.Error(), "DefaultBinder args") {

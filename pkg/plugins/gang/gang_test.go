@@ -45,8 +45,8 @@ func TestPreFilter(t *testing.T) {
 		{name: "waiting with some bound", job: &framework.Job{ID: gangID, MinAvailable: 5, Pending: pods(1), Bound: 2},
 			wantMsg: "waiting for tasks: 3 of min-available 5 exist"},
 		{name: "single pod", job: &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: pods(1)}},
-		{name: "invalid annotations still schedule", job: &framework.Job{ID: gangID, MinAvailable: 3, Pending: pods(3), Err: errors.New("bad min-available")}},
-		{name: "no min-available", job: &framework.Job{ID: gangID, MinAvailable: 0, Pending: pods(1)}},
+		{name: "a gang without a usable quorum never schedules", job: &framework.Job{ID: gangID, MinAvailable: 0, Pending: pods(3), Err: errors.New("gang ns/train is not scheduled: it declares no quorum")},
+			wantMsg: "gang ns/train is not scheduled: it declares no quorum"},
 	}
 	pl := &Gang{}
 	for _, tt := range tests {
@@ -58,8 +58,12 @@ func TestPreFilter(t *testing.T) {
 				}
 				return
 			}
-			if s.Code() != framework.Unschedulable || s.Message() != tt.wantMsg {
-				t.Errorf("PreFilter = %v, want Unschedulable %q", s, tt.wantMsg)
+			wantCode := framework.Unschedulable
+			if tt.job.Err != nil {
+				wantCode = framework.UnschedulableAndUnresolvable
+			}
+			if s.Code() != wantCode || s.Message() != tt.wantMsg {
+				t.Errorf("PreFilter = %v, want %v %q", s, wantCode, tt.wantMsg)
 			}
 		})
 	}
@@ -86,6 +90,8 @@ func TestPermit(t *testing.T) {
 		{name: "single pod not placed", job: &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]},
 			wantMsg: "job ns/pod:p: 0 of 1 tasks could be placed, min-available 1"},
 		{name: "single pod placed", job: &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]}, placed: four[:1]},
+		{name: "a gang without a usable quorum is never permitted", job: &framework.Job{ID: gangID, Pending: four, Err: errors.New("gang ns/train is not scheduled: it declares no quorum")}, placed: four,
+			wantMsg: "gang ns/train is not scheduled: it declares no quorum"},
 	}
 	pl := &Gang{}
 	for _, tt := range tests {
@@ -97,7 +103,11 @@ func TestPermit(t *testing.T) {
 				}
 				return
 			}
-			if s.Code() != framework.Unschedulable || s.Message() != tt.wantMsg {
+			wantCode := framework.Unschedulable
+			if tt.job.Err != nil {
+				wantCode = framework.UnschedulableAndUnresolvable
+			}
+			if s.Code() != wantCode || s.Message() != tt.wantMsg {
 				t.Errorf("Permit = %v, want Unschedulable %q", s, tt.wantMsg)
 			}
 		})
@@ -115,33 +125,20 @@ func TestNew(t *testing.T) {
 	if _, err := New(context.Background(), strings.NewReader("timeout: 5s"), nil); err == nil || !strings.Contains(err.Error(), "Gang args") {
 		t.Errorf("args accepted: %v", err)
 	}
+	// A gang the plugin rejected waits for pods of its own, which retry it
+	// whatever events say; no cluster event can help it.
 	events := p.(framework.EnqueueExtensions).EventsToRegister()
-	helps := []framework.ClusterEvent{
-		{Resource: framework.Pod, ActionType: framework.Add},
-		framework.EventAssignedPodDelete,
-		framework.EventNodeAdd,
-		framework.EventNodeAllocatableChange,
-		framework.EventNodeLabelChange,
-		framework.EventNodeTaintChange,
-		framework.EventNodeBecameSchedulable,
-		framework.EventExternalUsageDecrease,
-	}
-	for _, e := range helps {
-		if !matchesAny(e, events) {
-			t.Errorf("%v does not requeue a gang", e)
-		}
-	}
-	for _, e := range []framework.ClusterEvent{framework.EventNodeDelete, framework.EventNodeConditionChange,
-		{Resource: framework.PersistentVolume, ActionType: framework.All}} {
+	for _, e := range []framework.ClusterEvent{framework.EventAssignedPodDelete, framework.EventNodeAdd,
+		framework.EventNodeAllocatableChange, framework.EventExternalUsageDecrease, framework.EventUnschedulableTimeout} {
 		if matchesAny(e, events) {
-			t.Errorf("%v requeues a gang, but cannot help one", e)
+			t.Errorf("%v requeues a gang the plugin rejected, but cannot help one", e)
 		}
 	}
 }
 
-func matchesAny(e framework.ClusterEvent, registered []framework.ClusterEvent) bool {
+func matchesAny(e framework.ClusterEvent, registered []framework.ClusterEventWithHint) bool {
 	for _, r := range registered {
-		if e.Match(r) {
+		if e.Matches(r.Event) {
 			return true
 		}
 	}

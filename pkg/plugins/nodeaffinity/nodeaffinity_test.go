@@ -199,7 +199,13 @@ func TestNew(t *testing.T) {
 	if _, err := New(context.Background(), strings.NewReader("addedAffinity: {}"), nil); err == nil || !strings.Contains(err.Error(), "NodeAffinity args") {
 		t.Errorf("args accepted: %v", err)
 	}
-	events := p.(framework.EnqueueExtensions).EventsToRegister()
+	var events []framework.ClusterEvent
+	for _, e := range p.(framework.EnqueueExtensions).EventsToRegister() {
+		if e.QueueingHintFn == nil {
+			t.Errorf("%v has no queueing hint", e.Event)
+		}
+		events = append(events, e.Event)
+	}
 	want := []framework.ClusterEvent{framework.EventNodeAdd, framework.EventNodeLabelChange}
 	if !reflect.DeepEqual(events, want) {
 		t.Errorf("EventsToRegister = %v, want %v", events, want)

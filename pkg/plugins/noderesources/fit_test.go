@@ -353,7 +353,7 @@ func TestEventsAndName(t *testing.T) {
 	events := pl.EventsToRegister()
 	matches := func(e framework.ClusterEvent) bool {
 		for _, want := range events {
-			if e.Match(want) {
+			if e.Matches(want.Event) {
 				return true
 			}
 		}

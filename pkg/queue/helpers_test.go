@@ -1,0 +1,28 @@
+package queue
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// epoch is the fake clock's start.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type res = map[v1.ResourceName]string
+
+func mustNoErr(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func podNames(pods []*v1.Pod) []string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	return names
+}
