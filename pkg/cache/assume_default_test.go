@@ -17,13 +17,14 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 // probeCache is the cache as the handler sees it, recording what node n1
-// looked like right after each RemovePendingPod: the moment, between
-// RemovePendingPod and AddPod, when a dropped assumption would make the
-// node look free.
+// looked like right after each call that takes a pod out of the queue: a
+// pod leaving the queue before it is accounted as bound would make its
+// node look free for a moment.
 type probeCache struct {
 	*cache.SchedulerCache
 
@@ -32,26 +33,34 @@ type probeCache struct {
 	errs     []error
 }
 
-func (p *probeCache) RemovePendingPod(pod *v1.Pod) error {
-	err := p.SchedulerCache.RemovePendingPod(pod)
-	idle, _ := p.NodeIdle("n1")
+func (p *probeCache) record(err error) {
+	n, _ := p.NodeInfo("n1")
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.idleSeen = append(p.idleSeen, idle.MilliCPU)
+	p.idleSeen = append(p.idleSeen, n.Idle().MilliCPU)
 	if err != nil {
 		p.errs = append(p.errs, err)
 	}
+}
+
+func (p *probeCache) RemovePendingPod(pod *v1.Pod) error {
+	err := p.SchedulerCache.RemovePendingPod(pod)
+	p.record(err)
 	return err
 }
 
 func (p *probeCache) AddPod(pod *v1.Pod) error {
 	err := p.SchedulerCache.AddPod(pod)
-	if err != nil {
-		p.mu.Lock()
-		p.errs = append(p.errs, err)
-		p.mu.Unlock()
-	}
+	p.record(err)
 	return err
+}
+
+func nodeIdleCPU(c *cache.SchedulerCache, name string) int64 {
+	n, ok := c.NodeInfo(name)
+	if !ok {
+		return -1
+	}
+	return n.Idle().MilliCPU
 }
 
 func n1() *v1.Node {
@@ -76,11 +85,11 @@ func mustOK(t *testing.T, what string, err error) {
 	}
 }
 
-var gangID = cache.JobID{Namespace: "default", Name: "g", Gang: true}
+var gangID = framework.JobID{Namespace: "default", Name: "g", Gang: true}
 
 // The default handler turns the informer's report that an assumed pod is
-// bound into RemovePendingPod and AddPod. The pod ends bound, counted once,
-// and its room never looks free in between.
+// bound into one AddPod. The pod ends bound, counted once, and its room
+// never looks free.
 func TestDefaultHandlerConfirmsAssumedPod(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -122,38 +131,36 @@ func TestDefaultHandlerConfirmsAssumedPod(t *testing.T) {
 			probe.mu.Lock()
 			seen, errs := probe.idleSeen, probe.errs
 			probe.mu.Unlock()
-			if len(seen) != 1 || seen[0] != 8000 {
-				t.Errorf("n1 idle CPU between RemovePendingPod and AddPod = %v, want [8000]: the room must stay taken", seen)
+			if len(seen) != 1 || seen[0] != tt.wantIdle {
+				t.Errorf("n1 idle CPU after each call = %v, want one call leaving %dm: the room must stay taken", seen, tt.wantIdle)
 			}
 			if len(errs) != 0 {
 				t.Errorf("the cache rejected the handler's calls: %v", errs)
 			}
-			idle, _ := c.NodeIdle("n1")
-			if idle.MilliCPU != tt.wantIdle {
-				t.Errorf("n1 idle CPU = %dm, want %dm", idle.MilliCPU, tt.wantIdle)
+			if idle := nodeIdleCPU(c, "n1"); idle != tt.wantIdle {
+				t.Errorf("n1 idle CPU = %dm, want %dm", idle, tt.wantIdle)
 			}
 			job, ok := c.Job(gangID)
 			if !ok {
 				t.Fatal("the job is gone")
 			}
-			if got := job.Counts(); got != (cache.TaskCounts{Assumed: 1, Bound: 1}) {
+			if got := job.Counts(); got != (framework.TaskCounts{Assumed: 1, Bound: 1}) {
 				t.Errorf("job counts = %+v, want 1 assumed, 1 bound", got)
 			}
-			if ta := job.Tasks[a.UID]; ta.Status != cache.TaskBound || ta.NodeName != tt.node {
+			if ta := job.Tasks[a.UID]; ta.Status != framework.TaskBound || ta.NodeName != tt.node {
 				t.Errorf("task a = %s on %q, want Bound on %q", ta.Status, ta.NodeName, tt.node)
 			}
 			// b's bind is still in flight: the job waits, holding b only.
-			if l := c.Queue().Lengths(); l != (cache.QueueLengths{AwaitingBinding: 1}) {
+			if l := c.Queue().Lengths(); l != (queue.Lengths{AwaitingBinding: 1}) {
 				t.Errorf("queue = %+v, want the job awaiting binding", l)
 			}
 			// b is confirmed too: the job leaves the queue.
 			h.UpdatePod(b, boundTo(b, "n1", "3"))
-			if l := c.Queue().Lengths(); l != (cache.QueueLengths{}) {
+			if l := c.Queue().Lengths(); l != (queue.Lengths{}) {
 				t.Errorf("queue = %+v, want empty", l)
 			}
-			idle, _ = c.NodeIdle("n1")
-			if idle.MilliCPU != tt.wantIdle {
-				t.Errorf("n1 idle CPU = %dm after b was confirmed where it was assumed, want still %dm", idle.MilliCPU, tt.wantIdle)
+			if idle := nodeIdleCPU(c, "n1"); idle != tt.wantIdle {
+				t.Errorf("n1 idle CPU = %dm after b was confirmed where it was assumed, want still %dm", idle, tt.wantIdle)
 			}
 		})
 	}
@@ -187,10 +194,7 @@ func TestInformerConfirmsAndDeletesAssumedPods(t *testing.T) {
 			t.Fatalf("waiting for %s: %v; dump: %+v", what, err, c.Dump().Jobs)
 		}
 	}
-	idle := func() int64 {
-		r, _ := c.NodeIdle("n1")
-		return r.MilliCPU
-	}
+	idle := func() int64 { return nodeIdleCPU(c, "n1") }
 	a, b := gangPod("a"), gangPod("b")
 	src.Add(a)
 	src.Add(b)
@@ -211,7 +215,7 @@ func TestInformerConfirmsAndDeletesAssumedPods(t *testing.T) {
 	src.Modify(boundTo(a, "n1", ""))
 	poll("a bound", func() bool {
 		j, _ := c.Job(gangID)
-		return j.Tasks[a.UID].Status == cache.TaskBound
+		return j.Tasks[a.UID].Status == framework.TaskBound
 	})
 	if got := idle(); got != 8000 {
 		t.Errorf("idle = %dm after a was confirmed, want 8000m", got)
@@ -230,7 +234,7 @@ func TestInformerConfirmsAndDeletesAssumedPods(t *testing.T) {
 	if err := c.ForgetPod(b); err == nil {
 		t.Error("ForgetPod of the deleted pod: no error")
 	}
-	if l := c.Queue().Lengths(); l != (cache.QueueLengths{}) {
+	if l := c.Queue().Lengths(); l != (queue.Lengths{}) {
 		t.Errorf("queue = %+v, want empty", l)
 	}
 	d := c.Dump()

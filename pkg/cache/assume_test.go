@@ -13,10 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	toolscache "k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -32,7 +33,24 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	onNode := map[types.UID]string{}
+	infos := map[string]*framework.NodeInfo{}
 	for name, item := range c.nodes {
+		infos[name] = item.info
+	}
+	for name, info := range c.outside {
+		if _, dup := infos[name]; dup {
+			t.Errorf("node %s is both listed and kept aside", name)
+		}
+		if !c.excluded[name] {
+			t.Errorf("node %s is kept aside but not excluded", name)
+		}
+		if info.Unused() {
+			t.Errorf("unused node %s kept aside", name)
+		}
+		infos[name] = info
+	}
+	for name, info := range infos {
+		item := &nodeItem{info: info}
 		var req resources.Resource
 		for _, task := range item.info.Pods {
 			uid := task.Pod.UID
@@ -51,13 +69,13 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 		if req.MilliCPU != got.MilliCPU || req.Memory != got.Memory || req.Pods != got.Pods || req.EphemeralStorage != got.EphemeralStorage {
 			t.Errorf("node %s: Requested %v, but its counted pods request %v", name, got, req)
 		}
-		if item.info.Placeholder && len(item.info.Pods) == 0 {
-			t.Errorf("empty placeholder %s", name)
+		if item.info.Placeholder && item.info.Unused() {
+			t.Errorf("unused placeholder %s", name)
 		}
 	}
 	pending, assumed := 0, 0
-	queued := map[JobID]map[types.UID]bool{}
-	addQueued := func(id JobID, uid types.UID) {
+	queued := map[framework.JobID]map[types.UID]bool{}
+	addQueued := func(id framework.JobID, uid types.UID) {
 		if queued[id] == nil {
 			queued[id] = map[types.UID]bool{}
 		}
@@ -66,13 +84,13 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 	for uid, task := range c.tasks {
 		a, isAssumed := c.assumed[uid]
 		switch task.Status {
-		case TaskPending:
+		case framework.TaskPending:
 			pending++
 			addQueued(task.Job, uid)
 			if _, ok := onNode[uid]; ok {
 				t.Errorf("pending pod %s is on a node", task.Key())
 			}
-		case TaskAssumed:
+		case framework.TaskAssumed:
 			assumed++
 			if !isAssumed {
 				t.Errorf("assumed pod %s has no assumed state", task.Key())
@@ -82,12 +100,12 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 				addQueued(task.Job, uid)
 			}
 			fallthrough
-		case TaskBound:
+		case framework.TaskBound:
 			if onNode[uid] != task.NodeName {
 				t.Errorf("pod %s (%s) is on node %q, want %q", task.Key(), task.Status, onNode[uid], task.NodeName)
 			}
 		}
-		if task.Status != TaskAssumed && isAssumed {
+		if task.Status != framework.TaskAssumed && isAssumed {
 			t.Errorf("%s pod %s has assumed state", task.Status, task.Key())
 		}
 		if j, ok := c.jobs[task.Job]; !ok || j.Tasks[uid] != task {
@@ -107,46 +125,36 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 			}
 		}
 	}
-	q := c.queue
-	q.lock.Lock()
-	defer q.lock.Unlock()
-	for id, e := range q.jobs {
-		got := map[types.UID]bool{}
-		for _, p := range e.Pods {
-			got[p.UID] = true
-		}
-		if !equality.Semantic.DeepEqual(got, queued[id]) {
-			t.Errorf("queue entry %s holds %v, want %v", id, got, queued[id])
+	d := c.queue.Dump()
+	dumped := map[string]int{}
+	for _, jobs := range [][]queue.JobDump{d.Active, d.Backoff, d.Unschedulable, d.InFlight, d.AwaitingBinding} {
+		for _, jd := range jobs {
+			dumped[jd.ID] = jd.PendingPods
 		}
 	}
-	for id := range queued {
-		if _, ok := q.jobs[id]; !ok {
-			t.Errorf("job %s has pending pods but is not queued", id)
+	for id, uids := range queued {
+		if got := dumped[id.String()]; got != len(uids) {
+			t.Errorf("queue entry %s holds %d pods, want %d", id, got, len(uids))
 		}
+		delete(dumped, id.String())
 	}
-	flying := 0
-	for _, e := range q.jobs {
-		if e.where == inFlight {
-			flying++
-		}
-	}
-	if flying != q.numInFlight {
-		t.Errorf("%d jobs in flight, counter says %d", flying, q.numInFlight)
+	for id := range dumped {
+		t.Errorf("job %s is queued but has no pending pods", id)
 	}
 }
 
 func idleCPU(t *testing.T, c *SchedulerCache, node string) int64 {
 	t.Helper()
-	idle, ok := c.NodeIdle(node)
+	idle, ok := nodeIdle(c, node)
 	if !ok {
 		t.Fatalf("node %s is not schedulable in the cache", node)
 	}
 	return idle.MilliCPU
 }
 
-func taskOf(t *testing.T, c *SchedulerCache, pod *v1.Pod) *TaskInfo {
+func taskOf(t *testing.T, c *SchedulerCache, pod *v1.Pod) *framework.TaskInfo {
 	t.Helper()
-	j, ok := c.Job(JobIDForPod(pod))
+	j, ok := c.Job(framework.JobIDForPod(pod))
 	if !ok {
 		t.Fatalf("no job for pod %s", pod.Name)
 	}
@@ -187,7 +195,7 @@ func TestAssumePodAccountsAtOnce(t *testing.T) {
 	c, _, pods := gangFixture(t, Options{})
 	s := NewSnapshot()
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
-	gen := s.Generation()
+	gen := s.generation
 
 	mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
 	checkInvariants(t, c)
@@ -195,32 +203,32 @@ func TestAssumePodAccountsAtOnce(t *testing.T) {
 		t.Errorf("idle CPU of n1 = %dm, want 9000m", got)
 	}
 	task := taskOf(t, c, pods[0])
-	if task.Status != TaskAssumed || task.NodeName != "n1" || !task.Counted || task.Pod.Spec.NodeName != "n1" {
+	if task.Status != framework.TaskAssumed || task.NodeName != "n1" || !task.Counted || task.Pod.Spec.NodeName != "n1" {
 		t.Errorf("task = %+v, want counted, assumed on n1, with spec.nodeName n1", task)
 	}
 	if pods[0].Spec.NodeName != "" {
 		t.Error("AssumePod modified the caller's pod")
 	}
-	j, _ := c.Job(JobIDForPod(pods[0]))
-	if p, b := j.Count(); p != 1 || b != 1 {
+	j, _ := c.Job(framework.JobIDForPod(pods[0]))
+	if p, b := countTasks(j); p != 1 || b != 1 {
 		t.Errorf("Count = %d pending, %d bound; want 1, 1", p, b)
 	}
-	if got := j.Counts(); got != (TaskCounts{Pending: 1, Assumed: 1}) || got.Running() != 1 {
+	if got := j.Counts(); got != (framework.TaskCounts{Pending: 1, Assumed: 1}) || got.Running() != 1 {
 		t.Errorf("Counts = %+v (running %d), want 1 pending, 1 assumed", got, got.Running())
 	}
 
 	// The next snapshot sees it: only n1 is cloned again.
 	clones := s.clones
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
-	if s.Generation() <= gen || s.clones != clones+1 {
-		t.Errorf("snapshot generation %d -> %d, %d clones; want a newer generation and one clone", gen, s.Generation(), s.clones-clones)
+	if s.generation <= gen || s.clones != clones+1 {
+		t.Errorf("snapshot generation %d -> %d, %d clones; want a newer generation and one clone", gen, s.generation, s.clones-clones)
 	}
 	n1, _ := s.Get("n1")
-	if n1.Requested.MilliCPU != 1000 || len(n1.Pods) != 1 || n1.Pods[0].Status != TaskAssumed {
+	if n1.Requested.MilliCPU != 1000 || len(n1.Pods) != 1 || n1.Pods[0].Status != framework.TaskAssumed {
 		t.Errorf("n1 in the snapshot = %+v, want the assumed pod", n1)
 	}
 	// The pod stays queued, with its job, awaiting binding.
-	c.Queue().Done(JobIDForPod(pods[0]))
+	c.Queue().Done(framework.JobIDForPod(pods[0]))
 	if l := c.Queue().Lengths(); l.AwaitingBinding != 1 {
 		t.Errorf("queue = %+v, want the job awaiting binding", l)
 	}
@@ -329,7 +337,7 @@ func TestAssumedPodConfirmed(t *testing.T) {
 				if err := c.RemovePendingPod(pod); err != nil {
 					return err
 				}
-				if idle, _ := c.NodeIdle(node); idle.MilliCPU != 9000 {
+				if idle, _ := nodeIdle(c, node); idle.MilliCPU != 9000 {
 					return errors.New("the node looks free between RemovePendingPod and AddPod")
 				}
 				return c.AddPod(bound(pod, node))
@@ -352,14 +360,14 @@ func TestAssumedPodConfirmed(t *testing.T) {
 			c, clk, pods := gangFixture(t, Options{})
 			a := pods[0]
 			mustNoErr(t, "AssumePod", c.AssumePod(a, "n1"))
-			c.Queue().Done(JobIDForPod(a))
+			c.Queue().Done(framework.JobIDForPod(a))
 			if tt.finish {
 				mustNoErr(t, "FinishBinding", c.FinishBinding(a))
 			}
 			mustNoErr(t, "confirm", tt.confirm(c, a, tt.node))
 			checkInvariants(t, c)
 			task := taskOf(t, c, a)
-			if task.Status != TaskBound || task.NodeName != tt.node {
+			if task.Status != framework.TaskBound || task.NodeName != tt.node {
 				t.Fatalf("task = %s on %q, want Bound on %q", task.Status, task.NodeName, tt.node)
 			}
 			for node, want := range tt.wantIdle {
@@ -383,7 +391,7 @@ func TestAssumedPodConfirmed(t *testing.T) {
 			// Nothing expires any more.
 			clk.Step(time.Hour)
 			c.cleanupAssumedPods()
-			if task := taskOf(t, c, a); task.Status != TaskBound {
+			if task := taskOf(t, c, a); task.Status != framework.TaskBound {
 				t.Errorf("after the TTL the task is %s", task.Status)
 			}
 			checkInvariants(t, c)
@@ -394,12 +402,12 @@ func TestAssumedPodConfirmed(t *testing.T) {
 func TestForgetPod(t *testing.T) {
 	c, _, pods := gangFixture(t, Options{})
 	q := c.Queue()
-	id := JobIDForPod(pods[0])
+	id := framework.JobIDForPod(pods[0])
 	for _, p := range pods {
 		mustNoErr(t, "AssumePod", c.AssumePod(p, "n1"))
 	}
 	q.Done(id)
-	qj := &QueuedJob{ID: id, Cycle: 1}
+	qj := &framework.QueuedJob{ID: id, Cycle: 1}
 	if got := idleCPU(t, c, "n1"); got != 8000 {
 		t.Fatalf("idle CPU = %dm, want 8000m", got)
 	}
@@ -411,10 +419,10 @@ func TestForgetPod(t *testing.T) {
 		t.Errorf("idle CPU = %dm, want 9000m", got)
 	}
 	task := taskOf(t, c, pods[0])
-	if task.Status != TaskPending || task.NodeName != "" || task.Pod != pods[0] {
+	if task.Status != framework.TaskPending || task.NodeName != "" || task.Pod != pods[0] {
 		t.Errorf("forgotten task = %+v, want pending with the informer's object", task)
 	}
-	if p, b := func() (int, int) { j, _ := c.Job(id); return j.Count() }(); p != 1 || b != 1 {
+	if p, b := func() (int, int) { j, _ := c.Job(id); return countTasks(j) }(); p != 1 || b != 1 {
 		t.Errorf("Count = %d, %d; want 1 pending, 1 assumed", p, b)
 	}
 	// The job waits for the scheduler to report the failed attempt, then
@@ -422,7 +430,7 @@ func TestForgetPod(t *testing.T) {
 	if l := q.Lengths(); l.AwaitingBinding != 1 {
 		t.Fatalf("queue = %+v, want awaiting binding", l)
 	}
-	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "binding failed", Err: errors.New("conflict")}))
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, queue.Attempt{Reason: "binding failed", Err: errors.New("conflict")}))
 	if l := q.Lengths(); l.Backoff != 1 {
 		t.Fatalf("queue = %+v, want backoff", l)
 	}
@@ -480,13 +488,13 @@ func TestAssumedPodExpires(t *testing.T) {
 				ttl = DefaultAssumedPodTTL
 			}
 			a := pods[0]
-			id := JobIDForPod(a)
+			id := framework.JobIDForPod(a)
 			mustNoErr(t, "AssumePod", c.AssumePod(a, "n1"))
 			c.Queue().Done(id)
 			// Before FinishBinding nothing expires, however long the bind.
 			clk.Step(time.Hour)
 			c.cleanupAssumedPods()
-			if task := taskOf(t, c, a); task.Status != TaskAssumed {
+			if task := taskOf(t, c, a); task.Status != framework.TaskAssumed {
 				t.Fatalf("expired before FinishBinding: %s", task.Status)
 			}
 			mustNoErr(t, "FinishBinding", c.FinishBinding(a))
@@ -495,7 +503,7 @@ func TestAssumedPodExpires(t *testing.T) {
 			}
 			clk.Step(ttl - time.Nanosecond)
 			c.cleanupAssumedPods()
-			if task := taskOf(t, c, a); task.Status != TaskAssumed {
+			if task := taskOf(t, c, a); task.Status != framework.TaskAssumed {
 				t.Fatalf("expired before the TTL: %s", task.Status)
 			}
 			if d := c.Dump(); d.Jobs[0].Tasks[0].Assumed == nil || !d.Jobs[0].Tasks[0].Assumed.Expires.Equal(clk.Now().Add(time.Nanosecond)) {
@@ -517,16 +525,21 @@ func TestAssumedPodExpires(t *testing.T) {
 				}
 				return
 			}
-			if task := j.Tasks[a.UID]; task.Status != TaskPending {
+			if task := j.Tasks[a.UID]; task.Status != framework.TaskPending {
 				t.Fatalf("after expiry the task is %s, want pending", task.Status)
 			}
 			// The job is retried after backoff, with the reason.
-			d := c.Queue().dump()
+			d := c.Queue().Dump()
 			if len(d.Backoff) != 1 || !strings.Contains(d.Backoff[0].LastFailure, "not reported bound") {
 				t.Fatalf("queue = %+v, want the job in backoff", d)
 			}
-			clk.Step(DefaultInitialBackoff)
-			c.Queue().flushBackoffCompleted()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			go c.Queue().Run(ctx)
+			waitFor(t, "the job to leave backoff", func() bool {
+				clk.Step(queue.DefaultInitialBackoff)
+				return c.Queue().Lengths().Active == 1
+			})
 			qj := mustPop(t, c.Queue(), "default/g")
 			if len(qj.Pods) != 2 {
 				t.Errorf("retried job has pods %v", podNames(qj.Pods))
@@ -539,19 +552,18 @@ func TestAssumedPodExpires(t *testing.T) {
 func TestAssumptionExpiredQueueStates(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(t *testing.T, q *SchedulingQueue, id JobID)
-		check func(t *testing.T, q *SchedulingQueue, id JobID)
+		setup func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID, pods []*v1.Pod)
+		check func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID)
 	}{
 		{
 			name: "in flight again: retried when its cycle ends",
-			setup: func(t *testing.T, q *SchedulingQueue, id JobID) {
+			setup: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID, pods []*v1.Pod) {
 				q.Done(id)
-				q.lock.Lock()
-				q.moveToActiveLocked(q.jobs[id])
-				q.lock.Unlock()
+				// A relevant change of a pending pod retries the job.
+				q.PodChanged(id, pods[1], true)
 				mustPop(t, q, "default/g")
 			},
-			check: func(t *testing.T, q *SchedulingQueue, id JobID) {
+			check: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID) {
 				q.Done(id)
 				if l := q.Lengths(); l.Active != 1 {
 					t.Errorf("after Done: %+v, want active", l)
@@ -560,10 +572,10 @@ func TestAssumptionExpiredQueueStates(t *testing.T) {
 		},
 		{
 			name: "unschedulable: requeued",
-			setup: func(t *testing.T, q *SchedulingQueue, id JobID) {
-				mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(&QueuedJob{ID: id, Cycle: 1}, Attempt{Reason: "no fit"}))
+			setup: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID, _ []*v1.Pod) {
+				mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(&framework.QueuedJob{ID: id, Cycle: 1}, queue.Attempt{Reason: "no fit"}))
 			},
-			check: func(t *testing.T, q *SchedulingQueue, id JobID) {
+			check: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID) {
 				if l := q.Lengths(); l.Unschedulable != 0 || l.Backoff+l.Active != 1 {
 					t.Errorf("queue = %+v, want the job requeued", l)
 				}
@@ -571,10 +583,10 @@ func TestAssumptionExpiredQueueStates(t *testing.T) {
 		},
 		{
 			name: "in backoff: stays",
-			setup: func(t *testing.T, q *SchedulingQueue, id JobID) {
-				mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(&QueuedJob{ID: id, Cycle: 1}, Attempt{Err: errors.New("boom")}))
+			setup: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID, _ []*v1.Pod) {
+				mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(&framework.QueuedJob{ID: id, Cycle: 1}, queue.Attempt{Err: errors.New("boom")}))
 			},
-			check: func(t *testing.T, q *SchedulingQueue, id JobID) {
+			check: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID) {
 				if l := q.Lengths(); l.Backoff != 1 {
 					t.Errorf("queue = %+v, want backoff", l)
 				}
@@ -584,14 +596,14 @@ func TestAssumptionExpiredQueueStates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, clk, pods := gangFixture(t, Options{})
-			id := JobIDForPod(pods[0])
+			id := framework.JobIDForPod(pods[0])
 			mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
 			mustNoErr(t, "FinishBinding", c.FinishBinding(pods[0]))
-			tt.setup(t, c.Queue(), id)
+			tt.setup(t, c.Queue(), id, pods)
 			clk.Step(DefaultAssumedPodTTL)
 			c.cleanupAssumedPods()
 			checkInvariants(t, c)
-			if task := taskOf(t, c, pods[0]); task.Status != TaskPending {
+			if task := taskOf(t, c, pods[0]); task.Status != framework.TaskPending {
 				t.Fatalf("task is %s, want pending", task.Status)
 			}
 			tt.check(t, c.Queue(), id)
@@ -609,26 +621,25 @@ func TestAssumedPodDeletedInFlight(t *testing.T) {
 		forget bool
 	}{
 		{
-			name: "RemovePod",
-			del:  func(t *testing.T, c *SchedulerCache, a *v1.Pod) { mustNoErr(t, "RemovePod", c.RemovePod(a)) },
-		},
-		{
-			name: "pending delete through the dispatcher",
+			name: "DeletePod",
 			del: func(t *testing.T, c *SchedulerCache, a *v1.Pod) {
-				mustNoErr(t, "RemovePendingPod", c.RemovePendingPod(a))
-				c.podDeleted(a)
+				freed, err := c.DeletePod(a)
+				mustNoErr(t, "DeletePod", err)
+				if !freed {
+					t.Error("DeletePod of an assumed pod freed nothing")
+				}
 			},
 		},
 		{
-			name: "tombstone through the dispatcher",
+			name: "RemovePendingPod, then DeletePod",
 			del: func(t *testing.T, c *SchedulerCache, a *v1.Pod) {
 				mustNoErr(t, "RemovePendingPod", c.RemovePendingPod(a))
-				c.podDeleted(toolscache.DeletedFinalStateUnknown{Key: "default/a", Obj: a})
+				freed, err := c.DeletePod(a)
+				mustNoErr(t, "DeletePod", err)
+				if !freed {
+					t.Error("DeletePod of an assumed pod freed nothing")
+				}
 			},
-		},
-		{
-			name: "the handler ignored the delete",
-			del:  func(t *testing.T, c *SchedulerCache, a *v1.Pod) { c.podDeleted(a) },
 		},
 		{
 			name: "only RemovePendingPod, then the bind fails",
@@ -643,7 +654,7 @@ func TestAssumedPodDeletedInFlight(t *testing.T) {
 			c, _, pods := gangFixture(t, Options{})
 			a := pods[0]
 			mustNoErr(t, "AssumePod", c.AssumePod(a, "n1"))
-			c.Queue().Done(JobIDForPod(a))
+			c.Queue().Done(framework.JobIDForPod(a))
 			tt.del(t, c, a)
 			checkInvariants(t, c)
 			if tt.forget {
@@ -657,7 +668,7 @@ func TestAssumedPodDeletedInFlight(t *testing.T) {
 			if got := idleCPU(t, c, "n1"); got != 10000 {
 				t.Errorf("idle CPU = %dm, want 10000m", got)
 			}
-			j, _ := c.Job(JobIDForPod(a))
+			j, _ := c.Job(framework.JobIDForPod(a))
 			if _, ok := j.Tasks[a.UID]; ok || len(j.Tasks) != 1 {
 				t.Errorf("job tasks = %v, want only b", j.Tasks)
 			}
@@ -669,19 +680,23 @@ func TestAssumedPodDeletedInFlight(t *testing.T) {
 			}
 		})
 	}
-	// A delete of a pod that is not assumed is left to the handler.
+	// Deleting a pending pod frees nothing.
 	c, _, pods := gangFixture(t, Options{})
-	c.podDeleted(pods[0])
-	c.podDeleted("not a pod")
-	if task := taskOf(t, c, pods[0]); task.Status != TaskPending {
-		t.Errorf("task = %s, want pending", task.Status)
+	freed, err := c.DeletePod(pods[0])
+	mustNoErr(t, "DeletePod", err)
+	if freed {
+		t.Error("DeletePod of a pending pod freed resources")
 	}
+	if _, err := c.DeletePod(pods[0]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second DeletePod: got %v, want ErrNotFound", err)
+	}
+	checkInvariants(t, c)
 }
 
 func TestUpdatePendingPodOfAssumedPod(t *testing.T) {
 	c, _, pods := gangFixture(t, Options{})
 	a := pods[0]
-	id := JobIDForPod(a)
+	id := framework.JobIDForPod(a)
 	q := c.Queue()
 	mustNoErr(t, "AssumePod", c.AssumePod(a, "n1"))
 	q.Done(id)
@@ -693,7 +708,7 @@ func TestUpdatePendingPodOfAssumedPod(t *testing.T) {
 	mustNoErr(t, "UpdatePendingPod", c.UpdatePendingPod(a, withStatus))
 	checkInvariants(t, c)
 	task := taskOf(t, c, a)
-	if task.Status != TaskAssumed || task.NodeName != "n1" || task.Pod.Status.Message != "binding" || task.Pod.Spec.NodeName != "n1" {
+	if task.Status != framework.TaskAssumed || task.NodeName != "n1" || task.Pod.Status.Message != "binding" || task.Pod.Spec.NodeName != "n1" {
 		t.Errorf("task = %+v", task)
 	}
 	if l := q.Lengths(); l.AwaitingBinding != 1 {
@@ -713,10 +728,10 @@ func TestUpdatePendingPodOfAssumedPod(t *testing.T) {
 
 	// Leaving the gang: the pod stays assumed, in its new job.
 	solo := labelled.DeepCopy()
-	delete(solo.Annotations, GroupNameAnnotation)
+	delete(solo.Annotations, framework.GroupNameAnnotation)
 	mustNoErr(t, "UpdatePendingPod", c.UpdatePendingPod(labelled, solo))
 	checkInvariants(t, c)
-	if task := taskOf(t, c, solo); task.Status != TaskAssumed || task.Job != JobIDForPod(solo) {
+	if task := taskOf(t, c, solo); task.Status != framework.TaskAssumed || task.Job != framework.JobIDForPod(solo) {
 		t.Errorf("task = %+v", task)
 	}
 	if j, _ := c.Job(id); len(j.Tasks) != 1 {
@@ -728,13 +743,13 @@ func TestUpdatePendingPodOfAssumedPod(t *testing.T) {
 	checkInvariants(t, c)
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(solo))
 	checkInvariants(t, c)
-	if task := taskOf(t, c, solo); task.Status != TaskAssumed {
+	if task := taskOf(t, c, solo); task.Status != framework.TaskAssumed {
 		t.Errorf("task = %s, want assumed", task.Status)
 	}
 	// It can be forgotten back to pending, since the informer has it.
 	mustNoErr(t, "ForgetPod", c.ForgetPod(solo))
 	checkInvariants(t, c)
-	if task := taskOf(t, c, solo); task.Status != TaskPending {
+	if task := taskOf(t, c, solo); task.Status != framework.TaskPending {
 		t.Errorf("task = %s, want pending", task.Status)
 	}
 }
@@ -766,7 +781,7 @@ func TestDumpShowsAssumedPods(t *testing.T) {
 		t.Errorf("assumed pods of n1 = %v", got)
 	}
 	tasks := d.Jobs[0].Tasks
-	if tasks[0].Status != TaskAssumed || tasks[0].Node != "n1" || tasks[0].Assumed == nil ||
+	if tasks[0].Status != framework.TaskAssumed || tasks[0].Node != "n1" || tasks[0].Assumed == nil ||
 		tasks[0].Assumed.BindingFinished || tasks[0].Assumed.Expires != nil || !tasks[0].Assumed.InformerPending {
 		t.Errorf("task a = %+v %+v", tasks[0], tasks[0].Assumed)
 	}
@@ -815,12 +830,12 @@ func TestTaskCounts(t *testing.T) {
 	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("running").Group("g").Node("n2").Phase(v1.PodRunning).Obj()))
 	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("done").Group("g").Node("n2").Phase(v1.PodSucceeded).Obj()))
 	mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
-	j, _ := c.Job(JobIDForPod(pods[0]))
-	want := TaskCounts{Pending: 1, Assumed: 1, Bound: 2, Finished: 1}
+	j, _ := c.Job(framework.JobIDForPod(pods[0]))
+	want := framework.TaskCounts{Pending: 1, Assumed: 1, Bound: 2, Finished: 1}
 	if got := j.Counts(); got != want || got.Running() != 2 {
 		t.Errorf("Counts = %+v (running %d), want %+v (running 2)", got, got.Running(), want)
 	}
-	if p, b := j.Count(); p != 1 || b != 3 {
+	if p, b := countTasks(j); p != 1 || b != 3 {
 		t.Errorf("Count = %d, %d; want 1 pending, 3 on nodes", p, b)
 	}
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,9 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -51,8 +55,9 @@ func TestNewValidatesOptions(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"negative backoff", Options{InitialBackoff: -time.Second}, "must not be negative"},
-		{"initial above max", Options{InitialBackoff: time.Minute, MaxBackoff: time.Second}, "exceeds max backoff"},
+		{"negative backoff", Options{Queue: queue.Options{InitialBackoff: -time.Second}}, "must not be negative"},
+		{"initial above max", Options{Queue: queue.Options{InitialBackoff: time.Minute, MaxBackoff: time.Second}}, "exceeds max backoff"},
+		{"negative assumed pod TTL", Options{AssumedPodTTL: -time.Second}, "negative assumed pod TTL"},
 		{"negative resync", Options{ResyncPeriod: -time.Second}, "negative resync period"},
 		{"empty scheduler name", Options{SchedulerNames: []string{"a", ""}}, "empty scheduler name"},
 	}
@@ -156,7 +161,7 @@ func TestAccounting(t *testing.T) {
 			if got := ni.Requested; got.String() != want.String() {
 				t.Errorf("requested = %v, want %v", got, want)
 			}
-			idle, ok := c.NodeIdle("n1")
+			idle, ok := nodeIdle(c, "n1")
 			if !ok {
 				t.Fatal("NodeIdle: not ok")
 			}
@@ -164,11 +169,11 @@ func TestAccounting(t *testing.T) {
 				t.Errorf("idle = %v, want %v", idle, wantIdle)
 			}
 
-			mustNoErr(t, "RemovePod", c.RemovePod(tt.pod))
-			if idle, _ := c.NodeIdle("n1"); idle.MilliCPU != 10000 || idle.Pods != 110 {
+			mustNoErr(t, "RemovePod", deletePod(c, tt.pod))
+			if idle, _ := nodeIdle(c, "n1"); idle.MilliCPU != 10000 || idle.Pods != 110 {
 				t.Errorf("idle after RemovePod = %v, want the whole node", idle)
 			}
-			if _, ok := c.Job(JobIDForPod(tt.pod)); ok {
+			if _, ok := c.Job(framework.JobIDForPod(tt.pod)); ok {
 				t.Error("job still there after its only pod was removed")
 			}
 		})
@@ -234,7 +239,7 @@ func TestRemoveUnknown(t *testing.T) {
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n1")))
 	before := c.Dump()
 	pod := st.MakePod().Name("ghost").Node("n1").Obj()
-	if err := c.RemovePod(pod); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "default/ghost") {
+	if err := deletePod(c, pod); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "default/ghost") {
 		t.Errorf("RemovePod of an unknown pod: got %v, want ErrNotFound naming the pod", err)
 	}
 	if err := c.RemovePendingPod(pod); !errors.Is(err, ErrNotFound) {
@@ -284,9 +289,9 @@ func TestPlaceholders(t *testing.T) {
 	mustNoErr(t, "AddPod p2", c.AddPod(p2))
 	ni, ok := c.NodeInfo("n1")
 	if !ok || !ni.Placeholder || ni.Node != nil || len(ni.Pods) != 2 || ni.Requested.MilliCPU != 3000 {
-		t.Fatalf("before the node: NodeInfo = %+v, ok=%v; want a placeholder with both pods", ni, ok)
+		t.Fatalf("before the node: framework.NodeInfo = %+v, ok=%v; want a placeholder with both pods", ni, ok)
 	}
-	if _, ok := c.NodeIdle("n1"); ok {
+	if _, ok := nodeIdle(c, "n1"); ok {
 		t.Error("NodeIdle of a placeholder: ok")
 	}
 	if got := testutil.ToFloat64(c.metrics.CacheSize.WithLabelValues(metrics.CachePlaceholderNodes)); got != 1 {
@@ -295,7 +300,7 @@ func TestPlaceholders(t *testing.T) {
 
 	// The node fills the placeholder.
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n1")))
-	idle, ok := c.NodeIdle("n1")
+	idle, ok := nodeIdle(c, "n1")
 	if !ok || idle.MilliCPU != 7000 {
 		t.Fatalf("after the node: idle = %v, ok=%v; want 7000m", idle, ok)
 	}
@@ -303,7 +308,7 @@ func TestPlaceholders(t *testing.T) {
 	// Deleting the node leaves a placeholder holding the pods; the dump
 	// shows it.
 	mustNoErr(t, "RemoveNode", c.RemoveNode(bigNode("n1")))
-	if _, ok := c.NodeIdle("n1"); ok {
+	if _, ok := nodeIdle(c, "n1"); ok {
 		t.Error("NodeIdle after RemoveNode: ok")
 	}
 	d := c.Dump()
@@ -318,11 +323,11 @@ func TestPlaceholders(t *testing.T) {
 	}
 
 	// The placeholder goes with its last pod.
-	mustNoErr(t, "RemovePod p1", c.RemovePod(p1))
+	mustNoErr(t, "RemovePod p1", deletePod(c, p1))
 	if _, ok := c.NodeInfo("n1"); !ok {
 		t.Fatal("placeholder gone while it still has a pod")
 	}
-	mustNoErr(t, "RemovePod p2", c.RemovePod(p2))
+	mustNoErr(t, "RemovePod p2", deletePod(c, p2))
 	if _, ok := c.NodeInfo("n1"); ok {
 		t.Fatal("placeholder still there after its last pod left")
 	}
@@ -384,29 +389,31 @@ func TestJobs(t *testing.T) {
 	tests := []struct {
 		name      string
 		pods      []*v1.Pod
-		id        JobID
+		id        framework.JobID
 		wantMin   int32
 		wantErr   string // substring of the validation error; "" for none
 		wantTasks int
 	}{
 		{"single pod", []*v1.Pod{st.MakePod().Name("solo").Obj()},
-			JobID{Namespace: "default", Name: "solo"}, 1, "", 1},
+			framework.JobID{Namespace: "default", Name: "solo"}, 1, "", 1},
 		{"gang with min-available", []*v1.Pod{gang("a").MinAvailable("2").Obj(), gang("b").MinAvailable("2").Obj(), gang("c").MinAvailable("2").Obj()},
-			JobID{Namespace: "default", Name: "g", Gang: true}, 2, "", 3},
-		{"gang without min-available requires all", []*v1.Pod{gang("a").Obj(), gang("b").Obj()},
-			JobID{Namespace: "default", Name: "g", Gang: true}, 2, "", 2},
+			framework.JobID{Namespace: "default", Name: "g", Gang: true}, 2, "", 3},
+		{"gang without min-available declares no quorum", []*v1.Pod{gang("a").Obj(), gang("b").Obj()},
+			framework.JobID{Namespace: "default", Name: "g", Gang: true}, 0, "declares no quorum: set annotation scheduling.k8s.io/min-available", 2},
 		{"non-integer min-available", []*v1.Pod{gang("a").MinAvailable("two").Obj(), gang("b").MinAvailable("two").Obj(), gang("c").MinAvailable("two").Obj()},
-			JobID{Namespace: "default", Name: "g", Gang: true}, 3, `min-available="two" must be an integer >= 1`, 3},
+			framework.JobID{Namespace: "default", Name: "g", Gang: true}, 0, `min-available="two" must be an integer >= 1`, 3},
 		{"zero min-available", []*v1.Pod{gang("a").MinAvailable("0").Obj()},
-			JobID{Namespace: "default", Name: "g", Gang: true}, 1, "must be an integer >= 1", 1},
+			framework.JobID{Namespace: "default", Name: "g", Gang: true}, 0, "must be an integer >= 1", 1},
 		{"negative min-available", []*v1.Pod{gang("a").MinAvailable("-1").Obj(), gang("b").MinAvailable("-1").Obj()},
-			JobID{Namespace: "default", Name: "g", Gang: true}, 2, "must be an integer >= 1", 2},
+			framework.JobID{Namespace: "default", Name: "g", Gang: true}, 0, "must be an integer >= 1", 2},
 		{"pods disagree", []*v1.Pod{gang("a").MinAvailable("1").Obj(), gang("b").MinAvailable("2").Obj()},
-			JobID{Namespace: "default", Name: "g", Gang: true}, 2, `pods disagree on annotation scheduling.k8s.io/min-available: "1", "2"`, 2},
-		{"invalid group name", []*v1.Pod{st.MakePod().Name("a").Group("Not_Valid").Obj()},
-			JobID{Namespace: "default", Name: "Not_Valid", Gang: true}, 1, "is not a valid name", 1},
-		{"same group in two namespaces are two jobs", []*v1.Pod{gang("a").Obj(), gang("b").Namespace("other").Obj()},
-			JobID{Namespace: "other", Name: "g", Gang: true}, 1, "", 1},
+			framework.JobID{Namespace: "default", Name: "g", Gang: true}, 0, `pods disagree on annotation scheduling.k8s.io/min-available ("1", "2")`, 2},
+		{"invalid group name", []*v1.Pod{st.MakePod().Name("a").Group("Not_Valid").MinAvailable("1").Obj()},
+			framework.JobID{Namespace: "default", Name: "Not_Valid", Gang: true}, 0, "is not a valid name", 1},
+		{"a pod without the quorum among pods with it", []*v1.Pod{gang("a").MinAvailable("2").Obj(), gang("b").Obj()},
+			framework.JobID{Namespace: "default", Name: "g", Gang: true}, 0, `pods disagree on annotation scheduling.k8s.io/min-available ("2", <unset>)`, 2},
+		{"same group in two namespaces are two jobs", []*v1.Pod{gang("a").MinAvailable("1").Obj(), gang("b").MinAvailable("1").Namespace("other").Obj()},
+			framework.JobID{Namespace: "other", Name: "g", Gang: true}, 1, "", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -447,7 +454,7 @@ func TestValidationErrorClearsWhenFixed(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
 	bad := st.MakePod().Name("a").Group("g").MinAvailable("x").Obj()
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(bad))
-	id := JobID{Namespace: "default", Name: "g", Gang: true}
+	id := framework.JobID{Namespace: "default", Name: "g", Gang: true}
 	if j, _ := c.Job(id); j.ValidationError() == nil {
 		t.Fatal("no validation error for min-available=x")
 	}
@@ -460,12 +467,12 @@ func TestValidationErrorClearsWhenFixed(t *testing.T) {
 
 func TestJobIDString(t *testing.T) {
 	tests := []struct {
-		id   JobID
+		id   framework.JobID
 		want string
 	}{
-		{JobID{Namespace: "ns", Name: "train"}, "ns/pod:train"},
-		{JobID{Namespace: "ns", Name: "train", Gang: true}, "ns/train"},
-		{JobID{Namespace: "ns", Name: "pod:train", Gang: true}, `ns/"pod:train"`},
+		{framework.JobID{Namespace: "ns", Name: "train"}, "ns/pod:train"},
+		{framework.JobID{Namespace: "ns", Name: "train", Gang: true}, "ns/train"},
+		{framework.JobID{Namespace: "ns", Name: "pod:train", Gang: true}, `ns/"pod:train"`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -483,7 +490,7 @@ func TestJobIDString(t *testing.T) {
 func TestPendingToAssigned(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n1")))
-	id := JobID{Namespace: "default", Name: "g", Gang: true}
+	id := framework.JobID{Namespace: "default", Name: "g", Gang: true}
 	pending := []*v1.Pod{
 		st.MakePod().Name("a").Group("g").MinAvailable("2").Req(res{v1.ResourceCPU: "1"}).Obj(),
 		st.MakePod().Name("b").Group("g").MinAvailable("2").Req(res{v1.ResourceCPU: "1"}).Obj(),
@@ -505,16 +512,16 @@ func TestPendingToAssigned(t *testing.T) {
 	if !ok {
 		t.Fatal("gang disappeared")
 	}
-	if p, b := j.Count(); p != 1 || b != 1 {
+	if p, b := countTasks(j); p != 1 || b != 1 {
 		t.Errorf("pending, bound = %d, %d; want 1, 1", p, b)
 	}
-	if j.Tasks["uid-a"].Status != TaskBound || j.Tasks["uid-a"].NodeName != "n1" {
+	if j.Tasks["uid-a"].Status != framework.TaskBound || j.Tasks["uid-a"].NodeName != "n1" {
 		t.Errorf("task a = %+v, want bound to n1", j.Tasks["uid-a"])
 	}
 	if j.MinAvailable() != 2 || j.ValidationError() != nil {
 		t.Errorf("min-available = %d, err = %v", j.MinAvailable(), j.ValidationError())
 	}
-	if idle, _ := c.NodeIdle("n1"); idle.MilliCPU != 9000 {
+	if idle, _ := nodeIdle(c, "n1"); idle.MilliCPU != 9000 {
 		t.Errorf("idle cpu = %d, want 9000", idle.MilliCPU)
 	}
 	qj, err := c.Queue().Pop(t.Context())
@@ -528,20 +535,20 @@ func TestPendingToAssigned(t *testing.T) {
 	boundB.Spec.NodeName = "n1"
 	mustNoErr(t, "AddPod", c.AddPod(boundB))
 	j, _ = c.Job(id)
-	if p, b := j.Count(); p != 0 || b != 2 {
+	if p, b := countTasks(j); p != 0 || b != 2 {
 		t.Errorf("pending, bound = %d, %d; want 0, 2", p, b)
 	}
-	if l := c.Queue().Lengths(); l != (QueueLengths{}) {
+	if l := c.Queue().Lengths(); l != (queue.Lengths{}) {
 		t.Errorf("queue lengths = %+v, want empty", l)
 	}
 	d := c.Dump()
-	if d.Queue.Lengths != (QueueLengths{}) || len(d.Jobs) != 1 || len(d.Jobs[0].Tasks) != 2 {
+	if d.Queue.Lengths != (queue.Lengths{}) || len(d.Jobs) != 1 || len(d.Jobs[0].Tasks) != 2 {
 		t.Errorf("dump = %+v", d)
 	}
 
 	// Deleting the bound pods removes the job.
-	mustNoErr(t, "RemovePod", c.RemovePod(bound))
-	mustNoErr(t, "RemovePod", c.RemovePod(boundB))
+	mustNoErr(t, "RemovePod", deletePod(c, bound))
+	mustNoErr(t, "RemovePod", deletePod(c, boundB))
 	if _, ok := c.Job(id); ok {
 		t.Error("job still there after its last task went")
 	}
@@ -553,13 +560,13 @@ func TestPendingPodChangesGroup(t *testing.T) {
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(old))
 	moved := st.MakePod().Name("a").Group("g2").Obj()
 	mustNoErr(t, "UpdatePendingPod", c.UpdatePendingPod(old, moved))
-	if _, ok := c.Job(JobID{Namespace: "default", Name: "g1", Gang: true}); ok {
+	if _, ok := c.Job(framework.JobID{Namespace: "default", Name: "g1", Gang: true}); ok {
 		t.Error("old job still there")
 	}
-	if j, ok := c.Job(JobID{Namespace: "default", Name: "g2", Gang: true}); !ok || len(j.Tasks) != 1 {
+	if j, ok := c.Job(framework.JobID{Namespace: "default", Name: "g2", Gang: true}); !ok || len(j.Tasks) != 1 {
 		t.Errorf("new job = %+v, %v", j, ok)
 	}
-	d := c.Queue().dump()
+	d := c.Queue().Dump()
 	if len(d.Active) != 1 || d.Active[0].ID != "default/g2" {
 		t.Errorf("active = %+v, want only default/g2", d.Active)
 	}
@@ -572,8 +579,15 @@ func TestRemoveByUIDWhateverTheState(t *testing.T) {
 	mustNoErr(t, "AddPod", c.AddPod(bound))
 	// The tombstone of a deleted pod may be older than the cache's state.
 	stale := st.MakePod().Name("p").Obj()
-	mustNoErr(t, "RemovePendingPod", c.RemovePendingPod(stale))
-	if idle, _ := c.NodeIdle("n1"); idle.MilliCPU != 10000 {
+	if err := c.RemovePendingPod(stale); !errors.Is(err, ErrWrongState) {
+		t.Errorf("RemovePendingPod of a bound pod: got %v, want ErrWrongState", err)
+	}
+	freed, err := c.DeletePod(stale)
+	mustNoErr(t, "DeletePod", err)
+	if !freed {
+		t.Error("DeletePod of a bound, running pod freed nothing")
+	}
+	if idle, _ := nodeIdle(c, "n1"); idle.MilliCPU != 10000 {
 		t.Errorf("idle = %v, want the whole node", idle)
 	}
 }
@@ -608,4 +622,52 @@ func podNames(pods []*v1.Pod) []string {
 		names[i] = p.Name
 	}
 	return names
+}
+
+// nodeIdle returns what is idle on the named node, false for an unknown
+// node or a placeholder.
+func nodeIdle(c *SchedulerCache, name string) (resources.Resource, bool) {
+	n, ok := c.NodeInfo(name)
+	if !ok || n.Placeholder {
+		return resources.Resource{}, false
+	}
+	return n.Idle(), true
+}
+
+// countTasks returns how many tasks of j are pending and how many are on a
+// node (bound or assumed, finished ones included).
+func countTasks(j *framework.JobInfo) (pending, onNode int) {
+	c := j.Counts()
+	return c.Pending, c.Assumed + c.Bound
+}
+
+func mustPop(t *testing.T, q *queue.SchedulingQueue, want string) *framework.QueuedJob {
+	t.Helper()
+	if q.Lengths().Active == 0 {
+		t.Fatalf("Pop: active queue is empty, want %s", want)
+	}
+	qj, err := q.Pop(t.Context())
+	mustNoErr(t, "Pop", err)
+	if qj.ID.String() != want {
+		t.Fatalf("Pop = %s, want %s", qj.ID, want)
+	}
+	return qj
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, wait.ForeverTestTimeout, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// deletePod deletes pod from c, as the handler does when the informer
+// reports it deleted.
+func deletePod(c interface {
+	DeletePod(*v1.Pod) (bool, error)
+}, pod *v1.Pod) error {
+	_, err := c.DeletePod(pod)
+	return err
 }

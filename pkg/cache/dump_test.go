@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -30,9 +32,9 @@ func dumpFixture(t *testing.T) *SchedulerCache {
 		qj, err := q.Pop(t.Context())
 		mustNoErr(t, "Pop", err)
 		if qj.ID.Name == "solo" {
-			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "0/1 nodes fit"}))
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, queue.Attempt{Reason: "0/1 nodes fit"}))
 		} else {
-			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Err: errors.New("boom")}))
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, queue.Attempt{Err: errors.New("boom")}))
 		}
 	}
 	return c
@@ -62,16 +64,16 @@ func TestDump(t *testing.T) {
 		t.Fatalf("jobs = %s", got)
 	}
 	bad, train := d.Jobs[0], d.Jobs[3]
-	if !strings.Contains(bad.ValidationError, `min-available="lots"`) || bad.MinAvailable != 1 {
+	if !strings.Contains(bad.ValidationError, `min-available="lots"`) || bad.MinAvailable != 0 {
 		t.Errorf("bad = %+v", bad)
 	}
 	if train.MinAvailable != 2 || len(train.Tasks) != 2 ||
-		train.Tasks[0] != (TaskDump{Pod: "default/a", UID: "uid-a", Phase: v1.PodRunning, Node: "n1", Status: TaskBound, Counted: true}) ||
-		train.Tasks[1] != (TaskDump{Pod: "default/b", UID: "uid-b", Phase: v1.PodPending, Status: TaskPending}) {
+		train.Tasks[0] != (TaskDump{Pod: "default/a", UID: "uid-a", Phase: v1.PodRunning, Node: "n1", Status: framework.TaskBound, Counted: true}) ||
+		train.Tasks[1] != (TaskDump{Pod: "default/b", UID: "uid-b", Phase: v1.PodPending, Status: framework.TaskPending}) {
 		t.Errorf("train = %+v", train)
 	}
 
-	if d.Queue.Lengths != (QueueLengths{Backoff: 2, Unschedulable: 1}) {
+	if d.Queue.Lengths != (queue.Lengths{Backoff: 2, Unschedulable: 1}) {
 		t.Errorf("queue lengths = %+v", d.Queue.Lengths)
 	}
 	if len(d.Queue.Unschedulable) != 1 || d.Queue.Unschedulable[0].ID != "default/pod:solo" || d.Queue.Unschedulable[0].Priority != -1 {
@@ -127,7 +129,7 @@ func TestDumpHandler(t *testing.T) {
 }
 
 func TestJobIDJSON(t *testing.T) {
-	data, err := json.Marshal(map[JobID]int{
+	data, err := json.Marshal(map[framework.JobID]int{
 		{Namespace: "ns", Name: "g", Gang: true}: 1,
 		{Namespace: "ns", Name: "p"}:             2,
 	})
@@ -137,33 +139,33 @@ func TestJobIDJSON(t *testing.T) {
 	}
 }
 
+// The cache hands raised events, with their objects, to the queue, whose
+// registered hints decide.
 func TestCacheMoveAll(t *testing.T) {
 	c, clk := newTestCache(t, Options{})
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("p").Obj()))
 	qj, err := c.Queue().Pop(t.Context())
 	mustNoErr(t, "Pop", err)
-	mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, Attempt{Reason: "no fit"}))
-	clk.Step(DefaultMaxBackoff)
 	var seen []string
-	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, func(pods []*v1.Pod) bool {
-		seen = append(seen, podNames(pods)...)
-		return true
-	})
-	if strings.Join(seen, ",") != "p" {
-		t.Errorf("preCheck saw %v, want [p]", seen)
+	hint := func(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
+		seen = append(seen, podNames(job.Pods)...)
+		if newObj != "help" {
+			return framework.QueueSkip, nil
+		}
+		return framework.Queue, nil
+	}
+	events := []framework.PluginEvent{{Plugin: "P", ClusterEventWithHint: framework.ClusterEventWithHint{Event: framework.EventNodeAdd, QueueingHintFn: hint}}}
+	mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, queue.Attempt{Reason: "no fit", Events: events}))
+	clk.Step(queue.DefaultMaxBackoff)
+	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, "no help")
+	if l := c.Queue().Lengths(); l.Unschedulable != 1 {
+		t.Errorf("lengths = %+v, want still unschedulable", l)
+	}
+	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, "help")
+	if strings.Join(seen, ",") != "p,p" {
+		t.Errorf("hint saw %v, want [p p]", seen)
 	}
 	if l := c.Queue().Lengths(); l.Active != 1 {
 		t.Errorf("lengths = %+v, want active", l)
-	}
-}
-
-func TestLocationString(t *testing.T) {
-	for l, want := range map[location]string{
-		inActive: "active", inBackoff: "backoff", inUnschedulable: "unschedulable",
-		inFlight: "inFlight", awaitingBinding: "awaitingBinding", location(42): "location(42)",
-	} {
-		if got := l.String(); got != want {
-			t.Errorf("location(%d).String() = %q, want %q", int(l), got, want)
-		}
 	}
 }

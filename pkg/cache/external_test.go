@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -127,7 +128,7 @@ func TestExternalUsageAccounting(t *testing.T) {
 				}
 			}
 			for name, w := range tt.want {
-				idle, ok := c.NodeIdle(name)
+				idle, ok := nodeIdle(c, name)
 				if ok != w.known || (ok && idle.MilliCPU != w.cpu) {
 					t.Errorf("NodeIdle(%s) = %v, %v; want cpu %d, %v", name, idle.MilliCPU, ok, w.cpu, w.known)
 				}
@@ -171,23 +172,23 @@ func TestExternalUsageWithPods(t *testing.T) {
 		t.Fatalf("n1 = %+v, %v; want an empty-external placeholder", ni, ok)
 	}
 	mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("a", "n1", cpuMem("2", "1Gi")))
-	mustNoErr(t, "RemovePod", c.RemovePod(st.MakePod().Name("p").UID("p").Node("n1").Obj()))
+	mustNoErr(t, "RemovePod", deletePod(c, st.MakePod().Name("p").UID("p").Node("n1").Obj()))
 	// The usage still holds the placeholder.
 	if ni, ok := c.NodeInfo("n1"); !ok || !ni.Placeholder || ni.External.MilliCPU != 2000 {
 		t.Fatalf("n1 = %+v, %v; want a placeholder with 2 CPUs external", ni, ok)
 	}
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n1")))
 	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("q").UID("q").Node("n1").Req(res{v1.ResourceCPU: "1"}).Obj()))
-	idle, _ := c.NodeIdle("n1")
+	idle, _ := nodeIdle(c, "n1")
 	if idle.MilliCPU != 7000 {
 		t.Errorf("idle cpu = %d, want 10000-1000-2000", idle.MilliCPU)
 	}
 }
 
-// TestIdleIncludesExternal: NodeInfo.Idle, which NodeResourcesFit uses,
+// TestIdleIncludesExternal: framework.NodeInfo.Idle, which NodeResourcesFit uses,
 // subtracts external usage, also in snapshots and clones.
 func TestIdleIncludesExternal(t *testing.T) {
-	n := NewNodeInfo(bigNode("n1"), st.MakePod().Name("p").Node("n1").Req(res{v1.ResourceCPU: "1"}).Obj())
+	n := framework.NewNodeInfo(bigNode("n1"), st.MakePod().Name("p").Node("n1").Req(res{v1.ResourceCPU: "1"}).Obj())
 	n.External = cpuMem("4", "2Gi")
 	idle := n.Idle()
 	if idle.MilliCPU != 5000 || idle.Memory != 8<<30 {
@@ -250,7 +251,7 @@ func TestDumpShowsExternalUsage(t *testing.T) {
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n1")))
 	mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("externalworkload/b", "n1", cpuMem("1", "1Gi")))
 	mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("externalworkload/a", "n1", cpuMem("2", "1Gi")))
-	var d CacheDump
+	var d Dump
 	c.dumpState(&d)
 	if len(d.Nodes) != 1 {
 		t.Fatalf("nodes = %+v", d.Nodes)

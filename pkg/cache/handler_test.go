@@ -154,7 +154,7 @@ func (h *recordingHandler) DeletePod(obj any) {
 		return
 	}
 	if pod.Spec.NodeName != "" {
-		h.check(h.cache.RemovePod(pod))
+		h.check(deletePod(h.cache, pod))
 	} else {
 		h.check(h.cache.RemovePendingPod(pod))
 	}

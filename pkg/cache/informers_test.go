@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,22 +142,56 @@ func TestFilters(t *testing.T) {
 		}
 	}
 
-	filter := nodeFilter(labels.SelectorFromSet(labels.Set{"pool": "batch"}))
+}
+
+// eventLog records the events a ResourceEventHandler gets, as
+// "<event> <name>".
+type eventLog struct{ events []string }
+
+func (r *eventLog) OnAdd(obj any, _ bool) { r.events = append(r.events, "add "+keyOf(obj)) }
+func (r *eventLog) OnUpdate(_, newObj any) {
+	r.events = append(r.events, "update "+keyOf(newObj))
+}
+func (r *eventLog) OnDelete(obj any) { r.events = append(r.events, "delete "+keyOf(obj)) }
+
+// The node selector filter passes on the matching nodes' events, turning a
+// node that starts or stops matching into an add or a delete, and tells
+// the cache which nodes exist outside the selector.
+func TestNodeSelectorHandler(t *testing.T) {
 	batch := st.MakeNode().Name("a").Label("pool", "batch").Obj()
-	web := st.MakeNode().Name("b").Label("pool", "web").Obj()
-	for _, tt := range []struct {
-		obj  any
-		want bool
+	web := st.MakeNode().Name("a").Label("pool", "web").Obj()
+	tomb := func(n *v1.Node) toolscache.DeletedFinalStateUnknown {
+		return toolscache.DeletedFinalStateUnknown{Key: n.Name, Obj: n}
+	}
+	tests := []struct {
+		name         string
+		do           func(h *nodeSelectorHandler)
+		wantEvents   []string
+		wantExcluded bool
 	}{
-		{batch, true},
-		{web, false},
-		{toolscache.DeletedFinalStateUnknown{Key: "a", Obj: batch}, true},
-		{toolscache.DeletedFinalStateUnknown{Key: "b", Obj: web}, false},
-		{42, true},
-	} {
-		if got := filter(tt.obj); got != tt.want {
-			t.Errorf("nodeFilter(%v) = %v, want %v", keyOf(tt.obj), got, tt.want)
-		}
+		{"matching node added", func(h *nodeSelectorHandler) { h.OnAdd(batch, true) }, []string{"add a"}, false},
+		{"other node added", func(h *nodeSelectorHandler) { h.OnAdd(web, true) }, nil, true},
+		{"matching node updated", func(h *nodeSelectorHandler) { h.OnUpdate(batch, batch) }, []string{"update a"}, false},
+		{"node starts matching", func(h *nodeSelectorHandler) { h.OnAdd(web, true); h.OnUpdate(web, batch) }, []string{"add a"}, false},
+		{"node stops matching", func(h *nodeSelectorHandler) { h.OnUpdate(batch, web) }, []string{"delete a"}, true},
+		{"other node updated", func(h *nodeSelectorHandler) { h.OnUpdate(web, web) }, nil, true},
+		{"matching node deleted", func(h *nodeSelectorHandler) { h.OnDelete(tomb(batch)) }, []string{"delete a"}, false},
+		{"other node deleted", func(h *nodeSelectorHandler) { h.OnAdd(web, true); h.OnDelete(tomb(web)) }, nil, false},
+		{"not a node is passed on", func(h *nodeSelectorHandler) { h.OnAdd(st.MakePod().Name("p").Obj(), false) }, []string{"add default/p"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newTestCache(t, Options{})
+			rec := &eventLog{}
+			h := &nodeSelectorHandler{selector: labels.SelectorFromSet(labels.Set{"pool": "batch"}), cache: c, next: rec}
+			tt.do(h)
+			if !slices.Equal(rec.events, tt.wantEvents) {
+				t.Errorf("events = %q, want %q", rec.events, tt.wantEvents)
+			}
+			if got := c.excluded["a"]; got != tt.wantExcluded {
+				t.Errorf("excluded = %v, want %v", got, tt.wantExcluded)
+			}
+		})
 	}
 }
 
@@ -236,7 +271,7 @@ func TestRunWiresEveryInformer(t *testing.T) {
 
 	// The cache followed.
 	waitFor(t, "the bound pod in the cache", func() bool {
-		idle, ok := c.NodeIdle("n1")
+		idle, ok := nodeIdle(c, "n1")
 		return ok && idle.MilliCPU == 7000
 	})
 	// The informers' transform ran before the handler saw the node.
@@ -244,7 +279,7 @@ func TestRunWiresEveryInformer(t *testing.T) {
 		len(ni.Node.Annotations) != 1 || ni.Node.Annotations["keep"] != "me" || ni.Node.Labels["pool"] != "batch" {
 		t.Errorf("n1 was not stripped for the scheduler: %+v", ni.Node)
 	}
-	if j, ok := c.Job(JobID{Namespace: "default", Name: "g", Gang: true}); !ok || len(j.Tasks) != 1 {
+	if j, ok := c.Job(framework.JobID{Namespace: "default", Name: "g", Gang: true}); !ok || len(j.Tasks) != 1 {
 		t.Errorf("gang job = %+v, %v", j, ok)
 	}
 	if l := c.Queue().Lengths(); l.Active != 1 {
@@ -258,7 +293,7 @@ func TestRunWiresEveryInformer(t *testing.T) {
 	_, err = core.Nodes().Update(ctx, n1, metav1.UpdateOptions{})
 	mustNoErr(t, "updating n1", err)
 	waitFor(t, "n1 deleted by the selector", func() bool { return h.has(framework.Node, eventDelete, "n1") })
-	if _, ok := c.NodeIdle("n1"); ok {
+	if _, ok := nodeIdle(c, "n1"); ok {
 		t.Error("n1 is still schedulable in the cache")
 	}
 
@@ -269,15 +304,15 @@ func TestRunWiresEveryInformer(t *testing.T) {
 	_, err = core.Pods("default").Update(ctx, ours, metav1.UpdateOptions{})
 	mustNoErr(t, "updating ours", err)
 	waitFor(t, "ours bound", func() bool {
-		j, ok := c.Job(JobID{Namespace: "default", Name: "g", Gang: true})
-		return ok && j.Tasks[ours.UID].Status == TaskBound
+		j, ok := c.Job(framework.JobID{Namespace: "default", Name: "g", Gang: true})
+		return ok && j.Tasks[ours.UID].Status == framework.TaskBound
 	})
 	if l := c.Queue().Lengths(); l.Active != 0 {
 		t.Errorf("queue = %+v, want empty", l)
 	}
 	mustNoErr(t, "deleting ours", core.Pods("default").Delete(ctx, "ours", metav1.DeleteOptions{}))
 	waitFor(t, "ours deleted", func() bool { return h.has(framework.Pod, eventDelete, "default/ours") })
-	if _, ok := c.Job(JobID{Namespace: "default", Name: "g", Gang: true}); ok {
+	if _, ok := c.Job(framework.JobID{Namespace: "default", Name: "g", Gang: true}); ok {
 		t.Error("job still there after its pod was deleted")
 	}
 	if errs := h.errors(); len(errs) > 0 {
@@ -360,7 +395,7 @@ func TestCustomInformer(t *testing.T) {
 	if !h.has(framework.Node, eventAdd, "host-1") {
 		t.Fatalf("the custom informer's initial list did not reach the handler: %v", h.keysOf(framework.Node))
 	}
-	if idle, ok := c.NodeIdle("host-1"); !ok || idle.MilliCPU != 16000 {
+	if idle, ok := nodeIdle(c, "host-1"); !ok || idle.MilliCPU != 16000 {
 		t.Errorf("host-1 in cache: idle %v, ok %v", idle, ok)
 	}
 	source.Add(st.MakeNode().Name("host-2").Obj())

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -21,7 +22,7 @@ func TestNewNodeInfo(t *testing.T) {
 		pods        []*v1.Pod
 		wantCPU     int64
 		wantGPU     int64
-		wantStatus  []TaskStatus
+		wantStatus  []framework.TaskStatus
 		placeholder bool
 	}{
 		{name: "empty node", node: gpuNode("n1")},
@@ -34,21 +35,21 @@ func TestNewNodeInfo(t *testing.T) {
 				st.MakePod().Name("done").Node("n1").Phase(v1.PodSucceeded).Req(res{v1.ResourceCPU: "4"}).Obj(),
 			},
 			wantCPU: 3000, wantGPU: 2,
-			wantStatus: []TaskStatus{TaskBound, TaskAssumed, TaskBound},
+			wantStatus: []framework.TaskStatus{framework.TaskBound, framework.TaskAssumed, framework.TaskBound},
 		},
 		{
 			name:        "nil node is a placeholder",
 			pods:        []*v1.Pod{st.MakePod().Name("p").Req(res{v1.ResourceCPU: "1"}).Obj()},
 			wantCPU:     1000,
-			wantStatus:  []TaskStatus{TaskAssumed},
+			wantStatus:  []framework.TaskStatus{framework.TaskAssumed},
 			placeholder: true,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := NewNodeInfo(tt.node, tt.pods...)
+			n := framework.NewNodeInfo(tt.node, tt.pods...)
 			if n.Placeholder != tt.placeholder || n.Requested.MilliCPU != tt.wantCPU || n.Requested.Scalar[gpu] != tt.wantGPU {
-				t.Errorf("NodeInfo = %+v", n)
+				t.Errorf("framework.NodeInfo = %+v", n)
 			}
 			if tt.node != nil && (n.Name() != tt.node.Name || n.Node != tt.node || n.Schedulable.MilliCPU != 10000) {
 				t.Errorf("node fields = %q, %v, %v", n.Name(), n.Node, n.Schedulable)
@@ -89,19 +90,23 @@ func TestSnapshotAddPodIsTentative(t *testing.T) {
 	// Give the cache's Pods slice spare capacity, so that a clone sharing
 	// it would write into the cache's array.
 	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("extra").Node("n1").Obj()))
-	mustNoErr(t, "RemovePod", c.RemovePod(st.MakePod().Name("extra").Obj()))
+	mustNoErr(t, "RemovePod", deletePod(c, st.MakePod().Name("extra").Obj()))
 	s := NewSnapshot()
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
 	base := s.clones
 
 	placed := st.MakePod().Name("placed").Req(res{v1.ResourceCPU: "2", gpu: "4"}).Obj()
 	n1, _ := s.Get("n1")
-	n1.AddPod(placed)
-	n1.AddPod(st.MakePod().Name("placed-too").Req(res{v1.ResourceCPU: "1"}).Obj())
+	s.AddPod("n1", placed)
+	s.AddPod("n1", st.MakePod().Name("placed-too").Req(res{v1.ResourceCPU: "1"}).Obj())
 	n2, _ := s.Get("n2")
-	n2.RemovePod("nothing") // not a change
-	n3, _ := s.Get("n3")
-	n3.AddPod(st.MakePod().Name("elsewhere").Req(res{v1.ResourceCPU: "1"}).Obj())
+	if s.RemovePod("n2", "nothing") { // not a change
+		t.Error("RemovePod of a pod that is not there reported a removal")
+	}
+	if s.AddPod("gone", placed) {
+		t.Error("AddPod on a node the snapshot does not have reported success")
+	}
+	s.AddPod("n3", st.MakePod().Name("elsewhere").Req(res{v1.ResourceCPU: "1"}).Obj())
 	if n1.Requested.MilliCPU != 4000 || n1.Requested.Scalar[gpu] != 5 || len(n1.Pods) != 3 {
 		t.Fatalf("n1 in the snapshot = %+v", n1)
 	}
@@ -120,7 +125,7 @@ func TestSnapshotAddPodIsTentative(t *testing.T) {
 	c.mu.RUnlock()
 	checkInvariants(t, c)
 
-	// A clone of a snapshot's NodeInfo is independent of the snapshot.
+	// A clone of a snapshot's framework.NodeInfo is independent of the snapshot.
 	n2.Clone().AddPod(placed)
 	// n3 leaves the cache.
 	mustNoErr(t, "RemoveNode", c.RemoveNode(gpuNode("n3")))
@@ -146,7 +151,7 @@ func TestSnapshotAddPodIsTentative(t *testing.T) {
 	}
 
 	// A tentative removal is undone too.
-	n1.RemovePod(running.UID)
+	s.RemovePod("n1", running.UID)
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
 	if n1.Requested.MilliCPU != 3000 || len(n1.Pods) != 2 {
 		t.Errorf("n1 after undoing a removal = %+v", n1)

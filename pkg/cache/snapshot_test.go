@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -53,8 +54,8 @@ func TestUpdateSnapshotIsIncremental(t *testing.T) {
 	if n3, _ := s.Get("n3"); n3 != n3Before || n3.Generation != n3Gen {
 		t.Error("unchanged node n3 was replaced")
 	}
-	if s.Generation() != c.generation {
-		t.Errorf("snapshot generation %d, cache %d", s.Generation(), c.generation)
+	if s.generation != c.generation {
+		t.Errorf("snapshot generation %d, cache %d", s.generation, c.generation)
 	}
 
 	// The snapshot is a copy: later cache changes do not show through.
@@ -108,8 +109,8 @@ func TestUpdateSnapshotAfterTrimmedRemovals(t *testing.T) {
 		mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode(name)))
 		mustNoErr(t, "RemoveNode", c.RemoveNode(bigNode(name)))
 	}
-	if c.removedNodesFloor <= s.Generation() {
-		t.Fatalf("the log was not trimmed past the snapshot (floor %d, snapshot %d)", c.removedNodesFloor, s.Generation())
+	if c.removedNodesFloor <= s.generation {
+		t.Fatalf("the log was not trimmed past the snapshot (floor %d, snapshot %d)", c.removedNodesFloor, s.generation)
 	}
 	if len(c.removedNodes) > maxRemovedNodes {
 		t.Errorf("removal log has %d entries, want at most %d", len(c.removedNodes), maxRemovedNodes)
@@ -126,7 +127,7 @@ func TestUpdateSnapshotDetectsInconsistency(t *testing.T) {
 	s := NewSnapshot()
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
 	// Corrupt the snapshot as only a bug could.
-	s.nodeInfoMap["bogus"] = &NodeInfo{name: "bogus"}
+	s.nodeInfoMap["bogus"] = framework.NewPlaceholderNodeInfo("bogus")
 	if err := c.UpdateSnapshot(s); err == nil || !strings.Contains(err.Error(), "2 nodes but the cache has 1") {
 		t.Fatalf("UpdateSnapshot of a corrupt snapshot: got %v", err)
 	}

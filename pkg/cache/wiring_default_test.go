@@ -70,21 +70,15 @@ func TestDefaultHandlerWiring(t *testing.T) {
 		mustCreate(err)
 	}
 
-	idle := func(node string) int64 {
-		r, ok := c.NodeIdle(node)
-		if !ok {
-			return -1
-		}
-		return r.MilliCPU
-	}
+	idle := func(node string) int64 { return nodeIdleCPU(c, node) }
 	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		job, ok := c.Job(cache.JobID{Namespace: "default", Name: "g", Gang: true})
+		job, ok := c.Job(framework.JobID{Namespace: "default", Name: "g", Gang: true})
 		return idle("n1") == 3000 && idle("vm-host") == 6000 && ok && len(job.Tasks) == 2, nil
 	})
 	if err != nil {
 		t.Fatalf("cache did not converge: idle n1=%dm vm-host=%dm, dump %+v", idle("n1"), idle("vm-host"), c.Dump().Jobs)
 	}
-	if _, ok := c.Job(cache.JobID{Namespace: "default", Name: "others"}); ok {
+	if _, ok := c.Job(framework.JobID{Namespace: "default", Name: "others"}); ok {
 		t.Error("a pending pod of another scheduler reached the cache")
 	}
 	if l := c.Queue().Lengths(); l.Active != 1 {

@@ -19,6 +19,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -73,11 +74,11 @@ func TestExternalWorkloadCustomInformerWiring(t *testing.T) {
 	waitIdle := func(what string, want int64) {
 		t.Helper()
 		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			idle, ok := c.NodeIdle("host")
+			idle, ok := nodeIdle(c, "host")
 			return ok && idle.MilliCPU == want, nil
 		})
 		if err != nil {
-			idle, ok := c.NodeIdle("host")
+			idle, ok := nodeIdle(c, "host")
 			t.Fatalf("%s: idle cpu %d (%v), want %d", what, idle.MilliCPU, ok, want)
 		}
 	}
@@ -130,4 +131,14 @@ func TestOptionalInterfaceMissing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeIdle returns what is idle on the named node, false for an unknown
+// node or a placeholder.
+func nodeIdle(c *cache.SchedulerCache, name string) (resources.Resource, bool) {
+	n, ok := c.NodeInfo(name)
+	if !ok || n.Placeholder {
+		return resources.Resource{}, false
+	}
+	return n.Idle(), true
 }

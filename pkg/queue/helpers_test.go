@@ -26,3 +26,14 @@ func podNames(pods []*v1.Pod) []string {
 	}
 	return names
 }
+
+func TestLocationString(t *testing.T) {
+	for l, want := range map[location]string{
+		inActive: "active", inBackoff: "backoff", inUnschedulable: "unschedulable",
+		inFlight: "inFlight", awaitingBinding: "awaitingBinding", location(42): "location(42)",
+	} {
+		if got := l.String(); got != want {
+			t.Errorf("location(%d).String() = %q, want %q", int(l), got, want)
+		}
+	}
+}
