@@ -8,39 +8,195 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
-// acme is a vendor handler: it embeds the default handler and only changes
-// AddNode, admitting nodes of its own pool and nothing else.
-type acme struct {
-	*defaulthandler.Handler
-	rejected []string
+// acmePolicy is a vendor's policy: only nodes of the pool "acme" exist for
+// this scheduler, pods of the namespace "other-team" are not its business,
+// and VMs labelled "shadow" use nothing.
+var acmePolicy = defaulthandler.Policy{
+	Node: func(n *v1.Node) *v1.Node {
+		if n.Labels["pool"] != "acme" {
+			return nil
+		}
+		return n
+	},
+	Pod: func(p *v1.Pod) *v1.Pod {
+		if p.Namespace == "other-team" {
+			return nil
+		}
+		return p
+	},
+	ExternalWorkload: func(w *v1alpha1.ExternalWorkload) *v1alpha1.ExternalWorkload {
+		if w.Labels["shadow"] == "true" {
+			return nil
+		}
+		return w
+	},
 }
 
-func (h *acme) AddNode(obj any) {
-	node, ok := eventhandlers.ObjectAs[*v1.Node](obj)
-	if !ok {
-		return
+// acme is a vendor handler: the default handler with acmePolicy, plus an
+// override that adds behaviour for a resource the default only accepts
+// (Grants), which is what embedding is for.
+type acme struct {
+	*defaulthandler.Handler
+	grants []string
+}
+
+func (h *acme) AddGrant(obj any) {
+	if g, ok := eventhandlers.ObjectAs[*v1alpha1.Grant](obj); ok {
+		h.grants = append(h.grants, g.Name)
 	}
-	if node.Labels["pool"] != "acme" {
-		h.rejected = append(h.rejected, node.Name)
-		return
-	}
-	h.Handler.AddNode(obj)
 }
 
 func newAcme(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config) (eventhandlers.Interface, error) {
-	base, err := defaulthandler.New(ctx, c, cfg, rc)
+	base, err := defaulthandler.New(ctx, c, cfg, rc, defaulthandler.WithPolicy(acmePolicy))
 	if err != nil {
 		return nil, err
 	}
 	return &acme{Handler: base}, nil
+}
+
+func acmeNode(rv string) *st.NodeWrapper  { return node1(rv).Label("pool", "acme") }
+func otherNode(rv string) *st.NodeWrapper { return node1(rv).Label("pool", "web") }
+func otherTeamPod(rv string) *st.PodWrapper {
+	return st.MakePod().Namespace("other-team").Name("p").RV(rv)
+}
+
+// mentions reports the calls that name what must never reach the cache.
+func mentions(calls []string, forbidden ...string) []string {
+	var out []string
+	for _, c := range calls {
+		for _, f := range forbidden {
+			if strings.HasSuffix(c, " "+f) || strings.Contains(c, " "+f+" ") {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// A node the vendor's policy rejects never reaches the cache, and a pod it
+// ignores never reaches the queue, whatever path the event takes; an object
+// that the policy starts or stops accepting enters or leaves.
+func TestVendorPolicyHasNoLeak(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(h eventhandlers.Interface)
+		// want are the calls that reach the cache (IsResponsibleFor left
+		// out).
+		want []string
+	}{
+		{"node add", func(h eventhandlers.Interface) { h.AddNode(otherNode("1").Obj()) }, nil},
+		{"node update", func(h eventhandlers.Interface) {
+			h.UpdateNode(otherNode("1").Obj(), otherNode("2").Label("gpu", "true").Obj())
+		}, nil},
+		{"node resync", func(h eventhandlers.Interface) { h.UpdateNode(otherNode("3").Obj(), otherNode("3").Obj()) }, nil},
+		{"node delete", func(h eventhandlers.Interface) { h.DeleteNode(otherNode("1").Obj()) }, nil},
+		{"node tombstone", func(h eventhandlers.Interface) { h.DeleteNode(tombstone(otherNode("1").Obj())) }, nil},
+		{"node relabelled out of the pool leaves", func(h eventhandlers.Interface) {
+			h.UpdateNode(acmeNode("1").Obj(), otherNode("2").Obj())
+		}, []string{"RemoveNode n1"}},
+		{"node relabelled into the pool enters", func(h eventhandlers.Interface) {
+			h.UpdateNode(otherNode("1").Obj(), acmeNode("2").Obj())
+		}, []string{"AddOrUpdateNode n1", "MoveAll NodeAdd"}},
+		{"pending pod add", func(h eventhandlers.Interface) { h.AddPod(otherTeamPod("1").Obj()) }, nil},
+		{"pending pod update", func(h eventhandlers.Interface) {
+			h.UpdatePod(otherTeamPod("1").Obj(), otherTeamPod("2").Label("a", "b").Obj())
+		}, nil},
+		{"pending pod resync", func(h eventhandlers.Interface) { h.UpdatePod(otherTeamPod("3").Obj(), otherTeamPod("3").Obj()) }, nil},
+		{"pod bound", func(h eventhandlers.Interface) {
+			h.UpdatePod(otherTeamPod("1").Obj(), otherTeamPod("2").Node("n1").Obj())
+		}, nil},
+		{"pod delete", func(h eventhandlers.Interface) { h.DeletePod(otherTeamPod("1").Node("n1").Obj()) }, nil},
+		{"pod tombstone", func(h eventhandlers.Interface) { h.DeletePod(tombstone(otherTeamPod("1").Obj())) }, nil},
+		{"ignored external workload is never accounted", func(h eventhandlers.Interface) {
+			w := ew("1", "n1", "2", running, "shadow", "true")
+			ewh := h.(eventhandlers.ExternalWorkloadEventHandler)
+			ewh.AddExternalWorkload(w)
+			ewh.UpdateExternalWorkload(w, ew("2", "n2", "4", running, "shadow", "true"))
+			ewh.UpdateExternalWorkload(w, w)
+			ewh.DeleteExternalWorkload(tombstone(w))
+		}, []string{remove}}, // a delete removes whatever the cache may hold
+		{"external workload that the policy stops accepting leaves", func(h eventhandlers.Interface) {
+			h.(eventhandlers.ExternalWorkloadEventHandler).UpdateExternalWorkload(
+				ew("1", "n1", "2", running), ew("2", "n1", "2", running, "shadow", "true"))
+		}, []string{remove, moveDec}},
+		{"accepted objects behave as default", func(h eventhandlers.Interface) {
+			h.AddNode(acmeNode("1").Obj())
+			h.AddPod(pendingPod("1").Obj())
+			h.UpdatePod(pendingPod("1").Obj(), runningPod("2").Obj())
+		}, []string{"AddOrUpdateNode n1", "MoveAll NodeAdd", "AddPendingPod default/p", "AddPod default/p"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := eventhandlers.NewRegistry()
+			if err := reg.Register("acme", newAcme); err != nil {
+				t.Fatal(err)
+			}
+			fc := newFakeCache(t)
+			h, err := eventhandlers.NewEventHandler(t.Context(), reg, "acme", fc, nil, nil)
+			if err != nil {
+				t.Fatalf("NewEventHandler: %v", err)
+			}
+			tt.do(h)
+			if d := diffCalls(fc.Effects(), tt.want); d != "" {
+				t.Error(d)
+			}
+			if leaked := mentions(fc.Effects(), "other-team/p"); len(leaked) > 0 {
+				t.Errorf("an ignored pod reached the cache: %q", leaked)
+			}
+		})
+	}
+}
+
+// A policy may change what the scheduler sees of an object: the cache gets
+// the policy's copy, on every path.
+func TestPolicyMayAdjustObjects(t *testing.T) {
+	var handedOver []*v1.Node
+	reserve := defaulthandler.Policy{Node: func(n *v1.Node) *v1.Node {
+		c := n.DeepCopy()
+		c.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("3")
+		return c
+	}}
+	fc := &recordingNodes{fakeCache: newFakeCache(t), nodes: &handedOver}
+	h, err := defaulthandler.NewWithArgs(fc, defaulthandler.Args{}, defaulthandler.WithPolicy(reserve))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := node1("1").Obj()
+	h.AddNode(orig)
+	h.UpdateNode(orig, node1("2").Label("gpu", "true").Obj())
+	if len(handedOver) != 2 {
+		t.Fatalf("cache got %d nodes, want 2", len(handedOver))
+	}
+	for _, n := range handedOver {
+		if got := n.Status.Allocatable.Cpu().String(); got != "3" {
+			t.Errorf("the cache got allocatable cpu %s, want the policy's 3", got)
+		}
+	}
+	if orig.Status.Allocatable.Cpu().String() != "4" {
+		t.Error("the informer's object was modified")
+	}
+}
+
+// recordingNodes keeps the nodes handed to AddOrUpdateNode.
+type recordingNodes struct {
+	*fakeCache
+	nodes *[]*v1.Node
+}
+
+func (r *recordingNodes) AddOrUpdateNode(n *v1.Node) error {
+	*r.nodes = append(*r.nodes, n)
+	return r.fakeCache.AddOrUpdateNode(n)
 }
 
 func TestEmbedding(t *testing.T) {
@@ -58,44 +214,10 @@ func TestEmbedding(t *testing.T) {
 	if !ok {
 		t.Fatalf("NewEventHandler returned %T, want *acme", i)
 	}
-
 	t.Run("override runs", func(t *testing.T) {
-		fc.Reset()
-		i.AddNode(node1("1").Obj())
-		if calls := fc.Calls(); len(calls) > 0 {
-			t.Errorf("a node outside the pool reached the cache: %q", calls)
-		}
-		if !slices.Equal(h.rejected, []string{"n1"}) {
-			t.Errorf("rejected = %q, want [n1]", h.rejected)
-		}
-	})
-	t.Run("override can fall back to the default", func(t *testing.T) {
-		fc.Reset()
-		i.AddNode(node1("1").Label("pool", "acme").Obj())
-		if d := diffCalls(fc.Effects(), []string{"AddOrUpdateNode n1", "MoveAll NodeAdd"}); d != "" {
-			t.Error(d)
-		}
-	})
-	t.Run("other methods behave as default", func(t *testing.T) {
-		fc.Reset()
-		i.UpdateNode(node1("1").Obj(), node1("2").Label("gpu", "true").Obj())
-		i.DeleteNode(node1("2").Obj())
-		i.AddPod(pendingPod("1").Obj())
-		i.UpdatePod(pendingPod("1").Obj(), runningPod("2").Obj())
-		i.DeletePod(tombstone(runningPod("2").Obj()))
-		i.AddPersistentVolumeClaim(kinds["PersistentVolumeClaim"].obj("1"))
-		i.AddDynamic(widgets, widget("1"))
-		want := []string{
-			"AddOrUpdateNode n1", "MoveAll NodeLabelChange",
-			"RemoveNode n1",
-			"AddPendingPod default/p",
-			"RemovePendingPod default/p", "AddPod default/p",
-			"RemovePod default/p", moveAssignedPodDelete,
-			"MoveAll PersistentVolumeClaimAdd",
-			"MoveAll widgets.v1alpha1.example.com/Add",
-		}
-		if d := diffCalls(fc.Effects(), want); d != "" {
-			t.Error(d)
+		i.(eventhandlers.GrantEventHandler).AddGrant(&v1alpha1.Grant{})
+		if len(h.grants) != 1 {
+			t.Errorf("grants = %q, want one", h.grants)
 		}
 	})
 	t.Run("dynamic resources and cache are reachable", func(t *testing.T) {

@@ -127,8 +127,8 @@ func TestExternalWorkloadEvents(t *testing.T) {
 				t.Error(d)
 			}
 			for _, m := range fc.Moves() {
-				if m.Event != framework.EventExternalUsageDecrease || m.Checked {
-					t.Errorf("move %+v, want EventExternalUsageDecrease without check", m)
+				if m.Event != framework.EventExternalUsageDecrease || (m.OldObj == nil && m.NewObj == nil) {
+					t.Errorf("move %+v, want EventExternalUsageDecrease with the workload", m)
 				}
 			}
 		})

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -21,41 +20,29 @@ const schedulerName = "batch-scheduler"
 
 // fakeCache is an eventhandlers.Cache that records every call, in order,
 // as "<Method> <key>" strings (e.g. "AddPendingPod default/p",
-// "MoveAll NodeAdd").
-//
-// Its MoveAllToActiveOrBackoffQueue evaluates the pre-enqueue check, if
-// any, against each of jobs and records the verdicts, acting as the queue
-// would. While a check runs, any call back into the cache fails the test:
-// the real queue runs checks under its lock.
+// "MoveAll NodeAdd"), and the objects each raised event carried.
 type fakeCache struct {
 	t *testing.T
 
 	// responsible decides IsResponsibleFor; by default, pods of
 	// schedulerName.
 	responsible func(*v1.Pod) bool
-	// idle is what NodeIdle returns; a node not in it is unknown.
-	idle map[string]resources.Resource
+	// freed decides what DeletePod reports; by default, whether the pod
+	// is bound and not finished, as the cache would for a pod it had
+	// bound.
+	freed func(*v1.Pod) bool
 	// err is returned by every method that returns an error.
 	err error
-	// jobs are the pending pods of the jobs waiting in the unschedulable
-	// queue, each job asked separately.
-	jobs [][]*v1.Pod
 
 	mu    sync.Mutex
 	calls []string
 	moves []move
-
-	inPreCheck atomic.Bool
 }
 
 // move is one MoveAllToActiveOrBackoffQueue call.
 type move struct {
-	Event framework.ClusterEvent
-	// Checked is whether a pre-enqueue check was given.
-	Checked bool
-	// Verdicts is the check's answer for each of fakeCache.jobs; nil
-	// without a check.
-	Verdicts []bool
+	Event          framework.ClusterEvent
+	OldObj, NewObj any
 }
 
 var _ eventhandlers.Cache = (*fakeCache)(nil)
@@ -64,14 +51,13 @@ func newFakeCache(t *testing.T) *fakeCache {
 	return &fakeCache{
 		t:           t,
 		responsible: func(p *v1.Pod) bool { return p.Spec.SchedulerName == schedulerName },
-		idle:        map[string]resources.Resource{},
+		freed: func(p *v1.Pod) bool {
+			return p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+		},
 	}
 }
 
 func (f *fakeCache) record(method, key string) {
-	if f.inPreCheck.Load() {
-		f.t.Errorf("%s(%s) called from a pre-enqueue check, under the queue's lock", method, key)
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, method+" "+key)
@@ -92,12 +78,6 @@ func (f *fakeCache) AddOrUpdateNode(node *v1.Node) error {
 func (f *fakeCache) RemoveNode(node *v1.Node) error {
 	f.record("RemoveNode", node.Name)
 	return f.err
-}
-
-func (f *fakeCache) NodeIdle(name string) (resources.Resource, bool) {
-	f.record("NodeIdle", name)
-	r, ok := f.idle[name]
-	return r.Clone(), ok
 }
 
 func (f *fakeCache) SetExternalUsage(key, nodeName string, usage resources.Resource) error {
@@ -123,9 +103,12 @@ func (f *fakeCache) UpdatePod(oldPod, newPod *v1.Pod) error {
 	return f.err
 }
 
-func (f *fakeCache) RemovePod(pod *v1.Pod) error {
-	f.record("RemovePod", podKey(pod))
-	return f.err
+func (f *fakeCache) DeletePod(pod *v1.Pod) (bool, error) {
+	f.record("DeletePod", podKey(pod))
+	if f.err != nil {
+		return false, f.err
+	}
+	return f.freed(pod), nil
 }
 
 func (f *fakeCache) AddPendingPod(pod *v1.Pod) error {
@@ -146,19 +129,11 @@ func (f *fakeCache) RemovePendingPod(pod *v1.Pod) error {
 	return f.err
 }
 
-func (f *fakeCache) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, preCheck eventhandlers.PreEnqueueCheck) {
+func (f *fakeCache) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any) {
 	f.record("MoveAll", event.String())
-	m := move{Event: event, Checked: preCheck != nil}
-	if preCheck != nil {
-		f.inPreCheck.Store(true)
-		for _, job := range f.jobs {
-			m.Verdicts = append(m.Verdicts, preCheck(job))
-		}
-		f.inPreCheck.Store(false)
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.moves = append(f.moves, m)
+	f.moves = append(f.moves, move{Event: event, OldObj: oldObj, NewObj: newObj})
 }
 
 // Calls returns every recorded call, in order.
@@ -169,11 +144,11 @@ func (f *fakeCache) Calls() []string {
 }
 
 // Effects returns the recorded calls that change state or raise events,
-// leaving out the queries IsResponsibleFor and NodeIdle.
+// leaving out the query IsResponsibleFor.
 func (f *fakeCache) Effects() []string {
 	var out []string
 	for _, c := range f.Calls() {
-		if !strings.HasPrefix(c, "IsResponsibleFor ") && !strings.HasPrefix(c, "NodeIdle ") {
+		if !strings.HasPrefix(c, "IsResponsibleFor ") {
 			out = append(out, c)
 		}
 	}

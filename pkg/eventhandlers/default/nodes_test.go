@@ -11,7 +11,6 @@ import (
 
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -23,20 +22,16 @@ func node1(rv string) *st.NodeWrapper {
 		Capacity(rl{v1.ResourceCPU: "4", v1.ResourceMemory: "8Gi", v1.ResourcePods: "10"})
 }
 
-// smallJob is a job whose pod fits on an idle node1.
-var smallJob = []*v1.Pod{pendingPod("1").Req(rl{v1.ResourceCPU: "1"}).Obj()}
-
 func TestAddNode(t *testing.T) {
-	t.Run("cached, then NodeAdd raised with a check", func(t *testing.T) {
+	t.Run("cached, then NodeAdd raised with the node", func(t *testing.T) {
 		h, fc := newHandler(t)
-		fc.idle["n1"] = resources.Resource{MilliCPU: 4000, Memory: 8 << 30, Pods: 10}
-		fc.jobs = [][]*v1.Pod{smallJob}
-		h.AddNode(node1("1").Obj())
-		want := []string{"AddOrUpdateNode n1", "NodeIdle n1", "MoveAll NodeAdd"}
+		node := node1("1").Obj()
+		h.AddNode(node)
+		want := []string{"AddOrUpdateNode n1", "MoveAll NodeAdd"}
 		if d := diffCalls(fc.Calls(), want); d != "" {
 			t.Error(d)
 		}
-		if got, want := fc.Moves(), []move{{framework.EventNodeAdd, true, []bool{true}}}; !slices.EqualFunc(got, want, moveEqual) {
+		if got, want := fc.Moves(), []move{{Event: framework.EventNodeAdd, NewObj: node}}; !slices.EqualFunc(got, want, moveEqual) {
 			t.Errorf("moves = %+v, want %+v", got, want)
 		}
 	})
@@ -60,8 +55,9 @@ func TestAddNode(t *testing.T) {
 	})
 }
 
+// moveEqual compares raised events and the very objects they carried.
 func moveEqual(a, b move) bool {
-	return a.Event == b.Event && a.Checked == b.Checked && slices.Equal(a.Verdicts, b.Verdicts)
+	return a.Event == b.Event && a.OldObj == b.OldObj && a.NewObj == b.NewObj
 }
 
 func TestUpdateNode(t *testing.T) {
@@ -143,17 +139,11 @@ func TestUpdateNode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h, fc := newHandler(t)
-			fc.idle["n1"] = resources.Resource{MilliCPU: 4000, Memory: 8 << 30, Pods: 10}
-			fc.jobs = [][]*v1.Pod{smallJob}
 			h.UpdateNode(tt.old, tt.new)
 
 			var want []string
 			if tt.old.ResourceVersion != tt.new.ResourceVersion {
 				want = append(want, "AddOrUpdateNode n1")
-			}
-			if len(tt.want) > 0 {
-				// The idle resources are read once, before any event.
-				want = append(want, "NodeIdle n1")
 			}
 			for _, label := range tt.want {
 				want = append(want, "MoveAll "+label)
@@ -161,9 +151,10 @@ func TestUpdateNode(t *testing.T) {
 			if d := diffCalls(fc.Calls(), want); d != "" {
 				t.Error(d)
 			}
+			// Every event carries both versions, for the plugins' hints.
 			for _, m := range fc.Moves() {
-				if m.Event.Resource != framework.Node || !m.Checked {
-					t.Errorf("event %+v (checked: %v), want a node event with a pre-enqueue check", m.Event, m.Checked)
+				if m.Event.Resource != framework.Node || m.OldObj != tt.old || m.NewObj != tt.new {
+					t.Errorf("event %+v with objects %v -> %v, want a node event with the old and new node", m.Event, m.OldObj, m.NewObj)
 				}
 			}
 			if got := labels(defaulthandler.NodeUpdateEvents(tt.old, tt.new)); !slices.Equal(got, tt.want) {
@@ -248,147 +239,9 @@ func TestDeleteNode(t *testing.T) {
 		h.DeleteNode(tombstone(node1("1").Obj()))
 		h.DeletePod(tombstone(runningPod("1").Obj()))
 		h.DeletePod(finished)
-		want := []string{"RemoveNode n1", "RemovePod default/p", moveAssignedPodDelete, "RemovePod default/done"}
+		want := []string{"RemoveNode n1", "DeletePod default/p", moveAssignedPodDelete, "DeletePod default/done"}
 		if d := diffCalls(fc.Effects(), want); d != "" {
 			t.Error(d)
 		}
 	})
-}
-
-func TestPreCheckForNode(t *testing.T) {
-	idle := resources.Resource{MilliCPU: 2000, Memory: 4 << 30, Pods: 5, Scalar: map[v1.ResourceName]int64{"example.com/gpu": 1}}
-	node := func() *st.NodeWrapper { return node1("1") }
-	pod := func() *st.PodWrapper { return pendingPod("1").Req(rl{v1.ResourceCPU: "1", v1.ResourceMemory: "1Gi"}) }
-	tests := []struct {
-		name  string
-		node  *v1.Node
-		idle  *resources.Resource // nil: the node is unknown to the cache
-		jobs  [][]*v1.Pod
-		wants []bool
-	}{
-		{"fits", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().Obj()}}, []bool{true}},
-		{"pod without requests fits", node().Obj(), &idle,
-			[][]*v1.Pod{{pendingPod("1").Obj()}}, []bool{true}},
-		{"exactly fits", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().Req(rl{v1.ResourceCPU: "2", v1.ResourceMemory: "4Gi", "example.com/gpu": "1"}).Obj()}}, []bool{true}},
-		{"too much cpu", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().Req(rl{v1.ResourceCPU: "2500m"}).Obj()}}, []bool{false}},
-		{"too much memory", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().Req(rl{v1.ResourceMemory: "5Gi"}).Obj()}}, []bool{false}},
-		{"too many gpus", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().Req(rl{"example.com/gpu": "2"}).Obj()}}, []bool{false}},
-		{"extended resource the node lacks", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().Req(rl{"example.com/fpga": "1"}).Obj()}}, []bool{false}},
-		{"init container too big", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().InitReq(rl{v1.ResourceCPU: "3"}).Obj()}}, []bool{false}},
-		{"no room for another pod", node().Obj(), &resources.Resource{MilliCPU: 2000, Memory: 4 << 30},
-			[][]*v1.Pod{{pod().Obj()}}, []bool{false}},
-		{"unknown idle resources are not checked", node().Obj(), nil,
-			[][]*v1.Pod{{pod().Req(rl{v1.ResourceCPU: "100"}).Obj()}}, []bool{true}},
-		{"gang: one pod that fits is enough", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().Req(rl{v1.ResourceCPU: "3"}).Obj(), pod().Obj()}}, []bool{true}},
-		{"gang: no pod fits", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().Req(rl{v1.ResourceCPU: "3"}).Obj(), pod().Req(rl{v1.ResourceMemory: "5Gi"}).Obj()}}, []bool{false}},
-		{"job without pending pods", node().Obj(), &idle,
-			[][]*v1.Pod{{}}, []bool{false}},
-		{"each job is judged on its own", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().Obj()}, {pod().Req(rl{v1.ResourceCPU: "3"}).Obj()}}, []bool{true, false}},
-
-		{"unschedulable node", node().Unschedulable(true).Obj(), &idle,
-			[][]*v1.Pod{{pod().Obj()}}, []bool{false}},
-		{"unschedulable node, tolerated", node().Unschedulable(true).Obj(), &idle,
-			[][]*v1.Pod{{pod().Toleration(v1.TaintNodeUnschedulable, "", v1.TaintEffectNoSchedule).Obj()}}, []bool{true}},
-		{"unschedulable node, tolerated by exists", node().Unschedulable(true).Obj(), &idle,
-			[][]*v1.Pod{{pod().TolerationExists(v1.TaintNodeUnschedulable, "").Obj()}}, []bool{true}},
-
-		{"NoSchedule taint", node().Taint("dedicated", "ml", v1.TaintEffectNoSchedule).Obj(), &idle,
-			[][]*v1.Pod{{pod().Obj()}}, []bool{false}},
-		{"NoExecute taint", node().Taint("dedicated", "ml", v1.TaintEffectNoExecute).Obj(), &idle,
-			[][]*v1.Pod{{pod().Obj()}}, []bool{false}},
-		{"PreferNoSchedule taint does not block", node().Taint("dedicated", "ml", v1.TaintEffectPreferNoSchedule).Obj(), &idle,
-			[][]*v1.Pod{{pod().Obj()}}, []bool{true}},
-		{"NoSchedule taint tolerated", node().Taint("dedicated", "ml", v1.TaintEffectNoSchedule).Obj(), &idle,
-			[][]*v1.Pod{{pod().Toleration("dedicated", "ml", v1.TaintEffectNoSchedule).Obj()}}, []bool{true}},
-		{"NoSchedule taint tolerated with another value is not tolerated", node().Taint("dedicated", "ml", v1.TaintEffectNoSchedule).Obj(), &idle,
-			[][]*v1.Pod{{pod().Toleration("dedicated", "web", v1.TaintEffectNoSchedule).Obj()}}, []bool{false}},
-		{"one of two taints untolerated", node().Taint("a", "", v1.TaintEffectNoSchedule).Taint("b", "", v1.TaintEffectNoExecute).Obj(), &idle,
-			[][]*v1.Pod{{pod().TolerationExists("a", "").Obj()}}, []bool{false}},
-		{"gang: the pod that tolerates the taint is enough", node().Taint("dedicated", "ml", v1.TaintEffectNoSchedule).Obj(), &idle,
-			[][]*v1.Pod{{pod().Obj(), pod().TolerationExists("dedicated", v1.TaintEffectNoSchedule).Obj()}}, []bool{true}},
-
-		{"numeric taint tolerated by Gt", node().Taint("slo", "100", v1.TaintEffectNoSchedule).Obj(), &idle,
-			[][]*v1.Pod{{tolerationGt(pod(), "slo", "50").Obj()}}, []bool{true}},
-		{"numeric taint not tolerated by Gt", node().Taint("slo", "10", v1.TaintEffectNoSchedule).Obj(), &idle,
-			[][]*v1.Pod{{tolerationGt(pod(), "slo", "50").Obj()}}, []bool{false}},
-
-		{"node selector matches", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().NodeSelector(map[string]string{"zone": "a"}).Obj()}}, []bool{true}},
-		{"node selector does not match", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().NodeSelector(map[string]string{"zone": "b"}).Obj()}}, []bool{false}},
-		{"required node affinity matches", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().NodeAffinityIn("zone", "b", "a").Obj()}}, []bool{true}},
-		{"required node affinity does not match", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().NodeAffinityIn("zone", "b").Obj()}}, []bool{false}},
-		{"either affinity term may match", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().NodeAffinityIn("gpu", "true").NodeAffinityIn("zone", "a").Obj()}}, []bool{true}},
-		{"selector and affinity must both match", node().Obj(), &idle,
-			[][]*v1.Pod{{pod().NodeSelector(map[string]string{"zone": "b"}).NodeAffinityIn("zone", "a").Obj()}}, []bool{false}},
-		{"malformed affinity matches nothing", node().Obj(), &idle,
-			[][]*v1.Pod{{malformedAffinity(pod()).Obj()}}, []bool{false}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Run("PreCheckForNode", func(t *testing.T) {
-				h, fc := newHandler(t)
-				if tt.idle != nil {
-					fc.idle["n1"] = *tt.idle
-				}
-				check := h.PreCheckForNode(tt.node)
-				if d := diffCalls(fc.Calls(), []string{"NodeIdle n1"}); d != "" {
-					t.Error(d)
-				}
-				for i, job := range tt.jobs {
-					if got := check(job); got != tt.wants[i] {
-						t.Errorf("check(job %d) = %v, want %v", i, got, tt.wants[i])
-					}
-				}
-			})
-			t.Run("AddNode", func(t *testing.T) {
-				h, fc := newHandler(t)
-				if tt.idle != nil {
-					fc.idle["n1"] = *tt.idle
-				}
-				fc.jobs = tt.jobs
-				h.AddNode(tt.node)
-				want := []move{{framework.EventNodeAdd, true, tt.wants}}
-				if got := fc.Moves(); !slices.EqualFunc(got, want, moveEqual) {
-					t.Errorf("moves = %+v, want %+v", got, want)
-				}
-			})
-		})
-	}
-}
-
-// The check uses the idle resources read when it was made, not later ones.
-func TestPreCheckForNodeCapturesIdleResources(t *testing.T) {
-	h, fc := newHandler(t)
-	fc.idle["n1"] = resources.Resource{MilliCPU: 2000, Memory: 4 << 30, Pods: 5}
-	check := h.PreCheckForNode(node1("1").Obj())
-	fc.idle["n1"] = resources.Resource{}
-	if !check(smallJob) {
-		t.Error("check rejected a job that fitted when the check was made")
-	}
-}
-
-func tolerationGt(p *st.PodWrapper, key, value string) *st.PodWrapper {
-	p.Spec.Tolerations = append(p.Spec.Tolerations, v1.Toleration{Key: key, Operator: v1.TolerationOpGt, Value: value, Effect: v1.TaintEffectNoSchedule})
-	return p
-}
-
-func malformedAffinity(p *st.PodWrapper) *st.PodWrapper {
-	pod := p.NodeAffinityIn("zone", "a")
-	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	terms[0].MatchExpressions[0].Operator = "Bogus"
-	return pod
 }

@@ -115,8 +115,8 @@ func TestResourceEvents(t *testing.T) {
 					call(h, tt.method+r.kind, tt.objs...)
 					var got []framework.ClusterEvent
 					for _, m := range fc.Moves() {
-						if m.Checked {
-							t.Errorf("%v raised with a pre-enqueue check; want none", m.Event)
+						if m.OldObj == nil && m.NewObj == nil {
+							t.Errorf("%v raised without its objects", m.Event)
 						}
 						got = append(got, m.Event)
 					}

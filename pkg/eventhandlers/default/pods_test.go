@@ -103,10 +103,10 @@ func TestUpdatePod(t *testing.T) {
 			[]string{"UpdatePendingPod default/p"}},
 		{"pending pod bound by this scheduler moves to the assigned pods",
 			pendingPod("1").Obj(), pendingPod("2").Node("n1").Obj(),
-			[]string{"RemovePendingPod default/p", "AddPod default/p"}},
+			[]string{"AddPod default/p"}},
 		{"pending pod bound and running at once moves to the assigned pods",
 			pendingPod("1").Obj(), runningPod("2").Obj(),
-			[]string{"RemovePendingPod default/p", "AddPod default/p"}},
+			[]string{"AddPod default/p"}},
 		{"pending pod that stopped being ours leaves the queue",
 			pendingPod("1").Obj(), otherPendingPod("2").Obj(),
 			[]string{"RemovePendingPod default/p"}},
@@ -164,13 +164,13 @@ func TestUpdatePod(t *testing.T) {
 		// but is handled.
 		{"running pod unassigned leaves the assigned pods and is queued",
 			runningPod("1").Obj(), pendingPod("2").Obj(),
-			[]string{"RemovePod default/p", moveAssignedPodDelete, "AddPendingPod default/p"}},
+			[]string{"DeletePod default/p", moveAssignedPodDelete, "AddPendingPod default/p"}},
 		{"succeeded pod unassigned leaves the assigned pods and is queued, freeing nothing",
 			runningPod("1").Phase(v1.PodSucceeded).Obj(), pendingPod("2").Obj(),
-			[]string{"RemovePod default/p", "AddPendingPod default/p"}},
+			[]string{"DeletePod default/p", "AddPendingPod default/p"}},
 		{"running pod unassigned to another scheduler leaves the assigned pods",
 			runningPod("1").Obj(), otherPendingPod("2").Obj(),
-			[]string{"RemovePod default/p", moveAssignedPodDelete}},
+			[]string{"DeletePod default/p", moveAssignedPodDelete}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,8 +180,8 @@ func TestUpdatePod(t *testing.T) {
 				t.Error(d)
 			}
 			for _, m := range fc.Moves() {
-				if m.Checked {
-					t.Errorf("%v raised with a pre-enqueue check; want none", m.Event)
+				if m.OldObj == nil {
+					t.Errorf("%v raised without the pod that freed resources", m.Event)
 				}
 			}
 		})
@@ -195,33 +195,33 @@ func TestDeletePod(t *testing.T) {
 		want []string
 	}{
 		{"pending pod leaves the queue", pendingPod("1").Obj(),
-			[]string{"RemovePendingPod default/p"}},
+			[]string{"DeletePod default/p"}},
 		{"pending terminating pod leaves the queue", pendingPod("1").Terminating().Obj(),
-			[]string{"RemovePendingPod default/p"}},
+			[]string{"DeletePod default/p"}},
 		{"other scheduler's pending pod is ignored", otherPendingPod("1").Obj(),
 			nil},
 		{"pod that failed before being scheduled is ignored", pendingPod("1").Phase(v1.PodFailed).Obj(),
 			nil},
 		{"running pod frees resources", runningPod("1").Obj(),
-			[]string{"RemovePod default/p", moveAssignedPodDelete}},
+			[]string{"DeletePod default/p", moveAssignedPodDelete}},
 		{"terminating pod frees resources", runningPod("1").Terminating().Obj(),
-			[]string{"RemovePod default/p", moveAssignedPodDelete}},
+			[]string{"DeletePod default/p", moveAssignedPodDelete}},
 		{"bound pod that never started frees resources", pendingPod("1").Node("n1").Obj(),
-			[]string{"RemovePod default/p", moveAssignedPodDelete}},
+			[]string{"DeletePod default/p", moveAssignedPodDelete}},
 		{"other scheduler's running pod frees resources", runningPod("1").Scheduler("other-scheduler").Obj(),
-			[]string{"RemovePod default/p", moveAssignedPodDelete}},
+			[]string{"DeletePod default/p", moveAssignedPodDelete}},
 		{"succeeded pod had already freed its resources", runningPod("1").Phase(v1.PodSucceeded).Obj(),
-			[]string{"RemovePod default/p"}},
+			[]string{"DeletePod default/p"}},
 		{"failed pod had already freed its resources", runningPod("1").Phase(v1.PodFailed).Obj(),
-			[]string{"RemovePod default/p"}},
+			[]string{"DeletePod default/p"}},
 		{"tombstone of a pending pod", tombstone(pendingPod("1").Obj()),
-			[]string{"RemovePendingPod default/p"}},
+			[]string{"DeletePod default/p"}},
 		{"tombstone of another scheduler's pending pod", tombstone(otherPendingPod("1").Obj()),
 			nil},
 		{"tombstone of a running pod", tombstone(runningPod("1").Obj()),
-			[]string{"RemovePod default/p", moveAssignedPodDelete}},
+			[]string{"DeletePod default/p", moveAssignedPodDelete}},
 		{"tombstone of a succeeded pod", tombstone(runningPod("1").Phase(v1.PodSucceeded).Obj()),
-			[]string{"RemovePod default/p"}},
+			[]string{"DeletePod default/p"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,7 +269,7 @@ func TestPodCacheErrorsDoNotStopTheHandler(t *testing.T) {
 	}{
 		{"bound: added although removing from the queue failed",
 			func(h *defaulthandler.Handler) { h.UpdatePod(pendingPod("1").Obj(), runningPod("2").Obj()) },
-			[]string{"RemovePendingPod default/p", "AddPod default/p"}},
+			[]string{"AddPod default/p"}},
 		{"finished: event raised although the update failed",
 			func(h *defaulthandler.Handler) {
 				h.UpdatePod(runningPod("1").Obj(), runningPod("2").Phase(v1.PodSucceeded).Obj())
@@ -277,7 +277,7 @@ func TestPodCacheErrorsDoNotStopTheHandler(t *testing.T) {
 			[]string{"UpdatePod default/p", moveAssignedPodDelete}},
 		{"deleted: event raised although the removal failed",
 			func(h *defaulthandler.Handler) { h.DeletePod(runningPod("1").Obj()) },
-			[]string{"RemovePod default/p", moveAssignedPodDelete}},
+			[]string{"DeletePod default/p", moveAssignedPodDelete}},
 		{"pending update", func(h *defaulthandler.Handler) { h.UpdatePod(pendingPod("1").Obj(), pendingPod("2").Obj()) },
 			[]string{"UpdatePendingPod default/p"}},
 		{"pending add", func(h *defaulthandler.Handler) { h.AddPod(pendingPod("1").Obj()) },
@@ -308,11 +308,11 @@ func TestPodLifecycle(t *testing.T) {
 	h.DeletePod(created.Obj())
 	want := []string{
 		"AddPendingPod default/p",
-		"RemovePendingPod default/p", "AddPod default/p",
+		"AddPod default/p",
 		"UpdatePod default/p",
 		"UpdatePod default/p",
 		"UpdatePod default/p", moveAssignedPodDelete,
-		"RemovePod default/p",
+		"DeletePod default/p",
 	}
 	if d := diffCalls(fc.Effects(), want); d != "" {
 		t.Error(d)
