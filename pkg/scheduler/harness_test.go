@@ -9,6 +9,7 @@ import (
 	"time"
 
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -71,7 +72,7 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	// A backoff of 1ns: a job that a move request requeues goes straight
 	// to the active queue. (Nothing flushes the backoff queue, as the cache
 	// does not Run.)
-	c, err := cache.New(cache.Options{Client: client, InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond})
+	c, err := cache.New(cache.Options{Client: client, Queue: queue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
 	if err != nil {
 		t.Fatalf("cache.New: %v", err)
 	}
@@ -99,6 +100,7 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	}
 	opts := Options{
 		Cache:       c,
+		Queue:       c.Queue(),
 		Client:      client,
 		Profiles:    map[string]*frameworkruntime.Framework{testSchedulerName: fwk},
 		Recorder:    recorder,
@@ -175,7 +177,7 @@ func (h *harness) cycle() {
 // requeueAll moves every parked job as a cluster event that may help any
 // would.
 func (h *harness) requeueAll() {
-	h.cache.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.All, Label: "Test"}, nil)
+	h.cache.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.All, Label: "Test"}, nil, nil)
 }
 
 // bindings returns the pods/binding creations the fake clientset saw, in
@@ -266,7 +268,7 @@ func (h *harness) taskDump(pod *v1.Pod) cache.TaskDump {
 // requestedCPU returns the milli-CPU the cache accounts on node.
 func (h *harness) requestedCPU(node string) int64 {
 	h.t.Helper()
-	ni, ok := h.framework.NodeInfo(node)
+	ni, ok := h.cache.NodeInfo(node)
 	if !ok {
 		h.t.Fatalf("node %s is not in the cache", node)
 	}
@@ -326,8 +328,8 @@ var (
 
 func (*hookPlugin) Name() string { return hookName }
 
-func (*hookPlugin) EventsToRegister() []framework.ClusterEvent {
-	return []framework.ClusterEvent{framework.EventNodeLabelChange}
+func (*hookPlugin) EventsToRegister() []framework.ClusterEventWithHint {
+	return []framework.ClusterEventWithHint{{Event: framework.EventNodeLabelChange}}
 }
 
 func (p *hookPlugin) PreFilter(_ context.Context, _ *framework.CycleState, job *framework.Job) *framework.Status {

@@ -97,11 +97,11 @@ func TestNewValidates(t *testing.T) {
 		opts    Options
 		wantErr string
 	}{
-		{"no cache", Options{Client: client, Recorder: rec, Profiles: profiles}, "cache, client and event recorder are required"},
-		{"no client", Options{Cache: c, Recorder: rec, Profiles: profiles}, "cache, client and event recorder are required"},
-		{"no recorder", Options{Cache: c, Client: client, Profiles: profiles}, "cache, client and event recorder are required"},
-		{"no profiles", Options{Cache: c, Client: client, Recorder: rec}, "no profiles"},
-		{"empty profiles", Options{Cache: c, Client: client, Recorder: rec, Profiles: map[string]*frameworkruntime.Framework{}}, "no profiles"},
+		{"no cache", Options{Queue: c.Queue(), Client: client, Recorder: rec, Profiles: profiles}, "cache, queue, client and event recorder are required"},
+		{"no client", Options{Cache: c, Queue: c.Queue(), Recorder: rec, Profiles: profiles}, "cache, queue, client and event recorder are required"},
+		{"no recorder", Options{Cache: c, Queue: c.Queue(), Client: client, Profiles: profiles}, "cache, queue, client and event recorder are required"},
+		{"no profiles", Options{Cache: c, Queue: c.Queue(), Client: client, Recorder: rec}, "no profiles"},
+		{"empty profiles", Options{Cache: c, Queue: c.Queue(), Client: client, Recorder: rec, Profiles: map[string]*frameworkruntime.Framework{}}, "no profiles"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,7 +121,7 @@ func TestNewDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := Options{Cache: c, Client: fake.NewClientset(), Recorder: events.NewFakeRecorder(1),
+	base := Options{Cache: c, Queue: c.Queue(), Client: fake.NewClientset(), Recorder: events.NewFakeRecorder(1),
 		Profiles: map[string]*frameworkruntime.Framework{testSchedulerName: {}}}
 	tests := []struct {
 		name               string
@@ -164,7 +164,7 @@ func TestNewMetricsRegisters(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Attempts.WithLabelValues(resultScheduled, "p").Inc()
-	m.AttemptDuration.WithLabelValues(resultScheduled).Observe(1)
+	m.AttemptDuration.WithLabelValues(resultScheduled, "p").Observe(1)
 	m.E2ELatency.Observe(1)
 	m.BindErrors.Inc()
 	m.PodsBound.Inc()

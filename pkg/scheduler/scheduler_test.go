@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -92,7 +92,7 @@ func TestScheduleOneBindsAPodThatFits(t *testing.T) {
 			if got, want := h.requestedCPU(tt.wantNode), before+1000; got != want {
 				t.Errorf("requested cpu on %s = %dm, want %dm", tt.wantNode, got, want)
 			}
-			if got := h.cache.Queue().Lengths(); got != (cache.QueueLengths{AwaitingBinding: 1}) {
+			if got := h.cache.Queue().Lengths(); got != (queue.Lengths{AwaitingBinding: 1}) {
 				t.Errorf("queue lengths = %+v, want the job awaiting binding", got)
 			}
 
@@ -142,15 +142,21 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 		name    string
 		nodes   []*v1.Node
 		wantMsg string
+		// wantEvents are the registered events the job waits for, as
+		// "<plugin>:<event>", sorted; "*" for any event.
+		wantEvents []string
 	}{
 		{
-			name:    "no nodes",
-			wantMsg: "no nodes available to schedule pods",
+			// No plugin rejected anything: any event may help.
+			name:       "no nodes",
+			wantMsg:    "no nodes available to schedule pods",
+			wantEvents: []string{"*"},
 		},
 		{
-			name:    "insufficient cpu everywhere",
-			nodes:   []*v1.Node{small("n1"), small("n2"), small("n3")},
-			wantMsg: "0/3 nodes are available: 3 Insufficient cpu.",
+			name:       "insufficient cpu everywhere",
+			nodes:      []*v1.Node{small("n1"), small("n2"), small("n3")},
+			wantMsg:    "0/3 nodes are available: 3 Insufficient cpu.",
+			wantEvents: fitEvents,
 		},
 		{
 			name: "several reasons, most frequent first",
@@ -159,7 +165,8 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 				st.MakeNode().Name("n2").Unschedulable(true).Capacity(res{"cpu": "8", "pods": "110"}).Obj(),
 				small("n3"),
 			},
-			wantMsg: "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) were unschedulable.",
+			wantMsg:    "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) were unschedulable.",
+			wantEvents: append(slices.Clone(fitEvents), "NodeUnschedulable:NodeAdd", "NodeUnschedulable:NodeBecameSchedulable"),
 		},
 	}
 	for _, tt := range tests {
@@ -201,14 +208,14 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 			}
 
 			d := h.cache.Dump().Queue
-			if d.Lengths != (cache.QueueLengths{Unschedulable: 1}) {
+			if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
 				t.Fatalf("queue lengths = %+v, want the job unschedulable", d.Lengths)
 			}
-			// Gang's Permit rejects every job with a pod left unplaced,
-			// and its events cover those of the filters that rejected
-			// nodes here.
-			if got := d.Unschedulable[0]; got.LastFailure != tt.wantMsg || !slices.Equal(sorted(got.Events), gangEvents) {
-				t.Errorf("unschedulable job: last failure %q, events %q; want %q, %q", got.LastFailure, got.Events, tt.wantMsg, gangEvents)
+			// Gang's Permit rejects every job with a pod left unplaced, but
+			// registers no event: the filters that rejected nodes say
+			// what may help.
+			if got := d.Unschedulable[0]; got.LastFailure != tt.wantMsg || !slices.Equal(sorted(got.Events), tt.wantEvents) {
+				t.Errorf("unschedulable job: last failure %q, events %q; want %q, %q", got.LastFailure, got.Events, tt.wantMsg, tt.wantEvents)
 			}
 			if got := h.attempts(resultUnschedulable); got != 1 {
 				t.Errorf("Attempts{unschedulable} = %v, want 1", got)
@@ -247,7 +254,7 @@ func TestUnschedulablePatchesOnlyChanges(t *testing.T) {
 	if err := h.cache.UpdatePendingPod(pod, patched); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.cache.Queue().Lengths(); got != (cache.QueueLengths{Unschedulable: 1}) {
+	if got := h.cache.Queue().Lengths(); got != (queue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths after the status update = %+v, want the job still unschedulable", got)
 	}
 
@@ -335,7 +342,7 @@ func TestGangAllOrNothing(t *testing.T) {
 		t.Errorf("got %d status patches, want 4", n)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (cache.QueueLengths{Unschedulable: 1}) {
+	if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths = %+v, want the gang unschedulable", d.Lengths)
 	}
 	if got := d.Unschedulable[0].LastFailure; got != jobMsg {
@@ -344,7 +351,7 @@ func TestGangAllOrNothing(t *testing.T) {
 
 	// A fourth node: the gang fits, one task per node.
 	h.addNode("n4", "1")
-	h.cache.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
+	h.cache.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
 	h.cycle()
 
 	bound := h.boundTo()
@@ -374,8 +381,8 @@ func TestGangAllOrNothing(t *testing.T) {
 	}
 }
 
-// gangEvents are the Gang plugin's events, sorted.
-var gangEvents = []string{"AssignedPodDelete", "ExternalUsageDecrease", "NodeAdd", "NodeAllocatableChange", "NodeLabelChange", "NodeSpecUnschedulableChange", "NodeTaintChange", "PodAdd"}
+// fitEvents are the NodeResourcesFit plugin's events, sorted.
+var fitEvents = []string{"NodeResourcesFit:AssignedPodDelete", "NodeResourcesFit:ExternalUsageDecrease", "NodeResourcesFit:NodeAdd", "NodeResourcesFit:NodeAllocatableChange"}
 
 func TestGangWaitsForItsTasks(t *testing.T) {
 	h := newHarness(t)
@@ -396,12 +403,13 @@ func TestGangWaitsForItsTasks(t *testing.T) {
 		t.Errorf("events = %q, want %q", evts, want)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (cache.QueueLengths{Unschedulable: 1}) {
+	if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths = %+v, want the gang unschedulable", d.Lengths)
 	}
-	// Only the Gang plugin rejected it: its events, not any event.
-	if got := sorted(d.Unschedulable[0].Events); !slices.Equal(got, gangEvents) {
-		t.Errorf("events the gang waits for = %q, want Gang's %q", got, gangEvents)
+	// Only the Gang plugin rejected it, and no cluster event helps a gang
+	// waiting for its own pods: it waits for them (or the timeout).
+	if got := d.Unschedulable[0].Events; len(got) != 0 {
+		t.Errorf("events the gang waits for = %q, want none", got)
 	}
 
 	// The third task arrives: a relevant pod event requeues the gang.
@@ -455,12 +463,12 @@ func TestGangPartialPlacement(t *testing.T) {
 		t.Errorf("Attempts{scheduled} = %v, want 1", got)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (cache.QueueLengths{Unschedulable: 1}) {
+	if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths = %+v, want the job parked for w-2", d.Lengths)
 	}
 	// Only NodeResourcesFit rejected anything (Gang's Permit passed): the
 	// job waits for its events.
-	if got, want := sorted(d.Unschedulable[0].Events), []string{"AssignedPodDelete", "ExternalUsageDecrease", "NodeAdd", "NodeAllocatableChange"}; !slices.Equal(got, want) || d.Unschedulable[0].LastFailure != msg {
+	if got, want := sorted(d.Unschedulable[0].Events), fitEvents; !slices.Equal(got, want) || d.Unschedulable[0].LastFailure != msg {
 		t.Errorf("parked job waits for %q with last failure %q, want %q and %q", got, d.Unschedulable[0].LastFailure, want, msg)
 	}
 
@@ -477,7 +485,7 @@ func TestGangPartialPlacement(t *testing.T) {
 	}
 	// A node is added: w-2 is tried again and lands there.
 	h.addNode("n3", "1")
-	h.cache.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil)
+	h.cache.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
 	if got := h.cache.Queue().Lengths(); got.Active != 1 {
 		t.Fatalf("queue lengths after NodeAdd = %+v, want the job active (w-2 must not be stuck)", got)
 	}
@@ -527,7 +535,7 @@ func TestNoProfileRequeuesWithError(t *testing.T) {
 		t.Errorf(`Attempts{error, "other"} = %v, want 1`, got)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (cache.QueueLengths{Backoff: 1}) {
+	if d.Lengths != (queue.Lengths{Backoff: 1}) {
 		t.Fatalf("queue lengths = %+v, want the job backing off", d.Lengths)
 	}
 	if want := `no profile for scheduler name "other"`; !strings.Contains(d.Backoff[0].LastFailure, want) {
@@ -618,7 +626,7 @@ func TestCycleErrorsRequeue(t *testing.T) {
 				t.Errorf("Attempts{error} = %v, want 1", got)
 			}
 			d := h.cache.Dump().Queue
-			if d.Lengths != (cache.QueueLengths{Backoff: 1}) {
+			if d.Lengths != (queue.Lengths{Backoff: 1}) {
 				t.Fatalf("queue lengths = %+v, want the job backing off", d.Lengths)
 			}
 			if !strings.Contains(d.Backoff[0].LastFailure, tt.wantFailure) || !strings.Contains(d.Backoff[0].LastFailure, "boom") {
@@ -640,18 +648,18 @@ func TestReserveAndPermitRejections(t *testing.T) {
 	}{
 		{
 			// The pod is not placed, so Gang's Permit rejects the job too
-			// (its events include the hook's NodeLabelChange), but its
-			// verdict on a single pod adds nothing to the pod's reason.
+			// (registering no event), but its verdict on a single pod adds
+			// nothing to the pod's reason.
 			name:       "reserve",
 			hook:       &hookPlugin{reserve: func(*v1.Pod, string) *framework.Status { return reject("no lease") }},
 			wantMsg:    "no lease",
-			wantEvents: gangEvents,
+			wantEvents: []string{"TestHook:NodeLabelChange"},
 		},
 		{
 			name:       "permit",
 			hook:       &hookPlugin{permit: func(*framework.Job, map[string]string) *framework.Status { return reject("not now") }},
 			wantMsg:    "not now",
-			wantEvents: []string{"NodeLabelChange"},
+			wantEvents: []string{"TestHook:NodeLabelChange"},
 		},
 	}
 	for _, tt := range tests {
@@ -673,7 +681,7 @@ func TestReserveAndPermitRejections(t *testing.T) {
 				t.Errorf("task = %s, want pending", got)
 			}
 			d := h.cache.Dump().Queue
-			if d.Lengths != (cache.QueueLengths{Unschedulable: 1}) {
+			if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
 				t.Fatalf("queue lengths = %+v, want the job unschedulable", d.Lengths)
 			}
 			if got := sorted(d.Unschedulable[0].Events); !slices.Equal(got, tt.wantEvents) {
@@ -731,7 +739,7 @@ func TestAssumeFailureRollsBack(t *testing.T) {
 		t.Errorf("Attempts{scheduled} = %v, want 0", got)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (cache.QueueLengths{Backoff: 1}) {
+	if d.Lengths != (queue.Lengths{Backoff: 1}) {
 		t.Fatalf("queue lengths = %+v, want the job backing off", d.Lengths)
 	}
 	if want := "assuming pod default/w-1"; !strings.Contains(d.Backoff[0].LastFailure, want) {
@@ -764,7 +772,7 @@ func TestNothingLeftToPlace(t *testing.T) {
 	if got := h.attempts(resultScheduled) + h.attempts(resultUnschedulable) + h.attempts(resultError); got != 1 {
 		t.Errorf("attempts in all = %v, want 1: the empty cycle is not an attempt", got)
 	}
-	if got := h.cache.Queue().Lengths(); got != (cache.QueueLengths{AwaitingBinding: 1}) {
+	if got := h.cache.Queue().Lengths(); got != (queue.Lengths{AwaitingBinding: 1}) {
 		t.Errorf("queue lengths = %+v, want the job awaiting binding", got)
 	}
 }
