@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
@@ -370,5 +371,36 @@ func TestEventsAndName(t *testing.T) {
 		if matches(e) {
 			t.Errorf("%v requeues, but cannot free resources", e)
 		}
+	}
+}
+
+func TestNodeHint(t *testing.T) {
+	pod := st.MakePod().Name("p").Req(map[v1.ResourceName]string{v1.ResourceCPU: "2"}).Obj()
+	job := &framework.QueuedJob{Pods: []*v1.Pod{pod}}
+	node := func(cpu, mem string) *v1.Node {
+		return st.MakeNode().Name("n").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: cpu, v1.ResourceMemory: mem, v1.ResourcePods: "10"}).Obj()
+	}
+	tests := []struct {
+		name     string
+		old, new any
+		want     framework.QueueingHint
+		wantErr  bool
+	}{
+		{name: "added node too small", new: node("1", "1Gi"), want: framework.QueueSkip},
+		{name: "added node big enough", new: node("4", "1Gi"), want: framework.Queue},
+		{name: "allocatable grew in what the pod asks for", old: node("3", "1Gi"), new: node("4", "1Gi"), want: framework.Queue},
+		{name: "allocatable grew in what the pod does not ask for", old: node("4", "1Gi"), new: node("4", "2Gi"), want: framework.QueueSkip},
+		{name: "allocatable shrank", old: node("8", "1Gi"), new: node("4", "1Gi"), want: framework.QueueSkip},
+		{name: "grew but still too small", old: node("1", "1Gi"), new: node("1500m", "1Gi"), want: framework.QueueSkip},
+		{name: "not a node", new: "garbage", want: framework.Queue, wantErr: true},
+		{name: "old not a node", old: 42, new: node("4", "1Gi"), want: framework.Queue, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := nodeHint(klog.Background(), job, tt.old, tt.new)
+			if got != tt.want || (err != nil) != tt.wantErr {
+				t.Errorf("nodeHint = %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
 	}
 }
