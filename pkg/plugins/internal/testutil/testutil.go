@@ -1,5 +1,5 @@
 // Package testutil builds what plugin tests need: NodeInfos as the
-// scheduler cache builds them, and a framework.Handle over a fake API.
+// scheduler cache accounts them, and a framework.Handle over a fake API.
 package testutil
 
 import (
@@ -11,26 +11,15 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
-// NodeInfo returns the NodeInfo the scheduler cache builds for node with
-// pods bound to it (their spec.nodeName is set to the node's name). It goes
-// through a real cache, so Name, Requested and Pods are exactly what a
-// scheduling cycle sees.
+// NodeInfo returns the NodeInfo of node with pods bound to it (their
+// spec.nodeName is set to the node's name), accounted as the cache
+// accounts them (framework.NewNodeInfo).
 func NodeInfo(t testing.TB, node *v1.Node, pods ...*v1.Pod) *framework.NodeInfo {
 	t.Helper()
-	c := newCache(t)
-	if err := c.AddOrUpdateNode(node); err != nil {
-		t.Fatalf("adding node %s: %v", node.Name, err)
-	}
-	addPods(t, c, node.Name, pods)
-	ni, ok := c.NodeInfo(node.Name)
-	if !ok {
-		t.Fatalf("node %s missing from the cache", node.Name)
-	}
-	return ni
+	return framework.NewNodeInfo(node, boundTo(node.Name, pods)...)
 }
 
 // PlaceholderNodeInfo returns the placeholder NodeInfo the cache keeps for
@@ -40,33 +29,21 @@ func PlaceholderNodeInfo(t testing.TB, name string, pods ...*v1.Pod) *framework.
 	if len(pods) == 0 {
 		t.Fatal("a placeholder needs at least one pod")
 	}
-	c := newCache(t)
-	addPods(t, c, name, pods)
-	ni, ok := c.NodeInfo(name)
-	if !ok || !ni.Placeholder {
-		t.Fatalf("placeholder %s missing from the cache", name)
+	ni := framework.NewPlaceholderNodeInfo(name)
+	for _, p := range boundTo(name, pods) {
+		ni.AddPod(p)
 	}
 	return ni
 }
 
-func newCache(t testing.TB) *cache.SchedulerCache {
-	t.Helper()
-	c, err := cache.New(cache.Options{})
-	if err != nil {
-		t.Fatalf("creating cache: %v", err)
-	}
-	return c
-}
-
-func addPods(t testing.TB, c *cache.SchedulerCache, nodeName string, pods []*v1.Pod) {
-	t.Helper()
-	for _, p := range pods {
+func boundTo(nodeName string, pods []*v1.Pod) []*v1.Pod {
+	out := make([]*v1.Pod, len(pods))
+	for i, p := range pods {
 		p = p.DeepCopy()
 		p.Spec.NodeName = nodeName
-		if err := c.AddPod(p); err != nil {
-			t.Fatalf("adding pod %s/%s: %v", p.Namespace, p.Name, err)
-		}
+		out[i] = p
 	}
+	return out
 }
 
 // Handle is a framework.Handle over a fake clientset.

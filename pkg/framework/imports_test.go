@@ -1,0 +1,104 @@
+package framework_test
+
+import (
+	"go/build"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/batch-scheduler/batch-scheduler"
+
+// repoRoot is the module's root: two directories above this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(wd, "..", "..")
+}
+
+// projectImports returns the project packages that the package at path
+// imports, directly and through other project packages (tests excluded),
+// each with the chain that leads to it.
+func projectImports(t *testing.T, root, path string) map[string][]string {
+	t.Helper()
+	chains := map[string][]string{}
+	var visit func(p string, chain []string)
+	visit = func(p string, chain []string) {
+		pkg, err := build.ImportDir(filepath.Join(root, strings.TrimPrefix(p, module)), 0)
+		if err != nil {
+			t.Fatalf("reading package %s: %v", p, err)
+		}
+		for _, imp := range pkg.Imports {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			if _, seen := chains[imp]; seen {
+				continue
+			}
+			next := append(slices.Clone(chain), imp)
+			chains[imp] = next
+			visit(imp, next)
+		}
+	}
+	visit(path, []string{path})
+	return chains
+}
+
+// packagesUnder lists the Go packages in the directory tree of path.
+func packagesUnder(t *testing.T, root, path string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(filepath.Join(root, strings.TrimPrefix(path, module)), func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if _, err := build.ImportDir(p, 0); err != nil {
+			return nil // no Go files that build
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		out = append(out, module+"/"+filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The framework owns the types plugins use, and the cache builds on them,
+// never the other way round: no plugin and no framework package imports
+// the cache or the scheduling queue, and the framework itself is a leaf.
+func TestImportDirection(t *testing.T) {
+	root := repoRoot(t)
+	forbidden := []string{module + "/pkg/cache", module + "/pkg/queue", module + "/pkg/scheduler", module + "/cmd"}
+	var checked int
+	for _, tree := range []string{module + "/pkg/framework", module + "/pkg/plugins"} {
+		for _, pkg := range packagesUnder(t, root, tree) {
+			checked++
+			for imp, chain := range projectImports(t, root, pkg) {
+				for _, f := range forbidden {
+					if imp == f || strings.HasPrefix(imp, f+"/") {
+						t.Errorf("%s imports %s: %s", pkg, imp, strings.Join(chain, " -> "))
+					}
+				}
+			}
+		}
+	}
+	if checked < 9 {
+		t.Errorf("checked %d packages; the walk is broken", checked)
+	}
+	leaf := module + "/pkg/framework"
+	for imp := range projectImports(t, root, leaf) {
+		if imp != module+"/pkg/resources" {
+			t.Errorf("%s is a leaf but imports %s", leaf, imp)
+		}
+	}
+}
