@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -141,4 +142,65 @@ func nodeIdle(c *cache.SchedulerCache, name string) (resources.Resource, bool) {
 		return resources.Resource{}, false
 	}
 	return n.Idle(), true
+}
+
+// Custom informers get what native ones get: the transform that strips
+// managedFields and the last-applied annotation, and the node selector, so
+// that usage on a node outside it creates no placeholder.
+func TestCustomInformersGetTransformAndSelector(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	web := st.MakeNode().Name("web").Label("pool", "web").Capacity(res{"cpu": "8", "pods": "10"}).Obj()
+	batch := st.MakeNode().Name("batch").Label("pool", "batch").Capacity(res{"cpu": "8", "pods": "10"}).Obj()
+	client := fake.NewClientset(web, batch)
+	c, err := cache.New(cache.Options{Client: client, NodeSelector: labels.SelectorFromSet(labels.Set{"pool": "batch"}),
+		Resources: []framework.EventResource{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := defaulthandler.NewWithArgs(c, defaulthandler.Args{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := fcache.NewFakeControllerSource()
+	defer src.Shutdown()
+	onWeb := externalWorkload("vm-web", "web", "3", v1alpha1.ExternalWorkloadRunning)
+	onWeb.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "vm-manager", Operation: metav1.ManagedFieldsOperationApply}}
+	onWeb.Annotations = map[string]string{cache.LastAppliedConfigAnnotation: `{"huge":"copy"}`, "keep": "me"}
+	src.Add(onWeb)
+	src.Add(externalWorkload("vm-batch", "batch", "2", v1alpha1.ExternalWorkloadRunning))
+	inf := toolscache.NewSharedIndexInformer(noWatchList{src}, &v1alpha1.ExternalWorkload{}, 0, toolscache.Indexers{})
+	if err := c.AddCustomInformer(cache.CustomInformer{Name: "vms", Resource: framework.ExternalWorkload, Informer: inf}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitForHandlersSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		idle, ok := nodeIdle(c, "batch")
+		return ok && idle.MilliCPU == 6000 && len(c.Dump().OutsideSelector) == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("cache did not converge: %+v", c.Dump())
+	}
+	d := c.Dump()
+	for _, n := range d.Nodes {
+		if n.Placeholder {
+			t.Errorf("placeholder %s for usage on a node outside the selector", n.Name)
+		}
+	}
+	if aside := d.OutsideSelector[0]; aside.Name != "web" || aside.External.MilliCPU != 3000 {
+		t.Errorf("kept aside = %+v, want vm-web's 3 cpu on web", aside)
+	}
+	stored, ok, err := inf.GetStore().GetByKey("vm-web")
+	if err != nil || !ok {
+		t.Fatalf("vm-web not in the informer's store: %v", err)
+	}
+	w := stored.(*v1alpha1.ExternalWorkload)
+	if w.ManagedFields != nil || w.Annotations[cache.LastAppliedConfigAnnotation] != "" || w.Annotations["keep"] != "me" {
+		t.Errorf("stored object = managedFields %v, annotations %v; want both stripped, other annotations kept", w.ManagedFields, w.Annotations)
+	}
 }
