@@ -138,7 +138,7 @@ func TestSnapshotAddPodIsTentative(t *testing.T) {
 	if n1.Requested.MilliCPU != 3000 || n1.Requested.Scalar[gpu] != 5 || len(n1.Pods) != 2 {
 		t.Errorf("n1 after the update = %+v, want the running and the assumed pod", n1)
 	}
-	if _, ok := s.Get("n3"); ok || s.NumNodes() != 2 {
+	if _, ok := s.Get("n3"); ok || len(s.NodeInfos()) != 2 {
 		t.Errorf("snapshot nodes = %s, want n1,n2", snapshotNames(s))
 	}
 	if got := s.clones - base; got != 2 {

@@ -44,7 +44,7 @@ func TestUsageOnNodesOutsideTheSelector(t *testing.T) {
 	}
 	s := NewSnapshot()
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
-	if s.NumNodes() != 0 {
+	if len(s.NodeInfos()) != 0 {
 		t.Errorf("snapshot has %s, want nothing", snapshotNames(s))
 	}
 	checkInvariants(t, c)
@@ -74,7 +74,7 @@ func TestUsageOnNodesOutsideTheSelector(t *testing.T) {
 		t.Errorf("kept aside = %+v, want web", d.OutsideSelector)
 	}
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
-	if s.NumNodes() != 0 {
+	if len(s.NodeInfos()) != 0 {
 		t.Errorf("snapshot has %s, want nothing", snapshotNames(s))
 	}
 	checkInvariants(t, c)

@@ -44,9 +44,6 @@ func (s *Snapshot) Get(name string) (*framework.NodeInfo, bool) {
 	return n, ok
 }
 
-// NumNodes returns the number of nodes in the snapshot.
-func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }
-
 // AddPod places pod on the named node of the snapshot, tentatively: a
 // scheduling cycle that places several pods (the tasks of a gang) does so
 // that later placements see earlier ones. The change lasts until the next

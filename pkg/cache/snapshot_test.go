@@ -26,8 +26,8 @@ func TestUpdateSnapshotIsIncremental(t *testing.T) {
 	}
 	s := NewSnapshot()
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
-	if s.clones != 10 || s.NumNodes() != 10 {
-		t.Fatalf("first update: %d clones, %d nodes; want 10, 10", s.clones, s.NumNodes())
+	if s.clones != 10 || len(s.NodeInfos()) != 10 {
+		t.Fatalf("first update: %d clones, %d nodes; want 10, 10", s.clones, len(s.NodeInfos()))
 	}
 	n3Before, _ := s.Get("n3")
 	n3Gen := n3Before.Generation

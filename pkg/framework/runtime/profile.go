@@ -33,10 +33,6 @@ var extensionPoints = []ExtensionPoint{
 	ScorePoint, ReservePoint, PermitPoint, BindPoint,
 }
 
-// ExtensionPoints returns every extension point in cycle order. The slice
-// is a fresh copy.
-func ExtensionPoints() []ExtensionPoint { return slices.Clone(extensionPoints) }
-
 // PluginRef enables a plugin at an extension point.
 type PluginRef struct {
 	Name string

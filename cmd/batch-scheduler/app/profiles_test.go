@@ -1,0 +1,76 @@
+package app
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+)
+
+// orderedSort is a QueueSort plugin whose args choose the order: all
+// profiles share one queue, so which profile's instance sorts it must not
+// depend on map iteration.
+type orderedSort struct{ reverse bool }
+
+func (*orderedSort) Name() string { return "Ordered" }
+func (o *orderedSort) Less(a, b *framework.QueuedJob) bool {
+	return (a.Priority > b.Priority) != o.reverse
+}
+
+func newOrderedSort(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	var a struct {
+		Reverse bool `yaml:"reverse"`
+	}
+	if err := config.DecodeStrict(args, &a); err != nil {
+		return nil, err
+	}
+	return &orderedSort{reverse: a.Reverse}, nil
+}
+
+func TestQueueSortComesFromTheFirstProfile(t *testing.T) {
+	const file = `apiVersion: batch-scheduler.io/v1alpha1
+kind: SchedulerConfiguration
+profiles:
+- schedulerName: b
+  plugins:
+    queueSort: [{name: Ordered}]
+  pluginConfig:
+  - name: Ordered
+    args: {reverse: true}
+- schedulerName: a
+  plugins:
+    queueSort: [{name: Ordered}]
+`
+	cfg, err := config.Parse("profiles.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := plugins.NewInTreeRegistry()
+	if err := reg.Register("Ordered", newOrderedSort); err != nil {
+		t.Fatal(err)
+	}
+	high, low := &framework.QueuedJob{Priority: 10}, &framework.QueuedJob{Priority: 1}
+	for _, tt := range []struct {
+		names    []string
+		highLess bool
+	}{
+		{[]string{"a", "b"}, true},  // a sorts by priority
+		{[]string{"b", "a"}, false}, // b reverses it
+	} {
+		for range 20 {
+			profiles, less, err := buildProfiles(t.Context(), tt.names, cfg, reg, &handle{})
+			if err != nil {
+				t.Fatalf("buildProfiles(%v): %v", tt.names, err)
+			}
+			if len(profiles) != 2 {
+				t.Fatalf("%d profiles, want 2", len(profiles))
+			}
+			if got := less(high, low); got != tt.highLess {
+				t.Fatalf("names %v: Less(high, low) = %v, want %v (the first name's profile)", tt.names, got, tt.highLess)
+			}
+		}
+	}
+}
