@@ -133,8 +133,8 @@ func seedPods() []*v1.Pod {
 		pods = append(pods, st.MakePod().Namespace("ml").Name(fmt.Sprintf("train-%d", i)).
 			Group("train").MinAvailable("4").Req(res{"cpu": "1", "memory": "16Gi"}).Obj())
 	}
-	// A gang whose min-available is not a number: the cache says so and
-	// requires all of its pods, of which only 1 fits.
+	// A gang whose min-available is not a number: it declares no usable
+	// quorum, so it never starts, and its pods say what to fix.
 	for i := range 2 {
 		pods = append(pods, st.MakePod().Namespace("ml").Name(fmt.Sprintf("eval-%d", i)).
 			Group("eval").MinAvailable("three").Req(res{"cpu": "1", "memory": "30Gi"}).Obj())

@@ -72,7 +72,7 @@ func keys(ns string, names ...string) []string {
 
 const (
 	gangFourMsg = "gang ml/train: 3 of 4 tasks could be placed, min-available 4"
-	evalInvalid = `annotation scheduling.k8s.io/min-available="three" must be an integer >= 1; requiring all pods of the job`
+	evalInvalid = `gang ml/eval is not scheduled: annotation scheduling.k8s.io/min-available="three" must be an integer >= 1`
 )
 
 // steps is the demo's script.
@@ -97,17 +97,19 @@ func steps() []step {
 			why:     []string{gangFourMsg},
 			because: "gang of 4, min-available 4, 16Gi each: large has room for 3, so none is bound"},
 		{name: "ml/eval-0,1", pods: keys("ml", "eval-0", "eval-1"),
-			why:     []string{"gang ml/eval: 1 of 2 tasks could be placed, min-available 2", evalInvalid},
-			because: `min-available "three" is invalid, so all 2 are required; 30Gi each: 1 fits`},
+			why:     []string{evalInvalid},
+			because: `min-available "three" is not a number: a gang without a usable quorum never starts, not even partly`},
 	}
 	second := replace(first,
 		outcome{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"), on: map[string]int{"large": 3, "edge": 1},
 			because: "edge has 22Gi free: room for the 4th task, so all 4 are bound at once"},
-		// eval is not retried for the new node (30Gi does not fit there),
-		// but may be for a later event and then find 0 places instead of 1.
-		outcome{name: "ml/eval-0,1", pods: keys("ml", "eval-0", "eval-1"),
-			why:     []string{"min-available 2", evalInvalid},
-			because: "still not bound: 30Gi does not fit on edge either"},
+		// TaintToleration rejected inference on gpu, and edge has no
+		// taint: its hint says this node may help, so inference is
+		// retried (and NodeAffinity rejects edge). The other waiting jobs'
+		// plugins see that edge cannot help them.
+		outcome{name: "ml/inference", pods: keys("ml", "inference"),
+			why:     []string{"0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {nvidia.com/gpu: true}."},
+			because: "retried: edge has no taint, but does not match pool=gpu either"},
 	)
 	// A deleted pod may free room for anyone: every waiting job is retried,
 	// and the messages now count 4 nodes.
@@ -120,9 +122,6 @@ func steps() []step {
 		outcome{name: "ml/inference", pods: keys("ml", "inference"),
 			why:     []string{"0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {nvidia.com/gpu: true}."},
 			because: "retried: GPUs are free, but the taint is still not tolerated"},
-		outcome{name: "ml/eval-0,1", pods: keys("ml", "eval-0", "eval-1"),
-			why:     []string{"gang ml/eval: 0 of 2 tasks could be placed, min-available 2", evalInvalid},
-			because: "retried: large is full now (ml/train), edge has 6Gi left"},
 	)
 	// A VM on edge takes the room that etl/report, created after it,
 	// would have had there.
@@ -146,11 +145,11 @@ func steps() []step {
 		},
 		{
 			title: "Node edge joins (8 cpu, 24Gi, pool=edge): web/cache-1, bound there by default-scheduler,\n" +
-				"   leaves the placeholder, and the waiting gang ml/train now fits. Jobs that cannot fit on edge\n" +
-				"   are not even retried, so their messages still count the 3 nodes they were tried on.",
+				"   leaves the placeholder, and the waiting gang ml/train now fits. A job is retried only if a\n" +
+				"   plugin that rejected it says edge may help; the others' messages still count 3 nodes.",
 			apply:  addNode(edgeNode()),
 			expect: second,
-			shown:  []string{"ml/train-0..3", "ml/eval-0,1"},
+			shown:  []string{"ml/train-0..3", "ml/inference", "ml/eval-0,1"},
 		},
 		{
 			title: "ml/notebook (2 GPUs, bound to gpu by default-scheduler) is deleted: its room is free.\n" +

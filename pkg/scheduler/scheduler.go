@@ -379,7 +379,7 @@ func podMessage(c *cycle, pod *v1.Pod, jobMessage string) string {
 		// placed") only repeats that the pod found no node.
 		jobMessage = ""
 	}
-	if c.job.Err != nil {
+	if c.job.Err != nil && !strings.Contains(jobMessage, c.job.Err.Error()) {
 		jobMessage = strings.TrimSpace(jobMessage + " (" + c.job.Err.Error() + ")")
 	}
 	switch {
