@@ -7,35 +7,40 @@
 //
 // # Pieces
 //
-//   - SchedulerCache (cache.go): NodeInfos, TaskInfos and JobInfos. A pod
-//     bound to a node the cache does not know is accounted to a placeholder
-//     NodeInfo, which the node fills when it arrives; removing a node that
-//     still has pods turns it back into a placeholder. External usage
-//     (SetExternalUsage, e.g. ExternalWorkloads) is kept per key under mu
-//     and summed into NodeInfo.External, which Idle subtracts; it creates
-//     and keeps placeholders like pods do, and a placeholder is deleted
-//     only when neither pods nor external usage remain. Every change
-//     touches the node, so snapshots see it. The cache raises no event for
-//     it; the handler does.
-//   - Dispatch (dispatch.go): nativeMethods maps native resources to
-//     Interface methods; optionalMethods maps Grant and ExternalWorkload
-//     to the optional GrantEventHandler and ExternalWorkloadEventHandler,
-//     and Run fails if a custom informer needs one the handler lacks.
-//   - Assumed pods (cache.go): the scheduler's placements whose bind is in
-//     flight, accounted on their node before the informer reports them
+//   - SchedulerCache (cache.go, nodes.go, pods.go, external.go): the
+//     framework's NodeInfos, TaskInfos and JobInfos. A pod bound to a node
+//     the cache does not know is accounted to a placeholder NodeInfo,
+//     which the node fills when it arrives; removing a node that still has
+//     pods turns it back into a placeholder. External usage
+//     (SetExternalUsage, e.g. ExternalWorkloads) is kept per key and
+//     summed into NodeInfo.External, which Idle subtracts; it creates and
+//     keeps placeholders like pods do, and a placeholder is deleted only
+//     when neither pods nor external usage remain. Usage on a node that
+//     exists but is outside Options.NodeSelector creates no placeholder:
+//     it is kept aside (outside) and counted on the node if the node
+//     starts matching. Every change of a listed node touches it, so
+//     snapshots see it. The cache raises no event for any of this; the
+//     handler does.
+//   - Pods leave the cache in one of two ways: DeletePod, for a pod that
+//     was deleted, whatever the cache holds it as (pending, assumed,
+//     bound), and RemovePendingPod, for a pod that stopped waiting but
+//     still exists. A pending or assumed pod that gets bound needs neither:
+//     AddPod moves it to its node.
+//   - Assumed pods (assume.go): the scheduler's placements whose bind is
+//     in flight, accounted on their node before the informer reports them
 //     bound; see below.
-//   - SchedulingQueue (queue.go): active, backoff and unschedulable
-//     queues of jobs, one entry per job. A job waits in the unschedulable
-//     queue for one of the cluster events its last attempt named.
+//   - The scheduling queue (pkg/queue), owned by the cache: the cache tells
+//     it which pods are pending (PodChanged, PodRemoved) under its own
+//     lock, so the queue and the jobs never disagree.
 //   - Snapshot (snapshot.go): clones of the schedulable NodeInfos, updated
 //     incrementally through a list of NodeInfos ordered by generation. A
 //     scheduling cycle may place pods on the clones tentatively
-//     (NodeInfo.AddPod); the next update undoes that.
+//     (Snapshot.AddPod); the next update undoes that.
 //   - Run (informers.go, custom.go, dispatch.go): the informers (the
-//     native ones limited to Options.Resources), their filters and
-//     transform, and the dispatch table that maps a Resource to the
-//     handler's methods, counting events and recovering panics; and the
-//     expiry of assumed pods.
+//     native ones limited to Options.Resources, and the custom ones, all
+//     with the same transform and filters), and the dispatch table that
+//     maps a resource to the handler's methods, counting events and
+//     recovering panics; and the expiry of assumed pods.
 //   - Dump (dump.go): a JSON picture of all of the above.
 //
 // # Assumed pods
@@ -52,16 +57,15 @@
 //     (AddPod or UpdatePod), the task becomes Bound, on the node the
 //     informer reports. If it does not in time, the assumption expires:
 //     the pod is Pending again and its job retried after backoff.
-//   - the pod is deleted: the assumption is dropped with it.
+//   - the pod is deleted: DeletePod drops the assumption with it, and
+//     reports the room freed.
 //
 // The informer keeps reporting an assumed pod pending until it sees it
-// bound, and the default handler then calls RemovePendingPod and AddPod in
-// turn. RemovePendingPod therefore keeps an assumed pod assumed (it only
-// leaves the scheduling queue), so that its node never looks free in
-// between. A delete is recognised by the dispatcher instead, which drops a
-// still-assumed pod after the handler has handled its delete event. An
-// assumed pod the informer no longer reports pending is never made
-// pending again: forgetting or expiring it removes it.
+// bound; the handler then calls AddPod, which confirms the assumption in
+// one step, so the node never looks free in between. RemovePendingPod of
+// an assumed pod (it stopped waiting, but was not deleted) only takes it
+// out of the scheduling queue and keeps the assumption: forgetting or
+// expiring it then removes the pod instead of making it pending again.
 //
 // # Lock discipline
 //
@@ -74,22 +78,21 @@
 //     assumed-pod maps, and the counters behind the size gauges. It is
 //     taken by the eventhandlers.Cache methods, AssumePod, ForgetPod,
 //     FinishBinding, NodeInfo, Job, UpdateSnapshot and Dump, by the
-//     assumed-pod expiry loop, and by the Pod dispatcher after the handler
-//     has returned from DeletePod. While holding it, the cache calls into
-//     the SchedulingQueue (taking SchedulingQueue.lock, step 2), reads
-//     Options.Clock, logs, and sets Prometheus gauges and counters —
-//     nothing else: never the event handler, an informer or a
-//     user-supplied function.
+//     assumed-pod expiry loop, and by the node selector filter
+//     (setNodeExcluded). While holding it, the cache calls into the
+//     scheduling queue (taking its lock, step 2), reads Options.Clock,
+//     logs, and sets Prometheus gauges and counters — nothing else: never
+//     the event handler, an informer or a user-supplied function.
 //
-//  2. SchedulingQueue.lock (sync.Mutex, with a sync.Cond for Pop) guards
-//     all queue state: the jobs map, the active and backoff heaps, the
-//     unschedulable map and the cycle counters. It is a leaf: nothing
-//     called while it is held takes another lock of this package. The
-//     LessFunc and every eventhandlers.PreEnqueueCheck run under it, so
-//     they must be fast and must not call the Cache or the queue: the
-//     Cache would take SchedulerCache.mu after SchedulingQueue.lock, the
-//     reverse of the order above, and could deadlock. Pop releases it
-//     while it waits.
+//  2. The scheduling queue's lock (pkg/queue; a sync.Mutex with a
+//     sync.Cond for Pop) guards all queue state: the jobs map, the active
+//     and backoff heaps, the unschedulable map and the cycle counters. It
+//     is a leaf: nothing called while it is held takes another lock of
+//     this project. The LessFunc and the plugins' QueueingHintFns run
+//     under it, so they must be fast and must not call the Cache or the
+//     queue: the Cache would take SchedulerCache.mu after the queue's
+//     lock, the reverse of the order above, and could deadlock. Pop
+//     releases it while it waits.
 //
 //  3. SchedulerCache.runMu (sync.Mutex) guards the start-up state: whether
 //     Run has succeeded, the custom informers and the handler
@@ -105,10 +108,9 @@
 //     counts with atomics and pre-resolved Prometheus counters.
 //
 // The event path takes no lock of its own: an informer goroutine calls a
-// dispatcher, which calls the handler, which calls the Cache (1, then 2)
-// or MoveAllToActiveOrBackoffQueue (2 only); for a pod delete the
-// dispatcher then takes 1 (and maybe 2) itself, after the handler has
-// returned. The scheduling loop calls AssumePod, ForgetPod, FinishBinding,
+// dispatcher (the node filter first takes 1 to record nodes outside the
+// selector), which calls the handler, which calls the Cache (1, then 2)
+// or MoveAllToActiveOrBackoffQueue (2 only). The scheduling loop calls AssumePod, ForgetPod, FinishBinding,
 // Job and UpdateSnapshot (1, then 2) and the queue's own methods (2 only),
 // and works on its Snapshot and the NodeInfos in it without locks: they
 // are its own. Dump takes 1, 2, 3 and 4 one after the other, never

@@ -7,9 +7,9 @@
 //
 // Every pod is in one of three states:
 //
-//   - assigned: spec.nodeName is set. The pod lives in the assigned-pod
-//     cache (AddPod, UpdatePod, RemovePod), whoever scheduled it, because it
-//     uses its node's resources. Whether it is counted on its node
+//   - assigned: spec.nodeName is set. The pod lives in the cache (AddPod,
+//     UpdatePod), whoever scheduled it, because it uses its node's
+//     resources. Whether it is counted on its node
 //     (running, terminating) or not (Succeeded, Failed), and what happens
 //     to a pod whose node is not known yet, is decided by the cache.
 //   - pending: not assigned, scheduled by this scheduler (Cache.
@@ -34,7 +34,7 @@
 //
 // Adding a node raises framework.EventNodeAdd. An update raises one
 // labelled event per scheduling-relevant change: spec.unschedulable going
-// from true to false (EventNodeBecameSchedulable), status.allocatable
+// from true to false (framework.EventNodeBecameSchedulable), status.allocatable
 // (EventNodeAllocatableChange, quantities compared by value), labels
 // (EventNodeLabelChange), spec.taints (EventNodeTaintChange) and the type
 // and status of conditions (EventNodeConditionChange; heartbeats and
@@ -44,12 +44,9 @@
 // Deleting a node raises nothing, as in kube-scheduler: a node going away
 // takes capacity away and cannot make waiting work fit.
 //
-// Node events carry a pre-enqueue check (Handler.PreCheckForNode) so that
-// only jobs with at least one pending pod that could run on the node are
-// moved: the node is schedulable, or the pod tolerates that; the pod's
-// nodeSelector and required node affinity match the node; the pod tolerates
-// every NoSchedule and NoExecute taint; and the pod's requests fit what is
-// idle on the node.
+// Every event carries the objects it is about (the old and new node of an
+// update), so that the plugins' queueing hints can tell whether it may
+// help a job they rejected: the handler raises events, the plugins decide.
 //
 // # Other resources
 //
@@ -57,7 +54,7 @@
 // CSIDriver, CSIStorageCapacity and PriorityClass events, and events of the
 // dynamic resources listed in the configuration, are not kept in the cache:
 // each one raises a cluster event for its resource (Add, UpdateGeneric or
-// Delete) with no pre-enqueue check. Native events are labelled
+// Delete) with its objects. Native events are labelled
 // "<Resource><Action>", e.g. "PersistentVolumeClaimAdd"; dynamic ones are
 // not labelled and render as "<plural>.<version>.<group>/<Action>".
 //
@@ -79,27 +76,31 @@
 //	dynamicResources:
 //	- widgets.v1alpha1.example.com
 //
-// # Embedding
+// # Changing the behaviour: Policy, not overrides
 //
-// A vendor handler embeds *Handler and overrides only what it changes; the
-// other methods keep the default behaviour, and Handler.Cache gives access
-// to the cache:
+// A vendor changes how nodes, pods or external workloads are treated with
+// a Policy (WithPolicy): hooks that return the object as the scheduler
+// should see it, a modified copy, or nil to ignore it. The handler calls
+// them on every path, add, both versions of an update, delete and
+// tombstones, so an object the policy rejects never reaches the cache and
+// one it stops accepting leaves it. Overriding AddNode in a type that
+// embeds *Handler would not do that: Go embedding is not virtual, and the
+// embedded UpdateNode and DeleteNode would still call the default code.
 //
-//	type acme struct{ *defaulthandler.Handler }
-//
-//	func (h *acme) AddNode(obj any) {
-//		if node, ok := eventhandlers.ObjectAs[*v1.Node](obj); ok && isAcmeNode(node) {
-//			h.Handler.AddNode(obj)
-//		}
+//	policy := defaulthandler.Policy{
+//		Node: func(n *v1.Node) *v1.Node {
+//			if n.Labels["pool"] != "acme" {
+//				return nil
+//			}
+//			return n
+//		},
 //	}
+//	h, err := defaulthandler.New(ctx, c, cfg, rc, defaulthandler.WithPolicy(policy))
 //
-//	func newAcme(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config) (eventhandlers.Interface, error) {
-//		base, err := defaulthandler.New(ctx, c, cfg, rc)
-//		if err != nil {
-//			return nil, err
-//		}
-//		return &acme{Handler: base}, nil
-//	}
+// Embedding is for adding behaviour for a resource the default handler
+// only accepts, such as Grants: a type that embeds *Handler and
+// implements AddGrant, UpdateGrant and DeleteGrant keeps the default
+// behaviour everywhere else; Handler.Cache gives it the cache.
 //
 // A vendor whose configuration has fields of its own inlines Args in its
 // own type (`yaml:",inline"`), decodes that, and calls NewWithArgs.
