@@ -55,11 +55,13 @@ type GrantSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	NodeName string `json:"nodeName"`
-	// Resources is the granted capacity, by resource name. Names must not be
-	// empty and quantities must not be negative. Absent or empty means none.
+	// Resources is the granted capacity, by resource name: at most 128 names
+	// (MaxResources), none empty, no quantity negative. Absent or empty
+	// means none.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.all(name, name != '')",message="resource names must not be empty"
-	// +kubebuilder:validation:XValidation:rule="self.all(name, !isQuantity(string(self[name])) || quantity(string(self[name])).sign() >= 0)",message="quantities must be greater than or equal to 0"
+	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(name, size(name) > 0)",message="resource names must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(name, type(self[name]) == string ? !(self[name] >= '-' && self[name] < '.') : self[name] >= 0)",message="quantities must be greater than or equal to 0"
 	Resources v1.ResourceList `json:"resources"`
 	// ExpiresAt is when the grant lapses; nil means it does not expire.
 	// +optional
@@ -139,11 +141,13 @@ type ExternalWorkloadSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	NodeName string `json:"nodeName"`
-	// Resources is what the workload uses, by resource name. Names must not be
-	// empty and quantities must not be negative. Absent or empty means none.
+	// Resources is what the workload uses, by resource name: at most 128 names
+	// (MaxResources), none empty, no quantity negative. Absent or empty
+	// means none.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.all(name, name != '')",message="resource names must not be empty"
-	// +kubebuilder:validation:XValidation:rule="self.all(name, !isQuantity(string(self[name])) || quantity(string(self[name])).sign() >= 0)",message="quantities must be greater than or equal to 0"
+	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(name, size(name) > 0)",message="resource names must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(name, type(self[name]) == string ? !(self[name] >= '-' && self[name] < '.') : self[name] >= 0)",message="quantities must be greater than or equal to 0"
 	Resources v1.ResourceList `json:"resources"`
 	// WorkloadKind says what the workload is, e.g. "vm" or "reservation".
 	// It is not called "kind" because the JSON key "kind" is already taken
