@@ -3,7 +3,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/batch-scheduler/batch-scheduler/pkg/version.gitVersion=$(VERSION)
 
-.PHONY: all build control-plane test unit-test e2e-test verify bench bench-scheduling bench-custominformer cover demo clean
+.PHONY: all build control-plane generate test unit-test e2e-test verify bench bench-scheduling bench-custominformer cover demo clean
 
 all: build
 
@@ -14,6 +14,10 @@ build:
 ## control-plane: build kube-apiserver and etcd into bin/ (skipped when up to date)
 control-plane:
 	hack/build-control-plane.sh
+
+## generate: regenerate deepcopy, CRDs (deploy/crds), clientset, listers, informers from pkg/apis
+generate:
+	hack/update-codegen.sh
 
 ## test: every test (unit and e2e), with the race detector (the CI entry point)
 test: control-plane
@@ -27,7 +31,7 @@ unit-test:
 e2e-test: control-plane
 	hack/test.sh e2e
 
-## verify: gofmt, go vet, go mod tidy check
+## verify: gofmt, go vet, go mod tidy, generated files up to date
 verify:
 	hack/verify.sh
 

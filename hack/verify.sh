@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Static checks: formatting, vet, and a tidy go.mod.
+# Static checks: formatting, vet, a tidy go.mod, and up-to-date generated
+# files (hack/verify-codegen.sh).
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -31,4 +32,5 @@ if [[ -n "${skew}" ]]; then
   echo "${skew}" >&2
   exit 1
 fi
+hack/verify-codegen.sh
 echo "verify: ok"

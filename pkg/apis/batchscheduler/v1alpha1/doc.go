@@ -9,12 +9,16 @@
 //
 // Both kinds are cluster-scoped: they describe a host (a Node), and Nodes
 // are cluster-scoped, so a namespace would add nothing but a way to split
-// one host's accounting across tenants. The CRD manifests live in
-// deploy/crds.
+// one host's accounting across tenants.
 //
-// The deep-copy functions in zz_generated.deepcopy.go are hand-written in the
-// deepcopy-gen style; keep them in step with types.go.
+// Generated from the markers in this package by hack/update-codegen.sh
+// (make generate): the deep-copy functions (zz_generated.deepcopy.go), the
+// CRD manifests in deploy/crds, and the typed clientset, listers and
+// informers under pkg/generated. The CRDs carry the same rules as
+// ValidateGrant and ValidateExternalWorkload, so an API server rejects what
+// those reject; test/crds checks that against a real kube-apiserver.
 //
-// +k8s:deepcopy-gen=package
+// +kubebuilder:object:generate=true
 // +groupName=batch-scheduler.io
+// +groupGoName=BatchScheduler
 package v1alpha1

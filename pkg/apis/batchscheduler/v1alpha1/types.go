@@ -5,7 +5,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// GrantPhase is the lifecycle phase of a Grant.
+// GrantPhase is the lifecycle phase of a Grant. The empty string means not
+// yet observed.
+// +kubebuilder:validation:Enum="";Active;Revoked;Expired
 type GrantPhase string
 
 const (
@@ -19,7 +21,13 @@ const (
 
 // +genclient
 // +genclient:nonNamespaced
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,singular=grant
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name=Node,type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name=Framework,type=string,JSONPath=`.spec.framework`
+// +kubebuilder:printcolumn:name=Phase,type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Grant records that an external allocator (Mesos-like) granted a framework
 // capacity on one host. It is cluster-scoped, like the Node it refers to.
@@ -39,16 +47,27 @@ type Grant struct {
 // GrantSpec describes the capacity granted.
 type GrantSpec struct {
 	// Framework names the framework the capacity is granted to.
+	// +kubebuilder:validation:MinLength=1
 	Framework string `json:"framework"`
-	// NodeName is the name of the Node (host) the capacity is on.
+	// NodeName is the name of the Node (host) the capacity is on: a DNS-1123
+	// subdomain (lowercase, at most 253 characters).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	NodeName string `json:"nodeName"`
-	// Resources is the granted capacity, by resource name. Quantities must
-	// not be negative.
+	// Resources is the granted capacity, by resource name: at most 128 names
+	// (MaxResources), none empty, no quantity negative. Absent or empty
+	// means none.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(name, size(name) > 0)",message="resource names must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(name, type(self[name]) == string ? !(self[name] >= '-' && self[name] < '.') : self[name] >= 0)",message="quantities must be greater than or equal to 0"
 	Resources v1.ResourceList `json:"resources"`
 	// ExpiresAt is when the grant lapses; nil means it does not expire.
 	// +optional
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 	// Issuer names who issued the grant (the allocator).
+	// +kubebuilder:validation:MinLength=1
 	Issuer string `json:"issuer"`
 }
 
@@ -62,7 +81,7 @@ type GrantStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
 
 // GrantList is a list of Grants.
 type GrantList struct {
@@ -74,7 +93,9 @@ type GrantList struct {
 	Items []Grant `json:"items"`
 }
 
-// ExternalWorkloadPhase is the lifecycle phase of an ExternalWorkload.
+// ExternalWorkloadPhase is the lifecycle phase of an ExternalWorkload. The
+// empty string means not yet observed.
+// +kubebuilder:validation:Enum="";Pending;Running;Stopped
 type ExternalWorkloadPhase string
 
 const (
@@ -88,7 +109,13 @@ const (
 
 // +genclient
 // +genclient:nonNamespaced
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,singular=externalworkload
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name=Node,type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name=Kind,type=string,JSONPath=`.spec.workloadKind`
+// +kubebuilder:printcolumn:name=Phase,type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ExternalWorkload records something outside Kubernetes (a VM, a
 // reservation, ...) that uses resources on one host. It is cluster-scoped,
@@ -108,15 +135,25 @@ type ExternalWorkload struct {
 
 // ExternalWorkloadSpec describes an external workload's footprint.
 type ExternalWorkloadSpec struct {
-	// NodeName is the name of the Node (host) the workload runs on.
+	// NodeName is the name of the Node (host) the workload runs on: a DNS-1123
+	// subdomain (lowercase, at most 253 characters).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	NodeName string `json:"nodeName"`
-	// Resources is what the workload uses, by resource name. Quantities must
-	// not be negative.
+	// Resources is what the workload uses, by resource name: at most 128 names
+	// (MaxResources), none empty, no quantity negative. Absent or empty
+	// means none.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(name, size(name) > 0)",message="resource names must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(name, type(self[name]) == string ? !(self[name] >= '-' && self[name] < '.') : self[name] >= 0)",message="quantities must be greater than or equal to 0"
 	Resources v1.ResourceList `json:"resources"`
 	// WorkloadKind says what the workload is, e.g. "vm" or "reservation".
 	// It is not called "kind" because the JSON key "kind" is already taken
 	// by TypeMeta at the top level, and reusing it one level down would be
 	// a trap for readers, tools and unstructured access.
+	// +kubebuilder:validation:MinLength=1
 	WorkloadKind string `json:"workloadKind"`
 	// Owner names who runs the workload.
 	// +optional
@@ -133,7 +170,7 @@ type ExternalWorkloadStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
 
 // ExternalWorkloadList is a list of ExternalWorkloads.
 type ExternalWorkloadList struct {

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -238,6 +239,11 @@ func TestValidateGrant(t *testing.T) {
 		{"nodeName not DNS subdomain", func(g *Grant) { g.Spec.NodeName = "Node_1" }, []string{"spec.nodeName"}},
 		{"negative resource", func(g *Grant) { g.Spec.Resources[v1.ResourceCPU] = resource.MustParse("-1") },
 			[]string{"spec.resources[cpu]"}},
+		{"MaxResources resources", func(g *Grant) { g.Spec.Resources = manyResources(MaxResources) }, nil},
+		{"too many resources", func(g *Grant) { g.Spec.Resources = manyResources(MaxResources + 1) },
+			[]string{"spec.resources"}},
+		{"empty resource name", func(g *Grant) { g.Spec.Resources[""] = resource.MustParse("1") },
+			[]string{"spec.resources[]"}},
 		{"missing framework", func(g *Grant) { g.Spec.Framework = "" }, []string{"spec.framework"}},
 		{"missing issuer", func(g *Grant) { g.Spec.Issuer = "" }, []string{"spec.issuer"}},
 		{"bad phase", func(g *Grant) { g.Status.Phase = "Sleeping" }, []string{"status.phase"}},
@@ -263,6 +269,9 @@ func TestValidateExternalWorkload(t *testing.T) {
 		{"nodeName too long", func(w *ExternalWorkload) { w.Spec.NodeName = strings.Repeat("a", 254) }, []string{"spec.nodeName"}},
 		{"negative memory", func(w *ExternalWorkload) { w.Spec.Resources[v1.ResourceMemory] = resource.MustParse("-1Gi") },
 			[]string{"spec.resources[memory]"}},
+		{"too many resources", func(w *ExternalWorkload) { w.Spec.Resources = manyResources(MaxResources + 1) },
+			[]string{"spec.resources"}},
+		{"no resources", func(w *ExternalWorkload) { w.Spec.Resources = nil }, nil},
 		{"missing workloadKind", func(w *ExternalWorkload) { w.Spec.WorkloadKind = "" }, []string{"spec.workloadKind"}},
 		{"bad phase", func(w *ExternalWorkload) { w.Status.Phase = "Active" }, []string{"status.phase"}},
 		{"owner optional", func(w *ExternalWorkload) { w.Spec.Owner = "" }, nil},
@@ -275,6 +284,15 @@ func TestValidateExternalWorkload(t *testing.T) {
 			checkFields(t, errs.ToAggregate(), fieldsOf(errs), tt.fields)
 		})
 	}
+}
+
+// manyResources returns n resources (example.com/r-0, ...) of 1 each.
+func manyResources(n int) v1.ResourceList {
+	rl := v1.ResourceList{}
+	for i := range n {
+		rl[v1.ResourceName(fmt.Sprintf("example.com/r-%d", i))] = resource.MustParse("1")
+	}
+	return rl
 }
 
 func fieldsOf(errs field.ErrorList) []string {

@@ -6,6 +6,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// MaxResources is the most resource names a Grant's or an
+// ExternalWorkload's spec.resources may hold.
+//
+// The CRDs enforce the same rules as this file, and this limit exists for
+// them: the API server refuses a CEL rule whose estimated cost is too high,
+// and a rule that visits every entry of an unbounded map is. With the map
+// bounded (the +kubebuilder:validation:MaxProperties markers in types.go,
+// which must equal this constant), the CRDs check signs with cheap string
+// comparisons: a quantity as Go encodes it is negative exactly when it
+// starts with "-" (the CEL quantity library would parse every value, at a
+// cost the budget does not allow for values without a maximum length).
+const MaxResources = 128
+
 // ValidateGrant checks a Grant's spec and status. Each error names the
 // field path it is about, e.g. "spec.nodeName".
 func ValidateGrant(g *Grant) field.ErrorList {
@@ -66,6 +79,9 @@ func validateNodeName(name string, p *field.Path) field.ErrorList {
 
 func validateResources(rl v1.ResourceList, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if len(rl) > MaxResources {
+		errs = append(errs, field.TooMany(p, len(rl), MaxResources))
+	}
 	for name, q := range rl {
 		rp := p.Key(string(name))
 		if name == "" {

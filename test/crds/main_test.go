@@ -1,0 +1,60 @@
+package crds
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/generated/clientset/versioned"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+)
+
+var (
+	cp *controlplane.ControlPlane
+	// client is the generated typed clientset for cp.
+	client versioned.Interface
+)
+
+// crdDir holds the generated CRDs, relative to this package.
+var crdDir = filepath.Join("..", "..", "deploy", "crds")
+
+func TestMain(m *testing.M) {
+	var err error
+	cp, err = controlplane.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crds:", err)
+		os.Exit(1)
+	}
+	cancel := cp.StopOnSignal()
+	code := setUpAndRun(m)
+	cancel()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "crds: stopping the control plane:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// setUpAndRun installs the CRDs, waits until the API server serves them,
+// and runs the tests.
+func setUpAndRun(m *testing.M) int {
+	crds, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crds: installing the CRDs in %s: %v\n", crdDir, err)
+		return 1
+	}
+	if len(crds) != 2 {
+		fmt.Fprintf(os.Stderr, "crds: %s holds %d CRDs, want 2 (Grant, ExternalWorkload)\n", crdDir, len(crds))
+		return 1
+	}
+	if client, err = versioned.NewForConfig(cp.Config); err != nil {
+		fmt.Fprintln(os.Stderr, "crds: creating the typed clientset:", err)
+		return 1
+	}
+	return m.Run()
+}
