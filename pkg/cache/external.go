@@ -39,7 +39,7 @@ func (c *SchedulerCache) SetExternalUsage(key, nodeName string, usage resources.
 		}
 		c.removeExternalLocked(key, old)
 	}
-	info, item := c.accountingNodeLocked(nodeName, "external usage "+key)
+	info, item := c.accountingNodeLocked(nodeName, usageOwner{key: key})
 	c.external[key] = externalUsage{node: nodeName, usage: usage}
 	info.External.Add(usage)
 	// Copy on write: clones share the slice.

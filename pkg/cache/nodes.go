@@ -124,11 +124,27 @@ func (c *SchedulerCache) setNodeExcluded(name string, excluded bool) {
 	c.updateSizeGaugesLocked()
 }
 
-// accountingNodeLocked returns the NodeInfo that usage on the node name is
-// accounted to, and its list item when it is on the node list (and must be
-// touched after a change). When there is none, it creates an entry kept
-// aside for a node outside the selector, and a placeholder otherwise.
-func (c *SchedulerCache) accountingNodeLocked(name string, what string) (*framework.NodeInfo, *nodeItem) {
+// usageOwner names what is accounted to a node, for logs: a pod, or the
+// key of external usage. It is passed by value so that the hot path
+// builds no string.
+type usageOwner struct {
+	pod *v1.Pod
+	key string
+}
+
+func (o usageOwner) logKV() []any {
+	if o.pod != nil {
+		return []any{"pod", klog.KObj(o.pod)}
+	}
+	return []any{"externalUsage", o.key}
+}
+
+// accountingNodeLocked returns the NodeInfo that usage of owner on the
+// node name is accounted to, and its list item when it is on the node list
+// (and must be touched after a change). When there is none, it creates an
+// entry kept aside for a node outside the selector, and a placeholder
+// otherwise.
+func (c *SchedulerCache) accountingNodeLocked(name string, owner usageOwner) (*framework.NodeInfo, *nodeItem) {
 	if item, ok := c.nodes[name]; ok {
 		return item.info, item
 	}
@@ -136,12 +152,12 @@ func (c *SchedulerCache) accountingNodeLocked(name string, what string) (*framew
 		return info, nil
 	}
 	if c.excluded[name] {
-		klog.V(5).InfoS("Usage on a node outside the node selector; keeping it aside", "what", what, "node", name)
+		klog.V(5).InfoS("Usage on a node outside the node selector; keeping it aside", append(owner.logKV(), "node", name)...)
 		info := framework.NewPlaceholderNodeInfo(name)
 		c.outside[name] = info
 		return info, nil
 	}
-	klog.V(4).InfoS("Usage on a node the cache does not know; accounting it to a placeholder", "what", what, "node", name)
+	klog.V(4).InfoS("Usage on a node the cache does not know; accounting it to a placeholder", append(owner.logKV(), "node", name)...)
 	item := &nodeItem{info: framework.NewPlaceholderNodeInfo(name)}
 	c.nodes[name] = item
 	c.numPlaceholders++

@@ -159,7 +159,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 		info, item := c.accountedNodeLocked(t.NodeName)
 		if info == nil || !info.RemoveTask(uid) {
 			klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t.Pod), "node", t.NodeName)
-			info, item = c.accountingNodeLocked(t.NodeName, "pod "+t.Key())
+			info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.Pod})
 		}
 		info.AddTask(t)
 		c.releaseNodeLocked(info, item)
@@ -232,7 +232,7 @@ func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 }
 
 func (c *SchedulerCache) addToNodeLocked(t *framework.TaskInfo) {
-	info, item := c.accountingNodeLocked(t.NodeName, "pod "+t.Key())
+	info, item := c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.Pod})
 	info.AddTask(t)
 	if item != nil {
 		c.touchLocked(item)

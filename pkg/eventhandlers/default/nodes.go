@@ -17,7 +17,15 @@ func (h *Handler) node(obj any) *v1.Node {
 	if !ok {
 		return nil
 	}
-	if seen := applyPolicy(h.policy.Node, node); seen != nil {
+	return h.seeNode(node)
+}
+
+// seeNode returns node as the policy lets the scheduler see it, or nil.
+func (h *Handler) seeNode(node *v1.Node) *v1.Node {
+	if h.policy.Node == nil {
+		return node
+	}
+	if seen := h.policy.Node(node); seen != nil {
 		return seen
 	}
 	klog.V(5).InfoS("Node ignored by the handler's policy", "node", klog.KObj(node))
@@ -56,7 +64,7 @@ func (h *Handler) UpdateNode(oldObj, newObj any) {
 	if sameVersion(oldNode.ResourceVersion, newNode.ResourceVersion) {
 		return
 	}
-	oldSeen, newSeen := h.node(oldNode), h.node(newNode)
+	oldSeen, newSeen := h.seeNode(oldNode), h.seeNode(newNode)
 	switch {
 	case oldSeen == nil && newSeen == nil:
 		return

@@ -37,7 +37,15 @@ func (h *Handler) pod(obj any) *v1.Pod {
 	if !ok {
 		return nil
 	}
-	if seen := applyPolicy(h.policy.Pod, pod); seen != nil {
+	return h.seePod(pod)
+}
+
+// seePod returns pod as the policy lets the scheduler see it, or nil.
+func (h *Handler) seePod(pod *v1.Pod) *v1.Pod {
+	if h.policy.Pod == nil {
+		return pod
+	}
+	if seen := h.policy.Pod(pod); seen != nil {
 		return seen
 	}
 	klog.V(5).InfoS("Pod ignored by the handler's policy", "pod", klog.KObj(pod))
@@ -100,7 +108,7 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 	if sameVersion(oldRaw.ResourceVersion, newRaw.ResourceVersion) {
 		return
 	}
-	oldPod, newPod := h.pod(oldRaw), h.pod(newRaw)
+	oldPod, newPod := h.seePod(oldRaw), h.seePod(newRaw)
 	from, to := h.stateOf(oldPod), h.stateOf(newPod)
 	if from != to {
 		klog.V(4).InfoS("Pod changed state", "pod", klog.KObj(newRaw), "from", from, "to", to)
