@@ -82,13 +82,16 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, opts metav1.List
 	}
 	list, err := c.lw.ListWithContext(ctx, opts)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The informer is stopping; the list broke because of it.
+			klog.V(4).InfoS("List of a custom informer source stopped", "informer", c.name, "err", err)
+			return nil, err
+		}
 		c.m.listErrors.Inc()
 		if errors.Is(err, ErrTooLarge) {
 			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
 		}
-		if ctx.Err() == nil {
-			klog.ErrorS(err, "Listing from a custom informer source failed; retrying with backoff", "informer", c.name)
-		}
+		klog.ErrorS(err, "Listing from a custom informer source failed; retrying with backoff", "informer", c.name)
 		return nil, err
 	}
 	if err := c.checkList(list); err != nil {
@@ -160,10 +163,13 @@ func (c *checkedListWatch) checkObject(obj runtime.Object, bookmark bool) (strin
 func (c *checkedListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	w, err := c.lw.WatchWithContext(ctx, opts)
 	if err != nil {
-		c.m.watchErrors.Inc()
-		if ctx.Err() == nil {
-			klog.ErrorS(err, "Watching a custom informer source failed; listing again", "informer", c.name)
+		if ctx.Err() != nil {
+			// The informer is stopping; the watch broke because of it.
+			klog.V(4).InfoS("Watch of a custom informer source stopped", "informer", c.name, "err", err)
+			return nil, err
 		}
+		c.m.watchErrors.Inc()
+		klog.ErrorS(err, "Watching a custom informer source failed; listing again", "informer", c.name)
 		return nil, err
 	}
 	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) { return c.checkEvent(ctx, e) }), nil
