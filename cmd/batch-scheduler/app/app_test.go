@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -332,5 +333,24 @@ func TestDeployConfigIsValid(t *testing.T) {
 	profiles, err := buildProfiles(t.Context(), []string{"batch-scheduler"}, f, plugins.NewInTreeRegistry(), &handle{})
 	if err != nil || len(profiles) != 1 {
 		t.Fatalf("building the deployed profiles: %v", err)
+	}
+}
+
+// The command puts a logger into the context it runs with, for
+// klog.FromContext downstream: here in an event handler factory.
+func TestRunContextCarriesALogger(t *testing.T) {
+	var ctxErr error
+	called := false
+	probe := func(ctx context.Context, _ eventhandlers.Cache, _ io.Reader, _ *rest.Config) (eventhandlers.Interface, error) {
+		called = true
+		_, ctxErr = logr.FromContext(ctx)
+		return nil, errors.New("probe done")
+	}
+	code, _, stderr := execute(t, t.Context(), []string{"--master=http://127.0.0.1:1", "--event-handler=probe"}, WithEventHandler("probe", probe))
+	if !called {
+		t.Fatalf("the factory was not called (exit code %d: %s)", code, stderr)
+	}
+	if ctxErr != nil {
+		t.Errorf("no logger in the context: %v", ctxErr)
 	}
 }

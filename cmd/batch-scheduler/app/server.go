@@ -1,12 +1,3 @@
-// Package app builds the batch-scheduler command. Out-of-tree builds call
-// NewSchedulerCommand with WithEventHandler (or WithCustomInformerSource) to
-// add their own implementations without forking:
-//
-//	func main() {
-//		os.Exit(app.Execute(app.NewSchedulerCommand(
-//			app.WithEventHandler("acme", acme.New),
-//		)))
-//	}
 package app
 
 import (
@@ -128,6 +119,7 @@ through the event handler chosen with --event-handler.`,
 			if err := applyLogging(o, regs.logOutput); err != nil {
 				return usageError(err)
 			}
+			cliflag.PrintFlags(cmd.Flags()) // at -v 1
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			ctx = klog.NewContext(ctx, klog.Background())

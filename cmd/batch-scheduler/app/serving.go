@@ -46,9 +46,16 @@ const serverShutdownTimeout = 5 * time.Second
 // kube-scheduler does. The plain HTTP port, off unless --insecure-port is
 // set, serves the same endpoints to anyone who can reach it.
 type ServingOptions struct {
-	SecureServing  *apiserveroptions.SecureServingOptions
+	// SecureServing is the HTTPS server: --secure-port (0 turns it off),
+	// --bind-address, the certificate and TLS settings.
+	SecureServing *apiserveroptions.SecureServingOptions
+	// Authentication reviews bearer tokens (TokenReview) and verifies
+	// client certificates on the secure port.
 	Authentication *apiserveroptions.DelegatingAuthenticationOptions
-	Authorization  *apiserveroptions.DelegatingAuthorizationOptions
+	// Authorization asks the API server (SubjectAccessReview) whether the
+	// user may get the path, except for --authorization-always-allow-paths
+	// and the system:masters group.
+	Authorization *apiserveroptions.DelegatingAuthorizationOptions
 
 	// InsecurePort serves plain HTTP without authentication or
 	// authorization; 0 (the default) turns it off.
