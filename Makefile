@@ -1,7 +1,19 @@
 # Thin targets; the logic lives in hack/*.sh.
 GO ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-LDFLAGS := -X github.com/batch-scheduler/batch-scheduler/pkg/version.gitVersion=$(VERSION)
+
+# Version stamped into k8s.io/component-base/version (--version, the
+# kubernetes_build_info metric) and client-go's (its User-Agent). A tag
+# vX.Y.Z gives vX.Y.Z[-N-gSHA][-dirty]; without one, v0.0.0-dev+SHA[-dirty].
+# Override any of them, e.g. BUILD_DATE for a reproducible build.
+GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TREE_STATE ?= $(shell git diff --quiet HEAD -- 2>/dev/null && echo clean || echo dirty)
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+	echo "v0.0.0-dev+$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD -- 2>/dev/null || echo -dirty)")
+GIT_MAJOR ?= $(shell echo '$(VERSION)' | sed -nE 's/^v([0-9]+)\..*/\1/p')
+GIT_MINOR ?= $(shell echo '$(VERSION)' | sed -nE 's/^v[0-9]+\.([0-9]+).*/\1/p')
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
+LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
 .PHONY: all build control-plane generate test unit-test e2e-test verify bench bench-scheduling bench-custominformer cover demo clean
 
@@ -47,7 +59,7 @@ cover:
 ## demo: start a local control plane, seed a small cluster, run batch-scheduler on it
 demo: control-plane
 	mkdir -p _output/tmp
-	TMPDIR=$(CURDIR)/_output/tmp $(GO) run ./hack/demo
+	TMPDIR=$(CURDIR)/_output/tmp $(GO) run -ldflags "$(LDFLAGS)" ./hack/demo
 
 ## bench-scheduling: pods/s of the scheduler vs the API server's raw binding ceiling
 bench-scheduling: control-plane

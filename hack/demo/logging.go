@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -10,20 +11,19 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// redirectLogs sends everything klog would print — the in-process
-// scheduler's log, client-go's, and envtest's through controller-runtime's
-// logger — to a fresh file at path instead of stderr, so that the demo's
-// tables stay readable. The returned function flushes and closes the file.
-//
-// The command's own -v flag still sets the verbosity: it shares klog's
-// global settings, of which this changes only where the output goes.
-func redirectLogs(path string) (closeLog func(), err error) {
+// redirectLogs sends everything klog would print — client-go's, and
+// envtest's through controller-runtime's logger — to a fresh file at path
+// instead of stderr, so that the demo's tables stay readable. It returns
+// the file, for the in-process scheduler: its logging, applied from its
+// own flags (-v), replaces klog's output, so it is given the file with
+// app.WithLogOutput. The returned function flushes and closes the file.
+func redirectLogs(path string) (logFile io.Writer, closeLog func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating the log directory: %w", err)
+		return nil, nil, fmt.Errorf("creating the log directory: %w", err)
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("creating the log file: %w", err)
+		return nil, nil, fmt.Errorf("creating the log file: %w", err)
 	}
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
@@ -34,12 +34,12 @@ func redirectLogs(path string) (closeLog func(), err error) {
 	} {
 		if err := fs.Set(name, value); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("configuring klog: -%s=%s: %w", name, value, err)
+			return nil, nil, fmt.Errorf("configuring klog: -%s=%s: %w", name, value, err)
 		}
 	}
 	klog.SetOutput(f)
 	ctrllog.SetLogger(klog.Background())
-	return func() {
+	return f, func() {
 		klog.Flush()
 		f.Close()
 	}, nil

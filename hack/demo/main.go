@@ -38,6 +38,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -87,7 +88,7 @@ func run(ctx context.Context) (err error) {
 	if err := ensureTempDir(); err != nil {
 		return err
 	}
-	closeLog, err := redirectLogs(logPath)
+	logFile, closeLog, err := redirectLogs(logPath)
 	if err != nil {
 		return err
 	}
@@ -152,8 +153,16 @@ func run(ctx context.Context) (err error) {
 			err = errors.Join(err, progress("stopping batch-scheduler", s.stop))
 		}
 	}()
-	if err := progress(fmt.Sprintf("starting batch-scheduler --leader-elect=false --listen-address %s --config-path %s and waiting for /readyz (log: %s)", addr, configPath, logPath), func() error {
-		s = startScheduler(ctx, cp.KubeconfigPath, addr, configPath)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("splitting %s: %w", addr, err)
+	}
+	if err := progress(fmt.Sprintf("starting batch-scheduler --leader-elect=false --bind-address %s --secure-port %s --config-path %s and waiting for /readyz (log: %s)", host, port, configPath, logPath), func() error {
+		started, err := startScheduler(ctx, cp, addr, configPath, logFile)
+		if err != nil {
+			return err
+		}
+		s = started
 		return s.waitReady(ctx)
 	}); err != nil {
 		return err

@@ -2,19 +2,25 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
 const (
@@ -28,6 +34,7 @@ const (
 
 // scheduler is the batch-scheduler command running in this process.
 type scheduler struct {
+	// addr is the host:port of its secure port.
 	addr   string
 	client *http.Client
 	cancel context.CancelFunc
@@ -40,28 +47,64 @@ type scheduler struct {
 }
 
 // startScheduler runs the real command in a goroutine, connected to the API
-// server of kubeconfig, configured by the file at configPath and serving
-// its endpoints on addr. It stops when ctx is done or stop is called.
-func startScheduler(ctx context.Context, kubeconfig, addr, configPath string) *scheduler {
+// server of cp, configured by the file at configPath, serving its
+// endpoints on the secure port at addr and logging to logs. It stops when
+// ctx is done or stop is called.
+//
+// The demo reads the endpoints as the control plane's admin: with the
+// client certificate of cp's kubeconfig, which the scheduler verifies
+// against the client CA the API server publishes, and which belongs to
+// system:masters, a group always allowed. It trusts the serving
+// certificate it generates for the scheduler here.
+func startScheduler(ctx context.Context, cp *controlplane.ControlPlane, addr, configPath string, logs io.Writer) (*scheduler, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("splitting %s: %w", addr, err)
+	}
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, []net.IP{net.ParseIP(host)}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("generating the scheduler's serving certificate: %w", err)
+	}
+	certFile, keyFile := filepath.Join(cp.Dir, "scheduler.crt"), filepath.Join(cp.Dir, "scheduler.key")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the scheduler's serving certificate: %w", err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the scheduler's serving key: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(certPEM) {
+		return nil, errors.New("the generated serving certificate does not parse")
+	}
+	admin, err := tls.X509KeyPair(cp.Config.CertData, cp.Config.KeyData)
+	if err != nil {
+		return nil, fmt.Errorf("loading the client certificate of the control plane's admin: %w", err)
+	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	s := &scheduler{
-		addr:   addr,
-		client: &http.Client{Timeout: 5 * time.Second},
+		addr: addr,
+		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs:      roots,
+			Certificates: []tls.Certificate{admin},
+			MinVersion:   tls.VersionTLS12,
+		}}},
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
-	cmd := app.NewSchedulerCommand()
+	cmd := app.NewSchedulerCommand(app.WithLogOutput(logs))
 	// Leader election off: a single replica schedules as soon as its cache
 	// has synced, instead of first acquiring a Lease. -v 2 logs every
 	// placement and every unschedulable job (to the log file).
-	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "--listen-address", addr, "--config-path", configPath, "--leader-elect=false", "-v", "2"})
+	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath, "--config-path", configPath, "--leader-elect=false", "-v", "2",
+		"--bind-address", host, "--secure-port", port, "--tls-cert-file", certFile, "--tls-private-key-file", keyFile})
 	cmd.SetContext(ctx)
 	cmd.SetErr(&s.stderr)
 	go func() {
 		defer close(s.done)
 		s.code = app.Execute(cmd)
 	}()
-	return s
+	return s, nil
 }
 
 // exited reports whether the command has returned. It should run until
@@ -89,9 +132,9 @@ func (s *scheduler) stop() error {
 	return nil
 }
 
-// get fetches path from the scheduler's HTTP server.
+// get fetches path from the scheduler's secure port.
 func (s *scheduler) get(ctx context.Context, path string) (status int, body []byte, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.addr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+s.addr+path, nil)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -224,20 +224,13 @@ func runScheduler(t *testing.T, kubeconfig string, local func(string) string, de
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := app.NewSchedulerCommand()
 	args := []string{"--kubeconfig=" + kubeconfig}
-	secureServing := cmd.Flags().Lookup("secure-port") != nil
 	for _, a := range deployArgs {
 		name, _, _ := strings.Cut(a, "=")
-		switch {
-		case name == "--secure-port" && secureServing:
+		switch name {
+		case "--secure-port":
 			args = append(args, "--secure-port="+freePort(t))
-		case name == "--cert-dir" && secureServing:
+		case "--cert-dir":
 			args = append(args, "--cert-dir="+t.TempDir())
-		case name == "--secure-port" || name == "--cert-dir":
-			// Until the secure port is implemented: serve plain HTTP on
-			// loopback instead.
-			if name == "--secure-port" {
-				args = append(args, "--listen-address=127.0.0.1:"+freePort(t))
-			}
 		default:
 			args = append(args, local(a))
 		}

@@ -22,9 +22,11 @@ import (
 
 // scheduler is a batch-scheduler command running in this process.
 type scheduler struct {
+	// addr is the host:port of its secure port.
 	addr   string
 	cancel context.CancelFunc
 	done   chan int
+	access *endpointAccess
 }
 
 // startScheduler runs the real command with kubeconfig and args, and stops
@@ -38,13 +40,23 @@ func startScheduler(t *testing.T, kubeconfig string, args ...string) *scheduler 
 // command with opts.
 func startSchedulerWith(t *testing.T, opts []app.Option, kubeconfig string, args ...string) *scheduler {
 	t.Helper()
-	s := &scheduler{addr: freeAddress(t), done: make(chan int, 1)}
+	access := endpoints(t)
+	s := &scheduler{addr: freeAddress(t), done: make(chan int, 1), access: access}
+	_, port, err := net.SplitHostPort(s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	cmd := app.NewSchedulerCommand(opts...)
 	// Leader election is tested on its own; elsewhere it would only add
 	// the wait for a lease released by the previous test's scheduler.
-	base := []string{"--kubeconfig", kubeconfig, "--listen-address", s.addr, "--leader-elect=false"}
+	// Tokens are reviewed by the API server directly, also when
+	// kubeconfig goes through a proxy (see TestReadyzWaitsForTheSyncBarrier).
+	base := []string{"--kubeconfig", kubeconfig, "--leader-elect=false",
+		"--bind-address=127.0.0.1", "--secure-port", port,
+		"--tls-cert-file", access.certFile, "--tls-private-key-file", access.keyFile,
+		"--authentication-kubeconfig", cp.KubeconfigPath, "--authorization-kubeconfig", cp.KubeconfigPath}
 	cmd.SetArgs(append(base, args...))
 	cmd.SetContext(ctx)
 	var stderr strings.Builder
@@ -76,8 +88,23 @@ func (s *scheduler) stop(t *testing.T) int {
 	}
 }
 
+// get fetches path from the secure port with the token of a
+// ServiceAccount allowed to read /metrics and /debug/*.
 func (s *scheduler) get(path string) (int, []byte, error) {
-	resp, err := http.Get("http://" + s.addr + path)
+	return s.getAs(s.access.token, path)
+}
+
+// getAs fetches path from the secure port with token; an empty token
+// sends no credentials.
+func (s *scheduler) getAs(token, path string) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodGet, "https://"+s.addr+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := s.access.client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

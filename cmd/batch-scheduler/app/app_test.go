@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -52,6 +55,27 @@ func failingFactory(context.Context, eventhandlers.Cache, io.Reader, *rest.Confi
 	return nil, errors.New("license key missing")
 }
 
+// badDynamicFactory builds the default handler, made to ask the cache
+// for a dynamic resource with an invalid name: the cache refuses it when
+// it starts, a failure at run time.
+func badDynamicFactory(ctx context.Context, c eventhandlers.Cache, args io.Reader, cfg *rest.Config) (eventhandlers.Interface, error) {
+	f, err := eventhandlers.GlobalRegistry().Lookup(defaulthandler.Name)
+	if err != nil {
+		return nil, err
+	}
+	h, err := f(ctx, c, args, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return badDynamic{h}, nil
+}
+
+type badDynamic struct{ eventhandlers.Interface }
+
+func (badDynamic) DynamicResources() []schema.GroupVersionResource {
+	return []schema.GroupVersionResource{{Group: "example.com", Version: "v1", Resource: "Not_A_Plural"}}
+}
+
 const header = "apiVersion: batch-scheduler.io/v1alpha1\nkind: SchedulerConfiguration\n"
 
 func TestCommandExitCodes(t *testing.T) {
@@ -70,7 +94,9 @@ func TestCommandExitCodes(t *testing.T) {
 		{name: "list handlers", args: []string{"--list-event-handlers"}, code: 0, stdout: []string{"default\n"}},
 		{name: "list handlers with an out-of-tree one, sorted", args: []string{"--list-event-handlers"},
 			opts: []Option{WithEventHandler("acme", failingFactory)}, code: 0, stdout: []string{"acme\ndefault\n"}},
-		{name: "version", args: []string{"--version"}, code: 0, stdout: []string{"batch-scheduler "}},
+		{name: "version", args: []string{"--version"}, code: 0, stdout: []string{"batch-scheduler v"}},
+		{name: "raw version", args: []string{"--version=raw"}, code: 0, stdout: []string{"GitVersion:", "GoVersion:"}},
+		{name: "bad version", args: []string{"--version=maybe"}, code: 2, stderr: []string{"--version"}, oneLiner: true},
 		{name: "unknown handler", args: []string{"--event-handler", "nope"}, code: 2,
 			stderr: []string{`"nope"`, "registered: default"}, oneLiner: true},
 		{name: "duplicate out-of-tree handler", args: []string{master},
@@ -99,7 +125,29 @@ func TestCommandExitCodes(t *testing.T) {
 			stderr: []string{"--leader-elect-lease-duration"}, oneLiner: true},
 		{name: "bad node selector", args: []string{master, "--node-selector", "a in (b"}, code: 2,
 			stderr: []string{"--node-selector"}, oneLiner: true},
-		{name: "unknown flag", args: []string{"--bogus"}, code: 2, stderr: []string{"bogus"}},
+		{name: "unknown flag", args: []string{"--bogus"}, code: 2, stderr: []string{"bogus"}, oneLiner: true},
+		{name: "unknown shorthand", args: []string{"-q"}, code: 2, stderr: []string{"-q"}, oneLiner: true},
+		{name: "bad flag value", args: []string{"--kube-api-qps=fast"}, code: 2, stderr: []string{"--kube-api-qps", `"fast"`}, oneLiner: true},
+		{name: "bad IP", args: []string{"--bind-address=localhost"}, code: 2, stderr: []string{"--bind-address"}, oneLiner: true},
+		{name: "argument", args: []string{master, "extra"}, code: 2, stderr: []string{"takes no arguments", `"extra"`}, oneLiner: true},
+		{name: "bad logging format", args: []string{master, "--logging-format=xml"}, code: 2,
+			stderr: []string{"--logging-format", `"xml"`, "Unsupported log format"}, oneLiner: true},
+		{name: "vmodule with json", args: []string{master, "--logging-format=json", "--vmodule=server=4"}, code: 2,
+			stderr: []string{"vmodule", "Only supported for text log format"}, oneLiner: true},
+		{name: "json off by its feature gate", args: []string{master, "--logging-format=json", "--feature-gates=LoggingBetaOptions=false"}, code: 2,
+			stderr: []string{"json", "LoggingBetaOptions"}, oneLiner: true},
+		{name: "unknown feature gate", args: []string{master, "--feature-gates=Teleport=true"}, code: 2,
+			stderr: []string{"--feature-gates", "Teleport"}, oneLiner: true},
+		{name: "bad secure port", args: []string{master, "--secure-port=70000"}, code: 2, stderr: []string{"--secure-port 70000", "between 0 and 65535"}, oneLiner: true},
+		{name: "bad insecure port", args: []string{master, "--insecure-port=-1"}, code: 2, stderr: []string{"--insecure-port -1"}, oneLiner: true},
+		{name: "missing serving certificate", args: []string{master, "--secure-port", port(t), "--bind-address=127.0.0.1",
+			"--tls-cert-file=/does/not/exist.crt", "--tls-private-key-file=/does/not/exist.key"}, code: 2,
+			stderr: []string{"/does/not/exist.crt"}, oneLiner: true},
+		{name: "insecure port in use", args: []string{master, "--secure-port=0", "--insecure-port", busyPort(t)}, code: 2,
+			stderr: []string{"--insecure-port", "address already in use"}, oneLiner: true},
+		{name: "failure at run time", args: []string{master, "--secure-port=0", "--event-handler=bad-dynamic"},
+			opts: []Option{WithEventHandler("bad-dynamic", badDynamicFactory)}, code: 1,
+			stderr: []string{"starting the scheduler cache", "Not_A_Plural"}, oneLiner: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,33 +174,53 @@ func TestCommandExitCodes(t *testing.T) {
 	}
 }
 
-func freeAddress(t *testing.T) string {
+// port returns a loopback port that was free a moment ago.
+func port(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	return ln.Addr().String()
+	_, p, _ := net.SplitHostPort(ln.Addr().String())
+	return p
+}
+
+// busyPort returns a loopback port that stays in use until the test ends.
+func busyPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	_, p, _ := net.SplitHostPort(ln.Addr().String())
+	return p
 }
 
 // Against an API server that never answers, the scheduler must stay up,
-// report healthy but not ready (naming what has not synced), serve its
-// cache dump, and stop cleanly when asked.
+// report healthy but not ready (naming what has not synced), and stop
+// cleanly when asked. On the secure port the health endpoints need no
+// credentials while /metrics and /debug/cache refuse an anonymous user
+// (with no API server to ask, nobody is authorized); the plain HTTP port
+// serves them to anyone.
 func TestServesEndpointsWhileUnsynced(t *testing.T) {
-	addr := freeAddress(t)
+	securePort, insecurePort := port(t), port(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
 	go func() {
-		code, _, stderr := execute(t, ctx, []string{"--master=http://127.0.0.1:1", "--listen-address", addr})
+		code, _, stderr := execute(t, ctx, []string{"--master=http://127.0.0.1:1",
+			"--bind-address=127.0.0.1", "--secure-port", securePort, "--insecure-port", insecurePort})
 		if code != 0 {
 			t.Errorf("exit code %d: %s", code, stderr)
 		}
 		done <- code
 	}()
 
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
+	// The certificate is self-signed: nothing to verify it against.
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(base, path string) (int, string) {
+		resp, err := client.Get(base + path)
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -160,26 +228,46 @@ func TestServesEndpointsWhileUnsynced(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	secure, insecure := "https://127.0.0.1:"+securePort, "http://127.0.0.1:"+insecurePort
 	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		code, _ := get("/healthz")
+		code, _ := get(secure, "/healthz")
 		return code == http.StatusOK, nil
 	})
 	if err != nil {
 		t.Fatalf("/healthz never answered: %v", err)
 	}
-	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "Pod") || !strings.Contains(body, "Node") {
-		t.Errorf("/readyz = %d %q, want 503 naming the unsynced Pod and Node handlers", code, body)
+	for _, base := range []string{secure, insecure} {
+		if code, body := get(base, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]handler-sync failed: waiting for ") ||
+			!strings.Contains(body, "Pod") || !strings.Contains(body, "Node") || !strings.Contains(body, "[+]shutdown ok") {
+			t.Errorf("%s/readyz = %d %q, want 503 naming the unsynced Pod and Node handlers", base, code, body)
+		}
+		if code, body := get(base, "/livez"); code != http.StatusOK || body != "ok" {
+			t.Errorf("%s/livez = %d %q", base, code, body)
+		}
 	}
-	if code, _ := get("/livez"); code != http.StatusOK {
-		t.Errorf("/livez = %d", code)
+	for _, path := range []string{"/metrics", "/debug/cache"} {
+		if code, body := get(secure, path); code != http.StatusForbidden || !strings.Contains(body, "system:anonymous") {
+			t.Errorf("anonymous %s on the secure port = %d %.200q, want 403 for system:anonymous", path, code, body)
+		}
 	}
-	code, body := get("/debug/cache")
+	code, body := get(insecure, "/debug/cache")
 	var dump map[string]any
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &dump) != nil || dump["nodes"] == nil && dump["handlers"] == nil {
 		t.Errorf("/debug/cache = %d %q, want a JSON dump", code, body)
 	}
-	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "batch_scheduler_") {
-		t.Errorf("/metrics = %d, want batch_scheduler_ metrics; got %.200q", code, body)
+	code, body = get(insecure, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics = %d %.300q", code, body)
+	}
+	// Own metrics, client-go's, build info, and the process collectors of
+	// the legacy registry, once.
+	for _, want := range []string{"\nbatch_scheduler_", "\nrest_client_requests_total{", "\nkubernetes_build_info{", "\nkubernetes_feature_enabled{"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics has no %q", strings.TrimSpace(want))
+		}
+	}
+	if n := strings.Count(body, "# TYPE go_goroutines "); n != 1 {
+		t.Errorf("/metrics has %d go_goroutines families, want 1", n)
 	}
 
 	cancel()
@@ -245,5 +333,24 @@ func TestDeployConfigIsValid(t *testing.T) {
 	profiles, _, err := buildProfiles(t.Context(), []string{"batch-scheduler"}, f, plugins.NewInTreeRegistry(), &handle{})
 	if err != nil || len(profiles) != 1 {
 		t.Fatalf("building the deployed profiles: %v", err)
+	}
+}
+
+// The command puts a logger into the context it runs with, for
+// klog.FromContext downstream: here in an event handler factory.
+func TestRunContextCarriesALogger(t *testing.T) {
+	var ctxErr error
+	called := false
+	probe := func(ctx context.Context, _ eventhandlers.Cache, _ io.Reader, _ *rest.Config) (eventhandlers.Interface, error) {
+		called = true
+		_, ctxErr = logr.FromContext(ctx)
+		return nil, errors.New("probe done")
+	}
+	code, _, stderr := execute(t, t.Context(), []string{"--master=http://127.0.0.1:1", "--event-handler=probe"}, WithEventHandler("probe", probe))
+	if !called {
+		t.Fatalf("the factory was not called (exit code %d: %s)", code, stderr)
+	}
+	if ctxErr != nil {
+		t.Errorf("no logger in the context: %v", ctxErr)
 	}
 }

@@ -19,8 +19,9 @@ var errLostLeadership = errors.New("lost the leader election lease")
 
 // runElected runs lead while this process holds the lease, and returns
 // errLostLeadership if the lease is lost before ctx ends. lead must return
-// when its context is done.
-func runElected(ctx context.Context, o LeaderElectionOptions, client kubernetes.Interface, lead func(context.Context)) error {
+// when its context is done. watchdog, if not nil, is attached to the
+// elector so that health checks can see a leader that stopped renewing.
+func runElected(ctx context.Context, o LeaderElectionOptions, client kubernetes.Interface, watchdog *leaderelection.HealthzAdaptor, lead func(context.Context)) error {
 	host, err := os.Hostname()
 	if err != nil {
 		return fmt.Errorf("leader election: reading the hostname: %w", err)
@@ -41,6 +42,7 @@ func runElected(ctx context.Context, o LeaderElectionOptions, client kubernetes.
 		RetryPeriod:     o.RetryPeriod,
 		ReleaseOnCancel: true,
 		Name:            "batch-scheduler",
+		WatchDog:        watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				close(led)

@@ -2,14 +2,17 @@ package app
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	cliflag "k8s.io/component-base/cli/flag"
-	"k8s.io/klog/v2"
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	// Registers the "json" value of --logging-format; it must be imported
+	// before the logging flags are added.
+	_ "k8s.io/component-base/logs/json/register"
 
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 )
@@ -32,8 +35,18 @@ type Options struct {
 	ConfigPath        string
 	ListEventHandlers bool
 
-	ListenAddress string
-	ShowVersion   bool
+	// Serving configures the HTTPS endpoints (and the optional plain HTTP
+	// ones); see serving.go.
+	Serving *ServingOptions
+
+	// Logs is the component-base logging configuration (--logging-format,
+	// -v, --vmodule, ...), applied with logsapi.ValidateAndApply.
+	Logs *logsapi.LoggingConfiguration
+	// FeatureGate holds --feature-gates. It knows the logging features
+	// (ContextualLogging, LoggingAlphaOptions, LoggingBetaOptions). Each
+	// command has its own gate, so that several commands in one process
+	// do not share flag state.
+	FeatureGate featuregate.MutableFeatureGate
 
 	LeaderElection LeaderElectionOptions
 }
@@ -58,7 +71,9 @@ func NewOptions() *Options {
 		EventsBurst:    100,
 		SchedulerNames: []string{"batch-scheduler"},
 		EventHandler:   defaulthandler.Name,
-		ListenAddress:  ":10351",
+		Serving:        NewServingOptions(),
+		Logs:           logsapi.NewLoggingConfiguration(),
+		FeatureGate:    newFeatureGate(),
 		LeaderElection: LeaderElectionOptions{
 			Enabled:           true,
 			LeaseDuration:     15 * time.Second,
@@ -100,19 +115,25 @@ func (o *Options) Flags(handlerNames []string) cliflag.NamedFlagSets {
 	fs.StringVar(&le.ResourceNamespace, "leader-elect-resource-namespace", le.ResourceNamespace, "Namespace of the Lease.")
 	fs.StringVar(&le.ResourceName, "leader-elect-resource-name", le.ResourceName, "Name of the Lease.")
 
-	fs = fss.FlagSet("serving")
-	fs.StringVar(&o.ListenAddress, "listen-address", o.ListenAddress, "Address of the HTTP server for /healthz, /livez, /readyz, /metrics and /debug/cache.")
+	o.Serving.AddFlags(&fss)
 
-	fs = fss.FlagSet("logging")
-	goFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(goFlags)
-	for _, name := range []string{"v", "vmodule"} {
-		fs.AddGoFlag(goFlags.Lookup(name))
-	}
+	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
 
 	fs = fss.FlagSet("misc")
-	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print the version and exit.")
+	o.FeatureGate.AddFlag(fs)
+	addVersionFlag(fs)
 	return fss
+}
+
+// newFeatureGate returns a feature gate that knows the logging features,
+// for --feature-gates.
+func newFeatureGate() featuregate.MutableFeatureGate {
+	fg := featuregate.NewFeatureGate()
+	if err := logsapi.AddFeatureGates(fg); err != nil {
+		// Only a programming error (a feature added twice) gets here.
+		panic(fmt.Sprintf("adding the logging features to the feature gate: %v", err))
+	}
+	return fg
 }
 
 // addAll adds every section to fs.

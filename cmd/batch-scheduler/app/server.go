@@ -1,12 +1,3 @@
-// Package app builds the batch-scheduler command. Out-of-tree builds call
-// NewSchedulerCommand with WithEventHandler (or WithCustomInformerSource) to
-// add their own implementations without forking:
-//
-//	func main() {
-//		os.Exit(app.Execute(app.NewSchedulerCommand(
-//			app.WithEventHandler("acme", acme.New),
-//		)))
-//	}
 package app
 
 import (
@@ -14,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -26,8 +16,6 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
@@ -35,8 +23,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/term"
+	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
@@ -50,7 +40,6 @@ import (
 	// The built-in handlers register themselves.
 	_ "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
-	"github.com/batch-scheduler/batch-scheduler/pkg/version"
 )
 
 // Option customises the command, for out-of-tree builds.
@@ -60,6 +49,9 @@ type registries struct {
 	handlers *eventhandlers.Registry
 	sources  *custominformer.SourceRegistry
 	plugins  *frameworkruntime.Registry
+	// logOutput, if set, replaces stderr and stdout as the destination of
+	// logs (WithLogOutput).
+	logOutput io.Writer
 }
 
 // WithEventHandler adds an event handler under name. A name that is
@@ -115,16 +107,32 @@ Kubernetes informers and by custom informers from external resource managers,
 through the event handler chosen with --event-handler.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError(fmt.Errorf("batch-scheduler takes no arguments, only flags; got %q", args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if optErr != nil {
 				return usageError(optErr)
 			}
+			if printVersionIfRequested(cmd.Flags(), cmd.OutOrStdout()) {
+				return nil
+			}
+			if err := applyLogging(o, regs.logOutput); err != nil {
+				return usageError(err)
+			}
+			cliflag.PrintFlags(cmd.Flags()) // at -v 1
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			ctx = klog.NewContext(ctx, klog.Background())
 			return Run(ctx, cmd.OutOrStdout(), o, regs)
 		},
 	}
+	// Every error of flag parsing (unknown flag, bad value) is a usage
+	// error: exit code 2.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	addAll(cmd.Flags(), fss)
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
@@ -132,10 +140,12 @@ through the event handler chosen with --event-handler.`,
 }
 
 // Execute runs cmd and returns the process exit code: 0 on success, 2 for
-// a usage or configuration error, 1 for anything else. The error is printed
-// on one line.
+// a usage or configuration error (an *ExitError with Code 2: flag errors,
+// arguments, invalid settings), 1 for anything else. The error is printed
+// on one line. Logs are flushed before it returns.
 func Execute(cmd *cobra.Command) int {
 	err := cmd.Execute()
+	klog.Flush()
 	if err == nil {
 		return 0
 	}
@@ -144,19 +154,11 @@ func Execute(cmd *cobra.Command) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	if strings.HasPrefix(err.Error(), "unknown flag") || strings.Contains(err.Error(), "invalid argument") ||
-		strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "unknown shorthand") {
-		return 2
-	}
 	return 1
 }
 
 // Run runs the scheduler until ctx is done.
 func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error {
-	if o.ShowVersion {
-		fmt.Fprintf(out, "batch-scheduler %s\n", version.Get())
-		return nil
-	}
 	if o.ListEventHandlers {
 		for _, n := range regs.handlers.Names() {
 			fmt.Fprintln(out, n)
@@ -170,6 +172,9 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 		return usageError(fmt.Errorf("--event-handler: %w", err))
 	}
 	if err := o.LeaderElection.Validate(); err != nil {
+		return usageError(err)
+	}
+	if err := o.Serving.Validate(); err != nil {
 		return usageError(err)
 	}
 	if len(o.SchedulerNames) == 0 {
@@ -202,7 +207,11 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 	if err != nil {
 		return err
 	}
-	return s.run(ctx)
+	serving, err := o.Serving.config(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	return s.run(ctx, serving)
 }
 
 type server struct {
@@ -213,6 +222,9 @@ type server struct {
 	scheduler   *scheduler.Scheduler
 	broadcaster events.EventBroadcasterAdapter
 	registry    *prometheus.Registry
+	// watchdog fails /healthz, /livez and /readyz when the elector is
+	// stuck; nil without leader election.
+	watchdog *leaderelection.HealthzAdaptor
 }
 
 func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.File, selector labels.Selector, restConfig *rest.Config) (*server, error) {
@@ -224,8 +236,9 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
 	}
+	// The batch_scheduler_* metrics, served next to the legacy registry's
+	// (which has the process and Go collectors); see metricsHandler.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m, err := metrics.New(reg)
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
@@ -286,17 +299,16 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, broadcaster: broadcaster, registry: reg}, nil
 }
 
-func (s *server) run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.opts.ListenAddress)
-	if err != nil {
-		return usageError(fmt.Errorf("--listen-address %q: %w", s.opts.ListenAddress, err))
+func (s *server) run(ctx context.Context, serving *servingConfig) error {
+	klog.InfoS("Starting batch-scheduler", "version", version.Get().GitVersion, "eventHandler", s.opts.EventHandler, "schedulerNames", s.opts.SchedulerNames)
+	if s.opts.LeaderElection.Enabled {
+		s.watchdog = leaderelection.NewLeaderHealthzAdaptor(leaderWatchdogTimeout)
 	}
-	srv := &http.Server{Handler: s.mux(), ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	klog.InfoS("Serving health, metrics and debug endpoints", "address", ln.Addr().String())
-
-	klog.InfoS("Starting batch-scheduler", "version", version.Get(), "eventHandler", s.opts.EventHandler, "schedulerNames", s.opts.SchedulerNames)
+	stopServing, err := s.serve(ctx, serving)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
 	// Events keep being written until the broadcaster is shut down on the
 	// way out, not cut off (with an error per event) when ctx ends.
 	eventsStop := make(chan struct{})
@@ -318,15 +330,11 @@ func (s *server) run(ctx context.Context) error {
 	case <-ctx.Done():
 		runErr = <-schedDone
 	case runErr = <-schedDone:
-	case err := <-serveErr:
-		runErr = fmt.Errorf("HTTP server on %s: %w", s.opts.ListenAddress, err)
 	}
 	if runErr != nil {
-		shutdownHTTP(srv)
 		return runErr
 	}
 	klog.InfoS("Shutting down")
-	shutdownHTTP(srv)
 	return nil
 }
 
@@ -343,35 +351,31 @@ func (s *server) schedule(ctx context.Context) error {
 	}
 	klog.InfoS("Event handlers synced; cache is ready", "duration", time.Since(start))
 	if s.opts.LeaderElection.Enabled {
-		return runElected(ctx, s.opts.LeaderElection, s.client, s.scheduler.Run)
+		return runElected(ctx, s.opts.LeaderElection, s.client, s.watchdog, s.scheduler.Run)
 	}
 	s.scheduler.Run(ctx)
 	return nil
 }
 
-func shutdownHTTP(srv *http.Server) {
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		klog.ErrorS(err, "HTTP server did not shut down cleanly")
-	}
-}
-
-func (s *server) mux() *http.ServeMux {
-	mux := http.NewServeMux()
-	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") }
-	mux.HandleFunc("/healthz", ok)
-	mux.HandleFunc("/livez", ok)
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		synced, pending := s.cache.HandlersSynced()
-		if !synced {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "[-]handler-sync failed: waiting for %s\n", strings.Join(pending, ", "))
-			return
-		}
-		_, _ = io.WriteString(w, "[+]handler-sync ok\nok\n")
+// serve starts the HTTP endpoints (see serving.go, health.go); the
+// returned function stops them and waits until they have.
+func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func(), err error) {
+	checks := newHealthChecks(ctx, s.cache.HandlersSynced, s.watchdog)
+	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
+		"/debug/cache": s.cache.DumpHandler(),
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
-	mux.Handle("/debug/cache", s.cache.DumpHandler())
-	return mux
+	if err != nil {
+		serving.close()
+		return nil, err
+	}
+	stopCh := make(chan struct{})
+	wait, err := serving.serve(mux, stopCh)
+	if err != nil {
+		close(stopCh)
+		return nil, err
+	}
+	return func() {
+		close(stopCh)
+		wait()
+	}, nil
 }

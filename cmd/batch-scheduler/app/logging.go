@@ -1,0 +1,90 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/version"
+	"k8s.io/component-base/version/verflag"
+)
+
+func init() {
+	// Logging is process-wide and applied once, by the first command run
+	// in the process. Tests, the demo and embedders run the command more
+	// than once per process: a later run with the same logging settings
+	// goes on, one with other settings fails with a usage error.
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+}
+
+// loggingMu serialises applying the logging configuration, which
+// commands running concurrently in one process would otherwise race on.
+var loggingMu sync.Mutex
+
+// WithLogOutput sends the logs to w instead of stderr (and stdout, with
+// --log-*-split-stream), e.g. for a program that runs the command
+// in-process and keeps its own terminal output readable. Like every
+// logging setting, it is applied by the first command run in the process.
+func WithLogOutput(w io.Writer) Option {
+	return func(r *registries) error {
+		r.logOutput = w
+		return nil
+	}
+}
+
+// applyLogging validates and applies --logging-format, -v, --vmodule and
+// the other logging flags, with the logging feature gates of
+// --feature-gates (e.g. ContextualLogging=false). Logs go to output if it
+// is not nil, else to stderr.
+func applyLogging(o *Options, output io.Writer) error {
+	loggingMu.Lock()
+	defer loggingMu.Unlock()
+	var streams *logsapi.LoggingOptions
+	if output != nil {
+		streams = &logsapi.LoggingOptions{ErrorStream: output, InfoStream: output}
+	}
+	if err := logsapi.ValidateAndApplyWithOptions(o.Logs, streams, o.FeatureGate); err != nil {
+		return fmt.Errorf("logging flags (--logging-format %q, -v, --vmodule, --feature-gates): %w", o.Logs.Format, err)
+	}
+	// kubernetes_feature_enabled, in the legacy registry.
+	o.FeatureGate.AddMetrics()
+	return nil
+}
+
+// addVersionFlag adds verflag's --version to fs: "--version" prints the
+// version, "--version=raw" all the build information, "--version=vX.Y.Z"
+// overrides the version reported (in logs and metrics).
+//
+// verflag keeps the flag in a process-wide pflag.Flag. Adding that one
+// Flag to the flag set of each command (tests and embedders create
+// several) would have pflag write to it from several goroutines, so fs
+// gets a copy sharing verflag's value.
+func addVersionFlag(fs *pflag.FlagSet) {
+	tmp := pflag.NewFlagSet("version", pflag.ContinueOnError)
+	verflag.AddFlags(tmp)
+	f := *tmp.Lookup("version")
+	fs.AddFlag(&f)
+}
+
+// printVersionIfRequested prints the version to out if --version or
+// --version=raw was given, and reports whether it did. The flag's value is
+// process-wide (verflag's), so it is reset after printing: a later command
+// in this process starts without it.
+func printVersionIfRequested(fs *pflag.FlagSet, out io.Writer) bool {
+	f := fs.Lookup("version")
+	if f == nil {
+		return false
+	}
+	switch f.Value.String() {
+	case "raw":
+		fmt.Fprintf(out, "%#v\n", version.Get())
+	case "true":
+		fmt.Fprintf(out, "batch-scheduler %s\n", version.Get())
+	default:
+		return false
+	}
+	_ = f.Value.Set("false")
+	return true
+}
