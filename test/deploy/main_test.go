@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
@@ -14,6 +15,12 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
+	// The schedulers the tests run in-process set the process's logging
+	// up; do it before any test goroutine logs.
+	if err := app.ApplyLogging(); err != nil {
+		fmt.Fprintln(os.Stderr, "applying the logging configuration:", err)
+		os.Exit(1)
+	}
 	var err error
 	cp, err = controlplane.Start()
 	if err != nil {

@@ -231,6 +231,10 @@ func runScheduler(t *testing.T, kubeconfig string, local func(string) string, de
 			args = append(args, "--secure-port="+freePort(t))
 		case "--cert-dir":
 			args = append(args, "--cert-dir="+t.TempDir())
+		case "-v", "--v", "--vmodule", "--logging-format":
+			// Logging is process-wide, and TestMain set it up before
+			// any test ran; the Deployment's own setting would be a
+			// change the command refuses.
 		default:
 			args = append(args, local(a))
 		}

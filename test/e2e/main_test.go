@@ -10,12 +10,19 @@ import (
 	"os"
 	"testing"
 
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
+	// The schedulers the tests run in-process set the process's logging
+	// up; do it before any test goroutine logs.
+	if err := app.ApplyLogging(); err != nil {
+		fmt.Fprintln(os.Stderr, "applying the logging configuration:", err)
+		os.Exit(1)
+	}
 	var err error
 	cp, err = controlplane.Start()
 	if err != nil {

@@ -88,3 +88,23 @@ func printVersionIfRequested(fs *pflag.FlagSet, out io.Writer) bool {
 	_ = f.Value.Set("false")
 	return true
 }
+
+// ApplyLogging applies the logging flags among args (their defaults when
+// there are none) to the process, as the command does when it starts.
+// Logging is process-wide: a program that runs the command in-process
+// while other goroutines already log, such as a test, calls it first, so
+// that the state is set before anything reads it; the command then finds
+// it applied. Other flags in args are an error.
+func ApplyLogging(args ...string) error {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("batch-scheduler", pflag.ContinueOnError)
+	logsapi.AddFlags(o.Logs, fs)
+	o.FeatureGate.AddFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageError(err)
+	}
+	if err := applyLogging(o, nil); err != nil {
+		return usageError(err)
+	}
+	return nil
+}
