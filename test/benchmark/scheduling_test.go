@@ -968,8 +968,20 @@ func printSummary(out io.Writer, s settings, c1 phase, sched schedulerRun, c2 ph
 			events.podsPerSecond(), sched.podsPerSecond()/events.podsPerSecond())
 	}
 	m := sched.metrics
-	sum := m[`batch_scheduler_scheduling_attempt_duration_seconds_sum{result="scheduled"}`]
-	cnt := m[`batch_scheduler_scheduling_attempt_duration_seconds_count{result="scheduled"}`]
+	// Summed over profiles: the histogram is labelled by profile and
+	// result.
+	var sum, cnt float64
+	for k, v := range m {
+		if !strings.Contains(k, `result="scheduled"`) {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(k, "batch_scheduler_scheduling_attempt_duration_seconds_sum{"):
+			sum += v
+		case strings.HasPrefix(k, "batch_scheduler_scheduling_attempt_duration_seconds_count{"):
+			cnt += v
+		}
+	}
 	fmt.Fprintf(out, "scheduler: start-up (command to /readyz) %s; first bind %s after ready; ", sched.startup.Round(time.Millisecond), sched.firstBind.Round(time.Millisecond))
 	if cnt > 0 {
 		fmt.Fprintf(out, "%.0f cycles, mean %.3fms, loop busy %.0f%% of the phase; ", cnt, 1000*sum/cnt, 100*sum/sched.elapsed.Seconds())
