@@ -101,10 +101,12 @@ type DynamicEventHandler interface {
 // Interface is an event handler: the one sink for events of every informer
 // the scheduler cache runs, native and custom alike.
 //
-// The simplest way to write one is to embed the default handler
-// (pkg/eventhandlers/default) and override the methods that change. Handlers
-// for resources added in later versions are optional interfaces, found by
-// type assertion, so that existing handlers keep compiling.
+// The simplest way to write one is to build on the default handler
+// (pkg/eventhandlers/default): give it a Policy to change how nodes, pods
+// and external workloads are treated (every event path obeys it), and
+// embed it to add behaviour for other resources. Handlers for resources
+// added in later versions are optional interfaces, found by type
+// assertion, so that existing handlers keep compiling.
 type Interface interface {
 	PodEventHandler
 	NodeEventHandler
