@@ -196,3 +196,27 @@ func CreatePod(ctx context.Context, client kubernetes.Interface, pod *v1.Pod) (*
 	}
 	return updated, nil
 }
+
+// RunTests is the TestMain of a package whose tests share one control
+// plane: it starts the control plane, stores it in *cp, runs run (which
+// sets the package up and calls m.Run), stops the control plane (also on
+// SIGINT or SIGTERM), and exits with the tests' code, or 1 if the control
+// plane could not start or stop. name prefixes its messages.
+func RunTests(name string, cp **ControlPlane, run func() int) {
+	started, err := Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	*cp = started
+	cancel := started.StopOnSignal()
+	code := run()
+	cancel()
+	if err := started.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: stopping the control plane: %v\n", name, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -22,22 +22,7 @@ var (
 var crdDir = filepath.Join("..", "..", "deploy", "crds")
 
 func TestMain(m *testing.M) {
-	var err error
-	cp, err = controlplane.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "crds:", err)
-		os.Exit(1)
-	}
-	cancel := cp.StopOnSignal()
-	code := setUpAndRun(m)
-	cancel()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "crds: stopping the control plane:", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
+	controlplane.RunTests("crds", &cp, func() int { return setUpAndRun(m) })
 }
 
 // setUpAndRun installs the CRDs, waits until the API server serves them,

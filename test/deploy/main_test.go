@@ -21,20 +21,5 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "applying the logging configuration:", err)
 		os.Exit(1)
 	}
-	var err error
-	cp, err = controlplane.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "deploy:", err)
-		os.Exit(1)
-	}
-	cancel := cp.StopOnSignal()
-	code := m.Run()
-	cancel()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "deploy: stopping the control plane:", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
+	controlplane.RunTests("deploy", &cp, m.Run)
 }

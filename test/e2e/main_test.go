@@ -23,20 +23,5 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "applying the logging configuration:", err)
 		os.Exit(1)
 	}
-	var err error
-	cp, err = controlplane.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		os.Exit(1)
-	}
-	cancel := cp.StopOnSignal()
-	code := m.Run()
-	cancel()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: stopping the control plane:", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
+	controlplane.RunTests("e2e", &cp, m.Run)
 }
