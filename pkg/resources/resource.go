@@ -41,6 +41,26 @@ func FromList(rl v1.ResourceList) Resource {
 	return r
 }
 
+// ToList converts r back to a ResourceList, leaving out zero amounts. CPU
+// is written in millicores, memory and storage as binary-SI byte counts,
+// everything else as a plain count; FromList(r.ToList()) equals r.
+func (r Resource) ToList() v1.ResourceList {
+	l := v1.ResourceList{}
+	put := func(name v1.ResourceName, q *resource.Quantity) {
+		if !q.IsZero() {
+			l[name] = *q
+		}
+	}
+	put(v1.ResourceCPU, resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI))
+	put(v1.ResourceMemory, resource.NewQuantity(r.Memory, resource.BinarySI))
+	put(v1.ResourceEphemeralStorage, resource.NewQuantity(r.EphemeralStorage, resource.BinarySI))
+	put(v1.ResourcePods, resource.NewQuantity(r.Pods, resource.DecimalSI))
+	for name, v := range r.Scalar {
+		put(name, resource.NewQuantity(v, resource.DecimalSI))
+	}
+	return l
+}
+
 func (r *Resource) set(name v1.ResourceName, q resource.Quantity) {
 	switch name {
 	case v1.ResourceCPU:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -74,5 +75,28 @@ func TestArithmetic(t *testing.T) {
 	}
 	if got := overcommitted.Insufficient(Resource{MilliCPU: 1, Pods: 1}); len(got) != 1 || got[0] != v1.ResourceCPU {
 		t.Errorf("Insufficient = %v, want [cpu]", got)
+	}
+}
+
+func TestToListRoundTrips(t *testing.T) {
+	for _, rl := range []v1.ResourceList{
+		{},
+		{v1.ResourceCPU: resource.MustParse("1500m"), v1.ResourceMemory: resource.MustParse("3Gi")},
+		{v1.ResourceCPU: resource.MustParse("2"), v1.ResourcePods: resource.MustParse("110"),
+			v1.ResourceEphemeralStorage: resource.MustParse("10Gi"), "nvidia.com/gpu": resource.MustParse("4")},
+	} {
+		r := FromList(rl)
+		back := r.ToList()
+		if len(back) != len(rl) {
+			t.Errorf("FromList(%v).ToList() = %v: %d names, want %d", rl, back, len(back), len(rl))
+		}
+		for name, q := range rl {
+			if got := back[name]; got.Cmp(q) != 0 {
+				t.Errorf("%s: got %s, want %s", name, got.String(), q.String())
+			}
+		}
+		if again := FromList(back); again.String() != r.String() {
+			t.Errorf("round trip changed %s into %s", r, again)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,6 +173,28 @@ func TestCommandExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Commands built and run at the same time in one process (the e2e tests run
+// two replicas this way) share no flag state: under -race this fails if
+// cobra or the --version flag writes to a process-wide pflag.Flag.
+func TestCommandsRunConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := NewSchedulerCommand()
+			var out strings.Builder
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SetArgs([]string{"--list-event-handlers"})
+			if code := Execute(cmd); code != 0 || out.String() != "default\n" {
+				t.Errorf("exit code %d, output %q; want 0 and the default handler", code, out.String())
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // port returns a loopback port that was free a moment ago.

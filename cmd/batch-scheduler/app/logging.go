@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/version"
-	"k8s.io/component-base/version/verflag"
+	// Registers --version on pflag.CommandLine (see addVersionFlag).
+	_ "k8s.io/component-base/version/verflag"
 )
 
 func init() {
@@ -57,15 +58,36 @@ func applyLogging(o *Options, output io.Writer) error {
 // version, "--version=raw" all the build information, "--version=vX.Y.Z"
 // overrides the version reported (in logs and metrics).
 //
-// verflag keeps the flag in a process-wide pflag.Flag. Adding that one
-// Flag to the flag set of each command (tests and embedders create
-// several) would have pflag write to it from several goroutines, so fs
-// gets a copy sharing verflag's value.
+// verflag registers the flag on the process-wide pflag.CommandLine. pflag
+// writes to every Flag it adds to a set, so fs gets a copy that shares
+// verflag's value; the shared Flag is only read (see shadowGlobalFlags).
 func addVersionFlag(fs *pflag.FlagSet) {
-	tmp := pflag.NewFlagSet("version", pflag.ContinueOnError)
-	verflag.AddFlags(tmp)
-	f := *tmp.Lookup("version")
+	f := *pflag.CommandLine.Lookup(versionFlag)
 	fs.AddFlag(&f)
+}
+
+// versionFlag is the flag verflag's init registers on pflag.CommandLine.
+const versionFlag = "version"
+
+// shadowGlobalFlags gives cmd's persistent flags a copy of every flag on
+// pflag.CommandLine that fs does not already have. Cobra merges
+// pflag.CommandLine into each command it executes by adding those very
+// Flag values to the command's sets, which rewrites them; two commands
+// starting in one process (tests, embedders) would then write the same
+// Flags concurrently. With a copy already present, cobra finds the name
+// and leaves the global Flag alone.
+func shadowGlobalFlags(persistent, fs *pflag.FlagSet) {
+	pflag.CommandLine.VisitAll(func(g *pflag.Flag) {
+		if persistent.Lookup(g.Name) != nil {
+			return
+		}
+		if f := fs.Lookup(g.Name); f != nil {
+			persistent.AddFlag(f)
+			return
+		}
+		c := *g
+		persistent.AddFlag(&c)
+	})
 }
 
 // printVersionIfRequested prints the version to out if --version or

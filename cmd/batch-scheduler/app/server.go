@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/term"
@@ -134,6 +133,7 @@ through the event handler chosen with --event-handler.`,
 	// error: exit code 2.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	addAll(cmd.Flags(), fss)
+	shadowGlobalFlags(cmd.PersistentFlags(), cmd.Flags())
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 	return cmd
@@ -215,13 +215,13 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 }
 
 type server struct {
-	opts        *Options
-	client      kubernetes.Interface
-	cache       *cache.SchedulerCache
-	handler     eventhandlers.Interface
-	scheduler   *scheduler.Scheduler
-	broadcaster events.EventBroadcasterAdapter
-	registry    *prometheus.Registry
+	opts      *Options
+	client    kubernetes.Interface
+	cache     *cache.SchedulerCache
+	handler   eventhandlers.Interface
+	scheduler *scheduler.Scheduler
+	events    *eventRecording
+	registry  *prometheus.Registry
 	// watchdog fails /healthz, /livez and /readyz when the elector is
 	// stuck; nil without leader election.
 	watchdog *leaderelection.HealthzAdaptor
@@ -253,8 +253,8 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
-	broadcaster := events.NewEventBroadcasterAdapterWithContext(ctx, eventClient)
-	recorder := broadcaster.NewRecorder("batch-scheduler")
+	rec := newEventRecording(eventClient)
+	recorder := rec.recorder("batch-scheduler")
 	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder})
 	if err != nil {
 		return nil, usageError(err)
@@ -296,7 +296,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, err
 	}
-	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, broadcaster: broadcaster, registry: reg}, nil
+	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, events: rec, registry: reg}, nil
 }
 
 func (s *server) run(ctx context.Context, serving *servingConfig) error {
@@ -309,14 +309,12 @@ func (s *server) run(ctx context.Context, serving *servingConfig) error {
 		return err
 	}
 	defer stopServing()
-	// Events keep being written until the broadcaster is shut down on the
-	// way out, not cut off (with an error per event) when ctx ends.
-	eventsStop := make(chan struct{})
-	s.broadcaster.StartRecordingToSink(eventsStop)
-	defer func() {
-		s.broadcaster.Shutdown()
-		close(eventsStop)
-	}()
+	// Events keep being written until everything else has stopped.
+	stopEvents, err := s.events.start(ctx)
+	if err != nil {
+		return fmt.Errorf("starting event recording: %w", err)
+	}
+	defer stopEvents()
 	if err := s.cache.Run(ctx, s.handler); err != nil {
 		return fmt.Errorf("starting the scheduler cache: %w", err)
 	}

@@ -1,0 +1,68 @@
+package demand
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestFetch(t *testing.T) {
+	good := &Report{
+		Framework: "batch", Waiting: 3,
+		Unmet:       v1.ResourceList{v1.ResourceCPU: resource.MustParse("6")},
+		LargestUnit: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
+		LargestGang: &Gang{Name: "ns/train", Members: 3, MinMember: 3, Total: v1.ResourceList{v1.ResourceCPU: resource.MustParse("6")}},
+		Used:        map[string]v1.ResourceList{"node-a": {v1.ResourceMemory: resource.MustParse("1Gi")}},
+	}
+	tests := []struct {
+		name    string
+		serve   http.Handler
+		wantErr []string
+	}{
+		{name: "valid", serve: Handler(func() *Report { return good })},
+		{name: "not JSON", serve: text(200, "<html>oops</html>"), wantErr: []string{"decoding the answer"}},
+		{name: "server error", serve: text(503, "busy"), wantErr: []string{"HTTP 503", "busy"}},
+		{name: "negative unmet", serve: text(200, `{"unmet":{"cpu":"-1"}}`), wantErr: []string{"unmet[cpu]", "negative"}},
+		{name: "bad node name", serve: text(200, `{"used":{"Node_A":{"cpu":"1"}}}`), wantErr: []string{`"Node_A"`}},
+		{name: "gang without name", serve: text(200, `{"largestGang":{"members":2}}`), wantErr: []string{"largestGang.name"}},
+		{name: "negative count", serve: text(200, `{"waiting":-4}`), wantErr: []string{"waiting", "negative"}},
+		{name: "bad quantity", serve: text(200, `{"unmet":{"cpu":"lots"}}`), wantErr: []string{"decoding the answer"}},
+		{name: "too large", serve: text(200, `{"framework":"`+strings.Repeat("x", MaxReportBytes)+`"}`), wantErr: []string{"larger than"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.serve)
+			defer srv.Close()
+			r, err := Fetch(t.Context(), srv.Client(), srv.URL+Path)
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Fetch: %v", err)
+				}
+				used := r.Used["node-a"]
+				if r.LargestGang == nil || r.LargestGang.Members != 3 || used.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+					t.Errorf("Fetch = %+v, want the served report", r)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Fetch = %+v, want an error", r)
+			}
+			for _, w := range append(tt.wantErr, srv.URL) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func text(code int, body string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(body))
+	})
+}
