@@ -159,7 +159,7 @@ func (c *SchedulerCache) revertAssumedLocked(t *framework.TaskInfo) (pending boo
 		delete(c.tasks, uid)
 		c.removeFromJobLocked(t)
 	} else {
-		pt := framework.NewTaskInfo(a.pending)
+		pt := c.ownTask(a.pending)
 		c.tasks[uid] = pt
 		c.numPending++
 		c.jobs[t.Job].SetTask(pt)

@@ -18,6 +18,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // DefaultSchedulerName is the scheduler name used when Options names none.
@@ -118,6 +119,12 @@ type SchedulerCache struct {
 	assumed map[types.UID]*assumedPod
 	// external holds the external usage by key (see SetExternalUsage).
 	external map[string]externalUsage
+	// caps holds the node caps by node name (see SetNodeCap); requireCaps
+	// is set by RequireNodeCaps; capExceeded names the listed nodes whose
+	// cap this scheduler's pods exceed.
+	caps        map[string]*resources.Resource
+	requireCaps bool
+	capExceeded map[string]bool
 	// numPlaceholders and numPending count placeholder nodes and pending
 	// tasks, for the size gauges.
 	numPlaceholders int
@@ -187,17 +194,19 @@ func New(opts Options) (*SchedulerCache, error) {
 	}
 	size := opts.Metrics.CacheSize
 	c := &SchedulerCache{
-		opts:       opts,
-		schedulers: schedulers,
-		metrics:    opts.Metrics,
-		queue:      q,
-		nodes:      map[string]*nodeItem{},
-		excluded:   map[string]bool{},
-		outside:    map[string]*framework.NodeInfo{},
-		tasks:      map[types.UID]*framework.TaskInfo{},
-		jobs:       map[framework.JobID]*framework.JobInfo{},
-		assumed:    map[types.UID]*assumedPod{},
-		external:   map[string]externalUsage{},
+		opts:        opts,
+		schedulers:  schedulers,
+		metrics:     opts.Metrics,
+		queue:       q,
+		nodes:       map[string]*nodeItem{},
+		excluded:    map[string]bool{},
+		outside:     map[string]*framework.NodeInfo{},
+		tasks:       map[types.UID]*framework.TaskInfo{},
+		jobs:        map[framework.JobID]*framework.JobInfo{},
+		assumed:     map[types.UID]*assumedPod{},
+		external:    map[string]externalUsage{},
+		caps:        map[string]*resources.Resource{},
+		capExceeded: map[string]bool{},
 		sizeGauges: cacheSizeGauges{
 			nodes:        size.WithLabelValues(metrics.CacheNodes),
 			placeholders: size.WithLabelValues(metrics.CachePlaceholderNodes),

@@ -42,7 +42,17 @@ type NodeDump struct {
 	Requested   resources.Resource `json:"requested"`
 	// External is the node's external usage (e.g. ExternalWorkloads).
 	External resources.Resource `json:"external"`
-	Idle     resources.Resource `json:"idle"`
+	// OwnRequested is what this scheduler's own pods request there.
+	OwnRequested resources.Resource `json:"ownRequested"`
+	// Cap bounds OwnRequested under two-level scheduling (see
+	// eventhandlers.NodeCapCache): absent when the node is uncapped, all
+	// zero when it has no grant.
+	Cap *resources.Resource `json:"cap,omitempty"`
+	// CapExceeded is set when OwnRequested exceeds Cap.
+	CapExceeded bool `json:"capExceeded,omitempty"`
+	// Idle is what is left for this scheduler: the smaller of what the
+	// node and what its cap have left.
+	Idle resources.Resource `json:"idle"`
 	// ExternalKeys are the keys, sorted, of the external usage.
 	ExternalKeys []string `json:"externalKeys,omitempty"`
 	// Pods are "namespace/name" keys, sorted, of the pods bound or assumed
@@ -165,6 +175,9 @@ func dumpNode(n *framework.NodeInfo) NodeDump {
 		Schedulable:  n.Schedulable.Clone(),
 		Requested:    n.Requested.Clone(),
 		External:     n.External.Clone(),
+		OwnRequested: n.OwnRequested.Clone(),
+		Cap:          cloneCap(n.Cap),
+		CapExceeded:  n.CapExceeded(),
 		Idle:         n.Idle(),
 		ExternalKeys: slices.Clone(n.ExternalKeys),
 		Pods:         pods,
@@ -208,4 +221,12 @@ func (c *SchedulerCache) DumpHandler() http.Handler {
 			klog.V(4).InfoS("Writing the scheduler cache dump", "err", err)
 		}
 	})
+}
+
+func cloneCap(c *resources.Resource) *resources.Resource {
+	if c == nil {
+		return nil
+	}
+	cc := c.Clone()
+	return &cc
 }

@@ -53,6 +53,7 @@ func (c *SchedulerCache) AddOrUpdateNode(node *v1.Node) error {
 		c.numPlaceholders--
 	}
 	item.info.SetNode(node)
+	item.info.Cap = c.capOfLocked(node.Name)
 	c.touchLocked(item)
 	c.updateSizeGaugesLocked()
 	return nil
@@ -207,6 +208,9 @@ func (c *SchedulerCache) NodeInfo(name string) (*framework.NodeInfo, bool) {
 func (c *SchedulerCache) touchLocked(item *nodeItem) {
 	c.generation++
 	item.info.Generation = c.generation
+	if item.info.Cap != nil || c.capExceeded[item.info.Name()] {
+		c.noteCapLocked(item.info)
+	}
 	if c.headNode == item {
 		return
 	}
@@ -239,6 +243,10 @@ func (c *SchedulerCache) deleteNodeLocked(item *nodeItem) {
 	}
 	c.unlinkLocked(item)
 	delete(c.nodes, item.info.Name())
+	if c.capExceeded[item.info.Name()] {
+		delete(c.capExceeded, item.info.Name())
+		c.metrics.GrantOvercommittedNodes.Set(float64(len(c.capExceeded)))
+	}
 	c.generation++
 	c.removedNodes = append(c.removedNodes, removedNode{name: item.info.Name(), generation: c.generation})
 	if limit := max(maxRemovedNodes, len(c.nodes)); len(c.removedNodes) > limit {

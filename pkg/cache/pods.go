@@ -20,7 +20,7 @@ func (c *SchedulerCache) AddPod(pod *v1.Pod) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.setTaskLocked(framework.NewTaskInfo(pod))
+	c.setTaskLocked(c.ownTask(pod))
 	return nil
 }
 
@@ -36,7 +36,7 @@ func (c *SchedulerCache) UpdatePod(oldPod, newPod *v1.Pod) error {
 	if _, ok := c.tasks[newPod.UID]; !ok {
 		klog.V(4).InfoS("Update of a pod the cache did not have; adding it", "pod", klog.KObj(newPod), "node", newPod.Spec.NodeName)
 	}
-	c.setTaskLocked(framework.NewTaskInfo(newPod))
+	c.setTaskLocked(c.ownTask(newPod))
 	return nil
 }
 
@@ -68,7 +68,7 @@ func (c *SchedulerCache) setPendingPod(pod *v1.Pod, verb string) error {
 			return nil
 		}
 	}
-	c.setTaskLocked(framework.NewTaskInfo(pod))
+	c.setTaskLocked(c.ownTask(pod))
 	return nil
 }
 

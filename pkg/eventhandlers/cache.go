@@ -19,6 +19,7 @@ import (
 type Cache interface {
 	NodeCache
 	ExternalUsageCache
+	NodeCapCache
 	PodCache
 
 	// MoveAllToActiveOrBackoffQueue raises event: jobs waiting in the
@@ -69,6 +70,52 @@ type ExternalUsageCache interface {
 	// RemoveExternalUsage forgets the usage of key. An unknown key is an
 	// error wrapping the cache's not-found error.
 	RemoveExternalUsage(key string) error
+}
+
+// NodeCapCache caps what this scheduler may use on nodes: under two-level
+// scheduling an allocator grants each framework capacity per node, and the
+// scheduler must stay inside its grants.
+//
+// On a capped node, what is idle for this scheduler is the smaller of what
+// the node has left (allocatable less every pod and external usage) and
+// what the cap has left (the cap less the requests of this scheduler's own
+// pods there, framework.TaskInfo.Own). Every resource but the pod count is
+// capped; a resource the cap does not name is capped at zero. An uncapped
+// node behaves as if there were no cap.
+//
+// Like ExternalUsageCache, the cache only accounts: a handler that raises
+// or lifts a cap raises framework.EventGrantIncrease with a
+// *framework.NodeCapChange so that waiting jobs retry.
+type NodeCapCache interface {
+	// SetNodeCap caps what this scheduler's pods may request in total on
+	// nodeName. The node need not be known yet: the cap applies when it
+	// arrives.
+	SetNodeCap(nodeName string, limit resources.Resource) error
+	// RemoveNodeCap lifts the cap on nodeName. Under RequireNodeCaps the
+	// node goes back to no grant at all. Removing a cap that is not set is
+	// not an error.
+	RemoveNodeCap(nodeName string) error
+	// RequireNodeCaps makes every node without a cap capped at zero: no
+	// pod of this scheduler fits there ("No grant on node"). A two-level
+	// handler calls it once, from its factory.
+	RequireNodeCaps()
+	// CapExceededNodes lists the nodes where this scheduler's pods request
+	// more than the cap, sorted by node name: the grant shrank below what
+	// runs there. Nothing new of this scheduler fits on them until that
+	// clears; the metric batch_scheduler_grant_overcommitted_nodes counts
+	// them.
+	CapExceededNodes() []CapExceeded
+}
+
+// CapExceeded is a node where this scheduler's pods request more than the
+// cap (see NodeCapCache.CapExceededNodes).
+type CapExceeded struct {
+	Node *v1.Node
+	// Cap is the cap, Used what this scheduler's pods there request.
+	Cap, Used resources.Resource
+	// Pods are this scheduler's pods counted on the node, bound or
+	// assumed.
+	Pods []*v1.Pod
 }
 
 // PodCache holds the pods the scheduler tracks: assigned ones (spec.nodeName

@@ -3,6 +3,8 @@ package framework
 import (
 	"fmt"
 	"strings"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // EventResource names the kind of object a cluster event is about. Native
@@ -140,7 +142,20 @@ var (
 	// node went away, shrank, stopped or moved to another node, freeing
 	// resources where it was.
 	EventExternalUsageDecrease = ClusterEvent{Resource: ExternalWorkload, ActionType: Delete | UpdateGeneric, Label: "ExternalUsageDecrease"}
+	// EventGrantIncrease: the cap on what this scheduler may use on a node
+	// (NodeInfo.Cap) grew or was lifted, e.g. because an allocator granted
+	// more. It is raised with a *NodeCapChange as both objects' new value
+	// (oldObj nil).
+	EventGrantIncrease = ClusterEvent{Resource: Grant, ActionType: Add | UpdateGeneric, Label: "GrantIncrease"}
 	// EventUnschedulableTimeout is used when work is moved because it waited
 	// too long in the unschedulable queue, not because of an event.
 	EventUnschedulableTimeout = ClusterEvent{Resource: WildCard, ActionType: All, Label: "UnschedulableTimeout"}
 )
+
+// NodeCapChange is the object EventGrantIncrease is raised with: the cap
+// on node NodeName went from Old to New. A nil cap is no cap at all; an
+// all-zero one is no grant (see NodeInfo.Cap).
+type NodeCapChange struct {
+	NodeName string
+	Old, New *resources.Resource
+}

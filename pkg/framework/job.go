@@ -97,6 +97,12 @@ type TaskInfo struct {
 	// bound or assumed pod that has not finished (Succeeded or Failed),
 	// including a terminating one.
 	Counted bool
+	// Own reports whether the pod is this scheduler's: its
+	// spec.schedulerName is one of the scheduler's names. The requests of
+	// counted own tasks are what a node's cap bounds (see NodeInfo.Cap).
+	// The cache sets it for pods informers report; an assumed task is
+	// always own.
+	Own bool
 }
 
 // NewTaskInfo returns the task of pod as an informer reports it: bound to
@@ -130,6 +136,7 @@ func NewAssumedTaskInfo(pending *v1.Pod, node string, requests resources.Resourc
 		NodeName: node,
 		Requests: requests,
 		Counted:  pending.Status.Phase != v1.PodSucceeded && pending.Status.Phase != v1.PodFailed,
+		Own:      true,
 	}
 }
 

@@ -8,13 +8,15 @@ import (
 )
 
 // NodeInfo is a node and what is accounted to it: the pods bound or
-// assumed to it and the usage of things that are not pods (external
-// usage, e.g. VMs).
+// assumed to it, the usage of things that are not pods (external usage,
+// e.g. VMs) and, under two-level scheduling, the cap on what this
+// scheduler's own pods may use there (the capacity an allocator granted).
 //
 // The cache owns the NodeInfos it stores and changes them under its lock;
 // it never hands them out, only clones (a Snapshot's, or Clone's). The Node
 // and the TaskInfos are immutable and shared between the cache and its
-// clones; everything else (the Pods slice, Schedulable, Requested,
+// clones, and so is Cap, which the cache replaces rather than modifies;
+// everything else (the Pods slice, Schedulable, Requested, OwnRequested,
 // External) is a clone's own, so AddPod and RemovePod on a clone never
 // affect the cache. Plugins read NodeInfos and never modify them: the
 // scheduling loop places pods on them tentatively through its Snapshot.
@@ -32,6 +34,16 @@ type NodeInfo struct {
 	// External is the sum of the external usage accounted to the node
 	// (ExternalUsageCache), e.g. of ExternalWorkloads.
 	External resources.Resource
+	// OwnRequested is the part of Requested that this scheduler's own
+	// pods request (tasks with Own set).
+	OwnRequested resources.Resource
+	// Cap, when not nil, bounds what this scheduler's own pods may request
+	// on the node in total, in every resource but the pod count (which
+	// only allocatable bounds). A resource Cap does not name is capped at
+	// zero, so an all-zero Cap means nothing of ours may run here: the
+	// node has no grant for us. Nil means uncapped. Shared between
+	// clones: replace it, never modify it.
+	Cap *resources.Resource
 	// ExternalKeys are the keys of that usage, sorted. Like Node, the
 	// slice is shared between clones and must not be modified; replace it.
 	ExternalKeys []string
@@ -72,13 +84,52 @@ func NewPlaceholderNodeInfo(name string) *NodeInfo {
 // Name is the node's name, also for a placeholder.
 func (n *NodeInfo) Name() string { return n.name }
 
-// Idle is what is still free: Schedulable minus Requested minus External.
-// It may be negative on an over-committed node.
+// Idle is what is still free for this scheduler: Schedulable minus
+// Requested minus External and, on a capped node, at most CapIdle. It may
+// be negative on an over-committed node.
 func (n *NodeInfo) Idle() resources.Resource {
 	idle := n.Schedulable.Clone()
 	idle.Sub(n.Requested)
 	idle.Sub(n.External)
+	if capIdle, ok := n.CapIdle(); ok {
+		pods := idle.Pods
+		idle = idle.Min(capIdle)
+		idle.Pods = pods
+	}
 	return idle
+}
+
+// CapIdle is what the cap leaves for this scheduler's pods: Cap minus
+// OwnRequested, negative where the scheduler's pods use more than the
+// cap. ok is false on an uncapped node. The pod count is not capped and
+// reads zero.
+func (n *NodeInfo) CapIdle() (idle resources.Resource, ok bool) {
+	if n.Cap == nil {
+		return resources.Resource{}, false
+	}
+	idle = n.Cap.Clone()
+	idle.Sub(n.OwnRequested)
+	idle.Pods = 0
+	return idle, true
+}
+
+// CapExceeded reports whether this scheduler's pods request more than the
+// cap on the node in some resource: the grant shrank below what runs
+// there. Nothing new of ours fits until that clears.
+func (n *NodeInfo) CapExceeded() bool {
+	if n.Cap == nil {
+		return false
+	}
+	o, c := &n.OwnRequested, n.Cap
+	if o.MilliCPU > c.MilliCPU || o.Memory > c.Memory || o.EphemeralStorage > c.EphemeralStorage {
+		return true
+	}
+	for name, v := range o.Scalar {
+		if v > c.Scalar[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // Unused reports whether nothing is accounted to n: no pods and no
@@ -104,6 +155,7 @@ func (n *NodeInfo) CloneInto(c *NodeInfo) {
 	c.Schedulable = n.Schedulable.Clone()
 	c.Requested = n.Requested.Clone()
 	c.External = n.External.Clone()
+	c.OwnRequested = n.OwnRequested.Clone()
 	c.Pods = pods
 }
 
@@ -150,6 +202,9 @@ func (n *NodeInfo) AddTask(t *TaskInfo) {
 	n.Pods = append(n.Pods, t)
 	if t.Counted {
 		n.Requested.Add(t.Requests)
+		if t.Own {
+			n.OwnRequested.Add(t.Requests)
+		}
 	}
 }
 
@@ -162,6 +217,9 @@ func (n *NodeInfo) RemoveTask(uid types.UID) bool {
 		}
 		if t.Counted {
 			n.Requested.Sub(t.Requests)
+			if t.Own {
+				n.OwnRequested.Sub(t.Requests)
+			}
 		}
 		last := len(n.Pods) - 1
 		n.Pods[i] = n.Pods[last]

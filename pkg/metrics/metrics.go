@@ -59,6 +59,10 @@ type Metrics struct {
 	// the informer did not report bound within the assumed-pod TTL, so
 	// that the cache dropped the assumption.
 	AssumedPodsExpired prometheus.Counter
+	// GrantOvercommittedNodes is the number of nodes where this scheduler's
+	// pods request more than the cap on what it may use there (two-level
+	// scheduling: the grant shrank below what runs there).
+	GrantOvercommittedNodes prometheus.Gauge
 }
 
 // New creates the metrics and registers them with reg. A nil reg leaves
@@ -91,6 +95,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name:      "assumed_pods_expired_total",
 			Help:      "Assumed pods whose bind succeeded but that were not reported bound within the assumed-pod TTL, so the scheduler cache dropped the assumption.",
 		}),
+		GrantOvercommittedNodes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace,
+			Name:      "grant_overcommitted_nodes",
+			Help:      "Nodes where this scheduler's pods request more than it may use there (its grants shrank below what runs).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -104,5 +113,5 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.PendingJobs, m.CacheSize, m.AssumedPodsExpired}
+	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.PendingJobs, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes}
 }

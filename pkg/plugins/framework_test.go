@@ -27,8 +27,8 @@ func TestDefaultFramework(t *testing.T) {
 	}
 	// Every in-tree plugin registers its events, so the scheduler needs
 	// only the pod and node informers (ExternalWorkload events come from
-	// custom informers, if any are configured).
-	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.ExternalWorkload, framework.Node, framework.Pod}; !reflect.DeepEqual(got, want) {
+	// custom informers, if any are configured, and so do Grants).
+	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.ExternalWorkload, framework.Grant, framework.Node, framework.Pod}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ResourcesNeeded = %v, want %v", got, want)
 	}
 

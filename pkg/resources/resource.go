@@ -117,6 +117,27 @@ func (r *Resource) Sub(o Resource) {
 	}
 }
 
+// Min returns, per resource, the smaller amount of r and o; a scalar
+// resource only one of them lists counts as zero in the other.
+func (r Resource) Min(o Resource) Resource {
+	m := Resource{
+		MilliCPU:         min(r.MilliCPU, o.MilliCPU),
+		Memory:           min(r.Memory, o.Memory),
+		EphemeralStorage: min(r.EphemeralStorage, o.EphemeralStorage),
+		Pods:             min(r.Pods, o.Pods),
+	}
+	if len(r.Scalar)+len(o.Scalar) > 0 {
+		m.Scalar = make(map[v1.ResourceName]int64, len(r.Scalar)+len(o.Scalar))
+		for name, v := range r.Scalar {
+			m.Scalar[name] = min(v, o.Scalar[name])
+		}
+		for name, v := range o.Scalar {
+			m.Scalar[name] = min(v, r.Scalar[name])
+		}
+	}
+	return m
+}
+
 // Clone returns a deep copy of r.
 func (r Resource) Clone() Resource {
 	c := r

@@ -90,6 +90,20 @@ func (f *fakeCache) RemoveExternalUsage(key string) error {
 	return f.err
 }
 
+func (f *fakeCache) SetNodeCap(nodeName string, limit resources.Resource) error {
+	f.record("SetNodeCap", nodeName+" "+limit.String())
+	return f.err
+}
+
+func (f *fakeCache) RemoveNodeCap(nodeName string) error {
+	f.record("RemoveNodeCap", nodeName)
+	return f.err
+}
+
+func (f *fakeCache) RequireNodeCaps() { f.record("RequireNodeCaps", "") }
+
+func (f *fakeCache) CapExceededNodes() []eventhandlers.CapExceeded { return nil }
+
 func (f *fakeCache) AddPod(pod *v1.Pod) error {
 	f.record("AddPod", podKey(pod))
 	return f.err

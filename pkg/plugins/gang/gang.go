@@ -34,13 +34,18 @@ func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugi
 // Name implements framework.Plugin.
 func (*Gang) Name() string { return Name }
 
-// EventsToRegister implements framework.EnqueueExtensions: no cluster
-// event helps a gang this plugin rejected. It is waiting for pods of its
-// own (more of them, or a quorum declared or fixed on them), and any change
-// of the job's pending pods retries it anyway. When some of its pods found
-// no node, the plugins that rejected them registered what may help.
+// EventsToRegister implements framework.EnqueueExtensions. A gang this
+// plugin rejected in PreFilter waits for pods of its own (more of them, or
+// a quorum declared or fixed on them), and any change of the job's pending
+// pods retries it anyway. One rejected in Permit could not place its
+// quorum; when some of its pods found no node, the plugins that rejected
+// them registered what may help. The one event registered here is a grant
+// that grew (two-level scheduling) where one of its pods fits: a gang
+// larger than its grants is the case the allocator grows them for.
 func (*Gang) EventsToRegister() []framework.ClusterEventWithHint {
-	return nil
+	return []framework.ClusterEventWithHint{
+		{Event: framework.EventGrantIncrease, QueueingHintFn: pluginutil.CapHint},
+	}
 }
 
 // PreFilter implements framework.PreFilterPlugin: the job must declare a

@@ -126,13 +126,17 @@ func TestNew(t *testing.T) {
 		t.Errorf("args accepted: %v", err)
 	}
 	// A gang the plugin rejected waits for pods of its own, which retry it
-	// whatever events say; no cluster event can help it.
+	// whatever events say, or for capacity; of the cluster events only a
+	// grown grant is its own business.
 	events := p.(framework.EnqueueExtensions).EventsToRegister()
 	for _, e := range []framework.ClusterEvent{framework.EventAssignedPodDelete, framework.EventNodeAdd,
-		framework.EventNodeAllocatableChange, framework.EventExternalUsageDecrease, framework.EventUnschedulableTimeout} {
+		framework.EventNodeAllocatableChange, framework.EventExternalUsageDecrease} {
 		if matchesAny(e, events) {
 			t.Errorf("%v requeues a gang the plugin rejected, but cannot help one", e)
 		}
+	}
+	if !matchesAny(framework.EventGrantIncrease, events) {
+		t.Errorf("a grown grant does not requeue a gang the plugin rejected")
 	}
 }
 

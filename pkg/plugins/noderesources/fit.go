@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,8 +18,17 @@ import (
 // Name is the plugin's name in the registry and in profiles.
 const Name = "NodeResourcesFit"
 
-// ErrReasonTooManyPods is the reason when the node's pod count is used up.
-const ErrReasonTooManyPods = "Too many pods"
+// Reasons a pod does not fit, besides "Insufficient <resource>".
+const (
+	// ErrReasonTooManyPods: the node's pod count is used up.
+	ErrReasonTooManyPods = "Too many pods"
+	// ErrReasonNoGrant: the node is capped at zero for this scheduler
+	// (two-level scheduling: the allocator granted nothing here).
+	ErrReasonNoGrant = "No grant on node"
+	// ErrReasonGrantExhausted prefixes the resources the node's cap lacks:
+	// "Grant exhausted: cpu".
+	ErrReasonGrantExhausted = "Grant exhausted: "
+)
 
 // stateKey is where PreFilter keeps the pods' requests.
 const stateKey framework.StateKey = Name + "/requests"
@@ -82,6 +92,7 @@ func (*Fit) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.EventExternalUsageDecrease},
 		{Event: framework.EventNodeAdd, QueueingHintFn: nodeHint},
 		{Event: framework.EventNodeAllocatableChange, QueueingHintFn: nodeHint},
+		{Event: framework.EventGrantIncrease, QueueingHintFn: pluginutil.CapHint},
 	}
 }
 
@@ -107,7 +118,7 @@ func nodeHint(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (fram
 		if !fitsAllocatable(req, newAlloc) {
 			continue
 		}
-		if oldObj == nil || grewFor(req, oldAlloc, newAlloc) {
+		if oldObj == nil || pluginutil.GrewFor(req, oldAlloc, newAlloc) {
 			return framework.Queue, nil
 		}
 	}
@@ -118,23 +129,6 @@ func nodeHint(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (fram
 // as if nothing ran there: what fits applies to (see fits) with no usage.
 func fitsAllocatable(req, allocatable resources.Resource) bool {
 	return fits(req, &framework.NodeInfo{Schedulable: allocatable})
-}
-
-// grewFor reports whether cur allocates more than old of a resource req
-// asks for (the pod count always counts).
-func grewFor(req, old, cur resources.Resource) bool {
-	if cur.Pods > old.Pods ||
-		req.MilliCPU > 0 && cur.MilliCPU > old.MilliCPU ||
-		req.Memory > 0 && cur.Memory > old.Memory ||
-		req.EphemeralStorage > 0 && cur.EphemeralStorage > old.EphemeralStorage {
-		return true
-	}
-	for name, v := range req.Scalar {
-		if v > 0 && cur.Scalar[name] > old.Scalar[name] {
-			return true
-		}
-	}
-	return false
 }
 
 // podRequests is one pod's requests as PreFilter computed them.
@@ -186,17 +180,67 @@ func (*Fit) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod
 		return nil
 	}
 	reasons := insufficient(req, node)
+	if len(reasons) == 0 {
+		reasons = capReasons(req, node)
+	}
 	klog.FromContext(ctx).V(5).Info("Pod does not fit on node", "pod", klog.KObj(pod), "node", node.Name(), "reasons", reasons)
 	return framework.NewStatus(framework.Unschedulable, reasons...)
 }
 
-// insufficient words what req lacks on node, in resources.Insufficient's
-// order. Like kube-scheduler, it only counts a resource the pod requests
+// capReasons words why req does not fit in node's cap when it fits in the
+// node: the node has no grant, or what the grant lacks.
+func capReasons(req resources.Resource, node *framework.NodeInfo) []string {
+	if node.Cap == nil {
+		return nil
+	}
+	if node.Cap.IsZero() {
+		return []string{ErrReasonNoGrant}
+	}
+	capIdle, _ := node.CapIdle()
+	var names []string
+	for _, name := range capIdle.Insufficient(req) {
+		if name != v1.ResourcePods && amount(req, name) > 0 {
+			names = append(names, string(name))
+		}
+	}
+	if len(names) == 0 {
+		// The pod asks for nothing the cap lacks, but this scheduler's
+		// pods already exceed it (the grant shrank): nothing new goes
+		// there until that clears.
+		names = exceededNames(capIdle)
+	}
+	return []string{ErrReasonGrantExhausted + strings.Join(names, ", ")}
+}
+
+// exceededNames lists, sorted as resources.Insufficient sorts, the
+// resources of which capIdle is negative.
+func exceededNames(capIdle resources.Resource) []string {
+	var names []string
+	for _, name := range (resources.Resource{}).Insufficient(negate(capIdle)) {
+		if name != v1.ResourcePods {
+			names = append(names, string(name))
+		}
+	}
+	return names
+}
+
+// negate returns −r, so that Insufficient finds r's negative amounts.
+func negate(r resources.Resource) resources.Resource {
+	var n resources.Resource
+	n.Sub(r)
+	return n
+}
+
+// insufficient words what req lacks on node itself (its allocatable less
+// what runs there), in resources.Insufficient's order. Like kube-scheduler, it only counts a resource the pod requests
 // (the pod count always): a pod that requests no memory fits on a node
 // whose memory is over-committed.
 func insufficient(req resources.Resource, node *framework.NodeInfo) []string {
 	var reasons []string
-	for _, name := range node.Idle().Insufficient(req) {
+	idle := node.Schedulable.Clone()
+	idle.Sub(node.Requested)
+	idle.Sub(node.External)
+	for _, name := range idle.Insufficient(req) {
 		if name == v1.ResourcePods || amount(req, name) > 0 {
 			reasons = append(reasons, insufficientReason(name))
 		}
@@ -212,11 +256,17 @@ func insufficientReason(name v1.ResourceName) string {
 	return "Insufficient " + string(name)
 }
 
-// fits reports whether insufficient(req, node) is empty, without
-// allocating, because Filter runs for every pod and node and most nodes
-// fit. It is the one rule of Filter and, on an empty node, of the
+// fits reports whether insufficient(req, node) and capReasons are empty,
+// without allocating, because Filter runs for every pod and node and most
+// nodes fit. It is the one rule of Filter and, on an empty node, of the
 // queueing hint.
 func fits(req resources.Resource, node *framework.NodeInfo) bool {
+	return fitsNode(req, node) && fitsCap(req, node)
+}
+
+// fitsNode reports whether req fits in what node allocates less what runs
+// there.
+func fitsNode(req resources.Resource, node *framework.NodeInfo) bool {
 	s, r, e := &node.Schedulable, &node.Requested, &node.External
 	if req.Pods > s.Pods-r.Pods-e.Pods ||
 		req.MilliCPU > 0 && req.MilliCPU > s.MilliCPU-r.MilliCPU-e.MilliCPU ||
@@ -232,6 +282,30 @@ func fits(req resources.Resource, node *framework.NodeInfo) bool {
 	return true
 }
 
+// fitsCap reports whether req fits in what node's cap leaves for this
+// scheduler's pods; an uncapped node always fits.
+func fitsCap(req resources.Resource, node *framework.NodeInfo) bool {
+	c := node.Cap
+	if c == nil {
+		return true
+	}
+	if node.CapExceeded() {
+		return false
+	}
+	o := &node.OwnRequested
+	if req.MilliCPU > 0 && req.MilliCPU > c.MilliCPU-o.MilliCPU ||
+		req.Memory > 0 && req.Memory > c.Memory-o.Memory ||
+		req.EphemeralStorage > 0 && req.EphemeralStorage > c.EphemeralStorage-o.EphemeralStorage {
+		return false
+	}
+	for name, v := range req.Scalar {
+		if v > 0 && v > c.Scalar[name]-o.Scalar[name] {
+			return false
+		}
+	}
+	return true
+}
+
 // Score implements framework.ScorePlugin.
 func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
 	if node.Node == nil || node.Placeholder {
@@ -241,9 +315,6 @@ func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Po
 	var total, weights int64
 	for _, rw := range f.args.Resources {
 		schedulable := amount(node.Schedulable, rw.Name)
-		if schedulable <= 0 {
-			continue
-		}
 		podReq := amount(req, rw.Name)
 		if podReq == 0 && isExtended(rw.Name) {
 			continue
@@ -251,6 +322,17 @@ func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Po
 		// Usage outside Kubernetes (a VM on the host) fills the node
 		// like pods do.
 		requested := amount(node.Requested, rw.Name) + amount(node.External, rw.Name) + podReq
+		// On a capped node the capacity is the cap where it is smaller,
+		// and what is in use the larger of the two views.
+		if node.Cap != nil && rw.Name != v1.ResourcePods {
+			if c := amount(*node.Cap, rw.Name); c < schedulable {
+				free := min(schedulable-requested, c-amount(node.OwnRequested, rw.Name)-podReq)
+				schedulable, requested = c, c-free
+			}
+		}
+		if schedulable <= 0 {
+			continue
+		}
 		total += f.score(requested, schedulable) * rw.Weight
 		weights += rw.Weight
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 )
@@ -93,4 +94,45 @@ func NodeRuleHint(admits func(pod *v1.Pod, node *v1.Node) bool) framework.Queuei
 		}
 		return framework.QueueSkip, nil
 	}
+}
+
+// CapHint is the queueing hint for framework.EventGrantIncrease: some pending pod
+// fits in the node's new cap, and the cap grew in something that pod
+// requests (or the node was not capped before).
+func CapHint(_ klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
+	change, ok := newObj.(*framework.NodeCapChange)
+	if !ok || change == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the *framework.NodeCapChange of a grant increase, got %T", newObj)
+	}
+	if change.New == nil {
+		return framework.Queue, nil // the cap was lifted
+	}
+	for _, pod := range job.Pods {
+		req := resources.PodRequests(pod)
+		req.Pods = 0 // caps never bound the pod count
+		if !change.New.Fits(req) {
+			continue
+		}
+		if change.Old == nil || GrewFor(req, *change.Old, *change.New) {
+			return framework.Queue, nil
+		}
+	}
+	return framework.QueueSkip, nil
+}
+
+// GrewFor reports whether cur allocates more than old of a resource req
+// asks for (the pod count always counts).
+func GrewFor(req, old, cur resources.Resource) bool {
+	if cur.Pods > old.Pods ||
+		req.MilliCPU > 0 && cur.MilliCPU > old.MilliCPU ||
+		req.Memory > 0 && cur.Memory > old.Memory ||
+		req.EphemeralStorage > 0 && cur.EphemeralStorage > old.EphemeralStorage {
+		return true
+	}
+	for name, v := range req.Scalar {
+		if v > 0 && cur.Scalar[name] > old.Scalar[name] {
+			return true
+		}
+	}
+	return false
 }

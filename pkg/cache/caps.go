@@ -1,0 +1,125 @@
+package cache
+
+import (
+	"errors"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// noGrant is the cap of a node without one under RequireNodeCaps. Caps are
+// shared, never modified (see framework.NodeInfo.Cap).
+var noGrant = &resources.Resource{}
+
+// SetNodeCap implements eventhandlers.NodeCapCache.
+func (c *SchedulerCache) SetNodeCap(nodeName string, limit resources.Resource) error {
+	if nodeName == "" {
+		return errors.New("setting a node cap: empty node name")
+	}
+	limit = limit.Clone()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.caps[nodeName] = &limit
+	c.applyCapLocked(nodeName)
+	return nil
+}
+
+// RemoveNodeCap implements eventhandlers.NodeCapCache.
+func (c *SchedulerCache) RemoveNodeCap(nodeName string) error {
+	if nodeName == "" {
+		return errors.New("removing a node cap: empty node name")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.caps[nodeName]; !ok {
+		return nil
+	}
+	delete(c.caps, nodeName)
+	c.applyCapLocked(nodeName)
+	return nil
+}
+
+// RequireNodeCaps implements eventhandlers.NodeCapCache.
+func (c *SchedulerCache) RequireNodeCaps() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.requireCaps {
+		return
+	}
+	c.requireCaps = true
+	for name := range c.nodes {
+		c.applyCapLocked(name)
+	}
+}
+
+// capOfLocked is the cap of the node name: its own, no grant under
+// RequireNodeCaps, or nil.
+func (c *SchedulerCache) capOfLocked(name string) *resources.Resource {
+	if limit, ok := c.caps[name]; ok {
+		return limit
+	}
+	if c.requireCaps {
+		return noGrant
+	}
+	return nil
+}
+
+// applyCapLocked gives the listed node name its current cap.
+func (c *SchedulerCache) applyCapLocked(name string) {
+	item, ok := c.nodes[name]
+	if !ok {
+		return
+	}
+	item.info.Cap = c.capOfLocked(name)
+	c.touchLocked(item)
+}
+
+// noteCapLocked keeps the set of nodes whose cap is exceeded, and its
+// gauge, up to date after a change of info (touchLocked calls it).
+func (c *SchedulerCache) noteCapLocked(info *framework.NodeInfo) {
+	exceeded := !info.Placeholder && info.CapExceeded()
+	if exceeded == c.capExceeded[info.Name()] {
+		return
+	}
+	if exceeded {
+		c.capExceeded[info.Name()] = true
+	} else {
+		delete(c.capExceeded, info.Name())
+	}
+	c.metrics.GrantOvercommittedNodes.Set(float64(len(c.capExceeded)))
+}
+
+// CapExceededNodes implements eventhandlers.NodeCapCache.
+func (c *SchedulerCache) CapExceededNodes() []eventhandlers.CapExceeded {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]eventhandlers.CapExceeded, 0, len(c.capExceeded))
+	for name := range c.capExceeded {
+		item, ok := c.nodes[name]
+		if !ok || item.info.Cap == nil {
+			continue
+		}
+		info := item.info
+		e := eventhandlers.CapExceeded{Node: info.Node, Cap: info.Cap.Clone(), Used: info.OwnRequested.Clone()}
+		for _, t := range info.Pods {
+			if t.Own && t.Counted {
+				e.Pods = append(e.Pods, t.Pod)
+			}
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node.Name < out[j].Node.Name })
+	return out
+}
+
+// ownTask returns the task of pod as an informer reports it, marked own
+// when pod is this scheduler's.
+func (c *SchedulerCache) ownTask(pod *v1.Pod) *framework.TaskInfo {
+	t := framework.NewTaskInfo(pod)
+	t.Own = c.schedulers[pod.Spec.SchedulerName]
+	return t
+}
