@@ -103,4 +103,3 @@ func nodeDump(d *Dump, name string) NodeDump {
 	}
 	return NodeDump{}
 }
-

@@ -92,9 +92,9 @@ func TestCommandExitCodes(t *testing.T) {
 		stderr   []string
 		oneLiner bool
 	}{
-		{name: "list handlers", args: []string{"--list-event-handlers"}, code: 0, stdout: []string{"default\n"}},
+		{name: "list handlers", args: []string{"--list-event-handlers"}, code: 0, stdout: []string{"default\ntwo-level\n"}},
 		{name: "list handlers with an out-of-tree one, sorted", args: []string{"--list-event-handlers"},
-			opts: []Option{WithEventHandler("acme", failingFactory)}, code: 0, stdout: []string{"acme\ndefault\n"}},
+			opts: []Option{WithEventHandler("acme", failingFactory)}, code: 0, stdout: []string{"acme\ndefault\ntwo-level\n"}},
 		{name: "version", args: []string{"--version"}, code: 0, stdout: []string{"batch-scheduler v"}},
 		{name: "raw version", args: []string{"--version=raw"}, code: 0, stdout: []string{"GitVersion:", "GoVersion:"}},
 		{name: "bad version", args: []string{"--version=maybe"}, code: 2, stderr: []string{"--version"}, oneLiner: true},
@@ -189,8 +189,8 @@ func TestCommandsRunConcurrently(t *testing.T) {
 			cmd.SetOut(&out)
 			cmd.SetErr(&out)
 			cmd.SetArgs([]string{"--list-event-handlers"})
-			if code := Execute(cmd); code != 0 || out.String() != "default\n" {
-				t.Errorf("exit code %d, output %q; want 0 and the default handler", code, out.String())
+			if code := Execute(cmd); code != 0 || out.String() != "default\ntwo-level\n" {
+				t.Errorf("exit code %d, output %q; want 0 and the built-in handlers", code, out.String())
 			}
 		}()
 	}

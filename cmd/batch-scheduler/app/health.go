@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
+
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
@@ -106,18 +108,18 @@ func healthHandler(name string, checks []healthz.HealthChecker) http.Handler {
 	})
 }
 
-// endpointsMux serves the health endpoints, /metrics, and debug, each
-// handler of which must be under /debug/ (e.g. /debug/cache). On the
+// endpointsMux serves the health endpoints, /metrics, and others, each of
+// which must be /demand or under /debug/ (e.g. /debug/cache). On the
 // secure port the health endpoints are in --authorization-always-allow-paths
-// (by default); /metrics and /debug/* need a user allowed "get" on the
-// non-resource URL.
-func endpointsMux(checks healthChecks, metrics http.Handler, debug map[string]http.Handler) (*http.ServeMux, error) {
+// (by default); /metrics, /demand and /debug/* need a user allowed "get" on
+// the non-resource URL.
+func endpointsMux(checks healthChecks, metrics http.Handler, others map[string]http.Handler) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	checks.install(mux)
 	mux.Handle("/metrics", metrics)
-	for path, h := range debug {
-		if !strings.HasPrefix(path, "/debug/") {
-			return nil, fmt.Errorf("debug endpoint %q is not under /debug/", path)
+	for path, h := range others {
+		if path != demand.Path && !strings.HasPrefix(path, "/debug/") {
+			return nil, fmt.Errorf("endpoint %q is neither %s nor under /debug/", path, demand.Path)
 		}
 		mux.Handle(path, h)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/version"
+
 	// Registers --version on pflag.CommandLine (see addVersionFlag).
 	_ "k8s.io/component-base/version/verflag"
 )

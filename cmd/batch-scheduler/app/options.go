@@ -10,6 +10,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
+
 	// Registers the "json" value of --logging-format; it must be imported
 	// before the logging flags are added.
 	_ "k8s.io/component-base/logs/json/register"

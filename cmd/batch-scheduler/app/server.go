@@ -31,6 +31,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
+	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
@@ -38,6 +39,7 @@ import (
 
 	// The built-in handlers register themselves.
 	_ "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	_ "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/twolevel"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 )
 
@@ -355,12 +357,23 @@ func (s *server) schedule(ctx context.Context) error {
 	return nil
 }
 
+// demand is the report served at /demand: the cache's, named after the
+// handler's framework when it has one (the two-level handler).
+func (s *server) demand() *demand.Report {
+	r := s.cache.Demand()
+	if f, ok := s.handler.(interface{ Framework() string }); ok {
+		r.Framework = f.Framework()
+	}
+	return r
+}
+
 // serve starts the HTTP endpoints (see serving.go, health.go); the
 // returned function stops them and waits until they have.
 func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func(), err error) {
 	checks := newHealthChecks(ctx, s.cache.HandlersSynced, s.watchdog)
 	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
 		"/debug/cache": s.cache.DumpHandler(),
+		demand.Path:    demand.Handler(s.demand),
 	})
 	if err != nil {
 		serving.close()

@@ -18,10 +18,12 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
 	// rest_client_*, workqueue_* and leader_election_* metrics of
 	// client-go, into the legacy registry.
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection"
+
 	// kubernetes_build_info, from k8s.io/component-base/version.
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/klog/v2"

@@ -1,0 +1,92 @@
+package cache
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// Demand reports what this scheduler could not place and what its pods use
+// per node (see pkg/demand). The waiting work is that of the jobs whose
+// last attempt failed (queue.Waiting); their pending pods' requests make up
+// Unmet. Report.Framework is left for the caller to fill in.
+func (c *SchedulerCache) Demand() *demand.Report {
+	waiting := c.queue.Waiting()
+	now := c.opts.Clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var unmet, largestUnit resources.Resource
+	var largest *demand.Gang
+	var largestTotal resources.Resource
+	r := &demand.Report{Time: metav1.NewTime(now.Truncate(time.Millisecond))}
+	for _, w := range waiting {
+		job, ok := c.jobs[w.ID]
+		if !ok {
+			continue
+		}
+		var total resources.Resource
+		members := 0
+		for _, t := range job.Tasks {
+			if t.Status != framework.TaskPending {
+				continue
+			}
+			members++
+			total.Add(t.Requests)
+			largestUnit = maxOf(largestUnit, t.Requests)
+		}
+		if members == 0 {
+			continue
+		}
+		r.Waiting += members
+		unmet.Add(total)
+		if largest == nil || larger(total, largestTotal) {
+			largestTotal = total
+			largest = &demand.Gang{Name: w.ID.String(), Members: members, MinMember: int(job.MinAvailable()), Reason: w.Reason}
+		}
+	}
+	if largest != nil {
+		largest.Total = withoutPods(largestTotal).ToList()
+		r.LargestGang = largest
+	}
+	r.Unmet = withoutPods(unmet).ToList()
+	r.LargestUnit = withoutPods(largestUnit).ToList()
+	for name, item := range c.nodes {
+		if item.info.Placeholder || item.info.OwnRequested.IsZero() {
+			continue
+		}
+		if r.Used == nil {
+			r.Used = map[string]v1.ResourceList{}
+		}
+		r.Used[name] = withoutPods(item.info.OwnRequested).ToList()
+	}
+	return r
+}
+
+// maxOf returns the per-resource maximum of a and b.
+func maxOf(a, b resources.Resource) resources.Resource {
+	m := a.Clone()
+	m.Sub(m.Min(b))
+	m.Add(b)
+	return m
+}
+
+// larger orders totals by CPU, then memory: a stable, simple notion of
+// "the largest gang" for the report.
+func larger(a, b resources.Resource) bool {
+	if a.MilliCPU != b.MilliCPU {
+		return a.MilliCPU > b.MilliCPU
+	}
+	return a.Memory > b.Memory
+}
+
+// withoutPods drops the pod count, which grants do not cover.
+func withoutPods(r resources.Resource) resources.Resource {
+	r = r.Clone()
+	r.Pods = 0
+	return r
+}
