@@ -248,6 +248,18 @@ func TestTwoLevelGrantLimits(t *testing.T) {
 			wantMessage: "node-a: no live grant for framework vms",
 		},
 		{
+			name:        "no grant on any host",
+			req:         CreateRequest{Name: "vm", CPU: "1", Memory: "1Gi"},
+			wantMessage: "no live grant for framework vms on any host",
+		},
+		{
+			name: "first fit tries only granted hosts, and says which granted host is not a node",
+			grants: []*v1alpha1.Grant{makeGrant("g1", "vms", "node-z", "8", "16Gi", v1alpha1.GrantActive, nil),
+				makeGrant("g2", "vms", "node-b", "1", "16Gi", v1alpha1.GrantActive, nil)},
+			req:         CreateRequest{Name: "vm", CPU: "2", Memory: "1Gi"},
+			wantMessage: "no host fits cpu 2, memory 1Gi: node-z: granted, but no such node; node-b: cpu 2 requested, 1 left in the grants (VMs use 0 of 1 granted)",
+		},
+		{
 			name:        "the grant does not override what pods use",
 			grants:      []*v1alpha1.Grant{makeGrant("g1", "vms", "node-a", "8", "16Gi", v1alpha1.GrantActive, nil)},
 			pods:        []*v1.Pod{makePod("p", "node-a", "7", "1Gi", v1.PodRunning)},

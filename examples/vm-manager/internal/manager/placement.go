@@ -178,6 +178,23 @@ func (c *capacity) fitHost(node *v1.Node, req resources.Resource) (*refusal, err
 	if why := nodeUnusable(node); why != "" {
 		return &refusal{ReasonHostUnusable, node.Name + ": " + why}, nil
 	}
+	if c.granted != nil {
+		granted, ok := c.granted[node.Name]
+		if !ok {
+			return &refusal{ReasonNoGrant, fmt.Sprintf("%s: no live grant for framework %s", node.Name, c.m.cfg.Framework)}, nil
+		}
+		vms := c.vms[node.Name]
+		left := granted.Clone()
+		left.Sub(vms)
+		if short := left.Insufficient(req); len(short) > 0 {
+			parts := make([]string, len(short))
+			for i, name := range short {
+				parts[i] = fmt.Sprintf("%s %s requested, %s left in the grants (VMs use %s of %s granted)", name,
+					amount(name, req), amount(name, left), amount(name, vms), amount(name, granted))
+			}
+			return &refusal{ReasonGrantExhausted, node.Name + ": " + strings.Join(parts, "; ")}, nil
+		}
+	}
 	h, err := c.use(node)
 	if err != nil {
 		return nil, err
@@ -190,23 +207,6 @@ func (c *capacity) fitHost(node *v1.Node, req resources.Resource) (*refusal, err
 				amount(name, req), amount(name, free), amount(name, h.pods), amount(name, h.vms), amount(name, h.allocatable))
 		}
 		return &refusal{ReasonInsufficientCapacity, node.Name + ": " + strings.Join(parts, "; ")}, nil
-	}
-	if c.granted == nil {
-		return nil, nil
-	}
-	granted, ok := c.granted[node.Name]
-	if !ok {
-		return &refusal{ReasonNoGrant, fmt.Sprintf("%s: no live grant for framework %s", node.Name, c.m.cfg.Framework)}, nil
-	}
-	left := granted.Clone()
-	left.Sub(h.vms)
-	if short := left.Insufficient(req); len(short) > 0 {
-		parts := make([]string, len(short))
-		for i, name := range short {
-			parts[i] = fmt.Sprintf("%s %s requested, %s left in the grants (VMs use %s of %s granted)", name,
-				amount(name, req), amount(name, left), amount(name, h.vms), amount(name, granted))
-		}
-		return &refusal{ReasonGrantExhausted, node.Name + ": " + strings.Join(parts, "; ")}, nil
 	}
 	return nil, nil
 }
@@ -225,15 +225,20 @@ func (c *capacity) place(host string, req resources.Resource) (string, *refusal,
 		}
 		return host, nil, nil
 	}
-	nodes, err := c.m.cfg.Nodes.List(everything)
+	nodes, missing, err := c.candidates()
 	if err != nil {
-		return "", nil, fmt.Errorf("listing nodes: %w", err)
+		return "", nil, err
 	}
-	if len(nodes) == 0 {
+	if len(nodes) == 0 && len(missing) == 0 {
+		if c.granted != nil {
+			return "", &refusal{ReasonNoGrant, "no live grant for framework " + c.m.cfg.Framework + " on any host"}, nil
+		}
 		return "", &refusal{ReasonNoHosts, "no nodes"}, nil
 	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	why := make([]string, 0, len(nodes))
+	why := make([]string, 0, len(nodes)+len(missing))
+	for _, name := range missing {
+		why = append(why, name+": granted, but no such node")
+	}
 	for _, node := range nodes {
 		r, err := c.fitHost(node, req)
 		if err != nil {
@@ -250,6 +255,30 @@ func (c *capacity) place(host string, req resources.Resource) (string, *refusal,
 	}
 	return "", &refusal{ReasonNoHostFits, fmt.Sprintf("no host fits cpu %s, memory %s: %s",
 		amount(v1.ResourceCPU, req), amount(v1.ResourceMemory, req), strings.Join(why, "; "))}, nil
+}
+
+// candidates returns the hosts first fit tries, sorted by name: every
+// node in hybrid mode; in two-level mode only the nodes with a live grant,
+// and the granted names that are not nodes.
+func (c *capacity) candidates() (nodes []*v1.Node, missing []string, err error) {
+	if c.granted == nil {
+		nodes, err = c.m.cfg.Nodes.List(everything)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing nodes: %w", err)
+		}
+	} else {
+		for name := range c.granted {
+			node, err := c.m.cfg.Nodes.Get(name)
+			if err != nil {
+				missing = append(missing, name)
+				continue
+			}
+			nodes = append(nodes, node)
+		}
+		sort.Strings(missing)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	return nodes, missing, nil
 }
 
 // amount renders r's amount of name for people: CPU in cores ("0.5"),
