@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/examples/vm-manager/internal/app"
 )
 
 func main() {
@@ -21,7 +23,7 @@ func main() {
 // SIGINT or SIGTERM. It returns the exit code: 0 after a clean stop, 2 for
 // bad flags, 1 for any other failure.
 func mainWithArgs(args []string) int {
-	o := NewOptions()
+	o := app.NewOptions()
 	fs := pflag.NewFlagSet("vm-manager", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -46,7 +48,7 @@ func mainWithArgs(args []string) int {
 	defer klog.Flush()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o); err != nil {
+	if err := app.Run(ctx, o); err != nil {
 		klog.ErrorS(err, "VM manager failed")
 		return 1
 	}

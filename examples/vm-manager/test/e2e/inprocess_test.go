@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
+	"github.com/batch-scheduler/batch-scheduler/examples/vm-manager/internal/app"
 	"github.com/batch-scheduler/batch-scheduler/examples/vm-manager/internal/manager"
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
@@ -42,7 +43,7 @@ type started struct {
 // start runs the manager with o (listen, address file, kubeconfig and
 // retry interval filled in) until the test ends, and waits for its
 // address file.
-func start(t *testing.T, o *Options) *started {
+func start(t *testing.T, o *app.Options) *started {
 	t.Helper()
 	o.Listen = "127.0.0.1:0"
 	o.AddressFile = filepath.Join(t.TempDir(), "address")
@@ -54,7 +55,7 @@ func start(t *testing.T, o *Options) *started {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, o) }()
+	go func() { done <- app.Run(ctx, o) }()
 	var addr string
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
@@ -164,7 +165,7 @@ func TestHybridAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := start(t, NewOptions())
+	m := start(t, app.NewOptions())
 
 	code, body := m.do(t, "POST", "/vms", `{"name":"vm-big","cpu":"2","memory":"1Gi","host":"hybrid-1"}`)
 	if want := "hybrid-1: cpu 2 requested, 1 free (pods use 3, VMs use 0 of 4)"; code != http.StatusConflict || !strings.Contains(body, want) {
@@ -244,7 +245,7 @@ func TestTwoLevelAgainstAPIServer(t *testing.T) {
 	if err := grants.Create(grant("batch", "two-level-1", "7")); err != nil {
 		t.Fatal(err)
 	}
-	o := NewOptions()
+	o := app.NewOptions()
 	o.Framework, o.GrantsURL = "vms", url
 	m := start(t, o)
 

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -57,9 +57,9 @@ func restConfig(o *Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// run runs the manager until ctx is done. o must be valid; logging must
-// already be set up.
-func run(ctx context.Context, o *Options) error {
+// Run runs the manager until ctx is done; it returns nil after a clean
+// stop. o must be valid (see Validate), and the caller sets logging up.
+func Run(ctx context.Context, o *Options) error {
 	cfg, err := restConfig(o)
 	if err != nil {
 		return err
