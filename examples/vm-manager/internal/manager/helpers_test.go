@@ -62,6 +62,8 @@ func newFixture(t *testing.T, framework string) *fixture {
 		Store:     store,
 		Metrics:   metrics,
 		Clock:     f.clock,
+		// Long enough that a test sees only what a Kick does.
+		RetryInterval: time.Hour,
 	}
 	if framework != "" {
 		f.grants = cache.NewStore(cache.MetaNamespaceKeyFunc)
