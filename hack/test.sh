@@ -21,7 +21,7 @@ export TMPDIR="${root}/_output/tmp"
 scope=${1:-all}
 case "${scope}" in
   unit) pkgs=$(go list ./... | grep -v '/test/') ;;
-  e2e) pkgs=$(go list ./test/...) ;;
+  e2e) pkgs=$(go list ./... | grep '/test/') ;;
   all) pkgs=$(go list ./...) ;;
   *) echo "usage: $0 [unit|e2e|all]" >&2; exit 2 ;;
 esac

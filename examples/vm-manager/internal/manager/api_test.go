@@ -1,0 +1,146 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
+)
+
+// call sends method path with body to srv and returns the status and the
+// body.
+func call(t *testing.T, srv *httptest.Server, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func newServer(t *testing.T, f *fixture) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(NewHandler(f.m, f.store, f.reg))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestAPIErrors(t *testing.T) {
+	f := newFixture(t, "")
+	f.addNodes(t, makeNode("node-1", "4", "8Gi"))
+	srv := newServer(t, f)
+	if code, body := call(t, srv, "POST", "/vms", `{"name":"vm-a","cpu":"1","memory":"1Gi"}`); code != http.StatusCreated {
+		t.Fatalf("creating vm-a: %d %s", code, body)
+	}
+	tests := []struct {
+		name, method, path, body string
+		wantCode                 int
+		// want are substrings of the answer.
+		want []string
+	}{
+		{"bad JSON", "POST", "/vms", `{"name":"vm-b",`, http.StatusBadRequest, []string{"request body", "not a JSON object"}},
+		{"empty body", "POST", "/vms", ``, http.StatusBadRequest, []string{"request body: empty"}},
+		{"unknown field", "POST", "/vms", `{"name":"vm-b","cpus":"1","memory":"1Gi"}`, http.StatusBadRequest, []string{`unknown field \"cpus\"`}},
+		{"trailing data", "POST", "/vms", `{"name":"vm-b","cpu":"1","memory":"1Gi"} {}`, http.StatusBadRequest, []string{"data after the JSON object"}},
+		{"bad quantity", "POST", "/vms", `{"name":"vm-b","cpu":"lots","memory":"1Gi"}`, http.StatusUnprocessableEntity, []string{`"field": "cpu"`, `\"lots\" is not a quantity`}},
+		{"negative memory", "POST", "/vms", `{"name":"vm-b","cpu":"1","memory":"-1Gi"}`, http.StatusUnprocessableEntity, []string{`"field": "memory"`, "greater than zero"}},
+		{"name of wrong type", "POST", "/vms", `{"name":7,"cpu":"1","memory":"1Gi"}`, http.StatusUnprocessableEntity, []string{`"field": "name"`, "must be a string"}},
+		{"bad name", "POST", "/vms", `{"name":"VM B","cpu":"1","memory":"1Gi"}`, http.StatusUnprocessableEntity, []string{`"field": "name"`, "RFC 1123"}},
+		{"missing memory", "POST", "/vms", `{"name":"vm-b","cpu":1}`, http.StatusUnprocessableEntity, []string{`"field": "memory"`, "required"}},
+		{"duplicate name", "POST", "/vms", `{"name":"vm-a","cpu":"1","memory":"1Gi"}`, http.StatusConflict, []string{"vm-a: already exists", `"reason": "AlreadyExists"`}},
+		{"does not fit", "POST", "/vms", `{"name":"vm-b","cpu":"4","memory":"1Gi","host":"node-1"}`, http.StatusConflict,
+			[]string{"VM vm-b does not fit: node-1: cpu 4 requested, 3 free (pods use 0, VMs use 1 of 4)", `"reason": "InsufficientCapacity"`}},
+		{"unknown VM delete", "DELETE", "/vms/vm-x", ``, http.StatusNotFound, []string{"vm-x: not found"}},
+		{"unknown VM get", "GET", "/vms/vm-x", ``, http.StatusNotFound, []string{"vm-x: not found"}},
+		{"wrong method", "PUT", "/vms", `{}`, http.StatusMethodNotAllowed, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := call(t, srv, tc.method, tc.path, tc.body)
+			if code != tc.wantCode {
+				t.Errorf("%s %s: %d %s; want %d", tc.method, tc.path, code, body, tc.wantCode)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("%s %s: body %s; want it to contain %s", tc.method, tc.path, body, w)
+				}
+			}
+		})
+	}
+	if code, body := call(t, srv, "GET", "/vms", ""); code != http.StatusOK || strings.Contains(body, "vm-b") {
+		t.Errorf("GET /vms: %d %s; want 200 without vm-b", code, body)
+	}
+}
+
+func TestAPILifecycle(t *testing.T) {
+	f := newFixture(t, "vms")
+	f.addNodes(t, makeNode("node-1", "8", "16Gi"))
+	f.setGrants(t, makeGrant("g1", "vms", "node-1", "2", "8Gi", v1alpha1.GrantActive, nil))
+	srv := newServer(t, f)
+
+	code, body := call(t, srv, "POST", "/vms", `{"name":"vm-a","cpu":2,"memory":"4Gi"}`)
+	var v VM
+	if code != http.StatusCreated || json.Unmarshal([]byte(body), &v) != nil || v.Host != "node-1" || v.Phase != PhaseRunning {
+		t.Fatalf("creating vm-a: %d %s; want 201, Running on node-1", code, body)
+	}
+	code, body = call(t, srv, "POST", "/vms", `{"name":"vm-b","cpu":"1","memory":"1Gi"}`)
+	v = VM{}
+	if code != http.StatusAccepted || json.Unmarshal([]byte(body), &v) != nil || v.Phase != PhasePending || v.Host != "" {
+		t.Fatalf("creating vm-b beyond the grant: %d %s; want 202 Pending", code, body)
+	}
+
+	// The ExternalWorkload of vm-a, and only it, is listed at the store's
+	// path.
+	code, body = call(t, srv, "GET", f.store.Path(), "")
+	var list v1alpha1.ExternalWorkloadList
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || len(list.Items) != 1 ||
+		list.Items[0].Name != "vm-a" || list.Items[0].Spec.NodeName != "node-1" {
+		t.Errorf("GET %s: %d %s; want vm-a on node-1 only", f.store.Path(), code, body)
+	}
+
+	r, err := demand.Fetch(context.Background(), srv.Client(), srv.URL+demand.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Framework != "vms" || r.Waiting != 1 || r.Unmet.Cpu().String() != "1" {
+		t.Errorf("demand %+v; want framework vms, 1 waiting, unmet cpu 1", r)
+	}
+
+	code, body = call(t, srv, "GET", "/metrics", "")
+	for _, w := range []string{`vm_manager_vms{phase="Pending"} 1`, `vm_manager_vms{phase="Running"} 1`} {
+		if code != http.StatusOK || !strings.Contains(body, w) {
+			t.Errorf("GET /metrics: %d; want %s in\n%s", code, w, body)
+		}
+	}
+
+	if code, body := call(t, srv, "DELETE", "/vms/vm-b", ""); code != http.StatusOK || !strings.Contains(body, `"phase": "Pending"`) {
+		t.Errorf("deleting pending vm-b: %d %s; want 200 with the pending VM", code, body)
+	}
+	if code, body := call(t, srv, "DELETE", "/vms/vm-a", ""); code != http.StatusOK {
+		t.Errorf("deleting vm-a: %d %s", code, body)
+	}
+	if _, ok := f.store.Get("", "vm-a"); ok {
+		t.Error("vm-a's ExternalWorkload is still published after DELETE")
+	}
+	if code, body := call(t, srv, "GET", "/vms", ""); code != http.StatusOK || strings.TrimSpace(body) != "{\n  \"items\": []\n}" {
+		t.Errorf("GET /vms after deleting both: %d %q", code, body)
+	}
+	if code, body := call(t, srv, "GET", "/healthz", ""); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("GET /healthz: %d %q", code, body)
+	}
+}

@@ -1,0 +1,14 @@
+// Package manager is the core of the reference VM manager
+// (examples/vm-manager): it keeps VMs in memory, places them on hosts,
+// publishes every placed VM as an ExternalWorkload in a
+// resourcemanager.Store, and serves the admin API, the demand report and
+// the metrics.
+//
+// A host's free capacity is its allocatable minus the requests of the
+// non-terminated pods bound to it (read from a pod indexer filled by a
+// client-go informer) minus the VMs this manager placed there. In
+// two-level mode (Config.Framework set) a VM must also fit in the sum of
+// the framework's live Grants on the host minus its VMs there; a VM that
+// fits nowhere then waits, Pending, and is placed as soon as something
+// changes (Kick) or at the next retry.
+package manager

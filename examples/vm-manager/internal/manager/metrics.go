@@ -1,0 +1,58 @@
+package manager
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// MetricsNamespace prefixes the manager's metric names.
+const MetricsNamespace = "vm_manager"
+
+// Limits a host can be over, the limit label of Metrics.Overcommitted.
+const (
+	// LimitAllocatable: pods and VMs together request more than the
+	// host's allocatable (a pod was bound in the race window).
+	LimitAllocatable = "allocatable"
+	// LimitGrant: the VMs use more than the framework's live grants on
+	// the host (a grant shrank, was revoked or expired).
+	LimitGrant = "grant"
+)
+
+// Metrics are the manager's Prometheus metrics.
+type Metrics struct {
+	// VMs counts the VMs by phase (Pending, Running).
+	VMs *prometheus.GaugeVec
+	// Refusals counts VMs refused (hybrid mode), by reason.
+	Refusals *prometheus.CounterVec
+	// Overcommitted counts hosts over a limit, by limit (allocatable,
+	// grant), as of the last check.
+	Overcommitted *prometheus.GaugeVec
+}
+
+// NewMetrics creates the metrics and registers them with reg (none if reg
+// is nil).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		VMs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: MetricsNamespace, Name: "vms",
+			Help: "VMs known to the manager, by phase.",
+		}, []string{"phase"}),
+		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: MetricsNamespace, Name: "refusals_total",
+			Help: "VMs refused because they did not fit, by reason.",
+		}, []string{"reason"}),
+		Overcommitted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: MetricsNamespace, Name: "overcommitted_hosts",
+			Help: "Hosts where the manager's VMs exceed a limit, by limit: allocatable (with the pods) or grant.",
+		}, []string{"limit"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.VMs, m.Refusals, m.Overcommitted} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("registering the VM manager's metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}

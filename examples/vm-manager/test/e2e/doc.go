@@ -1,0 +1,6 @@
+// Package e2e runs the VM manager in-process (app.Run) against a real
+// etcd and kube-apiserver (test/controlplane), in hybrid mode and in
+// two-level mode under an allocator stand-in. Like the packages under the
+// repository's test/ directory, it needs the control plane binaries
+// (make control-plane, or KUBEBUILDER_ASSETS).
+package e2e
