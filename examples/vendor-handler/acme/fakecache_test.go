@@ -21,6 +21,10 @@ type memCache struct {
 	nodes  map[string]*v1.Node
 	events []string
 	other  []string
+	// strayRemovals lists RemoveNode calls for nodes the cache never
+	// had: the handler let through a delete its policy should have
+	// ignored.
+	strayRemovals []string
 }
 
 var _ eventhandlers.Cache = (*memCache)(nil)
@@ -38,6 +42,7 @@ func (m *memCache) RemoveNode(node *v1.Node) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.nodes[node.Name]; !ok {
+		m.strayRemovals = append(m.strayRemovals, node.Name)
 		return fmt.Errorf("node %s: not in the cache", node.Name)
 	}
 	delete(m.nodes, node.Name)

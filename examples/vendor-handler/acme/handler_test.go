@@ -150,9 +150,8 @@ func TestPolicyOnEveryNodePath(t *testing.T) {
 			},
 		},
 		{
-			// memCache.RemoveNode fails for an unknown node; the
-			// handler would log it. Here nothing may be removed: the
-			// policy keeps the delete from reaching the cache.
+			// The policy keeps the delete from reaching the cache
+			// (checked with strayRemovals).
 			name: "delete outside the pool",
 			do:   func(h eventhandlers.Interface) { h.DeleteNode(unpooled("1")) },
 		},
@@ -176,6 +175,9 @@ func TestPolicyOnEveryNodePath(t *testing.T) {
 			}
 			if events := c.takeEvents(); !slices.Equal(events, tt.wantEvents) {
 				t.Errorf("events = %q, want %q", events, tt.wantEvents)
+			}
+			if len(c.strayRemovals) > 0 {
+				t.Errorf("RemoveNode was called for nodes never added: %q", c.strayRemovals)
 			}
 		})
 	}
