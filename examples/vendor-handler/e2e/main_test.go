@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+)
+
+var (
+	cp *controlplane.ControlPlane
+	// binaries maps the name of each command under ../cmd to the path of
+	// its build.
+	binaries = map[string]string{}
+)
+
+func TestMain(m *testing.M) {
+	controlplane.RunTests("e2e", &cp, func() int {
+		dir, err := os.MkdirTemp("", "acme-scheduler-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: creating the build directory:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if err := build(dir, "acme-scheduler", "acme-scheduler-blank"); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		return m.Run()
+	})
+}
+
+// build builds each command of ../cmd into dir, as a vendor's release
+// would, and records where in binaries.
+func build(dir string, names ...string) error {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "../cmd/"+n)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %v: %w", args, err)
+	}
+	for _, n := range names {
+		binaries[n] = filepath.Join(dir, n)
+	}
+	return nil
+}
