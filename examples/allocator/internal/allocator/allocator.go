@@ -96,7 +96,6 @@ type Allocator struct {
 	fws     map[string]*framework
 	revoked map[drf.Key]string
 	status  Status
-	synced  bool
 
 	// Only the goroutine running rounds touches these.
 	nodes     corelisters.NodeLister
@@ -206,11 +205,11 @@ func (a *Allocator) Run(ctx context.Context) error {
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+		if ctx.Err() != nil {
+			return nil // stopped before the first sync
+		}
 		return fmt.Errorf("waiting for the node informer to sync: %w", ctx.Err())
 	}
-	a.mu.Lock()
-	a.synced = true
-	a.mu.Unlock()
 	klog.InfoS("Allocator started", "issuer", a.opts.Name, "interval", a.opts.Interval, "idleTimeout", a.opts.IdleTimeout)
 	ticker := time.NewTicker(a.opts.Interval)
 	defer ticker.Stop()
