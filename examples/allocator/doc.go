@@ -1,0 +1,21 @@
+// Command allocator is batch-scheduler's reference Mesos-like allocator
+// for two-level scheduling. It watches the cluster's Nodes and divides
+// each node's allocatable among registered frameworks (batch-scheduler
+// instances, the VM manager, ...) by weighted Dominant Resource Fairness,
+// reads each framework's demand report (pkg/demand) to move capacity left
+// idle toward frameworks whose work waits, and publishes the result as
+// Grant objects that batch-scheduler's two-level handler reads through a
+// custom informer.
+//
+// Usage:
+//
+//	go build -o bin/allocator ./examples/allocator
+//	bin/allocator --kubeconfig ~/.kube/config --config frameworks.yaml \
+//	    --state-file /var/lib/allocator/state.yaml --listen 127.0.0.1:8090
+//
+// One listener serves the grants (list and watch at
+// /apis/batch-scheduler.io/v1alpha1/grants), the admin API (/frameworks,
+// /allocation, /grants/{name}/revoke), /healthz and /metrics. SIGTERM or
+// SIGINT stops it gracefully. examples/allocator/README.md documents the
+// flags, the API and the allocation rules (package internal/drf).
+package main

@@ -1,0 +1,22 @@
+// Package frameworks is the reference allocator's registry file format:
+// the frameworks it divides nodes among (name, weight, where to read their
+// demand report and how to authenticate) and the grants an administrator
+// revoked. The same format is the --config file written by hand and the
+// --state-file the allocator rewrites (temporary file and rename) after
+// every admin change.
+//
+//	frameworks:
+//	- name: batch
+//	  weight: 2
+//	  demandURL: http://127.0.0.1:10259/demand
+//	- name: vms
+//	  demandURL: https://vm-manager.example:8443/demand
+//	  bearerTokenFile: /var/run/secrets/allocator/token
+//	  caFile: /etc/allocator/vm-manager-ca.crt
+//	revoked:
+//	- grant: vms.node-3
+//	  message: maintenance
+//
+// Load decodes strictly: unknown fields, duplicate names and invalid
+// values are errors naming the file and line.
+package frameworks

@@ -1,0 +1,102 @@
+package frameworks
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		wantErr []string // substrings; none: must load
+	}{
+		{name: "valid", content: `
+frameworks:
+- name: batch
+  weight: 2
+  demandURL: http://127.0.0.1:10259/demand
+- name: vms
+revoked:
+- grant: vms.node-1
+  message: maintenance
+`},
+		{name: "empty file"},
+		{name: "unknown field", content: "frameworks:\n- name: a\n  wieght: 2\n", wantErr: []string{"line 3", "wieght"}},
+		{name: "zero weight", content: "frameworks:\n- name: a\n- name: b\n  weight: 0\n", wantErr: []string{"line 4", "frameworks[1].weight"}},
+		{name: "bad name", content: "frameworks:\n- name: Batch_1\n", wantErr: []string{"line 2", "frameworks[0].name"}},
+		{name: "duplicate", content: "frameworks:\n- name: a\n- name: a\n", wantErr: []string{"line 3", "Duplicate"}},
+		{name: "bad URL", content: "frameworks:\n- name: a\n  demandURL: ftp://x/demand\n", wantErr: []string{"line 3", "demandURL"}},
+		{name: "token without URL", content: "frameworks:\n- name: a\n  bearerTokenFile: /t\n", wantErr: []string{"bearerTokenFile"}},
+		{name: "revocation of an unknown framework", content: "frameworks:\n- name: a\nrevoked:\n- grant: b.n1\n", wantErr: []string{"line 4", "revoked[0].grant"}},
+		{name: "not YAML", content: "frameworks: [\n", wantErr: []string{"line"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "frameworks.yaml")
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := Load(path)
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Load = %+v, want an error", f)
+			}
+			for _, w := range append(tt.wantErr, path) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSaveLoad(t *testing.T) {
+	w := 3.0
+	in := &File{
+		Frameworks: []Framework{{Name: "vms", DemandURL: "https://vm:8443/demand", CAFile: "/ca.crt"}, {Name: "batch", Weight: &w}},
+		Revoked:    []Revocation{{Grant: "vms.n1", Message: "maintenance"}},
+	}
+	path := filepath.Join(t.TempDir(), "state.yaml")
+	if err := Save(path, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &File{Frameworks: []Framework{in.Frameworks[1], in.Frameworks[0]}, Revoked: in.Revoked}
+	if !reflect.DeepEqual(out, want) {
+		t.Errorf("Load(Save(x)) = %+v, want %+v", out, want)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("directory holds %d files, want only the state file", len(entries))
+	}
+}
+
+func TestParseGrantName(t *testing.T) {
+	for _, tt := range []struct {
+		name, fw, node string
+		ok             bool
+	}{
+		{"batch.node-1", "batch", "node-1", true},
+		{"batch.node-1.example.com", "batch", "node-1.example.com", true},
+		{"batch", "", "", false},
+		{"Batch.n1", "", "", false},
+		{"batch.N1", "", "", false},
+	} {
+		fw, node, err := ParseGrantName(tt.name)
+		if (err == nil) != tt.ok || fw != tt.fw || node != tt.node {
+			t.Errorf("ParseGrantName(%q) = %q, %q, %v", tt.name, fw, node, err)
+		}
+	}
+}
