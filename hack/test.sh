@@ -19,10 +19,12 @@ mkdir -p _output/tmp
 export TMPDIR="${root}/_output/tmp"
 
 scope=${1:-all}
+# examples/vendor-handler is a module of its own: vendor_pkgs are its
+# packages in the same scope (its e2e tests are in e2e/).
 case "${scope}" in
-  unit) pkgs=$(go list ./... | grep -v '/test/') ;;
-  e2e) pkgs=$(go list ./... | grep '/test/') ;;
-  all) pkgs=$(go list ./...) ;;
+  unit) pkgs=$(go list ./... | grep -v '/test/'); vendor_pkgs=$(cd examples/vendor-handler && go list ./... | grep -v '/e2e') ;;
+  e2e) pkgs=$(go list ./... | grep '/test/'); vendor_pkgs=$(cd examples/vendor-handler && go list ./... | grep '/e2e') ;;
+  all) pkgs=$(go list ./...); vendor_pkgs=$(cd examples/vendor-handler && go list ./...) ;;
   *) echo "usage: $0 [unit|e2e|all]" >&2; exit 2 ;;
 esac
 
@@ -56,3 +58,5 @@ fi
 
 # shellcheck disable=SC2086
 go test ${race[@]+"${race[@]}"} -count=1 -timeout 20m ${pkgs}
+# shellcheck disable=SC2086
+(cd examples/vendor-handler && go test ${race[@]+"${race[@]}"} -count=1 -timeout 10m ${vendor_pkgs})

@@ -16,28 +16,27 @@
 // so handlers (the default one in pkg/eventhandlers/default, or a vendor's)
 // depend only on it.
 //
-// A vendor handler usually embeds the default handler and overrides what it
-// changes:
+// A vendor changes how the default handler treats nodes, pods and external
+// workloads with a defaulthandler.Policy, which every event path obeys
+// (add, update, delete, tombstone); overriding AddNode on an embedded
+// handler would not change what UpdateNode does. Embedding is for adding
+// resources the default handler ignores, as pkg/eventhandlers/twolevel
+// does for Grants:
 //
-//	type handler struct {
-//		*defaulthandler.Handler
+//	func factory(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config) (eventhandlers.Interface, error) {
+//		return defaulthandler.New(ctx, c, cfg, rc, defaulthandler.WithPolicy(defaulthandler.Policy{
+//			Node: func(n *v1.Node) *v1.Node {
+//				if n.Labels["acme.example.com/pool"] == "" {
+//					return nil // not ours, on every path
+//				}
+//				return n
+//			},
+//		}))
 //	}
 //
-//	func (h *handler) AddNode(obj any) {
-//		// vendor logic, then maybe h.Handler.AddNode(obj)
-//	}
-//
-//	func init() {
-//		eventhandlers.RegisterEventHandler("acme", func(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config) (eventhandlers.Interface, error) {
-//			base, err := defaulthandler.New(ctx, c, cfg, rc)
-//			if err != nil {
-//				return nil, err
-//			}
-//			return &handler{Handler: base}, nil
-//		})
-//	}
-//
-// and is selected with --event-handler=acme in a binary built with
-// app.NewSchedulerCommand(app.WithEventHandler("acme", factory)) or simply
-// by importing the package for its init().
+// The handler is selected with --event-handler=acme in a binary built with
+// app.NewSchedulerCommand(app.WithEventHandler("acme", factory)), or by
+// registering the factory with RegisterEventHandler from an init() in a
+// package the binary imports. examples/vendor-handler builds both and
+// docs/writing-an-event-handler.md walks through it.
 package eventhandlers
