@@ -72,6 +72,13 @@ func (m *memCache) SetExternalUsage(key, nodeName string, usage resources.Resour
 func (m *memCache) RemoveExternalUsage(key string) error {
 	return m.record("RemoveExternalUsage " + key)
 }
+func (m *memCache) SetNodeCap(node string, limit resources.Resource) error {
+	return m.record(fmt.Sprintf("SetNodeCap %s %s", node, limit))
+}
+func (m *memCache) RemoveNodeCap(node string) error               { return m.record("RemoveNodeCap " + node) }
+func (m *memCache) RequireNodeCaps()                              { _ = m.record("RequireNodeCaps") }
+func (m *memCache) CapExceededNodes() []eventhandlers.CapExceeded { return nil }
+
 func (m *memCache) AddPod(pod *v1.Pod) error          { return m.record("AddPod " + pod.Name) }
 func (m *memCache) UpdatePod(_, newPod *v1.Pod) error { return m.record("UpdatePod " + newPod.Name) }
 func (m *memCache) DeletePod(pod *v1.Pod) (bool, error) {
