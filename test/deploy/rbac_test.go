@@ -337,26 +337,62 @@ func review(ctx context.Context, userName string, groups []string, spec authoriz
 	return sar.Status.Allowed, sar.Status.Reason, nil
 }
 
+// accessCheck is one SubjectAccessReview of a non-resource URL and its
+// expected verdict.
+type accessCheck struct {
+	user, verb, path string
+	allow            bool
+}
+
 // TestMonitoringClusterRole checks the example role for clients of the
 // secure port: it allows get on /metrics and /debug/*, nothing else, and
 // only to whom it is bound.
 func TestMonitoringClusterRole(t *testing.T) {
+	const scraper = "deploy-test-scraper"
+	checkNonResourceRole(t, "batch-scheduler-monitoring", scraper, []string{"/metrics", "/debug/*"}, []accessCheck{
+		{scraper, "get", "/metrics", true},
+		{scraper, "get", "/debug/cache", true},
+		{scraper, "get", "/debug/pprof/heap", true},
+		{scraper, "post", "/metrics", false},
+		{scraper, "get", "/configz", false},
+		{scraper, "get", "/demand", false},
+		{"deploy-test-someone-else", "get", "/metrics", false},
+		{"deploy-test-someone-else", "get", "/debug/cache", false},
+	})
+}
+
+// TestDemandReaderClusterRole checks the example role for a two-level
+// allocator: get on /demand, nothing else.
+func TestDemandReaderClusterRole(t *testing.T) {
+	const allocator = "deploy-test-allocator"
+	checkNonResourceRole(t, "batch-scheduler-demand-reader", allocator, []string{"/demand"}, []accessCheck{
+		{allocator, "get", "/demand", true},
+		{allocator, "get", "/metrics", false},
+		{allocator, "get", "/debug/cache", false},
+		{allocator, "post", "/demand", false},
+		{"deploy-test-someone-else", "get", "/demand", false},
+	})
+}
+
+// checkNonResourceRole checks that the ClusterRole name of the
+// kustomization grants exactly get on urls, then binds it to subject on the
+// API server and runs checks as SubjectAccessReviews.
+func checkNonResourceRole(t *testing.T, name, subject string, urls []string, checks []accessCheck) {
+	t.Helper()
 	var role rbacv1.ClusterRole
-	decode(t, find(t, "ClusterRole", "batch-scheduler-monitoring"), &role)
-	want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/debug/*"}, Verbs: []string{"get"}}}
-	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].NonResourceURLs, want[0].NonResourceURLs) ||
-		!slices.Equal(role.Rules[0].Verbs, want[0].Verbs) || len(role.Rules[0].Resources) != 0 {
-		t.Errorf("rules = %+v, want %+v", role.Rules, want)
+	decode(t, find(t, "ClusterRole", name), &role)
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].NonResourceURLs, urls) ||
+		!slices.Equal(role.Rules[0].Verbs, []string{"get"}) || len(role.Rules[0].Resources) != 0 {
+		t.Errorf("rules = %+v, want get on %v only", role.Rules, urls)
 	}
 
 	applyForReal(t, func(o *unstructured.Unstructured) bool {
 		return o.GetKind() == "ClusterRole" && o.GetName() == role.Name
 	})
-	const scraper = "deploy-test-scraper"
 	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "deploy-test-monitoring"},
+		ObjectMeta: metav1.ObjectMeta{Name: "deploy-test-" + name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: scraper}},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: subject}},
 	}
 	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), crb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -367,18 +403,6 @@ func TestMonitoringClusterRole(t *testing.T) {
 		}
 	})
 
-	checks := []struct {
-		user, verb, path string
-		allow            bool
-	}{
-		{scraper, "get", "/metrics", true},
-		{scraper, "get", "/debug/cache", true},
-		{scraper, "get", "/debug/pprof/heap", true},
-		{scraper, "post", "/metrics", false},
-		{scraper, "get", "/configz", false},
-		{"deploy-test-someone-else", "get", "/metrics", false},
-		{"deploy-test-someone-else", "get", "/debug/cache", false},
-	}
 	var wrong []string
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var w []string

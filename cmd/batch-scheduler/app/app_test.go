@@ -24,6 +24,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
@@ -268,7 +269,7 @@ func TestServesEndpointsWhileUnsynced(t *testing.T) {
 			t.Errorf("%s/livez = %d %q", base, code, body)
 		}
 	}
-	for _, path := range []string{"/metrics", "/debug/cache"} {
+	for _, path := range []string{"/metrics", "/debug/cache", "/demand"} {
 		if code, body := get(secure, path); code != http.StatusForbidden || !strings.Contains(body, "system:anonymous") {
 			t.Errorf("anonymous %s on the secure port = %d %.200q, want 403 for system:anonymous", path, code, body)
 		}
@@ -277,6 +278,11 @@ func TestServesEndpointsWhileUnsynced(t *testing.T) {
 	var dump map[string]any
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &dump) != nil || dump["nodes"] == nil && dump["handlers"] == nil {
 		t.Errorf("/debug/cache = %d %q, want a JSON dump", code, body)
+	}
+	code, body = get(insecure, "/demand")
+	var report demand.Report
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &report) != nil || report.Waiting != 0 || report.Time.IsZero() {
+		t.Errorf("/demand = %d %q, want a JSON report with nothing waiting", code, body)
 	}
 	code, body = get(insecure, "/metrics")
 	if code != http.StatusOK {
