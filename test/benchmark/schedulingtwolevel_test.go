@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -236,7 +237,38 @@ func printTwoLevelSummary(out io.Writer, s settings, runs []schedulerRun, total 
 	if d, t := meanSelfCPU([]schedulerRun{runs[0], runs[2]}), meanSelfCPU(runs[1:2]); d > 0 {
 		fmt.Fprintf(out, "; scheduler CPU per pod two-level/default %.3f", t/d)
 	}
-	fmt.Fprintf(out, "\nself = this process (the scheduler plus the benchmark's watch); run time %s\n\n", total.Round(time.Second))
+	fmt.Fprintln(out)
+	for _, r := range runs {
+		fmt.Fprintf(out, "%s: %s; API requests: %s\n", r.name, attempts(r.metrics), formatRequests(r.phase))
+	}
+	fmt.Fprintf(out, "self = this process (the scheduler plus the benchmark's watch); run time %s\n\n", total.Round(time.Second))
+}
+
+// attempts lists the scheduling attempts by result, from the count of
+// batch_scheduler_scheduling_attempt_duration_seconds.
+func attempts(m map[string]float64) string {
+	by := map[string]float64{}
+	for k, v := range m {
+		rest, ok := strings.CutPrefix(k, "batch_scheduler_scheduling_attempt_duration_seconds_count{")
+		if !ok {
+			continue
+		}
+		_, result, ok := strings.Cut(rest, `result="`)
+		if !ok {
+			continue
+		}
+		result, _, _ = strings.Cut(result, `"`)
+		by[result] += v
+	}
+	if len(by) == 0 {
+		return "attempts -"
+	}
+	var parts []string
+	for k, v := range by {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
+	}
+	sort.Strings(parts)
+	return "attempts " + strings.Join(parts, ", ")
 }
 
 // meanCycle is the mean duration of a successful scheduling attempt, from
