@@ -7,27 +7,45 @@ set -o errexit -o nounset -o pipefail
 # (goal: at least 0.70) and a summary table; the output is also kept in
 # _output/bench-scheduling.txt.
 #
-# Usage: hack/bench-scheduling.sh [quick]
-#   (none)  500 nodes, 10000 pods per phase (a few minutes on 2 cores)
-#   quick   100 nodes, 2000 pods per phase (a smoke run, about a minute)
+# With two-level it runs BenchmarkSchedulingTwoLevel instead: the scheduler
+# under the two-level event handler (every node granted in full by an
+# in-process resourcemanager store) against the default handler in the same
+# run (default, two-level, default), reporting the ratio two-level/default
+# (goal: at least 0.90); output in _output/bench-scheduling-two-level.txt.
+#
+# Usage: hack/bench-scheduling.sh [quick] [two-level]
+#   (none)     500 nodes, 10000 pods per phase (a few minutes on 2 cores)
+#   quick      100 nodes, 2000 pods per phase (a smoke run, about a minute)
+#   two-level  BenchmarkSchedulingTwoLevel (about 2 minutes per run at the
+#              default size)
 # Env (override the size and limits; see BenchmarkScheduling):
 #   BENCH_NODES, BENCH_PODS, BENCH_QPS (5000), BENCH_BURST (= BENCH_QPS),
 #   BENCH_TIMEOUT_SECONDS (900), BENCH_V (scheduler -v, 0),
 #   BENCH_CPUPROFILE=FILE  CPU profile of the scheduler phase
-#                          (inspect: go tool pprof -top FILE)
+#                          (inspect: go tool pprof -top FILE); with
+#                          two-level, a prefix: FILE-default-1.pprof,
+#                          FILE-two-level.pprof, FILE-default-2.pprof
+#   BENCH_COUNT            runs (go test -count; default 1)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 GO="${GO:-go}"
 
-case "${1:-}" in
-  "") ;;
-  quick)
-    export BENCH_NODES="${BENCH_NODES:-100}"
-    export BENCH_PODS="${BENCH_PODS:-2000}"
-    ;;
-  *) echo "usage: $0 [quick]" >&2; exit 2 ;;
-esac
+BENCH='^BenchmarkScheduling$'
+OUT=_output/bench-scheduling.txt
+for arg in "$@"; do
+  case "${arg}" in
+    quick)
+      export BENCH_NODES="${BENCH_NODES:-100}"
+      export BENCH_PODS="${BENCH_PODS:-2000}"
+      ;;
+    two-level)
+      BENCH='^BenchmarkSchedulingTwoLevel$'
+      OUT=_output/bench-scheduling-two-level.txt
+      ;;
+    *) echo "usage: $0 [quick] [two-level]" >&2; exit 2 ;;
+  esac
+done
 
 hack/build-control-plane.sh
 
@@ -38,6 +56,6 @@ trap kill_orphaned_control_plane EXIT
 mkdir -p _output/tmp
 export TMPDIR="${ROOT}/_output/tmp"
 
-echo "[bench-scheduling] BENCH_NODES=${BENCH_NODES:-500} BENCH_PODS=${BENCH_PODS:-10000}"
-"${GO}" test -run '^$' -bench '^BenchmarkScheduling$' -benchtime 1x -timeout 60m ./test/benchmark 2>&1 |
-  tee _output/bench-scheduling.txt
+echo "[bench-scheduling] ${BENCH} BENCH_NODES=${BENCH_NODES:-500} BENCH_PODS=${BENCH_PODS:-10000} BENCH_COUNT=${BENCH_COUNT:-1}"
+"${GO}" test -run '^$' -bench "${BENCH}" -benchtime 1x -count "${BENCH_COUNT:-1}" -timeout 60m ./test/benchmark 2>&1 |
+  tee "${OUT}"

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -28,6 +29,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
@@ -78,13 +80,20 @@ func BenchmarkCustomInformerThroughput(b *testing.B) {
 	if s.nodes < 1 || s.workloads < 0 {
 		b.Fatalf("BENCH_CI_NODES=%d must be at least 1 and BENCH_CI_WORKLOADS=%d not negative", s.nodes, s.workloads)
 	}
+	runInformerSides(b, s, externalWorkloadKind(s))
+}
+
+// runInformerSides runs the native side, then the http side, of kind, and
+// reports in the http line the ratio to the native rate of the same
+// process.
+func runInformerSides(b *testing.B, s ciSettings, kind ciKind) {
 	// The native rate of the last native run, for the http line's ratio.
 	var nativeRate float64
 	b.Run("native", func(b *testing.B) {
-		nativeRate = runCustomInformerBench(b, s, &nativeSide{})
+		nativeRate = runCustomInformerBench(b, s, kind, &nativeSide{})
 	})
 	b.Run("http", func(b *testing.B) {
-		rate := runCustomInformerBench(b, s, &httpSide{})
+		rate := runCustomInformerBench(b, s, kind, &httpSide{})
 		if nativeRate > 0 {
 			b.ReportMetric(rate/nativeRate, "ratio")
 		}
@@ -92,7 +101,62 @@ func BenchmarkCustomInformerThroughput(b *testing.B) {
 }
 
 type ciSettings struct {
+	// nodes is how many nodes the cache holds; workloads is how many
+	// objects (ExternalWorkloads or Grants) the source's initial list has.
 	nodes, workloads int
+}
+
+// ciObject is an object the benchmark streams: an ExternalWorkload or a
+// Grant.
+type ciObject interface {
+	runtime.Object
+	metav1.Object
+}
+
+// ciKind is what one custom informer benchmark streams, and how the cache
+// side counts and checks it. The sources and the timing are shared.
+type ciKind struct {
+	// resource is the custom informer's Resource.
+	resource framework.EventResource
+	// gvk, plural and example describe the objects to the store and the
+	// informer.
+	gvk     schema.GroupVersionKind
+	plural  string
+	example runtime.Object
+	// list builds the native source's initial list at resourceVersion rv.
+	list func(rv string, items []ciObject) runtime.Object
+	// sequence builds the initial objects and n events, deterministically;
+	// with withRV the objects carry the resourceVersions a store starting
+	// at 1 would give them.
+	sequence func(n int, withRV bool) *ciSequence
+	// handler builds the event handler over c, counting each event of
+	// the kind it has applied with counter.
+	handler func(c *cache.SchedulerCache, counter *ciCounter) (eventhandlers.Interface, error)
+}
+
+// externalWorkloadKind streams ExternalWorkloads into the default handler.
+func externalWorkloadKind(s ciSettings) ciKind {
+	return ciKind{
+		resource: framework.ExternalWorkload,
+		gvk:      v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
+		plural:   v1alpha1.ExternalWorkloadsResource,
+		example:  &v1alpha1.ExternalWorkload{},
+		list: func(rv string, items []ciObject) runtime.Object {
+			list := &v1alpha1.ExternalWorkloadList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+			for _, o := range items {
+				list.Items = append(list.Items, *o.(*v1alpha1.ExternalWorkload))
+			}
+			return list
+		},
+		sequence: func(n int, withRV bool) *ciSequence { return newCISequence(n, s, withRV) },
+		handler: func(c *cache.SchedulerCache, counter *ciCounter) (eventhandlers.Interface, error) {
+			base, err := defaulthandler.NewWithArgs(c, defaulthandler.Args{})
+			if err != nil {
+				return nil, err
+			}
+			return &ciCountingHandler{Handler: base, ciCounter: counter}, nil
+		},
+	}
 }
 
 // ciSeed makes the event sequence the same for both sides and every run.
@@ -108,15 +172,16 @@ type ciFootprint struct {
 // ciOp is one event of the sequence.
 type ciOp struct {
 	typ watch.EventType // Added, Modified or Deleted
-	obj *v1alpha1.ExternalWorkload
+	obj ciObject
 }
 
-// ciSequence is the benchmark's data: the workloads of the initial list,
-// the timed events, and what they leave.
+// ciSequence is the benchmark's data: the objects of the initial list,
+// the timed events, and a check of what they leave in the cache.
 type ciSequence struct {
-	initial []*v1alpha1.ExternalWorkload
+	initial []ciObject
 	ops     []ciOp
-	final   map[string]ciFootprint // by workload name
+	// verify fails b unless the cache holds what the sequence leaves.
+	verify func(b *testing.B, c *cache.SchedulerCache)
 }
 
 func ciNodeName(i int) string { return fmt.Sprintf("ci-node-%03d", i) }
@@ -157,7 +222,8 @@ func newCISequence(n int, s ciSettings, withRV bool) *ciSequence {
 			running:  true,
 		}
 	}
-	seq := &ciSequence{final: map[string]ciFootprint{}}
+	seq := &ciSequence{}
+	final := map[string]ciFootprint{} // by workload name
 	var live []string
 	next := 0
 	rv := int64(1)
@@ -172,7 +238,7 @@ func newCISequence(n int, s ciSettings, withRV bool) *ciSequence {
 		name := fmt.Sprintf("ew-%06d", next)
 		next++
 		f := random()
-		seq.final[name] = f
+		final[name] = f
 		live = append(live, name)
 		return stamp(ciWorkload(name, f))
 	}
@@ -187,7 +253,7 @@ func newCISequence(n int, s ciSettings, withRV bool) *ciSequence {
 			seq.ops = append(seq.ops, ciOp{watch.Added, create()})
 		case r < 70:
 			name := live[rng.IntN(len(live))]
-			f := seq.final[name]
+			f := final[name]
 			switch u := rng.IntN(10); {
 			case u < 5: // resize
 				f.milliCPU = cpus[rng.IntN(len(cpus))]
@@ -197,17 +263,18 @@ func newCISequence(n int, s ciSettings, withRV bool) *ciSequence {
 			default: // stop or restart
 				f.running = !f.running
 			}
-			seq.final[name] = f
+			final[name] = f
 			seq.ops = append(seq.ops, ciOp{watch.Modified, stamp(ciWorkload(name, f))})
 		default:
 			i := rng.IntN(len(live))
 			name := live[i]
 			live[i] = live[len(live)-1]
 			live = live[:len(live)-1]
-			seq.ops = append(seq.ops, ciOp{watch.Deleted, stamp(ciWorkload(name, seq.final[name]))})
-			delete(seq.final, name)
+			seq.ops = append(seq.ops, ciOp{watch.Deleted, stamp(ciWorkload(name, final[name]))})
+			delete(final, name)
 		}
 	}
+	seq.verify = func(b *testing.B, c *cache.SchedulerCache) { verifyCIState(b, c, s, final) }
 	return seq
 }
 
@@ -218,7 +285,7 @@ type ciSide interface {
 	wantsRV() bool
 	// setup prepares the source holding seq.initial and returns the
 	// informer to hand to the cache. ctx ends when the run is over.
-	setup(b *testing.B, ctx context.Context, seq *ciSequence) (name string, informer toolscache.SharedIndexInformer)
+	setup(b *testing.B, ctx context.Context, kind ciKind, seq *ciSequence) (name string, informer toolscache.SharedIndexInformer)
 	// waitWatching blocks until the informer's watch is open.
 	waitWatching(b *testing.B)
 	// publish sends ops, in order, as fast as the source takes them.
@@ -229,19 +296,25 @@ type ciSide interface {
 	teardown()
 }
 
-// ciCountingHandler is the default handler counting the ExternalWorkload
-// events it has applied to the cache.
-type ciCountingHandler struct {
-	*defaulthandler.Handler
+// ciCounter counts the events a handler has applied and closes done at
+// the want-th.
+type ciCounter struct {
 	seen atomic.Int64
 	want int64
 	done chan struct{}
 }
 
-func (h *ciCountingHandler) count() {
+func (h *ciCounter) count() {
 	if h.seen.Add(1) == h.want {
 		close(h.done)
 	}
+}
+
+// ciCountingHandler is the default handler counting the ExternalWorkload
+// events it has applied to the cache.
+type ciCountingHandler struct {
+	*defaulthandler.Handler
+	*ciCounter
 }
 
 func (h *ciCountingHandler) AddExternalWorkload(obj any) {
@@ -277,11 +350,11 @@ func (w *watchErrors) list() []error {
 	return slices.Clone(w.errs)
 }
 
-// runCustomInformerBench runs b.N events of one side through a fresh cache
-// and returns the events/s it reported.
-func runCustomInformerBench(b *testing.B, s ciSettings, side ciSide) float64 {
+// runCustomInformerBench runs b.N events of kind from one side through a
+// fresh cache and returns the events/s it reported.
+func runCustomInformerBench(b *testing.B, s ciSettings, kind ciKind, side ciSide) float64 {
 	b.ReportAllocs()
-	seq := newCISequence(b.N, s, side.wantsRV())
+	seq := kind.sequence(b.N, side.wantsRV())
 
 	nodes := make([]runtime.Object, s.nodes)
 	for i := range nodes {
@@ -297,26 +370,26 @@ func runCustomInformerBench(b *testing.B, s ciSettings, side ciSide) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	base, err := defaulthandler.NewWithArgs(c, defaulthandler.Args{})
+	h := &ciCounter{want: int64(len(seq.initial) + b.N), done: make(chan struct{})}
+	handler, err := kind.handler(c, h)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := &ciCountingHandler{Handler: base, want: int64(len(seq.initial) + b.N), done: make(chan struct{})}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() {
 		cancel()
 		side.teardown()
 	}()
-	name, inf := side.setup(b, ctx, seq)
+	name, inf := side.setup(b, ctx, kind, seq)
 	errs := &watchErrors{}
 	if err := inf.SetWatchErrorHandlerWithContext(errs.add); err != nil {
 		b.Fatal(err)
 	}
-	if err := c.AddCustomInformer(cache.CustomInformer{Name: name, Resource: framework.ExternalWorkload, Informer: inf}); err != nil {
+	if err := c.AddCustomInformer(cache.CustomInformer{Name: name, Resource: kind.resource, Informer: inf}); err != nil {
 		b.Fatal(err)
 	}
-	if err := c.Run(ctx, h); err != nil {
+	if err := c.Run(ctx, handler); err != nil {
 		b.Fatal(err)
 	}
 	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
@@ -326,7 +399,7 @@ func runCustomInformerBench(b *testing.B, s ciSettings, side ciSide) float64 {
 	}
 	side.waitWatching(b)
 	if got := h.seen.Load(); got != int64(len(seq.initial)) {
-		b.Fatalf("%d workload events after the initial list, want %d", got, len(seq.initial))
+		b.Fatalf("%d events after the initial list, want %d", got, len(seq.initial))
 	}
 	for i := range s.nodes {
 		if ni, ok := c.NodeInfo(ciNodeName(i)); !ok || ni.Placeholder {
@@ -351,7 +424,7 @@ func runCustomInformerBench(b *testing.B, s ciSettings, side ciSide) float64 {
 			}
 			published = nil
 		case <-timeout.C:
-			b.Fatalf("timed out: the handler saw %d of %d workload events (%d initial + %d timed); list/watch errors: %v",
+			b.Fatalf("timed out: the handler saw %d of %d events (%d initial + %d timed); list/watch errors: %v",
 				h.seen.Load(), h.want, len(seq.initial), b.N, errs.list())
 		}
 	}
@@ -369,12 +442,12 @@ func runCustomInformerBench(b *testing.B, s ciSettings, side ciSide) float64 {
 	if err := side.check(); err != nil {
 		b.Fatal(err)
 	}
-	verifyCIState(b, c, s, seq)
+	seq.verify(b, c)
 	// Anything beyond the expected count (a duplicate, a relist's replay)
 	// would have arrived by now.
 	time.Sleep(20 * time.Millisecond)
 	if got := h.seen.Load(); got != h.want {
-		b.Fatalf("the handler saw %d workload events, want exactly %d", got, h.want)
+		b.Fatalf("the handler saw %d events, want exactly %d", got, h.want)
 	}
 	rate := float64(b.N) / elapsed.Seconds()
 	b.ReportMetric(rate, "events/s")
@@ -383,7 +456,7 @@ func runCustomInformerBench(b *testing.B, s ciSettings, side ciSide) float64 {
 
 // verifyCIState checks that every node accounts exactly the external usage
 // the sequence leaves.
-func verifyCIState(b *testing.B, c *cache.SchedulerCache, s ciSettings, seq *ciSequence) {
+func verifyCIState(b *testing.B, c *cache.SchedulerCache, s ciSettings, final map[string]ciFootprint) {
 	b.Helper()
 	type want struct {
 		milliCPU, mem int64
@@ -393,7 +466,7 @@ func verifyCIState(b *testing.B, c *cache.SchedulerCache, s ciSettings, seq *ciS
 	for i := range s.nodes {
 		wants[ciNodeName(i)] = &want{}
 	}
-	for name, f := range seq.final {
+	for name, f := range final {
 		if !f.running {
 			continue
 		}
@@ -430,11 +503,11 @@ type nativeSide struct {
 	src *memSource
 }
 
-// memSource is a ListerWatcher whose list is the initial workloads and
+// memSource is a ListerWatcher whose list is the initial objects and
 // whose watch is a channel the publisher fills. It counts lists and
 // watches, so a relist or re-watch is seen.
 type memSource struct {
-	list    *v1alpha1.ExternalWorkloadList
+	list    runtime.Object
 	events  chan watch.Event
 	watched chan struct{}
 	lists   atomic.Int32
@@ -443,7 +516,7 @@ type memSource struct {
 
 func (m *memSource) List(metav1.ListOptions) (runtime.Object, error) {
 	m.lists.Add(1)
-	return m.list.DeepCopy(), nil
+	return m.list.DeepCopyObject(), nil
 }
 
 func (m *memSource) Watch(metav1.ListOptions) (watch.Interface, error) {
@@ -459,13 +532,10 @@ func (m *memSource) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (n *nativeSide) wantsRV() bool { return true }
 
-func (n *nativeSide) setup(b *testing.B, _ context.Context, seq *ciSequence) (string, toolscache.SharedIndexInformer) {
-	list := &v1alpha1.ExternalWorkloadList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(len(seq.initial) + 1)}}
-	for _, w := range seq.initial {
-		list.Items = append(list.Items, *w)
-	}
+func (n *nativeSide) setup(b *testing.B, _ context.Context, kind ciKind, seq *ciSequence) (string, toolscache.SharedIndexInformer) {
+	list := kind.list(strconv.Itoa(len(seq.initial)+1), seq.initial)
 	n.src = &memSource{list: list, events: make(chan watch.Event, len(seq.ops)), watched: make(chan struct{})}
-	inf := toolscache.NewSharedIndexInformerWithOptions(n.src, &v1alpha1.ExternalWorkload{}, toolscache.SharedIndexInformerOptions{
+	inf := toolscache.NewSharedIndexInformerWithOptions(n.src, kind.example.DeepCopyObject(), toolscache.SharedIndexInformerOptions{
 		Indexers: toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
 	})
 	return "bench-native", inf
@@ -506,11 +576,11 @@ type httpSide struct {
 
 func (h *httpSide) wantsRV() bool { return false } // the store stamps them
 
-func (h *httpSide) setup(b *testing.B, ctx context.Context, seq *ciSequence) (string, toolscache.SharedIndexInformer) {
+func (h *httpSide) setup(b *testing.B, ctx context.Context, kind ciKind, seq *ciSequence) (string, toolscache.SharedIndexInformer) {
 	store, err := resourcemanager.New(resourcemanager.Options{
-		GroupVersionKind: v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
-		Resource:         v1alpha1.ExternalWorkloadsResource,
-		Example:          &v1alpha1.ExternalWorkload{},
+		GroupVersionKind: kind.gvk,
+		Resource:         kind.plural,
+		Example:          kind.example.DeepCopyObject(),
 		// Room for the whole sequence: the publisher never overruns the
 		// watcher, so it is never dropped and never replays.
 		HistorySize:   len(seq.initial) + len(seq.ops) + 1,
@@ -537,7 +607,7 @@ func (h *httpSide) setup(b *testing.B, ctx context.Context, seq *ciSequence) (st
 	}))
 	ci := config.CustomInformer{
 		Name:       "bench-http",
-		Resource:   string(framework.ExternalWorkload),
+		Resource:   string(kind.resource),
 		SourceType: custominformer.HTTPSource,
 		SourceArgs: config.NewSection("bench-custominformer.yaml", []byte("url: "+h.srv.URL+"\n")),
 		Line:       1,
@@ -546,8 +616,8 @@ func (h *httpSide) setup(b *testing.B, ctx context.Context, seq *ciSequence) (st
 	if err != nil {
 		b.Fatal(err)
 	}
-	if built.Resource != framework.ExternalWorkload {
-		b.Fatalf("Build: resource %q, want %q", built.Resource, framework.ExternalWorkload)
+	if built.Resource != kind.resource {
+		b.Fatalf("Build: resource %q, want %q", built.Resource, kind.resource)
 	}
 	return built.Name, built.Informer
 }
@@ -571,10 +641,10 @@ func (h *httpSide) publish(ops []ciOp) error {
 		case watch.Modified:
 			err = h.store.Update(op.obj)
 		case watch.Deleted:
-			err = h.store.Delete(op.obj.Namespace, op.obj.Name)
+			err = h.store.Delete(op.obj.GetNamespace(), op.obj.GetName())
 		}
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", op.typ, op.obj.Name, err)
+			return fmt.Errorf("%s %s: %w", op.typ, op.obj.GetName(), err)
 		}
 	}
 	return nil

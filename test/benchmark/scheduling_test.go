@@ -315,7 +315,7 @@ func runOnce(b *testing.B, s settings) (ceiling1 phase, sched schedulerRun, ceil
 	logf("warm-up (untimed): %d pods in %s: %.0f pods/s", warm.pods, warm.elapsed.Round(time.Millisecond), warm.podsPerSecond())
 	ceiling1 = runCeiling(b, s, cp, admin, procs, "ceiling-1", nodes)
 	logf("ceiling-1: %d pods in %s: %.0f pods/s", ceiling1.pods, ceiling1.elapsed.Round(time.Millisecond), ceiling1.podsPerSecond())
-	sched = runScheduler(b, s, cp, admin, procs, "sched", nodes)
+	sched = runScheduler(b, s, cp, admin, procs, "sched", nodes, schedulerPhase{name: "scheduler", schedulerName: schedulerName})
 	logf("scheduler: %d pods in %s: %.0f pods/s (start-up %s, first bind after %s)", sched.pods,
 		sched.elapsed.Round(time.Millisecond), sched.podsPerSecond(), sched.startup.Round(time.Millisecond), sched.firstBind.Round(time.Millisecond))
 	if s.eventsCeiling {
@@ -591,9 +591,21 @@ func runCeiling(b *testing.B, s settings, cp *controlplane.ControlPlane, admin k
 	return phase{name: ns, elapsed: last.Sub(start), pods: len(pods), cpu: cpu, requests: reqs, quarters: w.progress(start)}
 }
 
+// schedulerPhase says how runScheduler runs the command.
+type schedulerPhase struct {
+	// name names the phase in errors and the summary.
+	name string
+	// schedulerName is the command's --scheduler-name: the
+	// spec.schedulerName of the pods of the phase's namespace.
+	schedulerName string
+	// args are more flags for the command (an event handler and its
+	// configuration file, say).
+	args []string
+}
+
 // runScheduler starts the real command on the pending pods of ns and
 // times it until the last bind.
-func runScheduler(b *testing.B, s settings, cp *controlplane.ControlPlane, admin kubernetes.Interface, procs map[string]int, ns string, nodes []string) schedulerRun {
+func runScheduler(b *testing.B, s settings, cp *controlplane.ControlPlane, admin kubernetes.Interface, procs map[string]int, ns string, nodes []string, sp schedulerPhase) schedulerRun {
 	b.Helper()
 	ctx := b.Context()
 	w := watchBinds(b, admin, ns, s.pods)
@@ -606,8 +618,9 @@ func runScheduler(b *testing.B, s settings, cp *controlplane.ControlPlane, admin
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd.SetArgs([]string{
+	cmd.SetArgs(append([]string{
 		"--kubeconfig", cp.KubeconfigPath,
+		"--scheduler-name", sp.schedulerName,
 		// Plain HTTP on loopback: the benchmark polls /readyz every 5ms
 		// and scrapes /metrics without credentials.
 		"--secure-port=0", "--insecure-bind-address=127.0.0.1", "--insecure-port", port,
@@ -616,7 +629,7 @@ func runScheduler(b *testing.B, s settings, cp *controlplane.ControlPlane, admin
 		"--kube-api-qps", strconv.FormatFloat(float64(s.qps), 'f', -1, 32),
 		"--kube-api-burst", strconv.Itoa(s.burst),
 		"-v", strconv.Itoa(s.verbosity),
-	})
+	}, sp.args...))
 	cmd.SetContext(schedCtx)
 	var stderr syncBuffer
 	cmd.SetErr(&stderr)
@@ -645,10 +658,10 @@ func runScheduler(b *testing.B, s settings, cp *controlplane.ControlPlane, admin
 	// initial lists are start-up.
 	req0 := apiRequests(b, admin)
 	cpu0 := readCPU(procs)
-	profileDone := profileAPIServer(b, s, admin, "scheduler")
+	profileDone := profileAPIServer(b, s, admin, sp.name)
 	stopProfile := startCPUProfile(b, s.cpuProfile)
 	defer stopProfile()
-	first, last := w.wait(b, "scheduler", s.timeout)
+	first, last := w.wait(b, sp.name, s.timeout)
 	stopProfile()
 	cpu := readCPU(procs).sub(cpu0)
 	reqs := subCounts(apiRequests(b, admin), req0)
@@ -658,14 +671,14 @@ func runScheduler(b *testing.B, s settings, cp *controlplane.ControlPlane, admin
 	stop()
 	<-profileDone
 
-	w.check(b, "scheduler")
+	w.check(b, sp.name)
 	if got := metrics["batch_scheduler_pods_bound_total"]; int(got) != s.pods {
-		b.Errorf("scheduler: pods_bound_total = %v, want %d", got, s.pods)
+		b.Errorf("%s: pods_bound_total = %v, want %d", sp.name, got, s.pods)
 	}
 	checkCapacity(b, ctx, admin, nodes)
 
 	return schedulerRun{
-		phase:     phase{name: "scheduler", elapsed: last.Sub(ready), pods: s.pods, cpu: cpu, requests: reqs, quarters: w.progress(ready)},
+		phase:     phase{name: sp.name, elapsed: last.Sub(ready), pods: s.pods, cpu: cpu, requests: reqs, quarters: w.progress(ready)},
 		startup:   ready.Sub(started),
 		firstBind: first.Sub(ready),
 		metrics:   metrics,
