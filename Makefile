@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
-.PHONY: all build control-plane generate test unit-test e2e-test verify bench bench-scheduling bench-custominformer cover demo clean
+.PHONY: all build control-plane generate test unit-test e2e-test verify bench bench-scheduling bench-custominformer bench-grantinformer bench-scheduling-two-level cover demo clean
 
 all: build
 
@@ -68,6 +68,14 @@ bench-scheduling: control-plane
 ## bench-custominformer: ExternalWorkload events/s through the http custom informer vs a native informer
 bench-custominformer:
 	hack/bench-custominformer.sh
+
+## bench-grantinformer: Grant events/s through the http custom informer and the two-level handler vs a native informer
+bench-grantinformer:
+	BENCH_CI_KIND=grants hack/bench-custominformer.sh
+
+## bench-scheduling-two-level: pods/s under the two-level handler vs default in the same run (3 runs)
+bench-scheduling-two-level: control-plane
+	BENCH_COUNT=3 hack/bench-scheduling.sh two-level
 
 clean:
 	rm -rf bin _output
