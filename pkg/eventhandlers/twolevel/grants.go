@@ -83,7 +83,14 @@ func (h *Handler) setGrant(g *v1alpha1.Grant) {
 		entry.expires = g.Spec.ExpiresAt.Time
 	}
 	old, existed := h.grants[g.Name]
+	if existed && old.node != entry.node {
+		h.unindexLocked(g.Name, old.node)
+	}
 	h.grants[g.Name] = entry
+	if h.byNode[entry.node] == nil {
+		h.byNode[entry.node] = map[string]bool{}
+	}
+	h.byNode[entry.node][g.Name] = true
 	klog.V(4).InfoS("Grant recorded", "grant", klog.KObj(g), "node", entry.node, "resources", entry.resources,
 		"active", entry.active, "expiresAt", g.Spec.ExpiresAt)
 	if existed && old.node != entry.node {
@@ -102,7 +109,16 @@ func (h *Handler) forgetLocked(name string) {
 		return
 	}
 	delete(h.grants, name)
+	h.unindexLocked(name, old.node)
 	h.recomputeLocked(old.node)
+}
+
+// unindexLocked takes the grant name off node's index.
+func (h *Handler) unindexLocked(name, node string) {
+	delete(h.byNode[node], name)
+	if len(h.byNode[node]) == 0 {
+		delete(h.byNode, node)
+	}
 }
 
 // recomputeLocked gives the cache node's cap: the sum of the live grants
@@ -111,8 +127,8 @@ func (h *Handler) recomputeLocked(node string) {
 	now := h.clock.Now()
 	var sum resources.Resource
 	found := false
-	for _, g := range h.grants {
-		if g.node == node && g.liveAt(now) {
+	for name := range h.byNode[node] {
+		if g := h.grants[name]; g.liveAt(now) {
 			sum.Add(g.resources)
 			found = true
 		}

@@ -68,10 +68,12 @@ type Handler struct {
 	checkInterval time.Duration
 	defaultOpts   []defaulthandler.Option
 
-	// mu guards grants and caps (see the package documentation).
+	// mu guards grants, byNode and caps (see the package documentation).
 	mu sync.Mutex
-	// grants holds this framework's grants by name.
+	// grants holds this framework's grants by name, and byNode their
+	// names by node, so that a node's cap is summed over its own grants.
 	grants map[string]grant
+	byNode map[string]map[string]bool
 	// caps is the cap last given to the cache, per node with at least one
 	// grant.
 	caps map[string]resources.Resource
@@ -140,6 +142,7 @@ func New(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, error) {
 		clock:         clock.RealClock{},
 		checkInterval: DefaultCheckInterval,
 		grants:        map[string]grant{},
+		byNode:        map[string]map[string]bool{},
 		caps:          map[string]resources.Resource{},
 		wake:          make(chan struct{}, 1),
 	}
