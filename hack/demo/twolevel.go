@@ -17,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
@@ -132,6 +133,9 @@ type tlStep struct {
 	apply   func(context.Context, *env) error
 	creates []*v1.Pod
 	expect  []outcome
+	// shown names the outcomes of expect printed before the change (all
+	// when nil).
+	shown []string
 	// check returns what is not yet as expected (nil when all is).
 	check func(*snapshot) error
 }
@@ -186,6 +190,17 @@ func runTwoLevel(ctx context.Context, cp *controlplane.ControlPlane, logFile io.
 		return 0, err
 	}
 	e := &env{client: cp.Client, sched: s, vms: vms, alloc: alloc, demandURL: "http://" + insecure + demand.Path}
+	if err := progress("creating the namespaces etl and ml", func() error {
+		for _, ns := range namespacesOf(append(twoLevelPods(), latePods("")...)) {
+			obj := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+			if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating namespace %s: %w", ns, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
 
 	if err := progress(fmt.Sprintf("registering the frameworks with the allocator: PUT /frameworks/%s (weight 1, demandURL %s), PUT /frameworks/%s (weight 1, demandURL %s)",
 		frameworkBatch, e.demandURL, frameworkVMs, vms.url()+demand.Path), func() error {
@@ -228,9 +243,14 @@ func runTwoLevel(ctx context.Context, cp *controlplane.ControlPlane, logFile io.
 // prints the tables. If the outcome differs, it prints what it saw and
 // fails.
 func runTLStep(ctx context.Context, e *env, n int, st tlStep) error {
-	fmt.Printf("\n== %d. %s\n\n", n, st.title)
-	if len(st.expect) > 0 {
-		printExpected(st.expect, names(st.expect))
+	fmt.Printf("\n== %d. %s\n", n, st.title)
+	shown := st.shown
+	if shown == nil {
+		shown = names(st.expect)
+	}
+	if len(shown) > 0 {
+		fmt.Println()
+		printExpected(st.expect, shown)
 	}
 	start := time.Now()
 	if st.apply != nil {
@@ -271,10 +291,10 @@ func runTLStep(ctx context.Context, e *env, n int, st tlStep) error {
 	})
 	took := time.Since(start)
 	if snap != nil && ctx.Err() == nil {
-		if err != nil {
-			fmt.Println("\nactual:")
-		}
 		fmt.Println()
+		if err != nil {
+			fmt.Println("actual:")
+		}
 		printTwoLevel(snap)
 	}
 	if err != nil {
@@ -323,9 +343,10 @@ func twoLevelSteps() []tlStep {
 			},
 		},
 		{
-			title: fmt.Sprintf("The VM manager is asked for %s, %s and %s (POST /vms). It places VMs\n", vmA, vmB, vmBig) +
-				"   only inside vms's grants, first fit by host name: vm-a and vm-b fill node-1's. vm-big fits\n" +
-				"   in no grant of vms (4 cpu per node) and waits: vms now has unmet demand.",
+			title: fmt.Sprintf("The VM manager is asked (POST /vms) for %s, %s\n", vmA, vmB) +
+				fmt.Sprintf("   and %s. It places VMs only inside vms's grants, first fit by host name:\n", vmBig) +
+				"   vm-a and vm-b fill node-1's. vm-big fits in no grant of vms (4 cpu per node) and waits:\n" +
+				"   vms now has unmet demand.",
 			apply: applyAll(createVM(vmA, http.StatusCreated), createVM(vmB, http.StatusCreated), createVM(vmBig, http.StatusAccepted)),
 			check: func(s *snapshot) error {
 				if err := vmsAre(s, map[string]string{"vm-a": "node-1", "vm-b": "node-1", "vm-big": ""}); err != nil {
@@ -367,13 +388,17 @@ func twoLevelSteps() []tlStep {
 				if s.demand.Waiting != 0 {
 					return fmt.Errorf("the scheduler's /demand still shows %d pods waiting", s.demand.Waiting)
 				}
+				if s.alloc.Frameworks[frameworkBatch].Hungry {
+					return errors.New("the allocator has not read batch's demand report since the gang landed")
+				}
 				return nil
 			},
 		},
 		{
-			title: "batch's grant on the node where most of its pods run is revoked (POST /grants/batch.<node>/revoke).\n" +
-				"   Its pods stay (evictOnRevoke: false), but the node is over batch's cap and nothing new of\n" +
-				"   batch goes there. Then etl/late-0,1 arrive, and etl/pinned, which selects that node.",
+			title: "batch's grant on the node where most of its pods run is revoked (POST\n" +
+				"   /grants/batch.<node>/revoke). Its pods stay (evictOnRevoke: false), but the node is over\n" +
+				"   batch's cap and nothing new of batch goes there; the allocator gives its share to vms.\n" +
+				"   Then etl/late-0,1 arrive, and etl/pinned, which selects that node.",
 			apply: func(ctx context.Context, e *env) error {
 				s, err := observeAll(ctx, e)
 				if err != nil {
@@ -408,6 +433,7 @@ func twoLevelSteps() []tlStep {
 			// The pods of step 4 stay where they are; the late pods'
 			// outcome depends on the node chosen, so check compares it.
 			expect: append(slices.Clone(placed), gangLands),
+			shown:  []string{},
 			check: func(s *snapshot) error {
 				pending, final := compare(revokedOutcome(revoked), s.pods)
 				if len(final) > 0 {
@@ -416,8 +442,14 @@ func twoLevelSteps() []tlStep {
 				if len(pending) > 0 {
 					return errors.New(strings.Join(pending, "; "))
 				}
-				if _, ok := s.alloc.Frameworks[frameworkBatch].Revoked[revoked]; !ok {
+				batch := s.alloc.Frameworks[frameworkBatch]
+				if _, ok := batch.Revoked[revoked]; !ok {
 					return fmt.Errorf("/allocation does not list batch's grant on %s as revoked", revoked)
+				}
+				// The pinned pod's demand reaches the allocator, which
+				// cannot meet it: batch may get nothing on that node.
+				if !batch.Hungry {
+					return errors.New("the allocator has not read etl/pinned's demand yet")
 				}
 				for _, n := range s.dump.Nodes {
 					if n.Name == revoked && !n.CapExceeded {
@@ -627,7 +659,11 @@ func printTwoLevel(s *snapshot) {
 		if why == "" {
 			why = "-"
 		}
-		fmt.Fprintf(out, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, host, v.CPU.String(), v.Memory.String(), v.Phase, why)
+		lines := wrap(why, whyWidth)
+		fmt.Fprintf(out, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, host, v.CPU.String(), v.Memory.String(), v.Phase, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(out, "\t\t\t\t\t  %s\n", l)
+		}
 	}
 	out.Flush()
 	fmt.Println()
