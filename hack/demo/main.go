@@ -1,37 +1,56 @@
 // Command demo runs batch-scheduler — the real command, in this process —
-// against a real etcd and kube-apiserver, and shows where it places pods
-// and why the others wait.
+// against a real etcd and kube-apiserver, beside the example programs
+// examples/vm-manager and examples/allocator run as separate processes,
+// and shows where it places pods and why the others wait.
 //
-// It starts the control plane of test/controlplane (binaries in bin/, built
-// by `make control-plane`), seeds a small cluster through the API (nodes of
-// different sizes, labels and taints, pods bound by another scheduler,
-// priority classes, single pods and gang jobs for batch-scheduler), starts
-// an external VM manager (a pkg/resourcemanager Store of ExternalWorkloads
-// served over HTTP on a free loopback port, vms.go), writes a scheduler
-// configuration whose custom informer reads it
-// (_output/demo/batch-scheduler.yaml), and starts the scheduler with
-// app.NewSchedulerCommand, that file and leader election off. It prints the
-// outcome it expects, waits (polling, bounded) until the API shows exactly
-// that outcome — each pod bound to the expected node, or
-// PodScheduled=False/Unschedulable with the expected message — and until
-// /debug/cache agrees, on the pods and on the VMs' usage, then prints every
-// pod's placement and the nodes. It then changes the cluster (a node joins,
-// a bound pod is deleted, a VM starts next to the pods and a pod is
-// created, the VM stops) and does the same after each change. A different
-// outcome fails the demo, so it doubles as a smoke test of the scheduler.
-// The demo sees the scheduler only through the API and its HTTP endpoints,
-// as an operator would.
+// It builds the example programs into _output/demo/bin (with $GO, or go
+// from $PATH), starts the control plane of test/controlplane (binaries in
+// bin/, built by `make control-plane`) and runs one of two scenarios
+// (--scenario, `make demo SCENARIO=...`):
+//
+//   - hybrid (the default): it seeds a small cluster through the API
+//     (nodes of different sizes, labels and taints, pods bound by another
+//     scheduler, priority classes, single pods and gang jobs for
+//     batch-scheduler), starts the VM manager in hybrid mode, writes a
+//     scheduler configuration whose custom informer reads the VM manager's
+//     ExternalWorkloads (_output/demo/batch-scheduler.yaml) and starts the
+//     scheduler with that file and leader election off. It then changes
+//     the cluster (a node joins, a bound pod is deleted, the VM manager
+//     refuses a VM on a full host and starts one next to the pods, the VM
+//     is deleted; VMs through the manager's admin API, POST and DELETE
+//     /vms). After each change it waits (polling, bounded) until the API
+//     shows exactly the outcome it printed — each pod bound to the
+//     expected node, or PodScheduled=False/Unschedulable with the expected
+//     message — and /debug/cache agrees, on the pods and on the VMs'
+//     usage, then prints every pod's placement and the nodes
+//     (expect.go).
+//   - two-level: the allocator, the VM manager in two-level mode
+//     (framework vms) and batch-scheduler with the two-level event handler
+//     (framework batch, grants and VMs through custom informers, /demand
+//     on --insecure-port) share three nodes; see twolevel.go for the
+//     story. After each change it waits until the pods, the grants
+//     (GET /allocation), the VMs (GET /vms), /debug/cache and /demand show
+//     the expected outcome and the guarantees of two-level scheduling hold
+//     (no framework beyond its grants, pods plus VMs within each node),
+//     then prints them all.
+//
+// A different outcome fails the demo, so it doubles as a smoke test of
+// the scheduler and the example programs. The demo sees them only through
+// the API and their HTTP endpoints, as an operator would.
 //
 // Run it from the repository root with `make demo`, with TMPDIR set to
 // _output/tmp: the control plane keeps its data and certificates there and
 // removes them when it stops. (`go run` itself needs TMPDIR to exist; the
-// demo creates it too, for a built binary.) The scheduler's log goes to
-// _output/demo/batch-scheduler.log so that it does not mix with the tables.
+// demo creates it too, for a built binary.) The logs go to _output/demo
+// (batch-scheduler.log, vm-manager.log, allocator.log) so that they do not
+// mix with the tables.
 //
-// Ctrl-C (or SIGTERM, SIGHUP) stops the scheduler, the VM manager and the
-// control plane and exits with 130; any failure, including an unexpected
-// outcome, is printed, everything is stopped, and the exit code is 1. A
-// closed stdout does not stop the demo early.
+// Ctrl-C (or SIGTERM, SIGHUP) stops the scheduler, the example programs
+// (SIGTERM; they run in their own process group, and on Linux the kernel
+// kills them if the demo dies) and the control plane, and exits with 130;
+// any failure, including an unexpected outcome, is printed, everything is
+// stopped, and the exit code is 1. A closed stdout does not stop the demo
+// early.
 package main
 
 import (
