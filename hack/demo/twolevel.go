@@ -405,6 +405,7 @@ func twoLevelSteps() []tlStep {
 					return err
 				}
 				revoked = busiestNode(s)
+				fmt.Println()
 				printExpected(revokedOutcome(revoked), names(revokedOutcome(revoked)))
 				fmt.Println()
 				if err := progress(fmt.Sprintf("POST /grants/%s.%s/revoke", frameworkBatch, revoked), func() error {
@@ -691,7 +692,7 @@ func printTwoLevel(s *snapshot) {
 	}
 	out.Flush()
 	d := s.demand
-	fmt.Printf("batch-scheduler /demand: %d pods waiting", d.Waiting)
+	fmt.Printf("batch-scheduler /demand: %d pod(s) waiting", d.Waiting)
 	if d.Waiting > 0 {
 		fmt.Printf(", unmet %s, largest unit %s", shortList(d.Unmet), shortList(d.LargestUnit))
 	}
