@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
-.PHONY: all build control-plane generate test unit-test e2e-test verify bench bench-scheduling bench-custominformer bench-grantinformer bench-scheduling-two-level cover demo clean
+.PHONY: all build control-plane generate test unit-test e2e-test verify bench bench-scheduling bench-custominformer bench-grantinformer bench-scheduling-two-level cover demo demo-scenario clean
 
 all: build
 
@@ -57,9 +57,18 @@ cover:
 	hack/cover.sh
 
 ## demo: start a local control plane, seed a small cluster, run batch-scheduler on it
-demo: control-plane
+##       (SCENARIO=hybrid, the default: pods beside a VM manager; SCENARIO=two-level:
+##       batch-scheduler and the VM manager as frameworks under the allocator)
+SCENARIO ?= hybrid
+DEMO_SCENARIOS := hybrid two-level# keep in step with the case below
+demo: demo-scenario control-plane
 	mkdir -p _output/tmp
-	TMPDIR=$(CURDIR)/_output/tmp $(GO) run -ldflags "$(LDFLAGS)" ./hack/demo
+	TMPDIR=$(CURDIR)/_output/tmp GO=$(GO) $(GO) run -ldflags "$(LDFLAGS)" ./hack/demo --scenario $(SCENARIO)
+
+# demo-scenario checks SCENARIO before anything is built.
+demo-scenario:
+	@case '$(SCENARIO)' in hybrid|two-level) ;; \
+	*) echo "make demo: unknown SCENARIO '$(SCENARIO)'; use one of: $(DEMO_SCENARIOS)" >&2; exit 2;; esac
 
 ## bench-scheduling: pods/s of the scheduler vs the API server's raw binding ceiling
 bench-scheduling: control-plane

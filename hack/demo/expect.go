@@ -23,6 +23,9 @@ type outcome struct {
 	// on maps each node to how many of the pods are bound there; nil means
 	// that none is bound.
 	on map[string]int
+	// anywhere: every pod is bound, on any node but avoid (when set).
+	anywhere bool
+	avoid    string
 	// why are substrings of every pod's PodScheduled=False/Unschedulable
 	// message, when none is bound.
 	why []string
@@ -33,6 +36,12 @@ type outcome struct {
 // expectation renders where the group should be, e.g. "large" or
 // "large ×3, edge ×1" or "not bound".
 func (o outcome) expectation() string {
+	if o.anywhere && o.avoid != "" {
+		return "bound, not on " + o.avoid
+	}
+	if o.anywhere {
+		return "bound"
+	}
 	if o.on == nil {
 		return "not bound"
 	}
@@ -69,6 +78,13 @@ func keys(ns string, names ...string) []string {
 	}
 	return out
 }
+
+// analyticsVM starts on node edge in a live change and is deleted later.
+var analyticsVM = vmSpec{name: "vm-analytics", node: "edge", cpu: "3", memory: "4Gi"}
+
+// crowdedVM asks for node large, whose memory the pods use up: the VM
+// manager refuses it.
+var crowdedVM = vmSpec{name: "vm-crowded", node: "large", cpu: "1", memory: "1Gi"}
 
 const (
 	gangFourMsg = "gang ml/train: 3 of 4 tasks could be placed, min-available 4"
@@ -159,18 +175,19 @@ func steps() []step {
 			shown:  []string{"ml/finetune", "etl/warehouse", "ml/inference", "ml/eval-0,1"},
 		},
 		{
-			title: fmt.Sprintf("The VM manager starts %s: a VM next to the pods, which the scheduler\n", vm) +
-				"   learns of through its custom informer. Once /debug/cache counts it, etl/report (4 cpu, 2Gi)\n" +
-				"   is created: it would fit on edge alone, and the VM is in the way.",
-			apply:   startVM(vm),
+			title: fmt.Sprintf("The VM manager (examples/vm-manager, hybrid mode) refuses %s: the pods\n", crowdedVM) +
+				fmt.Sprintf("   fill that host. It starts %s next to the pods; the scheduler learns of it\n", vm) +
+				"   through its custom informer. Once /debug/cache counts it, etl/report (4 cpu, 2Gi) is created:\n" +
+				"   it would fit on edge alone, and the VM is in the way.",
+			apply:   applyAll(refuseVM(crowdedVM, "does not fit"), startVM(vm)),
 			creates: []*v1.Pod{reportPod()},
 			expect:  fourth,
 			shown:   []string{"etl/report"},
 		},
 		{
-			title: fmt.Sprintf("%s stops, then the VM manager deletes it: its room on %s is free again.\n", vm.name, vm.node) +
+			title: fmt.Sprintf("%s is deleted (DELETE /vms/%s): its room on %s is free again.\n", vm.name, vm.name, vm.node) +
 				"   Usage that shrinks may help any job waiting for room, so those are retried.",
-			apply:  stopVM(vm),
+			apply:  applyAll(deleteVM(vm)),
 			expect: fifth,
 			shown:  []string{"etl/report"},
 		},
@@ -265,6 +282,11 @@ func compare(expect []outcome, states map[string]podState) (pending, final []str
 			case !ok:
 				final = append(final, key+" is gone")
 				allBound = false
+			case o.anywhere && s.node == "":
+				pending = append(pending, fmt.Sprintf("%s is not bound yet (%s)", key, s.message))
+			case o.anywhere && s.node == o.avoid:
+				final = append(final, fmt.Sprintf("%s is bound to %s; expected anywhere but there", key, s.node))
+			case o.anywhere:
 			case o.on == nil && s.node != "":
 				final = append(final, fmt.Sprintf("%s is bound to %s; expected not bound", key, s.node))
 			case o.on == nil && !s.unschedulable:

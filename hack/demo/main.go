@@ -1,46 +1,68 @@
 // Command demo runs batch-scheduler — the real command, in this process —
-// against a real etcd and kube-apiserver, and shows where it places pods
-// and why the others wait.
+// against a real etcd and kube-apiserver, beside the example programs
+// examples/vm-manager and examples/allocator run as separate processes,
+// and shows where it places pods and why the others wait.
 //
-// It starts the control plane of test/controlplane (binaries in bin/, built
-// by `make control-plane`), seeds a small cluster through the API (nodes of
-// different sizes, labels and taints, pods bound by another scheduler,
-// priority classes, single pods and gang jobs for batch-scheduler), starts
-// an external VM manager (a pkg/resourcemanager Store of ExternalWorkloads
-// served over HTTP on a free loopback port, vms.go), writes a scheduler
-// configuration whose custom informer reads it
-// (_output/demo/batch-scheduler.yaml), and starts the scheduler with
-// app.NewSchedulerCommand, that file and leader election off. It prints the
-// outcome it expects, waits (polling, bounded) until the API shows exactly
-// that outcome — each pod bound to the expected node, or
-// PodScheduled=False/Unschedulable with the expected message — and until
-// /debug/cache agrees, on the pods and on the VMs' usage, then prints every
-// pod's placement and the nodes. It then changes the cluster (a node joins,
-// a bound pod is deleted, a VM starts next to the pods and a pod is
-// created, the VM stops) and does the same after each change. A different
-// outcome fails the demo, so it doubles as a smoke test of the scheduler.
-// The demo sees the scheduler only through the API and its HTTP endpoints,
-// as an operator would.
+// It builds the example programs into _output/demo/bin (with $GO, or go
+// from $PATH), starts the control plane of test/controlplane (binaries in
+// bin/, built by `make control-plane`) and runs one of two scenarios
+// (--scenario, `make demo SCENARIO=...`):
+//
+//   - hybrid (the default): it seeds a small cluster through the API
+//     (nodes of different sizes, labels and taints, pods bound by another
+//     scheduler, priority classes, single pods and gang jobs for
+//     batch-scheduler), starts the VM manager in hybrid mode, writes a
+//     scheduler configuration whose custom informer reads the VM manager's
+//     ExternalWorkloads (_output/demo/batch-scheduler.yaml) and starts the
+//     scheduler with that file and leader election off. It then changes
+//     the cluster (a node joins, a bound pod is deleted, the VM manager
+//     refuses a VM on a full host and starts one next to the pods, the VM
+//     is deleted; VMs through the manager's admin API, POST and DELETE
+//     /vms). After each change it waits (polling, bounded) until the API
+//     shows exactly the outcome it printed — each pod bound to the
+//     expected node, or PodScheduled=False/Unschedulable with the expected
+//     message — and /debug/cache agrees, on the pods and on the VMs'
+//     usage, then prints every pod's placement and the nodes
+//     (expect.go).
+//   - two-level: the allocator, the VM manager in two-level mode
+//     (framework vms) and batch-scheduler with the two-level event handler
+//     (framework batch, grants and VMs through custom informers, /demand
+//     on --insecure-port) share three nodes; see twolevel.go for the
+//     story. After each change it waits until the pods, the grants
+//     (GET /allocation), the VMs (GET /vms), /debug/cache and /demand show
+//     the expected outcome and the guarantees of two-level scheduling hold
+//     (no framework beyond its grants, pods plus VMs within each node),
+//     then prints them all.
+//
+// A different outcome fails the demo, so it doubles as a smoke test of
+// the scheduler and the example programs. The demo sees them only through
+// the API and their HTTP endpoints, as an operator would.
 //
 // Run it from the repository root with `make demo`, with TMPDIR set to
 // _output/tmp: the control plane keeps its data and certificates there and
 // removes them when it stops. (`go run` itself needs TMPDIR to exist; the
-// demo creates it too, for a built binary.) The scheduler's log goes to
-// _output/demo/batch-scheduler.log so that it does not mix with the tables.
+// demo creates it too, for a built binary.) The logs go to _output/demo
+// (batch-scheduler.log, vm-manager.log, allocator.log) so that they do not
+// mix with the tables.
 //
-// Ctrl-C (or SIGTERM, SIGHUP) stops the scheduler, the VM manager and the
-// control plane and exits with 130; any failure, including an unexpected
-// outcome, is printed, everything is stopped, and the exit code is 1. A
-// closed stdout does not stop the demo early.
+// Ctrl-C (or SIGTERM, SIGHUP) stops the scheduler, the example programs
+// (SIGTERM; they run in their own process group, and on Linux the kernel
+// kills them if the demo dies) and the control plane, and exits with 130;
+// any failure, including an unexpected outcome, is printed, everything is
+// stopped, and the exit code is 1. A closed stdout does not stop the demo
+// early.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -59,8 +81,27 @@ func main() {
 	os.Exit(runMain())
 }
 
+// Scenarios the demo runs (--scenario; make demo SCENARIO=...).
+const (
+	scenarioHybrid   = "hybrid"
+	scenarioTwoLevel = "two-level"
+)
+
 // runMain runs the demo and returns the process exit code.
 func runMain() int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	scenario := fs.String("scenario", scenarioHybrid, "the story to run: "+scenarioHybrid+" (pods beside a VM manager) or "+scenarioTwoLevel+" (batch-scheduler and the VM manager as frameworks under the allocator)")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *scenario != scenarioHybrid && *scenario != scenarioTwoLevel {
+		fmt.Fprintf(os.Stderr, "demo: --scenario %q is not a scenario: use %s or %s\n", *scenario, scenarioHybrid, scenarioTwoLevel)
+		return 2
+	}
 	// Ctrl-C, kill and a closed terminal all end the demo the same way:
 	// cleanly. forceStopOnSignal backs this up.
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
@@ -68,10 +109,10 @@ func runMain() int {
 	// A closed stdout (`make demo | head`) must not kill the demo before it
 	// has stopped the control plane: writes then just fail.
 	signal.Ignore(syscall.SIGPIPE)
-	err := run(ctx)
+	err := run(ctx, *scenario)
 	switch {
 	case ctx.Err() != nil:
-		fmt.Fprintln(os.Stderr, "demo: interrupted; the scheduler, the VM manager and the control plane are stopped")
+		fmt.Fprintln(os.Stderr, "demo: interrupted; the scheduler, the example programs and the control plane are stopped")
 		return 130
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -82,9 +123,9 @@ func runMain() int {
 
 // run is the whole demo. Whatever happens, it stops what it started before
 // returning; the error it returns includes any failure to stop.
-func run(ctx context.Context) (err error) {
+func run(ctx context.Context, scenario string) (err error) {
 	started := time.Now()
-	fmt.Println("batch-scheduler demo: the real command against a real etcd + kube-apiserver")
+	fmt.Printf("batch-scheduler demo, scenario %s: the real programs against a real etcd + kube-apiserver\n", scenario)
 	if err := ensureTempDir(); err != nil {
 		return err
 	}
@@ -93,6 +134,14 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer closeLog()
+
+	var bins string
+	if err := progress("building examples/vm-manager and examples/allocator into "+binDir, func() (err error) {
+		bins, err = buildExamples(ctx, "./examples/vm-manager", "./examples/allocator")
+		return err
+	}); err != nil {
+		return err
+	}
 
 	var cp *controlplane.ControlPlane
 	if err := progress("starting etcd and kube-apiserver from bin/", func() (err error) {
@@ -107,15 +156,31 @@ func run(ctx context.Context) (err error) {
 		err = errors.Join(err, progress("stopping etcd and kube-apiserver", cp.Stop))
 	}()
 
+	var steps int
+	if scenario == scenarioTwoLevel {
+		steps, err = runTwoLevel(ctx, cp, logFile, bins)
+	} else {
+		steps, err = runHybrid(ctx, cp, logFile, bins)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nEvery outcome was as expected (%d steps, %.1fs since the demo started).\n\n", steps, time.Since(started).Seconds())
+	return nil
+}
+
+// runHybrid is the default story: pods and a VM manager (hybrid mode)
+// share the nodes. It returns the number of steps run.
+func runHybrid(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Writer, bins string) (n int, err error) {
 	classes, nodes, pods := priorityClasses(), seedNodes(), seedPods()
 	script := steps()
 	if err := checkScript(script, ourPods(pods)); err != nil {
-		return err
+		return 0, err
 	}
 	if err := progress(fmt.Sprintf("seeding %d priority classes, %d nodes and %d pods through the API", len(classes), len(nodes), len(pods)), func() error {
 		return seed(ctx, cp.Client, classes, nodes, pods)
 	}); err != nil {
-		return err
+		return 0, err
 	}
 	for _, n := range nodes {
 		fmt.Println("    node", describeNode(n))
@@ -127,63 +192,77 @@ func run(ctx context.Context) (err error) {
 	// The VM manager is stopped after the scheduler (defers run last in,
 	// first out), so that the scheduler's watch ends first.
 	var vms *vmManager
-	if err := progress("starting the VM manager (a pkg/resourcemanager Store of ExternalWorkloads, over HTTP)", func() (err error) {
-		vms, err = startVMManager()
+	if err := progress("starting examples/vm-manager (hybrid mode: first fit on the hosts' free room) as a process", func() (err error) {
+		vms, err = startVMManager(ctx, filepath.Join(bins, "vm-manager"), cp.KubeconfigPath, "", "")
 		return err
 	}); err != nil {
-		return err
+		return 0, err
 	}
 	defer func() {
 		err = errors.Join(err, progress("stopping the VM manager", vms.stop))
 	}()
-	fmt.Printf("    VM manager: %s%s, no VMs yet\n", vms.url, vms.store.Path())
+	fmt.Printf("    VM manager: %s (admin API /vms, ExternalWorkloads, log %s), no VMs yet\n", vms.url(), vms.logPath)
 	if err := progress(fmt.Sprintf("writing %s (custom informer %s: resource ExternalWorkload, source http)", configPath, vmInformer), func() error {
-		return writeConfig(configPath, vms.url)
+		return writeConfig(configPath, []informer{{name: vmInformer, resource: "ExternalWorkload", url: vms.url()}})
 	}); err != nil {
-		return err
+		return 0, err
 	}
 
-	addr, err := freeLoopbackAddress()
+	s, stopScheduler, err := launchScheduler(ctx, cp, logFile)
+	defer func() { err = errors.Join(err, stopScheduler()) }()
 	if err != nil {
-		return err
-	}
-	var s *scheduler
-	defer func() {
-		if s != nil {
-			err = errors.Join(err, progress("stopping batch-scheduler", s.stop))
-		}
-	}()
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("splitting %s: %w", addr, err)
-	}
-	if err := progress(fmt.Sprintf("starting batch-scheduler --leader-elect=false --bind-address %s --secure-port %s --config-path %s and waiting for /readyz (log: %s)", host, port, configPath, logPath), func() error {
-		started, err := startScheduler(ctx, cp, addr, configPath, logFile)
-		if err != nil {
-			return err
-		}
-		s = started
-		return s.waitReady(ctx)
-	}); err != nil {
-		return err
+		return 0, err
 	}
 
 	e := &env{client: cp.Client, sched: s, vms: vms}
 	for i, st := range script {
 		if err := runStep(ctx, e, i+1, st); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	fmt.Printf("\nEvery outcome was as expected (%d steps, %.1fs since the demo started).\n\n", len(script), time.Since(started).Seconds())
-	return nil
+	return len(script), nil
+}
+
+// launchScheduler starts batch-scheduler in this process with the
+// configuration at configPath and extraArgs, and waits for /readyz. The
+// returned stop function stops it if it was started, and is never nil.
+func launchScheduler(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Writer, extraArgs ...string) (*scheduler, func() error, error) {
+	var s *scheduler
+	stop := func() error {
+		if s == nil {
+			return nil
+		}
+		return progress("stopping batch-scheduler", s.stop)
+	}
+	addr, err := freeLoopbackAddress()
+	if err != nil {
+		return nil, stop, err
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, stop, fmt.Errorf("splitting %s: %w", addr, err)
+	}
+	flags := strings.Join(append([]string{"--leader-elect=false --bind-address", host, "--secure-port", port, "--config-path", configPath}, extraArgs...), " ")
+	err = progress(fmt.Sprintf("starting batch-scheduler %s and waiting for /readyz (log: %s)", flags, logPath), func() error {
+		started, err := startScheduler(ctx, cp, addr, configPath, logFile, extraArgs...)
+		if err != nil {
+			return err
+		}
+		s = started
+		return s.waitReady(ctx)
+	})
+	return s, stop, err
 }
 
 // env is what a step changes and the demo watches: the API, the
-// scheduler's endpoints and the VM manager.
+// scheduler's endpoints, the VM manager and (two-level) the allocator.
 type env struct {
 	client kubernetes.Interface
 	sched  *scheduler
 	vms    *vmManager
+	alloc  *allocator
+	// demandURL is the scheduler's /demand on its insecure port.
+	demandURL string
 }
 
 // runStep prints what st should lead to, applies its change, waits until
@@ -228,8 +307,12 @@ func runStep(ctx context.Context, e *env, n int, st step) error {
 		}
 		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
 	}
+	wantVMs, err := e.vms.expected(ctx)
+	if err != nil {
+		return fmt.Errorf("step %d: %w", n, err)
+	}
 	d, err := s.waitForDump(ctx, "every bound pod on its node, none merely assumed, and the VMs' usage", func(d *cache.Dump) bool {
-		return cacheAgrees(d, states) && externalAgrees(d, e.vms.expected())
+		return cacheAgrees(d, states) && externalAgrees(d, wantVMs)
 	})
 	if err != nil {
 		return fmt.Errorf("step %d: %w", n, err)
@@ -277,6 +360,7 @@ func forceStopOnSignal(cp *controlplane.ControlPlane) (cancel func()) {
 		case <-done:
 			return
 		}
+		killChildren()
 		_ = cp.Stop() // safe while the cleanup calls it too
 		os.Exit(130)
 	}()

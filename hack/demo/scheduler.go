@@ -48,7 +48,8 @@ type scheduler struct {
 
 // startScheduler runs the real command in a goroutine, connected to the API
 // server of cp, configured by the file at configPath, serving its
-// endpoints on the secure port at addr and logging to logs. It stops when
+// endpoints on the secure port at addr and logging to logs, with extraArgs
+// after the demo's own flags. It stops when
 // ctx is done or stop is called.
 //
 // The demo reads the endpoints as the control plane's admin: with the
@@ -56,7 +57,7 @@ type scheduler struct {
 // against the client CA the API server publishes, and which belongs to
 // system:masters, a group always allowed. It trusts the serving
 // certificate it generates for the scheduler here.
-func startScheduler(ctx context.Context, cp *controlplane.ControlPlane, addr, configPath string, logs io.Writer) (*scheduler, error) {
+func startScheduler(ctx context.Context, cp *controlplane.ControlPlane, addr, configPath string, logs io.Writer, extraArgs ...string) (*scheduler, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("splitting %s: %w", addr, err)
@@ -96,8 +97,8 @@ func startScheduler(ctx context.Context, cp *controlplane.ControlPlane, addr, co
 	// Leader election off: a single replica schedules as soon as its cache
 	// has synced, instead of first acquiring a Lease. -v 2 logs every
 	// placement and every unschedulable job (to the log file).
-	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath, "--config-path", configPath, "--leader-elect=false", "-v", "2",
-		"--bind-address", host, "--secure-port", port, "--tls-cert-file", certFile, "--tls-private-key-file", keyFile})
+	cmd.SetArgs(append([]string{"--kubeconfig", cp.KubeconfigPath, "--config-path", configPath, "--leader-elect=false", "-v", "2",
+		"--bind-address", host, "--secure-port", port, "--tls-cert-file", certFile, "--tls-private-key-file", keyFile}, extraArgs...))
 	cmd.SetContext(ctx)
 	cmd.SetErr(&s.stderr)
 	go func() {

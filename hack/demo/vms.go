@@ -1,25 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
-	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
@@ -30,152 +28,147 @@ const (
 	// vmInformer names the custom informer that reads the VM manager, in
 	// the scheduler's log, metrics and /readyz.
 	vmInformer = "vm-manager"
-	// vmManagerStopTimeout bounds the VM manager's stop: the wait for the
-	// stopped scheduler's watch to close, and the HTTP server's shutdown.
-	vmManagerStopTimeout = 5 * time.Second
+	// grantInformer names the custom informer that reads the allocator.
+	grantInformer = "allocator"
 )
 
-// vmManager is the demo's external VM manager: it runs VMs on the same
-// hosts as pods and publishes each as an ExternalWorkload in a
-// resourcemanager.Store, served over HTTP on a loopback port, as a real
-// manager would. The scheduler reads it through a custom informer (source
-// http) and counts the VMs' resources against their nodes.
+// httpClient talks to the example programs' plain HTTP APIs on loopback.
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+// apiError is a 4xx or 5xx answer of an example program's admin API.
+type apiError struct {
+	method, url string
+	status      int
+	// body is the answer, e.g. {"error": "...", "reason": "..."}.
+	body string
+	// Error and Reason are decoded from body when it is such a JSON.
+	Message string `json:"error"`
+	Reason  string `json:"reason"`
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%s %s: %d %s", e.method, e.url, e.status, strings.TrimSpace(e.body))
+}
+
+// callJSON sends in (if not nil) as JSON to url and decodes a 2xx answer
+// into out (if not nil). It returns the status; other statuses are an
+// *apiError.
+func callJSON(ctx context.Context, method, url string, in, out any) (int, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: encoding the request: %w", method, url, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("%s %s: reading the answer: %w", method, url, err)
+	}
+	if resp.StatusCode >= 300 {
+		e := &apiError{method: method, url: url, status: resp.StatusCode, body: string(b)}
+		_ = json.Unmarshal(b, e)
+		return resp.StatusCode, e
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: decoding the answer: %w", method, url, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// vmManager is examples/vm-manager, run as a separate process and driven
+// through its admin API (POST /vms, DELETE /vms/{name}, GET /vms). It
+// publishes every running VM as an ExternalWorkload, which the scheduler
+// reads through a custom informer (source http).
 type vmManager struct {
-	store *resourcemanager.Store
-	srv   *http.Server
-	url   string
-	// served receives what the HTTP server's Serve returned.
-	served chan error
+	*process
 }
 
-// startVMManager starts an empty VM manager on a free loopback port.
-func startVMManager() (*vmManager, error) {
-	store, err := resourcemanager.New(resourcemanager.Options{
-		GroupVersionKind: v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
-		Resource:         v1alpha1.ExternalWorkloadsResource,
-		Example:          &v1alpha1.ExternalWorkload{},
-		// Above any resourceVersion an earlier run served, as a manager
-		// that keeps its state in memory must.
-		InitialResourceVersion: time.Now().UnixMicro(),
-	})
+// startVMManager starts bin on a free loopback port, watching the cluster
+// of kubeconfig. With framework and grantsURL set it runs in two-level
+// mode (it places VMs only inside its grants); otherwise hybrid.
+func startVMManager(ctx context.Context, bin, kubeconfig, framework, grantsURL string) (*vmManager, error) {
+	args := []string{"--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "-v", "2", "--retry-interval", "1s"}
+	if framework != "" {
+		args = append(args, "--framework", framework, "--grants-url", grantsURL)
+	}
+	p, err := startProcess(ctx, "vm-manager", bin, args...)
 	if err != nil {
-		return nil, fmt.Errorf("creating the VM manager's store: %w", err)
+		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("listening for the VM manager: %w", err)
-	}
-	m := &vmManager{
-		store: store,
-		srv: &http.Server{
-			Handler:           store.Handler(),
-			ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog:          klog.NewStandardLogger("ERROR"),
-		},
-		url:    "http://" + ln.Addr().String(),
-		served: make(chan error, 1),
-	}
-	go func() { m.served <- m.srv.Serve(ln) }()
-	return m, nil
+	return &vmManager{p}, nil
 }
 
-// stop stops the manager after the scheduler has stopped: it checks that
-// the scheduler's watch has closed, ends any watch stream still open, and
-// shuts the HTTP server down, freeing the port.
-func (m *vmManager) stop() error {
-	var errs []error
-	deadline := time.Now().Add(vmManagerStopTimeout)
-	for m.store.Watchers() > 0 && time.Now().Before(deadline) {
-		time.Sleep(pollInterval)
-	}
-	if n := m.store.Watchers(); n > 0 {
-		errs = append(errs, fmt.Errorf("%d watch(es) of the VM manager still open after batch-scheduler stopped", n))
-	}
-	m.store.Close()
-	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(vmManagerStopTimeout))
-	defer cancel()
-	if err := m.srv.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("shutting down the VM manager's HTTP server: %w", err), m.srv.Close())
-	}
-	if err := <-m.served; !errors.Is(err, http.ErrServerClosed) {
-		errs = append(errs, fmt.Errorf("the VM manager's HTTP server: %w", err))
-	}
-	return errors.Join(errs...)
-}
-
-// vmSpec is what the demo says of a VM.
+// vmSpec is what the demo asks of a VM; node is optional.
 type vmSpec struct {
 	name, node  string
 	cpu, memory string
 }
 
 func (v vmSpec) String() string {
-	return fmt.Sprintf("%s on %s (%s cpu, %s)", v.name, v.node, v.cpu, v.memory)
+	where := ""
+	if v.node != "" {
+		where = " on " + v.node
+	}
+	return fmt.Sprintf("%s%s (%s cpu, %s)", v.name, where, v.cpu, v.memory)
 }
 
-// analyticsVM starts on node edge in a live change and stops later.
-var analyticsVM = vmSpec{name: "vm-analytics", node: "edge", cpu: "3", memory: "4Gi"}
+// vm is a VM as the manager's API shows it.
+type vm struct {
+	Name    string            `json:"name"`
+	CPU     resource.Quantity `json:"cpu"`
+	Memory  resource.Quantity `json:"memory"`
+	Host    string            `json:"host,omitempty"`
+	Phase   string            `json:"phase"`
+	Message string            `json:"message,omitempty"`
+	Created metav1.Time       `json:"created"`
+}
 
-// create publishes a new running VM.
-func (m *vmManager) create(v vmSpec) (*v1alpha1.ExternalWorkload, error) {
-	cpu, err := resource.ParseQuantity(v.cpu)
+// create asks for a VM: POST /vms. It returns the VM (201 placed, 202
+// pending) or the manager's refusal as an *apiError.
+func (m *vmManager) create(ctx context.Context, v vmSpec) (*vm, int, error) {
+	body := map[string]string{"name": v.name, "cpu": v.cpu, "memory": v.memory}
+	if v.node != "" {
+		body["host"] = v.node
+	}
+	out := &vm{}
+	status, err := callJSON(ctx, http.MethodPost, m.url()+"/vms", body, out)
 	if err != nil {
-		return nil, fmt.Errorf("VM %s: cpu: %w", v.name, err)
+		return nil, status, err
 	}
-	memory, err := resource.ParseQuantity(v.memory)
-	if err != nil {
-		return nil, fmt.Errorf("VM %s: memory: %w", v.name, err)
-	}
-	w := &v1alpha1.ExternalWorkload{
-		ObjectMeta: metav1.ObjectMeta{Name: v.name},
-		Spec: v1alpha1.ExternalWorkloadSpec{
-			NodeName:     v.node,
-			Resources:    v1.ResourceList{v1.ResourceCPU: cpu, v1.ResourceMemory: memory},
-			WorkloadKind: "vm",
-			Owner:        "analytics",
-		},
-		Status: v1alpha1.ExternalWorkloadStatus{Phase: v1alpha1.ExternalWorkloadRunning, Message: "booted"},
-	}
-	if errs := v1alpha1.ValidateExternalWorkload(w); len(errs) > 0 {
-		return nil, fmt.Errorf("VM %s: %w", v.name, errs.ToAggregate())
-	}
-	if err := m.store.Create(w); err != nil {
-		return nil, fmt.Errorf("publishing VM %s: %w", v.name, err)
-	}
-	klog.InfoS("Demo VM manager published a VM", "externalWorkload", klog.KObj(w), "node", w.Spec.NodeName,
-		"phase", w.Status.Phase, "resourceVersion", w.ResourceVersion)
-	return w, nil
+	return out, status, nil
 }
 
-// setStopped publishes that VM name has stopped: it is still listed, but
-// its resources are released.
-func (m *vmManager) setStopped(name string) (*v1alpha1.ExternalWorkload, error) {
-	obj, ok := m.store.Get("", name)
-	if !ok {
-		return nil, fmt.Errorf("VM %s: not published", name)
-	}
-	w, ok := obj.(*v1alpha1.ExternalWorkload)
-	if !ok {
-		return nil, fmt.Errorf("VM %s: the store holds a %T", name, obj)
-	}
-	w.Status = v1alpha1.ExternalWorkloadStatus{Phase: v1alpha1.ExternalWorkloadStopped, Message: "shut down"}
-	// w carries the stored resourceVersion: a compare-and-swap.
-	if err := m.store.Update(w); err != nil {
-		return nil, fmt.Errorf("publishing that VM %s stopped: %w", name, err)
-	}
-	klog.InfoS("Demo VM manager published a VM", "externalWorkload", klog.KObj(w), "node", w.Spec.NodeName,
-		"phase", w.Status.Phase, "resourceVersion", w.ResourceVersion)
-	return w, nil
+// remove deletes a VM: DELETE /vms/{name}.
+func (m *vmManager) remove(ctx context.Context, name string) error {
+	_, err := callJSON(ctx, http.MethodDelete, m.url()+"/vms/"+name, nil, nil)
+	return err
 }
 
-// remove deletes VM name from the store.
-func (m *vmManager) remove(name string) error {
-	if err := m.store.Delete("", name); err != nil {
-		return fmt.Errorf("deleting VM %s: %w", name, err)
+// list returns the VMs, sorted by name: GET /vms.
+func (m *vmManager) list(ctx context.Context) ([]vm, error) {
+	var out struct {
+		Items []vm `json:"items"`
 	}
-	klog.InfoS("Demo VM manager deleted a VM", "externalWorkload", klog.KRef("", name), "resourceVersion", m.store.ResourceVersion())
-	return nil
+	if _, err := callJSON(ctx, http.MethodGet, m.url()+"/vms", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
 }
 
 // externalUsage is what the cache should count on one node for the VMs.
@@ -184,23 +177,26 @@ type externalUsage struct {
 	usage resources.Resource
 }
 
-// expected returns, by node, the usage the scheduler's default handler
-// should account for the published VMs: every VM that is not Stopped, on
-// its spec.nodeName, under defaulthandler.ExternalWorkloadKey.
-func (m *vmManager) expected() map[string]externalUsage {
-	objs, _ := m.store.List("")
+// expected returns, by node, the usage the scheduler should account for
+// the manager's VMs: every Running VM, on its host, under
+// defaulthandler.ExternalWorkloadKey.
+func (m *vmManager) expected(ctx context.Context) (map[string]externalUsage, error) {
+	vms, err := m.list(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]externalUsage{}
-	for _, o := range objs {
-		w, ok := o.(*v1alpha1.ExternalWorkload)
-		if !ok || w.Status.Phase == v1alpha1.ExternalWorkloadStopped {
+	for _, v := range vms {
+		if v.Phase != "Running" {
 			continue
 		}
-		e := out[w.Spec.NodeName]
-		e.keys = append(e.keys, defaulthandler.ExternalWorkloadKey(w))
-		e.usage.Add(resources.FromList(w.Spec.Resources))
-		out[w.Spec.NodeName] = e
+		e := out[v.Host]
+		e.keys = append(e.keys, defaulthandler.ExternalWorkloadKey(&v1alpha1.ExternalWorkload{ObjectMeta: metav1.ObjectMeta{Name: v.Name}}))
+		e.usage.MilliCPU += v.CPU.MilliValue()
+		e.usage.Memory += v.Memory.Value()
+		out[v.Host] = e
 	}
-	return out
+	return out, nil
 }
 
 // externalAgrees reports whether /debug/cache counts exactly the usage of
@@ -219,26 +215,73 @@ func externalAgrees(d *cache.Dump, want map[string]externalUsage) bool {
 	return seen == len(want)
 }
 
-// vmChange is a step's change of the VM manager: do publishes it, and the
-// demo then waits until /debug/cache counts the VMs as the manager
-// publishes them.
-func vmChange(what string, do func(*vmManager) error) func(context.Context, *env) error {
+// waitForVMsInCache waits until /debug/cache counts the manager's running
+// VMs as it lists them.
+func waitForVMsInCache(ctx context.Context, e *env) error {
+	want, err := e.vms.expected(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = e.sched.waitForDump(ctx, "the VMs' usage as the VM manager lists them", func(d *cache.Dump) bool {
+		return externalAgrees(d, want)
+	})
+	return err
+}
+
+// startVM asks the VM manager for v on its node and expects it placed
+// (201), then waits until /debug/cache counts it.
+func startVM(v vmSpec) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
-		return progress("VM manager: "+what+"; waiting for /debug/cache to agree", func() error {
-			if err := do(e.vms); err != nil {
+		return progress(fmt.Sprintf("POST /vms %s: the VM manager places it and publishes its ExternalWorkload; waiting for /debug/cache to count it", v), func() error {
+			got, status, err := e.vms.create(ctx, v)
+			if err != nil {
 				return err
 			}
-			_, err := e.sched.waitForDump(ctx, "the VMs' usage as the VM manager publishes it", func(d *cache.Dump) bool {
-				return externalAgrees(d, e.vms.expected())
-			})
-			return err
+			if status != http.StatusCreated || got.Host != v.node {
+				return fmt.Errorf("VM %s: answer %d, host %q, phase %s (%s); expected 201 on %s", v.name, status, got.Host, got.Phase, got.Message, v.node)
+			}
+			return waitForVMsInCache(ctx, e)
 		})
 	}
 }
 
-// vmChanges applies changes in order, after a blank line that sets their
+// refuseVM asks the VM manager for v and expects a refusal (409) whose
+// message contains want, which it prints.
+func refuseVM(v vmSpec, want string) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
+		var refusal string
+		err := progress(fmt.Sprintf("POST /vms %s: the VM manager should refuse it", v), func() error {
+			_, status, err := e.vms.create(ctx, v)
+			ae, ok := err.(*apiError)
+			if !ok || status != http.StatusConflict || !strings.Contains(ae.Message, want) {
+				return fmt.Errorf("VM %s: answer %d (%v); expected 409 with %q", v.name, status, err, want)
+			}
+			refusal = fmt.Sprintf("%s: %s", ae.Reason, ae.Message)
+			return nil
+		})
+		if err == nil {
+			fmt.Println("    refused:", refusal)
+		}
+		return err
+	}
+}
+
+// deleteVM deletes v through the admin API and waits until /debug/cache
+// no longer counts it.
+func deleteVM(v vmSpec) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
+		return progress(fmt.Sprintf("DELETE /vms/%s: its ExternalWorkload is deleted; waiting for /debug/cache to free its room", v.name), func() error {
+			if err := e.vms.remove(ctx, v.name); err != nil {
+				return err
+			}
+			return waitForVMsInCache(ctx, e)
+		})
+	}
+}
+
+// applyAll applies changes in order, after a blank line that sets their
 // progress lines apart from the expected outcome.
-func vmChanges(changes ...func(context.Context, *env) error) func(context.Context, *env) error {
+func applyAll(changes ...func(context.Context, *env) error) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
 		fmt.Println()
 		for _, c := range changes {
@@ -250,49 +293,37 @@ func vmChanges(changes ...func(context.Context, *env) error) func(context.Contex
 	}
 }
 
-// startVM publishes v as a running VM.
-func startVM(v vmSpec) func(context.Context, *env) error {
-	return vmChanges(vmChange(fmt.Sprintf("%s starts on %s (workloadKind vm, %s cpu, %s, phase Running)", v.name, v.node, v.cpu, v.memory),
-		func(m *vmManager) error {
-			_, err := m.create(v)
-			return err
-		}))
-}
+// informer is one customInformers entry of the scheduler configuration.
+type informer struct{ name, resource, url string }
 
-// stopVM publishes that v stopped (phase Stopped: still listed, resources
-// released), then deletes it.
-func stopVM(v vmSpec) func(context.Context, *env) error {
-	return vmChanges(
-		vmChange(v.name+" stops (phase Stopped): its resources are released", func(m *vmManager) error {
-			_, err := m.setStopped(v.name)
-			return err
-		}),
-		vmChange(v.name+" is deleted", func(m *vmManager) error { return m.remove(v.name) }),
-	)
-}
-
-// writeConfig writes the scheduler configuration file: the default event
-// handler, and a custom informer of ExternalWorkloads from the VM manager
-// at url.
-func writeConfig(path, url string) error {
-	text := strings.Join([]string{
-		"# Written by the demo (hack/demo): batch-scheduler reads the demo's VM manager",
-		"# through a custom informer. See docs/external-resource-managers.md.",
+// writeConfig writes the scheduler configuration file: the custom
+// informers, and the event handlers' sections (YAML lines, empty for the
+// default handler).
+func writeConfig(path string, informers []informer, handlers ...string) error {
+	lines := []string{
+		"# Written by the demo (hack/demo). See docs/external-resource-managers.md.",
 		"apiVersion: batch-scheduler.io/v1alpha1",
 		"kind: SchedulerConfiguration",
-		"customInformers:",
-		"- name: " + vmInformer,
-		"  resource: ExternalWorkload",
-		"  source:",
-		"    http:",
-		"      url: " + url,
-		"",
-	}, "\n")
+	}
+	if len(handlers) > 0 {
+		lines = append(lines, "eventHandlers:")
+		lines = append(lines, handlers...)
+	}
+	lines = append(lines, "customInformers:")
+	for _, i := range informers {
+		lines = append(lines,
+			"- name: "+i.name,
+			"  resource: "+i.resource,
+			"  source:",
+			"    http:",
+			"      url: "+i.url)
+	}
+	text := strings.Join(append(lines, ""), "\n")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("creating the config directory: %w", err)
 	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		return fmt.Errorf("writing the scheduler config: %w", err)
+		return fmt.Errorf("writing the scheduler config %s: %w", path, err)
 	}
 	return nil
 }
