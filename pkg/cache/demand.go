@@ -14,7 +14,9 @@ import (
 // Demand reports what this scheduler could not place and what its pods use
 // per node (see pkg/demand). The waiting work is that of the jobs whose
 // last attempt failed (queue.Waiting); their pending pods' requests make up
-// Unmet. Report.Framework is left for the caller to fill in.
+// Unmet, and the gang among them with the largest total request is
+// LargestGang (a job of one pod is not a gang). Report.Framework is left
+// for the caller to fill in.
 func (c *SchedulerCache) Demand() *demand.Report {
 	waiting := c.queue.Waiting()
 	now := c.opts.Clock.Now()
@@ -44,7 +46,7 @@ func (c *SchedulerCache) Demand() *demand.Report {
 		}
 		r.Waiting += members
 		unmet.Add(total)
-		if largest == nil || larger(total, largestTotal) {
+		if w.ID.Gang && (largest == nil || larger(total, largestTotal)) {
 			largestTotal = total
 			largest = &demand.Gang{Name: w.ID.String(), Members: members, MinMember: int(job.MinAvailable()), Reason: w.Reason}
 		}

@@ -150,13 +150,13 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 			// No plugin rejected anything: any event may help.
 			name:       "no nodes",
 			wantMsg:    "no nodes available to schedule pods",
-			wantEvents: []string{"*"},
+			wantEvents: withGang("*"),
 		},
 		{
 			name:       "insufficient cpu everywhere",
 			nodes:      []*v1.Node{small("n1"), small("n2"), small("n3")},
 			wantMsg:    "0/3 nodes are available: 3 Insufficient cpu.",
-			wantEvents: fitEvents,
+			wantEvents: withGang(fitEvents...),
 		},
 		{
 			name: "several reasons, most frequent first",
@@ -166,7 +166,7 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 				small("n3"),
 			},
 			wantMsg:    "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) were unschedulable.",
-			wantEvents: append(slices.Clone(fitEvents), "NodeUnschedulable:NodeAdd", "NodeUnschedulable:NodeBecameSchedulable"),
+			wantEvents: withGang(append(slices.Clone(fitEvents), "NodeUnschedulable:NodeAdd", "NodeUnschedulable:NodeBecameSchedulable")...),
 		},
 	}
 	for _, tt := range tests {
@@ -211,9 +211,9 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 			if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
 				t.Fatalf("queue lengths = %+v, want the job unschedulable", d.Lengths)
 			}
-			// Gang's Permit rejects every job with a pod left unplaced, but
-			// registers no event: the filters that rejected nodes say
-			// what may help.
+			// Gang's Permit rejects every job with a pod left unplaced; it
+			// registers only a grown grant: the filters that rejected nodes
+			// say what else may help.
 			if got := d.Unschedulable[0]; got.LastFailure != tt.wantMsg || !slices.Equal(sorted(got.Events), tt.wantEvents) {
 				t.Errorf("unschedulable job: last failure %q, events %q; want %q, %q", got.LastFailure, got.Events, tt.wantMsg, tt.wantEvents)
 			}
@@ -382,7 +382,13 @@ func TestGangAllOrNothing(t *testing.T) {
 }
 
 // fitEvents are the NodeResourcesFit plugin's events, sorted.
-var fitEvents = []string{"NodeResourcesFit:AssignedPodDelete", "NodeResourcesFit:ExternalUsageDecrease", "NodeResourcesFit:NodeAdd", "NodeResourcesFit:NodeAllocatableChange"}
+var fitEvents = []string{"NodeResourcesFit:AssignedPodDelete", "NodeResourcesFit:ExternalUsageDecrease", "NodeResourcesFit:GrantIncrease", "NodeResourcesFit:NodeAdd", "NodeResourcesFit:NodeAllocatableChange"}
+
+// gangEvent is the one event the Gang plugin registers: a grown grant.
+const gangEvent = "Gang:GrantIncrease"
+
+// withGang returns events with gangEvent, sorted.
+func withGang(events ...string) []string { return sorted(append(events, gangEvent)) }
 
 func TestGangWaitsForItsTasks(t *testing.T) {
 	h := newHarness(t)
@@ -406,10 +412,12 @@ func TestGangWaitsForItsTasks(t *testing.T) {
 	if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths = %+v, want the gang unschedulable", d.Lengths)
 	}
-	// Only the Gang plugin rejected it, and no cluster event helps a gang
-	// waiting for its own pods: it waits for them (or the timeout).
-	if got := d.Unschedulable[0].Events; len(got) != 0 {
-		t.Errorf("events the gang waits for = %q, want none", got)
+	// Only the Gang plugin rejected it. A gang waiting for its own pods
+	// waits for them (or the timeout); of the cluster events only a grown
+	// grant where one of its pods fits retries it (the one event Gang
+	// registers, for gangs larger than their grants).
+	if got := d.Unschedulable[0].Events; !slices.Equal(got, []string{gangEvent}) {
+		t.Errorf("events the gang waits for = %q, want only %q", got, gangEvent)
 	}
 
 	// The third task arrives: a relevant pod event requeues the gang.
@@ -648,12 +656,12 @@ func TestReserveAndPermitRejections(t *testing.T) {
 	}{
 		{
 			// The pod is not placed, so Gang's Permit rejects the job too
-			// (registering no event), but its verdict on a single pod adds
-			// nothing to the pod's reason.
+			// (registering a grown grant), but its verdict on a single pod
+			// adds nothing to the pod's reason.
 			name:       "reserve",
 			hook:       &hookPlugin{reserve: func(*v1.Pod, string) *framework.Status { return reject("no lease") }},
 			wantMsg:    "no lease",
-			wantEvents: []string{"TestHook:NodeLabelChange"},
+			wantEvents: withGang("TestHook:NodeLabelChange"),
 		},
 		{
 			name:       "permit",
