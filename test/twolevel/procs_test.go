@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -289,8 +288,12 @@ func (a *allocatorProc) waitGrants(t *testing.T, what string, timeout time.Durat
 	var last []bsv1.Grant
 	var lastErr error
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		last, lastErr = a.grants(ctx)
-		return lastErr == nil && cond(last), nil
+		gs, err := a.grants(ctx)
+		if lastErr = err; err != nil {
+			return false, nil
+		}
+		last = gs
+		return cond(last), nil
 	})
 	if err != nil {
 		t.Fatalf("waiting for grants where %s: %v (last error %v); last grants:\n%s", what, err, lastErr, describeGrants(last))
@@ -427,17 +430,26 @@ func (l *lockedBuffer) String() string {
 }
 
 // twoLevelConfig writes the configuration of a two-level scheduler of
-// framework reading grants from allocatorURL, and returns its path.
-func twoLevelConfig(t *testing.T, framework, allocatorURL string) string {
+// framework reading grants from allocatorURL and, unless vmURL is empty,
+// the VM manager's ExternalWorkloads from vmURL (as docs/two-level.md
+// sets it up), and returns its path.
+func twoLevelConfig(t *testing.T, framework, allocatorURL, vmURL string) string {
 	t.Helper()
-	return writeConfig(t, fmt.Sprintf(`eventHandlers:
+	body := fmt.Sprintf(`eventHandlers:
 - name: two-level
   args: {framework: %s}
 customInformers:
 - name: allocator
   resource: Grant
   source: {http: {url: %q}}
-`, framework, allocatorURL))
+`, framework, allocatorURL)
+	if vmURL != "" {
+		body += fmt.Sprintf(`- name: vms
+  resource: ExternalWorkload
+  source: {http: {url: %q}}
+`, vmURL)
+	}
+	return writeConfig(t, body)
 }
 
 // writeConfig writes a scheduler configuration file with body.
@@ -455,12 +467,20 @@ func writeConfig(t *testing.T, body string) string {
 // with its endpoints on port, until the test ends, and waits for /readyz.
 func startScheduler(t *testing.T, name, pool string, port int, args ...string) *scheduler {
 	t.Helper()
+	s := launchScheduler(t, name, pool, port, args...)
+	s.waitReady(t)
+	return s
+}
+
+// launchScheduler is startScheduler without the wait for /readyz.
+func launchScheduler(t *testing.T, name, pool string, port int, args ...string) *scheduler {
+	t.Helper()
 	s := &scheduler{name: name, url: "http://127.0.0.1:" + strconv.Itoa(port)}
 	// Leader election would only add the wait for a lease.
 	s.args = append([]string{"--kubeconfig", cp.KubeconfigPath, "--leader-elect=false",
 		"--secure-port=0", "--insecure-bind-address=127.0.0.1", "--insecure-port", strconv.Itoa(port),
 		"--scheduler-name", name, "--node-selector", poolLabel + "=" + pool}, args...)
-	s.start(t)
+	s.launch()
 	t.Cleanup(func() {
 		if code := s.stop(t); code != 0 {
 			t.Errorf("batch-scheduler %s exited with %d: %s", name, code, s.stderr.String())
@@ -469,16 +489,70 @@ func startScheduler(t *testing.T, name, pool string, port int, args ...string) *
 	return s
 }
 
-// startTwoLevelScheduler is startScheduler with the two-level handler of
-// framework under the allocator at allocatorURL.
-func startTwoLevelScheduler(t *testing.T, name, pool string, port int, framework, allocatorURL string) *scheduler {
+// schedulerSpec is one two-level scheduler of startTwoLevel.
+type schedulerSpec struct {
+	name, framework string
+	port            int
+	// vmURL, if set, is the VM manager whose ExternalWorkloads the
+	// scheduler counts.
+	vmURL string
+}
+
+// startTwoLevel starts the two-level schedulers, waits until each serves
+// its /demand (it does before it syncs), then starts the allocator with
+// o, and waits until the schedulers are ready. The order matters: a
+// framework whose demand report the allocator cannot read in its first
+// round gets no share of the nodes (examples/allocator: only readable
+// frameworks take part in the baseline split, and a latecomer gets
+// capacity only from idle grants once it reports unmet demand).
+func startTwoLevel(t *testing.T, o allocatorOptions, specs ...schedulerSpec) (*allocatorProc, []*scheduler) {
 	t.Helper()
-	return startScheduler(t, name, pool, port, "--event-handler=two-level", "--config-path", twoLevelConfig(t, framework, allocatorURL))
+	return startTwoLevelWith(t, o, nil, specs...)
+}
+
+// startTwoLevelWith is startTwoLevel calling then, if not nil, once the
+// allocator runs and before waiting for the schedulers to be ready (to
+// start what they read besides the grants).
+func startTwoLevelWith(t *testing.T, o allocatorOptions, then func(*allocatorProc), specs ...schedulerSpec) (*allocatorProc, []*scheduler) {
+	t.Helper()
+	if o.listen == "" {
+		o.listen = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	}
+	allocatorURL := "http://" + o.listen
+	var scheds []*scheduler
+	for _, sp := range specs {
+		s := launchScheduler(t, sp.name, poolName(t), sp.port, "--event-handler=two-level", "--config-path", twoLevelConfig(t, sp.framework, allocatorURL, sp.vmURL))
+		scheds = append(scheds, s)
+	}
+	for _, s := range scheds {
+		var lastErr error
+		err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, lastErr = s.demand(ctx)
+			return lastErr == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("batch-scheduler %s never served %s: %v (%v)", s.name, s.demandURL(), err, lastErr)
+		}
+	}
+	a := startAllocator(t, o)
+	if then != nil {
+		then(a)
+	}
+	for _, s := range scheds {
+		s.waitReady(t)
+	}
+	return a, scheds
 }
 
 // start runs the command with s.args and waits until it is ready.
 func (s *scheduler) start(t *testing.T) {
 	t.Helper()
+	s.launch()
+	s.waitReady(t)
+}
+
+// launch runs the command with s.args.
+func (s *scheduler) launch() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := app.NewSchedulerCommand()
 	cmd.SetArgs(s.args)
@@ -490,6 +564,14 @@ func (s *scheduler) start(t *testing.T) {
 	s.cancel, s.done, s.stderr = cancel, done, stderr
 	s.mu.Unlock()
 	go func() { done <- app.Execute(cmd) }()
+}
+
+// waitReady polls /readyz until it answers 200.
+func (s *scheduler) waitReady(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	done, stderr := s.done, s.stderr
+	s.mu.Unlock()
 	var last string
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
@@ -553,6 +635,3 @@ func (s *scheduler) dump(ctx context.Context) (*cache.Dump, error) {
 	}
 	return &d, nil
 }
-
-// errStopped is returned by helpers whose process is gone.
-var errStopped = errors.New("stopped")

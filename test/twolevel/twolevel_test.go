@@ -174,11 +174,11 @@ func TestPodsLandOnlyInsideGrants(t *testing.T) {
 	port := freePort(t)
 	const name = "tl-inside"
 	demandURL := "http://127.0.0.1:" + strconv.Itoa(port) + demand.Path
-	a := startAllocator(t, allocatorOptions{frameworks: []framework{
+	a, scheds := startTwoLevel(t, allocatorOptions{frameworks: []framework{
 		{Name: "batch", Weight: 1, DemandURL: demandURL},
 		{Name: "idle", Weight: 1},
-	}})
-	s := startTwoLevelScheduler(t, name, poolName(t), port, "batch", a.url)
+	}}, schedulerSpec{name: name, framework: "batch", port: port})
+	s := scheds[0]
 	grants := a.waitGrants(t, "batch and idle hold 4 cpu each on both nodes", 30*time.Second, func(gs []bsv1.Grant) bool {
 		for _, n := range nodes {
 			if liveGrantMilli(gs, "batch", n, time.Now()) != 4000 || liveGrantMilli(gs, "idle", n, time.Now()) != 4000 {
@@ -234,11 +234,11 @@ func TestGangWaitsThenAllocatorGrowsTheGrant(t *testing.T) {
 	port := freePort(t)
 	const name = "tl-grow"
 	idle := startFakeFramework(t, "idle")
-	a := startAllocator(t, allocatorOptions{idleTimeout: 2 * time.Second, frameworks: []framework{
+	a, scheds := startTwoLevel(t, allocatorOptions{idleTimeout: 2 * time.Second, frameworks: []framework{
 		{Name: "batch", Weight: 1, DemandURL: "http://127.0.0.1:" + strconv.Itoa(port) + demand.Path},
 		{Name: "idle", Weight: 1, DemandURL: idle.url},
-	}})
-	s := startTwoLevelScheduler(t, name, poolName(t), port, "batch", a.url)
+	}}, schedulerSpec{name: name, framework: "batch", port: port})
+	s := scheds[0]
 	a.waitGrants(t, "batch holds 4 cpu on both nodes", 30*time.Second, func(gs []bsv1.Grant) bool {
 		g := grantsOf(gs, "batch", nodes)
 		return g[nodes[0]] == 4000 && g[nodes[1]] == 4000
@@ -317,10 +317,10 @@ func TestRevokedGrantStopsPlacements(t *testing.T) {
 		nodes := createNodes(t, "revoke", 2, "8")
 		port := freePort(t)
 		const name = "tl-revoke"
-		a := startAllocator(t, allocatorOptions{frameworks: []framework{
+		a, scheds := startTwoLevel(t, allocatorOptions{frameworks: []framework{
 			{Name: "batch", Weight: 1, DemandURL: "http://127.0.0.1:" + strconv.Itoa(port) + demand.Path},
-		}})
-		s := startTwoLevelScheduler(t, name, poolName(t), port, "batch", a.url)
+		}}, schedulerSpec{name: name, framework: "batch", port: port})
+		s := scheds[0]
 		a.waitGrants(t, "batch holds both nodes whole", 30*time.Second, func(gs []bsv1.Grant) bool {
 			g := grantsOf(gs, "batch", nodes)
 			return g[nodes[0]] == 8000 && g[nodes[1]] == 8000
@@ -366,10 +366,10 @@ func TestRevokedGrantStopsPlacements(t *testing.T) {
 		port := freePort(t)
 		const name = "tl-expire"
 		const ttl = 3 * time.Second
-		a := startAllocator(t, allocatorOptions{interval: 500 * time.Millisecond, grantTTL: ttl, frameworks: []framework{
+		a, scheds := startTwoLevel(t, allocatorOptions{interval: 500 * time.Millisecond, grantTTL: ttl, frameworks: []framework{
 			{Name: "batch", Weight: 1, DemandURL: "http://127.0.0.1:" + strconv.Itoa(port) + demand.Path},
-		}})
-		s := startTwoLevelScheduler(t, name, poolName(t), port, "batch", a.url)
+		}}, schedulerSpec{name: name, framework: "batch", port: port})
+		s := scheds[0]
 		grants := a.waitGrants(t, "batch holds the node with an expiry", 30*time.Second, func(gs []bsv1.Grant) bool {
 			for _, g := range gs {
 				if g.Spec.Framework == "batch" && g.Spec.NodeName == nodes[0] && g.Spec.ExpiresAt != nil {
