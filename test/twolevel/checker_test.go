@@ -1,0 +1,488 @@
+package twolevel
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	bsv1 "github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+)
+
+// Tolerances of the grant check. A placement is judged against the
+// largest grant its framework held on the node (as the checker saw the
+// allocator's grants) from grantLead before the checker saw the placement
+// to grantLag after: grants reach the frameworks through their own
+// watches, a framework decides a little before its placement is visible,
+// and the checker polls the grants every grantPoll. A framework that
+// ignored its grants would place far outside this window.
+const (
+	grantLead = 2 * time.Second
+	grantLag  = 500 * time.Millisecond
+	grantPoll = 100 * time.Millisecond
+	vmPoll    = 100 * time.Millisecond
+	// checkEvery bounds the time between two checks when nothing changes.
+	checkEvery = 250 * time.Millisecond
+)
+
+// amount is cpu (milli) and memory (bytes).
+type amount struct{ cpu, mem int64 }
+
+func (a amount) add(b amount) amount   { return amount{a.cpu + b.cpu, a.mem + b.mem} }
+func (a amount) exceeds(b amount) bool { return a.cpu > b.cpu || a.mem > b.mem }
+func (a amount) String() string {
+	return fmt.Sprintf("cpu=%dm memory=%s", a.cpu, resource.NewQuantity(a.mem, resource.BinarySI))
+}
+func amountOf(l v1.ResourceList) amount { return amount{l.Cpu().MilliValue(), l.Memory().Value()} }
+func maxAmount(a, b amount) amount      { return amount{max(a.cpu, b.cpu), max(a.mem, b.mem)} }
+func podAmount(p *v1.Pod) amount {
+	var a amount
+	for _, c := range p.Spec.Containers {
+		a = a.add(amountOf(c.Resources.Requests))
+	}
+	return a
+}
+
+// grantKey is a framework on a node.
+type grantKey struct{ framework, node string }
+
+// grantSample is a framework's live grant on a node as seen at a time.
+type grantSample struct {
+	at    time.Time
+	grant amount
+}
+
+// placement is a pod or VM the checker saw placed, with its framework's
+// whole usage on the node right after it.
+type placement struct {
+	what string
+	at   time.Time
+	key  grantKey
+	used amount
+}
+
+// checker watches the apiserver (pods of one namespace), the allocator's
+// grants and the VM manager's VMs, and nothing else, and checks at every
+// change it observes and every checkEvery:
+//   - no node where bound pods and running VMs request more than its
+//     allocatable (a violation is confirmed by a second, consistent read
+//     before it counts, see confirmOvercommit);
+//   - no placement above its framework's grant (see grantLead);
+//   - the allocator's live grants on a node never add up to more than the
+//     node's allocatable;
+//   - no pod ever bound to two nodes.
+type checker struct {
+	t           *testing.T
+	ns          string
+	allocatable map[string]amount
+	// frameworkOf maps a scheduler name to its framework.
+	frameworkOf map[string]string
+	grantsURL   string
+	vm          *vmManagerProc
+	vmFramework string
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	trigger chan struct{}
+
+	mu sync.Mutex
+	// pods mirrors the namespace's pods in event order.
+	pods map[string]*v1.Pod
+	// boundTo is where each pod (by UID) was first seen bound.
+	boundTo map[types.UID]string
+	// vms are the running VMs of the last poll, by name.
+	vms          map[string]vmInfo
+	grants       map[grantKey][]grantSample
+	grantsPolled bool
+	pending      []placement
+
+	moments, placementsChecked, podPlacements, vmPlacements int
+	unconfirmed, grantPollErrors                            int
+	violations                                              []string
+	seen                                                    map[string]int
+	violationMoments                                        int
+}
+
+// startChecker starts checking; stop it with finish.
+func startChecker(t *testing.T, ns string, nodes []string, nodeAllocatable amount, frameworkOf map[string]string, grantsURL string, vm *vmManagerProc, vmFramework string) *checker {
+	t.Helper()
+	c := &checker{t: t, ns: ns, allocatable: map[string]amount{}, frameworkOf: frameworkOf, grantsURL: grantsURL,
+		vm: vm, vmFramework: vmFramework, trigger: make(chan struct{}, 1),
+		seen: map[string]int{}, pods: map[string]*v1.Pod{}, boundTo: map[types.UID]string{}, vms: map[string]vmInfo{}, grants: map[grantKey][]grantSample{}}
+	for _, n := range nodes {
+		c.allocatable[n] = nodeAllocatable
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.observePod(obj, false) },
+		UpdateFunc: func(_, obj any) { c.observePod(obj, false) },
+		DeleteFunc: func(obj any) { c.observePod(obj, true) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced) {
+		t.Fatal("the checker's pod informer never synced")
+	}
+	c.wg.Add(3)
+	go c.poll(ctx, grantPoll, c.pollGrants)
+	go c.poll(ctx, vmPoll, c.pollVMs)
+	go c.loop(ctx)
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	return c
+}
+
+func (c *checker) kick() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// violate records a violation; the same message seen again (an
+// over-commit that lasts) is counted, not repeated.
+func (c *checker) violate(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if c.seen[msg] == 0 {
+		c.violations = append(c.violations, time.Now().Format("15:04:05.000")+" "+msg)
+	}
+	c.seen[msg]++
+	c.violationMoments++
+}
+
+// observePod updates the mirror in event order and records new bindings.
+func (c *checker) observePod(obj any, deleted bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	key := p.Namespace + "/" + p.Name
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if deleted {
+		delete(c.pods, key)
+		c.kick()
+		return
+	}
+	c.pods[key] = p
+	if p.Spec.NodeName != "" {
+		if first, seen := c.boundTo[p.UID]; !seen {
+			c.boundTo[p.UID] = p.Spec.NodeName
+			if fw, ours := c.frameworkOf[p.Spec.SchedulerName]; ours {
+				k := grantKey{fw, p.Spec.NodeName}
+				c.pending = append(c.pending, placement{what: "pod " + key, at: now, key: k, used: c.podUsageLocked(p.Spec.SchedulerName, p.Spec.NodeName)})
+				c.podPlacements++
+			}
+		} else if first != p.Spec.NodeName {
+			c.violate("pod %s bound to %s, then to %s", key, first, p.Spec.NodeName)
+		}
+	}
+	c.kick()
+}
+
+// podUsageLocked is what the pods of scheduler request on node.
+func (c *checker) podUsageLocked(scheduler, node string) amount {
+	var a amount
+	for _, p := range c.pods {
+		if p.Spec.NodeName == node && p.Spec.SchedulerName == scheduler && !terminal(p) {
+			a = a.add(podAmount(p))
+		}
+	}
+	return a
+}
+
+func terminal(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+}
+
+func (c *checker) poll(ctx context.Context, every time.Duration, f func(context.Context)) {
+	defer c.wg.Done()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		f(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// pollGrants records a sample of every framework's live grant on every
+// node, and checks that the grants of a node fit in it.
+func (c *checker) pollGrants(ctx context.Context) {
+	reqCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var l bsv1.GrantList
+	if err := getJSON(reqCtx, c.grantsURL+"/apis/batch-scheduler.io/v1alpha1/grants", &l); err != nil {
+		// The allocator may be down (TestRestartsConverge): the grants
+		// last seen stay in force for the checker.
+		c.mu.Lock()
+		c.grantPollErrors++
+		c.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	live := map[grantKey]amount{}
+	for _, g := range l.Items {
+		if g.Status.Phase != "" && g.Status.Phase != bsv1.GrantActive {
+			continue
+		}
+		if g.Spec.ExpiresAt != nil && !now.Before(g.Spec.ExpiresAt.Time) {
+			continue
+		}
+		k := grantKey{g.Spec.Framework, g.Spec.NodeName}
+		live[k] = live[k].add(amountOf(g.Spec.Resources))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.grantsPolled = true
+	changed := false
+	perNode := map[string]amount{}
+	seen := map[grantKey]bool{}
+	for k, a := range live {
+		perNode[k.node] = perNode[k.node].add(a)
+		seen[k] = true
+	}
+	for k := range c.grants {
+		if !seen[k] {
+			live[k] = amount{}
+		}
+	}
+	for k, a := range live {
+		s := c.grants[k]
+		if len(s) == 0 || s[len(s)-1].grant != a {
+			changed = true
+		}
+		c.grants[k] = append(s, grantSample{at: now, grant: a})
+	}
+	for n, a := range perNode {
+		if alloc, ours := c.allocatable[n]; ours && a.exceeds(alloc) {
+			c.violate("the allocator's live grants on %s add up to %s, above its allocatable %s", n, a, alloc)
+		}
+	}
+	if changed {
+		c.kick()
+	}
+}
+
+// pollVMs records the running VMs and their new placements.
+func (c *checker) pollVMs(ctx context.Context) {
+	if c.vm == nil {
+		return
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	list, err := c.vm.vms(reqCtx)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	running := map[string]vmInfo{}
+	perHost := map[string]amount{}
+	for _, v := range list {
+		if v.Phase == "Running" && v.Host != "" {
+			running[v.Name] = v
+			perHost[v.Host] = perHost[v.Host].add(vmAmount(v))
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	changed := len(running) != len(c.vms)
+	for name, v := range running {
+		if old, ok := c.vms[name]; ok && old.Host == v.Host {
+			continue
+		}
+		changed = true
+		c.pending = append(c.pending, placement{what: "VM " + name, at: now, key: grantKey{c.vmFramework, v.Host}, used: perHost[v.Host]})
+		c.vmPlacements++
+	}
+	c.vms = running
+	if changed {
+		c.kick()
+	}
+}
+
+func vmAmount(v vmInfo) amount {
+	cpu, mem := resource.MustParse(v.CPU), resource.MustParse(v.Memory)
+	return amount{cpu.MilliValue(), mem.Value()}
+}
+
+func (c *checker) loop(ctx context.Context) {
+	defer c.wg.Done()
+	tick := time.NewTicker(checkEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.trigger:
+		case <-tick.C:
+		}
+		c.check(ctx, false)
+	}
+}
+
+// check is one moment: node over-commit, and the placements whose grant
+// window has passed (all of them when final).
+func (c *checker) check(ctx context.Context, final bool) {
+	c.mu.Lock()
+	c.moments++
+	used := map[string]amount{}
+	for _, p := range c.pods {
+		if p.Spec.NodeName != "" && !terminal(p) {
+			used[p.Spec.NodeName] = used[p.Spec.NodeName].add(podAmount(p))
+		}
+	}
+	for _, v := range c.vms {
+		used[v.Host] = used[v.Host].add(vmAmount(v))
+	}
+	var over []string
+	for n, a := range used {
+		if alloc, ours := c.allocatable[n]; ours && a.exceeds(alloc) {
+			over = append(over, n)
+		}
+	}
+	now := time.Now()
+	var keep []placement
+	for _, pl := range c.pending {
+		if !final && now.Sub(pl.at) < grantLag+grantPoll {
+			keep = append(keep, pl)
+			continue
+		}
+		c.placementsChecked++
+		if !c.grantsPolled {
+			continue
+		}
+		g := c.maxGrantLocked(pl.key, pl.at.Add(-grantLead), pl.at.Add(grantLag))
+		if pl.used.exceeds(g) {
+			c.violate("%s on %s: framework %s uses %s there, above the largest grant it held from %s before to %s after (%s)",
+				pl.what, pl.key.node, pl.key.framework, pl.used, grantLead, grantLag, g)
+		}
+	}
+	c.pending = keep
+	c.mu.Unlock()
+	if len(over) > 0 {
+		c.confirmOvercommit(ctx, over)
+	}
+}
+
+// maxGrantLocked is the largest grant of k in force at any time in
+// [from, to]: the samples in the window and the last one before it.
+func (c *checker) maxGrantLocked(k grantKey, from, to time.Time) amount {
+	var best amount
+	for _, s := range c.grants[k] {
+		if s.at.After(to) {
+			break
+		}
+		if s.at.Before(from) {
+			best = s.grant // in force at from, unless a later sample replaces it
+			continue
+		}
+		best = maxAmount(best, s.grant)
+	}
+	return best
+}
+
+// confirmOvercommit re-reads the cluster consistently before counting an
+// over-commit: the VMs, then the pods from the apiserver, then the VMs
+// again. Only VMs present in both VM reads surely ran while the pods were
+// listed, so the sum is a lower bound of what the node held at that
+// moment; an over-commit of that sum is real. One that does not survive
+// the re-read came from the checker's views being taken at different
+// times, and is counted apart.
+func (c *checker) confirmOvercommit(ctx context.Context, nodes []string) {
+	var before, after []vmInfo
+	var err error
+	if c.vm != nil {
+		if before, err = c.vm.vms(ctx); err != nil {
+			return
+		}
+	}
+	list, err := cp.Client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	if c.vm != nil {
+		if after, err = c.vm.vms(ctx); err != nil {
+			return
+		}
+	}
+	stable := map[string]amount{}
+	again := map[string]vmInfo{}
+	for _, v := range after {
+		again[v.Name] = v
+	}
+	for _, v := range before {
+		if w, ok := again[v.Name]; ok && v.Phase == "Running" && w.Phase == "Running" && v.Host == w.Host {
+			stable[v.Host] = stable[v.Host].add(vmAmount(v))
+		}
+	}
+	used := map[string]amount{}
+	pods := map[string][]string{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Spec.NodeName != "" && !terminal(p) {
+			used[p.Spec.NodeName] = used[p.Spec.NodeName].add(podAmount(p))
+			pods[p.Spec.NodeName] = append(pods[p.Spec.NodeName], fmt.Sprintf("%s(%s)", p.Name, podAmount(p)))
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range nodes {
+		total := used[n].add(stable[n])
+		if total.exceeds(c.allocatable[n]) {
+			sort.Strings(pods[n])
+			c.violate("node %s over-committed: pods %s + VMs %s > allocatable %s; pods %v", n, used[n], stable[n], c.allocatable[n], pods[n])
+		} else {
+			c.unconfirmed++
+		}
+	}
+}
+
+// finish stops the checker, judges the placements still waiting for
+// their window, logs the figures and fails the test on any violation.
+func (c *checker) finish(t *testing.T) {
+	t.Helper()
+	// Let the last placements' windows pass with the pollers running.
+	_ = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.pending) == 0, nil
+	})
+	c.cancel()
+	c.wg.Wait()
+	c.check(context.Background(), true)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Logf("checker: %d moments checked, %d placements checked (%d pods, %d VMs), %d distinct violations seen %d times, %d over-commits seen in the live views but not confirmed by a consistent re-read, %d grant polls failed",
+		c.moments, c.placementsChecked, c.podPlacements, c.vmPlacements, len(c.violations), c.violationMoments, c.unconfirmed, c.grantPollErrors)
+	for i, v := range c.violations {
+		if i == 30 {
+			t.Errorf("... and %d more violations", len(c.violations)-30)
+			break
+		}
+		t.Errorf("violation: %s", v)
+	}
+}

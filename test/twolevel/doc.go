@@ -1,0 +1,18 @@
+// Package twolevel holds the end-to-end tests of two-level scheduling
+// (issue 10): batch-scheduler with the two-level event handler, the
+// reference allocator (examples/allocator) and the reference VM manager
+// (examples/vm-manager), against a real etcd and kube-apiserver (see
+// test/controlplane).
+//
+// The allocator and the VM manager run as separate processes, built once
+// per package run by TestMain; batch-scheduler runs in-process through
+// app.NewSchedulerCommand, as in test/e2e. Each test labels its own nodes
+// and starts its schedulers with --node-selector on that label, so the
+// tests do not see each other's nodes; the allocator and the VM manager
+// see every node of the cluster, so the tests do not run in parallel and
+// delete their nodes when they end.
+//
+// TestTwoFrameworksChurn churns for 30 seconds by default, so that
+// make test stays fast; TWOLEVEL_CHURN=long makes it 2 minutes, the figure
+// of the issue.
+package twolevel

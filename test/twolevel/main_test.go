@@ -1,0 +1,78 @@
+package twolevel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+)
+
+var (
+	cp *controlplane.ControlPlane
+	// allocatorBin and vmManagerBin are the programs built by TestMain.
+	allocatorBin, vmManagerBin string
+)
+
+func TestMain(m *testing.M) {
+	// The schedulers the tests run in-process set the process's logging
+	// up; do it before any test goroutine logs.
+	if err := app.ApplyLogging(); err != nil {
+		fmt.Fprintln(os.Stderr, "applying the logging configuration:", err)
+		os.Exit(1)
+	}
+	controlplane.RunTests("twolevel", &cp, func() int {
+		dir, err := os.MkdirTemp("", "twolevel-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "twolevel: creating the directory of the programs:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if err := buildPrograms(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "twolevel:", err)
+			return 1
+		}
+		allocatorBin = filepath.Join(dir, "allocator")
+		vmManagerBin = filepath.Join(dir, "vm-manager")
+		return m.Run()
+	})
+}
+
+// buildPrograms builds examples/allocator and examples/vm-manager into dir
+// with one go build run from the repository root.
+func buildPrograms(dir string) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./examples/allocator", "./examples/vm-manager")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("building the allocator and the VM manager in %s: %w\n%s", root, err, out)
+	}
+	return nil
+}
+
+// repoRoot walks up from the working directory to the directory holding
+// go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("finding the repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,637 @@
+package twolevel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
+	bsv1 "github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
+)
+
+// httpClient is used for every call to the programs.
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// process is one of the built programs running as a child process. Its
+// output goes to a file, printed when the test fails.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+	err     error // set before exited is closed
+}
+
+// startProcess runs bin with args; the process is stopped (SIGTERM, then
+// SIGKILL after 20s) when the test ends.
+func startProcess(t *testing.T, name, bin string, args ...string) *process {
+	t.Helper()
+	logFile, err := os.CreateTemp(t.TempDir(), name+"-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{name: name, logPath: logFile.Name(), exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout = logFile
+	p.cmd.Stderr = logFile
+	if err := p.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		t.Fatalf("starting %s (%s): %v", name, bin, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		_ = logFile.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.terminate(t)
+		if t.Failed() {
+			p.logTail(t, 60)
+		}
+	})
+	return p
+}
+
+// terminate sends SIGTERM and waits for the exit (SIGKILL after 20s); it
+// returns at once if the process has exited already.
+func (p *process) terminate(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			t.Errorf("%s exited with %v after SIGTERM", p.name, p.err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		t.Errorf("%s did not stop within 20s of SIGTERM; killed", p.name)
+	}
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *process) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// logTail logs the last n lines of the process's output.
+func (p *process) logTail(t *testing.T, n int) {
+	t.Helper()
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		t.Logf("reading the output of %s: %v", p.name, err)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	t.Logf("last %d lines of %s's output:\n%s", len(lines), p.name, strings.Join(lines, "\n"))
+}
+
+// waitAddress waits for the address file the program writes once it
+// listens, and returns "http://host:port".
+func (p *process) waitAddress(t *testing.T, path string) string {
+	t.Helper()
+	var addr string
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		select {
+		case <-p.exited:
+			return false, fmt.Errorf("%s exited: %v", p.name, p.err)
+		default:
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false, nil
+		}
+		addr = strings.TrimSpace(string(b))
+		return addr != "", nil
+	})
+	if err != nil {
+		p.logTail(t, 40)
+		t.Fatalf("waiting for %s to listen (address file %s): %v", p.name, path, err)
+	}
+	return "http://" + addr
+}
+
+// call sends method url with body (JSON, may be empty) and returns the
+// status code and the answer.
+func call(ctx context.Context, method, url, body string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("%s %s: reading the answer: %w", method, url, err)
+	}
+	return resp.StatusCode, b, nil
+}
+
+// mustCall is call that fails the test unless the status is one of want.
+func mustCall(t *testing.T, method, url, body string, want ...int) []byte {
+	t.Helper()
+	code, b, err := call(t.Context(), method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if code == w {
+			return b
+		}
+	}
+	t.Fatalf("%s %s %s: HTTP %d %s, want one of %v", method, url, body, code, b, want)
+	return nil
+}
+
+// getJSON fetches url into v.
+func getJSON(ctx context.Context, url string, v any) error {
+	code, b, err := call(ctx, http.MethodGet, url, "")
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %d %.300s", url, code, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("GET %s: decoding the answer: %w", url, err)
+	}
+	return nil
+}
+
+// framework is one entry of the allocator's registry.
+type framework struct {
+	Name      string  `json:"name"`
+	Weight    float64 `json:"weight,omitempty"`
+	DemandURL string  `json:"demandURL,omitempty"`
+}
+
+// allocatorOptions are the flags of one allocator run.
+type allocatorOptions struct {
+	// listen is --listen; empty means a free port.
+	listen string
+	// frameworks are written to the --config file.
+	frameworks []framework
+	// stateFile is --state-file, if any.
+	stateFile string
+	// interval, idleTimeout and grantTTL are the flags of the same name;
+	// zero leaves the program's default (interval defaults to 300ms here).
+	interval, idleTimeout, grantTTL time.Duration
+}
+
+// allocatorProc is a running allocator.
+type allocatorProc struct {
+	*process
+	url  string
+	opts allocatorOptions
+}
+
+// startAllocator runs the allocator binary against the control plane.
+func startAllocator(t *testing.T, o allocatorOptions) *allocatorProc {
+	t.Helper()
+	dir := t.TempDir()
+	if o.listen == "" {
+		o.listen = "127.0.0.1:0"
+	}
+	if o.interval == 0 {
+		o.interval = 300 * time.Millisecond
+	}
+	cfg, err := json.Marshal(map[string]any{"frameworks": o.frameworks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// JSON is YAML.
+	cfgPath := filepath.Join(dir, "frameworks.yaml")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addrFile := filepath.Join(dir, "address")
+	args := []string{"--kubeconfig", cp.KubeconfigPath, "--config", cfgPath, "--listen", o.listen,
+		"--address-file", addrFile, "--interval", o.interval.String(), "-v=2"}
+	if o.stateFile != "" {
+		args = append(args, "--state-file", o.stateFile)
+	}
+	if o.idleTimeout > 0 {
+		args = append(args, "--idle-timeout", o.idleTimeout.String())
+	}
+	if o.grantTTL > 0 {
+		args = append(args, "--grant-ttl", o.grantTTL.String())
+	}
+	p := startProcess(t, "allocator", allocatorBin, args...)
+	a := &allocatorProc{process: p, opts: o}
+	a.url = p.waitAddress(t, addrFile)
+	return a
+}
+
+// grants lists the allocator's grants.
+func (a *allocatorProc) grants(ctx context.Context) ([]bsv1.Grant, error) {
+	var l bsv1.GrantList
+	if err := getJSON(ctx, a.url+"/apis/batch-scheduler.io/v1alpha1/grants", &l); err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// liveGrant is the cpu (milli) of framework's live grant on node at now:
+// zero when there is none or it is revoked or expired.
+func liveGrantMilli(grants []bsv1.Grant, framework, node string, now time.Time) int64 {
+	var sum int64
+	for _, g := range grants {
+		if g.Spec.Framework != framework || g.Spec.NodeName != node {
+			continue
+		}
+		if g.Status.Phase != "" && g.Status.Phase != bsv1.GrantActive {
+			continue
+		}
+		if g.Spec.ExpiresAt != nil && !now.Before(g.Spec.ExpiresAt.Time) {
+			continue
+		}
+		sum += g.Spec.Resources.Cpu().MilliValue()
+	}
+	return sum
+}
+
+// waitGrants polls the grants until cond holds.
+func (a *allocatorProc) waitGrants(t *testing.T, what string, timeout time.Duration, cond func([]bsv1.Grant) bool) []bsv1.Grant {
+	t.Helper()
+	var last []bsv1.Grant
+	var lastErr error
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		gs, err := a.grants(ctx)
+		if lastErr = err; err != nil {
+			return false, nil
+		}
+		last = gs
+		return cond(last), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for grants where %s: %v (last error %v); last grants:\n%s", what, err, lastErr, describeGrants(last))
+	}
+	return last
+}
+
+// describeGrants is one line per grant.
+func describeGrants(gs []bsv1.Grant) string {
+	var b strings.Builder
+	for _, g := range gs {
+		exp := ""
+		if g.Spec.ExpiresAt != nil {
+			exp = " expires " + g.Spec.ExpiresAt.Format(time.RFC3339Nano)
+		}
+		fmt.Fprintf(&b, "  %s: cpu %s memory %s phase %q%s\n", g.Name, g.Spec.Resources.Cpu(), g.Spec.Resources.Memory(), g.Status.Phase, exp)
+	}
+	return b.String()
+}
+
+// revoke revokes grant name ("<framework>.<node>").
+func (a *allocatorProc) revoke(t *testing.T, name string) {
+	t.Helper()
+	mustCall(t, http.MethodPost, a.url+"/grants/"+name+"/revoke", `{"message":"e2e revocation"}`, http.StatusOK, http.StatusNoContent)
+}
+
+// setWeight registers or replaces a framework.
+func (a *allocatorProc) putFramework(t *testing.T, f framework) {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"weight": f.Weight, "demandURL": f.DemandURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, http.MethodPut, a.url+"/frameworks/"+f.Name, string(b), http.StatusOK, http.StatusCreated)
+}
+
+// vmManagerProc is a running VM manager.
+type vmManagerProc struct {
+	*process
+	url string
+}
+
+// startVMManager runs the VM manager binary: hybrid when framework is
+// empty, else two-level under the allocator at grantsURL.
+func startVMManager(t *testing.T, listen, framework, grantsURL string) *vmManagerProc {
+	t.Helper()
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	addrFile := filepath.Join(t.TempDir(), "address")
+	args := []string{"--kubeconfig", cp.KubeconfigPath, "--listen", listen, "--address-file", addrFile,
+		"--retry-interval", "500ms", "--sync-timeout", "60s", "-v=2"}
+	if framework != "" {
+		args = append(args, "--framework", framework, "--grants-url", grantsURL)
+	}
+	p := startProcess(t, "vm-manager", vmManagerBin, args...)
+	return &vmManagerProc{process: p, url: p.waitAddress(t, addrFile)}
+}
+
+// vmInfo is a VM as the manager's API shows it.
+type vmInfo struct {
+	Name    string `json:"name"`
+	CPU     string `json:"cpu"`
+	Memory  string `json:"memory"`
+	Host    string `json:"host"`
+	Phase   string `json:"phase"`
+	Message string `json:"message"`
+}
+
+// createVM asks for a VM and returns the status code and the answer.
+func (m *vmManagerProc) createVM(ctx context.Context, name, cpu, memory, host string) (int, string, error) {
+	b, err := json.Marshal(map[string]string{"name": name, "cpu": cpu, "memory": memory, "host": host})
+	if err != nil {
+		return 0, "", err
+	}
+	if host == "" {
+		b, _ = json.Marshal(map[string]string{"name": name, "cpu": cpu, "memory": memory})
+	}
+	code, body, err := call(ctx, http.MethodPost, m.url+"/vms", string(b))
+	return code, string(body), err
+}
+
+// vms lists the manager's VMs.
+func (m *vmManagerProc) vms(ctx context.Context) ([]vmInfo, error) {
+	var l struct {
+		Items []vmInfo `json:"items"`
+	}
+	if err := getJSON(ctx, m.url+"/vms", &l); err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// freePort returns a loopback port nothing listens on right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// scheduler is a batch-scheduler command running in this process with
+// its endpoints on a plain HTTP loopback port (--insecure-port).
+type scheduler struct {
+	name string
+	url  string
+	args []string
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan int
+	stderr *lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// twoLevelConfig writes the configuration of a two-level scheduler of
+// framework reading grants from allocatorURL and, unless vmURL is empty,
+// the VM manager's ExternalWorkloads from vmURL (as docs/two-level.md
+// sets it up), and returns its path.
+func twoLevelConfig(t *testing.T, framework, allocatorURL, vmURL string) string {
+	t.Helper()
+	body := fmt.Sprintf(`eventHandlers:
+- name: two-level
+  args: {framework: %s}
+customInformers:
+- name: allocator
+  resource: Grant
+  source: {http: {url: %q}}
+`, framework, allocatorURL)
+	if vmURL != "" {
+		body += fmt.Sprintf(`- name: vms
+  resource: ExternalWorkload
+  source: {http: {url: %q}}
+`, vmURL)
+	}
+	return writeConfig(t, body)
+}
+
+// writeConfig writes a scheduler configuration file with body.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	content := "apiVersion: batch-scheduler.io/v1alpha1\nkind: SchedulerConfiguration\n" + body
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startScheduler runs batch-scheduler named name on the nodes of pool,
+// with its endpoints on port, until the test ends, and waits for /readyz.
+func startScheduler(t *testing.T, name, pool string, port int, args ...string) *scheduler {
+	t.Helper()
+	s := launchScheduler(t, name, pool, port, args...)
+	s.waitReady(t)
+	return s
+}
+
+// launchScheduler is startScheduler without the wait for /readyz.
+func launchScheduler(t *testing.T, name, pool string, port int, args ...string) *scheduler {
+	t.Helper()
+	s := &scheduler{name: name, url: "http://127.0.0.1:" + strconv.Itoa(port)}
+	// Leader election would only add the wait for a lease.
+	s.args = append([]string{"--kubeconfig", cp.KubeconfigPath, "--leader-elect=false",
+		"--secure-port=0", "--insecure-bind-address=127.0.0.1", "--insecure-port", strconv.Itoa(port),
+		"--scheduler-name", name, "--node-selector", poolLabel + "=" + pool}, args...)
+	s.launch()
+	t.Cleanup(func() {
+		if code := s.stop(t); code != 0 {
+			t.Errorf("batch-scheduler %s exited with %d: %s", name, code, s.stderr.String())
+		}
+	})
+	return s
+}
+
+// schedulerSpec is one two-level scheduler of startTwoLevel.
+type schedulerSpec struct {
+	name, framework string
+	port            int
+	// vmURL, if set, is the VM manager whose ExternalWorkloads the
+	// scheduler counts.
+	vmURL string
+}
+
+// startTwoLevel starts the two-level schedulers, waits until each serves
+// its /demand (it does before it syncs), then starts the allocator with
+// o, and waits until the schedulers are ready. The order matters: a
+// framework whose demand report the allocator cannot read in its first
+// round gets no share of the nodes (examples/allocator: only readable
+// frameworks take part in the baseline split, and a latecomer gets
+// capacity only from idle grants once it reports unmet demand).
+func startTwoLevel(t *testing.T, o allocatorOptions, specs ...schedulerSpec) (*allocatorProc, []*scheduler) {
+	t.Helper()
+	return startTwoLevelWith(t, o, nil, specs...)
+}
+
+// startTwoLevelWith is startTwoLevel calling then, if not nil, once the
+// allocator runs and before waiting for the schedulers to be ready (to
+// start what they read besides the grants).
+func startTwoLevelWith(t *testing.T, o allocatorOptions, then func(*allocatorProc), specs ...schedulerSpec) (*allocatorProc, []*scheduler) {
+	t.Helper()
+	if o.listen == "" {
+		o.listen = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	}
+	allocatorURL := "http://" + o.listen
+	var scheds []*scheduler
+	for _, sp := range specs {
+		s := launchScheduler(t, sp.name, poolName(t), sp.port, "--event-handler=two-level", "--config-path", twoLevelConfig(t, sp.framework, allocatorURL, sp.vmURL))
+		scheds = append(scheds, s)
+	}
+	for _, s := range scheds {
+		var lastErr error
+		err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, lastErr = s.demand(ctx)
+			return lastErr == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("batch-scheduler %s never served %s: %v (%v)", s.name, s.demandURL(), err, lastErr)
+		}
+	}
+	a := startAllocator(t, o)
+	if then != nil {
+		then(a)
+	}
+	for _, s := range scheds {
+		s.waitReady(t)
+	}
+	return a, scheds
+}
+
+// start runs the command with s.args and waits until it is ready.
+func (s *scheduler) start(t *testing.T) {
+	t.Helper()
+	s.launch()
+	s.waitReady(t)
+}
+
+// launch runs the command with s.args.
+func (s *scheduler) launch() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := app.NewSchedulerCommand()
+	cmd.SetArgs(s.args)
+	cmd.SetContext(ctx)
+	stderr := &lockedBuffer{}
+	cmd.SetErr(stderr)
+	done := make(chan int, 1)
+	s.mu.Lock()
+	s.cancel, s.done, s.stderr = cancel, done, stderr
+	s.mu.Unlock()
+	go func() { done <- app.Execute(cmd) }()
+}
+
+// waitReady polls /readyz until it answers 200.
+func (s *scheduler) waitReady(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	done, stderr := s.done, s.stderr
+	s.mu.Unlock()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		select {
+		case code := <-done:
+			done <- code
+			return false, fmt.Errorf("batch-scheduler %s exited with %d: %s", s.name, code, stderr.String())
+		default:
+		}
+		code, body, err := call(ctx, http.MethodGet, s.url+"/readyz", "")
+		last = fmt.Sprintf("%d %s %v", code, body, err)
+		return code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("batch-scheduler %s never became ready: %v; last /readyz: %s", s.name, err, last)
+	}
+}
+
+// stop cancels the command and returns its exit code; 0 when it is not
+// running.
+func (s *scheduler) stop(t *testing.T) int {
+	t.Helper()
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.cancel, s.done = nil, nil
+	s.mu.Unlock()
+	if cancel == nil {
+		return 0
+	}
+	cancel()
+	select {
+	case code := <-done:
+		return code
+	case <-time.After(30 * time.Second):
+		t.Errorf("batch-scheduler %s did not stop within 30s of being cancelled", s.name)
+		return -1
+	}
+}
+
+// restart stops the scheduler and starts it again with the same flags.
+func (s *scheduler) restart(t *testing.T) {
+	t.Helper()
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("batch-scheduler %s exited with %d on stop: %s", s.name, code, s.stderr.String())
+	}
+	s.start(t)
+}
+
+// demandURL is where the allocator reads the scheduler's demand.
+func (s *scheduler) demandURL() string { return s.url + demand.Path }
+
+// demand fetches the scheduler's demand report.
+func (s *scheduler) demand(ctx context.Context) (*demand.Report, error) {
+	return demand.Fetch(ctx, httpClient, s.demandURL())
+}
+
+// dump fetches /debug/cache.
+func (s *scheduler) dump(ctx context.Context) (*cache.Dump, error) {
+	var d cache.Dump
+	if err := getJSON(ctx, s.url+"/debug/cache", &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
