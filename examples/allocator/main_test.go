@@ -211,11 +211,15 @@ func TestAllocatorAgainstAPIServer(t *testing.T) {
 		t.Errorf("grant b.node-1 = %+v, want b's 3/4 of node-1 issued by allocator", g.Spec)
 	}
 
-	// b's work waits; a uses nothing, so once its grants have been idle
-	// for the idle timeout their CPU moves to b.
+	// b uses all its grants and more work waits; a uses nothing, so once
+	// its grants have been idle for the idle timeout their CPU moves to b.
 	bReport.set(demand.Report{Framework: "b", Waiting: 2,
 		Unmet:       v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
-		LargestUnit: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}})
+		LargestUnit: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+		Used: map[string]v1.ResourceList{
+			"node-1": {v1.ResourceCPU: resource.MustParse("3")},
+			"node-2": {v1.ResourceCPU: resource.MustParse("3")},
+		}})
 	s.waitGrants(t, "after b's demand", map[string]int64{"b.node-1": 4000, "b.node-2": 4000, "a.node-1": 0, "a.node-2": 0})
 
 	// A revoked grant is published as Revoked.

@@ -343,14 +343,13 @@ func logState(t *testing.T, allocatorURL string, s *scheduler) {
 	}
 }
 
-// A hungry framework's next unit should count what it already holds
-// unused on a node. batch (weight 2) holds 5334m of an 8 cpu node and uses
-// 5 cpu; idle (weight 1) holds 2666m and uses nothing. A pod of 3 cpu fits
-// the node (3 cpu free) and batch's 334m plus idle's 2666m cover it, but
-// the allocator only hands out a unit (the report's largestUnit, 3 cpu)
-// where the unit fits in the free and lendable capacity alone (2666m),
-// without batch's own unused 334m, so it never grows the grant and the pod
-// waits forever.
+// A hungry framework's next unit counts what it already holds unused on a
+// node. batch (weight 2) holds 5334m of an 8 cpu node and uses 5 cpu; idle
+// (weight 1) holds 2666m and uses nothing. A pod of 3 cpu fits the node,
+// and batch's 334m plus idle's 2666m make the unit (the report's
+// largestUnit, 3 cpu). An allocator that looked for the unit in the free
+// and lendable capacity alone (2666m) would never grow the grant, and the
+// pod would wait forever; this test found that bug.
 func TestHungryFrameworkUnitCountsItsOwnUnusedGrant(t *testing.T) {
 	ns := createNamespace(t)
 	nodes := createNodes(t, "unit", 1, "8")
@@ -386,9 +385,8 @@ func TestHungryFrameworkUnitCountsItsOwnUnusedGrant(t *testing.T) {
 		last = gs
 	}
 	if err != nil {
-		t.Fatalf("BUG (examples/allocator/internal/drf, state.place): the 3 cpu pod never landed on %s, where 3 cpu are free, batch holds 334m unused "+
-			"and idle 2666m idle for over --idle-timeout: a hungry framework's unit must fit in the free and lendable capacity alone, "+
-			"its own unused grant on the node is not counted, so the unit (largestUnit, 3 cpu) is never granted, and smaller waiting pods starve behind it too. Grants:\n%s",
-			nodes[0], describeGrants(last))
+		t.Fatalf("the 3 cpu pod never landed on %s, where 3 cpu are free: batch holds 334m unused and idle 2666m idle for over "+
+			"--idle-timeout, which together make the 3 cpu unit batch waits for (the allocator must count a hungry framework's "+
+			"own unused grant on the node). Grants:\n%s", nodes[0], describeGrants(last))
 	}
 }

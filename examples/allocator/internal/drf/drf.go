@@ -297,6 +297,17 @@ func (s *state) fill() map[string]bool {
 	free := map[string]vec{}
 	lend := map[string]map[string]vec{}
 	avail := map[string]vec{}
+	// spare is each hungry framework's own unused grant per node: a unit
+	// placed there needs only what the spare does not cover.
+	spare := map[string]map[string]vec{}
+	for _, f := range active {
+		spare[f] = map[string]vec{}
+		for _, n := range s.nodes {
+			if sp := s.grant[n.Name][f].minus(s.usedOn(f, n.Name)); len(sp) > 0 {
+				spare[f][n.Name] = sp
+			}
+		}
+	}
 	for _, n := range s.nodes {
 		free[n.Name] = s.free(n.Name)
 		avail[n.Name] = free[n.Name].clone()
@@ -325,13 +336,18 @@ func (s *state) fill() map[string]bool {
 			}
 		}
 		f := active[pick]
-		node, unit := s.place(f, remaining[f], avail)
+		node, unit := s.place(f, remaining[f], avail, spare[f])
 		if node == "" {
 			active = append(active[:pick], active[pick+1:]...)
 			continue
 		}
-		s.take(node, f, unit, free[node], lend[node])
-		avail[node].sub(unit)
+		fromSpare := unit.min(spare[f][node])
+		need := unit.minus(fromSpare)
+		if sp := spare[f][node]; sp != nil {
+			sp.sub(fromSpare)
+		}
+		s.take(node, f, need, free[node], lend[node])
+		avail[node].sub(need)
 		remaining[f].sub(unit)
 		if len(remaining[f]) == 0 {
 			active = append(active[:pick], active[pick+1:]...)
@@ -341,24 +357,26 @@ func (s *state) fill() map[string]bool {
 }
 
 // place chooses where hungry framework f gets its next unit: the first
-// node (by name) where the unit fits in what is available, preferring
-// nodes where f's largest waiting gang would fit whole, and never on a
-// node where f's grant is revoked. It returns "" if
-// no node fits.
-func (s *state) place(f string, remaining vec, avail map[string]vec) (string, vec) {
+// node (by name) where the unit fits in what is available there plus f's
+// own unused grant (spare), preferring nodes where f's largest waiting
+// gang would fit whole, and never on a node where f's grant is revoked.
+// It returns "" if no node fits.
+func (s *state) place(f string, remaining vec, avail, spare map[string]vec) (string, vec) {
 	r := s.in.Reports[f]
 	largest := listVec(r.LargestUnit)
 	if !largest.overlaps(remaining) {
 		largest = nil
 	}
 	unitOn := func(node string) vec {
+		room := avail[node].clone()
+		room.add(spare[node])
 		if largest != nil {
-			if avail[node].fits(largest) {
+			if room.fits(largest) {
 				return largest
 			}
 			return nil
 		}
-		u := remaining.min(avail[node])
+		u := remaining.min(room)
 		if len(u) == 0 || !u.covers(remaining) {
 			return nil
 		}
@@ -370,6 +388,8 @@ func (s *state) place(f string, remaining vec, avail map[string]vec) (string, ve
 			if s.revoked[Key{Framework: f, Node: n.Name}] {
 				continue
 			}
+			// f's whole unused grant there counts, including what this
+			// round has given it so far.
 			room := avail[n.Name].clone()
 			room.add(s.grant[n.Name][f].minus(s.usedOn(f, n.Name)))
 			if len(gang) > 0 && room.fits(gang) {

@@ -273,6 +273,37 @@ func TestAllocate(t *testing.T) {
 			want: want{"a.n1": {"500m", ""}, "b.n1": {"500m", ""}, "a.n2": {"2", ""}, "b.n2": {"2", ""}},
 		},
 		{
+			// batch's own 334m left unused plus idle's long-idle 2666m
+			// make the 3-cpu unit: only the part batch lacks moves.
+			name: "a unit counts the framework's own unused grant on the node",
+			in: Input{
+				Nodes:      []Node{node("n1", "8", "")},
+				Frameworks: []Framework{{Name: "batch", Weight: 2}, {Name: "idle", Weight: 1}},
+				Reports: map[string]*demand.Report{
+					"batch": {Unmet: list("3", ""), LargestUnit: list("3", ""), Used: map[string]v1.ResourceList{"n1": list("5", "")}},
+					"idle":  {},
+				},
+				Previous:    prev(want{"batch.n1": {"5334m", ""}, "idle.n1": {"2666m", ""}}, now.Add(-time.Hour)),
+				IdleTimeout: time.Minute,
+			},
+			want: want{"batch.n1": {"8", ""}},
+		},
+		{
+			// With spare of its own that covers the unit, nothing moves.
+			name: "spare of its own is used before anyone else's",
+			in: Input{
+				Nodes:      []Node{node("n1", "8", "")},
+				Frameworks: fws11,
+				Reports: map[string]*demand.Report{
+					"a": {Unmet: list("2", ""), LargestUnit: list("1", ""), Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+					"b": {},
+				},
+				Previous:    prev(want{"a.n1": {"4", ""}, "b.n1": {"4", ""}}, now.Add(-time.Hour)),
+				IdleTimeout: time.Minute,
+			},
+			want: want{"a.n1": {"4", ""}, "b.n1": {"4", ""}},
+		},
+		{
 			name: "a node where the largest gang fits whole is preferred",
 			in: Input{
 				Nodes:      []Node{node("n1", "2", ""), node("n2", "4", "")},
