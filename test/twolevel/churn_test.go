@@ -21,14 +21,13 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
-// churnDuration is how long TestTwoFrameworksChurn churns: 30s by default
-// so that make test stays fast, 2 minutes (the figure) with
-// TWOLEVEL_CHURN=long.
+// churnDuration is how long TestTwoFrameworksChurn churns: 2 minutes, or
+// 30 seconds with TWOLEVEL_CHURN=short for a quick local run.
 func churnDuration() time.Duration {
-	if os.Getenv("TWOLEVEL_CHURN") == "long" {
-		return 2 * time.Minute
+	if os.Getenv("TWOLEVEL_CHURN") == "short" {
+		return 30 * time.Second
 	}
-	return 30 * time.Second
+	return 2 * time.Minute
 }
 
 // churner makes random changes: pods and gangs of the schedulers, VMs,

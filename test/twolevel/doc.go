@@ -12,7 +12,6 @@
 // see every node of the cluster, so the tests do not run in parallel and
 // delete their nodes when they end.
 //
-// TestTwoFrameworksChurn churns for 30 seconds by default, so that
-// make test stays fast; TWOLEVEL_CHURN=long makes it 2 minutes, the figure
-// of the issue.
+// TestTwoFrameworksChurn churns for 2 minutes; TWOLEVEL_CHURN=short makes
+// it 30 seconds for a quick local run.
 package twolevel
