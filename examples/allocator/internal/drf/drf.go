@@ -180,11 +180,16 @@ func (s *state) usedOn(f, node string) vec {
 	return vec{}
 }
 
-// free is node's allocatable not granted to anyone.
+// free is node's allocatable that is neither granted nor in use. Each
+// framework holds the larger of its grant and its reported usage there:
+// pods still running above a revoked or shrunken grant keep their
+// capacity out of the others' reach until they go.
 func (s *state) free(node string) vec {
 	f := s.alloc[node].clone()
-	for _, g := range s.grant[node] {
-		f.sub(g)
+	for _, fw := range s.fws {
+		held := s.grant[node][fw.Name].clone()
+		held.add(s.usedOn(fw.Name, node).minus(held))
+		f.sub(held)
 	}
 	return f
 }

@@ -289,6 +289,23 @@ func TestAllocate(t *testing.T) {
 			want: want{"batch.n1": {"8", ""}},
 		},
 		{
+			// a's grant is revoked but its pods still run there: b, hungry,
+			// gets only what neither holds nor uses.
+			name: "capacity still in use under a revoked grant is not handed out",
+			in: Input{
+				Nodes:      []Node{node("n1", "8", "")},
+				Frameworks: fws11,
+				Reports: map[string]*demand.Report{
+					"a": {Used: map[string]v1.ResourceList{"n1": list("3", "")}},
+					"b": {Unmet: list("8", ""), LargestUnit: list("1", ""), Used: map[string]v1.ResourceList{"n1": list("4", "")}},
+				},
+				Previous:    prev(want{"a.n1": {"4", ""}, "b.n1": {"4", ""}}, now.Add(-time.Hour)),
+				Revoked:     map[Key]bool{key("a", "n1"): true},
+				IdleTimeout: time.Minute,
+			},
+			want: want{"b.n1": {"5", ""}},
+		},
+		{
 			// With spare of its own that covers the unit, nothing moves.
 			name: "spare of its own is used before anyone else's",
 			in: Input{
