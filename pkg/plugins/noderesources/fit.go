@@ -179,8 +179,12 @@ func (*Fit) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod
 	if fits(req, node) {
 		return nil
 	}
-	reasons := insufficient(req, node)
-	if len(reasons) == 0 {
+	// No grant at all is the reason that matters most, whatever else the
+	// node lacks; otherwise the node's own shortage comes first.
+	var reasons []string
+	if node.Cap != nil && node.Cap.IsZero() {
+		reasons = []string{ErrReasonNoGrant}
+	} else if reasons = insufficient(req, node); len(reasons) == 0 {
 		reasons = capReasons(req, node)
 	}
 	klog.FromContext(ctx).V(5).Info("Pod does not fit on node", "pod", klog.KObj(pod), "node", node.Name(), "reasons", reasons)
