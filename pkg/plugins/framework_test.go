@@ -92,3 +92,54 @@ func TestDefaultFramework(t *testing.T) {
 		t.Errorf("Permit of the whole gang = %v", s)
 	}
 }
+
+// hostPortPod returns a pod of gang ns/g (min-available 2) whose container
+// asks for TCP host port 80 on every address.
+func hostPortPod(name string) *v1.Pod {
+	pod := st.MakePod().Namespace("ns").Name(name).Group("g").MinAvailable("2").Obj()
+	pod.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 8080, HostPort: 80}}
+	return pod
+}
+
+// Two tasks of a gang asking for the same host port never share a node in
+// the default profile: the second sees the first on the cycle's copy of
+// the node, and NodePorts rejects it there with kube-scheduler's reason.
+func TestDefaultFrameworkHostPorts(t *testing.T) {
+	ctx := context.Background()
+	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), plugins.DefaultProfile("batch-scheduler"), testutil.NewHandle())
+	if err != nil {
+		t.Fatalf("NewFramework: %v", err)
+	}
+	a, b := hostPortPod("a"), hostPortPod("b")
+	job := &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "g", Gang: true}, MinAvailable: 2, Pending: []*v1.Pod{a, b}}
+	state := framework.NewCycleState()
+	if s := fw.RunPreFilterPlugins(ctx, state, job); !s.IsSuccess() {
+		t.Fatalf("PreFilter = %v", s)
+	}
+	big := res{"cpu": "8", "memory": "8Gi", "pods": "10"}
+	snapshot := []*framework.NodeInfo{testutil.NodeInfo(t, st.MakeNode().Name("n1").Capacity(big).Obj()).Clone()}
+	feasible, _, err := fw.FindFeasibleNodes(ctx, state, a, snapshot)
+	if err != nil || len(feasible) != 1 {
+		t.Fatalf("first task: feasible = %v, %v", feasible, err)
+	}
+	snapshot[0].AddPod(a)
+	feasible, diag, err := fw.FindFeasibleNodes(ctx, state, b, snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(feasible) != 0 {
+		t.Errorf("second task: feasible = %v, want none: the port is taken by the first", feasible)
+	}
+	if want := map[string]int{"node(s) didn't have free ports for the requested pod ports": 1}; !reflect.DeepEqual(diag.ReasonCounts, want) {
+		t.Errorf("ReasonCounts = %v, want %v", diag.ReasonCounts, want)
+	}
+	if got, want := diag.RejectingPlugins(), []string{"NodePorts"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("RejectingPlugins = %v, want %v", got, want)
+	}
+	// A second node takes the second task.
+	snapshot = append(snapshot, testutil.NodeInfo(t, st.MakeNode().Name("n2").Capacity(big).Obj()).Clone())
+	feasible, _, err = fw.FindFeasibleNodes(ctx, state, b, snapshot)
+	if err != nil || len(feasible) != 1 || feasible[0].Name() != "n2" {
+		t.Errorf("with a second node: feasible = %v, %v; want n2", feasible, err)
+	}
+}

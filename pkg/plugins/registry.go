@@ -9,6 +9,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultbinder"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeaffinity"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeports"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/noderesources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeunschedulable"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/prioritysort"
@@ -27,6 +28,7 @@ var inTree = []namedFactory{
 	{gang.Name, gang.New},
 	{nodeunschedulable.Name, nodeunschedulable.New},
 	{nodeaffinity.Name, nodeaffinity.New},
+	{nodeports.Name, nodeports.New},
 	{tainttoleration.Name, tainttoleration.New},
 	{noderesources.Name, noderesources.New},
 	{defaultbinder.Name, defaultbinder.New},
@@ -54,16 +56,18 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // each extension point runs, in order, without args.
 //
 //	queueSort: PrioritySort
-//	preFilter: Gang, NodeAffinity, NodeResourcesFit
-//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit
+//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit
+//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1)
 //	permit:    Gang
 //	bind:      DefaultBinder
 //
 // Gang comes first at PreFilter, so that a gang still waiting for tasks is
-// rejected before anything is computed for it. NodeAffinity and
+// rejected before anything is computed for it. NodeAffinity, NodePorts and
 // NodeResourcesFit run at PreFilter only to compute their per-pod data once
-// per cycle instead of once per node. Filters run cheapest first. The
+// per cycle instead of once per node (NodePorts returns Skip there for a
+// job that asks for no host port, so its Filter does not run). Filters run
+// cheapest first. The
 // result is fresh: callers may change it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
@@ -77,8 +81,8 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		SchedulerName: schedulerName,
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
-			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, noderesources.Name),
-			frameworkruntime.FilterPoint:    refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, noderesources.Name),
+			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name),
+			frameworkruntime.FilterPoint:    refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},
