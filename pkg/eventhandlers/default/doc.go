@@ -15,6 +15,12 @@
 //   - pending: not assigned, scheduled by this scheduler (Cache.
 //     IsResponsibleFor) and not finished. The pod waits in the pending queue
 //     (AddPendingPod, UpdatePendingPod, RemovePendingPod).
+//   - gated: would be pending, but spec.schedulingGates is not empty. The
+//     API server refuses to bind such a pod, so it is not given to the
+//     cache at all: its job is scheduled as if the pod did not exist yet,
+//     and a gang waits for it like for a member not created yet. The
+//     update that removes its last gate adds it as pending (AddPendingPod),
+//     which queues a new job at once and requeues a waiting one.
 //   - untracked: anything else, such as another scheduler's pending pods,
 //     or a pod that finished before it was ever scheduled. It is ignored.
 //

@@ -17,6 +17,10 @@ const (
 	pending
 	// assigned: bound to a node (spec.nodeName set).
 	assigned
+	// gated: would be pending, but has scheduling gates
+	// (spec.schedulingGates). The API server refuses to bind it, so it is
+	// not queued: its job is scheduled as if the pod did not exist yet.
+	gated
 )
 
 func (s podState) String() string {
@@ -25,6 +29,8 @@ func (s podState) String() string {
 		return "pending"
 	case assigned:
 		return "assigned"
+	case gated:
+		return "gated"
 	default:
 		return "untracked"
 	}
@@ -54,7 +60,8 @@ func (h *Handler) seePod(pod *v1.Pod) *v1.Pod {
 
 // stateOf classifies pod, as the policy returned it (nil: ignored, so
 // untracked). IsResponsibleFor is only asked about pods that are not
-// assigned.
+// assigned. A pod that would be pending but still has scheduling gates is
+// gated.
 func (h *Handler) stateOf(pod *v1.Pod) podState {
 	switch {
 	case pod == nil:
@@ -63,6 +70,8 @@ func (h *Handler) stateOf(pod *v1.Pod) podState {
 		return assigned
 	case finished(pod) || !h.cache.IsResponsibleFor(pod):
 		return untracked
+	case len(pod.Spec.SchedulingGates) > 0:
+		return gated
 	default:
 		return pending
 	}
@@ -88,14 +97,17 @@ func (h *Handler) AddPod(obj any) {
 		h.addAssigned(pod)
 	case pending:
 		h.addPending(pod)
+	case gated:
+		logGated(pod)
 	default:
 		h.logUntracked(obj)
 	}
 }
 
 // UpdatePod forwards an update within a state, and moves a pod that changes
-// state (typically pending to assigned, when it is bound). An assigned pod
-// that finishes raises EventAssignedPodDelete.
+// state (typically pending to assigned, when it is bound, or gated to
+// pending, when its last scheduling gate is removed). An assigned pod that
+// finishes raises EventAssignedPodDelete.
 func (h *Handler) UpdatePod(oldObj, newObj any) {
 	oldRaw, ok := objectAs[v1.Pod](oldObj)
 	if !ok {
@@ -139,13 +151,18 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 			klog.ErrorS(err, "Failed to update pending pod in the queue", "pod", klog.KObj(newPod))
 		}
 	case from == pending:
-		// Finished before it was scheduled, or no longer ours: it leaves
-		// the queue, but it is not deleted.
+		// Finished before it was scheduled, no longer ours, or gated (the
+		// API server only lets gates be removed, but a broken source or a
+		// policy could add them): it leaves the queue, but it is not
+		// deleted.
 		if err := h.cache.RemovePendingPod(oldPod); err != nil {
 			klog.ErrorS(err, "Failed to remove pending pod from the queue", "pod", klog.KObj(oldPod))
 		}
 	case to == pending:
+		// Ours now, or ungated: it joins the queue.
 		h.addPending(newPod)
+	case to == gated:
+		logGated(newPod)
 	default:
 		h.logUntracked(newRaw)
 	}
@@ -153,11 +170,16 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 
 // DeletePod forgets the pod, wherever the cache holds it. Deleting a pod
 // that held resources on a node (assigned and not finished, or placed by
-// this scheduler and being bound) raises EventAssignedPodDelete.
+// this scheduler and being bound) raises EventAssignedPodDelete. A gated
+// pod was never given to the cache, so deleting it does nothing.
 func (h *Handler) DeletePod(obj any) {
 	pod := h.pod(obj)
-	if h.stateOf(pod) == untracked {
+	switch h.stateOf(pod) {
+	case untracked:
 		h.logUntracked(obj)
+		return
+	case gated:
+		logGated(pod)
 		return
 	}
 	h.deletePod(pod)
@@ -187,6 +209,16 @@ func (h *Handler) deletePod(pod *v1.Pod) {
 	}
 	if freed {
 		h.raise(framework.EventAssignedPodDelete, pod, nil)
+	}
+}
+
+func logGated(pod *v1.Pod) {
+	if logger := klog.V(5); logger.Enabled() {
+		names := make([]string, 0, len(pod.Spec.SchedulingGates))
+		for _, g := range pod.Spec.SchedulingGates {
+			names = append(names, g.Name)
+		}
+		logger.InfoS("Pod has scheduling gates; not queued until they are removed", "pod", klog.KObj(pod), "schedulingGates", names)
 	}
 }
 

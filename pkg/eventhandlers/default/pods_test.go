@@ -35,6 +35,15 @@ func runningPod(rv string) *st.PodWrapper {
 	return st.MakePod().Name("p").RV(rv).Node("n1").Phase(v1.PodRunning)
 }
 
+// gatedPod is pendingPod with scheduling gates.
+func gatedPod(rv string, gates ...string) *st.PodWrapper {
+	w := pendingPod(rv)
+	for _, g := range gates {
+		w.Spec.SchedulingGates = append(w.Spec.SchedulingGates, v1.PodSchedulingGate{Name: g})
+	}
+	return w
+}
+
 const moveAssignedPodDelete = "MoveAll AssignedPodDelete"
 
 func TestAddPod(t *testing.T) {
@@ -50,6 +59,10 @@ func TestAddPod(t *testing.T) {
 		{"pod that failed before being scheduled is ignored", pendingPod("1").Phase(v1.PodFailed).Obj(),
 			nil},
 		{"pod that succeeded before being scheduled is ignored", pendingPod("1").Phase(v1.PodSucceeded).Obj(),
+			nil},
+		{"gated pending pod is not queued", gatedPod("1", "example.com/quota").Obj(),
+			nil},
+		{"gated pod of another scheduler is ignored", gatedPod("1", "example.com/quota").Scheduler("other-scheduler").Obj(),
 			nil},
 		{"running pod is cached", runningPod("1").Obj(),
 			[]string{"AddPod default/p"}},
@@ -116,6 +129,26 @@ func TestUpdatePod(t *testing.T) {
 		{"pending terminating pod is updated in the queue",
 			pendingPod("1").Obj(), pendingPod("2").Terminating().Obj(),
 			[]string{"UpdatePendingPod default/p"}},
+
+		// Scheduling gates: the API server only lets them be removed.
+		{"gated pod updated stays out of the queue",
+			gatedPod("1", "a", "b").Obj(), gatedPod("2", "a").Obj(),
+			nil},
+		{"ungated pod is queued",
+			gatedPod("1", "a").Obj(), pendingPod("2").Obj(),
+			[]string{"AddPendingPod default/p"}},
+		{"pending pod that gets gated leaves the queue",
+			pendingPod("1").Obj(), gatedPod("2", "a").Obj(),
+			[]string{"RemovePendingPod default/p"}},
+		{"gated pod that fails is ignored",
+			gatedPod("1", "a").Obj(), gatedPod("2", "a").Phase(v1.PodFailed).Obj(),
+			nil},
+		{"gated pod that became ours is not queued",
+			gatedPod("1", "a").Scheduler("other-scheduler").Obj(), gatedPod("2", "a").Obj(),
+			nil},
+		{"gated pod reported bound is cached",
+			gatedPod("1", "a").Obj(), runningPod("2").Obj(),
+			[]string{"AddPod default/p"}},
 
 		// Other schedulers' pods.
 		{"other scheduler's pending pod updated is ignored",
@@ -214,6 +247,10 @@ func TestDeletePod(t *testing.T) {
 			[]string{"DeletePod default/p"}},
 		{"failed pod had already freed its resources", runningPod("1").Phase(v1.PodFailed).Obj(),
 			[]string{"DeletePod default/p"}},
+		{"gated pod was never queued", gatedPod("1", "a").Obj(),
+			nil},
+		{"tombstone of a gated pod", tombstone(gatedPod("1", "a").Obj()),
+			nil},
 		{"tombstone of a pending pod", tombstone(pendingPod("1").Obj()),
 			[]string{"DeletePod default/p"}},
 		{"tombstone of another scheduler's pending pod", tombstone(otherPendingPod("1").Obj()),
