@@ -271,20 +271,28 @@ func BenchmarkScheduling(b *testing.B) {
 	}
 }
 
-// runOnce does one full run on a fresh control plane.
-func runOnce(b *testing.B, s settings) (ceiling1 phase, sched schedulerRun, ceiling2 phase, eventsPhase *phase) {
-	runStart := time.Now()
+// startControlPlane starts a fresh control plane for one run; stop stops
+// it (also on SIGINT, through StopOnSignal).
+func startControlPlane(b *testing.B) (cp *controlplane.ControlPlane, stop func()) {
+	b.Helper()
 	cp, err := controlplane.Start()
 	if err != nil {
 		b.Fatal(err)
 	}
 	cancelSignal := cp.StopOnSignal()
-	defer func() {
+	return cp, func() {
 		cancelSignal()
 		if err := cp.Stop(); err != nil {
 			b.Errorf("stopping the control plane: %v", err)
 		}
-	}()
+	}
+}
+
+// runOnce does one full run on a fresh control plane.
+func runOnce(b *testing.B, s settings) (ceiling1 phase, sched schedulerRun, ceiling2 phase, eventsPhase *phase) {
+	runStart := time.Now()
+	cp, stop := startControlPlane(b)
+	defer stop()
 	procs := controlPlaneProcesses()
 
 	// The admin client for setup and watches: no client-side limit worth

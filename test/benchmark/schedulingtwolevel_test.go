@@ -17,7 +17,6 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/twolevel"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
-	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
 // twoLevelFramework is the framework of the two-level phase's grants and
@@ -100,17 +99,8 @@ func meanSelfCPU(runs []schedulerRun) float64 {
 // runTwoLevelOnce does one full run on a fresh control plane.
 func runTwoLevelOnce(b *testing.B, s settings) (default1, twoLevel, default2 schedulerRun) {
 	runStart := time.Now()
-	cp, err := controlplane.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cancelSignal := cp.StopOnSignal()
-	defer func() {
-		cancelSignal()
-		if err := cp.Stop(); err != nil {
-			b.Errorf("stopping the control plane: %v", err)
-		}
-	}()
+	cp, stop := startControlPlane(b)
+	defer stop()
 	procs := controlPlaneProcesses()
 	admin := clientFor(b, cp.Config, 100000, 100000)
 	ctx := b.Context()
