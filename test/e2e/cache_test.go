@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -134,14 +135,19 @@ func TestPodsBoundElsewhereAreCounted(t *testing.T) {
 	if err := cp.Client.CoreV1().Pods(ns).Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// "mine" finishes: no longer counted.
-	mine, err := cp.Client.CoreV1().Pods(ns).Get(t.Context(), "mine", metav1.GetOptions{})
+	// "mine" finishes: no longer counted. The scheduler may still be writing
+	// the condition of its last failed attempt, so a conflict is retried.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mine, err := cp.Client.CoreV1().Pods(ns).Get(t.Context(), "mine", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mine.Status.Phase = v1.PodSucceeded
+		_, err = cp.Client.CoreV1().Pods(ns).UpdateStatus(t.Context(), mine, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	mine.Status.Phase = v1.PodSucceeded
-	if _, err := cp.Client.CoreV1().Pods(ns).UpdateStatus(t.Context(), mine, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("marking %s/mine succeeded: %v", ns, err)
 	}
 	s.waitForDump(t, "finished pod freed, terminating pod counted", func(d *cache.Dump) bool {
 		n := node(d, "bound-a")
