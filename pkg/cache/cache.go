@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -51,6 +52,12 @@ type Options struct {
 	DynamicClient dynamic.Interface
 	// ResyncPeriod of the informers; 0 disables resyncs.
 	ResyncPeriod time.Duration
+	// InformerFactory, when set, is the factory Run takes the native
+	// informers from and starts, so that plugins can share them (the
+	// framework's Handle serves it). Build it with NewInformerFactory, so
+	// that it strips what the scheduler never reads. nil: Run makes its
+	// own.
+	InformerFactory informers.SharedInformerFactory
 	// Metrics the cache (and its queue) report to. nil creates a private,
 	// unregistered set, so that nothing touches a global registry.
 	Metrics *metrics.Metrics

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -76,8 +77,10 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		return fmt.Errorf("running scheduler cache: %w", err)
 	}
 
-	factory := informers.NewSharedInformerFactoryWithOptions(c.opts.Client, c.opts.ResyncPeriod,
-		informers.WithTransform(stripForScheduler))
+	factory := c.opts.InformerFactory
+	if factory == nil {
+		factory = NewInformerFactory(c.opts.Client, c.opts.ResyncPeriod)
+	}
 	var dynamicFactory dynamicinformer.DynamicSharedInformerFactory
 	if len(gvrs) > 0 {
 		dynamicFactory = dynamicinformer.NewDynamicSharedInformerFactory(c.opts.DynamicClient, c.opts.ResyncPeriod)
@@ -379,6 +382,13 @@ func unwrapTombstone(obj any) any {
 		return tomb.Obj
 	}
 	return obj
+}
+
+// NewInformerFactory returns a factory of native informers whose objects
+// are stripped of what the scheduler never reads (see stripForScheduler),
+// for Options.InformerFactory.
+func NewInformerFactory(client kubernetes.Interface, resync time.Duration) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(stripForScheduler))
 }
 
 // stripForScheduler is the informers' transform: it drops what the

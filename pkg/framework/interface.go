@@ -5,6 +5,7 @@ import (
 	"io"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 )
@@ -53,6 +54,22 @@ type QueueSortPlugin interface {
 type PreFilterPlugin interface {
 	Plugin
 	PreFilter(ctx context.Context, state *CycleState, job *Job) *Status
+}
+
+// PodPreFilterPlugin runs once per pod, before the pod's nodes are
+// filtered, in a plugin enabled at preFilter. It is where a plugin that
+// looks across nodes (inter-pod affinity, topology spread, volumes)
+// computes what its Filter needs, e.g. into state. nodes are all the nodes
+// the pod may be filtered against, holding the pods the cycle placed
+// before this one: the second pod of a gang sees the first. The pods of a
+// job are handled one after the other, so state written here is read by
+// this pod's Filter calls only until the next pod's PreFilterPod.
+//
+// Skip means the plugin has nothing to check for this pod: its Filter is
+// not called for it. A rejection rejects the pod on every node.
+type PodPreFilterPlugin interface {
+	Plugin
+	PreFilterPod(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo) *Status
 }
 
 // FilterPlugin says whether pod may run on node. node holds the pods
@@ -134,6 +151,12 @@ type Handle interface {
 	ClientSet() kubernetes.Interface
 	// EventRecorder records Kubernetes events for pods.
 	EventRecorder() events.EventRecorder
+	// SharedInformerFactory is the factory of the scheduler's native
+	// informers. A plugin takes the listers it needs from it when it is
+	// built (e.g. of PersistentVolumeClaims) and registers the events of
+	// those resources (EnqueueExtensions), which makes the scheduler
+	// start and sync those informers before it schedules.
+	SharedInformerFactory() informers.SharedInformerFactory
 }
 
 // PluginFactory builds a plugin. args is the plugin's section of the

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -37,10 +38,15 @@ type res = map[v1.ResourceName]string
 type testHandle struct {
 	client   kubernetes.Interface
 	recorder events.EventRecorder
+	// informers is the factory the harness's cache runs.
+	informers informers.SharedInformerFactory
 }
 
 func (h *testHandle) ClientSet() kubernetes.Interface     { return h.client }
 func (h *testHandle) EventRecorder() events.EventRecorder { return h.recorder }
+func (h *testHandle) SharedInformerFactory() informers.SharedInformerFactory {
+	return h.informers
+}
 
 // harness is a Scheduler over a real cache, the in-tree plugins (plus,
 // optionally, a hook plugin), a fake clientset and a fake event recorder.
@@ -72,11 +78,12 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	// A backoff of 1ns: a job that a move request requeues goes straight
 	// to the active queue. (Nothing flushes the backoff queue, as the cache
 	// does not Run.)
-	c, err := cache.New(cache.Options{Client: client, Queue: queue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
+	factory := cache.NewInformerFactory(client, 0)
+	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: queue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
 	if err != nil {
 		t.Fatalf("cache.New: %v", err)
 	}
-	h := &testHandle{client: client, recorder: recorder}
+	h := &testHandle{client: client, recorder: recorder, informers: factory}
 	reg := plugins.NewInTreeRegistry()
 	spec := plugins.DefaultProfile(testSchedulerName)
 	if cfg.hook != nil {

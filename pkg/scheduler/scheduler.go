@@ -257,6 +257,18 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		c.noNodes = true
 		return nil
 	}
+	if c.fwk.HasPodPreFilterPlugins() {
+		// nodes hold the job's pods placed so far in this cycle.
+		if st := c.fwk.RunPreFilterPodPlugins(ctx, c.state, pod, nodes); !st.IsSuccess() {
+			if !st.IsRejected() {
+				return fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), st.AsError())
+			}
+			// As kube-scheduler words a PreFilter rejection.
+			c.failures[podKey(pod)] = fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), st.Message())
+			c.noteRejection(st)
+			return nil
+		}
+	}
 	feasible, diagnosis, err := c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
 	if err != nil {
 		return fmt.Errorf("filtering nodes for pod %s: %w", podKey(pod), err)

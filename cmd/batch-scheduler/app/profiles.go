@@ -8,6 +8,7 @@ import (
 
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 
@@ -20,10 +21,13 @@ import (
 type handle struct {
 	client   kubernetes.Interface
 	recorder events.EventRecorder
+	// informers is the cache's native informer factory.
+	informers informers.SharedInformerFactory
 }
 
-func (h *handle) ClientSet() kubernetes.Interface     { return h.client }
-func (h *handle) EventRecorder() events.EventRecorder { return h.recorder }
+func (h *handle) ClientSet() kubernetes.Interface                        { return h.client }
+func (h *handle) EventRecorder() events.EventRecorder                    { return h.recorder }
+func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 
 // buildProfiles builds one framework per --scheduler-name: the in-tree
 // default profile, changed by the config file's profile of that name if

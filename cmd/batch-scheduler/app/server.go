@@ -257,20 +257,24 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	}
 	rec := newEventRecording(eventClient)
 	recorder := rec.recorder("batch-scheduler")
-	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder})
+	// One informer factory for the cache and the plugins, so that a lister
+	// a plugin reads is fed by the informer the cache runs.
+	factory := cache.NewInformerFactory(client, 0)
+	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder, informers: factory})
 	if err != nil {
 		return nil, usageError(err)
 	}
 	resources := resourcesNeeded(profiles)
 	klog.V(2).InfoS("Informers needed by the profiles' plugins", "resources", resources)
 	c, err := cache.New(cache.Options{
-		SchedulerNames: o.SchedulerNames,
-		NodeSelector:   selector,
-		Client:         client,
-		DynamicClient:  dyn,
-		Metrics:        m,
-		Queue:          queue.Options{Less: queueSort},
-		Resources:      resources,
+		SchedulerNames:  o.SchedulerNames,
+		NodeSelector:    selector,
+		Client:          client,
+		DynamicClient:   dyn,
+		InformerFactory: factory,
+		Metrics:         m,
+		Queue:           queue.Options{Less: queueSort},
+		Resources:       resources,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the scheduler cache: %w", err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 
@@ -178,6 +179,9 @@ type fakeHandle struct{}
 
 func (fakeHandle) ClientSet() kubernetes.Interface     { return nil }
 func (fakeHandle) EventRecorder() events.EventRecorder { return nil }
+func (fakeHandle) SharedInformerFactory() informers.SharedInformerFactory {
+	return nil
+}
 
 // testRegistry registers plugins and counts how often each factory ran.
 type testRegistry struct {

@@ -23,6 +23,9 @@ const (
 	// skipScoreKey holds the PreScore plugins that returned Skip for the
 	// current pod: their Score is not called.
 	skipScoreKey framework.StateKey = "framework.batch-scheduler.io/skip-score-plugins"
+	// skipPodFilterKey holds the PodPreFilter plugins that returned Skip
+	// for the current pod: their Filter is not called for it.
+	skipPodFilterKey framework.StateKey = "framework.batch-scheduler.io/skip-pod-filter-plugins"
 )
 
 // pluginSet is a set of plugin names kept in CycleState.
@@ -84,14 +87,40 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.Cy
 	return nil
 }
 
+// RunPreFilterPodPlugins runs the PodPreFilter plugins for pod, in order,
+// against nodes (see framework.PodPreFilterPlugin). The first rejection or
+// error stops the run and is returned, naming its plugin. A plugin that
+// returns Skip has its Filter skipped for this pod. state must not be nil.
+func (f *Framework) RunPreFilterPodPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
+	skip := sets.New[string]()
+	defer func() { state.Write(skipPodFilterKey, pluginSet(skip)) }()
+	for _, pl := range f.preFilterPod {
+		s := pl.PreFilterPod(ctx, state, pod, nodes)
+		switch {
+		case s.IsSuccess():
+		case s.IsSkip():
+			skip.Insert(pl.Name())
+		case s.IsRejected():
+			return attribute(s, pl.Name())
+		default:
+			return pluginError(s, pl.Name(), "running PreFilterPod of plugin %q for pod %s", pl.Name(), klog.KObj(pod))
+		}
+	}
+	return nil
+}
+
+// HasPodPreFilterPlugins reports whether any plugin runs per pod before
+// Filter; when none does, the nodes need not be listed for it.
+func (f *Framework) HasPodPreFilterPlugins() bool { return len(f.preFilterPod) > 0 }
+
 // RunFilterPlugins runs the Filter plugins for pod on node, in order, and
 // stops at the first one that does not pass. A rejection is returned as
 // the plugin gave it, naming the plugin; an error becomes an Error status
 // naming the plugin and the node. Skip counts as passing.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
-	skip := skipped(state, skipFilterKey)
+	skip, skipPod := skipped(state, skipFilterKey), skipped(state, skipPodFilterKey)
 	for _, pl := range f.filter {
-		if skip.Has(pl.Name()) {
+		if skip.Has(pl.Name()) || skipPod.Has(pl.Name()) {
 			continue
 		}
 		s := pl.Filter(ctx, state, pod, node)

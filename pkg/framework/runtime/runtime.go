@@ -40,6 +40,7 @@ type Framework struct {
 
 	queueSort    framework.QueueSortPlugin
 	preFilter    []framework.PreFilterPlugin
+	preFilterPod []framework.PodPreFilterPlugin
 	filter       []framework.FilterPlugin
 	preScore     []framework.PreScorePlugin
 	score        []framework.ScorePlugin
@@ -269,7 +270,10 @@ func (f *Framework) add(point ExtensionPoint, p framework.Plugin, weight int64) 
 		f.queueSort = qs
 		return ok
 	case PreFilterPoint:
-		return appendAs(&f.preFilter, p)
+		// A plugin at preFilter runs per job, per pod, or both.
+		job := appendAs(&f.preFilter, p)
+		pod := appendAs(&f.preFilterPod, p)
+		return job || pod
 	case FilterPoint:
 		return appendAs(&f.filter, p)
 	case PreScorePoint:
@@ -305,7 +309,7 @@ func interfaceName(point ExtensionPoint) string {
 	case QueueSortPoint:
 		return "QueueSortPlugin"
 	case PreFilterPoint:
-		return "PreFilterPlugin"
+		return "PreFilterPlugin or PodPreFilterPlugin"
 	case FilterPoint:
 		return "FilterPlugin"
 	case PreScorePoint:

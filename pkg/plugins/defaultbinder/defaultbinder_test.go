@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
@@ -92,6 +93,9 @@ type nilClientHandle struct{}
 
 func (nilClientHandle) ClientSet() kubernetes.Interface     { return nil }
 func (nilClientHandle) EventRecorder() events.EventRecorder { return nil }
+func (nilClientHandle) SharedInformerFactory() informers.SharedInformerFactory {
+	return nil
+}
 
 func TestNew(t *testing.T) {
 	h := testutil.NewHandle()

@@ -3,10 +3,12 @@
 package testutil
 
 import (
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
@@ -50,6 +52,9 @@ func boundTo(nodeName string, pods []*v1.Pod) []*v1.Pod {
 type Handle struct {
 	Client   *fake.Clientset
 	Recorder *events.FakeRecorder
+
+	once    sync.Once
+	factory informers.SharedInformerFactory
 }
 
 var _ framework.Handle = &Handle{}
@@ -64,3 +69,11 @@ func (h *Handle) ClientSet() kubernetes.Interface { return h.Client }
 
 // EventRecorder implements framework.Handle.
 func (h *Handle) EventRecorder() events.EventRecorder { return h.Recorder }
+
+// SharedInformerFactory implements framework.Handle: a factory over the
+// fake clientset, made on first use. A test that reads listers starts it
+// and waits for its sync.
+func (h *Handle) SharedInformerFactory() informers.SharedInformerFactory {
+	h.once.Do(func() { h.factory = informers.NewSharedInformerFactory(h.Client, 0) })
+	return h.factory
+}
