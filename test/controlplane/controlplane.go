@@ -68,9 +68,33 @@ func AssetsDir() (string, error) {
 	}
 }
 
+// Option configures Start.
+type Option func(*startOptions)
+
+type startOptions struct {
+	featureGates  []string
+	runtimeConfig []string
+}
+
+// WithFeatureGates enables feature gates of kube-apiserver, e.g.
+// "GenericWorkload=true".
+func WithFeatureGates(gates ...string) Option {
+	return func(o *startOptions) { o.featureGates = append(o.featureGates, gates...) }
+}
+
+// WithRuntimeConfig serves API versions that are off by default, e.g.
+// "scheduling.k8s.io/v1beta1=true".
+func WithRuntimeConfig(entries ...string) Option {
+	return func(o *startOptions) { o.runtimeConfig = append(o.runtimeConfig, entries...) }
+}
+
 // Start starts etcd and kube-apiserver on free loopback ports with their
 // data in a fresh temporary directory, and writes an admin kubeconfig.
-func Start() (*ControlPlane, error) {
+func Start(opts ...Option) (*ControlPlane, error) {
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -89,6 +113,12 @@ func Start() (*ControlPlane, error) {
 	// Nodes here have no kubelet; without this they would be tainted
 	// not-ready at creation.
 	api.Configure().Set("disable-admission-plugins", "ServiceAccount", "TaintNodesByCondition")
+	if len(o.featureGates) > 0 {
+		api.Configure().Set("feature-gates", strings.Join(o.featureGates, ","))
+	}
+	if len(o.runtimeConfig) > 0 {
+		api.Configure().Set("runtime-config", strings.Join(o.runtimeConfig, ","))
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
