@@ -99,6 +99,12 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 		logger.V(3).Info("Waiting for preempted pods to go", "victims", left)
 		return fmt.Sprintf("preemption: waiting for %d preempted pods to terminate", left)
 	}
+	if !anyLowerPriority(s.snapshot.NodeInfos(), c.qj.Priority) {
+		// The common case of a cluster of one priority: nothing to try.
+		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
+		s.clearNominatedNodeNames(ctx, s.nominated.clear(c.job.ID))
+		return ""
+	}
 	sim := &simulation{s: s, c: c, priority: c.qj.Priority, jobs: map[framework.JobID]*framework.JobInfo{},
 		victims: map[types.UID]*plannedVictim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{}}
 	if s.opts.PDBLister != nil {
@@ -122,9 +128,7 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 		// the cycle failed for another reason (a Permit plugin) and
 		// preemption does not help either.
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
-		if pods := s.nominated.clear(c.job.ID); len(pods) > 0 {
-			s.clearNominatedNodeNames(ctx, pods)
-		}
+		s.clearNominatedNodeNames(ctx, s.nominated.clear(c.job.ID))
 		logger.V(2).Info("Preemption cannot make room for the job", "priority", sim.priority)
 		return ""
 	}
@@ -137,6 +141,19 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 	logger.V(2).Info("Preempting pods to make room for the job", "victims", len(order), "placements", len(placements))
 	s.executePreemption(ctx, c.job.ID, placed, placements, order)
 	return fmt.Sprintf("preemption: preempting %d pods of lower priority", len(order))
+}
+
+// anyLowerPriority reports whether some bound pod on nodes has a priority
+// below priority: without one, preemption cannot help.
+func anyLowerPriority(nodes []*framework.NodeInfo, priority int32) bool {
+	for _, n := range nodes {
+		for _, t := range n.Pods {
+			if t.Counted && t.Status == framework.TaskBound && podPriority(t.Pod) < priority {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // run places the job's pending pods, preempting where needed, and reports

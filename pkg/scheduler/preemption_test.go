@@ -442,3 +442,46 @@ func TestPreemptionHoldsNominatedRoom(t *testing.T) {
 		})
 	}
 }
+
+// The simulation runs the per-pod PreFilter plugins with the victims off
+// their nodes, as a cycle would see the cluster after the evictions: a
+// plugin that looks across nodes (here: no pod labelled blocker anywhere,
+// like anti-affinity) lets the pod in once the blocker is a victim.
+func TestPreemptionRunsPodPreFilterWithoutTheVictims(t *testing.T) {
+	hook := &hookPlugin{preFilterPod: func(pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
+		if pod.Name != "pre" {
+			return nil
+		}
+		for _, n := range nodes {
+			for _, task := range n.Pods {
+				if task.Pod.Labels["role"] == "blocker" {
+					return framework.NewStatus(framework.Unschedulable, "a blocker runs")
+				}
+			}
+		}
+		return nil
+	}}
+	h := newHarnessWith(t, harnessConfig{hook: hook})
+	ev := newEvictions(h)
+	h.addNode("n1", "4")
+	h.addNode("n2", "4")
+	blocker := running("blocker", "n1", 10, "1", 0).Label("role", "blocker").Obj()
+	h.addPod(blocker)
+	h.addPod(running("bystander", "n2", 10, "1", 0).Obj())
+	pre := st.MakePod().Name("pre").Priority(100).Req(res{v1.ResourceCPU: "1"}).Obj()
+	h.addPod(pre)
+	h.cycle()
+	if got := ev.evicted(); !slices.Equal(got, []string{"blocker"}) {
+		t.Fatalf("evicted %v, want [blocker]", got)
+	}
+	if got := h.apiPod(pre).Status.NominatedNodeName; got != "n1" {
+		t.Errorf("pre nominated to %q, want n1", got)
+	}
+	ev.gone(blocker)
+	// The hook registers no pod event; a real cross-node plugin would.
+	h.requeueAll()
+	h.cycle()
+	if got := h.boundTo()["pre"]; got != "n1" {
+		t.Errorf("pre bound to %q, want n1 (its nominated node)", got)
+	}
+}
