@@ -2,17 +2,18 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/eviction"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -92,23 +93,14 @@ func (s *Scheduler) executePreemption(ctx context.Context, job framework.JobID, 
 	}()
 }
 
-// evict asks the API server to evict pod, the instance with its UID. A pod
-// already gone (or replaced by one of the same name) counts as evicted; a
-// PodDisruptionBudget's refusal (429) is an error.
+// evict evicts pod through the Eviction API; a pod already gone (or
+// replaced by one of the same name) counts as evicted, a refusal (429) is
+// an error.
 func (s *Scheduler) evict(ctx context.Context, pod *v1.Pod) error {
-	uid := pod.UID
-	err := s.opts.Client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
-	})
-	switch {
-	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return nil
-	case apierrors.IsTooManyRequests(err):
-		return fmt.Errorf("evicting pod %s: refused, a PodDisruptionBudget allows no disruption now: %w", podKey(pod), err)
-	default:
-		return fmt.Errorf("evicting pod %s: %w", podKey(pod), err)
+	if err := eviction.Evict(ctx, s.opts.Client, pod); err != nil && !errors.Is(err, eviction.ErrGone) {
+		return err
 	}
+	return nil
 }
 
 // patchNominatedNodeName sets (node != "") or clears pod's
