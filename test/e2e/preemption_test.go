@@ -13,6 +13,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -222,12 +223,10 @@ func TestPreemptionThatCannotHelp(t *testing.T) {
 	checkQuorums(t, w)
 }
 
-// Pods a PodDisruptionBudget protects are avoided when another choice
-// exists, even when they would be the cheaper victims.
-func TestPreemptionAvoidsPDBProtectedPods(t *testing.T) {
-	ns := createNamespace(t)
-	pc := priorityClasses(t)
-	nodes := preemptionNodes(t, "prepdb", 2, "1")
+// protectDB creates a PodDisruptionBudget in ns that allows no disruption
+// of the pods labelled app=db.
+func protectDB(t *testing.T, ns string) {
+	t.Helper()
 	one := intstr.FromInt32(1)
 	pdb, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "db"},
@@ -236,12 +235,24 @@ func TestPreemptionAvoidsPDBProtectedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// No disruption controller runs here: write the status it would.
+	// No disruption controller runs here: write the status it would for
+	// its one pod. Without a kubelet the pod is never Ready, and the
+	// Eviction API lets a pod that is not Ready go while the budget is
+	// healthy (unhealthyPodEvictionPolicy IfHealthyBudget): say it is not.
 	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0,
-		CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+		CurrentHealthy: 0, DesiredHealthy: 1, ExpectedPods: 1}
 	if _, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(t.Context(), pdb, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Pods a PodDisruptionBudget protects are avoided when another choice
+// exists, even when they would be the cheaper victims.
+func TestPreemptionAvoidsPDBProtectedPods(t *testing.T) {
+	ns := createNamespace(t)
+	pc := priorityClasses(t)
+	nodes := preemptionNodes(t, "prepdb", 2, "1")
+	protectDB(t, ns)
 	// db is the cheaper victim by priority; web is the one without a budget.
 	mustPod(t, victim(ns, "db", nodes[0], pc["low"], "1").Label("app", "db").Obj())
 	mustPod(t, victim(ns, "web", nodes[1], pc["mid"], "1").Label("app", "web").Obj())
@@ -255,4 +266,35 @@ func TestPreemptionAvoidsPDBProtectedPods(t *testing.T) {
 		t.Errorf("pods left %v, want db and high", p)
 	}
 	waitEvent(t, ns, "high", "Preempting", ns+"/web")
+}
+
+// When the only victim is protected by a PodDisruptionBudget, the Eviction
+// API refuses it (429): the preemption fails, says so, and holds no room.
+func TestPreemptionRefusedByAPDB(t *testing.T) {
+	ns := createNamespace(t)
+	pc := priorityClasses(t)
+	preemptionNodes(t, "prerefused", 1, "1")
+	protectDB(t, ns)
+	mustPod(t, victim(ns, "db", "prerefused-1", pc["low"], "1").Label("app", "db").Obj())
+	s := startPoolScheduler(t)
+	mustPod(t, preemptor(ns, "high", pc["high"], "1").Obj())
+	waitEvent(t, ns, "high", "FailedPreemption", "allows no disruption")
+	if v := metricValue(t, s, `batch_scheduler_preemption_attempts_total{result="failed"}`); v < 1 {
+		t.Errorf(`preemption_attempts_total{result="failed"} = %v, want at least 1`, v)
+	}
+	if v := metricValue(t, s, `batch_scheduler_preemption_victims_total`); v != 0 {
+		t.Errorf("preemption_victims_total = %v, want 0", v)
+	}
+	if p := present(t, ns); !slices.Equal(p, []string{"db", "high"}) {
+		t.Errorf("pods left %v, want db and high", p)
+	}
+	// The nomination written before the eviction is cleared after the
+	// refusal.
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, "high", metav1.GetOptions{})
+		return err == nil && p.Status.NominatedNodeName == "" && p.Spec.NodeName == "", err
+	})
+	if err != nil {
+		t.Errorf("high keeps a nominated node, or was bound, after the refused preemption: %v", err)
+	}
 }
