@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -38,7 +37,7 @@ type simulation struct {
 	s        *Scheduler
 	c        *cycle
 	priority int32
-	pdbs     []*policyv1.PodDisruptionBudget
+	pdbs     []budget
 	// pdbUsed counts, per entry of pdbs, the disruptions of the chosen
 	// victims.
 	pdbUsed []int32
@@ -112,7 +111,7 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 		if err != nil {
 			logger.Error(err, "Listing PodDisruptionBudgets for preemption; going on without them")
 		}
-		sim.pdbs = pdbs
+		sim.pdbs = newBudgets(pdbs)
 		sim.pdbUsed = make([]int32, len(pdbs))
 	}
 	ok, err := sim.run(ctx)
@@ -226,7 +225,7 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 	mark := len(sim.undo)
 	allowed := sim.pdbAllowed()
 	for _, t := range best.victims {
-		sim.evict(t, pod, best.node.Name(), allowed)
+		sim.takeVictim(t, pod, best.node.Name(), allowed)
 	}
 	// The rest of a victim gang may run elsewhere; check pod still fits
 	// (spreading constraints may mind pods leaving other nodes).
@@ -242,9 +241,9 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
-// evict takes victim t off its node in the snapshot for preemptor pod,
-// nominated to node.
-func (sim *simulation) evict(t *framework.TaskInfo, pod *v1.Pod, node string, allowed []int32) {
+// takeVictim takes victim t off its node in the snapshot for preemptor
+// pod, nominated to node.
+func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node string, allowed []int32) {
 	v := &plannedVictim{task: t, preemptor: pod, node: node, violatesPDB: sim.consumePDBs(t.Pod, allowed)}
 	sim.victims[t.Pod.UID] = v
 	sim.order = append(sim.order, v)
@@ -252,8 +251,8 @@ func (sim *simulation) evict(t *framework.TaskInfo, pod *v1.Pod, node string, al
 		sim.gangVictims[t.Job]++
 	}
 	var used []int
-	for i, pdb := range sim.pdbs {
-		if pdbMatches(pdb, t.Pod) {
+	for i, b := range sim.pdbs {
+		if b.matches(t.Pod) {
 			sim.pdbUsed[i]++
 			used = append(used, i)
 		}

@@ -227,8 +227,8 @@ func (sim *simulation) expandGangs(c *candidate) {
 // victims sim has already chosen.
 func (sim *simulation) pdbAllowed() []int32 {
 	allowed := make([]int32, len(sim.pdbs))
-	for i, pdb := range sim.pdbs {
-		allowed[i] = pdb.Status.DisruptionsAllowed - sim.pdbUsed[i]
+	for i, b := range sim.pdbs {
+		allowed[i] = b.pdb.Status.DisruptionsAllowed - sim.pdbUsed[i]
 	}
 	return allowed
 }
@@ -252,8 +252,8 @@ func (sim *simulation) splitByPDB(pods []*framework.TaskInfo, allowed []int32) (
 // reports whether one of them had none left.
 func (sim *simulation) consumePDBs(pod *v1.Pod, allowed []int32) bool {
 	violates := false
-	for i, pdb := range sim.pdbs {
-		if !pdbMatches(pdb, pod) {
+	for i, b := range sim.pdbs {
+		if !b.matches(pod) {
 			continue
 		}
 		allowed[i]--
@@ -264,18 +264,38 @@ func (sim *simulation) consumePDBs(pod *v1.Pod, allowed []int32) bool {
 	return violates
 }
 
-func pdbMatches(pdb *policyv1.PodDisruptionBudget, pod *v1.Pod) bool {
-	if pdb.Namespace != pod.Namespace || pdb.Spec.Selector == nil {
+// budget is a PodDisruptionBudget with its selector parsed.
+type budget struct {
+	pdb *policyv1.PodDisruptionBudget
+	// selector is nil for a PDB that matches nothing: an empty or invalid
+	// selector.
+	selector labels.Selector
+}
+
+// newBudgets parses the selectors of pdbs once per preemption.
+func newBudgets(pdbs []*policyv1.PodDisruptionBudget) []budget {
+	out := make([]budget, len(pdbs))
+	for i, pdb := range pdbs {
+		out[i].pdb = pdb
+		if pdb.Spec.Selector == nil {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() {
+			out[i].selector = sel
+		}
+	}
+	return out
+}
+
+// matches reports whether the budget counts a disruption of pod.
+func (b budget) matches(pod *v1.Pod) bool {
+	if b.selector == nil || b.pdb.Namespace != pod.Namespace {
 		return false
 	}
-	if _, disrupted := pdb.Status.DisruptedPods[pod.Name]; disrupted {
+	if _, disrupted := b.pdb.Status.DisruptedPods[pod.Name]; disrupted {
 		return false
 	}
-	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-	if err != nil || sel.Empty() {
-		return false
-	}
-	return sel.Matches(labels.Set(pod.Labels))
+	return b.selector.Matches(labels.Set(pod.Labels))
 }
 
 // better reports whether a is a better candidate than b, by
