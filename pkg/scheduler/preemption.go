@@ -122,10 +122,16 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 		logger.Error(err, "Preemption failed")
 		return ""
 	}
-	if !ok || len(order) == 0 {
-		// No victims at all means the pods would fit without preemption:
-		// the cycle failed for another reason (a Permit plugin) and
-		// preemption does not help either.
+	if ok && len(order) == 0 {
+		// The job fits without preemption, placed the simulation's way
+		// (first feasible node) rather than the cycle's (best score): the
+		// next cycle follows these placements; any event retries it.
+		s.nominated.nominate(c.job.ID, sim.priority, placed, placements, nil)
+		c.noNodes = true
+		logger.V(2).Info("Job fits without preemption when placed differently; nominating its pods", "placements", len(placements))
+		return ""
+	}
+	if !ok {
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
 		s.clearNominatedNodeNames(ctx, s.nominated.clear(c.job.ID))
 		logger.V(2).Info("Preemption cannot make room for the job", "priority", sim.priority)

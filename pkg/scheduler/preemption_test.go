@@ -485,3 +485,38 @@ func TestPreemptionRunsPodPreFilterWithoutTheVictims(t *testing.T) {
 		t.Errorf("pre bound to %q, want n1 (its nominated node)", got)
 	}
 }
+
+// A gang the cycle's scoring places badly (its small pod takes the room
+// the big one needs) but that fits placed another way evicts nothing: its
+// pods are nominated to that placement, which the next cycle follows.
+func TestPreemptionNominatesAPlacementThatNeedsNoVictims(t *testing.T) {
+	h := newHarness(t)
+	ev := newEvictions(h)
+	// a-node has 2 cpus free of 8, b-node 4 of 4; least-allocated scoring
+	// sends the small pod to b-node, where the big one then does not fit.
+	h.addNode("a-node", "8")
+	h.addPod(running("busy", "a-node", 1000, "6", 0).Obj())
+	h.addNode("b-node", "4")
+	// A lower-priority pod elsewhere makes preemption worth trying.
+	h.addNode("c-node", "1")
+	h.addPod(running("low", "c-node", 10, "1", 0).Obj())
+	small := st.MakePod().Name("g-a").Group("g").MinAvailable("2").Priority(100).Req(res{v1.ResourceCPU: "1"}).Obj()
+	big := st.MakePod().Name("g-b").Group("g").MinAvailable("2").Priority(100).Req(res{v1.ResourceCPU: "4"}).Obj()
+	h.addPod(small)
+	h.addPod(big)
+	h.cycle()
+	if len(h.bindings()) != 0 {
+		t.Fatalf("bound %v in the first cycle; the test needs scoring to misplace the gang", h.boundTo())
+	}
+	if got := ev.attempted(); len(got) != 0 {
+		t.Errorf("evictions asked %v, want none", got)
+	}
+	if a, b := h.sched.nominated.nodeOf(small.UID), h.sched.nominated.nodeOf(big.UID); a != "a-node" || b != "b-node" {
+		t.Errorf("nominated g-a to %q and g-b to %q, want a-node and b-node", a, b)
+	}
+	h.requeueAll()
+	h.cycle()
+	if got := h.boundTo(); got["g-a"] != "a-node" || got["g-b"] != "b-node" {
+		t.Errorf("bound %v, want g-a on a-node and g-b on b-node", got)
+	}
+}
