@@ -161,6 +161,16 @@ func (n *nominator) drop(uid types.UID) {
 	delete(n.pods, uid)
 }
 
+// nominatedNode is the node preemption chose for pod: this scheduler's
+// nomination, or, for one made before a restart, the pod's
+// status.nominatedNodeName.
+func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
+	if n := s.nominated.nodeOf(pod.UID); n != "" {
+		return n
+	}
+	return pod.Status.NominatedNodeName
+}
+
 // holdNominated places the nominated pods of other jobs of at least c's
 // priority on their nodes in the snapshot, so that c's cycle cannot take
 // the room preemption made for them. Nominations whose pod is no longer

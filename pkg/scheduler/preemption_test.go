@@ -520,3 +520,19 @@ func TestPreemptionNominatesAPlacementThatNeedsNoVictims(t *testing.T) {
 		t.Errorf("bound %v, want g-a on a-node and g-b on b-node", got)
 	}
 }
+
+// A pod whose status names a nominated node (from before a restart) goes
+// there when it passes the filters, whatever the scores say.
+func TestPlacementFollowsStatusNominatedNodeName(t *testing.T) {
+	h := newHarness(t)
+	h.addNode("n1", "4")
+	h.addNode("n2", "4")
+	h.addPod(running("busy", "n1", 0, "3", 0).Obj())
+	pod := st.MakePod().Name("p").Req(res{v1.ResourceCPU: "1"}).Obj()
+	pod.Status.NominatedNodeName = "n1"
+	h.addPod(pod)
+	h.cycle()
+	if got := h.boundTo()["p"]; got != "n1" {
+		t.Errorf("p bound to %q, want n1, its nominated node (least-allocated scoring prefers n2)", got)
+	}
+}

@@ -296,7 +296,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		return nil
 	}
 	node := feasible[0]
-	if nominated := nodeNamed(feasible, s.nominated.nodeOf(pod.UID)); nominated != nil {
+	if nominated := nodeNamed(feasible, s.nominatedNode(pod)); nominated != nil {
 		// Preemption made room there, for the whole job: go there.
 		node = nominated
 	} else if len(feasible) > 1 {
