@@ -89,7 +89,7 @@ func (s *Scheduler) executePreemption(ctx context.Context, job framework.JobID, 
 			s.opts.Recorder.Eventf(placed[0], nil, v1.EventTypeWarning, ReasonFailedPreemption, actionPreempting,
 				"Preemption for job %s failed: %s", job, strings.Join(refused, "; "))
 		}
-		s.clearNominatedNodeNames(ctx, s.nominated.clear(job))
+		s.giveUp(ctx, job)
 	}()
 }
 

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"sort"
 	"sync"
 
@@ -59,24 +60,24 @@ func (n *nominator) nominate(job framework.JobID, priority int32, pods []*v1.Pod
 	}
 }
 
-// clear drops job's nominations and returns the pods that had one.
-func (n *nominator) clear(job framework.JobID) []*v1.Pod {
+// clear drops job's nominations and returns them, sorted by pod name.
+func (n *nominator) clear(job framework.JobID) []nomination {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.clearLocked(job)
 }
 
-func (n *nominator) clearLocked(job framework.JobID) []*v1.Pod {
-	var pods []*v1.Pod
+func (n *nominator) clearLocked(job framework.JobID) []nomination {
+	var noms []nomination
 	for uid, nom := range n.pods {
 		if nom.job == job {
-			pods = append(pods, nom.pod)
+			noms = append(noms, nom)
 			delete(n.pods, uid)
 		}
 	}
 	delete(n.victims, job)
-	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
-	return pods
+	sort.Slice(noms, func(i, j int) bool { return noms[i].pod.Name < noms[j].pod.Name })
+	return noms
 }
 
 // nodeOf returns the node pod is nominated to, or "".
@@ -174,7 +175,8 @@ func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
 // holdNominated places the nominated pods of other jobs of at least c's
 // priority on their nodes in the snapshot, so that c's cycle cannot take
 // the room preemption made for them. Nominations whose pod is no longer
-// pending are dropped. The snapshot's next update takes the pods off.
+// pending are dropped; the room of a deleted one is released. The
+// snapshot's next update takes the pods off.
 func (s *Scheduler) holdNominated(c *cycle) {
 	for _, nom := range s.nominated.others(c.job.ID, c.qj.Priority) {
 		var t *framework.TaskInfo
@@ -183,8 +185,36 @@ func (s *Scheduler) holdNominated(c *cycle) {
 		}
 		if t == nil || t.Status != framework.TaskPending {
 			s.nominated.drop(nom.pod.UID)
+			if t == nil {
+				s.release([]nomination{nom})
+			}
 			continue
 		}
 		s.snapshot.AddPod(nom.node, nom.pod)
+	}
+}
+
+// giveUp drops job's nominations: the room they held is released and
+// their pods' status.nominatedNodeName cleared.
+func (s *Scheduler) giveUp(ctx context.Context, job framework.JobID) {
+	noms := s.nominated.clear(job)
+	if len(noms) == 0 {
+		return
+	}
+	s.release(noms)
+	pods := make([]*v1.Pod, len(noms))
+	for i, nom := range noms {
+		pods[i] = nom.pod
+	}
+	s.clearNominatedNodeNames(ctx, pods)
+}
+
+// release tells the queue that the room noms held is free: to the jobs it
+// kept out, that is as if a pod on each node went away.
+func (s *Scheduler) release(noms []nomination) {
+	for _, nom := range noms {
+		held := *nom.pod
+		held.Spec.NodeName = nom.node
+		s.queue.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, &held, nil)
 	}
 }

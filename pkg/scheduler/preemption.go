@@ -101,7 +101,7 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 	if !anyLowerPriority(s.snapshot.NodeInfos(), c.qj.Priority) {
 		// The common case of a cluster of one priority: nothing to try.
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
-		s.clearNominatedNodeNames(ctx, s.nominated.clear(c.job.ID))
+		s.giveUp(ctx, c.job.ID)
 		return ""
 	}
 	sim := &simulation{s: s, c: c, priority: c.qj.Priority, jobs: map[framework.JobID]*framework.JobInfo{},
@@ -133,7 +133,7 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 	}
 	if !ok {
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
-		s.clearNominatedNodeNames(ctx, s.nominated.clear(c.job.ID))
+		s.giveUp(ctx, c.job.ID)
 		logger.V(2).Info("Preemption cannot make room for the job", "priority", sim.priority)
 		return ""
 	}

@@ -536,3 +536,39 @@ func TestPlacementFollowsStatusNominatedNodeName(t *testing.T) {
 		t.Errorf("p bound to %q, want n1, its nominated node (least-allocated scoring prefers n2)", got)
 	}
 }
+
+// When a preemptor gives its room up, the jobs the room kept out are
+// retried, and its pods' nominatedNodeName is cleared.
+func TestPreemptionGivingUpReleasesTheRoom(t *testing.T) {
+	h := newHarness(t)
+	ev := newEvictions(h)
+	h.addNode("n1", "1")
+	victim := running("victim", "n1", 10, "1", 0).Obj()
+	h.addPod(victim)
+	pre := st.MakePod().Name("pre").Priority(100).Req(res{v1.ResourceCPU: "1"}).Obj()
+	h.addPod(pre)
+	h.cycle()
+	if got := ev.evicted(); !slices.Equal(got, []string{"victim"}) {
+		t.Fatalf("evicted %v, want [victim]", got)
+	}
+	if _, err := h.cache.DeletePod(victim); err != nil {
+		t.Fatal(err)
+	}
+	low := st.MakePod().Name("low").Priority(50).Req(res{v1.ResourceCPU: "1"}).Obj()
+	h.addPod(low)
+	h.cycle()
+	if got := h.cache.Queue().Lengths(); got.Unschedulable != 2 || got.Active != 0 {
+		t.Fatalf("queue %+v, want pre and low parked (low kept out by the held room)", got)
+	}
+	h.sched.giveUp(t.Context(), framework.JobIDForPod(pre))
+	h.sched.bindWG.Wait()
+	if got := h.cache.Queue().Lengths(); got.Active != 2 {
+		t.Errorf("queue %+v after giving the room up, want both jobs active again", got)
+	}
+	if h.sched.nominated.has(framework.JobIDForPod(pre)) {
+		t.Errorf("pre keeps its nomination")
+	}
+	if got := h.apiPod(pre).Status.NominatedNodeName; got != "" {
+		t.Errorf("pre's nominatedNodeName = %q, want it cleared", got)
+	}
+}
