@@ -1,0 +1,55 @@
+// Package podtopologyspread implements the PodTopologySpread plugin: a
+// Filter that enforces the pod's topology spread constraints with
+// whenUnsatisfiable DoNotSchedule, with kube-scheduler's (v1.37) verdicts
+// and reasons, including across the pods of one gang placed in the same
+// cycle.
+//
+// # Semantics
+//
+// For each DoNotSchedule constraint, the domains are the values of the
+// constraint's topologyKey label on the eligible nodes: nodes that have
+// the topology labels of all the pod's DoNotSchedule constraints and that
+// the constraint's node inclusion policies admit. nodeAffinityPolicy
+// Honor (the default) admits only nodes matching the pod's nodeSelector
+// and required node affinity; nodeTaintsPolicy Honor (Ignore is the
+// default) admits only nodes whose NoSchedule and NoExecute taints the pod
+// tolerates. The pods counted in a domain are the counted tasks
+// (framework.TaskInfo.Counted: not finished) on its eligible nodes that
+// are in the pod's namespace, are not terminating, and match the
+// constraint's selector; as in kube-scheduler, an empty labelSelector
+// ({}) counts no pod, while it matches the incoming pod itself. The
+// selector is the labelSelector plus, for each key of matchLabelKeys, the
+// pod's own value of that label (when it has the label).
+//
+// The global minimum is the smallest count over the domains, or zero when
+// there are fewer domains than minDomains (default 1). A node passes a
+// constraint when
+//
+//	count(node's domain) + (1 if the pod matches the selector) - minimum <= maxSkew
+//
+// A node without a constraint's topology label fails with
+// UnschedulableAndUnresolvable and "node(s) didn't match pod topology
+// spread constraints (missing required label)"; a node whose skew is too
+// large fails with Unschedulable and "node(s) didn't match pod topology
+// spread constraints".
+//
+// Constraints with whenUnsatisfiable ScheduleAnyway do not filter (their
+// scoring is not implemented). A pod without constraints of its own gets
+// kube-scheduler's system default constraints, which are all
+// ScheduleAnyway, so it is not filtered: PreFilterPod returns Skip.
+//
+// # Gangs
+//
+// PreFilterPod counts, per pod, over all nodes of the snapshot, which hold
+// the pods the cycle placed before this one, so a gang of 4 with maxSkew 1
+// over 2 zones is placed 2+2 in one cycle.
+//
+// # Events
+//
+// An assigned pod deleted (or finished) in the pending pod's namespace
+// that matches a constraint's selector; a node added, or whose labels or
+// taints changed, that has all the constraints' topology keys (or had
+// them).
+//
+// Args: none (the system default constraints are always used).
+package podtopologyspread
