@@ -180,14 +180,14 @@ func TestFilter(t *testing.T) {
 			want: []string{aff, aff, aff, aff},
 		},
 		{
-			name: "self-affine, but a matching pod exists elsewhere: only its zone",
-			pod:  withTerms(pod("p", "db").Obj(), []affTerm{{app: "db", key: zoneKey}}, nil),
+			name:     "self-affine, but a matching pod exists elsewhere: only its zone",
+			pod:      withTerms(pod("p", "db").Obj(), []affTerm{{app: "db", key: zoneKey}}, nil),
 			existing: map[string][]*v1.Pod{"n3": {pod("db", "db").Obj()}},
 			want:     []string{aff, aff, ok, aff},
 		},
 		{
-			name: "two terms must be matched by one pod",
-			pod: withTerms(pod("p", "web").Obj(), []affTerm{{app: "db", key: zoneKey}, {app: "db", key: hostKey}}, nil),
+			name:     "two terms must be matched by one pod",
+			pod:      withTerms(pod("p", "web").Obj(), []affTerm{{app: "db", key: zoneKey}, {app: "db", key: hostKey}}, nil),
 			existing: map[string][]*v1.Pod{"n2": {pod("db", "db").Obj()}},
 			want:     []string{aff, ok, aff, aff},
 		},
