@@ -49,6 +49,19 @@
 // look at those counters when no node holds such a pod, so Filter never
 // runs for plain pods.
 //
+// # Score
+//
+// PreScore sums, per topology domain over all nodes (not only the feasible
+// ones: PreFilterPod leaves them in the state), the weights of the pod's
+// preferred affinity terms (positive) and anti-affinity terms (negative)
+// matching pods there, and of the terms of the pods there that match the
+// pod: required affinity (weight 1, kube-scheduler's default
+// hardPodAffinityWeight), preferred affinity (positive) and preferred
+// anti-affinity (negative). A node scores the sum over its domains;
+// NormalizeScore maps the lowest to 0 and the highest to 100. PreScore
+// returns Skip when nothing scores, e.g. a plain pod in a cluster without
+// pod affinity.
+//
 // # Namespaces
 //
 // Namespace labels come from a Namespace lister of the scheduler's shared
@@ -58,7 +71,8 @@
 // only then, and until it has synced such a pod fails with an error and is
 // retried, rather than being judged on missing namespaces. As in
 // kube-scheduler, no namespace events are registered: a namespace whose
-// labels change is seen at the next attempt.
+// labels change is seen at the next attempt. A handle without an informer
+// factory (some tests) gives no lister: terms that need one fail.
 //
 // # Events
 //

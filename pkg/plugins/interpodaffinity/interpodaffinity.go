@@ -38,6 +38,10 @@ const stateKey framework.StateKey = Name + "/pod"
 // the namespace informer has not synced.
 var errNamespacesNotSynced = errors.New("the namespace informer has not synced yet")
 
+// errNoNamespaces is returned when namespace labels are needed and the
+// framework handle had no informer factory to list namespaces from.
+var errNoNamespaces = errors.New("no namespace lister: the framework handle has no shared informer factory")
+
 // InterPodAffinity filters out nodes where the pod's required pod
 // affinity or anti-affinity, or that of the pods already there, is not
 // met.
@@ -50,6 +54,8 @@ var (
 	_ framework.PodPreFilterPlugin = &InterPodAffinity{}
 	_ framework.FilterPlugin       = &InterPodAffinity{}
 	_ framework.EnqueueExtensions  = &InterPodAffinity{}
+	_ framework.PreScorePlugin     = &InterPodAffinity{}
+	_ framework.ScorePlugin        = &InterPodAffinity{}
 )
 
 // New is the plugin's framework.PluginFactory. The plugin takes no args.
@@ -60,7 +66,9 @@ func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugi
 		return nil, err
 	}
 	if h == nil || h.SharedInformerFactory() == nil {
-		return nil, fmt.Errorf("%s: the framework handle has no shared informer factory", Name)
+		// Without namespaces, terms with a namespace selector fail (see
+		// namespacesReady); all others work.
+		return &InterPodAffinity{}, nil
 	}
 	inf := h.SharedInformerFactory().Core().V1().Namespaces()
 	return &InterPodAffinity{namespaces: inf.Lister(), namespacesSynced: inf.Informer().HasSynced}, nil
@@ -102,8 +110,8 @@ func (pl *InterPodAffinity) namespaceLabels(logger klog.Logger, ns string, err *
 			return set
 		}
 		done = true
-		if !pl.namespacesSynced() {
-			*err = errNamespacesNotSynced
+		if e := pl.namespacesReady(); e != nil {
+			*err = e
 			return nil
 		}
 		n, e := pl.namespaces.Get(ns)
@@ -119,27 +127,46 @@ func (pl *InterPodAffinity) namespaceLabels(logger klog.Logger, ns string, err *
 	}
 }
 
-// resolveNamespaces adds to each term's namespaces those its namespace
-// selector selects, and drops the selector, as kube-scheduler does for
-// the incoming pod's terms. An empty selector (every namespace) is kept.
+// namespacesReady says why the namespace lister cannot be read, or nil.
+func (pl *InterPodAffinity) namespacesReady() error {
+	switch {
+	case pl.namespaces == nil:
+		return errNoNamespaces
+	case !pl.namespacesSynced():
+		return errNamespacesNotSynced
+	}
+	return nil
+}
+
+// resolveNamespaces resolves the namespace selectors of terms (see
+// resolveTerm).
 func (pl *InterPodAffinity) resolveNamespaces(terms []term) error {
 	for i := range terms {
-		t := &terms[i]
-		if t.nsSelector == nil || t.nsSelector.Empty() {
-			continue
+		if err := pl.resolveTerm(&terms[i]); err != nil {
+			return err
 		}
-		if !pl.namespacesSynced() {
-			return errNamespacesNotSynced
-		}
-		nss, err := pl.namespaces.List(t.nsSelector)
-		if err != nil {
-			return fmt.Errorf("listing namespaces for a namespaceSelector: %w", err)
-		}
-		for _, ns := range nss {
-			t.namespaces.Insert(ns.Name)
-		}
-		t.nsSelector = nil
 	}
+	return nil
+}
+
+// resolveTerm adds to t's namespaces those its namespace selector
+// selects, and drops the selector, as kube-scheduler does for the
+// incoming pod's terms. An empty selector (every namespace) is kept.
+func (pl *InterPodAffinity) resolveTerm(t *term) error {
+	if t.nsSelector == nil || t.nsSelector.Empty() {
+		return nil
+	}
+	if err := pl.namespacesReady(); err != nil {
+		return err
+	}
+	nss, err := pl.namespaces.List(t.nsSelector)
+	if err != nil {
+		return fmt.Errorf("listing namespaces for a namespaceSelector: %w", err)
+	}
+	for _, ns := range nss {
+		t.namespaces.Insert(ns.Name)
+	}
+	t.nsSelector = nil
 	return nil
 }
 
@@ -149,6 +176,8 @@ func (pl *InterPodAffinity) resolveNamespaces(terms []term) error {
 // pods per topology domain, over nodes (which hold the pods of this cycle
 // placed before pod), for Filter.
 func (pl *InterPodAffinity) PreFilterPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
+	// PreScore is given only the feasible nodes; domains span them all.
+	state.Write(nodesKey, &allNodes{pod: pod, nodes: nodes})
 	rawAffinity, rawAnti := requiredAffinity(pod), requiredAntiAffinity(pod)
 	if len(rawAffinity) == 0 && len(rawAnti) == 0 && !anyRequiredAntiAffinity(nodes) {
 		return framework.NewStatus(framework.Skip)
