@@ -64,9 +64,9 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 //	           InterPodAffinity, PodTopologySpread
 //	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit,
 //	           InterPodAffinity, PodTopologySpread
-//	preScore:  InterPodAffinity
+//	preScore:  InterPodAffinity, PodTopologySpread
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1),
-//	           InterPodAffinity (1)
+//	           InterPodAffinity (1), PodTopologySpread (1)
 //	permit:    Gang
 //	bind:      DefaultBinder
 //
@@ -97,12 +97,13 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 				interpodaffinity.Name, podtopologyspread.Name),
 			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name,
 				interpodaffinity.Name, podtopologyspread.Name),
-			frameworkruntime.PreScorePoint: refs(interpodaffinity.Name),
+			frameworkruntime.PreScorePoint: refs(interpodaffinity.Name, podtopologyspread.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},
 				{Name: tainttoleration.Name, Weight: 1},
 				{Name: interpodaffinity.Name, Weight: 1},
+				{Name: podtopologyspread.Name, Weight: 1},
 			},
 			frameworkruntime.PermitPoint: refs(gang.Name),
 			frameworkruntime.BindPoint:   refs(defaultbinder.Name),

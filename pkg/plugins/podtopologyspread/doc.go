@@ -33,10 +33,25 @@
 // large fails with Unschedulable and "node(s) didn't match pod topology
 // spread constraints".
 //
-// Constraints with whenUnsatisfiable ScheduleAnyway do not filter (their
-// scoring is not implemented). A pod without constraints of its own gets
-// kube-scheduler's system default constraints, which are all
-// ScheduleAnyway, so it is not filtered: PreFilterPod returns Skip.
+// Constraints with whenUnsatisfiable ScheduleAnyway do not filter. A pod
+// without constraints of its own gets kube-scheduler's system default
+// constraints, which are all ScheduleAnyway, so it is not filtered:
+// PreFilterPod returns Skip.
+//
+// # Score
+//
+// The pod's own ScheduleAnyway constraints are scored as kube-scheduler
+// scores them: the domains are those of the feasible nodes that have all
+// the constraints' topology keys (the others score 0), their counts span
+// all nodes (PreFilterPod leaves them in the state) under the same rules
+// as for filtering, and a node's raw score is the sum over constraints of
+// count * ln(domains + 2) + maxSkew - 1, the node's own pods counting for
+// a hostname constraint; NormalizeScore turns it into
+// 100 * (max + min - raw) / max, so that the emptiest domain scores
+// highest. The system default constraints are not scored (kube-scheduler
+// derives their selector from the Services, ReplicaSets,
+// ReplicationControllers and StatefulSets selecting the pod, none of
+// which select a batch Job's pods as such).
 //
 // # Gangs
 //
@@ -51,5 +66,6 @@
 // taints changed, that has all the constraints' topology keys (or had
 // them).
 //
-// Args: none (the system default constraints are always used).
+// Args: none (kube-scheduler's system defaulting, whose constraints never
+// filter).
 package podtopologyspread

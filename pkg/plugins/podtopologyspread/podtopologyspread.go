@@ -39,6 +39,8 @@ var (
 	_ framework.PodPreFilterPlugin = &PodTopologySpread{}
 	_ framework.FilterPlugin       = &PodTopologySpread{}
 	_ framework.EnqueueExtensions  = &PodTopologySpread{}
+	_ framework.PreScorePlugin     = &PodTopologySpread{}
+	_ framework.ScorePlugin        = &PodTopologySpread{}
 )
 
 // New is the plugin's framework.PluginFactory. The plugin takes no args.
@@ -67,10 +69,15 @@ type constraint struct {
 // none (the system default constraints are all ScheduleAnyway). The error
 // names the bad constraint.
 func hardConstraints(pod *v1.Pod) ([]constraint, error) {
+	return constraintsOf(pod, v1.DoNotSchedule)
+}
+
+// constraintsOf returns pod's constraints with whenUnsatisfiable action.
+func constraintsOf(pod *v1.Pod, action v1.UnsatisfiableConstraintAction) ([]constraint, error) {
 	var out []constraint
 	for i := range pod.Spec.TopologySpreadConstraints {
 		c := &pod.Spec.TopologySpreadConstraints[i]
-		if c.WhenUnsatisfiable != v1.DoNotSchedule {
+		if c.WhenUnsatisfiable != action {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
@@ -198,6 +205,8 @@ func (*PodTopologySpread) PreFilterPod(ctx context.Context, state *framework.Cyc
 	if len(pod.Spec.TopologySpreadConstraints) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
+	// PreScore is given only the feasible nodes; domains span them all.
+	state.Write(nodesKey, &allNodes{pod: pod, nodes: nodes})
 	cs, err := hardConstraints(pod)
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("pod %s: %w", klog.KObj(pod), err))
