@@ -48,10 +48,12 @@
 // count * ln(domains + 2) + maxSkew - 1, the node's own pods counting for
 // a hostname constraint; NormalizeScore turns it into
 // 100 * (max + min - raw) / max, so that the emptiest domain scores
-// highest. The system default constraints are not scored (kube-scheduler
-// derives their selector from the Services, ReplicaSets,
-// ReplicationControllers and StatefulSets selecting the pod, none of
-// which select a batch Job's pods as such).
+// highest. The system default constraints (hostname maxSkew 3, zone
+// maxSkew 5, ScheduleAnyway) are not scored: kube-scheduler derives their
+// selector from the Services, ReplicaSets, ReplicationControllers and
+// StatefulSets selecting the pod, so for a batch pod they matter only when
+// a Service selects it (e.g. the headless Service of an MPI job), and only
+// for scoring.
 //
 // # Gangs
 //
