@@ -81,5 +81,11 @@
 // pod; a node added, or whose labels changed, carrying a topology key of
 // the pending pod's terms.
 //
+// kube-scheduler also retries on an assigned pod added or relabelled
+// (a pod appearing that the pending pod's affinity needs). The default
+// event handler raises no event for those, so such a pod waits for the
+// unschedulable timeout. Pods of the same gang see each other within the
+// cycle and need no event.
+//
 // Args: none.
 package interpodaffinity

@@ -66,7 +66,10 @@
 // An assigned pod deleted (or finished) in the pending pod's namespace
 // that matches a constraint's selector; a node added, or whose labels or
 // taints changed, that has all the constraints' topology keys (or had
-// them).
+// them). kube-scheduler also retries on an assigned pod added or
+// relabelled, which may raise the global minimum; the default event
+// handler raises no event for those, so such a pod waits for the
+// unschedulable timeout.
 //
 // Args: none (kube-scheduler's system defaulting, whose constraints never
 // filter).
