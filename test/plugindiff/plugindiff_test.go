@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -66,6 +67,22 @@ func affinity(r *rand.Rand, p float64) *v1.Affinity {
 		for range 1 + r.Intn(2) {
 			a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term(r))
 		}
+		any = true
+	}
+	if r.Float64() < p {
+		if a.PodAffinity == nil {
+			a.PodAffinity = &v1.PodAffinity{}
+		}
+		a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+			v1.WeightedPodAffinityTerm{Weight: int32(1 + r.Intn(100)), PodAffinityTerm: term(r)})
+		any = true
+	}
+	if r.Float64() < p {
+		if a.PodAntiAffinity == nil {
+			a.PodAntiAffinity = &v1.PodAntiAffinity{}
+		}
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+			v1.WeightedPodAffinityTerm{Weight: int32(1 + r.Intn(100)), PodAffinityTerm: term(r)})
 		any = true
 	}
 	if !any {
@@ -168,7 +185,7 @@ type verdict struct {
 
 // kubeVerdicts runs kube-scheduler's plugin (ipa or pts) on s, per node.
 // Finished pods are left out, as kube-scheduler's informer leaves them out.
-func kubeVerdicts(t *testing.T, ctx context.Context, plugin string, s scenario, nsObjs []*v1.Namespace) []verdict {
+func kubeVerdicts(t *testing.T, ctx context.Context, plugin string, s scenario, nsObjs []*v1.Namespace) ([]verdict, []int64) {
 	var running []*v1.Pod
 	for _, p := range s.existing {
 		if p.Status.Phase != v1.PodSucceeded {
@@ -189,6 +206,7 @@ func kubeVerdicts(t *testing.T, ctx context.Context, plugin string, s scenario, 
 	}
 	var pre fwk.PreFilterPlugin
 	var filter fwk.FilterPlugin
+	var score fwk.ScorePlugin
 	fts := feature.Features{EnableNodeInclusionPolicyInPodTopologySpread: true, EnableMatchLabelKeysInPodTopologySpread: true}
 	switch plugin {
 	case "ipa":
@@ -196,13 +214,13 @@ func kubeVerdicts(t *testing.T, ctx context.Context, plugin string, s scenario, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		pre, filter = p.(fwk.PreFilterPlugin), p.(fwk.FilterPlugin)
+		pre, filter, score = p.(fwk.PreFilterPlugin), p.(fwk.FilterPlugin), p.(fwk.ScorePlugin)
 	case "pts":
 		p, err := kpts.New(ctx, &config.PodTopologySpreadArgs{DefaultingType: config.SystemDefaulting}, fh, fts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pre, filter = p.(fwk.PreFilterPlugin), p.(fwk.FilterPlugin)
+		pre, filter, score = p.(fwk.PreFilterPlugin), p.(fwk.FilterPlugin), p.(fwk.ScorePlugin)
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
@@ -214,28 +232,45 @@ func kubeVerdicts(t *testing.T, ctx context.Context, plugin string, s scenario, 
 		byName[n.Name] = i
 	}
 	res := make([]verdict, len(s.nodes))
-	if st.IsSkip() {
-		return res
-	}
-	if !st.IsSuccess() {
+	switch {
+	case st.IsSkip():
+	case !st.IsSuccess():
 		for i := range res {
 			res[i] = verdict{"pre:" + st.Code().String(), st.Message()}
 		}
-		return res
-	}
-	for _, ni := range nodeInfos {
-		fs := filter.Filter(ctx, state, s.pod, ni)
-		v := verdict{}
-		if !fs.IsSuccess() {
-			v = verdict{fs.Code().String(), fs.Message()}
+	default:
+		for _, ni := range nodeInfos {
+			if fs := filter.Filter(ctx, state, s.pod, ni); !fs.IsSuccess() {
+				res[byName[ni.Node().Name]] = verdict{fs.Code().String(), fs.Message()}
+			}
 		}
-		res[byName[ni.Node().Name]] = v
 	}
-	return res
+	// Scores, with every node feasible.
+	scores := make([]int64, len(s.nodes))
+	if ps := score.(fwk.PreScorePlugin).PreScore(ctx, state, s.pod, nodeInfos); ps.IsSkip() {
+		return res, scores
+	} else if !ps.IsSuccess() {
+		t.Fatalf("kube PreScore: %v", ps)
+	}
+	list := make([]fwk.NodeScore, len(nodeInfos))
+	for i, ni := range nodeInfos {
+		v, ss := score.Score(ctx, state, s.pod, ni)
+		if !ss.IsSuccess() {
+			t.Fatalf("kube Score: %v", ss)
+		}
+		list[i] = fwk.NodeScore{Name: ni.Node().Name, Score: v}
+	}
+	if ns := score.ScoreExtensions().NormalizeScore(ctx, state, s.pod, list); !ns.IsSuccess() {
+		t.Fatalf("kube NormalizeScore: %v", ns)
+	}
+	for _, l := range list {
+		scores[byName[l.Name]] = l.Score
+	}
+	return res, scores
 }
 
 // ourVerdicts runs this project's plugin (ipa or pts) on s, per node.
-func ourVerdicts(t *testing.T, ctx context.Context, plugin string, s scenario, nsObjs []*v1.Namespace) []verdict {
+func ourVerdicts(t *testing.T, ctx context.Context, plugin string, s scenario, nsObjs []*v1.Namespace) ([]verdict, []int64) {
 	client := fake.NewClientset()
 	for _, ns := range nsObjs {
 		if err := client.Tracker().Add(ns); err != nil {
@@ -245,19 +280,20 @@ func ourVerdicts(t *testing.T, ctx context.Context, plugin string, s scenario, n
 	h := &handle{client: client, factory: informers.NewSharedInformerFactory(client, 0)}
 	var pre framework.PodPreFilterPlugin
 	var filter framework.FilterPlugin
+	var score framework.ScorePlugin
 	switch plugin {
 	case "ipa":
 		p, err := interpodaffinity.New(ctx, nil, h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pre, filter = p.(framework.PodPreFilterPlugin), p.(framework.FilterPlugin)
+		pre, filter, score = p.(framework.PodPreFilterPlugin), p.(framework.FilterPlugin), p.(framework.ScorePlugin)
 	case "pts":
 		p, err := podtopologyspread.New(ctx, nil, h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pre, filter = p.(framework.PodPreFilterPlugin), p.(framework.FilterPlugin)
+		pre, filter, score = p.(framework.PodPreFilterPlugin), p.(framework.FilterPlugin), p.(framework.ScorePlugin)
 	}
 	h.SharedInformerFactory().Start(ctx.Done())
 	h.SharedInformerFactory().WaitForCacheSync(ctx.Done())
@@ -274,28 +310,42 @@ func ourVerdicts(t *testing.T, ctx context.Context, plugin string, s scenario, n
 	state := framework.NewCycleState()
 	st := pre.PreFilterPod(ctx, state, s.pod, nodes)
 	res := make([]verdict, len(nodes))
-	if st.IsSkip() {
-		return res
-	}
-	if !st.IsSuccess() {
+	switch {
+	case st.IsSkip():
+	case !st.IsSuccess():
 		for i := range res {
 			res[i] = verdict{"pre:" + st.Code().String(), st.Message()}
 		}
-		return res
-	}
-	for i, n := range nodes {
-		fs := filter.Filter(ctx, state, s.pod, n)
-		if !fs.IsSuccess() {
-			res[i] = verdict{fs.Code().String(), fs.Message()}
+	default:
+		for i, n := range nodes {
+			if fs := filter.Filter(ctx, state, s.pod, n); !fs.IsSuccess() {
+				res[i] = verdict{fs.Code().String(), fs.Message()}
+			}
 		}
 	}
-	return res
+	scores := make([]int64, len(nodes))
+	if ps := score.(framework.PreScorePlugin).PreScore(ctx, state, s.pod, nodes); ps.IsSkip() {
+		return res, scores
+	} else if !ps.IsSuccess() {
+		t.Fatalf("PreScore: %v", ps)
+	}
+	list := make([]framework.NodeScore, len(nodes))
+	for i, n := range nodes {
+		v, ss := score.Score(ctx, state, s.pod, n)
+		if !ss.IsSuccess() {
+			t.Fatalf("Score: %v", ss)
+		}
+		list[i] = framework.NodeScore{Name: n.Name(), Score: v}
+	}
+	if ns := score.ScoreExtensions().NormalizeScore(ctx, state, s.pod, list); !ns.IsSuccess() {
+		t.Fatalf("NormalizeScore: %v", ns)
+	}
+	for i, l := range list {
+		scores[i] = l.Score
+	}
+	return res, scores
 }
 
-// TestDifferential compares, on random scenarios, the Filter verdicts and
-// reasons of kube-scheduler's InterPodAffinity and PodTopologySpread
-// (v1.37.1, default feature gates) with this project's, node by node. It
-// also requires every reason to have been exercised.
 func TestDifferential(t *testing.T) {
 	kmetrics.Register()
 	ctx := context.Background()
@@ -305,12 +355,22 @@ func TestDifferential(t *testing.T) {
 	}
 	r := rand.New(rand.NewSource(7))
 	rejected := map[string]int{}
-	fails := 0
+	fails, scoreFails := 0, 0
+	scored := map[string]int{} // scenarios with scores other than 0 and 100
 	for i := range 3000 {
 		s := gen(r, i)
 		for _, plugin := range []string{"ipa", "pts"} {
-			k := kubeVerdicts(t, ctx, plugin, s, nsObjs)
-			o := ourVerdicts(t, ctx, plugin, s, nsObjs)
+			k, kScores := kubeVerdicts(t, ctx, plugin, s, nsObjs)
+			o, oScores := ourVerdicts(t, ctx, plugin, s, nsObjs)
+			if !slices.Equal(kScores, oScores) {
+				scoreFails++
+				if scoreFails < 10 {
+					t.Errorf("scenario %d %s: normalized scores: kube %v, ours %v\nnodes %v\npod %+v %+v", i, plugin, kScores, oScores, labelsOf(s.nodes), s.pod.Spec.Affinity, s.pod.Spec.TopologySpreadConstraints)
+				}
+			}
+			if slices.ContainsFunc(kScores, func(v int64) bool { return v != 0 && v != 100 }) {
+				scored[plugin]++
+			}
 			for n := range k {
 				if k[n].code != "" {
 					rejected[plugin+" "+k[n].code+" "+k[n].msg]++
@@ -325,7 +385,10 @@ func TestDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("mismatches: %d; kube-scheduler's rejections: %v", fails, rejected)
+	t.Logf("mismatches: %d verdicts, %d score lists; kube-scheduler's rejections: %v; scenarios with graded scores: %v", fails, scoreFails, rejected, scored)
+	if scored["ipa"] == 0 || scored["pts"] == 0 {
+		t.Errorf("scores were not exercised: %v", scored)
+	}
 	if len(rejected) < 5 {
 		t.Errorf("only %d of the 5 rejection reasons were exercised: %v", len(rejected), rejected)
 	}
