@@ -8,10 +8,12 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultbinder"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeports"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/noderesources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeunschedulable"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/podtopologyspread"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/prioritysort"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/tainttoleration"
 )
@@ -31,6 +33,8 @@ var inTree = []namedFactory{
 	{nodeports.Name, nodeports.New},
 	{tainttoleration.Name, tainttoleration.New},
 	{noderesources.Name, noderesources.New},
+	{interpodaffinity.Name, interpodaffinity.New},
+	{podtopologyspread.Name, podtopologyspread.New},
 	{defaultbinder.Name, defaultbinder.New},
 }
 
@@ -56,9 +60,13 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // each extension point runs, in order, without args.
 //
 //	queueSort: PrioritySort
-//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit
-//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit
-//	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1)
+//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit,
+//	           InterPodAffinity, PodTopologySpread
+//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit,
+//	           InterPodAffinity, PodTopologySpread
+//	preScore:  InterPodAffinity, PodTopologySpread
+//	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1),
+//	           InterPodAffinity (1), PodTopologySpread (1)
 //	permit:    Gang
 //	bind:      DefaultBinder
 //
@@ -66,8 +74,12 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // rejected before anything is computed for it. NodeAffinity, NodePorts and
 // NodeResourcesFit run at PreFilter only to compute their per-pod data once
 // per cycle instead of once per node (NodePorts returns Skip there for a
-// job that asks for no host port, so its Filter does not run). Filters run
-// cheapest first. The
+// job that asks for no host port, so its Filter does not run).
+// InterPodAffinity and PodTopologySpread work per pod (PodPreFilterPlugin),
+// over nodes holding the job's pods placed earlier in the cycle, and
+// return Skip for a pod without pod (anti-)affinity or DoNotSchedule
+// spread constraints (and, for InterPodAffinity, when no existing pod has
+// required anti-affinity). Filters run cheapest first. The
 // result is fresh: callers may change it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
@@ -81,12 +93,17 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		SchedulerName: schedulerName,
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
-			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name),
-			frameworkruntime.FilterPoint:    refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name),
+			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
+				interpodaffinity.Name, podtopologyspread.Name),
+			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name,
+				interpodaffinity.Name, podtopologyspread.Name),
+			frameworkruntime.PreScorePoint: refs(interpodaffinity.Name, podtopologyspread.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},
 				{Name: tainttoleration.Name, Weight: 1},
+				{Name: interpodaffinity.Name, Weight: 1},
+				{Name: podtopologyspread.Name, Weight: 1},
 			},
 			frameworkruntime.PermitPoint: refs(gang.Name),
 			frameworkruntime.BindPoint:   refs(defaultbinder.Name),

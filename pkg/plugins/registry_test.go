@@ -15,7 +15,7 @@ import (
 
 func TestNewInTreeRegistry(t *testing.T) {
 	r := NewInTreeRegistry()
-	want := []string{"DefaultBinder", "Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "PrioritySort", "TaintToleration"}
+	want := []string{"DefaultBinder", "Gang", "InterPodAffinity", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "PodTopologySpread", "PrioritySort", "TaintToleration"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}
@@ -76,9 +76,10 @@ func TestDefaultProfile(t *testing.T) {
 	}
 	want := map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 		frameworkruntime.QueueSortPoint: ref("PrioritySort"),
-		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit"),
-		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodePorts", "NodeResourcesFit"),
-		frameworkruntime.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}},
+		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "InterPodAffinity", "PodTopologySpread"),
+		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodePorts", "NodeResourcesFit", "InterPodAffinity", "PodTopologySpread"),
+		frameworkruntime.PreScorePoint:  ref("InterPodAffinity", "PodTopologySpread"),
+		frameworkruntime.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}, {Name: "InterPodAffinity", Weight: 1}, {Name: "PodTopologySpread", Weight: 1}},
 		frameworkruntime.PermitPoint:    ref("Gang"),
 		frameworkruntime.BindPoint:      ref("DefaultBinder"),
 	}
@@ -122,7 +123,9 @@ func implements(point frameworkruntime.ExtensionPoint, p framework.Plugin) bool 
 	case frameworkruntime.QueueSortPoint:
 		_, ok = p.(framework.QueueSortPlugin)
 	case frameworkruntime.PreFilterPoint:
-		_, ok = p.(framework.PreFilterPlugin)
+		_, perJob := p.(framework.PreFilterPlugin)
+		_, perPod := p.(framework.PodPreFilterPlugin)
+		ok = perJob || perPod
 	case frameworkruntime.FilterPoint:
 		_, ok = p.(framework.FilterPlugin)
 	case frameworkruntime.PreScorePoint:
