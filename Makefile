@@ -23,7 +23,7 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/batch-scheduler ./cmd/batch-scheduler
 
-## control-plane: build kube-apiserver and etcd into bin/ (skipped when up to date)
+## control-plane: build kube-apiserver, etcd and kube-scheduler into bin/ (skipped when up to date)
 control-plane:
 	hack/build-control-plane.sh
 
