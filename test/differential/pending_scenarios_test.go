@@ -1,0 +1,4 @@
+package differential
+
+// pendingScenarios are filled in below.
+func pendingScenarios() []scenario { return nil }
