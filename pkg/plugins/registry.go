@@ -57,7 +57,7 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 //
 //	queueSort: PrioritySort
 //	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit
-//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit
+//	filter:    NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1)
 //	permit:    Gang
 //	bind:      DefaultBinder
@@ -67,8 +67,10 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // NodeResourcesFit run at PreFilter only to compute their per-pod data once
 // per cycle instead of once per node (NodePorts returns Skip there for a
 // job that asks for no host port, so its Filter does not run). Filters run
-// cheapest first. The
-// result is fresh: callers may change it.
+// in kube-scheduler's order: a node is rejected by the first filter that
+// fails, so the order decides which reason a node counts under in the
+// message, and the messages must match kube-scheduler's. The result is
+// fresh: callers may change it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
 		set := make(frameworkruntime.PluginSet, len(names))
@@ -82,7 +84,7 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name),
-			frameworkruntime.FilterPoint:    refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name),
+			frameworkruntime.FilterPoint:    refs(nodeunschedulable.Name, tainttoleration.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},

@@ -77,7 +77,7 @@ func TestDefaultProfile(t *testing.T) {
 	want := map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 		frameworkruntime.QueueSortPoint: ref("PrioritySort"),
 		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit"),
-		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodePorts", "NodeResourcesFit"),
+		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"),
 		frameworkruntime.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}},
 		frameworkruntime.PermitPoint:    ref("Gang"),
 		frameworkruntime.BindPoint:      ref("DefaultBinder"),
