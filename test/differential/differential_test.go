@@ -39,6 +39,11 @@ func TestNormalizeMessage(t *testing.T) {
 			want: "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims",
 		},
 		{
+			name: "prefilter message and a postfilter message that is not about preemption",
+			in:   `0/2 nodes are available: persistentvolumeclaim "nope" not found. not found`,
+			want: `0/2 nodes are available: persistentvolumeclaim "nope" not found`,
+		},
+		{
 			name: "reason with a comma stays whole",
 			in:   "0/2 nodes are available: 1 node(s) had x, y and z, 1 Too many pods.",
 			want: "0/2 nodes are available: 1 Too many pods, 1 node(s) had x, y and z",

@@ -91,12 +91,14 @@ func (v verdict) String() string {
 }
 
 // normalizeMessage reduces a "0/N nodes are available: ..." message to
-// what both schedulers must agree on: it drops kube-scheduler's
-// " preemption: ..." suffix and the trailing period, and sorts the
-// "COUNT reason" entries. A reason that itself holds ", " stays whole: an
-// entry starts with a count.
+// what both schedulers must agree on: its first sentence, without the
+// period, with the "COUNT reason" entries sorted. kube-scheduler adds the
+// message of its PostFilter plugin as a second sentence (" preemption:
+// ...", or " not found." when preemption could not run); batch-scheduler
+// has no such sentence for a pod that is not in a gang. A reason that
+// itself holds ", " stays whole: an entry starts with a count.
 func normalizeMessage(msg string) string {
-	if i := strings.Index(msg, " preemption: "); i >= 0 {
+	if i := strings.Index(msg, ". "); i >= 0 {
 		msg = msg[:i]
 	}
 	msg = strings.TrimRight(strings.TrimSpace(msg), ".")
