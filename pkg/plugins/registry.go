@@ -61,10 +61,10 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 //
 //	queueSort: PrioritySort
 //	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit,
-//	           InterPodAffinity, PodTopologySpread
-//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit,
-//	           InterPodAffinity, PodTopologySpread
-//	preScore:  InterPodAffinity, PodTopologySpread
+//	           PodTopologySpread, InterPodAffinity
+//	filter:    NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+//	           PodTopologySpread, InterPodAffinity
+//	preScore:  PodTopologySpread, InterPodAffinity
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1),
 //	           InterPodAffinity (1), PodTopologySpread (1)
 //	permit:    Gang
@@ -75,12 +75,14 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // NodeResourcesFit run at PreFilter only to compute their per-pod data once
 // per cycle instead of once per node (NodePorts returns Skip there for a
 // job that asks for no host port, so its Filter does not run).
-// InterPodAffinity and PodTopologySpread work per pod (PodPreFilterPlugin),
+// PodTopologySpread and InterPodAffinity work per pod (PodPreFilterPlugin),
 // over nodes holding the job's pods placed earlier in the cycle, and
 // return Skip for a pod without pod (anti-)affinity or DoNotSchedule
 // spread constraints (and, for InterPodAffinity, when no existing pod has
-// required anti-affinity). Filters run cheapest first. The
-// result is fresh: callers may change it.
+// required anti-affinity). Filters run in kube-scheduler's order: a node
+// is rejected by the first filter that fails, so the order decides which
+// reason a node counts under in the message, and the messages must match
+// kube-scheduler's. The result is fresh: callers may change it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
 		set := make(frameworkruntime.PluginSet, len(names))
@@ -94,10 +96,10 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
-				interpodaffinity.Name, podtopologyspread.Name),
-			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name,
-				interpodaffinity.Name, podtopologyspread.Name),
-			frameworkruntime.PreScorePoint: refs(interpodaffinity.Name, podtopologyspread.Name),
+				podtopologyspread.Name, interpodaffinity.Name),
+			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, tainttoleration.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
+				podtopologyspread.Name, interpodaffinity.Name),
+			frameworkruntime.PreScorePoint: refs(podtopologyspread.Name, interpodaffinity.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},

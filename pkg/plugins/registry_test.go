@@ -76,9 +76,9 @@ func TestDefaultProfile(t *testing.T) {
 	}
 	want := map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 		frameworkruntime.QueueSortPoint: ref("PrioritySort"),
-		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "InterPodAffinity", "PodTopologySpread"),
-		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodePorts", "NodeResourcesFit", "InterPodAffinity", "PodTopologySpread"),
-		frameworkruntime.PreScorePoint:  ref("InterPodAffinity", "PodTopologySpread"),
+		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"),
+		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"),
+		frameworkruntime.PreScorePoint:  ref("PodTopologySpread", "InterPodAffinity"),
 		frameworkruntime.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}, {Name: "InterPodAffinity", Weight: 1}, {Name: "PodTopologySpread", Weight: 1}},
 		frameworkruntime.PermitPoint:    ref("Gang"),
 		frameworkruntime.BindPoint:      ref("DefaultBinder"),
