@@ -60,3 +60,8 @@ fi
 go test ${race[@]+"${race[@]}"} -count=1 -timeout 20m ${pkgs}
 # shellcheck disable=SC2086
 (cd examples/vendor-handler && go test ${race[@]+"${race[@]}"} -count=1 -timeout 10m ${vendor_pkgs})
+# test/plugindiff (a module of its own: it imports kube-scheduler's plugins
+# to compare ours with) needs no control plane.
+if [[ "${scope}" != e2e ]]; then
+  (cd test/plugindiff && go test ${race[@]+"${race[@]}"} -count=1 -timeout 10m ./...)
+fi

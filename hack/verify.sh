@@ -11,11 +11,13 @@ if [[ -n "${unformatted}" ]]; then
   exit 1
 fi
 
-# The main module, and the vendor example, which is a module of its own
-# (built against this one through a replace directive).
+# The main module, the vendor example, which is a module of its own
+# (built against this one through a replace directive), and
+# test/plugindiff, which compares our plugins with kube-scheduler's own
+# (k8s.io/kubernetes, kept out of the main module).
 tmp=$(mktemp -d)
 trap 'rm -rf "${tmp}"' EXIT
-for mod in . examples/vendor-handler; do
+for mod in . examples/vendor-handler test/plugindiff; do
   (
     cd "${mod}"
     go vet ./...
