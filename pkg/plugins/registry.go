@@ -14,6 +14,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeunschedulable"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/prioritysort"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/tainttoleration"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumebinding"
 )
 
 // namedFactory is a plugin factory and the name it is registered under.
@@ -31,6 +32,7 @@ var inTree = []namedFactory{
 	{nodeports.Name, nodeports.New},
 	{tainttoleration.Name, tainttoleration.New},
 	{noderesources.Name, noderesources.New},
+	{volumebinding.Name, volumebinding.New},
 	{defaultbinder.Name, defaultbinder.New},
 }
 
@@ -56,18 +58,23 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // each extension point runs, in order, without args.
 //
 //	queueSort: PrioritySort
-//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit
-//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit
+//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit, VolumeBinding
+//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit, VolumeBinding
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1)
+//	reserve:   VolumeBinding
 //	permit:    Gang
-//	bind:      DefaultBinder
+//	bind:      VolumeBinding, DefaultBinder
 //
 // Gang comes first at PreFilter, so that a gang still waiting for tasks is
 // rejected before anything is computed for it. NodeAffinity, NodePorts and
 // NodeResourcesFit run at PreFilter only to compute their per-pod data once
 // per cycle instead of once per node (NodePorts returns Skip there for a
-// job that asks for no host port, so its Filter does not run). Filters run
-// cheapest first. The
+// job that asks for no host port, so its Filter does not run). The volume
+// plugins run at PreFilter per pod (PodPreFilterPlugin) and return Skip
+// for a pod without volumes of their kind. Filters run cheapest first.
+// VolumeBinding reserves the volumes it picked and, as the first Bind
+// plugin, binds them and waits for the claims before it passes the pod to
+// DefaultBinder (kube-scheduler's PreBind). The
 // result is fresh: callers may change it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
@@ -81,15 +88,18 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		SchedulerName: schedulerName,
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
-			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name),
-			frameworkruntime.FilterPoint:    refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name),
+			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
+				volumebinding.Name),
+			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name,
+				volumebinding.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},
 				{Name: tainttoleration.Name, Weight: 1},
 			},
-			frameworkruntime.PermitPoint: refs(gang.Name),
-			frameworkruntime.BindPoint:   refs(defaultbinder.Name),
+			frameworkruntime.ReservePoint: refs(volumebinding.Name),
+			frameworkruntime.PermitPoint:  refs(gang.Name),
+			frameworkruntime.BindPoint:    refs(volumebinding.Name, defaultbinder.Name),
 		},
 	}
 }

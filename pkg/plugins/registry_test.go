@@ -15,7 +15,7 @@ import (
 
 func TestNewInTreeRegistry(t *testing.T) {
 	r := NewInTreeRegistry()
-	want := []string{"DefaultBinder", "Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "PrioritySort", "TaintToleration"}
+	want := []string{"DefaultBinder", "Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "PrioritySort", "TaintToleration", "VolumeBinding"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}
@@ -76,11 +76,12 @@ func TestDefaultProfile(t *testing.T) {
 	}
 	want := map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 		frameworkruntime.QueueSortPoint: ref("PrioritySort"),
-		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit"),
-		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodePorts", "NodeResourcesFit"),
+		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeBinding"),
+		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodePorts", "NodeResourcesFit", "VolumeBinding"),
 		frameworkruntime.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}},
 		frameworkruntime.PermitPoint:    ref("Gang"),
-		frameworkruntime.BindPoint:      ref("DefaultBinder"),
+		frameworkruntime.ReservePoint:   ref("VolumeBinding"),
+		frameworkruntime.BindPoint:      ref("VolumeBinding", "DefaultBinder"),
 	}
 	if !reflect.DeepEqual(p.Plugins, want) {
 		t.Errorf("Plugins = %v, want %v", p.Plugins, want)
@@ -123,6 +124,9 @@ func implements(point frameworkruntime.ExtensionPoint, p framework.Plugin) bool 
 		_, ok = p.(framework.QueueSortPlugin)
 	case frameworkruntime.PreFilterPoint:
 		_, ok = p.(framework.PreFilterPlugin)
+		if !ok {
+			_, ok = p.(framework.PodPreFilterPlugin)
+		}
 	case frameworkruntime.FilterPoint:
 		_, ok = p.(framework.FilterPlugin)
 	case frameworkruntime.PreScorePoint:

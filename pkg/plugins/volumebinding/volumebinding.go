@@ -297,6 +297,9 @@ func (pl *VolumeBinding) Filter(ctx context.Context, state *framework.CycleState
 	if nodeInfo.Node == nil || nodeInfo.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
+	if !hasClaims(pod) {
+		return nil
+	}
 	s, err := stateOf(state, pod)
 	if err != nil {
 		return framework.AsStatus(err)
