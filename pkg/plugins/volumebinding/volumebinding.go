@@ -623,7 +623,9 @@ func (pl *VolumeBinding) Bind(ctx context.Context, state *framework.CycleState, 
 		return framework.AsStatus(fmt.Errorf("binding volumes of pod %s: no clientset", klog.KObj(pod)))
 	}
 	for _, b := range vols.static {
-		cur, err := client.CoreV1().PersistentVolumes().Get(ctx, b.pv.Name, metav1.GetOptions{})
+		// From the informer, as kube-scheduler does: a stale copy fails the
+		// update with a conflict, and the bind is tried again.
+		cur, err := pl.pvs.Get(b.pv.Name)
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("getting persistentvolume %q for pod %s: %w", b.pv.Name, klog.KObj(pod), err))
 		}
@@ -640,7 +642,7 @@ func (pl *VolumeBinding) Bind(ctx context.Context, state *framework.CycleState, 
 		logger.V(2).Info("Bound volume to claim; waiting for the claim", "pod", klog.KObj(pod), "pv", b.pv.Name, "pvc", klog.KObj(b.pvc))
 	}
 	for _, claim := range vols.provision {
-		cur, err := client.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
+		cur, err := pl.pvcs.PersistentVolumeClaims(claim.Namespace).Get(claim.Name)
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("getting persistentvolumeclaim %s for pod %s: %w", klog.KObj(claim), klog.KObj(pod), err))
 		}
