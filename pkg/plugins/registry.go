@@ -15,6 +15,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/prioritysort"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/tainttoleration"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumebinding"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumerestrictions"
 )
 
 // namedFactory is a plugin factory and the name it is registered under.
@@ -32,6 +33,7 @@ var inTree = []namedFactory{
 	{nodeports.Name, nodeports.New},
 	{tainttoleration.Name, tainttoleration.New},
 	{noderesources.Name, noderesources.New},
+	{volumerestrictions.Name, volumerestrictions.New},
 	{volumebinding.Name, volumebinding.New},
 	{defaultbinder.Name, defaultbinder.New},
 }
@@ -58,8 +60,9 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // each extension point runs, in order, without args.
 //
 //	queueSort: PrioritySort
-//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit, VolumeBinding
-//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit, VolumeBinding
+//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, VolumeBinding
+//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit, VolumeRestrictions,
+//	           VolumeBinding
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1)
 //	reserve:   VolumeBinding
 //	permit:    Gang
@@ -89,9 +92,9 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
-				volumebinding.Name),
+				volumerestrictions.Name, volumebinding.Name),
 			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name,
-				volumebinding.Name),
+				volumerestrictions.Name, volumebinding.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},
