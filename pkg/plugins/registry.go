@@ -16,6 +16,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/tainttoleration"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumebinding"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumerestrictions"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumezone"
 )
 
 // namedFactory is a plugin factory and the name it is registered under.
@@ -35,6 +36,7 @@ var inTree = []namedFactory{
 	{noderesources.Name, noderesources.New},
 	{volumerestrictions.Name, volumerestrictions.New},
 	{volumebinding.Name, volumebinding.New},
+	{volumezone.Name, volumezone.New},
 	{defaultbinder.Name, defaultbinder.New},
 }
 
@@ -60,9 +62,10 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // each extension point runs, in order, without args.
 //
 //	queueSort: PrioritySort
-//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, VolumeBinding
+//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, VolumeBinding,
+//	           VolumeZone
 //	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit, VolumeRestrictions,
-//	           VolumeBinding
+//	           VolumeBinding, VolumeZone
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1)
 //	reserve:   VolumeBinding
 //	permit:    Gang
@@ -92,9 +95,9 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
-				volumerestrictions.Name, volumebinding.Name),
+				volumerestrictions.Name, volumebinding.Name, volumezone.Name),
 			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name,
-				volumerestrictions.Name, volumebinding.Name),
+				volumerestrictions.Name, volumebinding.Name, volumezone.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},
