@@ -12,6 +12,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeports"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/noderesources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeunschedulable"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodevolumelimits"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/prioritysort"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/tainttoleration"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumebinding"
@@ -35,6 +36,7 @@ var inTree = []namedFactory{
 	{tainttoleration.Name, tainttoleration.New},
 	{noderesources.Name, noderesources.New},
 	{volumerestrictions.Name, volumerestrictions.New},
+	{nodevolumelimits.Name, nodevolumelimits.New},
 	{volumebinding.Name, volumebinding.New},
 	{volumezone.Name, volumezone.New},
 	{defaultbinder.Name, defaultbinder.New},
@@ -62,10 +64,10 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // each extension point runs, in order, without args.
 //
 //	queueSort: PrioritySort
-//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, VolumeBinding,
-//	           VolumeZone
-//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit, VolumeRestrictions,
+//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits,
 //	           VolumeBinding, VolumeZone
+//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit, VolumeRestrictions,
+//	           NodeVolumeLimits, VolumeBinding, VolumeZone
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1)
 //	reserve:   VolumeBinding
 //	permit:    Gang
@@ -95,9 +97,9 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
-				volumerestrictions.Name, volumebinding.Name, volumezone.Name),
+				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name),
 			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name,
-				volumerestrictions.Name, volumebinding.Name, volumezone.Name),
+				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},

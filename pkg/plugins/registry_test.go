@@ -15,7 +15,7 @@ import (
 
 func TestNewInTreeRegistry(t *testing.T) {
 	r := NewInTreeRegistry()
-	want := []string{"DefaultBinder", "Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "PrioritySort", "TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
+	want := []string{"DefaultBinder", "Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PrioritySort", "TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}
@@ -76,8 +76,8 @@ func TestDefaultProfile(t *testing.T) {
 	}
 	want := map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 		frameworkruntime.QueueSortPoint: ref("PrioritySort"),
-		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding", "VolumeZone"),
-		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding", "VolumeZone"),
+		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"),
+		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"),
 		frameworkruntime.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}},
 		frameworkruntime.PermitPoint:    ref("Gang"),
 		frameworkruntime.ReservePoint:   ref("VolumeBinding"),
