@@ -73,8 +73,15 @@ type VolumeBinding struct {
 	mu sync.Mutex // guards assumed
 	// assumed maps the name of a volume reserved for a claim to the volume
 	// as it will be once bound (claimRef set), until the informer shows
-	// it bound or the reservation is undone.
-	assumed map[string]*v1.PersistentVolume
+	// another version of it or the reservation is undone.
+	assumed map[string]assumedVolume
+}
+
+// assumedVolume is a volume reserved for a claim: pv as it will be once
+// bound, and the resource version of the informer's copy it was made from.
+type assumedVolume struct {
+	pv     *v1.PersistentVolume
+	baseRV string
 }
 
 var (
@@ -102,7 +109,7 @@ func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugi
 		classes:    f.Storage().V1().StorageClasses().Lister(),
 		drivers:    f.Storage().V1().CSIDrivers().Lister(),
 		capacities: f.Storage().V1().CSIStorageCapacities().Lister(),
-		assumed:    map[string]*v1.PersistentVolume{},
+		assumed:    map[string]assumedVolume{},
 	}, nil
 }
 
@@ -254,9 +261,9 @@ func (pl *VolumeBinding) PreFilterPod(ctx context.Context, state *framework.Cycl
 	return nil
 }
 
-// withAssumed returns all with the assumed volumes in their assumed form,
-// and forgets assumptions the informer has caught up with (or that a
-// third party overrode).
+// withAssumed returns all with the assumed volumes in their assumed form.
+// It forgets an assumption once the informer holds another version of the
+// volume: our update, or someone else's change, which wins.
 func (pl *VolumeBinding) withAssumed(all []*v1.PersistentVolume) []*v1.PersistentVolume {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
@@ -270,11 +277,11 @@ func (pl *VolumeBinding) withAssumed(all []*v1.PersistentVolume) []*v1.Persisten
 		if !ok {
 			continue
 		}
-		if pv.Spec.ClaimRef != nil {
+		if pv.ResourceVersion != a.baseRV {
 			delete(pl.assumed, pv.Name)
 			continue
 		}
-		out[i] = a
+		out[i] = a.pv
 	}
 	return out
 }
@@ -549,7 +556,12 @@ func (pl *VolumeBinding) Reserve(_ context.Context, state *framework.CycleState,
 			pl.release(out)
 			return framework.AsStatus(fmt.Errorf("binding persistentvolume %q to claim %s: %w", b.pv.Name, klog.KObj(b.pvc), err))
 		}
-		pl.assumed[pv.Name] = pv
+		base := b.pv.ResourceVersion
+		if a, ok := pl.assumed[b.pv.Name]; ok && a.pv == b.pv {
+			// Already assumed (for this claim): keep the informer's version.
+			base = a.baseRV
+		}
+		pl.assumed[pv.Name] = assumedVolume{pv: pv, baseRV: base}
 		out.static = append(out.static, binding{pv: pv, pvc: b.pvc})
 	}
 	pl.mu.Unlock()
@@ -577,7 +589,7 @@ func (pl *VolumeBinding) release(vols *podVolumes) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	for _, b := range vols.static {
-		if a, ok := pl.assumed[b.pv.Name]; ok && a == b.pv {
+		if a, ok := pl.assumed[b.pv.Name]; ok && a.pv == b.pv {
 			delete(pl.assumed, b.pv.Name)
 		}
 	}
@@ -629,6 +641,10 @@ func (pl *VolumeBinding) Bind(ctx context.Context, state *framework.CycleState, 
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("getting persistentvolume %q for pod %s: %w", b.pv.Name, klog.KObj(pod), err))
 		}
+		if cur.Spec.ClaimRef != nil && !volumehelpers.IsVolumeBoundToClaim(cur, b.pvc) {
+			return framework.AsStatus(fmt.Errorf("persistentvolume %q chosen for claim %s was bound to claim %s/%s meanwhile",
+				b.pv.Name, klog.KObj(b.pvc), cur.Spec.ClaimRef.Namespace, cur.Spec.ClaimRef.Name))
+		}
 		pv, dirty, err := volumehelpers.GetBindVolumeToClaim(cur, b.pvc)
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("binding persistentvolume %q to claim %s: %w", b.pv.Name, klog.KObj(b.pvc), err))
@@ -663,6 +679,8 @@ func (pl *VolumeBinding) Bind(ctx context.Context, state *framework.CycleState, 
 		return framework.AsStatus(fmt.Errorf("binding volumes of pod %s on node %q: %w", klog.KObj(pod), nodeName, err))
 	}
 	logger.V(2).Info("All claims of pod bound", "pod", klog.KObj(pod))
+	// The informer shows the volumes bound: no need to hold them any more.
+	pl.release(vols)
 	return framework.NewStatus(framework.Skip)
 }
 

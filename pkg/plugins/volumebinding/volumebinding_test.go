@@ -311,6 +311,9 @@ func TestBind(t *testing.T) {
 			if s := pl.Bind(ctx, state, pod, "na"); !s.IsSkip() {
 				t.Fatalf("Bind = %v, want Skip after binding the volumes", s)
 			}
+			if len(pl.assumed) != 0 {
+				t.Errorf("assumed = %v after the volumes were bound", pl.assumed)
+			}
 			pvc, err := h.Client.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "data", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -337,6 +340,46 @@ func TestBind(t *testing.T) {
 		pl, _ := newPlugin(t)
 		if s := pl.Bind(context.Background(), framework.NewCycleState(), podWith("p"), "na"); !s.IsSkip() {
 			t.Fatalf("Bind = %v, want Skip", s)
+		}
+	})
+	t.Run("volume taken meanwhile", func(t *testing.T) {
+		pl, h := newPlugin(t, append(slices.Clone(storage), claim("data", "static", "1Gi"), volume("pv1", "static", "1Gi"))...)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		state := framework.NewCycleState()
+		pod := podWith("p", "data")
+		nodes := []*framework.NodeInfo{testutil.NodeInfo(t, node("na", "a"))}
+		pl.PreFilterPod(ctx, state, pod, nodes)
+		pl.Filter(ctx, state, pod, nodes[0])
+		if s := pl.Reserve(ctx, state, pod, "na"); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		pv, err := h.Client.CoreV1().PersistentVolumes().Get(ctx, "pv1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "other", UID: "uid-other"}
+		if _, err := h.Client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+			pv, err := pl.pvs.Get("pv1")
+			return err == nil && pv.Spec.ClaimRef != nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		s := pl.Bind(ctx, state, pod, "na")
+		if s.Code() != framework.Error || !strings.Contains(s.Message(), "was bound to claim ns/other meanwhile") {
+			t.Fatalf("Bind = %v, want an error naming the other claim", s)
+		}
+		got, _ := h.Client.CoreV1().PersistentVolumes().Get(ctx, "pv1", metav1.GetOptions{})
+		if got.Spec.ClaimRef.Name != "other" {
+			t.Errorf("Bind overwrote the volume's claimRef: %+v", got.Spec.ClaimRef)
+		}
+		// The newer version of the volume replaces the assumption.
+		pl.Unreserve(ctx, state, pod, "na")
+		if len(pl.assumed) != 0 {
+			t.Errorf("assumed = %v after Unreserve", pl.assumed)
 		}
 	})
 	t.Run("provisioning fails", func(t *testing.T) {
