@@ -285,3 +285,69 @@ func TestUnboundImmediateClaim(t *testing.T) {
 	waitUnschedulable(t, ns, "p", "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.")
 	waitUnschedulable(t, ns, "q", `0/1 nodes are available: persistentvolumeclaim "missing" not found.`)
 }
+
+// mustBoundClaim creates a claim already bound to a new CSI volume of
+// driver with the given labels, as the PersistentVolume controller would
+// leave them.
+func mustBoundClaim(t *testing.T, ns, name, driver string, labels map[string]string) {
+	t.Helper()
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name, Labels: labels},
+		Spec: v1.PersistentVolumeSpec{
+			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: ns + "-" + name}},
+			ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name},
+		},
+	}
+	mustVolume(t, pv)
+	empty := ""
+	pvc := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{volumehelpers.AnnBindCompleted: "yes"}},
+		Spec: v1.PersistentVolumeClaimSpec{
+			StorageClassName: &empty,
+			VolumeName:       pv.Name,
+			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if _, err := cp.Client.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating claim %s/%s: %v", ns, name, err)
+	}
+}
+
+// A pod whose bound volume is in zone b lands in zone b (VolumeZone); a
+// node whose CSI driver can attach one volume takes one pod with a volume
+// of that driver, and a second one is unschedulable there with
+// kube-scheduler's reason (NodeVolumeLimits).
+func TestVolumeZoneAndAttachLimits(t *testing.T) {
+	ns := createNamespace(t)
+	big := res{"cpu": "4", "memory": "8Gi", "pods": "10"}
+	nodeA, nodeB := ns+"-a", ns+"-b"
+	mustNode(t, poolNode(t, nodeA, big).Label(e2eZoneKey, "a").Obj())
+	mustNode(t, poolNode(t, nodeB, big).Label(e2eZoneKey, "b").Obj())
+	driver := "e2e.example.com"
+	one := int32(1)
+	csiNode := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: nodeA}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: driver, NodeID: nodeA, Allocatable: &storagev1.VolumeNodeResources{Count: &one}}}}}
+	if _, err := cp.Client.StorageV1().CSINodes().Create(t.Context(), csiNode, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CSINode: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Client.StorageV1().CSINodes().Delete(context.Background(), nodeA, metav1.DeleteOptions{})
+	})
+	mustBoundClaim(t, ns, "zoned", driver, map[string]string{e2eZoneKey: "b"})
+	mustBoundClaim(t, ns, "first", driver, map[string]string{e2eZoneKey: "a"})
+	mustBoundClaim(t, ns, "second", driver, map[string]string{e2eZoneKey: "a"})
+	startPoolScheduler(t)
+
+	mustPod(t, withClaims(st.MakePod().Namespace(ns).Name("zoned").Req(res{"cpu": "1"}), "zoned"))
+	mustPod(t, withClaims(st.MakePod().Namespace(ns).Name("first").Req(res{"cpu": "1"}), "first"))
+	placed := waitForPods(t, ns, "both pods bound", func(n map[string]string) bool { return n["zoned"] != "" && n["first"] != "" })
+	if placed["zoned"] != nodeB || placed["first"] != nodeA {
+		t.Errorf("placements %v; want zoned on %s, first on %s", placed, nodeB, nodeA)
+	}
+	mustPod(t, withClaims(st.MakePod().Namespace(ns).Name("second").Req(res{"cpu": "1"}), "second"))
+	waitUnschedulable(t, ns, "second",
+		"0/2 nodes are available: 1 node(s) exceed max volume count, 1 node(s) had no available volume zone.")
+}
