@@ -190,8 +190,9 @@ func (pl *VolumeBinding) PreFilterPod(ctx context.Context, state *framework.Cycl
 	if !hasClaims(pod) {
 		return framework.NewStatus(framework.Skip)
 	}
-	s := &podState{uid: pod.UID, candidates: map[string][]*v1.PersistentVolume{}, byNode: map[string]*podVolumes{}}
-	immediate := false
+	// All claims are checked for existence first, then classified, so that
+	// a missing claim is reported whatever comes before it.
+	var claims []*v1.PersistentVolumeClaim
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		name, isEphemeral := claimName(pod, vol)
@@ -220,6 +221,11 @@ func (pl *VolumeBinding) PreFilterPod(ctx context.Context, state *framework.Cycl
 				return framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
 			}
 		}
+		claims = append(claims, pvc)
+	}
+	s := &podState{uid: pod.UID, candidates: map[string][]*v1.PersistentVolume{}, byNode: map[string]*podVolumes{}}
+	immediate := false
+	for _, pvc := range claims {
 		if fullyBound(pvc) {
 			s.bound = append(s.bound, pvc)
 			continue

@@ -142,6 +142,8 @@ func TestFilter(t *testing.T) {
 			preMsg: `persistentvolumeclaim "lost" bound to non-existent persistentvolume "gone"`},
 		{name: "unbound immediate claim", objs: []runtime.Object{claim("data", "instant", "1Gi")}, pod: podWith("p", "data"),
 			preCode: framework.UnschedulableAndUnresolvable, preMsg: ErrReasonUnboundImmediate},
+		{name: "missing claim after an unbound immediate one", objs: []runtime.Object{claim("data", "instant", "1Gi")}, pod: podWith("p", "data", "gone"),
+			preCode: framework.UnschedulableAndUnresolvable, preMsg: `persistentvolumeclaim "gone" not found`},
 		{name: "unbound claim of a missing class is immediate", objs: []runtime.Object{claim("data", "nosuch", "1Gi")}, pod: podWith("p", "data"),
 			preCode: framework.UnschedulableAndUnresolvable, preMsg: ErrReasonUnboundImmediate},
 		{name: "bound volume with zone affinity", objs: []runtime.Object{boundClaim("data", "pv1"), volume("pv1", "static", "1Gi", "a")},
