@@ -243,8 +243,9 @@ func TestWaitForFirstConsumerStaticVolumes(t *testing.T) {
 
 // A pod with a WaitForFirstConsumer claim of a provisioning class limited
 // to zone b gets a node of zone b, selected on the claim; the provisioner
-// (played by the test) creates the volume there, and only once the claim
-// is bound does the pod bind.
+// (played by the test) creates the volume there and binds the claim, and
+// the pod binds to that node. (Without the claim bound the pod would not
+// bind: Bind waits for it; see the volumebinding unit tests.)
 func TestWaitForFirstConsumerProvisioning(t *testing.T) {
 	ns := createNamespace(t)
 	big := res{"cpu": "4", "memory": "8Gi", "pods": "10"}
