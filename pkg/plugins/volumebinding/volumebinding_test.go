@@ -344,6 +344,28 @@ func TestBind(t *testing.T) {
 			t.Fatalf("Bind = %v, want Skip", s)
 		}
 	})
+	t.Run("claim never bound", func(t *testing.T) {
+		// No PersistentVolume controller: Bind must not let the pod through.
+		pl, h := newPlugin(t, append(slices.Clone(storage), claim("data", "static", "1Gi"), volume("pv1", "static", "1Gi"))...)
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		state := framework.NewCycleState()
+		pod := podWith("p", "data")
+		nodes := []*framework.NodeInfo{testutil.NodeInfo(t, node("na", "a"))}
+		pl.PreFilterPod(ctx, state, pod, nodes)
+		pl.Filter(ctx, state, pod, nodes[0])
+		if s := pl.Reserve(ctx, state, pod, "na"); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		s := pl.Bind(ctx, state, pod, "na")
+		if s.Code() != framework.Error || !strings.Contains(s.Message(), `binding volumes of pod ns/p on node "na"`) {
+			t.Fatalf("Bind = %v, want an error once the context ends", s)
+		}
+		pv, err := h.Client.CoreV1().PersistentVolumes().Get(context.Background(), "pv1", metav1.GetOptions{})
+		if err != nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Name != "data" {
+			t.Errorf("volume not bound to the claim before the wait: %+v, %v", pv.Spec.ClaimRef, err)
+		}
+	})
 	t.Run("volume taken meanwhile", func(t *testing.T) {
 		pl, h := newPlugin(t, append(slices.Clone(storage), claim("data", "static", "1Gi"), volume("pv1", "static", "1Gi"))...)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
