@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
-.PHONY: all build control-plane generate test unit-test e2e-test verify bench bench-scheduling bench-custominformer bench-grantinformer bench-scheduling-two-level cover demo demo-scenario clean
+.PHONY: all build control-plane generate test unit-test e2e-test verify bench bench-scheduling bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang cover demo demo-scenario clean
 
 all: build
 
@@ -23,7 +23,7 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/batch-scheduler ./cmd/batch-scheduler
 
-## control-plane: build kube-apiserver and etcd into bin/ (skipped when up to date)
+## control-plane: build kube-apiserver, etcd and kube-scheduler into bin/ (skipped when up to date)
 control-plane:
 	hack/build-control-plane.sh
 
@@ -85,6 +85,11 @@ bench-grantinformer:
 ## bench-scheduling-two-level: pods/s under the two-level handler vs default in the same run (3 runs)
 bench-scheduling-two-level: control-plane
 	BENCH_COUNT=3 hack/bench-scheduling.sh two-level
+
+## bench-gang: gangs of 8, pods/s of batch-scheduler vs kube-scheduler 1.37 (native PodGroups) vs the raw binding ceiling
+##             (BENCH_GANG_DIALECT=native|annotation: batch-scheduler's gangs; annotation by default)
+bench-gang: control-plane
+	hack/bench-scheduling.sh gang
 
 clean:
 	rm -rf bin _output

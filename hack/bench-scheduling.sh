@@ -13,11 +13,18 @@ set -o errexit -o nounset -o pipefail
 # run (default, two-level, default), reporting the ratio two-level/default
 # (goal: at least 0.90); output in _output/bench-scheduling-two-level.txt.
 #
-# Usage: hack/bench-scheduling.sh [quick] [two-level]
+# With gang it runs BenchmarkGang: gangs of 8 placed by batch-scheduler,
+# by kube-scheduler v1.37.1 (bin/kube-scheduler, GenericWorkload on, native
+# PodGroups) and the raw binding ceiling, in one run; output in
+# _output/bench-gang.txt.
+#
+# Usage: hack/bench-scheduling.sh [quick] [two-level|gang]
 #   (none)     500 nodes, 10000 pods per phase (a few minutes on 2 cores)
 #   quick      100 nodes, 2000 pods per phase (a smoke run, about a minute)
 #   two-level  BenchmarkSchedulingTwoLevel (about 2 minutes per run at the
 #              default size)
+#   gang       BenchmarkGang (kube-scheduler's phase alone takes minutes at
+#              the default size)
 # Env (override the size and limits; see BenchmarkScheduling):
 #   BENCH_NODES, BENCH_PODS, BENCH_QPS (5000), BENCH_BURST (= BENCH_QPS),
 #   BENCH_TIMEOUT_SECONDS (900), BENCH_V (scheduler -v, 0),
@@ -26,6 +33,8 @@ set -o errexit -o nounset -o pipefail
 #                          two-level, a prefix: FILE-default-1.pprof,
 #                          FILE-two-level.pprof, FILE-default-2.pprof
 #   BENCH_COUNT            runs (go test -count; default 1)
+#   BENCH_GANG_DIALECT     gang: batch-scheduler's gangs as native PodGroups
+#                          (native) or annotations (annotation, the default)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -43,7 +52,11 @@ for arg in "$@"; do
       BENCH='^BenchmarkSchedulingTwoLevel$'
       OUT=_output/bench-scheduling-two-level.txt
       ;;
-    *) echo "usage: $0 [quick] [two-level]" >&2; exit 2 ;;
+    gang)
+      BENCH='^BenchmarkGang$'
+      OUT=_output/bench-gang.txt
+      ;;
+    *) echo "usage: $0 [quick] [two-level|gang]" >&2; exit 2 ;;
   esac
 done
 

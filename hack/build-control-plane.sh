@@ -2,7 +2,8 @@
 set -o errexit -o nounset -o pipefail
 
 # Builds a real kube-apiserver and etcd from Go modules into bin/, for
-# end-to-end tests (envtest: KUBEBUILDER_ASSETS=bin). No prebuilt binaries:
+# end-to-end tests (envtest: KUBEBUILDER_ASSETS=bin), and kube-scheduler
+# for the differential test and the gang benchmark that compare against it. No prebuilt binaries:
 # everything comes from the Go module proxy, pinned by the go.mod/go.sum of
 # the tool modules under hack/tools/.
 #
@@ -10,7 +11,7 @@ set -o errexit -o nounset -o pipefail
 # module's go.mod, go.sum and *.go files, the Go version, the target platform
 # and the build flags below) differs from the one recorded in bin/.NAME.stamp.
 #
-# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd]   (default: both)
+# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-scheduler]   (default: all)
 # Env:   GO (default: go), FORCE=1 rebuilds regardless of the stamps.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -79,12 +80,13 @@ build() {
 }
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd)
+[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-scheduler)
 
 for t in "${targets[@]}"; do
   case "${t}" in
     kube-apiserver) build kube-apiserver hack/tools/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${KUBE_LDFLAGS}" ;;
+    kube-scheduler) build kube-scheduler hack/tools/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "${KUBE_LDFLAGS}" ;;
     etcd) build etcd hack/tools/etcd . "-s -w" ;;
-    *) log "unknown target: ${t} (want kube-apiserver or etcd)"; exit 2 ;;
+    *) log "unknown target: ${t} (want kube-apiserver, etcd or kube-scheduler)"; exit 2 ;;
   esac
 done

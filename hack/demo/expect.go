@@ -107,7 +107,7 @@ func steps() []step {
 			why:     []string{"0/3 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 1 Insufficient nvidia.com/gpu."},
 			because: "priority 100: created before retrain, wants the same GPUs, loses them to it"},
 		{name: "ml/inference", pods: keys("ml", "inference"),
-			why:     []string{"0/3 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {nvidia.com/gpu: true}."},
+			why:     []string{"0/3 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s)."},
 			because: "selects pool=gpu but does not tolerate its taint"},
 		{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"),
 			why:     []string{gangFourMsg},
@@ -124,7 +124,7 @@ func steps() []step {
 		// retried (and NodeAffinity rejects edge). The other waiting jobs'
 		// plugins see that edge cannot help them.
 		outcome{name: "ml/inference", pods: keys("ml", "inference"),
-			why:     []string{"0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {nvidia.com/gpu: true}."},
+			why:     []string{"0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s)."},
 			because: "retried: edge has no taint, but does not match pool=gpu either"},
 	)
 	// A deleted pod may free room for anyone: every waiting job is retried,
@@ -136,7 +136,7 @@ func steps() []step {
 			why:     []string{"0/4 nodes are available: 4 Insufficient cpu, 4 Insufficient memory."},
 			because: "retried, still too big for every node"},
 		outcome{name: "ml/inference", pods: keys("ml", "inference"),
-			why:     []string{"0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {nvidia.com/gpu: true}."},
+			why:     []string{"0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s)."},
 			because: "retried: GPUs are free, but the taint is still not tolerated"},
 	)
 	// A VM on edge takes the room that etl/report, created after it,
@@ -144,7 +144,7 @@ func steps() []step {
 	vm := analyticsVM
 	fourth := append(slices.Clone(third),
 		outcome{name: "etl/report", pods: keys("etl", "report"),
-			why:     []string{"0/4 nodes are available: 3 Insufficient cpu, 1 Insufficient memory, 1 node(s) had untolerated taint {nvidia.com/gpu: true}."},
+			why:     []string{"0/4 nodes are available: 3 Insufficient cpu, 1 Insufficient memory, 1 node(s) had untolerated taint(s)."},
 			because: fmt.Sprintf("4 cpu, 2Gi: only edge had room (6 cpu idle), but %s leaves it 3", vm.name)},
 	)
 	// Usage that shrinks may help any job waiting for room: those are

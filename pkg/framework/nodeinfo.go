@@ -51,6 +51,14 @@ type NodeInfo struct {
 	Pods []*TaskInfo
 	// Generation is the cache-wide generation of the node's last change.
 	Generation int64
+	// PodsWithAffinity counts the counted tasks (TaskInfo.Counted) whose
+	// pods have pod affinity or pod anti-affinity, required or preferred;
+	// PodsWithRequiredAntiAffinity those with required pod anti-affinity.
+	// AddTask and RemoveTask keep them, so that the inter-pod affinity
+	// plugin can tell at a glance that no existing pod constrains the
+	// incoming one.
+	PodsWithAffinity             int
+	PodsWithRequiredAntiAffinity int
 
 	name string
 }
@@ -205,6 +213,19 @@ func (n *NodeInfo) AddTask(t *TaskInfo) {
 		if t.Own {
 			n.OwnRequested.Add(t.Requests)
 		}
+		n.countAffinity(t.Pod, 1)
+	}
+}
+
+// countAffinity adds delta to the affinity counters for pod.
+func (n *NodeInfo) countAffinity(pod *v1.Pod, delta int) {
+	a := pod.Spec.Affinity
+	if a == nil || (a.PodAffinity == nil && a.PodAntiAffinity == nil) {
+		return
+	}
+	n.PodsWithAffinity += delta
+	if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		n.PodsWithRequiredAntiAffinity += delta
 	}
 }
 
@@ -220,6 +241,7 @@ func (n *NodeInfo) RemoveTask(uid types.UID) bool {
 			if t.Own {
 				n.OwnRequested.Sub(t.Requests)
 			}
+			n.countAffinity(t.Pod, -1)
 		}
 		last := len(n.Pods) - 1
 		n.Pods[i] = n.Pods[last]

@@ -68,9 +68,9 @@ func TestDefaultFramework(t *testing.T) {
 		t.Fatalf("feasible = %v", feasible)
 	}
 	wantCounts := map[string]int{
-		"node(s) were unschedulable":                       1,
-		"node(s) had untolerated taint {dedicated: infra}": 1,
-		"Insufficient cpu":                                 2,
+		"node(s) were unschedulable":       1,
+		"node(s) had untolerated taint(s)": 1,
+		"Insufficient cpu":                 2,
 	}
 	if !reflect.DeepEqual(diag.ReasonCounts, wantCounts) {
 		t.Errorf("ReasonCounts = %v, want %v", diag.ReasonCounts, wantCounts)

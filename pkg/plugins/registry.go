@@ -8,11 +8,13 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultbinder"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeports"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/noderesources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeunschedulable"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodevolumelimits"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/podtopologyspread"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/prioritysort"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/tainttoleration"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumebinding"
@@ -39,6 +41,8 @@ var inTree = []namedFactory{
 	{nodevolumelimits.Name, nodevolumelimits.New},
 	{volumebinding.Name, volumebinding.New},
 	{volumezone.Name, volumezone.New},
+	{interpodaffinity.Name, interpodaffinity.New},
+	{podtopologyspread.Name, podtopologyspread.New},
 	{defaultbinder.Name, defaultbinder.New},
 }
 
@@ -64,11 +68,15 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // each extension point runs, in order, without args.
 //
 //	queueSort: PrioritySort
-//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits,
-//	           VolumeBinding, VolumeZone
-//	filter:    NodeUnschedulable, NodeAffinity, TaintToleration, NodePorts, NodeResourcesFit, VolumeRestrictions,
-//	           NodeVolumeLimits, VolumeBinding, VolumeZone
-//	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1)
+//	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit,
+//	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
+//	           PodTopologySpread, InterPodAffinity
+//	filter:    NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+//	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
+//	           PodTopologySpread, InterPodAffinity
+//	preScore:  PodTopologySpread, InterPodAffinity
+//	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1),
+//	           InterPodAffinity (1), PodTopologySpread (1)
 //	reserve:   VolumeBinding
 //	permit:    Gang
 //	bind:      VolumeBinding, DefaultBinder
@@ -77,13 +85,20 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // rejected before anything is computed for it. NodeAffinity, NodePorts and
 // NodeResourcesFit run at PreFilter only to compute their per-pod data once
 // per cycle instead of once per node (NodePorts returns Skip there for a
-// job that asks for no host port, so its Filter does not run). The volume
-// plugins run at PreFilter per pod (PodPreFilterPlugin) and return Skip
-// for a pod without volumes of their kind. Filters run cheapest first.
-// VolumeBinding reserves the volumes it picked and, as the first Bind
-// plugin, binds them and waits for the claims before it passes the pod to
-// DefaultBinder (kube-scheduler's PreBind). The
-// result is fresh: callers may change it.
+// job that asks for no host port, so its Filter does not run).
+// PodTopologySpread and InterPodAffinity work per pod (PodPreFilterPlugin),
+// over nodes holding the job's pods placed earlier in the cycle, and
+// return Skip for a pod without pod (anti-)affinity or DoNotSchedule
+// spread constraints (and, for InterPodAffinity, when no existing pod has
+// required anti-affinity). Filters run in kube-scheduler's order: a node
+// is rejected by the first filter that fails, so the order decides which
+// reason a node counts under in the message, and the messages must match
+// kube-scheduler's. The volume plugins also work per pod and return Skip
+// for a pod without volumes of their kind. VolumeBinding reserves the
+// volumes it picked and, as the first Bind plugin, binds them and waits
+// for the claims before it passes the pod to DefaultBinder (what
+// kube-scheduler does at PreBind). The result is fresh: callers may change
+// it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
 		set := make(frameworkruntime.PluginSet, len(names))
@@ -97,13 +112,18 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
-				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name),
-			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, nodeaffinity.Name, tainttoleration.Name, nodeports.Name, noderesources.Name,
-				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name),
+				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
+				podtopologyspread.Name, interpodaffinity.Name),
+			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, tainttoleration.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
+				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
+				podtopologyspread.Name, interpodaffinity.Name),
+			frameworkruntime.PreScorePoint: refs(podtopologyspread.Name, interpodaffinity.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
 				{Name: nodeaffinity.Name, Weight: 1},
 				{Name: tainttoleration.Name, Weight: 1},
+				{Name: interpodaffinity.Name, Weight: 1},
+				{Name: podtopologyspread.Name, Weight: 1},
 			},
 			frameworkruntime.ReservePoint: refs(volumebinding.Name),
 			frameworkruntime.PermitPoint:  refs(gang.Name),

@@ -15,7 +15,7 @@ import (
 
 func TestNewInTreeRegistry(t *testing.T) {
 	r := NewInTreeRegistry()
-	want := []string{"DefaultBinder", "Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PrioritySort", "TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
+	want := []string{"DefaultBinder", "Gang", "InterPodAffinity", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}
@@ -76,12 +76,15 @@ func TestDefaultProfile(t *testing.T) {
 	}
 	want := map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 		frameworkruntime.QueueSortPoint: ref("PrioritySort"),
-		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"),
-		frameworkruntime.FilterPoint:    ref("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"),
-		frameworkruntime.ScorePoint:     {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}},
-		frameworkruntime.PermitPoint:    ref("Gang"),
-		frameworkruntime.ReservePoint:   ref("VolumeBinding"),
-		frameworkruntime.BindPoint:      ref("VolumeBinding", "DefaultBinder"),
+		frameworkruntime.PreFilterPoint: ref("Gang", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"),
+		frameworkruntime.FilterPoint: ref("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"),
+		frameworkruntime.PreScorePoint: ref("PodTopologySpread", "InterPodAffinity"),
+		frameworkruntime.ScorePoint:    {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}, {Name: "InterPodAffinity", Weight: 1}, {Name: "PodTopologySpread", Weight: 1}},
+		frameworkruntime.ReservePoint:  ref("VolumeBinding"),
+		frameworkruntime.PermitPoint:   ref("Gang"),
+		frameworkruntime.BindPoint:     ref("VolumeBinding", "DefaultBinder"),
 	}
 	if !reflect.DeepEqual(p.Plugins, want) {
 		t.Errorf("Plugins = %v, want %v", p.Plugins, want)
@@ -123,10 +126,9 @@ func implements(point frameworkruntime.ExtensionPoint, p framework.Plugin) bool 
 	case frameworkruntime.QueueSortPoint:
 		_, ok = p.(framework.QueueSortPlugin)
 	case frameworkruntime.PreFilterPoint:
-		_, ok = p.(framework.PreFilterPlugin)
-		if !ok {
-			_, ok = p.(framework.PodPreFilterPlugin)
-		}
+		_, perJob := p.(framework.PreFilterPlugin)
+		_, perPod := p.(framework.PodPreFilterPlugin)
+		ok = perJob || perPod
 	case frameworkruntime.FilterPoint:
 		_, ok = p.(framework.FilterPlugin)
 	case frameworkruntime.PreScorePoint:

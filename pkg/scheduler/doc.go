@@ -17,4 +17,13 @@
 // goes to the unschedulable queue until an event its rejecting plugins
 // registered for. A bind that fails after its retries is rolled back
 // (ForgetPod, Unreserve) and the job is retried after backoff.
+//
+// Before such a job is parked, preemption may make room for it: its pods
+// are placed again in the snapshot, each where it fits or else on the node
+// where the cheapest set of lower-priority pods makes room (a victim gang
+// goes whole unless it keeps its quorum), and only if the whole job then
+// fits are the victims evicted through the Eviction API and the pods
+// nominated to their nodes. Nominated room is held against jobs of lower
+// or equal priority until the pods are placed or the job gives up. See
+// docs/preemption.md.
 package scheduler

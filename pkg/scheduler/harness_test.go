@@ -314,23 +314,25 @@ const hookName = "TestHook"
 // Bind, and counts Unreserve calls. A nil func passes (at Bind: skips, so
 // that DefaultBinder binds).
 type hookPlugin struct {
-	preFilter func(job *framework.Job) *framework.Status
-	filter    func(pod *v1.Pod, node *framework.NodeInfo) *framework.Status
-	reserve   func(pod *v1.Pod, node string) *framework.Status
-	permit    func(job *framework.Job, placements map[string]string) *framework.Status
-	bind      func(pod *v1.Pod, node string) *framework.Status
+	preFilter    func(job *framework.Job) *framework.Status
+	preFilterPod func(pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status
+	filter       func(pod *v1.Pod, node *framework.NodeInfo) *framework.Status
+	reserve      func(pod *v1.Pod, node string) *framework.Status
+	permit       func(job *framework.Job, placements map[string]string) *framework.Status
+	bind         func(pod *v1.Pod, node string) *framework.Status
 
 	mu         sync.Mutex
 	unreserved map[types.UID]int
 }
 
 var (
-	_ framework.PreFilterPlugin   = &hookPlugin{}
-	_ framework.FilterPlugin      = &hookPlugin{}
-	_ framework.ReservePlugin     = &hookPlugin{}
-	_ framework.PermitPlugin      = &hookPlugin{}
-	_ framework.BindPlugin        = &hookPlugin{}
-	_ framework.EnqueueExtensions = &hookPlugin{}
+	_ framework.PreFilterPlugin    = &hookPlugin{}
+	_ framework.PodPreFilterPlugin = &hookPlugin{}
+	_ framework.FilterPlugin       = &hookPlugin{}
+	_ framework.ReservePlugin      = &hookPlugin{}
+	_ framework.PermitPlugin       = &hookPlugin{}
+	_ framework.BindPlugin         = &hookPlugin{}
+	_ framework.EnqueueExtensions  = &hookPlugin{}
 )
 
 func (*hookPlugin) Name() string { return hookName }
@@ -344,6 +346,13 @@ func (p *hookPlugin) PreFilter(_ context.Context, _ *framework.CycleState, job *
 		return nil
 	}
 	return p.preFilter(job)
+}
+
+func (p *hookPlugin) PreFilterPod(_ context.Context, _ *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
+	if p.preFilterPod == nil {
+		return nil
+	}
+	return p.preFilterPod(pod, nodes)
 }
 
 func (p *hookPlugin) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {

@@ -27,6 +27,10 @@ type Metrics struct {
 	BindErrors prometheus.Counter
 	// PodsBound counts pods bound.
 	PodsBound prometheus.Counter
+	// PreemptionAttempts counts preemption attempts by result.
+	PreemptionAttempts *prometheus.CounterVec
+	// PreemptionVictims counts the pods evicted by preemption.
+	PreemptionVictims prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -55,11 +59,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "batch_scheduler", Name: "pods_bound_total",
 			Help: "Pods bound to a node by this scheduler.",
 		}),
+		PreemptionAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "batch_scheduler", Name: "preemption_attempts_total",
+			Help: "Preemption attempts for jobs that did not fit, by result (preempted, unhelpful: nothing evicted as the job would not fit anyway, failed: an eviction was refused, error).",
+		}, []string{"result"}),
+		PreemptionVictims: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "batch_scheduler", Name: "preemption_victims_total",
+			Help: "Pods evicted by preemption.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.PodsBound} {
+	for _, c := range []prometheus.Collector{m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.PodsBound, m.PreemptionAttempts, m.PreemptionVictims} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering scheduling metrics: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
@@ -60,6 +61,10 @@ type Options struct {
 	Profiles map[string]*frameworkruntime.Framework
 	Recorder events.EventRecorder
 	Metrics  *Metrics
+	// PDBLister lists the PodDisruptionBudgets preemption avoids
+	// violating; nil: preemption predicts none (the Eviction API still
+	// enforces them).
+	PDBLister policylisters.PodDisruptionBudgetLister
 
 	// BindConcurrency bounds the bind calls in flight (default 16).
 	BindConcurrency int
@@ -77,6 +82,8 @@ type Scheduler struct {
 	queue    Queue
 	snapshot *cache.Snapshot
 	metrics  *Metrics
+	// nominated holds the room preemption made for pending pods.
+	nominated *nominator
 
 	// bindSlots bounds concurrent binds (and status updates); bindWG waits
 	// for them on shutdown.
@@ -114,6 +121,7 @@ func New(opts Options) (*Scheduler, error) {
 		queue:     opts.Queue,
 		snapshot:  cache.NewSnapshot(),
 		metrics:   opts.Metrics,
+		nominated: newNominator(),
 		bindSlots: make(chan struct{}, opts.BindConcurrency),
 	}, nil
 }
@@ -146,6 +154,9 @@ type cycle struct {
 	// noNodes records that a pod found no node to try at all: no plugin
 	// rejected it, so any event may help.
 	noNodes bool
+	// preemption says what preemption did for the job, when it did
+	// something; it ends each pod's message.
+	preemption string
 }
 
 // scheduleOne runs one cycle: pop a job, place it, assume and bind or
@@ -181,6 +192,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		s.requeue(ctx, c, qj, fmt.Errorf("updating the snapshot: %w", err))
 		return
 	}
+	s.holdNominated(c)
 	if st := c.fwk.RunPreFilterPlugins(ctx, c.state, c.job); !st.IsSuccess() {
 		if st.IsRejected() {
 			c.noteRejection(st)
@@ -203,6 +215,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		s.undoPlacements(ctx, c)
 		if st.IsRejected() {
 			c.noteRejection(st)
+			s.preempt(ctx, c)
 			s.unschedulable(ctx, c, st.Message())
 			return
 		}
@@ -212,9 +225,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	if len(c.placed) == 0 {
 		// Permit let an empty placement through (no plugin enforces
 		// min-available): nothing fits.
+		s.preempt(ctx, c)
 		s.unschedulable(ctx, c, "")
 		return
 	}
+	s.nominated.placed(c.job.ID, c.placed)
 	s.assumeAndBind(ctx, c)
 }
 
@@ -281,7 +296,10 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		return nil
 	}
 	node := feasible[0]
-	if len(feasible) > 1 {
+	if nominated := nodeNamed(feasible, s.nominatedNode(pod)); nominated != nil {
+		// Preemption made room there, for the whole job: go there.
+		node = nominated
+	} else if len(feasible) > 1 {
 		if st := c.fwk.RunPreScorePlugins(ctx, c.state, pod, feasible); !st.IsSuccess() {
 			return fmt.Errorf("pre-score for pod %s: %w", podKey(pod), st.AsError())
 		}
@@ -304,6 +322,30 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 	c.placements[string(pod.UID)] = node.Name()
 	c.placed = append(c.placed, pod)
 	return nil
+}
+
+// nodeNamed returns the node of nodes called name, or nil.
+func nodeNamed(nodes []*framework.NodeInfo, name string) *framework.NodeInfo {
+	if name == "" {
+		return nil
+	}
+	for _, n := range nodes {
+		if n.Name() == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// withNote appends note to msg, if any.
+func withNote(msg, note string) string {
+	switch {
+	case note == "":
+		return msg
+	case msg == "":
+		return note
+	}
+	return msg + "; " + note
 }
 
 // pickHighest returns the node with the highest total score, breaking ties
@@ -396,13 +438,13 @@ func podMessage(c *cycle, pod *v1.Pod, jobMessage string) string {
 	}
 	switch {
 	case own != "" && jobMessage != "":
-		return jobMessage + "; " + own
+		return withNote(jobMessage+"; "+own, c.preemption)
 	case own != "":
-		return own
+		return withNote(own, c.preemption)
 	case jobMessage != "":
-		return jobMessage
+		return withNote(jobMessage, c.preemption)
 	}
-	return "no node could be chosen"
+	return withNote("no node could be chosen", c.preemption)
 }
 
 // requeue puts a job whose cycle failed with an error back after backoff.

@@ -99,6 +99,14 @@ var needed = []permission{
 	// pkg/scheduler/status.go (patchCondition): a strategic merge patch of
 	// pods/status sets the PodScheduled condition.
 	{Resource: "pods", Subresource: "status", Verb: "patch"},
+	// pkg/scheduler/evict.go (evict, patchNominatedNodeName): preemption
+	// evicts its victims through the Eviction API and sets the preemptor's
+	// status.nominatedNodeName with a merge patch of pods/status (above).
+	{Resource: "pods", Subresource: "eviction", Verb: "create"},
+	// cmd/batch-scheduler/app/server.go (newServer): preemption reads
+	// PodDisruptionBudgets through an informer of the cache's factory.
+	{Group: "policy", Resource: "poddisruptionbudgets", Verb: "list"},
+	{Group: "policy", Resource: "poddisruptionbudgets", Verb: "watch"},
 	// cmd/batch-scheduler/app/server.go (newServer): the events.k8s.io/v1
 	// broadcaster of client-go's tools/events creates an event, and
 	// patches it when it repeats (recordEvent, an event series).

@@ -168,7 +168,7 @@ func TestSelectorAffinityAndTaints(t *testing.T) {
 			t.Errorf("any-%d landed on %q; only sat-a is free of taints and schedulable", i, n)
 		}
 	}
-	waitUnschedulable(t, ns, "b-no-toleration", "0/3 nodes are available", "untolerated taint {dedicated: gpu}", "didn't match Pod's node affinity/selector")
+	waitUnschedulable(t, ns, "b-no-toleration", "0/3 nodes are available", "untolerated taint(s)", "didn't match Pod's node affinity/selector")
 	waitUnschedulable(t, ns, "only-c", "node(s) were unschedulable")
 	if n := podNodes(t, ns); n["b-no-toleration"] != "" || n["only-c"] != "" {
 		t.Errorf("unplaceable pods were bound: %v", n)

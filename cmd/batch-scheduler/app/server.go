@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -227,6 +228,9 @@ type server struct {
 	// watchdog fails /healthz, /livez and /readyz when the elector is
 	// stuck; nil without leader election.
 	watchdog *leaderelection.HealthzAdaptor
+	// pdbSynced reports whether preemption's PodDisruptionBudget informer
+	// has synced.
+	pdbSynced toolscache.InformerSynced
 }
 
 func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.File, selector labels.Selector, restConfig *rest.Config) (*server, error) {
@@ -298,11 +302,16 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 			}
 		}
 	}
-	sched, err := scheduler.New(scheduler.Options{Cache: c, Queue: c.Queue(), Client: client, Profiles: profiles, Recorder: recorder, Metrics: sm})
+	// Preemption reads PodDisruptionBudgets; asking the factory for the
+	// informer makes the cache's Run start it, and schedule waits for it.
+	pdbs := factory.Policy().V1().PodDisruptionBudgets()
+	sched, err := scheduler.New(scheduler.Options{Cache: c, Queue: c.Queue(), Client: client, Profiles: profiles, Recorder: recorder, Metrics: sm,
+		PDBLister: pdbs.Lister()})
 	if err != nil {
 		return nil, err
 	}
-	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, events: rec, registry: reg}, nil
+	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, events: rec, registry: reg,
+		pdbSynced: pdbs.Informer().HasSynced}, nil
 }
 
 func (s *server) run(ctx context.Context, serving *servingConfig) error {
@@ -351,6 +360,9 @@ func (s *server) schedule(ctx context.Context) error {
 		if ctx.Err() == nil {
 			klog.ErrorS(err, "Event handlers did not sync")
 		}
+		return nil
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.pdbSynced) {
 		return nil
 	}
 	klog.InfoS("Event handlers synced; cache is ready", "duration", time.Since(start))

@@ -2,14 +2,12 @@ package twolevel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eviction"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
@@ -163,17 +162,14 @@ func (w *watcher) evictAbove(ctx context.Context, e eventhandlers.CapExceeded) {
 			continue
 		}
 		w.evicting[pod.UID] = w.h.clock.Now()
-		err := w.h.client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
-			ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
-		})
+		err := eviction.Evict(ctx, w.h.client, pod)
 		switch {
 		case err == nil:
 			logger.Info("Evicted a pod above its framework's grant", "pod", klog.KObj(pod), "node", e.Node.Name, "priority", priority(pod))
 			w.event(e.Node, v1.EventTypeNormal, "GrantEviction", fmt.Sprintf("evicted %s/%s: above the grant of framework %s", pod.Namespace, pod.Name, w.h.framework))
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		case errors.Is(err, eviction.ErrGone):
 			// Gone already, or replaced by a pod of the same name.
-		case apierrors.IsTooManyRequests(err):
+		case eviction.IsRefused(err):
 			logger.V(2).Info("Eviction refused for now (a PodDisruptionBudget, or the API server is busy); retrying later",
 				"pod", klog.KObj(pod), "node", e.Node.Name, "err", err)
 		default:

@@ -56,7 +56,7 @@ func (d *Diagnosis) add(node string, s *framework.Status) {
 // Message renders the diagnosis as kube-scheduler does for a pod that
 // fits nowhere, given how many nodes were considered:
 //
-//	0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {k: v}.
+//	0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint(s).
 //
 // Reasons are sorted by count, most frequent first, then by text. The
 // number of available nodes is numNodes less the rejected ones.

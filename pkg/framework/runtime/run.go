@@ -118,24 +118,24 @@ func (f *Framework) HasPodPreFilterPlugins() bool { return len(f.preFilterPod) >
 // the plugin gave it, naming the plugin; an error becomes an Error status
 // naming the plugin and the node. Skip counts as passing.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
-	return runFilters(ctx, f.filtersToRun(state), state, pod, node)
+	return runFilters(ctx, f.activeFilters(state), state, pod, node)
 }
 
-// filtersToRun returns the Filter plugins that neither the job's PreFilter
-// nor the pod's PodPreFilter skipped, in order. FindFeasibleNodes works it
-// out once per pod, not once per node.
-func (f *Framework) filtersToRun(state *framework.CycleState) []framework.FilterPlugin {
+// activeFilters returns the Filter plugins that PreFilter and PreFilterPod
+// did not skip for the current pod. FindFeasibleNodes computes it once
+// per pod rather than once per node.
+func (f *Framework) activeFilters(state *framework.CycleState) []framework.FilterPlugin {
 	skip, skipPod := skipped(state, skipFilterKey), skipped(state, skipPodFilterKey)
 	if len(skip) == 0 && len(skipPod) == 0 {
 		return f.filter
 	}
-	out := make([]framework.FilterPlugin, 0, len(f.filter))
+	active := make([]framework.FilterPlugin, 0, len(f.filter))
 	for _, pl := range f.filter {
 		if !skip.Has(pl.Name()) && !skipPod.Has(pl.Name()) {
-			out = append(out, pl)
+			active = append(active, pl)
 		}
 	}
-	return out
+	return active
 }
 
 // runFilters is RunFilterPlugins with the plugins to run given.
@@ -174,7 +174,7 @@ func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.Cycl
 		firstErr *framework.Status
 		done     atomic.Int64
 	)
-	filters := f.filtersToRun(state)
+	filters := f.activeFilters(state)
 	f.parallelize(ctx, len(nodes), func(i int) {
 		s := runFilters(ctx, filters, state, pod, nodes[i])
 		if s.Code() == framework.Error {

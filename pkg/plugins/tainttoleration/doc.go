@@ -2,8 +2,9 @@
 //
 // Filter rejects a node with a NoSchedule or NoExecute taint the pod does
 // not tolerate, as k8s.io/component-helpers matches them, with the
-// UnschedulableAndUnresolvable reason "node(s) had untolerated taint {key:
-// value}" naming the first such taint. A NodeInfo without a node (a
+// UnschedulableAndUnresolvable reason "node(s) had untolerated taint(s)",
+// kube-scheduler's wording, which names no taint (the first untolerated one
+// is logged at -v=5). A NodeInfo without a node (a
 // placeholder) is rejected with "node(s) not found". Tolerations with the
 // Lt and Gt operators (alpha feature gate TaintTolerationComparisonOperators,
 // off by default) never match.

@@ -51,10 +51,11 @@ func (*TaintToleration) EventsToRegister() []framework.ClusterEventWithHint {
 	}
 }
 
-// ErrReasonUntolerated returns the reason a node with taint is rejected.
-func ErrReasonUntolerated(taint v1.Taint) string {
-	return fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)
-}
+// ErrReasonUntolerated is the reason a node with a taint the pod does not
+// tolerate is rejected: kube-scheduler 1.37's wording, which names
+// no taint, so that nodes with different taints count as one reason. The
+// taint is logged at -v=5.
+const ErrReasonUntolerated = "node(s) had untolerated taint(s)"
 
 // blocksScheduling selects the taints Filter enforces.
 func blocksScheduling(t *v1.Taint) bool {
@@ -80,7 +81,7 @@ func (*TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod
 		return nil
 	}
 	logger.V(5).Info("Node has a taint the pod does not tolerate", "pod", klog.KObj(pod), "node", klog.KObj(node.Node), "taint", taint.ToString())
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUntolerated(taint))
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUntolerated)
 }
 
 // Score implements framework.ScorePlugin: the number of PreferNoSchedule

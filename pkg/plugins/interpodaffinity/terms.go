@@ -1,0 +1,130 @@
+package interpodaffinity
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// term is a required pod (anti-)affinity term with its selectors parsed.
+type term struct {
+	topologyKey string
+	selector    labels.Selector
+	// namespaces the term names explicitly, or the owning pod's namespace
+	// when it names none and has no namespace selector.
+	namespaces sets.Set[string]
+	// nsSelector selects further namespaces by their labels; nil when the
+	// term has no namespace selector (it selects none).
+	nsSelector labels.Selector
+}
+
+// nsLabelsFunc returns the labels of the namespace of the pod being
+// matched; it is only called when a term's namespace selector needs them.
+type nsLabelsFunc func() labels.Set
+
+// matches reports whether pod is selected by t: it is in one of t's
+// namespaces and its labels match t's selector. nsLabels gives the labels
+// of pod's namespace; nil stands for a namespace without labels.
+func (t *term) matches(pod *v1.Pod, nsLabels nsLabelsFunc) bool {
+	if !t.namespaces.Has(pod.Namespace) {
+		if t.nsSelector == nil {
+			return false
+		}
+		if !t.nsSelector.Empty() {
+			var set labels.Set
+			if nsLabels != nil {
+				set = nsLabels()
+			}
+			if !t.nsSelector.Matches(set) {
+				return false
+			}
+		}
+	}
+	return t.selector.Matches(labels.Set(pod.Labels))
+}
+
+// parseTerms parses the terms of owner; an error names the bad term.
+func parseTerms(owner *v1.Pod, kind string, in []v1.PodAffinityTerm) ([]term, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]term, 0, len(in))
+	for i := range in {
+		t := &in[i]
+		sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("%s term %d: labelSelector: %w", kind, i, err)
+		}
+		pt := term{topologyKey: t.TopologyKey, selector: sel, namespaces: sets.New(t.Namespaces...)}
+		if t.NamespaceSelector != nil {
+			if pt.nsSelector, err = metav1.LabelSelectorAsSelector(t.NamespaceSelector); err != nil {
+				return nil, fmt.Errorf("%s term %d: namespaceSelector: %w", kind, i, err)
+			}
+		} else if len(t.Namespaces) == 0 {
+			pt.namespaces.Insert(owner.Namespace)
+		}
+		out = append(out, pt)
+	}
+	return out, nil
+}
+
+// requiredAffinity returns pod's required pod affinity terms, unparsed.
+func requiredAffinity(pod *v1.Pod) []v1.PodAffinityTerm {
+	if a := pod.Spec.Affinity; a != nil && a.PodAffinity != nil {
+		return a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+// requiredAntiAffinity returns pod's required pod anti-affinity terms,
+// unparsed.
+func requiredAntiAffinity(pod *v1.Pod) []v1.PodAffinityTerm {
+	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		return a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+// matchesAll reports whether terms is not empty and pod matches every
+// term. The incoming pod's terms have their namespace selectors resolved
+// into namespaces, so no namespace labels are needed.
+func matchesAll(terms []term, pod *v1.Pod) bool {
+	if len(terms) == 0 {
+		return false
+	}
+	for i := range terms {
+		if !terms[i].matches(pod, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchesAny reports whether pod matches some term of terms (resolved, as
+// for matchesAll).
+func matchesAny(terms []term, pod *v1.Pod) bool {
+	for i := range terms {
+		if terms[i].matches(pod, nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// topologyPair is a topology domain: a node label key and value.
+type topologyPair struct {
+	key, value string
+}
+
+// pairCounts counts matching pods per topology domain.
+type pairCounts map[topologyPair]int
+
+// add counts one pod on node in the domain of key, if node has the label.
+func (m pairCounts) add(node *v1.Node, key string) {
+	if v, ok := node.Labels[key]; ok {
+		m[topologyPair{key, v}]++
+	}
+}

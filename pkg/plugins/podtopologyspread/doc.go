@@ -1,0 +1,76 @@
+// Package podtopologyspread implements the PodTopologySpread plugin: a
+// Filter that enforces the pod's topology spread constraints with
+// whenUnsatisfiable DoNotSchedule, with kube-scheduler's (v1.37) verdicts
+// and reasons, including across the pods of one gang placed in the same
+// cycle.
+//
+// # Semantics
+//
+// For each DoNotSchedule constraint, the domains are the values of the
+// constraint's topologyKey label on the eligible nodes: nodes that have
+// the topology labels of all the pod's DoNotSchedule constraints and that
+// the constraint's node inclusion policies admit. nodeAffinityPolicy
+// Honor (the default) admits only nodes matching the pod's nodeSelector
+// and required node affinity; nodeTaintsPolicy Honor (Ignore is the
+// default) admits only nodes whose NoSchedule and NoExecute taints the pod
+// tolerates. The pods counted in a domain are the counted tasks
+// (framework.TaskInfo.Counted: not finished) on its eligible nodes that
+// are in the pod's namespace, are not terminating, and match the
+// constraint's selector; as in kube-scheduler, an empty labelSelector
+// ({}) counts no pod, while it matches the incoming pod itself. The
+// selector is the labelSelector plus, for each key of matchLabelKeys, the
+// pod's own value of that label (when it has the label).
+//
+// The global minimum is the smallest count over the domains, or zero when
+// there are fewer domains than minDomains (default 1). A node passes a
+// constraint when
+//
+//	count(node's domain) + (1 if the pod matches the selector) - minimum <= maxSkew
+//
+// A node without a constraint's topology label fails with
+// UnschedulableAndUnresolvable and "node(s) didn't match pod topology
+// spread constraints (missing required label)"; a node whose skew is too
+// large fails with Unschedulable and "node(s) didn't match pod topology
+// spread constraints".
+//
+// Constraints with whenUnsatisfiable ScheduleAnyway do not filter. A pod
+// without constraints of its own gets kube-scheduler's system default
+// constraints, which are all ScheduleAnyway, so it is not filtered:
+// PreFilterPod returns Skip.
+//
+// # Score
+//
+// The pod's own ScheduleAnyway constraints are scored as kube-scheduler
+// scores them: the domains are those of the feasible nodes that have all
+// the constraints' topology keys (the others score 0), their counts span
+// all nodes (PreFilterPod leaves them in the state) under the same rules
+// as for filtering, and a node's raw score is the sum over constraints of
+// count * ln(domains + 2) + maxSkew - 1, the node's own pods counting for
+// a hostname constraint; NormalizeScore turns it into
+// 100 * (max + min - raw) / max, so that the emptiest domain scores
+// highest. The system default constraints (hostname maxSkew 3, zone
+// maxSkew 5, ScheduleAnyway) are not scored: kube-scheduler derives their
+// selector from the Services, ReplicaSets, ReplicationControllers and
+// StatefulSets selecting the pod, so for a batch pod they matter only when
+// a Service selects it (e.g. the headless Service of an MPI job), and only
+// for scoring.
+//
+// # Gangs
+//
+// PreFilterPod counts, per pod, over all nodes of the snapshot, which hold
+// the pods the cycle placed before this one, so a gang of 4 with maxSkew 1
+// over 2 zones is placed 2+2 in one cycle.
+//
+// # Events
+//
+// An assigned pod deleted (or finished) in the pending pod's namespace
+// that matches a constraint's selector; a node added, or whose labels or
+// taints changed, that has all the constraints' topology keys (or had
+// them). kube-scheduler also retries on an assigned pod added or
+// relabelled, which may raise the global minimum; the default event
+// handler raises no event for those, so such a pod waits for the
+// unschedulable timeout.
+//
+// Args: none (kube-scheduler's system defaulting, whose constraints never
+// filter).
+package podtopologyspread

@@ -1,0 +1,97 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/podtopologyspread"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// BenchmarkPlainPodCycle measures one scheduling cycle of a plain pod (no
+// pod affinity, no spread constraints) on 500 nodes, with the default
+// profile and with the default profile minus InterPodAffinity and
+// PodTopologySpread: the ratio is what those two plugins cost the
+// plain-pod path (their PreFilterPod returns Skip).
+//
+//	go test -run '^$' -bench BenchmarkPlainPodCycle -count 5 ./pkg/scheduler/
+func BenchmarkPlainPodCycle(b *testing.B) {
+	for _, variant := range []struct {
+		name    string
+		without []string
+	}{
+		{"default", nil},
+		{"withoutAffinityAndSpread", []string{interpodaffinity.Name, podtopologyspread.Name}},
+	} {
+		b.Run(variant.name, func(b *testing.B) {
+			benchPlainPods(b, variant.without)
+		})
+	}
+}
+
+func benchPlainPods(b *testing.B, without []string) {
+	client := fake.NewClientset()
+	factory := cache.NewInformerFactory(client, 0)
+	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: queue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := plugins.DefaultProfile(testSchedulerName)
+	for point, set := range spec.Plugins {
+		spec.Plugins[point] = slices.DeleteFunc(set, func(r frameworkruntime.PluginRef) bool { return slices.Contains(without, r.Name) })
+	}
+	h := &testHandle{client: client, recorder: events.NewFakeRecorder(1 << 20), informers: factory}
+	fwk, err := frameworkruntime.NewFramework(b.Context(), plugins.NewInTreeRegistry(), spec, h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Options{Cache: c, Queue: c.Queue(), Client: client, Recorder: events.NewFakeRecorder(1 << 20), Metrics: m,
+		Profiles: map[string]*frameworkruntime.Framework{testSchedulerName: fwk}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 500 {
+		node := st.MakeNode().Name(fmt.Sprintf("n%03d", i)).Label(v1.LabelHostname, fmt.Sprintf("n%03d", i)).
+			Label(v1.LabelTopologyZone, fmt.Sprintf("z%d", i%5)).
+			Capacity(res{v1.ResourceCPU: "1000", v1.ResourceMemory: "4000Gi", v1.ResourcePods: "1000"}).Obj()
+		if err := c.AddOrUpdateNode(node); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pods := make([]*v1.Pod, b.N)
+	for i := range pods {
+		pods[i] = st.MakePod().Name(fmt.Sprintf("p%06d", i)).Req(res{"cpu": "100m", "memory": "128Mi"}).Obj()
+		if err := client.Tracker().Add(pods[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if err := c.AddPendingPod(pods[i]); err != nil {
+			b.Fatal(err)
+		}
+		s.scheduleOne(b.Context())
+	}
+	b.StopTimer()
+	s.bindWG.Wait()
+	if got := promtestutil.ToFloat64(m.PodsBound); int(got) != b.N {
+		b.Fatalf("%v of %d pods bound", got, b.N)
+	}
+}

@@ -1,0 +1,138 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eviction"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// Event reasons of preemption. ReasonPreempted and the action are
+// kube-scheduler's, on the victims.
+const (
+	// ReasonPreempted is the reason of the event on a victim.
+	ReasonPreempted = "Preempted"
+	// ReasonPreempting is the reason of the event on a preemptor pod whose
+	// victims are being evicted.
+	ReasonPreempting = "Preempting"
+	// ReasonFailedPreemption is the reason of the Warning event on a
+	// preemptor pod when a victim's eviction was refused.
+	ReasonFailedPreemption = "FailedPreemption"
+	actionPreempting       = "Preempting"
+)
+
+// executePreemption acts on a preemption plan in the background (API calls
+// do not hold up the scheduling loop): it writes status.nominatedNodeName
+// of each placed preemptor pod, then evicts the victims through the
+// Eviction API, which honours PodDisruptionBudgets.
+//
+// Victims a PDB is predicted to protect go first: when the API refuses
+// one (429), nothing else is evicted, the job's nominations are dropped
+// and the failure is reported; it will try again when something changes.
+// A refusal among the others (the prediction was stale) does not stop the
+// rest: a victim gang whose eviction has begun is better finished than
+// left below its quorum.
+func (s *Scheduler) executePreemption(ctx context.Context, job framework.JobID, placed []*v1.Pod, placements map[string]string, victims []*plannedVictim) {
+	s.bindWG.Add(1)
+	go func() {
+		defer s.bindWG.Done()
+		s.bindSlots <- struct{}{}
+		defer func() { <-s.bindSlots }()
+		logger := klog.FromContext(ctx)
+		for _, pod := range placed {
+			if err := s.patchNominatedNodeName(ctx, pod, placements[string(pod.UID)]); err != nil {
+				logger.Error(err, "Setting the nominated node of a preemptor pod", "pod", klog.KObj(pod))
+			}
+		}
+		byPreemptor := map[types.UID][]string{}
+		var refused []string
+		for _, v := range sortedVictims(victims) {
+			victim := v.task.Pod
+			err := s.evict(ctx, victim)
+			if err == nil {
+				s.metrics.PreemptionVictims.Inc()
+				s.opts.Recorder.Eventf(victim, v.preemptor, v1.EventTypeNormal, ReasonPreempted, actionPreempting,
+					"Preempted by pod %s on node %s", v.preemptor.UID, v.node)
+				byPreemptor[v.preemptor.UID] = append(byPreemptor[v.preemptor.UID], podKey(victim))
+				logger.V(2).Info("Preempted a pod", "victim", klog.KObj(victim), "victimNode", v.task.NodeName,
+					"preemptor", klog.KObj(v.preemptor), "node", v.node)
+				continue
+			}
+			refused = append(refused, fmt.Sprintf("%s: %v", podKey(victim), err))
+			logger.Error(err, "Evicting a preemption victim", "victim", klog.KObj(victim), "preemptor", klog.KObj(v.preemptor))
+			if v.violatesPDB {
+				break
+			}
+		}
+		for _, pod := range placed {
+			if names := byPreemptor[pod.UID]; len(names) > 0 {
+				sort.Strings(names)
+				s.opts.Recorder.Eventf(pod, nil, v1.EventTypeNormal, ReasonPreempting, actionPreempting,
+					"Preempting %d pods of lower priority to make room on node %s: %s", len(names), placements[string(pod.UID)], strings.Join(names, ", "))
+			}
+		}
+		if len(refused) == 0 {
+			return
+		}
+		s.metrics.PreemptionAttempts.WithLabelValues(preemptionFailed).Inc()
+		if len(placed) > 0 {
+			s.opts.Recorder.Eventf(placed[0], nil, v1.EventTypeWarning, ReasonFailedPreemption, actionPreempting,
+				"Preemption for job %s failed: %s", job, strings.Join(refused, "; "))
+		}
+		s.giveUp(ctx, job)
+	}()
+}
+
+// evict evicts pod through the Eviction API; a pod already gone (or
+// replaced by one of the same name) counts as evicted, a refusal (429) is
+// an error.
+func (s *Scheduler) evict(ctx context.Context, pod *v1.Pod) error {
+	if err := eviction.Evict(ctx, s.opts.Client, pod); err != nil && !errors.Is(err, eviction.ErrGone) {
+		return err
+	}
+	return nil
+}
+
+// patchNominatedNodeName sets (node != "") or clears pod's
+// status.nominatedNodeName.
+func (s *Scheduler) patchNominatedNodeName(ctx context.Context, pod *v1.Pod, node string) error {
+	value := "null"
+	if node != "" {
+		value = fmt.Sprintf("%q", node)
+	}
+	patch := []byte(`{"status":{"nominatedNodeName":` + value + `}}`)
+	if _, err := s.opts.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching the nominated node of pod %s: %w", podKey(pod), err)
+	}
+	return nil
+}
+
+// clearNominatedNodeNames clears status.nominatedNodeName of pods, whose
+// job gave up the room preemption made, in the background.
+func (s *Scheduler) clearNominatedNodeNames(ctx context.Context, pods []*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	s.bindWG.Add(1)
+	go func() {
+		defer s.bindWG.Done()
+		for _, pod := range pods {
+			if err := s.patchNominatedNodeName(ctx, pod, ""); err != nil {
+				klog.FromContext(ctx).Error(err, "Clearing the nominated node of a pod", "pod", klog.KObj(pod))
+			}
+		}
+	}()
+}

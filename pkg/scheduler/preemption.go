@@ -1,0 +1,316 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// Preemption results, the label of the preemption attempts metric.
+const (
+	// preemptionPreempted: victims were chosen and their eviction started.
+	preemptionPreempted = "preempted"
+	// preemptionUnhelpful: the job does not fit even after preempting
+	// every pod it may; nothing was evicted.
+	preemptionUnhelpful = "unhelpful"
+	// preemptionFailed: an eviction was refused or failed.
+	preemptionFailed = "failed"
+	// preemptionError: the simulation failed with an error.
+	preemptionError = "error"
+)
+
+// simulation is one preemption attempt for a cycle's job: it places the
+// job's pending pods in the snapshot one after the other, each where it
+// fits as it is or else on the node where the cheapest set of victims
+// makes room, taking the victims off the snapshot as it goes. Every change
+// is logged so that restore puts the snapshot back.
+type simulation struct {
+	s        *Scheduler
+	c        *cycle
+	priority int32
+	pdbs     []budget
+	// pdbUsed counts, per entry of pdbs, the disruptions of the chosen
+	// victims.
+	pdbUsed []int32
+	// jobs caches the cache's JobInfos.
+	jobs map[framework.JobID]*framework.JobInfo
+	// victims are the chosen victims by UID; gangVictims counts them per
+	// gang.
+	victims     map[types.UID]*plannedVictim
+	order       []*plannedVictim
+	gangVictims map[framework.JobID]int
+	placements  map[string]string
+	placed      []*v1.Pod
+	undo        []func()
+}
+
+// plannedVictim is a pod to evict and the preemptor pod it makes room for.
+type plannedVictim struct {
+	task      *framework.TaskInfo
+	preemptor *v1.Pod
+	// node is the node the preemptor is nominated to.
+	node string
+	// violatesPDB is the prediction that a PDB refuses its eviction.
+	violatesPDB bool
+}
+
+// preemptionPolicyAllows reports whether the job's pods may preempt: none
+// of them says preemptionPolicy Never. A gang is one decision, so one pod
+// that must not preempt keeps the whole gang from it.
+func preemptionPolicyAllows(pods []*v1.Pod) bool {
+	for _, pod := range pods {
+		if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
+			return false
+		}
+	}
+	return true
+}
+
+// preempt runs after a cycle found no placement for c's job (no pod, or
+// fewer than its quorum, placed; the cycle's placements are undone). It
+// tries to make room by preempting pods of strictly lower priority, and
+// notes in c.preemption what it did, for the pods' unschedulable
+// messages. The job is parked by the caller either way; the victims'
+// deletion brings it back.
+func (s *Scheduler) preempt(ctx context.Context, c *cycle) {
+	c.preemption = s.tryPreemption(ctx, c)
+}
+
+// tryPreemption is preempt; it returns the note ("" when there is nothing
+// to say: preemption was not tried or could not help).
+func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
+	logger := klog.FromContext(ctx)
+	if c.job.Err != nil || !preemptionPolicyAllows(c.job.Pending) || len(s.snapshot.NodeInfos()) == 0 {
+		return ""
+	}
+	if left := s.nominated.waitingFor(c.job.ID, s.snapshot); left > 0 {
+		// The last preemption's victims are still going: preempting more
+		// now would take too much.
+		logger.V(3).Info("Waiting for preempted pods to go", "victims", left)
+		return fmt.Sprintf("preemption: waiting for %d preempted pods to terminate", left)
+	}
+	if !anyLowerPriority(s.snapshot.NodeInfos(), c.qj.Priority) {
+		// The common case of a cluster of one priority: nothing to try.
+		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
+		s.giveUp(ctx, c.job.ID)
+		return ""
+	}
+	sim := &simulation{s: s, c: c, priority: c.qj.Priority, jobs: map[framework.JobID]*framework.JobInfo{},
+		victims: map[types.UID]*plannedVictim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{}}
+	if s.opts.PDBLister != nil {
+		pdbs, err := s.opts.PDBLister.List(labels.Everything())
+		if err != nil {
+			logger.Error(err, "Listing PodDisruptionBudgets for preemption; going on without them")
+		}
+		sim.pdbs = newBudgets(pdbs)
+		sim.pdbUsed = make([]int32, len(pdbs))
+	}
+	ok, err := sim.run(ctx)
+	order, placed, placements := slices.Clone(sim.order), slices.Clone(sim.placed), maps.Clone(sim.placements)
+	sim.rollback(0)
+	if err != nil {
+		s.metrics.PreemptionAttempts.WithLabelValues(preemptionError).Inc()
+		logger.Error(err, "Preemption failed")
+		return ""
+	}
+	if ok && len(order) == 0 {
+		// The job fits without preemption, placed the simulation's way
+		// (first feasible node) rather than the cycle's (best score): the
+		// next cycle follows these placements; any event retries it.
+		s.nominated.nominate(c.job.ID, sim.priority, placed, placements, nil)
+		c.noNodes = true
+		logger.V(2).Info("Job fits without preemption when placed differently; nominating its pods", "placements", len(placements))
+		return ""
+	}
+	if !ok {
+		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
+		s.giveUp(ctx, c.job.ID)
+		logger.V(2).Info("Preemption cannot make room for the job", "priority", sim.priority)
+		return ""
+	}
+	victims := map[types.UID]string{}
+	for _, v := range order {
+		victims[v.task.Pod.UID] = v.task.NodeName
+	}
+	s.nominated.nominate(c.job.ID, sim.priority, placed, placements, victims)
+	s.metrics.PreemptionAttempts.WithLabelValues(preemptionPreempted).Inc()
+	logger.V(2).Info("Preempting pods to make room for the job", "victims", len(order), "placements", len(placements))
+	s.executePreemption(ctx, c.job.ID, placed, placements, order)
+	return fmt.Sprintf("preemption: preempting %d pods of lower priority", len(order))
+}
+
+// anyLowerPriority reports whether some bound pod on nodes has a priority
+// below priority: without one, preemption cannot help.
+func anyLowerPriority(nodes []*framework.NodeInfo, priority int32) bool {
+	for _, n := range nodes {
+		for _, t := range n.Pods {
+			if t.Counted && t.Status == framework.TaskBound && podPriority(t.Pod) < priority {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// run places the job's pending pods, preempting where needed, and reports
+// whether the job could start: the Permit plugins accept the placements.
+func (sim *simulation) run(ctx context.Context) (bool, error) {
+	for _, pod := range sim.c.job.Pending {
+		if err := sim.placePod(ctx, pod); err != nil {
+			return false, err
+		}
+	}
+	if len(sim.placed) == 0 {
+		return false, nil
+	}
+	st := sim.c.fwk.RunPermitPlugins(ctx, sim.c.state, sim.c.job, sim.placements)
+	if st.IsSuccess() {
+		return true, nil
+	}
+	if st.IsRejected() {
+		return false, nil
+	}
+	return false, fmt.Errorf("permit after preemption: %w", st.AsError())
+}
+
+// placePod places pod where it fits as the snapshot is, or else on the
+// best node where victims make room; a pod that fits nowhere even so is
+// left out.
+func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
+	fwk, nodes := sim.c.fwk, sim.s.snapshot.NodeInfos()
+	var statuses map[string]*framework.Status
+	rejected := false
+	if fwk.HasPodPreFilterPlugins() {
+		st := fwk.RunPreFilterPodPlugins(ctx, sim.c.state, pod, nodes)
+		if !st.IsSuccess() && !st.IsRejected() {
+			return fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), st.AsError())
+		}
+		rejected = st.IsRejected()
+	}
+	if !rejected {
+		feasible, diagnosis, err := fwk.FindFeasibleNodes(ctx, sim.c.state, pod, nodes)
+		if err != nil {
+			return fmt.Errorf("filtering nodes for pod %s: %w", podKey(pod), err)
+		}
+		if len(feasible) > 0 {
+			sim.add(feasible[0].Name(), pod)
+			return nil
+		}
+		statuses = diagnosis.NodeToStatus
+	}
+	var best *candidate
+	for _, node := range nodes {
+		if st := statuses[node.Name()]; st != nil && st.Code() == framework.UnschedulableAndUnresolvable {
+			// Evicting pods cannot help there (e.g. a node selector).
+			continue
+		}
+		cand, err := sim.selectVictimsOnNode(ctx, pod, node)
+		if err != nil {
+			return err
+		}
+		if cand == nil {
+			continue
+		}
+		sim.expandGangs(cand)
+		if better(cand, best) {
+			best = cand
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	mark := len(sim.undo)
+	allowed := sim.pdbAllowed()
+	for _, t := range best.victims {
+		sim.takeVictim(t, pod, best.node.Name(), allowed)
+	}
+	// The rest of a victim gang may run elsewhere; check pod still fits
+	// (spreading constraints may mind pods leaving other nodes).
+	ok, err := sim.fits(ctx, pod, best.node)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		sim.rollback(mark)
+		return nil
+	}
+	sim.add(best.node.Name(), pod)
+	return nil
+}
+
+// takeVictim takes victim t off its node in the snapshot for preemptor
+// pod, nominated to node.
+func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node string, allowed []int32) {
+	v := &plannedVictim{task: t, preemptor: pod, node: node, violatesPDB: sim.consumePDBs(t.Pod, allowed)}
+	sim.victims[t.Pod.UID] = v
+	sim.order = append(sim.order, v)
+	if t.Job.Gang {
+		sim.gangVictims[t.Job]++
+	}
+	var used []int
+	for i, b := range sim.pdbs {
+		if b.matches(t.Pod) {
+			sim.pdbUsed[i]++
+			used = append(used, i)
+		}
+	}
+	removed := sim.s.snapshot.RemovePod(t.NodeName, t.Pod.UID)
+	sim.undo = append(sim.undo, func() {
+		if removed {
+			if ni, ok := sim.s.snapshot.Get(t.NodeName); ok {
+				ni.AddTask(t)
+			}
+		}
+		for _, i := range used {
+			sim.pdbUsed[i]--
+		}
+		if t.Job.Gang {
+			sim.gangVictims[t.Job]--
+		}
+		delete(sim.victims, t.Pod.UID)
+		sim.order = sim.order[:len(sim.order)-1]
+	})
+}
+
+// add places pod on node in the snapshot.
+func (sim *simulation) add(node string, pod *v1.Pod) {
+	sim.s.snapshot.AddPod(node, pod)
+	sim.placements[string(pod.UID)] = node
+	sim.placed = append(sim.placed, pod)
+	sim.undo = append(sim.undo, func() {
+		sim.s.snapshot.RemovePod(node, pod.UID)
+		delete(sim.placements, string(pod.UID))
+		sim.placed = sim.placed[:len(sim.placed)-1]
+	})
+}
+
+// rollback undoes the changes after the first mark ones, newest first.
+func (sim *simulation) rollback(mark int) {
+	for i := len(sim.undo) - 1; i >= mark; i-- {
+		sim.undo[i]()
+	}
+	sim.undo = sim.undo[:mark]
+}
+
+// sortedVictims returns victims in the order they are evicted: those a
+// PDB is predicted to protect first, so that a refusal stops the
+// preemption before anything else goes; then by node and name.
+func sortedVictims(victims []*plannedVictim) []*plannedVictim {
+	out := append([]*plannedVictim(nil), victims...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].violatesPDB != out[j].violatesPDB {
+			return out[i].violatesPDB
+		}
+		return false
+	})
+	return out
+}

@@ -1,0 +1,355 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// candidate is a node where the preemptor pod fits once victims go.
+type candidate struct {
+	node *framework.NodeInfo
+	// victims are the pods to evict: those of node (after reprieve) and,
+	// last, the rest of any victim gang that would otherwise be left below
+	// its quorum, wherever they run.
+	victims []*framework.TaskInfo
+	// violations counts the victims whose eviction a PodDisruptionBudget
+	// does not allow.
+	violations int
+}
+
+// podPriority is pod's spec.priority, 0 when unset.
+func podPriority(pod *v1.Pod) int32 {
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
+}
+
+// startTime is when pod started, or, for a pod no kubelet reported
+// started, when it was created.
+func startTime(pod *v1.Pod) time.Time {
+	if pod.Status.StartTime != nil {
+		return pod.Status.StartTime.Time
+	}
+	return pod.CreationTimestamp.Time
+}
+
+// moreImportant orders victims as kube-scheduler does: higher priority
+// first, then the one that started earlier.
+func moreImportant(a, b *v1.Pod) bool {
+	if pa, pb := podPriority(a), podPriority(b); pa != pb {
+		return pa > pb
+	}
+	return startTime(a).Before(startTime(b))
+}
+
+// job returns the cache's JobInfo of id, looked up once per preemption.
+func (sim *simulation) job(id framework.JobID) *framework.JobInfo {
+	if j, ok := sim.jobs[id]; ok {
+		return j
+	}
+	j, _ := sim.s.cache.Job(id)
+	sim.jobs[id] = j
+	return j
+}
+
+// eligible reports whether t may be preempted by sim's job: a bound pod
+// that still uses its node, of another job, with a priority strictly
+// below the preemptor's. A gang member is eligible only if every running
+// member of its gang is, since the gang may have to go whole.
+func (sim *simulation) eligible(t *framework.TaskInfo) bool {
+	if !t.Counted || t.Status != framework.TaskBound || t.Job == sim.c.job.ID || podPriority(t.Pod) >= sim.priority {
+		return false
+	}
+	if _, chosen := sim.victims[t.Pod.UID]; chosen {
+		return false
+	}
+	if !t.Job.Gang {
+		return true
+	}
+	info := sim.job(t.Job)
+	if info == nil {
+		return false
+	}
+	for _, m := range info.Tasks {
+		if m.OnNode() && m.Counted && (m.Status != framework.TaskBound || podPriority(m.Pod) >= sim.priority) {
+			return false
+		}
+	}
+	return true
+}
+
+// fits reports whether pod passes the per-pod PreFilter and the Filter
+// plugins on node, with the snapshot as it is now.
+func (sim *simulation) fits(ctx context.Context, pod *v1.Pod, node *framework.NodeInfo) (bool, error) {
+	fwk := sim.c.fwk
+	if fwk.HasPodPreFilterPlugins() {
+		st := fwk.RunPreFilterPodPlugins(ctx, sim.c.state, pod, sim.s.snapshot.NodeInfos())
+		if st.IsRejected() {
+			return false, nil
+		}
+		if !st.IsSuccess() {
+			return false, fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), st.AsError())
+		}
+	}
+	st := fwk.RunFilterPlugins(ctx, sim.c.state, pod, node)
+	if st.IsSuccess() {
+		return true, nil
+	}
+	if st.IsRejected() {
+		return false, nil
+	}
+	return false, fmt.Errorf("filtering node %s for pod %s: %w", node.Name(), podKey(pod), st.AsError())
+}
+
+// selectVictimsOnNode finds the fewest, least important pods of node
+// whose eviction lets pod fit there, as kube-scheduler does: take every
+// eligible pod off, check that pod fits, then put them back, most
+// important first, those whose eviction a PDB forbids before the others,
+// keeping each that still lets pod fit. nil means pod does not fit on
+// node even with every eligible pod gone. The node is left as it was.
+func (sim *simulation) selectVictimsOnNode(ctx context.Context, pod *v1.Pod, node *framework.NodeInfo) (*candidate, error) {
+	var potential []*framework.TaskInfo
+	for _, t := range node.Pods {
+		if sim.eligible(t) {
+			potential = append(potential, t)
+		}
+	}
+	if len(potential) == 0 {
+		return nil, nil
+	}
+	name := node.Name()
+	for _, t := range potential {
+		sim.s.snapshot.RemovePod(name, t.Pod.UID)
+	}
+	// RemovePod marked the node changed: adding the tasks back directly
+	// keeps their accounting (Own) and is undone by the next update too.
+	restore := func(ts []*framework.TaskInfo) {
+		for _, t := range ts {
+			node.AddTask(t)
+		}
+	}
+	ok, err := sim.fits(ctx, pod, node)
+	if err != nil || !ok {
+		restore(potential)
+		return nil, err
+	}
+	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i].Pod, potential[j].Pod) })
+	violating, allowed := sim.splitByPDB(potential, sim.pdbAllowed())
+	c := &candidate{node: node}
+	reprieve := func(t *framework.TaskInfo) (bool, error) {
+		node.AddTask(t)
+		ok, err := sim.fits(ctx, pod, node)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			sim.s.snapshot.RemovePod(name, t.Pod.UID)
+			c.victims = append(c.victims, t)
+		}
+		return !ok, nil
+	}
+	for i, group := range [][]*framework.TaskInfo{violating, allowed} {
+		for j, t := range group {
+			evicted, err := reprieve(t)
+			if err != nil {
+				// Put back what was still off the node.
+				restore(c.victims)
+				restore(group[j+1:])
+				if i == 0 {
+					restore(allowed)
+				}
+				return nil, err
+			}
+			if evicted && i == 0 {
+				c.violations++
+			}
+		}
+	}
+	restore(c.victims)
+	return c, nil
+}
+
+// expandGangs adds to c the other running members of each victim gang
+// that c's victims (with those sim chose before) would leave below its
+// quorum: such a gang goes whole. A gang that keeps at least its quorum
+// keeps its other members. It then recounts c's PDB violations over all
+// its victims.
+func (sim *simulation) expandGangs(c *candidate) {
+	taken := map[framework.JobID]int{}
+	in := map[types.UID]bool{}
+	for _, t := range c.victims {
+		in[t.Pod.UID] = true
+		if t.Job.Gang {
+			taken[t.Job]++
+		}
+	}
+	gangs := make([]framework.JobID, 0, len(taken))
+	for id := range taken {
+		gangs = append(gangs, id)
+	}
+	sort.Slice(gangs, func(i, j int) bool { return gangs[i].String() < gangs[j].String() })
+	for _, id := range gangs {
+		info := sim.job(id)
+		if info == nil {
+			continue
+		}
+		left := info.Counts().Running() - sim.gangVictims[id] - taken[id]
+		if left <= 0 || left >= int(info.MinAvailable()) {
+			continue
+		}
+		var rest []*framework.TaskInfo
+		for _, m := range info.Tasks {
+			if _, chosen := sim.victims[m.Pod.UID]; chosen || in[m.Pod.UID] || !m.OnNode() || !m.Counted {
+				continue
+			}
+			rest = append(rest, m)
+		}
+		sort.Slice(rest, func(i, j int) bool { return rest[i].Pod.Name < rest[j].Pod.Name })
+		c.victims = append(c.victims, rest...)
+	}
+	violating, _ := sim.splitByPDB(c.victims, sim.pdbAllowed())
+	c.violations = len(violating)
+}
+
+// pdbAllowed returns how many more disruptions each PDB allows, given the
+// victims sim has already chosen.
+func (sim *simulation) pdbAllowed() []int32 {
+	allowed := make([]int32, len(sim.pdbs))
+	for i, b := range sim.pdbs {
+		allowed[i] = b.pdb.Status.DisruptionsAllowed - sim.pdbUsed[i]
+	}
+	return allowed
+}
+
+// splitByPDB splits pods, in order, into those whose eviction some PDB
+// does not allow and the others, consuming allowed (per sim.pdbs) as it
+// goes. A PDB with an empty selector matches nothing, and a pod the PDB
+// already counts as disrupted does not consume it, as in kube-scheduler.
+func (sim *simulation) splitByPDB(pods []*framework.TaskInfo, allowed []int32) (violating, ok []*framework.TaskInfo) {
+	for _, t := range pods {
+		if sim.consumePDBs(t.Pod, allowed) {
+			violating = append(violating, t)
+		} else {
+			ok = append(ok, t)
+		}
+	}
+	return violating, ok
+}
+
+// consumePDBs takes pod's disruption from every PDB matching it and
+// reports whether one of them had none left.
+func (sim *simulation) consumePDBs(pod *v1.Pod, allowed []int32) bool {
+	violates := false
+	for i, b := range sim.pdbs {
+		if !b.matches(pod) {
+			continue
+		}
+		allowed[i]--
+		if allowed[i] < 0 {
+			violates = true
+		}
+	}
+	return violates
+}
+
+// budget is a PodDisruptionBudget with its selector parsed.
+type budget struct {
+	pdb *policyv1.PodDisruptionBudget
+	// selector is nil for a PDB that matches nothing: an empty or invalid
+	// selector.
+	selector labels.Selector
+}
+
+// newBudgets parses the selectors of pdbs once per preemption.
+func newBudgets(pdbs []*policyv1.PodDisruptionBudget) []budget {
+	out := make([]budget, len(pdbs))
+	for i, pdb := range pdbs {
+		out[i].pdb = pdb
+		if pdb.Spec.Selector == nil {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() {
+			out[i].selector = sel
+		}
+	}
+	return out
+}
+
+// matches reports whether the budget counts a disruption of pod.
+func (b budget) matches(pod *v1.Pod) bool {
+	if b.selector == nil || b.pdb.Namespace != pod.Namespace {
+		return false
+	}
+	if _, disrupted := b.pdb.Status.DisruptedPods[pod.Name]; disrupted {
+		return false
+	}
+	return b.selector.Matches(labels.Set(pod.Labels))
+}
+
+// better reports whether a is a better candidate than b, by
+// kube-scheduler's criteria in order: fewer PDB violations, a lower
+// highest victim priority, a lower sum of victim priorities, fewer
+// victims, and a later start of the earliest-started victim among those
+// of the highest priority. b nil loses.
+func better(a, b *candidate) bool {
+	if b == nil {
+		return true
+	}
+	if a.violations != b.violations {
+		return a.violations < b.violations
+	}
+	ha, hb := highest(a.victims), highest(b.victims)
+	if ha != hb {
+		return ha < hb
+	}
+	if sa, sb := prioritySum(a.victims), prioritySum(b.victims); sa != sb {
+		return sa < sb
+	}
+	if len(a.victims) != len(b.victims) {
+		return len(a.victims) < len(b.victims)
+	}
+	return earliestStart(a.victims, ha).After(earliestStart(b.victims, hb))
+}
+
+func highest(ts []*framework.TaskInfo) int32 {
+	h := int32(math.MinInt32)
+	for _, t := range ts {
+		h = max(h, podPriority(t.Pod))
+	}
+	return h
+}
+
+// prioritySum adds the priorities shifted to be non-negative, so that
+// many pods of a negative priority do not beat few of the same.
+func prioritySum(ts []*framework.TaskInfo) int64 {
+	var sum int64
+	for _, t := range ts {
+		sum += int64(podPriority(t.Pod)) + math.MaxInt32 + 1
+	}
+	return sum
+}
+
+func earliestStart(ts []*framework.TaskInfo, priority int32) time.Time {
+	var earliest time.Time
+	for _, t := range ts {
+		if podPriority(t.Pod) != priority {
+			continue
+		}
+		if s := startTime(t.Pod); earliest.IsZero() || s.Before(earliest) {
+			earliest = s
+		}
+	}
+	return earliest
+}
