@@ -26,9 +26,11 @@ func TestDefaultFramework(t *testing.T) {
 		t.Fatalf("NewFramework: %v", err)
 	}
 	// Every in-tree plugin registers its events, so the scheduler needs
-	// only the pod and node informers (ExternalWorkload events come from
-	// custom informers, if any are configured, and so do Grants).
-	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.ExternalWorkload, framework.Grant, framework.Node, framework.Pod}; !reflect.DeepEqual(got, want) {
+	// only the pod and node informers, and the storage ones the volume
+	// plugins read (ExternalWorkload events come from custom informers, if
+	// any are configured, and so do Grants).
+	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.CSIDriver, framework.CSINode, framework.CSIStorageCapacity, framework.ExternalWorkload, framework.Grant,
+		framework.Node, framework.PersistentVolume, framework.PersistentVolumeClaim, framework.Pod, framework.StorageClass}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ResourcesNeeded = %v, want %v", got, want)
 	}
 

@@ -13,9 +13,13 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeports"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/noderesources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeunschedulable"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodevolumelimits"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/podtopologyspread"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/prioritysort"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/tainttoleration"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumebinding"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumerestrictions"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumezone"
 )
 
 // namedFactory is a plugin factory and the name it is registered under.
@@ -33,6 +37,10 @@ var inTree = []namedFactory{
 	{nodeports.Name, nodeports.New},
 	{tainttoleration.Name, tainttoleration.New},
 	{noderesources.Name, noderesources.New},
+	{volumerestrictions.Name, volumerestrictions.New},
+	{nodevolumelimits.Name, nodevolumelimits.New},
+	{volumebinding.Name, volumebinding.New},
+	{volumezone.Name, volumezone.New},
 	{interpodaffinity.Name, interpodaffinity.New},
 	{podtopologyspread.Name, podtopologyspread.New},
 	{defaultbinder.Name, defaultbinder.New},
@@ -61,14 +69,17 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 //
 //	queueSort: PrioritySort
 //	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit,
+//	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
 //	           PodTopologySpread, InterPodAffinity
 //	filter:    NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+//	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
 //	           PodTopologySpread, InterPodAffinity
 //	preScore:  PodTopologySpread, InterPodAffinity
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1),
 //	           InterPodAffinity (1), PodTopologySpread (1)
+//	reserve:   VolumeBinding
 //	permit:    Gang
-//	bind:      DefaultBinder
+//	bind:      VolumeBinding, DefaultBinder
 //
 // Gang comes first at PreFilter, so that a gang still waiting for tasks is
 // rejected before anything is computed for it. NodeAffinity, NodePorts and
@@ -82,7 +93,12 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // required anti-affinity). Filters run in kube-scheduler's order: a node
 // is rejected by the first filter that fails, so the order decides which
 // reason a node counts under in the message, and the messages must match
-// kube-scheduler's. The result is fresh: callers may change it.
+// kube-scheduler's. The volume plugins also work per pod and return Skip
+// for a pod without volumes of their kind. VolumeBinding reserves the
+// volumes it picked and, as the first Bind plugin, binds them and waits
+// for the claims before it passes the pod to DefaultBinder (what
+// kube-scheduler does at PreBind). The result is fresh: callers may change
+// it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
 		set := make(frameworkruntime.PluginSet, len(names))
@@ -96,8 +112,10 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
+				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
 				podtopologyspread.Name, interpodaffinity.Name),
 			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, tainttoleration.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
+				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
 				podtopologyspread.Name, interpodaffinity.Name),
 			frameworkruntime.PreScorePoint: refs(podtopologyspread.Name, interpodaffinity.Name),
 			frameworkruntime.ScorePoint: {
@@ -107,8 +125,9 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 				{Name: interpodaffinity.Name, Weight: 1},
 				{Name: podtopologyspread.Name, Weight: 1},
 			},
-			frameworkruntime.PermitPoint: refs(gang.Name),
-			frameworkruntime.BindPoint:   refs(defaultbinder.Name),
+			frameworkruntime.ReservePoint: refs(volumebinding.Name),
+			frameworkruntime.PermitPoint:  refs(gang.Name),
+			frameworkruntime.BindPoint:    refs(volumebinding.Name, defaultbinder.Name),
 		},
 	}
 }

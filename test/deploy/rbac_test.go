@@ -67,10 +67,27 @@ var needed = []permission{
 	{Resource: "pods", Verb: "list"},
 	{Resource: "pods", Verb: "watch"},
 	// pkg/cache/informers.go: the Node informer, always started. The other
-	// native informers (volumes, storage, priority classes) start only for
-	// plugins that register for their events; no in-tree plugin does.
+	// native informers start only for plugins that register for their
+	// events: the volume plugins of the default profile need the storage
+	// ones (priority classes: no in-tree plugin).
 	{Resource: "nodes", Verb: "list"},
 	{Resource: "nodes", Verb: "watch"},
+	{Resource: "persistentvolumes", Verb: "list"},
+	{Resource: "persistentvolumes", Verb: "watch"},
+	{Resource: "persistentvolumeclaims", Verb: "list"},
+	{Resource: "persistentvolumeclaims", Verb: "watch"},
+	{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "list"},
+	{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "watch"},
+	{Group: "storage.k8s.io", Resource: "csinodes", Verb: "list"},
+	{Group: "storage.k8s.io", Resource: "csinodes", Verb: "watch"},
+	{Group: "storage.k8s.io", Resource: "csidrivers", Verb: "list"},
+	{Group: "storage.k8s.io", Resource: "csidrivers", Verb: "watch"},
+	{Group: "storage.k8s.io", Resource: "csistoragecapacities", Verb: "list"},
+	{Group: "storage.k8s.io", Resource: "csistoragecapacities", Verb: "watch"},
+	// pkg/plugins/volumebinding/volumebinding.go (Bind): a chosen volume's
+	// claimRef, and the selected-node annotation of a claim to provision.
+	{Resource: "persistentvolumes", Verb: "update"},
+	{Resource: "persistentvolumeclaims", Verb: "update"},
 	// pkg/custominformer/http.go (newKubeconfigSource, NewListWatch): the
 	// "external-workloads" custom informer of deploy/configmap.yaml lists
 	// and watches ExternalWorkloads of this cluster.
@@ -129,8 +146,10 @@ var notNeeded = []permission{
 	{Resource: "nodes", Verb: "get"},
 	{Resource: "nodes", Verb: "patch"},
 	{Resource: "secrets", Verb: "list"},
-	{Resource: "persistentvolumeclaims", Verb: "list"}, // no in-tree plugin needs volume events
-	{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "list"},
+	{Resource: "persistentvolumeclaims", Verb: "get"}, // read through the informer only
+	{Resource: "persistentvolumes", Verb: "delete"},
+	{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "update"},
+	{Group: "storage.k8s.io", Resource: "volumeattachments", Verb: "list"},
 	{Group: "scheduling.k8s.io", Resource: "priorityclasses", Verb: "list"},
 	{Group: "events.k8s.io", Resource: "events", Verb: "update"},
 	{Resource: "events", Verb: "create"},                                      // core/v1 events: only where events.k8s.io/v1 is not served

@@ -359,7 +359,7 @@ func TestDeployConfigIsValid(t *testing.T) {
 	if len(f.Profiles) == 0 {
 		t.Fatal("the deployed config has no profile")
 	}
-	profiles, _, err := buildProfiles(t.Context(), []string{"batch-scheduler"}, f, plugins.NewInTreeRegistry(), &handle{})
+	profiles, _, err := buildProfiles(t.Context(), []string{"batch-scheduler"}, f, plugins.NewInTreeRegistry(), testHandle())
 	if err != nil || len(profiles) != 1 {
 		t.Fatalf("building the deployed profiles: %v", err)
 	}

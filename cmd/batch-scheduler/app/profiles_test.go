@@ -5,6 +5,9 @@ import (
 	"io"
 	"testing"
 
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
@@ -61,7 +64,7 @@ profiles:
 		{[]string{"b", "a"}, false}, // b reverses it
 	} {
 		for range 20 {
-			profiles, less, err := buildProfiles(t.Context(), tt.names, cfg, reg, &handle{})
+			profiles, less, err := buildProfiles(t.Context(), tt.names, cfg, reg, testHandle())
 			if err != nil {
 				t.Fatalf("buildProfiles(%v): %v", tt.names, err)
 			}
@@ -73,4 +76,11 @@ profiles:
 			}
 		}
 	}
+}
+
+// testHandle is a handle over a fake API with an informer factory, which
+// the volume plugins take listers from.
+func testHandle() *handle {
+	client := fake.NewClientset()
+	return &handle{client: client, informers: informers.NewSharedInformerFactory(client, 0)}
 }

@@ -1,0 +1,174 @@
+package nodevolumelimits
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+const driver = "csi.example.com"
+
+func csiNode(name string, limit int32) *storagev1.CSINode {
+	return &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: driver, NodeID: name, Allocatable: &storagev1.VolumeNodeResources{Count: &limit}},
+		{Name: "unlimited.example.com", NodeID: name},
+	}}}
+}
+
+// bound returns a claim bound to a CSI volume of drv with handle.
+func bound(name, drv, handle string) []runtime.Object {
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv-" + name}}
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name}, Spec: v1.PersistentVolumeSpec{
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: drv, VolumeHandle: handle}}}}
+	return []runtime.Object{pvc, pv}
+}
+
+func unbound(name, class string) *v1.PersistentVolumeClaim {
+	return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1.PersistentVolumeClaimSpec{StorageClassName: &class}}
+}
+
+func pod(name string, claims ...string) *v1.Pod {
+	p := st.MakePod().Namespace("ns").Name(name).UID("uid-" + name).Obj()
+	for _, c := range claims {
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: c, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
+	}
+	return p
+}
+
+func newPlugin(t *testing.T, objs ...runtime.Object) *NodeVolumeLimits {
+	t.Helper()
+	h := testutil.NewHandle(objs...)
+	p, err := New(context.Background(), nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h.SharedInformerFactory().Start(ctx.Done())
+	for typ, ok := range h.SharedInformerFactory().WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("informer of %v did not sync", typ)
+		}
+	}
+	return p.(*NodeVolumeLimits)
+}
+
+func TestFilter(t *testing.T) {
+	var objs []runtime.Object
+	for _, c := range []struct{ name, drv, handle string }{
+		{"v1", driver, "h1"}, {"v2", driver, "h2"}, {"v3", driver, "h3"}, {"v1-again", driver, "h1"},
+		{"u1", "unlimited.example.com", "x"}, {"other", "other.example.com", "y"},
+	} {
+		objs = append(objs, bound(c.name, c.drv, c.handle)...)
+	}
+	objs = append(objs, unbound("new", "fast"), unbound("new2", "fast"), unbound("noclass", "missing"),
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: driver},
+		csiNode("n2", 2), csiNode("n0", 0))
+	pl := newPlugin(t, objs...)
+	done := pod("done", "v2")
+	done.Status.Phase = v1.PodSucceeded
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		node     string
+		existing []*v1.Pod
+		skip     bool
+		code     framework.Code
+		msg      string
+	}{
+		{name: "no claims", pod: pod("p"), node: "n0", skip: true},
+		{name: "within the limit", pod: pod("p", "v1"), node: "n2", existing: []*v1.Pod{pod("x", "v2")}},
+		{name: "over the limit", pod: pod("p", "v1"), node: "n2", existing: []*v1.Pod{pod("x", "v2"), pod("y", "v3")},
+			code: framework.Unschedulable, msg: ErrReasonMaxVolumeCountExceeded},
+		{name: "limit 0", pod: pod("p", "v1"), node: "n0", code: framework.Unschedulable, msg: ErrReasonMaxVolumeCountExceeded},
+		{name: "volume already on the node", pod: pod("p", "v1-again"), node: "n2", existing: []*v1.Pod{pod("x", "v1"), pod("y", "v2")}},
+		{name: "same volume twice counts once", pod: pod("p", "v1", "v1-again", "v2"), node: "n2"},
+		{name: "three new volumes", pod: pod("p", "v1", "v2", "v3"), node: "n2", code: framework.Unschedulable, msg: ErrReasonMaxVolumeCountExceeded},
+		{name: "finished pods do not count", pod: pod("p", "v1"), node: "n2", existing: []*v1.Pod{done, pod("y", "v3")}},
+		{name: "driver without a count", pod: pod("p", "u1"), node: "n0"},
+		{name: "driver not on the node", pod: pod("p", "other"), node: "n0"},
+		{name: "no CSINode", pod: pod("p", "v1", "v2", "v3"), node: "nocsi"},
+		{name: "unbound claims counted by provisioner", pod: pod("p", "new", "new2"), node: "n2", existing: []*v1.Pod{pod("x", "v1")},
+			code: framework.Unschedulable, msg: ErrReasonMaxVolumeCountExceeded},
+		{name: "unbound claim of a missing class not counted", pod: pod("p", "noclass"), node: "n0"},
+		{name: "missing claim", pod: pod("p", "nope"), node: "n2", code: framework.UnschedulableAndUnresolvable,
+			msg: `looking up PVC ns/nope: persistentvolumeclaim "nope" not found`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state := framework.NewCycleState()
+			s := pl.PreFilterPod(context.Background(), state, tt.pod, nil)
+			if tt.skip {
+				if !s.IsSkip() {
+					t.Fatalf("PreFilterPod = %v, want Skip", s)
+				}
+				return
+			}
+			if !s.IsSuccess() {
+				t.Fatalf("PreFilterPod = %v", s)
+			}
+			got := pl.Filter(context.Background(), state, tt.pod, testutil.NodeInfo(t, st.MakeNode().Name(tt.node).Obj(), tt.existing...))
+			if got.Code() != tt.code || got.Message() != tt.msg {
+				t.Errorf("Filter = %v, want %v: %q", got, tt.code, tt.msg)
+			}
+		})
+	}
+}
+
+// Pods placed earlier in the cycle count: a gang cannot overrun a limit.
+func TestGangCountsEarlierPlacements(t *testing.T) {
+	var objs []runtime.Object
+	objs = append(objs, bound("v1", driver, "h1")...)
+	objs = append(objs, bound("v2", driver, "h2")...)
+	objs = append(objs, bound("v3", driver, "h3")...)
+	pl := newPlugin(t, append(objs, csiNode("n2", 2))...)
+	node := testutil.NodeInfo(t, st.MakeNode().Name("n2").Obj()).Clone()
+	for i, p := range []*v1.Pod{pod("a", "v1"), pod("b", "v2"), pod("c", "v3")} {
+		state := framework.NewCycleState()
+		if s := pl.PreFilterPod(context.Background(), state, p, nil); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		s := pl.Filter(context.Background(), state, p, node)
+		if i < 2 && !s.IsSuccess() || i == 2 && s.Message() != ErrReasonMaxVolumeCountExceeded {
+			t.Fatalf("task %d: Filter = %v", i, s)
+		}
+		p.Spec.NodeName = "n2"
+		node.AddPod(p)
+	}
+}
+
+func TestHints(t *testing.T) {
+	job := &framework.QueuedJob{Pods: []*v1.Pod{pod("p", "c")}}
+	onNode := pod("x", "d")
+	onNode.Spec.NodeName = "n"
+	noVolumes := pod("y")
+	noVolumes.Spec.NodeName = "n"
+	for _, tc := range []struct {
+		name     string
+		hint     framework.QueueingHintFn
+		old, new any
+		want     framework.QueueingHint
+	}{
+		{"limit raised", csiNodeUpdatedHint, csiNode("n", 1), csiNode("n", 2), framework.Queue},
+		{"limit lowered", csiNodeUpdatedHint, csiNode("n", 2), csiNode("n", 1), framework.QueueSkip},
+		{"pod with claims deleted", podDeletedHint, onNode, nil, framework.Queue},
+		{"pod without volumes deleted", podDeletedHint, noVolumes, nil, framework.QueueSkip},
+		{"unassigned pod deleted", podDeletedHint, pod("z", "d"), nil, framework.QueueSkip},
+		{"own claim added", claimAddedHint, nil, unbound("c", "fast"), framework.Queue},
+		{"other claim added", claimAddedHint, nil, unbound("d", "fast"), framework.QueueSkip},
+	} {
+		got, err := tc.hint(klog.Background(), job, tc.old, tc.new)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package volumebinding
+
+import (
+	"fmt"
+	"reflect"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// EventsToRegister implements framework.EnqueueExtensions. Claims and
+// volumes being created or bound, classes and storage capacity appearing
+// or changing, and nodes appearing or being relabelled may let a rejected
+// pod fit.
+func (*VolumeBinding) EventsToRegister() []framework.ClusterEventWithHint {
+	return []framework.ClusterEventWithHint{
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add | framework.UpdateGeneric}, QueueingHintFn: claimHint},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolume, ActionType: framework.Add | framework.UpdateGeneric}},
+		{Event: framework.ClusterEvent{Resource: framework.StorageClass, ActionType: framework.Add | framework.UpdateGeneric}, QueueingHintFn: classHint},
+		{Event: framework.EventNodeAdd},
+		{Event: framework.EventNodeLabelChange},
+		{Event: framework.ClusterEvent{Resource: framework.CSIDriver, ActionType: framework.UpdateGeneric}, QueueingHintFn: driverHint},
+		{Event: framework.ClusterEvent{Resource: framework.CSIStorageCapacity, ActionType: framework.Add | framework.UpdateGeneric}},
+	}
+}
+
+// claimHint: Queue when the claim added or changed is one a pending pod of
+// the job uses.
+func claimHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
+	pvc, ok := newObj.(*v1.PersistentVolumeClaim)
+	if !ok || pvc == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want a *v1.PersistentVolumeClaim, got %T", newObj)
+	}
+	for _, pod := range job.Pods {
+		if pod.Namespace != pvc.Namespace {
+			continue
+		}
+		for i := range pod.Spec.Volumes {
+			if n, _ := claimName(pod, &pod.Spec.Volumes[i]); n == pvc.Name {
+				logger.V(5).Info("A claim a pending pod uses changed", "pod", klog.KObj(pod), "pvc", klog.KObj(pvc))
+				return framework.Queue, nil
+			}
+		}
+	}
+	return framework.QueueSkip, nil
+}
+
+// classHint: Queue for a new class, or when a class's allowed topologies
+// changed (the only mutable field that matters here).
+func classHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
+	cur, ok := newObj.(*storagev1.StorageClass)
+	if !ok || cur == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want a *storagev1.StorageClass, got %T", newObj)
+	}
+	old, ok := oldObj.(*storagev1.StorageClass)
+	if !ok || old == nil {
+		return framework.Queue, nil
+	}
+	if !reflect.DeepEqual(old.AllowedTopologies, cur.AllowedTopologies) {
+		return framework.Queue, nil
+	}
+	return framework.QueueSkip, nil
+}
+
+// driverHint: Queue when a CSI driver stopped tracking storage capacity,
+// which lifts the capacity check.
+func driverHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
+	cur, ok := newObj.(*storagev1.CSIDriver)
+	old, ok2 := oldObj.(*storagev1.CSIDriver)
+	if !ok || !ok2 || cur == nil || old == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want two *storagev1.CSIDriver, got %T and %T", oldObj, newObj)
+	}
+	tracks := func(d *storagev1.CSIDriver) bool { return d.Spec.StorageCapacity != nil && *d.Spec.StorageCapacity }
+	if tracks(old) && !tracks(cur) {
+		return framework.Queue, nil
+	}
+	return framework.QueueSkip, nil
+}

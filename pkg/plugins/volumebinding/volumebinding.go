@@ -1,0 +1,737 @@
+package volumebinding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/component-helpers/storage/ephemeral"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "VolumeBinding"
+
+// Rejection reasons, worded as kube-scheduler words them.
+const (
+	// ErrReasonBindConflict: an unbound claim finds no volume and cannot be
+	// provisioned on the node.
+	ErrReasonBindConflict = "node(s) didn't find available persistent volumes to bind"
+	// ErrReasonNodeConflict: a bound volume's nodeAffinity excludes the node.
+	ErrReasonNodeConflict = "node(s) didn't match PersistentVolume's node affinity"
+	// ErrReasonNotEnoughSpace: no CSIStorageCapacity reachable from the node
+	// offers the size of a claim to provision.
+	ErrReasonNotEnoughSpace = "node(s) did not have enough free storage"
+	// ErrReasonPVNotExist: a claim is bound to a volume that does not exist.
+	ErrReasonPVNotExist = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+	// ErrReasonUnboundImmediate: a claim that should already be bound is not.
+	ErrReasonUnboundImmediate = "pod has unbound immediate PersistentVolumeClaims"
+)
+
+// Timing of Bind's wait for the claims to become bound.
+const (
+	bindPollInterval = time.Second
+	bindTimeout      = 10 * time.Minute
+)
+
+const (
+	// podStateKey holds the current pod's claims (PreFilterPod) and what
+	// its Filter found per node.
+	podStateKey framework.StateKey = Name + "/pod"
+	// reservedKey holds the volumes reserved for each placed pod of the
+	// cycle, for Bind and Unreserve.
+	reservedKey framework.StateKey = Name + "/reserved"
+)
+
+// VolumeBinding is the plugin.
+type VolumeBinding struct {
+	handle     framework.Handle
+	pvcs       corelisters.PersistentVolumeClaimLister
+	pvs        corelisters.PersistentVolumeLister
+	classes    storagelisters.StorageClassLister
+	drivers    storagelisters.CSIDriverLister
+	capacities storagelisters.CSIStorageCapacityLister
+
+	mu sync.Mutex // guards assumed
+	// assumed maps the name of a volume reserved for a claim to the volume
+	// as it will be once bound (claimRef set), until the informer shows
+	// another version of it or the reservation is undone.
+	assumed map[string]assumedVolume
+}
+
+// assumedVolume is a volume reserved for a claim: pv as it will be once
+// bound, and the resource version of the informer's copy it was made from.
+type assumedVolume struct {
+	pv     *v1.PersistentVolume
+	baseRV string
+}
+
+var (
+	_ framework.PodPreFilterPlugin = &VolumeBinding{}
+	_ framework.FilterPlugin       = &VolumeBinding{}
+	_ framework.ReservePlugin      = &VolumeBinding{}
+	_ framework.BindPlugin         = &VolumeBinding{}
+	_ framework.EnqueueExtensions  = &VolumeBinding{}
+)
+
+// New is the plugin's framework.PluginFactory. It takes no args and needs
+// a Handle with a clientset and an informer factory.
+func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+		return nil, err
+	}
+	if h == nil || h.SharedInformerFactory() == nil {
+		return nil, errors.New(Name + ": the framework handle has no informer factory")
+	}
+	f := h.SharedInformerFactory()
+	return &VolumeBinding{
+		handle:     h,
+		pvcs:       f.Core().V1().PersistentVolumeClaims().Lister(),
+		pvs:        f.Core().V1().PersistentVolumes().Lister(),
+		classes:    f.Storage().V1().StorageClasses().Lister(),
+		drivers:    f.Storage().V1().CSIDrivers().Lister(),
+		capacities: f.Storage().V1().CSIStorageCapacities().Lister(),
+		assumed:    map[string]assumedVolume{},
+	}, nil
+}
+
+// Name implements framework.Plugin.
+func (*VolumeBinding) Name() string { return Name }
+
+// claimName returns the name of the claim vol uses and whether it is a
+// generic ephemeral volume; "" when vol uses no claim.
+func claimName(pod *v1.Pod, vol *v1.Volume) (name string, isEphemeral bool) {
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		return vol.PersistentVolumeClaim.ClaimName, false
+	case vol.Ephemeral != nil:
+		return ephemeral.VolumeClaimName(pod, vol), true
+	}
+	return "", false
+}
+
+// hasClaims reports whether pod has a volume backed by a claim.
+func hasClaims(pod *v1.Pod) bool {
+	for i := range pod.Spec.Volumes {
+		if n, _ := claimName(pod, &pod.Spec.Volumes[i]); n != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// fullyBound reports whether the PersistentVolume controller completed
+// pvc's binding.
+func fullyBound(pvc *v1.PersistentVolumeClaim) bool {
+	return pvc.Spec.VolumeName != "" && metav1.HasAnnotation(pvc.ObjectMeta, volumehelpers.AnnBindCompleted)
+}
+
+// podState is what PreFilterPod found for one pod, and what its Filter
+// calls found per node.
+type podState struct {
+	uid types.UID
+	// bound are the claims already bound; delayed the unbound claims of
+	// WaitForFirstConsumer classes.
+	bound, delayed []*v1.PersistentVolumeClaim
+	// candidates are the volumes of each class of a delayed claim.
+	candidates map[string][]*v1.PersistentVolume
+
+	mu sync.Mutex // guards byNode
+	// byNode is what binding the pod on a node needs; absent for nodes
+	// where nothing is to be bound.
+	byNode map[string]*podVolumes
+}
+
+// Clone implements framework.StateData; the state is per pod and shared.
+func (s *podState) Clone() framework.StateData { return s }
+
+// binding is a volume chosen for a claim: pv is the volume as it will be
+// once bound to pvc.
+type binding struct {
+	pv  *v1.PersistentVolume
+	pvc *v1.PersistentVolumeClaim
+}
+
+// podVolumes is what must be done on one node before the pod is bound.
+type podVolumes struct {
+	static    []binding
+	provision []*v1.PersistentVolumeClaim
+}
+
+// reserved holds the podVolumes of each placed pod of the cycle.
+type reserved struct {
+	mu    sync.Mutex
+	byPod map[types.UID]*podVolumes
+}
+
+// Clone implements framework.StateData; one map serves the cycle.
+func (r *reserved) Clone() framework.StateData { return r }
+
+// PreFilterPod implements framework.PodPreFilterPlugin.
+func (pl *VolumeBinding) PreFilterPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
+	if !hasClaims(pod) {
+		return framework.NewStatus(framework.Skip)
+	}
+	// All claims are checked for existence first, then classified, so that
+	// a missing claim is reported whatever comes before it.
+	var claims []*v1.PersistentVolumeClaim
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		name, isEphemeral := claimName(pod, vol)
+		if name == "" {
+			continue
+		}
+		pvc, err := pl.pvcs.PersistentVolumeClaims(pod.Namespace).Get(name)
+		if err != nil {
+			if isEphemeral && apierrors.IsNotFound(err) {
+				err = fmt.Errorf("waiting for ephemeral volume controller to create the persistentvolumeclaim %q", name)
+			}
+			if apierrors.IsNotFound(err) || isEphemeral {
+				return framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+			}
+			return framework.AsStatus(fmt.Errorf("getting persistentvolumeclaim %s/%s of pod %s: %w", pod.Namespace, name, klog.KObj(pod), err))
+		}
+		if pvc.Status.Phase == v1.ClaimLost {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+				fmt.Sprintf("persistentvolumeclaim %q bound to non-existent persistentvolume %q", pvc.Name, pvc.Spec.VolumeName))
+		}
+		if pvc.DeletionTimestamp != nil {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("persistentvolumeclaim %q is being deleted", pvc.Name))
+		}
+		if isEphemeral {
+			if err := ephemeral.VolumeIsForPod(pod, pvc); err != nil {
+				return framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+			}
+		}
+		claims = append(claims, pvc)
+	}
+	s := &podState{uid: pod.UID, candidates: map[string][]*v1.PersistentVolume{}, byNode: map[string]*podVolumes{}}
+	immediate := false
+	for _, pvc := range claims {
+		if fullyBound(pvc) {
+			s.bound = append(s.bound, pvc)
+			continue
+		}
+		delay, err := volumehelpers.IsDelayBindingMode(pvc, pl.classes)
+		if err != nil {
+			return framework.AsStatus(fmt.Errorf("persistentvolumeclaim %s/%s of pod %s: %w", pvc.Namespace, pvc.Name, klog.KObj(pod), err))
+		}
+		if !delay || pvc.Spec.VolumeName != "" {
+			immediate = true
+			continue
+		}
+		s.delayed = append(s.delayed, pvc)
+	}
+	if immediate {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUnboundImmediate)
+	}
+	if len(s.delayed) > 0 {
+		all, err := pl.pvs.List(labels.Everything())
+		if err != nil {
+			return framework.AsStatus(fmt.Errorf("listing persistentvolumes for pod %s: %w", klog.KObj(pod), err))
+		}
+		all = pl.withAssumed(all)
+		for _, pvc := range s.delayed {
+			class := volumehelpers.GetPersistentVolumeClaimClass(pvc)
+			if _, ok := s.candidates[class]; ok {
+				continue
+			}
+			list := []*v1.PersistentVolume{}
+			for _, pv := range all {
+				if volumehelpers.GetPersistentVolumeClass(pv) == class {
+					list = append(list, pv)
+				}
+			}
+			s.candidates[class] = list
+		}
+	}
+	state.Write(podStateKey, s)
+	return nil
+}
+
+// withAssumed returns all with the assumed volumes in their assumed form.
+// It forgets an assumption once the informer holds another version of the
+// volume: our update, or someone else's change, which wins.
+func (pl *VolumeBinding) withAssumed(all []*v1.PersistentVolume) []*v1.PersistentVolume {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if len(pl.assumed) == 0 {
+		return all
+	}
+	out := make([]*v1.PersistentVolume, len(all))
+	for i, pv := range all {
+		out[i] = pv
+		a, ok := pl.assumed[pv.Name]
+		if !ok {
+			continue
+		}
+		if pv.ResourceVersion != a.baseRV {
+			delete(pl.assumed, pv.Name)
+			continue
+		}
+		out[i] = a.pv
+	}
+	return out
+}
+
+// stateOf returns pod's podState from state.
+func stateOf(state *framework.CycleState, pod *v1.Pod) (*podState, error) {
+	d, ok := state.Read(podStateKey)
+	if !ok {
+		return nil, fmt.Errorf("%s: no pre-filter state for pod %s", Name, klog.KObj(pod))
+	}
+	s, ok := d.(*podState)
+	if !ok || s.uid != pod.UID {
+		return nil, fmt.Errorf("%s: the pre-filter state is not pod %s's", Name, klog.KObj(pod))
+	}
+	return s, nil
+}
+
+// Filter implements framework.FilterPlugin.
+func (pl *VolumeBinding) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+	if nodeInfo.Node == nil || nodeInfo.Placeholder {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
+	}
+	if !hasClaims(pod) {
+		return nil
+	}
+	s, err := stateOf(state, pod)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	node := nodeInfo.Node
+	vols, reasons, err := pl.findPodVolumes(klog.FromContext(ctx), pod, s, node)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	if len(reasons) > 0 {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, reasons...)
+	}
+	if vols != nil {
+		s.mu.Lock()
+		s.byNode[node.Name] = vols
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// findPodVolumes checks pod's claims against node. It returns the
+// rejection reasons, in kube-scheduler's order, or what binding needs on
+// node (nil when nothing is to be bound).
+func (pl *VolumeBinding) findPodVolumes(logger klog.Logger, pod *v1.Pod, s *podState, node *v1.Node) (*podVolumes, []string, error) {
+	boundOK, pvsExist := true, true
+	for _, pvc := range s.bound {
+		pv, err := pl.pvs.Get(pvc.Spec.VolumeName)
+		if apierrors.IsNotFound(err) {
+			pvsExist = false
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("getting persistentvolume %q of claim %s: %w", pvc.Spec.VolumeName, klog.KObj(pvc), err)
+		}
+		if err := volumehelpers.CheckNodeAffinity(pv, node.Labels); err != nil {
+			logger.V(5).Info("Volume's node affinity excludes node", "pod", klog.KObj(pod), "pv", pv.Name, "node", node.Name, "err", err)
+			boundOK = false
+			break
+		}
+	}
+	unboundOK, enoughSpace := true, true
+	var vols *podVolumes
+	if len(s.delayed) > 0 {
+		vols = &podVolumes{}
+		var toMatch []*v1.PersistentVolumeClaim
+		for _, pvc := range s.delayed {
+			if selected, ok := pvc.Annotations[volumehelpers.AnnSelectedNode]; ok {
+				if selected != node.Name {
+					unboundOK = false
+					break
+				}
+				vols.provision = append(vols.provision, pvc)
+				continue
+			}
+			toMatch = append(toMatch, pvc)
+		}
+		if unboundOK && len(toMatch) > 0 {
+			var unmatched []*v1.PersistentVolumeClaim
+			var err error
+			vols.static, unmatched, err = matchVolumes(toMatch, s.candidates, node)
+			if err != nil {
+				return nil, nil, err
+			}
+			// A claim without a volume may still be provisioned.
+			vols.provision = append(vols.provision, unmatched...)
+		}
+		if unboundOK && len(vols.provision) > 0 {
+			var err error
+			unboundOK, enoughSpace, err = pl.canProvision(logger, vols.provision, node)
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	var reasons []string
+	if !boundOK {
+		reasons = append(reasons, ErrReasonNodeConflict)
+	}
+	if !unboundOK {
+		reasons = append(reasons, ErrReasonBindConflict)
+	}
+	if !enoughSpace {
+		reasons = append(reasons, ErrReasonNotEnoughSpace)
+	}
+	if !pvsExist {
+		reasons = append(reasons, ErrReasonPVNotExist)
+	}
+	return vols, reasons, nil
+}
+
+// matchVolumes picks a distinct volume for each claim, smaller claims
+// first, among candidates (by class) on node. It returns the bindings and
+// the claims left without a volume.
+func matchVolumes(claims []*v1.PersistentVolumeClaim, candidates map[string][]*v1.PersistentVolume, node *v1.Node) ([]binding, []*v1.PersistentVolumeClaim, error) {
+	sorted := slices.Clone(claims)
+	slices.SortStableFunc(sorted, func(a, b *v1.PersistentVolumeClaim) int {
+		qa, qb := a.Spec.Resources.Requests[v1.ResourceStorage], b.Spec.Resources.Requests[v1.ResourceStorage]
+		return qa.Cmp(qb)
+	})
+	chosen := map[string]*v1.PersistentVolume{}
+	var bindings []binding
+	var unmatched []*v1.PersistentVolumeClaim
+	for _, pvc := range sorted {
+		pv, err := volumehelpers.FindMatchingVolume(pvc, candidates[volumehelpers.GetPersistentVolumeClaimClass(pvc)], node, chosen, true, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("matching a volume to claim %s: %w", klog.KObj(pvc), err)
+		}
+		if pv == nil {
+			unmatched = append(unmatched, pvc)
+			continue
+		}
+		chosen[pv.Name] = pv
+		bindings = append(bindings, binding{pv: pv, pvc: pvc})
+	}
+	return bindings, unmatched, nil
+}
+
+// canProvision reports whether every claim's class can provision a volume
+// reachable from node, and whether storage capacity suffices.
+func (pl *VolumeBinding) canProvision(logger klog.Logger, claims []*v1.PersistentVolumeClaim, node *v1.Node) (ok, enoughSpace bool, err error) {
+	for _, pvc := range claims {
+		className := volumehelpers.GetPersistentVolumeClaimClass(pvc)
+		if className == "" {
+			return false, false, fmt.Errorf("no class for claim %q", pvc.Namespace+"/"+pvc.Name)
+		}
+		class, err := pl.classes.Get(className)
+		if err != nil {
+			return false, false, fmt.Errorf("failed to find storage class %q", className)
+		}
+		if class.Provisioner == "" || class.Provisioner == volumehelpers.NotSupportedProvisioner {
+			return false, true, nil
+		}
+		if !matchTopology(class.AllowedTopologies, node.Labels) {
+			logger.V(5).Info("Class's allowed topologies exclude node", "pvc", klog.KObj(pvc), "node", node.Name)
+			return false, true, nil
+		}
+		enough, err := pl.hasCapacity(pvc, class, node)
+		if err != nil {
+			return false, false, err
+		}
+		if !enough {
+			return true, false, nil
+		}
+	}
+	return true, true, nil
+}
+
+// matchTopology reports whether node labels satisfy a class's
+// allowedTopologies: no terms admit every node; otherwise some non-empty
+// term must have all its expressions satisfied.
+func matchTopology(terms []v1.TopologySelectorTerm, nodeLabels map[string]string) bool {
+	if len(terms) == 0 {
+		return true
+	}
+	set := labels.Set(nodeLabels)
+	for _, term := range terms {
+		if len(term.MatchLabelExpressions) == 0 {
+			continue
+		}
+		sel := labels.NewSelector()
+		valid := true
+		for _, e := range term.MatchLabelExpressions {
+			if len(e.Values) == 0 {
+				valid = false
+				break
+			}
+			r, err := labels.NewRequirement(e.Key, selection.In, e.Values)
+			if err != nil {
+				valid = false
+				break
+			}
+			sel = sel.Add(*r)
+		}
+		if valid && sel.Matches(set) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCapacity reports whether a volume for pvc fits in a CSIStorageCapacity
+// of class reachable from node, when the class's CSI driver tracks
+// capacity; true when it does not or pvc requests no size.
+func (pl *VolumeBinding) hasCapacity(pvc *v1.PersistentVolumeClaim, class *storagev1.StorageClass, node *v1.Node) (bool, error) {
+	size, ok := pvc.Spec.Resources.Requests[v1.ResourceStorage]
+	if !ok {
+		return true, nil
+	}
+	driver, err := pl.drivers.Get(class.Provisioner)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("getting csidriver %q: %w", class.Provisioner, err)
+	}
+	if driver.Spec.StorageCapacity == nil || !*driver.Spec.StorageCapacity {
+		return true, nil
+	}
+	caps, err := pl.capacities.List(labels.Everything())
+	if err != nil {
+		return false, fmt.Errorf("listing csistoragecapacities: %w", err)
+	}
+	for _, c := range caps {
+		if c.StorageClassName != class.Name || c.NodeTopology == nil {
+			continue
+		}
+		limit := c.MaximumVolumeSize
+		if limit == nil {
+			limit = c.Capacity
+		}
+		if limit == nil || limit.Value() < size.Value() {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(c.NodeTopology)
+		if err != nil {
+			continue
+		}
+		if sel.Matches(labels.Set(node.Labels)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Reserve implements framework.ReservePlugin: it records the volumes
+// chosen on nodeName for Bind and holds the chosen volumes.
+func (pl *VolumeBinding) Reserve(_ context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+	if !hasClaims(pod) {
+		return nil
+	}
+	s, err := stateOf(state, pod)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	s.mu.Lock()
+	vols := s.byNode[nodeName]
+	s.mu.Unlock()
+	if vols == nil {
+		return nil
+	}
+	out := &podVolumes{provision: vols.provision}
+	pl.mu.Lock()
+	for _, b := range vols.static {
+		pv, _, err := volumehelpers.GetBindVolumeToClaim(b.pv, b.pvc)
+		if err != nil {
+			pl.mu.Unlock()
+			pl.release(out)
+			return framework.AsStatus(fmt.Errorf("binding persistentvolume %q to claim %s: %w", b.pv.Name, klog.KObj(b.pvc), err))
+		}
+		base := b.pv.ResourceVersion
+		if a, ok := pl.assumed[b.pv.Name]; ok && a.pv == b.pv {
+			// Already assumed (for this claim): keep the informer's version.
+			base = a.baseRV
+		}
+		pl.assumed[pv.Name] = assumedVolume{pv: pv, baseRV: base}
+		out.static = append(out.static, binding{pv: pv, pvc: b.pvc})
+	}
+	pl.mu.Unlock()
+	r := reservedOf(state)
+	r.mu.Lock()
+	r.byPod[pod.UID] = out
+	r.mu.Unlock()
+	return nil
+}
+
+// reservedOf returns the cycle's reservations, creating them.
+func reservedOf(state *framework.CycleState) *reserved {
+	if d, ok := state.Read(reservedKey); ok {
+		if r, ok := d.(*reserved); ok {
+			return r
+		}
+	}
+	r := &reserved{byPod: map[types.UID]*podVolumes{}}
+	state.Write(reservedKey, r)
+	return r
+}
+
+// release drops the assumptions of vols.
+func (pl *VolumeBinding) release(vols *podVolumes) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for _, b := range vols.static {
+		if a, ok := pl.assumed[b.pv.Name]; ok && a.pv == b.pv {
+			delete(pl.assumed, b.pv.Name)
+		}
+	}
+}
+
+// take removes and returns pod's reservation, if any.
+func take(state *framework.CycleState, pod *v1.Pod, remove bool) *podVolumes {
+	d, ok := state.Read(reservedKey)
+	if !ok {
+		return nil
+	}
+	r, ok := d.(*reserved)
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	vols := r.byPod[pod.UID]
+	if remove {
+		delete(r.byPod, pod.UID)
+	}
+	return vols
+}
+
+// Unreserve implements framework.ReservePlugin.
+func (pl *VolumeBinding) Unreserve(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ string) {
+	if vols := take(state, pod, true); vols != nil {
+		pl.release(vols)
+	}
+}
+
+// Bind implements framework.BindPlugin: it binds the volumes reserved for
+// pod and waits until its claims are bound, then returns Skip for the next
+// Bind plugin to bind the pod.
+func (pl *VolumeBinding) Bind(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+	vols := take(state, pod, false)
+	if vols == nil || (len(vols.static) == 0 && len(vols.provision) == 0) {
+		return framework.NewStatus(framework.Skip)
+	}
+	logger := klog.FromContext(ctx)
+	client := pl.handle.ClientSet()
+	if client == nil {
+		return framework.AsStatus(fmt.Errorf("binding volumes of pod %s: no clientset", klog.KObj(pod)))
+	}
+	for _, b := range vols.static {
+		// From the informer, as kube-scheduler does: a stale copy fails the
+		// update with a conflict, and the bind is tried again.
+		cur, err := pl.pvs.Get(b.pv.Name)
+		if err != nil {
+			return framework.AsStatus(fmt.Errorf("getting persistentvolume %q for pod %s: %w", b.pv.Name, klog.KObj(pod), err))
+		}
+		if cur.Spec.ClaimRef != nil && !volumehelpers.IsVolumeBoundToClaim(cur, b.pvc) {
+			return framework.AsStatus(fmt.Errorf("persistentvolume %q chosen for claim %s was bound to claim %s/%s meanwhile",
+				b.pv.Name, klog.KObj(b.pvc), cur.Spec.ClaimRef.Namespace, cur.Spec.ClaimRef.Name))
+		}
+		pv, dirty, err := volumehelpers.GetBindVolumeToClaim(cur, b.pvc)
+		if err != nil {
+			return framework.AsStatus(fmt.Errorf("binding persistentvolume %q to claim %s: %w", b.pv.Name, klog.KObj(b.pvc), err))
+		}
+		if !dirty {
+			continue
+		}
+		if _, err := client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			return framework.AsStatus(fmt.Errorf("binding persistentvolume %q to claim %s: %w", b.pv.Name, klog.KObj(b.pvc), err))
+		}
+		logger.V(2).Info("Bound volume to claim; waiting for the claim", "pod", klog.KObj(pod), "pv", b.pv.Name, "pvc", klog.KObj(b.pvc))
+	}
+	for _, claim := range vols.provision {
+		cur, err := pl.pvcs.PersistentVolumeClaims(claim.Namespace).Get(claim.Name)
+		if err != nil {
+			return framework.AsStatus(fmt.Errorf("getting persistentvolumeclaim %s for pod %s: %w", klog.KObj(claim), klog.KObj(pod), err))
+		}
+		if cur.Annotations[volumehelpers.AnnSelectedNode] == nodeName {
+			continue
+		}
+		cur = cur.DeepCopy()
+		metav1.SetMetaDataAnnotation(&cur.ObjectMeta, volumehelpers.AnnSelectedNode, nodeName)
+		if _, err := client.CoreV1().PersistentVolumeClaims(cur.Namespace).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			return framework.AsStatus(fmt.Errorf("selecting node %q for claim %s: %w", nodeName, klog.KObj(claim), err))
+		}
+		logger.V(2).Info("Selected node for claim to provision; waiting for the claim", "pod", klog.KObj(pod), "pvc", klog.KObj(claim), "node", nodeName)
+	}
+	err := wait.PollUntilContextTimeout(ctx, bindPollInterval, bindTimeout, true, func(context.Context) (bool, error) {
+		return pl.claimsBound(vols, nodeName)
+	})
+	if err != nil {
+		return framework.AsStatus(fmt.Errorf("binding volumes of pod %s on node %q: %w", klog.KObj(pod), nodeName, err))
+	}
+	logger.V(2).Info("All claims of pod bound", "pod", klog.KObj(pod))
+	// The informer shows the volumes bound: no need to hold them any more.
+	pl.release(vols)
+	return framework.NewStatus(framework.Skip)
+}
+
+// claimsBound reports whether every claim of vols is fully bound, as the
+// informers show it; an error when a binding was undone by someone else.
+func (pl *VolumeBinding) claimsBound(vols *podVolumes, nodeName string) (bool, error) {
+	for _, b := range vols.static {
+		pv, err := pl.pvs.Get(b.pv.Name)
+		if err != nil {
+			return false, fmt.Errorf("checking persistentvolume %q: %w", b.pv.Name, err)
+		}
+		if pv.Spec.ClaimRef == nil {
+			// The informer may not have seen our update yet.
+			return false, nil
+		}
+		if pv.Spec.ClaimRef.UID != b.pvc.UID {
+			return false, fmt.Errorf("persistentvolume %q was bound to another claim than %s", pv.Name, klog.KObj(b.pvc))
+		}
+		pvc, err := pl.pvcs.PersistentVolumeClaims(b.pvc.Namespace).Get(b.pvc.Name)
+		if err != nil {
+			return false, fmt.Errorf("checking persistentvolumeclaim %s: %w", klog.KObj(b.pvc), err)
+		}
+		if !fullyBound(pvc) {
+			return false, nil
+		}
+	}
+	for _, claim := range vols.provision {
+		pvc, err := pl.pvcs.PersistentVolumeClaims(claim.Namespace).Get(claim.Name)
+		if err != nil {
+			return false, fmt.Errorf("checking persistentvolumeclaim %s: %w", klog.KObj(claim), err)
+		}
+		selected, ok := pvc.Annotations[volumehelpers.AnnSelectedNode]
+		if !ok {
+			if fullyBound(pvc) {
+				continue
+			}
+			// Our update may not have reached the informer yet.
+			return false, nil
+		}
+		if selected != nodeName {
+			return false, fmt.Errorf("provisioning failed for PVC %q", pvc.Name)
+		}
+		if !fullyBound(pvc) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
