@@ -221,6 +221,8 @@ func nativeResourceSet(rs []framework.EventResource) (map[framework.EventResourc
 			set[r] = true
 		case optionalMethods[r] != nil:
 			// Served by custom informers only.
+		case r == framework.GangGroup:
+			// Raised by the event handler from the group objects it watches.
 		default:
 			if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
 				return nil, fmt.Errorf("resource %q in Options.Resources is neither a native resource (%v), %q, nor a dynamic one: %w",
@@ -246,7 +248,7 @@ func (c *SchedulerCache) warnUnservedResources(gvrs []schema.GroupVersionResourc
 		served[ci.Resource] = true
 	}
 	for _, r := range c.opts.Resources {
-		if r != framework.WildCard && nativeMethods[r] == nil && !served[r] {
+		if r != framework.WildCard && r != framework.GangGroup && nativeMethods[r] == nil && !served[r] {
 			// Dynamic and optional (Grant, ExternalWorkload) resources.
 			klog.InfoS("Cluster events of a resource are needed, but no informer watches it; configure the event handler to watch it",
 				"resource", r)

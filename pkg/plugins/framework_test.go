@@ -27,8 +27,9 @@ func TestDefaultFramework(t *testing.T) {
 	}
 	// Every in-tree plugin registers its events, so the scheduler needs
 	// only the pod and node informers (ExternalWorkload events come from
-	// custom informers, if any are configured, and so do Grants).
-	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.ExternalWorkload, framework.Grant, framework.Node, framework.Pod}; !reflect.DeepEqual(got, want) {
+	// custom informers, if any are configured, and so do Grants; gang group
+	// events come from the event handler's dialect informers).
+	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.ExternalWorkload, framework.GangGroup, framework.Grant, framework.Node, framework.Pod}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ResourcesNeeded = %v, want %v", got, want)
 	}
 

@@ -41,6 +41,11 @@ type Args struct {
 	// with an empty value) fall back to spec.nodeName. Empty (the default):
 	// spec.nodeName only.
 	ExternalWorkloadNodeLabel string `yaml:"externalWorkloadNodeLabel"`
+	// DisableGangDialects stops the handler from watching the objects of
+	// the gang dialects (native, scheduler-plugins and Volcano PodGroups,
+	// opted-in Jobs; see docs/scheduling.md). By default each one the API
+	// server serves at start-up is watched.
+	DisableGangDialects bool `yaml:"disableGangDialects"`
 }
 
 // Policy changes how the handler treats nodes, pods and external
@@ -97,6 +102,9 @@ type Handler struct {
 	// externalNodeLabel is Args.ExternalWorkloadNodeLabel.
 	externalNodeLabel string
 	policy            Policy
+	// dialects are the gang dialect resources watched (see dialects.go).
+	dialects   []dialectResource
+	dialectErr error
 }
 
 var (
@@ -116,14 +124,29 @@ func Factory(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest
 
 // New builds the default handler from its configuration section cfg, which
 // is decoded strictly into Args; a nil cfg means defaults. c must not be nil.
-// ctx and rc are not used: the default handler does no start-up work and
-// needs no client of its own.
-func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, _ *rest.Config, opts ...Option) (*Handler, error) {
+// With rc, unless Args.DisableGangDialects, the API server is asked which
+// gang dialects it serves (see WithGangDialects). ctx is not used.
+func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config, opts ...Option) (*Handler, error) {
 	var args Args
 	if err := config.DecodeStrict(cfg, &args); err != nil {
 		return nil, fmt.Errorf("decoding config: %w", err)
 	}
+	if rc != nil && !args.DisableGangDialects {
+		opts = append([]Option{WithGangDialects(rc)}, opts...)
+	}
 	return NewWithArgs(c, args, opts...)
+}
+
+// WithGangDialects makes the handler watch the gang dialect resources that
+// the API server rc reaches serves now (found by discovery): native
+// PodGroups (scheduling.k8s.io v1beta1, else v1alpha3), scheduler-plugins
+// and Volcano PodGroups, and batch/v1 Jobs. It needs a cache that
+// implements eventhandlers.GroupPolicyCache. A discovery failure other than
+// "not served" makes NewWithArgs fail.
+func WithGangDialects(rc *rest.Config) Option {
+	return func(h *Handler) {
+		h.dialects, h.dialectErr = discoverDialects(rc)
+	}
 }
 
 // NewWithArgs builds the default handler from already decoded arguments. It
@@ -146,6 +169,13 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	h := &Handler{cache: c, dynamic: gvrs, externalNodeLabel: args.ExternalWorkloadNodeLabel}
 	for _, opt := range opts {
 		opt(h)
+	}
+	if h.dialectErr != nil {
+		return nil, h.dialectErr
+	}
+	if _, ok := c.(eventhandlers.GroupPolicyCache); !ok && len(h.dialects) > 0 {
+		klog.InfoS("The cache does not record gang groups; gang dialects other than the annotations are not read")
+		h.dialects = nil
 	}
 	return h, nil
 }
@@ -176,10 +206,16 @@ func parseDynamicResources(names []string) ([]schema.GroupVersionResource, error
 func (h *Handler) Cache() eventhandlers.Cache { return h.cache }
 
 // DynamicResources returns the resources listed in Args.DynamicResources, in
-// their order. It implements eventhandlers.DynamicResourceRequester. The
+// their order, then the gang dialect resources watched. It implements eventhandlers.DynamicResourceRequester. The
 // slice is the caller's.
 func (h *Handler) DynamicResources() []schema.GroupVersionResource {
-	return slices.Clone(h.dynamic)
+	out := slices.Clone(h.dynamic)
+	for _, d := range h.dialects {
+		if !slices.Contains(out, d.gvr) {
+			out = append(out, d.gvr)
+		}
+	}
+	return out
 }
 
 // raise raises event with the objects it is about (oldObj nil for an

@@ -1,0 +1,171 @@
+package defaulthandler
+
+import (
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// dialectResource is a resource whose objects define gangs.
+type dialectResource struct {
+	gvr  schema.GroupVersionResource
+	kind framework.GroupKind
+	// policy reads an object's policy; nil: the object defines no gang.
+	policy func(u *unstructured.Unstructured) *framework.GroupPolicy
+}
+
+// dialectCandidates are the resources looked up by discovery, in order; of
+// the native PodGroup only the first served version is used.
+var dialectCandidates = []dialectResource{
+	{gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"},
+		kind: framework.GroupKindNative, policy: nativePolicy},
+	{gvr: schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "podgroups"},
+		kind: framework.GroupKindNative, policy: nativePolicy},
+	{gvr: schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"},
+		kind: framework.GroupKindCoscheduling, policy: minMemberPolicy(framework.GroupKindCoscheduling)},
+	{gvr: schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"},
+		kind: framework.GroupKindVolcano, policy: minMemberPolicy(framework.GroupKindVolcano)},
+	{gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
+		kind: framework.GroupKindJob, policy: jobPolicy},
+}
+
+// discoverDialects returns the dialect resources the API server serves.
+// A group or version that is not served is normal and logged at V(2).
+func discoverDialects(rc *rest.Config) ([]dialectResource, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client for the gang dialects: %w", err)
+	}
+	var found []dialectResource
+	seen := map[framework.GroupKind]bool{}
+	for _, d := range dialectCandidates {
+		if seen[d.kind] {
+			continue
+		}
+		list, err := dc.ServerResourcesForGroupVersion(d.gvr.GroupVersion().String())
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				klog.V(2).InfoS("Gang dialect not served by the API server", "groupVersion", d.gvr.GroupVersion().String(), "kind", d.kind)
+				continue
+			}
+			return nil, fmt.Errorf("discovering %s for gang dialect %s: %w", d.gvr.GroupVersion(), d.kind, err)
+		}
+		for _, r := range list.APIResources {
+			if r.Name == d.gvr.Resource {
+				found = append(found, d)
+				seen[d.kind] = true
+				klog.V(2).InfoS("Gang dialect served; watching it", "resource", eventhandlers.DynamicResourceName(d.gvr), "kind", d.kind)
+				break
+			}
+		}
+	}
+	return found, nil
+}
+
+// dialectFor returns the dialect resource of gvr, if it is one.
+func (h *Handler) dialectFor(gvr schema.GroupVersionResource) (dialectResource, bool) {
+	for _, d := range h.dialects {
+		if d.gvr == gvr {
+			return d, true
+		}
+	}
+	return dialectResource{}, false
+}
+
+// setGroup records the policy of obj (nil: deleted) in the cache. It
+// reports whether gvr is a dialect resource.
+func (h *Handler) setGroup(gvr schema.GroupVersionResource, obj any, deleted bool) bool {
+	d, ok := h.dialectFor(gvr)
+	if !ok {
+		return false
+	}
+	gc, ok := h.cache.(eventhandlers.GroupPolicyCache)
+	if !ok {
+		return true
+	}
+	u, ok := eventhandlers.ObjectAs[*unstructured.Unstructured](obj)
+	if !ok {
+		klog.ErrorS(nil, "Ignoring an event of a gang group object that is not unstructured", "resource", eventhandlers.DynamicResourceName(gvr), "type", fmt.Sprintf("%T", obj))
+		return true
+	}
+	var p *framework.GroupPolicy
+	if !deleted {
+		p = d.policy(u)
+	}
+	klog.V(4).InfoS("Gang group object changed", "kind", d.kind, "object", klog.KObj(u), "deleted", deleted, "policy", p)
+	gc.SetGroupPolicy(d.kind, u.GetNamespace(), u.GetName(), p)
+	return true
+}
+
+func source(kind framework.GroupKind, u *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s/%s", kind, u.GetNamespace(), u.GetName())
+}
+
+// nativePolicy reads spec.schedulingPolicy of a scheduling.k8s.io PodGroup:
+// gang.minCount is the quorum; a basic policy is a group of one.
+func nativePolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
+	p := &framework.GroupPolicy{Source: source(framework.GroupKindNative, u)}
+	if n, found, err := unstructured.NestedInt64(u.Object, "spec", "schedulingPolicy", "gang", "minCount"); found && err == nil && n >= 1 && n <= 1<<31-1 {
+		p.MinMember = int32(n)
+		return p
+	}
+	if _, found, _ := unstructured.NestedMap(u.Object, "spec", "schedulingPolicy", "basic"); found {
+		p.MinMember = 1
+		return p
+	}
+	p.Err = fmt.Errorf("%s has neither spec.schedulingPolicy.gang.minCount >= 1 nor a basic policy", p.Source)
+	return p
+}
+
+// minMemberPolicy reads spec.minMember, as both the scheduler-plugins and
+// the Volcano PodGroup spell the quorum.
+func minMemberPolicy(kind framework.GroupKind) func(u *unstructured.Unstructured) *framework.GroupPolicy {
+	return func(u *unstructured.Unstructured) *framework.GroupPolicy {
+		p := &framework.GroupPolicy{Source: source(kind, u)}
+		n, found, err := unstructured.NestedInt64(u.Object, "spec", "minMember")
+		if !found || err != nil || n < 1 || n > 1<<31-1 {
+			p.Err = fmt.Errorf("%s has no usable spec.minMember (an integer >= 1)", p.Source)
+			return p
+		}
+		p.MinMember = int32(n)
+		if kind == framework.GroupKindCoscheduling {
+			if t, found, err := unstructured.NestedInt64(u.Object, "spec", "scheduleTimeoutSeconds"); found && err == nil && t > 0 {
+				p.ScheduleTimeoutSeconds = int32(min(t, 1<<31-1))
+			}
+		}
+		return p
+	}
+}
+
+// jobPolicy reads a batch/v1 Job whose pod template opts in with
+// framework.JobGangAnnotation: the quorum is spec.parallelism (default 1),
+// at most spec.completions. Other Jobs define no gang.
+func jobPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
+	optIn, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", framework.JobGangAnnotation)
+	if optIn != "true" {
+		return nil
+	}
+	p := &framework.GroupPolicy{Source: source(framework.GroupKindJob, u)}
+	parallelism, found, err := unstructured.NestedInt64(u.Object, "spec", "parallelism")
+	if !found || err != nil {
+		parallelism = 1
+	}
+	if completions, found, err := unstructured.NestedInt64(u.Object, "spec", "completions"); found && err == nil {
+		parallelism = min(parallelism, completions)
+	}
+	if parallelism < 1 || parallelism > 1<<31-1 {
+		p.Err = errors.New(p.Source + " runs no pods at once (spec.parallelism or spec.completions is 0)")
+		return p
+	}
+	p.MinMember = int32(parallelism)
+	return p
+}
