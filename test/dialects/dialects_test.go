@@ -121,13 +121,17 @@ func TestJobParallelism(t *testing.T) {
 // Conflicting signals are reported on the pod, and nothing is scheduled.
 func TestConflicts(t *testing.T) {
 	ns, _ := setup(t, 1, "4")
+	// The PodGroup exists before the scheduler starts, so that it is known
+	// (the scheduler waits for its informers to sync) before the pods:
+	// pods with a valid annotation quorum seen before their PodGroup would
+	// be scheduled on the annotation alone.
+	createObject(t, volcanoGVR, ns, podGroup("scheduling.volcano.sh/v1beta1", ns, "q", map[string]any{"minMember": int64(2)}))
 	startScheduler(t)
 	// One pod naming two different groups.
 	createPod(t, gangPod(ns, "two").Label(framework.CoschedulingPodGroupLabel, "a").
 		Annotation(framework.GroupNameAnnotation, "b").Annotation(framework.MinAvailableAnnotation, "1").Obj())
 	waitUnschedulable(t, ns, "two", "names different groups", "label scheduling.x-k8s.io/pod-group=a", "annotation scheduling.k8s.io/group-name=b")
 	// A PodGroup whose quorum disagrees with the annotation.
-	createObject(t, volcanoGVR, ns, podGroup("scheduling.volcano.sh/v1beta1", ns, "q", map[string]any{"minMember": int64(2)}))
 	for i := range 2 {
 		createPod(t, gangPod(ns, fmt.Sprintf("q-%d", i)).Group("q").MinAvailable("1").Obj())
 	}
