@@ -30,6 +30,7 @@ func TestVolcanoMinMemberBelowReplicas(t *testing.T) {
 	}
 	waitBound(t, ns, 2, "minMember 2 of 4 with room for 2")
 	stayBound(t, ns, 2, "no room for a third pod")
+	waitObject(t, volcanoGVR, ns, "vj", "phase Running", phaseIs("Running"))
 	addNode(t, "2")
 	waitBound(t, ns, 4, "room for all 4 after a node was added")
 }
@@ -58,8 +59,10 @@ func TestSchedulerPluginsGang(t *testing.T) {
 	}
 	waitUnschedulable(t, ns, "sp-0", "min-available 3")
 	stayBound(t, ns, 0, "only 2 of minMember 3 fit")
+	waitObject(t, coschedulingGVR, ns, "sp", "phase PreScheduling", phaseIs("PreScheduling"))
 	addNode(t, "2")
 	waitBound(t, ns, 3, "all 3 fit after a node was added")
+	waitObject(t, coschedulingGVR, ns, "sp", "phase Scheduled", phaseIs("Scheduled"))
 }
 
 // A pod whose PodGroup does not exist yet waits, with the reason on the
@@ -90,8 +93,10 @@ func TestNativePodGroupGang(t *testing.T) {
 	}
 	createPod(t, native("np-0"))
 	waitUnschedulable(t, ns, "np-0", "waiting for tasks: 1 of min-available 2 exist")
+	waitObject(t, nativeGVR, ns, "np", "condition Unschedulable", conditionIs("False", "Unschedulable", "waiting for tasks: 1 of min-available 2 exist"))
 	createPod(t, native("np-1"))
 	waitBound(t, ns, 2, "both pods of minCount 2 exist")
+	waitObject(t, nativeGVR, ns, "np", "condition Scheduled", conditionIs("True", "Scheduled", ""))
 }
 
 // A Job whose pods opt in is a gang of its parallelism.

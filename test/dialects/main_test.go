@@ -247,3 +247,44 @@ func waitUnschedulable(t *testing.T, ns, pod string, parts ...string) string {
 func gangPod(ns, name string) *st.PodWrapper {
 	return st.MakePod().Namespace(ns).Name(name).Scheduler("batch-scheduler").Req(map[v1.ResourceName]string{"cpu": "1"})
 }
+
+// waitObject waits until the object of gvr satisfies cond, and fails with
+// what and the object's last status otherwise.
+func waitObject(t *testing.T, gvr schema.GroupVersionResource, ns, name, what string, cond func(u *unstructured.Unstructured) bool) {
+	t.Helper()
+	var last any
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = u.Object["status"]
+		return cond(u), nil
+	})
+	if err != nil {
+		t.Fatalf("%s %s/%s: waiting for %s: %v; last status %v", gvr.Resource, ns, name, what, err, last)
+	}
+}
+
+// phaseIs matches status.phase.
+func phaseIs(phase string) func(u *unstructured.Unstructured) bool {
+	return func(u *unstructured.Unstructured) bool {
+		p, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		return p == phase
+	}
+}
+
+// conditionIs matches the PodGroupInitiallyScheduled condition.
+func conditionIs(status, reason, messagePart string) func(u *unstructured.Unstructured) bool {
+	return func(u *unstructured.Unstructured) bool {
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			msg, _ := m["message"].(string)
+			if m["type"] == "PodGroupInitiallyScheduled" && m["status"] == status && m["reason"] == reason && strings.Contains(msg, messagePart) {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/podgroups"
 )
 
 // dialectResource is a resource whose objects define gangs.
@@ -103,7 +106,46 @@ func (h *Handler) setGroup(gvr schema.GroupVersionResource, obj any, deleted boo
 	}
 	klog.V(4).InfoS("Gang group object changed", "kind", d.kind, "object", klog.KObj(u), "deleted", deleted, "policy", p)
 	gc.SetGroupPolicy(d.kind, u.GetNamespace(), u.GetName(), p)
+	if h.statusWriter != nil {
+		h.statusWriter.ObjectChanged(d.kind, u, deleted)
+	}
 	return true
+}
+
+// noteGang tells the status writer that a pod of a gang changed, after the
+// cache has it.
+func (h *Handler) noteGang(obj any) {
+	if h.statusWriter == nil {
+		return
+	}
+	pod, ok := eventhandlers.ObjectAs[*v1.Pod](obj)
+	if !ok {
+		return
+	}
+	if refs := framework.PodGroupRefs(pod); len(refs) > 0 {
+		h.statusWriter.GangChanged(refs[0].Kind, pod.Namespace, refs[0].Name)
+	}
+}
+
+// newStatusWriter builds the writer of the group objects' status for the
+// dialects found, when the cache serves jobs.
+func (h *Handler) newStatusWriter(rc *rest.Config) error {
+	jobs, ok := h.cache.(podgroups.JobSource)
+	if !ok || len(h.dialects) == 0 {
+		return nil
+	}
+	client, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("creating the client of the gang status writer: %w", err)
+	}
+	gvrs := map[framework.GroupKind]schema.GroupVersionResource{}
+	for _, d := range h.dialects {
+		if d.kind != framework.GroupKindJob {
+			gvrs[d.kind] = d.gvr
+		}
+	}
+	h.statusWriter = podgroups.New(client, jobs, gvrs)
+	return nil
 }
 
 func source(kind framework.GroupKind, u *unstructured.Unstructured) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/podgroups"
 	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
 
@@ -105,6 +106,9 @@ type Handler struct {
 	// dialects are the gang dialect resources watched (see dialects.go).
 	dialects   []dialectResource
 	dialectErr error
+	// statusWriter writes the status of the dialects' group objects; nil
+	// without dialects.
+	statusWriter *podgroups.Writer
 }
 
 var (
@@ -126,7 +130,7 @@ func Factory(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest
 // is decoded strictly into Args; a nil cfg means defaults. c must not be nil.
 // With rc, unless Args.DisableGangDialects, the API server is asked which
 // gang dialects it serves (see WithGangDialects). ctx is not used.
-func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config, opts ...Option) (*Handler, error) {
+func New(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config, opts ...Option) (*Handler, error) {
 	var args Args
 	if err := config.DecodeStrict(cfg, &args); err != nil {
 		return nil, fmt.Errorf("decoding config: %w", err)
@@ -134,7 +138,15 @@ func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Confi
 	if rc != nil && !args.DisableGangDialects {
 		opts = append([]Option{WithGangDialects(rc)}, opts...)
 	}
-	return NewWithArgs(c, args, opts...)
+	h, err := NewWithArgs(c, args, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if h.statusWriter != nil {
+		// The writer acts on events only, which flow while the cache runs.
+		go h.statusWriter.Run(ctx)
+	}
+	return h, nil
 }
 
 // WithGangDialects makes the handler watch the gang dialect resources that
@@ -146,6 +158,9 @@ func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Confi
 func WithGangDialects(rc *rest.Config) Option {
 	return func(h *Handler) {
 		h.dialects, h.dialectErr = discoverDialects(rc)
+		if h.dialectErr == nil {
+			h.dialectErr = h.newStatusWriter(rc)
+		}
 	}
 }
 
@@ -175,7 +190,7 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	}
 	if _, ok := c.(eventhandlers.GroupPolicyCache); !ok && len(h.dialects) > 0 {
 		klog.InfoS("The cache does not record gang groups; gang dialects other than the annotations are not read")
-		h.dialects = nil
+		h.dialects, h.statusWriter = nil, nil
 	}
 	return h, nil
 }
