@@ -55,9 +55,18 @@ const (
 type GroupRef struct {
 	Kind GroupKind
 	Name string
-	// Signal says where the pod names it, for messages, e.g.
-	// "label scheduling.x-k8s.io/pod-group=train".
-	Signal string
+	// via says where the pod names it, e.g. "label
+	// scheduling.x-k8s.io/pod-group"; see Signal.
+	via string
+}
+
+// Signal says where and how the pod names the group, for messages, e.g.
+// "label scheduling.x-k8s.io/pod-group=train".
+func (r GroupRef) Signal() string {
+	if r.Kind == GroupKindJob {
+		return r.via + " " + r.Name
+	}
+	return r.via + "=" + r.Name
 }
 
 // GroupPolicy is what a group object says about its gang.
@@ -79,22 +88,20 @@ type GroupPolicy struct {
 func PodGroupRefs(pod *v1.Pod) []GroupRef {
 	var refs []GroupRef
 	if sg := pod.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindNative, Name: *sg.PodGroupName,
-			Signal: "spec.schedulingGroup.podGroupName=" + *sg.PodGroupName})
+		refs = append(refs, GroupRef{Kind: GroupKindNative, Name: *sg.PodGroupName, via: "spec.schedulingGroup.podGroupName"})
 	}
 	if v := pod.Labels[CoschedulingPodGroupLabel]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindCoscheduling, Name: v, Signal: "label " + CoschedulingPodGroupLabel + "=" + v})
+		refs = append(refs, GroupRef{Kind: GroupKindCoscheduling, Name: v, via: "label " + CoschedulingPodGroupLabel})
 	}
 	if v := pod.Annotations[VolcanoGroupNameAnnotation]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Signal: "annotation " + VolcanoGroupNameAnnotation + "=" + v})
+		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, via: "annotation " + VolcanoGroupNameAnnotation})
 	}
 	if v := pod.Annotations[GroupNameAnnotation]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Signal: "annotation " + GroupNameAnnotation + "=" + v})
+		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, via: "annotation " + GroupNameAnnotation})
 	}
 	if pod.Annotations[JobGangAnnotation] == "true" {
 		if owner := metav1.GetControllerOfNoCopy(pod); owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
-			refs = append(refs, GroupRef{Kind: GroupKindJob, Name: owner.Name,
-				Signal: "annotation " + JobGangAnnotation + " with controller Job " + owner.Name})
+			refs = append(refs, GroupRef{Kind: GroupKindJob, Name: owner.Name, via: "annotation " + JobGangAnnotation + " with controller Job"})
 		}
 	}
 	return refs
@@ -111,13 +118,13 @@ func podGroup(pod *v1.Pod) (ref GroupRef, ok bool, conflict string) {
 	var differ []string
 	for _, r := range refs[1:] {
 		if r.Name != ref.Name {
-			differ = append(differ, r.Signal)
+			differ = append(differ, r.Signal())
 		}
 	}
 	// Several dialects naming the same group name one group; precedence
 	// picks the object that defines it.
 	if len(differ) > 0 {
-		conflict = fmt.Sprintf("pod %s/%s names different groups: %s and %s", pod.Namespace, pod.Name, ref.Signal, strings.Join(differ, " and "))
+		conflict = fmt.Sprintf("pod %s/%s names different groups: %s and %s", pod.Namespace, pod.Name, ref.Signal(), strings.Join(differ, " and "))
 	}
 	return ref, true, conflict
 }
