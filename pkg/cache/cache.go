@@ -149,6 +149,9 @@ type SchedulerCache struct {
 	started         bool
 	customInformers []CustomInformer
 	registrations   []namedRegistration
+	// syncReporter is the handler's own sync state, if it reports one
+	// (eventhandlers.SyncReporter).
+	syncReporter eventhandlers.SyncReporter
 }
 
 var _ eventhandlers.Cache = &SchedulerCache{}

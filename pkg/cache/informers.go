@@ -143,6 +143,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		return fmt.Errorf("running scheduler cache: %w", err)
 	}
 	c.registrations = regs
+	c.syncReporter, _ = h.(eventhandlers.SyncReporter)
 	c.started = true
 	c.warnUnservedResources(gvrs)
 
@@ -455,7 +456,7 @@ func (c *SchedulerCache) WaitForHandlersSync(ctx context.Context) error {
 // sorted. Before Run it reports false and no names.
 func (c *SchedulerCache) HandlersSynced() (bool, []string) {
 	c.runMu.Lock()
-	started, regs := c.started, c.registrations
+	started, regs, reporter := c.started, c.registrations, c.syncReporter
 	c.runMu.Unlock()
 	if !started {
 		return false, nil
@@ -465,6 +466,9 @@ func (c *SchedulerCache) HandlersSynced() (bool, []string) {
 		if !r.reg.HasSynced() {
 			unsynced = append(unsynced, r.name)
 		}
+	}
+	if reporter != nil && !reporter.HasSynced() {
+		unsynced = append(unsynced, reporter.SyncName())
 	}
 	sort.Strings(unsynced)
 	return len(unsynced) == 0, unsynced

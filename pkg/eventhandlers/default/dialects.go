@@ -1,16 +1,22 @@
 package defaulthandler
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
@@ -74,20 +80,127 @@ func discoverDialects(rc *rest.Config) ([]dialectResource, error) {
 	return found, nil
 }
 
-// dialectFor returns the dialect resource of gvr, if it is one.
-func (h *Handler) dialectFor(gvr schema.GroupVersionResource) (dialectResource, bool) {
-	for _, d := range h.dialects {
-		if d.gvr == gvr {
-			return d, true
+// dialectState is what the handler's Run found and started.
+type dialectState struct {
+	mu sync.Mutex
+	// dialects are the gang dialect resources watched, once discovered.
+	dialects []dialectResource
+	// discovered is set once discovery succeeded; regs are the handlers
+	// on the dialect informers.
+	discovered   bool
+	regs         []toolscache.ResourceEventHandlerRegistration
+	statusWriter *podgroups.Writer
+}
+
+var (
+	_ eventhandlers.Runner       = (*Handler)(nil)
+	_ eventhandlers.SyncReporter = (*Handler)(nil)
+)
+
+// SyncName implements eventhandlers.SyncReporter.
+func (h *Handler) SyncName() string { return "gang-dialects" }
+
+// HasSynced implements eventhandlers.SyncReporter: true without gang
+// dialects, or once they are discovered and each informer delivered its
+// initial list.
+func (h *Handler) HasSynced() bool {
+	if h.dialectConfig == nil {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.discovered {
+		return false
+	}
+	for _, r := range h.regs {
+		if !r.HasSynced() {
+			return false
 		}
 	}
-	return dialectResource{}, false
+	return true
+}
+
+// Run implements eventhandlers.Runner. With WithGangDialects it discovers
+// the gang dialects, retrying until the API server answers, watches them
+// and writes their status until ctx ends.
+func (h *Handler) Run(ctx context.Context) {
+	rc := h.dialectConfig
+	if rc == nil {
+		return
+	}
+	var found []dialectResource
+	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		if found, err = discoverDialects(rc); err != nil {
+			klog.ErrorS(err, "Discovering the gang dialects; retrying")
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return
+	}
+	client, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		klog.ErrorS(err, "Creating the client of the gang dialects; only the annotations are read")
+		h.mu.Lock()
+		h.discovered = true
+		h.mu.Unlock()
+		return
+	}
+	var writer *podgroups.Writer
+	gvrs := map[framework.GroupKind]schema.GroupVersionResource{}
+	for _, d := range found {
+		if d.kind != framework.GroupKindJob {
+			gvrs[d.kind] = d.gvr
+		}
+	}
+	if jobs, ok := h.cache.(podgroups.JobSource); ok && len(gvrs) > 0 {
+		writer = podgroups.New(client, jobs, gvrs)
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	var regs []toolscache.ResourceEventHandlerRegistration
+	for _, d := range found {
+		informer := factory.ForResource(d.gvr).Informer()
+		reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { h.setGroup(d.gvr, obj, false) },
+			UpdateFunc: func(_, obj any) { h.setGroup(d.gvr, obj, false) },
+			DeleteFunc: func(obj any) { h.setGroup(d.gvr, obj, true) },
+		})
+		if err != nil {
+			klog.ErrorS(err, "Registering on a gang dialect informer", "resource", eventhandlers.DynamicResourceName(d.gvr))
+			continue
+		}
+		regs = append(regs, reg)
+	}
+	h.mu.Lock()
+	h.dialects, h.regs, h.statusWriter, h.discovered = found, regs, writer, true
+	h.mu.Unlock()
+	factory.Start(ctx.Done())
+	if writer != nil {
+		go writer.Run(ctx)
+	}
+	<-ctx.Done()
+	factory.Shutdown()
+}
+
+// dialectFor returns the dialect resource of gvr, if it is one, and the
+// status writer.
+func (h *Handler) dialectFor(gvr schema.GroupVersionResource) (dialectResource, *podgroups.Writer, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, d := range h.dialects {
+		if d.gvr == gvr {
+			return d, h.statusWriter, true
+		}
+	}
+	return dialectResource{}, nil, false
 }
 
 // setGroup records the policy of obj (nil: deleted) in the cache. It
 // reports whether gvr is a dialect resource.
 func (h *Handler) setGroup(gvr schema.GroupVersionResource, obj any, deleted bool) bool {
-	d, ok := h.dialectFor(gvr)
+	d, writer, ok := h.dialectFor(gvr)
 	if !ok {
 		return false
 	}
@@ -106,8 +219,8 @@ func (h *Handler) setGroup(gvr schema.GroupVersionResource, obj any, deleted boo
 	}
 	klog.V(4).InfoS("Gang group object changed", "kind", d.kind, "object", klog.KObj(u), "deleted", deleted, "policy", p)
 	gc.SetGroupPolicy(d.kind, u.GetNamespace(), u.GetName(), p)
-	if h.statusWriter != nil {
-		h.statusWriter.ObjectChanged(d.kind, u, deleted)
+	if writer != nil {
+		writer.ObjectChanged(d.kind, u, deleted)
 	}
 	return true
 }
@@ -115,7 +228,13 @@ func (h *Handler) setGroup(gvr schema.GroupVersionResource, obj any, deleted boo
 // noteGang tells the status writer that a pod of a gang changed, after the
 // cache has it.
 func (h *Handler) noteGang(obj any) {
-	if h.statusWriter == nil {
+	if h.dialectConfig == nil {
+		return
+	}
+	h.mu.Lock()
+	writer := h.statusWriter
+	h.mu.Unlock()
+	if writer == nil {
 		return
 	}
 	pod, ok := eventhandlers.ObjectAs[*v1.Pod](obj)
@@ -123,29 +242,8 @@ func (h *Handler) noteGang(obj any) {
 		return
 	}
 	if refs := framework.PodGroupRefs(pod); len(refs) > 0 {
-		h.statusWriter.GangChanged(refs[0].Kind, pod.Namespace, refs[0].Name)
+		writer.GangChanged(refs[0].Kind, pod.Namespace, refs[0].Name)
 	}
-}
-
-// newStatusWriter builds the writer of the group objects' status for the
-// dialects found, when the cache serves jobs.
-func (h *Handler) newStatusWriter(rc *rest.Config) error {
-	jobs, ok := h.cache.(podgroups.JobSource)
-	if !ok || len(h.dialects) == 0 {
-		return nil
-	}
-	client, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return fmt.Errorf("creating the client of the gang status writer: %w", err)
-	}
-	gvrs := map[framework.GroupKind]schema.GroupVersionResource{}
-	for _, d := range h.dialects {
-		if d.kind != framework.GroupKindJob {
-			gvrs[d.kind] = d.gvr
-		}
-	}
-	h.statusWriter = podgroups.New(client, jobs, gvrs)
-	return nil
 }
 
 func source(kind framework.GroupKind, u *unstructured.Unstructured) string {

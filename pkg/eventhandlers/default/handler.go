@@ -18,7 +18,6 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/podgroups"
 	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
 
@@ -104,11 +103,11 @@ type Handler struct {
 	externalNodeLabel string
 	policy            Policy
 	// dialects are the gang dialect resources watched (see dialects.go).
-	dialects   []dialectResource
-	dialectErr error
-	// statusWriter writes the status of the dialects' group objects; nil
-	// without dialects.
-	statusWriter *podgroups.Writer
+	// dialectConfig, set by WithGangDialects, reaches the API server whose
+	// gang dialects Run discovers and watches; nil: none.
+	dialectConfig *rest.Config
+	// dialectState is what Run found and started (see dialects.go).
+	dialectState
 }
 
 var (
@@ -130,7 +129,7 @@ func Factory(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest
 // is decoded strictly into Args; a nil cfg means defaults. c must not be nil.
 // With rc, unless Args.DisableGangDialects, the API server is asked which
 // gang dialects it serves (see WithGangDialects). ctx is not used.
-func New(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config, opts ...Option) (*Handler, error) {
+func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config, opts ...Option) (*Handler, error) {
 	var args Args
 	if err := config.DecodeStrict(cfg, &args); err != nil {
 		return nil, fmt.Errorf("decoding config: %w", err)
@@ -138,30 +137,20 @@ func New(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Con
 	if rc != nil && !args.DisableGangDialects {
 		opts = append([]Option{WithGangDialects(rc)}, opts...)
 	}
-	h, err := NewWithArgs(c, args, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if h.statusWriter != nil {
-		// The writer acts on events only, which flow while the cache runs.
-		go h.statusWriter.Run(ctx)
-	}
-	return h, nil
+	return NewWithArgs(c, args, opts...)
 }
 
 // WithGangDialects makes the handler watch the gang dialect resources that
-// the API server rc reaches serves now (found by discovery): native
-// PodGroups (scheduling.k8s.io v1beta1, else v1alpha3), scheduler-plugins
-// and Volcano PodGroups, and batch/v1 Jobs. It needs a cache that
-// implements eventhandlers.GroupPolicyCache. A discovery failure other than
-// "not served" makes NewWithArgs fail.
+// the API server rc reaches serves (found by discovery when Run starts,
+// retried until the API server answers): native PodGroups
+// (scheduling.k8s.io v1beta1, else v1alpha3), scheduler-plugins and Volcano
+// PodGroups, and batch/v1 Jobs, and write the PodGroups' status. It needs a
+// cache that implements eventhandlers.GroupPolicyCache. The handler's Run
+// (eventhandlers.Runner) runs those informers and HasSynced
+// (eventhandlers.SyncReporter) reports their initial lists: an embedder
+// that overrides Run must call the embedded one.
 func WithGangDialects(rc *rest.Config) Option {
-	return func(h *Handler) {
-		h.dialects, h.dialectErr = discoverDialects(rc)
-		if h.dialectErr == nil {
-			h.dialectErr = h.newStatusWriter(rc)
-		}
-	}
+	return func(h *Handler) { h.dialectConfig = rc }
 }
 
 // NewWithArgs builds the default handler from already decoded arguments. It
@@ -185,12 +174,9 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	for _, opt := range opts {
 		opt(h)
 	}
-	if h.dialectErr != nil {
-		return nil, h.dialectErr
-	}
-	if _, ok := c.(eventhandlers.GroupPolicyCache); !ok && len(h.dialects) > 0 {
+	if _, ok := c.(eventhandlers.GroupPolicyCache); !ok && h.dialectConfig != nil {
 		klog.InfoS("The cache does not record gang groups; gang dialects other than the annotations are not read")
-		h.dialects, h.statusWriter = nil, nil
+		h.dialectConfig = nil
 	}
 	return h, nil
 }
@@ -221,16 +207,10 @@ func parseDynamicResources(names []string) ([]schema.GroupVersionResource, error
 func (h *Handler) Cache() eventhandlers.Cache { return h.cache }
 
 // DynamicResources returns the resources listed in Args.DynamicResources, in
-// their order, then the gang dialect resources watched. It implements eventhandlers.DynamicResourceRequester. The
+// their order. It implements eventhandlers.DynamicResourceRequester. The
 // slice is the caller's.
 func (h *Handler) DynamicResources() []schema.GroupVersionResource {
-	out := slices.Clone(h.dynamic)
-	for _, d := range h.dialects {
-		if !slices.Contains(out, d.gvr) {
-			out = append(out, d.gvr)
-		}
-	}
-	return out
+	return slices.Clone(h.dynamic)
 }
 
 // raise raises event with the objects it is about (oldObj nil for an
