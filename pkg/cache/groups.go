@@ -22,6 +22,13 @@ func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, nam
 	id := framework.JobID{Namespace: namespace, Name: name, Gang: true}
 	key := groupKey{kind: kind, job: id}
 	c.mu.Lock()
+	old, had := c.groupPolicies[key]
+	if (!had && p == nil) || (had && p != nil && samePolicy(old, p)) {
+		// Nothing the job sees changed (a status update, say, or a Job
+		// that does not opt in): no event.
+		c.mu.Unlock()
+		return
+	}
 	if p == nil {
 		delete(c.groupPolicies, key)
 	} else {
@@ -44,4 +51,16 @@ func (c *SchedulerCache) applyGroupPoliciesLocked(job *framework.JobInfo) {
 			job.SetGroupPolicy(kind, p)
 		}
 	}
+}
+
+// samePolicy reports whether a and b say the same about their gang.
+func samePolicy(a, b *framework.GroupPolicy) bool {
+	errText := func(p *framework.GroupPolicy) string {
+		if p.Err == nil {
+			return ""
+		}
+		return p.Err.Error()
+	}
+	return a.MinMember == b.MinMember && a.Source == b.Source &&
+		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && errText(a) == errText(b)
 }
