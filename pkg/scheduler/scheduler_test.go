@@ -415,8 +415,8 @@ func TestGangWaitsForItsTasks(t *testing.T) {
 	}
 	// Only the Gang plugin rejected it. A gang waiting for its own pods
 	// waits for them (or the timeout); of the cluster events only a grown
-	// grant where one of its pods fits retries it (the one event Gang
-	// registers, for gangs larger than their grants).
+	// grant where one of its pods fits, or a change of its own group
+	// object, retries it (the events Gang registers).
 	if got := sorted(d.Unschedulable[0].Events); !slices.Equal(got, gangEvents) {
 		t.Errorf("events the gang waits for = %q, want only %q", got, gangEvents)
 	}
