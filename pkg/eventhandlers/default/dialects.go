@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -162,6 +163,9 @@ func (h *Handler) Run(ctx context.Context) {
 	var regs []toolscache.ResourceEventHandlerRegistration
 	for _, d := range found {
 		informer := factory.ForResource(d.gvr).Informer()
+		if err := informer.SetTransform(slimGroupObject); err != nil {
+			klog.ErrorS(err, "Setting the transform of a gang dialect informer", "resource", eventhandlers.DynamicResourceName(d.gvr))
+		}
 		reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { h.setGroup(d.gvr, obj, false) },
 			UpdateFunc: func(_, obj any) { h.setGroup(d.gvr, obj, false) },
@@ -244,6 +248,37 @@ func (h *Handler) noteGang(obj any) {
 	if refs := framework.PodGroupRefs(pod); len(refs) > 0 {
 		writer.GangChanged(refs[0].Kind, pod.Namespace, refs[0].Name)
 	}
+}
+
+// slimGroupObject keeps of a group object what the handler and the status
+// writer use: a Job shrinks to its name and the fields jobPolicy reads
+// (Jobs carry whole pod templates, and every Job is watched); a PodGroup
+// loses its managedFields.
+func slimGroupObject(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	if u.GetKind() != "Job" {
+		u.SetManagedFields(nil)
+		return u, nil
+	}
+	slim := &unstructured.Unstructured{Object: map[string]any{}}
+	slim.SetAPIVersion(u.GetAPIVersion())
+	slim.SetKind(u.GetKind())
+	slim.SetNamespace(u.GetNamespace())
+	slim.SetName(u.GetName())
+	slim.SetUID(u.GetUID())
+	slim.SetResourceVersion(u.GetResourceVersion())
+	for _, field := range [][]string{{"spec", "parallelism"}, {"spec", "completions"},
+		{"spec", "template", "metadata", "annotations", framework.JobGangAnnotation}} {
+		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, field...); found {
+			if err := unstructured.SetNestedField(slim.Object, runtime.DeepCopyJSONValue(v), field...); err != nil {
+				return nil, fmt.Errorf("slimming Job %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+			}
+		}
+	}
+	return slim, nil
 }
 
 func source(kind framework.GroupKind, u *unstructured.Unstructured) string {

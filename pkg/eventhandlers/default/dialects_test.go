@@ -64,3 +64,28 @@ func TestDialectPolicies(t *testing.T) {
 		})
 	}
 }
+
+func TestSlimGroupObject(t *testing.T) {
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": "train", "namespace": "ns", "labels": map[string]any{"a": "b"}},
+		"spec": map[string]any{"parallelism": int64(3), "completions": int64(6), "template": map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{framework.JobGangAnnotation: "true", "other": "x"}},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": "main"}}},
+		}},
+	}}
+	slimmed, err := slimGroupObject(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := slimmed.(*unstructured.Unstructured)
+	if p := jobPolicy(u); p == nil || p.MinMember != 3 {
+		t.Fatalf("policy of the slimmed Job %+v, want minMember 3", p)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec"); found || u.GetLabels() != nil {
+		t.Errorf("slimmed Job kept more than it needs: %v", u.Object)
+	}
+	if u.GetName() != "train" || u.GetNamespace() != "ns" {
+		t.Errorf("slimmed Job lost its name: %v", u.Object)
+	}
+}
