@@ -122,6 +122,9 @@ type SchedulerCache struct {
 	outside  map[string]*framework.NodeInfo
 	tasks    map[types.UID]*framework.TaskInfo
 	jobs     map[framework.JobID]*framework.JobInfo
+	// groupPolicies hold what group objects say about gangs (see
+	// SetGroupPolicy), whether or not their jobs have pods yet.
+	groupPolicies map[groupKey]*framework.GroupPolicy
 	// assumed holds the state of every task with Status TaskAssumed.
 	assumed map[types.UID]*assumedPod
 	// external holds the external usage by key (see SetExternalUsage).
@@ -146,6 +149,9 @@ type SchedulerCache struct {
 	started         bool
 	customInformers []CustomInformer
 	registrations   []namedRegistration
+	// syncReporter is the handler's own sync state, if it reports one
+	// (eventhandlers.SyncReporter).
+	syncReporter eventhandlers.SyncReporter
 }
 
 var _ eventhandlers.Cache = &SchedulerCache{}
@@ -201,19 +207,20 @@ func New(opts Options) (*SchedulerCache, error) {
 	}
 	size := opts.Metrics.CacheSize
 	c := &SchedulerCache{
-		opts:        opts,
-		schedulers:  schedulers,
-		metrics:     opts.Metrics,
-		queue:       q,
-		nodes:       map[string]*nodeItem{},
-		excluded:    map[string]bool{},
-		outside:     map[string]*framework.NodeInfo{},
-		tasks:       map[types.UID]*framework.TaskInfo{},
-		jobs:        map[framework.JobID]*framework.JobInfo{},
-		assumed:     map[types.UID]*assumedPod{},
-		external:    map[string]externalUsage{},
-		caps:        map[string]*resources.Resource{},
-		capExceeded: map[string]bool{},
+		opts:          opts,
+		schedulers:    schedulers,
+		metrics:       opts.Metrics,
+		queue:         q,
+		nodes:         map[string]*nodeItem{},
+		excluded:      map[string]bool{},
+		outside:       map[string]*framework.NodeInfo{},
+		tasks:         map[types.UID]*framework.TaskInfo{},
+		jobs:          map[framework.JobID]*framework.JobInfo{},
+		groupPolicies: map[groupKey]*framework.GroupPolicy{},
+		assumed:       map[types.UID]*assumedPod{},
+		external:      map[string]externalUsage{},
+		caps:          map[string]*resources.Resource{},
+		capExceeded:   map[string]bool{},
 		sizeGauges: cacheSizeGauges{
 			nodes:        size.WithLabelValues(metrics.CacheNodes),
 			placeholders: size.WithLabelValues(metrics.CachePlaceholderNodes),

@@ -143,6 +143,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		return fmt.Errorf("running scheduler cache: %w", err)
 	}
 	c.registrations = regs
+	c.syncReporter, _ = h.(eventhandlers.SyncReporter)
 	c.started = true
 	c.warnUnservedResources(gvrs)
 
@@ -221,6 +222,8 @@ func nativeResourceSet(rs []framework.EventResource) (map[framework.EventResourc
 			set[r] = true
 		case optionalMethods[r] != nil:
 			// Served by custom informers only.
+		case r == framework.GangGroup:
+			// Raised by the event handler from the group objects it watches.
 		default:
 			if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
 				return nil, fmt.Errorf("resource %q in Options.Resources is neither a native resource (%v), %q, nor a dynamic one: %w",
@@ -246,7 +249,7 @@ func (c *SchedulerCache) warnUnservedResources(gvrs []schema.GroupVersionResourc
 		served[ci.Resource] = true
 	}
 	for _, r := range c.opts.Resources {
-		if r != framework.WildCard && nativeMethods[r] == nil && !served[r] {
+		if r != framework.WildCard && r != framework.GangGroup && nativeMethods[r] == nil && !served[r] {
 			// Dynamic and optional (Grant, ExternalWorkload) resources.
 			klog.InfoS("Cluster events of a resource are needed, but no informer watches it; configure the event handler to watch it",
 				"resource", r)
@@ -453,7 +456,7 @@ func (c *SchedulerCache) WaitForHandlersSync(ctx context.Context) error {
 // sorted. Before Run it reports false and no names.
 func (c *SchedulerCache) HandlersSynced() (bool, []string) {
 	c.runMu.Lock()
-	started, regs := c.started, c.registrations
+	started, regs, reporter := c.started, c.registrations, c.syncReporter
 	c.runMu.Unlock()
 	if !started {
 		return false, nil
@@ -463,6 +466,9 @@ func (c *SchedulerCache) HandlersSynced() (bool, []string) {
 		if !r.reg.HasSynced() {
 			unsynced = append(unsynced, r.name)
 		}
+	}
+	if reporter != nil && !reporter.HasSynced() {
+		unsynced = append(unsynced, reporter.SyncName())
 	}
 	sort.Strings(unsynced)
 	return len(unsynced) == 0, unsynced

@@ -215,6 +215,7 @@ func (c *SchedulerCache) jobLocked(id framework.JobID) *framework.JobInfo {
 	job, ok := c.jobs[id]
 	if !ok {
 		job = framework.NewJobInfo(id)
+		c.applyGroupPoliciesLocked(job)
 		c.jobs[id] = job
 	}
 	return job

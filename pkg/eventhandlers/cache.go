@@ -157,3 +157,14 @@ type PodCache interface {
 	// error wrapping the cache's not-found error.
 	DeletePod(pod *v1.Pod) (freed bool, err error)
 }
+
+// GroupPolicyCache is an optional interface of a Cache (pkg/cache
+// implements it): it records what the objects that define gangs say, so
+// that pods naming a group in a gang dialect get its quorum (see
+// framework.PodGroupRefs and docs/scheduling.md).
+type GroupPolicyCache interface {
+	// SetGroupPolicy records what the group object of kind named name in
+	// namespace says (nil: it is gone) and raises
+	// framework.EventGangGroupChange.
+	SetGroupPolicy(kind framework.GroupKind, namespace, name string, p *framework.GroupPolicy)
+}

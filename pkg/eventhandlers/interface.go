@@ -157,3 +157,12 @@ type ExternalWorkloadEventHandler interface {
 	UpdateExternalWorkload(oldObj, newObj any)
 	DeleteExternalWorkload(obj any)
 }
+
+// SyncReporter is an optional interface for handlers that run informers of
+// their own (typically from Runner.Run): the cache's sync barrier, and so
+// /readyz and the start of scheduling, also waits until HasSynced reports
+// true, naming the handler's part SyncName while it does not.
+type SyncReporter interface {
+	HasSynced() bool
+	SyncName() string
+}

@@ -1,16 +1,12 @@
 package framework
 
 import (
-	"fmt"
 	"maps"
-	"sort"
 	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
@@ -56,10 +52,12 @@ func (id JobID) String() string {
 // MarshalText makes a JobID render as its String in JSON, also as a map key.
 func (id JobID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
 
-// JobIDForPod returns the job pod belongs to.
+// JobIDForPod returns the job pod belongs to: the group it names in any
+// gang dialect (see PodGroupRefs; the first in precedence when it names
+// several), or the pod alone.
 func JobIDForPod(pod *v1.Pod) JobID {
-	if group := pod.Annotations[GroupNameAnnotation]; group != "" {
-		return JobID{Namespace: pod.Namespace, Name: group, Gang: true}
+	if ref, ok, _ := podGroup(pod); ok {
+		return JobID{Namespace: pod.Namespace, Name: ref.Name, Gang: true}
 	}
 	return JobID{Namespace: pod.Namespace, Name: pod.Name}
 }
@@ -103,6 +101,23 @@ type TaskInfo struct {
 	// The cache sets it for pods informers report; an assumed task is
 	// always own.
 	Own bool
+	// GroupKind is the kind of object that defines the task's gang, empty
+	// for a single pod.
+	GroupKind GroupKind
+	// GroupConflict, when set, says that the pod names different groups in
+	// different dialects; its gang is not scheduled.
+	GroupConflict string
+}
+
+// setGroup fills the group fields of t from its pod.
+func (t *TaskInfo) setGroup() {
+	ref, ok, conflict := podGroup(t.Pod)
+	if !ok {
+		t.Job = JobID{Namespace: t.Pod.Namespace, Name: t.Pod.Name}
+		return
+	}
+	t.Job = JobID{Namespace: t.Pod.Namespace, Name: ref.Name, Gang: true}
+	t.GroupKind, t.GroupConflict = ref.Kind, conflict
 }
 
 // NewTaskInfo returns the task of pod as an informer reports it: bound to
@@ -110,11 +125,11 @@ type TaskInfo struct {
 func NewTaskInfo(pod *v1.Pod) *TaskInfo {
 	t := &TaskInfo{
 		Pod:      pod,
-		Job:      JobIDForPod(pod),
 		Status:   TaskPending,
 		NodeName: pod.Spec.NodeName,
 		Requests: resources.PodRequests(pod),
 	}
+	t.setGroup()
 	if t.NodeName != "" {
 		t.Status = TaskBound
 		t.Counted = pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed
@@ -129,15 +144,16 @@ func NewAssumedTaskInfo(pending *v1.Pod, node string, requests resources.Resourc
 	// but the top-level struct is safe.
 	bound := *pending
 	bound.Spec.NodeName = node
-	return &TaskInfo{
+	t := &TaskInfo{
 		Pod:      &bound,
-		Job:      JobIDForPod(pending),
 		Status:   TaskAssumed,
 		NodeName: node,
 		Requests: requests,
 		Counted:  pending.Status.Phase != v1.PodSucceeded && pending.Status.Phase != v1.PodFailed,
 		Own:      true,
 	}
+	t.setGroup()
+	return t
 }
 
 // OnNode reports whether t is accounted to a node: bound or assumed.
@@ -168,6 +184,13 @@ type JobInfo struct {
 	// "not set"), how many tasks declare it, so that adding or removing a
 	// task re-validates in O(1).
 	declared map[string]int
+	// kinds counts the tasks per kind of group object they name.
+	kinds map[GroupKind]int
+	// conflicts holds the GroupConflict of the tasks that have one.
+	conflicts map[types.UID]string
+	// policies are the group objects that exist under the job's name, by
+	// kind (see SetGroupPolicy).
+	policies map[GroupKind]*GroupPolicy
 	// loggedErr is the validation problem last logged, so that each
 	// distinct problem is logged once, not once per pod event.
 	loggedErr string
@@ -175,7 +198,8 @@ type JobInfo struct {
 
 // NewJobInfo returns a job without tasks.
 func NewJobInfo(id JobID) *JobInfo {
-	return &JobInfo{ID: id, Tasks: map[types.UID]*TaskInfo{}, declared: map[string]int{}}
+	return &JobInfo{ID: id, Tasks: map[types.UID]*TaskInfo{}, declared: map[string]int{},
+		kinds: map[GroupKind]int{}, conflicts: map[types.UID]string{}, policies: map[GroupKind]*GroupPolicy{}}
 }
 
 // MinAvailable is the number of tasks that must run together for the job
@@ -237,6 +261,9 @@ func (j *JobInfo) Clone() *JobInfo {
 	c := *j
 	c.Tasks = maps.Clone(j.Tasks)
 	c.declared = maps.Clone(j.declared)
+	c.kinds = maps.Clone(j.kinds)
+	c.conflicts = maps.Clone(j.conflicts)
+	c.policies = maps.Clone(j.policies)
 	return &c
 }
 
@@ -249,8 +276,37 @@ func (j *JobInfo) SetTask(t *TaskInfo) {
 	j.Tasks[t.Pod.UID] = t
 	if j.ID.Gang {
 		j.declared[declaredMinAvailable(t.Pod)]++
+		j.kinds[t.GroupKind]++
+		if t.GroupConflict != "" {
+			j.conflicts[t.Pod.UID] = t.GroupConflict
+		}
 		j.revalidate()
 	}
+}
+
+// SetGroupPolicy records what the group object of kind under the job's
+// name says (nil: there is none) and re-validates the job.
+func (j *JobInfo) SetGroupPolicy(kind GroupKind, p *GroupPolicy) {
+	if p == nil {
+		delete(j.policies, kind)
+	} else {
+		j.policies[kind] = p
+	}
+	if j.ID.Gang {
+		j.revalidate()
+	}
+}
+
+// GroupKind returns the kind of object that defines the job's gang, when
+// all its tasks agree on one; empty otherwise.
+func (j *JobInfo) GroupKind() GroupKind {
+	if len(j.kinds) != 1 {
+		return ""
+	}
+	for k := range j.kinds {
+		return k
+	}
+	return ""
 }
 
 // DeleteTask removes the task of the pod with uid, if present.
@@ -272,6 +328,10 @@ func (j *JobInfo) undeclare(t *TaskInfo) {
 	if j.declared[v]--; j.declared[v] <= 0 {
 		delete(j.declared, v)
 	}
+	if j.kinds[t.GroupKind]--; j.kinds[t.GroupKind] <= 0 {
+		delete(j.kinds, t.GroupKind)
+	}
+	delete(j.conflicts, t.Pod.UID)
 }
 
 func declaredMinAvailable(pod *v1.Pod) string {
@@ -279,56 +339,4 @@ func declaredMinAvailable(pod *v1.Pod) string {
 		return v
 	}
 	return absentMinAvailable
-}
-
-// revalidate recomputes minAvailable and validationErr from the values the
-// tasks declare, and logs a new problem once.
-func (j *JobInfo) revalidate() {
-	j.minAvailable, j.validationErr = 0, nil
-	if len(j.Tasks) == 0 {
-		j.loggedErr = ""
-		return
-	}
-	var problems []string
-	if errs := validation.IsDNS1123Subdomain(j.ID.Name); len(errs) > 0 {
-		problems = append(problems, fmt.Sprintf("annotation %s=%q is not a valid name: %s", GroupNameAnnotation, j.ID.Name, strings.Join(errs, "; ")))
-	}
-	switch len(j.declared) {
-	case 1:
-		var v string
-		for v = range j.declared {
-		}
-		if v == absentMinAvailable {
-			problems = append(problems, fmt.Sprintf("it declares no quorum: set annotation %s to the number of pods that must start together, on every pod of the gang", MinAvailableAnnotation))
-			break
-		}
-		if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 1 {
-			problems = append(problems, fmt.Sprintf("annotation %s=%q must be an integer >= 1", MinAvailableAnnotation, v))
-		} else {
-			j.minAvailable = int32(n)
-		}
-	default:
-		values := make([]string, 0, len(j.declared))
-		for v := range j.declared {
-			if v == absentMinAvailable {
-				v = "<unset>"
-			} else {
-				v = strconv.Quote(v)
-			}
-			values = append(values, v)
-		}
-		sort.Strings(values)
-		problems = append(problems, fmt.Sprintf("its pods disagree on annotation %s (%s): set the same value on every pod of the gang", MinAvailableAnnotation, strings.Join(values, ", ")))
-	}
-	if len(problems) == 0 {
-		j.loggedErr = ""
-		return
-	}
-	j.minAvailable = 0
-	problem := strings.Join(problems, "; ")
-	j.validationErr = fmt.Errorf("gang %s is not scheduled: %s", j.ID, problem)
-	if problem != j.loggedErr {
-		j.loggedErr = problem
-		klog.InfoS("Gang is not scheduled until its annotations are fixed", "job", j.ID.String(), "problem", problem)
-	}
 }

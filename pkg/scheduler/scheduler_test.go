@@ -384,11 +384,12 @@ func TestGangAllOrNothing(t *testing.T) {
 // fitEvents are the NodeResourcesFit plugin's events, sorted.
 var fitEvents = []string{"NodeResourcesFit:AssignedPodDelete", "NodeResourcesFit:ExternalUsageDecrease", "NodeResourcesFit:GrantIncrease", "NodeResourcesFit:NodeAdd", "NodeResourcesFit:NodeAllocatableChange"}
 
-// gangEvent is the one event the Gang plugin registers: a grown grant.
-const gangEvent = "Gang:GrantIncrease"
+// gangEvents are the events the Gang plugin registers, sorted: a change of
+// the gang's own group object, and a grown grant.
+var gangEvents = []string{"Gang:GangGroupChange", "Gang:GrantIncrease"}
 
-// withGang returns events with gangEvent, sorted.
-func withGang(events ...string) []string { return sorted(append(events, gangEvent)) }
+// withGang returns events with gangEvents, sorted.
+func withGang(events ...string) []string { return sorted(append(events, gangEvents...)) }
 
 func TestGangWaitsForItsTasks(t *testing.T) {
 	h := newHarness(t)
@@ -414,10 +415,10 @@ func TestGangWaitsForItsTasks(t *testing.T) {
 	}
 	// Only the Gang plugin rejected it. A gang waiting for its own pods
 	// waits for them (or the timeout); of the cluster events only a grown
-	// grant where one of its pods fits retries it (the one event Gang
-	// registers, for gangs larger than their grants).
-	if got := d.Unschedulable[0].Events; !slices.Equal(got, []string{gangEvent}) {
-		t.Errorf("events the gang waits for = %q, want only %q", got, gangEvent)
+	// grant where one of its pods fits, or a change of its own group
+	// object, retries it (the events Gang registers).
+	if got := sorted(d.Unschedulable[0].Events); !slices.Equal(got, gangEvents) {
+		t.Errorf("events the gang waits for = %q, want only %q", got, gangEvents)
 	}
 
 	// The third task arrives: a relevant pod event requeues the gang.

@@ -231,9 +231,10 @@ func CreatePod(ctx context.Context, client kubernetes.Interface, pod *v1.Pod) (*
 // plane: it starts the control plane, stores it in *cp, runs run (which
 // sets the package up and calls m.Run), stops the control plane (also on
 // SIGINT or SIGTERM), and exits with the tests' code, or 1 if the control
-// plane could not start or stop. name prefixes its messages.
-func RunTests(name string, cp **ControlPlane, run func() int) {
-	started, err := Start()
+// plane could not start or stop. name prefixes its messages; opts
+// configure Start.
+func RunTests(name string, cp **ControlPlane, run func() int, opts ...Option) {
+	started, err := Start(opts...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)

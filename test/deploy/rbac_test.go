@@ -93,6 +93,22 @@ var needed = []permission{
 	// and watches ExternalWorkloads of this cluster.
 	{Group: "batch-scheduler.io", Resource: "externalworkloads", Verb: "list"},
 	{Group: "batch-scheduler.io", Resource: "externalworkloads", Verb: "watch"},
+	// pkg/eventhandlers/default/dialects.go (discoverDialects): the gang
+	// dialects' group objects the API server serves are watched by dynamic
+	// informers: Jobs always, PodGroups where their APIs exist.
+	{Group: "batch", Resource: "jobs", Verb: "list"},
+	{Group: "batch", Resource: "jobs", Verb: "watch"},
+	{Group: "scheduling.k8s.io", Resource: "podgroups", Verb: "list"},
+	{Group: "scheduling.k8s.io", Resource: "podgroups", Verb: "watch"},
+	{Group: "scheduling.x-k8s.io", Resource: "podgroups", Verb: "list"},
+	{Group: "scheduling.x-k8s.io", Resource: "podgroups", Verb: "watch"},
+	{Group: "scheduling.volcano.sh", Resource: "podgroups", Verb: "list"},
+	{Group: "scheduling.volcano.sh", Resource: "podgroups", Verb: "watch"},
+	// pkg/podgroups/writer.go (sync): the status of those PodGroups is
+	// replaced (UpdateStatus), as their own schedulers write it.
+	{Group: "scheduling.k8s.io", Resource: "podgroups", Subresource: "status", Verb: "update"},
+	{Group: "scheduling.x-k8s.io", Resource: "podgroups", Subresource: "status", Verb: "update"},
+	{Group: "scheduling.volcano.sh", Resource: "podgroups", Subresource: "status", Verb: "update"},
 	// pkg/plugins/defaultbinder/defaultbinder.go (Bind): Pods().Bind posts
 	// a Binding to pods/binding.
 	{Resource: "pods", Subresource: "binding", Verb: "create"},

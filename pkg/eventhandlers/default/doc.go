@@ -82,6 +82,17 @@
 //	dynamicResources:
 //	- widgets.v1alpha1.example.com
 //
+// # Gang dialects
+//
+// Built by New with a rest.Config (or with WithGangDialects), the handler
+// discovers, in Run, which gang dialects the API server serves (native,
+// scheduler-plugins and Volcano PodGroups, batch/v1 Jobs), watches them
+// with informers of its own, gives the cache each group's quorum
+// (eventhandlers.GroupPolicyCache), raises framework.EventGangGroupChange,
+// and writes the PodGroups' status (pkg/podgroups). HasSynced holds the
+// cache's sync barrier until their initial lists are in. Set
+// disableGangDialects to turn this off. See docs/scheduling.md.
+//
 // # Changing the behaviour: Policy, not overrides
 //
 // A vendor changes how nodes, pods or external workloads are treated with

@@ -41,6 +41,11 @@ type Args struct {
 	// with an empty value) fall back to spec.nodeName. Empty (the default):
 	// spec.nodeName only.
 	ExternalWorkloadNodeLabel string `yaml:"externalWorkloadNodeLabel"`
+	// DisableGangDialects stops the handler from watching the objects of
+	// the gang dialects (native, scheduler-plugins and Volcano PodGroups,
+	// opted-in Jobs; see docs/scheduling.md). By default each one the API
+	// server serves at start-up is watched.
+	DisableGangDialects bool `yaml:"disableGangDialects"`
 }
 
 // Policy changes how the handler treats nodes, pods and external
@@ -97,6 +102,12 @@ type Handler struct {
 	// externalNodeLabel is Args.ExternalWorkloadNodeLabel.
 	externalNodeLabel string
 	policy            Policy
+	// dialects are the gang dialect resources watched (see dialects.go).
+	// dialectConfig, set by WithGangDialects, reaches the API server whose
+	// gang dialects Run discovers and watches; nil: none.
+	dialectConfig *rest.Config
+	// dialectState is what Run found and started (see dialects.go).
+	dialectState
 }
 
 var (
@@ -116,14 +127,30 @@ func Factory(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest
 
 // New builds the default handler from its configuration section cfg, which
 // is decoded strictly into Args; a nil cfg means defaults. c must not be nil.
-// ctx and rc are not used: the default handler does no start-up work and
-// needs no client of its own.
-func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, _ *rest.Config, opts ...Option) (*Handler, error) {
+// With rc, unless Args.DisableGangDialects, the API server is asked which
+// gang dialects it serves (see WithGangDialects). ctx is not used.
+func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config, opts ...Option) (*Handler, error) {
 	var args Args
 	if err := config.DecodeStrict(cfg, &args); err != nil {
 		return nil, fmt.Errorf("decoding config: %w", err)
 	}
+	if rc != nil && !args.DisableGangDialects {
+		opts = append([]Option{WithGangDialects(rc)}, opts...)
+	}
 	return NewWithArgs(c, args, opts...)
+}
+
+// WithGangDialects makes the handler watch the gang dialect resources that
+// the API server rc reaches serves (found by discovery when Run starts,
+// retried until the API server answers): native PodGroups
+// (scheduling.k8s.io v1beta1, else v1alpha3), scheduler-plugins and Volcano
+// PodGroups, and batch/v1 Jobs, and write the PodGroups' status. It needs a
+// cache that implements eventhandlers.GroupPolicyCache. The handler's Run
+// (eventhandlers.Runner) runs those informers and HasSynced
+// (eventhandlers.SyncReporter) reports their initial lists: an embedder
+// that overrides Run must call the embedded one.
+func WithGangDialects(rc *rest.Config) Option {
+	return func(h *Handler) { h.dialectConfig = rc }
 }
 
 // NewWithArgs builds the default handler from already decoded arguments. It
@@ -146,6 +173,10 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	h := &Handler{cache: c, dynamic: gvrs, externalNodeLabel: args.ExternalWorkloadNodeLabel}
 	for _, opt := range opts {
 		opt(h)
+	}
+	if _, ok := c.(eventhandlers.GroupPolicyCache); !ok && h.dialectConfig != nil {
+		klog.InfoS("The cache does not record gang groups; gang dialects other than the annotations are not read")
+		h.dialectConfig = nil
 	}
 	return h, nil
 }

@@ -196,17 +196,27 @@ func (h *Handler) DeletePriorityClass(obj any) {
 	raiseOnDelete[schedulingv1.PriorityClass](h, priorityClassEvents, obj)
 }
 
-// AddDynamic raises an Add event for gvr's resource.
+// AddDynamic raises an Add event for gvr's resource; an object of a gang
+// dialect (see docs/scheduling.md) updates its gang's policy instead.
 func (h *Handler) AddDynamic(gvr schema.GroupVersionResource, obj any) {
+	if h.setGroup(gvr, obj, false) {
+		return
+	}
 	raiseOnAdd[unstructured.Unstructured](h, dynamicEvents(gvr), obj)
 }
 
 // UpdateDynamic raises an UpdateGeneric event for gvr's resource.
 func (h *Handler) UpdateDynamic(gvr schema.GroupVersionResource, oldObj, newObj any) {
+	if h.setGroup(gvr, newObj, false) {
+		return
+	}
 	raiseOnUpdate[unstructured.Unstructured](h, dynamicEvents(gvr), oldObj, newObj)
 }
 
 // DeleteDynamic raises a Delete event for gvr's resource.
 func (h *Handler) DeleteDynamic(gvr schema.GroupVersionResource, obj any) {
+	if h.setGroup(gvr, obj, true) {
+		return
+	}
 	raiseOnDelete[unstructured.Unstructured](h, dynamicEvents(gvr), obj)
 }

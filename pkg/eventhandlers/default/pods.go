@@ -91,6 +91,7 @@ func countedOnNode(pod *v1.Pod) bool {
 // AddPod puts an assigned pod in the cache and a pending pod of this
 // scheduler in the scheduling queue, and ignores any other pod.
 func (h *Handler) AddPod(obj any) {
+	defer h.noteGang(obj)
 	pod := h.pod(obj)
 	switch h.stateOf(pod) {
 	case assigned:
@@ -109,6 +110,7 @@ func (h *Handler) AddPod(obj any) {
 // pending, when its last scheduling gate is removed). An assigned pod that
 // finishes raises EventAssignedPodDelete.
 func (h *Handler) UpdatePod(oldObj, newObj any) {
+	defer h.noteGang(newObj)
 	oldRaw, ok := objectAs[v1.Pod](oldObj)
 	if !ok {
 		return
@@ -173,6 +175,7 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 // this scheduler and being bound) raises EventAssignedPodDelete. A gated
 // pod was never given to the cache, so deleting it does nothing.
 func (h *Handler) DeletePod(obj any) {
+	defer h.noteGang(obj)
 	pod := h.pod(obj)
 	switch h.stateOf(pod) {
 	case untracked:

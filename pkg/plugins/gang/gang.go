@@ -41,11 +41,30 @@ func (*Gang) Name() string { return Name }
 // quorum; when some of its pods found no node, the plugins that rejected
 // them registered what may help. The one event registered here is a grant
 // that grew (two-level scheduling) where one of its pods fits: a gang
-// larger than its grants is the case the allocator grows them for.
+// larger than its grants is the case the allocator grows them for. The
+// other is a change of the object that defines the job's own gang
+// (framework.EventGangGroupChange): a gang waiting for its PodGroup, or
+// rejected because the PodGroup disagrees with its pods, retries then.
 func (*Gang) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.EventGrantIncrease, QueueingHintFn: pluginutil.CapHint},
+		{Event: framework.EventGangGroupChange, QueueingHintFn: ownGroupHint},
 	}
+}
+
+// ownGroupHint queues a job when the object that defines its own gang (a
+// PodGroup of any dialect, or its Job) appeared, changed or went away:
+// that is what a gang waiting for its PodGroup, or rejected for a quorum
+// that conflicts with it, waits for.
+func ownGroupHint(_ klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
+	change, ok := newObj.(*framework.GangGroupChange)
+	if !ok {
+		return framework.Queue, fmt.Errorf("gang group event with a %T, want a *framework.GangGroupChange", newObj)
+	}
+	if change.Job == job.ID {
+		return framework.Queue, nil
+	}
+	return framework.QueueSkip, nil
 }
 
 // PreFilter implements framework.PreFilterPlugin: the job must declare a

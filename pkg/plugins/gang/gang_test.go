@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -147,4 +148,31 @@ func matchesAny(e framework.ClusterEvent, registered []framework.ClusterEventWit
 		}
 	}
 	return false
+}
+
+func TestOwnGroupHint(t *testing.T) {
+	job := &framework.QueuedJob{ID: gangID}
+	tests := []struct {
+		name    string
+		obj     any
+		want    framework.QueueingHint
+		wantErr bool
+	}{
+		{name: "own group", obj: &framework.GangGroupChange{Job: gangID}, want: framework.Queue},
+		{name: "same name elsewhere", obj: &framework.GangGroupChange{Job: framework.JobID{Namespace: "other", Name: "train", Gang: true}}, want: framework.QueueSkip},
+		{name: "another group", obj: &framework.GangGroupChange{Job: framework.JobID{Namespace: "ns", Name: "eval", Gang: true}}, want: framework.QueueSkip},
+		{name: "wrong object", obj: "x", want: framework.Queue, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ownGroupHint(klog.Background(), job, nil, tt.obj)
+			if got != tt.want || (err != nil) != tt.wantErr {
+				t.Errorf("hint = %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+	events := (&Gang{}).EventsToRegister()
+	if !matchesAny(framework.EventGangGroupChange, events) {
+		t.Error("a changed PodGroup does not requeue a gang the plugin rejected")
+	}
 }

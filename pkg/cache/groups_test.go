@@ -1,0 +1,41 @@
+package cache
+
+import (
+	"testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// A group object's policy reaches the job whether it comes before or after
+// the job's pods, and goes away with the object.
+func TestSetGroupPolicy(t *testing.T) {
+	c, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := framework.JobID{Namespace: "ns", Name: "g", Gang: true}
+	c.SetGroupPolicy(framework.GroupKindCoscheduling, "ns", "g", &framework.GroupPolicy{MinMember: 2})
+	// Repeating the same policy, or removing one never set, changes nothing.
+	c.SetGroupPolicy(framework.GroupKindCoscheduling, "ns", "g", &framework.GroupPolicy{MinMember: 2})
+	c.SetGroupPolicy(framework.GroupKindVolcano, "ns", "g", nil)
+	pod := st.MakePod().Namespace("ns").Name("a").UID("a").Label(framework.CoschedulingPodGroupLabel, "g").Obj()
+	if err := c.AddPendingPod(pod); err != nil {
+		t.Fatal(err)
+	}
+	j, ok := c.Job(id)
+	if !ok || j.MinAvailable() != 2 || j.ValidationError() != nil {
+		t.Fatalf("job with a PodGroup known before its pods: %v %v", j.MinAvailable(), j.ValidationError())
+	}
+	c.SetGroupPolicy(framework.GroupKindCoscheduling, "ns", "g", &framework.GroupPolicy{MinMember: 4})
+	if j, _ := c.Job(id); j.MinAvailable() != 4 {
+		t.Fatalf("after the PodGroup changed: min %d", j.MinAvailable())
+	}
+	c.SetGroupPolicy(framework.GroupKindCoscheduling, "ns", "g", nil)
+	if j, _ := c.Job(id); j.ValidationError() == nil {
+		t.Fatal("the job kept its quorum after its PodGroup went away")
+	}
+	if len(c.groupPolicies) != 0 {
+		t.Errorf("policies left: %v", c.groupPolicies)
+	}
+}

@@ -1,0 +1,91 @@
+package defaulthandler
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+func obj(spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "g", "namespace": "ns"},
+		"spec":     spec,
+	}}
+}
+
+func TestDialectPolicies(t *testing.T) {
+	optIn := map[string]any{"metadata": map[string]any{"annotations": map[string]any{framework.JobGangAnnotation: "true"}}}
+	tests := []struct {
+		name    string
+		policy  func(*unstructured.Unstructured) *framework.GroupPolicy
+		spec    map[string]any
+		wantMin int32
+		wantErr string // substring; "" none
+		wantNil bool
+		timeout int32
+	}{
+		{name: "native gang", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(4)}}}, wantMin: 4},
+		{name: "native basic", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"basic": map[string]any{}}}, wantMin: 1},
+		{name: "native without policy", policy: nativePolicy, spec: map[string]any{}, wantErr: "neither spec.schedulingPolicy.gang.minCount"},
+		{name: "scheduler-plugins", policy: minMemberPolicy(framework.GroupKindCoscheduling), spec: map[string]any{"minMember": int64(3), "scheduleTimeoutSeconds": int64(30)}, wantMin: 3, timeout: 30},
+		{name: "volcano", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(2)}, wantMin: 2},
+		{name: "volcano minMember 0", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(0)}, wantErr: "PodGroup.scheduling.volcano.sh ns/g has no usable spec.minMember"},
+		{name: "volcano minMember as string", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": "2"}, wantErr: "no usable spec.minMember"},
+		{name: "job parallelism", policy: jobPolicy, spec: map[string]any{"parallelism": int64(4), "completions": int64(10), "template": optIn}, wantMin: 4},
+		{name: "job fewer completions", policy: jobPolicy, spec: map[string]any{"parallelism": int64(4), "completions": int64(2), "template": optIn}, wantMin: 2},
+		{name: "job default parallelism", policy: jobPolicy, spec: map[string]any{"template": optIn}, wantMin: 1},
+		{name: "job parallelism 0", policy: jobPolicy, spec: map[string]any{"parallelism": int64(0), "template": optIn}, wantErr: "runs no pods at once"},
+		{name: "job not opted in", policy: jobPolicy, spec: map[string]any{"parallelism": int64(4)}, wantNil: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.policy(obj(tt.spec))
+			if tt.wantNil {
+				if p != nil {
+					t.Fatalf("policy %+v, want none", p)
+				}
+				return
+			}
+			if p == nil {
+				t.Fatal("no policy")
+			}
+			if tt.wantErr != "" {
+				if p.Err == nil || !strings.Contains(p.Err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", p.Err, tt.wantErr)
+				}
+				return
+			}
+			if p.Err != nil || p.MinMember != tt.wantMin || p.ScheduleTimeoutSeconds != tt.timeout {
+				t.Fatalf("policy %+v, want minMember %d timeout %d", p, tt.wantMin, tt.timeout)
+			}
+		})
+	}
+}
+
+func TestSlimGroupObject(t *testing.T) {
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": "train", "namespace": "ns", "labels": map[string]any{"a": "b"}},
+		"spec": map[string]any{"parallelism": int64(3), "completions": int64(6), "template": map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{framework.JobGangAnnotation: "true", "other": "x"}},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": "main"}}},
+		}},
+	}}
+	slimmed, err := slimGroupObject(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := slimmed.(*unstructured.Unstructured)
+	if p := jobPolicy(u); p == nil || p.MinMember != 3 {
+		t.Fatalf("policy of the slimmed Job %+v, want minMember 3", p)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec"); found || u.GetLabels() != nil {
+		t.Errorf("slimmed Job kept more than it needs: %v", u.Object)
+	}
+	if u.GetName() != "train" || u.GetNamespace() != "ns" {
+		t.Errorf("slimmed Job lost its name: %v", u.Object)
+	}
+}

@@ -1,0 +1,264 @@
+package framework
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+)
+
+// Pod fields of the gang dialects other than the project's own annotations
+// (GroupNameAnnotation, MinAvailableAnnotation). See docs/scheduling.md.
+const (
+	// CoschedulingPodGroupLabel is the label of scheduler-plugins'
+	// coscheduling: the name of a scheduling.x-k8s.io PodGroup.
+	CoschedulingPodGroupLabel = "scheduling.x-k8s.io/pod-group"
+	// VolcanoGroupNameAnnotation is Volcano's newer annotation naming a
+	// scheduling.volcano.sh PodGroup. Volcano also reads
+	// GroupNameAnnotation, the key this project uses for its own gangs.
+	VolcanoGroupNameAnnotation = "scheduling.volcano.sh/group-name"
+	// JobGangAnnotation, set to "true" on a pod (in a Job's pod template),
+	// makes the pods of the batch/v1 Job that controls the pod one gang
+	// whose quorum is the Job's parallelism (at most its completions).
+	// Without it a Job's pods are single pods.
+	JobGangAnnotation = "batch-scheduler.io/job-gang"
+)
+
+// GroupKind is the kind of object that defines a gang's quorum.
+type GroupKind string
+
+// The kinds of group objects, in the order of precedence used when a pod
+// names groups in several dialects.
+const (
+	// GroupKindNative is a scheduling.k8s.io PodGroup, named by
+	// pod.spec.schedulingGroup.podGroupName.
+	GroupKindNative GroupKind = "PodGroup.scheduling.k8s.io"
+	// GroupKindCoscheduling is a scheduling.x-k8s.io PodGroup, named by
+	// the label CoschedulingPodGroupLabel.
+	GroupKindCoscheduling GroupKind = "PodGroup.scheduling.x-k8s.io"
+	// GroupKindVolcano is a scheduling.volcano.sh PodGroup, named by
+	// VolcanoGroupNameAnnotation or GroupNameAnnotation. With
+	// GroupNameAnnotation and no such PodGroup, the quorum comes from
+	// MinAvailableAnnotation.
+	GroupKindVolcano GroupKind = "PodGroup.scheduling.volcano.sh"
+	// GroupKindJob is a batch/v1 Job whose pods opt in with
+	// JobGangAnnotation.
+	GroupKindJob GroupKind = "Job.batch"
+)
+
+// GroupRef is a group a pod names in one dialect.
+type GroupRef struct {
+	Kind GroupKind
+	Name string
+	// via says where the pod names it, e.g. "label
+	// scheduling.x-k8s.io/pod-group"; see Signal.
+	via string
+}
+
+// Signal says where and how the pod names the group, for messages, e.g.
+// "label scheduling.x-k8s.io/pod-group=train".
+func (r GroupRef) Signal() string {
+	if r.Kind == GroupKindJob {
+		return r.via + " " + r.Name
+	}
+	return r.via + "=" + r.Name
+}
+
+// GroupPolicy is what a group object says about its gang.
+type GroupPolicy struct {
+	// MinMember is the quorum, >= 1.
+	MinMember int32
+	// Source names the object for messages, e.g.
+	// "PodGroup.scheduling.volcano.sh ns/train".
+	Source string
+	// ScheduleTimeoutSeconds, when > 0, bounds how long the gang may try to
+	// get its quorum placed (scheduler-plugins' scheduleTimeoutSeconds).
+	ScheduleTimeoutSeconds int32
+	// Err, when set, says why the object gives no usable quorum (e.g. a
+	// minMember of 0); the gang is not scheduled.
+	Err error
+}
+
+// PodGroupRefs returns every group pod names, in order of precedence.
+func PodGroupRefs(pod *v1.Pod) []GroupRef {
+	var refs []GroupRef
+	if sg := pod.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
+		refs = append(refs, GroupRef{Kind: GroupKindNative, Name: *sg.PodGroupName, via: "spec.schedulingGroup.podGroupName"})
+	}
+	if v := pod.Labels[CoschedulingPodGroupLabel]; v != "" {
+		refs = append(refs, GroupRef{Kind: GroupKindCoscheduling, Name: v, via: "label " + CoschedulingPodGroupLabel})
+	}
+	if v := pod.Annotations[VolcanoGroupNameAnnotation]; v != "" {
+		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, via: "annotation " + VolcanoGroupNameAnnotation})
+	}
+	if v := pod.Annotations[GroupNameAnnotation]; v != "" {
+		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, via: "annotation " + GroupNameAnnotation})
+	}
+	if pod.Annotations[JobGangAnnotation] == "true" {
+		if owner := metav1.GetControllerOfNoCopy(pod); owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
+			refs = append(refs, GroupRef{Kind: GroupKindJob, Name: owner.Name, via: "annotation " + JobGangAnnotation + " with controller Job"})
+		}
+	}
+	return refs
+}
+
+// podGroup resolves the group of pod: the first of its refs, and a
+// conflict message when its refs name different groups.
+func podGroup(pod *v1.Pod) (ref GroupRef, ok bool, conflict string) {
+	refs := PodGroupRefs(pod)
+	if len(refs) == 0 {
+		return GroupRef{}, false, ""
+	}
+	ref = refs[0]
+	var differ []string
+	for _, r := range refs[1:] {
+		if r.Name != ref.Name {
+			differ = append(differ, r.Signal())
+		}
+	}
+	// Several dialects naming the same group name one group; precedence
+	// picks the object that defines it.
+	if len(differ) > 0 {
+		conflict = fmt.Sprintf("pod %s/%s names different groups: %s and %s", pod.Namespace, pod.Name, ref.Signal(), strings.Join(differ, " and "))
+	}
+	return ref, true, conflict
+}
+
+// GangGroup is the resource of EventGangGroupChange.
+const GangGroup EventResource = "GangGroup"
+
+// EventGangGroupChange: an object that defines a gang (a PodGroup of any
+// dialect, or a Job whose pods opt in) was added, changed or deleted. It
+// is raised with a *GangGroupChange as newObj (oldObj nil).
+var EventGangGroupChange = ClusterEvent{Resource: GangGroup, ActionType: Add | UpdateGeneric | Delete, Label: "GangGroupChange"}
+
+// GangGroupChange is the object EventGangGroupChange is raised with: the
+// job of the group whose object changed.
+type GangGroupChange struct {
+	Job JobID
+}
+
+// groupKinds renders the kinds of a job's tasks for a message.
+func groupKinds(kinds map[GroupKind]int) string {
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, string(k))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// annotationQuorum reads the quorum the tasks declare with
+// MinAvailableAnnotation: n > 0 when all declare the same valid value;
+// anyDeclared when at least one declares some value; problem when the
+// values are invalid or disagree. Tasks without the annotation count as
+// disagreeing only when requireAll is set.
+func (j *JobInfo) annotationQuorum(requireAll bool) (n int32, anyDeclared bool, problem string) {
+	values := make([]string, 0, len(j.declared))
+	for v := range j.declared {
+		if v == absentMinAvailable && !requireAll {
+			continue
+		}
+		values = append(values, v)
+	}
+	switch len(values) {
+	case 0:
+		return 0, false, ""
+	case 1:
+		v := values[0]
+		if v == absentMinAvailable {
+			return 0, false, ""
+		}
+		parsed, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || parsed < 1 {
+			return 0, true, fmt.Sprintf("annotation %s=%q must be an integer >= 1", MinAvailableAnnotation, v)
+		}
+		return int32(parsed), true, ""
+	}
+	for i, v := range values {
+		if v == absentMinAvailable {
+			values[i] = "<unset>"
+		} else {
+			values[i] = strconv.Quote(v)
+		}
+	}
+	sort.Strings(values)
+	return 0, true, fmt.Sprintf("its pods disagree on annotation %s (%s): set the same value on every pod of the gang", MinAvailableAnnotation, strings.Join(values, ", "))
+}
+
+// revalidate recomputes minAvailable and validationErr from the tasks'
+// group signals and the group objects, and logs a new problem once.
+//
+// Precedence: a group object (PodGroup of the dialect the pods use, or
+// the opted-in Job) defines the quorum; MinAvailableAnnotation, where
+// pods also carry it, must agree with it. Without an object, pods naming
+// their gang with GroupNameAnnotation or VolcanoGroupNameAnnotation take
+// the quorum from MinAvailableAnnotation, and pods of the other dialects
+// wait for their object to appear.
+func (j *JobInfo) revalidate() {
+	j.minAvailable, j.validationErr = 0, nil
+	if len(j.Tasks) == 0 {
+		j.loggedErr = ""
+		return
+	}
+	var problems []string
+	if errs := validation.IsDNS1123Subdomain(j.ID.Name); len(errs) > 0 {
+		problems = append(problems, fmt.Sprintf("group name %q is not a valid name: %s", j.ID.Name, strings.Join(errs, "; ")))
+	}
+	if len(j.conflicts) > 0 {
+		msgs := make([]string, 0, len(j.conflicts))
+		for _, m := range j.conflicts {
+			msgs = append(msgs, m)
+		}
+		sort.Strings(msgs)
+		problems = append(problems, fmt.Sprintf("conflicting group signals: %s", msgs[0]))
+	}
+	kind := j.GroupKind()
+	policy := j.policies[kind]
+	switch {
+	case kind == "":
+		problems = append(problems, fmt.Sprintf("its pods name the group in different dialects (%s): use one", groupKinds(j.kinds)))
+	case policy != nil && policy.Err != nil:
+		problems = append(problems, policy.Err.Error())
+	case policy != nil:
+		n, declared, problem := j.annotationQuorum(false)
+		switch {
+		case problem != "":
+			problems = append(problems, problem)
+		case declared && n != policy.MinMember:
+			problems = append(problems, fmt.Sprintf("conflicting quorums: %s says %d, annotation %s says %d",
+				policy.Source, policy.MinMember, MinAvailableAnnotation, n))
+		default:
+			j.minAvailable = policy.MinMember
+		}
+	case kind == GroupKindVolcano:
+		n, declared, problem := j.annotationQuorum(true)
+		switch {
+		case problem != "":
+			problems = append(problems, problem)
+		case !declared:
+			problems = append(problems, fmt.Sprintf("it declares no quorum: set annotation %s to the number of pods that must start together, on every pod of the gang, or create %s %s/%s with spec.minMember",
+				MinAvailableAnnotation, GroupKindVolcano, j.ID.Namespace, j.ID.Name))
+		default:
+			j.minAvailable = n
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("waiting for %s %s/%s to exist", kind, j.ID.Namespace, j.ID.Name))
+	}
+	if len(problems) == 0 {
+		j.loggedErr = ""
+		return
+	}
+	j.minAvailable = 0
+	problem := strings.Join(problems, "; ")
+	j.validationErr = fmt.Errorf("gang %s is not scheduled: %s", j.ID, problem)
+	if problem != j.loggedErr {
+		j.loggedErr = problem
+		klog.InfoS("Gang is not scheduled until its group is fixed", "job", j.ID.String(), "problem", problem)
+	}
+}
