@@ -107,6 +107,11 @@ func (w *Writer) Run(ctx context.Context) {
 			return
 		}
 		if err := w.sync(ctx, k); err != nil {
+			if ctx.Err() != nil {
+				// Shutting down: the write was cancelled, not refused.
+				w.queue.Done(k)
+				continue
+			}
 			klog.ErrorS(err, "Writing the status of a gang's group object; retrying", "kind", k.Kind, "object", klog.KRef(k.Namespace, k.Name))
 			w.queue.AddRateLimited(k)
 		} else {
