@@ -53,10 +53,10 @@ func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugi
 	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
 		return nil, err
 	}
-	if h == nil || h.SharedInformerFactory() == nil {
-		return nil, fmt.Errorf("%s: the framework handle has no informer factory", Name)
+	f, err := pluginutil.InformerFactory(Name, h)
+	if err != nil {
+		return nil, err
 	}
-	f := h.SharedInformerFactory()
 	return &NodeVolumeLimits{
 		pvs:          f.Core().V1().PersistentVolumes().Lister(),
 		pvcs:         f.Core().V1().PersistentVolumeClaims().Lister(),
@@ -69,18 +69,6 @@ func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugi
 // Name implements framework.Plugin.
 func (*NodeVolumeLimits) Name() string { return Name }
 
-// claimName returns the claim vol uses ("" for none) and whether it is a
-// generic ephemeral volume.
-func claimName(pod *v1.Pod, vol *v1.Volume) (string, bool, bool) {
-	switch {
-	case vol.PersistentVolumeClaim != nil:
-		return vol.PersistentVolumeClaim.ClaimName, false, true
-	case vol.Ephemeral != nil:
-		return ephemeral.VolumeClaimName(pod, vol), true, true
-	}
-	return "", false, false
-}
-
 // errNoName is kube-scheduler's error for a claim volume without a name.
 var errNoName = errors.New("PersistentVolumeClaim had no name")
 
@@ -90,7 +78,7 @@ var errNoName = errors.New("PersistentVolumeClaim had no name")
 func (pl *NodeVolumeLimits) volumesOf(logger klog.Logger, pod *v1.Pod, isNew bool, out map[string]string) error {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		name, isEphemeral, ok := claimName(pod, vol)
+		name, isEphemeral, ok := pluginutil.ClaimName(pod, vol)
 		if !ok {
 			continue
 		}
@@ -157,7 +145,7 @@ func (s *podState) Clone() framework.StateData { return s }
 func (pl *NodeVolumeLimits) PreFilterPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
 	has := false
 	for i := range pod.Spec.Volumes {
-		if _, _, ok := claimName(pod, &pod.Spec.Volumes[i]); ok {
+		if _, _, ok := pluginutil.ClaimName(pod, &pod.Spec.Volumes[i]); ok {
 			has = true
 			break
 		}
@@ -253,7 +241,7 @@ func (*NodeVolumeLimits) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Add}},
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.UpdateGeneric}, QueueingHintFn: csiNodeUpdatedHint},
 		{Event: framework.EventAssignedPodDelete, QueueingHintFn: podDeletedHint},
-		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: claimAddedHint},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: pluginutil.ClaimHint},
 	}
 }
 
@@ -285,27 +273,8 @@ func podDeletedHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, _ any) (frame
 		return framework.QueueSkip, nil
 	}
 	for i := range gone.Spec.Volumes {
-		if _, _, ok := claimName(gone, &gone.Spec.Volumes[i]); ok {
+		if _, _, ok := pluginutil.ClaimName(gone, &gone.Spec.Volumes[i]); ok {
 			return framework.Queue, nil
-		}
-	}
-	return framework.QueueSkip, nil
-}
-
-// claimAddedHint: Queue when the new claim is one a pending pod uses.
-func claimAddedHint(_ klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
-	pvc, ok := newObj.(*v1.PersistentVolumeClaim)
-	if !ok || pvc == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want a *v1.PersistentVolumeClaim, got %T", newObj)
-	}
-	for _, pod := range job.Pods {
-		if pod.Namespace != pvc.Namespace {
-			continue
-		}
-		for i := range pod.Spec.Volumes {
-			if n, _, ok := claimName(pod, &pod.Spec.Volumes[i]); ok && n == pvc.Name {
-				return framework.Queue, nil
-			}
 		}
 	}
 	return framework.QueueSkip, nil

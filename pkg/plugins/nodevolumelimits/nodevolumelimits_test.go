@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -163,8 +164,8 @@ func TestHints(t *testing.T) {
 		{"pod with claims deleted", podDeletedHint, onNode, nil, framework.Queue},
 		{"pod without volumes deleted", podDeletedHint, noVolumes, nil, framework.QueueSkip},
 		{"unassigned pod deleted", podDeletedHint, pod("z", "d"), nil, framework.QueueSkip},
-		{"own claim added", claimAddedHint, nil, unbound("c", "fast"), framework.Queue},
-		{"other claim added", claimAddedHint, nil, unbound("d", "fast"), framework.QueueSkip},
+		{"own claim added", pluginutil.ClaimHint, nil, unbound("c", "fast"), framework.Queue},
+		{"other claim added", pluginutil.ClaimHint, nil, unbound("d", "fast"), framework.QueueSkip},
 	} {
 		got, err := tc.hint(klog.Background(), job, tc.old, tc.new)
 		if err != nil || got != tc.want {

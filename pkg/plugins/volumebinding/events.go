@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"reflect"
 
-	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 )
 
 // EventsToRegister implements framework.EnqueueExtensions. Claims and
@@ -17,7 +17,7 @@ import (
 // pod fit.
 func (*VolumeBinding) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
-		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add | framework.UpdateGeneric}, QueueingHintFn: claimHint},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add | framework.UpdateGeneric}, QueueingHintFn: pluginutil.ClaimHint},
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolume, ActionType: framework.Add | framework.UpdateGeneric}},
 		{Event: framework.ClusterEvent{Resource: framework.StorageClass, ActionType: framework.Add | framework.UpdateGeneric}, QueueingHintFn: classHint},
 		{Event: framework.EventNodeAdd},
@@ -25,27 +25,6 @@ func (*VolumeBinding) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.ClusterEvent{Resource: framework.CSIDriver, ActionType: framework.UpdateGeneric}, QueueingHintFn: driverHint},
 		{Event: framework.ClusterEvent{Resource: framework.CSIStorageCapacity, ActionType: framework.Add | framework.UpdateGeneric}},
 	}
-}
-
-// claimHint: Queue when the claim added or changed is one a pending pod of
-// the job uses.
-func claimHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
-	pvc, ok := newObj.(*v1.PersistentVolumeClaim)
-	if !ok || pvc == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want a *v1.PersistentVolumeClaim, got %T", newObj)
-	}
-	for _, pod := range job.Pods {
-		if pod.Namespace != pvc.Namespace {
-			continue
-		}
-		for i := range pod.Spec.Volumes {
-			if n, _ := claimName(pod, &pod.Spec.Volumes[i]); n == pvc.Name {
-				logger.V(5).Info("A claim a pending pod uses changed", "pod", klog.KObj(pod), "pvc", klog.KObj(pvc))
-				return framework.Queue, nil
-			}
-		}
-	}
-	return framework.QueueSkip, nil
 }
 
 // classHint: Queue for a new class, or when a class's allowed topologies

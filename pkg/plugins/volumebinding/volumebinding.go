@@ -2,7 +2,6 @@ package volumebinding
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -98,10 +97,10 @@ func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugi
 	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
 		return nil, err
 	}
-	if h == nil || h.SharedInformerFactory() == nil {
-		return nil, errors.New(Name + ": the framework handle has no informer factory")
+	f, err := pluginutil.InformerFactory(Name, h)
+	if err != nil {
+		return nil, err
 	}
-	f := h.SharedInformerFactory()
 	return &VolumeBinding{
 		handle:     h,
 		pvcs:       f.Core().V1().PersistentVolumeClaims().Lister(),
@@ -119,13 +118,8 @@ func (*VolumeBinding) Name() string { return Name }
 // claimName returns the name of the claim vol uses and whether it is a
 // generic ephemeral volume; "" when vol uses no claim.
 func claimName(pod *v1.Pod, vol *v1.Volume) (name string, isEphemeral bool) {
-	switch {
-	case vol.PersistentVolumeClaim != nil:
-		return vol.PersistentVolumeClaim.ClaimName, false
-	case vol.Ephemeral != nil:
-		return ephemeral.VolumeClaimName(pod, vol), true
-	}
-	return "", false
+	name, isEphemeral, _ = pluginutil.ClaimName(pod, vol)
+	return name, isEphemeral
 }
 
 // hasClaims reports whether pod has a volume backed by a claim.

@@ -49,10 +49,11 @@ func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugi
 	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
 		return nil, err
 	}
-	if h == nil || h.SharedInformerFactory() == nil {
-		return nil, fmt.Errorf("%s: the framework handle has no informer factory", Name)
+	f, err := pluginutil.InformerFactory(Name, h)
+	if err != nil {
+		return nil, err
 	}
-	return &VolumeRestrictions{pvcs: h.SharedInformerFactory().Core().V1().PersistentVolumeClaims().Lister()}, nil
+	return &VolumeRestrictions{pvcs: f.Core().V1().PersistentVolumeClaims().Lister()}, nil
 }
 
 // Name implements framework.Plugin.
@@ -182,7 +183,7 @@ func (*VolumeRestrictions) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.EventAssignedPodDelete, QueueingHintFn: podDeletedHint},
 		{Event: framework.EventNodeAdd},
-		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: claimAddedHint},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: pluginutil.ClaimHint},
 	}
 }
 
@@ -209,25 +210,6 @@ func podDeletedHint(_ klog.Logger, job *framework.QueuedJob, oldObj, _ any) (fra
 				if c := gone.Spec.Volumes[j].PersistentVolumeClaim; c != nil && c.ClaimName == v.PersistentVolumeClaim.ClaimName {
 					return framework.Queue, nil
 				}
-			}
-		}
-	}
-	return framework.QueueSkip, nil
-}
-
-// claimAddedHint: Queue when the new claim is one a pending pod uses.
-func claimAddedHint(_ klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
-	pvc, ok := newObj.(*v1.PersistentVolumeClaim)
-	if !ok || pvc == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want a *v1.PersistentVolumeClaim, got %T", newObj)
-	}
-	for _, pod := range job.Pods {
-		if pod.Namespace != pvc.Namespace {
-			continue
-		}
-		for i := range pod.Spec.Volumes {
-			if c := pod.Spec.Volumes[i].PersistentVolumeClaim; c != nil && c.ClaimName == pvc.Name {
-				return framework.Queue, nil
 			}
 		}
 	}

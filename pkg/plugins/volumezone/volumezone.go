@@ -71,10 +71,10 @@ func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugi
 	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
 		return nil, err
 	}
-	if h == nil || h.SharedInformerFactory() == nil {
-		return nil, fmt.Errorf("%s: the framework handle has no informer factory", Name)
+	f, err := pluginutil.InformerFactory(Name, h)
+	if err != nil {
+		return nil, err
 	}
-	f := h.SharedInformerFactory()
 	return &VolumeZone{
 		pvs:     f.Core().V1().PersistentVolumes().Lister(),
 		pvcs:    f.Core().V1().PersistentVolumeClaims().Lister(),
@@ -227,7 +227,7 @@ func (*VolumeZone) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.ClusterEvent{Resource: framework.StorageClass, ActionType: framework.Add}, QueueingHintFn: classAddedHint},
 		{Event: framework.EventNodeAdd},
 		{Event: framework.EventNodeLabelChange},
-		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add | framework.UpdateGeneric}, QueueingHintFn: claimHint},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add | framework.UpdateGeneric}, QueueingHintFn: pluginutil.ClaimHint},
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolume, ActionType: framework.Add | framework.UpdateGeneric}, QueueingHintFn: volumeHint},
 	}
 }
@@ -240,25 +240,6 @@ func classAddedHint(_ klog.Logger, _ *framework.QueuedJob, _, newObj any) (frame
 	}
 	if c.VolumeBindingMode != nil && *c.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
 		return framework.Queue, nil
-	}
-	return framework.QueueSkip, nil
-}
-
-// claimHint: Queue when the claim is one a pending pod uses.
-func claimHint(_ klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
-	pvc, ok := newObj.(*v1.PersistentVolumeClaim)
-	if !ok || pvc == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want a *v1.PersistentVolumeClaim, got %T", newObj)
-	}
-	for _, pod := range job.Pods {
-		if pod.Namespace != pvc.Namespace {
-			continue
-		}
-		for i := range pod.Spec.Volumes {
-			if c := pod.Spec.Volumes[i].PersistentVolumeClaim; c != nil && c.ClaimName == pvc.Name {
-				return framework.Queue, nil
-			}
-		}
 	}
 	return framework.QueueSkip, nil
 }

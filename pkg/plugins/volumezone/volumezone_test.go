@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -148,8 +149,8 @@ func TestHints(t *testing.T) {
 	}{
 		{"wffc class", classAddedHint, nil, class("c", &wffc), framework.Queue},
 		{"immediate class", classAddedHint, nil, class("c", nil), framework.QueueSkip},
-		{"own claim", claimHint, nil, claim("c", "", ""), framework.Queue},
-		{"other claim", claimHint, nil, claim("d", "", ""), framework.QueueSkip},
+		{"own claim", pluginutil.ClaimHint, nil, claim("c", "", ""), framework.Queue},
+		{"other claim", pluginutil.ClaimHint, nil, claim("d", "", ""), framework.QueueSkip},
 		{"new volume", volumeHint, nil, zoneA, framework.Queue},
 		{"zone changed", volumeHint, zoneA, zoneB, framework.Queue},
 		{"other label changed", volumeHint, zoneA, relabelled, framework.QueueSkip},

@@ -1,0 +1,57 @@
+package pluginutil
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/component-helpers/storage/ephemeral"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// InformerFactory returns h's informer factory, for a plugin that reads
+// listers; the error names plugin when h has none.
+func InformerFactory(plugin string, h framework.Handle) (informers.SharedInformerFactory, error) {
+	if h == nil || h.SharedInformerFactory() == nil {
+		return nil, fmt.Errorf("%s: the framework handle has no informer factory", plugin)
+	}
+	return h.SharedInformerFactory(), nil
+}
+
+// ClaimName returns the name of the PersistentVolumeClaim behind vol, a
+// volume of pod: the claim it names, or the one Kubernetes makes for a
+// generic ephemeral volume (isEphemeral). ok is false for a volume that
+// has no claim.
+func ClaimName(pod *v1.Pod, vol *v1.Volume) (name string, isEphemeral, ok bool) {
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		return vol.PersistentVolumeClaim.ClaimName, false, true
+	case vol.Ephemeral != nil:
+		return ephemeral.VolumeClaimName(pod, vol), true, true
+	}
+	return "", false, false
+}
+
+// ClaimHint is the queueing hint of PersistentVolumeClaim adds and
+// updates for the volume plugins: Queue when the claim is one a pending
+// pod of the job uses, named or ephemeral; QueueSkip otherwise.
+func ClaimHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
+	pvc, ok := newObj.(*v1.PersistentVolumeClaim)
+	if !ok || pvc == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want a *v1.PersistentVolumeClaim, got %T", newObj)
+	}
+	for _, pod := range job.Pods {
+		if pod.Namespace != pvc.Namespace {
+			continue
+		}
+		for i := range pod.Spec.Volumes {
+			if n, _, ok := ClaimName(pod, &pod.Spec.Volumes[i]); ok && n == pvc.Name {
+				logger.V(5).Info("A claim a pending pod uses changed", "pod", klog.KObj(pod), "pvc", klog.KObj(pvc))
+				return framework.Queue, nil
+			}
+		}
+	}
+	return framework.QueueSkip, nil
+}
