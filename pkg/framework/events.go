@@ -52,10 +52,12 @@ const (
 	// UpdateGeneric: any other update, used for resources whose updates are
 	// not split further.
 	UpdateGeneric
+	// UpdatePodLabel: a pod's labels changed.
+	UpdatePodLabel
 
 	// Update matches every kind of update.
 	Update = UpdateNodeAllocatable | UpdateNodeLabel | UpdateNodeTaint |
-		UpdateNodeCondition | UpdateNodeSchedulable | UpdateGeneric
+		UpdateNodeCondition | UpdateNodeSchedulable | UpdateGeneric | UpdatePodLabel
 	// All matches every action.
 	All = Add | Delete | Update
 )
@@ -72,6 +74,7 @@ var actionNames = []struct {
 	{UpdateNodeCondition, "UpdateNodeCondition"},
 	{UpdateNodeSchedulable, "UpdateNodeSchedulable"},
 	{UpdateGeneric, "Update"},
+	{UpdatePodLabel, "UpdatePodLabel"},
 }
 
 // String renders the set bits joined by "|", e.g. "Add|Delete".
@@ -138,6 +141,18 @@ var (
 	// EventAssignedPodDelete: a pod bound to a node went away (or finished),
 	// freeing its resources.
 	EventAssignedPodDelete = ClusterEvent{Resource: Pod, ActionType: Delete, Label: "AssignedPodDelete"}
+	// EventAssignedPodAdd: a pod that uses its node's resources (assigned,
+	// not finished) appeared on a node: it was bound, by this scheduler or
+	// by any other party, or created with spec.nodeName set. It may be
+	// what a pending pod's pod affinity or spread constraint waits for.
+	// Raised when the informer reports it, with the pod as newObj (oldObj
+	// nil).
+	EventAssignedPodAdd = ClusterEvent{Resource: Pod, ActionType: Add, Label: "AssignedPodAdd"}
+	// EventAssignedPodLabelChange: the labels of a pod that uses its node's
+	// resources changed, so it may now match, or no longer match, pending
+	// pods' pod (anti-)affinity terms and spread constraints. Raised with
+	// the old and the new pod.
+	EventAssignedPodLabelChange = ClusterEvent{Resource: Pod, ActionType: UpdatePodLabel, Label: "AssignedPodUpdate"}
 	// EventExternalUsageDecrease: external usage (an ExternalWorkload) on a
 	// node went away, shrank, stopped or moved to another node, freeing
 	// resources where it was.

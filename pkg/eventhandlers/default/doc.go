@@ -36,6 +36,16 @@
 // raised, when it finished. This matters for batch workloads, whose finished
 // pods are deleted in bulk.
 //
+// A pod that starts being counted on a node (it is added already bound, by
+// another scheduler or as a static or DaemonSet pod, or the informer
+// reports a pending pod bound, by this scheduler or another) raises
+// framework.EventAssignedPodAdd, and a label change of a counted pod
+// raises framework.EventAssignedPodLabelChange: either may satisfy a
+// waiting pod's pod affinity or topology spread constraint, or, for a
+// label change, lift its anti-affinity. Only jobs rejected by a plugin
+// that registered the event run their hints, so the events cost little
+// when nothing waits for them.
+//
 // # Nodes
 //
 // Adding a node raises framework.EventNodeAdd. An update raises one

@@ -134,7 +134,7 @@ func TestVendorPolicyHasNoLeak(t *testing.T) {
 			h.AddNode(acmeNode("1").Obj())
 			h.AddPod(pendingPod("1").Obj())
 			h.UpdatePod(pendingPod("1").Obj(), runningPod("2").Obj())
-		}, []string{"AddOrUpdateNode n1", "MoveAll NodeAdd", "AddPendingPod default/p", "AddPod default/p"}},
+		}, []string{"AddOrUpdateNode n1", "MoveAll NodeAdd", "AddPendingPod default/p", "AddPod default/p", moveAssignedPodAdd}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,7 +48,7 @@ func TestAddNode(t *testing.T) {
 		h, fc := newHandler(t)
 		h.AddPod(runningPod("1").Obj())
 		h.AddNode(node1("1").Obj())
-		want := []string{"AddPod default/p", "AddOrUpdateNode n1", "MoveAll NodeAdd"}
+		want := []string{"AddPod default/p", moveAssignedPodAdd, "AddOrUpdateNode n1", "MoveAll NodeAdd"}
 		if d := diffCalls(fc.Effects(), want); d != "" {
 			t.Error(d)
 		}

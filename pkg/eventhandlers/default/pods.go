@@ -1,6 +1,8 @@
 package defaulthandler
 
 import (
+	"maps"
+
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -88,8 +90,9 @@ func countedOnNode(pod *v1.Pod) bool {
 	return pod.Spec.NodeName != "" && !finished(pod)
 }
 
-// AddPod puts an assigned pod in the cache and a pending pod of this
-// scheduler in the scheduling queue, and ignores any other pod.
+// AddPod puts an assigned pod in the cache (raising EventAssignedPodAdd
+// unless it finished) and a pending pod of this scheduler in the
+// scheduling queue, and ignores any other pod.
 func (h *Handler) AddPod(obj any) {
 	defer h.noteGang(obj)
 	pod := h.pod(obj)
@@ -107,8 +110,10 @@ func (h *Handler) AddPod(obj any) {
 
 // UpdatePod forwards an update within a state, and moves a pod that changes
 // state (typically pending to assigned, when it is bound, or gated to
-// pending, when its last scheduling gate is removed). An assigned pod that
-// finishes raises EventAssignedPodDelete.
+// pending, when its last scheduling gate is removed). A pod that becomes
+// assigned raises EventAssignedPodAdd (unless it already finished); an
+// assigned pod whose labels change raises EventAssignedPodLabelChange, and
+// one that finishes raises EventAssignedPodDelete.
 func (h *Handler) UpdatePod(oldObj, newObj any) {
 	defer h.noteGang(newObj)
 	oldRaw, ok := objectAs[v1.Pod](oldObj)
@@ -132,8 +137,15 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 		if err := h.cache.UpdatePod(oldPod, newPod); err != nil {
 			klog.ErrorS(err, "Failed to update assigned pod in the cache", "pod", klog.KObj(newPod), "node", newPod.Spec.NodeName)
 		}
-		if countedOnNode(oldPod) && !countedOnNode(newPod) {
+		switch oldCounted, newCounted := countedOnNode(oldPod), countedOnNode(newPod); {
+		case oldCounted && !newCounted:
 			h.raise(framework.EventAssignedPodDelete, oldPod, newPod)
+		case !oldCounted && newCounted:
+			// Not possible through the API server (a finished pod stays
+			// finished), but a broken source counts the pod again.
+			h.raise(framework.EventAssignedPodAdd, nil, newPod)
+		case newCounted && !maps.Equal(oldPod.Labels, newPod.Labels):
+			h.raise(framework.EventAssignedPodLabelChange, oldPod, newPod)
 		}
 	case to == assigned:
 		// Bound (pending before), or newly accepted by the policy: the
@@ -188,9 +200,19 @@ func (h *Handler) DeletePod(obj any) {
 	h.deletePod(pod)
 }
 
+// addAssigned adds pod, assigned, to the cache and raises
+// EventAssignedPodAdd when it uses its node's resources (it did not
+// finish): it may be what a waiting pod's pod affinity or spread
+// constraint needs. This scheduler's own binds raise it too, when the
+// informer reports them, as do the pods listed at start-up (there is
+// nothing waiting then, so that is cheap). Like the node events, it is
+// raised even if the cache failed: a needless attempt costs little.
 func (h *Handler) addAssigned(pod *v1.Pod) {
 	if err := h.cache.AddPod(pod); err != nil {
 		klog.ErrorS(err, "Failed to add assigned pod to the cache", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
+	}
+	if countedOnNode(pod) {
+		h.raise(framework.EventAssignedPodAdd, nil, pod)
 	}
 }
 

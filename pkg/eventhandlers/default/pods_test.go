@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -44,7 +45,11 @@ func gatedPod(rv string, gates ...string) *st.PodWrapper {
 	return w
 }
 
-const moveAssignedPodDelete = "MoveAll AssignedPodDelete"
+const (
+	moveAssignedPodDelete = "MoveAll AssignedPodDelete"
+	moveAssignedPodAdd    = "MoveAll AssignedPodAdd"
+	moveAssignedPodUpdate = "MoveAll AssignedPodUpdate"
+)
 
 func TestAddPod(t *testing.T) {
 	tests := []struct {
@@ -65,15 +70,15 @@ func TestAddPod(t *testing.T) {
 		{"gated pod of another scheduler is ignored", gatedPod("1", "example.com/quota").Scheduler("other-scheduler").Obj(),
 			nil},
 		{"running pod is cached", runningPod("1").Obj(),
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
 		{"pod bound to a node that is not known yet is just forwarded", runningPod("1").Node("not-yet-added").Obj(),
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
 		{"assigned pod of another scheduler is cached", runningPod("1").Scheduler("other-scheduler").Obj(),
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
 		{"bound but not started pod is cached", pendingPod("1").Node("n1").Obj(),
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
 		{"terminating pod is cached", runningPod("1").Terminating().Obj(),
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
 		{"succeeded pod is cached, raising nothing", runningPod("1").Phase(v1.PodSucceeded).Obj(),
 			[]string{"AddPod default/p"}},
 		{"failed pod is cached, raising nothing", runningPod("1").Phase(v1.PodFailed).Obj(),
@@ -86,6 +91,7 @@ func TestAddPod(t *testing.T) {
 			if d := diffCalls(fc.Effects(), tt.want); d != "" {
 				t.Error(d)
 			}
+			checkMoveObjects(t, fc.Moves())
 		})
 	}
 }
@@ -116,10 +122,10 @@ func TestUpdatePod(t *testing.T) {
 			[]string{"UpdatePendingPod default/p"}},
 		{"pending pod bound by this scheduler moves to the assigned pods",
 			pendingPod("1").Obj(), pendingPod("2").Node("n1").Obj(),
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
 		{"pending pod bound and running at once moves to the assigned pods",
 			pendingPod("1").Obj(), runningPod("2").Obj(),
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
 		{"pending pod that stopped being ours leaves the queue",
 			pendingPod("1").Obj(), otherPendingPod("2").Obj(),
 			[]string{"RemovePendingPod default/p"}},
@@ -148,7 +154,7 @@ func TestUpdatePod(t *testing.T) {
 			nil},
 		{"gated pod reported bound is cached",
 			gatedPod("1", "a").Obj(), runningPod("2").Obj(),
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
 
 		// Other schedulers' pods.
 		{"other scheduler's pending pod updated is ignored",
@@ -156,15 +162,37 @@ func TestUpdatePod(t *testing.T) {
 			nil},
 		{"other scheduler's pod bound is cached",
 			otherPendingPod("1").Obj(), otherPendingPod("2").Node("n1").Obj(),
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
 		{"pod that became ours is queued",
 			otherPendingPod("1").Obj(), pendingPod("2").Obj(),
 			[]string{"AddPendingPod default/p"}},
 
 		// Assigned pods.
-		{"running pod updated",
-			runningPod("1").Obj(), runningPod("2").Label("a", "b").Obj(),
+		{"running pod updated without a label change raises nothing",
+			runningPod("1").Label("a", "b").Obj(), func() *v1.Pod {
+				p := runningPod("2").Label("a", "b").Obj()
+				p.Annotations = map[string]string{"x": "y"}
+				return p
+			}(),
 			[]string{"UpdatePod default/p"}},
+		{"running pod labelled",
+			runningPod("1").Obj(), runningPod("2").Label("a", "b").Obj(),
+			[]string{"UpdatePod default/p", moveAssignedPodUpdate}},
+		{"running pod's label changed",
+			runningPod("1").Label("a", "b").Obj(), runningPod("2").Label("a", "c").Obj(),
+			[]string{"UpdatePod default/p", moveAssignedPodUpdate}},
+		{"running pod's label removed",
+			runningPod("1").Label("a", "b").Obj(), runningPod("2").Obj(),
+			[]string{"UpdatePod default/p", moveAssignedPodUpdate}},
+		{"bound pod that never started labelled",
+			pendingPod("1").Node("n1").Obj(), pendingPod("2").Node("n1").Label("a", "b").Obj(),
+			[]string{"UpdatePod default/p", moveAssignedPodUpdate}},
+		{"running pod relabelled as it succeeds only frees resources",
+			runningPod("1").Obj(), runningPod("2").Label("a", "b").Phase(v1.PodSucceeded).Obj(),
+			[]string{"UpdatePod default/p", moveAssignedPodDelete}},
+		{"succeeded pod reported running again is counted again",
+			runningPod("1").Phase(v1.PodSucceeded).Obj(), runningPod("2").Obj(),
+			[]string{"UpdatePod default/p", moveAssignedPodAdd}},
 		{"bound pod starts running",
 			pendingPod("1").Node("n1").Obj(), runningPod("2").Obj(),
 			[]string{"UpdatePod default/p"}},
@@ -212,12 +240,33 @@ func TestUpdatePod(t *testing.T) {
 			if d := diffCalls(fc.Effects(), tt.want); d != "" {
 				t.Error(d)
 			}
-			for _, m := range fc.Moves() {
-				if m.OldObj == nil {
-					t.Errorf("%v raised without the pod that freed resources", m.Event)
-				}
-			}
+			checkMoveObjects(t, fc.Moves())
 		})
+	}
+}
+
+// checkMoveObjects checks that each pod event carries the pods its hints
+// need: the pod that freed resources (oldObj), the pod added (newObj), or
+// both versions of a relabelled pod.
+func checkMoveObjects(t *testing.T, moves []move) {
+	t.Helper()
+	for _, m := range moves {
+		oldPod, _ := m.OldObj.(*v1.Pod)
+		newPod, _ := m.NewObj.(*v1.Pod)
+		switch m.Event {
+		case framework.EventAssignedPodDelete:
+			if oldPod == nil {
+				t.Errorf("%v raised without the pod that freed resources (oldObj %T)", m.Event, m.OldObj)
+			}
+		case framework.EventAssignedPodAdd:
+			if m.OldObj != nil || newPod == nil || newPod.Spec.NodeName == "" {
+				t.Errorf("%v raised with oldObj %T, newObj %v; want nil and the assigned pod", m.Event, m.OldObj, m.NewObj)
+			}
+		case framework.EventAssignedPodLabelChange:
+			if oldPod == nil || newPod == nil {
+				t.Errorf("%v raised with oldObj %T, newObj %T; want both pods", m.Event, m.OldObj, m.NewObj)
+			}
+		}
 	}
 }
 
@@ -304,9 +353,14 @@ func TestPodCacheErrorsDoNotStopTheHandler(t *testing.T) {
 		do   func(h *defaulthandler.Handler)
 		want []string
 	}{
-		{"bound: added although removing from the queue failed",
+		{"bound: event raised although adding failed",
 			func(h *defaulthandler.Handler) { h.UpdatePod(pendingPod("1").Obj(), runningPod("2").Obj()) },
-			[]string{"AddPod default/p"}},
+			[]string{"AddPod default/p", moveAssignedPodAdd}},
+		{"relabelled: event raised although the update failed",
+			func(h *defaulthandler.Handler) {
+				h.UpdatePod(runningPod("1").Obj(), runningPod("2").Label("app", "db").Obj())
+			},
+			[]string{"UpdatePod default/p", moveAssignedPodUpdate}},
 		{"finished: event raised although the update failed",
 			func(h *defaulthandler.Handler) {
 				h.UpdatePod(runningPod("1").Obj(), runningPod("2").Phase(v1.PodSucceeded).Obj())
@@ -345,7 +399,7 @@ func TestPodLifecycle(t *testing.T) {
 	h.DeletePod(created.Obj())
 	want := []string{
 		"AddPendingPod default/p",
-		"AddPod default/p",
+		"AddPod default/p", moveAssignedPodAdd,
 		"UpdatePod default/p",
 		"UpdatePod default/p",
 		"UpdatePod default/p", moveAssignedPodDelete,

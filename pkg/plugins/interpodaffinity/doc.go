@@ -78,14 +78,12 @@
 //
 // An assigned pod deleted (or finished) that the pending pod's
 // anti-affinity matched, or whose own anti-affinity matched the pending
-// pod; a node added, or whose labels changed, carrying a topology key of
-// the pending pod's terms.
-//
-// kube-scheduler also retries on an assigned pod added or relabelled
-// (a pod appearing that the pending pod's affinity needs). The default
-// event handler raises no event for those, so such a pod waits for the
-// unschedulable timeout. Pods of the same gang see each other within the
-// cycle and need no event.
+// pod; an assigned pod added (bound by any scheduler, this one included,
+// or created bound) that the pending pod's affinity matches; an assigned
+// pod relabelled so that the pending pod's affinity now matches it, or
+// its anti-affinity no longer does; a node added, or whose labels
+// changed, carrying a topology key of the pending pod's terms. Pods of
+// the same gang see each other within the cycle and need no event.
 //
 // Args: none.
 package interpodaffinity

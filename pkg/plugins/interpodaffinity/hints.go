@@ -15,6 +15,14 @@ import (
 //   - An assigned pod going away (AssignedPodDelete) helps when a pending
 //     pod's anti-affinity matched it, or its own anti-affinity matched a
 //     pending pod (podDeletedHint).
+//   - An assigned pod added (AssignedPodAdd: bound by any scheduler,
+//     this one included, or created bound) helps when it matches a
+//     pending pod's required affinity term (podAddedHint). It can only
+//     add to anti-affinity conflicts, so it never helps otherwise.
+//   - An assigned pod's labels changing (AssignedPodUpdate) helps when it
+//     starts matching a pending pod's affinity term or stops matching its
+//     anti-affinity term (podLabelsChangedHint). The pod's own
+//     anti-affinity terms do not change with its labels.
 //   - A node added, or whose labels changed (NodeAdd, NodeLabelChange),
 //     helps when it has, or moves between domains of, a topology key of a
 //     pending pod's terms (nodeHint).
@@ -24,6 +32,8 @@ import (
 func (*InterPodAffinity) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.EventAssignedPodDelete, QueueingHintFn: podDeletedHint},
+		{Event: framework.EventAssignedPodAdd, QueueingHintFn: podAddedHint},
+		{Event: framework.EventAssignedPodLabelChange, QueueingHintFn: podLabelsChangedHint},
 		{Event: framework.EventNodeAdd, QueueingHintFn: nodeHint},
 		{Event: framework.EventNodeLabelChange, QueueingHintFn: nodeHint},
 	}
@@ -60,6 +70,69 @@ func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any)
 		for i := range goneAnti {
 			if hintMatches(&goneAnti[i], pod) {
 				logger.V(5).Info("A deleted pod's anti-affinity matched a pending pod", "pod", klog.KObj(pod), "deletedPod", klog.KObj(gone))
+				return framework.Queue, nil
+			}
+		}
+	}
+	return framework.QueueSkip, nil
+}
+
+// podAddedHint is the queueing hint of framework.EventAssignedPodAdd,
+// raised with the added pod as newObj: Queue when it matches one of a
+// pending pod's required affinity terms.
+func podAddedHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
+	added, ok := newObj.(*v1.Pod)
+	if !ok || added == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the added *v1.Pod of an assigned pod addition, got %T", newObj)
+	}
+	for _, pod := range job.Pods {
+		aff, err := parseTerms(pod, "podAffinity", requiredAffinity(pod))
+		if err != nil {
+			return framework.Queue, err
+		}
+		for i := range aff {
+			if hintMatches(&aff[i], added) {
+				logger.V(5).Info("An added pod matched a pending pod's affinity", "pod", klog.KObj(pod), "addedPod", klog.KObj(added))
+				return framework.Queue, nil
+			}
+		}
+	}
+	return framework.QueueSkip, nil
+}
+
+// podLabelsChangedHint is the queueing hint of
+// framework.EventAssignedPodLabelChange, raised with the old and the new
+// pod: Queue when the new labels match a pending pod's required affinity
+// term the old ones did not, or the old labels matched an anti-affinity
+// term the new ones do not. A term that matched both, or neither, saw no
+// change: the pod's namespace cannot change.
+func podLabelsChangedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
+	oldPod, ok := oldObj.(*v1.Pod)
+	if !ok || oldPod == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Pod of an assigned pod label change, got %T", oldObj)
+	}
+	newPod, ok := newObj.(*v1.Pod)
+	if !ok || newPod == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Pod of an assigned pod label change, got %T", newObj)
+	}
+	for _, pod := range job.Pods {
+		aff, err := parseTerms(pod, "podAffinity", requiredAffinity(pod))
+		if err != nil {
+			return framework.Queue, err
+		}
+		for i := range aff {
+			if hintMatches(&aff[i], newPod) && !hintMatches(&aff[i], oldPod) {
+				logger.V(5).Info("A relabelled pod now matches a pending pod's affinity", "pod", klog.KObj(pod), "relabelledPod", klog.KObj(newPod))
+				return framework.Queue, nil
+			}
+		}
+		anti, err := parseTerms(pod, "podAntiAffinity", requiredAntiAffinity(pod))
+		if err != nil {
+			return framework.Queue, err
+		}
+		for i := range anti {
+			if hintMatches(&anti[i], oldPod) && !hintMatches(&anti[i], newPod) {
+				logger.V(5).Info("A relabelled pod no longer matches a pending pod's anti-affinity", "pod", klog.KObj(pod), "relabelledPod", klog.KObj(newPod))
 				return framework.Queue, nil
 			}
 		}

@@ -394,6 +394,8 @@ func TestHints(t *testing.T) {
 	zoned := st.MakeNode().Name("n").Label(zoneKey, "a").Obj()
 	rezoned := st.MakeNode().Name("n").Label(zoneKey, "b").Obj()
 	bare := st.MakeNode().Name("n").Obj()
+	elsewhere := func(w *st.PodWrapper) *v1.Pod { return w.Namespace("other").Obj() }
+	withAffAnyNS := withTerms(pod("p", "web").Obj(), []affTerm{{app: "db", key: zoneKey, nsSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}}}, nil)
 	tests := []struct {
 		name     string
 		pending  *v1.Pod
@@ -405,6 +407,21 @@ func TestHints(t *testing.T) {
 		{"deleted pod unrelated", withAnti, podDeletedHint, pod("w", "db").Node("n1").Obj(), nil, framework.QueueSkip},
 		{"deleted pod's anti-affinity matched the pending pod", plainBatch, podDeletedHint, repelsBatch, nil, framework.Queue},
 		{"deleted pod's anti-affinity did not match", withAff, podDeletedHint, repelsBatch, nil, framework.QueueSkip},
+		{"added pod matched the affinity", withAff, podAddedHint, nil, pod("d", "db").Node("n1").Obj(), framework.Queue},
+		{"added pod unrelated to the affinity", withAff, podAddedHint, nil, pod("d", "web").Node("n1").Obj(), framework.QueueSkip},
+		{"added pod matched the affinity's selector in another namespace", withAff, podAddedHint, nil, elsewhere(pod("d", "db").Node("n1")), framework.QueueSkip},
+		{"added pod in a namespace a namespace selector may select", withAffAnyNS, podAddedHint, nil, elsewhere(pod("d", "db").Node("n1")), framework.Queue},
+		{"added pod matched the anti-affinity: cannot help", withAnti, podAddedHint, nil, pod("w", "web").Node("n1").Obj(), framework.QueueSkip},
+		{"added pod's own anti-affinity cannot help", plainBatch, podAddedHint, nil, repelsBatch, framework.QueueSkip},
+		{"pod added without a pod", withAff, podAddedHint, nil, nil, framework.Queue},
+		{"relabelled pod now matches the affinity", withAff, podLabelsChangedHint, pod("d", "web").Node("n1").Obj(), pod("d", "db").Node("n1").Obj(), framework.Queue},
+		{"relabelled pod matched the affinity before", withAff, podLabelsChangedHint, pod("d", "db").Node("n1").Obj(), pod("d", "db").Label("x", "y").Node("n1").Obj(), framework.QueueSkip},
+		{"relabelled pod no longer matches the affinity", withAff, podLabelsChangedHint, pod("d", "db").Node("n1").Obj(), pod("d", "web").Node("n1").Obj(), framework.QueueSkip},
+		{"relabelled pod in another namespace", withAff, podLabelsChangedHint, elsewhere(pod("d", "web").Node("n1")), elsewhere(pod("d", "db").Node("n1")), framework.QueueSkip},
+		{"relabelled pod no longer matches the anti-affinity", withAnti, podLabelsChangedHint, pod("w", "web").Node("n1").Obj(), pod("w", "db").Node("n1").Obj(), framework.Queue},
+		{"relabelled pod now matches the anti-affinity", withAnti, podLabelsChangedHint, pod("w", "db").Node("n1").Obj(), pod("w", "web").Node("n1").Obj(), framework.QueueSkip},
+		{"relabelled pod without the old pod", withAff, podLabelsChangedHint, nil, pod("d", "db").Node("n1").Obj(), framework.Queue},
+		{"relabelled pod without the new pod", withAff, podLabelsChangedHint, pod("d", "db").Node("n1").Obj(), "pod", framework.Queue},
 		{"node added with the affinity key", withAff, nodeHint, nil, zoned, framework.Queue},
 		{"node changed zone", withAff, nodeHint, zoned, rezoned, framework.Queue},
 		{"node lost the zone: may leave an existing pod's anti-affinity domain", withAff, nodeHint, zoned, bare, framework.Queue},

@@ -64,12 +64,12 @@
 // # Events
 //
 // An assigned pod deleted (or finished) in the pending pod's namespace
-// that matches a constraint's selector; a node added, or whose labels or
-// taints changed, that has all the constraints' topology keys (or had
-// them). kube-scheduler also retries on an assigned pod added or
-// relabelled, which may raise the global minimum; the default event
-// handler raises no event for those, so such a pod waits for the
-// unschedulable timeout.
+// that matches a constraint's selector; an assigned pod added there (bound
+// by any scheduler, this one included, or created bound) that matches
+// one, which may raise the global minimum or fill a domain minDomains
+// needs; an assigned pod there relabelled so that it starts or stops
+// matching one; a node added, or whose labels or taints changed, that has
+// all the constraints' topology keys (or had them).
 //
 // Args: none (kube-scheduler's system defaulting, whose constraints never
 // filter).

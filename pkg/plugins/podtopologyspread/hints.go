@@ -16,6 +16,16 @@ import (
 //   - An assigned pod going away (AssignedPodDelete) helps when it was in
 //     a pending pod's namespace and matched one of its constraints: its
 //     domain's count drops (podDeletedHint).
+//   - An assigned pod added (AssignedPodAdd: bound by any scheduler,
+//     this one included, or created bound) may help when it is in a
+//     pending pod's namespace and matches one of its constraints: it may
+//     raise the global minimum, or count in a domain that minDomains
+//     needs (podAddedHint). Whether it does depends on its node and the
+//     other counts; answering Queue when it does not only costs an
+//     attempt.
+//   - An assigned pod's labels changing (AssignedPodUpdate) may help when
+//     it starts or stops matching one of a pending pod's constraints, in
+//     that pod's namespace (podLabelsChangedHint).
 //   - A node added, or whose labels or taints changed, helps when it has
 //     (or had) all the topology keys of a pending pod's constraints and the
 //     change may add or move a domain or change which nodes count
@@ -23,6 +33,8 @@ import (
 func (*PodTopologySpread) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.EventAssignedPodDelete, QueueingHintFn: podDeletedHint},
+		{Event: framework.EventAssignedPodAdd, QueueingHintFn: podAddedHint},
+		{Event: framework.EventAssignedPodLabelChange, QueueingHintFn: podLabelsChangedHint},
 		{Event: framework.EventNodeAdd, QueueingHintFn: nodeHint},
 		{Event: framework.EventNodeLabelChange, QueueingHintFn: nodeHint},
 		{Event: framework.EventNodeTaintChange, QueueingHintFn: nodeHint},
@@ -47,6 +59,62 @@ func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any)
 		for i := range cs {
 			if cs[i].selector.Matches(labels.Set(gone.Labels)) {
 				logger.V(5).Info("A deleted pod was counted by a pending pod's topology spread constraint", "pod", klog.KObj(pod), "deletedPod", klog.KObj(gone))
+				return framework.Queue, nil
+			}
+		}
+	}
+	return framework.QueueSkip, nil
+}
+
+// podAddedHint is the queueing hint of framework.EventAssignedPodAdd,
+// raised with the added pod as newObj.
+func podAddedHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
+	added, ok := newObj.(*v1.Pod)
+	if !ok || added == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the added *v1.Pod of an assigned pod addition, got %T", newObj)
+	}
+	for _, pod := range job.Pods {
+		if pod.Namespace != added.Namespace {
+			continue
+		}
+		cs, err := hardConstraints(pod)
+		if err != nil {
+			return framework.Queue, err
+		}
+		for i := range cs {
+			if cs[i].selector.Matches(labels.Set(added.Labels)) {
+				logger.V(5).Info("An added pod is counted by a pending pod's topology spread constraint", "pod", klog.KObj(pod), "addedPod", klog.KObj(added))
+				return framework.Queue, nil
+			}
+		}
+	}
+	return framework.QueueSkip, nil
+}
+
+// podLabelsChangedHint is the queueing hint of
+// framework.EventAssignedPodLabelChange, raised with the old and the new
+// pod: Queue when, in a pending pod's namespace, the pod started or
+// stopped matching one of its constraints, changing a domain's count.
+func podLabelsChangedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
+	oldPod, ok := oldObj.(*v1.Pod)
+	if !ok || oldPod == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Pod of an assigned pod label change, got %T", oldObj)
+	}
+	newPod, ok := newObj.(*v1.Pod)
+	if !ok || newPod == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Pod of an assigned pod label change, got %T", newObj)
+	}
+	for _, pod := range job.Pods {
+		if pod.Namespace != newPod.Namespace {
+			continue
+		}
+		cs, err := hardConstraints(pod)
+		if err != nil {
+			return framework.Queue, err
+		}
+		for i := range cs {
+			if cs[i].selector.Matches(labels.Set(oldPod.Labels)) != cs[i].selector.Matches(labels.Set(newPod.Labels)) {
+				logger.V(5).Info("A relabelled pod changed what a pending pod's topology spread constraint counts", "pod", klog.KObj(pod), "relabelledPod", klog.KObj(newPod))
 				return framework.Queue, nil
 			}
 		}

@@ -303,6 +303,18 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// inNode binds pod to node n1.
+func inNode(pod *v1.Pod) *v1.Pod {
+	pod.Spec.NodeName = "n1"
+	return pod
+}
+
+// inNamespace moves pod to namespace ns.
+func inNamespace(ns string, pod *v1.Pod) *v1.Pod {
+	pod.Namespace = ns
+	return pod
+}
+
 func TestHints(t *testing.T) {
 	logger := klog.Background()
 	pending := podWith("p", "x", spread(zoneKey, 1, "x"))
@@ -316,6 +328,17 @@ func TestHints(t *testing.T) {
 		{"matching pod deleted", podDeletedHint, podWith("e", "x"), nil, framework.Queue},
 		{"other pod deleted", podDeletedHint, podWith("e", "y"), nil, framework.QueueSkip},
 		{"matching pod in another namespace deleted", podDeletedHint, func() *v1.Pod { p := podWith("e", "x"); p.Namespace = "o"; return p }(), nil, framework.QueueSkip},
+		{"matching pod added", podAddedHint, nil, inNode(podWith("e", "x")), framework.Queue},
+		{"other pod added", podAddedHint, nil, inNode(podWith("e", "y")), framework.QueueSkip},
+		{"matching pod added in another namespace", podAddedHint, nil, inNamespace("o", inNode(podWith("e", "x"))), framework.QueueSkip},
+		{"pod added without a pod", podAddedHint, nil, nil, framework.Queue},
+		{"pod relabelled to match", podLabelsChangedHint, inNode(podWith("e", "y")), inNode(podWith("e", "x")), framework.Queue},
+		{"pod relabelled to no longer match", podLabelsChangedHint, inNode(podWith("e", "x")), inNode(podWith("e", "y")), framework.Queue},
+		{"matching pod relabelled, still matching", podLabelsChangedHint, inNode(podWith("e", "x")), func() *v1.Pod { p := inNode(podWith("e", "x")); p.Labels["extra"] = "1"; return p }(), framework.QueueSkip},
+		{"other pod relabelled, still not matching", podLabelsChangedHint, inNode(podWith("e", "y")), inNode(podWith("e", "z")), framework.QueueSkip},
+		{"pod in another namespace relabelled to match", podLabelsChangedHint, inNamespace("o", inNode(podWith("e", "y"))), inNamespace("o", inNode(podWith("e", "x"))), framework.QueueSkip},
+		{"pod relabelled without the old pod", podLabelsChangedHint, "pod", inNode(podWith("e", "x")), framework.Queue},
+		{"pod relabelled without the new pod", podLabelsChangedHint, inNode(podWith("e", "y")), nil, framework.Queue},
 		{"node with the key added", nodeHint, nil, zoned, framework.Queue},
 		{"node without the key added", nodeHint, nil, st.MakeNode().Name("n").Obj(), framework.QueueSkip},
 		{"node changed zone", nodeHint, zoned, st.MakeNode().Name("n").Label(zoneKey, "b").Obj(), framework.Queue},

@@ -1,0 +1,45 @@
+package queue
+
+import (
+	"fmt"
+	"testing"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// BenchmarkEventNobodyWaitsFor is the cost of raising a cluster event
+// (AssignedPodAdd, raised for every pod bound) that no parked job
+// registered: with no parked job, and with parked jobs that were rejected
+// by a plugin interested only in node additions. Every job stays parked.
+//
+//	go test -run '^$' -bench BenchmarkEventNobodyWaitsFor ./pkg/queue/
+func BenchmarkEventNobodyWaitsFor(b *testing.B) {
+	for _, parked := range []int{0, 100, 1000} {
+		b.Run(fmt.Sprintf("parked=%d", parked), func(b *testing.B) {
+			q, err := New(Options{Clock: testingclock.NewFakeClock(epoch)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range parked {
+				add(q, st.MakePod().Name(fmt.Sprintf("p%d", i)).Obj())
+				qj, err := q.Pop(b.Context())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := q.AddUnschedulable(qj, Attempt{Reason: "no fit", Events: nodeAddOrTaint}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pod := st.MakePod().Name("bound").Node("n1").Obj()
+			for b.Loop() {
+				q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodAdd, nil, pod)
+			}
+			if got := q.Lengths().Unschedulable; got != parked {
+				b.Fatalf("%d jobs parked after the events, want %d: an event nobody registered moved some", got, parked)
+			}
+		})
+	}
+}
