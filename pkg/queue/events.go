@@ -34,7 +34,7 @@ func (q *SchedulingQueue) MoveAllToActiveOrBackoffQueue(event framework.ClusterE
 	defer q.lock.Unlock()
 	q.moveRequestCycle = q.schedulingCycle
 	q.recordInFlightEventLocked(event)
-	if len(q.unschedulable) == 0 {
+	if len(q.unschedulable) == 0 || !q.mayInterestParkedLocked(event) {
 		return
 	}
 	logger := klog.Background()

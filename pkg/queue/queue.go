@@ -157,6 +157,11 @@ type SchedulingQueue struct {
 	activeQ       jobHeap
 	backoffQ      jobHeap
 	unschedulable map[framework.JobID]*jobEntry
+	// parkedInterest counts, per resource, the jobs in unschedulable that
+	// registered an event of it (WildCard for those that take any event),
+	// so that a cluster event no parked job can want skips the scan of
+	// unschedulable (most binds, at scale).
+	parkedInterest map[framework.EventResource]int
 	// schedulingCycle counts Pops. moveRequestCycle is the value of
 	// schedulingCycle at the last move request: a job that failed in a
 	// cycle at or before it may have missed the event and is not parked as
@@ -189,6 +194,7 @@ func New(opts Options) (*SchedulingQueue, error) {
 		unschedulableTimeout: opts.UnschedulableTimeout,
 		jobs:                 map[framework.JobID]*jobEntry{},
 		unschedulable:        map[framework.JobID]*jobEntry{},
+		parkedInterest:       map[framework.EventResource]int{},
 		moveRequestCycle:     -1,
 		activeGauge:          opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueActive),
 		backoffGauge:         opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueBackoff),
@@ -287,6 +293,7 @@ func (q *SchedulingQueue) AddUnschedulable(job *framework.QueuedJob, attempt Att
 		e.where = inUnschedulable
 		e.unschedulableSince = now
 		q.unschedulable[e.ID] = e
+		q.noteParkedLocked(e, 1)
 	}
 	klog.V(4).InfoS("Job could not be scheduled", "job", job.ID.String(), "queue", e.where.String(),
 		"attempts", e.Attempts, "reason", e.lastFailure, "err", attempt.Err)
@@ -448,7 +455,37 @@ func (q *SchedulingQueue) detachLocked(e *jobEntry) {
 		heap.Remove(&q.backoffQ, e.heapIndex)
 	case inUnschedulable:
 		delete(q.unschedulable, e.ID)
+		q.noteParkedLocked(e, -1)
 	}
+}
+
+// noteParkedLocked adds delta to parkedInterest for each resource e's
+// attempt registered an event of, once per resource; e's events do not
+// change while it is parked.
+func (q *SchedulingQueue) noteParkedLocked(e *jobEntry, delta int) {
+	if e.anyEvent {
+		q.addInterestLocked(framework.WildCard, delta)
+		return
+	}
+	for i, pe := range e.events {
+		if !slices.ContainsFunc(e.events[:i], func(o framework.PluginEvent) bool { return o.Event.Resource == pe.Event.Resource }) {
+			q.addInterestLocked(pe.Event.Resource, delta)
+		}
+	}
+}
+
+func (q *SchedulingQueue) addInterestLocked(r framework.EventResource, delta int) {
+	if n := q.parkedInterest[r] + delta; n > 0 {
+		q.parkedInterest[r] = n
+	} else {
+		delete(q.parkedInterest, r)
+	}
+}
+
+// mayInterestParkedLocked reports whether some parked job registered an
+// event of event's resource, or takes any event.
+func (q *SchedulingQueue) mayInterestParkedLocked(event framework.ClusterEvent) bool {
+	return event.Resource == framework.WildCard || q.parkedInterest[event.Resource] > 0 || q.parkedInterest[framework.WildCard] > 0
 }
 
 func (q *SchedulingQueue) updateGaugesLocked() {

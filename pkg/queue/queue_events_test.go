@@ -2,6 +2,7 @@ package queue
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -325,5 +326,70 @@ func TestStaleAddUnschedulable(t *testing.T) {
 	q.Done(newer.ID)
 	if got := q.jobs[old.ID].where; got != inActive {
 		t.Errorf("after the newer cycle the job is in %s, want active", got)
+	}
+}
+
+// parkedInterest always equals what the parked jobs registered, through
+// parking, moving, and pods leaving; an event of a resource nobody parked
+// wants moves nothing.
+func TestParkedInterestFollowsParkedJobs(t *testing.T) {
+	q, clk := newTestQueue(t, nil)
+	check := func(step string) {
+		t.Helper()
+		want := map[framework.EventResource]int{}
+		for _, e := range q.unschedulable {
+			seen := map[framework.EventResource]bool{}
+			if e.anyEvent {
+				seen[framework.WildCard] = true
+			}
+			for _, pe := range e.events {
+				if !e.anyEvent {
+					seen[pe.Event.Resource] = true
+				}
+			}
+			for r := range seen {
+				want[r]++
+			}
+		}
+		if !maps.Equal(q.parkedInterest, want) {
+			t.Errorf("%s: parkedInterest = %v, want %v", step, q.parkedInterest, want)
+		}
+	}
+	both := append(append([]framework.PluginEvent(nil), nodeAddOrTaint...), podDelete...)
+	parkUnschedulable(t, q, "nodes", Attempt{Events: nodeAddOrTaint})
+	parkUnschedulable(t, q, "both", Attempt{Events: append(both, nodeAddOrTaint...)})
+	parkUnschedulable(t, q, "any", Attempt{AnyEvent: true, Events: podDelete})
+	check("parked")
+	if q.parkedInterest[framework.Node] != 2 || q.parkedInterest[framework.Pod] != 1 || q.parkedInterest[framework.WildCard] != 1 {
+		t.Fatalf("parkedInterest = %v, want Node 2, Pod 1, * 1", q.parkedInterest)
+	}
+	clk.Step(2 * time.Second)
+
+	// "any" takes every event: it leaves on the first one.
+	q.MoveAllToActiveOrBackoffQueue(framework.ClusterEvent{Resource: "widgets.v1.example.com", ActionType: framework.Add}, nil, nil)
+	check("after an event only the any-event job wants")
+	if _, parked := q.unschedulable[framework.JobID{Namespace: "default", Name: "any"}]; parked {
+		t.Error("the any-event job is still parked")
+	}
+	// Nobody parked wants pods added: nothing moves, and the counts stay.
+	q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodAdd, nil, nil)
+	if len(q.unschedulable) != 2 {
+		t.Errorf("%d jobs parked after an event nobody wants, want 2", len(q.unschedulable))
+	}
+	check("after an event nobody wants")
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
+	check("after node add")
+	if len(q.unschedulable) != 0 || len(q.parkedInterest) != 0 {
+		t.Errorf("after node add: parked %d, interest %v; want none", len(q.unschedulable), q.parkedInterest)
+	}
+
+	// A parked job whose pods leave takes its interest with it.
+	q, _ = newTestQueue(t, nil)
+	id := parkUnschedulable(t, q, "leaving", Attempt{Events: podDelete})
+	check("parked again")
+	q.PodRemoved(id, q.jobs[id].Pods[0].UID)
+	check("after its pod left")
+	if len(q.parkedInterest) != 0 {
+		t.Errorf("interest %v left by a job that is gone", q.parkedInterest)
 	}
 }
