@@ -1,13 +1,12 @@
 package interpodaffinity
 
 import (
-	"fmt"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 )
 
 // EventsToRegister implements framework.EnqueueExtensions.
@@ -48,9 +47,9 @@ func hintMatches(t *term, pod *v1.Pod) bool {
 // podDeletedHint is the queueing hint of framework.EventAssignedPodDelete,
 // raised with the pod that went away as oldObj.
 func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any) (framework.QueueingHint, error) {
-	gone, ok := oldObj.(*v1.Pod)
-	if !ok || gone == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the deleted *v1.Pod of an assigned pod deletion, got %T", oldObj)
+	gone, err := pluginutil.PodOf(oldObj, "deleted")
+	if err != nil {
+		return framework.Queue, err
 	}
 	goneAnti, err := parseTerms(gone, "podAntiAffinity", requiredAntiAffinity(gone))
 	if err != nil {
@@ -81,9 +80,9 @@ func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any)
 // raised with the added pod as newObj: Queue when it matches one of a
 // pending pod's required affinity terms.
 func podAddedHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
-	added, ok := newObj.(*v1.Pod)
-	if !ok || added == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the added *v1.Pod of an assigned pod addition, got %T", newObj)
+	added, err := pluginutil.PodOf(newObj, "added")
+	if err != nil {
+		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
 		aff, err := parseTerms(pod, "podAffinity", requiredAffinity(pod))
@@ -107,13 +106,13 @@ func podAddedHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (
 // term the new ones do not. A term that matched both, or neither, saw no
 // change: the pod's namespace cannot change.
 func podLabelsChangedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
-	oldPod, ok := oldObj.(*v1.Pod)
-	if !ok || oldPod == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Pod of an assigned pod label change, got %T", oldObj)
+	oldPod, err := pluginutil.PodOf(oldObj, "old")
+	if err != nil {
+		return framework.Queue, err
 	}
-	newPod, ok := newObj.(*v1.Pod)
-	if !ok || newPod == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Pod of an assigned pod label change, got %T", newObj)
+	newPod, err := pluginutil.PodOf(newObj, "new")
+	if err != nil {
+		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
 		aff, err := parseTerms(pod, "podAffinity", requiredAffinity(pod))
@@ -145,15 +144,9 @@ func podLabelsChangedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, 
 // topology key of a pending pod's affinity, or, for anti-affinity, is new,
 // loses such a key or changes its value.
 func nodeHint(logger klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
-	newNode, ok := newObj.(*v1.Node)
-	if !ok || newNode == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Node of a node event, got %T", newObj)
-	}
-	var oldNode *v1.Node
-	if oldObj != nil {
-		if oldNode, ok = oldObj.(*v1.Node); !ok || oldNode == nil {
-			return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Node of a node update, got %T", oldObj)
-		}
+	oldNode, newNode, err := pluginutil.NodesOf(oldObj, newObj)
+	if err != nil {
+		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
 		for _, t := range requiredAffinity(pod) {

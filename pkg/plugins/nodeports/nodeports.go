@@ -2,7 +2,6 @@ package nodeports
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	v1 "k8s.io/api/core/v1"
@@ -236,9 +235,9 @@ func (*NodePorts) EventsToRegister() []framework.ClusterEventWithHint {
 // raised with the pod that went away as oldObj: Queue when that pod held a
 // host port conflicting with one a pending pod of the job wants.
 func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any) (framework.QueueingHint, error) {
-	gone, ok := oldObj.(*v1.Pod)
-	if !ok || gone == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the deleted *v1.Pod of an assigned pod deletion, got %T", oldObj)
+	gone, err := pluginutil.PodOf(oldObj, "deleted")
+	if err != nil {
+		return framework.Queue, err
 	}
 	if !hasHostPorts(gone) {
 		return framework.QueueSkip, nil

@@ -100,17 +100,13 @@ func (*Fit) EventsToRegister() []framework.ClusterEventWithHint {
 // what the new node allocates, and, for an update, the node allocates more
 // of something that pod requests than before.
 func nodeHint(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
-	newNode, ok := newObj.(*v1.Node)
-	if !ok || newNode == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Node of a node event, got %T", newObj)
+	oldNode, newNode, err := pluginutil.NodesOf(oldObj, newObj)
+	if err != nil {
+		return framework.Queue, err
 	}
 	newAlloc := resources.FromList(newNode.Status.Allocatable)
 	var oldAlloc resources.Resource
-	if oldObj != nil {
-		oldNode, ok := oldObj.(*v1.Node)
-		if !ok || oldNode == nil {
-			return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Node of a node update, got %T", oldObj)
-		}
+	if oldNode != nil {
 		oldAlloc = resources.FromList(oldNode.Status.Allocatable)
 	}
 	for _, pod := range job.Pods {

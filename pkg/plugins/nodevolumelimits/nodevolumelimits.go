@@ -265,9 +265,9 @@ func csiNodeUpdatedHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, newObj an
 // podDeletedHint: Queue when the pod that went away was on a node and had
 // claims.
 func podDeletedHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, _ any) (framework.QueueingHint, error) {
-	gone, ok := oldObj.(*v1.Pod)
-	if !ok || gone == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the deleted *v1.Pod, got %T", oldObj)
+	gone, err := pluginutil.PodOf(oldObj, "deleted")
+	if err != nil {
+		return framework.Queue, err
 	}
 	if gone.Spec.NodeName == "" && gone.Status.NominatedNodeName == "" {
 		return framework.QueueSkip, nil

@@ -1,14 +1,12 @@
 package podtopologyspread
 
 import (
-	"fmt"
-
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 )
 
 // EventsToRegister implements framework.EnqueueExtensions.
@@ -44,9 +42,9 @@ func (*PodTopologySpread) EventsToRegister() []framework.ClusterEventWithHint {
 // podDeletedHint is the queueing hint of framework.EventAssignedPodDelete,
 // raised with the pod that went away as oldObj.
 func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any) (framework.QueueingHint, error) {
-	gone, ok := oldObj.(*v1.Pod)
-	if !ok || gone == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the deleted *v1.Pod of an assigned pod deletion, got %T", oldObj)
+	gone, err := pluginutil.PodOf(oldObj, "deleted")
+	if err != nil {
+		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
 		if pod.Namespace != gone.Namespace {
@@ -69,9 +67,9 @@ func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any)
 // podAddedHint is the queueing hint of framework.EventAssignedPodAdd,
 // raised with the added pod as newObj.
 func podAddedHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
-	added, ok := newObj.(*v1.Pod)
-	if !ok || added == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the added *v1.Pod of an assigned pod addition, got %T", newObj)
+	added, err := pluginutil.PodOf(newObj, "added")
+	if err != nil {
+		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
 		if pod.Namespace != added.Namespace {
@@ -96,13 +94,13 @@ func podAddedHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (
 // pod: Queue when, in a pending pod's namespace, the pod started or
 // stopped matching one of its constraints, changing a domain's count.
 func podLabelsChangedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
-	oldPod, ok := oldObj.(*v1.Pod)
-	if !ok || oldPod == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Pod of an assigned pod label change, got %T", oldObj)
+	oldPod, err := pluginutil.PodOf(oldObj, "old")
+	if err != nil {
+		return framework.Queue, err
 	}
-	newPod, ok := newObj.(*v1.Pod)
-	if !ok || newPod == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Pod of an assigned pod label change, got %T", newObj)
+	newPod, err := pluginutil.PodOf(newObj, "new")
+	if err != nil {
+		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
 		if pod.Namespace != newPod.Namespace {
@@ -125,15 +123,9 @@ func podLabelsChangedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, 
 // nodeHint is the queueing hint of node additions (oldObj nil) and of
 // label and taint changes.
 func nodeHint(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
-	newNode, ok := newObj.(*v1.Node)
-	if !ok || newNode == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Node of a node event, got %T", newObj)
-	}
-	var oldNode *v1.Node
-	if oldObj != nil {
-		if oldNode, ok = oldObj.(*v1.Node); !ok || oldNode == nil {
-			return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Node of a node update, got %T", oldObj)
-		}
+	oldNode, newNode, err := pluginutil.NodesOf(oldObj, newObj)
+	if err != nil {
+		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
 		cs, err := hardConstraints(pod)

@@ -190,9 +190,9 @@ func (*VolumeRestrictions) EventsToRegister() []framework.ClusterEventWithHint {
 // podDeletedHint: Queue when the pod that went away used an in-tree disk
 // conflicting with a pending pod's, or a claim a pending pod uses.
 func podDeletedHint(_ klog.Logger, job *framework.QueuedJob, oldObj, _ any) (framework.QueueingHint, error) {
-	gone, ok := oldObj.(*v1.Pod)
-	if !ok || gone == nil {
-		return framework.Queue, fmt.Errorf("queueing hint: want the deleted *v1.Pod, got %T", oldObj)
+	gone, err := pluginutil.PodOf(oldObj, "deleted")
+	if err != nil {
+		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
 		if pod.Namespace != gone.Namespace {

@@ -77,15 +77,9 @@ func NormalizeScores(scores []framework.NodeScore, reverse bool) {
 // an error saying so.
 func NodeRuleHint(admits func(pod *v1.Pod, node *v1.Node) bool) framework.QueueingHintFn {
 	return func(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
-		newNode, ok := newObj.(*v1.Node)
-		if !ok || newNode == nil {
-			return framework.Queue, fmt.Errorf("queueing hint: want the new *v1.Node of a node event, got %T", newObj)
-		}
-		var oldNode *v1.Node
-		if oldObj != nil {
-			if oldNode, ok = oldObj.(*v1.Node); !ok || oldNode == nil {
-				return framework.Queue, fmt.Errorf("queueing hint: want the old *v1.Node of a node update, got %T", oldObj)
-			}
+		oldNode, newNode, err := NodesOf(oldObj, newObj)
+		if err != nil {
+			return framework.Queue, err
 		}
 		for _, pod := range job.Pods {
 			if admits(pod, newNode) && (oldNode == nil || !admits(pod, oldNode)) {
@@ -135,4 +129,30 @@ func GrewFor(req, old, cur resources.Resource) bool {
 		}
 	}
 	return false
+}
+
+// PodOf returns obj, an object a pod event was raised with, as a pod.
+// which says which one it is ("deleted", "added", "old", "new") for the
+// error when it is not a pod.
+func PodOf(obj any, which string) (*v1.Pod, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod == nil {
+		return nil, fmt.Errorf("queueing hint: want the %s *v1.Pod of a pod event, got %T", which, obj)
+	}
+	return pod, nil
+}
+
+// NodesOf returns the nodes a node event was raised with: oldNode is nil
+// for an addition. The error says which object is not a node.
+func NodesOf(oldObj, newObj any) (oldNode, newNode *v1.Node, err error) {
+	newNode, ok := newObj.(*v1.Node)
+	if !ok || newNode == nil {
+		return nil, nil, fmt.Errorf("queueing hint: want the new *v1.Node of a node event, got %T", newObj)
+	}
+	if oldObj != nil {
+		if oldNode, ok = oldObj.(*v1.Node); !ok || oldNode == nil {
+			return nil, nil, fmt.Errorf("queueing hint: want the old *v1.Node of a node update, got %T", oldObj)
+		}
+	}
+	return oldNode, newNode, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing/iotest"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	v1 "k8s.io/api/core/v1"
 )
 
 func TestDecodeNoArgs(t *testing.T) {
@@ -81,5 +82,30 @@ func TestNormalizeScores(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestEventObjects(t *testing.T) {
+	pod, node := &v1.Pod{}, &v1.Node{}
+	if got, err := PodOf(pod, "added"); got != pod || err != nil {
+		t.Errorf("PodOf(pod) = %v, %v", got, err)
+	}
+	for _, bad := range []any{nil, (*v1.Pod)(nil), node} {
+		if _, err := PodOf(bad, "deleted"); err == nil || !strings.Contains(err.Error(), "want the deleted *v1.Pod") {
+			t.Errorf("PodOf(%T) error = %v", bad, err)
+		}
+	}
+	if o, n, err := NodesOf(nil, node); o != nil || n != node || err != nil {
+		t.Errorf("NodesOf(nil, node) = %v, %v, %v", o, n, err)
+	}
+	old := &v1.Node{}
+	if o, n, err := NodesOf(old, node); o != old || n != node || err != nil {
+		t.Errorf("NodesOf(old, node) = %v, %v, %v", o, n, err)
+	}
+	if _, _, err := NodesOf(nil, pod); err == nil || !strings.Contains(err.Error(), "new *v1.Node") {
+		t.Errorf("NodesOf(nil, pod) error = %v", err)
+	}
+	if _, _, err := NodesOf(pod, node); err == nil || !strings.Contains(err.Error(), "old *v1.Node") {
+		t.Errorf("NodesOf(pod, node) error = %v", err)
 	}
 }
