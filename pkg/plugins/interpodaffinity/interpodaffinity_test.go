@@ -108,17 +108,7 @@ func verdict(s *framework.Status) string {
 // namespace informer synced.
 func newPlugin(t *testing.T, objs ...runtime.Object) *InterPodAffinity {
 	t.Helper()
-	h := testutil.NewHandle(objs...)
-	p, err := New(t.Context(), nil, h)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	h.SharedInformerFactory().Start(t.Context().Done())
-	for typ, synced := range h.SharedInformerFactory().WaitForCacheSync(t.Context().Done()) {
-		if !synced {
-			t.Fatalf("informer of %v did not sync", typ)
-		}
-	}
+	p, _ := testutil.NewSyncedPlugin(t, New, objs...)
 	return p.(*InterPodAffinity)
 }
 

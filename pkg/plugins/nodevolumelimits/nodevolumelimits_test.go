@@ -47,19 +47,7 @@ func pod(name string, claims ...string) *v1.Pod {
 
 func newPlugin(t *testing.T, objs ...runtime.Object) *NodeVolumeLimits {
 	t.Helper()
-	h := testutil.NewHandle(objs...)
-	p, err := New(context.Background(), nil, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	h.SharedInformerFactory().Start(ctx.Done())
-	for typ, ok := range h.SharedInformerFactory().WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("informer of %v did not sync", typ)
-		}
-	}
+	p, _ := testutil.NewSyncedPlugin(t, New, objs...)
 	return p.(*NodeVolumeLimits)
 }
 

@@ -90,19 +90,7 @@ func node(name, zone string) *v1.Node { return st.MakeNode().Name(name).Label(zo
 // informers.
 func newPlugin(t *testing.T, objs ...runtime.Object) (*VolumeBinding, *testutil.Handle) {
 	t.Helper()
-	h := testutil.NewHandle(objs...)
-	p, err := New(context.Background(), nil, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	h.SharedInformerFactory().Start(ctx.Done())
-	for typ, ok := range h.SharedInformerFactory().WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("informer of %v did not sync", typ)
-		}
-	}
+	p, h := testutil.NewSyncedPlugin(t, New, objs...)
 	return p.(*VolumeBinding), h
 }
 

@@ -49,19 +49,7 @@ func rbd(mons []string, image string, ro bool) v1.VolumeSource {
 
 func newPlugin(t *testing.T, objs ...runtime.Object) *VolumeRestrictions {
 	t.Helper()
-	h := testutil.NewHandle(objs...)
-	p, err := New(context.Background(), nil, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	h.SharedInformerFactory().Start(ctx.Done())
-	for typ, ok := range h.SharedInformerFactory().WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("informer of %v did not sync", typ)
-		}
-	}
+	p, _ := testutil.NewSyncedPlugin(t, New, objs...)
 	return p.(*VolumeRestrictions)
 }
 

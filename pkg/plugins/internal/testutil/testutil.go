@@ -77,3 +77,23 @@ func (h *Handle) SharedInformerFactory() informers.SharedInformerFactory {
 	h.once.Do(func() { h.factory = informers.NewSharedInformerFactory(h.Client, 0) })
 	return h.factory
 }
+
+// NewSyncedPlugin builds a plugin with factory over a Handle whose fake
+// clientset holds objs, then starts the informers the plugin asked the
+// Handle's factory for and waits until they have synced (they stop with
+// the test). It returns the plugin and the Handle.
+func NewSyncedPlugin(t *testing.T, factory framework.PluginFactory, objs ...runtime.Object) (framework.Plugin, *Handle) {
+	t.Helper()
+	h := NewHandle(objs...)
+	p, err := factory(t.Context(), nil, h)
+	if err != nil {
+		t.Fatalf("building the plugin: %v", err)
+	}
+	h.SharedInformerFactory().Start(t.Context().Done())
+	for typ, synced := range h.SharedInformerFactory().WaitForCacheSync(t.Context().Done()) {
+		if !synced {
+			t.Fatalf("informer of %v did not sync", typ)
+		}
+	}
+	return p, h
+}
