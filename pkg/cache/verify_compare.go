@@ -94,12 +94,13 @@ func (v *verifier) compare(tr *truth, cv *cacheView) []Difference {
 
 func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 	for uid, p := range tr.pods {
-		key := podKey(p)
 		want, truthState := v.c.wantOf(p)
 		t := cv.tasks[uid]
-		sub := subject{pod: key, custom: tr.podOrigin[uid] != apiServer}
+		// Built only for a difference: most pods have none.
+		key := func() string { return podKey(p) }
+		sub := func() subject { return subject{pod: podKey(p), custom: tr.podOrigin[uid] != apiServer} }
 		state := func(msg string) {
-			ds.add(Difference{Kind: DiffPod, Name: key, Field: "state", Cache: taskState(t), Truth: truthState, Message: msg, subject: sub})
+			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "state", Cache: taskState(t), Truth: truthState, Message: msg, subject: sub()})
 		}
 		switch want {
 		case wantBound:
@@ -111,21 +112,21 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 				state("a bound pod is still pending in the cache")
 				continue
 			case t.NodeName != p.Spec.NodeName:
-				ds.add(Difference{Kind: DiffPod, Name: key, Field: "node", Cache: taskState(t), Truth: truthState,
-					Message: "the pod is accounted on the wrong node", subject: sub})
+				ds.add(Difference{Kind: DiffPod, Name: key(), Field: "node", Cache: taskState(t), Truth: truthState,
+					Message: "the pod is accounted on the wrong node", subject: sub()})
 				continue
 			case t.Status == framework.TaskAssumed:
 				state("the pod is bound but the cache still has it assumed")
 				continue
 			}
 			if t.Counted != counted(p) {
-				ds.add(Difference{Kind: DiffPod, Name: key, Field: "counted", Cache: strconv.FormatBool(t.Counted),
+				ds.add(Difference{Kind: DiffPod, Name: key(), Field: "counted", Cache: strconv.FormatBool(t.Counted),
 					Truth:   strconv.FormatBool(counted(p)) + " (phase " + string(p.Status.Phase) + ")",
-					Message: "a finished pod must not count on its node, any other bound pod must", subject: sub})
+					Message: "a finished pod must not count on its node, any other bound pod must", subject: sub()})
 			}
 			if own := v.c.IsResponsibleFor(p); t.Own != own {
-				ds.add(Difference{Kind: DiffPod, Name: key, Field: "own", Cache: strconv.FormatBool(t.Own), Truth: strconv.FormatBool(own),
-					Message: "whether the pod is this scheduler's (what a node's cap bounds)", subject: sub})
+				ds.add(Difference{Kind: DiffPod, Name: key(), Field: "own", Cache: strconv.FormatBool(t.Own), Truth: strconv.FormatBool(own),
+					Message: "whether the pod is this scheduler's (what a node's cap bounds)", subject: sub()})
 			}
 		case wantPending:
 			if t == nil {
@@ -149,13 +150,18 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 			state("the cache holds a pod it should not track")
 			continue
 		}
-		if !sameAmounts(t.Requests, resources.PodRequests(p)) {
-			ds.add(Difference{Kind: DiffPod, Name: key, Field: "requests", Cache: t.Requests.String(), Truth: resources.PodRequests(p).String(),
-				Message: "the pod's requests differ", subject: sub})
+		if t.Pod.ResourceVersion == p.ResourceVersion && p.ResourceVersion != "" {
+			// The task was built from this very version of the pod:
+			// its requests and job are the pod's.
+			continue
+		}
+		if req := resources.PodRequests(p); !sameAmounts(t.Requests, req) {
+			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "requests", Cache: t.Requests.String(), Truth: req.String(),
+				Message: "the pod's requests differ", subject: sub()})
 		}
 		if job := framework.JobIDForPod(p); t.Job != job {
-			ds.add(Difference{Kind: DiffPod, Name: key, Field: "job", Cache: t.Job.String(), Truth: job.String(),
-				Message: "the pod is in the wrong job", subject: sub})
+			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "job", Cache: t.Job.String(), Truth: job.String(),
+				Message: "the pod is in the wrong job", subject: sub()})
 		}
 	}
 	for uid, t := range cv.tasks {
@@ -167,17 +173,24 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 	}
 
 	// Every task on a node is the cache's task of that pod, for that node,
-	// and every task on a node is on exactly its node.
-	on := map[types.UID][]string{}
+	// and every task bound or assumed is on its node exactly once: the
+	// tasks on a node are checked, and counted against the tasks that
+	// name it; only a node where the counts differ is searched for the
+	// culprit.
+	valid := map[string]int{}
 	check := func(n *nodeView) {
+		seen := make(map[types.UID]bool, len(n.pods))
 		for _, t := range n.pods {
 			uid := t.Pod.UID
-			on[uid] = append(on[uid], n.name)
-			if cur, ok := cv.tasks[uid]; !ok || cur != t || t.NodeName != n.name {
+			cur, ok := cv.tasks[uid]
+			if !ok || cur != t || t.NodeName != n.name || seen[uid] {
 				ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "on " + n.name + " as " + taskState(t),
-					Truth: taskState(cur), Message: "a node holds a task that is not the cache's current task of the pod there",
+					Truth: taskState(cur), Message: "a node holds a task that is not the cache's current task of the pod there, or holds it twice",
 					subject: subject{pod: t.Key(), podsOnNode: n.name, custom: true}})
+				continue
 			}
+			seen[uid] = true
+			valid[n.name]++
 		}
 	}
 	for _, n := range cv.nodes {
@@ -186,22 +199,38 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 	for _, n := range cv.outside {
 		check(n)
 	}
-	for uid, t := range cv.tasks {
-		nodes := on[uid]
-		want := 0
+	naming := map[string]int{}
+	for _, t := range cv.tasks {
 		if t.OnNode() {
-			want = 1
+			naming[t.NodeName]++
 		}
-		if len(nodes) == want && (want == 0 || nodes[0] == t.NodeName) {
+	}
+	for name, want := range naming {
+		if valid[name] == want {
 			continue
 		}
-		sort.Strings(nodes)
-		wantOn := "no node"
-		if want == 1 {
-			wantOn = t.NodeName
+		n := cv.nodes[name]
+		if n == nil {
+			n = cv.outside[name]
 		}
-		ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "on [" + strings.Join(nodes, " ") + "]",
-			Truth: wantOn, Message: "the pod is counted on the wrong node(s)", subject: subject{pod: t.Key(), custom: true}})
+		onNode := map[types.UID]bool{}
+		if n != nil {
+			for _, t := range n.pods {
+				onNode[t.Pod.UID] = true
+			}
+		}
+		for _, t := range cv.tasks {
+			if t.OnNode() && t.NodeName == name && !onNode[t.Pod.UID] {
+				ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "not on " + name,
+					Truth: taskState(t), Message: "a bound or assumed pod is not counted on its node", subject: subject{pod: t.Key(), custom: true}})
+			}
+		}
+	}
+	for _, t := range cv.tasks {
+		if !t.OnNode() && valid[t.NodeName] > 0 && t.NodeName != "" {
+			ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "pending with node " + t.NodeName,
+				Truth: "pending", Message: "a pending task names a node", subject: subject{pod: t.Key(), custom: true}})
+		}
 	}
 }
 

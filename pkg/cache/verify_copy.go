@@ -124,14 +124,20 @@ func (c *SchedulerCache) copyForVerify() *cacheView {
 	c.mu.RUnlock()
 	hold.stop()
 
+	// The tasks are copied into a slice under the lock (the cheapest copy
+	// there is) and indexed after it is released.
 	hold.start()
 	c.mu.RLock()
-	cv.tasks = make(map[types.UID]*framework.TaskInfo, len(c.tasks))
-	for uid, t := range c.tasks {
-		cv.tasks[uid] = t
+	tasks := make([]*framework.TaskInfo, 0, len(c.tasks))
+	for _, t := range c.tasks {
+		tasks = append(tasks, t)
 	}
 	c.mu.RUnlock()
 	hold.stop()
+	cv.tasks = make(map[types.UID]*framework.TaskInfo, len(tasks))
+	for _, t := range tasks {
+		cv.tasks[t.Pod.UID] = t
+	}
 
 	hold.start()
 	c.mu.RLock()

@@ -190,7 +190,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	}, {
 		name: "pod counted on the wrong node",
 		inject: func(t *testing.T, f *verifyFixture) {
-			p := st.MakePod().Name("bound").Node("n2").Req(res{v1.ResourceCPU: "1"}).Obj()
+			p := st.MakePod().Name("bound").Node("n2").Req(res{v1.ResourceCPU: "1"}).RV("2").Obj()
 			if _, err := f.client.CoreV1().Pods("default").Update(ctx(), p, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	}, {
 		name: "pending pod bound without an event",
 		inject: func(t *testing.T, f *verifyFixture) {
-			p := st.MakePod().Name("solo").Node("n1").Req(res{v1.ResourceCPU: "1"}).Obj()
+			p := st.MakePod().Name("solo").Node("n1").Req(res{v1.ResourceCPU: "1"}).RV("2").Obj()
 			if _, err := f.client.CoreV1().Pods("default").Update(ctx(), p, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +209,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	}, {
 		name: "finished pod still counted",
 		inject: func(t *testing.T, f *verifyFixture) {
-			p := st.MakePod().Name("bound").Node("n1").Phase(v1.PodFailed).Req(res{v1.ResourceCPU: "1"}).Obj()
+			p := st.MakePod().Name("bound").Node("n1").Phase(v1.PodFailed).Req(res{v1.ResourceCPU: "1"}).RV("2").Obj()
 			if _, err := f.client.CoreV1().Pods("default").Update(ctx(), p, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +218,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	}, {
 		name: "pod moved to another job",
 		inject: func(t *testing.T, f *verifyFixture) {
-			p := st.MakePod().Name("solo").Group("g").MinAvailable("2").Req(res{v1.ResourceCPU: "1"}).Obj()
+			p := st.MakePod().Name("solo").Group("g").MinAvailable("2").Req(res{v1.ResourceCPU: "1"}).RV("2").Obj()
 			if _, err := f.client.CoreV1().Pods("default").Update(ctx(), p, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -257,9 +257,11 @@ func TestVerifyFindsDifferences(t *testing.T) {
 		inject: func(t *testing.T, f *verifyFixture) { f.workloads.Modify(workload("vm-1", "n2", "1")) },
 		want:   []string{"ExternalWorkload/externalworkload/vm-1/node"},
 	}, {
-		name:   "external workload stopped",
-		inject: func(t *testing.T, f *verifyFixture) { f.workloads.Modify(workload("vm-1", "n1", "1", v1alpha1.ExternalWorkloadStopped)) },
-		want:   []string{"ExternalWorkload/externalworkload/vm-1/presence"},
+		name: "external workload stopped",
+		inject: func(t *testing.T, f *verifyFixture) {
+			f.workloads.Modify(workload("vm-1", "n1", "1", v1alpha1.ExternalWorkloadStopped))
+		},
+		want: []string{"ExternalWorkload/externalworkload/vm-1/presence"},
 	}, {
 		name:   "external workload grew",
 		inject: func(t *testing.T, f *verifyFixture) { f.workloads.Modify(workload("vm-1", "n1", "3")) },
@@ -295,7 +297,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 		name: "all pods bound, job still queued",
 		inject: func(t *testing.T, f *verifyFixture) {
 			for _, name := range []string{"g-0", "g-1"} {
-				p := st.MakePod().Name(name).Group("g").MinAvailable("2").Node("n2").Obj()
+				p := st.MakePod().Name(name).Group("g").MinAvailable("2").Node("n2").RV("2").Obj()
 				if _, err := f.client.CoreV1().Pods("default").Update(ctx(), p, metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
