@@ -152,6 +152,9 @@ func listOf(rv string, items ...string) string {
 		ewAPIVersion, rv, strings.Join(items, ","))
 }
 
+// expiredLine is the ERROR event of a 410 Expired.
+const expiredLine = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old resource version"}}` + "\n"
+
 func watchLine(typ, obj string) string { return fmt.Sprintf(`{"type":%q,"object":%s}`+"\n", typ, obj) }
 
 func TestHTTPSourceRejectsBadData(t *testing.T) {
@@ -216,8 +219,9 @@ func TestHTTPSourceRejectsBadData(t *testing.T) {
 			waitFor(t, "sync", b.Informer.HasSynced)
 
 			if tt.list != "" {
-				// End the watch: the reflector lists again and gets the
-				// bad list.
+				// End the watch and answer the next one with 410: the
+				// informer lists again and gets the bad list.
+				mgr.queueWatch(expiredLine)
 				mgr.queueList(tt.list)
 				mgr.srv.CloseClientConnections()
 				waitFor(t, "the bad list to be rejected", func() bool { return testutil.ToFloat64(m.ListErrors.WithLabelValues("workloads")) >= 1 })
