@@ -123,6 +123,10 @@ func (c *checkedListWatch) checkList(list runtime.Object) error {
 	// A single object or a Status is no list at all.
 	if !meta.IsListType(list) {
 		c.m.invalid.WithLabelValues(c.name, ReasonNotAList).Inc()
+		if st, ok := list.(*metav1.Status); ok {
+			return fmt.Errorf("list from custom informer %q is a *v1.Status (kind \"Status\"), not a list: status %q, reason %q, code %d, message %q",
+				c.name, st.Status, st.Reason, st.Code, st.Message)
+		}
 		kind := list.GetObjectKind().GroupVersionKind().Kind
 		return fmt.Errorf("list from custom informer %q is a %T (kind %q), not a list", c.name, list, kind)
 	}

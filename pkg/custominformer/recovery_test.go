@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
@@ -283,5 +284,65 @@ func TestHTTPSourceRetryPacing(t *testing.T) {
 	}
 	if b.Informer.HasSynced() {
 		t.Error("the informer synced without a list")
+	}
+}
+
+// TestHTTPSourceRelistsWhenVersionsGoBackwards: a manager that restarted
+// with a lower counter and, against the protocol, streams from the old
+// version instead of answering 410. The event with the lower version is
+// not delivered; the informer lists again.
+func TestHTTPSourceRelistsWhenVersionsGoBackwards(t *testing.T) {
+	store := newStore(t, 100)
+	if err := store.Create(workload("", "w1", "alice")); err != nil {
+		t.Fatal(err)
+	}
+	mgr := newFaultyManager(t, store)
+	ghost := `{` + ewAPIVersion + `,"kind":"ExternalWorkload","metadata":{"name":"w1","resourceVersion":"7"},"spec":{"nodeName":"host-1","workloadKind":"vm","owner":"ghost"}}`
+	mgr.queueWatch(watchLine("MODIFIED", ghost))
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := buildWithMetrics(t, "url: "+mgr.srv.URL+"\n", m)
+	var mu sync.Mutex
+	var owners []string
+	if _, err := b.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, o any) { mu.Lock(); owners = append(owners, o.(*v1alpha1.ExternalWorkload).Spec.Owner); mu.Unlock() },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startInformer(t, b)
+	waitFor(t, "a relist", func() bool { return testutil.ToFloat64(m.Relists.WithLabelValues("workloads")) >= 1 })
+	if err := store.Update(workload("", "w1", "bob")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the next change", func() bool { return agrees(b, store) })
+	mu.Lock()
+	defer mu.Unlock()
+	for _, o := range owners {
+		if o == "ghost" {
+			t.Fatalf("the event with the lower version was delivered: updates %v", owners)
+		}
+	}
+}
+
+func TestWentBackwards(t *testing.T) {
+	for _, tt := range []struct {
+		last, next string
+		bookmark   bool
+		want       bool
+	}{
+		{"10", "11", false, false},
+		{"10", "10", true, false},
+		{"10", "10", false, true},
+		{"10", "9", true, true},
+		{"10", "9", false, true},
+		{"abc", "1", false, false},
+		{"10", "x9", false, false},
+		{"", "5", false, false},
+	} {
+		if got := wentBackwards(tt.last, tt.next, tt.bookmark); got != tt.want {
+			t.Errorf("wentBackwards(%q, %q, bookmark=%v) = %v, want %v", tt.last, tt.next, tt.bookmark, got, tt.want)
+		}
 	}
 }
