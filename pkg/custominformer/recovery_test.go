@@ -307,7 +307,11 @@ func TestHTTPSourceRelistsWhenVersionsGoBackwards(t *testing.T) {
 	var mu sync.Mutex
 	var owners []string
 	if _, err := b.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, o any) { mu.Lock(); owners = append(owners, o.(*v1alpha1.ExternalWorkload).Spec.Owner); mu.Unlock() },
+		UpdateFunc: func(_, o any) {
+			mu.Lock()
+			owners = append(owners, o.(*v1alpha1.ExternalWorkload).Spec.Owner)
+			mu.Unlock()
+		},
 	}); err != nil {
 		t.Fatal(err)
 	}
