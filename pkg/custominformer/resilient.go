@@ -28,9 +28,14 @@ import (
 // schedulers do not retry in step. A watch that delivers an event, or that
 // lasted at least ShortWatch, resets the pacing.
 const (
+	// RetryInitialDelay is the pause after the first failure of a run.
 	RetryInitialDelay = 250 * time.Millisecond
-	RetryMaxDelay     = time.Second
-	ShortWatch        = time.Second
+	// RetryMaxDelay caps the pause before jitter, which stretches it to
+	// at most twice as long.
+	RetryMaxDelay = time.Second
+	// ShortWatch is how long a watch that delivered no event must have
+	// lasted for its clean end not to count as a failure.
+	ShortWatch = time.Second
 )
 
 // errorLogInterval is how often a source that keeps failing with the same
