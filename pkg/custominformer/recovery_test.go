@@ -278,7 +278,9 @@ func TestHTTPSourceRetryPacing(t *testing.T) {
 		// The first gaps are RetryInitialDelay doubling up to the cap.
 		lo := RetryInitialDelay << min(i-1, 2)
 		lo = min(lo, RetryMaxDelay)
-		if gap < lo-50*time.Millisecond || gap > 2*lo+time.Second {
+		// The slack above allows for a loaded machine; the reflector's
+		// own backoff would exceed it from the fourth gap on.
+		if gap < lo-50*time.Millisecond || gap > 2*lo+2*time.Second {
 			t.Errorf("gap %d between attempts = %v, want [%v, %v) plus scheduling slack", i, gap, lo, 2*lo)
 		}
 	}
