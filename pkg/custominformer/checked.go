@@ -27,8 +27,8 @@ import (
 // the informer keeps its last good state (an ExternalWorkload silently
 // dropped would free capacity that is in use), and an invalid watch event
 // ends the watch with an ERROR event, after which the informer lists
-// again. Rejections are logged here; other failures are logged by
-// resilientListWatch, which retries them.
+// again. resilientListWatch, which retries, logs every failure, these
+// rejections included.
 type checkedListWatch struct {
 	lw       cache.ListerWatcherWithContext
 	name     string
@@ -93,7 +93,6 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, opts metav1.List
 	}
 	if err := c.checkList(list); err != nil {
 		c.m.listErrors.Inc()
-		klog.ErrorS(err, "Rejected a list from a custom informer source; keeping the previous state", "informer", c.name)
 		return nil, rejected{err}
 	}
 	c.m.lastEvent.SetToCurrentTime()
@@ -101,7 +100,7 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, opts metav1.List
 }
 
 // rejected wraps the error for data the check rejected, which the check
-// has logged and counted already.
+// has counted already.
 type rejected struct{ error }
 
 func (r rejected) Unwrap() error { return r.error }
@@ -208,7 +207,6 @@ func (c *checkedListWatch) checkEvent(ctx context.Context, e watch.Event) (watch
 			c.m.errorEvents.Inc()
 			c.m.watchErrors.Inc()
 			err = fmt.Errorf("%s event from custom informer %q: %w", e.Type, c.name, err)
-			klog.ErrorS(err, "Rejected a watch event from a custom informer source; the watch ends and the informer lists again", "informer", c.name)
 			return errorEvent(err), true
 		}
 		switch e.Type {
@@ -238,15 +236,14 @@ func (c *checkedListWatch) checkEvent(ctx context.Context, e watch.Event) (watch
 		c.m.errorEvents.Inc()
 		c.m.watchErrors.Inc()
 		err := fmt.Errorf("event from custom informer %q has unknown type %q", c.name, e.Type)
-		klog.ErrorS(err, "Rejected a watch event from a custom informer source; the watch ends and the informer lists again", "informer", c.name)
 		return errorEvent(err), true
 	}
 	return e, true
 }
 
 // errorEvent is the ERROR event that replaces a rejected one. Its reason
-// tells resilientListWatch that the rejection is logged already; like any
-// ERROR event but a 410, it makes it list again, after a pause.
+// tells resilientListWatch that it is a rejection; like any ERROR event
+// but a 410, it makes it list again, after a pause.
 func errorEvent(err error) watch.Event {
 	return watch.Event{Type: watch.Error, Object: &metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity,

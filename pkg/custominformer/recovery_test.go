@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
@@ -349,6 +351,47 @@ func TestWentBackwards(t *testing.T) {
 	} {
 		if got := wentBackwards(tt.last, tt.next, tt.bookmark); got != tt.want {
 			t.Errorf("wentBackwards(%q, %q, bookmark=%v) = %v, want %v", tt.last, tt.next, tt.bookmark, got, tt.want)
+		}
+	}
+}
+
+// TestFailuresAreLoggedOncePerRun: a source failing the same way on every
+// attempt is logged at error level once (again when the error changes),
+// and its recovery once.
+func TestFailuresAreLoggedOncePerRun(t *testing.T) {
+	logs := captureLogs(t)
+	r := newResilientListWatch(nil, &v1alpha1.ExternalWorkload{}, "flaky", unregisteredMetrics.forSource("flaky"))
+	refused := fmt.Errorf("dial tcp 127.0.0.1:1: connect: connection refused")
+	for range 5 {
+		r.failed(refused, "watch")
+	}
+	r.failed(fmt.Errorf("the server has asked for the client to provide credentials"), "watch")
+	r.failed(rejected{fmt.Errorf("list from custom informer \"flaky\": metadata.resourceVersion is missing")}, "list")
+	r.recovered()
+	r.recovered() // nothing to end
+	klog.Flush()
+	// klog writes an error line once per severity at or below it: count
+	// distinct lines.
+	count := func(sev, msg string) int {
+		lines := map[string]bool{}
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.HasPrefix(l, sev) && strings.Contains(l, msg) && strings.Contains(l, `informer="flaky"`) {
+				lines[l] = true
+			}
+		}
+		return len(lines)
+	}
+	for _, tt := range []struct {
+		sev, msg string
+		want     int
+	}{
+		{"E", "connection refused", 1},
+		{"E", "provide credentials", 1},
+		{"E", "Rejected a list from a custom informer source; keeping the previous state", 1},
+		{"I", `"Custom informer source answers again" informer="flaky" failures=7`, 1},
+	} {
+		if got := count(tt.sev, tt.msg); got != tt.want {
+			t.Errorf("%s lines with %q: %d, want %d\n%s", tt.sev, tt.msg, got, tt.want, logs)
 		}
 	}
 }

@@ -162,7 +162,8 @@ func listItems(list runtime.Object) (map[string]runtime.Object, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("list from a custom informer source: %w", err)
 	}
-	objs, err := meta.ExtractList(list)
+	// Copies, so that the list's array is not kept alive by a few of them.
+	objs, err := meta.ExtractListWithAlloc(list)
 	if err != nil {
 		return nil, "", fmt.Errorf("list from a custom informer source: %w", err)
 	}
@@ -471,8 +472,7 @@ func isExpired(err error) bool {
 
 // failed records one failed attempt and logs it: at error level for the
 // first failure of a run, when the error changes, and every
-// errorLogInterval; at V(4) otherwise. Rejected data was logged by the
-// check that rejected it.
+// errorLogInterval; at V(4) otherwise. what is "list" or "watch".
 func (r *resilientListWatch) failed(err error, what string) {
 	if r.onError != nil {
 		r.onError(err)
@@ -491,15 +491,19 @@ func (r *resilientListWatch) failed(err error, what string) {
 	}
 	attempts, since := f.attempts, f.since
 	r.mu.Unlock()
-	if isRejected(err) {
+	if !loud {
+		klog.V(4).InfoS("Custom informer source failed again", "informer", r.name, "request", what, "err", err, "failures", attempts)
 		return
 	}
-	if loud {
-		klog.ErrorS(err, "Custom informer source failed; retrying every 1-2 s", "informer", r.name, "request", what,
-			"failures", attempts, "failingFor", now.Sub(since).Round(time.Millisecond))
-		return
+	kv := []any{"informer", r.name, "request", what, "failures", attempts, "failingFor", now.Sub(since).Round(time.Millisecond)}
+	switch {
+	case isRejected(err) && what == "list":
+		klog.ErrorS(err, "Rejected a list from a custom informer source; keeping the previous state", kv...)
+	case isRejected(err):
+		klog.ErrorS(err, "Rejected a watch event from a custom informer source; the watch ends and the informer lists again", kv...)
+	default:
+		klog.ErrorS(err, "Custom informer source failed; retrying every 1-2 s", kv...)
 	}
-	klog.V(4).InfoS("Custom informer source failed again", "informer", r.name, "request", what, "err", err, "failures", attempts)
 }
 
 // recovered ends a run of failures: the source answered.
