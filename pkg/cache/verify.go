@@ -24,7 +24,7 @@ const (
 
 // Defaults of VerifyOptions.
 const (
-	DefaultVerifyGrace          = 500 * time.Millisecond
+	DefaultVerifyGrace          = 250 * time.Millisecond
 	DefaultVerifyRechecks       = 5
 	DefaultVerifyMaxDifferences = 1000
 	DefaultVerifyPageSize       = 500
@@ -42,7 +42,7 @@ type VerifyOptions struct {
 	// Rechecks is how many times a candidate difference is checked again
 	// against fresh sources and a fresh copy of the cache before it is
 	// reported; it is reported only if every re-check still finds it.
-	// Default: 5 (0.5+1+2+4+8 s: at most 15.5 s of waiting). Negative:
+	// Default: 5 (0.25+0.5+1+2+4 s: at most 7.75 s of waiting). Negative:
 	// none (report what the first comparison finds; for tests).
 	Rechecks int
 	// MaxDifferences bounds the differences a result lists; the rest are

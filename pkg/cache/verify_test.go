@@ -420,6 +420,22 @@ func TestVerifyHandlerAndMetrics(t *testing.T) {
 		t.Errorf("runs = %v, want 2", got)
 	}
 
+	for _, q := range []struct{ query, names string }{
+		{"?grace=forever", "grace"}, {"?grace=0s", "grace"}, {"?grace=1h", "grace"},
+		{"?rechecks=-1", "rechecks"}, {"?rechecks=11", "rechecks"}, {"?rechecks=two", "rechecks"},
+	} {
+		resp, err := http.Get(srv.URL + q.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e map[string]string
+		err = json.NewDecoder(resp.Body).Decode(&e)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(e["error"], q.names) {
+			t.Errorf("GET %s = %d %v %v, want 400 naming %s", q.query, resp.StatusCode, e, err, q.names)
+		}
+	}
+
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
 	resp3, err := http.DefaultClient.Do(req)
 	if err != nil {
