@@ -159,8 +159,8 @@ var ErrVerifyList = errors.New("listing the truth for the cache consistency chec
 // concerned and a fresh copy of the cache; only those that every re-check
 // still finds are reported (see docs/debugging.md). It copies the cache
 // in short sections of its lock and never holds it while it lists or
-// compares. It fails only when a source cannot be listed (wrapping
-// ErrVerifyList); metrics count every run.
+// compares. It fails when a source cannot be listed (wrapping
+// ErrVerifyList) or ctx ends; metrics count every run.
 func (c *SchedulerCache) Verify(ctx context.Context, opts VerifyOptions) (*VerifyResult, error) {
 	opts = opts.withDefaults(c)
 	start := time.Now()
@@ -199,7 +199,7 @@ func (c *SchedulerCache) verify(ctx context.Context, opts VerifyOptions, start t
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return nil, fmt.Errorf("%w: %w", ErrVerifyList, context.Cause(ctx))
+			return nil, fmt.Errorf("cache consistency check interrupted during its re-checks: %w", context.Cause(ctx))
 		case <-timer.C:
 		}
 		delay *= 2

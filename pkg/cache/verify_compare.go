@@ -273,6 +273,12 @@ func (v *verifier) compareNodes(ds *diffs, tr *truth, cv *cacheView) {
 				Message: "the cache does not know that the node is outside the node selector", subject: sub})
 		}
 	}
+	for name := range cv.excluded {
+		if n, ok := tr.nodes[name]; !ok || selected(n) {
+			ds.add(Difference{Kind: DiffNode, Name: name, Field: "excluded", Cache: "true", Truth: "false (" + where2(n) + ")",
+				Message: "the cache records a node as outside the node selector that is not", subject: subject{node: name, custom: true}})
+		}
+	}
 	for name, cn := range cv.nodes {
 		tn, ok := tr.nodes[name]
 		switch {
