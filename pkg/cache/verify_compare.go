@@ -474,7 +474,7 @@ func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cacheView) {
 		for _, t := range tasks {
 			if cur := cv.tasks[t.Pod.UID]; cur != t || t.Job != id {
 				ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "tasks", Cache: "holds " + t.Key() + " " + taskState(t),
-					Truth: "the pod is " + taskState(cur) + " in job " + jobOf(cur),
+					Truth:   "the pod is " + taskState(cur) + " in job " + jobOf(cur),
 					Message: "a job holds a task that is not the cache's current task of the pod", subject: sub})
 				continue
 			}
