@@ -558,3 +558,20 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// With ExternalWorkloadNodeLabel, a workload's label names its node, as
+// for the default handler with externalWorkloadNodeLabel.
+func TestVerifyExternalWorkloadNodeLabel(t *testing.T) {
+	f := newVerifyFixture(t)
+	w := workload("vm-labelled", "n1", "1")
+	w.Labels = map[string]string{"example.com/host": "n2"}
+	f.workloads.Add(w)
+	mustNoErr(t, "setting external usage", f.c.SetExternalUsage(externalWorkloadKey(w), "n2", resources.FromList(w.Spec.Resources)))
+	if res := mustVerify(t, f.c, VerifyOptions{Rechecks: -1, ExternalWorkloadNodeLabel: "example.com/host"}); !res.Consistent {
+		t.Errorf("with the node label: differences %+v", res.Differences)
+	}
+	res := mustVerify(t, f.c, VerifyOptions{Rechecks: -1})
+	if len(res.Differences) != 1 || res.Differences[0].Field != "node" || res.Differences[0].Truth != "n1" {
+		t.Errorf("without the node label: differences %+v, want the workload on n1", res.Differences)
+	}
+}
