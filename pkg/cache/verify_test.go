@@ -575,3 +575,32 @@ func TestVerifyExternalWorkloadNodeLabel(t *testing.T) {
 		t.Errorf("without the node label: differences %+v, want the workload on n1", res.Differences)
 	}
 }
+
+// A re-check reads the objects again: a pod deleted, or a node added to
+// the cache, during the grace period clears its candidate, whether the
+// re-check GETs each object or, past MaxTargeted, lists everything again.
+func TestVerifyRecheckReadsAgain(t *testing.T) {
+	for _, maxTargeted := range []int{50, 1} {
+		t.Run(fmt.Sprintf("maxTargeted=%d", maxTargeted), func(t *testing.T) {
+			f := newVerifyFixture(t)
+			f.pod(t, st.MakePod().Name("short-lived").Node("n1").Obj(), false)
+			f.node(t, bigNode("n3"), false)
+			opts := VerifyOptions{Rechecks: 1, Grace: time.Millisecond, MaxTargeted: maxTargeted}
+			opts.beforeRecheck = func(round int) {
+				if round != 0 {
+					return
+				}
+				// The pod's delete and the node's add reach the cache
+				// (which never had the pod) while it waits.
+				if err := f.client.CoreV1().Pods("default").Delete(t.Context(), "short-lived", metav1.DeleteOptions{}); err != nil {
+					t.Error(err)
+				}
+				mustNoErr(t, "adding node", f.c.AddOrUpdateNode(bigNode("n3")))
+			}
+			res := mustVerify(t, f.c, opts)
+			if !res.Consistent || res.InFlight != 2 {
+				t.Errorf("consistent, inFlight = %v, %d; want true, 2; differences %+v", res.Consistent, res.InFlight, res.Differences)
+			}
+		})
+	}
+}
