@@ -720,6 +720,8 @@ func startProcess(tb testing.TB, name, dir string, cmd *exec.Cmd) *process {
 		tb.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Killed with this process, whatever happens to it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		tb.Fatalf("starting %s: %v", name, err)
