@@ -31,6 +31,11 @@ set -o errexit -o nounset -o pipefail
 #                               (inspect: go tool pprof -top FILE)
 #   BENCH_BATCH_SCHEDULER=PATH  a batch-scheduler binary to use instead of
 #                               building one
+#   BENCH_BATCH_SCHEDULER_BEFORE=PATH
+#                               another batch-scheduler binary (e.g. built
+#                               from main) measured in the same run as
+#                               "before": batch, before, kube, batch, before
+#   BENCH_COLDSTART_LOGS=DIR    keep the schedulers' logs there
 #   BENCH_V (0)                 -v of both schedulers
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

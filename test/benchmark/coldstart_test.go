@@ -130,10 +130,17 @@ type coldSettings struct {
 	timeout time.Duration
 	// binary is batch-scheduler's binary; empty: built by the test.
 	binary string
+	// before, if set, is another batch-scheduler binary (say, of the main
+	// branch) measured in the same run, for a before/after comparison
+	// on one seeded cluster.
+	before string
 	// profileDir, if set, runs batch-scheduler as a re-executed test
 	// binary that writes CPU and heap profiles there.
 	profileDir string
-	verbosity  int
+	// logDir, if set, keeps the schedulers' logs (else in a temporary
+	// directory removed at the end).
+	logDir    string
+	verbosity int
 }
 
 func loadColdSettings(tb testing.TB, defNodes, defPods int) coldSettings {
@@ -148,7 +155,9 @@ func loadColdSettings(tb testing.TB, defNodes, defPods int) coldSettings {
 		leaderElect: os.Getenv("BENCH_LEADER_ELECT") != "0",
 		timeout:     time.Duration(envIntTB(tb, "BENCH_TIMEOUT_SECONDS", 600)) * time.Second,
 		binary:      os.Getenv("BENCH_BATCH_SCHEDULER"),
+		before:      os.Getenv("BENCH_BATCH_SCHEDULER_BEFORE"),
 		profileDir:  os.Getenv("BENCH_COLDSTART_PROFILE"),
+		logDir:      os.Getenv("BENCH_COLDSTART_LOGS"),
 		verbosity:   envIntTB(tb, "BENCH_V", 0),
 	}
 	if s.nodes <= 0 || s.pods < 0 || s.namespaces <= 0 || s.seedClients <= 0 || s.seedWorkers <= 0 {
@@ -201,17 +210,22 @@ type coldResult struct {
 	batch    []coldRun
 	kube     coldRun
 	profiled *coldRun
+	// before are the runs of BENCH_BATCH_SCHEDULER_BEFORE, if set.
+	before []coldRun
 }
 
-func (r coldResult) batchMean() coldRun {
-	var m coldRun
-	m.name = "batch-scheduler (mean)"
-	for _, b := range r.batch {
-		m.ready += b.ready / time.Duration(len(r.batch))
-		m.bound += b.bound / time.Duration(len(r.batch))
-		m.cpu += b.cpu / time.Duration(len(r.batch))
-		m.peakRSS += b.peakRSS / int64(len(r.batch))
-		m.rss += b.rss / int64(len(r.batch))
+func (r coldResult) batchMean() coldRun { return meanRun("batch-scheduler (mean)", r.batch) }
+
+// meanRun is the mean of runs, named name.
+func meanRun(name string, runs []coldRun) coldRun {
+	m := coldRun{name: name}
+	n := len(runs)
+	for _, b := range runs {
+		m.ready += b.ready / time.Duration(n)
+		m.bound += b.bound / time.Duration(n)
+		m.cpu += b.cpu / time.Duration(n)
+		m.peakRSS += b.peakRSS / int64(n)
+		m.rss += b.rss / int64(n)
 	}
 	return m
 }
@@ -287,6 +301,11 @@ func BenchmarkColdStart(b *testing.B) {
 //     (DIR/batch-scheduler-2/heap.pprof); its figures are printed apart
 //     and batch-scheduler's are those of 2.
 //
+// With BENCH_BATCH_SCHEDULER_BEFORE=PATH, that binary (say, built from
+// the main branch) runs too, as "before", in the order batch-scheduler,
+// before, kube-scheduler, batch-scheduler, before, for a before/after
+// comparison on one seeded cluster.
+//
 // Each pending pod must land on a seeded node.
 func runColdStart(tb testing.TB, s coldSettings) coldResult {
 	tb.Helper()
@@ -334,21 +353,37 @@ func runColdStart(tb testing.TB, s coldSettings) coldResult {
 		nodeSet[n] = true
 	}
 
-	for i, which := range []string{"batch-scheduler", "kube-scheduler", "batch-scheduler"} {
+	phases := []string{"batch-scheduler", "kube-scheduler", "batch-scheduler"}
+	if s.before != "" {
+		phases = []string{"batch-scheduler", "before", "kube-scheduler", "batch-scheduler", "before"}
+	}
+	// With BENCH_COLDSTART_PROFILE, the last batch-scheduler run is the
+	// profiled one.
+	lastBatch := 0
+	for i, p := range phases {
+		if p == "batch-scheduler" {
+			lastBatch = i
+		}
+	}
+	for i, which := range phases {
 		var run coldRun
 		switch {
-		case which == "batch-scheduler" && i == 2 && s.profileDir != "":
+		case which == "batch-scheduler" && i == lastBatch && s.profileDir != "":
 			run = coldStartBatch(tb, s, cp, "", i, nodeSet)
 			run.name = "batch-scheduler (profiled)"
 			r.profiled = &run
 		case which == "batch-scheduler":
 			run = coldStartBatch(tb, s, cp, batchBin, i, nodeSet)
 			r.batch = append(r.batch, run)
+		case which == "before":
+			run = coldStartBatch(tb, s, cp, s.before, i, nodeSet)
+			run.name = "batch-scheduler before"
+			r.before = append(r.before, run)
 		default:
 			run = coldStartKube(tb, s, cp, kubeBin, i, nodeSet)
 			r.kube = run
 		}
-		coldLogf("%s: ready after %s, first pending pod bound after %s, peak RSS %.0f MiB, CPU %.1fs", which,
+		coldLogf("%s: ready after %s, first pending pod bound after %s, peak RSS %.0f MiB, CPU %.1fs", run.name,
 			run.ready.Round(time.Millisecond), run.bound.Round(time.Millisecond), float64(run.peakRSS)/(1<<20), run.cpu.Seconds())
 	}
 	coldLogf("run time %s", time.Since(runStart).Round(time.Second))
@@ -877,7 +912,7 @@ func coldStartBatch(tb testing.TB, s coldSettings, cp *controlplane.ControlPlane
 		cmd = exec.Command(bin, args...)
 	}
 	started := time.Now()
-	p := startProcess(tb, fmt.Sprintf("batch-scheduler-%d", i), dir, cmd)
+	p := startProcess(tb, fmt.Sprintf("batch-scheduler-%d", i), logDirOf(s, dir), cmd)
 	var beforeStop func()
 	if profileDir != "" {
 		beforeStop = func() { requestHeapProfile(tb, p, filepath.Join(profileDir, "heap.pprof")) }
@@ -933,8 +968,16 @@ func coldStartKube(tb testing.TB, s coldSettings, cp *controlplane.ControlPlane,
 		"--bind-address=127.0.0.1", "--secure-port", port, "--cert-dir", filepath.Join(dir, "certs"),
 		"-v", strconv.Itoa(s.verbosity))
 	started := time.Now()
-	p := startProcess(tb, "kube-scheduler", dir, cmd)
+	p := startProcess(tb, fmt.Sprintf("kube-scheduler-%d", i), logDirOf(s, dir), cmd)
 	return measureColdStart(tb, s, "kube-scheduler", p, started, addr, w, nodes, nil)
+}
+
+// logDirOf is where the logs go: BENCH_COLDSTART_LOGS, or dir.
+func logDirOf(s coldSettings, dir string) string {
+	if s.logDir != "" {
+		return s.logDir
+	}
+	return dir
 }
 
 func freeAddressTB(tb testing.TB) string {
@@ -968,6 +1011,15 @@ func printColdSummary(out io.Writer, s coldSettings, r coldResult) {
 	if r.profiled != nil {
 		// The test binary, under a CPU profile: not part of the figures.
 		row(*r.profiled)
+	}
+	if len(r.before) > 0 {
+		for _, b := range r.before {
+			row(b)
+		}
+		bm := meanRun("batch-scheduler before (mean)", r.before)
+		row(bm)
+		fmt.Fprintf(out, "before: time ratio batch/kube %.2f, peak RSS %s; after ÷ before: time %.2f, peak RSS %.2f\n",
+			bm.bound.Seconds()/r.kube.bound.Seconds(), mib(bm.peakRSS), m.bound.Seconds()/bm.bound.Seconds(), float64(m.peakRSS)/float64(bm.peakRSS))
 	}
 	timeRatio := m.bound.Seconds() / r.kube.bound.Seconds()
 	rssRatio := float64(m.peakRSS) / float64(r.kube.peakRSS)
