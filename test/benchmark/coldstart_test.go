@@ -657,7 +657,7 @@ func coldPod(i, namespaces int, node string) *v1.Pod {
 // runningStatus is the status a kubelet reports for a running pod.
 func runningStatus(pod *v1.Pod, i int) v1.PodStatus {
 	start := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	podIP := fmt.Sprintf("100.%d.%d.%d", 64+(i/256)%256, i%256, 2+i%250)
+	podIP := fmt.Sprintf("100.%d.%d.%d", 64+i/65536, (i/256)%256, i%256)
 	st := v1.PodStatus{
 		Phase: v1.PodRunning,
 		Conditions: []v1.PodCondition{
