@@ -88,6 +88,9 @@ func reflectFields(typ string) []string {
 	return names
 }
 
+// raceEnabled is set when the test binary is built with -race (race_test.go).
+var raceEnabled bool
+
 // goPackage is the part of `go list -json` the proof needs.
 type goPackage struct {
 	ImportPath string
@@ -102,7 +105,11 @@ type goPackage struct {
 // dependencies) from the module root, with their export data.
 func loadPackages(t *testing.T, patterns ...string) map[string]*goPackage {
 	t.Helper()
-	args := append([]string{"list", "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles,Standard,Module"}, patterns...)
+	args := []string{"list", "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles,Standard,Module"}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, patterns...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = filepath.Join("..", "..")
 	cmd.Stderr = os.Stderr
