@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -448,6 +449,10 @@ func stripForScheduler(obj any) (any, error) {
 // the component-helpers packages it calls) that none of them reads what
 // is dropped; a new reader must keep the field here first.
 func stripPod(pod *v1.Pod) {
+	// The transform runs twice on the objects of a watch-list (the
+	// reflector's temporary store, then the informer's queue), and by the
+	// second time the containers may be shared with other pods: nothing
+	// already stripped is written again.
 	for i := range pod.Spec.InitContainers {
 		slimContainer(&pod.Spec.InitContainers[i])
 	}
@@ -456,18 +461,20 @@ func stripPod(pod *v1.Pod) {
 	}
 	for i := range pod.Spec.EphemeralContainers {
 		c := &pod.Spec.EphemeralContainers[i]
-		c.EphemeralContainerCommon = v1.EphemeralContainerCommon{Name: c.Name, Image: c.Image}
+		if slim := (v1.EphemeralContainerCommon{Name: c.Name, Image: c.Image}); !equality.Semantic.DeepEqual(c.EphemeralContainerCommon, slim) {
+			c.EphemeralContainerCommon = slim
+		}
 	}
 	for i := range pod.Spec.Volumes {
 		src := &pod.Spec.Volumes[i].VolumeSource
 		switch {
-		case src.Projected != nil:
+		case src.Projected != nil && (len(src.Projected.Sources) > 0 || src.Projected.DefaultMode != nil):
 			src.Projected = &v1.ProjectedVolumeSource{}
-		case src.Secret != nil:
+		case src.Secret != nil && (src.Secret.SecretName != "" || len(src.Secret.Items) > 0 || src.Secret.DefaultMode != nil || src.Secret.Optional != nil):
 			src.Secret = &v1.SecretVolumeSource{}
-		case src.ConfigMap != nil:
+		case src.ConfigMap != nil && (src.ConfigMap.Name != "" || len(src.ConfigMap.Items) > 0 || src.ConfigMap.DefaultMode != nil || src.ConfigMap.Optional != nil):
 			src.ConfigMap = &v1.ConfigMapVolumeSource{}
-		case src.DownwardAPI != nil:
+		case src.DownwardAPI != nil && (len(src.DownwardAPI.Items) > 0 || src.DownwardAPI.DefaultMode != nil):
 			src.DownwardAPI = &v1.DownwardAPIVolumeSource{}
 		}
 	}
@@ -483,8 +490,15 @@ func stripPod(pod *v1.Pod) {
 // containers count as running), the name and image.
 var keptContainerFields = []string{"Name", "Image", "Ports", "Resources", "ResizePolicy", "RestartPolicy", "RestartPolicyRules"}
 
-// slimContainer keeps only keptContainerFields of c.
+// slimContainer keeps only keptContainerFields of c; a container already
+// slim is not written.
 func slimContainer(c *v1.Container) {
+	if c.Command == nil && c.Args == nil && c.WorkingDir == "" && c.EnvFrom == nil && c.Env == nil &&
+		c.VolumeMounts == nil && c.VolumeDevices == nil && c.LivenessProbe == nil && c.ReadinessProbe == nil &&
+		c.StartupProbe == nil && c.Lifecycle == nil && c.TerminationMessagePath == "" && c.TerminationMessagePolicy == "" &&
+		c.ImagePullPolicy == "" && c.SecurityContext == nil && !c.Stdin && !c.StdinOnce && !c.TTY {
+		return
+	}
 	*c = v1.Container{
 		Name:               c.Name,
 		Image:              c.Image,

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -27,6 +28,9 @@ type interner struct {
 	strMaps map[string]map[string]string
 	lists   map[string]v1.ResourceList
 	owners  map[string][]metav1.OwnerReference
+	// containers are slices of containers slimmed by stripPod.
+	containers  map[string][]v1.Container
+	tolerations map[string][]v1.Toleration
 	// key is reused to build lookup keys under mu.
 	key strings.Builder
 }
@@ -36,15 +40,17 @@ var podInterner = newInterner()
 
 func newInterner() *interner {
 	return &interner{
-		strMaps: map[string]map[string]string{},
-		lists:   map[string]v1.ResourceList{},
-		owners:  map[string][]metav1.OwnerReference{},
+		strMaps:     map[string]map[string]string{},
+		lists:       map[string]v1.ResourceList{},
+		owners:      map[string][]metav1.OwnerReference{},
+		containers:  map[string][]v1.Container{},
+		tolerations: map[string][]v1.Toleration{},
 	}
 }
 
 // internPod replaces the labels, annotations, node selector, owner
-// references and container requests and limits of pod by equal shared
-// values.
+// references, tolerations, containers (once slimmed) and container
+// requests and limits of pod by equal shared values.
 func (in *interner) internPod(pod *v1.Pod) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -52,13 +58,90 @@ func (in *interner) internPod(pod *v1.Pod) {
 	pod.Annotations = in.strMapLocked("a", pod.Annotations)
 	pod.Spec.NodeSelector = in.strMapLocked("n", pod.Spec.NodeSelector)
 	pod.OwnerReferences = in.ownersLocked(pod.OwnerReferences)
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range cs {
-			r := &cs[i].Resources
-			r.Requests = in.listLocked(r.Requests)
-			r.Limits = in.listLocked(r.Limits)
+	pod.Spec.InitContainers = in.containersLocked(pod.Spec.InitContainers)
+	pod.Spec.Containers = in.containersLocked(pod.Spec.Containers)
+	pod.Spec.Tolerations = in.tolerationsLocked(pod.Spec.Tolerations)
+}
+
+// containersLocked returns the shared slice of containers equal to cs,
+// with shared requests and limits, or a copy of cs with them. cs is never
+// written: it may already be shared with other pods (an informer's
+// transform runs twice on the objects of a watch-list). cs must be
+// slimmed by stripPod: the key covers only the fields it keeps
+// (containers with restart policy rules or resource claims, rare, are not
+// shared whole).
+func (in *interner) containersLocked(cs []v1.Container) []v1.Container {
+	if len(cs) == 0 {
+		return cs
+	}
+	reqs := make([]v1.ResourceList, len(cs))
+	lims := make([]v1.ResourceList, len(cs))
+	var key strings.Builder
+	shareable := true
+	for i := range cs {
+		c := &cs[i]
+		var reqKey, limKey string
+		reqs[i], reqKey = in.listLocked(c.Resources.Requests)
+		lims[i], limKey = in.listLocked(c.Resources.Limits)
+		if len(c.RestartPolicyRules) > 0 || len(c.Resources.Claims) > 0 {
+			shareable = false
+			continue
+		}
+		writeLenString(&key, c.Name)
+		writeLenString(&key, c.Image)
+		writeLenString(&key, reqKey)
+		writeLenString(&key, limKey)
+		for _, p := range c.Ports {
+			writeLenString(&key, p.Name)
+			writeLenString(&key, strconv.Itoa(int(p.HostPort)))
+			writeLenString(&key, strconv.Itoa(int(p.ContainerPort)))
+			writeLenString(&key, string(p.Protocol))
+			writeLenString(&key, p.HostIP)
+		}
+		key.WriteByte('|')
+		for _, r := range c.ResizePolicy {
+			writeLenString(&key, string(r.ResourceName))
+			writeLenString(&key, string(r.RestartPolicy))
+		}
+		key.WriteByte('|')
+		if c.RestartPolicy != nil {
+			writeLenString(&key, string(*c.RestartPolicy))
+		}
+		key.WriteByte(';')
+	}
+	if shareable {
+		if shared, ok := in.containers[key.String()]; ok {
+			return shared
 		}
 	}
+	out := slices.Clone(cs)
+	for i := range out {
+		out[i].Resources.Requests, out[i].Resources.Limits = reqs[i], lims[i]
+	}
+	if !shareable {
+		return out
+	}
+	return intern(in.containers, key.String(), out)
+}
+
+// tolerationsLocked returns the shared tolerations equal to ts, or ts.
+func (in *interner) tolerationsLocked(ts []v1.Toleration) []v1.Toleration {
+	if len(ts) == 0 {
+		return ts
+	}
+	in.key.Reset()
+	for _, t := range ts {
+		writeLenString(&in.key, t.Key)
+		writeLenString(&in.key, string(t.Operator))
+		writeLenString(&in.key, t.Value)
+		writeLenString(&in.key, string(t.Effect))
+		if t.TolerationSeconds != nil {
+			writeLenString(&in.key, strconv.FormatInt(*t.TolerationSeconds, 10))
+		} else {
+			writeLenString(&in.key, "-")
+		}
+	}
+	return intern(in.tolerations, in.key.String(), ts)
 }
 
 // strMapLocked returns the shared map equal to m (kind separates labels
@@ -83,10 +166,11 @@ func (in *interner) strMapLocked(kind string, m map[string]string) map[string]st
 	return intern(in.strMaps, in.key.String(), m)
 }
 
-// listLocked returns the shared resource list equal to l, or l.
-func (in *interner) listLocked(l v1.ResourceList) v1.ResourceList {
+// listLocked returns the shared resource list equal to l, or l, and its
+// key.
+func (in *interner) listLocked(l v1.ResourceList) (v1.ResourceList, string) {
 	if len(l) == 0 {
-		return l
+		return l, ""
 	}
 	names := make([]string, 0, len(l))
 	for name := range l {
@@ -100,7 +184,8 @@ func (in *interner) listLocked(l v1.ResourceList) v1.ResourceList {
 		// The canonical form: 1000m and 1 share, as they are equal.
 		writeLenString(&in.key, q.String())
 	}
-	return intern(in.lists, in.key.String(), l)
+	key := in.key.String()
+	return intern(in.lists, key, l), key
 }
 
 // ownersLocked returns the shared owner references equal to refs, or refs.

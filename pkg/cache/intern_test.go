@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/utils/ptr"
 )
 
@@ -24,9 +25,12 @@ func TestInternPod(t *testing.T) {
 				Annotations:     map[string]string{"note": "x"},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-abc", UID: "u1", Controller: ptr.To(true)}},
 			},
-			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
-				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("1Gi")},
-			}}}},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "app:1", Ports: []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}},
+				Resources: v1.ResourceRequirements{
+					Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("1Gi")},
+				}}},
+				Tolerations: []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists, TolerationSeconds: ptr.To[int64](300)}},
+			},
 		}
 	}
 	tests := []struct {
@@ -42,6 +46,8 @@ func TestInternPod(t *testing.T) {
 			change: func(p *v1.Pod) { p.Labels["app"] = "api" }, shared: false},
 		{name: "a value that looks like two", a: replica("a", "1"), b: replica("b", "1"),
 			change: func(p *v1.Pod) { p.Labels = map[string]string{"app": "web3:abc", "pod-template-hash": ""} }, shared: false},
+		{name: "different port", a: replica("a", "1"), b: replica("b", "1"),
+			change: func(p *v1.Pod) { p.Spec.Containers[0].Ports[0].HostPort = 8081 }, shared: true},
 		{name: "different owner", a: replica("a", "1"), b: replica("b", "1"),
 			change: func(p *v1.Pod) { p.OwnerReferences[0].Controller = ptr.To(false) }, shared: false},
 	}
@@ -67,8 +73,13 @@ func TestInternPod(t *testing.T) {
 			}
 			switch tt.name {
 			case "replicas":
-				if !sameMap(tt.a.Labels, tt.b.Labels) || !sameMap(tt.a.Annotations, tt.b.Annotations) || &tt.a.OwnerReferences[0] != &tt.b.OwnerReferences[0] {
-					t.Errorf("replicas do not share their labels, annotations and owners")
+				if !sameMap(tt.a.Labels, tt.b.Labels) || !sameMap(tt.a.Annotations, tt.b.Annotations) || &tt.a.OwnerReferences[0] != &tt.b.OwnerReferences[0] ||
+					&tt.a.Spec.Containers[0] != &tt.b.Spec.Containers[0] || &tt.a.Spec.Tolerations[0] != &tt.b.Spec.Tolerations[0] {
+					t.Errorf("replicas do not share their labels, annotations, owners, containers and tolerations")
+				}
+			case "different requests", "different port":
+				if &tt.a.Spec.Containers[0] == &tt.b.Spec.Containers[0] {
+					t.Errorf("different containers are shared")
 				}
 			case "different labels", "a value that looks like two":
 				if sameMap(tt.a.Labels, tt.b.Labels) {
@@ -91,5 +102,43 @@ func TestInternerIsBounded(t *testing.T) {
 	}
 	if n := len(in.strMaps); n > maxInterned {
 		t.Errorf("%d interned maps, want at most %d", n, maxInterned)
+	}
+}
+
+// The transform runs twice on the objects of a watch-list; the second
+// pass must not write what pods already share (run with -race).
+func TestStripTwiceWritesNothingShared(t *testing.T) {
+	replica := func(name string) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "twice"}},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "twice:1", Env: []v1.EnvVar{{Name: "A"}},
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("123m")}}}}},
+		}
+	}
+	a, b := replica("a"), replica("b")
+	for _, p := range []*v1.Pod{a, b} {
+		if _, err := stripForScheduler(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] {
+		t.Fatalf("replicas do not share their containers")
+	}
+	want := a.DeepCopy()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			_ = a.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() + int64(len(a.Spec.Containers[0].Name))
+		}
+	}()
+	for range 100 {
+		if _, err := stripForScheduler(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	if !equality.Semantic.DeepEqual(a, want) {
+		t.Errorf("stripping b again changed a: %v", diff.Diff(want, a))
 	}
 }
