@@ -31,6 +31,9 @@ type interner struct {
 	// containers are slices of containers slimmed by stripPod.
 	containers  map[string][]v1.Container
 	tolerations map[string][]v1.Toleration
+	// sharedContainers are the first elements of the values of
+	// containers, to recognize a pod interned already.
+	sharedContainers map[*v1.Container]struct{}
 	// key is reused to build lookup keys under mu.
 	key strings.Builder
 }
@@ -40,11 +43,12 @@ var podInterner = newInterner()
 
 func newInterner() *interner {
 	return &interner{
-		strMaps:     map[string]map[string]string{},
-		lists:       map[string]v1.ResourceList{},
-		owners:      map[string][]metav1.OwnerReference{},
-		containers:  map[string][]v1.Container{},
-		tolerations: map[string][]v1.Toleration{},
+		strMaps:          map[string]map[string]string{},
+		lists:            map[string]v1.ResourceList{},
+		owners:           map[string][]metav1.OwnerReference{},
+		containers:       map[string][]v1.Container{},
+		tolerations:      map[string][]v1.Toleration{},
+		sharedContainers: map[*v1.Container]struct{}{},
 	}
 }
 
@@ -54,6 +58,14 @@ func newInterner() *interner {
 func (in *interner) internPod(pod *v1.Pod) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	// The transform runs twice on the objects of a watch-list: a pod
+	// whose containers are already shared was interned (a fresh decode
+	// never points into a shared slice, which the set keeps alive).
+	if len(pod.Spec.Containers) > 0 {
+		if _, done := in.sharedContainers[&pod.Spec.Containers[0]]; done {
+			return
+		}
+	}
 	pod.Labels = in.strMapLocked("l", pod.Labels)
 	pod.Annotations = in.strMapLocked("a", pod.Annotations)
 	pod.Spec.NodeSelector = in.strMapLocked("n", pod.Spec.NodeSelector)
@@ -121,7 +133,12 @@ func (in *interner) containersLocked(cs []v1.Container) []v1.Container {
 	if !shareable {
 		return out
 	}
-	return intern(in.containers, key.String(), out)
+	if len(in.containers) >= maxInterned {
+		clear(in.sharedContainers)
+	}
+	shared := intern(in.containers, key.String(), out)
+	in.sharedContainers[&shared[0]] = struct{}{}
+	return shared
 }
 
 // tolerationsLocked returns the shared tolerations equal to ts, or ts.

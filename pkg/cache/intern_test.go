@@ -142,3 +142,21 @@ func TestStripTwiceWritesNothingShared(t *testing.T) {
 		t.Errorf("stripping b again changed a: %v", diff.Diff(want, a))
 	}
 }
+
+// A pod interned already is recognized by its shared containers and left
+// as it is, even if a field it shares was changed meanwhile (which the
+// read-only contract forbids; here it shows that nothing is redone).
+func TestInternPodOnce(t *testing.T) {
+	in := newInterner()
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "once"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "once:1"}}}}
+	in.internPod(p)
+	if _, ok := in.sharedContainers[&p.Spec.Containers[0]]; !ok {
+		t.Fatalf("the pod's containers are not recorded as shared")
+	}
+	p.Labels = map[string]string{"app": "twice"}
+	in.internPod(p)
+	if len(in.strMaps) != 1 {
+		t.Errorf("the second pass interned the labels again: %d maps", len(in.strMaps))
+	}
+}
