@@ -3,8 +3,9 @@
 // (test/controlplane), next to the API server's raw binding ceiling
 // measured in the same run.
 //
-// It holds only benchmarks, so plain `go test ./...` (and make test) never
-// runs it. Run it with hack/bench-scheduling.sh, or:
+// Plain `go test ./...` (and make test) runs only TestColdStart, the cold
+// start at a small size (coldstart_test.go); the benchmarks run with
+// hack/bench-scheduling.sh, hack/bench-coldstart.sh, or:
 //
 //	go test -run '^$' -bench Scheduling -benchtime 1x -timeout 60m ./test/benchmark
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -236,8 +237,21 @@ type server struct {
 	verify cache.VerifyOptions
 }
 
+// protobufConfig returns a copy of rc that speaks protobuf, as
+// kube-scheduler's clients do: built-in objects (150,000 pods in the
+// initial list of a large cluster) decode several times faster and with
+// less garbage than from JSON. Only for clients of built-in types: custom
+// resources are served as JSON only, so the dynamic client and what event
+// handlers build from the original configuration keep JSON.
+func protobufConfig(rc *rest.Config) *rest.Config {
+	c := rest.CopyConfig(rc)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return c
+}
+
 func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.File, selector labels.Selector, restConfig *rest.Config) (*server, error) {
-	client, err := kubernetes.NewForConfig(restConfig)
+	client, err := kubernetes.NewForConfig(protobufConfig(restConfig))
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
@@ -256,7 +270,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, err
 	}
-	eventsConfig := rest.CopyConfig(restConfig)
+	eventsConfig := protobufConfig(restConfig)
 	eventsConfig.QPS, eventsConfig.Burst = o.EventsQPS, o.EventsBurst
 	eventClient, err := kubernetes.NewForConfig(eventsConfig)
 	if err != nil {

@@ -1,0 +1,162 @@
+package cache
+
+import (
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/utils/ptr"
+)
+
+// sameMap reports whether a and b are the same map (not merely equal).
+func sameMap(a, b any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+func TestInternPod(t *testing.T) {
+	replica := func(name, cpu string) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name, Labels: map[string]string{"app": "web", "pod-template-hash": "abc"},
+				Annotations:     map[string]string{"note": "x"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-abc", UID: "u1", Controller: ptr.To(true)}},
+			},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "app:1", Ports: []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}},
+				Resources: v1.ResourceRequirements{
+					Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("1Gi")},
+				}}},
+				Tolerations: []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists, TolerationSeconds: ptr.To[int64](300)}},
+			},
+		}
+	}
+	tests := []struct {
+		name   string
+		a, b   *v1.Pod
+		change func(p *v1.Pod)
+		shared bool
+	}{
+		{name: "replicas", a: replica("a", "1"), b: replica("b", "1"), shared: true},
+		{name: "equal quantities written differently", a: replica("a", "1"), b: replica("b", "1000m"), shared: true},
+		{name: "different requests", a: replica("a", "1"), b: replica("b", "2"), shared: false},
+		{name: "different labels", a: replica("a", "1"), b: replica("b", "1"),
+			change: func(p *v1.Pod) { p.Labels["app"] = "api" }, shared: false},
+		{name: "a value that looks like two", a: replica("a", "1"), b: replica("b", "1"),
+			change: func(p *v1.Pod) { p.Labels = map[string]string{"app": "web3:abc", "pod-template-hash": ""} }, shared: false},
+		{name: "different port", a: replica("a", "1"), b: replica("b", "1"),
+			change: func(p *v1.Pod) { p.Spec.Containers[0].Ports[0].HostPort = 8081 }, shared: true},
+		{name: "different owner", a: replica("a", "1"), b: replica("b", "1"),
+			change: func(p *v1.Pod) { p.OwnerReferences[0].Controller = ptr.To(false) }, shared: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := newInterner()
+			if tt.change != nil {
+				tt.change(tt.b)
+			}
+			wantA, wantB := tt.a.DeepCopy(), tt.b.DeepCopy()
+			in.internPod(tt.a)
+			in.internPod(tt.b)
+			// Equal quantities written differently are equal, not
+			// identical.
+			if !equality.Semantic.DeepEqual(tt.a, wantA) || !equality.Semantic.DeepEqual(tt.b, wantB) {
+				t.Fatalf("interning changed the pods' content")
+			}
+			switch tt.name {
+			case "replicas", "equal quantities written differently", "different requests":
+				if got := sameMap(tt.a.Spec.Containers[0].Resources.Requests, tt.b.Spec.Containers[0].Resources.Requests); got != tt.shared {
+					t.Errorf("requests shared = %v, want %v", got, tt.shared)
+				}
+			}
+			switch tt.name {
+			case "replicas":
+				if !sameMap(tt.a.Labels, tt.b.Labels) || !sameMap(tt.a.Annotations, tt.b.Annotations) || &tt.a.OwnerReferences[0] != &tt.b.OwnerReferences[0] ||
+					&tt.a.Spec.Containers[0] != &tt.b.Spec.Containers[0] || &tt.a.Spec.Tolerations[0] != &tt.b.Spec.Tolerations[0] {
+					t.Errorf("replicas do not share their labels, annotations, owners, containers and tolerations")
+				}
+			case "different requests", "different port":
+				if &tt.a.Spec.Containers[0] == &tt.b.Spec.Containers[0] {
+					t.Errorf("different containers are shared")
+				}
+			case "different labels", "a value that looks like two":
+				if sameMap(tt.a.Labels, tt.b.Labels) {
+					t.Errorf("different labels are shared: %v, %v", tt.a.Labels, tt.b.Labels)
+				}
+			case "different owner":
+				if &tt.a.OwnerReferences[0] == &tt.b.OwnerReferences[0] {
+					t.Errorf("different owners are shared")
+				}
+			}
+		})
+	}
+}
+
+func TestInternerIsBounded(t *testing.T) {
+	in := newInterner()
+	for i := range maxInterned + 10 {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"i": string(rune('a' + i%26)), "n": resource.NewQuantity(int64(i), resource.DecimalSI).String()}}}
+		in.internPod(p)
+	}
+	if n := len(in.strMaps); n > maxInterned {
+		t.Errorf("%d interned maps, want at most %d", n, maxInterned)
+	}
+}
+
+// The transform runs twice on the objects of a watch-list; the second
+// pass must not write what pods already share (run with -race).
+func TestStripTwiceWritesNothingShared(t *testing.T) {
+	replica := func(name string) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "twice"}},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "twice:1", Env: []v1.EnvVar{{Name: "A"}},
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("123m")}}}}},
+		}
+	}
+	a, b := replica("a"), replica("b")
+	for _, p := range []*v1.Pod{a, b} {
+		if _, err := stripForScheduler(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] {
+		t.Fatalf("replicas do not share their containers")
+	}
+	want := a.DeepCopy()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			_ = a.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() + int64(len(a.Spec.Containers[0].Name))
+		}
+	}()
+	for range 100 {
+		if _, err := stripForScheduler(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	if !equality.Semantic.DeepEqual(a, want) {
+		t.Errorf("stripping b again changed a: %v", diff.Diff(want, a))
+	}
+}
+
+// A pod interned already is recognized by its shared containers and left
+// as it is, even if a field it shares was changed meanwhile (which the
+// read-only contract forbids; here it shows that nothing is redone).
+func TestInternPodOnce(t *testing.T) {
+	in := newInterner()
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "once"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "once:1"}}}}
+	in.internPod(p)
+	if _, ok := in.sharedContainers[&p.Spec.Containers[0]]; !ok {
+		t.Fatalf("the pod's containers are not recorded as shared")
+	}
+	p.Labels = map[string]string{"app": "twice"}
+	in.internPod(p)
+	if len(in.strMaps) != 1 {
+		t.Errorf("the second pass interned the labels again: %d maps", len(in.strMaps))
+	}
+}

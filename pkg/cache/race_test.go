@@ -1,0 +1,7 @@
+//go:build race
+
+package cache
+
+// The test binary is built with -race: TestStrippedFieldsUnread then asks
+// go list for the export data of the same build, which is cached.
+func init() { raceEnabled = true }
