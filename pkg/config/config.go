@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -78,13 +79,117 @@ func (f *File) HandlerArgs(name string) io.Reader {
 	return nil
 }
 
+// Limits on what one configuration file may hold. A scheduler
+// configuration is a few KiB; these bounds keep a wrong path (a device, a
+// log file) or a generated file gone wrong from exhausting memory or
+// starting thousands of informers.
+const (
+	// MaxFileBytes bounds the size of the file.
+	MaxFileBytes = 2 << 20
+	// MaxListItems bounds the items of any one list in the file (custom
+	// informers, profiles, plugins, dynamic resources, ...).
+	MaxListItems = 1000
+	// MaxMappingKeys bounds the keys of any one mapping in the file.
+	MaxMappingKeys = 1000
+)
+
 // Load reads and validates the file at path.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	return LoadContext(context.Background(), path)
+}
+
+// LoadContext reads and validates the file at path, giving up when ctx
+// ends (a SIGTERM while a slow file is read). The file must be a regular
+// file or a pipe of at most MaxFileBytes.
+func LoadContext(ctx context.Context, path string) (*File, error) {
+	type result struct {
+		f   *File
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := readBounded(path)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		f, err := Parse(path, data)
+		done <- result{f, err}
+	}()
+	select {
+	case r := <-done:
+		return r.f, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: loading stopped: %w", path, context.Cause(ctx))
+	}
+}
+
+// readBounded reads at most MaxFileBytes of the file at path. Devices,
+// directories and sockets are refused before any read: /dev/zero or
+// /dev/urandom never end.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	return Parse(path, data)
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	mode := st.Mode()
+	switch {
+	case mode.IsDir():
+		return nil, fmt.Errorf("%s: is a directory, not a configuration file", path)
+	case mode.IsRegular():
+		if st.Size() > MaxFileBytes {
+			return nil, fmt.Errorf("%s: the file has %d bytes, more than the limit of %s", path, st.Size(), humanBytes(MaxFileBytes))
+		}
+	case mode&os.ModeNamedPipe != 0:
+		// A pipe (e.g. <(generate-config)): read, within the limit.
+	default:
+		return nil, fmt.Errorf("%s: is not a regular file (mode %s); give the path of a YAML file", path, mode.Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: the file is larger than the limit of %s", path, humanBytes(MaxFileBytes))
+	}
+	return data, nil
+}
+
+// humanBytes renders a power-of-two byte count, e.g. "4 MiB".
+func humanBytes(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// checkSizes reports the first list or mapping of the document with more
+// than MaxListItems items or MaxMappingKeys keys, naming its line.
+func checkSizes(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		if len(n.Content) > MaxListItems {
+			return fmt.Errorf("line %d: a list of %d items; at most %d are allowed", n.Line, len(n.Content), MaxListItems)
+		}
+	case yaml.MappingNode:
+		if keys := len(n.Content) / 2; keys > MaxMappingKeys {
+			return fmt.Errorf("line %d: a mapping of %d keys; at most %d are allowed", n.Line, keys, MaxMappingKeys)
+		}
+	}
+	for _, c := range n.Content {
+		if err := checkSizes(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type rawFile struct {
@@ -112,12 +217,18 @@ type rawCustomInformer struct {
 // Parse decodes and validates data read from path. path is used only in
 // error messages.
 func Parse(path string, data []byte) (*File, error) {
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: the file has %d bytes, more than the limit of %s", path, len(data), humanBytes(MaxFileBytes))
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, flattenYAMLError(err))
+		return nil, fmt.Errorf("%s: %w", path, flattenYAMLError(data, err))
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("%s: the file is empty; want a document with apiVersion %s and kind %s", path, APIVersion, Kind)
+	}
+	if err := checkSizes(&doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var raw rawFile
 	if err := DecodeStrict(bytes.NewReader(data), &raw); err != nil {

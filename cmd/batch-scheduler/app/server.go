@@ -134,7 +134,7 @@ through the event handler chosen with --event-handler.`,
 	}
 	// Every error of flag parsing (unknown flag, bad value) is a usage
 	// error: exit code 2.
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(flagError(err)) })
 	addAll(cmd.Flags(), fss)
 	shadowGlobalFlags(cmd.PersistentFlags(), cmd.Flags())
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
@@ -174,14 +174,11 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 		_, err := regs.handlers.Lookup(o.EventHandler)
 		return usageError(fmt.Errorf("--event-handler: %w", err))
 	}
-	if err := o.LeaderElection.Validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return usageError(err)
 	}
 	if err := o.Serving.Validate(); err != nil {
 		return usageError(err)
-	}
-	if len(o.SchedulerNames) == 0 {
-		return usageError(errors.New("--scheduler-name: at least one name is required"))
 	}
 	selector := labels.Everything()
 	if o.NodeSelector != "" {
@@ -193,7 +190,7 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 	}
 	var cfg *config.File
 	if o.ConfigPath != "" {
-		f, err := config.Load(o.ConfigPath)
+		f, err := config.LoadContext(ctx, o.ConfigPath)
 		if err != nil {
 			return usageError(fmt.Errorf("--config-path: %w", err))
 		}
