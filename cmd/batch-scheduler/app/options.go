@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/apimachinery/pkg/util/validation"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	// Registers the "json" value of --logging-format; it must be imported
