@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -160,6 +162,34 @@ func readBounded(path string) ([]byte, error) {
 	return data, nil
 }
 
+// maxQuoted bounds how much of a value from the file a message repeats.
+const maxQuoted = 80
+
+// shorten cuts s to maxQuoted bytes (at a rune boundary), saying how long
+// it was, so that a huge value does not make a huge message.
+func shorten(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
+}
+
+// quote quotes a value from the file for a message, bounded (shorten).
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
+}
+
 // humanBytes renders a power-of-two byte count, e.g. "4 MiB".
 func humanBytes(n int) string {
 	switch {
@@ -241,10 +271,10 @@ func Parse(path string, data []byte) (*File, error) {
 	}
 
 	if raw.APIVersion != APIVersion {
-		bad(lineOf(root, "apiVersion"), "apiVersion is %q, want %q", raw.APIVersion, APIVersion)
+		bad(lineOf(root, "apiVersion"), "apiVersion is %s, want %q", quote(raw.APIVersion), APIVersion)
 	}
 	if raw.Kind != Kind {
-		bad(lineOf(root, "kind"), "kind is %q, want %q", raw.Kind, Kind)
+		bad(lineOf(root, "kind"), "kind is %s, want %q", quote(raw.Kind), Kind)
 	}
 
 	f := &File{Path: path}
@@ -256,7 +286,7 @@ func Parse(path string, data []byte) (*File, error) {
 		case h.Name == "":
 			bad(line, "%s.name is required", field)
 		case seen[h.Name] != 0:
-			bad(line, "%s.name %q is a duplicate of the entry on line %d", field, h.Name, seen[h.Name])
+			bad(line, "%s.name %s is a duplicate of the entry on line %d", field, quote(h.Name), seen[h.Name])
 		default:
 			seen[h.Name] = line
 		}
@@ -276,15 +306,15 @@ func Parse(path string, data []byte) (*File, error) {
 		line := entryLine(root, "customInformers", i)
 		field := fmt.Sprintf("customInformers[%d]", i)
 		if ci.Name != "" {
-			field = fmt.Sprintf("customInformers[%d] (%s)", i, ci.Name)
+			field = fmt.Sprintf("customInformers[%d] (%s)", i, shorten(ci.Name))
 		}
 		switch {
 		case ci.Name == "":
 			bad(line, "%s.name is required", field)
 		case len(validation.IsDNS1123Label(ci.Name)) > 0:
-			bad(line, "%s.name %q must be a DNS-1123 label: %s", field, ci.Name, strings.Join(validation.IsDNS1123Label(ci.Name), "; "))
+			bad(line, "%s.name %s must be a DNS-1123 label: %s", field, quote(ci.Name), strings.Join(validation.IsDNS1123Label(ci.Name), "; "))
 		case informerLines[ci.Name] != 0:
-			bad(line, "%s.name %q is a duplicate of the entry on line %d", field, ci.Name, informerLines[ci.Name])
+			bad(line, "%s.name %s is a duplicate of the entry on line %d", field, quote(ci.Name), informerLines[ci.Name])
 		default:
 			informerLines[ci.Name] = line
 		}

@@ -202,11 +202,14 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 	}
 	restConfig.QPS, restConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	restConfig = rest.AddUserAgent(restConfig, "batch-scheduler")
+	apiHealth := newAPIHealth()
+	apiHealth.wrap(restConfig)
 
 	s, err := newServer(ctx, o, regs, cfg, selector, restConfig)
 	if err != nil {
 		return err
 	}
+	s.apiHealth = apiHealth
 	serving, err := o.Serving.config(o.Kubeconfig)
 	if err != nil {
 		return err
@@ -228,6 +231,8 @@ type server struct {
 	// pdbSynced reports whether preemption's PodDisruptionBudget informer
 	// has synced.
 	pdbSynced toolscache.InformerSynced
+	// apiHealth logs failing API requests and says why in /readyz.
+	apiHealth *apiHealth
 }
 
 func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.File, selector labels.Selector, restConfig *rest.Config) (*server, error) {
@@ -384,6 +389,9 @@ func (s *server) demand() *demand.Report {
 // returned function stops them and waits until they have.
 func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func(), err error) {
 	checks := newHealthChecks(ctx, s.cache.HandlersSynced, s.watchdog)
+	if s.apiHealth != nil {
+		checks.ready = append(checks.ready, s.apiHealth.readyCheck(s.cache.HandlersSynced))
+	}
 	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
 		"/debug/cache": s.cache.DumpHandler(),
 		demand.Path:    demand.Handler(s.demand),
