@@ -91,7 +91,7 @@ func TestBadFlagsAndConfigs(t *testing.T) {
 		{"empty config", []string{master, "--config-path=" + writeFile(t, "")}, []string{"the file is empty"}},
 		{"wrong kind", []string{master, "--config-path=" + writeFile(t, "apiVersion: batch-scheduler.io/v1alpha1\nkind: KubeSchedulerConfiguration\n")},
 			[]string{"line 2", `kind is "KubeSchedulerConfiguration"`}},
-		{"custom informer name not a label", []string{master, "--config-path=" + writeFile(t, header+"customInformers:\n- {name: " + huge + ", resource: Node, source: {http: {}}}\n")},
+		{"custom informer name not a label", []string{master, "--config-path=" + writeFile(t, header+"customInformers:\n- {name: "+huge+", resource: Node, source: {http: {}}}\n")},
 			[]string{"line 4", "must be a DNS-1123 label"}},
 	}
 	for _, tt := range tests {
