@@ -346,6 +346,10 @@ func Parse(path string, data []byte) (*File, error) {
 		pp := &profileParser{path: path, data: data, doc: &doc, bad: bad}
 		f.Profiles = pp.parse(n)
 	}
+	if len(problems) > maxProblems {
+		more := len(problems) - maxProblems
+		problems = append(problems[:maxProblems], fmt.Sprintf("and %d more problems", more))
+	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))
 	}

@@ -154,11 +154,16 @@ func readableProblem(p string) string {
 			got = "a " + m[2]
 		}
 		if m[3] != "" {
-			got += " " + strconv.Quote(m[3])
+			got += " " + quote(m[3])
 		}
 		return m[1] + "expected " + goKind(m[4]) + ", got " + got
 	}
-	return oneLine(inTypeRE.ReplaceAllString(p, ""))
+	p = inTypeRE.ReplaceAllString(p, "")
+	if len(p) > 4*maxQuoted {
+		// "field <name> not found" with a huge name.
+		p = shorten(p)
+	}
+	return oneLine(p)
 }
 
 var yamlKinds = map[string]string{
