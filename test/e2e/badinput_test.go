@@ -18,6 +18,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	schedpkg "github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
 // TestBadClusterObjects is the sweep of malformed cluster objects
@@ -43,14 +44,15 @@ func TestBadClusterObjects(t *testing.T) {
 	mustNode(t, poolNode(t, "bad-no-allocatable", nil).Label("kind", "empty").Obj())
 
 	// ExternalWorkloads with wrong fields, read through a custom informer.
-	for _, w := range []*bsv1.ExternalWorkload{
-		vm("bad-vm-no-node-"+p, "", "1"),
-		vm("bad-vm-unknown-node-"+p, "no-such-node-"+p, "1e30"),
-	} {
-		t.Cleanup(func() { _ = workloads.Delete(context.Background(), w.Name, metav1.DeleteOptions{}) })
-		if _, err := createWhenServed(t, workloads, toUnstructured(t, w)); err != nil {
-			t.Fatalf("creating ExternalWorkload %s: %v", w.Name, err)
-		}
+	// The CRD's schema refuses some (no nodeName); those it lets through
+	// must not disturb the nodes that exist.
+	unknownNode := vm("bad-vm-unknown-node-"+p, "no-such-node-"+p, "1e30")
+	t.Cleanup(func() { _ = workloads.Delete(context.Background(), unknownNode.Name, metav1.DeleteOptions{}) })
+	if _, err := createWhenServed(t, workloads, toUnstructured(t, unknownNode)); err != nil {
+		t.Fatalf("creating ExternalWorkload %s: %v", unknownNode.Name, err)
+	}
+	if _, err := workloads.Create(t.Context(), toUnstructured(t, vm("bad-vm-no-node-"+p, "", "1")), metav1.CreateOptions{}); err == nil {
+		t.Errorf("an ExternalWorkload without nodeName was accepted; the CRD schema should refuse it")
 	}
 	cfg := writeSchedulerConfig(t, fmt.Sprintf("customInformers:\n- name: vms\n  resource: ExternalWorkload\n  source:\n    kubeconfig:\n      kubeconfig: %s\n", cp.KubeconfigPath))
 	s := startPoolScheduler(t, "--config-path", cfg, "--kube-api-qps=500", "--kube-api-burst=1000")
@@ -182,7 +184,7 @@ func createTinyGangs(t *testing.T, ns string, n int) {
 			for i := range next {
 				name := fmt.Sprintf("tiny-%d", i)
 				pod := st.MakePod().Namespace(ns).Name(name).Group(name).MinAvailable("1").Obj()
-				if _, err := cp.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+				if _, err := controlplane.CreatePod(context.Background(), cp.Client, pod); err != nil {
 					errs <- fmt.Errorf("creating %s: %w", name, err)
 				}
 			}
