@@ -19,6 +19,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // Options are the command-line settings of batch-scheduler.
@@ -253,18 +254,10 @@ func joinOneLine(errs []error) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// maxQuotedValue bounds how much of a user's value an error message
-// repeats.
-const maxQuotedValue = 80
-
-// quoteShort quotes s for a message, cut to maxQuotedValue bytes with the
-// full length said, so that a huge value does not make a huge message.
-func quoteShort(s string) string {
-	if len(s) <= maxQuotedValue {
-		return strconv.Quote(s)
-	}
-	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(strings.ToValidUTF8(s[:maxQuotedValue], "")), len(s))
-}
+// quoteShort quotes a user's value for a message, bounded
+// (framework.QuoteValue), so that a huge value does not make a huge
+// message.
+func quoteShort(s string) string { return framework.QuoteValue(s) }
 
 // flagError rewords a flag parsing error for the person who typed the
 // flag: it names the flag and the value, and says what the value must
