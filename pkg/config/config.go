@@ -2,11 +2,14 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -78,13 +81,145 @@ func (f *File) HandlerArgs(name string) io.Reader {
 	return nil
 }
 
+// Limits on what one configuration file may hold. A scheduler
+// configuration is a few KiB; these bounds keep a wrong path (a device, a
+// log file) or a generated file gone wrong from exhausting memory or
+// starting thousands of informers.
+const (
+	// MaxFileBytes bounds the size of the file.
+	MaxFileBytes = 2 << 20
+	// MaxListItems bounds the items of any one list in the file (custom
+	// informers, profiles, plugins, dynamic resources, ...).
+	MaxListItems = 1000
+	// MaxMappingKeys bounds the keys of any one mapping in the file.
+	MaxMappingKeys = 1000
+)
+
 // Load reads and validates the file at path.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	return LoadContext(context.Background(), path)
+}
+
+// LoadContext reads and validates the file at path, giving up when ctx
+// ends (a SIGTERM while a slow file is read). The file must be a regular
+// file or a pipe of at most MaxFileBytes.
+func LoadContext(ctx context.Context, path string) (*File, error) {
+	type result struct {
+		f   *File
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := readBounded(path)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		f, err := Parse(path, data)
+		done <- result{f, err}
+	}()
+	select {
+	case r := <-done:
+		return r.f, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: loading stopped: %w", path, context.Cause(ctx))
+	}
+}
+
+// readBounded reads at most MaxFileBytes of the file at path. Devices,
+// directories and sockets are refused before any read: /dev/zero or
+// /dev/urandom never end.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	return Parse(path, data)
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	mode := st.Mode()
+	switch {
+	case mode.IsDir():
+		return nil, fmt.Errorf("%s: is a directory, not a configuration file", path)
+	case mode.IsRegular():
+		if st.Size() > MaxFileBytes {
+			return nil, fmt.Errorf("%s: the file has %d bytes, more than the limit of %s", path, st.Size(), humanBytes(MaxFileBytes))
+		}
+	case mode&os.ModeNamedPipe != 0:
+		// A pipe (e.g. <(generate-config)): read, within the limit.
+	default:
+		return nil, fmt.Errorf("%s: is not a regular file (mode %s); give the path of a YAML file", path, mode.Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: the file is larger than the limit of %s", path, humanBytes(MaxFileBytes))
+	}
+	return data, nil
+}
+
+// maxQuoted bounds how much of a value from the file a message repeats.
+const maxQuoted = 80
+
+// shorten cuts s to maxQuoted bytes (at a rune boundary), saying how long
+// it was, so that a huge value does not make a huge message.
+func shorten(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
+}
+
+// quote quotes a value from the file for a message, bounded (shorten).
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
+}
+
+// humanBytes renders a power-of-two byte count, e.g. "4 MiB".
+func humanBytes(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// checkSizes reports the first list or mapping of the document with more
+// than MaxListItems items or MaxMappingKeys keys, naming its line.
+func checkSizes(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		if len(n.Content) > MaxListItems {
+			return fmt.Errorf("line %d: a list of %d items; at most %d are allowed", n.Line, len(n.Content), MaxListItems)
+		}
+	case yaml.MappingNode:
+		if keys := len(n.Content) / 2; keys > MaxMappingKeys {
+			return fmt.Errorf("line %d: a mapping of %d keys; at most %d are allowed", n.Line, keys, MaxMappingKeys)
+		}
+	}
+	for _, c := range n.Content {
+		if err := checkSizes(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type rawFile struct {
@@ -112,12 +247,18 @@ type rawCustomInformer struct {
 // Parse decodes and validates data read from path. path is used only in
 // error messages.
 func Parse(path string, data []byte) (*File, error) {
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: the file has %d bytes, more than the limit of %s", path, len(data), humanBytes(MaxFileBytes))
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, flattenYAMLError(err))
+		return nil, fmt.Errorf("%s: %w", path, flattenYAMLError(data, err))
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("%s: the file is empty; want a document with apiVersion %s and kind %s", path, APIVersion, Kind)
+	}
+	if err := checkSizes(&doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var raw rawFile
 	if err := DecodeStrict(bytes.NewReader(data), &raw); err != nil {
@@ -130,10 +271,10 @@ func Parse(path string, data []byte) (*File, error) {
 	}
 
 	if raw.APIVersion != APIVersion {
-		bad(lineOf(root, "apiVersion"), "apiVersion is %q, want %q", raw.APIVersion, APIVersion)
+		bad(lineOf(root, "apiVersion"), "apiVersion is %s, want %q", quote(raw.APIVersion), APIVersion)
 	}
 	if raw.Kind != Kind {
-		bad(lineOf(root, "kind"), "kind is %q, want %q", raw.Kind, Kind)
+		bad(lineOf(root, "kind"), "kind is %s, want %q", quote(raw.Kind), Kind)
 	}
 
 	f := &File{Path: path}
@@ -145,7 +286,7 @@ func Parse(path string, data []byte) (*File, error) {
 		case h.Name == "":
 			bad(line, "%s.name is required", field)
 		case seen[h.Name] != 0:
-			bad(line, "%s.name %q is a duplicate of the entry on line %d", field, h.Name, seen[h.Name])
+			bad(line, "%s.name %s is a duplicate of the entry on line %d", field, quote(h.Name), seen[h.Name])
 		default:
 			seen[h.Name] = line
 		}
@@ -165,15 +306,15 @@ func Parse(path string, data []byte) (*File, error) {
 		line := entryLine(root, "customInformers", i)
 		field := fmt.Sprintf("customInformers[%d]", i)
 		if ci.Name != "" {
-			field = fmt.Sprintf("customInformers[%d] (%s)", i, ci.Name)
+			field = fmt.Sprintf("customInformers[%d] (%s)", i, shorten(ci.Name))
 		}
 		switch {
 		case ci.Name == "":
 			bad(line, "%s.name is required", field)
 		case len(validation.IsDNS1123Label(ci.Name)) > 0:
-			bad(line, "%s.name %q must be a DNS-1123 label: %s", field, ci.Name, strings.Join(validation.IsDNS1123Label(ci.Name), "; "))
+			bad(line, "%s.name %s must be a DNS-1123 label: %s", field, quote(ci.Name), strings.Join(validation.IsDNS1123Label(ci.Name), "; "))
 		case informerLines[ci.Name] != 0:
-			bad(line, "%s.name %q is a duplicate of the entry on line %d", field, ci.Name, informerLines[ci.Name])
+			bad(line, "%s.name %s is a duplicate of the entry on line %d", field, quote(ci.Name), informerLines[ci.Name])
 		default:
 			informerLines[ci.Name] = line
 		}
@@ -204,6 +345,10 @@ func Parse(path string, data []byte) (*File, error) {
 	if n := valueOf(root, "profiles"); n != nil {
 		pp := &profileParser{path: path, data: data, doc: &doc, bad: bad}
 		f.Profiles = pp.parse(n)
+	}
+	if len(problems) > maxProblems {
+		more := len(problems) - maxProblems
+		problems = append(problems[:maxProblems], fmt.Sprintf("and %d more problems", more))
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))

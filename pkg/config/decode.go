@@ -40,7 +40,7 @@ func DecodeStrict(r io.Reader, out any) error {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		return wrapSource(src, flattenYAMLError(err))
+		return wrapSource(src, flattenYAMLError(data, err))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -56,19 +56,85 @@ func wrapSource(src string, err error) error {
 	return fmt.Errorf("%s: %w", src, err)
 }
 
+// maxProblems bounds how many problems one error lists; a file of
+// thousands of unknown keys gets the first few and a count.
+const maxProblems = 10
+
 // flattenYAMLError turns yaml.v3's multi-line "unmarshal errors" into one
 // line, so that it fits a log line or a one-line fatal error.
-// Go type names are replaced by what they mean in the file.
-func flattenYAMLError(err error) error {
+// Go type names are replaced by what they mean in the file. A syntax error
+// gets the line at fault (see syntaxError); data is the YAML that failed.
+func flattenYAMLError(data []byte, err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
-		problems := make([]string, len(te.Errors))
-		for i, p := range te.Errors {
+		n := min(len(te.Errors), maxProblems)
+		problems := make([]string, n, n+1)
+		for i, p := range te.Errors[:n] {
 			problems[i] = readableProblem(p)
+		}
+		if more := len(te.Errors) - n; more > 0 {
+			problems = append(problems, fmt.Sprintf("and %d more problems", more))
 		}
 		return &DecodeError{Problems: problems}
 	}
-	return &DecodeError{Problems: []string{oneLine(strings.TrimPrefix(err.Error(), "yaml: "))}}
+	return &DecodeError{Problems: []string{syntaxError(data, err)}}
+}
+
+// yamlLineRE matches yaml.v3's "line N: " prefix of a syntax error.
+var yamlLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// maxLineProbes bounds the prefixes syntaxError parses, and
+// maxProbeBytes the bytes it parses in all, so that a syntax error at the
+// end of a big file costs a few parses, not thousands.
+const (
+	maxLineProbes = 200
+	maxProbeBytes = 4 << 20
+)
+
+// syntaxError renders a YAML syntax error on one line with the line at
+// fault. yaml.v3 names the line where the construct around the problem
+// began, counted from 0 for parser errors: for "key: value" followed by
+// a stray "- item" it names the line before the item. The line at fault
+// is found here as the shortest prefix of the file, from that line on,
+// that fails with the same problem. A tab in indentation, which yaml.v3
+// calls a character that cannot start a token, is called a tab.
+func syntaxError(data []byte, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	m := yamlLineRE.FindStringSubmatch(msg)
+	if m == nil {
+		return oneLine(msg)
+	}
+	reported, _ := strconv.Atoi(m[1])
+	problem := m[2]
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	line := reported
+	offset := 0
+	for _, l := range lines[:min(max(reported, 1)-1, len(lines))] {
+		offset += len(l)
+	}
+	parsed := 0
+	for k, probes := max(reported, 1), 0; k <= len(lines) && probes < maxLineProbes && parsed < maxProbeBytes; k, probes = k+1, probes+1 {
+		offset += len(lines[k-1])
+		prefix := data[:offset]
+		parsed += offset
+		var n yaml.Node
+		perr := yaml.Unmarshal(prefix, &n)
+		if perr == nil {
+			continue
+		}
+		if pm := yamlLineRE.FindStringSubmatch(strings.TrimPrefix(perr.Error(), "yaml: ")); pm != nil && pm[2] == problem {
+			line = k
+			break
+		}
+	}
+	if line >= 1 && line <= len(lines) {
+		text := lines[line-1]
+		indent := text[:len(text)-len(bytes.TrimLeft(text, " \t"))]
+		if bytes.IndexByte(indent, '\t') >= 0 || strings.Contains(problem, "tab character") {
+			return fmt.Sprintf("line %d: a tab in the indentation; YAML indents with spaces only", line)
+		}
+	}
+	return oneLine(fmt.Sprintf("line %d: %s", line, problem))
 }
 
 var (
@@ -88,11 +154,16 @@ func readableProblem(p string) string {
 			got = "a " + m[2]
 		}
 		if m[3] != "" {
-			got += " " + strconv.Quote(m[3])
+			got += " " + quote(m[3])
 		}
 		return m[1] + "expected " + goKind(m[4]) + ", got " + got
 	}
-	return oneLine(inTypeRE.ReplaceAllString(p, ""))
+	p = inTypeRE.ReplaceAllString(p, "")
+	if len(p) > 4*maxQuoted {
+		// "field <name> not found" with a huge name.
+		p = shorten(p)
+	}
+	return oneLine(p)
 }
 
 var yamlKinds = map[string]string{

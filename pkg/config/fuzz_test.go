@@ -10,6 +10,9 @@ import (
 // fuzzPath is the file name Parse is given; every error must name it.
 const fuzzPath = "fuzz/sched.yaml"
 
+// maxFuzzMessage bounds the length of any error of Parse.
+const maxFuzzMessage = 16 << 10
+
 // FuzzParse feeds arbitrary bytes to Parse, the parser behind Load (Load
 // only reads the file first). Parse must not panic; an error must be one
 // non-empty line naming the file; a File it returns must satisfy what
@@ -30,6 +33,11 @@ func FuzzParse(f *testing.F) {
 			}
 			if !strings.HasPrefix(msg, fuzzPath+": ") {
 				t.Errorf("error does not start with the file path %q: %q", fuzzPath, msg)
+			}
+			// Bounded whatever the input: at most maxProblems problems,
+			// each quoting values bounded.
+			if len(msg) > maxFuzzMessage {
+				t.Errorf("error of %d bytes for %d bytes of input; want at most %d: %.300q", len(msg), len(data), maxFuzzMessage, msg)
 			}
 			return
 		}

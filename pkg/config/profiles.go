@@ -165,10 +165,10 @@ func (p *profileParser) parse(n *yaml.Node) []Profile {
 		case name == "":
 			p.bad(fields.line("schedulerName"), "%s.schedulerName must not be empty", field)
 		case len(validation.IsDNS1123Subdomain(name)) > 0:
-			p.bad(fields.line("schedulerName"), "%s.schedulerName %q must be a DNS-1123 subdomain: %s",
-				field, name, strings.Join(validation.IsDNS1123Subdomain(name), "; "))
+			p.bad(fields.line("schedulerName"), "%s.schedulerName %s must be a DNS-1123 subdomain: %s",
+				field, quote(name), strings.Join(validation.IsDNS1123Subdomain(name), "; "))
 		case seen[name] != 0:
-			p.bad(item.Line, "%s.schedulerName %q is a duplicate of the profile on line %d", field, name, seen[name])
+			p.bad(item.Line, "%s.schedulerName %s is a duplicate of the profile on line %d", field, quote(name), seen[name])
 		default:
 			seen[name] = item.Line
 		}
@@ -225,7 +225,7 @@ func (p *profileParser) plugins(n *yaml.Node, field string) Plugins {
 			case name == "":
 				p.bad(ef.line("name"), "%s.name must not be empty", entry)
 			case seen[name] != 0:
-				p.bad(item.Line, "%s.name %q is a duplicate of the entry on line %d", entry, name, seen[name])
+				p.bad(item.Line, "%s.name %s is a duplicate of the entry on line %d", entry, quote(name), seen[name])
 			default:
 				seen[name] = item.Line
 			}
@@ -291,7 +291,7 @@ func (p *profileParser) pluginConfig(n *yaml.Node, field string) []PluginConfig 
 		case name == "":
 			p.bad(fields.line("name"), "%s.name must not be empty", entry)
 		case seen[name] != 0:
-			p.bad(item.Line, "%s.name %q is a duplicate of the entry on line %d", entry, name, seen[name])
+			p.bad(item.Line, "%s.name %s is a duplicate of the entry on line %d", entry, quote(name), seen[name])
 		default:
 			seen[name] = item.Line
 		}
@@ -363,7 +363,7 @@ func (p *profileParser) mapping(n *yaml.Node, field string, nullOK bool, known .
 		k, v := n.Content[i], n.Content[i+1]
 		switch {
 		case !slices.Contains(known, k.Value):
-			p.bad(k.Line, "%s: unknown field %q (known: %s)", field, k.Value, strings.Join(known, ", "))
+			p.bad(k.Line, "%s: unknown field %s (known: %s)", field, quote(k.Value), strings.Join(known, ", "))
 		case out.has(k.Value):
 			p.bad(k.Line, "%s.%s is given twice, first on line %d", field, k.Value, out.line(k.Value))
 		default:

@@ -129,6 +129,49 @@ func podGroup(pod *v1.Pod) (ref GroupRef, ok bool, conflict string) {
 	return ref, true, conflict
 }
 
+// groupRef renders a gang's namespace and name for a message: the name
+// as is when it is valid (at most 253 bytes), else quoted and bounded
+// (QuoteValue).
+func groupRef(id JobID) string {
+	if len(validation.IsDNS1123Subdomain(id.Name)) == 0 {
+		return id.Namespace + "/" + id.Name
+	}
+	return id.Namespace + "/" + QuoteValue(id.Name)
+}
+
+// IgnoredGroupSignals lists, one message each, the gang annotations and
+// labels of pod that the scheduler ignores, with why: an empty group
+// name, a quorum on a pod that names no group, a job-gang opt-in that is
+// not "true" or whose pod no Job controls. A pod that carries them is
+// scheduled as if they were absent, which is rarely what its author
+// meant, so the scheduler reports them on the pod (see the scheduler's
+// IgnoredAnnotation event). Problems that stop a gang from being
+// scheduled are not listed here: they are the job's ValidationError.
+func IgnoredGroupSignals(pod *v1.Pod) []string {
+	var out []string
+	for _, key := range []string{GroupNameAnnotation, VolcanoGroupNameAnnotation} {
+		if v, ok := pod.Annotations[key]; ok && v == "" {
+			out = append(out, fmt.Sprintf("annotation %s is empty, so it names no gang; the pod is scheduled on its own", key))
+		}
+	}
+	if v, ok := pod.Labels[CoschedulingPodGroupLabel]; ok && v == "" {
+		out = append(out, fmt.Sprintf("label %s is empty, so it names no gang; the pod is scheduled on its own", CoschedulingPodGroupLabel))
+	}
+	if v, ok := pod.Annotations[JobGangAnnotation]; ok {
+		owner := metav1.GetControllerOfNoCopy(pod)
+		switch {
+		case v != "true":
+			out = append(out, fmt.Sprintf("annotation %s=%s is ignored: only \"true\" opts the pods of a Job into one gang", JobGangAnnotation, QuoteValue(v)))
+		case owner == nil || owner.Kind != "Job" || !strings.HasPrefix(owner.APIVersion, "batch/"):
+			out = append(out, fmt.Sprintf("annotation %s=true is ignored: no batch/v1 Job controls the pod", JobGangAnnotation))
+		}
+	}
+	if v, ok := pod.Annotations[MinAvailableAnnotation]; ok && len(PodGroupRefs(pod)) == 0 {
+		out = append(out, fmt.Sprintf("annotation %s=%s is ignored: the pod names no gang (set %s too)", MinAvailableAnnotation, QuoteValue(v), GroupNameAnnotation))
+	}
+	return out
+}
+
 // GangGroup is the resource of EventGangGroupChange.
 const GangGroup EventResource = "GangGroup"
 
@@ -208,7 +251,7 @@ func (j *JobInfo) revalidate() {
 	}
 	var problems []string
 	if errs := validation.IsDNS1123Subdomain(j.ID.Name); len(errs) > 0 {
-		problems = append(problems, fmt.Sprintf("group name %q is not a valid name: %s", j.ID.Name, strings.Join(errs, "; ")))
+		problems = append(problems, fmt.Sprintf("group name %s is not a valid name: %s", QuoteValue(j.ID.Name), strings.Join(errs, "; ")))
 	}
 	if len(j.conflicts) > 0 {
 		msgs := make([]string, 0, len(j.conflicts))
@@ -242,13 +285,13 @@ func (j *JobInfo) revalidate() {
 		case problem != "":
 			problems = append(problems, problem)
 		case !declared:
-			problems = append(problems, fmt.Sprintf("it declares no quorum: set annotation %s to the number of pods that must start together, on every pod of the gang, or create %s %s/%s with spec.minMember",
-				MinAvailableAnnotation, GroupKindVolcano, j.ID.Namespace, j.ID.Name))
+			problems = append(problems, fmt.Sprintf("it declares no quorum: set annotation %s to the number of pods that must start together, on every pod of the gang, or create %s %s with spec.minMember",
+				MinAvailableAnnotation, GroupKindVolcano, groupRef(j.ID)))
 		default:
 			j.minAvailable = n
 		}
 	default:
-		problems = append(problems, fmt.Sprintf("waiting for %s %s/%s to exist", kind, j.ID.Namespace, j.ID.Name))
+		problems = append(problems, fmt.Sprintf("waiting for %s %s to exist", kind, groupRef(j.ID)))
 	}
 	if len(problems) == 0 {
 		j.loggedErr = ""
@@ -256,9 +299,9 @@ func (j *JobInfo) revalidate() {
 	}
 	j.minAvailable = 0
 	problem := strings.Join(problems, "; ")
-	j.validationErr = fmt.Errorf("gang %s is not scheduled: %s", j.ID, problem)
+	j.validationErr = fmt.Errorf("gang %s is not scheduled: %s", groupRef(j.ID), problem)
 	if problem != j.loggedErr {
 		j.loggedErr = problem
-		klog.InfoS("Gang is not scheduled until its group is fixed", "job", j.ID.String(), "problem", problem)
+		klog.InfoS("Gang is not scheduled until its group is fixed", "job", groupRef(j.ID), "problem", problem)
 	}
 }

@@ -11,6 +11,8 @@ package resources
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"sort"
 	"strings"
 
@@ -64,19 +66,93 @@ func (r Resource) ToList() v1.ResourceList {
 func (r *Resource) set(name v1.ResourceName, q resource.Quantity) {
 	switch name {
 	case v1.ResourceCPU:
-		r.MilliCPU = q.MilliValue()
+		r.MilliCPU = MilliValue(q)
 	case v1.ResourceMemory:
-		r.Memory = q.Value()
+		r.Memory = Value(q)
 	case v1.ResourceEphemeralStorage:
-		r.EphemeralStorage = q.Value()
+		r.EphemeralStorage = Value(q)
 	case v1.ResourcePods:
-		r.Pods = q.Value()
+		r.Pods = Value(q)
 	default:
 		if r.Scalar == nil {
 			r.Scalar = map[v1.ResourceName]int64{}
 		}
-		r.Scalar[name] = q.Value()
+		r.Scalar[name] = Value(q)
 	}
+}
+
+// The largest and smallest quantities an int64 holds, in base units and
+// in thousandths.
+var (
+	maxValue      = resource.NewQuantity(math.MaxInt64, resource.DecimalSI)
+	minValue      = resource.NewQuantity(math.MinInt64, resource.DecimalSI)
+	maxMilliValue = resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
+	minMilliValue = resource.NewMilliQuantity(math.MinInt64, resource.DecimalSI)
+)
+
+// Value returns q in base units (rounded up), saturated to the int64
+// range: a node that reports 1e30 bytes has math.MaxInt64, not a wrapped
+// negative amount. resource.Quantity.Value overflows silently there.
+func Value(q resource.Quantity) int64 {
+	switch {
+	case q.Cmp(*maxValue) >= 0:
+		return math.MaxInt64
+	case q.Cmp(*minValue) <= 0:
+		return math.MinInt64
+	}
+	return q.Value()
+}
+
+// MilliValue returns q in thousandths (rounded up), saturated to the
+// int64 range: cpu: 1e30, or 2^63-1 cores, is math.MaxInt64 millicores.
+// resource.Quantity.MilliValue overflows silently beyond about 9.2e15
+// cores.
+func MilliValue(q resource.Quantity) int64 {
+	switch {
+	case q.Cmp(*maxMilliValue) >= 0:
+		return math.MaxInt64
+	case q.Cmp(*minMilliValue) <= 0:
+		return math.MinInt64
+	}
+	return q.MilliValue()
+}
+
+// AddSat returns a+b, saturated to the int64 range instead of wrapping.
+func AddSat(a, b int64) int64 {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
+}
+
+// SubSat returns a-b, saturated to the int64 range instead of wrapping.
+func SubSat(a, b int64) int64 {
+	d := a - b
+	switch {
+	case a >= 0 && b < 0 && d < 0:
+		return math.MaxInt64
+	case a < 0 && b > 0 && d >= 0:
+		return math.MinInt64
+	}
+	return d
+}
+
+// Share returns part*scale/whole, rounded down, without overflowing for
+// any 0 <= part <= whole and 0 < whole: a score of 0..scale of how much
+// of whole part is. Out-of-range arguments are clamped into that range.
+func Share(part, whole, scale int64) int64 {
+	if whole <= 0 || scale <= 0 {
+		return 0
+	}
+	part = min(max(part, 0), whole)
+	hi, lo := bits.Mul64(uint64(part), uint64(scale))
+	// part <= whole, so the quotient is at most scale and hi < whole.
+	q, _ := bits.Div64(hi, lo, uint64(whole))
+	return int64(q)
 }
 
 // PodRequests returns what pod requests, as the kubelet and kube-scheduler
@@ -88,32 +164,34 @@ func PodRequests(pod *v1.Pod) Resource {
 	return r
 }
 
-// Add adds o to r.
+// Add adds o to r. Sums saturate at the int64 range instead of
+// wrapping (a node reporting 2^63-1 of something plus a pod).
 func (r *Resource) Add(o Resource) {
-	r.MilliCPU += o.MilliCPU
-	r.Memory += o.Memory
-	r.EphemeralStorage += o.EphemeralStorage
-	r.Pods += o.Pods
+	r.MilliCPU = AddSat(r.MilliCPU, o.MilliCPU)
+	r.Memory = AddSat(r.Memory, o.Memory)
+	r.EphemeralStorage = AddSat(r.EphemeralStorage, o.EphemeralStorage)
+	r.Pods = AddSat(r.Pods, o.Pods)
 	for name, v := range o.Scalar {
 		if r.Scalar == nil {
 			r.Scalar = make(map[v1.ResourceName]int64, len(o.Scalar))
 		}
-		r.Scalar[name] += v
+		r.Scalar[name] = AddSat(r.Scalar[name], v)
 	}
 }
 
 // Sub subtracts o from r. Amounts may become negative (an over-committed
-// node); callers decide what that means.
+// node); callers decide what that means. Differences saturate at the
+// int64 range instead of wrapping.
 func (r *Resource) Sub(o Resource) {
-	r.MilliCPU -= o.MilliCPU
-	r.Memory -= o.Memory
-	r.EphemeralStorage -= o.EphemeralStorage
-	r.Pods -= o.Pods
+	r.MilliCPU = SubSat(r.MilliCPU, o.MilliCPU)
+	r.Memory = SubSat(r.Memory, o.Memory)
+	r.EphemeralStorage = SubSat(r.EphemeralStorage, o.EphemeralStorage)
+	r.Pods = SubSat(r.Pods, o.Pods)
 	for name, v := range o.Scalar {
 		if r.Scalar == nil {
 			r.Scalar = make(map[v1.ResourceName]int64, len(o.Scalar))
 		}
-		r.Scalar[name] -= v
+		r.Scalar[name] = SubSat(r.Scalar[name], v)
 	}
 }
 

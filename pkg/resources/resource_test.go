@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"math"
 	"reflect"
 	"testing"
 
@@ -97,6 +98,65 @@ func TestToListRoundTrips(t *testing.T) {
 		}
 		if again := FromList(back); again.String() != r.String() {
 			t.Errorf("round trip changed %s into %s", r, again)
+		}
+	}
+}
+
+func TestSaturatingConversions(t *testing.T) {
+	tests := []struct {
+		in       string
+		milli, v int64
+	}{
+		{"1", 1000, 1},
+		{"500m", 500, 1},
+		{"9223372036854775807", math.MaxInt64, math.MaxInt64},
+		{"1e30", math.MaxInt64, math.MaxInt64},
+		{"9223372036854776", math.MaxInt64, 9223372036854776},
+		{"9223372036854775", 9223372036854775000, 9223372036854775},
+		{"-1e30", math.MinInt64, math.MinInt64},
+		{"8Ei", math.MaxInt64, math.MaxInt64},
+	}
+	for _, tt := range tests {
+		q := resource.MustParse(tt.in)
+		if got := MilliValue(q); got != tt.milli {
+			t.Errorf("MilliValue(%s) = %d, want %d", tt.in, got, tt.milli)
+		}
+		if got := Value(q); got != tt.v {
+			t.Errorf("Value(%s) = %d, want %d", tt.in, got, tt.v)
+		}
+	}
+	r := FromList(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1e30"), v1.ResourceMemory: resource.MustParse("1e30")})
+	r.Sub(PodRequests(&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Resources: v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}}}}))
+	if r.MilliCPU != math.MaxInt64-1000 || r.Memory != math.MaxInt64 {
+		t.Errorf("1e30 cpu and memory less a 1-cpu pod = %v, want MaxInt64-1000m and MaxInt64", r)
+	}
+}
+
+func TestSaturatingArithmetic(t *testing.T) {
+	const maxI, minI = math.MaxInt64, math.MinInt64
+	for _, tt := range []struct{ a, b, sum, diff int64 }{
+		{1, 2, 3, -1},
+		{maxI, 1, maxI, maxI - 1},
+		{maxI, maxI, maxI, 0},
+		{minI, -1, minI, minI + 1},
+		{minI, 1, minI + 1, minI},
+		{0, minI, minI, maxI},
+		{-1, maxI, maxI - 1, minI},
+	} {
+		if got := AddSat(tt.a, tt.b); got != tt.sum {
+			t.Errorf("AddSat(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.sum)
+		}
+		if got := SubSat(tt.a, tt.b); got != tt.diff {
+			t.Errorf("SubSat(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.diff)
+		}
+	}
+	for _, tt := range []struct{ part, whole, want int64 }{
+		{1, 4, 25}, {0, 4, 0}, {4, 4, 100}, {5, 4, 100}, {-1, 4, 0}, {1, 0, 0},
+		{maxI, maxI, 100}, {maxI / 2, maxI, 49}, {1, maxI, 0},
+	} {
+		if got := Share(tt.part, tt.whole, 100); got != tt.want {
+			t.Errorf("Share(%d, %d, 100) = %d, want %d", tt.part, tt.whole, got, tt.want)
 		}
 	}
 }

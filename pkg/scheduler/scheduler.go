@@ -84,6 +84,8 @@ type Scheduler struct {
 	metrics  *Metrics
 	// nominated holds the room preemption made for pending pods.
 	nominated *nominator
+	// ignored remembers the pods told about ignored annotations.
+	ignored *ignoredReports
 
 	// bindSlots bounds concurrent binds (and status updates); bindWG waits
 	// for them on shutdown.
@@ -122,6 +124,7 @@ func New(opts Options) (*Scheduler, error) {
 		snapshot:  cache.NewSnapshot(),
 		metrics:   opts.Metrics,
 		nominated: newNominator(),
+		ignored:   newIgnoredReports(),
 		bindSlots: make(chan struct{}, opts.BindConcurrency),
 	}, nil
 }
@@ -186,6 +189,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		s.queue.Done(qj.ID)
 		return
 	}
+	s.reportIgnoredSignals(ctx, c.job.Pending)
 	logger.V(3).Info("Attempting to schedule job", "pending", len(c.job.Pending), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
 
 	if err := s.cache.UpdateSnapshot(s.snapshot); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,13 +17,16 @@ import (
 // reportUnschedulable sets PodScheduled=False/Unschedulable with msg on
 // pod and records a FailedScheduling event. The status write happens in
 // the background and is skipped when the pod already says the same.
+//
+// Both messages are bounded (framework.MaxEventNote,
+// framework.MaxConditionMessage): they quote what users wrote.
 func (s *Scheduler) reportUnschedulable(ctx context.Context, pod *v1.Pod, msg string) {
-	s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", msg)
+	s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", framework.TruncateMessage(msg, framework.MaxEventNote))
 	cond := v1.PodCondition{
 		Type:    v1.PodScheduled,
 		Status:  v1.ConditionFalse,
 		Reason:  v1.PodReasonUnschedulable,
-		Message: msg,
+		Message: framework.TruncateMessage(msg, framework.MaxConditionMessage),
 	}
 	if hasCondition(pod, cond) {
 		return

@@ -3,13 +3,17 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // eventRecording writes the scheduler's Events through events.k8s.io/v1.
@@ -29,9 +33,28 @@ func newEventRecording(client kubernetes.Interface) *eventRecording {
 	return &eventRecording{broadcaster: events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})}
 }
 
-// recorder returns the recorder for events reported by component.
+// recorder returns the recorder for events reported by component. Its
+// notes are cut to the 1 KiB the API server accepts (boundedRecorder).
 func (r *eventRecording) recorder(component string) events.EventRecorderLogger {
-	return r.broadcaster.NewRecorder(scheme.Scheme, component)
+	return boundedRecorder{r.broadcaster.NewRecorder(scheme.Scheme, component)}
+}
+
+// boundedRecorder cuts every note to framework.MaxEventNote bytes: notes
+// quote what users wrote (group names, annotation values), and the API
+// server rejects an event with a longer note, so the event would be lost.
+type boundedRecorder struct {
+	events.EventRecorderLogger
+}
+
+// Eventf implements events.EventRecorder.
+func (r boundedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	r.EventRecorderLogger.Eventf(regarding, related, eventtype, reason, action, "%s",
+		framework.TruncateMessage(fmt.Sprintf(note, args...), framework.MaxEventNote))
+}
+
+// WithLogger implements events.EventRecorderLogger.
+func (r boundedRecorder) WithLogger(logger klog.Logger) events.EventRecorderLogger {
+	return boundedRecorder{r.EventRecorderLogger.WithLogger(logger)}
 }
 
 // start writes events until the returned function is called; that

@@ -9,6 +9,11 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 func TestCancelledEventWritesAreCountedNotLogged(t *testing.T) {
@@ -29,3 +34,23 @@ func TestCancelledEventWritesAreCountedNotLogged(t *testing.T) {
 		t.Errorf("logged %q; want the other error (with the logger's values) and the info line", logged)
 	}
 }
+
+func TestEventNotesAreBounded(t *testing.T) {
+	fake := events.NewFakeRecorder(10)
+	r := boundedRecorder{fakeLogger{fake}}
+	pod := &v1.Pod{}
+	r.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "gang %s is not scheduled", strings.Repeat("x", 30000))
+	r.WithLogger(klog.Background()).Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding", "short %d", 1)
+	long, short := <-fake.Events, <-fake.Events
+	if n := len(long) - len("Warning FailedScheduling "); n > framework.MaxEventNote {
+		t.Errorf("note of %d bytes, want at most %d", n, framework.MaxEventNote)
+	}
+	if short != "Normal Scheduled short 1" {
+		t.Errorf("short event = %q", short)
+	}
+}
+
+// fakeLogger makes a FakeRecorder an EventRecorderLogger.
+type fakeLogger struct{ *events.FakeRecorder }
+
+func (f fakeLogger) WithLogger(klog.Logger) events.EventRecorderLogger { return f }

@@ -3,10 +3,13 @@ package app
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -16,6 +19,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // Options are the command-line settings of batch-scheduler.
@@ -159,5 +163,136 @@ func (o *LeaderElectionOptions) Validate() error {
 	case o.ResourceName == "" || o.ResourceNamespace == "":
 		return errors.New("--leader-elect-resource-name and --leader-elect-resource-namespace must not be empty")
 	}
+	if errs := validation.IsDNS1123Label(o.ResourceNamespace); len(errs) > 0 {
+		return fmt.Errorf("--leader-elect-resource-namespace %s is not a valid namespace name: %s", quoteShort(o.ResourceNamespace), strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(o.ResourceName); len(errs) > 0 {
+		return fmt.Errorf("--leader-elect-resource-name %s is not a valid Lease name: %s", quoteShort(o.ResourceName), strings.Join(errs, "; "))
+	}
 	return nil
+}
+
+// Validate checks the flags of the cluster and scheduling sections, as
+// kube-scheduler checks its client connection and profiles, plus what
+// kube-scheduler leaves to client-go or to the API server: every error
+// names its flag and the value given. It returns every problem found,
+// joined on one line.
+func (o *Options) Validate() error {
+	var errs []error
+	errs = append(errs, validateQPS("--kube-api-qps", o.KubeAPIQPS), validateBurst("--kube-api-burst", o.KubeAPIBurst))
+	errs = append(errs, validateQPS("--events-qps", o.EventsQPS), validateBurst("--events-burst", o.EventsBurst))
+	errs = append(errs, validateSchedulerNames(o.SchedulerNames))
+	if o.EventHandler == "" {
+		errs = append(errs, errors.New("--event-handler must not be empty"))
+	}
+	if err := o.LeaderElection.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return joinOneLine(errs)
+}
+
+// validateQPS checks a queries-per-second flag. client-go reads 0 as "the
+// default of 5" and a negative value as "no client-side limit", and a NaN
+// or infinite value breaks its token bucket, so only a finite positive
+// number is accepted: what the flag says is what the scheduler does.
+func validateQPS(flag string, v float32) error {
+	f := float64(v)
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return fmt.Errorf("%s must be a finite number of queries per second, got %v", flag, v)
+	case f <= 0:
+		return fmt.Errorf("%s must be greater than 0, got %v", flag, v)
+	}
+	return nil
+}
+
+// validateBurst checks a burst flag: client-go needs at least 1 whenever
+// the QPS limit is on, which validateQPS makes it always.
+func validateBurst(flag string, v int) error {
+	if v < 1 {
+		return fmt.Errorf("%s must be at least 1, got %d", flag, v)
+	}
+	return nil
+}
+
+// validateSchedulerNames checks --scheduler-name: at least one name, each a
+// valid spec.schedulerName (the API server accepts only DNS-1123 subdomains
+// there, so any other name could never match a pod), and no name twice, as
+// kube-scheduler requires of its profiles.
+func validateSchedulerNames(names []string) error {
+	if len(names) == 0 {
+		return errors.New("--scheduler-name: at least one name is required")
+	}
+	seen := make(map[string]bool, len(names))
+	var errs []error
+	for _, n := range names {
+		switch {
+		case n == "":
+			errs = append(errs, errors.New("--scheduler-name: a name is empty"))
+		case len(validation.IsDNS1123Subdomain(n)) > 0:
+			errs = append(errs, fmt.Errorf("--scheduler-name %s is not a valid scheduler name (pods can only name a DNS-1123 subdomain): %s",
+				quoteShort(n), strings.Join(validation.IsDNS1123Subdomain(n), "; ")))
+		case seen[n]:
+			errs = append(errs, fmt.Errorf("--scheduler-name %s is given twice", quoteShort(n)))
+		}
+		seen[n] = true
+	}
+	return joinOneLine(errs)
+}
+
+// joinOneLine joins the non-nil errors with "; ", or returns nil.
+func joinOneLine(errs []error) error {
+	var msgs []string
+	for _, err := range errs {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// quoteShort quotes a user's value for a message, bounded
+// (framework.QuoteValue), so that a huge value does not make a huge
+// message.
+func quoteShort(s string) string { return framework.QuoteValue(s) }
+
+// flagError rewords a flag parsing error for the person who typed the
+// flag: it names the flag and the value, and says what the value must
+// look like instead of showing Go's parser (strconv.ParseFloat...).
+func flagError(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) || ive.GetFlag() == nil {
+		return err
+	}
+	name := "--" + ive.GetFlag().Name
+	value := quoteShort(ive.GetValue())
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		what := map[string]string{
+			"float32": "a number", "float64": "a number",
+			"int": "an integer", "int32": "an integer", "int64": "an integer", "uint": "a non-negative integer",
+			"bool": "true or false", "Level": "a verbosity level (an integer)",
+		}[ive.GetFlag().Value.Type()]
+		if what == "" {
+			what = "a " + ive.GetFlag().Value.Type()
+		}
+		if errors.Is(ne.Err, strconv.ErrRange) {
+			return fmt.Errorf("%s %s: out of range for %s", name, value, what)
+		}
+		return fmt.Errorf("%s %s: must be %s", name, value, what)
+	}
+	switch ive.GetFlag().Value.Type() {
+	case "duration":
+		return fmt.Errorf("%s %s: must be a duration such as 30s, 2m or 1h30m", name, value)
+	case "ip":
+		return fmt.Errorf("%s %s: must be an IP address", name, value)
+	}
+	cause := ive.Unwrap()
+	if cause == nil {
+		return err
+	}
+	return fmt.Errorf("%s %s: %s", name, value, strings.ReplaceAll(cause.Error(), "\n", " "))
 }

@@ -135,7 +135,7 @@ through the event handler chosen with --event-handler.`,
 	}
 	// Every error of flag parsing (unknown flag, bad value) is a usage
 	// error: exit code 2.
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(flagError(err)) })
 	addAll(cmd.Flags(), fss)
 	shadowGlobalFlags(cmd.PersistentFlags(), cmd.Flags())
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
@@ -175,14 +175,11 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 		_, err := regs.handlers.Lookup(o.EventHandler)
 		return usageError(fmt.Errorf("--event-handler: %w", err))
 	}
-	if err := o.LeaderElection.Validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return usageError(err)
 	}
 	if err := o.Serving.Validate(); err != nil {
 		return usageError(err)
-	}
-	if len(o.SchedulerNames) == 0 {
-		return usageError(errors.New("--scheduler-name: at least one name is required"))
 	}
 	selector := labels.Everything()
 	if o.NodeSelector != "" {
@@ -194,7 +191,7 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 	}
 	var cfg *config.File
 	if o.ConfigPath != "" {
-		f, err := config.Load(o.ConfigPath)
+		f, err := config.LoadContext(ctx, o.ConfigPath)
 		if err != nil {
 			return usageError(fmt.Errorf("--config-path: %w", err))
 		}
@@ -206,11 +203,14 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 	}
 	restConfig.QPS, restConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	restConfig = rest.AddUserAgent(restConfig, "batch-scheduler")
+	apiHealth := newAPIHealth()
+	apiHealth.wrap(restConfig)
 
 	s, err := newServer(ctx, o, regs, cfg, selector, restConfig)
 	if err != nil {
 		return err
 	}
+	s.apiHealth = apiHealth
 	serving, err := o.Serving.config(o.Kubeconfig)
 	if err != nil {
 		return err
@@ -235,6 +235,8 @@ type server struct {
 	// verify configures the cache consistency checker
 	// (/debug/cache/verify, SIGUSR2).
 	verify cache.VerifyOptions
+	// apiHealth logs failing API requests and says why in /readyz.
+	apiHealth *apiHealth
 }
 
 // protobufConfig returns a copy of rc that speaks protobuf, as
@@ -419,6 +421,9 @@ func (s *server) demand() *demand.Report {
 // returned function stops them and waits until they have.
 func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func(), err error) {
 	checks := newHealthChecks(ctx, s.cache.HandlersSynced, s.watchdog)
+	if s.apiHealth != nil {
+		checks.ready = append(checks.ready, s.apiHealth.readyCheck(s.cache.HandlersSynced))
+	}
 	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
 		"/debug/cache":   s.cache.DumpHandler(),
 		cache.VerifyPath: s.cache.VerifyHandler(s.verify),

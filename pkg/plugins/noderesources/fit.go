@@ -268,18 +268,25 @@ func fits(req resources.Resource, node *framework.NodeInfo) bool {
 // there.
 func fitsNode(req resources.Resource, node *framework.NodeInfo) bool {
 	s, r, e := &node.Schedulable, &node.Requested, &node.External
-	if req.Pods > s.Pods-r.Pods-e.Pods ||
-		req.MilliCPU > 0 && req.MilliCPU > s.MilliCPU-r.MilliCPU-e.MilliCPU ||
-		req.Memory > 0 && req.Memory > s.Memory-r.Memory-e.Memory ||
-		req.EphemeralStorage > 0 && req.EphemeralStorage > s.EphemeralStorage-r.EphemeralStorage-e.EphemeralStorage {
+	if req.Pods > free(s.Pods, r.Pods, e.Pods) ||
+		req.MilliCPU > 0 && req.MilliCPU > free(s.MilliCPU, r.MilliCPU, e.MilliCPU) ||
+		req.Memory > 0 && req.Memory > free(s.Memory, r.Memory, e.Memory) ||
+		req.EphemeralStorage > 0 && req.EphemeralStorage > free(s.EphemeralStorage, r.EphemeralStorage, e.EphemeralStorage) {
 		return false
 	}
 	for name, v := range req.Scalar {
-		if v > 0 && v > s.Scalar[name]-r.Scalar[name]-e.Scalar[name] {
+		if v > 0 && v > free(s.Scalar[name], r.Scalar[name], e.Scalar[name]) {
 			return false
 		}
 	}
 	return true
+}
+
+// free is schedulable less requested less external, saturated rather
+// than wrapped: amounts near the int64 limits (a node reporting 2^63-1
+// cpu) must not turn "plenty" into "none".
+func free(schedulable, requested, external int64) int64 {
+	return resources.SubSat(resources.SubSat(schedulable, requested), external)
 }
 
 // fitsCap reports whether req fits in what node's cap leaves for this
@@ -293,13 +300,13 @@ func fitsCap(req resources.Resource, node *framework.NodeInfo) bool {
 		return false
 	}
 	o := &node.OwnRequested
-	if req.MilliCPU > 0 && req.MilliCPU > c.MilliCPU-o.MilliCPU ||
-		req.Memory > 0 && req.Memory > c.Memory-o.Memory ||
-		req.EphemeralStorage > 0 && req.EphemeralStorage > c.EphemeralStorage-o.EphemeralStorage {
+	if req.MilliCPU > 0 && req.MilliCPU > resources.SubSat(c.MilliCPU, o.MilliCPU) ||
+		req.Memory > 0 && req.Memory > resources.SubSat(c.Memory, o.Memory) ||
+		req.EphemeralStorage > 0 && req.EphemeralStorage > resources.SubSat(c.EphemeralStorage, o.EphemeralStorage) {
 		return false
 	}
 	for name, v := range req.Scalar {
-		if v > 0 && v > c.Scalar[name]-o.Scalar[name] {
+		if v > 0 && v > resources.SubSat(c.Scalar[name], o.Scalar[name]) {
 			return false
 		}
 	}
@@ -321,13 +328,13 @@ func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Po
 		}
 		// Usage outside Kubernetes (a VM on the host) fills the node
 		// like pods do.
-		requested := amount(node.Requested, rw.Name) + amount(node.External, rw.Name) + podReq
+		requested := resources.AddSat(resources.AddSat(amount(node.Requested, rw.Name), amount(node.External, rw.Name)), podReq)
 		// On a capped node the capacity is the cap where it is smaller,
 		// and what is in use the larger of the two views.
 		if node.Cap != nil && rw.Name != v1.ResourcePods {
 			if c := amount(*node.Cap, rw.Name); c < schedulable {
-				free := min(schedulable-requested, c-amount(node.OwnRequested, rw.Name)-podReq)
-				schedulable, requested = c, c-free
+				left := min(resources.SubSat(schedulable, requested), free(c, amount(node.OwnRequested, rw.Name), podReq))
+				schedulable, requested = c, resources.SubSat(c, left)
 			}
 		}
 		if schedulable <= 0 {
@@ -358,13 +365,12 @@ func leastAllocatedScore(requested, schedulable int64) int64 {
 		return framework.MinNodeScore
 	}
 	requested = max(requested, 0)
-	return (schedulable - requested) * framework.MaxNodeScore / schedulable
+	return resources.Share(schedulable-requested, schedulable, framework.MaxNodeScore)
 }
 
 // mostAllocatedScore is the share of schedulable in use, 0..100.
 func mostAllocatedScore(requested, schedulable int64) int64 {
-	requested = min(max(requested, 0), schedulable)
-	return requested * framework.MaxNodeScore / schedulable
+	return resources.Share(requested, schedulable, framework.MaxNodeScore)
 }
 
 // amount returns r's amount of name.

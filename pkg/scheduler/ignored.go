@@ -1,0 +1,52 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// ReasonIgnoredAnnotation is the reason of the Warning event that says
+// which gang annotations or labels of a pod the scheduler ignores (see
+// framework.IgnoredGroupSignals).
+const ReasonIgnoredAnnotation = "IgnoredAnnotation"
+
+// maxIgnoredReports bounds the pods whose last report is remembered; a
+// pod forgotten by the bound may be reported once more.
+const maxIgnoredReports = 1 << 16
+
+// ignoredReports remembers, per pod UID, the last report of ignored
+// annotations made, so that a pod is told once per change of its
+// annotations, not once per scheduling attempt.
+type ignoredReports struct {
+	last *lru.Cache
+}
+
+func newIgnoredReports() *ignoredReports {
+	return &ignoredReports{last: lru.New(maxIgnoredReports)}
+}
+
+// reportIgnoredSignals records an IgnoredAnnotation event on each pod
+// that carries gang annotations or labels the scheduler ignores, unless
+// the same report was already made for that pod.
+func (s *Scheduler) reportIgnoredSignals(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		problems := framework.IgnoredGroupSignals(pod)
+		if len(problems) == 0 {
+			continue
+		}
+		msg := strings.Join(problems, "; ")
+		if last, ok := s.ignored.last.Get(pod.UID); ok && last == msg {
+			continue
+		}
+		s.ignored.last.Add(pod.UID, msg)
+		klog.FromContext(ctx).V(2).Info("Pod has gang annotations that are ignored", "pod", klog.KObj(pod), "problems", msg)
+		s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonIgnoredAnnotation, "Scheduling", "%s",
+			framework.TruncateMessage(msg, framework.MaxEventNote))
+	}
+}
