@@ -42,6 +42,10 @@ type ControlPlane struct {
 	env      *envtest.Environment
 	stopOnce sync.Once
 	stopErr  error
+
+	// apiMu guards api, the kube-apiserver process (see restart.go).
+	apiMu sync.Mutex
+	api   apiServerProcess
 }
 
 // AssetsDir returns where the binaries are: $KUBEBUILDER_ASSETS if set,
@@ -141,6 +145,8 @@ func Start(opts ...Option) (*ControlPlane, error) {
 // safe to call more than once and from a signal handler.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
+		// A kube-apiserver started by RestartAPIServer is not envtest's.
+		_ = cp.stopRestartedAPIServer()
 		cp.stopErr = cp.env.Stop()
 		if err := os.RemoveAll(cp.Dir); err != nil && cp.stopErr == nil {
 			cp.stopErr = err
