@@ -51,6 +51,10 @@ type FaultProxy struct {
 	rng       *rand.Rand
 	// binds counts the successful binds of each pod, by namespace/name.
 	binds map[string]int
+	// bindDelay holds each bind before it is forwarded; bindsInFlight
+	// counts the binds held or forwarded and not yet answered.
+	bindDelay     time.Duration
+	bindsInFlight int
 
 	cuts      atomic.Int64
 	injected  atomic.Int64
@@ -206,6 +210,14 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !isWatch(r) {
 		rec := &recorder{ResponseWriter: w}
+		if IsBind(r) {
+			r = p.holdBind(r)
+			defer func() {
+				p.mu.Lock()
+				p.bindsInFlight--
+				p.mu.Unlock()
+			}()
+		}
 		p.proxy.ServeHTTP(rec, r)
 		if rec.code == http.StatusGone {
 			p.expired.Add(1)
@@ -241,6 +253,37 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	p.watchesIn.Add(1)
 	p.proxy.ServeHTTP(&recorder{ResponseWriter: w, scan: true, expired: &p.expired}, r.WithContext(ctx))
+}
+
+// DelayBinds holds every bind d before forwarding it; once held, a bind
+// goes to the API server even if its client has gone, as a bind already
+// on the wire would. 0 turns it off.
+func (p *FaultProxy) DelayBinds(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bindDelay = d
+}
+
+// BindsInFlight returns how many binds the proxy holds or waits for the
+// answer of.
+func (p *FaultProxy) BindsInFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bindsInFlight
+}
+
+// holdBind counts r in flight and holds it the bind delay; the returned
+// request is not cancelled with its client once it was held.
+func (p *FaultProxy) holdBind(r *http.Request) *http.Request {
+	p.mu.Lock()
+	p.bindsInFlight++
+	d := p.bindDelay
+	p.mu.Unlock()
+	if d <= 0 {
+		return r
+	}
+	time.Sleep(d)
+	return r.WithContext(context.WithoutCancel(r.Context()))
 }
 
 // injectedCode returns the error code to answer r with, or 0 to forward
