@@ -61,12 +61,18 @@ type options struct {
 	labelEvery int
 	// bound replaces recoveryBound.
 	bound time.Duration
+	// cp replaces the shared control plane.
+	cp *controlplane.ControlPlane
+	// prepare runs once the nodes exist, before the scheduler starts; it
+	// returns more arguments for it.
+	prepare func(e *env) []string
 }
 
 // env is one fault's world: a namespace, a pool of nodes, the proxy, the
 // watcher, the load and the scheduler(s).
 type env struct {
 	t          *testing.T
+	cp         *controlplane.ControlPlane
 	ns         string
 	pool       string
 	nodes      []string
@@ -77,7 +83,9 @@ type env struct {
 	stopLoad   context.CancelFunc
 	loadDone   chan struct{}
 	scheds     []*Scheduler
-	bound      time.Duration
+	// gone are the schedulers killed on purpose and not restarted.
+	gone  map[int]bool
+	bound time.Duration
 }
 
 // sched is the first (or only) scheduler.
@@ -103,7 +111,11 @@ func setup(t *testing.T, o options) *env {
 	// Before the cleanup below: t.TempDir's own cleanup then runs after
 	// it, which prints the logs of a failed test.
 	logDir := t.TempDir()
-	e := &env{t: t, bound: o.bound}
+	e := &env{t: t, bound: o.bound, cp: o.cp, gone: map[int]bool{}}
+	if e.cp == nil {
+		e.cp = cp
+	}
+	cp := e.cp
 	if e.bound == 0 {
 		e.bound = recoveryBound
 	}
@@ -158,6 +170,9 @@ func setup(t *testing.T, o options) *env {
 		t.Fatal(err)
 	}
 
+	if o.prepare != nil {
+		o.args = append(o.args, o.prepare(e)...)
+	}
 	args := append([]string{"--kubeconfig", e.kubeconfig, "--secure-port=0", "--node-selector", "chaos-pool=" + e.pool,
 		"--event-handler", o.handler}, o.args...)
 	if o.replicas > 1 {
@@ -208,6 +223,7 @@ func (e *env) cleanup() {
 	}
 	ctx := context.Background()
 	zero := int64(0)
+	cp := e.cp
 	_ = cp.Client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	_ = cp.Client.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
 	for _, n := range e.nodes {
@@ -244,7 +260,7 @@ func (e *env) waitBinds(n int, timeout time.Duration, what string) {
 func (e *env) checkAlive() {
 	e.t.Helper()
 	for i, s := range e.scheds {
-		if done, err := s.Exited(); done {
+		if done, err := s.Exited(); done && !e.gone[i] {
 			e.t.Fatalf("scheduler %d exited (%v); log:\n%s", i, err, tail(s.Log(), 60))
 		}
 	}

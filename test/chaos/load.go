@@ -43,6 +43,7 @@ type Load struct {
 
 	mu       sync.Mutex
 	units    []*unit
+	labelled []string
 	created  []types.UID
 	next     int
 	podsMade int
@@ -81,19 +82,19 @@ func (l *Load) step(ctx context.Context) {
 		return
 	}
 	if live+l.GangSize <= l.MaxLive {
-		l.add(ctx)
+		l.add(ctx, true)
 	}
 }
 
-// add creates the next unit.
-func (l *Load) add(ctx context.Context) {
+// add creates the next unit: every third one a gang if gangs is set.
+func (l *Load) add(ctx context.Context, gangs bool) {
 	l.mu.Lock()
 	n := l.next
 	l.next++
 	l.mu.Unlock()
 	u := &unit{born: time.Now()}
 	size := 1
-	if n%3 == 2 {
+	if gangs && n%3 == 2 {
 		size = l.GangSize
 		u.gang = fmt.Sprintf("gang-%d", n)
 	}
@@ -144,6 +145,9 @@ func (l *Load) pod(name, gang string) *v1.Pod {
 		for k, v := range l.Labels {
 			pod.Labels[k] = v
 		}
+		l.mu.Lock()
+		l.labelled = append(l.labelled, l.NS+"/"+name)
+		l.mu.Unlock()
 	}
 	return pod
 }
@@ -174,6 +178,21 @@ func (l *Load) remove(ctx context.Context, u *unit) {
 			break
 		}
 	}
+}
+
+// Burst creates n single pods at once, outside the pace of Run; they
+// are deleted as the others are.
+func (l *Load) Burst(ctx context.Context, n int) {
+	for range n {
+		l.add(ctx, false)
+	}
+}
+
+// Labelled returns the pods (namespace/name) that got Labels.
+func (l *Load) Labelled() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.labelled...)
 }
 
 // Created returns the UIDs of every pod the load created.

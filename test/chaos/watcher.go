@@ -75,6 +75,7 @@ type Watcher struct {
 	mu         sync.Mutex
 	pods       map[types.UID]*podState
 	seen       map[types.UID]bool
+	boundTo    map[string]string
 	retired    map[string]bool
 	below      map[string]time.Time
 	flagged    map[string]bool
@@ -90,7 +91,7 @@ type Watcher struct {
 // allocatable); external may be nil.
 func NewWatcher(client kubernetes.Interface, ns string, nodes map[string]Capacity, external ExternalUsage) *Watcher {
 	return &Watcher{client: client, ns: ns, nodes: nodes, external: external, Settle: 10 * time.Second,
-		pods: map[types.UID]*podState{}, seen: map[types.UID]bool{}, retired: map[string]bool{},
+		pods: map[types.UID]*podState{}, seen: map[types.UID]bool{}, boundTo: map[string]string{}, retired: map[string]bool{},
 		below: map[string]time.Time{}, flagged: map[string]bool{}}
 }
 
@@ -229,6 +230,7 @@ func (w *Watcher) observe(pod *v1.Pod, deleted bool) {
 		w.violate("double-bind", "pod %s (uid %s) moved from node %q to %q", key, pod.UID, oldNode, cur.node)
 	case oldNode == "" && cur.node != "":
 		w.binds++
+		w.boundTo[key] = cur.node
 		w.checkNode(cur.node, time.Now())
 	}
 }
@@ -334,6 +336,18 @@ func (w *Watcher) Bound() (total, now int) {
 		}
 	}
 	return w.binds, now
+}
+
+// BoundTo returns the node each pod (namespace/name) was ever seen bound
+// to.
+func (w *Watcher) BoundTo() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]string, len(w.boundTo))
+	for k, v := range w.boundTo {
+		out[k] = v
+	}
+	return out
 }
 
 // WatcherStats are the Watcher's counters.

@@ -78,6 +78,18 @@ type Option func(*startOptions)
 type startOptions struct {
 	featureGates  []string
 	runtimeConfig []string
+	flags         map[string][]string
+}
+
+// WithAPIServerFlag sets a flag of kube-apiserver, e.g. "watch-cache",
+// "false".
+func WithAPIServerFlag(name string, values ...string) Option {
+	return func(o *startOptions) {
+		if o.flags == nil {
+			o.flags = map[string][]string{}
+		}
+		o.flags[name] = values
+	}
 }
 
 // WithFeatureGates enables feature gates of kube-apiserver, e.g.
@@ -122,6 +134,9 @@ func Start(opts ...Option) (*ControlPlane, error) {
 	}
 	if len(o.runtimeConfig) > 0 {
 		api.Configure().Set("runtime-config", strings.Join(o.runtimeConfig, ","))
+	}
+	for name, values := range o.flags {
+		api.Configure().Set(name, values...)
 	}
 	cfg, err := env.Start()
 	if err != nil {
