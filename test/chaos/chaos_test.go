@@ -96,14 +96,19 @@ func TestEtcdCompactionForcesRelists(t *testing.T) {
 		if _, err := etcd.Compact(t.Context(), resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
 			t.Fatalf("compacting etcd at revision %d: %v", resp.Header.Revision, err)
 		}
+		before := e.proxy.Stats().Expired
 		e.proxy.HoldWatches(false)
+		// The resumed watches must be told their version is gone.
+		err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return e.proxy.Stats().Expired > before, nil
+		})
+		if err != nil {
+			t.Errorf("no answer through the proxy said 410 (resourceVersion too old) within 30 s: the compaction forced no relist (proxy %+v)", e.proxy.Stats())
+		}
 		e.checkAlive()
 		e.recover(e.sched(), &o)
 	}
 	st := e.proxy.Stats()
-	if st.Expired == 0 {
-		t.Errorf("no answer through the proxy said 410 (resourceVersion too old): the compaction forced no relist (proxy %+v)", st)
-	}
 	o.note = fmt.Sprintf("%d answers 410 (too old) through the proxy", st.Expired)
 	e.finish("3. etcd compaction forcing relists", &o)
 }

@@ -210,32 +210,45 @@ customInformers:
 	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, agrees(truth.before)); err != nil {
 		t.Fatalf("the cache never agreed with the first manager: %v", err)
 	}
-	pause(t.Context(), phase()/2)
-	if err := mgr.kill(); err != nil {
-		t.Fatalf("killing the manager: %v", err)
-	}
-	pause(t.Context(), 3*time.Second) // down, the load goes on
-	var err error
-	if mgr, err = startManager(addr, truth.after, 0); err != nil {
-		t.Fatal(err)
-	}
-	answering := time.Now()
-	truth.mu.Lock()
-	truth.restarted = answering
-	truth.mu.Unlock()
-	// Measure how long it really takes (up to 90 s), then judge.
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 90*time.Second, true, agrees(truth.after))
-	took := time.Since(answering)
-	if err != nil {
-		t.Errorf("the cache did not agree with the restarted manager within 90 s")
-	} else if took > externalAgreeBound {
-		t.Errorf("the cache agreed with the restarted manager %.1f s after it answered again, want <= %s "+
-			"(the reflector's backoff; fixed on branch h-custominformer)", took.Seconds(), externalAgreeBound)
-	} else {
-		t.Logf("the cache agreed with the restarted manager %.2f s after it answered again", took.Seconds())
-	}
 	var o outcome
-	e.recover(e.sched(), &o)
-	o.note = fmt.Sprintf("cache agreed with the restarted manager %.1f s after it answered (bound %s)", took.Seconds(), externalAgreeBound)
+	var worst time.Duration
+	down := 5 * time.Second
+	if full {
+		down = 15 * time.Second
+	}
+	for round := range rounds() {
+		pause(t.Context(), phase()/2)
+		if err := mgr.kill(); err != nil {
+			t.Fatalf("killing the manager: %v", err)
+		}
+		pause(t.Context(), down) // down, the load goes on
+		// Each restart brings other VMs, with versions from 1 again.
+		before, after := truth.after, truth.before
+		if round == 0 {
+			before, after = truth.before, truth.after
+		}
+		var err error
+		if mgr, err = startManager(addr, after, 0); err != nil {
+			t.Fatal(err)
+		}
+		answering := time.Now()
+		truth.mu.Lock()
+		truth.before, truth.after, truth.restarted = before, after, answering
+		truth.mu.Unlock()
+		// Measure how long it really takes (up to 90 s), then judge.
+		err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 90*time.Second, true, agrees(after))
+		took := time.Since(answering)
+		worst = max(worst, took)
+		if err != nil {
+			t.Errorf("round %d: the cache did not agree with the restarted manager within 90 s", round)
+		} else if took > externalAgreeBound {
+			t.Errorf("round %d: the cache agreed with the restarted manager %.1f s after it answered again, want <= %s "+
+				"(the reflector's backoff; fixed on branch h-custominformer)", round, took.Seconds(), externalAgreeBound)
+		} else {
+			t.Logf("round %d: the cache agreed with the restarted manager %.2f s after it answered again", round, took.Seconds())
+		}
+		e.recover(e.sched(), &o)
+	}
+	o.note = fmt.Sprintf("down %s per round; cache agreed with the restarted manager at worst %.1f s after it answered (bound %s)", down, worst.Seconds(), externalAgreeBound)
 	e.finish("4. external manager restarted, older resourceVersions", &o)
 }
