@@ -55,10 +55,10 @@ func TestHandlerPanicsOnSomeObjects(t *testing.T) {
 	}
 	var pods, nodes float64
 	for r, v := range byResource {
-		switch {
-		case strings.Contains(r, "pod"):
+		switch strings.ToLower(r) {
+		case "pod", "pods":
 			pods += v
-		case strings.Contains(r, "node"):
+		case "node", "nodes":
 			nodes += v
 		}
 	}
