@@ -24,7 +24,10 @@ const panicLabel = "chaos/panic"
 func TestHandlerPanicsOnSomeObjects(t *testing.T) {
 	e := setup(t, options{handler: "chaos", env: []string{"CHAOS_PANIC_LABEL=" + panicLabel},
 		nodeLabels: map[int]map[string]string{3: {panicLabel: "true"}},
-		loadLabels: map[string]string{panicLabel: "true"}, labelEvery: 5})
+		loadLabels: map[string]string{panicLabel: "true"}, labelEvery: 5,
+		// The refused objects differ for good: each checker run re-checks
+		// them for its whole re-check window (15.5 s by default).
+		bound: 60 * time.Second})
 	panicNode := e.nodes[3]
 	e.waitBinds(5, 60*time.Second, "scheduling the pods without the label")
 	pause(t.Context(), phase())

@@ -288,7 +288,7 @@ func (e *env) recover(s *Scheduler, o *outcome) {
 		e.t.Errorf("the checker did not report 0 differences within %s of the fault's end (%d runs, last error %v); differences seen:\n%s",
 			e.bound, rec.Runs, rec.LastErr, diffList(rec.Differences))
 	default:
-		e.t.Logf("checker: 0 differences %.2fs after the fault ended (%d runs, %d distinct differences before)", rec.Took.Seconds(), rec.Runs, len(rec.Differences))
+		e.t.Logf("checker: 0 differences %.2fs after the fault ended (%d runs, %d distinct differences before, %d expected)", rec.Took.Seconds(), rec.Runs, len(rec.Differences), rec.Expected)
 	}
 }
 
@@ -307,7 +307,11 @@ func (e *env) finish(fault string, o *outcome) {
 	}
 	final := s.WaitConsistentExcept(e.t.Context(), e.bound, o.expected)
 	if !final.Recovered && !errors.Is(final.LastErr, ErrNoChecker) {
-		e.t.Errorf("at rest after the load, the checker still reports differences:\n%s", diffList(final.Differences))
+		e.t.Errorf("at rest after the load, the checker did not report 0 differences within %s (%d runs, last error %v); differences:\n%s",
+			e.bound, final.Runs, final.LastErr, diffList(final.Differences))
+	}
+	if final.Expected > 0 {
+		o.note += fmt.Sprintf("; %d differences expected at rest", final.Expected)
 	}
 	violations := e.watcher.Violations(e.load.Created())
 	for key, n := range e.proxy.DoubleBinds() {

@@ -52,7 +52,7 @@ func StartScheduler(binary, logPath string, env []string, args ...string) (*Sche
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{Binary: binary, Args: args, Env: env, LogPath: logPath, Port: port, client: &http.Client{Timeout: 30 * time.Second}}
+	s := &Scheduler{Binary: binary, Args: args, Env: env, LogPath: logPath, Port: port, client: &http.Client{Timeout: 90 * time.Second}}
 	if err := s.Start(); err != nil {
 		return nil, err
 	}
@@ -247,6 +247,9 @@ type Recovery struct {
 	// kind, name and field), and Runs the answers seen.
 	Differences []Difference
 	Runs        int
+	// Expected counts the distinct differences the caller expected
+	// (and did not count as a failure) in the last answer.
+	Expected int
 	// LastErr is the last failure to get an answer (the scheduler down,
 	// a list failing, no checker).
 	LastErr error
@@ -267,8 +270,10 @@ func (s *Scheduler) WaitConsistentExcept(ctx context.Context, bound time.Duratio
 		}
 		rec.Runs++
 		left := 0
+		rec.Expected = 0
 		for _, d := range r.Differences {
 			if expected != nil && expected(d) {
+				rec.Expected++
 				continue
 			}
 			left++
