@@ -71,8 +71,12 @@ func TestProxyLogsBindsAndInjectsErrors(t *testing.T) {
 		t.Fatalf("one bind reported as double: %v", p.DoubleBinds())
 	}
 	do(t, http.MethodPost, bind)
-	if got := p.DoubleBinds(); got["ns/p1"] != 2 {
-		t.Errorf("DoubleBinds() = %v, want ns/p1: 2", got)
+	// The proxy counts a bind once its answer went out: poll.
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return p.DoubleBinds()["ns/p1"] == 2, nil
+	})
+	if err != nil {
+		t.Errorf("DoubleBinds() = %v, want ns/p1: 2", p.DoubleBinds())
 	}
 	before := hits.Load()
 	p.FailRequests(1, IsBind, http.StatusInternalServerError)
@@ -82,7 +86,7 @@ func TestProxyLogsBindsAndInjectsErrors(t *testing.T) {
 	if code := do(t, http.MethodGet, p.URL+"/api/v1/pods"); code != http.StatusOK {
 		t.Errorf("a list, which the failures do not match, = %d, want 200", code)
 	}
-	if hits.Load() != before+1 || p.Stats().Injected != 1 {
+	if hits.Load() != before+1 || p.Stats().Injected != 1 || p.Binds() != 2 {
 		t.Errorf("failed bind reached the API server or was not counted: hits %d->%d, stats %+v", before, hits.Load(), p.Stats())
 	}
 	p.FailRequests(0, nil)
