@@ -244,7 +244,8 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	id := p.nextID
 	p.nextID++
-	p.watches[id] = func() { p.cuts.Add(1); cancel() }
+	var cut atomic.Bool
+	p.watches[id] = func() { p.cuts.Add(1); cut.Store(true); cancel() }
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -253,6 +254,11 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	p.watchesIn.Add(1)
 	p.proxy.ServeHTTP(&recorder{ResponseWriter: w, scan: true, expired: &p.expired}, r.WithContext(ctx))
+	if cut.Load() {
+		// The upstream stream may have ended cleanly on the cancel; the
+		// client must see a broken connection all the same.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // DelayBinds holds every bind d before forwarding it; once held, a bind
