@@ -29,6 +29,11 @@ type CustomInformer struct {
 	// Informer is started by Run, with Run's context; it must not be
 	// started by anyone else before.
 	Informer toolscache.SharedIndexInformer
+	// ListerWatcher, when set, is the informer's source: the consistency
+	// checker (Verify) lists it to compare the cache with a fresh list.
+	// When nil, the checker compares with the informer's own store, which
+	// finds what the cache lost but not what the informer missed.
+	ListerWatcher toolscache.ListerWatcher
 }
 
 // AddCustomInformer adds ci to the informers Run starts. It must be called

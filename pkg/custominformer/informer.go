@@ -126,6 +126,9 @@ type Built struct {
 	Name     string
 	Resource framework.EventResource
 	Informer cache.SharedIndexInformer
+	// ListerWatcher is the informer's source, for the cache's consistency
+	// checker, which lists it afresh.
+	ListerWatcher cache.ListerWatcher
 }
 
 // BuildOption changes what Build does.
@@ -164,9 +167,10 @@ func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.Cust
 		opt(&o)
 	}
 	return Built{
-		Name:     ci.Name,
-		Resource: framework.EventResource(ci.Resource),
-		Informer: New(lw, newObj(), o),
+		Name:          ci.Name,
+		Resource:      framework.EventResource(ci.Resource),
+		Informer:      New(lw, newObj(), o),
+		ListerWatcher: lw,
 	}, nil
 }
 

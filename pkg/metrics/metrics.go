@@ -63,6 +63,16 @@ type Metrics struct {
 	// pods request more than the cap on what it may use there (two-level
 	// scheduling: the grant shrank below what runs there).
 	GrantOvercommittedNodes prometheus.Gauge
+	// CacheVerifyRuns counts runs of the cache consistency checker
+	// (/debug/cache/verify, SIGUSR2), including runs that failed to list.
+	CacheVerifyRuns prometheus.Counter
+	// CacheVerifyDifferences counts the differences the checker reported
+	// (those that persisted through its re-checks), by kind ("Node",
+	// "Pod", "ExternalWorkload", "Job", "Queue", "Accounting", "Cap").
+	CacheVerifyDifferences *prometheus.CounterVec
+	// CacheVerifyDuration is how long a checker run took, re-checks
+	// included.
+	CacheVerifyDuration prometheus.Histogram
 }
 
 // New creates the metrics and registers them with reg. A nil reg leaves
@@ -100,6 +110,22 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name:      "grant_overcommitted_nodes",
 			Help:      "Nodes where this scheduler's pods request more than it may use there (its grants shrank below what runs).",
 		}),
+		CacheVerifyRuns: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace,
+			Name:      "cache_verify_runs_total",
+			Help:      "Runs of the scheduler cache consistency checker, including runs that failed.",
+		}),
+		CacheVerifyDifferences: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace,
+			Name:      "cache_verify_differences_total",
+			Help:      "Differences between the scheduler cache and its sources that the consistency checker reported, by kind.",
+		}, []string{"kind"}),
+		CacheVerifyDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace,
+			Name:      "cache_verify_duration_seconds",
+			Help:      "Duration of a run of the scheduler cache consistency checker, re-checks included.",
+			Buckets:   prometheus.ExponentialBuckets(0.01, 2, 14),
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -113,5 +139,6 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.PendingJobs, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes}
+	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.PendingJobs, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes,
+		m.CacheVerifyRuns, m.CacheVerifyDifferences, m.CacheVerifyDuration}
 }

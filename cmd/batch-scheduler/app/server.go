@@ -297,7 +297,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 			if err != nil {
 				return nil, usageError(err)
 			}
-			if err := c.AddCustomInformer(cache.CustomInformer{Name: b.Name, Resource: b.Resource, Informer: b.Informer}); err != nil {
+			if err := c.AddCustomInformer(cache.CustomInformer{Name: b.Name, Resource: b.Resource, Informer: b.Informer, ListerWatcher: b.ListerWatcher}); err != nil {
 				return nil, usageError(fmt.Errorf("%s: line %d: %w", cfg.Path, ci.Line, err))
 			}
 		}
@@ -333,6 +333,9 @@ func (s *server) run(ctx context.Context, serving *servingConfig) error {
 	if err := s.cache.Run(ctx, s.handler); err != nil {
 		return fmt.Errorf("starting the scheduler cache: %w", err)
 	}
+	// SIGUSR2 checks the cache against its sources and logs the result,
+	// as kube-scheduler's cache comparer does.
+	go s.cache.VerifyOnSignal(ctx, cache.VerifyOptions{}, syscall.SIGUSR2)
 	// The scheduling loop starts behind the sync barrier, and behind the
 	// leader election lease when enabled.
 	schedDone := make(chan error, 1)
@@ -388,8 +391,9 @@ func (s *server) demand() *demand.Report {
 func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func(), err error) {
 	checks := newHealthChecks(ctx, s.cache.HandlersSynced, s.watchdog)
 	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
-		"/debug/cache": s.cache.DumpHandler(),
-		demand.Path:    demand.Handler(s.demand),
+		"/debug/cache":   s.cache.DumpHandler(),
+		cache.VerifyPath: s.cache.VerifyHandler(cache.VerifyOptions{}),
+		demand.Path:      demand.Handler(s.demand),
 	})
 	if err != nil {
 		serving.close()

@@ -1,0 +1,567 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// podWant is where the cache should hold a pod, by the rules of the
+// default event handler.
+type podWant int
+
+const (
+	// wantAbsent: not tracked (another scheduler's pending pod, a pod that
+	// finished unscheduled, a gated pod).
+	wantAbsent podWant = iota
+	wantPending
+	wantBound
+)
+
+// wantOf says where the cache should hold pod.
+func (c *SchedulerCache) wantOf(pod *v1.Pod) (podWant, string) {
+	switch {
+	case pod.Spec.NodeName != "":
+		return wantBound, "bound to " + pod.Spec.NodeName
+	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
+		return wantAbsent, "finished before it was bound (" + string(pod.Status.Phase) + ")"
+	case !c.IsResponsibleFor(pod):
+		return wantAbsent, "another scheduler's pending pod (" + pod.Spec.SchedulerName + ")"
+	case len(pod.Spec.SchedulingGates) > 0:
+		return wantAbsent, "gated"
+	}
+	return wantPending, "pending"
+}
+
+// taskState renders where the cache holds t.
+func taskState(t *framework.TaskInfo) string {
+	switch {
+	case t == nil:
+		return "absent"
+	case t.Status == framework.TaskPending:
+		return "pending"
+	case t.Status == framework.TaskAssumed:
+		return "assumed on " + t.NodeName
+	}
+	return "bound to " + t.NodeName
+}
+
+func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// sameAmounts reports whether a and b hold the same amounts.
+func sameAmounts(a, b resources.Resource) bool {
+	d := a.Clone()
+	d.Sub(b)
+	return d.IsZero()
+}
+
+// counted reports whether a bound pod counts on its node.
+func counted(p *v1.Pod) bool {
+	return p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+}
+
+// diffs collects the differences of one comparison.
+type diffs struct {
+	out []Difference
+}
+
+func (ds *diffs) add(d Difference) { ds.out = append(ds.out, d) }
+
+// compare finds every difference between tr and cv. It is deterministic
+// in what it finds, so that re-checks can match their findings by kind,
+// name and field.
+func (v *verifier) compare(tr *truth, cv *cacheView) []Difference {
+	ds := &diffs{}
+	v.comparePods(ds, tr, cv)
+	v.compareNodes(ds, tr, cv)
+	v.compareExternal(ds, tr, cv)
+	v.compareAccounting(ds, cv)
+	v.compareCaps(ds, cv)
+	v.compareJobs(ds, tr, cv)
+	v.compareQueue(ds, tr, cv)
+	return ds.out
+}
+
+func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
+	for uid, p := range tr.pods {
+		want, truthState := v.c.wantOf(p)
+		t := cv.tasks[uid]
+		// Built only for a difference: most pods have none.
+		key := func() string { return podKey(p) }
+		sub := func() subject { return subject{pod: podKey(p), custom: tr.podOrigin[uid] != apiServer} }
+		state := func(msg string) {
+			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "state", Cache: taskState(t), Truth: truthState, Message: msg, subject: sub()})
+		}
+		switch want {
+		case wantBound:
+			switch {
+			case t == nil:
+				state("a bound pod is missing from the cache")
+				continue
+			case t.Status == framework.TaskPending:
+				state("a bound pod is still pending in the cache")
+				continue
+			case t.NodeName != p.Spec.NodeName:
+				ds.add(Difference{Kind: DiffPod, Name: key(), Field: "node", Cache: taskState(t), Truth: truthState,
+					Message: "the pod is accounted on the wrong node", subject: sub()})
+				continue
+			case t.Status == framework.TaskAssumed:
+				state("the pod is bound but the cache still has it assumed")
+				continue
+			}
+			if t.Counted != counted(p) {
+				ds.add(Difference{Kind: DiffPod, Name: key(), Field: "counted", Cache: strconv.FormatBool(t.Counted),
+					Truth:   strconv.FormatBool(counted(p)) + " (phase " + string(p.Status.Phase) + ")",
+					Message: "a finished pod must not count on its node, any other bound pod must", subject: sub()})
+			}
+			if own := v.c.IsResponsibleFor(p); t.Own != own {
+				ds.add(Difference{Kind: DiffPod, Name: key(), Field: "own", Cache: strconv.FormatBool(t.Own), Truth: strconv.FormatBool(own),
+					Message: "whether the pod is this scheduler's (what a node's cap bounds)", subject: sub()})
+			}
+		case wantPending:
+			if t == nil {
+				state("a pending pod of this scheduler is missing from the cache")
+				continue
+			}
+			if t.Status == framework.TaskBound {
+				state("a pending pod is bound in the cache")
+				continue
+			}
+			// Pending, or assumed: its bind is in flight.
+		case wantAbsent:
+			if t == nil {
+				continue
+			}
+			if t.Status == framework.TaskAssumed && !cv.assumedPending[uid] {
+				// The assumption is kept until its bind is settled or
+				// expires (see RemovePendingPod).
+				continue
+			}
+			state("the cache holds a pod it should not track")
+			continue
+		}
+		if t.Pod.ResourceVersion == p.ResourceVersion && p.ResourceVersion != "" {
+			// The task was built from this very version of the pod:
+			// its requests and job are the pod's.
+			continue
+		}
+		if req := resources.PodRequests(p); !sameAmounts(t.Requests, req) {
+			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "requests", Cache: t.Requests.String(), Truth: req.String(),
+				Message: "the pod's requests differ", subject: sub()})
+		}
+		if job := framework.JobIDForPod(p); t.Job != job {
+			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "job", Cache: t.Job.String(), Truth: job.String(),
+				Message: "the pod is in the wrong job", subject: sub()})
+		}
+	}
+	for uid, t := range cv.tasks {
+		if _, ok := tr.pods[uid]; ok {
+			continue
+		}
+		ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "state", Cache: taskState(t), Truth: "absent",
+			Message: "the cache holds a pod that does not exist", subject: subject{pod: t.Key(), custom: true}})
+	}
+
+	// Every task on a node is the cache's task of that pod, for that node,
+	// and every task bound or assumed is on its node exactly once: the
+	// tasks on a node are checked, and counted against the tasks that
+	// name it; only a node where the counts differ is searched for the
+	// culprit.
+	valid := map[string]int{}
+	check := func(n *nodeView) {
+		seen := make(map[types.UID]bool, len(n.pods))
+		for _, t := range n.pods {
+			uid := t.Pod.UID
+			cur, ok := cv.tasks[uid]
+			if !ok || cur != t || t.NodeName != n.name || seen[uid] {
+				ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "on " + n.name + " as " + taskState(t),
+					Truth: taskState(cur), Message: "a node holds a task that is not the cache's current task of the pod there, or holds it twice",
+					subject: subject{pod: t.Key(), podsOnNode: n.name, custom: true}})
+				continue
+			}
+			seen[uid] = true
+			valid[n.name]++
+		}
+	}
+	for _, n := range cv.nodes {
+		check(n)
+	}
+	for _, n := range cv.outside {
+		check(n)
+	}
+	naming := map[string]int{}
+	for _, t := range cv.tasks {
+		if t.OnNode() {
+			naming[t.NodeName]++
+		}
+	}
+	for name, want := range naming {
+		if valid[name] == want {
+			continue
+		}
+		n := cv.nodes[name]
+		if n == nil {
+			n = cv.outside[name]
+		}
+		onNode := map[types.UID]bool{}
+		if n != nil {
+			for _, t := range n.pods {
+				onNode[t.Pod.UID] = true
+			}
+		}
+		for _, t := range cv.tasks {
+			if t.OnNode() && t.NodeName == name && !onNode[t.Pod.UID] {
+				ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "not on " + name,
+					Truth: taskState(t), Message: "a bound or assumed pod is not counted on its node", subject: subject{pod: t.Key(), custom: true}})
+			}
+		}
+	}
+	for _, t := range cv.tasks {
+		if !t.OnNode() && valid[t.NodeName] > 0 && t.NodeName != "" {
+			ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "pending with node " + t.NodeName,
+				Truth: "pending", Message: "a pending task names a node", subject: subject{pod: t.Key(), custom: true}})
+		}
+	}
+}
+
+func (v *verifier) compareNodes(ds *diffs, tr *truth, cv *cacheView) {
+	sel := v.c.opts.NodeSelector
+	selected := func(n *v1.Node) bool { return sel == nil || sel.Matches(labels.Set(n.Labels)) }
+	where := func(name string) string {
+		if n, ok := cv.nodes[name]; ok {
+			if n.placeholder {
+				return "placeholder"
+			}
+			return "node"
+		}
+		if _, ok := cv.outside[name]; ok {
+			return "kept aside (outside the node selector)"
+		}
+		return "absent"
+	}
+	for name, n := range tr.nodes {
+		sub := subject{node: name, custom: tr.nodeOrigin[name] != apiServer}
+		if selected(n) {
+			cn, ok := cv.nodes[name]
+			if !ok || cn.placeholder {
+				ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: where(name), Truth: "node",
+					Message: "a node is missing from the cache", subject: sub})
+				continue
+			}
+			if want := resources.FromList(n.Status.Allocatable); !sameAmounts(cn.schedulable, want) {
+				ds.add(Difference{Kind: DiffNode, Name: name, Field: "allocatable", Cache: cn.schedulable.String(), Truth: want.String(),
+					Message: "the node's allocatable differs", subject: sub})
+			}
+			continue
+		}
+		if _, ok := cv.nodes[name]; ok {
+			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: where(name), Truth: "outside the node selector",
+				Message: "a node outside the node selector is listed", subject: sub})
+		}
+		if !cv.excluded[name] {
+			ds.add(Difference{Kind: DiffNode, Name: name, Field: "excluded", Cache: "false", Truth: "true",
+				Message: "the cache does not know that the node is outside the node selector", subject: sub})
+		}
+	}
+	for name, cn := range cv.nodes {
+		tn, ok := tr.nodes[name]
+		switch {
+		case !cn.placeholder && !ok:
+			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: "node", Truth: "absent",
+				Message: "the cache holds a node that does not exist", subject: subject{node: name, custom: true}})
+		case cn.placeholder && len(cn.pods) == 0 && len(cn.externalKeys) == 0:
+			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: "unused placeholder", Truth: where2(tn),
+				Message: "a placeholder with nothing accounted to it was not deleted", subject: subject{node: name, custom: true}})
+		}
+	}
+	for name, cn := range cv.outside {
+		tn, ok := tr.nodes[name]
+		switch {
+		case !ok || selected(tn):
+			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: "kept aside (outside the node selector)", Truth: where2(tn),
+				Message: "usage is kept aside for a node that is not outside the node selector", subject: subject{node: name, custom: true}})
+		case len(cn.pods) == 0 && len(cn.externalKeys) == 0:
+			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: "unused entry kept aside", Truth: "outside the node selector",
+				Message: "an entry with nothing accounted to it was not deleted", subject: subject{node: name, custom: true}})
+		}
+	}
+}
+
+func where2(n *v1.Node) string {
+	if n == nil {
+		return "absent"
+	}
+	return "node"
+}
+
+// footprint is what the default event handler accounts for w.
+func (v *verifier) footprint(w *v1alpha1.ExternalWorkload) (node string, usage resources.Resource, ok bool) {
+	if w.Status.Phase == v1alpha1.ExternalWorkloadStopped {
+		return "", resources.Resource{}, false
+	}
+	node = w.Spec.NodeName
+	if l := v.opts.ExternalWorkloadNodeLabel; l != "" && w.Labels[l] != "" {
+		node = w.Labels[l]
+	}
+	if node == "" {
+		return "", resources.Resource{}, false
+	}
+	return node, resources.FromList(w.Spec.Resources), true
+}
+
+func (v *verifier) compareExternal(ds *diffs, tr *truth, cv *cacheView) {
+	sub := func(node string) subject { return subject{custom: true, node: node} }
+	for key, w := range tr.workloads {
+		node, usage, ok := v.footprint(w)
+		cur, has := cv.external[key]
+		switch {
+		case !ok && has:
+			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "presence", Cache: "on " + cur.node, Truth: "not counted (stopped or on no node)",
+				Message: "usage of an external workload that uses nothing is counted", subject: sub(cur.node)})
+		case !ok:
+		case !has:
+			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "presence", Cache: "absent", Truth: "on " + node,
+				Message: "an external workload's usage is missing from the cache", subject: sub(node)})
+		case cur.node != node:
+			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "node", Cache: cur.node, Truth: node,
+				Message: "an external workload's usage is on the wrong node", subject: sub(node)})
+		case !sameAmounts(cur.usage, usage):
+			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "usage", Cache: cur.usage.String(), Truth: usage.String(),
+				Message: "an external workload's usage differs", subject: sub(node)})
+		}
+	}
+	for key, cur := range cv.external {
+		if !strings.HasPrefix(key, externalWorkloadKeyPrefix) {
+			// Another handler's usage: no source to compare with.
+			continue
+		}
+		if _, ok := tr.workloads[key]; !ok {
+			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "presence", Cache: "on " + cur.node, Truth: "absent",
+				Message: "the cache counts usage of an external workload that does not exist", subject: sub(cur.node)})
+		}
+	}
+}
+
+// compareAccounting checks each node's totals against what is accounted
+// to it: its tasks (each copied with the node, under one hold of the lock,
+// so that this needs no re-check to be exact) and the external usage.
+func (v *verifier) compareAccounting(ds *diffs, cv *cacheView) {
+	keysOn := map[string][]string{}
+	usageOn := map[string]*resources.Resource{}
+	for key, u := range cv.external {
+		keysOn[u.node] = append(keysOn[u.node], key)
+		sum := usageOn[u.node]
+		if sum == nil {
+			sum = &resources.Resource{}
+			usageOn[u.node] = sum
+		}
+		sum.Add(u.usage)
+		if _, ok := cv.nodes[u.node]; !ok {
+			if _, ok := cv.outside[u.node]; !ok {
+				ds.add(Difference{Kind: DiffAccounting, Name: u.node, Field: "externalKeys", Cache: "no node for " + key, Truth: "node with " + key,
+					Message: "external usage is recorded for a node that nothing accounts it to", subject: subject{node: u.node, custom: true}})
+			}
+		}
+	}
+	check := func(n *nodeView) {
+		var req, own resources.Resource
+		for _, t := range n.pods {
+			if t.Counted {
+				req.Add(t.Requests)
+				if t.Own {
+					own.Add(t.Requests)
+				}
+			}
+		}
+		sub := subject{node: n.name, podsOnNode: n.name, custom: true}
+		if !sameAmounts(n.requested, req) {
+			ds.add(Difference{Kind: DiffAccounting, Name: n.name, Field: "requested", Cache: n.requested.String(), Truth: req.String(),
+				Message: "the node's requested is not the sum of the requests of its counted pods", subject: sub})
+		}
+		if !sameAmounts(n.owned, own) {
+			ds.add(Difference{Kind: DiffAccounting, Name: n.name, Field: "ownRequested", Cache: n.owned.String(), Truth: own.String(),
+				Message: "the node's ownRequested is not the sum of the requests of this scheduler's counted pods", subject: sub})
+		}
+		var ext resources.Resource
+		if s := usageOn[n.name]; s != nil {
+			ext = *s
+		}
+		if !sameAmounts(n.external, ext) {
+			ds.add(Difference{Kind: DiffAccounting, Name: n.name, Field: "external", Cache: n.external.String(), Truth: ext.String(),
+				Message: "the node's external usage is not the sum of the usage accounted to it", subject: sub})
+		}
+		keys := keysOn[n.name]
+		sort.Strings(keys)
+		if !slices.Equal(keys, n.externalKeys) && (len(keys) > 0 || len(n.externalKeys) > 0) {
+			ds.add(Difference{Kind: DiffAccounting, Name: n.name, Field: "externalKeys", Cache: strings.Join(n.externalKeys, ","), Truth: strings.Join(keys, ","),
+				Message: "the node's external usage keys differ from the usage accounted to it", subject: sub})
+		}
+	}
+	for _, n := range cv.nodes {
+		check(n)
+	}
+	for _, n := range cv.outside {
+		check(n)
+	}
+}
+
+// compareCaps checks each listed node's cap against the caps set
+// (SetNodeCap, RequireNodeCaps) and whether it is exceeded.
+func (v *verifier) compareCaps(ds *diffs, cv *cacheView) {
+	render := func(r *resources.Resource) string {
+		if r == nil {
+			return "uncapped"
+		}
+		return r.String()
+	}
+	for name, n := range cv.nodes {
+		if n.placeholder {
+			continue
+		}
+		want := cv.caps[name]
+		if want == nil && cv.requireCaps {
+			want = noGrant
+		}
+		sub := subject{node: name, podsOnNode: name, custom: true}
+		if (want == nil) != (n.cap == nil) || (want != nil && !sameAmounts(*want, *n.cap)) {
+			ds.add(Difference{Kind: DiffCap, Name: name, Field: "cap", Cache: render(n.cap), Truth: render(want),
+				Message: "the node's cap is not the one set for it", subject: sub})
+		}
+		exceeded := (&framework.NodeInfo{OwnRequested: n.owned, Cap: n.cap}).CapExceeded()
+		if exceeded != cv.capExceeded[name] {
+			ds.add(Difference{Kind: DiffCap, Name: name, Field: "exceeded", Cache: strconv.FormatBool(cv.capExceeded[name]), Truth: strconv.FormatBool(exceeded),
+				Message: "whether this scheduler's pods exceed the node's cap", subject: sub})
+		}
+	}
+	for name := range cv.capExceeded {
+		if n, ok := cv.nodes[name]; !ok || n.placeholder {
+			ds.add(Difference{Kind: DiffCap, Name: name, Field: "exceeded", Cache: "true", Truth: "no such node",
+				Message: "a node that is not listed is recorded as exceeding its cap", subject: subject{node: name, custom: true}})
+		}
+	}
+}
+
+// compareJobs checks that every task is in its job and every job holds
+// only current tasks.
+func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cacheView) {
+	inJob := make(map[types.UID]bool, len(cv.tasks))
+	for id, tasks := range cv.jobs {
+		sub := subject{podNamespace: id.Namespace, custom: true}
+		if len(tasks) == 0 {
+			ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "tasks", Cache: "empty job", Truth: "no job",
+				Message: "a job without tasks was not deleted", subject: sub})
+			continue
+		}
+		for _, t := range tasks {
+			uid := t.Pod.UID
+			inJob[uid] = true
+			if cur := cv.tasks[uid]; cur != t || t.Job != id {
+				ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "tasks", Cache: "holds " + t.Key() + " " + taskState(t),
+					Truth:   "the pod is " + taskState(cur) + " in job " + jobOf(cur),
+					Message: "a job holds a task that is not the cache's current task of the pod", subject: sub})
+			}
+		}
+	}
+	for uid, t := range cv.tasks {
+		if !inJob[uid] {
+			ds.add(Difference{Kind: DiffJob, Name: t.Job.String(), Field: "tasks", Cache: "without " + t.Key(), Truth: "with " + t.Key(),
+				Message: "a task is missing from its job", subject: subject{podNamespace: t.Job.Namespace, custom: true}})
+		}
+	}
+}
+
+func jobOf(t *framework.TaskInfo) string {
+	if t == nil {
+		return "none"
+	}
+	return t.Job.String()
+}
+
+// compareQueue checks the scheduling queue against the pending pods of
+// the sources: a job is queued exactly when it has pending pods, with
+// exactly those.
+func (v *verifier) compareQueue(ds *diffs, tr *truth, cv *cacheView) {
+	want := map[framework.JobID]map[types.UID]string{}
+	for uid, p := range tr.pods {
+		if w, _ := v.c.wantOf(p); w != wantPending {
+			continue
+		}
+		id := framework.JobIDForPod(p)
+		if want[id] == nil {
+			want[id] = map[types.UID]string{}
+		}
+		want[id][uid] = podKey(p)
+	}
+	for id, pods := range want {
+		sub := subject{podNamespace: id.Namespace, custom: true}
+		m, ok := cv.queue[id]
+		if !ok {
+			ds.add(Difference{Kind: DiffQueue, Name: id.String(), Field: "presence", Cache: "not queued", Truth: fmt.Sprintf("%d pending pods", len(pods)),
+				Message: "a job with pending pods is in no queue and not in flight", subject: sub})
+			continue
+		}
+		have := make(map[types.UID]bool, len(m.Pods))
+		for _, uid := range m.Pods {
+			have[uid] = true
+		}
+		var missing, extra []string
+		for uid, key := range pods {
+			if !have[uid] {
+				missing = append(missing, key)
+			}
+		}
+		for _, uid := range m.Pods {
+			if _, ok := pods[uid]; !ok {
+				key := string(uid)
+				if p := tr.pods[uid]; p != nil {
+					key = podKey(p)
+				}
+				extra = append(extra, key)
+			}
+		}
+		if len(missing) > 0 || len(extra) > 0 {
+			ds.add(Difference{Kind: DiffQueue, Name: id.String(), Field: "pods", Cache: fmt.Sprintf("%d pending pods (%s)", len(m.Pods), m.Location),
+				Truth:   fmt.Sprintf("%d pending pods", len(pods)),
+				Message: "queued pods differ: missing " + listSome(missing) + "; not pending " + listSome(extra), subject: sub})
+		}
+	}
+	for id, m := range cv.queue {
+		sub := subject{podNamespace: id.Namespace, custom: true}
+		if _, ok := want[id]; !ok {
+			ds.add(Difference{Kind: DiffQueue, Name: id.String(), Field: "presence", Cache: fmt.Sprintf("queued (%s) with %d pods", m.Location, len(m.Pods)),
+				Truth: "no pending pods", Message: "a job without pending pods is queued", subject: sub})
+		}
+		if m.Problem != "" {
+			ds.add(Difference{Kind: DiffQueue, Name: id.String(), Field: "records", Cache: m.Problem, Truth: "consistent",
+				Message: "the queue's own records of the job disagree", subject: sub})
+		}
+	}
+}
+
+// listSome renders up to 5 names, sorted, and how many more.
+func listSome(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	sort.Strings(names)
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return strings.Join(names, ", ")
+}
+
+// counts says how much a run compared.
+func (v *verifier) counts(tr *truth, cv *cacheView) VerifyCounts {
+	return VerifyCounts{Nodes: len(tr.nodes), Pods: len(tr.pods), ExternalWorkloads: len(tr.workloads),
+		Jobs: len(cv.jobs), QueuedJobs: len(cv.queue), CustomSources: tr.customSources}
+}
