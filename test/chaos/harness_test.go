@@ -288,7 +288,7 @@ func (e *env) recover(s *Scheduler, o *outcome) {
 		e.t.Errorf("the checker did not report 0 differences within %s of the fault's end (%d runs, last error %v); differences seen:\n%s",
 			e.bound, rec.Runs, rec.LastErr, diffList(rec.Differences))
 	default:
-		e.t.Logf("checker: 0 differences %.2fs after the fault ended (%d runs, %d distinct differences before, %d expected)", rec.Took.Seconds(), rec.Runs, len(rec.Differences), rec.Expected)
+		e.t.Logf("checker: 0 differences %.2fs after the fault ended (%d runs, %d distinct differences before, %d expected, %d candidates in flight)", rec.Took.Seconds(), rec.Runs, len(rec.Differences), rec.Expected, rec.InFlight)
 	}
 }
 
@@ -335,6 +335,9 @@ func (e *env) finish(fault string, o *outcome) {
 		r.recovery = append(r.recovery, rec.Took)
 	}
 	r.diffs = len(distinct)
+	for _, rec := range append(o.recoveries, final) {
+		r.inFlight += rec.InFlight
+	}
 	ls := e.load.Stats()
 	ws := e.watcher.Stats()
 	r.created, r.binds = ls.Created, ws.Binds

@@ -72,6 +72,7 @@ type row struct {
 	recovered  bool
 	noChecker  bool
 	diffs      int
+	inFlight   int
 	violations int
 	created    int
 	binds      int
@@ -103,8 +104,8 @@ func printSummary() {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nChaos suite (%s), %s, race detector %v, checker bound %s\n\n", mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), raceEnabled, recoveryBound)
-	b.WriteString("| fault | rounds | recovery (fault end → 0 differences), worst | differences seen | violations | pods created | binds seen | notes |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | rounds | recovery (fault end → 0 differences), worst | differences seen | candidates in flight | violations | pods created | binds seen | notes |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		rec := "n/a (no /debug/cache/verify)"
 		if !r.noChecker {
@@ -117,7 +118,7 @@ func printSummary() {
 				rec = fmt.Sprintf("not within %s", recoveryBound)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %d | %d | %s |\n", r.fault, r.rounds, rec, r.diffs, r.violations, r.created, r.binds, r.note)
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %d | %d | %d | %s |\n", r.fault, r.rounds, rec, r.diffs, r.inFlight, r.violations, r.created, r.binds, r.note)
 	}
 	fmt.Print(b.String())
 	if path := os.Getenv("CHAOS_REPORT"); path != "" {

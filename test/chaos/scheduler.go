@@ -211,7 +211,10 @@ type VerifyResult struct {
 	Consistent      bool             `json:"consistent"`
 	Counts          map[string]int64 `json:"counts"`
 	Differences     []Difference     `json:"differences"`
-	Error           string           `json:"error"`
+	// InFlight counts the candidate differences that re-checks showed
+	// to be events in flight (not reported).
+	InFlight int    `json:"inFlight"`
+	Error    string `json:"error"`
 }
 
 // ErrNoChecker is returned when the scheduler has no
@@ -247,6 +250,8 @@ type Recovery struct {
 	// kind, name and field), and Runs the answers seen.
 	Differences []Difference
 	Runs        int
+	// InFlight sums the answers' candidates found to be in flight.
+	InFlight int
 	// Expected counts the distinct differences the caller expected
 	// (and did not count as a failure) in the last answer.
 	Expected int
@@ -269,6 +274,7 @@ func (s *Scheduler) WaitConsistentExcept(ctx context.Context, bound time.Duratio
 			return errors.Is(err, ErrNoChecker), nil
 		}
 		rec.Runs++
+		rec.InFlight += r.InFlight
 		left := 0
 		rec.Expected = 0
 		for _, d := range r.Differences {
