@@ -120,6 +120,10 @@ func printSummary() {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %d | %d | %d | %s |\n", r.fault, r.rounds, rec, r.diffs, r.inFlight, r.violations, r.created, r.binds, r.note)
 	}
+	b.WriteString("\nRecovery: from the fault's end to the first /debug/cache/verify answer with no difference (one checker run included), " +
+		"under load; the worst round. Differences seen: distinct differences the checker reported (after its re-checks) before that, " +
+		"and at rest after the load. Candidates in flight: differences its re-checks found to be events in flight (not reported). " +
+		"Violations: pods bound twice, nodes over-committed, gangs below quorum for more than 15 s, pods the watcher may have missed.\n")
 	fmt.Print(b.String())
 	if path := os.Getenv("CHAOS_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
