@@ -30,7 +30,7 @@ func phase() time.Duration {
 	if full {
 		return 45 * time.Second
 	}
-	return 8 * time.Second
+	return 6 * time.Second
 }
 
 // rounds is how many times a repeatable fault is injected.
