@@ -42,6 +42,10 @@
 //     maps a resource to the handler's methods, counting events and
 //     recovering panics; and the expiry of assumed pods.
 //   - Dump (dump.go): a JSON picture of all of the above.
+//   - Verify (verify*.go): the consistency checker, which compares all of
+//     the above with fresh lists of the sources and reports the
+//     differences that persist through its re-checks (served at
+//     /debug/cache/verify; see docs/debugging.md).
 //
 // # Assumed pods
 //
@@ -115,4 +119,7 @@
 // and works on its Snapshot and the NodeInfos in it without locks: they
 // are its own. Dump takes 1, 2, 3 and 4 one after the other, never
 // nested, so its parts are each consistent but not taken at one instant.
+// Verify takes 3 briefly, then 1 for reading in many short sections (a
+// few maps, then nodes and jobs in chunks), then 2, never nested, and
+// holds none of them while it lists or compares.
 package cache

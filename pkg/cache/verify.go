@@ -24,7 +24,7 @@ const (
 
 // Defaults of VerifyOptions.
 const (
-	DefaultVerifyGrace          = 500 * time.Millisecond
+	DefaultVerifyGrace          = 250 * time.Millisecond
 	DefaultVerifyRechecks       = 5
 	DefaultVerifyMaxDifferences = 1000
 	DefaultVerifyPageSize       = 500
@@ -42,7 +42,7 @@ type VerifyOptions struct {
 	// Rechecks is how many times a candidate difference is checked again
 	// against fresh sources and a fresh copy of the cache before it is
 	// reported; it is reported only if every re-check still finds it.
-	// Default: 5 (0.5+1+2+4+8 s: at most 15.5 s of waiting). Negative:
+	// Default: 5 (0.25+0.5+1+2+4 s: at most 7.75 s of waiting). Negative:
 	// none (report what the first comparison finds; for tests).
 	Rechecks int
 	// MaxDifferences bounds the differences a result lists; the rest are
@@ -159,8 +159,8 @@ var ErrVerifyList = errors.New("listing the truth for the cache consistency chec
 // concerned and a fresh copy of the cache; only those that every re-check
 // still finds are reported (see docs/debugging.md). It copies the cache
 // in short sections of its lock and never holds it while it lists or
-// compares. It fails only when a source cannot be listed (wrapping
-// ErrVerifyList); metrics count every run.
+// compares. It fails when a source cannot be listed (wrapping
+// ErrVerifyList) or ctx ends; metrics count every run.
 func (c *SchedulerCache) Verify(ctx context.Context, opts VerifyOptions) (*VerifyResult, error) {
 	opts = opts.withDefaults(c)
 	start := time.Now()
@@ -199,7 +199,7 @@ func (c *SchedulerCache) verify(ctx context.Context, opts VerifyOptions, start t
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return nil, fmt.Errorf("%w: %w", ErrVerifyList, context.Cause(ctx))
+			return nil, fmt.Errorf("cache consistency check interrupted during its re-checks: %w", context.Cause(ctx))
 		case <-timer.C:
 		}
 		delay *= 2

@@ -273,6 +273,12 @@ func (v *verifier) compareNodes(ds *diffs, tr *truth, cv *cacheView) {
 				Message: "the cache does not know that the node is outside the node selector", subject: sub})
 		}
 	}
+	for name := range cv.excluded {
+		if n, ok := tr.nodes[name]; !ok || selected(n) {
+			ds.add(Difference{Kind: DiffNode, Name: name, Field: "excluded", Cache: "true", Truth: "false (" + where2(n) + ")",
+				Message: "the cache records a node as outside the node selector that is not", subject: subject{node: name, custom: true}})
+		}
+	}
 	for name, cn := range cv.nodes {
 		tn, ok := tr.nodes[name]
 		switch {
@@ -454,7 +460,10 @@ func (v *verifier) compareCaps(ds *diffs, cv *cacheView) {
 // compareJobs checks that every task is in its job and every job holds
 // only current tasks.
 func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cacheView) {
-	inJob := make(map[types.UID]bool, len(cv.tasks))
+	// Each task a job holds is checked; if fewer check out than there are
+	// tasks, some task is missing from its job, and only then are the
+	// tasks searched for it.
+	valid := 0
 	for id, tasks := range cv.jobs {
 		sub := subject{podNamespace: id.Namespace, custom: true}
 		if len(tasks) == 0 {
@@ -463,17 +472,26 @@ func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cacheView) {
 			continue
 		}
 		for _, t := range tasks {
-			uid := t.Pod.UID
-			inJob[uid] = true
-			if cur := cv.tasks[uid]; cur != t || t.Job != id {
+			if cur := cv.tasks[t.Pod.UID]; cur != t || t.Job != id {
 				ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "tasks", Cache: "holds " + t.Key() + " " + taskState(t),
 					Truth:   "the pod is " + taskState(cur) + " in job " + jobOf(cur),
 					Message: "a job holds a task that is not the cache's current task of the pod", subject: sub})
+				continue
 			}
+			valid++
 		}
 	}
-	for uid, t := range cv.tasks {
-		if !inJob[uid] {
+	if valid == len(cv.tasks) {
+		return
+	}
+	inJob := make(map[*framework.TaskInfo]bool, len(cv.tasks))
+	for _, tasks := range cv.jobs {
+		for _, t := range tasks {
+			inJob[t] = true
+		}
+	}
+	for _, t := range cv.tasks {
+		if !inJob[t] {
 			ds.add(Difference{Kind: DiffJob, Name: t.Job.String(), Field: "tasks", Cache: "without " + t.Key(), Truth: "with " + t.Key(),
 				Message: "a task is missing from its job", subject: subject{podNamespace: t.Job.Namespace, custom: true}})
 		}

@@ -15,8 +15,8 @@ import (
 // Sizes of the sections in which copyForVerify copies nodes and jobs, each
 // under its own hold of the cache's lock.
 const (
-	verifyNodeChunk = 256
-	verifyJobChunk  = 4096
+	verifyNodeChunk = 64
+	verifyJobChunk  = 1024
 )
 
 // cacheView is the consistency checker's copy of the cache. TaskInfos and
@@ -88,8 +88,16 @@ func (c *SchedulerCache) copyForVerify() *cacheView {
 	var hold holdTimer
 	cv := &cacheView{}
 
-	var nodeNames []string
-	var jobIDs []framework.JobID
+	// The slices filled under the lock are allocated before, so that no
+	// allocation (and no garbage-collection assist) lengthens a hold.
+	c.mu.RLock()
+	nNodes, nTasks, nJobs := len(c.nodes), len(c.tasks), len(c.jobs)
+	c.mu.RUnlock()
+	slack := func(n int) int { return n + n/16 + 16 }
+	nodeNames := make([]string, 0, slack(nNodes))
+	tasks := make([]*framework.TaskInfo, 0, slack(nTasks))
+	jobIDs := make([]framework.JobID, 0, slack(nJobs))
+
 	hold.start()
 	c.mu.RLock()
 	cv.outside = make(map[string]*nodeView, len(c.outside))
@@ -117,7 +125,6 @@ func (c *SchedulerCache) copyForVerify() *cacheView {
 	for uid, a := range c.assumed {
 		cv.assumedPending[uid] = a.pending != nil
 	}
-	nodeNames = make([]string, 0, len(c.nodes))
 	for name := range c.nodes {
 		nodeNames = append(nodeNames, name)
 	}
@@ -128,7 +135,6 @@ func (c *SchedulerCache) copyForVerify() *cacheView {
 	// there is) and indexed after it is released.
 	hold.start()
 	c.mu.RLock()
-	tasks := make([]*framework.TaskInfo, 0, len(c.tasks))
 	for _, t := range c.tasks {
 		tasks = append(tasks, t)
 	}
@@ -141,7 +147,6 @@ func (c *SchedulerCache) copyForVerify() *cacheView {
 
 	hold.start()
 	c.mu.RLock()
-	jobIDs = make([]framework.JobID, 0, len(c.jobs))
 	for id := range c.jobs {
 		jobIDs = append(jobIDs, id)
 	}
@@ -163,7 +168,14 @@ func (c *SchedulerCache) copyForVerify() *cacheView {
 		hold.stop()
 	}
 
-	cv.jobs = make(map[framework.JobID][]*framework.TaskInfo, len(jobIDs))
+	// The jobs' tasks go into one buffer, allocated before, each job
+	// recording its span of it.
+	type span struct {
+		id       framework.JobID
+		from, to int
+	}
+	buf := make([]*framework.TaskInfo, 0, slack(nTasks))
+	spans := make([]span, 0, len(jobIDs))
 	for chunk := range slices.Chunk(jobIDs, verifyJobChunk) {
 		hold.start()
 		c.mu.RLock()
@@ -172,14 +184,18 @@ func (c *SchedulerCache) copyForVerify() *cacheView {
 			if !ok {
 				continue
 			}
-			tasks := make([]*framework.TaskInfo, 0, len(j.Tasks))
+			from := len(buf)
 			for _, t := range j.Tasks {
-				tasks = append(tasks, t)
+				buf = append(buf, t)
 			}
-			cv.jobs[id] = tasks
+			spans = append(spans, span{id: id, from: from, to: len(buf)})
 		}
 		c.mu.RUnlock()
 		hold.stop()
+	}
+	cv.jobs = make(map[framework.JobID][]*framework.TaskInfo, len(spans))
+	for _, sp := range spans {
+		cv.jobs[sp.id] = buf[sp.from:sp.to:sp.to]
 	}
 
 	hold.start()

@@ -3,9 +3,13 @@ package cache
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
+	"time"
 
 	"k8s.io/klog/v2"
 )
@@ -18,6 +22,10 @@ const VerifyPath = "/debug/cache/verify"
 // when a source could not be listed. Runs are serialised: a request that
 // arrives during a run waits for it to end, then runs its own. Other
 // methods than GET and HEAD get 405.
+//
+// Two query parameters override opts for one run: grace (a Go duration,
+// e.g. "100ms", at most 10s) and rechecks (0 to 10); a bad value gets 400
+// with {"error": "..."} naming it.
 func (c *SchedulerCache) VerifyHandler(opts VerifyOptions) http.Handler {
 	sem := make(chan struct{}, 1)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -26,12 +34,19 @@ func (c *SchedulerCache) VerifyHandler(opts VerifyOptions) http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
+		runOpts, err := verifyQuery(opts, r.URL.Query())
+		if err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-r.Context().Done():
 			return
 		}
-		res, err := c.Verify(r.Context(), opts)
+		res, err := c.Verify(r.Context(), runOpts)
 		<-sem
 		var body any = res
 		status := http.StatusOK
@@ -78,4 +93,32 @@ func (c *SchedulerCache) VerifyOnSignal(ctx context.Context, opts VerifyOptions,
 			LogVerifyResult(res)
 		}
 	}
+}
+
+// Bounds of the query parameters of VerifyHandler.
+const (
+	maxQueryGrace    = 10 * time.Second
+	maxQueryRechecks = 10
+)
+
+// verifyQuery applies the query parameters grace and rechecks to opts.
+func verifyQuery(opts VerifyOptions, q url.Values) (VerifyOptions, error) {
+	if v := q.Get("grace"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > maxQueryGrace {
+			return opts, fmt.Errorf("query parameter grace=%q: want a duration above 0 and at most %v, such as 250ms", v, maxQueryGrace)
+		}
+		opts.Grace = d
+	}
+	if v := q.Get("rechecks"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxQueryRechecks {
+			return opts, fmt.Errorf("query parameter rechecks=%q: want a whole number from 0 to %d", v, maxQueryRechecks)
+		}
+		opts.Rechecks = n
+		if n == 0 {
+			opts.Rechecks = -1
+		}
+	}
+	return opts, nil
 }

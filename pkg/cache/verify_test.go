@@ -1,11 +1,18 @@
 package cache
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,10 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -420,6 +430,22 @@ func TestVerifyHandlerAndMetrics(t *testing.T) {
 		t.Errorf("runs = %v, want 2", got)
 	}
 
+	for _, q := range []struct{ query, names string }{
+		{"?grace=forever", "grace"}, {"?grace=0s", "grace"}, {"?grace=1h", "grace"},
+		{"?rechecks=-1", "rechecks"}, {"?rechecks=11", "rechecks"}, {"?rechecks=two", "rechecks"},
+	} {
+		resp, err := http.Get(srv.URL + q.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e map[string]string
+		err = json.NewDecoder(resp.Body).Decode(&e)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(e["error"], q.names) {
+			t.Errorf("GET %s = %d %v %v, want 400 naming %s", q.query, resp.StatusCode, e, err, q.names)
+		}
+	}
+
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
 	resp3, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -444,5 +470,137 @@ func TestVerifyTruncates(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(f.c.metrics.CacheVerifyDifferences.WithLabelValues(DiffNode)); got != 3 {
 		t.Errorf("Node differences counted = %v, want 3", got)
+	}
+}
+
+// The log of a run is bounded: a summary, at most 100 differences, and a
+// line for the rest.
+func TestLogVerifyResult(t *testing.T) {
+	var buf bytes.Buffer
+	klog.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))))
+	defer klog.ClearLogger()
+
+	res := &VerifyResult{Truncated: 20}
+	for i := range 130 {
+		res.Differences = append(res.Differences, Difference{Kind: DiffPod, Name: fmt.Sprintf("ns/p-%d", i), Field: "state",
+			Cache: "absent", Truth: "pending", Message: "a pending pod of this scheduler is missing from the cache"})
+	}
+	LogVerifyResult(res)
+	klog.Flush()
+	out := buf.String()
+	for _, c := range []struct {
+		text string
+		want int
+	}{
+		{`"Scheduler cache differs from its sources" differences=150`, 1},
+		{`"Scheduler cache difference" kind="Pod" name="ns/p-`, 100},
+		{`notLogged=50`, 1},
+	} {
+		if got := strings.Count(out, c.text); got != c.want {
+			t.Errorf("%q logged %d times, want %d; log:\n%.2000s", c.text, got, c.want, out)
+		}
+	}
+
+	buf.Reset()
+	LogVerifyResult(&VerifyResult{Consistent: true, Counts: VerifyCounts{Nodes: 3}})
+	klog.Flush()
+	if out := buf.String(); !strings.Contains(out, `"Scheduler cache is consistent with its sources" nodes=3`) || strings.Count(out, "\n") != 1 {
+		t.Errorf("consistent result logged as:\n%s", out)
+	}
+}
+
+// SIGUSR2 runs the checker and logs the result.
+func TestVerifyOnSignal(t *testing.T) {
+	var buf syncBuffer
+	klog.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))))
+	defer klog.ClearLogger()
+	f := newVerifyFixture(t)
+	f.node(t, bigNode("n3"), false)
+	// Keep the signal's default action (ending the process) away while
+	// VerifyOnSignal installs its own handler.
+	guard := make(chan os.Signal, 1)
+	signal.Notify(guard, syscall.SIGUSR2)
+	defer signal.Stop(guard)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.c.VerifyOnSignal(ctx, quick, syscall.SIGUSR2)
+	}()
+	defer func() { cancel(); <-done }()
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		// A signal sent before VerifyOnSignal listens only reaches
+		// guard: send it again.
+		if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+			return false, err
+		}
+		return strings.Contains(buf.String(), `"Scheduler cache difference" kind="Node" name="n3" field="presence"`), nil
+	})
+	if err != nil {
+		t.Errorf("no difference logged after SIGUSR2: %v; log:\n%.2000s", err, buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// With ExternalWorkloadNodeLabel, a workload's label names its node, as
+// for the default handler with externalWorkloadNodeLabel.
+func TestVerifyExternalWorkloadNodeLabel(t *testing.T) {
+	f := newVerifyFixture(t)
+	w := workload("vm-labelled", "n1", "1")
+	w.Labels = map[string]string{"example.com/host": "n2"}
+	f.workloads.Add(w)
+	mustNoErr(t, "setting external usage", f.c.SetExternalUsage(externalWorkloadKey(w), "n2", resources.FromList(w.Spec.Resources)))
+	if res := mustVerify(t, f.c, VerifyOptions{Rechecks: -1, ExternalWorkloadNodeLabel: "example.com/host"}); !res.Consistent {
+		t.Errorf("with the node label: differences %+v", res.Differences)
+	}
+	res := mustVerify(t, f.c, VerifyOptions{Rechecks: -1})
+	if len(res.Differences) != 1 || res.Differences[0].Field != "node" || res.Differences[0].Truth != "n1" {
+		t.Errorf("without the node label: differences %+v, want the workload on n1", res.Differences)
+	}
+}
+
+// A re-check reads the objects again: a pod deleted, or a node added to
+// the cache, during the grace period clears its candidate, whether the
+// re-check GETs each object or, past MaxTargeted, lists everything again.
+func TestVerifyRecheckReadsAgain(t *testing.T) {
+	for _, maxTargeted := range []int{50, 1} {
+		t.Run(fmt.Sprintf("maxTargeted=%d", maxTargeted), func(t *testing.T) {
+			f := newVerifyFixture(t)
+			f.pod(t, st.MakePod().Name("short-lived").Node("n1").Obj(), false)
+			f.node(t, bigNode("n3"), false)
+			opts := VerifyOptions{Rechecks: 1, Grace: time.Millisecond, MaxTargeted: maxTargeted}
+			opts.beforeRecheck = func(round int) {
+				if round != 0 {
+					return
+				}
+				// The pod's delete and the node's add reach the cache
+				// (which never had the pod) while it waits.
+				if err := f.client.CoreV1().Pods("default").Delete(t.Context(), "short-lived", metav1.DeleteOptions{}); err != nil {
+					t.Error(err)
+				}
+				mustNoErr(t, "adding node", f.c.AddOrUpdateNode(bigNode("n3")))
+			}
+			res := mustVerify(t, f.c, opts)
+			if !res.Consistent || res.InFlight != 2 {
+				t.Errorf("consistent, inFlight = %v, %d; want true, 2; differences %+v", res.Consistent, res.InFlight, res.Differences)
+			}
+		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,15 +19,16 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// checkedListWatch sits between a source and the informer's reflector. It
-// rejects what the informer must not store, counts what passes, and tells
-// the reflector not to try watch-list streaming, which sources that are
-// not apiservers do not speak.
+// checkedListWatch sits between a source and resilientListWatch. It
+// rejects what the informer must not store and counts what passes, every
+// failure and every rejection.
 //
 // Rejection is fail-closed: a list with one invalid item fails whole, so
 // the informer keeps its last good state (an ExternalWorkload silently
 // dropped would free capacity that is in use), and an invalid watch event
-// ends the watch with an error, after which the reflector relists.
+// ends the watch with an ERROR event, after which the informer lists
+// again. resilientListWatch, which retries, logs every failure, these
+// rejections included.
 type checkedListWatch struct {
 	lw       cache.ListerWatcherWithContext
 	name     string
@@ -38,8 +38,6 @@ type checkedListWatch struct {
 	// wantListType is the type lists must have, if known.
 	wantListType reflect.Type
 	m            *sourceMetrics
-	// lists counts List calls, to tell relists from the first list.
-	lists atomic.Int64
 }
 
 var (
@@ -47,12 +45,12 @@ var (
 	_ cache.ListerWatcherWithContext = (*checkedListWatch)(nil)
 )
 
-func newCheckedListWatch(lw cache.ListerWatcher, example runtime.Object, name string, m *Metrics) *checkedListWatch {
+func newCheckedListWatch(lw cache.ListerWatcher, example runtime.Object, name string, m *sourceMetrics) *checkedListWatch {
 	c := &checkedListWatch{
 		lw:       cache.ToListerWatcherWithContext(lw),
 		name:     name,
 		wantType: reflect.TypeOf(example),
-		m:        m.forSource(name),
+		m:        m,
 	}
 	// A vendor's source may produce a type this package's scheme does not
 	// know; then only the Go type is checked.
@@ -77,9 +75,6 @@ func (c *checkedListWatch) Watch(opts metav1.ListOptions) (watch.Interface, erro
 }
 
 func (c *checkedListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	if c.lists.Add(1) > 1 {
-		c.m.relists.Inc()
-	}
 	list, err := c.lw.ListWithContext(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -88,25 +83,52 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, opts metav1.List
 			return nil, err
 		}
 		c.m.listErrors.Inc()
-		if errors.Is(err, ErrTooLarge) {
+		switch {
+		case errors.Is(err, ErrTooLarge):
 			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
+		case errors.Is(err, ErrNotAList):
+			c.m.invalid.WithLabelValues(c.name, ReasonNotAList).Inc()
 		}
-		klog.ErrorS(err, "Listing from a custom informer source failed; retrying with backoff", "informer", c.name)
 		return nil, err
 	}
 	if err := c.checkList(list); err != nil {
 		c.m.listErrors.Inc()
-		klog.ErrorS(err, "Rejected a list from a custom informer source; keeping the previous state", "informer", c.name)
-		return nil, err
+		return nil, rejected{err}
 	}
 	c.m.lastEvent.SetToCurrentTime()
 	return list, nil
+}
+
+// rejected wraps the error for data the check rejected, which the check
+// has counted already.
+type rejected struct{ error }
+
+func (r rejected) Unwrap() error { return r.error }
+
+// statusReasonRejected marks the ERROR event that replaces a rejected
+// watch event.
+const statusReasonRejected metav1.StatusReason = "RejectedByScheduler"
+
+// isRejected reports whether err is for data the check rejected.
+func isRejected(err error) bool {
+	var r rejected
+	return errors.As(err, &r) || apierrors.ReasonForError(err) == statusReasonRejected
 }
 
 func (c *checkedListWatch) checkList(list runtime.Object) error {
 	// A list of another kind is rejected even when empty, which would
 	// otherwise wipe the informer. Generic lists (v1.List, or types this
 	// package does not know) are let through: their items are checked.
+	// A single object or a Status is no list at all.
+	if !meta.IsListType(list) {
+		c.m.invalid.WithLabelValues(c.name, ReasonNotAList).Inc()
+		if st, ok := list.(*metav1.Status); ok {
+			return fmt.Errorf("list from custom informer %q is a *v1.Status (kind \"Status\"), not a list: status %q, reason %q, code %d, message %q",
+				c.name, st.Status, st.Reason, st.Code, st.Message)
+		}
+		kind := list.GetObjectKind().GroupVersionKind().Kind
+		return fmt.Errorf("list from custom informer %q is a %T (kind %q), not a list", c.name, list, kind)
+	}
 	if t := reflect.TypeOf(list); c.wantListType != nil && t != c.wantListType {
 		if gvks, _, err := scheme.ObjectKinds(list); err == nil && gvks[0].Kind != "List" {
 			c.m.invalid.WithLabelValues(c.name, ReasonWrongType).Inc()
@@ -169,14 +191,13 @@ func (c *checkedListWatch) WatchWithContext(ctx context.Context, opts metav1.Lis
 			return nil, err
 		}
 		c.m.watchErrors.Inc()
-		klog.ErrorS(err, "Watching a custom informer source failed; listing again", "informer", c.name)
 		return nil, err
 	}
 	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) { return c.checkEvent(ctx, e) }), nil
 }
 
 // checkEvent counts an event and turns an invalid one into an ERROR event,
-// which makes the reflector end the watch and list again. ctx is the
+// which makes resilientListWatch end the watch and list again. ctx is the
 // watch's: once it is done, errors are the informer stopping.
 func (c *checkedListWatch) checkEvent(ctx context.Context, e watch.Event) (watch.Event, bool) {
 	switch e.Type {
@@ -186,7 +207,6 @@ func (c *checkedListWatch) checkEvent(ctx context.Context, e watch.Event) (watch
 			c.m.errorEvents.Inc()
 			c.m.watchErrors.Inc()
 			err = fmt.Errorf("%s event from custom informer %q: %w", e.Type, c.name, err)
-			klog.ErrorS(err, "Rejected a watch event from a custom informer source; the watch ends and the informer lists again", "informer", c.name)
 			return errorEvent(err), true
 		}
 		switch e.Type {
@@ -212,29 +232,21 @@ func (c *checkedListWatch) checkEvent(ctx context.Context, e watch.Event) (watch
 		if st, ok := e.Object.(*metav1.Status); ok && strings.Contains(st.Message, ErrTooLarge.Error()) {
 			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
 		}
-		switch {
-		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
-			klog.V(2).InfoS("Watch of a custom informer source expired; listing again", "informer", c.name, "err", err)
-		default:
-			klog.ErrorS(err, "Watch of a custom informer source failed; listing again", "informer", c.name)
-		}
 	default:
 		c.m.errorEvents.Inc()
 		c.m.watchErrors.Inc()
 		err := fmt.Errorf("event from custom informer %q has unknown type %q", c.name, e.Type)
-		klog.ErrorS(err, "Rejected a watch event from a custom informer source; the watch ends and the informer lists again", "informer", c.name)
 		return errorEvent(err), true
 	}
 	return e, true
 }
 
-// errorEvent is the ERROR event that replaces a rejected one. Its status
-// is neither Expired nor an internal error, so the reflector neither
-// retries the watch from the same resourceVersion nor logs it as benign:
-// it logs it and lists again.
+// errorEvent is the ERROR event that replaces a rejected one. Its reason
+// tells resilientListWatch that it is a rejection; like any ERROR event
+// but a 410, it makes it list again, after a pause.
 func errorEvent(err error) watch.Event {
 	return watch.Event{Type: watch.Error, Object: &metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity,
-		Reason: metav1.StatusReasonInvalid, Message: err.Error(),
+		Reason: statusReasonRejected, Message: err.Error(),
 	}}
 }

@@ -8,9 +8,15 @@
 //   - New, which builds the informer for a source that is not an
 //     apiserver (it opts out of watch-list semantics), behind a check that
 //     rejects what must not be stored (a list or object of the wrong type
-//     or kind, a missing name or resourceVersion) and counts every event,
-//     error, rejection and relist in Metrics, labelled with the informer's
-//     name;
+//     or kind, a response that is not a list, a missing name or
+//     resourceVersion) and counts every event, error, rejection and relist
+//     in Metrics, labelled with the informer's name;
+//   - retries in the source rather than in client-go's reflector, whose
+//     backoff grows to a minute: attempts are 1-2 s apart at most, a watch
+//     that ends is resumed, and a relist (after a 410, an error or
+//     resourceVersions going backwards) is delivered to the reflector as
+//     the difference from what it holds (resilient.go), so the informer
+//     agrees with a restarted manager within seconds;
 //   - a registry of source types (RegisterSource), following the same rules
 //     as the event-handler registry, so vendors can add their own;
 //   - the built-in sources: http (the Kubernetes list/watch JSON protocol
@@ -22,7 +28,7 @@
 //
 // Rejection is fail-closed: a rejected list fails whole and a rejected
 // watch event ends the watch, so the informer keeps its last good state
-// and lists again with backoff. Dropping a bad object instead would delete
+// and lists again after a pause. Dropping a bad object instead would delete
 // it from the store, and a forgotten VM frees capacity that is in use.
 //
 // The scheduler cache runs these informers next to the native ones and

@@ -3,11 +3,13 @@ package custominformer
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,6 +154,9 @@ func listOf(rv string, items ...string) string {
 		ewAPIVersion, rv, strings.Join(items, ","))
 }
 
+// expiredLine is the ERROR event of a 410 Expired.
+const expiredLine = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old resource version"}}` + "\n"
+
 func watchLine(typ, obj string) string { return fmt.Sprintf(`{"type":%q,"object":%s}`+"\n", typ, obj) }
 
 func TestHTTPSourceRejectsBadData(t *testing.T) {
@@ -175,6 +180,16 @@ func TestHTTPSourceRejectsBadData(t *testing.T) {
 			reason: ReasonWrongType, log: `item 1: object has apiVersion \"v1\" and kind \"Node\"`},
 		{name: "list of the wrong kind", list: `{"apiVersion":"batch-scheduler.io/v1alpha1","kind":"GrantList","metadata":{"resourceVersion":"30"},"items":[]}`,
 			reason: ReasonWrongType, log: `is a *v1alpha1.GrantList (kind \"GrantList\"), want *v1alpha1.ExternalWorkloadList`},
+		{name: "list is a single object", list: `{` + ewAPIVersion + `,"kind":"ExternalWorkload","metadata":{"name":"w1","resourceVersion":"30"},"spec":{"nodeName":"host-1","workloadKind":"vm"}}`,
+			reason: ReasonNotAList, log: `is a *v1alpha1.ExternalWorkload (kind \"ExternalWorkload\"), not a list`},
+		{name: "list is a success Status", list: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":200}`,
+			reason: ReasonNotAList, log: `is a *v1.Status (kind \"Status\"), not a list`},
+		{name: "list is a failure Status with 200", list: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"manager confused","reason":"InternalError","code":500}`,
+			reason: ReasonNotAList, log: `manager confused`},
+		{name: "list items are an object", list: `{` + ewAPIVersion + `,"kind":"ExternalWorkloadList","metadata":{"resourceVersion":"30"},"items":{"w1":` + goodItem + `}}`,
+			reason: ReasonNotAList, log: "the list response's items are an object, not an array"},
+		{name: "list items are a string", list: `{` + ewAPIVersion + `,"kind":"ExternalWorkloadList","metadata":{"resourceVersion":"30"},"items":"w1"}`,
+			reason: ReasonNotAList, log: "the list response's items are a string, not an array"},
 		{name: "list item without a name", list: listOf("20", `{"metadata":{"resourceVersion":"3"}}`),
 			reason: ReasonMissingName, log: "has no metadata.name"},
 		{name: "list item without resourceVersion", list: listOf("20", `{"metadata":{"name":"w3"}}`),
@@ -216,8 +231,9 @@ func TestHTTPSourceRejectsBadData(t *testing.T) {
 			waitFor(t, "sync", b.Informer.HasSynced)
 
 			if tt.list != "" {
-				// End the watch: the reflector lists again and gets the
-				// bad list.
+				// End the watch and answer the next one with 410: the
+				// informer lists again and gets the bad list.
+				mgr.queueWatch(expiredLine)
 				mgr.queueList(tt.list)
 				mgr.srv.CloseClientConnections()
 				waitFor(t, "the bad list to be rejected", func() bool { return testutil.ToFloat64(m.ListErrors.WithLabelValues("workloads")) >= 1 })
@@ -360,8 +376,12 @@ func TestHTTPSourceRelistsOnExpired(t *testing.T) {
 
 // testRelistOnExpired lets the manager's history move past the informer's
 // version; the manager then says so with an ERROR event (as an apiserver
-// does) or, with status410, with an HTTP 410 Gone.
+// does) or, with status410, with an HTTP 410 Gone. Both must be handled
+// and logged alike: one line at V(2), nothing at error level, one watch
+// error and one relist.
 func testRelistOnExpired(t *testing.T, status410 bool) {
+	logs := captureLogs(t)
+	setVerbosity(t, 2)
 	store, err := resourcemanager.New(resourcemanager.Options{
 		GroupVersionKind: v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
 		Resource:         v1alpha1.ExternalWorkloadsResource, Example: &v1alpha1.ExternalWorkload{},
@@ -411,9 +431,37 @@ func testRelistOnExpired(t *testing.T, status410 bool) {
 		t.Errorf("relists = %v, want >= 1", got)
 	}
 	// The 410 was what made it list: an ERROR event, or a failed watch.
-	if got := testutil.ToFloat64(m.WatchErrors.WithLabelValues("workloads")); got < 1 {
-		t.Errorf("watch errors = %v, want the 410 counted", got)
+	if got := testutil.ToFloat64(m.WatchErrors.WithLabelValues("workloads")); got != 1 {
+		t.Errorf("watch errors = %v, want the 410 counted once", got)
 	}
+	if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got != 1 {
+		t.Errorf("relists = %v, want 1", got)
+	}
+	klog.Flush()
+	var expired int
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.HasPrefix(line, "E") || strings.HasPrefix(line, "W") {
+			t.Errorf("a 410 logged %s", line)
+		}
+		if strings.Contains(line, "Custom informer source no longer serves the informer's resourceVersion; listing again") &&
+			strings.Contains(line, `informer="workloads"`) {
+			expired++
+		}
+	}
+	if expired != 1 {
+		t.Errorf("the 410 was logged %d times at V(2), want once:\n%s", expired, logs)
+	}
+}
+
+// setVerbosity sets klog's -v for the rest of the test.
+func setVerbosity(t *testing.T, v int) {
+	t.Helper()
+	var fs flag.FlagSet
+	klog.InitFlags(&fs)
+	if err := fs.Set("v", strconv.Itoa(v)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fs.Set("v", "0") })
 }
 
 // TestStoppingLogsNoErrors: an informer that stops breaks its own watch

@@ -94,16 +94,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// run starts b's informer with a watch error handler and stops it at the
-// end of the test.
+// run starts b's informer, collecting the failures its source retries,
+// and stops it at the end of the test.
 func run(t *testing.T, b Built) *errorLog {
 	t.Helper()
 	log := &errorLog{}
-	if err := b.Informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		log.add(err)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	b.source.onError = log.add
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); b.Informer.RunWithContext(ctx) }()

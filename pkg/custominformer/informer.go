@@ -37,31 +37,46 @@ type Options struct {
 // tries watch-list streaming, which such sources do not speak.
 //
 // Between lw and the informer sits a check that rejects what must not be
-// stored: a list without a resourceVersion, an object of another type, or
-// one without a name or resourceVersion. A rejected list fails whole and a
-// rejected watch event ends the watch, so the informer keeps its last good
-// state and lists again with backoff. Rejections are logged with the
-// informer's name and counted in opts.Metrics. The informer is not
+// stored: a list that is not a list or has no resourceVersion, an object
+// of another type, or one without a name or resourceVersion. A rejected
+// list fails whole and a rejected watch event ends the watch, so the
+// informer keeps its last good state and lists again. Rejections are
+// logged with the informer's name and counted in opts.Metrics.
+//
+// Failures are retried by the informer's source itself, not by client-go's
+// reflector, whose backoff grows to a minute: attempts are paced between
+// RetryInitialDelay and twice RetryMaxDelay, a watch that ends is resumed
+// from the last resourceVersion, and after a 410, an error or
+// resourceVersions that went backwards the source is listed again and the
+// difference delivered as events, so the informer agrees with a manager
+// within about two seconds of it answering again. The informer is not
 // started.
 func New(lw cache.ListerWatcher, example runtime.Object, opts Options) cache.SharedIndexInformer {
+	informer, _ := newInformer(lw, example, opts)
+	return informer
+}
+
+func newInformer(lw cache.ListerWatcher, example runtime.Object, opts Options) (cache.SharedIndexInformer, *resilientListWatch) {
 	m := opts.Metrics
 	if m == nil {
 		m = unregisteredMetrics
 	}
-	informer := cache.NewSharedIndexInformerWithOptions(newCheckedListWatch(lw, example, opts.Name, m), example, cache.SharedIndexInformerOptions{
+	sm := m.forSource(opts.Name)
+	source := newResilientListWatch(newCheckedListWatch(lw, example, opts.Name, sm), example, opts.Name, sm)
+	informer := cache.NewSharedIndexInformerWithOptions(source, example, cache.SharedIndexInformerOptions{
 		ResyncPeriod:      opts.ResyncPeriod,
 		Indexers:          cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		ObjectDescription: "custom informer " + opts.Name,
 	})
-	// The check logs list and watch failures with the informer's name;
-	// the reflector's own report would repeat them.
+	// The source retries and logs its own failures; the reflector only
+	// sees the informer stopping.
 	_ = informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		klog.V(4).InfoS("Custom informer list/watch ended", "informer", opts.Name, "err", err)
 	})
 	if opts.Metrics != nil {
 		opts.Metrics.synced.add(opts.Name, informer.HasSynced)
 	}
-	return informer
+	return informer, source
 }
 
 // unregisteredMetrics count for informers built without Options.Metrics.
@@ -126,9 +141,13 @@ type Built struct {
 	Name     string
 	Resource framework.EventResource
 	Informer cache.SharedIndexInformer
-	// ListerWatcher is the informer's source, for the cache's consistency
-	// checker, which lists it afresh.
+	// ListerWatcher is the informer's source as configured, without the
+	// retrying wrapper, for the cache's consistency checker, which lists
+	// it afresh.
 	ListerWatcher cache.ListerWatcher
+
+	// source is the informer's ListerWatcher, for tests.
+	source *resilientListWatch
 }
 
 // BuildOption changes what Build does.
@@ -166,11 +185,13 @@ func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.Cust
 	for _, opt := range opts {
 		opt(&o)
 	}
+	informer, source := newInformer(lw, newObj(), o)
 	return Built{
 		Name:          ci.Name,
 		Resource:      framework.EventResource(ci.Resource),
-		Informer:      New(lw, newObj(), o),
+		Informer:      informer,
 		ListerWatcher: lw,
+		source:        source,
 	}, nil
 }
 

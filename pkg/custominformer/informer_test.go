@@ -107,7 +107,7 @@ func TestNewOptsOutOfWatchList(t *testing.T) {
 	if watchlist.DoesClientNotSupportWatchListSemantics(src) {
 		t.Fatal("precondition: the fake source itself does not opt out")
 	}
-	lw := newCheckedListWatch(src, &v1.Node{}, "hosts", unregisteredMetrics)
+	_, lw := newInformer(src, &v1.Node{}, Options{Name: "hosts"})
 	if !watchlist.DoesClientNotSupportWatchListSemantics(lw) {
 		t.Fatal("custom sources must opt out of watch-list semantics")
 	}

@@ -23,22 +23,26 @@ const (
 // has an "informer" label, the custom informer's name. Build it with
 // NewMetrics; one Metrics serves any number of informers.
 type Metrics struct {
-	// Events counts watch events received, by type: "added", "modified",
-	// "deleted", "bookmark" and "error". Rejected events count as
-	// "error".
+	// Events counts watch events received from the source, by type:
+	// "added", "modified", "deleted", "bookmark" and "error". Rejected
+	// events count as "error". The differences a relist delivers are not
+	// counted.
 	Events *prometheus.CounterVec
-	// ListErrors counts lists that failed, including lists rejected for an
-	// invalid item.
+	// ListErrors counts list attempts that failed, including lists
+	// rejected for an invalid item.
 	ListErrors *prometheus.CounterVec
-	// WatchErrors counts watches that could not be opened and watch
-	// streams that ended with an error (an ERROR event from the source, a
-	// stream that could not be decoded, a rejected object).
+	// WatchErrors counts watch attempts that could not be opened (a 410
+	// included) and watch streams that ended with an error (an ERROR
+	// event from the source, a 410 included, a stream that could not be
+	// decoded, a rejected object). A stream that just ends is not one.
 	WatchErrors *prometheus.CounterVec
 	// InvalidObjects counts objects rejected by their reason (see the
 	// Reason constants).
 	InvalidObjects *prometheus.CounterVec
-	// Relists counts lists after the first: each one follows a watch
-	// that ended for good (410 Gone, an error, a lost connection).
+	// Relists counts the times the informer decided to list again after
+	// its first list: after a 410, an ERROR event, a rejected event or
+	// resourceVersions going backwards. A watch that merely ended is
+	// resumed and not counted; the retries of one relist count once.
 	Relists *prometheus.CounterVec
 	// LastEvent is the Unix time of the last successful list or watch
 	// event, bookmarks included.
@@ -62,7 +66,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		ListErrors:     counter("list_errors_total", "Lists from the source that failed or were rejected."),
 		WatchErrors:    counter("watch_errors_total", "Watches of the source that could not be opened or ended with an error."),
 		InvalidObjects: counter("invalid_objects_total", "Objects from the source rejected as invalid, by reason.", "reason"),
-		Relists:        counter("relists_total", "Lists after the first one, each following a watch that ended."),
+		Relists:        counter("relists_total", "Lists after the first one, each following a 410, an error, a rejected event or resourceVersions going backwards."),
 		LastEvent: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: metrics.Namespace, Subsystem: "custom_informer", Name: "last_event_timestamp_seconds",
 			Help: "Unix time of the last successful list or watch event from the source.",

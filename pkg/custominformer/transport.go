@@ -20,6 +20,10 @@ import (
 // over the source's size limits.
 var ErrTooLarge = errors.New("response exceeds the size limit")
 
+// ErrNotAList is wrapped by the error for a list response whose items are
+// not a JSON array.
+var ErrNotAList = errors.New("not a list")
+
 // limitedSerializer is a NegotiatedSerializer whose stream framers refuse
 // a watch event larger than maxFrame bytes. Everything else is the wrapped
 // serializer's.
@@ -232,17 +236,41 @@ func (t *tokenTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 var _ utilnet.RoundTripperWrapper = (*tokenTransport)(nil)
 
+// jsonKind names the JSON type of a value that starts with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '{':
+		return "an object"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
 // checkItemSizes fails if an item of the JSON list in body is larger than
-// max bytes, or if body is not a JSON object. It only measures: decoding
+// max bytes, if body is not a JSON object, or (with ErrNotAList) if its
+// items are not an array. It only measures: decoding
 // is left to the codec.
 func checkItemSizes(body []byte, max int64) error {
 	var list struct {
-		Items []json.RawMessage `json:"items"`
+		Items json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
 		return fmt.Errorf("decoding the list response: %w", err)
 	}
-	for i, item := range list.Items {
+	var items []json.RawMessage
+	if len(list.Items) > 0 && !bytes.Equal(list.Items, []byte("null")) {
+		if list.Items[0] != '[' {
+			return fmt.Errorf("the list response's items are %s, not an array: %w", jsonKind(list.Items[0]), ErrNotAList)
+		}
+		if err := json.Unmarshal(list.Items, &items); err != nil {
+			return fmt.Errorf("decoding the list response: %w", err)
+		}
+	}
+	for i, item := range items {
 		if int64(len(item)) > max {
 			return fmt.Errorf("list item %d has %d bytes, more than %d (maxObjectBytes): %w", i, len(item), max, ErrTooLarge)
 		}

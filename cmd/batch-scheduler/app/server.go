@@ -231,6 +231,9 @@ type server struct {
 	// pdbSynced reports whether preemption's PodDisruptionBudget informer
 	// has synced.
 	pdbSynced toolscache.InformerSynced
+	// verify configures the cache consistency checker
+	// (/debug/cache/verify, SIGUSR2).
+	verify cache.VerifyOptions
 }
 
 func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.File, selector labels.Selector, restConfig *rest.Config) (*server, error) {
@@ -258,6 +261,12 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	eventClient, err := kubernetes.NewForConfig(eventsConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
+	}
+	// The consistency checker lists every node and pod: its own client,
+	// with its own rate limit, so that its requests never delay binds.
+	verifyClient, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(restConfig), "cache-verify"))
+	if err != nil {
+		return nil, fmt.Errorf("creating the consistency checker's client: %w", err)
 	}
 	rec := newEventRecording(eventClient)
 	recorder := rec.recorder("batch-scheduler")
@@ -310,8 +319,14 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, err
 	}
+	verify := cache.VerifyOptions{Client: verifyClient}
+	// A handler built on the default one places ExternalWorkloads by its
+	// node label; the checker must place them the same way.
+	if l, ok := h.(interface{ ExternalWorkloadNodeLabel() string }); ok {
+		verify.ExternalWorkloadNodeLabel = l.ExternalWorkloadNodeLabel()
+	}
 	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, events: rec, registry: reg,
-		pdbSynced: pdbs.Informer().HasSynced}, nil
+		pdbSynced: pdbs.Informer().HasSynced, verify: verify}, nil
 }
 
 func (s *server) run(ctx context.Context, serving *servingConfig) error {
@@ -335,7 +350,7 @@ func (s *server) run(ctx context.Context, serving *servingConfig) error {
 	}
 	// SIGUSR2 checks the cache against its sources and logs the result,
 	// as kube-scheduler's cache comparer does.
-	go s.cache.VerifyOnSignal(ctx, cache.VerifyOptions{}, syscall.SIGUSR2)
+	go s.cache.VerifyOnSignal(ctx, s.verify, syscall.SIGUSR2)
 	// The scheduling loop starts behind the sync barrier, and behind the
 	// leader election lease when enabled.
 	schedDone := make(chan error, 1)
@@ -392,7 +407,7 @@ func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func()
 	checks := newHealthChecks(ctx, s.cache.HandlersSynced, s.watchdog)
 	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
 		"/debug/cache":   s.cache.DumpHandler(),
-		cache.VerifyPath: s.cache.VerifyHandler(cache.VerifyOptions{}),
+		cache.VerifyPath: s.cache.VerifyHandler(s.verify),
 		demand.Path:      demand.Handler(s.demand),
 	})
 	if err != nil {

@@ -266,3 +266,8 @@ func objectAs[T any, PT interface{ *T }](obj any) (PT, bool) {
 func sameVersion(oldRV, newRV string) bool {
 	return oldRV != "" && oldRV == newRV
 }
+
+// ExternalWorkloadNodeLabel returns Args.ExternalWorkloadNodeLabel, so
+// that the cache's consistency checker places ExternalWorkloads as the
+// handler does.
+func (h *Handler) ExternalWorkloadNodeLabel() string { return h.externalNodeLabel }

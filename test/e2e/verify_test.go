@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// ignoredLabel marks the pods the test's handler drops: their events never
+// reach the cache, as if the handler had a bug.
+const ignoredLabel = "e2e-verify-ignored"
+
+// verify fetches /debug/cache/verify with query ("" or "?...").
+func (s *scheduler) verify(t *testing.T, query string) *cache.VerifyResult {
+	t.Helper()
+	code, body, err := s.get(cache.VerifyPath + query)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET %s: %d %.300s %v", cache.VerifyPath, code, body, err)
+	}
+	var res cache.VerifyResult
+	if err := json.Unmarshal(body, &res); err != nil {
+		t.Fatalf("decoding %s: %v: %.300s", cache.VerifyPath, err, body)
+	}
+	return &res
+}
+
+// On a steady cluster the checker reports no difference; a pod whose
+// events the handler ignores is reported, and counted in the metric; the
+// endpoint has the same authorization as /debug/cache.
+func TestVerifyEndpoint(t *testing.T) {
+	ns := createNamespace(t)
+	ignoring := func(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config) (eventhandlers.Interface, error) {
+		return defaulthandler.New(ctx, c, cfg, rc, defaulthandler.WithPolicy(defaulthandler.Policy{
+			Pod: func(p *v1.Pod) *v1.Pod {
+				if p.Labels[ignoredLabel] != "" {
+					return nil
+				}
+				return p
+			},
+		}))
+	}
+	s := startSchedulerWith(t, []app.Option{app.WithEventHandler("e2e-ignoring", ignoring)}, cp.KubeconfigPath, "--event-handler=e2e-ignoring")
+	s.waitReady(t)
+
+	mustNode(t, st.MakeNode().Name("verify-a").Capacity(res{"cpu": "4", "memory": "8Gi", "pods": "20"}).Obj())
+	mustPod(t, st.MakePod().Namespace(ns).Name("bound").Node("verify-a").Req(res{"cpu": "1"}).Obj())
+	mustPod(t, st.MakePod().Namespace(ns).Name("waiting").NodeSelector(nowhere).Req(res{"cpu": "1"}).Obj())
+	mustPod(t, st.MakePod().Namespace(ns).Name("g-0").Group("g").MinAvailable("2").NodeSelector(nowhere).Obj())
+	s.waitForDump(t, "the test's pods", func(d *cache.Dump) bool {
+		return job(d, ns+"/pod:bound") != nil && job(d, ns+"/pod:waiting") != nil && job(d, ns+"/g") != nil
+	})
+
+	// Steady: consistent. Other tests' objects may be changing meanwhile;
+	// the checker's re-checks absorb that, so one answer suffices.
+	steady := s.verify(t, "")
+	if !steady.Consistent || len(steady.Differences) != 0 {
+		t.Fatalf("steady cluster: differences %+v", steady.Differences)
+	}
+	if steady.Counts.Nodes < 1 || steady.Counts.Pods < 3 {
+		t.Errorf("counts = %+v, want at least this test's node and pods", steady.Counts)
+	}
+	t.Logf("steady cluster: %+v in %.3fs, longest lock hold %.6fs", steady.Counts, steady.DurationSeconds, steady.LongestLockHoldSeconds)
+
+	// Injected: a bound pod the handler never gives the cache.
+	mustPod(t, st.MakePod().Namespace(ns).Name("hidden").Label(ignoredLabel, "yes").Node("verify-a").Req(res{"cpu": "2"}).Obj())
+	var last *cache.VerifyResult
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		// Re-checks short enough for the client's 10s timeout.
+		last = s.verify(t, "?grace=100ms&rechecks=3")
+		return !last.Consistent, nil
+	})
+	if err != nil {
+		t.Fatalf("the ignored pod was never reported: %v; last %+v", err, last)
+	}
+	want := cache.Difference{Kind: cache.DiffPod, Name: ns + "/hidden", Field: "state", Cache: "absent", Truth: "bound to verify-a"}
+	found := false
+	for _, d := range last.Differences {
+		if d.Kind == want.Kind && d.Name == want.Name && d.Field == want.Field && d.Cache == want.Cache && d.Truth == want.Truth {
+			found = true
+		} else {
+			t.Errorf("unexpected difference %+v", d)
+		}
+	}
+	if !found {
+		t.Errorf("differences %+v do not include %+v", last.Differences, want)
+	}
+	if last.Rechecks == 0 {
+		t.Error("a difference was reported without a re-check")
+	}
+
+	code, body, err := s.get("/metrics")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", code, err)
+	}
+	for _, series := range []string{
+		`batch_scheduler_cache_verify_differences_total{kind="Pod"}`,
+		"batch_scheduler_cache_verify_runs_total ",
+		"batch_scheduler_cache_verify_duration_seconds_count ",
+	} {
+		if !strings.Contains(string(body), "\n"+series) {
+			t.Errorf("/metrics has no %s", series)
+		}
+	}
+
+	unprivileged, err := serviceAccountToken(t.Context(), "endpoints-nobody", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{"", unprivileged} {
+		code, body, err := s.getAs(token, cache.VerifyPath)
+		if err != nil || code != http.StatusUnauthorized && code != http.StatusForbidden {
+			t.Errorf("%s with token %q = %d %.200q %v, want 401 or 403", cache.VerifyPath, fmt.Sprintf("%.8s", token), code, body, err)
+		}
+	}
+}
