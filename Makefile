@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
-.PHONY: all build control-plane generate test unit-test e2e-test verify bench bench-scheduling bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart cover demo demo-scenario clean
+.PHONY: all build control-plane generate test unit-test e2e-test test-chaos verify bench bench-scheduling bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart cover demo demo-scenario clean
 
 all: build
 
@@ -42,6 +42,11 @@ unit-test:
 ## e2e-test: tests against a real kube-apiserver and etcd
 e2e-test: control-plane
 	hack/test.sh e2e
+
+## test-chaos: the chaos suite in full (faults under load against a real control plane; the short
+##             version runs in make test); the summary table goes to _output/chaos-report.md
+test-chaos: control-plane
+	hack/test-chaos.sh
 
 ## verify: gofmt, go vet, go mod tidy, generated files up to date
 verify:

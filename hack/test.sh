@@ -3,7 +3,9 @@
 #   hack/test.sh        all of them (unit and e2e)
 #   hack/test.sh unit   only those that need no control plane
 #   hack/test.sh e2e    only those against a real kube-apiserver (bin/, see
-#                       hack/build-control-plane.sh)
+#                       hack/build-control-plane.sh), including the short
+#                       chaos suite (test/chaos; the full one is
+#                       hack/test-chaos.sh)
 # Outside macOS the race detector needs cgo, hence a C compiler. Without one
 # the tests run without -race, after a one-line notice; REQUIRE_RACE=1
 # makes that an error instead (for CI).
@@ -27,24 +29,6 @@ case "${scope}" in
   all) pkgs=$(go list ./...); vendor_pkgs=$(cd examples/vendor-handler && go list ./...) ;;
   *) echo "usage: $0 [unit|e2e|all]" >&2; exit 2 ;;
 esac
-
-# race_unavailable prints why the race detector cannot be used here, or
-# nothing if it can.
-race_unavailable() {
-  if [[ "$(go env GOOS)" == darwin ]]; then
-    return # -race needs no cgo on macOS
-  fi
-  # Checked first: without a compiler, go defaults CGO_ENABLED to 0.
-  local cc
-  read -r cc _ <<<"$(go env CC)" # the command, without its flags
-  if ! command -v "${cc}" >/dev/null 2>&1; then
-    echo "no C compiler found (go env CC: ${cc}); install one, e.g. apt-get install gcc"
-    return
-  fi
-  if [[ "$(go env CGO_ENABLED)" != 1 ]]; then
-    echo "cgo is disabled (CGO_ENABLED=$(go env CGO_ENABLED)); unset it or set CGO_ENABLED=1"
-  fi
-}
 
 race=(-race)
 if reason=$(race_unavailable) && [[ -n "${reason}" ]]; then

@@ -42,6 +42,10 @@ type ControlPlane struct {
 	env      *envtest.Environment
 	stopOnce sync.Once
 	stopErr  error
+
+	// apiMu guards api, the kube-apiserver process (see restart.go).
+	apiMu sync.Mutex
+	api   apiServerProcess
 }
 
 // AssetsDir returns where the binaries are: $KUBEBUILDER_ASSETS if set,
@@ -74,6 +78,18 @@ type Option func(*startOptions)
 type startOptions struct {
 	featureGates  []string
 	runtimeConfig []string
+	flags         map[string][]string
+}
+
+// WithAPIServerFlag sets a flag of kube-apiserver, e.g. "watch-cache",
+// "false".
+func WithAPIServerFlag(name string, values ...string) Option {
+	return func(o *startOptions) {
+		if o.flags == nil {
+			o.flags = map[string][]string{}
+		}
+		o.flags[name] = values
+	}
 }
 
 // WithFeatureGates enables feature gates of kube-apiserver, e.g.
@@ -119,6 +135,9 @@ func Start(opts ...Option) (*ControlPlane, error) {
 	if len(o.runtimeConfig) > 0 {
 		api.Configure().Set("runtime-config", strings.Join(o.runtimeConfig, ","))
 	}
+	for name, values := range o.flags {
+		api.Configure().Set(name, values...)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
@@ -141,6 +160,8 @@ func Start(opts ...Option) (*ControlPlane, error) {
 // safe to call more than once and from a signal handler.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
+		// A kube-apiserver started by RestartAPIServer is not envtest's.
+		_ = cp.stopRestartedAPIServer()
 		cp.stopErr = cp.env.Stop()
 		if err := os.RemoveAll(cp.Dir); err != nil && cp.stopErr == nil {
 			cp.stopErr = err

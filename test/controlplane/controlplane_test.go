@@ -1,9 +1,11 @@
 package controlplane
 
 import (
+	"context"
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -56,5 +58,46 @@ func TestStartCreateStop(t *testing.T) {
 	if conn, err := net.Dial("tcp", u.Host); err == nil {
 		conn.Close()
 		t.Errorf("the API server still listens on %s after Stop", u.Host)
+	}
+}
+
+func TestKillAndRestartAPIServerKeepsDataAndCredentials(t *testing.T) {
+	cp, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	if _, err := CreateNode(t.Context(), cp.Client, st.MakeNode().Name("kept").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cp.EtcdEndpoint(), "http://127.0.0.1:") {
+		t.Errorf("EtcdEndpoint() = %q, want a loopback http URL", cp.EtcdEndpoint())
+	}
+	if err := cp.RestartAPIServer(t.Context()); err == nil {
+		t.Error("RestartAPIServer of a running API server succeeded")
+	}
+	for i, stop := range []func(context.Context) error{cp.KillAPIServer, cp.StopAPIServer} {
+		if err := stop(t.Context()); err != nil {
+			t.Fatalf("stop %d: %v", i, err)
+		}
+		if conn, err := net.Dial("tcp", cp.APIServerAddress()); err == nil {
+			conn.Close()
+			t.Fatalf("stop %d: the API server still listens on %s", i, cp.APIServerAddress())
+		}
+		if err := cp.RestartAPIServer(t.Context()); err != nil {
+			t.Fatalf("restart %d: %v", i, err)
+		}
+		// The same client (same address, same certificates) reads the
+		// data written before.
+		if _, err := cp.Client.CoreV1().Nodes().Get(t.Context(), "kept", metav1.GetOptions{}); err != nil {
+			t.Fatalf("after restart %d: %v", i, err)
+		}
+	}
+	if err := cp.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := net.Dial("tcp", cp.APIServerAddress()); err == nil {
+		conn.Close()
+		t.Errorf("the restarted API server still listens on %s after Stop", cp.APIServerAddress())
 	}
 }
