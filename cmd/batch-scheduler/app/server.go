@@ -183,6 +183,9 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 	if len(o.SchedulerNames) == 0 {
 		return usageError(errors.New("--scheduler-name: at least one name is required"))
 	}
+	if o.MaxEventDelay < 0 {
+		return usageError(fmt.Errorf("--max-event-delay %s: must not be negative (0 disables the check)", o.MaxEventDelay))
+	}
 	selector := labels.Everything()
 	if o.NodeSelector != "" {
 		s, err := labels.Parse(o.NodeSelector)
@@ -387,6 +390,7 @@ func (s *server) demand() *demand.Report {
 // returned function stops them and waits until they have.
 func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func(), err error) {
 	checks := newHealthChecks(ctx, s.cache.HandlersSynced, s.watchdog)
+	checks.ready = append(checks.ready, eventBacklogCheck(s.cache.EventBacklog, s.opts.MaxEventDelay))
 	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
 		"/debug/cache": s.cache.DumpHandler(),
 		demand.Path:    demand.Handler(s.demand),
