@@ -123,11 +123,18 @@ func (t *TaskInfo) setGroup() {
 // NewTaskInfo returns the task of pod as an informer reports it: bound to
 // its spec.nodeName if that is set, pending otherwise.
 func NewTaskInfo(pod *v1.Pod) *TaskInfo {
+	return NewTaskInfoWithRequests(pod, resources.PodRequests(pod))
+}
+
+// NewTaskInfoWithRequests is NewTaskInfo for a caller that knows pod's
+// requests (resources.PodRequests(pod)) already, e.g. from an earlier
+// version of the pod whose requests did not change.
+func NewTaskInfoWithRequests(pod *v1.Pod, requests resources.Resource) *TaskInfo {
 	t := &TaskInfo{
 		Pod:      pod,
 		Status:   TaskPending,
 		NodeName: pod.Spec.NodeName,
-		Requests: resources.PodRequests(pod),
+		Requests: requests,
 	}
 	t.setGroup()
 	if t.NodeName != "" {
