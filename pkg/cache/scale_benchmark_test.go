@@ -123,8 +123,8 @@ func realisticPod(i, node int) *v1.Pod {
 			Name: name, Namespace: "team-a", GenerateName: "web-7d9c5b8f4-",
 			UID:             types.UID(fmt.Sprintf("9b6f0e2c-%04x-4000-8000-%012x", i>>16&0xffff, i)),
 			ResourceVersion: strconv.Itoa(1000 + i), CreationTimestamp: t,
-			Labels:          map[string]string{"app": "web", "tier": "frontend", "pod-template-hash": "7d9c5b8f4"},
-			Annotations:     map[string]string{cache.LastAppliedConfigAnnotation: lastApplied, "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+			Labels:      map[string]string{"app": "web", "tier": "frontend", "pod-template-hash": "7d9c5b8f4"},
+			Annotations: map[string]string{cache.LastAppliedConfigAnnotation: lastApplied, "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9c5b8f4",
 				UID: "5c8e3d1a-0000-4000-8000-000000000001", Controller: new(true), BlockOwnerDeletion: new(true)}},
 			ManagedFields: []metav1.ManagedFieldsEntry{
