@@ -203,10 +203,15 @@ type JobInfo struct {
 	loggedErr string
 }
 
-// NewJobInfo returns a job without tasks.
+// NewJobInfo returns a job without tasks. The bookkeeping of gangs is
+// only allocated for gangs: the scheduler holds a job per single pod, up
+// to 150,000 of them.
 func NewJobInfo(id JobID) *JobInfo {
-	return &JobInfo{ID: id, Tasks: map[types.UID]*TaskInfo{}, declared: map[string]int{},
-		kinds: map[GroupKind]int{}, conflicts: map[types.UID]string{}, policies: map[GroupKind]*GroupPolicy{}}
+	j := &JobInfo{ID: id, Tasks: map[types.UID]*TaskInfo{}}
+	if id.Gang {
+		j.declared, j.kinds, j.conflicts = map[string]int{}, map[GroupKind]int{}, map[types.UID]string{}
+	}
+	return j
 }
 
 // MinAvailable is the number of tasks that must run together for the job
@@ -294,9 +299,12 @@ func (j *JobInfo) SetTask(t *TaskInfo) {
 // SetGroupPolicy records what the group object of kind under the job's
 // name says (nil: there is none) and re-validates the job.
 func (j *JobInfo) SetGroupPolicy(kind GroupKind, p *GroupPolicy) {
-	if p == nil {
+	switch {
+	case p == nil:
 		delete(j.policies, kind)
-	} else {
+	case j.policies == nil:
+		j.policies = map[GroupKind]*GroupPolicy{kind: p}
+	default:
 		j.policies[kind] = p
 	}
 	if j.ID.Gang {
