@@ -125,10 +125,37 @@ func (c *SchedulerCache) ownTask(pod *v1.Pod) *framework.TaskInfo {
 	if old, ok := c.tasks[pod.UID]; ok && old.Status != framework.TaskAssumed && sameRequestInputs(old.Pod, pod) {
 		t = framework.NewTaskInfoWithRequests(pod, old.Requests.Clone())
 	} else {
-		t = framework.NewTaskInfo(pod)
+		t = framework.NewTaskInfoWithRequests(pod, podRequests(pod))
 	}
 	t.Own = c.schedulers[pod.Spec.SchedulerName]
 	return t
+}
+
+// podRequests is resources.PodRequests(pod). For the common pod, without
+// init containers, pod-level requests or overhead, it sums the container
+// requests itself, exactly as the Kubernetes helper does (in quantities,
+// converted once), but without the helper's copy of every container: a
+// few KB of garbage per pod, which at 150,000 pods made the initial sync
+// spend its time collecting it.
+func podRequests(pod *v1.Pod) resources.Resource {
+	s := &pod.Spec
+	if len(s.InitContainers) > 0 || s.Resources != nil || s.Overhead != nil {
+		return resources.PodRequests(pod)
+	}
+	sum := make(v1.ResourceList, 2)
+	for i := range s.Containers {
+		for name, q := range s.Containers[i].Resources.Requests {
+			if v, ok := sum[name]; ok {
+				v.Add(q)
+				sum[name] = v
+			} else {
+				sum[name] = q.DeepCopy()
+			}
+		}
+	}
+	r := resources.FromList(sum)
+	r.Pods = 1
+	return r
 }
 
 // sameRequestInputs reports whether a and b agree on everything

@@ -1,10 +1,13 @@
 package cache
 
 import (
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 func TestSameRequestInputs(t *testing.T) {
@@ -54,5 +57,38 @@ func TestSameRequestInputs(t *testing.T) {
 	}
 	if sameRequestInputs(withPodLevel("4"), withPodLevel("5")) || !sameRequestInputs(withPodLevel("4"), withPodLevel("4")) {
 		t.Error("pod-level requests not compared")
+	}
+}
+
+// TestPodRequestsMatchesResources checks the fast path of podRequests
+// against resources.PodRequests.
+func TestPodRequestsMatchesResources(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	req := func(kv ...string) v1.ResourceRequirements {
+		l := v1.ResourceList{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			l[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return v1.ResourceRequirements{Requests: l}
+	}
+	pods := map[string]v1.PodSpec{
+		"no containers":      {},
+		"no requests":        {Containers: []v1.Container{{Name: "a"}}},
+		"one container":      {Containers: []v1.Container{{Name: "a", Resources: req("cpu", "250m", "memory", "256Mi")}}},
+		"three containers":   {Containers: []v1.Container{{Name: "a", Resources: req("cpu", "250m", "memory", "256Mi")}, {Name: "b", Resources: req("cpu", "0.05", "memory", "64M")}, {Name: "c"}}},
+		"scalar and storage": {Containers: []v1.Container{{Name: "a", Resources: req("nvidia.com/gpu", "2", "ephemeral-storage", "1Gi")}, {Name: "b", Resources: req("nvidia.com/gpu", "1", "hugepages-2Mi", "4Mi")}}},
+		"sub-millicore":      {Containers: []v1.Container{{Name: "a", Resources: req("cpu", "0.4m")}, {Name: "b", Resources: req("cpu", "0.4m")}}},
+		"init container":     {Containers: []v1.Container{{Name: "a", Resources: req("cpu", "1")}}, InitContainers: []v1.Container{{Name: "i", Resources: req("cpu", "3")}}},
+		"sidecar":            {Containers: []v1.Container{{Name: "a", Resources: req("cpu", "1")}}, InitContainers: []v1.Container{{Name: "i", RestartPolicy: &always, Resources: req("cpu", "1")}}},
+		"overhead":           {Containers: []v1.Container{{Name: "a", Resources: req("cpu", "1")}}, Overhead: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}},
+		"pod-level":          {Containers: []v1.Container{{Name: "a", Resources: req("cpu", "1")}}, Resources: &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}},
+	}
+	for name, spec := range pods {
+		t.Run(name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: spec}
+			if got, want := podRequests(pod), resources.PodRequests(pod); !reflect.DeepEqual(got, want) {
+				t.Errorf("podRequests = %+v, want %+v", got, want)
+			}
+		})
 	}
 }
