@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
-.PHONY: all build control-plane generate test unit-test e2e-test test-chaos verify bench bench-scheduling bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart cover demo demo-scenario clean
+.PHONY: all build control-plane generate test unit-test e2e-test test-chaos verify bench bench-scale bench-scheduling bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart cover demo demo-scenario clean
 
 all: build
 
@@ -56,6 +56,10 @@ verify:
 BENCH ?= .
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count 5 ./pkg/...
+
+## bench-scale: in-process scale benchmarks (dispatch, snapshot, initial sync of 5,000 nodes + 150,000 pods), ratios to their baselines
+bench-scale:
+	hack/bench-inproc.sh
 
 ## cover: per-package coverage of the framework packages
 cover:

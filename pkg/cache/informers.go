@@ -41,6 +41,10 @@ type namedRegistration struct {
 	name     string
 	informer toolscache.SharedIndexInformer
 	reg      toolscache.ResourceEventHandlerRegistration
+	// probe is the registration that counts arrivals for tracker (see
+	// backlog.go).
+	probe   toolscache.ResourceEventHandlerRegistration
+	tracker *eventTracker
 }
 
 // Run starts the informers and delivers their events to h, then returns:
@@ -90,16 +94,26 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	}
 
 	var regs []namedRegistration
+	base := c.opts.Clock.Now()
+	since := func() int64 { return int64(c.opts.Clock.Since(base)) }
 	register := func(name string, resource framework.EventResource, informer toolscache.SharedIndexInformer) error {
 		handler, err := c.eventHandlerFor(resource, h)
 		if err != nil {
 			return err
 		}
-		reg, err := informer.AddEventHandler(handler)
+		tracker := newEventTracker(name, since)
+		reg, err := informer.AddEventHandler(trackingHandler{next: handler, handled: &tracker.handled})
 		if err != nil {
 			return fmt.Errorf("registering the event handler on the %s informer: %w", name, err)
 		}
-		regs = append(regs, namedRegistration{name: name, informer: informer, reg: reg})
+		probe, err := informer.AddEventHandler(tracker.probe())
+		if err != nil {
+			if rmErr := informer.RemoveEventHandler(reg); rmErr != nil {
+				klog.ErrorS(rmErr, "Removing event handler after a failed start", "informer", name)
+			}
+			return fmt.Errorf("registering the backlog probe on the %s informer: %w", name, err)
+		}
+		regs = append(regs, namedRegistration{name: name, informer: informer, reg: reg, probe: probe, tracker: tracker})
 		return nil
 	}
 	err = func() error {
@@ -139,8 +153,10 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		// Custom informers may be shared with others: leave them as they
 		// were. The factories' informers were never started.
 		for _, r := range regs {
-			if rmErr := r.informer.RemoveEventHandler(r.reg); rmErr != nil {
-				klog.ErrorS(rmErr, "Removing event handler after a failed start", "informer", r.name)
+			for _, reg := range []toolscache.ResourceEventHandlerRegistration{r.reg, r.probe} {
+				if rmErr := r.informer.RemoveEventHandler(reg); rmErr != nil {
+					klog.ErrorS(rmErr, "Removing event handler after a failed start", "informer", r.name)
+				}
 			}
 		}
 		return fmt.Errorf("running scheduler cache: %w", err)
@@ -162,6 +178,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	}
 	go c.queue.Run(ctx)
 	go c.runAssumedCleanup(ctx)
+	go c.runBacklogGauges(ctx)
 	go func() {
 		<-ctx.Done()
 		factory.Shutdown()

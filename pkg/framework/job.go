@@ -123,11 +123,18 @@ func (t *TaskInfo) setGroup() {
 // NewTaskInfo returns the task of pod as an informer reports it: bound to
 // its spec.nodeName if that is set, pending otherwise.
 func NewTaskInfo(pod *v1.Pod) *TaskInfo {
+	return NewTaskInfoWithRequests(pod, resources.PodRequests(pod))
+}
+
+// NewTaskInfoWithRequests is NewTaskInfo for a caller that knows pod's
+// requests (resources.PodRequests(pod)) already, e.g. from an earlier
+// version of the pod whose requests did not change.
+func NewTaskInfoWithRequests(pod *v1.Pod, requests resources.Resource) *TaskInfo {
 	t := &TaskInfo{
 		Pod:      pod,
 		Status:   TaskPending,
 		NodeName: pod.Spec.NodeName,
-		Requests: resources.PodRequests(pod),
+		Requests: requests,
 	}
 	t.setGroup()
 	if t.NodeName != "" {
@@ -196,10 +203,15 @@ type JobInfo struct {
 	loggedErr string
 }
 
-// NewJobInfo returns a job without tasks.
+// NewJobInfo returns a job without tasks. The bookkeeping of gangs is
+// only allocated for gangs: the scheduler holds a job per single pod, up
+// to 150,000 of them.
 func NewJobInfo(id JobID) *JobInfo {
-	return &JobInfo{ID: id, Tasks: map[types.UID]*TaskInfo{}, declared: map[string]int{},
-		kinds: map[GroupKind]int{}, conflicts: map[types.UID]string{}, policies: map[GroupKind]*GroupPolicy{}}
+	j := &JobInfo{ID: id, Tasks: map[types.UID]*TaskInfo{}}
+	if id.Gang {
+		j.declared, j.kinds, j.conflicts = map[string]int{}, map[GroupKind]int{}, map[types.UID]string{}
+	}
+	return j
 }
 
 // MinAvailable is the number of tasks that must run together for the job
@@ -287,9 +299,12 @@ func (j *JobInfo) SetTask(t *TaskInfo) {
 // SetGroupPolicy records what the group object of kind under the job's
 // name says (nil: there is none) and re-validates the job.
 func (j *JobInfo) SetGroupPolicy(kind GroupKind, p *GroupPolicy) {
-	if p == nil {
+	switch {
+	case p == nil:
 		delete(j.policies, kind)
-	} else {
+	case j.policies == nil:
+		j.policies = map[GroupKind]*GroupPolicy{kind: p}
+	default:
 		j.policies[kind] = p
 	}
 	if j.ID.Gang {

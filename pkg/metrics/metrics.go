@@ -46,6 +46,13 @@ type Metrics struct {
 	// HandlerPanics counts event-handler calls that panicked, with the same
 	// labels as EventsHandled. The event was dropped; delivery went on.
 	HandlerPanics *prometheus.CounterVec
+	// EventHandlerBacklog is the number of events each informer delivered
+	// towards the event handler that it has not finished handling, by
+	// informer ("Pod", "Node", "custom/<name>", ...).
+	EventHandlerBacklog *prometheus.GaugeVec
+	// EventHandlerOldestPending is how long, in seconds, the oldest of
+	// those events has waited, by informer; 0 when none is pending.
+	EventHandlerOldestPending *prometheus.GaugeVec
 	// PendingJobs is the number of jobs in each sub-queue of the scheduling
 	// queue ("active", "backoff", "unschedulable").
 	PendingJobs *prometheus.GaugeVec
@@ -90,6 +97,16 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name:      "handler_panics_total",
 			Help:      "Event handler calls that panicked (the event was dropped), by resource and event.",
 		}, []string{"resource", "event"}),
+		EventHandlerBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace,
+			Name:      "event_handler_backlog",
+			Help:      "Events an informer delivered towards the event handler that the handler has not finished, by informer.",
+		}, []string{"informer"}),
+		EventHandlerOldestPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace,
+			Name:      "event_handler_oldest_pending_seconds",
+			Help:      "How long the oldest event pending in the event handler has waited, by informer; 0 when none is pending.",
+		}, []string{"informer"}),
 		PendingJobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace,
 			Name:      "pending_jobs",
@@ -139,6 +156,6 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.PendingJobs, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes,
+	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.EventHandlerBacklog, m.EventHandlerOldestPending, m.PendingJobs, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes,
 		m.CacheVerifyRuns, m.CacheVerifyDifferences, m.CacheVerifyDuration}
 }

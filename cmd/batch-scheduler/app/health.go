@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
 
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -63,6 +64,32 @@ func newHealthChecks(ctx context.Context, handlersSynced func() (bool, []string)
 		c.live = []healthz.HealthChecker{healthz.PingHealthz}
 	}
 	return c
+}
+
+// eventBacklogCheck is the /readyz check "event-backlog": it fails while
+// the oldest event pending in the event handler of some informer has
+// waited longer than maxDelay, naming each such informer, how long its
+// oldest event has waited and how many are pending. A scheduler whose
+// handler lags acts on a stale cluster; it recovers by itself once the
+// handler catches up, so this is not a liveness check. maxDelay 0
+// disables the check (it always passes).
+func eventBacklogCheck(backlog func() []cache.InformerBacklog, maxDelay time.Duration) healthz.HealthChecker {
+	return healthz.NamedCheck("event-backlog", func(*http.Request) error {
+		if maxDelay <= 0 {
+			return nil
+		}
+		var late []string
+		for _, b := range backlog() {
+			if b.Pending > 0 && b.OldestPending > maxDelay {
+				late = append(late, fmt.Sprintf("informer %s: oldest pending event waited %s (--max-event-delay %s), %d pending",
+					b.Informer, b.OldestPending.Round(time.Millisecond), maxDelay, b.Pending))
+			}
+		}
+		if len(late) > 0 {
+			return errors.New(strings.Join(late, "; "))
+		}
+		return nil
+	})
 }
 
 // install adds /healthz, /livez and /readyz to mux.

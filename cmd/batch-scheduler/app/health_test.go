@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,7 +10,19 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	fcache "k8s.io/client-go/tools/cache/testing"
 	"k8s.io/client-go/tools/leaderelection"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 func TestHealthEndpoints(t *testing.T) {
@@ -88,3 +101,123 @@ func TestDebugEndpointsMustBeUnderDebug(t *testing.T) {
 		t.Fatalf("err = %v, want one naming /cache", err)
 	}
 }
+
+// slowPods is an event handler that takes delay over every pod event.
+type slowPods struct {
+	eventhandlers.Interface
+	delay time.Duration
+}
+
+func (h slowPods) AddPod(any) { time.Sleep(h.delay) }
+
+// TestReadyzEventBacklog runs a cache whose handler takes 100ms per pod
+// event: /readyz fails while the oldest pending event is older than the
+// maximum delay, naming the informer and the delay, and passes again once
+// the handler has caught up.
+func TestReadyzEventBacklog(t *testing.T) {
+	c, err := cache.New(cache.Options{Client: fake.NewClientset(), Resources: []framework.EventResource{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := fcache.NewFakeControllerSource()
+	inf := custominformer.New(noWatchList{source}, &v1.Pod{}, custominformer.Options{Name: "slow"})
+	if err := c.AddCustomInformer(cache.CustomInformer{Name: "slow", Resource: framework.Pod, Informer: inf}); err != nil {
+		t.Fatal(err)
+	}
+	base, err := defaulthandler.New(t.Context(), c, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(t.Context(), slowPods{Interface: base, delay: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitForHandlersSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	checks := newHealthChecks(t.Context(), c.HandlersSynced, nil)
+	checks.ready = append(checks.ready, eventBacklogCheck(c.EventBacklog, 300*time.Millisecond))
+	mux, err := endpointsMux(checks, http.NotFoundHandler(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz?verbose", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := readyz(); code != http.StatusOK || !strings.Contains(body, "[+]event-backlog ok") {
+		t.Fatalf("/readyz before the events = %d %q, want 200 with event-backlog ok", code, body)
+	}
+	for i := range 20 {
+		source.Add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p-%d", i), UID: types.UID(fmt.Sprint(i))},
+			Spec: v1.PodSpec{NodeName: "n"}})
+	}
+	poll := func(what string, cond func(code int, body string) bool) {
+		t.Helper()
+		var code int
+		var body string
+		err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+			code, body = readyz()
+			return cond(code, body), nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for %s: last /readyz %d %q", what, code, body)
+		}
+	}
+	poll("/readyz to fail on the backlog", func(code int, body string) bool {
+		return code == http.StatusServiceUnavailable &&
+			strings.Contains(body, "[-]event-backlog failed: informer custom/slow: oldest pending event waited ") &&
+			strings.Contains(body, "(--max-event-delay 300ms)")
+	})
+	poll("/readyz to pass once the handler caught up", func(code int, body string) bool {
+		return code == http.StatusOK && strings.Contains(body, "[+]event-backlog ok")
+	})
+	if b := c.EventBacklog(); len(b) == 0 {
+		t.Error("no backlog reported")
+	} else {
+		for _, ib := range b {
+			if ib.Pending != 0 {
+				t.Errorf("backlog after draining: %+v", ib)
+			}
+		}
+	}
+}
+
+func TestEventBacklogCheck(t *testing.T) {
+	backlog := func() []cache.InformerBacklog {
+		return []cache.InformerBacklog{
+			{Informer: "Node", Pending: 0},
+			{Informer: "Pod", Pending: 7, OldestPending: 42 * time.Second},
+			{Informer: "custom/vms", Pending: 1, OldestPending: 5 * time.Second},
+		}
+	}
+	tests := []struct {
+		name     string
+		maxDelay time.Duration
+		wantErr  string
+	}{
+		{name: "disabled", maxDelay: 0},
+		{name: "within", maxDelay: time.Minute},
+		{name: "one late", maxDelay: 30 * time.Second, wantErr: "informer Pod: oldest pending event waited 42s (--max-event-delay 30s), 7 pending"},
+		{name: "two late", maxDelay: time.Second, wantErr: "informer Pod: oldest pending event waited 42s (--max-event-delay 1s), 7 pending; informer custom/vms: oldest pending event waited 5s (--max-event-delay 1s), 1 pending"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := eventBacklogCheck(backlog, tt.maxDelay).Check(nil)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("check = %v, want it to pass", err)
+			case tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr):
+				t.Errorf("check = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// noWatchList makes a FakeControllerSource usable by a reflector that
+// would otherwise try the watch-list protocol it does not speak.
+type noWatchList struct {
+	*fcache.FakeControllerSource
+}
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }

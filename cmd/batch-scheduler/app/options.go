@@ -39,6 +39,10 @@ type Options struct {
 	EventHandler      string
 	ConfigPath        string
 	ListEventHandlers bool
+	// MaxEventDelay is how long an informer event may wait for the event
+	// handler before /readyz fails (check "event-backlog"); 0 disables
+	// the check.
+	MaxEventDelay time.Duration
 
 	// Serving configures the HTTPS endpoints (and the optional plain HTTP
 	// ones); see serving.go.
@@ -76,6 +80,7 @@ func NewOptions() *Options {
 		EventsBurst:    100,
 		SchedulerNames: []string{"batch-scheduler"},
 		EventHandler:   defaulthandler.Name,
+		MaxEventDelay:  30 * time.Second,
 		Serving:        NewServingOptions(),
 		Logs:           logsapi.NewLoggingConfiguration(),
 		FeatureGate:    newFeatureGate(),
@@ -110,6 +115,7 @@ func (o *Options) Flags(handlerNames []string) cliflag.NamedFlagSets {
 	fs.StringVar(&o.EventHandler, "event-handler", o.EventHandler, fmt.Sprintf("Name of the event handler that turns informer events into cache state. One of: %s.", strings.Join(handlerNames, ", ")))
 	fs.StringVar(&o.ConfigPath, "config-path", o.ConfigPath, "Path to the scheduler configuration file (YAML: event handler settings and custom informers).")
 	fs.BoolVar(&o.ListEventHandlers, "list-event-handlers", o.ListEventHandlers, "Print the names of the registered event handlers, one per line, and exit.")
+	fs.DurationVar(&o.MaxEventDelay, "max-event-delay", o.MaxEventDelay, "How long an informer event may wait for the event handler before /readyz fails (check event-backlog), naming the informer. 0 disables the check.")
 
 	fs = fss.FlagSet("leader election")
 	le := &o.LeaderElection
@@ -184,6 +190,9 @@ func (o *Options) Validate() error {
 	errs = append(errs, validateSchedulerNames(o.SchedulerNames))
 	if o.EventHandler == "" {
 		errs = append(errs, errors.New("--event-handler must not be empty"))
+	}
+	if o.MaxEventDelay < 0 {
+		errs = append(errs, fmt.Errorf("--max-event-delay must not be negative (0 disables the check), got %s", o.MaxEventDelay))
 	}
 	if err := o.LeaderElection.Validate(); err != nil {
 		errs = append(errs, err)

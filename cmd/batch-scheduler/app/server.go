@@ -424,6 +424,7 @@ func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func()
 	if s.apiHealth != nil {
 		checks.ready = append(checks.ready, s.apiHealth.readyCheck(s.cache.HandlersSynced))
 	}
+	checks.ready = append(checks.ready, eventBacklogCheck(s.cache.EventBacklog, s.opts.MaxEventDelay))
 	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
 		"/debug/cache":   s.cache.DumpHandler(),
 		cache.VerifyPath: s.cache.VerifyHandler(s.verify),
