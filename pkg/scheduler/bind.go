@@ -57,8 +57,6 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 		s.bindWG.Add(1)
 		go func() {
 			defer s.bindWG.Done()
-			s.bindSlots <- struct{}{}
-			defer func() { <-s.bindSlots }()
 			s.bind(ctx, c, pod, nodeName)
 		}()
 	}
@@ -78,9 +76,11 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 		// A bind call in flight finishes even when the scheduler stops (on
 		// SIGTERM or a lost lease): abandoning it would leave the API's
 		// answer unknown. No new attempt starts after ctx ends.
+		ticket := s.binds.acquire()
 		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindCallTimeout)
 		st = c.fwk.RunBindPlugins(callCtx, c.state, pod, nodeName)
 		cancel()
+		s.binds.release(ticket, st.AsError())
 		if st.IsSuccess() {
 			if err := s.cache.FinishBinding(pod); err != nil {
 				logger.Error(err, "Finishing the binding of a pod", "pod", klog.KObj(pod))

@@ -66,7 +66,12 @@ type Options struct {
 	// enforces them).
 	PDBLister policylisters.PodDisruptionBudgetLister
 
-	// BindConcurrency bounds the bind calls in flight (default 16).
+	// BindConcurrency is the most bind calls (with the status writes and
+	// evictions that share the budget) in flight (default
+	// DefaultBindConcurrency). Below it the bound adapts: it starts at 16,
+	// grows while calls succeed with the bound in full use, and halves
+	// when the API server answers 429 or 5xx or a call times out (see
+	// bindLimiter).
 	BindConcurrency int
 	// BindAttempts is how often a failing bind is tried before it is
 	// rolled back (default 3), waiting BindBackoff, doubled each time
@@ -74,6 +79,11 @@ type Options struct {
 	BindAttempts int
 	BindBackoff  time.Duration
 }
+
+// DefaultBindConcurrency is the default of Options.BindConcurrency: enough
+// binds in flight to saturate an API server, which then answers 429 to the
+// excess (and the bound adapts down) rather than queueing it.
+const DefaultBindConcurrency = 128
 
 // Scheduler is the scheduling loop.
 type Scheduler struct {
@@ -85,10 +95,10 @@ type Scheduler struct {
 	// nominated holds the room preemption made for pending pods.
 	nominated *nominator
 
-	// bindSlots bounds concurrent binds (and status updates); bindWG waits
-	// for them on shutdown.
-	bindSlots chan struct{}
-	bindWG    sync.WaitGroup
+	// binds bounds concurrent binds (and status updates and evictions);
+	// bindWG waits for them on shutdown.
+	binds  *bindLimiter
+	bindWG sync.WaitGroup
 }
 
 // New validates opts and returns a Scheduler.
@@ -100,7 +110,7 @@ func New(opts Options) (*Scheduler, error) {
 		return nil, errors.New("creating the scheduler: no profiles")
 	}
 	if opts.BindConcurrency <= 0 {
-		opts.BindConcurrency = 16
+		opts.BindConcurrency = DefaultBindConcurrency
 	}
 	if opts.BindAttempts <= 0 {
 		opts.BindAttempts = 3
@@ -122,7 +132,7 @@ func New(opts Options) (*Scheduler, error) {
 		snapshot:  cache.NewSnapshot(),
 		metrics:   opts.Metrics,
 		nominated: newNominator(),
-		bindSlots: make(chan struct{}, opts.BindConcurrency),
+		binds:     newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
 	}, nil
 }
 

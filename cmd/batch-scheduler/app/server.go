@@ -183,6 +183,9 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 	if len(o.SchedulerNames) == 0 {
 		return usageError(errors.New("--scheduler-name: at least one name is required"))
 	}
+	if err := o.validateBindConcurrency(); err != nil {
+		return usageError(err)
+	}
 	selector := labels.Everything()
 	if o.NodeSelector != "" {
 		s, err := labels.Parse(o.NodeSelector)
@@ -306,7 +309,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	// informer makes the cache's Run start it, and schedule waits for it.
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
 	sched, err := scheduler.New(scheduler.Options{Cache: c, Queue: c.Queue(), Client: client, Profiles: profiles, Recorder: recorder, Metrics: sm,
-		PDBLister: pdbs.Lister()})
+		PDBLister: pdbs.Lister(), BindConcurrency: o.BindConcurrency})
 	if err != nil {
 		return nil, err
 	}
