@@ -101,11 +101,16 @@ func (l *bindLimiter) release(t bindTicket, err error) {
 			l.slowStart = false
 		}
 	}
-	if after := int(l.limit); after != before && l.onChange != nil {
+	after := int(l.limit)
+	if after != before && l.onChange != nil {
 		l.onChange(after)
 	}
-	// A larger bound may let several waiters in.
-	l.cond.Broadcast()
+	// Wake one waiter per place freed: the one given back, plus those a
+	// larger bound adds. Not Broadcast: thousands of binds may wait, and
+	// waking them all for one place costs more than the binds.
+	for range 1 + max(0, after-before) {
+		l.cond.Signal()
+	}
 }
 
 // releaseNoSignal gives the place back without adapting the bound (a

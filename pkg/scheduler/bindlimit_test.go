@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -211,4 +212,31 @@ func TestOverloaded(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestBindLimiterLetsEveryWaiterThrough(t *testing.T) {
+	// synctest fails the test if every goroutine blocks for good: a
+	// wake-up lost among many waiters would be a deadlock.
+	synctest.Test(t, func(t *testing.T) {
+		l := newBindLimiter(4, nil)
+		tooMany := apierrors.NewTooManyRequests("slow down", 1)
+		var wg sync.WaitGroup
+		for i := range 500 {
+			wg.Go(func() {
+				tk := l.acquire()
+				if _, inFlight := l.current(); inFlight > 4 {
+					t.Errorf("%d in flight, more than the maximum of 4", inFlight)
+				}
+				var err error
+				if i%7 == 0 {
+					err = tooMany
+				}
+				l.release(tk, err)
+			})
+		}
+		wg.Wait()
+		if _, inFlight := l.current(); inFlight != 0 {
+			t.Errorf("%d in flight after every release", inFlight)
+		}
+	})
 }

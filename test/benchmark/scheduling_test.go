@@ -110,21 +110,10 @@ type settings struct {
 
 func loadSettings(b testing.TB) settings {
 	b.Helper()
-	s := settings{
-		nodes:      envInt(b, "BENCH_NODES", 500),
-		pods:       envInt(b, "BENCH_PODS", 10000),
-		qps:        float32(envInt(b, "BENCH_QPS", 5000)),
-		binders:    envInts(b, "BENCH_BINDERS", []int{16, 64, 128}),
-		timeout:    time.Duration(envInt(b, "BENCH_TIMEOUT_SECONDS", 900)) * time.Second,
-		cpuProfile: os.Getenv("BENCH_CPUPROFILE"),
-		// The default fits inside both phases at the default size.
-		apiserverProfile:        os.Getenv("BENCH_APISERVER_PROFILE"),
-		apiserverProfileSeconds: envInt(b, "BENCH_APISERVER_PROFILE_SECONDS", 5),
-		verbosity:               envInt(b, "BENCH_V", 0),
-		bindConcurrency:         envInt(b, "BENCH_BIND_CONCURRENCY", 0),
-	}
+	s := loadCommonSettings(b)
+	s.nodes = envInt(b, "BENCH_NODES", 500)
+	s.pods = envInt(b, "BENCH_PODS", 10000)
 	s.eventsCeiling = os.Getenv("BENCH_EVENTS_CEILING") != "0"
-	s.burst = envInt(b, "BENCH_BURST", int(s.qps))
 	if s.nodes <= 0 || s.pods <= 0 {
 		b.Fatalf("BENCH_NODES (%d) and BENCH_PODS (%d) must be positive", s.nodes, s.pods)
 	}
@@ -138,6 +127,28 @@ func loadSettings(b testing.TB) settings {
 	if total := sets*s.pods + warmupPods(s.pods); total > s.nodes*podsPerNode*8/10 {
 		b.Fatalf("BENCH_PODS=%d is too many for BENCH_NODES=%d: the run binds %d pods and nodes hold %d pods each; keep BENCH_PODS ≤ %d",
 			s.pods, s.nodes, total, podsPerNode, (s.nodes*podsPerNode*8/10*5)/(5*sets+1))
+	}
+	return s
+}
+
+// loadCommonSettings reads the settings every benchmark of the scheduler
+// shares: all but the sizes.
+func loadCommonSettings(b testing.TB) settings {
+	b.Helper()
+	s := settings{
+		qps:        float32(envInt(b, "BENCH_QPS", 5000)),
+		binders:    envInts(b, "BENCH_BINDERS", []int{16, 64, 128}),
+		timeout:    time.Duration(envInt(b, "BENCH_TIMEOUT_SECONDS", 900)) * time.Second,
+		cpuProfile: os.Getenv("BENCH_CPUPROFILE"),
+		// The default fits inside both phases at the default size.
+		apiserverProfile:        os.Getenv("BENCH_APISERVER_PROFILE"),
+		apiserverProfileSeconds: envInt(b, "BENCH_APISERVER_PROFILE_SECONDS", 5),
+		verbosity:               envInt(b, "BENCH_V", 0),
+		bindConcurrency:         envInt(b, "BENCH_BIND_CONCURRENCY", 0),
+	}
+	s.burst = envInt(b, "BENCH_BURST", int(s.qps))
+	if s.qps <= 0 || s.burst <= 0 {
+		b.Fatalf("BENCH_QPS (%v) and BENCH_BURST (%d) must be positive", s.qps, s.burst)
 	}
 	return s
 }
