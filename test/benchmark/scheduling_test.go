@@ -3,8 +3,9 @@
 // (test/controlplane), next to the API server's raw binding ceiling
 // measured in the same run.
 //
-// It holds only benchmarks, so plain `go test ./...` (and make test) never
-// runs it. Run it with hack/bench-scheduling.sh, or:
+// Plain `go test ./...` (and make test) runs no benchmark, only the small
+// tests (TestHistogramQuantile, and TestSchedulingAtScaleSmall unless
+// -short). Run the benchmarks with hack/bench-scheduling.sh, or:
 //
 //	go test -run '^$' -bench Scheduling -benchtime 1x -timeout 60m ./test/benchmark
 //
