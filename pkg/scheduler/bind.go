@@ -55,8 +55,10 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 	for _, pod := range c.placed {
 		nodeName := c.placements[string(pod.UID)]
 		s.bindWG.Add(1)
+		s.pendingBinds.Add(1)
 		go func() {
 			defer s.bindWG.Done()
+			defer s.bindFinished()
 			s.bind(ctx, c, pod, nodeName)
 		}()
 	}

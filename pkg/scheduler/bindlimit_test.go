@@ -5,11 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 // fill takes every free place of l and returns the tickets; the last one
@@ -239,4 +246,47 @@ func TestBindLimiterLetsEveryWaiterThrough(t *testing.T) {
 			t.Errorf("%d in flight after every release", inFlight)
 		}
 	})
+}
+
+// The loop stops popping jobs while twice the bind limit (at least
+// minBindBacklog) pods wait for their bind, and goes on when one finishes.
+func TestLoopWaitsForBindRoom(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	hook := &hookPlugin{bind: func(*v1.Pod, string) *framework.Status {
+		calls.Add(1)
+		<-release
+		return framework.NewStatus(framework.Skip)
+	}}
+	h := newHarnessWith(t, harnessConfig{hook: hook, opts: func(o *Options) { o.BindConcurrency = 1 }})
+	h.addNode("n1", "100")
+	for i := range minBindBacklog + 1 {
+		h.addPod(st.MakePod().Name(fmt.Sprintf("p-%02d", i)).Req(res{"cpu": "1"}).Obj())
+	}
+	ctx := t.Context()
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	for range minBindBacklog {
+		if !h.sched.waitForBindRoom(done) {
+			t.Fatalf("no room with %d binds pending", h.sched.pendingBinds.Load())
+		}
+		h.sched.scheduleOne(ctx)
+	}
+	if got := h.sched.pendingBinds.Load(); got != minBindBacklog {
+		t.Fatalf("%d binds pending, want %d", got, minBindBacklog)
+	}
+	if h.sched.waitForBindRoom(done) {
+		t.Errorf("room for another job with %d binds pending and a bind limit of 1", minBindBacklog)
+	}
+	release <- struct{}{}
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return h.sched.waitForBindRoom(done), nil
+	}); err != nil {
+		t.Errorf("no room after a bind finished: %v", err)
+	}
+	close(release)
+	h.sched.bindWG.Wait()
+	if got := h.sched.pendingBinds.Load(); got != 0 {
+		t.Errorf("%d binds pending after all finished", got)
+	}
 }

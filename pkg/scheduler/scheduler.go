@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
@@ -99,6 +100,11 @@ type Scheduler struct {
 	// bindWG waits for them on shutdown.
 	binds  *bindLimiter
 	bindWG sync.WaitGroup
+	// pendingBinds counts the pods assumed whose bind has not finished;
+	// bindDone gets a token (if it has room) each time one finishes. The
+	// loop waits for room before it pops a job (see waitForBindRoom).
+	pendingBinds atomic.Int64
+	bindDone     chan struct{}
 }
 
 // New validates opts and returns a Scheduler.
@@ -133,6 +139,7 @@ func New(opts Options) (*Scheduler, error) {
 		metrics:   opts.Metrics,
 		nominated: newNominator(),
 		binds:     newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
+		bindDone:  make(chan struct{}, 1),
 	}, nil
 }
 
@@ -176,6 +183,9 @@ type cycle struct {
 // cycle's context holds a logger with its key, and so do the binds it
 // starts.
 func (s *Scheduler) scheduleOne(ctx context.Context) {
+	if !s.waitForBindRoom(ctx) {
+		return
+	}
 	qj, err := s.queue.Pop(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -241,6 +251,42 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	}
 	s.nominated.placed(c.job.ID, c.placed)
 	s.assumeAndBind(ctx, c)
+}
+
+// minBindBacklog is the fewest pods waiting for their bind that make the
+// loop wait (see waitForBindRoom).
+const minBindBacklog = 32
+
+// waitForBindRoom waits, before the loop pops its next job, while more
+// pods wait for their bind than twice the binds allowed in flight (at
+// least minBindBacklog): decisions made far ahead of the binds only wait
+// in memory, and on a busy machine the loop running flat out starves the
+// binds of CPU (the first quarter of a backlog then binds markedly slower
+// than the rest). A job's pods are all handed to the binds at once, so a
+// gang larger than the backlog still goes through. It returns false when
+// ctx ends.
+func (s *Scheduler) waitForBindRoom(ctx context.Context) bool {
+	for {
+		limit, _ := s.binds.current()
+		if s.pendingBinds.Load() < int64(max(2*limit, minBindBacklog)) {
+			return true
+		}
+		select {
+		case <-s.bindDone:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// bindFinished counts a pod's bind as finished and wakes the loop if it
+// waits for room.
+func (s *Scheduler) bindFinished() {
+	s.pendingBinds.Add(-1)
+	select {
+	case s.bindDone <- struct{}{}:
+	default:
+	}
 }
 
 // newCycle builds the cycle for qj; nil when nothing is left to place.
