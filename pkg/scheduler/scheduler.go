@@ -79,6 +79,13 @@ type Options struct {
 	// (default 100ms), in between.
 	BindAttempts int
 	BindBackoff  time.Duration
+
+	// PercentageOfNodesToScore is the share of the nodes a pod's Filter
+	// and Score look at in clusters of more than 100 nodes, as
+	// kube-scheduler's percentageOfNodesToScore: 0 (the default) adapts
+	// it to the cluster (50% less 1% per 125 nodes, at least 5% and at
+	// least 100 nodes), 100 looks at every node. See findFeasibleNodes.
+	PercentageOfNodesToScore int
 }
 
 // DefaultBindConcurrency is the default of Options.BindConcurrency: enough
@@ -100,6 +107,11 @@ type Scheduler struct {
 	// bindWG waits for them on shutdown.
 	binds  *bindLimiter
 	bindWG sync.WaitGroup
+	// nextStartNode is where the next pod's window of nodes starts
+	// (findFeasibleNodes); window is that window's buffer. Only the loop
+	// uses them.
+	nextStartNode int
+	window        []*framework.NodeInfo
 	// pendingBinds counts the pods assumed whose bind has not finished;
 	// bindDone gets a token (if it has room) each time one finishes. The
 	// loop waits for room before it pops a job (see waitForBindRoom).
@@ -340,7 +352,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 			return nil
 		}
 	}
-	feasible, diagnosis, err := c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
+	feasible, diagnosis, err := s.findFeasibleNodes(ctx, c, pod, nodes)
 	if err != nil {
 		return fmt.Errorf("filtering nodes for pod %s: %w", podKey(pod), err)
 	}
