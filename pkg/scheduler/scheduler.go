@@ -92,7 +92,7 @@ type Options struct {
 // binds in flight to keep an API server busy (on 2 cores the raw binding
 // rate is best at 16 to 64 callers); an API server that cannot take them
 // answers 429 (priority and fairness) and the bound adapts down.
-const DefaultBindConcurrency = 128
+const DefaultBindConcurrency = 64
 
 // Scheduler is the scheduling loop.
 type Scheduler struct {
