@@ -418,24 +418,40 @@ func withNote(msg, note string) string {
 }
 
 // pickHighest returns the node with the highest total score, breaking ties
-// at random so that equal nodes share the load.
+// at random so that equal nodes share the load. One random draw per pod,
+// not one per tie: in a cluster of equal nodes every node ties.
 func pickHighest(nodes []*framework.NodeInfo, scores []framework.NodeScore) *framework.NodeInfo {
-	best, ties := 0, 1
-	for i := 1; i < len(scores); i++ {
+	if len(scores) == 0 {
+		return nodes[0]
+	}
+	best, ties := scores[0].Score, 0
+	for _, sc := range scores {
 		switch {
-		case scores[i].Score > scores[best].Score:
-			best, ties = i, 1
-		case scores[i].Score == scores[best].Score:
+		case sc.Score > best:
+			best, ties = sc.Score, 1
+		case sc.Score == best:
 			ties++
-			if rand.IntN(ties) == 0 {
-				best = i
-			}
 		}
 	}
-	for _, n := range nodes {
-		if n.Name() == scores[best].Name {
-			return n
+	pick := rand.IntN(ties)
+	for i, sc := range scores {
+		if sc.Score != best {
+			continue
 		}
+		if pick > 0 {
+			pick--
+			continue
+		}
+		// The framework scores the nodes in their order.
+		if i < len(nodes) && nodes[i].Name() == sc.Name {
+			return nodes[i]
+		}
+		for _, n := range nodes {
+			if n.Name() == sc.Name {
+				return n
+			}
+		}
+		break
 	}
 	return nodes[0]
 }
