@@ -55,10 +55,10 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 	for _, pod := range c.placed {
 		nodeName := c.placements[string(pod.UID)]
 		s.bindWG.Add(1)
+		s.pendingBinds.Add(1)
 		go func() {
 			defer s.bindWG.Done()
-			s.bindSlots <- struct{}{}
-			defer func() { <-s.bindSlots }()
+			defer s.bindFinished()
 			s.bind(ctx, c, pod, nodeName)
 		}()
 	}
@@ -78,9 +78,11 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 		// A bind call in flight finishes even when the scheduler stops (on
 		// SIGTERM or a lost lease): abandoning it would leave the API's
 		// answer unknown. No new attempt starts after ctx ends.
+		ticket := s.binds.acquire()
 		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindCallTimeout)
 		st = c.fwk.RunBindPlugins(callCtx, c.state, pod, nodeName)
 		cancel()
+		s.binds.release(ticket, st.AsError())
 		if st.IsSuccess() {
 			if err := s.cache.FinishBinding(pod); err != nil {
 				logger.Error(err, "Finishing the binding of a pod", "pod", klog.KObj(pod))

@@ -46,8 +46,8 @@ func (s *Scheduler) executePreemption(ctx context.Context, job framework.JobID, 
 	s.bindWG.Add(1)
 	go func() {
 		defer s.bindWG.Done()
-		s.bindSlots <- struct{}{}
-		defer func() { <-s.bindSlots }()
+		s.binds.acquire()
+		defer s.binds.releaseNoSignal()
 		logger := klog.FromContext(ctx)
 		for _, pod := range placed {
 			if err := s.patchNominatedNodeName(ctx, pod, placements[string(pod.UID)]); err != nil {

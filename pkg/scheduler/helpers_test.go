@@ -131,8 +131,8 @@ func TestNewDefaults(t *testing.T) {
 		wantTries          int
 		wantBackoff        time.Duration
 	}{
-		{"zero values are defaulted", 0, 0, 0, 16, 3, 100 * time.Millisecond},
-		{"negative values are defaulted", -1, -2, -time.Second, 16, 3, 100 * time.Millisecond},
+		{"zero values are defaulted", 0, 0, 0, DefaultBindConcurrency, 3, 100 * time.Millisecond},
+		{"negative values are defaulted", -1, -2, -time.Second, DefaultBindConcurrency, 3, 100 * time.Millisecond},
 		{"given values are kept", 4, 5, time.Second, 4, 5, time.Second},
 	}
 	for _, tt := range tests {
@@ -143,9 +143,9 @@ func TestNewDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cap(s.bindSlots) != tt.wantConcurrency || s.opts.BindAttempts != tt.wantTries || s.opts.BindBackoff != tt.wantBackoff {
+			if s.binds.max != tt.wantConcurrency || s.opts.BindAttempts != tt.wantTries || s.opts.BindBackoff != tt.wantBackoff {
 				t.Errorf("concurrency %d, attempts %d, backoff %v; want %d, %d, %v",
-					cap(s.bindSlots), s.opts.BindAttempts, s.opts.BindBackoff, tt.wantConcurrency, tt.wantTries, tt.wantBackoff)
+					s.binds.max, s.opts.BindAttempts, s.opts.BindBackoff, tt.wantConcurrency, tt.wantTries, tt.wantBackoff)
 			}
 			if s.metrics == nil || s.metrics.Attempts == nil {
 				t.Errorf("no metrics were created")

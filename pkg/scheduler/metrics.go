@@ -27,6 +27,8 @@ type Metrics struct {
 	BindErrors prometheus.Counter
 	// PodsBound counts pods bound.
 	PodsBound prometheus.Counter
+	// BindLimit is the adaptive bound on bind calls in flight.
+	BindLimit prometheus.Gauge
 	// PreemptionAttempts counts preemption attempts by result.
 	PreemptionAttempts *prometheus.CounterVec
 	// PreemptionVictims counts the pods evicted by preemption.
@@ -59,6 +61,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "batch_scheduler", Name: "pods_bound_total",
 			Help: "Pods bound to a node by this scheduler.",
 		}),
+		BindLimit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "batch_scheduler", Name: "bind_concurrency_limit",
+			Help: "The adaptive bound on bind calls in flight (with pod status writes and evictions): it grows while calls succeed and halves on 429, 5xx or a timeout, up to --bind-concurrency.",
+		}),
 		PreemptionAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "batch_scheduler", Name: "preemption_attempts_total",
 			Help: "Preemption attempts for jobs that did not fit, by result (preempted, unhelpful: nothing evicted as the job would not fit anyway, failed: an eviction was refused, error).",
@@ -71,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.PodsBound, m.PreemptionAttempts, m.PreemptionVictims} {
+	for _, c := range []prometheus.Collector{m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering scheduling metrics: %w", err)
 		}

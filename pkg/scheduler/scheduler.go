@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
@@ -66,14 +67,32 @@ type Options struct {
 	// enforces them).
 	PDBLister policylisters.PodDisruptionBudgetLister
 
-	// BindConcurrency bounds the bind calls in flight (default 16).
+	// BindConcurrency is the most bind calls (with the status writes and
+	// evictions that share the budget) in flight (default
+	// DefaultBindConcurrency). Below it the bound adapts: it starts at 16,
+	// grows while calls succeed with the bound in full use, and halves
+	// when the API server answers 429 or 5xx or a call times out (see
+	// bindLimiter).
 	BindConcurrency int
 	// BindAttempts is how often a failing bind is tried before it is
 	// rolled back (default 3), waiting BindBackoff, doubled each time
 	// (default 100ms), in between.
 	BindAttempts int
 	BindBackoff  time.Duration
+
+	// PercentageOfNodesToScore is the share of the nodes a pod's Filter
+	// and Score look at in clusters of more than 100 nodes, as
+	// kube-scheduler's percentageOfNodesToScore: 0 (the default) adapts
+	// it to the cluster (50% less 1% per 125 nodes, at least 5% and at
+	// least 100 nodes), 100 looks at every node. See findFeasibleNodes.
+	PercentageOfNodesToScore int
 }
+
+// DefaultBindConcurrency is the default of Options.BindConcurrency: enough
+// binds in flight to keep an API server busy (on 2 cores the raw binding
+// rate is best at 16 to 64 callers); an API server that cannot take them
+// answers 429 (priority and fairness) and the bound adapts down.
+const DefaultBindConcurrency = 64
 
 // Scheduler is the scheduling loop.
 type Scheduler struct {
@@ -87,10 +106,20 @@ type Scheduler struct {
 	// ignored remembers the pods told about ignored annotations.
 	ignored *ignoredReports
 
-	// bindSlots bounds concurrent binds (and status updates); bindWG waits
-	// for them on shutdown.
-	bindSlots chan struct{}
-	bindWG    sync.WaitGroup
+	// binds bounds concurrent binds (and status updates and evictions);
+	// bindWG waits for them on shutdown.
+	binds  *bindLimiter
+	bindWG sync.WaitGroup
+	// nextStartNode is where the next pod's window of nodes starts
+	// (findFeasibleNodes); window is that window's buffer. Only the loop
+	// uses them.
+	nextStartNode int
+	window        []*framework.NodeInfo
+	// pendingBinds counts the pods assumed whose bind has not finished;
+	// bindDone gets a token (if it has room) each time one finishes. The
+	// loop waits for room before it pops a job (see waitForBindRoom).
+	pendingBinds atomic.Int64
+	bindDone     chan struct{}
 }
 
 // New validates opts and returns a Scheduler.
@@ -102,7 +131,7 @@ func New(opts Options) (*Scheduler, error) {
 		return nil, errors.New("creating the scheduler: no profiles")
 	}
 	if opts.BindConcurrency <= 0 {
-		opts.BindConcurrency = 16
+		opts.BindConcurrency = DefaultBindConcurrency
 	}
 	if opts.BindAttempts <= 0 {
 		opts.BindAttempts = 3
@@ -125,7 +154,8 @@ func New(opts Options) (*Scheduler, error) {
 		metrics:   opts.Metrics,
 		nominated: newNominator(),
 		ignored:   newIgnoredReports(),
-		bindSlots: make(chan struct{}, opts.BindConcurrency),
+		binds:     newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
+		bindDone:  make(chan struct{}, 1),
 	}, nil
 }
 
@@ -169,6 +199,9 @@ type cycle struct {
 // cycle's context holds a logger with its key, and so do the binds it
 // starts.
 func (s *Scheduler) scheduleOne(ctx context.Context) {
+	if !s.waitForBindRoom(ctx) {
+		return
+	}
 	qj, err := s.queue.Pop(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -237,6 +270,42 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	s.assumeAndBind(ctx, c)
 }
 
+// minBindBacklog is the fewest pods waiting for their bind that make the
+// loop wait (see waitForBindRoom).
+const minBindBacklog = 32
+
+// waitForBindRoom waits, before the loop pops its next job, while more
+// pods wait for their bind than twice the binds allowed in flight (at
+// least minBindBacklog): decisions made far ahead of the binds only wait
+// in memory, and on a busy machine the loop running flat out starves the
+// binds of CPU (the first quarter of a backlog then binds markedly slower
+// than the rest). A job's pods are all handed to the binds at once, so a
+// gang larger than the backlog still goes through. It returns false when
+// ctx ends.
+func (s *Scheduler) waitForBindRoom(ctx context.Context) bool {
+	for {
+		limit, _ := s.binds.current()
+		if s.pendingBinds.Load() < int64(max(2*limit, minBindBacklog)) {
+			return true
+		}
+		select {
+		case <-s.bindDone:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// bindFinished counts a pod's bind as finished and wakes the loop if it
+// waits for room.
+func (s *Scheduler) bindFinished() {
+	s.pendingBinds.Add(-1)
+	select {
+	case s.bindDone <- struct{}{}:
+	default:
+	}
+}
+
 // newCycle builds the cycle for qj; nil when nothing is left to place.
 func (s *Scheduler) newCycle(qj *framework.QueuedJob) (*cycle, error) {
 	if len(qj.Pods) == 0 {
@@ -288,7 +357,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 			return nil
 		}
 	}
-	feasible, diagnosis, err := c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
+	feasible, diagnosis, err := s.findFeasibleNodes(ctx, c, pod, nodes)
 	if err != nil {
 		return fmt.Errorf("filtering nodes for pod %s: %w", podKey(pod), err)
 	}
@@ -353,24 +422,40 @@ func withNote(msg, note string) string {
 }
 
 // pickHighest returns the node with the highest total score, breaking ties
-// at random so that equal nodes share the load.
+// at random so that equal nodes share the load. One random draw per pod,
+// not one per tie: in a cluster of equal nodes every node ties.
 func pickHighest(nodes []*framework.NodeInfo, scores []framework.NodeScore) *framework.NodeInfo {
-	best, ties := 0, 1
-	for i := 1; i < len(scores); i++ {
+	if len(scores) == 0 {
+		return nodes[0]
+	}
+	best, ties := scores[0].Score, 0
+	for _, sc := range scores {
 		switch {
-		case scores[i].Score > scores[best].Score:
-			best, ties = i, 1
-		case scores[i].Score == scores[best].Score:
+		case sc.Score > best:
+			best, ties = sc.Score, 1
+		case sc.Score == best:
 			ties++
-			if rand.IntN(ties) == 0 {
-				best = i
-			}
 		}
 	}
-	for _, n := range nodes {
-		if n.Name() == scores[best].Name {
-			return n
+	pick := rand.IntN(ties)
+	for i, sc := range scores {
+		if sc.Score != best {
+			continue
 		}
+		if pick > 0 {
+			pick--
+			continue
+		}
+		// The framework scores the nodes in their order.
+		if i < len(nodes) && nodes[i].Name() == sc.Name {
+			return nodes[i]
+		}
+		for _, n := range nodes {
+			if n.Name() == sc.Name {
+				return n
+			}
+		}
+		break
 	}
 	return nodes[0]
 }

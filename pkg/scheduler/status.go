@@ -34,9 +34,10 @@ func (s *Scheduler) reportUnschedulable(ctx context.Context, pod *v1.Pod, msg st
 	s.bindWG.Add(1)
 	go func() {
 		defer s.bindWG.Done()
-		s.bindSlots <- struct{}{}
-		defer func() { <-s.bindSlots }()
-		if err := s.patchCondition(ctx, pod, cond); err != nil {
+		ticket := s.binds.acquire()
+		err := s.patchCondition(ctx, pod, cond)
+		s.binds.release(ticket, err)
+		if err != nil {
 			klog.FromContext(ctx).Error(err, "Updating the scheduling condition of a pod", "pod", klog.KObj(pod))
 		}
 	}()

@@ -10,8 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -45,15 +45,16 @@ const (
 // GenericWorkload and scheduling.k8s.io/v1beta1 served):
 //
 //  1. Setup (not timed): BENCH_NODES nodes (500) as in BenchmarkScheduling;
-//     BENCH_PODS pods (10000, a multiple of 8) in each of ceiling-1,
-//     gang-batch, gang-kube and ceiling-2, plus the warm-up pods; then the
-//     untimed warm-up round. gang-kube holds one PodGroup per 8 pods
+//     BENCH_PODS pods (10000, a multiple of 8) in each of the ceiling
+//     namespaces of BenchmarkScheduling, gang-batch and gang-kube, plus
+//     the warm-up pods; then the untimed warm-up round. gang-kube holds one PodGroup per 8 pods
 //     (minCount 8), named by the pods' spec.schedulingGroup.podGroupName,
 //     and its pods are kube-scheduler's (default-scheduler). gang-batch
 //     holds the same gangs for batch-scheduler in the dialect
 //     BENCH_GANG_DIALECT: native (the same PodGroups) or annotation
 //     (scheduling.k8s.io/group-name and min-available "8"; the default).
-//  2. ceiling-1: the raw binding ceiling, as in BenchmarkScheduling.
+//  2. The raw binding ceiling once per binder concurrency of BENCH_BINDERS
+//     (16, 64, 128), as in BenchmarkScheduling.
 //  3. batch-scheduler: the real command schedules gang-batch, timed as
 //     BenchmarkScheduling's scheduler phase (sync barrier to last bind).
 //  4. kube-scheduler: bin/kube-scheduler v1.37.1 (make control-plane) with
@@ -61,7 +62,8 @@ const (
 //     then has the GangScheduling plugin), no leader election and the same
 //     client QPS and burst, schedules gang-kube; timed from its /readyz
 //     answering 200 (polled every 5ms) to the last bind.
-//  5. ceiling-2: as ceiling-1; the ceiling is the mean of both.
+//  5. ceiling-again: the best concurrency once more; the ceiling is the
+//     best concurrency's mean, as in BenchmarkScheduling.
 //
 // Each scheduler phase checks that every pod was bound exactly once and
 // that no node is over its allocatable. Reported: pods/s (batch-scheduler),
@@ -73,7 +75,7 @@ func BenchmarkGang(b *testing.B) {
 	if s.pods%gangSize != 0 {
 		b.Fatalf("BENCH_PODS=%d is not a multiple of the gang size %d", s.pods, gangSize)
 	}
-	if total := 4*s.pods + warmupPods(s.pods); total > s.nodes*podsPerNode*8/10 {
+	if total := (len(s.binders)+3)*s.pods + warmupPods(s.pods); total > s.nodes*podsPerNode*8/10 {
 		b.Fatalf("BENCH_PODS=%d is too many for BENCH_NODES=%d: the run binds %d pods", s.pods, s.nodes, total)
 	}
 	dialect := os.Getenv("BENCH_GANG_DIALECT")
@@ -83,22 +85,23 @@ func BenchmarkGang(b *testing.B) {
 	if dialect != dialectNative && dialect != dialectAnnotation {
 		b.Fatalf("BENCH_GANG_DIALECT=%q: want %s or %s", dialect, dialectNative, dialectAnnotation)
 	}
-	var ours, kube, ceiling, oursWithStartup, kubeWithStartup float64
+	var ours, kube, oursWithStartup, kubeWithStartup float64
+	var ceils []ceilings
 	runs := 0
 	for b.Loop() {
-		c1, sr, kr, c2 := runGangOnce(b, s, dialect)
+		c, sr, kr := runGangOnce(b, s, dialect)
 		ours += sr.podsPerSecond()
 		kube += kr.podsPerSecond()
 		oursWithStartup += withStartup(sr)
 		kubeWithStartup += withStartup(kr)
-		ceiling += (c1.podsPerSecond() + c2.podsPerSecond()) / 2
+		ceils = append(ceils, c)
 		runs++
 	}
-	ours, kube, ceiling = ours/float64(runs), kube/float64(runs), ceiling/float64(runs)
+	ours, kube = ours/float64(runs), kube/float64(runs)
 	b.ReportMetric(0, "ns/op") // one op is a whole run
 	b.ReportMetric(ours, "pods/s")
 	b.ReportMetric(kube, "kube-scheduler-pods/s")
-	b.ReportMetric(ceiling, "ceiling-pods/s")
+	ceiling := reportCeilings(b, ceils)
 	b.ReportMetric(ours/ceiling, "ratio")
 	b.ReportMetric(ours/kube, "vs-kube-scheduler")
 	b.ReportMetric(oursWithStartup/float64(runs), "pods/s-with-start-up")
@@ -112,7 +115,7 @@ func withStartup(r schedulerRun) float64 {
 }
 
 // runGangOnce does one full run of BenchmarkGang on a fresh control plane.
-func runGangOnce(b *testing.B, s settings, dialect string) (ceiling1 phase, ours schedulerRun, kube schedulerRun, ceiling2 phase) {
+func runGangOnce(b *testing.B, s settings, dialect string) (ceils ceilings, ours schedulerRun, kube schedulerRun) {
 	runStart := time.Now()
 	cp, err := controlplane.Start(
 		controlplane.WithFeatureGates("GenericWorkload=true"),
@@ -135,28 +138,28 @@ func runGangOnce(b *testing.B, s settings, dialect string) (ceiling1 phase, ours
 	setupStart := time.Now()
 	nodes := createNodes(b, ctx, admin, s.nodes)
 	createPods(b, ctx, admin, "warmup", noSchedulerName, warmupPods(s.pods))
-	createPods(b, ctx, admin, "ceiling-1", noSchedulerName, s.pods)
+	for _, ns := range s.ceilingNamespaces() {
+		createPods(b, ctx, admin, ns, noSchedulerName, s.pods)
+	}
 	createGangPods(b, ctx, admin, "gang-batch", schedulerName, s.pods, dialect)
 	createGangPods(b, ctx, admin, "gang-kube", v1.DefaultSchedulerName, s.pods, dialectNative)
-	createPods(b, ctx, admin, "ceiling-2", noSchedulerName, s.pods)
-	logf("setup: %d nodes, %d+4×%d pods, gangs of %d (batch-scheduler: %s dialect) in %s", s.nodes, warmupPods(s.pods), s.pods, gangSize, dialect,
+	logf("setup: %d nodes, %d+%d×%d pods, gangs of %d (batch-scheduler: %s dialect) in %s", s.nodes, warmupPods(s.pods), len(s.ceilingNamespaces())+2, s.pods, gangSize, dialect,
 		time.Since(setupStart).Round(time.Millisecond))
 
-	warm := runCeiling(b, s, cp, admin, procs, "warmup", nodes)
+	warm := runCeiling(b, s, cp, admin, procs, "warmup", nodes, slices.Max(s.binders))
 	logf("warm-up (untimed): %d pods in %s: %.0f pods/s", warm.pods, warm.elapsed.Round(time.Millisecond), warm.podsPerSecond())
-	ceiling1 = runCeiling(b, s, cp, admin, procs, "ceiling-1", nodes)
-	logf("ceiling-1: %d pods in %s: %.0f pods/s", ceiling1.pods, ceiling1.elapsed.Round(time.Millisecond), ceiling1.podsPerSecond())
+	env := ceilingEnv{s: s, cp: cp, admin: admin, procs: procs, nodes: nodes}
+	ceils = runCeilingsBefore(b, env)
 	ours = runScheduler(b, s, cp, admin, procs, "gang-batch", nodes, schedulerPhase{name: "batch-scheduler", schedulerName: schedulerName})
 	logf("batch-scheduler: %d pods in %s: %.0f pods/s (start-up %s)", ours.pods, ours.elapsed.Round(time.Millisecond), ours.podsPerSecond(), ours.startup.Round(time.Millisecond))
 	kube = runKubeScheduler(b, s, cp, admin, procs, "gang-kube", nodes)
 	logf("kube-scheduler: %d pods in %s: %.0f pods/s (start-up %s)", kube.pods, kube.elapsed.Round(time.Millisecond), kube.podsPerSecond(), kube.startup.Round(time.Millisecond))
-	ceiling2 = runCeiling(b, s, cp, admin, procs, "ceiling-2", nodes)
-	logf("ceiling-2: %d pods in %s: %.0f pods/s", ceiling2.pods, ceiling2.elapsed.Round(time.Millisecond), ceiling2.podsPerSecond())
+	ceils = ceils.runAgain(b, env)
 
-	printGangSummary(os.Stdout, s, dialect, []phase{ceiling1, ours.phase, kube.phase, ceiling2}, time.Since(runStart))
+	printGangSummary(os.Stdout, s, dialect, ceils, ours, kube, time.Since(runStart))
 	fmt.Fprintf(os.Stdout, "start-up (start to ready, not in the timed phases): batch-scheduler %s, kube-scheduler %s; counted from the start: batch-scheduler %.0f pods/s, kube-scheduler %.0f pods/s, ratio %.1f\n\n",
 		ours.startup.Round(time.Millisecond), kube.startup.Round(time.Millisecond), withStartup(ours), withStartup(kube), withStartup(ours)/withStartup(kube))
-	return ceiling1, ours, kube, ceiling2
+	return ceils, ours, kube
 }
 
 // createGangPods creates namespace ns with n pods of scheduler in gangs of
@@ -342,32 +345,26 @@ func waitKubeSchedulerReady(addr string, exited chan error, timeout time.Duratio
 	return time.Time{}, fmt.Errorf("/readyz not ready within %s", timeout)
 }
 
-func printGangSummary(out io.Writer, s settings, dialect string, phases []phase, total time.Duration) {
-	c1, ours, kube, c2 := phases[0], phases[1], phases[2], phases[3]
-	ceiling := (c1.podsPerSecond() + c2.podsPerSecond()) / 2
-	fmt.Fprintf(out, "\ngang scheduling: %d nodes, %d pods per phase in gangs of %d (batch-scheduler: %s dialect; kube-scheduler: native PodGroups), client QPS %.0f burst %d\n",
-		s.nodes, s.pods, gangSize, dialect, s.qps, s.burst)
-	fmt.Fprintf(out, "%-16s %10s %10s %8s %12s %8s %8s %10s %12s\n", "phase", "time", "pods/s", "ratio", "apiserver-s", "etcd-s", "self-s", "kube-sch-s", "cpu-ms/pod")
-	for _, p := range phases {
-		var sum time.Duration
-		for _, v := range p.cpu {
-			sum += v
-		}
-		ratio := ""
-		if p.name == ours.name || p.name == kube.name {
-			ratio = fmt.Sprintf("%.2f", p.podsPerSecond()/ceiling)
-		}
-		fmt.Fprintf(out, "%-16s %10s %10.0f %8s %12s %8s %8s %10s %12.2f\n", p.name, p.elapsed.Round(time.Millisecond), p.podsPerSecond(), ratio,
-			p.cpu.fmt("kube-apiserver"), p.cpu.fmt("etcd"), p.cpu.fmt("self"), p.cpu.fmt("kube-scheduler"), float64(sum.Microseconds())/1000/float64(p.pods))
+func printGangSummary(out io.Writer, s settings, dialect string, ceils ceilings, ours, kube schedulerRun, total time.Duration) {
+	_, ceiling := ceils.best()
+	fmt.Fprintf(out, "\ngang scheduling: %d nodes, %d pods per phase in gangs of %d (batch-scheduler: %s dialect, %s; kube-scheduler: native PodGroups), client QPS %.0f burst %d\n",
+		s.nodes, s.pods, gangSize, dialect, bindConcurrencyText(s), s.qps, s.burst)
+	procs := []string{"kube-apiserver", "etcd", "self", "kube-scheduler"}
+	printPhaseHeader(out, procs...)
+	var phases []phase
+	for _, c := range ceils[:len(ceils)-1] {
+		printPhaseRow(out, c, "", procs...)
+		phases = append(phases, c)
 	}
-	fmt.Fprintf(out, "ceiling (mean) %.0f pods/s; batch-scheduler %.0f pods/s, ratio %.2f (goal ≥ 0.70); kube-scheduler %.0f pods/s; batch-scheduler/kube-scheduler %.1f (goal ≥ 10)\n",
-		ceiling, ours.podsPerSecond(), ours.podsPerSecond()/ceiling, kube.podsPerSecond(), ours.podsPerSecond()/kube.podsPerSecond())
-	for _, p := range phases {
-		var q []string
-		for _, d := range p.quarters {
-			q = append(q, d.Round(10*time.Millisecond).String())
-		}
-		fmt.Fprintf(out, "%s: 25/50/75/100%% bound at %s; API requests: %s\n", p.name, strings.Join(q, " "), formatRequests(p))
+	for _, r := range []schedulerRun{ours, kube} {
+		printPhaseRow(out, r.phase, fmt.Sprintf("%.2f", r.podsPerSecond()/ceiling), procs...)
+		phases = append(phases, r.phase)
 	}
+	again := ceils[len(ceils)-1]
+	printPhaseRow(out, again, "", procs...)
+	phases = append(phases, again)
+	fmt.Fprintf(out, "%s; batch-scheduler %.0f pods/s, ratio %.2f (goal ≥ 0.70), p99 scheduling attempt %s; kube-scheduler %.0f pods/s; batch-scheduler/kube-scheduler %.1f (goal ≥ 10)\n",
+		ceils.describe(), ours.podsPerSecond(), ours.podsPerSecond()/ceiling, ours.p99Attempt, kube.podsPerSecond(), ours.podsPerSecond()/kube.podsPerSecond())
+	printQuarters(out, phases)
 	fmt.Fprintf(out, "CPU columns: seconds of CPU used during the phase (self = this process: the binder, or batch-scheduler, plus the watch); run time %s\n\n", total.Round(time.Second))
 }

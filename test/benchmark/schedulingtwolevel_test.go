@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -138,7 +139,7 @@ eventHandlers:
 	phases[1].sp.args = []string{"--event-handler", twolevel.Name, "--config-path", cfg}
 	logf("setup: %d nodes, %d grants and %d+3×%d pods in %s", s.nodes, len(nodes), warmupPods(s.pods), s.pods, time.Since(setupStart).Round(time.Millisecond))
 
-	warm := runCeiling(b, s, cp, admin, procs, "warmup", nodes)
+	warm := runCeiling(b, s, cp, admin, procs, "warmup", nodes, slices.Max(s.binders))
 	logf("warm-up (untimed): %d pods in %s: %.0f pods/s", warm.pods, warm.elapsed.Round(time.Millisecond), warm.podsPerSecond())
 
 	runs := make([]schedulerRun, len(phases))

@@ -20,6 +20,7 @@ import (
 
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 )
 
 // Options are the command-line settings of batch-scheduler.
@@ -58,6 +59,10 @@ type Options struct {
 	FeatureGate featuregate.MutableFeatureGate
 
 	LeaderElection LeaderElectionOptions
+
+	// BindConcurrency is the most bind calls in flight; below it the
+	// scheduler adapts the bound to the API server's answers.
+	BindConcurrency int
 }
 
 // LeaderElectionOptions configure leader election on a Lease. Only the
@@ -92,6 +97,7 @@ func NewOptions() *Options {
 			ResourceNamespace: "kube-system",
 			ResourceName:      "batch-scheduler",
 		},
+		BindConcurrency: scheduler.DefaultBindConcurrency,
 	}
 }
 
@@ -110,6 +116,7 @@ func (o *Options) Flags(handlerNames []string) cliflag.NamedFlagSets {
 	fs = fss.FlagSet("scheduling")
 	fs.StringSliceVar(&o.SchedulerNames, "scheduler-name", o.SchedulerNames, "Schedule pods whose spec.schedulerName is this value. Repeat (or comma-separate) for several names.")
 	fs.StringVar(&o.NodeSelector, "node-selector", o.NodeSelector, "Label selector of the nodes this scheduler uses, e.g. 'pool=batch,zone in (a,b)'. Empty means all nodes.")
+	fs.IntVar(&o.BindConcurrency, "bind-concurrency", o.BindConcurrency, fmt.Sprintf("Most bind calls (with pod status writes) in flight, 1 to %d. Below it the bound adapts: it starts at 16, grows while binds succeed and halves when the API server answers 429 or 5xx or a call times out.", maxBindConcurrency))
 
 	fs = fss.FlagSet("event handler")
 	fs.StringVar(&o.EventHandler, "event-handler", o.EventHandler, fmt.Sprintf("Name of the event handler that turns informer events into cache state. One of: %s.", strings.Join(handlerNames, ", ")))
@@ -154,6 +161,17 @@ func addAll(fs *pflag.FlagSet, fss cliflag.NamedFlagSets) {
 	}
 }
 
+// maxBindConcurrency is the largest --bind-concurrency.
+const maxBindConcurrency = 10000
+
+// validateBindConcurrency checks --bind-concurrency.
+func (o *Options) validateBindConcurrency() error {
+	if o.BindConcurrency < 1 || o.BindConcurrency > maxBindConcurrency {
+		return fmt.Errorf("--bind-concurrency %d: must be between 1 and %d", o.BindConcurrency, maxBindConcurrency)
+	}
+	return nil
+}
+
 // Validate checks option values that flags alone cannot.
 func (o *LeaderElectionOptions) Validate() error {
 	if !o.Enabled {
@@ -191,6 +209,7 @@ func (o *Options) Validate() error {
 	if o.EventHandler == "" {
 		errs = append(errs, errors.New("--event-handler must not be empty"))
 	}
+	errs = append(errs, o.validateBindConcurrency())
 	if o.MaxEventDelay < 0 {
 		errs = append(errs, fmt.Errorf("--max-event-delay must not be negative (0 disables the check), got %s", o.MaxEventDelay))
 	}

@@ -331,7 +331,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	// informer makes the cache's Run start it, and schedule waits for it.
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
 	sched, err := scheduler.New(scheduler.Options{Cache: c, Queue: c.Queue(), Client: client, Profiles: profiles, Recorder: recorder, Metrics: sm,
-		PDBLister: pdbs.Lister()})
+		PDBLister: pdbs.Lister(), BindConcurrency: o.BindConcurrency})
 	if err != nil {
 		return nil, err
 	}

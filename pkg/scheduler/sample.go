@@ -1,0 +1,58 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+)
+
+// minNodesToFind is the fewest nodes a pod's window holds: clusters up to
+// this size are always searched whole.
+const minNodesToFind = 100
+
+// numNodesToFind is the size of a pod's window of nodes among all, for
+// percentage (0: adaptive), as kube-scheduler sizes its search: the
+// adaptive share is 50% less 1% per 125 nodes, at least 5%; the window
+// holds at least minNodesToFind nodes.
+func numNodesToFind(all, percentage int) int {
+	if all <= minNodesToFind || percentage >= 100 {
+		return all
+	}
+	if percentage <= 0 {
+		percentage = max(50-all/125, 5)
+	}
+	return min(all, max(all*percentage/100, minNodesToFind))
+}
+
+// findFeasibleNodes runs Filter for pod on a window of the nodes: in a
+// large cluster, scoring every node costs the loop more than a better
+// choice among them is worth (5,000 nodes are ten times the work of 500
+// per pod). The window (numNodesToFind nodes) starts where the previous
+// pod's ended, so successive pods look at different nodes and spread over
+// all of them. When no node of the window fits, every node is tried, so a
+// pod that fits somewhere is placed, and one that fits nowhere gets the
+// diagnosis of every node. A pod with a nominated node (preemption made
+// room for it there) looks at every node, so that its node is among them.
+func (s *Scheduler) findFeasibleNodes(ctx context.Context, c *cycle, pod *v1.Pod, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, frameworkruntime.Diagnosis, error) {
+	k := numNodesToFind(len(nodes), s.opts.PercentageOfNodesToScore)
+	if k >= len(nodes) || s.nominatedNode(pod) != "" {
+		return c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
+	}
+	start := s.nextStartNode % len(nodes)
+	s.nextStartNode = (start + k) % len(nodes)
+	window := append(s.window[:0], nodes[start:min(start+k, len(nodes))]...)
+	window = append(window, nodes[:k-len(window)]...)
+	s.window = window
+	feasible, diagnosis, err := c.fwk.FindFeasibleNodes(ctx, c.state, pod, window)
+	if err != nil {
+		return nil, diagnosis, fmt.Errorf("filtering a window of %d of %d nodes: %w", k, len(nodes), err)
+	}
+	if len(feasible) > 0 {
+		return feasible, diagnosis, nil
+	}
+	return c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
+}

@@ -1,0 +1,106 @@
+package scheduler
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+func TestNumNodesToFind(t *testing.T) {
+	tests := []struct {
+		all, percentage, want int
+	}{
+		{all: 0, want: 0},
+		{all: 50, want: 50},
+		{all: 100, want: 100},
+		{all: 101, want: 100},   // 50% is 50: at least 100
+		{all: 500, want: 230},   // 46%
+		{all: 1000, want: 420},  // 42%
+		{all: 5000, want: 500},  // 10%
+		{all: 15000, want: 750}, // at least 5%
+		{all: 5000, percentage: 100, want: 5000},
+		{all: 5000, percentage: 150, want: 5000},
+		{all: 5000, percentage: 20, want: 1000},
+		{all: 5000, percentage: 1, want: 100},
+		{all: 50, percentage: 1, want: 50},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d nodes, %d%%", tt.all, tt.percentage), func(t *testing.T) {
+			if got := numNodesToFind(tt.all, tt.percentage); got != tt.want {
+				t.Errorf("numNodesToFind(%d, %d) = %d, want %d", tt.all, tt.percentage, got, tt.want)
+			}
+		})
+	}
+}
+
+// In a large cluster each pod's Filter looks at a window of the nodes, and
+// successive windows cover every node.
+func TestFilterLooksAtAWindowOfTheNodes(t *testing.T) {
+	const nodes, pods = 1000, 5
+	var calls atomic.Int32
+	seen := map[string]int{}
+	hook := &hookPlugin{filter: func(_ *v1.Pod, n *framework.NodeInfo) *framework.Status {
+		calls.Add(1)
+		return nil
+	}}
+	h := newHarnessWith(t, harnessConfig{hook: hook})
+	for i := range nodes {
+		h.addNode(fmt.Sprintf("n-%04d", i), "10")
+	}
+	for i := range pods {
+		h.addPod(st.MakePod().Name(fmt.Sprintf("p-%d", i)).Req(res{"cpu": "1"}).Obj())
+	}
+	for i := range pods {
+		calls.Store(0)
+		h.sched.scheduleOne(t.Context())
+		if got, want := int(calls.Load()), numNodesToFind(nodes, 0); got != want {
+			t.Errorf("pod %d: Filter ran on %d nodes, want a window of %d", i, got, want)
+		}
+	}
+	h.sched.bindWG.Wait()
+	for _, node := range h.boundTo() {
+		seen[node]++
+	}
+	if len(seen) != pods {
+		t.Errorf("pods bound to %v, want %d pods on %d nodes", seen, pods, pods)
+	}
+	if got, want := h.sched.nextStartNode, pods*numNodesToFind(nodes, 0)%nodes; got != want {
+		t.Errorf("next window starts at %d, want %d", got, want)
+	}
+}
+
+// A pod that fits on no node of its window is tried on every node: it
+// lands on the one node with room, wherever that is.
+func TestFilterFallsBackToEveryNode(t *testing.T) {
+	const nodes = 300
+	h := newHarnessWith(t, harnessConfig{opts: func(o *Options) { o.PercentageOfNodesToScore = 1 }})
+	for i := range nodes {
+		cpu := "1"
+		if i == nodes-1 {
+			cpu = "8"
+		}
+		h.addNode(fmt.Sprintf("n-%04d", i), cpu)
+	}
+	for i := range 3 {
+		h.addPod(st.MakePod().Name(fmt.Sprintf("p-%d", i)).Req(res{"cpu": "2"}).Obj())
+	}
+	for range 3 {
+		h.sched.scheduleOne(t.Context())
+	}
+	h.sched.bindWG.Wait()
+	want := fmt.Sprintf("n-%04d", nodes-1)
+	bound := h.boundTo()
+	if len(bound) != 3 {
+		t.Fatalf("bound %v, want 3 pods on %s", bound, want)
+	}
+	for pod, node := range bound {
+		if node != want {
+			t.Errorf("pod %s bound to %s, want %s", pod, node, want)
+		}
+	}
+}
