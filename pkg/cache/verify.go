@@ -147,6 +147,11 @@ type Difference struct {
 
 func (d Difference) id() string { return d.Kind + "\x00" + d.Name + "\x00" + d.Field }
 
+// String gives the difference on one line, as the logs and tests show it.
+func (d Difference) String() string {
+	return fmt.Sprintf("%s %s %s: cache %q, truth %q (%s)", d.Kind, d.Name, d.Field, d.Cache, d.Truth, d.Message)
+}
+
 // ErrVerifyList wraps the error of a list from a source that Verify could
 // not complete.
 var ErrVerifyList = errors.New("listing the truth for the cache consistency check")

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -190,19 +191,9 @@ func (s *Scheduler) WaitReady(ctx context.Context, timeout time.Duration) error 
 	return nil
 }
 
-// Difference is one difference the consistency checker reports.
-type Difference struct {
-	Kind    string `json:"kind"`
-	Name    string `json:"name"`
-	Field   string `json:"field"`
-	Cache   string `json:"cache"`
-	Truth   string `json:"truth"`
-	Message string `json:"message"`
-}
-
-func (d Difference) String() string {
-	return fmt.Sprintf("%s %s %s: cache %q, truth %q (%s)", d.Kind, d.Name, d.Field, d.Cache, d.Truth, d.Message)
-}
+// Difference is one difference the consistency checker reports, as
+// /debug/cache/verify serves it.
+type Difference = cache.Difference
 
 // VerifyResult is the answer of GET /debug/cache/verify.
 type VerifyResult struct {
