@@ -57,6 +57,19 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(coldChildEnv); dir != "" {
 		os.Exit(runProfiledScheduler(dir, os.Args[1:]))
 	}
+	// The command applies its process-wide logging settings (-v) when it
+	// first runs in a process; applied while an earlier test's informers
+	// or watches still run, they would race with those goroutines' reads
+	// of klog's settings. Apply them once, before any test, with the
+	// verbosity the benchmarks give the command (BENCH_V).
+	v := os.Getenv("BENCH_V")
+	if v == "" {
+		v = "0"
+	}
+	if err := app.ApplyLogging("-v", v); err != nil {
+		fmt.Fprintf(os.Stderr, "applying the command's logging settings: %v\n", err)
+		os.Exit(2)
+	}
 	os.Exit(m.Run())
 }
 

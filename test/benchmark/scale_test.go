@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -138,7 +136,6 @@ func TestSchedulingAtScaleSmall(t *testing.T) {
 		t.Skip("starts a control plane; skipped with -short")
 	}
 	s := loadScaleSettings(t, scaleSettings{settings: settings{nodes: 200, pods: 300, binders: []int{16, 64}}, bound: 2000, clients: 2, workers: 16})
-	applyCommandLogging(t, s.verbosity)
 	r := runScaleOnce(t, s)
 	if r.sched.pods != s.pods || r.sched.elapsed <= 0 {
 		t.Errorf("scheduler phase: %d pods in %s, want %d in a positive time", r.sched.pods, r.sched.elapsed, s.pods)
@@ -148,22 +145,6 @@ func TestSchedulingAtScaleSmall(t *testing.T) {
 	}
 	if best, rate := r.ceils.best(); rate <= 0 || !slices.Contains(s.binders, best) {
 		t.Errorf("ceiling %v pods/s with %d binders, want a positive rate with one of %v", rate, best, s.binders)
-	}
-}
-
-// applyCommandLogging runs the command once, with --list-event-handlers,
-// so that it applies its process-wide logging settings (-v) now. The
-// command applies them once per process, when it first runs; later runs
-// with the same settings leave them alone. Applied while the benchmark's
-// informers run, they would race with the informers' reads of klog's
-// settings (go test -race reports it).
-func applyCommandLogging(t testing.TB, verbosity int) {
-	t.Helper()
-	cmd := app.NewSchedulerCommand()
-	cmd.SetArgs([]string{"--list-event-handlers", "-v", strconv.Itoa(verbosity)})
-	cmd.SetOut(io.Discard)
-	if code := app.Execute(cmd); code != 0 {
-		t.Fatalf("batch-scheduler --list-event-handlers exited with %d", code)
 	}
 }
 
