@@ -82,8 +82,11 @@ func TestBadClusterObjects(t *testing.T) {
 		st.MakePod().Namespace(ns).Name("quorum-zero").Group("zero").MinAvailable("0").Obj(),
 		st.MakePod().Namespace(ns).Name("quorum-overflow").Group("overflow").MinAvailable("99999999999").Obj(),
 		st.MakePod().Namespace(ns).Name("no-quorum").Group("none").Obj(),
-		st.MakePod().Namespace(ns).Name("disagree-0").Group("disagree").MinAvailable("1").Obj(),
+		// The pod asking for 2 comes first: it waits for a second pod, so
+		// the two are never placed before they disagree (the other, asking
+		// for 1, would fit alone if it came first).
 		st.MakePod().Namespace(ns).Name("disagree-1").Group("disagree").MinAvailable("2").Obj(),
+		st.MakePod().Namespace(ns).Name("disagree-0").Group("disagree").MinAvailable("1").Obj(),
 		st.MakePod().Namespace(ns).Name("invalid-group-name").Group("Not_A_Name").MinAvailable("1").Obj(),
 	}
 	for _, pod := range pods {
