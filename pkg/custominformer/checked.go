@@ -227,7 +227,8 @@ func (w *checkedWatch) loop(check func(context.Context, watch.Event) (watch.Even
 	defer w.cancel()
 	for e := range w.inner.ResultChan() {
 		e, keep := check(w.ctx, e)
-		if !keep {
+		if !keep || w.ctx.Err() != nil {
+			// Stopped: the source's channel is drained until it closes.
 			continue
 		}
 		select {
