@@ -183,9 +183,12 @@ func (c *checkedListWatch) checkObject(obj runtime.Object, bookmark bool) (strin
 }
 
 func (c *checkedListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	ctx, cancel := context.WithCancel(ctx)
 	w, err := c.lw.WatchWithContext(ctx, opts)
 	if err != nil {
-		if ctx.Err() != nil {
+		stopping := ctx.Err() != nil
+		cancel()
+		if stopping {
 			// The informer is stopping; the watch broke because of it.
 			klog.V(4).InfoS("Watch of a custom informer source stopped", "informer", c.name, "err", err)
 			return nil, err
@@ -193,12 +196,53 @@ func (c *checkedListWatch) WatchWithContext(ctx context.Context, opts metav1.Lis
 		c.m.watchErrors.Inc()
 		return nil, err
 	}
-	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) { return c.checkEvent(ctx, e) }), nil
+	cw := &checkedWatch{inner: w, result: make(chan watch.Event), ctx: ctx, cancel: cancel}
+	go cw.loop(c.checkEvent)
+	return cw, nil
+}
+
+// checkedWatch passes a source watch's events through checkEvent. Its
+// context is done once it is stopped: what the source stream reports
+// while it is torn down (a read on the closed response body, say) is then
+// the stop, not a failure of the source, and is neither counted as a
+// watch error nor left blocking a send nobody receives.
+type checkedWatch struct {
+	inner  watch.Interface
+	result chan watch.Event
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Stop ends the watch: its context first, then the source's watch.
+func (w *checkedWatch) Stop() {
+	w.cancel()
+	w.inner.Stop()
+}
+
+// ResultChan returns the checked events.
+func (w *checkedWatch) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *checkedWatch) loop(check func(context.Context, watch.Event) (watch.Event, bool)) {
+	defer close(w.result)
+	defer w.cancel()
+	for e := range w.inner.ResultChan() {
+		e, keep := check(w.ctx, e)
+		if !keep || w.ctx.Err() != nil {
+			// Stopped: the source's channel is drained until it closes.
+			continue
+		}
+		select {
+		case w.result <- e:
+		case <-w.ctx.Done():
+			// Stopped: the source's channel is drained until it closes.
+		}
+	}
 }
 
 // checkEvent counts an event and turns an invalid one into an ERROR event,
-// which makes resilientListWatch end the watch and list again. ctx is the
-// watch's: once it is done, errors are the informer stopping.
+// which makes resilientListWatch end the watch and list again. ctx is done
+// once the watch is stopped (by its reader or the informer stopping):
+// errors are then the stop, not the source failing.
 func (c *checkedListWatch) checkEvent(ctx context.Context, e watch.Event) (watch.Event, bool) {
 	switch e.Type {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:

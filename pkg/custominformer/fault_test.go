@@ -432,7 +432,8 @@ func testRelistOnExpired(t *testing.T, status410 bool) {
 	}
 	// The 410 was what made it list: an ERROR event, or a failed watch.
 	if got := testutil.ToFloat64(m.WatchErrors.WithLabelValues("workloads")); got != 1 {
-		t.Errorf("watch errors = %v, want the 410 counted once", got)
+		klog.Flush()
+		t.Errorf("watch errors = %v, want the 410 counted once; logs:\n%s", got, logs)
 	}
 	if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got != 1 {
 		t.Errorf("relists = %v, want 1", got)
