@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 set -o errexit -o nounset -o pipefail
 
-# Builds a real kube-apiserver and etcd from Go modules into bin/, for
-# end-to-end tests (envtest: KUBEBUILDER_ASSETS=bin), and kube-scheduler
-# for the differential test and the gang benchmark that compare against it. No prebuilt binaries:
+# Builds a real kube-apiserver, etcd and kube-controller-manager from Go
+# modules into bin/, for end-to-end tests (envtest: KUBEBUILDER_ASSETS=bin),
+# KWOK's controller (simulated kubelets), and kube-scheduler for the tests
+# and benchmarks that compare against it. No prebuilt binaries:
 # everything comes from the Go module proxy, pinned by the go.mod/go.sum of
 # the tool modules under hack/tools/.
 #
@@ -11,7 +12,12 @@ set -o errexit -o nounset -o pipefail
 # module's go.mod, go.sum and *.go files, the Go version, the target platform
 # and the build flags below) differs from the one recorded in bin/.NAME.stamp.
 #
-# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-scheduler]   (default: all)
+# The three Kubernetes binaries come from modules that pin the same versions
+# of every shared dependency, and KWOK's module is moved to the same k8s.io
+# versions, so each package compiles once into the build cache and is reused
+# by the next binary.
+#
+# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler]   (default: all)
 # Env:   GO (default: go), FORCE=1 rebuilds regardless of the stamps.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -80,13 +86,15 @@ build() {
 }
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-scheduler)
+[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler)
 
 for t in "${targets[@]}"; do
   case "${t}" in
     kube-apiserver) build kube-apiserver hack/tools/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${KUBE_LDFLAGS}" ;;
+    kube-controller-manager) build kube-controller-manager hack/tools/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "${KUBE_LDFLAGS}" ;;
     kube-scheduler) build kube-scheduler hack/tools/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "${KUBE_LDFLAGS}" ;;
     etcd) build etcd hack/tools/etcd . "-s -w" ;;
-    *) log "unknown target: ${t} (want kube-apiserver, etcd or kube-scheduler)"; exit 2 ;;
+    kwok) build kwok hack/tools/kwok sigs.k8s.io/kwok/cmd/kwok "-s -w" ;;
+    *) log "unknown target: ${t} (want kube-apiserver, etcd, kube-controller-manager, kwok or kube-scheduler)"; exit 2 ;;
   esac
 done
