@@ -3,10 +3,10 @@ set -o errexit -o nounset -o pipefail
 
 # Builds a real kube-apiserver, etcd and kube-controller-manager from Go
 # modules into bin/, for end-to-end tests (envtest: KUBEBUILDER_ASSETS=bin),
-# KWOK's controller (simulated kubelets), and kube-scheduler for the tests
-# and benchmarks that compare against it. No prebuilt binaries:
-# everything comes from the Go module proxy, pinned by the go.mod/go.sum of
-# the tool modules under hack/tools/.
+# KWOK's controller (simulated kubelets), kube-scheduler for the tests
+# and benchmarks that compare against it, and Kueue's manager (test/kueue).
+# No prebuilt binaries: everything comes from the Go module proxy, pinned by
+# the go.mod/go.sum of the tool modules under hack/tools/.
 #
 # Idempotent: a binary is rebuilt only when the hash of its inputs (the tool
 # module's go.mod, go.sum and *.go files, the Go version, the target platform
@@ -15,9 +15,10 @@ set -o errexit -o nounset -o pipefail
 # The three Kubernetes binaries come from modules that pin the same versions
 # of every shared dependency, and KWOK's module is moved to the same k8s.io
 # versions, so each package compiles once into the build cache and is reused
-# by the next binary.
+# by the next binary. Kueue's module is moved to them too (and to the
+# controller-runtime of the root module).
 #
-# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler]   (default: all)
+# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler] [kueue]   (default: all)
 # Env:   GO (default: go), FORCE=1 rebuilds regardless of the stamps.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,6 +32,9 @@ KUBE_LDFLAGS+=" -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION}"
 KUBE_LDFLAGS+=" -X k8s.io/component-base/version.gitMajor=1"
 KUBE_LDFLAGS+=" -X k8s.io/component-base/version.gitMinor=37"
 KUBE_LDFLAGS+=" -X k8s.io/component-base/version.gitTreeState=clean"
+
+KUEUE_VERSION="v0.17.0"
+KUEUE_LDFLAGS="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}"
 
 # Static, reproducible binaries; no C toolchain needed.
 export CGO_ENABLED=0
@@ -53,6 +57,15 @@ inputs_hash() {
       printf '%s %s\n' "${f}" "$(sha256 <"${dir}/${f}")"
     done
   } | sha256
+}
+
+# version_of NAME BINARY prints what the binary says it is. Kueue's manager
+# has no --version flag (it would start): its version is the one linked in.
+version_of() {
+  case "$1" in
+    kueue) printf 'kueue %s (linked in with -X)' "${KUEUE_VERSION}" ;;
+    *) "$2" --version 2>&1 | head -n1 ;;
+  esac
 }
 
 # build NAME MODULE_DIR PACKAGE LDFLAGS
@@ -82,11 +95,11 @@ build() {
   (cd "${dir}" && "${GO}" build "${BUILD_FLAGS[@]}" -ldflags "${ldflags}" -o "${out}.tmp" "${pkg}")
   mv -f "${out}.tmp" "${out}"
   printf '%s\n' "${want}" >"${stamp}"
-  log "${name}: built in $((SECONDS - start))s ($(du -h "${out}" | cut -f1)): $("${out}" --version 2>&1 | head -n1)"
+  log "${name}: built in $((SECONDS - start))s ($(du -h "${out}" | cut -f1)): $(version_of "${name}" "${out}")"
 }
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler)
+[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler kueue)
 
 for t in "${targets[@]}"; do
   case "${t}" in
@@ -95,6 +108,7 @@ for t in "${targets[@]}"; do
     kube-scheduler) build kube-scheduler hack/tools/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "${KUBE_LDFLAGS}" ;;
     etcd) build etcd hack/tools/etcd . "-s -w" ;;
     kwok) build kwok hack/tools/kwok sigs.k8s.io/kwok/cmd/kwok "-s -w" ;;
-    *) log "unknown target: ${t} (want kube-apiserver, etcd, kube-controller-manager, kwok or kube-scheduler)"; exit 2 ;;
+    kueue) build kueue hack/tools/kueue sigs.k8s.io/kueue/cmd/kueue "${KUEUE_LDFLAGS}" ;;
+    *) log "unknown target: ${t} (want kube-apiserver, etcd, kube-controller-manager, kwok, kube-scheduler or kueue)"; exit 2 ;;
   esac
 done
