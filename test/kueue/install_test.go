@@ -311,6 +311,7 @@ func startKueue(ctx context.Context) (*kueueProcess, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("Kueue's manager %s missing (build it with 'make control-plane'): %w", bin, err)
 	}
+	begin := time.Now()
 	moduleDir, err := kueueModuleDir()
 	if err != nil {
 		return nil, err
@@ -319,6 +320,7 @@ func startKueue(ctx context.Context) (*kueueProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	klog.InfoS("Built Kueue's release manifests", "dir", filepath.Join(moduleDir, "config", "default"), "objects", len(objs), "after", time.Since(begin).Round(time.Millisecond))
 	host, err := webhookAddress()
 	if err != nil {
 		return nil, err
@@ -331,10 +333,12 @@ func startKueue(ctx context.Context) (*kueueProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	begin = time.Now()
 	release, err := installKueue(ctx, objs, host, webhookPort)
 	if err != nil {
 		return nil, err
 	}
+	klog.InfoS("Installed Kueue's manifests", "after", time.Since(begin).Round(time.Millisecond))
 	dir, err := os.MkdirTemp("", "batch-scheduler-kueue-")
 	if err != nil {
 		return nil, fmt.Errorf("creating Kueue's directory: %w", err)
@@ -383,10 +387,12 @@ func startKueue(ctx context.Context) (*kueueProcess, error) {
 		close(k.exited)
 	}()
 	klog.InfoS("Started Kueue", "pid", cmd.Process.Pid, "webhook", net.JoinHostPort(host, fmt.Sprint(webhookPort)), "log", logPath)
+	started := time.Now()
 	if err := k.waitReady(ctx); err != nil {
 		k.stop()
 		return nil, err
 	}
+	klog.InfoS("Kueue is ready", "after", time.Since(started).Round(time.Millisecond))
 	return k, nil
 }
 

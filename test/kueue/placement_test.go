@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -27,8 +29,11 @@ import (
 var (
 	resourceFlavorGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "resourceflavors"}
 	clusterQueueGVR   = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "clusterqueues"}
-	localQueueGVR     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}
-	workloadGVR       = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
+	// clusterQueueV1beta1GVR is the older version Kueue still serves,
+	// converted by its webhook.
+	clusterQueueV1beta1GVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "clusterqueues"}
+	localQueueGVR          = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}
+	workloadGVR            = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
 )
 
 const (
@@ -59,11 +64,12 @@ const (
 type outcome struct {
 	// admitted: Job created -> its Workload Admitted by Kueue.
 	admitted time.Duration
-	// boundWhileShort and peakWhileShort are how many of the Job's pods
-	// were bound at the end of the hold, and the most that were running
-	// (bound and not finished) at once until then, while the cluster had
+	// boundWhileShort and runningWhileShort are how many of the Job's
+	// pods were bound, and in phase Running, at the end of the hold, and
+	// peakWhileShort the most that were running (bound and not finished,
+	// as the watcher counts) at once until then, while the cluster had
 	// room for jobPods-1.
-	boundWhileShort, peakWhileShort int
+	boundWhileShort, runningWhileShort, peakWhileShort int
 	// whole: the last node added -> all the pods bound.
 	whole time.Duration
 	// peak and belowQuorum are the watcher's figures for the whole run:
@@ -92,8 +98,11 @@ func TestAdmittedJobPlacedWhole(t *testing.T) {
 		if kube.peakWhileShort != jobPods-1 {
 			t.Errorf("kube-scheduler: want %d of the %d pods running while there is room for %d (a partial placement), saw at most %d", jobPods-1, jobPods, jobPods-1, kube.peakWhileShort)
 		}
-		if kube.belowQuorum < hold {
-			t.Errorf("kube-scheduler: want the Job below its quorum for at least the hold (%s), saw %s", hold, kube.belowQuorum)
+		if kube.runningWhileShort != jobPods-1 {
+			t.Errorf("kube-scheduler: want %d pods in phase Running under KWOK at the end of the hold, saw %d", jobPods-1, kube.runningWhileShort)
+		}
+		if kube.belowQuorum <= settle {
+			t.Errorf("kube-scheduler: want the Job below its quorum for longer than %s, saw %s", settle, kube.belowQuorum)
 		}
 		if !hasViolation(kube.violations, "below-quorum") {
 			t.Errorf("kube-scheduler: the watcher saw no gang below its quorum; violations: %v", kube.violations)
@@ -122,8 +131,8 @@ func TestAdmittedJobPlacedWhole(t *testing.T) {
 			name string
 			o    outcome
 		}{{kubeScheduler.name, kube}, {batchScheduler.name, batch}} {
-			t.Logf("  %-15s admitted in %s; with room for %d: %d bound, peak %d running; below quorum (0 < running < %d) for %s in all; all bound %s after the node came, Workload Finished %s after",
-				r.name, r.o.admitted.Round(time.Millisecond), jobPods-1, r.o.boundWhileShort, r.o.peakWhileShort, jobPods,
+			t.Logf("  %-15s admitted in %s; with room for %d: %d bound (%d Running), peak %d running; below quorum (0 < running < %d) for %s in all; all bound %s after the node came, Workload Finished %s after",
+				r.name, r.o.admitted.Round(time.Millisecond), jobPods-1, r.o.boundWhileShort, r.o.runningWhileShort, r.o.peakWhileShort, jobPods,
 				r.o.belowQuorum.Round(time.Millisecond), r.o.whole.Round(time.Millisecond), r.o.finished.Round(time.Millisecond))
 		}
 	}
@@ -165,7 +174,7 @@ func runAdmittedJob(t *testing.T, s scheduler) outcome {
 
 	pods := waitVerdicts(t, ns, jobPods)
 	t.Logf("%s: every pod has its verdict: %d bound", s.name, len(boundPods(pods)))
-	out.boundWhileShort = holdBound(t, ns, len(boundPods(pods)), hold)
+	out.boundWhileShort, out.runningWhileShort = holdBound(t, ns, len(boundPods(pods)), hold)
 	out.peakWhileShort = w.Gangs()[job.Name].Peak
 
 	addNode(t, nodes[jobPods-1])
@@ -241,6 +250,22 @@ func createQueues(t *testing.T, ns string) {
 		t.Fatalf("creating LocalQueue %s/lq: %v", ns, err)
 	}
 	waitCondition(t, clusterQueueGVR, "", ns, "Active")
+	// Stored as v1beta2; read as v1beta1 it goes through Kueue's
+	// conversion webhook.
+	quiet := rest.CopyConfig(cp.Config)
+	quiet.WarningHandler = rest.NoWarnings{} // "This version is deprecated"
+	quietDyn, err := dynamic.NewForConfig(quiet)
+	if err != nil {
+		t.Fatalf("creating a dynamic client: %v", err)
+	}
+	old, err := quietDyn.Resource(clusterQueueV1beta1GVR).Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading ClusterQueue %s as v1beta1 (Kueue's conversion webhook): %v", ns, err)
+	}
+	groups, _, _ := unstructured.NestedSlice(old.Object, "spec", "resourceGroups")
+	if len(groups) != 1 {
+		t.Fatalf("ClusterQueue %s as v1beta1 (Kueue's conversion webhook): want 1 resource group, got %v", ns, old.Object["spec"])
+	}
 }
 
 // createJob creates a Job of jobPods pods of 1 CPU in LocalQueue "lq",
@@ -369,8 +394,8 @@ func waitVerdicts(t *testing.T, ns string, want int) []v1.Pod {
 }
 
 // holdBound checks for d that no further pod of ns is bound (want are),
-// and returns how many are bound at the end.
-func holdBound(t *testing.T, ns string, want int, d time.Duration) int {
+// and returns how many are bound, and in phase Running, at the end.
+func holdBound(t *testing.T, ns string, want int, d time.Duration) (bound, running int) {
 	t.Helper()
 	var pods []v1.Pod
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
@@ -380,7 +405,12 @@ func holdBound(t *testing.T, ns string, want int, d time.Duration) int {
 	if err == nil {
 		t.Fatalf("with room for %d pods, %d of %s were bound, then %d: %s", jobPods-1, want, ns, len(boundPods(pods)), describe(pods))
 	}
-	return len(boundPods(pods))
+	for _, p := range pods {
+		if p.Status.Phase == v1.PodRunning {
+			running++
+		}
+	}
+	return len(boundPods(pods)), running
 }
 
 // waitAllBound waits until want pods of ns have been bound (finished
