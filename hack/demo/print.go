@@ -8,7 +8,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // whyWidth is where the WHY column wraps.
@@ -27,8 +30,8 @@ func printExpected(expect []outcome, shown []string) {
 }
 
 // printPlacements prints every pod: its job in the cache (without the
-// namespace, which the pod's key shows), its node and why it is there or
-// not.
+// namespace, which the pod's key shows), its node, its phase and why it is
+// there or not.
 func printPlacements(states map[string]podState, d *cache.Dump) {
 	jobs := map[string]string{}
 	if d != nil {
@@ -39,7 +42,7 @@ func printPlacements(states map[string]podState, d *cache.Dump) {
 		}
 	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE/POD\tJOB\tNODE\tWHY")
+	fmt.Fprintln(w, "NAMESPACE/POD\tJOB\tNODE\tPHASE\tWHY")
 	for _, key := range slices.Sorted(maps.Keys(states)) {
 		s := states[key]
 		job, node := jobs[key], s.node
@@ -50,9 +53,9 @@ func printPlacements(states map[string]podState, d *cache.Dump) {
 			node = "-"
 		}
 		lines := wrap(why(s), whyWidth)
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", key, job, node, lines[0])
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", key, job, node, phaseOf(s), lines[0])
 		for _, l := range lines[1:] {
-			fmt.Fprintf(w, "\t\t\t  %s\n", l)
+			fmt.Fprintf(w, "\t\t\t\t  %s\n", l)
 		}
 	}
 	w.Flush()
@@ -61,6 +64,10 @@ func printPlacements(states map[string]podState, d *cache.Dump) {
 // why says why a pod is where it is.
 func why(s podState) string {
 	switch {
+	case s.deleting:
+		return "being deleted"
+	case s.node != "" && !s.counted():
+		return "finished: no longer counts on its node"
 	case s.scheduler != ourScheduler && s.node != "":
 		return "bound by " + s.scheduler
 	case s.scheduler != ourScheduler:
@@ -91,21 +98,46 @@ func wrap(text string, width int) []string {
 	return append(lines, line)
 }
 
-// printNodes prints the nodes as the cache sees them, with the external
-// usage (VMs) and its keys, and the queue.
-func printNodes(d *cache.Dump) {
+// printNodes prints the nodes as the cache sees them: allocatable, what
+// the pods request, the external usage (VMs), and what is idle before the
+// step (as prev left it; nil for the first step) and now, with the pods
+// there (running, finished) as the API shows them; then the external
+// usage's keys and the queue.
+func printNodes(prev, d *cache.Dump, states map[string]podState) {
+	before := map[string]string{}
+	if prev != nil {
+		for _, n := range prev.Nodes {
+			before[n.Name] = amounts(n.Idle)
+		}
+	}
+	running, finished := map[string]int{}, map[string]int{}
+	for _, s := range states {
+		switch {
+		case s.counted():
+			running[s.node]++
+		case s.node != "":
+			finished[s.node]++
+		}
+	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tSCHEDULABLE\tREQUESTED\tEXTERNAL\tIDLE")
+	fmt.Fprintln(w, "NODE\tALLOCATABLE\tREQUESTED\tEXTERNAL\tIDLE BEFORE\tIDLE NOW\tPODS")
 	for _, n := range d.Nodes {
 		name := n.Name
 		if n.Placeholder {
 			name += " (placeholder)"
 		}
-		external := "-"
+		external, idleBefore := "-", "-"
 		if !n.External.IsZero() {
-			external = brief(n.External)
+			external = amounts(n.External)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, brief(n.Schedulable), brief(n.Requested), external, brief(n.Idle))
+		if b, ok := before[n.Name]; ok {
+			idleBefore = b
+		}
+		pods := fmt.Sprintf("%d running", running[n.Name])
+		if finished[n.Name] > 0 {
+			pods += fmt.Sprintf(", %d finished", finished[n.Name])
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, amounts(n.Schedulable), amounts(n.Requested), external, idleBefore, amounts(n.Idle), pods)
 	}
 	w.Flush()
 	if note := externalNote(d); note != "" {
@@ -115,7 +147,20 @@ func printNodes(d *cache.Dump) {
 	fmt.Printf("queue: %d active, %d backoff, %d unschedulable\n", l.Active, l.Backoff, l.Unschedulable)
 }
 
-// brief renders resources without spaces, to keep table columns apart.
-func brief(r interface{ String() string }) string {
-	return strings.ReplaceAll(r.String(), " ", ",")
+// amounts renders cpu, memory and extended resources briefly, e.g.
+// "1500m cpu, 2Gi" or "8 cpu, 32Gi, 4 nvidia.com/gpu"; "0" when empty.
+func amounts(r resources.Resource) string {
+	var parts []string
+	if r.MilliCPU != 0 {
+		parts = append(parts, resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI).String()+" cpu")
+	}
+	if r.Memory != 0 {
+		parts = append(parts, resource.NewQuantity(r.Memory, resource.BinarySI).String())
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Scalar)) {
+		if v := r.Scalar[name]; v != 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", v, name))
+		}
+	}
+	return joinOr(parts, "0")
 }
