@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
@@ -101,8 +102,8 @@ func wrap(text string, width int) []string {
 // printNodes prints the nodes as the cache sees them: allocatable, what
 // the pods request, the external usage (VMs), and what is idle before the
 // step (as prev left it; nil for the first step) and now, with the pods
-// there (running, finished) as the API shows them; then the external
-// usage's keys and the queue.
+// bound there by phase as the API shows them; then the external usage's
+// keys and the queue.
 func printNodes(prev, d *cache.Dump, states map[string]podState) {
 	before := map[string]string{}
 	if prev != nil {
@@ -110,14 +111,15 @@ func printNodes(prev, d *cache.Dump, states map[string]podState) {
 			before[n.Name] = amounts(n.Idle)
 		}
 	}
-	running, finished := map[string]int{}, map[string]int{}
+	phases := map[string]map[v1.PodPhase]int{}
 	for _, s := range states {
-		switch {
-		case s.counted():
-			running[s.node]++
-		case s.node != "":
-			finished[s.node]++
+		if s.node == "" {
+			continue
 		}
+		if phases[s.node] == nil {
+			phases[s.node] = map[v1.PodPhase]int{}
+		}
+		phases[s.node][phaseOf(s)]++
 	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NODE\tALLOCATABLE\tREQUESTED\tEXTERNAL\tIDLE BEFORE\tIDLE NOW\tPODS")
@@ -133,11 +135,13 @@ func printNodes(prev, d *cache.Dump, states map[string]podState) {
 		if b, ok := before[n.Name]; ok {
 			idleBefore = b
 		}
-		pods := fmt.Sprintf("%d running", running[n.Name])
-		if finished[n.Name] > 0 {
-			pods += fmt.Sprintf(", %d finished", finished[n.Name])
+		var pods []string
+		for _, ph := range []v1.PodPhase{v1.PodPending, v1.PodRunning, v1.PodSucceeded, v1.PodFailed} {
+			if c := phases[n.Name][ph]; c > 0 {
+				pods = append(pods, fmt.Sprintf("%d %s", c, ph))
+			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, amounts(n.Schedulable), amounts(n.Requested), external, idleBefore, amounts(n.Idle), pods)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, amounts(n.Schedulable), amounts(n.Requested), external, idleBefore, amounts(n.Idle), joinOr(pods, "none"))
 	}
 	w.Flush()
 	if note := externalNote(d); note != "" {
