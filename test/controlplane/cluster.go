@@ -331,4 +331,3 @@ func DeleteNamespace(ctx context.Context, client kubernetes.Interface, name stri
 	}
 	return nil
 }
-
