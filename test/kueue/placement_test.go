@@ -3,6 +3,8 @@ package kueue
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,14 +72,15 @@ type outcome struct {
 	// as the watcher counts) at once until then, while the cluster had
 	// room for jobPods-1.
 	boundWhileShort, runningWhileShort, peakWhileShort int
-	// whole: the last node added -> all the pods bound.
+	// whole: the last node joined (Ready, and its not-ready taint
+	// removed) -> all the pods bound.
 	whole time.Duration
 	// peak and belowQuorum are the watcher's figures for the whole run:
 	// the most pods running at once, and how long some but fewer than
 	// jobPods were running after a bind.
 	peak        int
 	belowQuorum time.Duration
-	// finished: the last node added -> Kueue's Workload Finished.
+	// finished: the last node joined -> Kueue's Workload Finished.
 	finished   time.Duration
 	violations []podwatch.Violation
 }
@@ -126,12 +129,12 @@ func TestAdmittedJobPlacedWhole(t *testing.T) {
 		}
 	})
 	if kubeOK && batchOK {
-		t.Logf("Kueue admitted a Job of %d pods (1 CPU each) by quota on a cluster with room for %d; %s later a node was added:", jobPods, jobPods-1, hold)
+		t.Logf("Kueue admitted a Job of %d pods (1 CPU each) by quota on a cluster with room for %d; %s later a node joined:", jobPods, jobPods-1, hold)
 		for _, r := range []struct {
 			name string
 			o    outcome
 		}{{kubeScheduler.name, kube}, {batchScheduler.name, batch}} {
-			t.Logf("  %-15s admitted in %s; with room for %d: %d bound (%d Running), peak %d running; below quorum (0 < running < %d) for %s in all; all bound %s after the node came, Workload Finished %s after",
+			t.Logf("  %-15s admitted in %s; with room for %d: %d bound (%d Running), peak %d running; below quorum (0 < running < %d) for %s in all; all bound %s after the node joined, Workload Finished %s after",
 				r.name, r.o.admitted.Round(time.Millisecond), jobPods-1, r.o.boundWhileShort, r.o.runningWhileShort, r.o.peakWhileShort, jobPods,
 				r.o.belowQuorum.Round(time.Millisecond), r.o.whole.Round(time.Millisecond), r.o.finished.Round(time.Millisecond))
 		}
@@ -154,6 +157,11 @@ func runAdmittedJob(t *testing.T, s scheduler) outcome {
 		addNode(t, n)
 	}
 	createQueues(t, ns)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("KWOK's log, lines about %s:\n%s", ns, logLines(filepath.Join(cp.Dir, "kwok.log"), ns, 40))
+		}
+	})
 
 	w := podwatch.New(cp.Client, ns, capacities, nil)
 	w.Settle = settle
@@ -447,7 +455,7 @@ func waitJobComplete(t *testing.T, ns, name string) {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("Job %s/%s never completed: %v; status %+v", ns, name, err, last)
+		t.Fatalf("Job %s/%s never completed: %v; active %d, succeeded %d, failed %d; pods: %s", ns, name, err, last.Active, last.Succeeded, last.Failed, describe(listPods(t, ns)))
 	}
 }
 
@@ -477,6 +485,25 @@ func unschedulable(p *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// logLines returns the last n lines of the file at path that contain
+// substr.
+func logLines(path, substr string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, substr) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // describe says where each pod is and why it waits.
@@ -514,12 +541,21 @@ func createNamespace(t *testing.T, prefix string) string {
 	return name
 }
 
-// addNode creates a KWOK node of 1 CPU, deleted when the test ends.
+// addNode makes a KWOK node of 1 CPU join the cluster as a real node
+// does: tainted node.kubernetes.io/not-ready until its kubelet reports it
+// Ready (the node lifecycle controller, not run here, would then remove
+// the taint; the test does). So no pod is bound to it before its
+// simulated kubelet manages it. The node is deleted when the test ends.
 func addNode(t *testing.T, name string) {
 	t.Helper()
-	n := st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{"cpu": "1", "memory": "8Gi", "pods": "110"}).Obj()
+	n := st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{"cpu": "1", "memory": "8Gi", "pods": "110"}).
+		Taint(v1.TaintNodeNotReady, "", v1.TaintEffectNoSchedule).Obj()
 	if _, err := controlplane.CreateKwokNode(t.Context(), cp.Client, n); err != nil {
 		t.Fatalf("creating node %s: %v", name, err)
 	}
 	t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	patch := []byte(`{"spec":{"taints":null}}`)
+	if _, err := cp.Client.CoreV1().Nodes().Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("removing the not-ready taint of node %s: %v", name, err)
+	}
 }
