@@ -17,7 +17,11 @@ set -o errexit -o nounset -o pipefail
 # versions, so each package compiles once into the build cache and is reused
 # by the next binary.
 #
-# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler]   (default: all)
+# KubeRay's operator (kuberay-operator) is built too, for test/operators: a
+# real operator that creates gangs for batch-scheduler. Its module is moved
+# to the same k8s.io versions as well.
+#
+# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler] [kuberay-operator]   (default: all)
 # Env:   GO (default: go), FORCE=1 rebuilds regardless of the stamps.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -82,11 +86,20 @@ build() {
   (cd "${dir}" && "${GO}" build "${BUILD_FLAGS[@]}" -ldflags "${ldflags}" -o "${out}.tmp" "${pkg}")
   mv -f "${out}.tmp" "${out}"
   printf '%s\n' "${want}" >"${stamp}"
-  log "${name}: built in $((SECONDS - start))s ($(du -h "${out}" | cut -f1)): $("${out}" --version 2>&1 | head -n1)"
+  log "${name}: built in $((SECONDS - start))s ($(du -h "${out}" | cut -f1)): $(version_of "${name}" "${out}")"
+}
+
+# version_of NAME BINARY prints the version BINARY reports, or, for a binary
+# without a --version flag, the version its tool module pins.
+version_of() {
+  case "$1" in
+    kuberay-operator) (cd "${ROOT}/hack/tools/kuberay" && "${GO}" list -m -f '{{.Path}} {{.Version}}' github.com/ray-project/kuberay/ray-operator) ;;
+    *) "$2" --version 2>&1 | head -n1 ;;
+  esac
 }
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler)
+[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler kuberay-operator)
 
 for t in "${targets[@]}"; do
   case "${t}" in
@@ -95,6 +108,7 @@ for t in "${targets[@]}"; do
     kube-scheduler) build kube-scheduler hack/tools/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "${KUBE_LDFLAGS}" ;;
     etcd) build etcd hack/tools/etcd . "-s -w" ;;
     kwok) build kwok hack/tools/kwok sigs.k8s.io/kwok/cmd/kwok "-s -w" ;;
-    *) log "unknown target: ${t} (want kube-apiserver, etcd, kube-controller-manager, kwok or kube-scheduler)"; exit 2 ;;
+    kuberay-operator) build kuberay-operator hack/tools/kuberay github.com/ray-project/kuberay/ray-operator "-s -w" ;;
+    *) log "unknown target: ${t} (want kube-apiserver, etcd, kube-controller-manager, kwok, kube-scheduler or kuberay-operator)"; exit 2 ;;
   esac
 done
