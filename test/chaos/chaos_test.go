@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
 
 // Fault 1: kube-apiserver killed (SIGKILL) mid-stream and restarted on the
@@ -21,11 +22,11 @@ func TestAPIServerKilledAndRestarted(t *testing.T) {
 	e.waitBinds(5, 60*time.Second, "scheduling before the fault")
 	var o outcome
 	for range rounds() {
-		pause(t.Context(), phase()/2)
+		podwatch.Pause(t.Context(), phase()/2)
 		if err := cp.KillAPIServer(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		pause(t.Context(), 2*time.Second) // down: the load's calls fail
+		podwatch.Pause(t.Context(), 2*time.Second) // down: the load's calls fail
 		if err := cp.RestartAPIServer(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +46,7 @@ func TestWatchesCutRepeatedly(t *testing.T) {
 	for range rounds() {
 		end := time.Now().Add(phase())
 		for time.Now().Before(end) {
-			pause(t.Context(), 2*time.Second)
+			podwatch.Pause(t.Context(), 2*time.Second)
 			cuts += e.proxy.CutWatches()
 		}
 		e.checkAlive()
@@ -88,7 +89,7 @@ func TestEtcdCompactionForcesRelists(t *testing.T) {
 	for range rounds() {
 		e.proxy.HoldWatches(true)
 		e.proxy.CutWatches()
-		pause(t.Context(), phase()/2) // the load writes; the scheduler does not see it
+		podwatch.Pause(t.Context(), phase()/2) // the load writes; the scheduler does not see it
 		resp, err := etcd.Get(t.Context(), "compact-revision-probe")
 		if err != nil {
 			t.Fatalf("reading etcd's revision: %v", err)
@@ -123,7 +124,7 @@ func TestSchedulerKilledMidBind(t *testing.T) {
 	var o outcome
 	inFlight := 0
 	for range rounds() {
-		pause(t.Context(), phase()/2)
+		podwatch.Pause(t.Context(), phase()/2)
 		err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 			return e.proxy.BindsInFlight() > 0, nil
 		})
@@ -170,7 +171,7 @@ func TestLeaderFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitBinds(5, 60*time.Second, "scheduling before the fault")
-	pause(t.Context(), phase()/2)
+	podwatch.Pause(t.Context(), phase()/2)
 	killed := time.Now()
 	if err := e.scheds[first].Kill(); err != nil {
 		t.Fatal(err)
@@ -199,7 +200,7 @@ func TestAPIErrors429And500(t *testing.T) {
 	var o outcome
 	for range rounds() {
 		e.proxy.FailRequests(0.3, match, http.StatusTooManyRequests, http.StatusInternalServerError)
-		pause(t.Context(), phase())
+		podwatch.Pause(t.Context(), phase())
 		e.proxy.FailRequests(0, nil)
 		e.checkAlive()
 		e.recover(e.sched(), &o)

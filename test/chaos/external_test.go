@@ -21,6 +21,7 @@ import (
 	bsv1 "github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
+	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
 
 // externalAgreeBound is how soon after an external manager answers again
@@ -121,11 +122,11 @@ func perNode(vms map[string]vmSpec) map[string]int64 {
 	return out
 }
 
-func (x *externalTruth) usage(node string, at time.Time) Capacity {
+func (x *externalTruth) usage(node string, at time.Time) podwatch.Capacity {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	count := func(vms map[string]vmSpec) Capacity {
-		var c Capacity
+	count := func(vms map[string]vmSpec) podwatch.Capacity {
+		var c podwatch.Capacity
 		for _, vm := range vms {
 			if vm.node == node {
 				c.MilliCPU += vm.milli
@@ -140,7 +141,7 @@ func (x *externalTruth) usage(node string, at time.Time) Capacity {
 	}
 	cur := count(x.after)
 	if at.Before(x.restarted.Add(externalAgreeBound)) {
-		return Capacity{MilliCPU: min(old.MilliCPU, cur.MilliCPU), Memory: min(old.Memory, cur.Memory)}
+		return podwatch.Capacity{MilliCPU: min(old.MilliCPU, cur.MilliCPU), Memory: min(old.Memory, cur.Memory)}
 	}
 	return cur
 }
@@ -217,11 +218,11 @@ customInformers:
 		down = 15 * time.Second
 	}
 	for round := range rounds() {
-		pause(t.Context(), phase()/2)
+		podwatch.Pause(t.Context(), phase()/2)
 		if err := mgr.kill(); err != nil {
 			t.Fatalf("killing the manager: %v", err)
 		}
-		pause(t.Context(), down) // down, the load goes on
+		podwatch.Pause(t.Context(), down) // down, the load goes on
 		// Each restart brings other VMs, with versions from 1 again.
 		before, after := truth.after, truth.before
 		if round == 0 {

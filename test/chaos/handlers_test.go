@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
 
 // panicLabel makes the chaos handler panic on a pod or node carrying it.
@@ -30,7 +32,7 @@ func TestHandlerPanicsOnSomeObjects(t *testing.T) {
 		bound: 60 * time.Second})
 	panicNode := e.nodes[3]
 	e.waitBinds(5, 60*time.Second, "scheduling the pods without the label")
-	pause(t.Context(), phase())
+	podwatch.Pause(t.Context(), phase())
 	e.checkAlive()
 
 	refused := map[string]bool{panicNode: true}

@@ -19,6 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
 
 // recoveryBound is how long the checker may take, after a fault ends, to
@@ -53,7 +54,7 @@ type options struct {
 	args    []string
 	// replicas > 1 runs that many schedulers with leader election.
 	replicas int
-	external ExternalUsage
+	external podwatch.ExternalUsage
 	// load tuning; zero values take the defaults.
 	interval   time.Duration
 	maxLive    int
@@ -78,7 +79,7 @@ type env struct {
 	nodes      []string
 	proxy      *FaultProxy
 	kubeconfig string
-	watcher    *Watcher
+	watcher    *podwatch.Watcher
 	load       *Load
 	stopLoad   context.CancelFunc
 	loadDone   chan struct{}
@@ -129,7 +130,7 @@ func setup(t *testing.T, o options) *env {
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", e.ns, err)
 	}
-	capacity := map[string]Capacity{}
+	capacity := map[string]podwatch.Capacity{}
 	for i := range o.nodes {
 		name := fmt.Sprintf("%s-n%d", e.ns, i)
 		labels := map[string]string{"chaos-pool": e.pool}
@@ -144,7 +145,7 @@ func setup(t *testing.T, o options) *env {
 			t.Fatal(err)
 		}
 		e.nodes = append(e.nodes, name)
-		capacity[name] = Capacity{MilliCPU: 4000, Memory: 16 << 30, Pods: 20}
+		capacity[name] = podwatch.Capacity{MilliCPU: 4000, Memory: 16 << 30, Pods: 20}
 	}
 	t.Cleanup(func() { e.cleanup() })
 
@@ -162,7 +163,7 @@ func setup(t *testing.T, o options) *env {
 		t.Fatal(err)
 	}
 
-	e.watcher = NewWatcher(cp.Client, e.ns, capacity, o.external)
+	e.watcher = podwatch.New(cp.Client, e.ns, capacity, o.external)
 	e.watcher.Settle = 15 * time.Second
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	t.Cleanup(stopWatch)
@@ -315,7 +316,7 @@ func (e *env) finish(fault string, o *outcome) {
 	}
 	violations := e.watcher.Violations(e.load.Created())
 	for key, n := range e.proxy.DoubleBinds() {
-		violations = append(violations, Violation{Kind: "double-bind", At: time.Now(), Message: fmt.Sprintf("the API server accepted %d binds of pod %s", n, key)})
+		violations = append(violations, podwatch.Violation{Kind: "double-bind", At: time.Now(), Message: fmt.Sprintf("the API server accepted %d binds of pod %s", n, key)})
 	}
 	for _, v := range violations {
 		e.t.Errorf("violation: %s", v)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
 
 // Load creates pods and gangs in one namespace and deletes them again,
@@ -26,7 +27,7 @@ type Load struct {
 	// Client reaches the API server directly (not through the proxy).
 	Client  kubernetes.Interface
 	NS      string
-	Watcher *Watcher
+	Watcher *podwatch.Watcher
 	// PodCPU is the CPU request of every pod; memory is 64Mi.
 	PodCPU string
 	// GangSize is the size and the quorum of the gangs; every third unit
@@ -62,7 +63,7 @@ type unit struct {
 func (l *Load) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		l.step(ctx)
-		pause(ctx, l.Interval)
+		podwatch.Pause(ctx, l.Interval)
 	}
 }
 

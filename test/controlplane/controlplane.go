@@ -3,10 +3,14 @@
 // hack/build-control-plane.sh (make control-plane); controller-runtime's
 // envtest starts and stops them.
 //
-// There are no kubelets and no controller-manager: nodes are plain API
-// objects whose status the caller sets (CreateNode does both steps). The
+// Beside them run kube-controller-manager (DefaultControllers: Jobs create
+// pods, the garbage collector removes orphans, PodDisruptionBudgets get
+// their status, deleted namespaces are emptied) and KWOK, whose simulated
+// kubelets run the pods bound to the nodes it manages (CreateKwokNode; the
+// stages are in kwok.yaml). Nodes created with CreateNode are plain API
+// objects whose status the caller sets, and their pods never run. The
 // TaintNodesByCondition admission plugin is disabled so that new nodes are
-// not tainted not-ready.
+// not tainted not-ready. WithoutCluster starts the API server alone.
 package controlplane
 
 import (
@@ -19,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +51,10 @@ type ControlPlane struct {
 	// apiMu guards api, the kube-apiserver process (see restart.go).
 	apiMu sync.Mutex
 	api   apiServerProcess
+
+	// procs are kube-controller-manager and KWOK (see cluster.go); set by
+	// Start, cleared by Stop.
+	procs []*process
 }
 
 // AssetsDir returns where the binaries are: $KUBEBUILDER_ASSETS if set,
@@ -79,6 +88,10 @@ type startOptions struct {
 	featureGates  []string
 	runtimeConfig []string
 	flags         map[string][]string
+	// noCluster, controllers and nodeGrace: see cluster.go.
+	noCluster   bool
+	controllers []string
+	nodeGrace   time.Duration
 }
 
 // WithAPIServerFlag sets a flag of kube-apiserver, e.g. "watch-cache",
@@ -115,7 +128,11 @@ func Start(opts ...Option) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, bin := range []string{"etcd", "kube-apiserver"} {
+	bins := []string{"etcd", "kube-apiserver"}
+	if !o.noCluster {
+		bins = append(bins, "kube-controller-manager", "kwok")
+	}
+	for _, bin := range bins {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
 			return nil, fmt.Errorf("control plane binary %s missing in %s (build it with 'make control-plane'): %w", bin, assets, err)
 		}
@@ -153,6 +170,12 @@ func Start(opts ...Option) (*ControlPlane, error) {
 		_ = cp.Stop()
 		return nil, fmt.Errorf("creating a client for the control plane: %w", err)
 	}
+	if !o.noCluster {
+		if err := cp.startCluster(assets, &o); err != nil {
+			_ = cp.Stop()
+			return nil, err
+		}
+	}
 	return cp, nil
 }
 
@@ -160,6 +183,7 @@ func Start(opts ...Option) (*ControlPlane, error) {
 // safe to call more than once and from a signal handler.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
+		cp.stopCluster()
 		// A kube-apiserver started by RestartAPIServer is not envtest's.
 		_ = cp.stopRestartedAPIServer()
 		cp.stopErr = cp.env.Stop()

@@ -7,9 +7,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -99,5 +105,96 @@ func TestKillAndRestartAPIServerKeepsDataAndCredentials(t *testing.T) {
 	if conn, err := net.Dial("tcp", cp.APIServerAddress()); err == nil {
 		conn.Close()
 		t.Errorf("the restarted API server still listens on %s after Stop", cp.APIServerAddress())
+	}
+}
+
+// The cluster runs: KWOK's kubelets start, finish and remove pods, the
+// Job controller creates them, the disruption controller computes a
+// PodDisruptionBudget's status.
+func TestClusterRunsPods(t *testing.T) {
+	cp, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	ctx := t.Context()
+	node, err := CreateKwokNode(ctx, cp.Client, st.MakeNode().Name("k1").Capacity(map[v1.ResourceName]string{"cpu": "4", "pods": "10"}).Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Status.Allocatable.Cpu().String() != "4" {
+		t.Errorf("KWOK node allocatable %v, want cpu 4 as written", node.Status.Allocatable)
+	}
+	pods := cp.Client.CoreV1().Pods("default")
+	create := func(name string, ann map[string]string) {
+		t.Helper()
+		p := st.MakePod().Namespace("default").Name(name).Node("k1").Label("app", "sim").RV("").Obj()
+		p.Annotations = ann
+		p.Spec.Containers = []v1.Container{{Name: "c", Image: "img"}}
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("runs", nil)
+	create("succeeds", map[string]string{RunForAnnotation: "1s"})
+	create("fails", map[string]string{FailAfterAnnotation: "1s"})
+	want := map[string]v1.PodPhase{"runs": v1.PodRunning, "succeeds": v1.PodSucceeded, "fails": v1.PodFailed}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for name, phase := range want {
+			p, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if err != nil || p.Status.Phase != phase {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("pods never reached the phases %v", want)
+	}
+
+	// Two pods of app=sim run: a budget of minAvailable 1 allows one
+	// disruption, as the disruption controller computes.
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "sim", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: new(intstr.FromInt32(0)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sim"}}}}
+	if _, err := cp.Client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := cp.Client.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "sim", metav1.GetOptions{})
+		return err == nil && got.Status.ObservedGeneration == got.Generation && got.Status.CurrentHealthy == 1 && got.Status.DisruptionsAllowed == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("the disruption controller never computed the budget's status: %v", err)
+	}
+
+	// A graceful delete of a running pod ends with the pod gone, as a
+	// kubelet would stop it.
+	if err := pods.Delete(ctx, "runs", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := pods.Get(ctx, "runs", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatal("a running pod deleted with a grace period was never removed")
+	}
+
+	// The Job controller creates the pods of a Job.
+	two := int32(2)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "default"}, Spec: batchv1.JobSpec{
+		Parallelism: &two, Completions: &two,
+		Template: v1.PodTemplateSpec{Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever, SchedulerName: "nobody",
+			Containers: []v1.Container{{Name: "c", Image: "img"}}}}}}
+	if _, err := cp.Client.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=j"})
+		return err == nil && len(list.Items) == 2, nil
+	})
+	if err != nil {
+		t.Fatal("the Job controller never created the Job's 2 pods")
 	}
 }

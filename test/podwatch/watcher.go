@@ -1,4 +1,4 @@
-package chaos
+package podwatch
 
 import (
 	"context"
@@ -53,6 +53,31 @@ type podState struct {
 	terminal bool
 }
 
+// GangOf says which gang pod belongs to and the gang's quorum; an empty
+// gang means a pod of its own.
+type GangOf func(pod *v1.Pod) (gang string, quorum int)
+
+// AnnotatedGang is the default GangOf: the gang and quorum the pod's own
+// annotations declare (framework.GroupNameAnnotation and
+// framework.MinAvailableAnnotation).
+func AnnotatedGang(pod *v1.Pod) (string, int) {
+	q, _ := strconv.Atoi(pod.Annotations[framework.MinAvailableAnnotation])
+	return pod.Annotations[framework.GroupNameAnnotation], q
+}
+
+// ControllerGang returns a GangOf that puts the pods controlled by one
+// object of kind in one gang, named after the object, whose quorum is
+// quorum(name); other pods are pods of their own.
+func ControllerGang(kind string, quorum func(name string) int) GangOf {
+	return func(pod *v1.Pod) (string, int) {
+		ref := metav1.GetControllerOfNoCopy(pod)
+		if ref == nil || ref.Kind != kind {
+			return "", 0
+		}
+		return ref.Name, quorum(ref.Name)
+	}
+}
+
 // Watcher sees every transition of the pods of one namespace through one
 // watch, opened at the start and resumed from the last resourceVersion it
 // saw whenever it ends. When the API server answers that the version is
@@ -62,23 +87,32 @@ type podState struct {
 //
 // It reports a pod whose node changes once set, a node whose bound
 // non-terminal pods request more than its allocatable minus the external
-// usage at that moment, and a gang with some but fewer than its quorum of
-// pods bound for longer than Settle (binds of a gang are separate calls).
+// usage at that moment, and a gang running below its quorum: a bind that
+// leaves a gang with some but fewer than its quorum of running pods (bound
+// and not finished) opens a window, closed when the gang reaches its
+// quorum or has no pod running; a window open for longer than Settle is a
+// violation (binds of a gang are separate calls, so it takes a moment to
+// reach the quorum). Pods that finish or fail do not open a window: a
+// gang whose members end one by one is not started below its quorum.
 type Watcher struct {
 	client   kubernetes.Interface
 	ns       string
 	nodes    map[string]Capacity
 	external ExternalUsage
 	// Settle is how long a gang may run below its quorum on its way up.
+	// Set it, and GangOf, before Start.
 	Settle time.Duration
+	// GangOf groups the pods into gangs; AnnotatedGang by default.
+	GangOf GangOf
 
+	// mu guards everything below; observe, the checks and the accessors
+	// take it, the watch loop does not hold it while it waits.
 	mu         sync.Mutex
 	pods       map[types.UID]*podState
 	seen       map[types.UID]bool
 	boundTo    map[string]string
 	retired    map[string]bool
-	below      map[string]time.Time
-	flagged    map[string]bool
+	gangs      map[string]*gangState
 	violations []Violation
 	live       bool
 	rv         string
@@ -87,12 +121,37 @@ type Watcher struct {
 	binds      int
 }
 
-// NewWatcher returns a Watcher of the pods of ns on nodes (name ->
-// allocatable); external may be nil.
-func NewWatcher(client kubernetes.Interface, ns string, nodes map[string]Capacity, external ExternalUsage) *Watcher {
-	return &Watcher{client: client, ns: ns, nodes: nodes, external: external, Settle: 10 * time.Second,
+// gangState is what the Watcher knows of one gang.
+type gangState struct {
+	quorum int
+	// live is how many of its pods are bound and not finished, and peak
+	// the most ever at once.
+	live, peak int
+	// below is when a bind left the gang below its quorum (zero: no open
+	// window); belowFor sums the windows closed so far.
+	below    time.Time
+	belowFor time.Duration
+	flagged  bool
+}
+
+// GangStats is what a Watcher saw of one gang.
+type GangStats struct {
+	Quorum int
+	// Running is how many of its pods are bound and not finished now, and
+	// Peak the most at once.
+	Running, Peak int
+	// BelowQuorum is how long binds left it with some but fewer than its
+	// quorum of pods running, in all.
+	BelowQuorum time.Duration
+}
+
+// New returns a Watcher of the pods of ns on nodes (name ->
+// allocatable); external may be nil, and nodes may be nil to skip the
+// over-commit check.
+func New(client kubernetes.Interface, ns string, nodes map[string]Capacity, external ExternalUsage) *Watcher {
+	return &Watcher{client: client, ns: ns, nodes: nodes, external: external, Settle: 10 * time.Second, GangOf: AnnotatedGang,
 		pods: map[types.UID]*podState{}, seen: map[types.UID]bool{}, boundTo: map[string]string{}, retired: map[string]bool{},
-		below: map[string]time.Time{}, flagged: map[string]bool{}}
+		gangs: map[string]*gangState{}}
 }
 
 // Start lists the pods once and then watches them until ctx ends; it
@@ -118,7 +177,7 @@ func (w *Watcher) run(ctx context.Context) {
 				w.relistUntilDone(ctx)
 				continue
 			}
-			pause(ctx, 200*time.Millisecond) // the API server is down
+			Pause(ctx, 200*time.Millisecond) // the API server is down
 			continue
 		}
 		w.setLive(true)
@@ -168,7 +227,7 @@ func (w *Watcher) relistUntilDone(ctx context.Context) {
 		if err := w.relist(ctx); err == nil {
 			return
 		}
-		pause(ctx, 200*time.Millisecond)
+		Pause(ctx, 200*time.Millisecond)
 	}
 }
 
@@ -212,15 +271,16 @@ func (w *Watcher) observe(pod *v1.Pod, deleted bool) {
 	old := w.pods[pod.UID]
 	if deleted {
 		delete(w.pods, pod.UID)
+		if old != nil {
+			w.updateGang(nil, old, time.Now())
+		}
 		return
 	}
 	cur := &podState{key: key, node: pod.Spec.NodeName, req: requestsOf(pod),
 		terminal: pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed}
-	cur.gang = pod.Annotations[framework.GroupNameAnnotation]
-	if q, err := strconv.Atoi(pod.Annotations[framework.MinAvailableAnnotation]); err == nil {
-		cur.quorum = q
-	}
+	cur.gang, cur.quorum = w.GangOf(pod)
 	w.pods[pod.UID] = cur
+	defer w.updateGang(cur, old, time.Now())
 	oldNode := ""
 	if old != nil {
 		oldNode = old.node
@@ -263,43 +323,88 @@ func (w *Watcher) checkNode(node string, now time.Time) {
 	}
 }
 
-// checkQuorums records the gangs that stayed partly bound for longer
+// updateGang recounts the gang of a pod that changed from old to cur
+// (either may be nil), and opens a window when a bind left it below its
+// quorum. w.mu is held.
+func (w *Watcher) updateGang(cur, old *podState, now time.Time) {
+	live := func(p *podState) bool { return p != nil && p.node != "" && !p.terminal }
+	name := ""
+	if cur != nil {
+		name = cur.gang
+	} else if old != nil {
+		name = old.gang
+	}
+	if name == "" {
+		return
+	}
+	g := w.gangs[name]
+	if g == nil {
+		g = &gangState{}
+		w.gangs[name] = g
+	}
+	if cur != nil && cur.quorum > 0 {
+		g.quorum = cur.quorum
+	}
+	switch {
+	case live(cur) && !live(old):
+		g.live++
+	case !live(cur) && live(old):
+		g.live--
+	}
+	g.peak = max(g.peak, g.live)
+	bind := cur != nil && cur.node != "" && (old == nil || old.node == "")
+	if bind && g.below.IsZero() && g.live > 0 && g.live < g.quorum {
+		g.below = now
+	}
+	w.closeWindow(name, g, now)
+}
+
+// closeWindow ends the open window of gang g once it reached its quorum
+// or runs no pod. w.mu is held.
+func (w *Watcher) closeWindow(name string, g *gangState, now time.Time) {
+	if g.below.IsZero() || (g.live > 0 && g.live < g.quorum && !w.retired[name]) {
+		return
+	}
+	g.belowFor += now.Sub(g.below)
+	g.below = time.Time{}
+	g.flagged = false
+}
+
+// checkQuorums records the gangs whose window has been open for longer
 // than Settle.
 func (w *Watcher) checkQuorums(now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	bound, quorum := map[string]int{}, map[string]int{}
-	for _, p := range w.pods {
-		if p.gang == "" {
+	for name, g := range w.gangs {
+		w.closeWindow(name, g, now)
+		if g.below.IsZero() || g.flagged || now.Sub(g.below) <= w.Settle {
 			continue
 		}
-		quorum[p.gang] = p.quorum
-		if p.node != "" {
-			bound[p.gang]++
-		}
+		g.flagged = true
+		w.violate("below-quorum", "gang %s/%s has %d of its quorum of %d pods running since %s", w.ns, name, g.live, g.quorum, g.below.Format("15:04:05.000"))
 	}
-	for gang, q := range quorum {
-		b := bound[gang]
-		if w.retired[gang] || b == 0 || b >= q {
-			delete(w.below, gang)
-			continue
+}
+
+// Gangs returns what the Watcher saw of each gang, by name.
+func (w *Watcher) Gangs() map[string]GangStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	out := make(map[string]GangStats, len(w.gangs))
+	for name, g := range w.gangs {
+		below := g.belowFor
+		if !g.below.IsZero() {
+			below += now.Sub(g.below)
 		}
-		since, ok := w.below[gang]
-		if !ok {
-			w.below[gang] = now
-			continue
-		}
-		if now.Sub(since) > w.Settle && !w.flagged[gang] {
-			w.flagged[gang] = true
-			w.violate("below-quorum", "gang %s/%s has %d of its quorum of %d pods bound since %s", w.ns, gang, b, q, since.Format("15:04:05.000"))
-		}
+		out[name] = GangStats{Quorum: g.quorum, Running: g.live, Peak: g.peak, BelowQuorum: below}
 	}
+	return out
 }
 
 // violate records a violation. w.mu is held.
 func (w *Watcher) violate(kind, format string, args ...any) {
 	v := Violation{Kind: kind, At: time.Now(), Message: fmt.Sprintf(format, args...)}
-	klog.ErrorS(nil, "Chaos watcher saw a violation", "kind", kind, "message", v.Message)
+	klog.ErrorS(nil, "Pod watcher saw a violation", "kind", kind, "message", v.Message)
 	w.violations = append(w.violations, v)
 }
 
@@ -376,8 +481,8 @@ func (w *Watcher) Violations(created []types.UID) []Violation {
 	return out
 }
 
-// requestsOf sums the requests of the containers of pod (the load sets
-// nothing else).
+// requestsOf sums the requests of the containers of pod (what the tests
+// set).
 func requestsOf(pod *v1.Pod) Capacity {
 	var c Capacity
 	for _, ctr := range pod.Spec.Containers {
@@ -387,8 +492,8 @@ func requestsOf(pod *v1.Pod) Capacity {
 	return c
 }
 
-// pause waits d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) {
+// Pause waits d or until ctx ends.
+func Pause(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

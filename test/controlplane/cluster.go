@@ -1,0 +1,330 @@
+package controlplane
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// kwokConfig is KWOK's configuration and stages; see kwok.yaml.
+//
+//go:embed kwok.yaml
+var kwokConfig []byte
+
+const (
+	// KwokNodeAnnotation marks the nodes the simulated kubelets (KWOK)
+	// manage; its value is KwokNodeAnnotationValue. CreateKwokNode sets it.
+	KwokNodeAnnotation      = "kwok.x-k8s.io/node"
+	KwokNodeAnnotationValue = "fake"
+	// RunForAnnotation on a pod of a simulated node makes it succeed this
+	// long (a Go duration, e.g. "30s") after it started running.
+	RunForAnnotation = "sim.batch-scheduler.io/run-for"
+	// FailAfterAnnotation on a pod of a simulated node makes it fail (exit
+	// code 1) this long after it started running.
+	FailAfterAnnotation = "sim.batch-scheduler.io/fail-after"
+)
+
+// DefaultControllers are the kube-controller-manager controllers Start
+// runs unless WithControllers says otherwise: what batch workloads rely on
+// (Jobs and CronJobs, ReplicaSets and Deployments, StatefulSets, the
+// garbage collector and the pod garbage collector, PodDisruptionBudget
+// status, namespace deletion, finished-Job cleanup, default
+// ServiceAccounts, ResourceClaims from templates).
+//
+// The node lifecycle controllers are left out: nodes created without KWOK
+// (CreateNode) have no heartbeat, and would be tainted unreachable and
+// emptied after the grace period. WithNodeLifecycle adds them.
+var DefaultControllers = []string{
+	"job-controller", "cronjob-controller",
+	"replicaset-controller", "deployment-controller", "statefulset-controller",
+	"garbage-collector-controller", "pod-garbage-collector-controller",
+	"disruption-controller", "namespace-controller", "ttl-after-finished-controller",
+	"serviceaccount-controller", "resourceclaim-controller",
+}
+
+// WithoutCluster starts only etcd and kube-apiserver: no
+// kube-controller-manager and no simulated kubelets.
+func WithoutCluster() Option {
+	return func(o *startOptions) { o.noCluster = true }
+}
+
+// WithControllers runs these kube-controller-manager controllers instead of
+// DefaultControllers.
+func WithControllers(names ...string) Option {
+	return func(o *startOptions) { o.controllers = names }
+}
+
+// WithNodeLifecycle also runs the node lifecycle and taint eviction
+// controllers: a node whose Lease is not renewed for grace (see LoseNode)
+// turns NotReady, is tainted unreachable, and its pods are evicted once
+// their tolerations run out.
+func WithNodeLifecycle(grace time.Duration) Option {
+	return func(o *startOptions) { o.nodeGrace = grace }
+}
+
+// process is a control plane process started by this package (not by
+// envtest): kube-controller-manager or KWOK.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	// exited is closed once cmd.Wait returned.
+	exited chan struct{}
+	log    string
+}
+
+// startCluster starts kube-controller-manager and KWOK against the API
+// server, with their output in Dir.
+func (cp *ControlPlane) startCluster(assets string, o *startOptions) error {
+	controllers := o.controllers
+	if controllers == nil {
+		controllers = DefaultControllers
+	}
+	kcmArgs := []string{
+		"--kubeconfig=" + cp.KubeconfigPath,
+		"--authentication-kubeconfig=" + cp.KubeconfigPath,
+		"--authorization-kubeconfig=" + cp.KubeconfigPath,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+		// Test clusters are small and want answers fast.
+		"--kube-api-qps=500", "--kube-api-burst=1000",
+		"--concurrent-job-syncs=10",
+		"--controllers=" + strings.Join(append(append([]string(nil), controllers...), lifecycleControllers(o.nodeGrace)...), ","),
+	}
+	if o.nodeGrace > 0 {
+		kcmArgs = append(kcmArgs,
+			"--node-monitor-grace-period="+o.nodeGrace.String(),
+			"--node-monitor-period=1s",
+			"--node-startup-grace-period="+o.nodeGrace.String())
+	}
+	kcm, err := cp.startProcess("kube-controller-manager", filepath.Join(assets, "kube-controller-manager"), kcmArgs)
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, kcm)
+
+	configPath := filepath.Join(cp.Dir, "kwok.yaml")
+	if err := os.WriteFile(configPath, kwokConfig, 0o600); err != nil {
+		return fmt.Errorf("writing the KWOK configuration %s: %w", configPath, err)
+	}
+	kwok, err := cp.startProcess("kwok", filepath.Join(assets, "kwok"), []string{
+		"--kubeconfig=" + cp.KubeconfigPath,
+		"--config=" + configPath,
+	})
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, kwok)
+
+	// The service account controller creates default/default once the
+	// controller manager's informers run: the sign that it works.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		for _, p := range cp.procs {
+			select {
+			case <-p.exited:
+				return false, fmt.Errorf("%s exited while starting; its log %s ends with:\n%s", p.name, p.log, tail(p.log, 20))
+			default:
+			}
+		}
+		if !containsController(controllers, "serviceaccount-controller") {
+			return true, nil
+		}
+		_, err := cp.Client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for kube-controller-manager to work: %w", err)
+	}
+	return nil
+}
+
+func lifecycleControllers(grace time.Duration) []string {
+	if grace <= 0 {
+		return nil
+	}
+	return []string{"node-lifecycle-controller", "taint-eviction-controller"}
+}
+
+func containsController(names []string, name string) bool {
+	for _, n := range names {
+		if n == name || n == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// startProcess starts bin in its own process group with its output in
+// Dir/<name>.log.
+func (cp *ControlPlane) startProcess(name, bin string, args []string) (*process, error) {
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s missing (build it with 'make control-plane'): %w", bin, err)
+	}
+	logPath := filepath.Join(cp.Dir, name+".log")
+	out, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s log %s: %w", name, logPath, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = out.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, exited: make(chan struct{}), log: logPath}
+	go func() {
+		_ = cmd.Wait()
+		_ = out.Close()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// stopCluster stops the processes startCluster started: SIGTERM, then
+// SIGKILL after 10 s.
+func (cp *ControlPlane) stopCluster() {
+	for _, p := range cp.procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range cp.procs {
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	}
+	cp.procs = nil
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// CreateKwokNode creates node as a node of the simulated kubelets: KWOK
+// reports it Ready, renews its Lease, and runs the pods bound to it (see
+// kwok.yaml). Capacity and allocatable are node.Status's (allocatable
+// defaults to capacity and the reverse); KWOK keeps them. It returns once
+// the node is Ready.
+func CreateKwokNode(ctx context.Context, client kubernetes.Interface, node *v1.Node) (*v1.Node, error) {
+	node = node.DeepCopy()
+	node.ResourceVersion = ""
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[KwokNodeAnnotation] = KwokNodeAnnotationValue
+	status := node.Status
+	if status.Allocatable == nil {
+		status.Allocatable = status.Capacity
+	}
+	if status.Capacity == nil {
+		status.Capacity = status.Allocatable
+	}
+	if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating node %s: %w", node.Name, err)
+	}
+	// A merge patch of the resources only: KWOK writes the conditions at
+	// the same time.
+	patch, err := jsonPatchOfResources(status)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", node.Name, err)
+	}
+	if _, err := client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return nil, fmt.Errorf("setting the capacity of node %s: %w", node.Name, err)
+	}
+	var last *v1.Node
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = n
+		return NodeReady(n) && len(n.Status.Allocatable) > 0, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node %s never became Ready under KWOK (is bin/kwok running? status %+v): %w", node.Name, last.Status.Conditions, err)
+	}
+	return last, nil
+}
+
+// LoseNode makes the simulated kubelet of node name stop: KWOK no longer
+// renews its Lease nor changes its pods, as if the machine had died.
+// Without WithNodeLifecycle nothing else happens to the node.
+func LoseNode(ctx context.Context, client kubernetes.Interface, name string) error {
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, KwokNodeAnnotation))
+	if _, err := client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("losing node %s: %w", name, err)
+	}
+	return nil
+}
+
+// NodeReady reports whether node's Ready condition is True.
+func NodeReady(node *v1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func jsonPatchOfResources(s v1.NodeStatus) ([]byte, error) {
+	type resources struct {
+		Capacity    v1.ResourceList `json:"capacity,omitempty"`
+		Allocatable v1.ResourceList `json:"allocatable,omitempty"`
+	}
+	type patch struct {
+		Status resources `json:"status"`
+	}
+	if len(s.Capacity) == 0 {
+		return nil, errors.New("a KWOK node needs its capacity or allocatable in Status")
+	}
+	return json.Marshal(patch{Status: resources{Capacity: s.Capacity, Allocatable: s.Allocatable}})
+}
+
+// DeleteNamespace deletes namespace name and waits until the namespace
+// controller has emptied and removed it.
+func DeleteNamespace(ctx context.Context, client kubernetes.Interface, name string) error {
+	err := client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting namespace %s: %w", name, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s was not removed: %w", name, err)
+	}
+	return nil
+}
