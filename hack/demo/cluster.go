@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -26,7 +27,14 @@ const (
 	otherScheduler = "default-scheduler"
 
 	gpuTaintKey = "nvidia.com/gpu"
+	// jobsPool is the pool label of the nodes for the Jobs, which are
+	// tainted jobsTaintKey=jobsPool:NoSchedule.
+	jobsPool     = "jobs"
+	jobsTaintKey = "dedicated"
 )
+
+// jobsNodes are the nodes of the jobs pool.
+var jobsNodes = []string{"jobs-1", "jobs-2"}
 
 // The sizes below are chosen so that the outcome does not depend on the
 // order in which the scheduler tries jobs of equal priority: every pod of
@@ -38,17 +46,27 @@ const (
 //	large 16 cpu, 64Gi: 12 cpu, 56Gi free; big-sort and ingest take
 //	       7 cpu, 8Gi, leaving 48Gi: room for 3 of the 16Gi train tasks
 //	       (not 4, whatever the order) and 1 of the 30Gi eval tasks (not 2)
-//	gpu    8 cpu, 32Gi, 4 GPUs; notebook, retrain and finetune want 2 cpu,
-//	       8Gi, 2 GPUs each: after notebook, room for one more only by GPUs;
-//	       retrain (high priority) or finetune (low), not both
+//	gpu    8 cpu, 32Gi, 4 GPUs, 2 of them ml/notebook's (priority 0);
+//	       retrain (priority 1000) and finetune (100) want 2 cpu, 8Gi,
+//	       2 GPUs each: retrain gets the free GPUs, and finetune those of
+//	       notebook, which it preempts
+//	jobs-1, jobs-2  4 cpu, 8Gi each, tainted: only the Jobs' pods go there
+//	       (jobs.go). nightly's 4 pods of 1500m, 2Gi fit 2 per node only,
+//	       leaving 1 cpu, 4Gi on each; backfill's 2 pods of 3500m, 6Gi fit
+//	       1 per node only, and only once nightly has finished
 //	edge   joins later, 22Gi free: 1 train task, no eval task
 //
-// Then, with ml/notebook deleted and finetune in its place, the VM manager
-// starts a VM of 3 cpu and 4Gi on edge and etl/report (4 cpu, 2Gi) is
-// created. Idle then: small 1250m cpu; large 2 cpu and no memory; gpu is
-// tainted; edge 6 cpu, 6Gi, less the VM: 3 cpu, 2Gi. So report fits
-// nowhere while the VM runs, and on edge only once it stops. The jobs still
-// waiting (warehouse, eval) fit nowhere either way.
+// Then the VM manager starts a VM of 3 cpu and 4Gi on edge and etl/report
+// (4 cpu, 2Gi) is created. Idle then: small 1250m cpu; large 2 cpu and no
+// memory; gpu and the jobs pool are tainted; edge 6 cpu, 6Gi, less the VM:
+// 3 cpu, 2Gi. So report fits nowhere while the VM runs, and on edge only
+// once it stops. The jobs still waiting (warehouse, eval) fit nowhere
+// either way.
+//
+// Every node is a node of KWOK's simulated kubelets
+// (controlplane.CreateKwokNode): a bound pod starts running, a pod with
+// controlplane.RunForAnnotation succeeds that long after, and an evicted
+// pod is stopped and removed, as a kubelet would.
 
 // priorityClasses are created before the pods that name them: the API
 // server's Priority admission resolves spec.priorityClassName into
@@ -61,10 +79,10 @@ func priorityClasses() []*schedulingv1.PriorityClass {
 }
 
 // seedNodes are the nodes that exist before the scheduler starts: a small
-// and a large batch node, and a GPU node tainted so that only pods that
-// tolerate it go there.
+// and a large batch node, a GPU node tainted so that only pods that
+// tolerate it go there, and the jobs pool, tainted too.
 func seedNodes() []*v1.Node {
-	return []*v1.Node{
+	nodes := []*v1.Node{
 		st.MakeNode().Name("small").Label("pool", "batch").
 			Capacity(res{"cpu": "2", "memory": "4Gi", "pods": "10"}).Obj(),
 		st.MakeNode().Name("large").Label("pool", "batch").
@@ -73,6 +91,12 @@ func seedNodes() []*v1.Node {
 			Capacity(res{"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "4"}).
 			Taint(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj(),
 	}
+	for _, name := range jobsNodes {
+		nodes = append(nodes, st.MakeNode().Name(name).Label("pool", jobsPool).
+			Capacity(res{"cpu": "4", "memory": "8Gi", "pods": "10"}).
+			Taint(jobsTaintKey, jobsPool, v1.TaintEffectNoSchedule).Obj())
+	}
+	return nodes
 }
 
 // reportPod is created in a live change, while a VM runs on edge: by size
@@ -93,16 +117,18 @@ func edgeNode() *v1.Node {
 func seedPods() []*v1.Pod {
 	gpuPool := map[string]string{"pool": "gpu"}
 	pods := []*v1.Pod{
-		// Running workloads another scheduler bound: they count on their
-		// nodes. frontend-2's sidecar counts too. cache-1 is bound to node
-		// edge, which does not exist yet.
-		st.MakePod().Namespace("web").Name("frontend-1").Scheduler(otherScheduler).Node("large").Phase(v1.PodRunning).
+		// Workloads another scheduler bound: they count on their nodes,
+		// and their simulated kubelets run them. frontend-2's sidecar
+		// counts too. cache-1 is bound to node edge, which does not exist
+		// yet: it runs once edge joins. notebook has no priority class:
+		// priority 0, below every pod of ours that has one.
+		st.MakePod().Namespace("web").Name("frontend-1").Scheduler(otherScheduler).Node("large").
 			Req(res{"cpu": "4", "memory": "8Gi"}).Obj(),
-		st.MakePod().Namespace("web").Name("frontend-2").Scheduler(otherScheduler).Node("small").Phase(v1.PodRunning).
+		st.MakePod().Namespace("web").Name("frontend-2").Scheduler(otherScheduler).Node("small").
 			Req(res{"cpu": "500m", "memory": "1Gi"}).SidecarReq(res{"cpu": "250m", "memory": "256Mi"}).Obj(),
-		st.MakePod().Namespace("web").Name("cache-1").Scheduler(otherScheduler).Node("edge").Phase(v1.PodRunning).
+		st.MakePod().Namespace("web").Name("cache-1").Scheduler(otherScheduler).Node("edge").
 			Req(res{"cpu": "1", "memory": "2Gi"}).Obj(),
-		withLimits(st.MakePod().Namespace("ml").Name("notebook").Scheduler(otherScheduler).Node("gpu").Phase(v1.PodRunning).
+		withLimits(st.MakePod().Namespace("ml").Name("notebook").Scheduler(otherScheduler).Node("gpu").
 			Req(res{"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "2"}).Toleration(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj()),
 		// Pending for another scheduler: not ours, never in the cache.
 		st.MakePod().Namespace("web").Name("frontend-3").Scheduler(otherScheduler).Req(res{"cpu": "1"}).Obj(),
@@ -112,7 +138,8 @@ func seedPods() []*v1.Pod {
 		st.MakePod().Namespace("etl").Name("warehouse").Req(res{"cpu": "20", "memory": "80Gi"}).
 			Toleration(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj(),
 		// finetune (low priority) is created before retrain (high
-		// priority); both want the GPU node's last 2 GPUs.
+		// priority); both want the GPU node's last 2 GPUs. retrain gets
+		// them; finetune preempts notebook.
 		withPriorityClass("batch-low", withLimits(st.MakePod().Namespace("ml").Name("finetune").
 			Req(res{"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "2"}).
 			NodeSelector(gpuPool).Toleration(gpuTaintKey, "true", v1.TaintEffectNoSchedule).Obj())),
@@ -171,8 +198,10 @@ func describeNode(n *v1.Node) string {
 	return n.Name + ": " + strings.Join(parts, ", ")
 }
 
-// seed creates the namespaces of pods, the priority classes, then nodes,
-// then pods. It checks that the API server resolved every priority class.
+// seed creates the namespaces of pods, the priority classes, then nodes
+// (of the simulated kubelets, each Ready before the next), then pods. It
+// checks that the API server resolved every priority class, and waits
+// until the simulated kubelets run the pods bound to the nodes.
 func seed(ctx context.Context, client kubernetes.Interface, classes []*schedulingv1.PriorityClass, nodes []*v1.Node, pods []*v1.Pod) error {
 	for _, ns := range namespacesOf(pods) {
 		obj := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
@@ -188,7 +217,7 @@ func seed(ctx context.Context, client kubernetes.Interface, classes []*schedulin
 		values[pc.Name] = pc.Value
 	}
 	for _, n := range nodes {
-		if _, err := controlplane.CreateNode(ctx, client, n); err != nil {
+		if _, err := controlplane.CreateKwokNode(ctx, client, n); err != nil {
 			return err
 		}
 	}
@@ -201,6 +230,32 @@ func seed(ctx context.Context, client kubernetes.Interface, classes []*schedulin
 			return fmt.Errorf("pod %s/%s: the API server did not set spec.priority to %d from priority class %s (got %v)",
 				p.Namespace, p.Name, want, p.Spec.PriorityClassName, created.Spec.Priority)
 		}
+	}
+	return waitRunning(ctx, client, nodes, pods)
+}
+
+// waitRunning waits until every pod of pods bound to one of nodes is
+// Running.
+func waitRunning(ctx context.Context, client kubernetes.Interface, nodes []*v1.Node, pods []*v1.Pod) error {
+	var waiting []string
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		waiting = nil
+		for _, p := range pods {
+			if !slices.ContainsFunc(nodes, func(n *v1.Node) bool { return n.Name == p.Spec.NodeName }) {
+				continue
+			}
+			got, err := client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, fmt.Errorf("reading pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			if got.Status.Phase != v1.PodRunning {
+				waiting = append(waiting, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, got.Status.Phase))
+			}
+		}
+		return len(waiting) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the simulated kubelets to run %v: %w", waiting, err)
 	}
 	return nil
 }
@@ -227,22 +282,11 @@ func ourPods(pods []*v1.Pod) []string {
 	return keys
 }
 
-// addNode creates node as its kubelet would.
+// addNode creates node as a node of the simulated kubelets, and returns
+// once it is Ready.
 func addNode(node *v1.Node) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
-		_, err := controlplane.CreateNode(ctx, e.client, node)
+		_, err := controlplane.CreateKwokNode(ctx, e.client, node)
 		return err
-	}
-}
-
-// deletePod deletes a pod at once (grace period 0): no kubelet runs here
-// to finish a graceful deletion of a bound pod.
-func deletePod(ns, name string) func(context.Context, *env) error {
-	return func(ctx context.Context, e *env) error {
-		zero := int64(0)
-		if err := e.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-			return fmt.Errorf("deleting pod %s/%s: %w", ns, name, err)
-		}
-		return nil
 	}
 }

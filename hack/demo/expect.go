@@ -1,5 +1,8 @@
 package main
 
+// What a step expects of the pods, what the demo observes of them through
+// the API, and how the two and the scheduler's cache are compared.
+
 import (
 	"context"
 	"fmt"
@@ -12,20 +15,35 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
-// outcome is what a group of our pods should show after a step.
+// outcome is what a group of pods should show after a step: ours, where
+// batch-scheduler put them or why not; or another scheduler's, where they
+// run or that they are gone.
 type outcome struct {
 	// name shows the group, e.g. "ml/train-0..3".
 	name string
 	// pods are the group's "namespace/name" keys.
 	pods []string
+	// job, when set, names the batch/v1 Job ("namespace/name") whose pods
+	// are the group, count of them, created by the Job controller under
+	// names not known in advance.
+	job   string
+	count int
 	// on maps each node to how many of the pods are bound there; nil means
 	// that none is bound.
 	on map[string]int
 	// anywhere: every pod is bound, on any node but avoid (when set).
 	anywhere bool
 	avoid    string
+	// phase is what every bound pod of the group should show: Running
+	// when empty (the simulated kubelets run what is bound), or Succeeded.
+	phase v1.PodPhase
+	// theirs: the pods are another scheduler's, bound already; on and
+	// phase are checked as for ours. gone: none of the pods exists any
+	// more (another scheduler's, evicted and removed).
+	theirs, gone bool
 	// why are substrings of every pod's PodScheduled=False/Unschedulable
 	// message, when none is bound.
 	why []string
@@ -33,19 +51,31 @@ type outcome struct {
 	because string
 }
 
-// expectation renders where the group should be, e.g. "large" or
-// "large ×3, edge ×1" or "not bound".
+// bound reports whether the group's pods should be bound.
+func (o outcome) bound() bool { return o.anywhere || o.on != nil }
+
+// wantPhase is the phase every bound pod of the group should show.
+func (o outcome) wantPhase() v1.PodPhase {
+	if o.phase == "" {
+		return v1.PodRunning
+	}
+	return o.phase
+}
+
+// expectation renders where the group should be, e.g. "large, Running",
+// "2 on jobs-1, 2 on jobs-2, Succeeded", "not bound" or "gone".
 func (o outcome) expectation() string {
-	if o.anywhere && o.avoid != "" {
-		return "bound, not on " + o.avoid
-	}
-	if o.anywhere {
-		return "bound"
-	}
-	if o.on == nil {
+	var parts []string
+	switch {
+	case o.gone:
+		return "gone"
+	case o.anywhere && o.avoid != "":
+		parts = append(parts, "bound, not on "+o.avoid)
+	case o.anywhere:
+		parts = append(parts, "bound")
+	case o.on == nil:
 		return "not bound"
 	}
-	var parts []string
 	for _, n := range slices.Sorted(maps.Keys(o.on)) {
 		if len(o.pods) == 1 || len(o.on) == 1 {
 			parts = append(parts, n)
@@ -53,22 +83,26 @@ func (o outcome) expectation() string {
 			parts = append(parts, fmt.Sprintf("%d on %s", o.on[n], n))
 		}
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(append(parts, string(o.wantPhase())), ", ")
 }
 
 // step is one stage of the demo: a change to the cluster (none for the
-// first) and the outcome it should lead to.
+// first), or just time passing, and the outcome it should lead to.
 type step struct {
 	title string
-	// apply makes the change, if any; then the pods of creates are
-	// created.
+	// apply makes the change, if any; then the pods of creates and the
+	// Jobs of jobs are created.
 	apply   func(context.Context, *env) error
 	creates []*v1.Pod
+	jobs    []gangJob
 	// expect is the whole expected outcome after the step; shown names
 	// the groups whose outcome the step changes (all of them for the
 	// first), which are printed before waiting.
 	expect []outcome
 	shown  []string
+	// since says what the time to the outcome is counted from, when it
+	// is neither the scheduler's start nor a change.
+	since string
 }
 
 func keys(ns string, names ...string) []string {
@@ -77,121 +111,6 @@ func keys(ns string, names ...string) []string {
 		out[i] = ns + "/" + n
 	}
 	return out
-}
-
-// analyticsVM starts on node edge in a live change and is deleted later.
-var analyticsVM = vmSpec{name: "vm-analytics", node: "edge", cpu: "3", memory: "4Gi"}
-
-// crowdedVM asks for node large, whose memory the pods use up: the VM
-// manager refuses it.
-var crowdedVM = vmSpec{name: "vm-crowded", node: "large", cpu: "1", memory: "1Gi"}
-
-const (
-	gangFourMsg = "gang ml/train: 3 of 4 tasks could be placed, min-available 4"
-	evalInvalid = `gang ml/eval is not scheduled: annotation scheduling.k8s.io/min-available="three" must be an integer >= 1`
-)
-
-// steps is the demo's script.
-func steps() []step {
-	first := []outcome{
-		{name: "etl/big-sort", pods: keys("etl", "big-sort"), on: map[string]int{"large": 1},
-			because: "4 cpu: more than small has free; gpu's taint is not tolerated"},
-		{name: "etl/ingest-0,1", pods: keys("etl", "ingest-0", "ingest-1"), on: map[string]int{"large": 2},
-			because: "gang of 2, min-available 2, 1500m cpu each: fits on large"},
-		{name: "etl/warehouse", pods: keys("etl", "warehouse"),
-			why:     []string{"0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory."},
-			because: "20 cpu, 80Gi: bigger than any node (it tolerates the GPU taint)"},
-		{name: "ml/retrain", pods: keys("ml", "retrain"), on: map[string]int{"gpu": 1},
-			because: "priority 1000, selects pool=gpu, tolerates the taint: gets the last 2 free GPUs"},
-		{name: "ml/finetune", pods: keys("ml", "finetune"),
-			why:     []string{"0/3 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 1 Insufficient nvidia.com/gpu."},
-			because: "priority 100: created before retrain, wants the same GPUs, loses them to it"},
-		{name: "ml/inference", pods: keys("ml", "inference"),
-			why:     []string{"0/3 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s)."},
-			because: "selects pool=gpu but does not tolerate its taint"},
-		{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"),
-			why:     []string{gangFourMsg},
-			because: "gang of 4, min-available 4, 16Gi each: large has room for 3, so none is bound"},
-		{name: "ml/eval-0,1", pods: keys("ml", "eval-0", "eval-1"),
-			why:     []string{evalInvalid},
-			because: `min-available "three" is not a number: a gang without a usable quorum never starts, not even partly`},
-	}
-	second := replace(first,
-		outcome{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"), on: map[string]int{"large": 3, "edge": 1},
-			because: "edge has 22Gi free: room for the 4th task, so all 4 are bound at once"},
-		// TaintToleration rejected inference on gpu, and edge has no
-		// taint: its hint says this node may help, so inference is
-		// retried (and NodeAffinity rejects edge). The other waiting jobs'
-		// plugins see that edge cannot help them.
-		outcome{name: "ml/inference", pods: keys("ml", "inference"),
-			why:     []string{"0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s)."},
-			because: "retried: edge has no taint, but does not match pool=gpu either"},
-	)
-	// A deleted pod may free room for anyone: every waiting job is retried,
-	// and the messages now count 4 nodes.
-	third := replace(second,
-		outcome{name: "ml/finetune", pods: keys("ml", "finetune"), on: map[string]int{"gpu": 1},
-			because: "ml/notebook's 2 GPUs are free: the waiting low-priority pod takes them"},
-		outcome{name: "etl/warehouse", pods: keys("etl", "warehouse"),
-			why:     []string{"0/4 nodes are available: 4 Insufficient cpu, 4 Insufficient memory."},
-			because: "retried, still too big for every node"},
-		outcome{name: "ml/inference", pods: keys("ml", "inference"),
-			why:     []string{"0/4 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s)."},
-			because: "retried: GPUs are free, but the taint is still not tolerated"},
-	)
-	// A VM on edge takes the room that etl/report, created after it,
-	// would have had there.
-	vm := analyticsVM
-	fourth := append(slices.Clone(third),
-		outcome{name: "etl/report", pods: keys("etl", "report"),
-			why:     []string{"0/4 nodes are available: 3 Insufficient cpu, 1 Insufficient memory, 1 node(s) had untolerated taint(s)."},
-			because: fmt.Sprintf("4 cpu, 2Gi: only edge had room (6 cpu idle), but %s leaves it 3", vm.name)},
-	)
-	// Usage that shrinks may help any job waiting for room: those are
-	// retried, and only report fits.
-	fifth := replace(fourth,
-		outcome{name: "etl/report", pods: keys("etl", "report"), on: map[string]int{"edge": 1},
-			because: fmt.Sprintf("%s's %s cpu are free again: edge has 6 cpu idle", vm.name, vm.cpu)},
-	)
-	return []step{
-		{
-			title:  "batch-scheduler schedules the seeded pods (leader election is off, so it starts at once)",
-			expect: first,
-			shown:  names(first),
-		},
-		{
-			title: "Node edge joins (8 cpu, 24Gi, pool=edge): web/cache-1, bound there by default-scheduler,\n" +
-				"   leaves the placeholder, and the waiting gang ml/train now fits. A job is retried only if a\n" +
-				"   plugin that rejected it says edge may help; the others' messages still count 3 nodes.",
-			apply:  addNode(edgeNode()),
-			expect: second,
-			shown:  []string{"ml/train-0..3", "ml/inference", "ml/eval-0,1"},
-		},
-		{
-			title: "ml/notebook (2 GPUs, bound to gpu by default-scheduler) is deleted: its room is free.\n" +
-				"   A deleted pod may help any waiting job, so all of them are retried.",
-			apply:  deletePod("ml", "notebook"),
-			expect: third,
-			shown:  []string{"ml/finetune", "etl/warehouse", "ml/inference", "ml/eval-0,1"},
-		},
-		{
-			title: fmt.Sprintf("The VM manager (examples/vm-manager, hybrid mode) refuses %s: the pods\n", crowdedVM) +
-				fmt.Sprintf("   fill that host. It starts %s next to the pods; the scheduler learns of it\n", vm) +
-				"   through its custom informer. Once /debug/cache counts it, etl/report (4 cpu, 2Gi) is created:\n" +
-				"   it would fit on edge alone, and the VM is in the way.",
-			apply:   applyAll(refuseVM(crowdedVM, "does not fit"), startVM(vm)),
-			creates: []*v1.Pod{reportPod()},
-			expect:  fourth,
-			shown:   []string{"etl/report"},
-		},
-		{
-			title: fmt.Sprintf("%s is deleted (DELETE /vms/%s): its room on %s is free again.\n", vm.name, vm.name, vm.node) +
-				"   Usage that shrinks may help any job waiting for room, so those are retried.",
-			apply:  applyAll(deleteVM(vm)),
-			expect: fifth,
-			shown:  []string{"etl/report"},
-		},
-	}
 }
 
 // replace returns base with the outcomes of the same names replaced.
@@ -217,17 +136,36 @@ func names(outcomes []outcome) []string {
 
 // checkScript verifies that every step's outcome covers each of our pods
 // exactly once, so that no pod goes unchecked: those seeded (ours) and
-// those the step or an earlier one creates.
+// those the step or an earlier one creates; and each Job created so far
+// once, with as many pods as it completes.
 func checkScript(ss []step, ours []string) error {
 	ours = slices.Clone(ours)
+	var jobs []string
+	sizes := map[string]int{}
 	for i, s := range ss {
 		ours = append(ours, ourPods(s.creates)...)
-		var covered []string
+		for _, j := range s.jobs {
+			jobs = append(jobs, j.key())
+			sizes[j.key()] = int(j.n)
+		}
+		var covered, coveredJobs []string
 		for _, o := range s.expect {
-			covered = append(covered, o.pods...)
+			switch {
+			case o.gone || o.theirs:
+			case o.job != "":
+				coveredJobs = append(coveredJobs, o.job)
+				if o.count != sizes[o.job] {
+					return fmt.Errorf("step %d: the outcome of Job %s counts %d pods, not %d", i+1, o.job, o.count, sizes[o.job])
+				}
+			default:
+				covered = append(covered, o.pods...)
+			}
 		}
 		if !sameKeys(covered, ours) {
 			return fmt.Errorf("step %d: the expected outcome covers %v, not the pods of batch-scheduler %v", i+1, covered, ours)
+		}
+		if !sameKeys(coveredJobs, jobs) {
+			return fmt.Errorf("step %d: the expected outcome covers the Jobs %v, not those created %v", i+1, coveredJobs, jobs)
 		}
 		for _, name := range s.shown {
 			if !slices.ContainsFunc(s.expect, func(o outcome) bool { return o.name == name }) {
@@ -243,10 +181,24 @@ type podState struct {
 	key       string
 	scheduler string
 	node      string
+	phase     v1.PodPhase
+	// deleting: the pod has a deletion timestamp.
+	deleting bool
+	// job is the "namespace/name" of the batch/v1 Job that controls the
+	// pod, if one does.
+	job string
+	// requests is what the pod requests on its node.
+	requests resources.Resource
 	// unschedulable: PodScheduled=False with reason Unschedulable, and
 	// its message.
 	unschedulable bool
 	message       string
+}
+
+// counted reports whether the pod takes room on a node: bound and not
+// finished.
+func (s podState) counted() bool {
+	return s.node != "" && s.phase != v1.PodSucceeded && s.phase != v1.PodFailed
 }
 
 // observe lists every pod through the API.
@@ -256,8 +208,13 @@ func observe(ctx context.Context, client kubernetes.Interface) (map[string]podSt
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	out := make(map[string]podState, len(list.Items))
-	for _, p := range list.Items {
-		s := podState{key: p.Namespace + "/" + p.Name, scheduler: p.Spec.SchedulerName, node: p.Spec.NodeName}
+	for i := range list.Items {
+		p := &list.Items[i]
+		s := podState{key: p.Namespace + "/" + p.Name, scheduler: p.Spec.SchedulerName, node: p.Spec.NodeName,
+			phase: p.Status.Phase, deleting: p.DeletionTimestamp != nil, requests: resources.PodRequests(p)}
+		if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
+			s.job = p.Namespace + "/" + owner.Name
+		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
 				s.unschedulable, s.message = true, c.Message
@@ -268,15 +225,59 @@ func observe(ctx context.Context, client kubernetes.Interface) (map[string]podSt
 	return out, nil
 }
 
+// podsOf returns the keys of o's pods: its own, or those of its Job in
+// states, sorted.
+func podsOf(o outcome, states map[string]podState) []string {
+	if o.job == "" {
+		return o.pods
+	}
+	var out []string
+	for key, s := range states {
+		if s.job == o.job {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// phaseRank orders the phases a pod goes through.
+func phaseRank(p v1.PodPhase) int {
+	switch p {
+	case v1.PodRunning:
+		return 1
+	case v1.PodSucceeded, v1.PodFailed:
+		return 2
+	}
+	return 0
+}
+
 // compare returns how states differ from expect: mismatches that may
-// still resolve (a pod not placed yet, a message not updated yet), and
-// final ones that cannot (a pod bound where it should not be: bindings are
-// not undone).
+// still resolve (a pod not placed or not running yet, a message not
+// updated yet), and final ones that cannot (a pod bound where it should
+// not be: bindings are not undone; a pod past the expected phase).
 func compare(expect []outcome, states map[string]podState) (pending, final []string) {
 	for _, o := range expect {
+		if o.gone {
+			for _, key := range o.pods {
+				if s, ok := states[key]; ok {
+					pending = append(pending, fmt.Sprintf("%s still exists (phase %s, being deleted %t)", key, phaseOf(s), s.deleting))
+				}
+			}
+			continue
+		}
+		pods := podsOf(o, states)
+		switch {
+		case o.job != "" && len(pods) < o.count:
+			pending = append(pending, fmt.Sprintf("the Job controller has created %d of the %d pods of Job %s so far", len(pods), o.count, o.job))
+			continue
+		case o.job != "" && len(pods) > o.count:
+			final = append(final, fmt.Sprintf("Job %s has %d pods, not %d: one was replaced", o.job, len(pods), o.count))
+			continue
+		}
 		counts := map[string]int{}
 		allBound := true // and where expected
-		for _, key := range o.pods {
+		for _, key := range pods {
 			s, ok := states[key]
 			switch {
 			case !ok:
@@ -310,6 +311,10 @@ func compare(expect []outcome, states map[string]podState) (pending, final []str
 			default:
 				counts[s.node]++
 			}
+			if ok && s.node != "" && o.bound() {
+				p, f := comparePhase(key, s, o.wantPhase())
+				pending, final = append(pending, p...), append(final, f...)
+			}
 		}
 		if o.on != nil && allBound && !maps.Equal(counts, o.on) {
 			final = append(final, fmt.Sprintf("%s are bound %v; expected %s", o.name, counts, o.expectation()))
@@ -318,22 +323,103 @@ func compare(expect []outcome, states map[string]podState) (pending, final []str
 	return pending, final
 }
 
+// comparePhase compares a bound pod's phase with want. A pod runs, then
+// finishes: one that is past want, or that failed, will not come back.
+func comparePhase(key string, s podState, want v1.PodPhase) (pending, final []string) {
+	got := phaseOf(s)
+	switch {
+	case got == want:
+		return nil, nil
+	case got == v1.PodFailed || phaseRank(got) > phaseRank(want):
+		return nil, []string{fmt.Sprintf("%s is %s; expected %s", key, got, want)}
+	}
+	return []string{fmt.Sprintf("%s is %s, not %s yet", key, got, want)}, nil
+}
+
+// uncovered returns the pods of batch-scheduler that no outcome of
+// expect covers, e.g. a pod a Job controller created unexpectedly.
+func uncovered(expect []outcome, states map[string]podState) []string {
+	covered := map[string]bool{}
+	for _, o := range expect {
+		for _, key := range podsOf(o, states) {
+			covered[key] = true
+		}
+	}
+	var out []string
+	for key, s := range states {
+		if s.scheduler == ourScheduler && !covered[key] {
+			out = append(out, key+" is a pod of batch-scheduler that the demo does not expect")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // cacheAgrees reports whether /debug/cache holds on each node exactly the
-// pods the API has bound there, none of them merely assumed.
+// pods the API has bound there, none of them merely assumed, and counts
+// what the API's unfinished pods there request: a finished pod's room is
+// free.
 func cacheAgrees(d *cache.Dump, states map[string]podState) bool {
 	want := map[string][]string{}
+	requested := map[string]resources.Resource{}
 	for _, s := range states {
 		if s.node != "" {
 			want[s.node] = append(want[s.node], s.key)
 		}
+		if s.counted() {
+			r := requested[s.node]
+			r.Add(s.requests)
+			requested[s.node] = r
+		}
 	}
 	for _, n := range d.Nodes {
-		if len(n.AssumedPods) > 0 || !sameKeys(n.Pods, want[n.Name]) {
+		if len(n.AssumedPods) > 0 || !sameKeys(n.Pods, want[n.Name]) || !sameAmounts(n.Requested, requested[n.Name]) {
 			return false
 		}
 		delete(want, n.Name)
 	}
 	return len(want) == 0
+}
+
+// sameAmounts reports whether a and b request the same cpu, memory and
+// extended resources.
+func sameAmounts(a, b resources.Resource) bool {
+	return a.MilliCPU == b.MilliCPU && a.Memory == b.Memory && maps.Equal(nonZero(a.Scalar), nonZero(b.Scalar))
+}
+
+func nonZero(m map[v1.ResourceName]int64) map[v1.ResourceName]int64 {
+	out := map[v1.ResourceName]int64{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// overcommitted returns the nodes of d whose unfinished pods (as the API
+// shows them) and external usage need more than the node has.
+func overcommitted(d *cache.Dump, states map[string]podState) []string {
+	used := map[string]resources.Resource{}
+	for _, s := range states {
+		if s.counted() {
+			r := used[s.node]
+			r.Add(s.requests)
+			used[s.node] = r
+		}
+	}
+	var out []string
+	for _, n := range d.Nodes {
+		if n.Placeholder {
+			continue // pods bound to a node that has not joined yet
+		}
+		u := used[n.Name]
+		u.Add(n.External)
+		if !n.Schedulable.Fits(u) {
+			out = append(out, fmt.Sprintf("node %s: its pods and external usage need %s, more than its %s", n.Name, amounts(u), amounts(n.Schedulable)))
+		}
+	}
+	return out
 }
 
 // sameKeys reports whether a and b hold the same keys, in any order.

@@ -1,12 +1,19 @@
 // Command demo runs batch-scheduler — the real command, in this process —
-// against a real etcd and kube-apiserver, beside the example programs
+// against a real etcd and kube-apiserver, with kube-controller-manager and
+// KWOK's simulated kubelets, beside the example programs
 // examples/vm-manager and examples/allocator run as separate processes,
-// and shows where it places pods and why the others wait.
+// and shows where it places pods, why the others wait, and how pods run,
+// finish and leave their room to others.
 //
 // It builds the example programs into _output/demo/bin (with $GO, or go
 // from $PATH), starts the control plane of test/controlplane (binaries in
-// bin/, built by `make control-plane`) and runs one of two scenarios
-// (--scenario, `make demo SCENARIO=...`):
+// bin/, built by `make control-plane`: etcd, kube-apiserver,
+// kube-controller-manager with its Job, garbage collection and disruption
+// controllers, and KWOK) and runs one of two scenarios (--scenario,
+// `make demo SCENARIO=...`). Every node is a node of the simulated
+// kubelets (controlplane.CreateKwokNode): a bound pod starts running, a pod
+// annotated with controlplane.RunForAnnotation succeeds that long after,
+// and an evicted pod is stopped and removed, as a kubelet would.
 //
 //   - hybrid (the default): it seeds a small cluster through the API
 //     (nodes of different sizes, labels and taints, pods bound by another
@@ -14,25 +21,35 @@
 //     batch-scheduler), starts the VM manager in hybrid mode, writes a
 //     scheduler configuration whose custom informer reads the VM manager's
 //     ExternalWorkloads (_output/demo/batch-scheduler.yaml) and starts the
-//     scheduler with that file and leader election off. It then changes
-//     the cluster (a node joins, a bound pod is deleted, the VM manager
-//     refuses a VM on a full host and starts one next to the pods, the VM
-//     is deleted; VMs through the manager's admin API, POST and DELETE
-//     /vms). After each change it waits (polling, bounded) until the API
-//     shows exactly the outcome it printed — each pod bound to the
-//     expected node, or PodScheduled=False/Unschedulable with the expected
-//     message — and /debug/cache agrees, on the pods and on the VMs'
-//     usage, then prints every pod's placement and the nodes
-//     (expect.go).
+//     scheduler with that file and leader election off. A low-priority pod
+//     preempts another scheduler's pod at once: the victim is evicted,
+//     stopped and removed, and the preemptor lands. Then the story changes
+//     the cluster (a node joins; the VM manager refuses a VM on a full host
+//     and starts one next to the pods, which is deleted again, through the
+//     manager's admin API, POST and DELETE /vms) and runs batch/v1 Jobs
+//     whose pods are one gang (batch-scheduler.io/job-gang: "true"): the
+//     Job controller creates the pods of the first, batch-scheduler places
+//     them whole, they run and succeed and the Job is Complete; a second
+//     Job, created while the first runs, does not fit beside it and waits,
+//     then takes the room the first left and completes too (jobs.go).
+//     After each change, or while time passes, it waits (polling, bounded)
+//     until the API shows exactly the outcome it printed — each pod bound
+//     to the expected node in the expected phase, or PodScheduled=False/
+//     Unschedulable with the expected message, each Job's active and
+//     succeeded counts and Complete condition — and /debug/cache agrees,
+//     on the pods, on what they request and on the VMs' usage, with no
+//     node over-committed; then it prints every pod's node, phase and
+//     reason, the Jobs, and the nodes' idle room before and after the
+//     step (expect.go, hybrid.go).
 //   - two-level: the allocator, the VM manager in two-level mode
 //     (framework vms) and batch-scheduler with the two-level event handler
 //     (framework batch, grants and VMs through custom informers, /demand
 //     on --insecure-port) share three nodes; see twolevel.go for the
-//     story. After each change it waits until the pods, the grants
-//     (GET /allocation), the VMs (GET /vms), /debug/cache and /demand show
-//     the expected outcome and the guarantees of two-level scheduling hold
-//     (no framework beyond its grants, pods plus VMs within each node),
-//     then prints them all.
+//     story. After each change it waits until the pods (bound and
+//     running), the grants (GET /allocation), the VMs (GET /vms),
+//     /debug/cache and /demand show the expected outcome and the
+//     guarantees of two-level scheduling hold (no framework beyond its
+//     grants, pods plus VMs within each node), then prints them all.
 //
 // A different outcome fails the demo, so it doubles as a smoke test of
 // the scheduler and the example programs. The demo sees them only through
@@ -62,7 +79,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -144,7 +160,7 @@ func run(ctx context.Context, scenario string) (err error) {
 	}
 
 	var cp *controlplane.ControlPlane
-	if err := progress("starting etcd and kube-apiserver from bin/", func() (err error) {
+	if err := progress("starting etcd, kube-apiserver, kube-controller-manager and KWOK from bin/", func() (err error) {
 		cp, err = controlplane.Start()
 		return err
 	}); err != nil {
@@ -153,7 +169,7 @@ func run(ctx context.Context, scenario string) (err error) {
 	// A second Ctrl-C stops the control plane even if the cleanup is stuck.
 	defer forceStopOnSignal(cp)()
 	defer func() {
-		err = errors.Join(err, progress("stopping etcd and kube-apiserver", cp.Stop))
+		err = errors.Join(err, progress("stopping the control plane", cp.Stop))
 	}()
 
 	var steps int
@@ -167,60 +183,6 @@ func run(ctx context.Context, scenario string) (err error) {
 	}
 	fmt.Printf("\nEvery outcome was as expected (%d steps, %.1fs since the demo started).\n\n", steps, time.Since(started).Seconds())
 	return nil
-}
-
-// runHybrid is the default story: pods and a VM manager (hybrid mode)
-// share the nodes. It returns the number of steps run.
-func runHybrid(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Writer, bins string) (n int, err error) {
-	classes, nodes, pods := priorityClasses(), seedNodes(), seedPods()
-	script := steps()
-	if err := checkScript(script, ourPods(pods)); err != nil {
-		return 0, err
-	}
-	if err := progress(fmt.Sprintf("seeding %d priority classes, %d nodes and %d pods through the API", len(classes), len(nodes), len(pods)), func() error {
-		return seed(ctx, cp.Client, classes, nodes, pods)
-	}); err != nil {
-		return 0, err
-	}
-	for _, n := range nodes {
-		fmt.Println("    node", describeNode(n))
-	}
-	for _, pc := range classes {
-		fmt.Printf("    priority class %s: %d\n", pc.Name, pc.Value)
-	}
-
-	// The VM manager is stopped after the scheduler (defers run last in,
-	// first out), so that the scheduler's watch ends first.
-	var vms *vmManager
-	if err := progress("starting examples/vm-manager (hybrid mode: first fit on the hosts' free room) as a process", func() (err error) {
-		vms, err = startVMManager(ctx, filepath.Join(bins, "vm-manager"), cp.KubeconfigPath, "", "")
-		return err
-	}); err != nil {
-		return 0, err
-	}
-	defer func() {
-		err = errors.Join(err, progress("stopping the VM manager", vms.stop))
-	}()
-	fmt.Printf("    VM manager: %s (admin API /vms, ExternalWorkloads, log %s), no VMs yet\n", vms.url(), vms.logPath)
-	if err := progress(fmt.Sprintf("writing %s (custom informer %s: resource ExternalWorkload, source http)", configPath, vmInformer), func() error {
-		return writeConfig(configPath, []informer{{name: vmInformer, resource: "ExternalWorkload", url: vms.url()}})
-	}); err != nil {
-		return 0, err
-	}
-
-	s, stopScheduler, err := launchScheduler(ctx, cp, logFile)
-	defer func() { err = errors.Join(err, stopScheduler()) }()
-	if err != nil {
-		return 0, err
-	}
-
-	e := &env{client: cp.Client, sched: s, vms: vms}
-	for i, st := range script {
-		if err := runStep(ctx, e, i+1, st); err != nil {
-			return 0, err
-		}
-	}
-	return len(script), nil
 }
 
 // launchScheduler starts batch-scheduler in this process with the
@@ -263,70 +225,8 @@ type env struct {
 	alloc  *allocator
 	// demandURL is the scheduler's /demand on its insecure port.
 	demandURL string
-}
-
-// runStep prints what st should lead to, applies its change, waits until
-// the API shows that outcome and /debug/cache agrees (pods and VMs), and
-// prints both. If the outcome differs, it prints what it saw and fails.
-func runStep(ctx context.Context, e *env, n int, st step) error {
-	s, client := e.sched, e.client
-	fmt.Printf("\n== %d. %s\n\n", n, st.title)
-	printExpected(st.expect, st.shown)
-	start := time.Now()
-	if st.apply != nil {
-		if err := st.apply(ctx, e); err != nil {
-			return fmt.Errorf("step %d: %w", n, err)
-		}
-	}
-	for _, p := range st.creates {
-		if _, err := controlplane.CreatePod(ctx, client, p); err != nil {
-			return fmt.Errorf("step %d: %w", n, err)
-		}
-	}
-	var states map[string]podState
-	err := s.poll(ctx, "the expected outcome", func() (bool, error) {
-		var err error
-		if states, err = observe(ctx, client); err != nil {
-			return false, err
-		}
-		pending, final := compare(st.expect, states)
-		switch {
-		case len(final) > 0:
-			return false, finalError{errors.New(strings.Join(final, "; "))}
-		case len(pending) > 0:
-			return false, errors.New(strings.Join(pending, "; "))
-		}
-		return true, nil
-	})
-	took := time.Since(start)
-	if err != nil {
-		if states != nil && ctx.Err() == nil {
-			d, _ := s.dump(ctx)
-			fmt.Println("\nactual:")
-			printPlacements(states, d)
-		}
-		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
-	}
-	wantVMs, err := e.vms.expected(ctx)
-	if err != nil {
-		return fmt.Errorf("step %d: %w", n, err)
-	}
-	d, err := s.waitForDump(ctx, "every bound pod on its node, none merely assumed, and the VMs' usage", func(d *cache.Dump) bool {
-		return cacheAgrees(d, states) && externalAgrees(d, wantVMs)
-	})
-	if err != nil {
-		return fmt.Errorf("step %d: %w", n, err)
-	}
-	fmt.Println()
-	printPlacements(states, d)
-	fmt.Println()
-	printNodes(d)
-	since := "the scheduler was ready"
-	if st.apply != nil || len(st.creates) > 0 {
-		since = "the change"
-	}
-	fmt.Printf("\n-> as expected, %.1fs after %s\n", took.Seconds(), since)
-	return nil
+	// lastDump is /debug/cache as the last step left it (hybrid).
+	lastDump *cache.Dump
 }
 
 // stopSignals end the demo.

@@ -8,7 +8,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // whyWidth is where the WHY column wraps.
@@ -27,8 +31,8 @@ func printExpected(expect []outcome, shown []string) {
 }
 
 // printPlacements prints every pod: its job in the cache (without the
-// namespace, which the pod's key shows), its node and why it is there or
-// not.
+// namespace, which the pod's key shows), its node, its phase and why it is
+// there or not.
 func printPlacements(states map[string]podState, d *cache.Dump) {
 	jobs := map[string]string{}
 	if d != nil {
@@ -39,7 +43,7 @@ func printPlacements(states map[string]podState, d *cache.Dump) {
 		}
 	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE/POD\tJOB\tNODE\tWHY")
+	fmt.Fprintln(w, "NAMESPACE/POD\tJOB\tNODE\tPHASE\tWHY")
 	for _, key := range slices.Sorted(maps.Keys(states)) {
 		s := states[key]
 		job, node := jobs[key], s.node
@@ -50,9 +54,9 @@ func printPlacements(states map[string]podState, d *cache.Dump) {
 			node = "-"
 		}
 		lines := wrap(why(s), whyWidth)
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", key, job, node, lines[0])
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", key, job, node, phaseOf(s), lines[0])
 		for _, l := range lines[1:] {
-			fmt.Fprintf(w, "\t\t\t  %s\n", l)
+			fmt.Fprintf(w, "\t\t\t\t  %s\n", l)
 		}
 	}
 	w.Flush()
@@ -61,6 +65,10 @@ func printPlacements(states map[string]podState, d *cache.Dump) {
 // why says why a pod is where it is.
 func why(s podState) string {
 	switch {
+	case s.deleting:
+		return "being deleted"
+	case s.node != "" && !s.counted():
+		return "finished: no longer counts on its node"
 	case s.scheduler != ourScheduler && s.node != "":
 		return "bound by " + s.scheduler
 	case s.scheduler != ourScheduler:
@@ -91,21 +99,49 @@ func wrap(text string, width int) []string {
 	return append(lines, line)
 }
 
-// printNodes prints the nodes as the cache sees them, with the external
-// usage (VMs) and its keys, and the queue.
-func printNodes(d *cache.Dump) {
+// printNodes prints the nodes as the cache sees them: allocatable, what
+// the pods request, the external usage (VMs), and what is idle before the
+// step (as prev left it; nil for the first step) and now, with the pods
+// bound there by phase as the API shows them; then the external usage's
+// keys and the queue.
+func printNodes(prev, d *cache.Dump, states map[string]podState) {
+	before := map[string]string{}
+	if prev != nil {
+		for _, n := range prev.Nodes {
+			before[n.Name] = amounts(n.Idle)
+		}
+	}
+	phases := map[string]map[v1.PodPhase]int{}
+	for _, s := range states {
+		if s.node == "" {
+			continue
+		}
+		if phases[s.node] == nil {
+			phases[s.node] = map[v1.PodPhase]int{}
+		}
+		phases[s.node][phaseOf(s)]++
+	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tSCHEDULABLE\tREQUESTED\tEXTERNAL\tIDLE")
+	fmt.Fprintln(w, "NODE\tALLOCATABLE\tREQUESTED\tEXTERNAL\tIDLE BEFORE\tIDLE NOW\tPODS")
 	for _, n := range d.Nodes {
 		name := n.Name
 		if n.Placeholder {
 			name += " (placeholder)"
 		}
-		external := "-"
+		external, idleBefore := "-", "-"
 		if !n.External.IsZero() {
-			external = brief(n.External)
+			external = amounts(n.External)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, brief(n.Schedulable), brief(n.Requested), external, brief(n.Idle))
+		if b, ok := before[n.Name]; ok {
+			idleBefore = b
+		}
+		var pods []string
+		for _, ph := range []v1.PodPhase{v1.PodPending, v1.PodRunning, v1.PodSucceeded, v1.PodFailed} {
+			if c := phases[n.Name][ph]; c > 0 {
+				pods = append(pods, fmt.Sprintf("%d %s", c, ph))
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, amounts(n.Schedulable), amounts(n.Requested), external, idleBefore, amounts(n.Idle), joinOr(pods, "none"))
 	}
 	w.Flush()
 	if note := externalNote(d); note != "" {
@@ -115,7 +151,20 @@ func printNodes(d *cache.Dump) {
 	fmt.Printf("queue: %d active, %d backoff, %d unschedulable\n", l.Active, l.Backoff, l.Unschedulable)
 }
 
-// brief renders resources without spaces, to keep table columns apart.
-func brief(r interface{ String() string }) string {
-	return strings.ReplaceAll(r.String(), " ", ",")
+// amounts renders cpu, memory and extended resources briefly, e.g.
+// "1500m cpu, 2Gi" or "8 cpu, 32Gi, 4 nvidia.com/gpu"; "0" when empty.
+func amounts(r resources.Resource) string {
+	var parts []string
+	if r.MilliCPU != 0 {
+		parts = append(parts, resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI).String()+" cpu")
+	}
+	if r.Memory != 0 {
+		parts = append(parts, resource.NewQuantity(r.Memory, resource.BinarySI).String())
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Scalar)) {
+		if v := r.Scalar[name]; v != 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", v, name))
+		}
+	}
+	return joinOr(parts, "0")
 }

@@ -288,7 +288,7 @@ func twoLevelSteps() []tlStep {
 				"   turns batch's grants into caps on the nodes.",
 			apply: func(ctx context.Context, e *env) error {
 				for _, name := range twoLevelNodes {
-					if _, err := controlplane.CreateNode(ctx, e.client, twoLevelNode(name)); err != nil {
+					if _, err := controlplane.CreateKwokNode(ctx, e.client, twoLevelNode(name)); err != nil {
 						return err
 					}
 				}

@@ -52,6 +52,11 @@ type jobEntry struct {
 	// backoffExpiry is when the job's backoff after its last failed attempt
 	// ends.
 	backoffExpiry time.Time
+	// strictBackoff is set when that attempt failed with an error (or its
+	// assumption expired) rather than because the job did not fit: such a
+	// job waits its backoff out even when the scheduler has nothing else
+	// to do (see Pop).
+	strictBackoff bool
 	// unschedulableSince is when the job was last parked as unschedulable.
 	unschedulableSince time.Time
 	// lastFailure is the Reason of the last failed attempt.

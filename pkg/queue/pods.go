@@ -98,6 +98,7 @@ func (q *SchedulingQueue) AssumptionExpired(id framework.JobID, reason string) {
 		now := q.clock.Now()
 		e.Timestamp = now
 		e.backoffExpiry = now.Add(q.backoffDuration(e.Attempts))
+		e.strictBackoff = true
 		e.lastFailure = reason
 		q.moveToBackoffLocked(e)
 	case inFlight:

@@ -207,9 +207,13 @@ func New(opts Options) (*SchedulingQueue, error) {
 }
 
 // Pop removes and returns the job at the head of the active queue, waiting
-// until there is one. It fails when ctx ends or the queue is closed. The
-// job is then in flight: the caller must end its cycle with Done or
-// AddUnschedulable.
+// until there is one. When the active queue is empty, a job backing off
+// after an attempt where it did not fit is taken before its backoff ends:
+// the backoff keeps it from crowding out other jobs, and there are none,
+// while capacity an event just freed would otherwise stay idle until it
+// ends (up to MaxBackoff). Jobs backing off after an error wait it out.
+// Pop fails when ctx ends or the queue is closed. The job is then in
+// flight: the caller must end its cycle with Done or AddUnschedulable.
 func (q *SchedulingQueue) Pop(ctx context.Context) (*framework.QueuedJob, error) {
 	// Wake the waiter below when ctx ends; taking the lock first makes sure
 	// the broadcast cannot slip in between its check of ctx and its Wait.
@@ -228,6 +232,10 @@ func (q *SchedulingQueue) Pop(ctx context.Context) (*framework.QueuedJob, error)
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waiting for a job in the scheduling queue: %w", context.Cause(ctx))
+		}
+		if e := q.earliestLenientBackoffLocked(); e != nil {
+			q.moveToActiveLocked(e)
+			break
 		}
 		q.cond.Wait()
 	}
@@ -274,6 +282,7 @@ func (q *SchedulingQueue) AddUnschedulable(job *framework.QueuedJob, attempt Att
 	now := q.clock.Now()
 	e.Timestamp = now
 	e.backoffExpiry = now.Add(q.backoffDuration(e.Attempts))
+	e.strictBackoff = attempt.Err != nil
 	e.lastFailure = attempt.Reason
 	if attempt.Err != nil && e.lastFailure == "" {
 		e.lastFailure = attempt.Err.Error()
@@ -443,6 +452,24 @@ func (q *SchedulingQueue) moveToBackoffLocked(e *jobEntry) {
 	q.detachLocked(e)
 	e.where = inBackoff
 	heap.Push(&q.backoffQ, e)
+	if !e.strictBackoff {
+		// An idle Pop may take it now.
+		q.cond.Signal()
+	}
+}
+
+// earliestLenientBackoffLocked returns the job of the backoff queue whose
+// backoff ends first among those that did not fail with an error, or
+// nil. It scans the backoff queue, which Pop does only when the active
+// queue is empty.
+func (q *SchedulingQueue) earliestLenientBackoffLocked() *jobEntry {
+	var best *jobEntry
+	for _, e := range q.backoffQ.items {
+		if !e.strictBackoff && (best == nil || e.backoffExpiry.Before(best.backoffExpiry)) {
+			best = e
+		}
+	}
+	return best
 }
 
 // detachLocked takes e out of the heap or map that holds it. Its where is

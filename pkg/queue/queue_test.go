@@ -517,3 +517,70 @@ func TestQueueIsFIFOByCreation(t *testing.T) {
 		t.Errorf("pop order = %s, want %s", got, want)
 	}
 }
+
+// With nothing active, Pop takes a job backing off after it did not fit
+// before its backoff ends, the one whose backoff ends first; a job backing
+// off after an error waits its backoff out, and an active job goes first.
+func TestIdlePopTakesBackoffEarly(t *testing.T) {
+	q, clk := newTestQueue(t, nil)
+	// "err" fails with an error, "late" and "early" miss an event during
+	// their cycles (late's backoff is longer: two attempts).
+	add(q, st.MakePod().Name("err").Obj())
+	errJob := mustPop(t, q, "default/pod:err")
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(errJob, Attempt{Err: errors.New("API down")}))
+	add(q, st.MakePod().Name("late").Obj())
+	late := mustPop(t, q, "default/pod:late")
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(late, Attempt{AnyEvent: true}))
+	q.jobs[late.ID].backoffExpiry = clk.Now().Add(4 * time.Second)
+	add(q, st.MakePod().Name("early").Obj())
+	early := mustPop(t, q, "default/pod:early")
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(early, Attempt{AnyEvent: true}))
+	if l := q.Lengths(); l.Active != 0 || l.Backoff != 3 {
+		t.Fatalf("lengths = %+v, want 3 jobs backing off", l)
+	}
+
+	// An active job goes before them.
+	add(q, st.MakePod().Name("new").Obj())
+	for _, want := range []string{"default/pod:new", "default/pod:early", "default/pod:late"} {
+		qj, err := q.Pop(t.Context())
+		mustNoErr(t, "Pop", err)
+		if qj.ID.String() != want {
+			t.Fatalf("Pop = %s, want %s", qj.ID, want)
+		}
+	}
+	// Only the errored job is left, and Pop waits for its backoff.
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if qj, err := q.Pop(ctx); err == nil {
+		t.Fatalf("Pop = %s before the backoff of a job that failed with an error ended", qj.ID)
+	}
+	clk.Step(time.Second)
+	q.flushBackoffCompleted()
+	mustPop(t, q, "default/pod:err")
+}
+
+// An idle Pop already waiting wakes when a job goes to the backoff queue.
+func TestIdlePopWakesForBackoff(t *testing.T) {
+	q, _ := newTestQueue(t, nil)
+	add(q, st.MakePod().Name("p").Obj())
+	qj := mustPop(t, q, "default/pod:p")
+	popped := make(chan string, 1)
+	go func() {
+		got, err := q.Pop(t.Context())
+		if err == nil {
+			popped <- got.ID.String()
+		}
+	}()
+	q.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{AnyEvent: true}))
+	select {
+	case got := <-popped:
+		if got != "default/pod:p" {
+			t.Errorf("Pop = %s, want default/pod:p", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiting Pop did not take the job that went to the backoff queue")
+	}
+}

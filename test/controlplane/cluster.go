@@ -27,10 +27,12 @@ import (
 var kwokConfig []byte
 
 const (
-	// KwokNodeAnnotation marks the nodes the simulated kubelets (KWOK)
-	// manage; its value is KwokNodeAnnotationValue. CreateKwokNode sets it.
-	KwokNodeAnnotation      = "kwok.x-k8s.io/node"
-	KwokNodeAnnotationValue = "fake"
+	// KwokNodeLabel marks the nodes the simulated kubelets (KWOK) manage;
+	// its value is KwokNodeLabelValue. CreateKwokNode sets it. (A label,
+	// not an annotation: KWOK's watch selects by it on the server, so a
+	// node that loses it is gone for KWOK, which stops renewing its Lease.)
+	KwokNodeLabel      = "kwok.x-k8s.io/node"
+	KwokNodeLabelValue = "fake"
 	// RunForAnnotation on a pod of a simulated node makes it succeed this
 	// long (a Go duration, e.g. "30s") after it started running.
 	RunForAnnotation = "sim.batch-scheduler.io/run-for"
@@ -236,10 +238,10 @@ func tail(path string, n int) string {
 func CreateKwokNode(ctx context.Context, client kubernetes.Interface, node *v1.Node) (*v1.Node, error) {
 	node = node.DeepCopy()
 	node.ResourceVersion = ""
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
 	}
-	node.Annotations[KwokNodeAnnotation] = KwokNodeAnnotationValue
+	node.Labels[KwokNodeLabel] = KwokNodeLabelValue
 	status := node.Status
 	if status.Allocatable == nil {
 		status.Allocatable = status.Capacity
@@ -274,11 +276,12 @@ func CreateKwokNode(ctx context.Context, client kubernetes.Interface, node *v1.N
 	return last, nil
 }
 
-// LoseNode makes the simulated kubelet of node name stop: KWOK no longer
-// renews its Lease nor changes its pods, as if the machine had died.
+// LoseNode makes the simulated kubelet of node name stop, by removing its
+// label: KWOK no longer renews its Lease nor changes its pods, as if the
+// machine had died.
 // Without WithNodeLifecycle nothing else happens to the node.
 func LoseNode(ctx context.Context, client kubernetes.Interface, name string) error {
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, KwokNodeAnnotation))
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, KwokNodeLabel))
 	if _, err := client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("losing node %s: %w", name, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
 // Preemption on the real API server. No kubelet runs here, so a victim
@@ -171,8 +172,15 @@ func TestPreemptionRemovesAVictimGangWhole(t *testing.T) {
 	}
 	waitForPods(t, ns, "gang pg bound", func(n map[string]string) bool { return n["pg-0"] != "" && n["pg-1"] != "" })
 	// Two victims would do, but the third alone would be below the quorum.
-	if p := present(t, ns); !slices.Equal(p, []string{"pg-0", "pg-1"}) {
-		t.Errorf("pods left %v, want only the preemptor gang (vg evicted whole)", p)
+	// The evictions are separate calls, and pg may land in the room of the
+	// first two before the third is through: wait for it.
+	var left []string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		left = present(t, ns)
+		return slices.Equal(left, []string{"pg-0", "pg-1"}), nil
+	})
+	if err != nil {
+		t.Errorf("pods left %v, want only the preemptor gang (vg evicted whole)", left)
 	}
 	maxBound := checkQuorums(t, w)
 	if maxBound["pg"] != 2 || maxBound["vg"] != 3 {
@@ -224,26 +232,53 @@ func TestPreemptionThatCannotHelp(t *testing.T) {
 }
 
 // protectDB creates a PodDisruptionBudget in ns that allows no disruption
-// of the pods labelled app=db.
+// of the pods labelled app=db, and waits until the disruption controller
+// agrees: the db pod (on a node of the simulated kubelets, so it runs and
+// is Ready) is healthy, and none may go.
 func protectDB(t *testing.T, ns string) {
 	t.Helper()
 	one := intstr.FromInt32(1)
-	pdb, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), &policyv1.PodDisruptionBudget{
+	_, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "db"},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// No disruption controller runs here: write the status it would for
-	// its one pod. Without a kubelet the pod is never Ready, and the
-	// Eviction API lets a pod that is not Ready go while the budget is
-	// healthy (unhealthyPodEvictionPolicy IfHealthyBudget): say it is not.
-	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0,
-		CurrentHealthy: 0, DesiredHealthy: 1, ExpectedPods: 1}
-	if _, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(t.Context(), pdb, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	var last policyv1.PodDisruptionBudgetStatus
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pdb, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = pdb.Status
+		return pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 1 && pdb.Status.DisruptionsAllowed == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the disruption controller never said that budget db has 1 healthy pod and allows no disruption: last status %+v", last)
 	}
+}
+
+// kwokPreemptionNodes is preemptionNodes on nodes of the simulated
+// kubelets: the pods bound there run and become Ready.
+func kwokPreemptionNodes(t *testing.T, prefix string, n int, cpu string) []string {
+	t.Helper()
+	var names []string
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		if _, err := controlplane.CreateKwokNode(t.Context(), cp.Client, poolNode(t, name, res{"cpu": cpu, "memory": "8Gi", "pods": "20"}).Obj()); err != nil {
+			t.Fatal(err)
+		}
+		deleteNodesAfter(t, name)
+		names = append(names, name)
+	}
+	return names
+}
+
+// kwokVictim is victim for a kwok node: the simulated kubelet sets its
+// phase.
+func kwokVictim(ns, name, node, class, cpu string) *st.PodWrapper {
+	return victim(ns, name, node, class, cpu).Phase("")
 }
 
 // Pods a PodDisruptionBudget protects are avoided when another choice
@@ -251,11 +286,11 @@ func protectDB(t *testing.T, ns string) {
 func TestPreemptionAvoidsPDBProtectedPods(t *testing.T) {
 	ns := createNamespace(t)
 	pc := priorityClasses(t)
-	nodes := preemptionNodes(t, "prepdb", 2, "1")
-	protectDB(t, ns)
+	nodes := kwokPreemptionNodes(t, "prepdb", 2, "1")
 	// db is the cheaper victim by priority; web is the one without a budget.
-	mustPod(t, victim(ns, "db", nodes[0], pc["low"], "1").Label("app", "db").Obj())
-	mustPod(t, victim(ns, "web", nodes[1], pc["mid"], "1").Label("app", "web").Obj())
+	mustPod(t, kwokVictim(ns, "db", nodes[0], pc["low"], "1").Label("app", "db").Obj())
+	mustPod(t, kwokVictim(ns, "web", nodes[1], pc["mid"], "1").Label("app", "web").Obj())
+	protectDB(t, ns)
 	startPoolScheduler(t)
 	mustPod(t, preemptor(ns, "high", pc["high"], "1").Obj())
 	got := waitForPods(t, ns, "high bound", func(n map[string]string) bool { return n["high"] != "" })
@@ -273,9 +308,9 @@ func TestPreemptionAvoidsPDBProtectedPods(t *testing.T) {
 func TestPreemptionRefusedByAPDB(t *testing.T) {
 	ns := createNamespace(t)
 	pc := priorityClasses(t)
-	preemptionNodes(t, "prerefused", 1, "1")
+	kwokPreemptionNodes(t, "prerefused", 1, "1")
+	mustPod(t, kwokVictim(ns, "db", "prerefused-1", pc["low"], "1").Label("app", "db").Obj())
 	protectDB(t, ns)
-	mustPod(t, victim(ns, "db", "prerefused-1", pc["low"], "1").Label("app", "db").Obj())
 	s := startPoolScheduler(t)
 	mustPod(t, preemptor(ns, "high", pc["high"], "1").Obj())
 	waitEvent(t, ns, "high", "FailedPreemption", "allows no disruption")

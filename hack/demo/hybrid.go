@@ -1,0 +1,323 @@
+package main
+
+// The hybrid story, the default: pods and a VM manager (hybrid mode)
+// share nodes that KWOK's simulated kubelets run, and batch/v1 Jobs come
+// and go. The cluster and its numbers are in cluster.go, the Jobs in
+// jobs.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+)
+
+// runHybrid runs the hybrid story and returns the number of steps run.
+func runHybrid(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Writer, bins string) (n int, err error) {
+	classes, nodes, pods := priorityClasses(), seedNodes(), seedPods()
+	script := steps()
+	if err := checkScript(script, ourPods(pods)); err != nil {
+		return 0, err
+	}
+	if err := progress(fmt.Sprintf("seeding %d priority classes, %d nodes (simulated kubelets) and %d pods through the API", len(classes), len(nodes), len(pods)), func() error {
+		return seed(ctx, cp.Client, classes, nodes, pods)
+	}); err != nil {
+		return 0, err
+	}
+	for _, n := range nodes {
+		fmt.Println("    node", describeNode(n))
+	}
+	for _, pc := range classes {
+		fmt.Printf("    priority class %s: %d\n", pc.Name, pc.Value)
+	}
+
+	// The VM manager is stopped after the scheduler (defers run last in,
+	// first out), so that the scheduler's watch ends first.
+	var vms *vmManager
+	if err := progress("starting examples/vm-manager (hybrid mode: first fit on the hosts' free room) as a process", func() (err error) {
+		vms, err = startVMManager(ctx, filepath.Join(bins, "vm-manager"), cp.KubeconfigPath, "", "")
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	defer func() {
+		err = errors.Join(err, progress("stopping the VM manager", vms.stop))
+	}()
+	fmt.Printf("    VM manager: %s (admin API /vms, ExternalWorkloads, log %s), no VMs yet\n", vms.url(), vms.logPath)
+	if err := progress(fmt.Sprintf("writing %s (custom informer %s: resource ExternalWorkload, source http)", configPath, vmInformer), func() error {
+		return writeConfig(configPath, []informer{{name: vmInformer, resource: "ExternalWorkload", url: vms.url()}})
+	}); err != nil {
+		return 0, err
+	}
+
+	s, stopScheduler, err := launchScheduler(ctx, cp, logFile)
+	defer func() { err = errors.Join(err, stopScheduler()) }()
+	if err != nil {
+		return 0, err
+	}
+
+	e := &env{client: cp.Client, sched: s, vms: vms}
+	for i, st := range script {
+		if err := runStep(ctx, e, i+1, st); err != nil {
+			return 0, err
+		}
+	}
+	return len(script), nil
+}
+
+// runStep prints what st should lead to, applies its change, waits until
+// the API shows that outcome (pods and Jobs) and /debug/cache agrees
+// (pods, their requests and the VMs), and prints the pods, the Jobs and
+// the nodes. If the outcome differs, it prints what it saw and fails.
+func runStep(ctx context.Context, e *env, n int, st step) error {
+	s, client := e.sched, e.client
+	fmt.Printf("\n== %d. %s\n\n", n, st.title)
+	printExpected(st.expect, st.shown)
+	start := time.Now()
+	if st.apply != nil {
+		if err := st.apply(ctx, e); err != nil {
+			return fmt.Errorf("step %d: %w", n, err)
+		}
+	}
+	for _, p := range st.creates {
+		if _, err := controlplane.CreatePod(ctx, client, p); err != nil {
+			return fmt.Errorf("step %d: %w", n, err)
+		}
+	}
+	if len(st.jobs) > 0 {
+		fmt.Println()
+	}
+	for _, j := range st.jobs {
+		if err := createJob(j)(ctx, e); err != nil {
+			return fmt.Errorf("step %d: %w", n, err)
+		}
+	}
+	var (
+		states map[string]podState
+		jobs   map[string]jobState
+		d      *cache.Dump
+	)
+	err := s.poll(ctx, "the expected outcome, and /debug/cache to agree", func() (bool, error) {
+		var err error
+		if states, err = observe(ctx, client); err != nil {
+			return false, err
+		}
+		if jobs, err = observeJobs(ctx, client); err != nil {
+			return false, err
+		}
+		pending, final := compare(st.expect, states)
+		jobsPending, jobsFinal := compareJobs(st.expect, jobs)
+		pending = append(append(pending, jobsPending...), uncovered(st.expect, states)...)
+		final = append(final, jobsFinal...)
+		switch {
+		case len(final) > 0:
+			return false, finalError{errors.New(strings.Join(final, "; "))}
+		case len(pending) > 0:
+			return false, errors.New(strings.Join(pending, "; "))
+		}
+		wantVMs, err := e.vms.expected(ctx)
+		if err != nil {
+			return false, err
+		}
+		if d, err = s.dump(ctx); err != nil {
+			return false, err
+		}
+		if !cacheAgrees(d, states) || !externalAgrees(d, wantVMs) {
+			return false, errors.New("/debug/cache does not hold every bound pod on its node with its requests, none merely assumed, and the VMs' usage, yet")
+		}
+		if over := overcommitted(d, states); len(over) > 0 {
+			return false, finalError{errors.New(strings.Join(over, "; "))}
+		}
+		return true, nil
+	})
+	took := time.Since(start)
+	if err != nil {
+		if states != nil && ctx.Err() == nil {
+			d, _ := s.dump(ctx)
+			fmt.Println("\nactual:")
+			printPlacements(states, d)
+			if len(jobs) > 0 {
+				fmt.Println()
+				printJobs(jobs, states)
+			}
+		}
+		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
+	}
+	fmt.Println()
+	printPlacements(states, d)
+	if len(jobs) > 0 {
+		fmt.Println()
+		printJobs(jobs, states)
+	}
+	fmt.Println()
+	printNodes(e.lastDump, d, states)
+	e.lastDump = d
+	since := "the scheduler was ready"
+	switch {
+	case st.since != "":
+		since = st.since
+	case st.apply != nil || len(st.creates) > 0 || len(st.jobs) > 0:
+		since = "the change"
+	}
+	fmt.Printf("\n-> as expected, %.1fs after %s\n", took.Seconds(), since)
+	return nil
+}
+
+// analyticsVM starts on node edge in a live change and is deleted later.
+var analyticsVM = vmSpec{name: "vm-analytics", node: "edge", cpu: "3", memory: "4Gi"}
+
+// crowdedVM asks for node large, whose memory the pods use up: the VM
+// manager refuses it.
+var crowdedVM = vmSpec{name: "vm-crowded", node: "large", cpu: "1", memory: "1Gi"}
+
+const (
+	gangFourMsg = "gang ml/train: 3 of 4 tasks could be placed, min-available 4"
+	evalInvalid = `gang ml/eval is not scheduled: annotation scheduling.k8s.io/min-available="three" must be an integer >= 1`
+)
+
+// steps is the hybrid story.
+func steps() []step {
+	first := []outcome{
+		{name: "etl/big-sort", pods: keys("etl", "big-sort"), on: map[string]int{"large": 1},
+			because: "4 cpu: more than small has free; gpu and the jobs pool are tainted"},
+		{name: "etl/ingest-0,1", pods: keys("etl", "ingest-0", "ingest-1"), on: map[string]int{"large": 2},
+			because: "gang of 2, min-available 2, 1500m cpu each: fits on large"},
+		{name: "etl/warehouse", pods: keys("etl", "warehouse"),
+			why:     []string{"0/5 nodes are available: 3 Insufficient cpu, 3 Insufficient memory, 2 node(s) had untolerated taint(s)."},
+			because: "20 cpu, 80Gi: bigger than any node (it tolerates the GPU taint)"},
+		{name: "ml/retrain", pods: keys("ml", "retrain"), on: map[string]int{"gpu": 1},
+			because: "priority 1000, selects pool=gpu, tolerates the taint: gets the last 2 free GPUs"},
+		{name: "ml/finetune", pods: keys("ml", "finetune"), on: map[string]int{"gpu": 1},
+			because: "priority 100: loses the free GPUs to retrain, so it preempts ml/notebook (priority 0) and takes its GPUs"},
+		{name: "web/cache-1", pods: keys("web", "cache-1"), theirs: true, on: map[string]int{"edge": 1}, phase: v1.PodPending,
+			because: "bound by default-scheduler to edge, which has not joined: nothing runs it, and the cache keeps a placeholder"},
+		{name: "ml/notebook", pods: keys("ml", "notebook"), gone: true,
+			because: "default-scheduler's pod, evicted for finetune: its simulated kubelet stops it, and it is removed"},
+		{name: "ml/inference", pods: keys("ml", "inference"),
+			why:     []string{"0/5 nodes are available: 3 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node affinity/selector."},
+			because: "selects pool=gpu but does not tolerate its taint"},
+		{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"),
+			why:     []string{gangFourMsg},
+			because: "gang of 4, min-available 4, 16Gi each: large has room for 3, so none is bound"},
+		{name: "ml/eval-0,1", pods: keys("ml", "eval-0", "eval-1"),
+			why:     []string{evalInvalid},
+			because: `min-available "three" is not a number: a gang without a usable quorum never starts, not even partly`},
+	}
+	second := replace(first,
+		outcome{name: "web/cache-1", pods: keys("web", "cache-1"), theirs: true, on: map[string]int{"edge": 1},
+			because: "edge's simulated kubelet runs it"},
+		outcome{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"), on: map[string]int{"large": 3, "edge": 1},
+			because: "edge has 22Gi free: room for the 4th task, so all 4 are bound at once"},
+		// TaintToleration rejected inference on gpu and the jobs pool,
+		// warehouse on the jobs pool, and edge has no taint: its hint says
+		// this node may help, so both are retried (and NodeAffinity,
+		// NodeResourcesFit reject edge). eval's plugin sees that edge
+		// cannot help it.
+		outcome{name: "ml/inference", pods: keys("ml", "inference"),
+			why:     []string{"0/6 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 3 node(s) had untolerated taint(s)."},
+			because: "retried: edge has no taint, but does not match pool=gpu either"},
+		outcome{name: "etl/warehouse", pods: keys("etl", "warehouse"),
+			why:     []string{"0/6 nodes are available: 4 Insufficient cpu, 4 Insufficient memory, 2 node(s) had untolerated taint(s)."},
+			because: "retried: edge has no taint, but is too small"},
+	)
+	// A VM on edge takes the room that etl/report, created after it,
+	// would have had there.
+	vm := analyticsVM
+	third := append(slices.Clone(second),
+		outcome{name: "etl/report", pods: keys("etl", "report"),
+			why:     []string{"0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s), 1 Insufficient memory."},
+			because: fmt.Sprintf("4 cpu, 2Gi: only edge had room (6 cpu idle), but %s leaves it 3", vm.name)},
+	)
+	// Usage that shrinks may help any job waiting for room: those are
+	// retried, and only report fits.
+	fourth := replace(third,
+		outcome{name: "etl/report", pods: keys("etl", "report"), on: map[string]int{"edge": 1},
+			because: fmt.Sprintf("%s's %s cpu are free again: edge has 6 cpu idle", vm.name, vm.cpu)},
+	)
+	pool := fmt.Sprintf("%s and %s", jobsNodes[0], jobsNodes[1])
+	fifth := append(slices.Clone(fourth),
+		jobOutcome(nightly, map[string]int{jobsNodes[0]: 2, jobsNodes[1]: 2}, v1.PodRunning,
+			"the Job's 4 pods are one gang: placed together once all exist, 2 per node (3 × 1500m is more than 4 cpu)"))
+	sixth := append(slices.Clone(fifth),
+		jobWaits(backfill, []string{"0/6 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu, 2 Insufficient memory, 1 node(s) had untolerated taint(s)."},
+			"3500m cpu per pod, one per node: nightly leaves 1 cpu on each, so no pod fits and none is bound"))
+	seventh := replace(sixth,
+		jobOutcome(nightly, map[string]int{jobsNodes[0]: 2, jobsNodes[1]: 2}, v1.PodSucceeded,
+			"its pods ran "+nightly.runFor.String()+" and succeeded: the Job is Complete, and they no longer count on their nodes"),
+		jobOutcome(backfill, map[string]int{jobsNodes[0]: 1, jobsNodes[1]: 1}, v1.PodRunning,
+			"a finished pod frees room like a deleted one: the waiting gang is retried (after what is left of its backoff) and placed whole, one pod per node"),
+	)
+	eighth := replace(seventh,
+		jobOutcome(backfill, map[string]int{jobsNodes[0]: 1, jobsNodes[1]: 1}, v1.PodSucceeded,
+			"its pods ran "+backfill.runFor.String()+" and succeeded: the Job is Complete, and "+pool+" are idle again"),
+	)
+	return []step{
+		{
+			title: "batch-scheduler schedules the seeded pods (leader election is off, so it starts at once).\n" +
+				"   KWOK's simulated kubelets run every bound pod, and stop and remove a pod that is evicted.",
+			expect: first,
+			shown:  names(first),
+		},
+		{
+			title: "Node edge joins (8 cpu, 24Gi, pool=edge): web/cache-1, bound there by default-scheduler,\n" +
+				"   leaves the placeholder and starts, and the waiting gang ml/train now fits. A job is retried only if a\n" +
+				"   plugin that rejected it says edge may help: edge has no taint, which may help those a taint kept out.",
+			apply:  addNode(edgeNode()),
+			expect: second,
+			shown:  []string{"web/cache-1", "ml/train-0..3", "ml/inference", "etl/warehouse", "ml/eval-0,1"},
+		},
+		{
+			title: fmt.Sprintf("The VM manager (examples/vm-manager, hybrid mode) refuses %s: the pods\n", crowdedVM) +
+				fmt.Sprintf("   fill that host. It starts %s next to the pods; the scheduler learns of it\n", vm) +
+				"   through its custom informer. Once /debug/cache counts it, etl/report (4 cpu, 2Gi) is created:\n" +
+				"   it would fit on edge alone, and the VM is in the way.",
+			apply:   applyAll(refuseVM(crowdedVM, "does not fit"), startVM(vm)),
+			creates: []*v1.Pod{reportPod()},
+			expect:  third,
+			shown:   []string{"etl/report"},
+		},
+		{
+			title: fmt.Sprintf("%s is deleted (DELETE /vms/%s): its room on %s is free again.\n", vm.name, vm.name, vm.node) +
+				"   Usage that shrinks may help any job waiting for room, so those are retried.",
+			apply:  applyAll(deleteVM(vm)),
+			expect: fourth,
+			shown:  []string{"etl/report"},
+		},
+		{
+			title: fmt.Sprintf("Job %s is created: a batch/v1 Job whose pod template says batch-scheduler.io/job-gang: \"true\",\n", nightly.key()) +
+				fmt.Sprintf("   parallelism = completions = %d. kube-controller-manager's Job controller creates its pods;\n", nightly.n) +
+				fmt.Sprintf("   batch-scheduler places them whole on the jobs pool (%s: 4 cpu, 8Gi each, tainted).", pool),
+			jobs:   []gangJob{nightly},
+			expect: fifth,
+			shown:  []string{"Job " + nightly.key()},
+		},
+		{
+			title:  fmt.Sprintf("Job %s, one gang too, is created while nightly runs.", backfill),
+			jobs:   []gangJob{backfill},
+			expect: sixth,
+			shown:  []string{"Job " + nightly.key(), "Job " + backfill.key()},
+		},
+		{
+			title: fmt.Sprintf("Nothing is changed: nightly's pods finish %s after they started (annotation %s).\n", nightly.runFor, controlplane.RunForAnnotation) +
+				"   Their room is free again, and backfill, which waited for it, gets it.",
+			expect: seventh,
+			shown:  []string{"Job " + nightly.key(), "Job " + backfill.key()},
+			since:  "the step began",
+		},
+		{
+			title:  fmt.Sprintf("Nothing is changed: backfill's pods finish %s after they started.", backfill.runFor),
+			expect: eighth,
+			shown:  []string{"Job " + backfill.key()},
+			since:  "the step began",
+		},
+	}
+}
