@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
-.PHONY: all build control-plane generate test unit-test e2e-test test-chaos verify bench bench-go bench-inproc bench-scheduling bench-scheduling-scale bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart cover demo demo-scenario clean
+.PHONY: all build cluster control-plane generate test unit-test e2e-test test-chaos verify bench bench-go bench-inproc bench-scheduling bench-scheduling-scale bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart cover demo demo-scenario clean
 
 all: build
 
@@ -23,7 +23,12 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/batch-scheduler ./cmd/batch-scheduler
 
-## control-plane: build kube-apiserver, etcd and kube-scheduler into bin/ (skipped when up to date)
+## cluster: build the local cluster into bin/: kube-apiserver, etcd, kube-controller-manager and KWOK (skipped when up to date)
+CLUSTER_BINARIES := kube-apiserver etcd kube-controller-manager kwok
+cluster:
+	hack/build-control-plane.sh $(CLUSTER_BINARIES)
+
+## control-plane: the cluster and what the tests run beside it: kube-scheduler, KubeRay's operator, Kueue (skipped when up to date)
 control-plane:
 	hack/build-control-plane.sh
 
@@ -73,7 +78,7 @@ cover:
 ##       batch-scheduler and the VM manager as frameworks under the allocator)
 SCENARIO ?= hybrid
 DEMO_SCENARIOS := hybrid two-level# keep in step with the case below
-demo: demo-scenario control-plane
+demo: demo-scenario cluster
 	mkdir -p _output/tmp
 	TMPDIR=$(CURDIR)/_output/tmp GO=$(GO) $(GO) run -ldflags "$(LDFLAGS)" ./hack/demo --scenario $(SCENARIO)
 

@@ -15,10 +15,17 @@ set -o errexit -o nounset -o pipefail
 # The three Kubernetes binaries come from modules that pin the same versions
 # of every shared dependency, and KWOK's module is moved to the same k8s.io
 # versions, so each package compiles once into the build cache and is reused
-# by the next binary. Kueue's module is moved to them too (and to the
-# controller-runtime of the root module).
+# by the next binary.
 #
-# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler] [kueue]   (default: all)
+# KubeRay's operator (kuberay-operator) is built too, for test/operators: a
+# real operator that creates gangs for batch-scheduler. Its module is moved
+# to the same k8s.io versions as well.
+#
+# Kueue's manager (kueue) is built for test/kueue. Its module keeps Kueue's
+# own k8s.io versions: with ours, one of its dependencies does not compile
+# (see hack/tools/README.md).
+#
+# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler] [kuberay-operator] [kueue]   (default: all)
 # Env:   GO (default: go), FORCE=1 rebuilds regardless of the stamps.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -59,15 +66,6 @@ inputs_hash() {
   } | sha256
 }
 
-# version_of NAME BINARY prints what the binary says it is. Kueue's manager
-# has no --version flag (it would start): its version is the one linked in.
-version_of() {
-  case "$1" in
-    kueue) printf 'kueue %s (linked in with -X)' "${KUEUE_VERSION}" ;;
-    *) "$2" --version 2>&1 | head -n1 ;;
-  esac
-}
-
 # build NAME MODULE_DIR PACKAGE LDFLAGS
 build() {
   local name="$1" dir="${ROOT}/$2" pkg="$3" ldflags="$4"
@@ -98,8 +96,19 @@ build() {
   log "${name}: built in $((SECONDS - start))s ($(du -h "${out}" | cut -f1)): $(version_of "${name}" "${out}")"
 }
 
+# version_of NAME BINARY prints the version BINARY reports, or, for a binary
+# without a --version flag, the version its tool module pins (Kueue's is
+# linked in; its manager would start rather than print it).
+version_of() {
+  case "$1" in
+    kueue) printf 'kueue %s (linked in with -X)' "${KUEUE_VERSION}" ;;
+    kuberay-operator) (cd "${ROOT}/hack/tools/kuberay" && "${GO}" list -m -f '{{.Path}} {{.Version}}' github.com/ray-project/kuberay/ray-operator) ;;
+    *) "$2" --version 2>&1 | head -n1 ;;
+  esac
+}
+
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler kueue)
+[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler kuberay-operator kueue)
 
 for t in "${targets[@]}"; do
   case "${t}" in
@@ -108,7 +117,8 @@ for t in "${targets[@]}"; do
     kube-scheduler) build kube-scheduler hack/tools/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "${KUBE_LDFLAGS}" ;;
     etcd) build etcd hack/tools/etcd . "-s -w" ;;
     kwok) build kwok hack/tools/kwok sigs.k8s.io/kwok/cmd/kwok "-s -w" ;;
+    kuberay-operator) build kuberay-operator hack/tools/kuberay github.com/ray-project/kuberay/ray-operator "-s -w" ;;
     kueue) build kueue hack/tools/kueue sigs.k8s.io/kueue/cmd/kueue "${KUEUE_LDFLAGS}" ;;
-    *) log "unknown target: ${t} (want kube-apiserver, etcd, kube-controller-manager, kwok, kube-scheduler or kueue)"; exit 2 ;;
+    *) log "unknown target: ${t} (want kube-apiserver, etcd, kube-controller-manager, kwok, kube-scheduler, kuberay-operator or kueue)"; exit 2 ;;
   esac
 done

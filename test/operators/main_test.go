@@ -1,0 +1,156 @@
+package operators
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+)
+
+var (
+	cp  *controlplane.ControlPlane
+	dyn dynamic.Interface
+	// operatorBin is bin/kuberay-operator (in controlplane.AssetsDir).
+	operatorBin string
+)
+
+var (
+	crdGVR          = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	rayClusterGVR   = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}
+	coschedulingGVR = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+	volcanoGVR      = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+)
+
+// kuberayModule is the Go module of KubeRay's operator; hack/tools/kuberay
+// pins its version.
+const kuberayModule = "github.com/ray-project/kuberay/ray-operator"
+
+func TestMain(m *testing.M) {
+	if err := app.ApplyLogging(); err != nil {
+		fmt.Fprintln(os.Stderr, "applying the logging configuration:", err)
+		os.Exit(1)
+	}
+	controlplane.RunTests("operators", &cp, func() int {
+		if err := setUp(); err != nil {
+			fmt.Fprintln(os.Stderr, "operators:", err)
+			return 1
+		}
+		return m.Run()
+	})
+}
+
+// setUp finds the operator binary and installs the CRDs: the minimal
+// PodGroup CRDs of config/crds/third-party and KubeRay's own.
+func setUp() error {
+	assets, err := controlplane.AssetsDir()
+	if err != nil {
+		return err
+	}
+	operatorBin = filepath.Join(assets, "kuberay-operator")
+	if _, err := os.Stat(operatorBin); err != nil {
+		return fmt.Errorf("KubeRay operator missing (build it with 'make control-plane'): %w", err)
+	}
+	if dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
+		return fmt.Errorf("creating a dynamic client: %w", err)
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crds", "third-party", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no CRDs in config/crds/third-party (%v)", err)
+	}
+	rayCRDs, err := kuberayCRDs()
+	if err != nil {
+		return err
+	}
+	if err := installCRDs(append(files, rayCRDs...)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// kuberayCRDs returns the CRD files of the KubeRay version that
+// hack/tools/kuberay pins, from the Go module cache (downloading the
+// module if it is not there yet).
+func kuberayCRDs() ([]string, error) {
+	toolDir := filepath.Join("..", "..", "hack", "tools", "kuberay")
+	goCmd := os.Getenv("GO")
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	cmd := exec.Command(goCmd, "mod", "download", "-json", kuberayModule)
+	cmd.Dir = toolDir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("finding module %s in %s: %w: %s", kuberayModule, toolDir, err, strings.TrimSpace(stderr.String()))
+	}
+	var mod struct{ Dir, Version, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return nil, fmt.Errorf("decoding 'go mod download -json %s': %w", kuberayModule, err)
+	}
+	if mod.Error != "" || mod.Dir == "" {
+		return nil, fmt.Errorf("module %s: no directory in the module cache: %s", kuberayModule, mod.Error)
+	}
+	files, err := filepath.Glob(filepath.Join(mod.Dir, "config", "crd", "bases", "ray.io_*.yaml"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("module %s@%s: no CRDs under %s/config/crd/bases (%v)", kuberayModule, mod.Version, mod.Dir, err)
+	}
+	return files, nil
+}
+
+// installCRDs creates the CRDs in files and waits until each is served.
+func installCRDs(files []string) error {
+	ctx := context.Background()
+	var served []schema.GroupVersionResource
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("reading CRD %s: %w", f, err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
+			return fmt.Errorf("decoding CRD %s: %w", f, err)
+		}
+		if _, err := dyn.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating CRD %s from %s: %w", obj.GetName(), f, err)
+		}
+		group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "plural")
+		versions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			if name, _ := m["name"].(string); name != "" && m["served"] == true {
+				served = append(served, schema.GroupVersionResource{Group: group, Version: name, Resource: plural})
+			}
+		}
+	}
+	for _, gvr := range served {
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, last = dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
+			return last == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD of %s never served: %w", gvr, errors.Join(err, last))
+		}
+	}
+	return nil
+}
