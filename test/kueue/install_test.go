@@ -156,7 +156,8 @@ func freePort(host string) (int, error) {
 // release configuration (the ConfigMap's file).
 func installKueue(ctx context.Context, objs []*unstructured.Unstructured, host string, port int) (map[string]any, error) {
 	var release map[string]any
-	var crds, rest []*unstructured.Unstructured
+	// first: the Namespace, then the CRDs; others after them.
+	var first, others []*unstructured.Unstructured
 	for _, o := range objs {
 		switch {
 		case o.GetKind() == "Deployment",
@@ -173,23 +174,23 @@ func installKueue(ctx context.Context, objs []*unstructured.Unstructured, host s
 			// No pods back it here: its endpoint is the EndpointSlice below.
 			unstructured.RemoveNestedField(o.Object, "spec", "selector")
 		case o.GetKind() == "CustomResourceDefinition":
-			crds = append(crds, o)
+			first = append(first, o)
 			continue
 		case o.GetKind() == "Namespace":
-			crds = append([]*unstructured.Unstructured{o}, crds...)
+			first = append([]*unstructured.Unstructured{o}, first...)
 			continue
 		}
-		rest = append(rest, o)
+		others = append(others, o)
 	}
 	if release == nil {
 		return nil, fmt.Errorf("Kueue's manifests have no ConfigMap %s", kueueConfigMap)
 	}
-	for _, o := range append(crds, rest...) {
+	for _, o := range append(first, others...) {
 		if err := createObject(ctx, o); err != nil {
 			return nil, err
 		}
 	}
-	for _, crd := range crds {
+	for _, crd := range first {
 		if crd.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
