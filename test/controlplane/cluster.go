@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -233,8 +234,13 @@ func tail(path string, n int) string {
 // CreateKwokNode creates node as a node of the simulated kubelets: KWOK
 // reports it Ready, renews its Lease, and runs the pods bound to it (see
 // kwok.yaml). Capacity and allocatable are node.Status's (allocatable
-// defaults to capacity and the reverse); KWOK keeps them. It returns once
-// the node is Ready.
+// defaults to capacity and the reverse); KWOK keeps them.
+//
+// The node joins as a real one does: tainted node.kubernetes.io/not-ready
+// (NoSchedule) until its kubelet reports it Ready, when the taint is
+// removed (the node lifecycle controller's job, which does not run by
+// default). A pod bound to it before KWOK manages it would never start.
+// It returns once the node is Ready and untainted.
 func CreateKwokNode(ctx context.Context, client kubernetes.Interface, node *v1.Node) (*v1.Node, error) {
 	node = node.DeepCopy()
 	node.ResourceVersion = ""
@@ -242,6 +248,8 @@ func CreateKwokNode(ctx context.Context, client kubernetes.Interface, node *v1.N
 		node.Labels = map[string]string{}
 	}
 	node.Labels[KwokNodeLabel] = KwokNodeLabelValue
+	taints := node.Spec.Taints
+	node.Spec.Taints = append(slices.Clone(taints), v1.Taint{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule})
 	status := node.Status
 	if status.Allocatable == nil {
 		status.Allocatable = status.Capacity
@@ -271,9 +279,21 @@ func CreateKwokNode(ctx context.Context, client kubernetes.Interface, node *v1.N
 		return NodeReady(n) && len(n.Status.Allocatable) > 0, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("node %s never became Ready under KWOK (is bin/kwok running? status %+v): %w", node.Name, last.Status.Conditions, err)
+		var conditions []v1.NodeCondition
+		if last != nil {
+			conditions = last.Status.Conditions
+		}
+		return nil, fmt.Errorf("node %s never became Ready under KWOK (is bin/kwok running? conditions %+v): %w", node.Name, conditions, err)
 	}
-	return last, nil
+	untainted, err := json.Marshal(map[string]any{"spec": map[string]any{"taints": taints}})
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", node.Name, err)
+	}
+	ready, err := client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, untainted, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("removing the not-ready taint of node %s: %w", node.Name, err)
+	}
+	return ready, nil
 }
 
 // LoseNode makes the simulated kubelet of node name stop, by removing its

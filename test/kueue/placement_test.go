@@ -542,20 +542,14 @@ func createNamespace(t *testing.T, prefix string) string {
 }
 
 // addNode makes a KWOK node of 1 CPU join the cluster as a real node
-// does: tainted node.kubernetes.io/not-ready until its kubelet reports it
-// Ready (the node lifecycle controller, not run here, would then remove
-// the taint; the test does). So no pod is bound to it before its
-// simulated kubelet manages it. The node is deleted when the test ends.
+// does: CreateKwokNode taints it node.kubernetes.io/not-ready until its
+// simulated kubelet reports it Ready, so no pod is bound to it before
+// KWOK manages it. The node is deleted when the test ends.
 func addNode(t *testing.T, name string) {
 	t.Helper()
-	n := st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{"cpu": "1", "memory": "8Gi", "pods": "110"}).
-		Taint(v1.TaintNodeNotReady, "", v1.TaintEffectNoSchedule).Obj()
+	n := st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{"cpu": "1", "memory": "8Gi", "pods": "110"}).Obj()
 	if _, err := controlplane.CreateKwokNode(t.Context(), cp.Client, n); err != nil {
 		t.Fatalf("creating node %s: %v", name, err)
 	}
 	t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	patch := []byte(`{"spec":{"taints":null}}`)
-	if _, err := cp.Client.CoreV1().Nodes().Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("removing the not-ready taint of node %s: %v", name, err)
-	}
 }
