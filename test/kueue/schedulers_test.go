@@ -1,12 +1,10 @@
 package kueue
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,8 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/inproc"
 )
 
 // scheduler is one of the two schedulers a Job is run under.
@@ -105,28 +103,5 @@ func startKubeScheduler(t *testing.T) (stop func()) {
 // with its default profile.
 func startBatchScheduler(t *testing.T) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := app.NewSchedulerCommand()
-	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath, "--leader-elect=false", "--secure-port=0"})
-	cmd.SetContext(ctx)
-	var stderr strings.Builder
-	cmd.SetErr(&stderr)
-	done := make(chan int, 1)
-	go func() { done <- app.Execute(cmd) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("batch-scheduler exited with %d: %s", code, stderr.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("batch-scheduler did not stop within 30s of being cancelled")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return inproc.StartScheduler(t, cp.KubeconfigPath)
 }

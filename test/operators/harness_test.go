@@ -19,9 +19,9 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/inproc"
 	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
 
@@ -342,29 +342,11 @@ func createNamespace(t *testing.T) string {
 // pods of every scheduler name KubeRay's integrations set.
 func startScheduler(t *testing.T, nodeSelector string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := app.NewSchedulerCommand()
-	args := []string{"--kubeconfig", cp.KubeconfigPath, "--leader-elect=false", "--secure-port=0", "--node-selector", nodeSelector}
+	args := []string{"--node-selector", nodeSelector}
 	for _, in := range integrations {
 		args = append(args, "--scheduler-name", in.schedulerName)
 	}
-	cmd.SetArgs(args)
-	cmd.SetContext(ctx)
-	var stderr strings.Builder
-	cmd.SetErr(&stderr)
-	done := make(chan int, 1)
-	go func() { done <- app.Execute(cmd) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("batch-scheduler exited with %d: %s", code, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("batch-scheduler did not stop within 30s")
-		}
-	})
+	inproc.StartScheduler(t, cp.KubeconfigPath, args...)
 }
 
 // operator is a running bin/kuberay-operator.

@@ -17,6 +17,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/inproc"
 	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
 
@@ -34,25 +35,7 @@ func TestMain(m *testing.M) {
 // ends, with no serving port.
 func startScheduler(t *testing.T, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := app.NewSchedulerCommand()
-	cmd.SetArgs(append([]string{"--kubeconfig", cp.KubeconfigPath, "--leader-elect=false", "--secure-port=0"}, args...))
-	cmd.SetContext(ctx)
-	var stderr strings.Builder
-	cmd.SetErr(&stderr)
-	done := make(chan int, 1)
-	go func() { done <- app.Execute(cmd) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("batch-scheduler exited with %d: %s", code, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("batch-scheduler did not stop within 30s")
-		}
-	})
+	inproc.StartScheduler(t, cp.KubeconfigPath, args...)
 }
 
 // setup makes a namespace, and nodes of the simulated kubelets with cpu
