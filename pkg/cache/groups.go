@@ -1,53 +1,273 @@
 package cache
 
 import (
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
-// groupKey names a group object: its kind and the job it defines.
+// groupKey names a group object: its kind, namespace and name.
 type groupKey struct {
-	kind framework.GroupKind
-	job  framework.JobID
+	kind      framework.GroupKind
+	namespace string
+	name      string
 }
 
-// groupKinds are the kinds a job's policies are looked up for.
-var groupKinds = []framework.GroupKind{framework.GroupKindNative, framework.GroupKindCoscheduling,
+// explicitGroupKinds are the kinds of group objects pods name explicitly;
+// the job of such an object has the object's name.
+var explicitGroupKinds = []framework.GroupKind{framework.GroupKindNative, framework.GroupKindCoscheduling,
 	framework.GroupKindVolcano, framework.GroupKindJob}
+
+// isExplicitGroupKind reports whether kind is one of explicitGroupKinds.
+func isExplicitGroupKind(kind framework.GroupKind) bool {
+	for _, k := range explicitGroupKinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// SetOwnerGangs implements eventhandlers.OwnerGangCache: pods that name no
+// group explicitly are put in the gang of their owner when its kind is in
+// kinds. It fails once the cache runs.
+func (c *SchedulerCache) SetOwnerGangs(kinds framework.OwnerKinds) error {
+	// runMu and mu never nest (see doc.go): Run and SetOwnerGangs are
+	// both called while the scheduler is set up, one after the other.
+	c.runMu.Lock()
+	started := c.started
+	c.runMu.Unlock()
+	if started {
+		return errors.New("setting the owner kinds of inferred gangs: the cache is already running")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.tasks) > 0 {
+		return errors.New("setting the owner kinds of inferred gangs: the cache already holds pods")
+	}
+	c.ownerKinds = kinds
+	klog.V(2).InfoS("Inferring gangs from pod owners", "kinds", kinds.String())
+	return nil
+}
+
+// resolverLocked returns the rule that puts pods in jobs: explicit
+// signals, then the owner kinds of SetOwnerGangs, whose policies may make
+// an owner's pods independent. The caller holds mu (for reading at
+// least) while it uses the resolver.
+func (c *SchedulerCache) resolverLocked() framework.GroupResolver {
+	if c.ownerKinds == 0 {
+		return framework.GroupResolver{}
+	}
+	return framework.GroupResolver{Owners: c.ownerKinds, Independent: c.independentLocked}
+}
+
+// independentLocked reports whether the policy of an owner object makes
+// its pods independent. The caller holds mu.
+func (c *SchedulerCache) independentLocked(kind framework.GroupKind, namespace, object string) bool {
+	p := c.groupPolicies[groupKey{kind: kind, namespace: namespace, name: object}]
+	return p != nil && p.Err == nil && p.Independent
+}
+
+// membershipLocked resolves pod's group. The caller holds mu.
+func (c *SchedulerCache) membershipLocked(pod *v1.Pod) framework.Membership {
+	return c.resolverLocked().Resolve(pod)
+}
+
+// jobIDForPod returns the job pod belongs to by the cache's rule, for the
+// consistency checker. It takes mu for reading only when the pod's gang
+// is inferred from an owner, whose policy may make its pods independent.
+func (c *SchedulerCache) jobIDForPod(pod *v1.Pod) framework.JobID {
+	c.mu.RLock()
+	kinds := c.ownerKinds
+	c.mu.RUnlock()
+	if kinds == 0 || len(framework.PodGroupRefs(pod)) > 0 {
+		return framework.JobIDForPod(pod)
+	}
+	if _, ok := framework.InferredGroupRef(pod, kinds); !ok {
+		return framework.JobIDForPod(pod)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.resolverLocked().JobID(pod)
+}
+
+// ownerKeyLocked returns the owner object a gang of pod would be inferred
+// from: set for a pod without explicit signals whose owner's kind is
+// inferred, whether or not the owner's policy makes its pods independent.
+// The caller holds mu.
+func (c *SchedulerCache) ownerKeyLocked(pod *v1.Pod) (groupKey, bool) {
+	if c.ownerKinds == 0 || len(framework.PodGroupRefs(pod)) > 0 {
+		return groupKey{}, false
+	}
+	ref, ok := framework.InferredGroupRef(pod, c.ownerKinds)
+	if !ok {
+		return groupKey{}, false
+	}
+	return groupKey{kind: ref.Kind, namespace: pod.Namespace, name: ref.Object}, true
+}
+
+// indexOwnerLocked keeps ownerTasks in step when the cache's task of a
+// pod changes from oldPod (nil: none) to newPod (nil: gone). The caller
+// holds mu.
+func (c *SchedulerCache) indexOwnerLocked(uid types.UID, oldPod, newPod *v1.Pod) {
+	if c.ownerKinds == 0 {
+		return
+	}
+	var oldKey, newKey groupKey
+	var hadOld, hasNew bool
+	if oldPod != nil {
+		oldKey, hadOld = c.ownerKeyLocked(oldPod)
+	}
+	if newPod != nil {
+		newKey, hasNew = c.ownerKeyLocked(newPod)
+	}
+	if hadOld == hasNew && oldKey == newKey {
+		return
+	}
+	if hadOld {
+		if set := c.ownerTasks[oldKey]; set != nil {
+			delete(set, uid)
+			if len(set) == 0 {
+				delete(c.ownerTasks, oldKey)
+			}
+		}
+	}
+	if hasNew {
+		set := c.ownerTasks[newKey]
+		if set == nil {
+			set = map[types.UID]struct{}{}
+			c.ownerTasks[newKey] = set
+		}
+		set[uid] = struct{}{}
+	}
+}
 
 // SetGroupPolicy implements eventhandlers.GroupPolicyCache: it records
 // what the group object of kind named name in namespace says about its
-// gang (nil: the object is gone), re-validates the job if it exists, and
-// raises framework.EventGangGroupChange so that the job is retried.
+// gangs (nil: the object is gone), re-validates them, and raises
+// framework.EventGangGroupChange for each, so that they are retried.
+//
+// The gangs of an object are the job of its name, for the kinds pods name
+// explicitly, and the jobs inferred from it as the owner of their pods
+// (see SetOwnerGangs): one per LeaderWorkerSet group. A change of
+// GroupPolicy.Independent moves the owner's pods between its gang and
+// jobs of their own.
 func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, name string, p *framework.GroupPolicy) {
-	id := framework.JobID{Namespace: namespace, Name: name, Gang: true}
-	key := groupKey{kind: kind, job: id}
+	key := groupKey{kind: kind, namespace: namespace, name: name}
 	c.mu.Lock()
 	old, had := c.groupPolicies[key]
 	if (!had && p == nil) || (had && p != nil && samePolicy(old, p)) {
-		// Nothing the job sees changed (a status update, say, or a Job
+		// Nothing the jobs see changed (a status update, say, or a Job
 		// that does not opt in): no event.
 		c.mu.Unlock()
 		return
 	}
+	wasIndependent := c.independentLocked(kind, namespace, name)
 	if p == nil {
 		delete(c.groupPolicies, key)
 	} else {
 		c.groupPolicies[key] = p
 	}
-	if job, ok := c.jobs[id]; ok {
-		job.SetGroupPolicy(kind, p)
+	var changed []framework.JobID
+	if isExplicitGroupKind(kind) {
+		id := framework.JobID{Namespace: namespace, Name: name, Gang: true}
+		if job, ok := c.jobs[id]; ok {
+			job.SetGroupPolicy(kind, p)
+		}
+		changed = append(changed, id)
+	}
+	if framework.IsOwnerKind(kind) {
+		if c.independentLocked(kind, namespace, name) != wasIndependent {
+			c.rekeyOwnerLocked(key)
+		}
+		seen := map[framework.JobID]bool{}
+		for uid := range c.ownerTasks[key] {
+			t := c.tasks[uid]
+			if t == nil || t.Job.Owner != kind || seen[t.Job] {
+				continue
+			}
+			seen[t.Job] = true
+			if job, ok := c.jobs[t.Job]; ok {
+				job.SetGroupPolicy(kind, p)
+				changed = append(changed, t.Job)
+			}
+		}
 	}
 	c.mu.Unlock()
-	c.queue.MoveAllToActiveOrBackoffQueue(framework.EventGangGroupChange, nil, &framework.GangGroupChange{Job: id})
+	for _, id := range changed {
+		c.queue.MoveAllToActiveOrBackoffQueue(framework.EventGangGroupChange, nil, &framework.GangGroupChange{Job: id})
+	}
 }
 
-// applyGroupPoliciesLocked gives a new job the policies recorded for it.
-func (c *SchedulerCache) applyGroupPoliciesLocked(job *framework.JobInfo) {
+// rekeyOwnerLocked puts every task of the owner key's pods in the job the
+// cache's rule now gives it, after the owner's policy started or stopped
+// making its pods independent. The caller holds mu.
+func (c *SchedulerCache) rekeyOwnerLocked(key groupKey) {
+	uids := make([]types.UID, 0, len(c.ownerTasks[key]))
+	for uid := range c.ownerTasks[key] {
+		uids = append(uids, uid)
+	}
+	moved := 0
+	for _, uid := range uids {
+		t := c.tasks[uid]
+		if t == nil || c.membershipLocked(t.Pod).JobID(t.Pod.Namespace, t.Pod.Name) == t.Job {
+			continue
+		}
+		moved++
+		switch t.Status {
+		case framework.TaskAssumed:
+			if a := c.assumed[uid]; a.pending != nil {
+				c.updateAssumedLocked(t, a.pending)
+			} else {
+				c.moveAssumedLocked(t)
+			}
+		default:
+			c.setTaskLocked(c.ownTask(t.Pod))
+		}
+	}
+	if moved > 0 {
+		klog.V(2).InfoS("Owner's pods changed jobs: its policy now says they are independent, or no longer",
+			"kind", key.kind, "owner", klog.KRef(key.namespace, key.name), "pods", moved)
+	}
+}
+
+// moveAssumedLocked moves the assumed task t, whose pod the informer no
+// longer reports pending, to the job the cache's rule gives it, keeping
+// the assumption. The caller holds mu.
+func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
+	uid := t.Pod.UID
+	nt := framework.NewAssumedTaskInfoInGroup(t.Pod, t.NodeName, t.Requests, c.membershipLocked(t.Pod))
+	c.removeFromJobLocked(t)
+	c.tasks[uid] = nt
+	c.jobForTaskLocked(nt).SetTask(nt)
+	info, item := c.accountedNodeLocked(nt.NodeName)
+	if info == nil || !info.RemoveTask(uid) {
+		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(nt.Pod), "node", nt.NodeName)
+		info, item = c.accountingNodeLocked(nt.NodeName, usageOwner{pod: nt.Pod})
+	}
+	info.AddTask(nt)
+	c.releaseNodeLocked(info, item)
+}
+
+// applyGroupPoliciesLocked gives a new job, whose first task is t, the
+// policies recorded for it: those of the objects of its name for a gang
+// named explicitly, that of its owner for an inferred one.
+func (c *SchedulerCache) applyGroupPoliciesLocked(job *framework.JobInfo, t *framework.TaskInfo) {
 	if !job.ID.Gang || len(c.groupPolicies) == 0 {
 		return
 	}
-	for _, kind := range groupKinds {
-		if p, ok := c.groupPolicies[groupKey{kind: kind, job: job.ID}]; ok {
+	if kind := job.ID.Owner; kind != "" {
+		if p, ok := c.groupPolicies[groupKey{kind: kind, namespace: job.ID.Namespace, name: t.GroupObject}]; ok {
+			job.SetGroupPolicy(kind, p)
+		}
+		return
+	}
+	for _, kind := range explicitGroupKinds {
+		if p, ok := c.groupPolicies[groupKey{kind: kind, namespace: job.ID.Namespace, name: job.ID.Name}]; ok {
 			job.SetGroupPolicy(kind, p)
 		}
 	}
@@ -61,6 +281,6 @@ func samePolicy(a, b *framework.GroupPolicy) bool {
 		}
 		return p.Err.Error()
 	}
-	return a.MinMember == b.MinMember && a.Source == b.Source &&
+	return a.MinMember == b.MinMember && a.Source == b.Source && a.Independent == b.Independent &&
 		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && errText(a) == errText(b)
 }

@@ -60,7 +60,10 @@ type namedRegistration struct {
 // nodes only if they match Options.NodeSelector (a node that stops
 // matching is delivered as deleted). If h is an
 // eventhandlers.DynamicResourceRequester, a dynamic informer serves each
-// resource it asks for. Custom informers are started whatever
+// resource it asks for; if it is an eventhandlers.DiscoveredResourceRequester,
+// a dynamic informer serves each resource it asks for that the API server
+// serves, found by discovery now and every Options.RediscoveryPeriod (see
+// discovery.go). Custom informers are started whatever
 // Options.Resources says.
 //
 // Run also starts the expiry of assumed pods (see FinishBinding), which
@@ -88,8 +91,9 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	if factory == nil {
 		factory = NewInformerFactory(c.opts.Client, c.opts.ResyncPeriod)
 	}
+	disc := c.newDiscoverer(h, gvrs)
 	var dynamicFactory dynamicinformer.DynamicSharedInformerFactory
-	if len(gvrs) > 0 {
+	if len(gvrs) > 0 || disc != nil {
 		dynamicFactory = dynamicinformer.NewDynamicSharedInformerFactory(c.opts.DynamicClient, c.opts.ResyncPeriod)
 	}
 
@@ -97,23 +101,11 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	base := c.opts.Clock.Now()
 	since := func() int64 { return int64(c.opts.Clock.Since(base)) }
 	register := func(name string, resource framework.EventResource, informer toolscache.SharedIndexInformer) error {
-		handler, err := c.eventHandlerFor(resource, h)
+		r, err := c.register(h, name, resource, informer, since)
 		if err != nil {
 			return err
 		}
-		tracker := newEventTracker(name, since)
-		reg, err := informer.AddEventHandler(trackingHandler{next: handler, handled: &tracker.handled})
-		if err != nil {
-			return fmt.Errorf("registering the event handler on the %s informer: %w", name, err)
-		}
-		probe, err := informer.AddEventHandler(tracker.probe())
-		if err != nil {
-			if rmErr := informer.RemoveEventHandler(reg); rmErr != nil {
-				klog.ErrorS(rmErr, "Removing event handler after a failed start", "informer", name)
-			}
-			return fmt.Errorf("registering the backlog probe on the %s informer: %w", name, err)
-		}
-		regs = append(regs, namedRegistration{name: name, informer: informer, reg: reg, probe: probe, tracker: tracker})
+		regs = append(regs, r)
 		return nil
 	}
 	err = func() error {
@@ -164,6 +156,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	c.registrations = regs
 	c.syncReporter, _ = h.(eventhandlers.SyncReporter)
 	c.started = true
+	c.discovery.pending = disc != nil
 	c.warnUnservedResources(gvrs)
 
 	factory.StartWithContext(ctx)
@@ -172,6 +165,10 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	}
 	for _, ci := range c.customInformers {
 		go ci.Informer.RunWithContext(ctx)
+	}
+	if disc != nil {
+		disc.factory, disc.since = dynamicFactory, since
+		go disc.run(ctx)
 	}
 	if runner, ok := h.(eventhandlers.Runner); ok {
 		go runner.Run(ctx)
@@ -187,8 +184,33 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		}
 	}()
 	klog.InfoS("Scheduler cache running", "schedulerNames", c.opts.SchedulerNames,
-		"informers", len(regs), "dynamicResources", len(gvrs), "customInformers", len(c.customInformers))
+		"informers", len(regs), "dynamicResources", len(gvrs), "customInformers", len(c.customInformers),
+		"discoveredCandidates", disc.size())
 	return nil
+}
+
+// register registers h's methods for resource on informer, behind the
+// event counting and panic recovery of a dispatcher and with the backlog
+// probe, as name. The caller holds runMu.
+func (c *SchedulerCache) register(h eventhandlers.Interface, name string, resource framework.EventResource,
+	informer toolscache.SharedIndexInformer, since func() int64) (namedRegistration, error) {
+	handler, err := c.eventHandlerFor(resource, h)
+	if err != nil {
+		return namedRegistration{}, err
+	}
+	tracker := newEventTracker(name, since)
+	reg, err := informer.AddEventHandler(trackingHandler{next: handler, handled: &tracker.handled})
+	if err != nil {
+		return namedRegistration{}, fmt.Errorf("registering the event handler on the %s informer: %w", name, err)
+	}
+	probe, err := informer.AddEventHandler(tracker.probe())
+	if err != nil {
+		if rmErr := informer.RemoveEventHandler(reg); rmErr != nil {
+			klog.ErrorS(rmErr, "Removing event handler after a failed start", "informer", name)
+		}
+		return namedRegistration{}, fmt.Errorf("registering the backlog probe on the %s informer: %w", name, err)
+	}
+	return namedRegistration{name: name, informer: informer, reg: reg, probe: probe, tracker: tracker}, nil
 }
 
 // nativeInformers are the native informers Run may start, in the order it
@@ -550,15 +572,20 @@ func (c *SchedulerCache) WaitForHandlersSync(ctx context.Context) error {
 
 // HandlersSynced reports whether every event handler Run registered has
 // received its informer's initial list, and names those that have not,
-// sorted. Before Run it reports false and no names.
+// sorted. Before Run it reports false and no names. While the first
+// discovery of the resources the handler asked to be discovered has not
+// succeeded, "discovery" is among the names.
 func (c *SchedulerCache) HandlersSynced() (bool, []string) {
 	c.runMu.Lock()
-	started, regs, reporter := c.started, c.registrations, c.syncReporter
+	started, regs, reporter, discovering := c.started, c.registrations, c.syncReporter, c.discovery.pending
 	c.runMu.Unlock()
 	if !started {
 		return false, nil
 	}
 	var unsynced []string
+	if discovering {
+		unsynced = append(unsynced, discoverySyncName)
+	}
 	for _, r := range regs {
 		if !r.reg.HasSynced() {
 			unsynced = append(unsynced, r.name)
