@@ -72,7 +72,9 @@ type discoveringHandler struct {
 
 var _ eventhandlers.DiscoveredResourceRequester = (*discoveringHandler)(nil)
 
-func (h *discoveringHandler) DiscoveredResources() []eventhandlers.DiscoveredResource { return h.resources }
+func (h *discoveringHandler) DiscoveredResources() []eventhandlers.DiscoveredResource {
+	return h.resources
+}
 
 func (h *discoveringHandler) AddDynamic(gvr schema.GroupVersionResource, obj any) {
 	h.recordingHandler.AddDynamic(gvr, obj)
