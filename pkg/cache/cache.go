@@ -143,6 +143,10 @@ type SchedulerCache struct {
 	// their own (see indexOwnerLocked).
 	ownerKinds framework.OwnerKinds
 	ownerTasks map[groupKey]map[types.UID]struct{}
+	// ownerJobs index the gangs inferred from each owner object (one per
+	// LeaderWorkerSet group), so that its policy reaches them in time
+	// proportional to their number, not to its pods'.
+	ownerJobs map[groupKey]map[framework.JobID]struct{}
 	// assumed holds the state of every task with Status TaskAssumed.
 	assumed map[types.UID]*assumedPod
 	// external holds the external usage by key (see SetExternalUsage).
@@ -247,6 +251,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		jobs:          map[framework.JobID]*framework.JobInfo{},
 		groupPolicies: map[groupKey]*framework.GroupPolicy{},
 		ownerTasks:    map[groupKey]map[types.UID]struct{}{},
+		ownerJobs:     map[groupKey]map[framework.JobID]struct{}{},
 		assumed:       map[types.UID]*assumedPod{},
 		external:      map[string]externalUsage{},
 		caps:          map[string]*resources.Resource{},

@@ -146,6 +146,28 @@ func (c *SchedulerCache) indexOwnerLocked(uid types.UID, oldPod, newPod *v1.Pod)
 	}
 }
 
+// indexOwnerJobLocked adds (or removes) the job of t, a gang inferred
+// from an owner, to ownerJobs, when the job is created (or deleted). The
+// caller holds mu.
+func (c *SchedulerCache) indexOwnerJobLocked(t *framework.TaskInfo, add bool) {
+	if t.Job.Owner == "" {
+		return
+	}
+	key := groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject}
+	set := c.ownerJobs[key]
+	switch {
+	case add && set == nil:
+		c.ownerJobs[key] = map[framework.JobID]struct{}{t.Job: {}}
+	case add:
+		set[t.Job] = struct{}{}
+	case set != nil:
+		delete(set, t.Job)
+		if len(set) == 0 {
+			delete(c.ownerJobs, key)
+		}
+	}
+}
+
 // SetGroupPolicy implements eventhandlers.GroupPolicyCache: it records
 // what the group object of kind named name in namespace says about its
 // gangs (nil: the object is gone), re-validates them, and raises
@@ -184,16 +206,10 @@ func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, nam
 		if c.independentLocked(kind, namespace, name) != wasIndependent {
 			c.rekeyOwnerLocked(key)
 		}
-		seen := map[framework.JobID]bool{}
-		for uid := range c.ownerTasks[key] {
-			t := c.tasks[uid]
-			if t == nil || t.Job.Owner != kind || seen[t.Job] {
-				continue
-			}
-			seen[t.Job] = true
-			if job, ok := c.jobs[t.Job]; ok {
+		for id := range c.ownerJobs[key] {
+			if job, ok := c.jobs[id]; ok {
 				job.SetGroupPolicy(kind, p)
-				changed = append(changed, t.Job)
+				changed = append(changed, id)
 			}
 		}
 	}

@@ -100,8 +100,8 @@ func TestOwnerGangsInTheCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(c.ownerTasks) != 0 {
-		t.Errorf("owner index left: %v", c.ownerTasks)
+	if len(c.ownerTasks) != 0 || len(c.ownerJobs) != 0 {
+		t.Errorf("owner index left: %v %v", c.ownerTasks, c.ownerJobs)
 	}
 }
 
@@ -206,5 +206,26 @@ func checkOwnerIndex(t *testing.T, c *SchedulerCache) {
 	}
 	if indexed != n {
 		t.Errorf("the owner index holds %d pods, want %d", indexed, n)
+	}
+	jobs := 0
+	for id, job := range c.jobs {
+		if id.Owner == "" {
+			continue
+		}
+		jobs++
+		for _, task := range job.Tasks {
+			key := groupKey{kind: id.Owner, namespace: id.Namespace, name: task.GroupObject}
+			if _, in := c.ownerJobs[key][id]; !in {
+				t.Errorf("job %s is not indexed under its owner %v", id, key)
+			}
+			break
+		}
+	}
+	indexedJobs := 0
+	for _, set := range c.ownerJobs {
+		indexedJobs += len(set)
+	}
+	if indexedJobs != jobs {
+		t.Errorf("the owner job index holds %d jobs, want %d", indexedJobs, jobs)
 	}
 }

@@ -224,6 +224,7 @@ func (c *SchedulerCache) jobForTaskLocked(t *framework.TaskInfo) *framework.JobI
 		job = framework.NewJobInfo(t.Job)
 		c.applyGroupPoliciesLocked(job, t)
 		c.jobs[t.Job] = job
+		c.indexOwnerJobLocked(t, true)
 	}
 	return job
 }
@@ -236,6 +237,7 @@ func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 	job.DeleteTask(t.Pod.UID)
 	if len(job.Tasks) == 0 {
 		delete(c.jobs, t.Job)
+		c.indexOwnerJobLocked(t, false)
 	}
 }
 
