@@ -24,8 +24,11 @@ const (
 	VolcanoGroupNameAnnotation = "scheduling.volcano.sh/group-name"
 	// JobGangAnnotation, set to "true" on a pod (in a Job's pod template),
 	// makes the pods of the batch/v1 Job that controls the pod one gang
-	// whose quorum is the Job's parallelism (at most its completions).
-	// Without it a Job's pods are single pods.
+	// whose quorum is the Job's parallelism (at most the completions
+	// left), an explicit signal. Set to "false", it keeps the Job's pods
+	// single pods even where gangs are inferred from Jobs (see
+	// InferredGroupRef). Without it a Job's pods are single pods unless
+	// gangs are inferred from Jobs.
 	JobGangAnnotation = "batch-scheduler.io/job-gang"
 )
 
@@ -178,8 +181,10 @@ func IgnoredGroupSignals(pod *v1.Pod) []string {
 	if v, ok := pod.Annotations[JobGangAnnotation]; ok {
 		owner := metav1.GetControllerOfNoCopy(pod)
 		switch {
+		case v == "false":
+			// Opts the Job's pods out of an inferred gang.
 		case v != "true":
-			out = append(out, fmt.Sprintf("annotation %s=%s is ignored: only \"true\" opts the pods of a Job into one gang", JobGangAnnotation, QuoteValue(v)))
+			out = append(out, fmt.Sprintf("annotation %s=%s is ignored: only \"true\" opts the pods of a Job into one gang, and \"false\" out", JobGangAnnotation, QuoteValue(v)))
 		case owner == nil || owner.Kind != "Job" || !strings.HasPrefix(owner.APIVersion, "batch/"):
 			out = append(out, fmt.Sprintf("annotation %s=true is ignored: no batch/v1 Job controls the pod", JobGangAnnotation))
 		}

@@ -153,7 +153,8 @@ func controllerOfKind(pod *v1.Pod, group, kind string) (string, bool) {
 //     KubeflowJobNameLabel (its launcher's controller is a Job), or a
 //     kubeflow.org MPIJob controller;
 //   - PyTorchJob, RayCluster, Job: a controller owner reference to a
-//     kubeflow.org PyTorchJob, a ray.io RayCluster or a batch Job.
+//     kubeflow.org PyTorchJob, a ray.io RayCluster or a batch Job; a
+//     Job's pod whose JobGangAnnotation is "false" opts out.
 //
 // It does not look at the explicit signals: ResolveGroup does, and they
 // win. The ref's Object is the owner object's name, whose policy
@@ -195,7 +196,7 @@ func InferredGroupRef(pod *v1.Pod, s OwnerKinds) (GroupRef, bool) {
 			return ref(GroupKindRayCluster, name, name, "controller RayCluster")
 		}
 	}
-	if s.Has(GroupKindJob) {
+	if s.Has(GroupKindJob) && pod.Annotations[JobGangAnnotation] != "false" {
 		if name, ok := controllerOfKind(pod, "batch", "Job"); ok {
 			return ref(GroupKindJob, name, name, "controller Job")
 		}

@@ -57,6 +57,7 @@ func TestInferredGroupRef(t *testing.T) {
 			wantKind: GroupKindPyTorchJob, wantName: "pt", wantObj: "pt"},
 		{name: "kind not enabled", pod: mkPod("p", controlledBy("ray.io/v1", "RayCluster", "rc")), kinds: all.Without(GroupKindRayCluster)},
 		{name: "nothing enabled", pod: mkPod("p", controlledBy("batch/v1", "Job", "train"))},
+		{name: "a Job's pod opted out", pod: mkPod("p", controlledBy("batch/v1", "Job", "train"), annotation(JobGangAnnotation, "false")), kinds: all},
 		{name: "a Deployment's pod", pod: mkPod("p", controlledBy("apps/v1", "ReplicaSet", "web-1")), kinds: all},
 	}
 	for _, tt := range tests {
@@ -191,5 +192,16 @@ func TestOwnerKinds(t *testing.T) {
 	}
 	if all.Without(GroupKindJob).Has(GroupKindJob) || !IsOwnerKind(GroupKindJob) || IsOwnerKind(GroupKindVolcano) {
 		t.Error("Without/IsOwnerKind")
+	}
+}
+
+// "false" opts a Job's pods out of an inferred gang and is not reported as
+// ignored; other values still are.
+func TestJobGangOptOutIsNotIgnored(t *testing.T) {
+	if got := IgnoredGroupSignals(mkPod("p", ownedByJob("train"), annotation(JobGangAnnotation, "false"))); len(got) != 0 {
+		t.Errorf("job-gang=false reported as ignored: %v", got)
+	}
+	if got := IgnoredGroupSignals(mkPod("p", ownedByJob("train"), annotation(JobGangAnnotation, "no"))); len(got) != 1 || !strings.Contains(got[0], `"false" out`) {
+		t.Errorf("job-gang=no: %v", got)
 	}
 }
