@@ -275,3 +275,28 @@ func TestOwnerCRDInstalledLater(t *testing.T) {
 	addNode(t, "1")
 	waitBound(t, ns, 2, "both fit")
 }
+
+// An owner whose spec gives no usable quorum keeps its pods waiting, with
+// a message naming the object and the field; fixing it lets them go.
+func TestBrokenOwnerWaits(t *testing.T) {
+	ns, _ := setup(t, 1, "4")
+	startScheduler(t)
+	uid := createOwner(t, rayGVR, ns, "ray.io/v1", "RayCluster", "broken", map[string]any{
+		"workerGroupSpecs": []any{map[string]any{"minReplicas": int64(-1)}}})
+	for _, n := range []string{"broken-head", "broken-w"} {
+		createPod(t, gangPod(ns, n).ControlledBy("ray.io/v1", "RayCluster", "broken", uid).Obj())
+	}
+	waitUnschedulable(t, ns, "broken-head", "RayCluster.ray.io "+ns+"/broken: spec.workerGroupSpecs[0].minReplicas is negative (-1)")
+	stayBound(t, ns, 0, "the RayCluster gives no quorum")
+	u, err := dyn.Resource(rayGVR).Namespace(ns).Get(t.Context(), "broken", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"minReplicas": int64(1)}}, "spec", "workerGroupSpecs"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(rayGVR).Namespace(ns).Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitBound(t, ns, 2, "the RayCluster was fixed")
+}
