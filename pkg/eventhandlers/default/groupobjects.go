@@ -108,13 +108,15 @@ var (
 )
 
 // Run implements eventhandlers.Runner: it writes the status of the gang
-// dialects' PodGroups (pkg/podgroups) until ctx ends. Without gang
-// dialects it returns at once. An embedder that overrides Run must call
-// the embedded one.
+// dialects' PodGroups (pkg/podgroups) until ctx ends (without gang
+// dialects, it only waits for ctx). An embedder that overrides Run must
+// call the embedded one.
 func (h *Handler) Run(ctx context.Context) {
 	if h.statusWriter != nil {
 		h.statusWriter.Run(ctx)
+		return
 	}
+	<-ctx.Done()
 }
 
 // newStatusWriter returns the writer of the PodGroups' status, through a
