@@ -132,14 +132,10 @@ func apiGroup(apiVersion string) string {
 	return ""
 }
 
-// controllerOfKind returns the name of pod's controller when it is an
-// object of kind in group.
-func controllerOfKind(pod *v1.Pod, group, kind string) (string, bool) {
-	owner := metav1.GetControllerOfNoCopy(pod)
-	if owner == nil || owner.Kind != kind || apiGroup(owner.APIVersion) != group || owner.Name == "" {
-		return "", false
-	}
-	return owner.Name, true
+// isController reports whether owner (pod's controller, or nil) is an
+// object of kind in group with a name.
+func isController(owner *metav1.OwnerReference, group, kind string) bool {
+	return owner != nil && owner.Kind == kind && owner.Name != "" && apiGroup(owner.APIVersion) == group
 }
 
 // InferredGroupRef returns the gang pod's owner defines, of the first of
@@ -182,24 +178,18 @@ func InferredGroupRef(pod *v1.Pod, s OwnerKinds) (GroupRef, bool) {
 		if v := pod.Labels[KubeflowJobNameLabel]; v != "" && pod.Labels[KubeflowOperatorNameLabel] == MPIOperatorName {
 			return ref(GroupKindMPIJob, v, v, "label "+KubeflowJobNameLabel+" of MPIJob")
 		}
-		if name, ok := controllerOfKind(pod, "kubeflow.org", "MPIJob"); ok {
-			return ref(GroupKindMPIJob, name, name, "controller MPIJob")
-		}
 	}
-	if s.Has(GroupKindPyTorchJob) {
-		if name, ok := controllerOfKind(pod, "kubeflow.org", "PyTorchJob"); ok {
-			return ref(GroupKindPyTorchJob, name, name, "controller PyTorchJob")
-		}
-	}
-	if s.Has(GroupKindRayCluster) {
-		if name, ok := controllerOfKind(pod, "ray.io", "RayCluster"); ok {
-			return ref(GroupKindRayCluster, name, name, "controller RayCluster")
-		}
-	}
-	if s.Has(GroupKindJob) && pod.Annotations[JobGangAnnotation] != "false" {
-		if name, ok := controllerOfKind(pod, "batch", "Job"); ok {
-			return ref(GroupKindJob, name, name, "controller Job")
-		}
+	owner := metav1.GetControllerOfNoCopy(pod)
+	switch {
+	case owner == nil:
+	case s.Has(GroupKindMPIJob) && isController(owner, "kubeflow.org", "MPIJob"):
+		return ref(GroupKindMPIJob, owner.Name, owner.Name, "controller MPIJob")
+	case s.Has(GroupKindPyTorchJob) && isController(owner, "kubeflow.org", "PyTorchJob"):
+		return ref(GroupKindPyTorchJob, owner.Name, owner.Name, "controller PyTorchJob")
+	case s.Has(GroupKindRayCluster) && isController(owner, "ray.io", "RayCluster"):
+		return ref(GroupKindRayCluster, owner.Name, owner.Name, "controller RayCluster")
+	case s.Has(GroupKindJob) && isController(owner, "batch", "Job") && pod.Annotations[JobGangAnnotation] != "false":
+		return ref(GroupKindJob, owner.Name, owner.Name, "controller Job")
 	}
 	return GroupRef{}, false
 }
