@@ -157,12 +157,12 @@ func (c *SchedulerCache) revertAssumedLocked(t *framework.TaskInfo) (pending boo
 	c.removeFromNodeLocked(t)
 	if a.pending == nil {
 		delete(c.tasks, uid)
-		c.indexOwnerLocked(uid, t.Pod, nil)
+		c.indexOwnerLocked(uid, nil)
 		c.removeFromJobLocked(t)
 	} else {
 		pt := c.ownTask(a.pending)
 		c.tasks[uid] = pt
-		c.indexOwnerLocked(uid, t.Pod, pt.Pod)
+		c.indexOwnerLocked(uid, pt)
 		c.numPending++
 		if pt.Job != t.Job {
 			// Only if the rule that puts pods in jobs gave the pod
@@ -191,7 +191,7 @@ func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Po
 		}
 	}
 	c.tasks[uid] = t
-	c.indexOwnerLocked(uid, old.Pod, t.Pod)
+	c.indexOwnerLocked(uid, t)
 	c.jobForTaskLocked(t).SetTask(t)
 	info, item := c.accountedNodeLocked(t.NodeName)
 	if info == nil || !info.RemoveTask(uid) {

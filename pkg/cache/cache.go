@@ -140,9 +140,10 @@ type SchedulerCache struct {
 	// SetOwnerGangs), and ownerTasks index the tasks whose pods name no
 	// group explicitly by the owner object a gang of theirs is inferred
 	// from, whether their job is that gang or, for an independent owner,
-	// their own (see indexOwnerLocked).
+	// their own; taskOwner is the reverse (see indexOwnerLocked).
 	ownerKinds framework.OwnerKinds
 	ownerTasks map[groupKey]map[types.UID]struct{}
+	taskOwner  map[types.UID]groupKey
 	// ownerJobs index the gangs inferred from each owner object (one per
 	// LeaderWorkerSet group), so that its policy reaches them in time
 	// proportional to their number, not to its pods'.
@@ -251,6 +252,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		jobs:          map[framework.JobID]*framework.JobInfo{},
 		groupPolicies: map[groupKey]*framework.GroupPolicy{},
 		ownerTasks:    map[groupKey]map[types.UID]struct{}{},
+		taskOwner:     map[types.UID]groupKey{},
 		ownerJobs:     map[groupKey]map[framework.JobID]struct{}{},
 		assumed:       map[types.UID]*assumedPod{},
 		external:      map[string]externalUsage{},

@@ -95,40 +95,47 @@ func (c *SchedulerCache) jobIDForPod(pod *v1.Pod) framework.JobID {
 	return c.resolverLocked().JobID(pod)
 }
 
-// ownerKeyLocked returns the owner object a gang of pod would be inferred
-// from: set for a pod without explicit signals whose owner's kind is
-// inferred, whether or not the owner's policy makes its pods independent.
-// The caller holds mu.
-func (c *SchedulerCache) ownerKeyLocked(pod *v1.Pod) (groupKey, bool) {
-	if c.ownerKinds == 0 || len(framework.PodGroupRefs(pod)) > 0 {
+// ownerKeyLocked returns the owner object a gang of t's pod is, or would
+// be, inferred from: set for a pod without explicit signals whose owner's
+// kind is inferred, whether or not the owner's policy makes its pods
+// independent. It reads t's job (built by the cache's rule) so as to look
+// at the pod's signals again only for a pod on its own. The caller holds
+// mu.
+func (c *SchedulerCache) ownerKeyLocked(t *framework.TaskInfo) (groupKey, bool) {
+	switch {
+	case c.ownerKinds == 0:
+		return groupKey{}, false
+	case t.Job.Owner != "":
+		return groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject}, true
+	case t.Job.Gang:
+		// Named explicitly: no owner is looked at.
 		return groupKey{}, false
 	}
-	ref, ok := framework.InferredGroupRef(pod, c.ownerKinds)
+	ref, ok := framework.InferredGroupRef(t.Pod, c.ownerKinds)
 	if !ok {
 		return groupKey{}, false
 	}
-	return groupKey{kind: ref.Kind, namespace: pod.Namespace, name: ref.Object}, true
+	return groupKey{kind: ref.Kind, namespace: t.Pod.Namespace, name: ref.Object}, true
 }
 
-// indexOwnerLocked keeps ownerTasks in step when the cache's task of a
-// pod changes from oldPod (nil: none) to newPod (nil: gone). The caller
-// holds mu.
-func (c *SchedulerCache) indexOwnerLocked(uid types.UID, oldPod, newPod *v1.Pod) {
+// indexOwnerLocked keeps ownerTasks (and taskOwner) in step when the
+// cache's task of the pod with uid becomes t (nil: the pod is gone). The
+// caller holds mu.
+func (c *SchedulerCache) indexOwnerLocked(uid types.UID, t *framework.TaskInfo) {
 	if c.ownerKinds == 0 {
 		return
 	}
-	var oldKey, newKey groupKey
-	var hadOld, hasNew bool
-	if oldPod != nil {
-		oldKey, hadOld = c.ownerKeyLocked(oldPod)
-	}
-	if newPod != nil {
-		newKey, hasNew = c.ownerKeyLocked(newPod)
+	oldKey, hadOld := c.taskOwner[uid]
+	var newKey groupKey
+	var hasNew bool
+	if t != nil {
+		newKey, hasNew = c.ownerKeyLocked(t)
 	}
 	if hadOld == hasNew && oldKey == newKey {
 		return
 	}
 	if hadOld {
+		delete(c.taskOwner, uid)
 		if set := c.ownerTasks[oldKey]; set != nil {
 			delete(set, uid)
 			if len(set) == 0 {
@@ -137,6 +144,7 @@ func (c *SchedulerCache) indexOwnerLocked(uid types.UID, oldPod, newPod *v1.Pod)
 		}
 	}
 	if hasNew {
+		c.taskOwner[uid] = newKey
 		set := c.ownerTasks[newKey]
 		if set == nil {
 			set = map[types.UID]struct{}{}
@@ -259,6 +267,7 @@ func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
 	nt := framework.NewAssumedTaskInfoInGroup(t.Pod, t.NodeName, t.Requests, c.membershipLocked(t.Pod))
 	c.removeFromJobLocked(t)
 	c.tasks[uid] = nt
+	c.indexOwnerLocked(uid, nt)
 	c.jobForTaskLocked(nt).SetTask(nt)
 	info, item := c.accountedNodeLocked(nt.NodeName)
 	if info == nil || !info.RemoveTask(uid) {

@@ -191,9 +191,18 @@ func checkOwnerIndex(t *testing.T, c *SchedulerCache) {
 	defer c.mu.RUnlock()
 	n := 0
 	for uid, task := range c.tasks {
-		key, ok := c.ownerKeyLocked(task.Pod)
+		// The owner, from the pod alone.
+		var key groupKey
+		if len(framework.PodGroupRefs(task.Pod)) > 0 {
+			continue
+		}
+		ref, ok := framework.InferredGroupRef(task.Pod, c.ownerKinds)
 		if !ok {
 			continue
+		}
+		key = groupKey{kind: ref.Kind, namespace: task.Pod.Namespace, name: ref.Object}
+		if c.taskOwner[uid] != key {
+			t.Errorf("pod %s: reverse index %v, want %v", task.Key(), c.taskOwner[uid], key)
 		}
 		n++
 		if _, in := c.ownerTasks[key][uid]; !in {
@@ -204,8 +213,8 @@ func checkOwnerIndex(t *testing.T, c *SchedulerCache) {
 	for _, set := range c.ownerTasks {
 		indexed += len(set)
 	}
-	if indexed != n {
-		t.Errorf("the owner index holds %d pods, want %d", indexed, n)
+	if indexed != n || len(c.taskOwner) != n {
+		t.Errorf("the owner index holds %d pods (reverse %d), want %d", indexed, len(c.taskOwner), n)
 	}
 	jobs := 0
 	for id, job := range c.jobs {

@@ -149,11 +149,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 		}
 	}
 	c.tasks[uid] = t
-	if existed {
-		c.indexOwnerLocked(uid, old.Pod, t.Pod)
-	} else {
-		c.indexOwnerLocked(uid, nil, t.Pod)
-	}
+	c.indexOwnerLocked(uid, t)
 	if t.Status == framework.TaskPending {
 		c.numPending++
 	}
@@ -186,7 +182,7 @@ func (c *SchedulerCache) deleteTaskLocked(uid types.UID) bool {
 	}
 	wasQueued := c.queuedLocked(t)
 	delete(c.tasks, uid)
-	c.indexOwnerLocked(uid, t.Pod, nil)
+	c.indexOwnerLocked(uid, nil)
 	c.removeFromJobLocked(t)
 	if t.OnNode() {
 		c.removeFromNodeLocked(t)
