@@ -199,7 +199,10 @@ func InferredGroupRef(pod *v1.Pod, s OwnerKinds) (GroupRef, bool) {
 // own), Conflict says that the pod's explicit signals name different
 // groups.
 type Membership struct {
-	Ref      GroupRef
+	// Ref is the group; its Kind is empty for a pod on its own.
+	Ref GroupRef
+	// Conflict, when set, says that the pod's explicit signals name
+	// different groups (see TaskInfo.GroupConflict).
 	Conflict string
 }
 
