@@ -58,6 +58,9 @@ type discoverer struct {
 	// eventhandlers.DynamicResourceRequester (started by Run itself), and
 	// those run started.
 	watched map[schema.GroupVersionResource]bool
+	// forbidden are the served resources the scheduler was not allowed to
+	// list, logged once.
+	forbidden map[schema.GroupVersionResource]bool
 	// factory and since are Run's dynamic informer factory and the clock
 	// of its backlog trackers.
 	factory dynamicinformer.DynamicSharedInformerFactory
@@ -97,7 +100,8 @@ func (c *SchedulerCache) newDiscoverer(h eventhandlers.Interface, static []schem
 			"candidates", len(candidates))
 		return nil
 	}
-	d := &discoverer{c: c, h: h, candidates: candidates, watched: map[schema.GroupVersionResource]bool{}}
+	d := &discoverer{c: c, h: h, candidates: candidates, watched: map[schema.GroupVersionResource]bool{},
+		forbidden: map[schema.GroupVersionResource]bool{}}
 	for _, gvr := range static {
 		if seen[gvr] {
 			klog.V(2).InfoS("Resource to discover is watched already as a dynamic resource", "resource", eventhandlers.DynamicResourceName(gvr))
@@ -183,7 +187,7 @@ func (d *discoverer) discover(ctx context.Context, initial bool) error {
 		}
 	}
 	for _, r := range d.candidates {
-		if !served[r.GVR] || d.watched[r.GVR] || d.alternativeWatched(r) {
+		if !served[r.GVR] || d.watched[r.GVR] || d.alternativeWatched(r) || !d.allowed(ctx, r.GVR) {
 			continue
 		}
 		if err := d.start(ctx, r); err != nil {
@@ -195,6 +199,28 @@ func (d *discoverer) discover(ctx context.Context, initial bool) error {
 	}
 	d.rounds++
 	return nil
+}
+
+// allowed reports whether the scheduler may list gvr, trying to list one
+// object: an informer of a resource it may not list would never sync, and
+// hold the sync barrier (and /readyz) forever. A forbidden resource is not
+// watched, and is tried again at the next rediscovery (the RBAC may be
+// fixed meanwhile); it is logged as an error the first time. Any other
+// answer lets the informer start, which retries by itself.
+func (d *discoverer) allowed(ctx context.Context, gvr schema.GroupVersionResource) bool {
+	_, err := d.c.opts.DynamicClient.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+	if !apierrors.IsForbidden(err) {
+		return true
+	}
+	name := eventhandlers.DynamicResourceName(gvr)
+	if !d.forbidden[gvr] {
+		d.forbidden[gvr] = true
+		klog.ErrorS(err, "The scheduler may not list a resource the event handler would like watched; not watching it until it may (grant list and watch on it)",
+			"resource", name)
+	} else {
+		klog.V(2).InfoS("Still not allowed to list a resource the event handler would like watched", "resource", name)
+	}
+	return false
 }
 
 // alternativeWatched reports whether r is one of several versions of

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 )
@@ -235,4 +236,36 @@ func TestDiscoveryWithoutDynamicClient(t *testing.T) {
 	h := &discoveringHandler{recordingHandler: newRecordingHandler(c), resources: []eventhandlers.DiscoveredResource{{GVR: rayGVR}}}
 	mustNoErr(t, "Run", c.Run(t.Context(), h))
 	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(t.Context()))
+}
+
+// A served resource the scheduler may not list is not watched (its
+// informer would never sync and would hold the sync barrier forever)
+// until the RBAC allows it.
+func TestDiscoveredResourceForbidden(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{rayGVR: "RayClusterList"}, object("ray.io/v1", "RayCluster", "rc1"))
+	var mu sync.Mutex
+	forbidden := true
+	dyn.PrependReactor("list", "rayclusters", func(clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if forbidden {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "ray.io", Resource: "rayclusters"}, "", errors.New("RBAC: no"))
+		}
+		return false, nil, nil
+	})
+	disc := &fakeDiscovery{served: map[string][]string{"ray.io/v1": {"rayclusters"}}}
+	c, _ := newTestCache(t, Options{Client: fake.NewClientset(), DynamicClient: dyn, Discovery: disc, RediscoveryPeriod: 20 * time.Millisecond})
+	h := &discoveringHandler{recordingHandler: newRecordingHandler(c), last: map[string]*unstructured.Unstructured{},
+		resources: []eventhandlers.DiscoveredResource{{GVR: rayGVR}}}
+	mustNoErr(t, "Run", c.Run(t.Context(), h))
+	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(t.Context()))
+	rays := eventhandlers.DynamicResourceName(rayGVR)
+	if slices.Contains(registrationNames(c), string(rays)) {
+		t.Fatalf("a resource the scheduler may not list is watched: %v", registrationNames(c))
+	}
+	mu.Lock()
+	forbidden = false
+	mu.Unlock()
+	waitFor(t, "rc1 once allowed", func() bool { return h.has(rays, eventAdd, "default/rc1") })
 }
