@@ -142,8 +142,11 @@ type SchedulerCache struct {
 	// from, whether their job is that gang or, for an independent owner,
 	// their own; taskOwner is the reverse (see indexOwnerLocked).
 	ownerKinds framework.OwnerKinds
-	ownerTasks map[groupKey]map[types.UID]struct{}
-	taskOwner  map[types.UID]groupKey
+	// unlistedOwners are the owner kinds whose resource is served but may
+	// not be listed: not inferred (see setOwnerKindUnavailable).
+	unlistedOwners framework.OwnerKinds
+	ownerTasks     map[groupKey]map[types.UID]struct{}
+	taskOwner      map[types.UID]groupKey
 	// ownerJobs index the gangs inferred from each owner object (one per
 	// LeaderWorkerSet group), so that its policy reaches them in time
 	// proportional to their number, not to its pods'.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // DefaultRediscoveryPeriod is the default of Options.RediscoveryPeriod.
@@ -158,7 +159,8 @@ func (d *discoverer) run(ctx context.Context) {
 // it is retried before anything is watched; later, that group version is
 // skipped until the next round.
 func (d *discoverer) discover(ctx context.Context, initial bool) error {
-	served := map[schema.GroupVersionResource]bool{}
+	// served maps each served resource to its kind.
+	served := map[schema.GroupVersionResource]string{}
 	asked := map[schema.GroupVersion]bool{}
 	for _, r := range d.candidates {
 		gv := r.GVR.GroupVersion()
@@ -183,13 +185,23 @@ func (d *discoverer) discover(ctx context.Context, initial bool) error {
 			continue
 		}
 		for _, ar := range list.APIResources {
-			served[gv.WithResource(ar.Name)] = true
+			served[gv.WithResource(ar.Name)] = ar.Kind
 		}
 	}
 	for _, r := range d.candidates {
-		if !served[r.GVR] || d.watched[r.GVR] || d.alternativeWatched(r) || !d.allowed(ctx, r.GVR) {
+		kind, ok := served[r.GVR]
+		if !ok || d.watched[r.GVR] || d.alternativeWatched(r) {
 			continue
 		}
+		// The owner kind gangs are inferred from, if the resource is one.
+		owner := framework.GroupKind(kind + "." + r.GVR.Group)
+		if !d.allowed(ctx, r.GVR) {
+			d.c.setOwnerKindUnavailable(owner, true)
+			continue
+		}
+		// Before the informer delivers anything: its objects define the
+		// gangs of the kind's pods.
+		d.c.setOwnerKindUnavailable(owner, false)
 		if err := d.start(ctx, r); err != nil {
 			// Registering fails only on a programming error; do not try
 			// again every round.
@@ -205,7 +217,9 @@ func (d *discoverer) discover(ctx context.Context, initial bool) error {
 // object: an informer of a resource it may not list would never sync, and
 // hold the sync barrier (and /readyz) forever. A forbidden resource is not
 // watched, and is tried again at the next rediscovery (the RBAC may be
-// fixed meanwhile); it is logged as an error the first time. Any other
+// fixed meanwhile); it is logged as an error the first time. If it is the
+// resource of an owner kind gangs are inferred from, no gang is inferred
+// from that kind meanwhile (see setOwnerKindUnavailable). Any other
 // answer lets the informer start, which retries by itself.
 func (d *discoverer) allowed(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	_, err := d.c.opts.DynamicClient.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})

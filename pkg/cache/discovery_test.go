@@ -19,6 +19,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 // fakeDiscovery serves the resources it was told to, and fails the first
@@ -57,10 +59,15 @@ func (d *fakeDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIRe
 	}
 	list := &metav1.APIResourceList{GroupVersion: gv}
 	for _, r := range rs {
-		list.APIResources = append(list.APIResources, metav1.APIResource{Name: r}, metav1.APIResource{Name: r + "/status"})
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: r, Kind: resourceKinds[r]},
+			metav1.APIResource{Name: r + "/status", Kind: resourceKinds[r]})
 	}
 	return list, nil
 }
+
+// resourceKinds are the kinds of the fake discovery's resources.
+var resourceKinds = map[string]string{"jobs": "Job", "rayclusters": "RayCluster", "podgroups": "PodGroup",
+	"widgets": "Widget", "pytorchjobs": "PyTorchJob"}
 
 // discoveringHandler asks for resources to be discovered and keeps the
 // last object each dynamic event delivered.
@@ -240,7 +247,8 @@ func TestDiscoveryWithoutDynamicClient(t *testing.T) {
 
 // A served resource the scheduler may not list is not watched (its
 // informer would never sync and would hold the sync barrier forever)
-// until the RBAC allows it.
+// until the RBAC allows it; meanwhile no gang is inferred from its kind,
+// whose owners could never be read.
 func TestDiscoveredResourceForbidden(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{rayGVR: "RayClusterList"}, object("ray.io/v1", "RayCluster", "rc1"))
@@ -256,6 +264,13 @@ func TestDiscoveredResourceForbidden(t *testing.T) {
 	})
 	disc := &fakeDiscovery{served: map[string][]string{"ray.io/v1": {"rayclusters"}}}
 	c, _ := newTestCache(t, Options{Client: fake.NewClientset(), DynamicClient: dyn, Discovery: disc, RediscoveryPeriod: 20 * time.Millisecond})
+	mustNoErr(t, "SetOwnerGangs", c.SetOwnerGangs(framework.AllOwnerKinds()))
+	pod := st.MakePod().Namespace("default").Name("head").UID("head").ControlledBy("ray.io/v1", "RayCluster", "rc1", "u1").Obj()
+	mustNoErr(t, "AddPendingPod", c.AddPendingPod(pod))
+	gang := framework.JobID{Namespace: "default", Name: "rc1", Gang: true, Owner: framework.GroupKindRayCluster}
+	if _, ok := c.Job(gang); !ok {
+		t.Fatal("before discovery the pod does not wait in its RayCluster's gang")
+	}
 	h := &discoveringHandler{recordingHandler: newRecordingHandler(c), last: map[string]*unstructured.Unstructured{},
 		resources: []eventhandlers.DiscoveredResource{{GVR: rayGVR}}}
 	mustNoErr(t, "Run", c.Run(t.Context(), h))
@@ -264,8 +279,17 @@ func TestDiscoveredResourceForbidden(t *testing.T) {
 	if slices.Contains(registrationNames(c), string(rays)) {
 		t.Fatalf("a resource the scheduler may not list is watched: %v", registrationNames(c))
 	}
+	single := framework.JobID{Namespace: "default", Name: "head"}
+	if _, ok := c.Job(single); !ok || c.jobIDForPod(pod) != single {
+		t.Fatalf("with RayClusters unlistable the pod is not on its own (checker says %s)", c.jobIDForPod(pod))
+	}
 	mu.Lock()
 	forbidden = false
 	mu.Unlock()
 	waitFor(t, "rc1 once allowed", func() bool { return h.has(rays, eventAdd, "default/rc1") })
+	if _, ok := c.Job(gang); !ok || c.jobIDForPod(pod) != gang {
+		t.Fatalf("once RayClusters are watched the pod is not in its RayCluster's gang (checker says %s)", c.jobIDForPod(pod))
+	}
+	checkInvariants(t, c)
+	checkOwnerIndex(t, c)
 }

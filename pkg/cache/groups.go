@@ -59,10 +59,52 @@ func (c *SchedulerCache) SetOwnerGangs(kinds framework.OwnerKinds) error {
 // an owner's pods independent. The caller holds mu (for reading at
 // least) while it uses the resolver.
 func (c *SchedulerCache) resolverLocked() framework.GroupResolver {
-	if c.ownerKinds == 0 {
+	owners := c.inferredKindsLocked()
+	if owners == 0 {
 		return framework.GroupResolver{}
 	}
-	return framework.GroupResolver{Owners: c.ownerKinds, Independent: c.independentLocked}
+	return framework.GroupResolver{Owners: owners, Independent: c.independentLocked}
+}
+
+// inferredKindsLocked returns the owner kinds gangs are inferred from
+// now: those of SetOwnerGangs whose resource the scheduler may list. The
+// caller holds mu.
+func (c *SchedulerCache) inferredKindsLocked() framework.OwnerKinds {
+	return c.ownerKinds &^ c.unlistedOwners
+}
+
+// setOwnerKindUnavailable records whether the resource of the owner kind
+// is served but may not be listed (unavailable), found by discovery. No
+// gang is inferred from such a kind: its owners could never be read, and
+// its pods would wait for them forever, so they are scheduled as they
+// were before owners were inferred, on their own (the discovery logs the
+// missing permission). A change moves the kind's pods between their
+// owners' gangs and jobs of their own. Kinds that are not owner kinds, or
+// not inferred, are ignored.
+func (c *SchedulerCache) setOwnerKindUnavailable(kind framework.GroupKind, unavailable bool) {
+	if !framework.IsOwnerKind(kind) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ownerKinds.Has(kind) || c.unlistedOwners.Has(kind) == unavailable {
+		return
+	}
+	if unavailable {
+		c.unlistedOwners = c.unlistedOwners.With(kind)
+	} else {
+		c.unlistedOwners = c.unlistedOwners.Without(kind)
+	}
+	klog.V(2).InfoS("Gangs inferred from an owner kind", "kind", kind, "inferred", !unavailable)
+	var keys []groupKey
+	for key := range c.ownerTasks {
+		if key.kind == kind {
+			keys = append(keys, key)
+		}
+	}
+	for _, key := range keys {
+		c.rekeyOwnerLocked(key)
+	}
 }
 
 // independentLocked reports whether the policy of an owner object makes
@@ -82,7 +124,7 @@ func (c *SchedulerCache) membershipLocked(pod *v1.Pod) framework.Membership {
 // is inferred from an owner, whose policy may make its pods independent.
 func (c *SchedulerCache) jobIDForPod(pod *v1.Pod) framework.JobID {
 	c.mu.RLock()
-	kinds := c.ownerKinds
+	kinds := c.inferredKindsLocked()
 	c.mu.RUnlock()
 	if kinds == 0 || len(framework.PodGroupRefs(pod)) > 0 {
 		return framework.JobIDForPod(pod)
@@ -229,7 +271,8 @@ func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, nam
 
 // rekeyOwnerLocked puts every task of the owner key's pods in the job the
 // cache's rule now gives it, after the owner's policy started or stopped
-// making its pods independent. The caller holds mu.
+// making its pods independent, or the owner's kind started or stopped
+// being inferred. The caller holds mu.
 func (c *SchedulerCache) rekeyOwnerLocked(key groupKey) {
 	uids := make([]types.UID, 0, len(c.ownerTasks[key]))
 	for uid := range c.ownerTasks[key] {
@@ -254,7 +297,7 @@ func (c *SchedulerCache) rekeyOwnerLocked(key groupKey) {
 		}
 	}
 	if moved > 0 {
-		klog.V(2).InfoS("Owner's pods changed jobs: its policy now says they are independent, or no longer",
+		klog.V(2).InfoS("Owner's pods changed jobs: they are now independent of it, or no longer",
 			"kind", key.kind, "owner", klog.KRef(key.namespace, key.name), "pods", moved)
 	}
 }
