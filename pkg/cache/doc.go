@@ -41,7 +41,9 @@
 //     defines (one per LeaderWorkerSet group) and, when it starts or stops
 //     making its pods independent (a Job that runs one pod at a time), its
 //     pods move between its gang and jobs of their own, pending, assumed
-//     or bound.
+//     or bound. They move too when discovery finds that the scheduler may
+//     not list an owner kind's resource (no gang is inferred from it
+//     then), or may again.
 //   - Discovery (discovery.go): the resources the handler would like
 //     watched where served (eventhandlers.DiscoveredResourceRequester) get
 //     an informer in Run's dynamic factory once discovery finds them
