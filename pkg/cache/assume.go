@@ -75,7 +75,7 @@ func (c *SchedulerCache) AssumePod(pod *v1.Pod, nodeName string) error {
 		return fmt.Errorf("assuming pod %s on node %q: node %w: it is only a placeholder for pods bound to it", klog.KObj(pod), nodeName, ErrNotFound)
 	}
 
-	at := framework.NewAssumedTaskInfo(t.Pod, nodeName, t.Requests)
+	at := framework.NewAssumedTaskInfoInGroup(t.Pod, nodeName, t.Requests, c.membershipLocked(t.Pod))
 	c.assumed[pod.UID] = &assumedPod{pending: t.Pod}
 	c.tasks[pod.UID] = at
 	c.numPending--
@@ -157,12 +157,21 @@ func (c *SchedulerCache) revertAssumedLocked(t *framework.TaskInfo) (pending boo
 	c.removeFromNodeLocked(t)
 	if a.pending == nil {
 		delete(c.tasks, uid)
+		c.indexOwnerLocked(uid, nil)
 		c.removeFromJobLocked(t)
 	} else {
 		pt := c.ownTask(a.pending)
 		c.tasks[uid] = pt
+		c.indexOwnerLocked(uid, pt)
 		c.numPending++
-		c.jobs[t.Job].SetTask(pt)
+		if pt.Job != t.Job {
+			// Only if the rule that puts pods in jobs gave the pod
+			// another job meanwhile: the queue follows.
+			c.removeFromJobLocked(t)
+			c.queue.PodRemoved(t.Job, uid)
+			c.queue.PodChanged(pt.Job, pt.Pod, true)
+		}
+		c.jobForTaskLocked(pt).SetTask(pt)
 	}
 	c.updateSizeGaugesLocked()
 	return a.pending != nil
@@ -174,7 +183,7 @@ func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Po
 	uid := pod.UID
 	a := c.assumed[uid]
 	prev := a.pending
-	t := framework.NewAssumedTaskInfo(pod, old.NodeName, resources.PodRequests(pod))
+	t := framework.NewAssumedTaskInfoInGroup(pod, old.NodeName, resources.PodRequests(pod), c.membershipLocked(pod))
 	if old.Job != t.Job {
 		c.removeFromJobLocked(old)
 		if prev != nil {
@@ -182,7 +191,8 @@ func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Po
 		}
 	}
 	c.tasks[uid] = t
-	c.jobLocked(t.Job).SetTask(t)
+	c.indexOwnerLocked(uid, t)
+	c.jobForTaskLocked(t).SetTask(t)
 	info, item := c.accountedNodeLocked(t.NodeName)
 	if info == nil || !info.RemoveTask(uid) {
 		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(pod), "node", t.NodeName)

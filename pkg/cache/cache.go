@@ -47,9 +47,20 @@ type Options struct {
 	// Client reaches the API server for the native informers.
 	Client kubernetes.Interface
 	// DynamicClient serves the resources the handler asks for with
-	// eventhandlers.DynamicResourceRequester. It may be nil if it asks for
-	// none.
+	// eventhandlers.DynamicResourceRequester and
+	// eventhandlers.DiscoveredResourceRequester. It may be nil if it asks
+	// for none; without it, the resources the handler would like
+	// discovered are not watched.
 	DynamicClient dynamic.Interface
+	// Discovery tells which of the resources an
+	// eventhandlers.DiscoveredResourceRequester asks for the API server
+	// serves. Default: Client's discovery client.
+	Discovery ResourceDiscovery
+	// RediscoveryPeriod is how often Run asks Discovery again, to watch
+	// resources served since (a CRD installed after start-up). Default:
+	// DefaultRediscoveryPeriod. Until the first discovery succeeds, it
+	// is retried every 2 seconds, or every RediscoveryPeriod if shorter.
+	RediscoveryPeriod time.Duration
 	// ResyncPeriod of the informers; 0 disables resyncs.
 	ResyncPeriod time.Duration
 	// InformerFactory, when set, is the factory Run takes the native
@@ -125,6 +136,21 @@ type SchedulerCache struct {
 	// groupPolicies hold what group objects say about gangs (see
 	// SetGroupPolicy), whether or not their jobs have pods yet.
 	groupPolicies map[groupKey]*framework.GroupPolicy
+	// ownerKinds are the owner kinds gangs are inferred from (see
+	// SetOwnerGangs), and ownerTasks index the tasks whose pods name no
+	// group explicitly by the owner object a gang of theirs is inferred
+	// from, whether their job is that gang or, for an independent owner,
+	// their own; taskOwner is the reverse (see indexOwnerLocked).
+	ownerKinds framework.OwnerKinds
+	// unlistedOwners are the owner kinds whose resource is served but may
+	// not be listed: not inferred (see setOwnerKindUnavailable).
+	unlistedOwners framework.OwnerKinds
+	ownerTasks     map[groupKey]map[types.UID]struct{}
+	taskOwner      map[types.UID]groupKey
+	// ownerJobs index the gangs inferred from each owner object (one per
+	// LeaderWorkerSet group), so that its policy reaches them in time
+	// proportional to their number, not to its pods'.
+	ownerJobs map[groupKey]map[framework.JobID]struct{}
 	// assumed holds the state of every task with Status TaskAssumed.
 	assumed map[types.UID]*assumedPod
 	// external holds the external usage by key (see SetExternalUsage).
@@ -152,6 +178,9 @@ type SchedulerCache struct {
 	// syncReporter is the handler's own sync state, if it reports one
 	// (eventhandlers.SyncReporter).
 	syncReporter eventhandlers.SyncReporter
+	// discovery is the state of the resources the handler would like
+	// discovered (see discovery.go).
+	discovery discoveryState
 }
 
 var _ eventhandlers.Cache = &SchedulerCache{}
@@ -176,6 +205,14 @@ func New(opts Options) (*SchedulerCache, error) {
 		return nil, fmt.Errorf("creating scheduler cache: negative assumed pod TTL %v", opts.AssumedPodTTL)
 	case opts.ResyncPeriod < 0:
 		return nil, fmt.Errorf("creating scheduler cache: negative resync period %v", opts.ResyncPeriod)
+	case opts.RediscoveryPeriod < 0:
+		return nil, fmt.Errorf("creating scheduler cache: negative rediscovery period %v", opts.RediscoveryPeriod)
+	}
+	if opts.RediscoveryPeriod == 0 {
+		opts.RediscoveryPeriod = DefaultRediscoveryPeriod
+	}
+	if opts.Discovery == nil && opts.Client != nil {
+		opts.Discovery = opts.Client.Discovery()
 	}
 	schedulers := make(map[string]bool, len(opts.SchedulerNames))
 	for _, name := range opts.SchedulerNames {
@@ -217,6 +254,9 @@ func New(opts Options) (*SchedulerCache, error) {
 		tasks:         map[types.UID]*framework.TaskInfo{},
 		jobs:          map[framework.JobID]*framework.JobInfo{},
 		groupPolicies: map[groupKey]*framework.GroupPolicy{},
+		ownerTasks:    map[groupKey]map[types.UID]struct{}{},
+		taskOwner:     map[types.UID]groupKey{},
+		ownerJobs:     map[groupKey]map[framework.JobID]struct{}{},
 		assumed:       map[types.UID]*assumedPod{},
 		external:      map[string]externalUsage{},
 		caps:          map[string]*resources.Resource{},

@@ -116,16 +116,18 @@ func (c *SchedulerCache) CapExceededNodes() []eventhandlers.CapExceeded {
 	return out
 }
 
-// ownTask returns the task of pod as an informer reports it, marked own
-// when pod is this scheduler's. The caller holds mu: when the cache has a
+// ownTask returns the task of pod as an informer reports it, in the job
+// the cache's rule gives it (see resolverLocked), marked own when pod is
+// this scheduler's. The caller holds mu: when the cache has a
 // task of the same pod whose requests cannot have changed, its requests
 // are reused instead of computed again (most updates are of status).
 func (c *SchedulerCache) ownTask(pod *v1.Pod) *framework.TaskInfo {
 	var t *framework.TaskInfo
+	m := c.membershipLocked(pod)
 	if old, ok := c.tasks[pod.UID]; ok && old.Status != framework.TaskAssumed && sameRequestInputs(old.Pod, pod) {
-		t = framework.NewTaskInfoWithRequests(pod, old.Requests.Clone())
+		t = framework.NewTaskInfoInGroup(pod, old.Requests.Clone(), m)
 	} else {
-		t = framework.NewTaskInfoWithRequests(pod, podRequests(pod))
+		t = framework.NewTaskInfoInGroup(pod, podRequests(pod), m)
 	}
 	t.Own = c.schedulers[pod.Spec.SchedulerName]
 	return t

@@ -32,13 +32,31 @@
 //   - The scheduling queue (pkg/queue), owned by the cache: the cache tells
 //     it which pods are pending (PodChanged, PodRemoved) under its own
 //     lock, so the queue and the jobs never disagree.
+//   - Gangs (groups.go): what group objects say about their gangs
+//     (SetGroupPolicy), and the owner kinds whose pods, when they name no
+//     group explicitly, are put in their owner's gang (SetOwnerGangs; the
+//     rule is framework.GroupResolver, also used by the consistency
+//     checker). Tasks are indexed by the owner a gang of theirs would be
+//     inferred from, so that an owner's policy reaches every gang it
+//     defines (one per LeaderWorkerSet group) and, when it starts or stops
+//     making its pods independent (a Job that runs one pod at a time), its
+//     pods move between its gang and jobs of their own, pending, assumed
+//     or bound. They move too when discovery finds that the scheduler may
+//     not list an owner kind's resource (no gang is inferred from it
+//     then), or may again.
+//   - Discovery (discovery.go): the resources the handler would like
+//     watched where served (eventhandlers.DiscoveredResourceRequester) get
+//     an informer in Run's dynamic factory once discovery finds them
+//     served, at start-up and every Options.RediscoveryPeriod.
 //   - Snapshot (snapshot.go): clones of the schedulable NodeInfos, updated
 //     incrementally through a list of NodeInfos ordered by generation. A
 //     scheduling cycle may place pods on the clones tentatively
 //     (Snapshot.AddPod); the next update undoes that.
-//   - Run (informers.go, custom.go, dispatch.go): the informers (the
-//     native ones limited to Options.Resources, and the custom ones, all
-//     with the same transform and filters), and the dispatch table that
+//   - Run (informers.go, custom.go, discovery.go, strip.go, dispatch.go):
+//     the informers (the native ones limited to Options.Resources, the
+//     dynamic ones the handler asks for or would like where served, and
+//     the custom ones, all with the same transform and filters), and the
+//     dispatch table that
 //     maps a resource to the handler's methods, counting events and
 //     recovering panics; and the expiry of assumed pods.
 //   - Dump (dump.go): a JSON picture of all of the above.
@@ -79,8 +97,11 @@
 //  1. SchedulerCache.mu (sync.RWMutex) guards the node, task and job state:
 //     the nodes map and the generation-ordered list of nodeItems, the
 //     generation counter, the log of removed nodes, the tasks, jobs and
-//     assumed-pod maps, and the counters behind the size gauges. It is
-//     taken by the eventhandlers.Cache methods, AssumePod, ForgetPod,
+//     assumed-pod maps, the group policies, the owner kinds gangs are
+//     inferred from and the index of tasks by owner (groups.go), and the
+//     counters behind the size gauges. It is
+//     taken by the eventhandlers.Cache methods, SetGroupPolicy,
+//     SetOwnerGangs, AssumePod, ForgetPod,
 //     FinishBinding, NodeInfo, Job, UpdateSnapshot and Dump, by the
 //     assumed-pod expiry loop, and by the node selector filter
 //     (setNodeExcluded). While holding it, the cache calls into the
@@ -99,12 +120,17 @@
 //     releases it while it waits.
 //
 //  3. SchedulerCache.runMu (sync.Mutex) guards the start-up state: whether
-//     Run has succeeded, the custom informers and the handler
-//     registrations. Run holds it while it wires handlers to informers
-//     (which takes the informers' own locks) and while it creates the
-//     per-resource statistics (taking dispatchStats.mu, step 4). Readers
-//     (HandlersSynced, WaitForHandlersSync, Dump) copy the registrations
-//     out and call HasSynced after releasing it.
+//     Run has succeeded, the custom informers, the handler registrations
+//     and whether the first discovery is still pending. Run holds it while
+//     it wires handlers to informers (which takes the informers' own
+//     locks) and while it creates the per-resource statistics (taking
+//     dispatchStats.mu, step 4); so does the discovery goroutine
+//     (discovery.go) while it wires an informer for a resource it found
+//     served, appending to a copy of the registrations. Readers
+//     (HandlersSynced, WaitForHandlersSync, Dump, EventBacklog) copy the
+//     registrations out and call HasSynced after releasing it.
+//     SetOwnerGangs takes it briefly, then releases it before taking 1:
+//     3 and 1 never nest.
 //
 //  4. dispatchStats.mu (sync.Mutex) guards the map from resource to event
 //     statistics. It is taken only while wiring and dumping — never on the

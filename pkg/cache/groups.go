@@ -1,53 +1,341 @@
 package cache
 
 import (
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
-// groupKey names a group object: its kind and the job it defines.
+// groupKey names a group object: its kind, namespace and name.
 type groupKey struct {
-	kind framework.GroupKind
-	job  framework.JobID
+	kind      framework.GroupKind
+	namespace string
+	name      string
 }
 
-// groupKinds are the kinds a job's policies are looked up for.
-var groupKinds = []framework.GroupKind{framework.GroupKindNative, framework.GroupKindCoscheduling,
+// explicitGroupKinds are the kinds of group objects pods name explicitly;
+// the job of such an object has the object's name.
+var explicitGroupKinds = []framework.GroupKind{framework.GroupKindNative, framework.GroupKindCoscheduling,
 	framework.GroupKindVolcano, framework.GroupKindJob}
+
+// isExplicitGroupKind reports whether kind is one of explicitGroupKinds.
+func isExplicitGroupKind(kind framework.GroupKind) bool {
+	for _, k := range explicitGroupKinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// SetOwnerGangs implements eventhandlers.OwnerGangCache: pods that name no
+// group explicitly are put in the gang of their owner when its kind is in
+// kinds. It fails once the cache runs.
+func (c *SchedulerCache) SetOwnerGangs(kinds framework.OwnerKinds) error {
+	// runMu and mu never nest (see doc.go): Run and SetOwnerGangs are
+	// both called while the scheduler is set up, one after the other.
+	c.runMu.Lock()
+	started := c.started
+	c.runMu.Unlock()
+	if started {
+		return errors.New("setting the owner kinds of inferred gangs: the cache is already running")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.tasks) > 0 {
+		return errors.New("setting the owner kinds of inferred gangs: the cache already holds pods")
+	}
+	c.ownerKinds = kinds
+	klog.V(2).InfoS("Inferring gangs from pod owners", "kinds", kinds.String())
+	return nil
+}
+
+// resolverLocked returns the rule that puts pods in jobs: explicit
+// signals, then the owner kinds of SetOwnerGangs, whose policies may make
+// an owner's pods independent. The caller holds mu (for reading at
+// least) while it uses the resolver.
+func (c *SchedulerCache) resolverLocked() framework.GroupResolver {
+	owners := c.inferredKindsLocked()
+	if owners == 0 {
+		return framework.GroupResolver{}
+	}
+	return framework.GroupResolver{Owners: owners, Independent: c.independentLocked}
+}
+
+// inferredKindsLocked returns the owner kinds gangs are inferred from
+// now: those of SetOwnerGangs whose resource the scheduler may list. The
+// caller holds mu.
+func (c *SchedulerCache) inferredKindsLocked() framework.OwnerKinds {
+	return c.ownerKinds &^ c.unlistedOwners
+}
+
+// setOwnerKindUnavailable records whether the resource of the owner kind
+// is served but may not be listed (unavailable), found by discovery. No
+// gang is inferred from such a kind: its owners could never be read, and
+// its pods would wait for them forever, so they are scheduled as they
+// were before owners were inferred, on their own (the discovery logs the
+// missing permission). A change moves the kind's pods between their
+// owners' gangs and jobs of their own. Kinds that are not owner kinds, or
+// not inferred, are ignored.
+func (c *SchedulerCache) setOwnerKindUnavailable(kind framework.GroupKind, unavailable bool) {
+	if !framework.IsOwnerKind(kind) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ownerKinds.Has(kind) || c.unlistedOwners.Has(kind) == unavailable {
+		return
+	}
+	if unavailable {
+		c.unlistedOwners = c.unlistedOwners.With(kind)
+	} else {
+		c.unlistedOwners = c.unlistedOwners.Without(kind)
+	}
+	klog.V(2).InfoS("Gangs inferred from an owner kind", "kind", kind, "inferred", !unavailable)
+	var keys []groupKey
+	for key := range c.ownerTasks {
+		if key.kind == kind {
+			keys = append(keys, key)
+		}
+	}
+	for _, key := range keys {
+		c.rekeyOwnerLocked(key)
+	}
+}
+
+// independentLocked reports whether the policy of an owner object makes
+// its pods independent. The caller holds mu.
+func (c *SchedulerCache) independentLocked(kind framework.GroupKind, namespace, object string) bool {
+	p := c.groupPolicies[groupKey{kind: kind, namespace: namespace, name: object}]
+	return p != nil && p.Err == nil && p.Independent
+}
+
+// membershipLocked resolves pod's group. The caller holds mu.
+func (c *SchedulerCache) membershipLocked(pod *v1.Pod) framework.Membership {
+	return c.resolverLocked().Resolve(pod)
+}
+
+// jobIDForPod returns the job pod belongs to by the cache's rule, for the
+// consistency checker. It takes mu for reading only when the pod's gang
+// is inferred from an owner, whose policy may make its pods independent.
+func (c *SchedulerCache) jobIDForPod(pod *v1.Pod) framework.JobID {
+	c.mu.RLock()
+	kinds := c.inferredKindsLocked()
+	c.mu.RUnlock()
+	if kinds == 0 || len(framework.PodGroupRefs(pod)) > 0 {
+		return framework.JobIDForPod(pod)
+	}
+	if _, ok := framework.InferredGroupRef(pod, kinds); !ok {
+		return framework.JobIDForPod(pod)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.resolverLocked().JobID(pod)
+}
+
+// ownerKeyLocked returns the owner object a gang of t's pod is, or would
+// be, inferred from: set for a pod without explicit signals whose owner's
+// kind is inferred, whether or not the owner's policy makes its pods
+// independent. It reads t's job (built by the cache's rule) so as to look
+// at the pod's signals again only for a pod on its own. The caller holds
+// mu.
+func (c *SchedulerCache) ownerKeyLocked(t *framework.TaskInfo) (groupKey, bool) {
+	switch {
+	case c.ownerKinds == 0:
+		return groupKey{}, false
+	case t.Job.Owner != "":
+		return groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject}, true
+	case t.Job.Gang:
+		// Named explicitly: no owner is looked at.
+		return groupKey{}, false
+	}
+	ref, ok := framework.InferredGroupRef(t.Pod, c.ownerKinds)
+	if !ok {
+		return groupKey{}, false
+	}
+	return groupKey{kind: ref.Kind, namespace: t.Pod.Namespace, name: ref.Object}, true
+}
+
+// indexOwnerLocked keeps ownerTasks (and taskOwner) in step when the
+// cache's task of the pod with uid becomes t (nil: the pod is gone). The
+// caller holds mu.
+func (c *SchedulerCache) indexOwnerLocked(uid types.UID, t *framework.TaskInfo) {
+	if c.ownerKinds == 0 {
+		return
+	}
+	oldKey, hadOld := c.taskOwner[uid]
+	var newKey groupKey
+	var hasNew bool
+	if t != nil {
+		newKey, hasNew = c.ownerKeyLocked(t)
+	}
+	if hadOld == hasNew && oldKey == newKey {
+		return
+	}
+	if hadOld {
+		delete(c.taskOwner, uid)
+		if set := c.ownerTasks[oldKey]; set != nil {
+			delete(set, uid)
+			if len(set) == 0 {
+				delete(c.ownerTasks, oldKey)
+			}
+		}
+	}
+	if hasNew {
+		c.taskOwner[uid] = newKey
+		set := c.ownerTasks[newKey]
+		if set == nil {
+			set = map[types.UID]struct{}{}
+			c.ownerTasks[newKey] = set
+		}
+		set[uid] = struct{}{}
+	}
+}
+
+// indexOwnerJobLocked adds (or removes) the job of t, a gang inferred
+// from an owner, to ownerJobs, when the job is created (or deleted). The
+// caller holds mu.
+func (c *SchedulerCache) indexOwnerJobLocked(t *framework.TaskInfo, add bool) {
+	if t.Job.Owner == "" {
+		return
+	}
+	key := groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject}
+	set := c.ownerJobs[key]
+	switch {
+	case add && set == nil:
+		c.ownerJobs[key] = map[framework.JobID]struct{}{t.Job: {}}
+	case add:
+		set[t.Job] = struct{}{}
+	case set != nil:
+		delete(set, t.Job)
+		if len(set) == 0 {
+			delete(c.ownerJobs, key)
+		}
+	}
+}
 
 // SetGroupPolicy implements eventhandlers.GroupPolicyCache: it records
 // what the group object of kind named name in namespace says about its
-// gang (nil: the object is gone), re-validates the job if it exists, and
-// raises framework.EventGangGroupChange so that the job is retried.
+// gangs (nil: the object is gone), re-validates them, and raises
+// framework.EventGangGroupChange for each, so that they are retried.
+//
+// The gangs of an object are the job of its name, for the kinds pods name
+// explicitly, and the jobs inferred from it as the owner of their pods
+// (see SetOwnerGangs): one per LeaderWorkerSet group. A change of
+// GroupPolicy.Independent moves the owner's pods between its gang and
+// jobs of their own.
 func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, name string, p *framework.GroupPolicy) {
-	id := framework.JobID{Namespace: namespace, Name: name, Gang: true}
-	key := groupKey{kind: kind, job: id}
+	key := groupKey{kind: kind, namespace: namespace, name: name}
 	c.mu.Lock()
 	old, had := c.groupPolicies[key]
 	if (!had && p == nil) || (had && p != nil && samePolicy(old, p)) {
-		// Nothing the job sees changed (a status update, say, or a Job
+		// Nothing the jobs see changed (a status update, say, or a Job
 		// that does not opt in): no event.
 		c.mu.Unlock()
 		return
 	}
+	wasIndependent := c.independentLocked(kind, namespace, name)
 	if p == nil {
 		delete(c.groupPolicies, key)
 	} else {
 		c.groupPolicies[key] = p
 	}
-	if job, ok := c.jobs[id]; ok {
-		job.SetGroupPolicy(kind, p)
+	var changed []framework.JobID
+	if isExplicitGroupKind(kind) {
+		id := framework.JobID{Namespace: namespace, Name: name, Gang: true}
+		if job, ok := c.jobs[id]; ok {
+			job.SetGroupPolicy(kind, p)
+		}
+		changed = append(changed, id)
+	}
+	if framework.IsOwnerKind(kind) {
+		if c.independentLocked(kind, namespace, name) != wasIndependent {
+			c.rekeyOwnerLocked(key)
+		}
+		for id := range c.ownerJobs[key] {
+			if job, ok := c.jobs[id]; ok {
+				job.SetGroupPolicy(kind, p)
+				changed = append(changed, id)
+			}
+		}
 	}
 	c.mu.Unlock()
-	c.queue.MoveAllToActiveOrBackoffQueue(framework.EventGangGroupChange, nil, &framework.GangGroupChange{Job: id})
+	for _, id := range changed {
+		c.queue.MoveAllToActiveOrBackoffQueue(framework.EventGangGroupChange, nil, &framework.GangGroupChange{Job: id})
+	}
 }
 
-// applyGroupPoliciesLocked gives a new job the policies recorded for it.
-func (c *SchedulerCache) applyGroupPoliciesLocked(job *framework.JobInfo) {
+// rekeyOwnerLocked puts every task of the owner key's pods in the job the
+// cache's rule now gives it, after the owner's policy started or stopped
+// making its pods independent, or the owner's kind started or stopped
+// being inferred. The caller holds mu.
+func (c *SchedulerCache) rekeyOwnerLocked(key groupKey) {
+	uids := make([]types.UID, 0, len(c.ownerTasks[key]))
+	for uid := range c.ownerTasks[key] {
+		uids = append(uids, uid)
+	}
+	moved := 0
+	for _, uid := range uids {
+		t := c.tasks[uid]
+		if t == nil || c.membershipLocked(t.Pod).JobID(t.Pod.Namespace, t.Pod.Name) == t.Job {
+			continue
+		}
+		moved++
+		switch t.Status {
+		case framework.TaskAssumed:
+			if a := c.assumed[uid]; a.pending != nil {
+				c.updateAssumedLocked(t, a.pending)
+			} else {
+				c.moveAssumedLocked(t)
+			}
+		default:
+			c.setTaskLocked(c.ownTask(t.Pod))
+		}
+	}
+	if moved > 0 {
+		klog.V(2).InfoS("Owner's pods changed jobs: they are now independent of it, or no longer",
+			"kind", key.kind, "owner", klog.KRef(key.namespace, key.name), "pods", moved)
+	}
+}
+
+// moveAssumedLocked moves the assumed task t, whose pod the informer no
+// longer reports pending, to the job the cache's rule gives it, keeping
+// the assumption. The caller holds mu.
+func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
+	uid := t.Pod.UID
+	nt := framework.NewAssumedTaskInfoInGroup(t.Pod, t.NodeName, t.Requests, c.membershipLocked(t.Pod))
+	c.removeFromJobLocked(t)
+	c.tasks[uid] = nt
+	c.indexOwnerLocked(uid, nt)
+	c.jobForTaskLocked(nt).SetTask(nt)
+	info, item := c.accountedNodeLocked(nt.NodeName)
+	if info == nil || !info.RemoveTask(uid) {
+		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(nt.Pod), "node", nt.NodeName)
+		info, item = c.accountingNodeLocked(nt.NodeName, usageOwner{pod: nt.Pod})
+	}
+	info.AddTask(nt)
+	c.releaseNodeLocked(info, item)
+}
+
+// applyGroupPoliciesLocked gives a new job, whose first task is t, the
+// policies recorded for it: those of the objects of its name for a gang
+// named explicitly, that of its owner for an inferred one.
+func (c *SchedulerCache) applyGroupPoliciesLocked(job *framework.JobInfo, t *framework.TaskInfo) {
 	if !job.ID.Gang || len(c.groupPolicies) == 0 {
 		return
 	}
-	for _, kind := range groupKinds {
-		if p, ok := c.groupPolicies[groupKey{kind: kind, job: job.ID}]; ok {
+	if kind := job.ID.Owner; kind != "" {
+		if p, ok := c.groupPolicies[groupKey{kind: kind, namespace: job.ID.Namespace, name: t.GroupObject}]; ok {
+			job.SetGroupPolicy(kind, p)
+		}
+		return
+	}
+	for _, kind := range explicitGroupKinds {
+		if p, ok := c.groupPolicies[groupKey{kind: kind, namespace: job.ID.Namespace, name: job.ID.Name}]; ok {
 			job.SetGroupPolicy(kind, p)
 		}
 	}
@@ -61,6 +349,6 @@ func samePolicy(a, b *framework.GroupPolicy) bool {
 		}
 		return p.Err.Error()
 	}
-	return a.MinMember == b.MinMember && a.Source == b.Source &&
+	return a.MinMember == b.MinMember && a.Source == b.Source && a.Independent == b.Independent &&
 		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && errText(a) == errText(b)
 }

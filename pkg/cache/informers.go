@@ -9,8 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -23,11 +21,6 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
-
-// LastAppliedConfigAnnotation is written by kubectl apply. It holds a
-// copy of the whole object and nothing the scheduler reads, so the
-// informers drop it.
-const LastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // syncPollInterval is how often WaitForHandlersSync checks the handlers.
 // The check is a few atomic loads per informer, and the scheduling loop
@@ -60,7 +53,10 @@ type namedRegistration struct {
 // nodes only if they match Options.NodeSelector (a node that stops
 // matching is delivered as deleted). If h is an
 // eventhandlers.DynamicResourceRequester, a dynamic informer serves each
-// resource it asks for. Custom informers are started whatever
+// resource it asks for; if it is an eventhandlers.DiscoveredResourceRequester,
+// a dynamic informer serves each resource it asks for that the API server
+// serves, found by discovery now and every Options.RediscoveryPeriod (see
+// discovery.go). Custom informers are started whatever
 // Options.Resources says.
 //
 // Run also starts the expiry of assumed pods (see FinishBinding), which
@@ -88,8 +84,9 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	if factory == nil {
 		factory = NewInformerFactory(c.opts.Client, c.opts.ResyncPeriod)
 	}
+	disc := c.newDiscoverer(h, gvrs)
 	var dynamicFactory dynamicinformer.DynamicSharedInformerFactory
-	if len(gvrs) > 0 {
+	if len(gvrs) > 0 || disc != nil {
 		dynamicFactory = dynamicinformer.NewDynamicSharedInformerFactory(c.opts.DynamicClient, c.opts.ResyncPeriod)
 	}
 
@@ -97,23 +94,11 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	base := c.opts.Clock.Now()
 	since := func() int64 { return int64(c.opts.Clock.Since(base)) }
 	register := func(name string, resource framework.EventResource, informer toolscache.SharedIndexInformer) error {
-		handler, err := c.eventHandlerFor(resource, h)
+		r, err := c.register(h, name, resource, informer, since)
 		if err != nil {
 			return err
 		}
-		tracker := newEventTracker(name, since)
-		reg, err := informer.AddEventHandler(trackingHandler{next: handler, handled: &tracker.handled})
-		if err != nil {
-			return fmt.Errorf("registering the event handler on the %s informer: %w", name, err)
-		}
-		probe, err := informer.AddEventHandler(tracker.probe())
-		if err != nil {
-			if rmErr := informer.RemoveEventHandler(reg); rmErr != nil {
-				klog.ErrorS(rmErr, "Removing event handler after a failed start", "informer", name)
-			}
-			return fmt.Errorf("registering the backlog probe on the %s informer: %w", name, err)
-		}
-		regs = append(regs, namedRegistration{name: name, informer: informer, reg: reg, probe: probe, tracker: tracker})
+		regs = append(regs, r)
 		return nil
 	}
 	err = func() error {
@@ -164,6 +149,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	c.registrations = regs
 	c.syncReporter, _ = h.(eventhandlers.SyncReporter)
 	c.started = true
+	c.discovery.pending = disc != nil
 	c.warnUnservedResources(gvrs)
 
 	factory.StartWithContext(ctx)
@@ -172,6 +158,10 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	}
 	for _, ci := range c.customInformers {
 		go ci.Informer.RunWithContext(ctx)
+	}
+	if disc != nil {
+		disc.factory, disc.since = dynamicFactory, since
+		go disc.run(ctx)
 	}
 	if runner, ok := h.(eventhandlers.Runner); ok {
 		go runner.Run(ctx)
@@ -187,8 +177,33 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		}
 	}()
 	klog.InfoS("Scheduler cache running", "schedulerNames", c.opts.SchedulerNames,
-		"informers", len(regs), "dynamicResources", len(gvrs), "customInformers", len(c.customInformers))
+		"informers", len(regs), "dynamicResources", len(gvrs), "customInformers", len(c.customInformers),
+		"discoveredCandidates", disc.size())
 	return nil
+}
+
+// register registers h's methods for resource on informer, behind the
+// event counting and panic recovery of a dispatcher and with the backlog
+// probe, as name. The caller holds runMu.
+func (c *SchedulerCache) register(h eventhandlers.Interface, name string, resource framework.EventResource,
+	informer toolscache.SharedIndexInformer, since func() int64) (namedRegistration, error) {
+	handler, err := c.eventHandlerFor(resource, h)
+	if err != nil {
+		return namedRegistration{}, err
+	}
+	tracker := newEventTracker(name, since)
+	reg, err := informer.AddEventHandler(trackingHandler{next: handler, handled: &tracker.handled})
+	if err != nil {
+		return namedRegistration{}, fmt.Errorf("registering the event handler on the %s informer: %w", name, err)
+	}
+	probe, err := informer.AddEventHandler(tracker.probe())
+	if err != nil {
+		if rmErr := informer.RemoveEventHandler(reg); rmErr != nil {
+			klog.ErrorS(rmErr, "Removing event handler after a failed start", "informer", name)
+		}
+		return namedRegistration{}, fmt.Errorf("registering the backlog probe on the %s informer: %w", name, err)
+	}
+	return namedRegistration{name: name, informer: informer, reg: reg, probe: probe, tracker: tracker}, nil
 }
 
 // nativeInformers are the native informers Run may start, in the order it
@@ -414,119 +429,6 @@ func NewInformerFactory(client kubernetes.Interface, resync time.Duration) infor
 	return informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(stripForScheduler))
 }
 
-// stripForScheduler is the informers' transform: it drops what the
-// scheduler never reads but every object carries, before the object is
-// stored. It removes metadata.managedFields and the kubectl
-// last-applied-configuration annotation from every object, status.images
-// from nodes, and from pods what stripPod lists. Objects handed to a
-// transform are fresh from the decoder and not yet shared, so they are
-// changed in place.
-func stripForScheduler(obj any) (any, error) {
-	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		inner, err := stripForScheduler(tomb.Obj)
-		if err != nil {
-			return nil, err
-		}
-		tomb.Obj = inner
-		return tomb, nil
-	}
-	accessor, err := meta.Accessor(obj)
-	if err != nil {
-		// Not an object with metadata; nothing to strip.
-		return obj, nil
-	}
-	if accessor.GetManagedFields() != nil {
-		accessor.SetManagedFields(nil)
-	}
-	if annotations := accessor.GetAnnotations(); annotations != nil {
-		if _, ok := annotations[LastAppliedConfigAnnotation]; ok {
-			delete(annotations, LastAppliedConfigAnnotation)
-			// Unstructured objects return a copy of their annotations.
-			accessor.SetAnnotations(annotations)
-		}
-	}
-	switch o := obj.(type) {
-	case *v1.Node:
-		o.Status.Images = nil
-	case *v1.Pod:
-		stripPod(o)
-	}
-	return obj, nil
-}
-
-// stripPod drops from pod what neither the scheduler (cache, queue,
-// plugins, default event handler) nor the helpers it calls read: of each
-// container (init and ephemeral too) all but keptContainerFields; the
-// container statuses; and the contents of the volumes that never affect
-// placement (projected, secret, config map and downward API volumes keep
-// their name and kind). Then the maps the replicas of a workload have in
-// common are shared (see interner). At 150,000 pods this is most of the memory of a
-// pod that a kubelet reports running. TestStrippedFieldsUnread in
-// strip_test.go proves by type-checking every package of this module (and
-// the component-helpers packages it calls) that none of them reads what
-// is dropped; a new reader must keep the field here first.
-func stripPod(pod *v1.Pod) {
-	// The transform runs twice on the objects of a watch-list (the
-	// reflector's temporary store, then the informer's queue), and by the
-	// second time the containers may be shared with other pods: nothing
-	// already stripped is written again.
-	for i := range pod.Spec.InitContainers {
-		slimContainer(&pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		slimContainer(&pod.Spec.Containers[i])
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		c := &pod.Spec.EphemeralContainers[i]
-		if slim := (v1.EphemeralContainerCommon{Name: c.Name, Image: c.Image}); !equality.Semantic.DeepEqual(c.EphemeralContainerCommon, slim) {
-			c.EphemeralContainerCommon = slim
-		}
-	}
-	for i := range pod.Spec.Volumes {
-		src := &pod.Spec.Volumes[i].VolumeSource
-		switch {
-		case src.Projected != nil && (len(src.Projected.Sources) > 0 || src.Projected.DefaultMode != nil):
-			src.Projected = &v1.ProjectedVolumeSource{}
-		case src.Secret != nil && (src.Secret.SecretName != "" || len(src.Secret.Items) > 0 || src.Secret.DefaultMode != nil || src.Secret.Optional != nil):
-			src.Secret = &v1.SecretVolumeSource{}
-		case src.ConfigMap != nil && (src.ConfigMap.Name != "" || len(src.ConfigMap.Items) > 0 || src.ConfigMap.DefaultMode != nil || src.ConfigMap.Optional != nil):
-			src.ConfigMap = &v1.ConfigMapVolumeSource{}
-		case src.DownwardAPI != nil && (len(src.DownwardAPI.Items) > 0 || src.DownwardAPI.DefaultMode != nil):
-			src.DownwardAPI = &v1.DownwardAPIVolumeSource{}
-		}
-	}
-	pod.Status.ContainerStatuses = nil
-	pod.Status.InitContainerStatuses = nil
-	pod.Status.EphemeralContainerStatuses = nil
-	podInterner.internPod(pod)
-}
-
-// keptContainerFields are the fields of v1.Container that stripPod keeps:
-// the requests and limits (NodeResourcesFit, the cache's accounting,
-// resize), the host ports (NodePorts), the restart policy (sidecar init
-// containers count as running), the name and image.
-var keptContainerFields = []string{"Name", "Image", "Ports", "Resources", "ResizePolicy", "RestartPolicy", "RestartPolicyRules"}
-
-// slimContainer keeps only keptContainerFields of c; a container already
-// slim is not written.
-func slimContainer(c *v1.Container) {
-	if c.Command == nil && c.Args == nil && c.WorkingDir == "" && c.EnvFrom == nil && c.Env == nil &&
-		c.VolumeMounts == nil && c.VolumeDevices == nil && c.LivenessProbe == nil && c.ReadinessProbe == nil &&
-		c.StartupProbe == nil && c.Lifecycle == nil && c.TerminationMessagePath == "" && c.TerminationMessagePolicy == "" &&
-		c.ImagePullPolicy == "" && c.SecurityContext == nil && !c.Stdin && !c.StdinOnce && !c.TTY {
-		return
-	}
-	*c = v1.Container{
-		Name:               c.Name,
-		Image:              c.Image,
-		Ports:              c.Ports,
-		Resources:          c.Resources,
-		ResizePolicy:       c.ResizePolicy,
-		RestartPolicy:      c.RestartPolicy,
-		RestartPolicyRules: c.RestartPolicyRules,
-	}
-}
-
 // WaitForHandlersSync blocks until every event handler Run registered has
 // received its informer's initial list. When ctx ends first, the error
 // names the handlers that have not synced.
@@ -550,15 +452,20 @@ func (c *SchedulerCache) WaitForHandlersSync(ctx context.Context) error {
 
 // HandlersSynced reports whether every event handler Run registered has
 // received its informer's initial list, and names those that have not,
-// sorted. Before Run it reports false and no names.
+// sorted. Before Run it reports false and no names. While the first
+// discovery of the resources the handler asked to be discovered has not
+// succeeded, "discovery" is among the names.
 func (c *SchedulerCache) HandlersSynced() (bool, []string) {
 	c.runMu.Lock()
-	started, regs, reporter := c.started, c.registrations, c.syncReporter
+	started, regs, reporter, discovering := c.started, c.registrations, c.syncReporter, c.discovery.pending
 	c.runMu.Unlock()
 	if !started {
 		return false, nil
 	}
 	var unsynced []string
+	if discovering {
+		unsynced = append(unsynced, discoverySyncName)
+	}
 	for _, r := range regs {
 		if !r.reg.HasSynced() {
 			unsynced = append(unsynced, r.name)

@@ -149,10 +149,11 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 		}
 	}
 	c.tasks[uid] = t
+	c.indexOwnerLocked(uid, t)
 	if t.Status == framework.TaskPending {
 		c.numPending++
 	}
-	c.jobLocked(t.Job).SetTask(t)
+	c.jobForTaskLocked(t).SetTask(t)
 
 	switch {
 	case existed && sameNode(old, t):
@@ -181,6 +182,7 @@ func (c *SchedulerCache) deleteTaskLocked(uid types.UID) bool {
 	}
 	wasQueued := c.queuedLocked(t)
 	delete(c.tasks, uid)
+	c.indexOwnerLocked(uid, nil)
 	c.removeFromJobLocked(t)
 	if t.OnNode() {
 		c.removeFromNodeLocked(t)
@@ -210,13 +212,15 @@ func (c *SchedulerCache) queuedLocked(t *framework.TaskInfo) bool {
 	return false
 }
 
-// jobLocked returns the job id, creating it if needed.
-func (c *SchedulerCache) jobLocked(id framework.JobID) *framework.JobInfo {
-	job, ok := c.jobs[id]
+// jobForTaskLocked returns the job of t, creating it, with the group
+// policies recorded for it, if needed.
+func (c *SchedulerCache) jobForTaskLocked(t *framework.TaskInfo) *framework.JobInfo {
+	job, ok := c.jobs[t.Job]
 	if !ok {
-		job = framework.NewJobInfo(id)
-		c.applyGroupPoliciesLocked(job)
-		c.jobs[id] = job
+		job = framework.NewJobInfo(t.Job)
+		c.applyGroupPoliciesLocked(job, t)
+		c.jobs[t.Job] = job
+		c.indexOwnerJobLocked(t, true)
 	}
 	return job
 }
@@ -229,6 +233,7 @@ func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 	job.DeleteTask(t.Pod.UID)
 	if len(job.Tasks) == 0 {
 		delete(c.jobs, t.Job)
+		c.indexOwnerJobLocked(t, false)
 	}
 }
 

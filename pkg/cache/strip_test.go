@@ -303,7 +303,7 @@ func TestStrippedFieldsUnread(t *testing.T) {
 	}
 	sort.Strings(violations)
 	for _, v := range violations {
-		t.Errorf("stripPod drops v1.%s: keep it in stripPod (pkg/cache/informers.go) and in this test's lists", v)
+		t.Errorf("stripPod drops v1.%s: keep it in stripPod (pkg/cache/strip.go) and in this test's lists", v)
 	}
 	t.Logf("scanned %d packages; dropped: %v", len(paths), dropped)
 }

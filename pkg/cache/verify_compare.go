@@ -159,7 +159,7 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "requests", Cache: t.Requests.String(), Truth: req.String(),
 				Message: "the pod's requests differ", subject: sub()})
 		}
-		if job := framework.JobIDForPod(p); t.Job != job {
+		if job := v.c.jobIDForPod(p); t.Job != job {
 			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "job", Cache: t.Job.String(), Truth: job.String(),
 				Message: "the pod is in the wrong job", subject: sub()})
 		}
@@ -514,7 +514,7 @@ func (v *verifier) compareQueue(ds *diffs, tr *truth, cv *cacheView) {
 		if w, _ := v.c.wantOf(p); w != wantPending {
 			continue
 		}
-		id := framework.JobIDForPod(p)
+		id := v.c.jobIDForPod(p)
 		if want[id] == nil {
 			want[id] = map[types.UID]string{}
 		}

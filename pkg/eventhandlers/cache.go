@@ -168,3 +168,16 @@ type GroupPolicyCache interface {
 	// framework.EventGangGroupChange.
 	SetGroupPolicy(kind framework.GroupKind, namespace, name string, p *framework.GroupPolicy)
 }
+
+// OwnerGangCache is an optional interface of a Cache (pkg/cache
+// implements it): it infers gangs from the owners of pods that name no
+// group explicitly (see framework.GroupResolver and docs/scheduling.md,
+// "Gangs inferred from the owner"). The quorum of such a gang comes from
+// the owner object's policy, given with GroupPolicyCache.SetGroupPolicy
+// under the owner's kind and name.
+type OwnerGangCache interface {
+	// SetOwnerGangs sets the owner kinds gangs are inferred from. It must
+	// be called before the cache runs (it fails after): a pod's job
+	// depends on it.
+	SetOwnerGangs(kinds framework.OwnerKinds) error
+}

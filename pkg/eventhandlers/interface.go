@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // Every method of every handler interface below receives objects exactly as
@@ -90,7 +91,8 @@ type PriorityClassEventHandler interface {
 }
 
 // DynamicEventHandler receives events of resources served by dynamic
-// informers (see DynamicResourceRequester). Objects are
+// informers (see DynamicResourceRequester and
+// DiscoveredResourceRequester). Objects are
 // *unstructured.Unstructured; gvr says which resource they belong to.
 type DynamicEventHandler interface {
 	AddDynamic(gvr schema.GroupVersionResource, obj any)
@@ -126,6 +128,50 @@ type Interface interface {
 // informers start.
 type DynamicResourceRequester interface {
 	DynamicResources() []schema.GroupVersionResource
+}
+
+// DiscoveredResource is a resource an event handler would like watched
+// if, and while, the API server serves it (see
+// DiscoveredResourceRequester).
+type DiscoveredResource struct {
+	// GVR is the resource.
+	GVR schema.GroupVersionResource
+	// Transform, when set, runs on each object after the cache's own
+	// transform (which drops managedFields and the last-applied
+	// annotation) and before the object is stored: a handler keeps of an
+	// object only what it reads, for resources whose objects are large
+	// (pod templates) and many. It must accept what an informer's
+	// transform gets (an object, or a cache.DeletedFinalStateUnknown
+	// holding one), return quickly, be idempotent (it may run twice on
+	// one object), and may change the object in place: objects handed to
+	// a transform are not shared yet.
+	Transform toolscache.TransformFunc
+	// FirstServedVersionOnly marks alternatives: of the candidates with
+	// this flag and the same group and resource, only the first one served,
+	// in the order of the list, is watched (e.g. the v1beta1 of a resource
+	// where served, else its v1alpha3). Once one is watched, no other is
+	// started, even if it becomes served later.
+	FirstServedVersionOnly bool
+}
+
+// DiscoveredResourceRequester is an optional interface. When the cache
+// runs, it asks the API server's discovery which of the returned
+// resources are served (retrying until the API server answers), starts a
+// dynamic informer for each served one, in its own dynamic informer
+// factory and registered like every other informer (event counting,
+// panic recovery, the backlog probe, the sync barrier of
+// WaitForHandlersSync and /readyz), and delivers its events to the
+// handler's DynamicEventHandler methods. Until the first discovery
+// succeeded, the cache reports the handler not synced ("discovery").
+// It re-runs discovery periodically and starts an informer for each
+// resource served since (a CRD installed after start-up). Resources
+// that are not served are normal and not an error.
+//
+// It is called once, before the informers start. A resource that
+// DynamicResourceRequester also asks for is watched once, by the
+// informer that one starts (without Transform).
+type DiscoveredResourceRequester interface {
+	DiscoveredResources() []DiscoveredResource
 }
 
 // Runner is an optional interface for handlers that own background work,

@@ -24,8 +24,11 @@ const (
 	VolcanoGroupNameAnnotation = "scheduling.volcano.sh/group-name"
 	// JobGangAnnotation, set to "true" on a pod (in a Job's pod template),
 	// makes the pods of the batch/v1 Job that controls the pod one gang
-	// whose quorum is the Job's parallelism (at most its completions).
-	// Without it a Job's pods are single pods.
+	// whose quorum is the Job's parallelism (at most the completions
+	// left), an explicit signal. Set to "false", it keeps the Job's pods
+	// single pods even where gangs are inferred from Jobs (see
+	// InferredGroupRef). Without it a Job's pods are single pods unless
+	// gangs are inferred from Jobs.
 	JobGangAnnotation = "batch-scheduler.io/job-gang"
 )
 
@@ -51,10 +54,20 @@ const (
 	GroupKindJob GroupKind = "Job.batch"
 )
 
-// GroupRef is a group a pod names in one dialect.
+// GroupRef is a group a pod names in one dialect, or the gang it is
+// inferred to belong to from its owner (see InferredGroupRef).
 type GroupRef struct {
 	Kind GroupKind
+	// Name is the gang's name, the JobID's Name.
 	Name string
+	// Object is the name of the object of Kind, in the pod's namespace,
+	// whose policy defines the gang's quorum: Name for every dialect and
+	// owner kind but the LeaderWorkerSet, whose groups are gangs named
+	// after it.
+	Object string
+	// Inferred is set for a gang inferred from the pod's owner rather
+	// than named by the pod.
+	Inferred bool
 	// via says where the pod names it, e.g. "label
 	// scheduling.x-k8s.io/pod-group"; see Signal.
 	via string
@@ -63,8 +76,8 @@ type GroupRef struct {
 // Signal says where and how the pod names the group, for messages, e.g.
 // "label scheduling.x-k8s.io/pod-group=train".
 func (r GroupRef) Signal() string {
-	if r.Kind == GroupKindJob {
-		return r.via + " " + r.Name
+	if r.Kind == GroupKindJob || r.Inferred {
+		return r.via + " " + r.Object
 	}
 	return r.via + "=" + r.Name
 }
@@ -82,26 +95,34 @@ type GroupPolicy struct {
 	// Err, when set, says why the object gives no usable quorum (e.g. a
 	// minMember of 0); the gang is not scheduled.
 	Err error
+	// Independent, for an owner kind (IsOwnerKind), says that the owner's
+	// pods are not a gang: each is scheduled on its own, as if no gang
+	// were inferred (a batch/v1 Job that is not indexed and runs one pod
+	// at a time). It does not apply to pods that name the group
+	// explicitly (JobGangAnnotation).
+	Independent bool
 }
 
-// PodGroupRefs returns every group pod names, in order of precedence.
+// PodGroupRefs returns every group pod names explicitly, in order of
+// precedence. A gang inferred from the pod's owner is not among them (see
+// GroupResolver).
 func PodGroupRefs(pod *v1.Pod) []GroupRef {
 	var refs []GroupRef
 	if sg := pod.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindNative, Name: *sg.PodGroupName, via: "spec.schedulingGroup.podGroupName"})
+		refs = append(refs, GroupRef{Kind: GroupKindNative, Name: *sg.PodGroupName, Object: *sg.PodGroupName, via: "spec.schedulingGroup.podGroupName"})
 	}
 	if v := pod.Labels[CoschedulingPodGroupLabel]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindCoscheduling, Name: v, via: "label " + CoschedulingPodGroupLabel})
+		refs = append(refs, GroupRef{Kind: GroupKindCoscheduling, Name: v, Object: v, via: "label " + CoschedulingPodGroupLabel})
 	}
 	if v := pod.Annotations[VolcanoGroupNameAnnotation]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, via: "annotation " + VolcanoGroupNameAnnotation})
+		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Object: v, via: "annotation " + VolcanoGroupNameAnnotation})
 	}
 	if v := pod.Annotations[GroupNameAnnotation]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, via: "annotation " + GroupNameAnnotation})
+		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Object: v, via: "annotation " + GroupNameAnnotation})
 	}
 	if pod.Annotations[JobGangAnnotation] == "true" {
 		if owner := metav1.GetControllerOfNoCopy(pod); owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
-			refs = append(refs, GroupRef{Kind: GroupKindJob, Name: owner.Name, via: "annotation " + JobGangAnnotation + " with controller Job"})
+			refs = append(refs, GroupRef{Kind: GroupKindJob, Name: owner.Name, Object: owner.Name, via: "annotation " + JobGangAnnotation + " with controller Job"})
 		}
 	}
 	return refs
@@ -160,8 +181,10 @@ func IgnoredGroupSignals(pod *v1.Pod) []string {
 	if v, ok := pod.Annotations[JobGangAnnotation]; ok {
 		owner := metav1.GetControllerOfNoCopy(pod)
 		switch {
+		case v == "false":
+			// Opts the Job's pods out of an inferred gang.
 		case v != "true":
-			out = append(out, fmt.Sprintf("annotation %s=%s is ignored: only \"true\" opts the pods of a Job into one gang", JobGangAnnotation, QuoteValue(v)))
+			out = append(out, fmt.Sprintf("annotation %s=%s is ignored: only \"true\" opts the pods of a Job into one gang, and \"false\" out", JobGangAnnotation, QuoteValue(v)))
 		case owner == nil || owner.Kind != "Job" || !strings.HasPrefix(owner.APIVersion, "batch/"):
 			out = append(out, fmt.Sprintf("annotation %s=true is ignored: no batch/v1 Job controls the pod", JobGangAnnotation))
 		}
@@ -237,8 +260,8 @@ func (j *JobInfo) annotationQuorum(requireAll bool) (n int32, anyDeclared bool, 
 // revalidate recomputes minAvailable and validationErr from the tasks'
 // group signals and the group objects, and logs a new problem once.
 //
-// Precedence: a group object (PodGroup of the dialect the pods use, or
-// the opted-in Job) defines the quorum; MinAvailableAnnotation, where
+// Precedence: a group object (PodGroup of the dialect the pods use, the
+// opted-in Job, or the owner a gang was inferred from) defines the quorum; MinAvailableAnnotation, where
 // pods also carry it, must agree with it. Without an object, pods naming
 // their gang with GroupNameAnnotation or VolcanoGroupNameAnnotation take
 // the quorum from MinAvailableAnnotation, and pods of the other dialects
@@ -268,6 +291,10 @@ func (j *JobInfo) revalidate() {
 		problems = append(problems, fmt.Sprintf("its pods name the group in different dialects (%s): use one", groupKinds(j.kinds)))
 	case policy != nil && policy.Err != nil:
 		problems = append(problems, policy.Err.Error())
+	case policy != nil && j.ID.Owner != "":
+		// A gang inferred from its owner takes the owner's quorum; the
+		// pods' annotations name no gang and are not read.
+		j.minAvailable = policy.MinMember
 	case policy != nil:
 		n, declared, problem := j.annotationQuorum(false)
 		switch {
@@ -291,7 +318,11 @@ func (j *JobInfo) revalidate() {
 			j.minAvailable = n
 		}
 	default:
-		problems = append(problems, fmt.Sprintf("waiting for %s %s to exist", kind, groupRef(j.ID)))
+		object := j.ID
+		if j.object != "" {
+			object.Name = j.object
+		}
+		problems = append(problems, fmt.Sprintf("waiting for %s %s to exist", kind, groupRef(object)))
 	}
 	if len(problems) == 0 {
 		j.loggedErr = ""

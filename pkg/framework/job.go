@@ -31,6 +31,12 @@ type JobID struct {
 	Namespace string
 	Name      string
 	Gang      bool
+	// Owner is the kind of the owner a gang was inferred from (see
+	// InferredGroupRef), and empty for a gang its pods name explicitly and
+	// for a single pod. Inferred gangs are keyed apart from explicit ones,
+	// so that a gang inferred from, say, a RayCluster never shares a job
+	// with pods that name a group of the same name.
+	Owner GroupKind
 }
 
 // String renders the ID unambiguously: "ns/group" for a gang and
@@ -38,10 +44,20 @@ type JobID struct {
 // contains ':', so "pod:" cannot be confused with a gang whose name is a
 // valid DNS subdomain; a gang whose name is not one (and therefore carries a
 // validation error) is rendered quoted, `ns/"pod:x"`.
+//
+// A gang inferred from an owner renders as "ns/<kind>:group", e.g.
+// "ns/RayCluster.ray.io:train": a kind contains a dot, so it cannot be
+// read as "pod".
 func (id JobID) String() string {
 	switch {
 	case !id.Gang:
 		return id.Namespace + "/pod:" + id.Name
+	case id.Owner != "":
+		name := id.Name
+		if len(validation.IsDNS1123Subdomain(name)) != 0 {
+			name = strconv.Quote(name)
+		}
+		return id.Namespace + "/" + string(id.Owner) + ":" + name
 	case len(validation.IsDNS1123Subdomain(id.Name)) == 0:
 		return id.Namespace + "/" + id.Name
 	default:
@@ -52,14 +68,12 @@ func (id JobID) String() string {
 // MarshalText makes a JobID render as its String in JSON, also as a map key.
 func (id JobID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
 
-// JobIDForPod returns the job pod belongs to: the group it names in any
-// gang dialect (see PodGroupRefs; the first in precedence when it names
-// several), or the pod alone.
+// JobIDForPod returns the job pod belongs to by its explicit signals: the
+// group it names in any gang dialect (see PodGroupRefs; the first in
+// precedence when it names several), or the pod alone. It infers no gang
+// from the pod's owner; GroupResolver.JobID does.
 func JobIDForPod(pod *v1.Pod) JobID {
-	if ref, ok, _ := podGroup(pod); ok {
-		return JobID{Namespace: pod.Namespace, Name: ref.Name, Gang: true}
-	}
-	return JobID{Namespace: pod.Namespace, Name: pod.Name}
+	return GroupResolver{}.JobID(pod)
 }
 
 // TaskStatus says where a task of a job is.
@@ -104,24 +118,25 @@ type TaskInfo struct {
 	// GroupKind is the kind of object that defines the task's gang, empty
 	// for a single pod.
 	GroupKind GroupKind
+	// GroupObject is the name of that object, in the pod's namespace:
+	// the gang's name but for a LeaderWorkerSet group (see GroupRef).
+	GroupObject string
 	// GroupConflict, when set, says that the pod names different groups in
 	// different dialects; its gang is not scheduled.
 	GroupConflict string
 }
 
-// setGroup fills the group fields of t from its pod.
-func (t *TaskInfo) setGroup() {
-	ref, ok, conflict := podGroup(t.Pod)
-	if !ok {
-		t.Job = JobID{Namespace: t.Pod.Namespace, Name: t.Pod.Name}
-		return
+// setGroup fills the group fields of t from m.
+func (t *TaskInfo) setGroup(m Membership) {
+	t.Job = m.JobID(t.Pod.Namespace, t.Pod.Name)
+	if m.Gang() {
+		t.GroupKind, t.GroupObject, t.GroupConflict = m.Ref.Kind, m.Ref.Object, m.Conflict
 	}
-	t.Job = JobID{Namespace: t.Pod.Namespace, Name: ref.Name, Gang: true}
-	t.GroupKind, t.GroupConflict = ref.Kind, conflict
 }
 
 // NewTaskInfo returns the task of pod as an informer reports it: bound to
-// its spec.nodeName if that is set, pending otherwise.
+// its spec.nodeName if that is set, pending otherwise. Its job is the one
+// the pod's explicit signals name (JobIDForPod).
 func NewTaskInfo(pod *v1.Pod) *TaskInfo {
 	return NewTaskInfoWithRequests(pod, resources.PodRequests(pod))
 }
@@ -130,13 +145,19 @@ func NewTaskInfo(pod *v1.Pod) *TaskInfo {
 // requests (resources.PodRequests(pod)) already, e.g. from an earlier
 // version of the pod whose requests did not change.
 func NewTaskInfoWithRequests(pod *v1.Pod, requests resources.Resource) *TaskInfo {
+	return NewTaskInfoInGroup(pod, requests, GroupResolver{}.Resolve(pod))
+}
+
+// NewTaskInfoInGroup is NewTaskInfoWithRequests for a pod whose group a
+// GroupResolver resolved (m), e.g. with gangs inferred from owners.
+func NewTaskInfoInGroup(pod *v1.Pod, requests resources.Resource, m Membership) *TaskInfo {
 	t := &TaskInfo{
 		Pod:      pod,
 		Status:   TaskPending,
 		NodeName: pod.Spec.NodeName,
 		Requests: requests,
 	}
-	t.setGroup()
+	t.setGroup(m)
 	if t.NodeName != "" {
 		t.Status = TaskBound
 		t.Counted = pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed
@@ -146,7 +167,14 @@ func NewTaskInfoWithRequests(pod *v1.Pod, requests resources.Resource) *TaskInfo
 
 // NewAssumedTaskInfo returns the task of pending, a pod the informer
 // reports pending, as assumed on node. requests are pending's requests.
+// Its job is the one the pod's explicit signals name (JobIDForPod).
 func NewAssumedTaskInfo(pending *v1.Pod, node string, requests resources.Resource) *TaskInfo {
+	return NewAssumedTaskInfoInGroup(pending, node, requests, GroupResolver{}.Resolve(pending))
+}
+
+// NewAssumedTaskInfoInGroup is NewAssumedTaskInfo for a pod whose group a
+// GroupResolver resolved (m).
+func NewAssumedTaskInfoInGroup(pending *v1.Pod, node string, requests resources.Resource, m Membership) *TaskInfo {
 	// A shallow copy: the cache never modifies pods, so sharing everything
 	// but the top-level struct is safe.
 	bound := *pending
@@ -159,7 +187,7 @@ func NewAssumedTaskInfo(pending *v1.Pod, node string, requests resources.Resourc
 		Counted:  pending.Status.Phase != v1.PodSucceeded && pending.Status.Phase != v1.PodFailed,
 		Own:      true,
 	}
-	t.setGroup()
+	t.setGroup(m)
 	return t
 }
 
@@ -198,6 +226,9 @@ type JobInfo struct {
 	// policies are the group objects that exist under the job's name, by
 	// kind (see SetGroupPolicy).
 	policies map[GroupKind]*GroupPolicy
+	// object is the name of the object that defines a gang's quorum, as
+	// its tasks name it (TaskInfo.GroupObject), for messages.
+	object string
 	// loggedErr is the validation problem last logged, so that each
 	// distinct problem is logged once, not once per pod event.
 	loggedErr string
@@ -287,6 +318,9 @@ func (j *JobInfo) SetTask(t *TaskInfo) {
 	}
 	j.Tasks[t.Pod.UID] = t
 	if j.ID.Gang {
+		if t.GroupObject != "" {
+			j.object = t.GroupObject
+		}
 		j.declared[declaredMinAvailable(t.Pod)]++
 		j.kinds[t.GroupKind]++
 		if t.GroupConflict != "" {

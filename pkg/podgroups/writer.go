@@ -43,33 +43,53 @@ type Key struct {
 type Writer struct {
 	client dynamic.Interface
 	jobs   JobSource
-	gvrs   map[framework.GroupKind]schema.GroupVersionResource
 	queue  workqueue.TypedRateLimitingInterface[Key]
 
+	// mu guards objects and written; it is held only to read or change
+	// them, never while writing to the API server.
 	mu sync.Mutex
-	// objects are the group objects as last seen.
-	objects map[Key]*unstructured.Unstructured
+	// objects are the group objects as last seen, with their resource.
+	objects map[Key]groupObject
 	// written is what was last written per object, so that an object the
 	// informer has not yet reported back is not written again.
 	written map[Key]string
 }
 
-// New returns a Writer that writes the objects of the given resources
-// through client and reads jobs from jobs. Kinds without a resource
-// (framework.GroupKindJob) are never written.
-func New(client dynamic.Interface, jobs JobSource, gvrs map[framework.GroupKind]schema.GroupVersionResource) *Writer {
+// groupObject is a group object and the resource it was read from, which
+// its status is written to.
+type groupObject struct {
+	u   *unstructured.Unstructured
+	gvr schema.GroupVersionResource
+}
+
+// Writes reports whether the Writer writes the status of objects of
+// kind: the native, scheduler-plugins and Volcano PodGroups. Other kinds
+// (Jobs and the owners gangs are inferred from) are never written.
+func Writes(kind framework.GroupKind) bool {
+	switch kind {
+	case framework.GroupKindNative, framework.GroupKindCoscheduling, framework.GroupKindVolcano:
+		return true
+	}
+	return false
+}
+
+// New returns a Writer that writes the status of the group objects it is
+// given (see Writes) through client and reads jobs from jobs.
+func New(client dynamic.Interface, jobs JobSource) *Writer {
 	return &Writer{
-		client: client, jobs: jobs, gvrs: gvrs,
+		client: client, jobs: jobs,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "podgroup-status"}),
-		objects: map[Key]*unstructured.Unstructured{},
+		objects: map[Key]groupObject{},
 		written: map[Key]string{},
 	}
 }
 
-// ObjectChanged records the group object u of kind (deleted: it is gone).
-func (w *Writer) ObjectChanged(kind framework.GroupKind, u *unstructured.Unstructured, deleted bool) {
-	if _, ok := w.gvrs[kind]; !ok {
+// ObjectChanged records the group object u of kind, read from the
+// resource gvr (deleted: it is gone). Objects of kinds the Writer does not
+// write are ignored.
+func (w *Writer) ObjectChanged(kind framework.GroupKind, gvr schema.GroupVersionResource, u *unstructured.Unstructured, deleted bool) {
+	if !Writes(kind) {
 		return
 	}
 	k := Key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName()}
@@ -78,7 +98,7 @@ func (w *Writer) ObjectChanged(kind framework.GroupKind, u *unstructured.Unstruc
 		delete(w.objects, k)
 		delete(w.written, k)
 	} else {
-		w.objects[k] = u
+		w.objects[k] = groupObject{u: u, gvr: gvr}
 	}
 	w.mu.Unlock()
 	if !deleted {
@@ -89,7 +109,7 @@ func (w *Writer) ObjectChanged(kind framework.GroupKind, u *unstructured.Unstruc
 // GangChanged says that a pod of the gang named name in namespace, defined
 // by an object of kind, changed.
 func (w *Writer) GangChanged(kind framework.GroupKind, namespace, name string) {
-	if _, ok := w.gvrs[kind]; !ok {
+	if !Writes(kind) {
 		return
 	}
 	w.queue.Add(Key{Kind: kind, Namespace: namespace, Name: name})
@@ -124,8 +144,9 @@ func (w *Writer) Run(ctx context.Context) {
 // sync writes the status of k's object if it should change.
 func (w *Writer) sync(ctx context.Context, k Key) error {
 	w.mu.Lock()
-	obj := w.objects[k]
+	g := w.objects[k]
 	w.mu.Unlock()
+	obj := g.u
 	if obj == nil {
 		return nil
 	}
@@ -164,7 +185,7 @@ func (w *Writer) sync(ctx context.Context, k Key) error {
 	if same {
 		return nil
 	}
-	_, err := w.client.Resource(w.gvrs[k.Kind]).Namespace(k.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	_, err := w.client.Resource(g.gvr).Namespace(k.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil

@@ -32,8 +32,8 @@ func TestWriterWritesOnlyChanges(t *testing.T) {
 		map[schema.GroupVersionResource]string{gvr: "PodGroupList"}, pg.DeepCopy())
 	j := job(0, 3, 0, 0, 0)
 	j.SetGroupPolicy(framework.GroupKindCoscheduling, &framework.GroupPolicy{MinMember: 3})
-	w := New(client, jobSource{j.ID: j}, map[framework.GroupKind]schema.GroupVersionResource{framework.GroupKindCoscheduling: gvr})
-	w.ObjectChanged(framework.GroupKindCoscheduling, pg, false)
+	w := New(client, jobSource{j.ID: j})
+	w.ObjectChanged(framework.GroupKindCoscheduling, gvr, pg, false)
 	k := Key{Kind: framework.GroupKindCoscheduling, Namespace: "ns", Name: "g"}
 	updates := func() int {
 		n := 0
@@ -60,7 +60,7 @@ func TestWriterWritesOnlyChanges(t *testing.T) {
 		t.Fatalf("phase %q, want %q", p, CoschedulingScheduled)
 	}
 	// The informer reports the written object back: nothing to write.
-	w.ObjectChanged(framework.GroupKindCoscheduling, got, false)
+	w.ObjectChanged(framework.GroupKindCoscheduling, gvr, got, false)
 	if err := w.sync(context.Background(), k); err != nil {
 		t.Fatal(err)
 	}

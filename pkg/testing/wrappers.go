@@ -90,6 +90,15 @@ func (p *PodWrapper) Label(k, v string) *PodWrapper {
 	return p
 }
 
+// ControlledBy adds a controller owner reference to the object of kind
+// named name, of apiVersion (e.g. "ray.io/v1", "RayCluster"), with uid.
+func (p *PodWrapper) ControlledBy(apiVersion, kind, name, uid string) *PodWrapper {
+	yes := true
+	p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name,
+		UID: types.UID(uid), Controller: &yes, BlockOwnerDeletion: &yes})
+	return p
+}
+
 // Req sets the requests of the first container, e.g.
 // Req(map[v1.ResourceName]string{v1.ResourceCPU: "500m"}).
 func (p *PodWrapper) Req(req map[v1.ResourceName]string) *PodWrapper {

@@ -93,9 +93,12 @@ var needed = []permission{
 	// and watches ExternalWorkloads of this cluster.
 	{Group: "batch-scheduler.io", Resource: "externalworkloads", Verb: "list"},
 	{Group: "batch-scheduler.io", Resource: "externalworkloads", Verb: "watch"},
-	// pkg/eventhandlers/default/dialects.go (discoverDialects): the gang
-	// dialects' group objects the API server serves are watched by dynamic
-	// informers: Jobs always, PodGroups where their APIs exist.
+	// pkg/eventhandlers/default/groupobjects.go (groupResources) and
+	// pkg/cache/discovery.go: the group objects of the gang dialects and
+	// of the owners gangs are inferred from are watched by the cache's
+	// dynamic informers where the API server serves them: Jobs always,
+	// PodGroups, RayClusters, JobSets, LeaderWorkerSets, MPIJobs and
+	// PyTorchJobs where their APIs exist.
 	{Group: "batch", Resource: "jobs", Verb: "list"},
 	{Group: "batch", Resource: "jobs", Verb: "watch"},
 	{Group: "scheduling.k8s.io", Resource: "podgroups", Verb: "list"},
@@ -104,6 +107,16 @@ var needed = []permission{
 	{Group: "scheduling.x-k8s.io", Resource: "podgroups", Verb: "watch"},
 	{Group: "scheduling.volcano.sh", Resource: "podgroups", Verb: "list"},
 	{Group: "scheduling.volcano.sh", Resource: "podgroups", Verb: "watch"},
+	{Group: "ray.io", Resource: "rayclusters", Verb: "list"},
+	{Group: "ray.io", Resource: "rayclusters", Verb: "watch"},
+	{Group: "jobset.x-k8s.io", Resource: "jobsets", Verb: "list"},
+	{Group: "jobset.x-k8s.io", Resource: "jobsets", Verb: "watch"},
+	{Group: "leaderworkerset.x-k8s.io", Resource: "leaderworkersets", Verb: "list"},
+	{Group: "leaderworkerset.x-k8s.io", Resource: "leaderworkersets", Verb: "watch"},
+	{Group: "kubeflow.org", Resource: "mpijobs", Verb: "list"},
+	{Group: "kubeflow.org", Resource: "mpijobs", Verb: "watch"},
+	{Group: "kubeflow.org", Resource: "pytorchjobs", Verb: "list"},
+	{Group: "kubeflow.org", Resource: "pytorchjobs", Verb: "watch"},
 	// pkg/podgroups/writer.go (sync): the status of those PodGroups is
 	// replaced (UpdateStatus), as their own schedulers write it.
 	{Group: "scheduling.k8s.io", Resource: "podgroups", Subresource: "status", Verb: "update"},

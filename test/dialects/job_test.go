@@ -17,6 +17,8 @@ type batchv1Job struct {
 	Name, Namespace          string
 	Parallelism, Completions int32
 	Suspend                  bool
+	// NoOptIn leaves the opt-in annotation out of the pod template.
+	NoOptIn bool
 }
 
 func (j *batchv1Job) create(t *testing.T) types.UID {
@@ -36,6 +38,9 @@ func (j *batchv1Job) create(t *testing.T) types.UID {
 				},
 			},
 		},
+	}
+	if j.NoOptIn {
+		job.Spec.Template.Annotations = nil
 	}
 	created, err := cp.Client.BatchV1().Jobs(j.Namespace).Create(t.Context(), job, metav1.CreateOptions{})
 	if err != nil {

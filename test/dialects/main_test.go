@@ -55,36 +55,58 @@ func TestMain(m *testing.M) {
 	}, controlplane.WithFeatureGates("GenericWorkload=true"), controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true"))
 }
 
-// installCRDs creates the CRDs of config/crds/third-party and waits until
-// each is Established and served.
+// lateCRD is the CRD of config/crds/third-party that TestMain does not
+// install: TestOwnerCRDInstalledLater installs it while the scheduler
+// runs, as a cluster admin installing an operator after the scheduler
+// started.
+const lateCRD = "kubeflow.org_pytorchjobs.yaml"
+
+// installCRDs creates the CRDs of config/crds/third-party but lateCRD and
+// waits until each is Established and served.
 func installCRDs() error {
-	ctx := context.Background()
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crds", "third-party", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no CRDs in config/crds/third-party: %v", err)
 	}
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
+		if filepath.Base(f) == lateCRD {
+			continue
+		}
+		if err := installCRD(context.Background(), f); err != nil {
 			return err
 		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		if _, err := dyn.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating CRD from %s: %w", f, err)
-		}
 	}
-	// Established and listable: the scheduler discovers them at start.
-	for _, gvr := range []schema.GroupVersionResource{coschedulingGVR, volcanoGVR} {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, err := dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
-			return err == nil, nil
-		})
-		if err != nil {
-			return fmt.Errorf("%s never served: %w", gvr, err)
-		}
+	return nil
+}
+
+// installCRD creates the CRD in file (of config/crds/third-party) and
+// waits until its resource can be listed: the scheduler discovers it.
+func installCRD(ctx context.Context, file string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if _, err := dyn.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating CRD from %s: %w", file, err)
+	}
+	group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "versions")
+	if len(versions) == 0 {
+		return fmt.Errorf("%s: no versions", file)
+	}
+	version, _ := versions[0].(map[string]any)["name"].(string)
+	gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s never served: %w", gvr, err)
 	}
 	return nil
 }

@@ -34,11 +34,11 @@ func TestDialectPolicies(t *testing.T) {
 		{name: "volcano", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(2)}, wantMin: 2},
 		{name: "volcano minMember 0", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(0)}, wantErr: "PodGroup.scheduling.volcano.sh ns/g has no usable spec.minMember"},
 		{name: "volcano minMember as string", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": "2"}, wantErr: "no usable spec.minMember"},
-		{name: "job parallelism", policy: jobPolicy, spec: map[string]any{"parallelism": int64(4), "completions": int64(10), "template": optIn}, wantMin: 4},
-		{name: "job fewer completions", policy: jobPolicy, spec: map[string]any{"parallelism": int64(4), "completions": int64(2), "template": optIn}, wantMin: 2},
-		{name: "job default parallelism", policy: jobPolicy, spec: map[string]any{"template": optIn}, wantMin: 1},
-		{name: "job parallelism 0", policy: jobPolicy, spec: map[string]any{"parallelism": int64(0), "template": optIn}, wantErr: "runs no pods at once"},
-		{name: "job not opted in", policy: jobPolicy, spec: map[string]any{"parallelism": int64(4)}, wantNil: true},
+		{name: "job parallelism", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(4), "completions": int64(10), "template": optIn}, wantMin: 4},
+		{name: "job fewer completions", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(4), "completions": int64(2), "template": optIn}, wantMin: 2},
+		{name: "job default parallelism", policy: jobPolicy(false), spec: map[string]any{"template": optIn}, wantMin: 1},
+		{name: "job parallelism 0", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(0), "template": optIn}, wantErr: "runs no pods at once"},
+		{name: "job not opted in", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(4)}, wantNil: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,12 +74,12 @@ func TestSlimGroupObject(t *testing.T) {
 			"spec":     map[string]any{"containers": []any{map[string]any{"name": "main"}}},
 		}},
 	}}
-	slimmed, err := slimGroupObject(job)
+	slimmed, err := slimmer(jobFields...)(job)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u := slimmed.(*unstructured.Unstructured)
-	if p := jobPolicy(u); p == nil || p.MinMember != 3 {
+	if p := jobPolicy(false)(u); p == nil || p.MinMember != 3 {
 		t.Fatalf("policy of the slimmed Job %+v, want minMember 3", p)
 	}
 	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec"); found || u.GetLabels() != nil {

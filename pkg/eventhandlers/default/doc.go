@@ -91,17 +91,27 @@
 //
 //	dynamicResources:
 //	- widgets.v1alpha1.example.com
+//	ownerGangs: {Job: false}
 //
-// # Gang dialects
+// # Gang dialects and gangs inferred from the owner
 //
-// Built by New with a rest.Config (or with WithGangDialects), the handler
-// discovers, in Run, which gang dialects the API server serves (native,
-// scheduler-plugins and Volcano PodGroups, batch/v1 Jobs), watches them
-// with informers of its own, gives the cache each group's quorum
-// (eventhandlers.GroupPolicyCache), raises framework.EventGangGroupChange,
-// and writes the PodGroups' status (pkg/podgroups). HasSynced holds the
-// cache's sync barrier until their initial lists are in. Set
-// disableGangDialects to turn this off. See docs/scheduling.md.
+// The handler runs no informer of its own. It asks the cache
+// (eventhandlers.DiscoveredResourceRequester) to watch, where the API
+// server serves them, the objects that define gangs: those of the gang
+// dialects (native, scheduler-plugins and Volcano PodGroups, batch/v1
+// Jobs; built by New with a rest.Config, or with WithGangDialects; set
+// disableGangDialects to turn them off) and those of the owner kinds
+// gangs are inferred from (Args.OwnerGangs: Job, RayCluster, JobSet,
+// LeaderWorkerSet, MPIJob, PyTorchJob, all on by default), each with a
+// transform that keeps only what its policy reads. Their events arrive
+// through AddDynamic, UpdateDynamic and DeleteDynamic; the handler gives
+// the cache each object's quorum policy (eventhandlers.GroupPolicyCache),
+// tells it which owner kinds to infer gangs from
+// (eventhandlers.OwnerGangCache), and writes the PodGroups' status
+// (pkg/podgroups) from Run. A policy never panics on an odd object: a
+// field of the wrong type or out of range makes the policy an error that
+// names the object and the field, and the gang waits. See
+// docs/scheduling.md.
 //
 // # Changing the behaviour: Policy, not overrides
 //

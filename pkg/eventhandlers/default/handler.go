@@ -18,6 +18,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/podgroups"
 	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
 
@@ -44,8 +45,16 @@ type Args struct {
 	// DisableGangDialects stops the handler from watching the objects of
 	// the gang dialects (native, scheduler-plugins and Volcano PodGroups,
 	// opted-in Jobs; see docs/scheduling.md). By default each one the API
-	// server serves at start-up is watched.
+	// server serves is watched (found by discovery at start-up and
+	// periodically after).
 	DisableGangDialects bool `yaml:"disableGangDialects"`
+	// OwnerGangs turns the inference of gangs from pods' owners on or off
+	// per owner kind (Job, RayCluster, JobSet, LeaderWorkerSet, MPIJob,
+	// PyTorchJob); every kind is on by default, and watched where the API
+	// server serves it. A pod that names its gang explicitly (any gang
+	// dialect) is never in an inferred gang. See docs/scheduling.md,
+	// "Gangs inferred from the owner".
+	OwnerGangs OwnerGangs `yaml:"ownerGangs"`
 }
 
 // Policy changes how the handler treats nodes, pods and external
@@ -92,8 +101,9 @@ func WithPolicy(p Policy) Option {
 // which every path obeys. A vendor adds behaviour for a resource the
 // default handler only raises events for (Grants, say) by embedding
 // *Handler and overriding that resource's methods: a type embedding
-// *Handler is an eventhandlers.Interface and an
-// eventhandlers.DynamicResourceRequester (and an
+// *Handler is an eventhandlers.Interface, an
+// eventhandlers.DynamicResourceRequester and
+// DiscoveredResourceRequester, and an eventhandlers.Runner (and an
 // eventhandlers.ExternalWorkloadEventHandler and GrantEventHandler). All
 // methods are safe for concurrent use.
 type Handler struct {
@@ -102,12 +112,19 @@ type Handler struct {
 	// externalNodeLabel is Args.ExternalWorkloadNodeLabel.
 	externalNodeLabel string
 	policy            Policy
-	// dialects are the gang dialect resources watched (see dialects.go).
-	// dialectConfig, set by WithGangDialects, reaches the API server whose
-	// gang dialects Run discovers and watches; nil: none.
+	// dialectConfig, set by WithGangDialects, reaches the API server
+	// whose gang dialects are watched and whose PodGroups' status is
+	// written; nil: no gang dialects.
 	dialectConfig *rest.Config
-	// dialectState is what Run found and started (see dialects.go).
-	dialectState
+	// owners are the owner kinds gangs are inferred from.
+	owners framework.OwnerKinds
+	// groupResources are the resources whose objects define gangs, which
+	// the handler asks the cache to watch where served (see
+	// groupobjects.go), and statusWriter writes the status of the
+	// PodGroups among them (nil: none). Both are set when the handler is
+	// built and never change, so they need no lock.
+	groupResources []groupResource
+	statusWriter   *podgroups.Writer
 }
 
 var (
@@ -140,15 +157,14 @@ func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Confi
 	return NewWithArgs(c, args, opts...)
 }
 
-// WithGangDialects makes the handler watch the gang dialect resources that
-// the API server rc reaches serves (found by discovery when Run starts,
-// retried until the API server answers): native PodGroups
-// (scheduling.k8s.io v1beta1, else v1alpha3), scheduler-plugins and Volcano
-// PodGroups, and batch/v1 Jobs, and write the PodGroups' status. It needs a
+// WithGangDialects makes the handler ask the cache to watch the gang
+// dialect resources the API server serves (see DiscoveredResources):
+// native PodGroups (scheduling.k8s.io v1beta1, else v1alpha3),
+// scheduler-plugins and Volcano PodGroups, and batch/v1 Jobs, and write
+// the PodGroups' status through the API server rc reaches. It needs a
 // cache that implements eventhandlers.GroupPolicyCache. The handler's Run
-// (eventhandlers.Runner) runs those informers and HasSynced
-// (eventhandlers.SyncReporter) reports their initial lists: an embedder
-// that overrides Run must call the embedded one.
+// (eventhandlers.Runner) writes the status: an embedder that overrides
+// Run must call the embedded one.
 func WithGangDialects(rc *rest.Config) Option {
 	return func(h *Handler) { h.dialectConfig = rc }
 }
@@ -168,16 +184,36 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 			return nil, fmt.Errorf("externalWorkloadNodeLabel %q is not a valid label key: %s", l, strings.Join(errs, "; "))
 		}
 	}
-	klog.V(2).InfoS("Built event handler", "handler", Name, "dynamicResources", args.DynamicResources,
-		"externalWorkloadNodeLabel", args.ExternalWorkloadNodeLabel)
+	owners, err := args.OwnerGangs.ownerKinds()
+	if err != nil {
+		return nil, err
+	}
 	h := &Handler{cache: c, dynamic: gvrs, externalNodeLabel: args.ExternalWorkloadNodeLabel}
 	for _, opt := range opts {
 		opt(h)
 	}
-	if _, ok := c.(eventhandlers.GroupPolicyCache); !ok && h.dialectConfig != nil {
-		klog.InfoS("The cache does not record gang groups; gang dialects other than the annotations are not read")
-		h.dialectConfig = nil
+	if _, ok := c.(eventhandlers.GroupPolicyCache); !ok {
+		if h.dialectConfig != nil {
+			klog.InfoS("The cache does not record gang groups; gang dialects other than the annotations are not read")
+		}
+		h.dialectConfig, owners = nil, 0
 	}
+	if oc, ok := c.(eventhandlers.OwnerGangCache); ok {
+		if err := oc.SetOwnerGangs(owners); err != nil {
+			return nil, fmt.Errorf("ownerGangs: %w", err)
+		}
+	} else if owners != 0 {
+		klog.V(2).InfoS("The cache does not infer gangs from pod owners; ownerGangs is not applied")
+		owners = 0
+	}
+	h.owners = owners
+	h.groupResources = groupResources(h.dialectConfig != nil, owners)
+	if h.statusWriter, err = h.newStatusWriter(); err != nil {
+		return nil, err
+	}
+	klog.V(2).InfoS("Built event handler", "handler", Name, "dynamicResources", args.DynamicResources,
+		"externalWorkloadNodeLabel", args.ExternalWorkloadNodeLabel, "gangDialects", h.dialectConfig != nil,
+		"ownerGangs", owners.String(), "groupKinds", groupKindsOf(h.groupResources))
 	return h, nil
 }
 

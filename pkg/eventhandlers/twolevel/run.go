@@ -35,7 +35,10 @@ const evictionRetry = 30 * time.Second
 
 // Run implements eventhandlers.Runner: it enforces grant expiry and looks
 // after nodes whose grant this scheduler's pods exceed, until ctx is done.
+// It runs the embedded default handler's Run beside (the status of gang
+// dialects' PodGroups, when enabled).
 func (h *Handler) Run(ctx context.Context) {
+	go h.Handler.Run(ctx)
 	logger := klog.FromContext(ctx).WithValues("handler", Name, "framework", h.framework)
 	var recorder events.EventRecorder
 	if h.client != nil {

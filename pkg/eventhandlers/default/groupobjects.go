@@ -1,0 +1,196 @@
+package defaulthandler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/podgroups"
+)
+
+// The objects that define gangs, those of the gang dialects and the
+// owners gangs are inferred from, are watched by the cache, which asks
+// discovery which of them the API server serves (the handler is an
+// eventhandlers.DiscoveredResourceRequester), and reach the handler
+// through AddDynamic, UpdateDynamic and DeleteDynamic. The handler runs
+// no informer of its own.
+
+// groupResource is a resource whose objects define gangs.
+type groupResource struct {
+	gvr  schema.GroupVersionResource
+	kind framework.GroupKind
+	// policy reads an object's policy; nil: the object defines no gang.
+	policy func(u *unstructured.Unstructured) *framework.GroupPolicy
+	// transform, when set, keeps of each object only what policy reads.
+	transform toolscache.TransformFunc
+	// firstServedOnly: of the versions of this resource so marked, only
+	// the first served is watched.
+	firstServedOnly bool
+}
+
+// groupResources returns the group resources a handler watches: with
+// dialects, the PodGroups of the gang dialects and batch/v1 Jobs (whose
+// pods opt in); and those of the owner kinds in owners. The order is the
+// order of precedence between versions of one resource.
+func groupResources(dialects bool, owners framework.OwnerKinds) []groupResource {
+	var out []groupResource
+	if dialects {
+		out = append(out,
+			groupResource{gvr: nativeV1beta1GVR, kind: framework.GroupKindNative, policy: nativePolicy, firstServedOnly: true},
+			groupResource{gvr: nativeV1alpha3GVR, kind: framework.GroupKindNative, policy: nativePolicy, firstServedOnly: true},
+			groupResource{gvr: coschedulingGVR, kind: framework.GroupKindCoscheduling, policy: minMemberPolicy(framework.GroupKindCoscheduling)},
+			groupResource{gvr: volcanoGVR, kind: framework.GroupKindVolcano, policy: minMemberPolicy(framework.GroupKindVolcano)},
+		)
+	}
+	if dialects || owners.Has(framework.GroupKindJob) {
+		out = append(out, groupResource{gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
+			kind: framework.GroupKindJob, policy: jobPolicy(owners.Has(framework.GroupKindJob)), transform: slimmer(jobFields...)})
+	}
+	for _, o := range []groupResource{
+		{gvr: schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"},
+			kind: framework.GroupKindRayCluster, policy: rayClusterPolicy, transform: slimmer(rayClusterFields...)},
+		{gvr: schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"},
+			kind: framework.GroupKindJobSet, policy: jobSetPolicy, transform: slimmer(jobSetFields...)},
+		{gvr: schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"},
+			kind: framework.GroupKindLeaderWorkerSet, policy: leaderWorkerSetPolicy, transform: slimmer(leaderWorkerSetFields...)},
+		{gvr: schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"},
+			kind: framework.GroupKindMPIJob, policy: mpiJobPolicy, transform: slimmer(mpiJobFields...)},
+		{gvr: schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"},
+			kind: framework.GroupKindPyTorchJob, policy: pyTorchJobPolicy, transform: slimmer(pyTorchJobFields...)},
+	} {
+		if owners.Has(o.kind) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// DiscoveredResources implements eventhandlers.DiscoveredResourceRequester:
+// the resources of the gang dialects (unless disabled, or the handler has
+// no API server) and of the owner kinds of Args.OwnerGangs, each watched
+// where the API server serves it. The slice is the caller's.
+func (h *Handler) DiscoveredResources() []eventhandlers.DiscoveredResource {
+	out := make([]eventhandlers.DiscoveredResource, 0, len(h.groupResources))
+	for _, r := range h.groupResources {
+		out = append(out, eventhandlers.DiscoveredResource{GVR: r.gvr, Transform: r.transform, FirstServedVersionOnly: r.firstServedOnly})
+	}
+	return out
+}
+
+// groupResourceFor returns the group resource of gvr, if it is one the
+// handler asked for. The list is fixed when the handler is built, so no
+// lock is needed.
+func (h *Handler) groupResourceFor(gvr schema.GroupVersionResource) (groupResource, bool) {
+	for _, r := range h.groupResources {
+		if r.gvr == gvr {
+			return r, true
+		}
+	}
+	return groupResource{}, false
+}
+
+// OwnerKinds returns the owner kinds the handler infers gangs from (see
+// Args.OwnerGangs), none when the cache cannot infer them.
+func (h *Handler) OwnerKinds() framework.OwnerKinds { return h.owners }
+
+var (
+	_ eventhandlers.Runner                      = (*Handler)(nil)
+	_ eventhandlers.DiscoveredResourceRequester = (*Handler)(nil)
+)
+
+// Run implements eventhandlers.Runner: it writes the status of the gang
+// dialects' PodGroups (pkg/podgroups) until ctx ends (without gang
+// dialects, it only waits for ctx). An embedder that overrides Run must
+// call the embedded one.
+func (h *Handler) Run(ctx context.Context) {
+	if h.statusWriter != nil {
+		h.statusWriter.Run(ctx)
+		return
+	}
+	<-ctx.Done()
+}
+
+// newStatusWriter returns the writer of the PodGroups' status, through a
+// client of the API server h.dialectConfig reaches; nil without gang
+// dialects or when the cache cannot tell a gang's state.
+func (h *Handler) newStatusWriter() (*podgroups.Writer, error) {
+	if h.dialectConfig == nil {
+		return nil, nil
+	}
+	jobs, ok := h.cache.(podgroups.JobSource)
+	if !ok {
+		klog.InfoS("The cache does not give jobs out; the status of PodGroups is not written")
+		return nil, nil
+	}
+	client, err := dynamic.NewForConfig(h.dialectConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating the client that writes the status of PodGroups: %w", err)
+	}
+	return podgroups.New(client, jobs), nil
+}
+
+// setGroup records the policy of obj (nil: deleted) in the cache. It
+// reports whether gvr is a group resource.
+func (h *Handler) setGroup(gvr schema.GroupVersionResource, obj any, deleted bool) bool {
+	r, ok := h.groupResourceFor(gvr)
+	if !ok {
+		return false
+	}
+	gc, ok := h.cache.(eventhandlers.GroupPolicyCache)
+	if !ok {
+		return true
+	}
+	u, ok := eventhandlers.ObjectAs[*unstructured.Unstructured](obj)
+	if !ok || u == nil {
+		klog.ErrorS(nil, "Ignoring an event of a gang group object that is not unstructured", "resource", eventhandlers.DynamicResourceName(gvr), "type", fmt.Sprintf("%T", obj))
+		return true
+	}
+	var p *framework.GroupPolicy
+	if !deleted {
+		p = r.policy(u)
+	}
+	if p != nil && p.Err != nil {
+		klog.V(2).InfoS("Gang group object gives no usable quorum", "kind", r.kind, "object", klog.KObj(u), "err", p.Err)
+	}
+	klog.V(4).InfoS("Gang group object changed", "kind", r.kind, "object", klog.KObj(u), "deleted", deleted, "policy", p)
+	gc.SetGroupPolicy(r.kind, u.GetNamespace(), u.GetName(), p)
+	if h.statusWriter != nil {
+		h.statusWriter.ObjectChanged(r.kind, gvr, u, deleted)
+	}
+	return true
+}
+
+// noteGang tells the status writer that a pod of a gang changed, after the
+// cache has it.
+func (h *Handler) noteGang(obj any) {
+	if h.statusWriter == nil {
+		return
+	}
+	pod, ok := eventhandlers.ObjectAs[*v1.Pod](obj)
+	if !ok || pod == nil {
+		return
+	}
+	if refs := framework.PodGroupRefs(pod); len(refs) > 0 {
+		h.statusWriter.GangChanged(refs[0].Kind, pod.Namespace, refs[0].Name)
+	}
+}
+
+// groupKindsOf lists the kinds of rs, for logs.
+func groupKindsOf(rs []groupResource) []string {
+	var out []string
+	for _, r := range rs {
+		if k := string(r.kind); !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}

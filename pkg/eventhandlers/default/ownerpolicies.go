@@ -1,0 +1,381 @@
+package defaulthandler
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// The quorum policies of the owner kinds gangs are inferred from (see
+// docs/scheduling.md, "Gangs inferred from the owner"), and the fields of
+// each kind that its informer keeps (slimmer). A policy never panics: a
+// field that is missing takes its kind's default, and one of the wrong
+// type or out of range is an error in the policy naming the object and
+// the field.
+
+// policyBuilder collects a policy's problem.
+type policyBuilder struct {
+	p *framework.GroupPolicy
+}
+
+func newPolicy(kind framework.GroupKind, u *unstructured.Unstructured) policyBuilder {
+	return policyBuilder{p: &framework.GroupPolicy{Source: source(kind, u)}}
+}
+
+// fail makes the policy unusable because of err, which names the field.
+func (b policyBuilder) fail(err error) *framework.GroupPolicy {
+	b.p.MinMember = 0
+	b.p.Err = fmt.Errorf("%s: %w", b.p.Source, err)
+	return b.p
+}
+
+// quorum makes n the policy's quorum (n >= 1 and fits an int32, which
+// the readers ensure).
+func (b policyBuilder) quorum(n int64) *framework.GroupPolicy {
+	b.p.MinMember = int32(n)
+	return b.p
+}
+
+// Job fields the job policy reads.
+var jobFields = [][]string{
+	{"spec", "parallelism"}, {"spec", "completions"}, {"spec", "completionMode"}, {"status", "succeeded"},
+	{"spec", "template", "metadata", "annotations", framework.JobGangAnnotation},
+}
+
+// jobPolicy reads a batch/v1 Job. With infer unset, only a Job whose pod
+// template opts in with framework.JobGangAnnotation has a policy (the
+// Job dialect); with it set, every Job has one (the Job is an owner kind
+// gangs are inferred from).
+//
+// The quorum is spec.parallelism (default 1), at most the completions
+// left: spec.completions minus status.succeeded, at least 1. A finished
+// pod no longer holds a node and does not count towards the quorum
+// (framework.TaskCounts.Running), so without the subtraction a Job that
+// has fewer completions left than its parallelism would wait for pods
+// the Job controller never creates. A Job that is not indexed and runs
+// one pod at a time is Independent: its pods are not an inferred gang.
+func jobPolicy(infer bool) func(u *unstructured.Unstructured) *framework.GroupPolicy {
+	return func(u *unstructured.Unstructured) *framework.GroupPolicy {
+		optIn, _ := stringField(u.Object, "", "spec", "template", "metadata", "annotations", framework.JobGangAnnotation)
+		if optIn != "true" && !infer {
+			return nil
+		}
+		b := newPolicy(framework.GroupKindJob, u)
+		parallelism, found, err := intField(u.Object, "", "spec", "parallelism")
+		if err != nil {
+			return b.fail(err)
+		}
+		if !found {
+			parallelism = 1
+		}
+		completions, hasCompletions, err := intField(u.Object, "", "spec", "completions")
+		if err != nil {
+			return b.fail(err)
+		}
+		mode, err := stringField(u.Object, "", "spec", "completionMode")
+		if err != nil {
+			return b.fail(err)
+		}
+		succeeded, _, err := intField(u.Object, "", "status", "succeeded")
+		if err != nil {
+			return b.fail(err)
+		}
+		switch {
+		case parallelism == 0:
+			return b.fail(errors.New("runs no pods at once (spec.parallelism is 0)"))
+		case hasCompletions && completions == 0:
+			return b.fail(errors.New("runs no pods at once (spec.completions is 0)"))
+		}
+		quorum := parallelism
+		if hasCompletions {
+			quorum = min(quorum, max(completions-succeeded, 1))
+		}
+		b.p.Independent = mode != "Indexed" && parallelism <= 1
+		return b.quorum(quorum)
+	}
+}
+
+// RayCluster fields the RayCluster policy reads.
+var rayClusterFields = [][]string{
+	{"spec", "workerGroupSpecs", eachItem, "minReplicas"},
+	{"spec", "workerGroupSpecs", eachItem, "numOfHosts"},
+	{"spec", "workerGroupSpecs", eachItem, "suspend"},
+}
+
+// rayClusterPolicy reads a KubeRay RayCluster: the head and, of each
+// worker group that is not suspended, minReplicas (default 0) replicas of
+// numOfHosts (default 1) pods each.
+func rayClusterPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
+	b := newPolicy(framework.GroupKindRayCluster, u)
+	groups, err := listField(u.Object, "spec", "workerGroupSpecs")
+	if err != nil {
+		return b.fail(err)
+	}
+	quorum := int64(1)
+	for i, g := range groups {
+		at := "spec.workerGroupSpecs" + index(i)
+		m, ok := g.(map[string]any)
+		if !ok {
+			return b.fail(fmt.Errorf("%s is %s, not an object", at, typeName(g)))
+		}
+		suspended, err := boolField(m, at+".suspend", "suspend")
+		if err != nil {
+			return b.fail(err)
+		}
+		if suspended {
+			continue
+		}
+		minReplicas, _, err := intField(m, at+".minReplicas", "minReplicas")
+		if err != nil {
+			return b.fail(err)
+		}
+		hosts, found, err := intField(m, at+".numOfHosts", "numOfHosts")
+		if err != nil {
+			return b.fail(err)
+		}
+		if !found || hosts == 0 {
+			hosts = 1
+		}
+		if quorum, err = quorumSum(quorum, minReplicas*hosts, "the head and the worker groups' minReplicas × numOfHosts"); err != nil {
+			return b.fail(err)
+		}
+	}
+	return b.quorum(quorum)
+}
+
+// JobSet fields the JobSet policy reads.
+var jobSetFields = [][]string{
+	{"spec", "replicatedJobs", eachItem, "name"},
+	{"spec", "replicatedJobs", eachItem, "replicas"},
+	{"spec", "replicatedJobs", eachItem, "template", "spec", "parallelism"},
+	{"spec", "replicatedJobs", eachItem, "template", "spec", "completions"},
+	{"spec", "startupPolicy", "startupPolicyOrder"},
+	{"status", "replicatedJobsStatus", eachItem, "name"},
+	{"status", "replicatedJobsStatus", eachItem, "succeeded"},
+}
+
+// jobSetPolicy reads a JobSet: the sum over spec.replicatedJobs of
+// replicas (default 1) × min(parallelism, completions) of its Job
+// template (parallelism defaults to 1), less the Jobs of each that
+// succeeded (status.replicatedJobsStatus), whose pods no longer count.
+// With startupPolicyOrder InOrder the JobSet starts its replicated Jobs
+// one after the other, each once the one before is ready, so only the
+// first is all or nothing: the quorum is its share.
+func jobSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
+	b := newPolicy(framework.GroupKindJobSet, u)
+	jobs, err := listField(u.Object, "spec", "replicatedJobs")
+	if err != nil {
+		return b.fail(err)
+	}
+	order, err := stringField(u.Object, "", "spec", "startupPolicy", "startupPolicyOrder")
+	if err != nil {
+		return b.fail(err)
+	}
+	succeeded, err := succeededJobs(u.Object)
+	if err != nil {
+		return b.fail(err)
+	}
+	var quorum, configured int64
+	for i, rj := range jobs {
+		at := "spec.replicatedJobs" + index(i)
+		m, ok := rj.(map[string]any)
+		if !ok {
+			return b.fail(fmt.Errorf("%s is %s, not an object", at, typeName(rj)))
+		}
+		name, err := stringField(m, at+".name", "name")
+		if err != nil {
+			return b.fail(err)
+		}
+		replicas, found, err := intField(m, at+".replicas", "replicas")
+		if err != nil {
+			return b.fail(err)
+		}
+		if !found {
+			replicas = 1
+		}
+		parallelism, found, err := intField(m, at+".template.spec.parallelism", "template", "spec", "parallelism")
+		if err != nil {
+			return b.fail(err)
+		}
+		if !found {
+			parallelism = 1
+		}
+		completions, hasCompletions, err := intField(m, at+".template.spec.completions", "template", "spec", "completions")
+		if err != nil {
+			return b.fail(err)
+		}
+		perJob := parallelism
+		if hasCompletions {
+			perJob = min(perJob, completions)
+		}
+		if configured, err = quorumSum(configured, replicas*perJob, "the pods of spec.replicatedJobs"); err != nil {
+			return b.fail(err)
+		}
+		left := max(replicas-succeeded[name], 0) * perJob
+		if order == "InOrder" && i > 0 {
+			continue
+		}
+		if quorum, err = quorumSum(quorum, left, "the pods of spec.replicatedJobs"); err != nil {
+			return b.fail(err)
+		}
+	}
+	if configured == 0 {
+		return b.fail(errors.New("runs no pods (spec.replicatedJobs asks for none)"))
+	}
+	return b.quorum(max(quorum, 1))
+}
+
+// succeededJobs reads status.replicatedJobsStatus: the Jobs that
+// succeeded, by replicated Job name.
+func succeededJobs(obj map[string]any) (map[string]int64, error) {
+	statuses, err := listField(obj, "status", "replicatedJobsStatus")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for i, s := range statuses {
+		at := "status.replicatedJobsStatus" + index(i)
+		m, ok := s.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s is %s, not an object", at, typeName(s))
+		}
+		name, err := stringField(m, at+".name", "name")
+		if err != nil {
+			return nil, err
+		}
+		n, _, err := intField(m, at+".succeeded", "succeeded")
+		if err != nil {
+			return nil, err
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
+// LeaderWorkerSet fields the LeaderWorkerSet policy reads.
+var leaderWorkerSetFields = [][]string{
+	{"spec", "leaderWorkerTemplate", "size"}, {"spec", "startupPolicy"},
+}
+
+// leaderWorkerSetPolicy reads a LeaderWorkerSet: each group is a gang of
+// spec.leaderWorkerTemplate.size pods (default 1), its leader and
+// workers. With startupPolicy LeaderReady the workers are created only
+// once the leader is ready, so a gang of all of them would never start:
+// the quorum is 1, the leader.
+func leaderWorkerSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
+	b := newPolicy(framework.GroupKindLeaderWorkerSet, u)
+	size, found, err := intField(u.Object, "", "spec", "leaderWorkerTemplate", "size")
+	if err != nil {
+		return b.fail(err)
+	}
+	if !found {
+		size = 1
+	}
+	if size == 0 {
+		return b.fail(errors.New("spec.leaderWorkerTemplate.size is 0"))
+	}
+	startup, err := stringField(u.Object, "", "spec", "startupPolicy")
+	if err != nil {
+		return b.fail(err)
+	}
+	if startup == "LeaderReady" {
+		return b.quorum(1)
+	}
+	return b.quorum(size)
+}
+
+// Kubeflow job fields the MPIJob and PyTorchJob policies read.
+var (
+	mpiJobFields = [][]string{
+		{"spec", "runPolicy", "schedulingPolicy", "minAvailable"},
+		{"spec", "mpiReplicaSpecs", eachValue, "replicas"},
+		{"spec", "launcherCreationPolicy"},
+	}
+	pyTorchJobFields = [][]string{
+		{"spec", "runPolicy", "schedulingPolicy", "minAvailable"},
+		{"spec", "pytorchReplicaSpecs", eachValue, "replicas"},
+	}
+)
+
+// mpiJobPolicy reads a Kubeflow MPIJob (v2beta1):
+// spec.runPolicy.schedulingPolicy.minAvailable if set, else the replicas
+// of spec.mpiReplicaSpecs (the Launcher's default 1, the others' 0). With
+// launcherCreationPolicy WaitForWorkersReady the launcher is created only
+// once the workers are ready, so it is not counted.
+func mpiJobPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
+	b := newPolicy(framework.GroupKindMPIJob, u)
+	policy, err := stringField(u.Object, "", "spec", "launcherCreationPolicy")
+	if err != nil {
+		return b.fail(err)
+	}
+	return kubeflowPolicy(b, u, "mpiReplicaSpecs", func(replicaType string) (def int64, counted bool) {
+		if replicaType == "Launcher" {
+			return 1, policy != "WaitForWorkersReady"
+		}
+		return 0, true
+	})
+}
+
+// pyTorchJobPolicy reads a Kubeflow PyTorchJob (v1):
+// spec.runPolicy.schedulingPolicy.minAvailable if set, else the replicas
+// of spec.pytorchReplicaSpecs (default 1 each).
+func pyTorchJobPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
+	b := newPolicy(framework.GroupKindPyTorchJob, u)
+	return kubeflowPolicy(b, u, "pytorchReplicaSpecs", func(string) (int64, bool) { return 1, true })
+}
+
+// kubeflowPolicy is the policy of a Kubeflow job whose replica specs are
+// the map spec.<specs>: minAvailable if set, else the sum of the replicas
+// of the replica types that count (replicaType says each one's default
+// and whether it counts).
+func kubeflowPolicy(b policyBuilder, u *unstructured.Unstructured, specs string,
+	replicaType func(string) (def int64, counted bool)) *framework.GroupPolicy {
+	minAvailable, found, err := intField(u.Object, "", "spec", "runPolicy", "schedulingPolicy", "minAvailable")
+	switch {
+	case err != nil:
+		return b.fail(err)
+	case found && minAvailable == 0:
+		return b.fail(errors.New("spec.runPolicy.schedulingPolicy.minAvailable is 0"))
+	case found:
+		return b.quorum(minAvailable)
+	}
+	replicaSpecs, err := mapField(u.Object, "spec", specs)
+	if err != nil {
+		return b.fail(err)
+	}
+	types := make([]string, 0, len(replicaSpecs))
+	for t := range replicaSpecs {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	var quorum int64
+	for _, t := range types {
+		at := "spec." + specs + "." + t
+		m, ok := replicaSpecs[t].(map[string]any)
+		if !ok {
+			return b.fail(fmt.Errorf("%s is %s, not an object", at, typeName(replicaSpecs[t])))
+		}
+		def, counted := replicaType(t)
+		replicas, found, err := intField(m, at+".replicas", "replicas")
+		if err != nil {
+			return b.fail(err)
+		}
+		if !found {
+			replicas = def
+		}
+		if !counted {
+			continue
+		}
+		if quorum, err = quorumSum(quorum, replicas, "the replicas of spec."+specs); err != nil {
+			return b.fail(err)
+		}
+	}
+	if quorum == 0 {
+		return b.fail(fmt.Errorf("runs no pods (spec.%s asks for none)", specs))
+	}
+	return b.quorum(quorum)
+}
