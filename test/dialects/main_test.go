@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,20 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		return m.Run()
-	}, controlplane.WithFeatureGates("GenericWorkload=true"), controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true"))
+	}, controlplane.WithFeatureGates("GenericWorkload=true"), controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true"),
+		controlplane.WithControllers(impersonatedControllers()...))
+}
+
+// impersonatedControllers are the default controllers but the Job
+// controller and the garbage collector: the tests here create pods by
+// hand in the name of owners that no controller runs (and in the name of
+// suspended Jobs, whose pods the Job controller would delete), and the
+// garbage collector would delete the pods whose owner does not exist.
+// test/workloads runs gangs of the real Job controller.
+func impersonatedControllers() []string {
+	return slices.DeleteFunc(slices.Clone(controlplane.DefaultControllers), func(c string) bool {
+		return c == "job-controller" || c == "garbage-collector-controller"
+	})
 }
 
 // lateCRD is the CRD of config/crds/third-party that TestMain does not

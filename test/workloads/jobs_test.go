@@ -99,11 +99,7 @@ func TestGangJobWaitsWholeForRoom(t *testing.T) {
 	if g := w.Gangs()["big"]; g.Peak != 0 {
 		t.Fatalf("Job big had %d pods running on room for 3, want none", g.Peak)
 	}
-	n := st.MakeNode().Name(ns + "-extra").Capacity(map[v1.ResourceName]string{"cpu": "1", "memory": "8Gi", "pods": "110"}).Obj()
-	if _, err := controlplane.CreateKwokNode(t.Context(), cp.Client, n); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+	addNode(t, ns+"-extra", "1")
 	j := waitJob(t, ns, "big", batchv1.JobComplete, 2*time.Minute)
 	if j.Status.Succeeded != 4 {
 		t.Errorf("Job big: %s; want 4 succeeded", jobStatus(j))
@@ -165,6 +161,80 @@ func TestFailingGangJobRetriesWhole(t *testing.T) {
 	}
 }
 
+// A Job that does not opt in is a gang of its parallelism all the same
+// (the gang is inferred from the owner): with room for 2 of its 3 pods
+// none runs, and each pod names the Job and the quorum; meanwhile a Job
+// that runs one pod at a time is no gang and runs to completion on the
+// same room. A third node lets the first run whole.
+func TestJobInferredGangWithoutOptIn(t *testing.T) {
+	ns := setup(t, 2, "1")
+	w := watch(t, ns, func(job string) int {
+		if job == "wide" {
+			return 3
+		}
+		return 1
+	})
+	startScheduler(t)
+	runFor := map[string]string{controlplane.RunForAnnotation: "2s"}
+	wide := gangJob(ns, "wide", 3, "1", runFor)
+	delete(wide.Spec.Template.Annotations, "batch-scheduler.io/job-gang")
+	createJob(t, wide)
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		pods := podsOf(t, ns, "wide")
+		if len(pods) != 3 {
+			return false, nil
+		}
+		for _, p := range pods {
+			if !unschedulable(&p) || !strings.Contains(message(&p), "Job.batch:wide") || !strings.Contains(message(&p), "min-available 3") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the pods of Job wide never all waited as a gang of 3: %v", describe(podsOf(t, ns, "wide")))
+	}
+	single := gangJob(ns, "single", 1, "1", runFor)
+	delete(single.Spec.Template.Annotations, "batch-scheduler.io/job-gang")
+	two := int32(2)
+	single.Spec.Completions = &two
+	createJob(t, single)
+	if j := waitJob(t, ns, "single", batchv1.JobComplete, time.Minute); j.Status.Succeeded != 2 {
+		t.Errorf("Job single: %s; want 2 succeeded", jobStatus(j))
+	}
+	if g := w.Gangs()["wide"]; g.Peak != 0 {
+		t.Fatalf("Job wide had %d pods running on room for 2, want none", g.Peak)
+	}
+	addNode(t, ns+"-extra", "1")
+	if j := waitJob(t, ns, "wide", batchv1.JobComplete, 2*time.Minute); j.Status.Succeeded != 3 {
+		t.Errorf("Job wide: %s; want 3 succeeded", jobStatus(j))
+	}
+	if g := w.Gangs()["wide"]; g.Peak != 3 {
+		t.Errorf("Job wide ran at most %d pods at once, want 3", g.Peak)
+	}
+}
+
+// addNode adds a node of the simulated kubelets with cpu CPUs until the
+// test ends.
+func addNode(t *testing.T, name, cpu string) {
+	t.Helper()
+	n := st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{"cpu": cpu, "memory": "8Gi", "pods": "110"}).Obj()
+	if _, err := controlplane.CreateKwokNode(t.Context(), cp.Client, n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// message is the message of the pod's PodScheduled condition.
+func message(p *v1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
+}
+
 func unschedulable(p *v1.Pod) bool {
 	if p.Spec.NodeName != "" {
 		return false
@@ -180,13 +250,7 @@ func unschedulable(p *v1.Pod) bool {
 func describe(pods []v1.Pod) string {
 	var out []string
 	for _, p := range pods {
-		msg := ""
-		for _, c := range p.Status.Conditions {
-			if c.Type == v1.PodScheduled {
-				msg = c.Message
-			}
-		}
-		out = append(out, fmt.Sprintf("%s node=%q phase=%s %q", p.Name, p.Spec.NodeName, p.Status.Phase, msg))
+		out = append(out, fmt.Sprintf("%s node=%q phase=%s %q", p.Name, p.Spec.NodeName, p.Status.Phase, message(&p)))
 	}
 	return strings.Join(out, "; ")
 }

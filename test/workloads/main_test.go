@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
-	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 	"github.com/batch-scheduler/batch-scheduler/test/inproc"
 	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
@@ -57,12 +56,7 @@ func setup(t *testing.T, nodes int, cpu string) (ns string) {
 		}
 	})
 	for i := range nodes {
-		name := fmt.Sprintf("%s-n%d", ns, i)
-		n := st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{"cpu": cpu, "memory": "8Gi", "pods": "110"}).Obj()
-		if _, err := controlplane.CreateKwokNode(t.Context(), cp.Client, n); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		addNode(t, fmt.Sprintf("%s-n%d", ns, i), cpu)
 	}
 	return ns
 }
