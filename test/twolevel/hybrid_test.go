@@ -58,6 +58,7 @@ func TestHybridVMManagerAlone(t *testing.T) {
 	t.Logf("%s waits: %s", waiting, msg)
 
 	// nodes[1] is full of pods: a VM there is refused, not over-committed.
+	m.waitHostPods(t, nodes[1], "4")
 	code, body, err = m.createVM(t.Context(), "vm-b", "1", "1Gi", nodes[1])
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +79,7 @@ func TestHybridVMManagerAlone(t *testing.T) {
 	}
 	// nodes[0] has 2 cpu left, nodes[1] none: a VM of 3 cpu without a host
 	// fits nowhere.
+	m.waitHostPods(t, nodes[0], "2")
 	code, body, err = m.createVM(t.Context(), "vm-c", "3", "1Gi", "")
 	if err != nil {
 		t.Fatal(err)

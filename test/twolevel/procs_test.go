@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
@@ -385,6 +387,37 @@ func (m *vmManagerProc) vms(ctx context.Context) ([]vmInfo, error) {
 		return nil, err
 	}
 	return l.Items, nil
+}
+
+// waitHostPods waits until the manager counts podCPU (a quantity) of pods
+// on node: it sees pods through its own informer, which may lag behind
+// what the test read from the API server.
+func (m *vmManagerProc) waitHostPods(t *testing.T, node, podCPU string) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var l struct {
+			Items []struct {
+				Name string          `json:"name"`
+				Pods v1.ResourceList `json:"pods"`
+			} `json:"items"`
+		}
+		if err := getJSON(ctx, m.url+"/hosts", &l); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, h := range l.Items {
+			if h.Name == node {
+				last = "pods use " + h.Pods.Cpu().String() + " cpu"
+				return h.Pods.Cpu().Cmp(resource.MustParse(podCPU)) == 0, nil
+			}
+		}
+		last = "no such host"
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the VM manager never counted %s cpu of pods on %s: %s", podCPU, node, last)
+	}
 }
 
 // freePort returns a loopback port nothing listens on right now.

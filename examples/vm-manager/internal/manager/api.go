@@ -35,12 +35,18 @@ type VMList struct {
 	Items []VM `json:"items"`
 }
 
+// HostList is the body of GET /hosts.
+type HostList struct {
+	Items []Host `json:"items"`
+}
+
 // NewHandler returns the manager's HTTP API on one mux:
 //
 //	POST   /vms          create a VM (201 placed, 202 pending, 400, 409, 422)
 //	GET    /vms          list the VMs
 //	GET    /vms/{name}   one VM (404 if unknown)
 //	DELETE /vms/{name}   delete a VM, pending or running (404 if unknown)
+//	GET    /hosts        each host's accounting: allocatable, pods, VMs, free
 //	GET    /healthz      200 "ok"
 //	GET    /demand       the demand report (pkg/demand)
 //	GET    /metrics      Prometheus metrics from gatherer
@@ -63,6 +69,15 @@ func NewHandler(m *Manager, store *resourcemanager.Store, gatherer prometheus.Ga
 		writeJSON(w, http.StatusOK, v)
 	})
 	mux.HandleFunc("DELETE /vms/{name}", m.serveDelete)
+	mux.HandleFunc("GET /hosts", func(w http.ResponseWriter, _ *http.Request) {
+		hosts, err := m.Hosts()
+		if err != nil {
+			klog.ErrorS(err, "Could not account for the hosts")
+			writeJSON(w, http.StatusInternalServerError, ErrorBody{Error: err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, HostList{Items: hosts})
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")

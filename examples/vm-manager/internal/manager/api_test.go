@@ -3,11 +3,14 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
@@ -142,5 +145,31 @@ func TestAPILifecycle(t *testing.T) {
 	}
 	if code, body := call(t, srv, "GET", "/healthz", ""); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("GET /healthz: %d %q", code, body)
+	}
+}
+
+// GET /hosts shows each host's accounting: its pods, the VMs and what is
+// left, and why a host takes no VM.
+func TestAPIHosts(t *testing.T) {
+	f := newFixture(t, "")
+	f.addNodes(t, makeNode("node-1", "4", "8Gi"), makeNode("node-2", "2", "4Gi", unschedulable))
+	f.addPods(t, makePod("p", "node-1", "1", "1Gi", v1.PodRunning), makePod("done", "node-1", "2", "1Gi", v1.PodSucceeded))
+	srv := newServer(t, f)
+	if code, body := call(t, srv, "POST", "/vms", `{"name":"vm-a","cpu":"2","memory":"2Gi","host":"node-1"}`); code != http.StatusCreated {
+		t.Fatalf("creating vm-a: %d %s", code, body)
+	}
+	code, body := call(t, srv, "GET", "/hosts", "")
+	var hosts HostList
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &hosts) != nil || len(hosts.Items) != 2 {
+		t.Fatalf("GET /hosts: %d %s; want 200 with 2 hosts", code, body)
+	}
+	h := hosts.Items[0]
+	got := fmt.Sprintf("%s pods=%s/%s vms=%s/%s free=%s/%s unusable=%q", h.Name, h.Pods.Cpu(), h.Pods.Memory(),
+		h.VMs.Cpu(), h.VMs.Memory(), h.Free.Cpu(), h.Free.Memory(), h.Unusable)
+	if want := `node-1 pods=1/1Gi vms=2/2Gi free=1/5Gi unusable=""`; got != want {
+		t.Errorf("GET /hosts: node-1 is %s; want %s (the succeeded pod not counted)", got, want)
+	}
+	if h := hosts.Items[1]; h.Name != "node-2" || h.Unusable != "unschedulable" || h.Free.Cpu().String() != "2" {
+		t.Errorf("GET /hosts: second host %+v; want node-2, unschedulable, 2 cpu free", h)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
@@ -292,4 +293,43 @@ func amount(name v1.ResourceName, r resources.Resource) string {
 	default:
 		return strconv.FormatInt(r.Scalar[name], 10)
 	}
+}
+
+// Host is one host's accounting as the admin API shows it (GET /hosts):
+// what the manager believes is there, from its informers and its VMs.
+type Host struct {
+	Name string `json:"name"`
+	// Allocatable is the node's allocatable CPU and memory.
+	Allocatable v1.ResourceList `json:"allocatable"`
+	// Pods is what the bound, unfinished pods request; VMs is what the
+	// running VMs use.
+	Pods v1.ResourceList `json:"pods"`
+	VMs  v1.ResourceList `json:"vms"`
+	// Free is what is left for VMs.
+	Free v1.ResourceList `json:"free"`
+	// Unusable says why the host takes no VM (unschedulable, not Ready);
+	// empty if it does.
+	Unusable string `json:"unusable,omitempty"`
+}
+
+// Hosts returns the accounting of every node, sorted by name.
+func (m *Manager) Hosts() ([]Host, error) {
+	nodes, err := m.cfg.Nodes.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes: %w", err)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.snapshot(m.clock.Now())
+	out := make([]Host, 0, len(nodes))
+	for _, node := range nodes {
+		h, err := c.use(node)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Host{Name: node.Name, Allocatable: h.allocatable.ToList(), Pods: h.pods.ToList(),
+			VMs: h.vms.ToList(), Free: h.free().ToList(), Unusable: nodeUnusable(node)})
+	}
+	return out, nil
 }
