@@ -5,7 +5,8 @@
 #   hack/test.sh e2e    only those against a real kube-apiserver (bin/, see
 #                       hack/build-control-plane.sh), including the short
 #                       chaos suite (test/chaos; the full one is
-#                       hack/test-chaos.sh)
+#                       hack/test-chaos.sh); test/benchmark runs with
+#                       -short (its long runs are make bench's)
 # Outside macOS the race detector needs cgo, hence a C compiler. Without one
 # the tests run without -race, after a one-line notice; REQUIRE_RACE=1
 # makes that an error instead (for CI).
@@ -40,8 +41,21 @@ if reason=$(race_unavailable) && [[ -n "${reason}" ]]; then
   race=()
 fi
 
+# test/benchmark's tests run its benchmarks' set-ups at a small size (a
+# control plane with thousands of objects, two schedulers' cold starts):
+# long runs that belong to make bench, which runs them at full size. Here
+# it runs with -short, which skips them and keeps the rest of the package.
+bench_pkg=$(go list ./test/benchmark)
+pkgs=$(printf '%s\n' ${pkgs} | grep -vx "${bench_pkg}" || true)
+short_pkgs=""
+[[ "${scope}" != unit ]] && short_pkgs=${bench_pkg}
+
 # shellcheck disable=SC2086
 go test ${race[@]+"${race[@]}"} -count=1 -timeout 20m ${pkgs}
+if [[ -n "${short_pkgs}" ]]; then
+  # shellcheck disable=SC2086
+  go test ${race[@]+"${race[@]}"} -count=1 -timeout 10m -short ${short_pkgs}
+fi
 # shellcheck disable=SC2086
 (cd examples/vendor-handler && go test ${race[@]+"${race[@]}"} -count=1 -timeout 10m ${vendor_pkgs})
 # test/plugindiff (a module of its own: it imports kube-scheduler's plugins
