@@ -18,8 +18,11 @@ set -o errexit -o nounset -o pipefail
 # by the next binary.
 #
 # KubeRay's operator (kuberay-operator) is built too, for test/operators: a
-# real operator that creates gangs for batch-scheduler. Its module is moved
-# to the same k8s.io versions as well.
+# real operator that creates gangs for batch-scheduler. Its module keeps
+# KubeRay's k8s.io and controller-runtime versions: v1.5.0 calls
+# controller-runtime v0.22 APIs that later versions changed, so it shares
+# compiled packages with neither the Kubernetes binaries nor Kueue (which
+# needs controller-runtime v0.23).
 #
 # Kueue's manager (kueue) is built for test/kueue. Its module keeps Kueue's
 # own k8s.io versions: with ours, one of its dependencies does not compile
