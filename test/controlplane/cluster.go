@@ -142,7 +142,7 @@ func (cp *ControlPlane) startCluster(assets string, o *startOptions) error {
 		for _, p := range cp.procs {
 			select {
 			case <-p.exited:
-				return false, fmt.Errorf("%s exited while starting; its log %s ends with:\n%s", p.name, p.log, tail(p.log, 20))
+				return false, fmt.Errorf("%s exited while starting; its log %s ends with:\n%s", p.name, p.log, Tail(p.log, 20))
 			default:
 			}
 		}
@@ -218,8 +218,9 @@ func (cp *ControlPlane) stopCluster() {
 	cp.procs = nil
 }
 
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
+// Tail returns the last n lines of the file at path (a process's log), or
+// the error that kept it from being read.
+func Tail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

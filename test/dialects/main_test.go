@@ -23,6 +23,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/inproc"
 )
 
 var (
@@ -126,29 +127,10 @@ func installCRD(ctx context.Context, file string) error {
 }
 
 // startScheduler runs the real command in this process until the test
-// ends, with no serving port, and waits until it schedules: a probe pod
-// on a probe node is bound.
+// ends, with no serving port.
 func startScheduler(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := app.NewSchedulerCommand()
-	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath, "--leader-elect=false", "--secure-port=0"})
-	cmd.SetContext(ctx)
-	var stderr strings.Builder
-	cmd.SetErr(&stderr)
-	done := make(chan int, 1)
-	go func() { done <- app.Execute(cmd) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("batch-scheduler exited with %d: %s", code, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("batch-scheduler did not stop within 30s")
-		}
-	})
+	inproc.StartScheduler(t, cp.KubeconfigPath)
 }
 
 // setup makes a namespace and nodes of cpu CPUs each for one test.

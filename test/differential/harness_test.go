@@ -3,13 +3,8 @@ package differential
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/inproc"
 )
 
 // scenario is one cluster state and the pods both schedulers get.
@@ -147,108 +142,19 @@ var (
 	batchScheduler = schedulerUnderTest{name: "batch-scheduler", schedulerName: "batch-scheduler", start: startBatchScheduler}
 )
 
-// kubeSchedulerConfig is kube-scheduler's configuration: its default
-// profile (default-scheduler), the test's admin kubeconfig, no leader
-// election. Client limits are high so that they never pace a run.
-const kubeSchedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %q
-  qps: 1000
-  burst: 1000
-leaderElection:
-  leaderElect: false
-`
-
 // startKubeScheduler runs bin/kube-scheduler (make control-plane builds
 // it) as a child process; its log goes to a file shown when the test
 // fails.
 func startKubeScheduler(t *testing.T) (stop func()) {
 	t.Helper()
-	assets, err := controlplane.AssetsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(assets, "kube-scheduler")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("kube-scheduler binary missing (build it with 'make control-plane'): %v", err)
-	}
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, kubeSchedulerConfig, cp.KubeconfigPath), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "kube-scheduler.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// --secure-port=0: no serving; nothing here reads its endpoints.
-	cmd := exec.Command(bin, "--config", cfgPath, "--secure-port=0", "-v=2")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-			_ = logFile.Close()
-			if t.Failed() {
-				if data, err := os.ReadFile(logPath); err == nil {
-					t.Logf("kube-scheduler log (last 4000 bytes):\n%s", tail(data, 4000))
-				}
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-func tail(data []byte, n int) []byte {
-	if len(data) > n {
-		return data[len(data)-n:]
-	}
-	return data
+	return cp.StartKubeScheduler(t, 1000)
 }
 
 // startBatchScheduler runs the batch-scheduler command in this process,
 // with its default profile.
 func startBatchScheduler(t *testing.T) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := app.NewSchedulerCommand()
-	cmd.SetArgs([]string{"--kubeconfig", cp.KubeconfigPath, "--leader-elect=false", "--secure-port=0",
-		"--kube-api-qps=1000", "--kube-api-burst=1000"})
-	cmd.SetContext(ctx)
-	var stderr strings.Builder
-	cmd.SetErr(&stderr)
-	done := make(chan int, 1)
-	go func() { done <- app.Execute(cmd) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("batch-scheduler exited with %d: %s", code, stderr.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("batch-scheduler did not stop within 30s of being cancelled")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return inproc.StartScheduler(t, cp.KubeconfigPath, "--kube-api-qps=1000", "--kube-api-burst=1000")
 }
 
 // objectClient reaches the control plane with any built-in type.

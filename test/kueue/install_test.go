@@ -403,7 +403,7 @@ func (k *kueueProcess) waitReady(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-k.exited:
-			return false, fmt.Errorf("Kueue exited while starting; its log %s ends with:\n%s", k.logPath, k.tail(30))
+			return false, fmt.Errorf("Kueue exited while starting; its log %s ends with:\n%s", k.logPath, controlplane.Tail(k.logPath, 30))
 		default:
 		}
 		resp, err := client.Get(k.readyURL)
@@ -470,17 +470,4 @@ func projectSecret(ctx context.Context, ns, name, dir string) {
 		}
 		return false, nil
 	})
-}
-
-// tail returns the last n lines of Kueue's log.
-func (k *kueueProcess) tail(n int) string {
-	data, err := os.ReadFile(k.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -47,12 +47,12 @@ func TestMain(m *testing.M) {
 		}
 		code := m.Run()
 		if !kq.running() {
-			fmt.Fprintf(os.Stderr, "kueue: Kueue exited during the tests; its log %s ends with:\n%s\n", kq.logPath, kq.tail(40))
+			fmt.Fprintf(os.Stderr, "kueue: Kueue exited during the tests; its log %s ends with:\n%s\n", kq.logPath, controlplane.Tail(kq.logPath, 40))
 			code = max(code, 1)
 		}
 		kq.stop()
 		if code != 0 {
-			fmt.Fprintf(os.Stderr, "kueue: Kueue's log is %s; it ends with:\n%s\n", kq.logPath, kq.tail(40))
+			fmt.Fprintf(os.Stderr, "kueue: Kueue's log is %s; it ends with:\n%s\n", kq.logPath, controlplane.Tail(kq.logPath, 40))
 		} else {
 			_ = os.RemoveAll(kq.dir)
 		}

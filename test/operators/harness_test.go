@@ -406,7 +406,7 @@ func startOperator(t *testing.T, in integration, ns string) *operator {
 			<-op.exited
 		}
 		if t.Failed() {
-			t.Logf("KubeRay operator log (%s), last lines:\n%s", logPath, tail(logPath, 40))
+			t.Logf("KubeRay operator log (%s), last lines:\n%s", logPath, controlplane.Tail(logPath, 40))
 		}
 	})
 	return op
@@ -418,21 +418,8 @@ func (op *operator) exitErr() error {
 	case <-op.stopping:
 		return nil
 	case <-op.exited:
-		return fmt.Errorf("the KubeRay operator exited (%s); its log ends with:\n%s", op.cmd.ProcessState, tail(op.log, 20))
+		return fmt.Errorf("the KubeRay operator exited (%s); its log ends with:\n%s", op.cmd.ProcessState, controlplane.Tail(op.log, 20))
 	default:
 		return nil
 	}
-}
-
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
