@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -25,6 +24,8 @@ import (
 	kustomizetypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
 // deployDir is deploy/ relative to this package.
@@ -191,8 +192,6 @@ func (a *applier) apply(ctx context.Context, o *unstructured.Unstructured, dryRu
 	return nil
 }
 
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
 // applyForReal applies the built objects for which keep returns true, the
 // CRDs first, and waits until every CRD applied is Established.
 func applyForReal(t *testing.T, keep func(*unstructured.Unstructured) bool) {
@@ -215,7 +214,7 @@ func applyForReal(t *testing.T, keep func(*unstructured.Unstructured) bool) {
 	}
 	for _, o := range crds {
 		err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			got, err := a.dyn.Resource(crdGVR).Get(ctx, o.GetName(), metav1.GetOptions{})
+			got, err := a.dyn.Resource(controlplane.CRDGVR).Get(ctx, o.GetName(), metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}

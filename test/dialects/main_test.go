@@ -11,14 +11,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -32,7 +30,6 @@ var (
 )
 
 var (
-	crdGVR          = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	nativeGVR       = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
 	coschedulingGVR = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
 	volcanoGVR      = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
@@ -97,33 +94,7 @@ func installCRDs() error {
 // installCRD creates the CRD in file (of config/crds/third-party) and
 // waits until its resource can be listed: the scheduler discovers it.
 func installCRD(ctx context.Context, file string) error {
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	if _, err := dyn.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating CRD from %s: %w", file, err)
-	}
-	group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
-	plural, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "plural")
-	versions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "versions")
-	if len(versions) == 0 {
-		return fmt.Errorf("%s: no versions", file)
-	}
-	version, _ := versions[0].(map[string]any)["name"].(string)
-	gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s never served: %w", gvr, err)
-	}
-	return nil
+	return controlplane.InstallCRDFile(ctx, dyn, file)
 }
 
 // startScheduler runs the real command in this process until the test

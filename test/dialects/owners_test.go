@@ -16,6 +16,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
 // Gangs inferred from the owner: each test creates the owner object and
@@ -226,7 +227,7 @@ func TestJobInferredWithoutOptIn(t *testing.T) {
 // later) is found by rediscovery (every 30 seconds): the pods of its kind,
 // which waited for their owner, are then a gang.
 func TestOwnerCRDInstalledLater(t *testing.T) {
-	if _, err := dyn.Resource(crdGVR).Get(t.Context(), "pytorchjobs.kubeflow.org", metav1.GetOptions{}); err == nil {
+	if _, err := dyn.Resource(controlplane.CRDGVR).Get(t.Context(), "pytorchjobs.kubeflow.org", metav1.GetOptions{}); err == nil {
 		t.Skip("the PyTorchJob CRD is installed already (a repeated run): nothing is installed later")
 	}
 	ns, _ := setup(t, 1, "1")

@@ -20,7 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -41,8 +40,6 @@ const (
 	kueueConfigMap      = "kueue-manager-config"
 	kueueConfigKey      = "controller_manager_config.yaml"
 )
-
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // kueueProcess is bin/kueue running against the control plane.
 type kueueProcess struct {
@@ -235,9 +232,12 @@ func createObject(ctx context.Context, o *unstructured.Unstructured) error {
 	return nil
 }
 
+// waitEstablished waits until the CRD name is Established. Listing its
+// resources, as controlplane.WaitCRDServed does, could need Kueue's
+// conversion webhook, which is not running yet.
 func waitEstablished(ctx context.Context, name string) error {
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		u, err := dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(controlplane.CRDGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}

@@ -4,22 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
@@ -33,7 +26,6 @@ var (
 )
 
 var (
-	crdGVR          = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	rayClusterGVR   = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}
 	coschedulingGVR = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
 	volcanoGVR      = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
@@ -118,38 +110,9 @@ func kuberayCRDs() ([]string, error) {
 
 // installCRDs creates the CRDs in files and waits until each is served.
 func installCRDs(files []string) error {
-	ctx := context.Background()
-	var served []schema.GroupVersionResource
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("reading CRD %s: %w", f, err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
-			return fmt.Errorf("decoding CRD %s: %w", f, err)
-		}
-		if _, err := dyn.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating CRD %s from %s: %w", obj.GetName(), f, err)
-		}
-		group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
-		plural, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "plural")
-		versions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "versions")
-		for _, v := range versions {
-			m, _ := v.(map[string]any)
-			if name, _ := m["name"].(string); name != "" && m["served"] == true {
-				served = append(served, schema.GroupVersionResource{Group: group, Version: name, Resource: plural})
-			}
-		}
-	}
-	for _, gvr := range served {
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, last = dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
-			return last == nil, nil
-		})
-		if err != nil {
-			return fmt.Errorf("CRD of %s never served: %w", gvr, errors.Join(err, last))
+		if err := controlplane.InstallCRDFile(context.Background(), dyn, f); err != nil {
+			return err
 		}
 	}
 	return nil
