@@ -25,7 +25,7 @@ var CRDGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 const crdServedTimeout = 2 * time.Minute
 
 // InstallCRDFile creates the CRD in file (YAML), tolerating one already
-// there, and waits until every version it serves can be listed.
+// there, and waits until it is served (WaitCRDServed).
 func InstallCRDFile(ctx context.Context, dyn dynamic.Interface, file string) error {
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -41,9 +41,8 @@ func InstallCRDFile(ctx context.Context, dyn dynamic.Interface, file string) err
 	return nil
 }
 
-// InstallCRD creates crd, tolerating one already there, and waits until
-// every version it serves can be listed: then clients, and discovery, can
-// use it.
+// InstallCRD creates crd, tolerating one already there (which is not
+// changed), and waits until it is served (WaitCRDServed).
 func InstallCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Unstructured) error {
 	if _, err := dyn.Resource(CRDGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating CRD %s: %w", crd.GetName(), err)
@@ -51,11 +50,12 @@ func InstallCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Un
 	return WaitCRDServed(ctx, dyn, crd)
 }
 
-// WaitCRDServed waits until every version crd serves can be listed.
+// WaitCRDServed waits until every version crd serves can be listed (then
+// the CRD is Established and discovery shows it).
 func WaitCRDServed(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Unstructured) error {
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
-	namespaced, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	var served []schema.GroupVersionResource
 	for _, v := range versions {
@@ -70,7 +70,7 @@ func WaitCRDServed(ctx context.Context, dyn dynamic.Interface, crd *unstructured
 	for _, gvr := range served {
 		var last error
 		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, crdServedTimeout, true, func(ctx context.Context) (bool, error) {
-			if namespaced == "Namespaced" {
+			if scope == "Namespaced" {
 				_, last = dyn.Resource(gvr).Namespace(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{Limit: 1})
 			} else {
 				_, last = dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
@@ -78,7 +78,7 @@ func WaitCRDServed(ctx context.Context, dyn dynamic.Interface, crd *unstructured
 			return last == nil, nil
 		})
 		if err != nil {
-			return fmt.Errorf("CRD %s: %s never served: %w", crd.GetName(), gvr, errors.Join(err, last))
+			return fmt.Errorf("CRD %s: %s never served (a CRD of that name already there, with other versions?): %w", crd.GetName(), gvr, errors.Join(err, last))
 		}
 	}
 	return nil

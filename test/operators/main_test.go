@@ -63,9 +63,12 @@ func setUp() error {
 	if dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
 		return fmt.Errorf("creating a dynamic client: %w", err)
 	}
-	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crds", "third-party", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in config/crds/third-party (%v)", err)
+	// Only the PodGroups: the directory also holds a minimal RayCluster CRD
+	// (for test/dialects), which, created first, would stand in for
+	// KubeRay's own.
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crds", "third-party", "scheduling.*_podgroups.yaml"))
+	if err != nil || len(files) != 2 {
+		return fmt.Errorf("want the 2 PodGroup CRDs of config/crds/third-party, found %v (%v)", files, err)
 	}
 	rayCRDs, err := kuberayCRDs()
 	if err != nil {
