@@ -200,8 +200,10 @@ func createNamespace(t *testing.T) string {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		// No kubelet and no namespace controller run here: pods must be
-		// deleted with grace period 0 or they stay terminating forever.
+		// Most nodes here are plain API objects (CreateNode) that no
+		// kubelet backs: their pods are deleted with grace period 0, or
+		// they would stay terminating; the namespace controller deletes
+		// the rest.
 		ctx := context.Background()
 		_ = cp.Client.CoreV1().Pods(name).DeleteCollection(ctx, now, metav1.ListOptions{})
 		_ = cp.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
