@@ -377,9 +377,9 @@ func scheduledCondition(p *v1.Pod) *v1.PodCondition {
 	return nil
 }
 
-// createNamespace creates a namespace for one scheduler's run. Namespaces
-// are never removed (there is no namespace controller), so the name is
-// random.
+// createNamespace creates a namespace for one scheduler's run. The name
+// is random: a deleted namespace lingers until the namespace controller
+// has emptied it.
 func createNamespace(t *testing.T, prefix string) string {
 	t.Helper()
 	name := prefix + "-" + utilrand.String(6)

@@ -188,8 +188,8 @@ func job(d *cache.Dump, id string) *cache.JobDump {
 // createNamespace creates a namespace for one test and deletes it after.
 func createNamespace(t *testing.T) string {
 	t.Helper()
-	// Namespaces are never removed here (no namespace controller), so a
-	// random suffix lets a test run again in the same control plane.
+	// A deleted namespace lingers until the namespace controller emptied
+	// it, so a random suffix lets a test run again at once.
 	name := "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(name) > 56 {
 		name = name[:56]
