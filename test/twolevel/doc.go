@@ -12,6 +12,7 @@
 // see every node of the cluster, so the tests do not run in parallel and
 // delete their nodes when they end.
 //
-// TestTwoFrameworksChurn churns for 2 minutes; TWOLEVEL_CHURN=short makes
-// it 30 seconds for a quick local run.
+// TestTwoFrameworksChurn is a long randomized run: it is skipped unless
+// TWOLEVEL_CHURN is full (2 minutes, make test-chaos) or short (30
+// seconds).
 package twolevel
