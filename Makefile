@@ -48,8 +48,9 @@ unit-test:
 e2e-test: control-plane
 	hack/test.sh e2e
 
-## test-chaos: the chaos suite in full (faults under load against a real control plane; the short
-##             version runs in make test); the summary table goes to _output/chaos-report.md
+## test-chaos: the long runs: the chaos suite in full (faults under load against a real control plane; the
+##             short version runs in make test), then the two-level churn; the summary table goes to
+##             _output/chaos-report.md
 test-chaos: control-plane
 	hack/test-chaos.sh
 
