@@ -30,7 +30,7 @@ import (
 const testNodeLabel = "test.batch-scheduler.io/id"
 
 // waitTimeout bounds every wait for the operator, the scheduler or KWOK.
-const waitTimeout = 60 * time.Second
+const waitTimeout = 2 * time.Minute
 
 // env is what one test of one integration runs against: a namespace,
 // nodes of its own, batch-scheduler, the operator and a watcher.
@@ -120,7 +120,16 @@ func (e *env) poll(what string, cond func(ctx context.Context) (bool, string, er
 			return false, err
 		}
 		ok, why, err := cond(ctx)
-		last = why
+		if ctx.Err() != nil {
+			// The poll's deadline cut the last API call: keep what was
+			// seen before it.
+			return false, ctx.Err()
+		}
+		if why != "" {
+			last = why
+		} else if err != nil {
+			last = err.Error()
+		}
 		return ok, err
 	})
 	if err != nil {
