@@ -3,7 +3,6 @@ package chaos
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -35,7 +34,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	schedulerBinary = filepath.Join(dir, "chaosscheduler")
-	if err := buildScheduler(schedulerBinary); err != nil {
+	if err := controlplane.GoBuild(".", dir, "./chaosscheduler"); err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
@@ -46,22 +45,6 @@ func TestMain(m *testing.M) {
 		_ = os.RemoveAll(dir)
 		return code
 	})
-}
-
-// buildScheduler builds ./chaosscheduler into path, with the race
-// detector when the tests have it.
-func buildScheduler(path string) error {
-	args := []string{"build", "-o", path}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	args = append(args, "./chaosscheduler")
-	cmd := exec.Command("go", args...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return nil
 }
 
 // row is one line of the summary: one fault, as observed.
@@ -103,7 +86,7 @@ func printSummary() {
 		mode = "full"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nChaos suite (%s), %s, race detector %v, checker bound %s\n\n", mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), raceEnabled, recoveryBound)
+	fmt.Fprintf(&b, "\nChaos suite (%s), %s, race detector %v, checker bound %s\n\n", mode, time.Now().UTC().Format("2006-01-02 15:04 MST"), controlplane.RaceEnabled, recoveryBound)
 	b.WriteString("| fault | rounds | recovery (fault end → 0 differences), worst | differences seen | candidates in flight | violations | pods created | binds seen | notes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {

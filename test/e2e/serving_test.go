@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
 // The secure port serves the health endpoints to anyone, and /metrics and
@@ -69,15 +70,11 @@ func TestSecureEndpoints(t *testing.T) {
 // --logging-format=json makes every line of the log a JSON object. The
 // real binary runs, as logging is process-wide.
 func TestJSONLogging(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build batch-scheduler: %v", err)
+	dir := t.TempDir()
+	if err := controlplane.GoBuild(".", dir, "github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler"); err != nil {
+		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "batch-scheduler")
-	build := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, "github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := filepath.Join(dir, "batch-scheduler")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

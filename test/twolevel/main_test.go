@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -49,11 +48,8 @@ func buildPrograms(dir string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./examples/allocator", "./examples/vm-manager")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("building the allocator and the VM manager in %s: %w\n%s", root, err, out)
+	if err := controlplane.GoBuild(root, dir, "./examples/allocator", "./examples/vm-manager"); err != nil {
+		return fmt.Errorf("building the allocator and the VM manager: %w", err)
 	}
 	return nil
 }

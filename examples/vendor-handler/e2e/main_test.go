@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -36,14 +35,12 @@ func TestMain(m *testing.M) {
 // build builds each command of ../cmd into dir, as a vendor's release
 // would, and records where in binaries.
 func build(dir string, names ...string) error {
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	pkgs := make([]string, 0, len(names))
 	for _, n := range names {
-		args = append(args, "../cmd/"+n)
+		pkgs = append(pkgs, "../cmd/"+n)
 	}
-	cmd := exec.Command("go", args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %v: %w", args, err)
+	if err := controlplane.GoBuild(".", dir, pkgs...); err != nil {
+		return err
 	}
 	for _, n := range names {
 		binaries[n] = filepath.Join(dir, n)
