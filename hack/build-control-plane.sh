@@ -13,16 +13,18 @@ set -o errexit -o nounset -o pipefail
 # and the build flags below) differs from the one recorded in bin/.NAME.stamp.
 #
 # The three Kubernetes binaries come from modules that pin the same versions
-# of every shared dependency, and KWOK's module is moved to the same k8s.io
-# versions, so each package compiles once into the build cache and is reused
-# by the next binary.
+# of every shared dependency, KWOK's module is moved to the same k8s.io
+# versions and etcd's (v3.7.0, the client kube-apiserver v1.37.1 links) to
+# kube-apiserver's versions of grpc, OpenTelemetry and the rest, so each
+# package compiles once into the build cache and is reused by the next
+# binary.
 #
 # KubeRay's operator (kuberay-operator) is built too, for test/operators: a
-# real operator that creates gangs for batch-scheduler. Its module keeps
-# KubeRay's k8s.io and controller-runtime versions: v1.5.0 calls
-# controller-runtime v0.22 APIs that later versions changed, so it shares
-# compiled packages with neither the Kubernetes binaries nor Kueue (which
-# needs controller-runtime v0.23).
+# real operator that creates gangs for batch-scheduler. v1.5.0 calls
+# controller-runtime v0.22 APIs that later versions changed, so it cannot
+# move to our k8s.io versions; its module instead takes the versions Kueue's
+# module resolves (k8s.io v0.35.3 and the rest), keeping controller-runtime
+# v0.22, so the two operators share most of their compiled packages.
 #
 # Kueue's manager (kueue) is built for test/kueue. Its module keeps Kueue's
 # own k8s.io versions: with ours, one of its dependencies does not compile

@@ -178,6 +178,9 @@ type SchedulerCache struct {
 	// syncReporter is the handler's own sync state, if it reports one
 	// (eventhandlers.SyncReporter).
 	syncReporter eventhandlers.SyncReporter
+	// stateRules are the handler's rules for what the cache records, if
+	// it has its own (eventhandlers.StateRules); the checker follows them.
+	stateRules eventhandlers.StateRules
 	// discovery is the state of the resources the handler would like
 	// discovered (see discovery.go).
 	discovery discoveryState

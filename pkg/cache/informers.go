@@ -148,6 +148,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 	}
 	c.registrations = regs
 	c.syncReporter, _ = h.(eventhandlers.SyncReporter)
+	c.stateRules, _ = h.(eventhandlers.StateRules)
 	c.started = true
 	c.discovery.pending = disc != nil
 	c.warnUnservedResources(gvrs)
@@ -345,15 +346,16 @@ func (c *SchedulerCache) eventHandlerFor(r framework.EventResource, h eventhandl
 	return funcs, nil
 }
 
-// podFilter passes the pods the scheduler must see: those bound to a node
-// (they use its resources) and those it is responsible for scheduling.
+// podFilter passes the pods the scheduler must see (framework.PodOfInterest):
+// those bound to a node (they use its resources) and those it is
+// responsible for scheduling.
 // Anything that is not a pod is passed on for the handler to reject.
 func (c *SchedulerCache) podFilter(obj any) bool {
 	pod, ok := unwrapTombstone(obj).(*v1.Pod)
 	if !ok {
 		return true
 	}
-	return pod.Spec.NodeName != "" || c.IsResponsibleFor(pod)
+	return framework.PodOfInterest(pod, c.IsResponsibleFor)
 }
 
 // nodeSelectorHandler passes on the events of the nodes that match

@@ -37,7 +37,7 @@ type VerifyOptions struct {
 	Client kubernetes.Interface
 	// Grace is the wait before the first re-check of candidate
 	// differences; each further re-check waits twice as long as the one
-	// before. Default: 500ms.
+	// before. Default: DefaultVerifyGrace (250ms).
 	Grace time.Duration
 	// Rechecks is how many times a candidate difference is checked again
 	// against fresh sources and a fresh copy of the cache before it is
@@ -185,7 +185,10 @@ func (c *SchedulerCache) verify(ctx context.Context, opts VerifyOptions, start t
 	if opts.Client == nil {
 		return nil, fmt.Errorf("%w: no API server client", ErrVerifyList)
 	}
-	v := &verifier{c: c, opts: opts}
+	c.runMu.Lock()
+	rules := c.stateRules
+	c.runMu.Unlock()
+	v := &verifier{c: c, opts: opts, rules: rules}
 	tr, err := v.listAll(ctx)
 	if err != nil {
 		return nil, err

@@ -28,19 +28,21 @@ const (
 	wantBound
 )
 
-// wantOf says where the cache should hold pod.
+// wantOf says where the cache should hold pod, by the framework's rule
+// (framework.ClassifyPod), which the default handler follows.
 func (c *SchedulerCache) wantOf(pod *v1.Pod) (podWant, string) {
-	switch {
-	case pod.Spec.NodeName != "":
+	switch framework.ClassifyPod(pod, c.IsResponsibleFor) {
+	case framework.PodAssigned:
 		return wantBound, "bound to " + pod.Spec.NodeName
-	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
-		return wantAbsent, "finished before it was bound (" + string(pod.Status.Phase) + ")"
-	case !c.IsResponsibleFor(pod):
-		return wantAbsent, "another scheduler's pending pod (" + pod.Spec.SchedulerName + ")"
-	case len(pod.Spec.SchedulingGates) > 0:
+	case framework.PodPending:
+		return wantPending, "pending"
+	case framework.PodGated:
 		return wantAbsent, "gated"
 	}
-	return wantPending, "pending"
+	if framework.PodFinished(pod) {
+		return wantAbsent, "finished before it was bound (" + string(pod.Status.Phase) + ")"
+	}
+	return wantAbsent, "another scheduler's pending pod (" + pod.Spec.SchedulerName + ")"
 }
 
 // taskState renders where the cache holds t.
@@ -63,11 +65,6 @@ func sameAmounts(a, b resources.Resource) bool {
 	d := a.Clone()
 	d.Sub(b)
 	return d.IsZero()
-}
-
-// counted reports whether a bound pod counts on its node.
-func counted(p *v1.Pod) bool {
-	return p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
 }
 
 // diffs collects the differences of one comparison.
@@ -119,9 +116,9 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 				state("the pod is bound but the cache still has it assumed")
 				continue
 			}
-			if t.Counted != counted(p) {
+			if t.Counted != framework.PodCountedOnNode(p) {
 				ds.add(Difference{Kind: DiffPod, Name: key(), Field: "counted", Cache: strconv.FormatBool(t.Counted),
-					Truth:   strconv.FormatBool(counted(p)) + " (phase " + string(p.Status.Phase) + ")",
+					Truth:   strconv.FormatBool(framework.PodCountedOnNode(p)) + " (phase " + string(p.Status.Phase) + ")",
 					Message: "a finished pod must not count on its node, any other bound pod must", subject: sub()})
 			}
 			if own := v.c.IsResponsibleFor(p); t.Own != own {

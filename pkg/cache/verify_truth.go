@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -52,9 +53,55 @@ type verifier struct {
 	c           *SchedulerCache
 	opts        VerifyOptions
 	longestHold time.Duration
+	// rules are the handler's eventhandlers.StateRules, nil for none.
+	rules eventhandlers.StateRules
 }
 
 func (v *verifier) noteHold(d time.Duration) { v.longestHold = max(v.longestHold, d) }
+
+// putNode records node, from origin, in tr as the handler's rules
+// (v.rules) let the cache see it; a node they leave out is removed.
+func (v *verifier) putNode(tr *truth, node *v1.Node, origin string) {
+	name := node.Name
+	if v.rules != nil {
+		node = v.rules.TrackedNode(node)
+	}
+	if node == nil {
+		delete(tr.nodes, name)
+		delete(tr.nodeOrigin, name)
+		return
+	}
+	tr.nodes[name] = node
+	tr.nodeOrigin[name] = origin
+}
+
+// putPod is putNode for a pod.
+func (v *verifier) putPod(tr *truth, pod *v1.Pod, origin string) {
+	uid := pod.UID
+	if v.rules != nil {
+		pod = v.rules.TrackedPod(pod)
+	}
+	if pod == nil {
+		delete(tr.pods, uid)
+		delete(tr.podOrigin, uid)
+		return
+	}
+	tr.pods[uid] = pod
+	tr.podOrigin[uid] = origin
+}
+
+// putWorkload is putNode for an external workload, kept by its key.
+func (v *verifier) putWorkload(tr *truth, w *v1alpha1.ExternalWorkload) {
+	key := externalWorkloadKey(w)
+	if v.rules != nil {
+		w = v.rules.TrackedExternalWorkload(w)
+	}
+	if w == nil {
+		delete(tr.workloads, key)
+		return
+	}
+	tr.workloads[key] = w
+}
 
 // listAll lists every source.
 func (v *verifier) listAll(ctx context.Context) (*truth, error) {
@@ -81,9 +128,7 @@ func (v *verifier) listNodes(ctx context.Context, tr *truth) error {
 	}))
 	p.PageSize = v.opts.PageSize
 	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		n := obj.(*v1.Node)
-		tr.nodes[n.Name] = n
-		tr.nodeOrigin[n.Name] = apiServer
+		v.putNode(tr, obj.(*v1.Node), apiServer)
 		return nil
 	})
 	if err != nil {
@@ -104,9 +149,7 @@ func (v *verifier) listPods(ctx context.Context, tr *truth, opts metav1.ListOpti
 	}))
 	p.PageSize = v.opts.PageSize
 	err := p.EachListItem(ctx, opts, func(obj runtime.Object) error {
-		pod := obj.(*v1.Pod)
-		tr.pods[pod.UID] = pod
-		tr.podOrigin[pod.UID] = apiServer
+		v.putPod(tr, obj.(*v1.Pod), apiServer)
 		return nil
 	})
 	if err != nil {
@@ -152,13 +195,11 @@ func (v *verifier) listCustom(ctx context.Context, tr *truth) error {
 		for _, item := range items {
 			switch o := item.(type) {
 			case *v1.Node:
-				tr.nodes[o.Name] = o
-				tr.nodeOrigin[o.Name] = ci.Name
+				v.putNode(tr, o, ci.Name)
 			case *v1.Pod:
-				tr.pods[o.UID] = o
-				tr.podOrigin[o.UID] = ci.Name
+				v.putPod(tr, o, ci.Name)
 			case *v1alpha1.ExternalWorkload:
-				tr.workloads[externalWorkloadKey(o)] = o
+				v.putWorkload(tr, o)
 			default:
 				return fmt.Errorf("%w: custom informer %q of %s: an item of type %T", ErrVerifyList, ci.Name, ci.Resource, item)
 			}
@@ -225,8 +266,7 @@ func (v *verifier) refresh(ctx context.Context, tr *truth, diffs []Difference) e
 		case err != nil:
 			return fmt.Errorf("%w: node %q: %w", ErrVerifyList, name, err)
 		default:
-			tr.nodes[name] = n
-			tr.nodeOrigin[name] = apiServer
+			v.putNode(tr, n, apiServer)
 		}
 	}
 	var byKey map[string][]types.UID
@@ -253,8 +293,7 @@ func (v *verifier) refresh(ctx context.Context, tr *truth, diffs []Difference) e
 			delete(tr.podOrigin, uid)
 		}
 		if err == nil {
-			tr.pods[p.UID] = p
-			tr.podOrigin[p.UID] = apiServer
+			v.putPod(tr, p, apiServer)
 		}
 	}
 	for ns := range namespaces {

@@ -3,8 +3,11 @@ package eventhandlers
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 )
 
 // Every method of every handler interface below receives objects exactly as
@@ -211,4 +214,21 @@ type ExternalWorkloadEventHandler interface {
 type SyncReporter interface {
 	HasSynced() bool
 	SyncName() string
+}
+
+// StateRules is an optional interface for handlers that change what the
+// cache records of an object: a node, pod or external workload they leave
+// out or record as a modified copy (the default handler's Policy is one
+// such rule set). The cache's consistency checker (Verify, /debug/cache/verify)
+// reads the truth through these rules before it compares it with the
+// cache, so that the handler's own view is not reported as a difference.
+// A handler without them is checked against the objects as they are.
+//
+// Each method returns the object as the handler records it, or nil when
+// the handler leaves it out of the cache. They must not modify their
+// argument, and must be safe for concurrent use.
+type StateRules interface {
+	TrackedNode(node *v1.Node) *v1.Node
+	TrackedPod(pod *v1.Pod) *v1.Pod
+	TrackedExternalWorkload(w *v1alpha1.ExternalWorkload) *v1alpha1.ExternalWorkload
 }

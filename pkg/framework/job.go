@@ -160,7 +160,7 @@ func NewTaskInfoInGroup(pod *v1.Pod, requests resources.Resource, m Membership) 
 	t.setGroup(m)
 	if t.NodeName != "" {
 		t.Status = TaskBound
-		t.Counted = pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed
+		t.Counted = !PodFinished(pod)
 	}
 	return t
 }
@@ -184,7 +184,7 @@ func NewAssumedTaskInfoInGroup(pending *v1.Pod, node string, requests resources.
 		Status:   TaskAssumed,
 		NodeName: node,
 		Requests: requests,
-		Counted:  pending.Status.Phase != v1.PodSucceeded && pending.Status.Phase != v1.PodFailed,
+		Counted:  !PodFinished(pending),
 		Own:      true,
 	}
 	t.setGroup(m)

@@ -213,7 +213,9 @@ func TestPodsLandOnlyInsideGrants(t *testing.T) {
 		ps := listPods(t, ns)
 		gs, err := a.grants(ctx)
 		if err != nil {
-			return true, ""
+			// Unchecked is not inside: a check that cannot read the
+			// grants fails rather than passes.
+			return false, fmt.Sprintf("reading the grants: %v", err)
 		}
 		granted := grantsOf(gs, "batch", nodes)
 		for n, used := range boundCPU(ps, name) {

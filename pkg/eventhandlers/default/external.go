@@ -67,7 +67,7 @@ func (h *Handler) AddExternalWorkload(obj any) {
 // externalWorkload returns w as the policy lets the scheduler see it, or
 // nil when the policy ignores it.
 func (h *Handler) externalWorkload(w *v1alpha1.ExternalWorkload) *v1alpha1.ExternalWorkload {
-	seen := applyPolicy(h.policy.ExternalWorkload, w)
+	seen := h.TrackedExternalWorkload(w)
 	if seen == nil {
 		klog.V(5).InfoS("External workload ignored by the handler's policy", "externalWorkload", klog.KObj(w))
 	}

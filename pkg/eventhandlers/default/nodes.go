@@ -22,14 +22,11 @@ func (h *Handler) node(obj any) *v1.Node {
 
 // seeNode returns node as the policy lets the scheduler see it, or nil.
 func (h *Handler) seeNode(node *v1.Node) *v1.Node {
-	if h.policy.Node == nil {
-		return node
+	seen := h.TrackedNode(node)
+	if seen == nil {
+		klog.V(5).InfoS("Node ignored by the handler's policy", "node", klog.KObj(node))
 	}
-	if seen := h.policy.Node(node); seen != nil {
-		return seen
-	}
-	klog.V(5).InfoS("Node ignored by the handler's policy", "node", klog.KObj(node))
-	return nil
+	return seen
 }
 
 // AddNode records the node and raises EventNodeAdd.

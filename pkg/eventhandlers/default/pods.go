@@ -8,35 +8,17 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// podState says where the handler keeps a pod; see the package comment.
-type podState int
+// podState says where the handler keeps a pod: the framework's rule,
+// shared with the cache's informer filter and its checker (see the package
+// comment).
+type podState = framework.PodState
 
 const (
-	// untracked: another scheduler's pending pod, or a pod that finished
-	// without ever being assigned.
-	untracked podState = iota
-	// pending: waiting to be scheduled by this scheduler.
-	pending
-	// assigned: bound to a node (spec.nodeName set).
-	assigned
-	// gated: would be pending, but has scheduling gates
-	// (spec.schedulingGates). The API server refuses to bind it, so it is
-	// not queued: its job is scheduled as if the pod did not exist yet.
-	gated
+	untracked = framework.PodUntracked
+	pending   = framework.PodPending
+	assigned  = framework.PodAssigned
+	gated     = framework.PodGated
 )
-
-func (s podState) String() string {
-	switch s {
-	case pending:
-		return "pending"
-	case assigned:
-		return "assigned"
-	case gated:
-		return "gated"
-	default:
-		return "untracked"
-	}
-}
 
 // pod returns the pod in obj as the policy lets the scheduler see it, or
 // nil when obj is not a pod or the policy ignores it.
@@ -50,44 +32,17 @@ func (h *Handler) pod(obj any) *v1.Pod {
 
 // seePod returns pod as the policy lets the scheduler see it, or nil.
 func (h *Handler) seePod(pod *v1.Pod) *v1.Pod {
-	if h.policy.Pod == nil {
-		return pod
+	seen := h.TrackedPod(pod)
+	if seen == nil {
+		klog.V(5).InfoS("Pod ignored by the handler's policy", "pod", klog.KObj(pod))
 	}
-	if seen := h.policy.Pod(pod); seen != nil {
-		return seen
-	}
-	klog.V(5).InfoS("Pod ignored by the handler's policy", "pod", klog.KObj(pod))
-	return nil
+	return seen
 }
 
 // stateOf classifies pod, as the policy returned it (nil: ignored, so
-// untracked). IsResponsibleFor is only asked about pods that are not
-// assigned. A pod that would be pending but still has scheduling gates is
-// gated.
+// untracked), by framework.ClassifyPod.
 func (h *Handler) stateOf(pod *v1.Pod) podState {
-	switch {
-	case pod == nil:
-		return untracked
-	case pod.Spec.NodeName != "":
-		return assigned
-	case finished(pod) || !h.cache.IsResponsibleFor(pod):
-		return untracked
-	case len(pod.Spec.SchedulingGates) > 0:
-		return gated
-	default:
-		return pending
-	}
-}
-
-// finished reports whether pod's containers have all terminated for good.
-func finished(pod *v1.Pod) bool {
-	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
-}
-
-// countedOnNode reports whether pod uses its node's resources: it is
-// assigned and not finished. A terminating pod is still counted.
-func countedOnNode(pod *v1.Pod) bool {
-	return pod.Spec.NodeName != "" && !finished(pod)
+	return framework.ClassifyPod(pod, h.cache.IsResponsibleFor)
 }
 
 // AddPod puts an assigned pod in the cache (raising EventAssignedPodAdd
@@ -137,7 +92,7 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 		if err := h.cache.UpdatePod(oldPod, newPod); err != nil {
 			klog.ErrorS(err, "Failed to update assigned pod in the cache", "pod", klog.KObj(newPod), "node", newPod.Spec.NodeName)
 		}
-		switch oldCounted, newCounted := countedOnNode(oldPod), countedOnNode(newPod); {
+		switch oldCounted, newCounted := framework.PodCountedOnNode(oldPod), framework.PodCountedOnNode(newPod); {
 		case oldCounted && !newCounted:
 			h.raise(framework.EventAssignedPodDelete, oldPod, newPod)
 		case !oldCounted && newCounted:
@@ -211,7 +166,7 @@ func (h *Handler) addAssigned(pod *v1.Pod) {
 	if err := h.cache.AddPod(pod); err != nil {
 		klog.ErrorS(err, "Failed to add assigned pod to the cache", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 	}
-	if countedOnNode(pod) {
+	if framework.PodCountedOnNode(pod) {
 		h.raise(framework.EventAssignedPodAdd, nil, pod)
 	}
 }
@@ -230,7 +185,7 @@ func (h *Handler) deletePod(pod *v1.Pod) {
 	freed, err := h.cache.DeletePod(pod)
 	if err != nil {
 		klog.ErrorS(err, "Failed to delete pod from the cache", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
-		freed = countedOnNode(pod)
+		freed = framework.PodCountedOnNode(pod)
 	}
 	if freed {
 		h.raise(framework.EventAssignedPodDelete, pod, nil)
