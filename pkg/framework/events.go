@@ -126,10 +126,36 @@ func (e ClusterEvent) String() string {
 	return string(e.Resource) + "/" + e.ActionType.String()
 }
 
-// Well-known events, raised by the default event handler (and the cache,
-// for pods it drops), and registered by plugins. Each case of a node update
-// is its own labelled event. The objects an event is raised with (see
+// Well-known events, registered by plugins. Each case of a node update is
+// its own labelled event. The objects an event is raised with (see
 // QueueingHintFn) are given for each.
+//
+// Who raises what (this list is the one place that says so; keep it true):
+//
+//	event                          raised by
+//	EventNodeAdd, EventNode*Change, the event handler, for the node events
+//	  EventNodeBecameSchedulable   its informer delivers (the default
+//	                               handler: pkg/eventhandlers/default)
+//	EventNodeDelete                nobody yet: a node going away frees
+//	                               nothing a pending pod could use
+//	EventAssignedPodAdd,           the event handler, for the pod events its
+//	  EventAssignedPodLabelChange  informer delivers
+//	EventAssignedPodDelete         the event handler, when a counted pod is
+//	                               deleted or finishes; the scheduler, when a
+//	                               bind fails and its assumed pod is
+//	                               forgotten, and when a nomination it held
+//	                               for a preemptor is released
+//	EventExternalUsageDecrease     the event handler, for ExternalWorkloads
+//	EventGrantIncrease             the two-level handler, when a node's cap
+//	                               grows (pkg/eventhandlers/twolevel)
+//	EventGangGroupChange           the cache, when a group object's policy
+//	                               changes (SetGroupPolicy, from the handler)
+//	EventUnschedulableTimeout      the queue, for jobs that waited too long
+//
+// The cache only records state otherwise: it raises nothing for what a
+// handler tells it (a handler raises the event, through
+// MoveAllToActiveOrBackoffQueue, after the cache call that changed
+// things).
 var (
 	EventNodeAdd               = ClusterEvent{Resource: Node, ActionType: Add, Label: "NodeAdd"}
 	EventNodeDelete            = ClusterEvent{Resource: Node, ActionType: Delete, Label: "NodeDelete"}
