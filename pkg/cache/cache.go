@@ -186,7 +186,11 @@ type SchedulerCache struct {
 	discovery discoveryState
 }
 
-var _ eventhandlers.Cache = &SchedulerCache{}
+var (
+	_ eventhandlers.Cache            = &SchedulerCache{}
+	_ eventhandlers.JobSource        = &SchedulerCache{}
+	_ eventhandlers.GroupPolicyCache = &SchedulerCache{}
+)
 
 type cacheSizeGauges struct {
 	nodes, placeholders, assignedPods, assumedPods, pendingPods, jobs prometheus.Gauge

@@ -12,6 +12,12 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// namedSource is a reader that names where its bytes come from (a
+// *Section names its file).
+type namedSource interface {
+	Source() string
+}
+
 // DecodeStrict decodes the YAML in r into out. Every field of the input must
 // exist in out (an unknown or misspelled field is an error), and the input
 // must hold at most one document. A nil r, or one with no content, leaves
@@ -24,7 +30,7 @@ func DecodeStrict(r io.Reader, out any) error {
 		return nil
 	}
 	src := ""
-	if s, ok := r.(interface{ Source() string }); ok {
+	if s, ok := r.(namedSource); ok {
 		src = s.Source()
 	}
 	data, err := io.ReadAll(r)

@@ -181,3 +181,12 @@ type OwnerGangCache interface {
 	// depends on it.
 	SetOwnerGangs(kinds framework.OwnerKinds) error
 }
+
+// JobSource is an optional interface of a Cache (pkg/cache implements it):
+// Job returns a copy of the job with id, every task of it (pending,
+// assumed and bound), or false when the cache has none. A handler that
+// reports on gangs (the default handler writes their PodGroups' status)
+// reads them through it.
+type JobSource interface {
+	Job(id framework.JobID) (*framework.JobInfo, bool)
+}

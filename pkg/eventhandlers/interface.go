@@ -232,3 +232,20 @@ type StateRules interface {
 	TrackedPod(pod *v1.Pod) *v1.Pod
 	TrackedExternalWorkload(w *v1alpha1.ExternalWorkload) *v1alpha1.ExternalWorkload
 }
+
+// ExternalWorkloadNodeLabeler is an optional interface for handlers that
+// account an ExternalWorkload on the node a label of it names (when set)
+// rather than on spec.nodeName: the cache's consistency checker then
+// places workloads the same way. The default handler implements it
+// (Args.ExternalWorkloadNodeLabel).
+type ExternalWorkloadNodeLabeler interface {
+	ExternalWorkloadNodeLabel() string
+}
+
+// FrameworkMember is an optional interface for handlers that schedule for
+// one framework of a two-level allocator: Framework names it, and the
+// /demand report this scheduler serves to the allocator carries the name.
+// The two-level handler implements it.
+type FrameworkMember interface {
+	Framework() string
+}

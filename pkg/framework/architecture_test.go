@@ -145,3 +145,37 @@ func TestArchitectureImportTableIsTrue(t *testing.T) {
 		}
 	}
 }
+
+// Optional interfaces are named, so that the contract they widen can be
+// read in one place (pkg/eventhandlers names the handler's and the
+// cache's): no code under cmd/ or pkg/ asserts an anonymous interface.
+func TestNoAnonymousInterfaceAssertions(t *testing.T) {
+	root := repoRoot(t)
+	files := 0
+	for _, dir := range []string{"cmd", "pkg"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			files++
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for i, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line, ".(interface{") {
+					rel, _ := filepath.Rel(root, path)
+					t.Errorf("%s:%d asserts an anonymous interface; name it (optional interfaces of handlers and caches live in pkg/eventhandlers): %s",
+						rel, i+1, strings.TrimSpace(line))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files < 50 {
+		t.Fatalf("read %d Go files; the walk is broken", files)
+	}
+}

@@ -338,7 +338,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	verify := cache.VerifyOptions{Client: verifyClient}
 	// A handler built on the default one places ExternalWorkloads by its
 	// node label; the checker must place them the same way.
-	if l, ok := h.(interface{ ExternalWorkloadNodeLabel() string }); ok {
+	if l, ok := h.(eventhandlers.ExternalWorkloadNodeLabeler); ok {
 		verify.ExternalWorkloadNodeLabel = l.ExternalWorkloadNodeLabel()
 	}
 	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, events: rec, registry: reg,
@@ -411,7 +411,7 @@ func (s *server) schedule(ctx context.Context) error {
 // handler's framework when it has one (the two-level handler).
 func (s *server) demand() *demand.Report {
 	r := s.cache.Demand()
-	if f, ok := s.handler.(interface{ Framework() string }); ok {
+	if f, ok := s.handler.(eventhandlers.FrameworkMember); ok {
 		r.Framework = f.Framework()
 	}
 	return r

@@ -126,7 +126,7 @@ func (h *Handler) newStatusWriter() (*podgroups.Writer, error) {
 	if h.dialectConfig == nil {
 		return nil, nil
 	}
-	jobs, ok := h.cache.(podgroups.JobSource)
+	jobs, ok := h.cache.(eventhandlers.JobSource)
 	if !ok {
 		klog.InfoS("The cache does not give jobs out; the status of PodGroups is not written")
 		return nil, nil

@@ -303,7 +303,9 @@ func sameVersion(oldRV, newRV string) bool {
 	return oldRV != "" && oldRV == newRV
 }
 
-// ExternalWorkloadNodeLabel returns Args.ExternalWorkloadNodeLabel, so
-// that the cache's consistency checker places ExternalWorkloads as the
-// handler does.
+var _ eventhandlers.ExternalWorkloadNodeLabeler = (*Handler)(nil)
+
+// ExternalWorkloadNodeLabel implements eventhandlers.ExternalWorkloadNodeLabeler:
+// Args.ExternalWorkloadNodeLabel, so that the cache's consistency checker
+// places ExternalWorkloads as the handler does.
 func (h *Handler) ExternalWorkloadNodeLabel() string { return h.externalNodeLabel }

@@ -162,5 +162,8 @@ func New(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, error) {
 	return h, nil
 }
 
-// Framework is the framework name this scheduler's grants are issued to.
+var _ eventhandlers.FrameworkMember = (*Handler)(nil)
+
+// Framework implements eventhandlers.FrameworkMember: the framework name
+// this scheduler's grants are issued to.
 func (h *Handler) Framework() string { return h.framework }
