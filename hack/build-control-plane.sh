@@ -30,6 +30,9 @@ set -o errexit -o nounset -o pipefail
 # own k8s.io versions: with ours, one of its dependencies does not compile
 # (see hack/tools/README.md).
 #
+# Two families of binaries build at the same time (see the end of this
+# script); CONTROL_PLANE_JOBS=1 builds them one after the other.
+#
 # Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler] [kuberay-operator] [kueue]   (default: all)
 # Env:   GO (default: go), FORCE=1 rebuilds regardless of the stamps.
 
@@ -115,8 +118,8 @@ version_of() {
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler kuberay-operator kueue)
 
-for t in "${targets[@]}"; do
-  case "${t}" in
+build_target() {
+  case "$1" in
     kube-apiserver) build kube-apiserver hack/tools/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${KUBE_LDFLAGS}" ;;
     kube-controller-manager) build kube-controller-manager hack/tools/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "${KUBE_LDFLAGS}" ;;
     kube-scheduler) build kube-scheduler hack/tools/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "${KUBE_LDFLAGS}" ;;
@@ -124,6 +127,49 @@ for t in "${targets[@]}"; do
     kwok) build kwok hack/tools/kwok sigs.k8s.io/kwok/cmd/kwok "-s -w" ;;
     kuberay-operator) build kuberay-operator hack/tools/kuberay github.com/ray-project/kuberay/ray-operator "-s -w" ;;
     kueue) build kueue hack/tools/kueue sigs.k8s.io/kueue/cmd/kueue "${KUEUE_LDFLAGS}" ;;
-    *) log "unknown target: ${t} (want kube-apiserver, etcd, kube-controller-manager, kwok, kube-scheduler, kuberay-operator or kueue)"; exit 2 ;;
+    *) log "unknown target: $1 (want kube-apiserver, etcd, kube-controller-manager, kwok, kube-scheduler, kuberay-operator or kueue)"; return 2 ;;
+  esac
+}
+
+# The targets fall into two families that share no compiled package: the
+# Kubernetes one (kube-apiserver and what is aligned with it) and the
+# operators (KubeRay's, then Kueue's, aligned with each other). Each family
+# builds in order, so that a package compiles once and the next binary
+# takes it from the build cache; the two families build at the same time
+# (CONTROL_PLANE_JOBS=1 builds one after the other), so that one family's
+# link steps and downloads, which leave cores idle, overlap the other's
+# compiling.
+kube_family=() operator_family=()
+for t in "${targets[@]}"; do
+  case "${t}" in
+    kuberay-operator|kueue) operator_family+=("${t}") ;;
+    *) kube_family+=("${t}") ;;
   esac
 done
+
+# build_family builds its arguments in order. It is never called where
+# errexit is ignored (after || or &&, or in a condition): a failed go build
+# must stop it before the stamp is written.
+build_family() {
+  local t
+  for t in "$@"; do
+    build_target "${t}"
+  done
+}
+
+if [[ "${CONTROL_PLANE_JOBS:-2}" == 1 || ${#kube_family[@]} -eq 0 || ${#operator_family[@]} -eq 0 ]]; then
+  build_family "${kube_family[@]+"${kube_family[@]}"}" "${operator_family[@]+"${operator_family[@]}"}"
+  exit 0
+fi
+build_family "${operator_family[@]}" &
+operators=$!
+build_family "${kube_family[@]}" &
+kube=$!
+kube_status=0
+wait "${kube}" || kube_status=$?
+operator_status=0
+wait "${operators}" || operator_status=$?
+if [[ ${kube_status} -ne 0 || ${operator_status} -ne 0 ]]; then
+  log "failed: ${kube_family[*]} (exit ${kube_status}); ${operator_family[*]} (exit ${operator_status})"
+  exit 1
+fi
