@@ -25,6 +25,36 @@ import (
 // reach the cache, as if the handler had a bug.
 const ignoredLabel = "e2e-verify-ignored"
 
+// droppingHandler is the default handler with a bug: it drops the events
+// of pods labelled ignoredLabel. Its rules for what the cache records
+// (eventhandlers.StateRules, inherited) still say those pods belong there,
+// so the checker must report them. (A Policy that ignores them would be
+// the handler's rule, which the checker follows.)
+type droppingHandler struct{ *defaulthandler.Handler }
+
+func dropped(obj any) bool {
+	p, ok := obj.(*v1.Pod)
+	return ok && p.Labels[ignoredLabel] != ""
+}
+
+func (h droppingHandler) AddPod(obj any) {
+	if !dropped(obj) {
+		h.Handler.AddPod(obj)
+	}
+}
+
+func (h droppingHandler) UpdatePod(oldObj, newObj any) {
+	if !dropped(newObj) {
+		h.Handler.UpdatePod(oldObj, newObj)
+	}
+}
+
+func (h droppingHandler) DeletePod(obj any) {
+	if !dropped(obj) {
+		h.Handler.DeletePod(obj)
+	}
+}
+
 // verify fetches /debug/cache/verify with query ("" or "?...").
 func (s *scheduler) verify(t *testing.T, query string) *cache.VerifyResult {
 	t.Helper()
@@ -40,19 +70,16 @@ func (s *scheduler) verify(t *testing.T, query string) *cache.VerifyResult {
 }
 
 // On a steady cluster the checker reports no difference; a pod whose
-// events the handler ignores is reported, and counted in the metric; the
+// events the handler drops by mistake is reported, and counted in the metric; the
 // endpoint has the same authorization as /debug/cache.
 func TestVerifyEndpoint(t *testing.T) {
 	ns := createNamespace(t)
 	ignoring := func(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config) (eventhandlers.Interface, error) {
-		return defaulthandler.New(ctx, c, cfg, rc, defaulthandler.WithPolicy(defaulthandler.Policy{
-			Pod: func(p *v1.Pod) *v1.Pod {
-				if p.Labels[ignoredLabel] != "" {
-					return nil
-				}
-				return p
-			},
-		}))
+		h, err := defaulthandler.New(ctx, c, cfg, rc)
+		if err != nil {
+			return nil, err
+		}
+		return droppingHandler{h}, nil
 	}
 	s := startSchedulerWith(t, []app.Option{app.WithEventHandler("e2e-ignoring", ignoring)}, cp.KubeconfigPath, "--event-handler=e2e-ignoring")
 	s.waitReady(t)
