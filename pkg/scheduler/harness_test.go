@@ -297,16 +297,6 @@ func (h *harness) attempts(result string) float64 {
 	return testutil.ToFloat64(h.metrics.Attempts.WithLabelValues(result, testSchedulerName))
 }
 
-// podScheduledCondition returns pod's PodScheduled condition, or nil.
-func podScheduledCondition(pod *v1.Pod) *v1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == v1.PodScheduled {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // hookName is the registry name of hookPlugin.
 const hookName = "TestHook"
 

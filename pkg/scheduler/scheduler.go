@@ -105,6 +105,8 @@ type Scheduler struct {
 	nominated *nominator
 	// ignored remembers the pods told about ignored annotations.
 	ignored *ignoredReports
+	// conditions writes the pending pods' PodScheduled conditions.
+	conditions *conditionWriter
 
 	// binds bounds concurrent binds (and status updates and evictions);
 	// bindWG waits for them on shutdown.
@@ -146,7 +148,7 @@ func New(opts Options) (*Scheduler, error) {
 		}
 		opts.Metrics = m
 	}
-	return &Scheduler{
+	s := &Scheduler{
 		opts:      opts,
 		cache:     opts.Cache,
 		queue:     opts.Queue,
@@ -156,7 +158,9 @@ func New(opts Options) (*Scheduler, error) {
 		ignored:   newIgnoredReports(),
 		binds:     newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
 		bindDone:  make(chan struct{}, 1),
-	}, nil
+	}
+	s.conditions = newConditionWriter(s)
+	return s, nil
 }
 
 // Run schedules jobs until ctx is done, then waits for binds in flight.

@@ -4,91 +4,232 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/klog/v2"
 )
 
 // reportUnschedulable sets PodScheduled=False/Unschedulable with msg on
 // pod and records a FailedScheduling event. The status write happens in
-// the background and is skipped when the pod already says the same.
+// the background (conditionWriter) and is skipped when the pod already
+// says the same.
 //
 // Both messages are bounded (framework.MaxEventNote,
 // framework.MaxConditionMessage): they quote what users wrote.
 func (s *Scheduler) reportUnschedulable(ctx context.Context, pod *v1.Pod, msg string) {
 	s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", framework.TruncateMessage(msg, framework.MaxEventNote))
-	cond := v1.PodCondition{
+	s.conditions.set(ctx, pod, v1.PodCondition{
 		Type:    v1.PodScheduled,
 		Status:  v1.ConditionFalse,
 		Reason:  v1.PodReasonUnschedulable,
 		Message: framework.TruncateMessage(msg, framework.MaxConditionMessage),
+	})
+}
+
+// writtenTrust is how long the condition writer trusts what it wrote over
+// the cache's copy of a pod: longer than the informer ever lags behind a
+// write it made.
+const writtenTrust = 30 * time.Second
+
+// conditionWriter writes the PodScheduled condition of pending pods. One
+// pod's writes never overlap and the latest wanted condition wins: two
+// cycles of a job in quick succession (the gang's fourth pod arrives
+// while the first three are being told that only three exist) must leave
+// the second cycle's message, which concurrent writes could reorder.
+//
+// It also remembers, for writtenTrust, the condition it last wrote to
+// each pod: the pod a cycle passes in comes from the informer's cache and
+// may not show that write yet, so judging "already says the same" from it
+// alone could skip a write the API still needs (A written and seen, B
+// written but not yet seen, A wanted again).
+type conditionWriter struct {
+	s *Scheduler
+	// now is time.Now; tests replace it.
+	now func() time.Time
+
+	// mu guards pods and every podCondition in it. It is never held
+	// during an API call.
+	mu   sync.Mutex
+	pods map[types.UID]*podCondition
+	// sweepAt is the size of pods at which the next sweep of entries
+	// that hold nothing runs.
+	sweepAt int
+}
+
+// podCondition is the writer's state for one pod.
+type podCondition struct {
+	// writing is true while a goroutine writes this pod's condition;
+	// want, when set, is the condition it writes next, to pod.
+	writing bool
+	want    *v1.PodCondition
+	pod     *v1.Pod
+	// written is the condition the API server last accepted from the
+	// writer, at writtenAt; nil when unknown.
+	written   *v1.PodCondition
+	writtenAt time.Time
+}
+
+const minConditionSweep = 1024
+
+func newConditionWriter(s *Scheduler) *conditionWriter {
+	return &conditionWriter{s: s, now: time.Now, pods: map[types.UID]*podCondition{}, sweepAt: minConditionSweep}
+}
+
+// set makes cond pod's PodScheduled condition, in the background.
+func (w *conditionWriter) set(ctx context.Context, pod *v1.Pod, cond v1.PodCondition) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.pods[pod.UID]
+	if e == nil {
+		e = &podCondition{}
+		w.pods[pod.UID] = e
+		w.maybeSweep()
 	}
-	if hasCondition(pod, cond) {
+	if e.writing {
+		// The running write is followed by this one.
+		e.want, e.pod = &cond, pod
 		return
 	}
-	s.bindWG.Add(1)
-	go func() {
-		defer s.bindWG.Done()
-		ticket := s.binds.acquire()
-		err := s.patchCondition(ctx, pod, cond)
-		s.binds.release(ticket, err)
+	current := podScheduledCondition(pod)
+	if e.written != nil {
+		if w.now().Sub(e.writtenAt) < writtenTrust {
+			current = e.written
+		} else {
+			e.written = nil
+		}
+	}
+	if conditionSays(current, cond) {
+		if e.written == nil {
+			delete(w.pods, pod.UID)
+		}
+		return
+	}
+	e.writing = true
+	w.s.bindWG.Add(1)
+	go w.run(ctx, pod, current, cond)
+}
+
+// run writes cond to pod, then whatever set asked for meanwhile.
+func (w *conditionWriter) run(ctx context.Context, pod *v1.Pod, current *v1.PodCondition, cond v1.PodCondition) {
+	defer w.s.bindWG.Done()
+	for {
+		ticket := w.s.binds.acquire()
+		written, err := w.s.patchCondition(ctx, pod, current, cond)
+		w.s.binds.release(ticket, err)
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Updating the scheduling condition of a pod", "pod", klog.KObj(pod))
 		}
-	}()
+
+		w.mu.Lock()
+		e := w.pods[pod.UID]
+		if err == nil {
+			e.written, e.writtenAt = written, w.now()
+		} else {
+			// What the API holds is unknown: the next write compares
+			// with the cache again.
+			e.written = nil
+		}
+		if e.want == nil || ctx.Err() != nil {
+			e.writing, e.want, e.pod = false, nil, nil
+			if e.written == nil {
+				delete(w.pods, pod.UID)
+			}
+			w.mu.Unlock()
+			return
+		}
+		next := *e.want
+		pod, e.want, e.pod = e.pod, nil, nil
+		current = e.written
+		if current == nil {
+			current = podScheduledCondition(pod)
+		}
+		if conditionSays(current, next) {
+			e.writing = false
+			if e.written == nil {
+				delete(w.pods, pod.UID)
+			}
+			w.mu.Unlock()
+			return
+		}
+		cond = next
+		w.mu.Unlock()
+	}
 }
 
-func hasCondition(pod *v1.Pod, want v1.PodCondition) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == want.Type {
-			return c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message
+// maybeSweep drops the entries that hold nothing but an expired written
+// condition, once the map has doubled since the last sweep. w.mu is held.
+func (w *conditionWriter) maybeSweep() {
+	if len(w.pods) < w.sweepAt {
+		return
+	}
+	now := w.now()
+	for uid, e := range w.pods {
+		if !e.writing && (e.written == nil || now.Sub(e.writtenAt) >= writtenTrust) {
+			delete(w.pods, uid)
 		}
 	}
-	return false
+	w.sweepAt = max(minConditionSweep, 2*len(w.pods))
+}
+
+// tracked is how many pods the writer holds state for (tests).
+func (w *conditionWriter) tracked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pods)
+}
+
+func podScheduledCondition(pod *v1.Pod) *v1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == v1.PodScheduled {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// sameCondition compares what a reader sees: status, reason and message,
+// not the times.
+func sameCondition(a, b v1.PodCondition) bool {
+	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
+}
+
+// conditionSays reports whether current, a pod's condition or nil, says
+// what want says.
+func conditionSays(current *v1.PodCondition, want v1.PodCondition) bool {
+	return current != nil && sameCondition(*current, want)
 }
 
 // patchCondition writes cond into the pod's status with a strategic merge
-// patch (conditions merge by type), so concurrent writers of other fields
-// are not overwritten.
-func (s *Scheduler) patchCondition(ctx context.Context, pod *v1.Pod, cond v1.PodCondition) error {
+// patch that names the whole condition (conditions merge by type), so
+// concurrent writers of other fields are not overwritten and a stale copy
+// of the pod cannot make the patch empty. current is the PodScheduled
+// condition the API is believed to hold, or nil: a condition whose status
+// does not change keeps its transition time. It returns the condition
+// written.
+func (s *Scheduler) patchCondition(ctx context.Context, pod *v1.Pod, current *v1.PodCondition, cond v1.PodCondition) (*v1.PodCondition, error) {
 	cond.LastTransitionTime = metav1.Now()
-	oldData, err := json.Marshal(v1.Pod{Status: v1.PodStatus{Conditions: pod.Status.Conditions}})
+	if current != nil && current.Status == cond.Status && !current.LastTransitionTime.IsZero() {
+		// Only the reason or message changed: the condition did not
+		// transition.
+		cond.LastTransitionTime = current.LastTransitionTime
+	}
+	patch, err := json.Marshal(map[string]any{
+		"status": map[string]any{"conditions": []v1.PodCondition{cond}},
+	})
 	if err != nil {
-		return fmt.Errorf("encoding the status of pod %s: %w", podKey(pod), err)
-	}
-	newStatus := v1.PodStatus{Conditions: append([]v1.PodCondition(nil), pod.Status.Conditions...)}
-	replaced := false
-	for i := range newStatus.Conditions {
-		if old := newStatus.Conditions[i]; old.Type == cond.Type {
-			if old.Status == cond.Status && !old.LastTransitionTime.IsZero() {
-				// Only the reason or message changed: the condition did
-				// not transition.
-				cond.LastTransitionTime = old.LastTransitionTime
-			}
-			newStatus.Conditions[i], replaced = cond, true
-		}
-	}
-	if !replaced {
-		newStatus.Conditions = append(newStatus.Conditions, cond)
-	}
-	newData, err := json.Marshal(v1.Pod{Status: newStatus})
-	if err != nil {
-		return fmt.Errorf("encoding the status of pod %s: %w", podKey(pod), err)
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
-	if err != nil {
-		return fmt.Errorf("building the status patch of pod %s: %w", podKey(pod), err)
+		return nil, fmt.Errorf("encoding the status patch of pod %s: %w", podKey(pod), err)
 	}
 	_, err = s.opts.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
-		return fmt.Errorf("patching the status of pod %s: %w", podKey(pod), err)
+		return nil, fmt.Errorf("patching the status of pod %s: %w", podKey(pod), err)
 	}
-	return nil
+	return &cond, nil
 }
 
 // cacheAttemptForBindError is the queue attempt for a job whose bind

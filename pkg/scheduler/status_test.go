@@ -1,13 +1,18 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -17,7 +22,7 @@ func unschedulableCond(msg string) v1.PodCondition {
 	return v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg}
 }
 
-func TestHasCondition(t *testing.T) {
+func TestConditionSays(t *testing.T) {
 	want := unschedulableCond("0/1 nodes are available: 1 Insufficient cpu.")
 	ready := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: want.Message}
 	tests := []struct {
@@ -41,8 +46,8 @@ func TestHasCondition(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := st.MakePod().Name("p").Obj()
 			pod.Status.Conditions = tt.conditions
-			if got := hasCondition(pod, want); got != tt.want {
-				t.Errorf("hasCondition = %v, want %v", got, tt.want)
+			if got := conditionSays(podScheduledCondition(pod), want); got != tt.want {
+				t.Errorf("conditionSays = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -77,7 +82,7 @@ func TestPatchCondition(t *testing.T) {
 			h.addPod(pod)
 			start := metav1.Now().Rfc3339Copy()
 
-			if err := h.sched.patchCondition(t.Context(), pod, unschedulableCond("new")); err != nil {
+			if _, err := h.sched.patchCondition(t.Context(), pod, podScheduledCondition(pod), unschedulableCond("new")); err != nil {
 				t.Fatalf("patchCondition: %v", err)
 			}
 
@@ -125,7 +130,7 @@ func countType(conds []v1.PodCondition, t v1.PodConditionType) int {
 func TestPatchConditionOfDeletedPod(t *testing.T) {
 	h := newHarness(t)
 	pod := st.MakePod().Name("gone").Obj()
-	err := h.sched.patchCondition(t.Context(), pod, unschedulableCond("x"))
+	_, err := h.sched.patchCondition(t.Context(), pod, nil, unschedulableCond("x"))
 	if err == nil || !strings.Contains(err.Error(), "patching the status of pod default/gone") {
 		t.Errorf("err = %v, want a patch error naming the pod", err)
 	}
@@ -176,5 +181,143 @@ func TestCacheAttemptForBindError(t *testing.T) {
 	a := cacheAttemptForBindError(err)
 	if a.Reason != "binding failed: boom" || !errors.Is(a.Err, err) || len(a.Events) != 0 {
 		t.Errorf("attempt = %+v, want an error attempt for boom", a)
+	}
+}
+
+// statusPatches records the messages of the PodScheduled conditions the
+// scheduler patches, in order; the first patch waits for unblock when
+// that is set.
+type statusPatches struct {
+	mu       sync.Mutex
+	messages []string
+	unblock  chan struct{}
+	started  chan struct{}
+}
+
+func watchStatusPatches(h *harness, block bool) *statusPatches {
+	p := &statusPatches{started: make(chan struct{}, 100)}
+	if block {
+		p.unblock = make(chan struct{})
+	}
+	h.client.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		patch := a.(clienttesting.PatchAction)
+		if patch.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		var body struct {
+			Status v1.PodStatus `json:"status"`
+		}
+		if err := json.Unmarshal(patch.GetPatch(), &body); err != nil {
+			return true, nil, err
+		}
+		p.mu.Lock()
+		first := len(p.messages) == 0
+		for _, c := range body.Status.Conditions {
+			p.messages = append(p.messages, c.Message)
+		}
+		p.mu.Unlock()
+		p.started <- struct{}{}
+		if first && p.unblock != nil {
+			<-p.unblock
+		}
+		return false, nil, nil
+	})
+	return p
+}
+
+func (p *statusPatches) seen() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.messages...)
+}
+
+// withCondition returns a copy of pod whose PodScheduled condition says
+// msg: the pod as the informer's cache may hold it.
+func withCondition(pod *v1.Pod, msg string) *v1.Pod {
+	pod = pod.DeepCopy()
+	pod.Status.Conditions = []v1.PodCondition{unschedulableCond(msg)}
+	return pod
+}
+
+// Conditions wanted while a write of the same pod is in flight follow it
+// in order, and only the latest of them is written: the API ends with
+// the last word, however the writes were scheduled.
+func TestConditionWriterLastWordWins(t *testing.T) {
+	h := newHarness(t)
+	patches := watchStatusPatches(h, true)
+	pod := st.MakePod().Name("p").UID("p").Obj()
+	h.addPod(pod)
+
+	h.sched.conditions.set(t.Context(), pod, unschedulableCond("waiting for tasks: 3 of min-available 4 exist"))
+	<-patches.started
+	h.sched.conditions.set(t.Context(), pod, unschedulableCond("superseded"))
+	h.sched.conditions.set(t.Context(), pod, unschedulableCond("3 of 4 tasks could be placed"))
+	close(patches.unblock)
+	h.sched.bindWG.Wait()
+
+	want := []string{"waiting for tasks: 3 of min-available 4 exist", "3 of 4 tasks could be placed"}
+	if got := patches.seen(); !slices.Equal(got, want) {
+		t.Errorf("patched messages %q, want %q", got, want)
+	}
+	if c := podScheduledCondition(h.apiPod(pod)); c == nil || c.Message != want[1] {
+		t.Errorf("the API holds %+v, want the last message %q", c, want[1])
+	}
+}
+
+// The pod a cycle passes in may not show the writer's last write yet: a
+// message it shows is written again when the writer wrote another since,
+// and not when the writer's last write already says it.
+func TestConditionWriterDoesNotTrustAStaleCache(t *testing.T) {
+	h := newHarness(t)
+	patches := watchStatusPatches(h, false)
+	pod := st.MakePod().Name("p").UID("p").Obj()
+	h.addPod(pod)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h.sched.conditions.now = func() time.Time { return now }
+	set := func(cached *v1.Pod, msg string) {
+		h.sched.conditions.set(t.Context(), cached, unschedulableCond(msg))
+		h.sched.bindWG.Wait()
+	}
+
+	set(pod, "A")
+	set(withCondition(pod, "A"), "B")
+	// The cache still shows A; the API holds B.
+	set(withCondition(pod, "A"), "A")
+	if c := podScheduledCondition(h.apiPod(pod)); c == nil || c.Message != "A" {
+		t.Fatalf("the API holds %+v, want A", c)
+	}
+	// The cache still shows B; the writer wrote A last.
+	set(withCondition(pod, "B"), "A")
+	if got, want := patches.seen(), []string{"A", "B", "A"}; !slices.Equal(got, want) {
+		t.Fatalf("patched messages %q, want %q", got, want)
+	}
+
+	// Long after its write, the writer trusts the cache again and forgets
+	// the pod.
+	now = now.Add(writtenTrust)
+	set(withCondition(pod, "A"), "A")
+	if got := patches.seen(); len(got) != 3 {
+		t.Errorf("patched messages %q after a write the cache already shows, want no new one", got)
+	}
+	if n := h.sched.conditions.tracked(); n != 0 {
+		t.Errorf("the writer tracks %d pods, want 0", n)
+	}
+}
+
+// A failed write leaves nothing behind that would skip the next one.
+func TestConditionWriterForgetsAFailedWrite(t *testing.T) {
+	h := newHarness(t)
+	pod := st.MakePod().Name("gone").UID("gone").Obj()
+	h.sched.conditions.set(t.Context(), pod, unschedulableCond("A"))
+	h.sched.bindWG.Wait()
+	if n := h.sched.conditions.tracked(); n != 0 {
+		t.Errorf("the writer tracks %d pods after a failed write, want 0", n)
+	}
+	h.addPod(pod)
+	patches := watchStatusPatches(h, false)
+	h.sched.conditions.set(t.Context(), pod, unschedulableCond("A"))
+	h.sched.bindWG.Wait()
+	if got := patches.seen(); !slices.Equal(got, []string{"A"}) {
+		t.Errorf("patched messages %q, want A written again", got)
 	}
 }

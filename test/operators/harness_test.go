@@ -252,14 +252,21 @@ func (e *env) waitUnschedulable(name string, want int, parts ...string) map[stri
 			return false, "", err
 		}
 		clear(msgs)
+		// every pod's PodScheduled condition, for the failure message.
+		all := map[string]string{}
 		for _, p := range pods {
+			all[p.Name] = "no PodScheduled condition"
 			for _, c := range p.Status.Conditions {
-				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && containsAll(c.Message, parts) {
+				if c.Type != v1.PodScheduled {
+					continue
+				}
+				all[p.Name] = fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+				if c.Status == v1.ConditionFalse && containsAll(c.Message, parts) {
 					msgs[p.Name] = c.Message
 				}
 			}
 		}
-		return len(pods) == want && len(msgs) == want, fmt.Sprintf("%s; messages %q", describe(pods), msgs), nil
+		return len(pods) == want && len(msgs) == want, fmt.Sprintf("%s; conditions %q", describe(pods), all), nil
 	})
 	return msgs
 }
