@@ -8,7 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
 // ScoringStrategy says which nodes Score prefers.

@@ -18,7 +18,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/volumeutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
 // Name is the plugin's name in the registry and in profiles.
@@ -78,7 +79,7 @@ var errNoName = errors.New("PersistentVolumeClaim had no name")
 func (pl *NodeVolumeLimits) volumesOf(logger klog.Logger, pod *v1.Pod, isNew bool, out map[string]string) error {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		name, isEphemeral, ok := pluginutil.ClaimName(pod, vol)
+		name, isEphemeral, ok := volumeutil.ClaimName(pod, vol)
 		if !ok {
 			continue
 		}
@@ -145,7 +146,7 @@ func (s *podState) Clone() framework.StateData { return s }
 func (pl *NodeVolumeLimits) PreFilterPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
 	has := false
 	for i := range pod.Spec.Volumes {
-		if _, _, ok := pluginutil.ClaimName(pod, &pod.Spec.Volumes[i]); ok {
+		if _, _, ok := volumeutil.ClaimName(pod, &pod.Spec.Volumes[i]); ok {
 			has = true
 			break
 		}
@@ -241,7 +242,7 @@ func (*NodeVolumeLimits) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Add}},
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.UpdateGeneric}, QueueingHintFn: csiNodeUpdatedHint},
 		{Event: framework.EventAssignedPodDelete, QueueingHintFn: podDeletedHint},
-		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: pluginutil.ClaimHint},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: volumeutil.ClaimHint},
 	}
 }
 
@@ -273,7 +274,7 @@ func podDeletedHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, _ any) (frame
 		return framework.QueueSkip, nil
 	}
 	for i := range gone.Spec.Volumes {
-		if _, _, ok := pluginutil.ClaimName(gone, &gone.Spec.Volumes[i]); ok {
+		if _, _, ok := volumeutil.ClaimName(gone, &gone.Spec.Volumes[i]); ok {
 			return framework.Queue, nil
 		}
 	}

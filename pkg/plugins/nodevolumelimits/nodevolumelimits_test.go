@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/volumeutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -152,8 +152,8 @@ func TestHints(t *testing.T) {
 		{"pod with claims deleted", podDeletedHint, onNode, nil, framework.Queue},
 		{"pod without volumes deleted", podDeletedHint, noVolumes, nil, framework.QueueSkip},
 		{"unassigned pod deleted", podDeletedHint, pod("z", "d"), nil, framework.QueueSkip},
-		{"own claim added", pluginutil.ClaimHint, nil, unbound("c", "fast"), framework.Queue},
-		{"other claim added", pluginutil.ClaimHint, nil, unbound("d", "fast"), framework.QueueSkip},
+		{"own claim added", volumeutil.ClaimHint, nil, unbound("c", "fast"), framework.Queue},
+		{"other claim added", volumeutil.ClaimHint, nil, unbound("d", "fast"), framework.QueueSkip},
 	} {
 		got, err := tc.hint(klog.Background(), job, tc.old, tc.new)
 		if err != nil || got != tc.want {

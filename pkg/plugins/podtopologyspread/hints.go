@@ -6,7 +6,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
 // EventsToRegister implements framework.EnqueueExtensions.

@@ -20,7 +20,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/volumeutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
 // Name is the plugin's name in the registry and in profiles.
@@ -115,7 +116,7 @@ func (*VolumeBinding) Name() string { return Name }
 // claimName returns the name of the claim vol uses and whether it is a
 // generic ephemeral volume; "" when vol uses no claim.
 func claimName(pod *v1.Pod, vol *v1.Volume) (name string, isEphemeral bool) {
-	name, isEphemeral, _ = pluginutil.ClaimName(pod, vol)
+	name, isEphemeral, _ = volumeutil.ClaimName(pod, vol)
 	return name, isEphemeral
 }
 

@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/volumeutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -433,12 +433,12 @@ func TestClaimHint(t *testing.T) {
 		{claim("data", "static", "1Gi"), framework.Queue},
 		{claim("other", "static", "1Gi"), framework.QueueSkip},
 	} {
-		got, err := pluginutil.ClaimHint(klog.Background(), job, nil, tc.pvc)
+		got, err := volumeutil.ClaimHint(klog.Background(), job, nil, tc.pvc)
 		if err != nil || got != tc.want {
-			t.Errorf("pluginutil.ClaimHint(%s) = %v, %v; want %v", tc.pvc.Name, got, err, tc.want)
+			t.Errorf("volumeutil.ClaimHint(%s) = %v, %v; want %v", tc.pvc.Name, got, err, tc.want)
 		}
 	}
-	if _, err := pluginutil.ClaimHint(klog.Background(), job, nil, "junk"); err == nil {
+	if _, err := volumeutil.ClaimHint(klog.Background(), job, nil, "junk"); err == nil {
 		t.Error("ClaimHint accepted a string")
 	}
 }

@@ -14,7 +14,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/volumeutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
 // Name is the plugin's name in the registry and in profiles.
@@ -183,7 +184,7 @@ func (*VolumeRestrictions) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.EventAssignedPodDelete, QueueingHintFn: podDeletedHint},
 		{Event: framework.EventNodeAdd},
-		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: pluginutil.ClaimHint},
+		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: volumeutil.ClaimHint},
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/volumeutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -147,8 +147,8 @@ func TestHints(t *testing.T) {
 		{"deleted pod used the claim", podDeletedHint, pod("x", pvcVol("c")), nil, framework.Queue},
 		{"deleted pod used the disk", podDeletedHint, pod("x", gce("d", true)), nil, framework.Queue},
 		{"deleted pod unrelated", podDeletedHint, pod("x", pvcVol("other")), nil, framework.QueueSkip},
-		{"claim added", pluginutil.ClaimHint, nil, claim("c"), framework.Queue},
-		{"other claim added", pluginutil.ClaimHint, nil, claim("z"), framework.QueueSkip},
+		{"claim added", volumeutil.ClaimHint, nil, claim("c"), framework.Queue},
+		{"other claim added", volumeutil.ClaimHint, nil, claim("z"), framework.QueueSkip},
 	} {
 		got, err := tc.hint(klog.Background(), job, tc.old, tc.new)
 		if err != nil || got != tc.want {

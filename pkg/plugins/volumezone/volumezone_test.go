@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/volumeutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -137,8 +137,8 @@ func TestHints(t *testing.T) {
 	}{
 		{"wffc class", classAddedHint, nil, class("c", &wffc), framework.Queue},
 		{"immediate class", classAddedHint, nil, class("c", nil), framework.QueueSkip},
-		{"own claim", pluginutil.ClaimHint, nil, claim("c", "", ""), framework.Queue},
-		{"other claim", pluginutil.ClaimHint, nil, claim("d", "", ""), framework.QueueSkip},
+		{"own claim", volumeutil.ClaimHint, nil, claim("c", "", ""), framework.Queue},
+		{"other claim", volumeutil.ClaimHint, nil, claim("d", "", ""), framework.QueueSkip},
 		{"new volume", volumeHint, nil, zoneA, framework.Queue},
 		{"zone changed", volumeHint, zoneA, zoneB, framework.Queue},
 		{"other label changed", volumeHint, zoneA, relabelled, framework.QueueSkip},

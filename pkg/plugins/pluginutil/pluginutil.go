@@ -1,6 +1,10 @@
-// Package pluginutil holds small helpers shared by the in-tree plugins:
-// strict decoding of plugin args, score normalisation and the reasons and
-// settings several plugins agree on.
+// Package pluginutil is what a plugin author needs beside the framework:
+// strict decoding of plugin args, score normalisation, queueing hints
+// that apply a plugin's own rule to an event's objects (NodeRuleHint,
+// CapHint), typed access to those objects (PodOf, NodesOf), the listers'
+// informer factory, and the reasons and settings every plugin agrees on.
+// The in-tree plugins use it too, so an out-of-tree plugin built on it
+// behaves as they do.
 package pluginutil
 
 import (
@@ -11,6 +15,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 )
 
@@ -155,4 +160,13 @@ func NodesOf(oldObj, newObj any) (oldNode, newNode *v1.Node, err error) {
 		}
 	}
 	return oldNode, newNode, nil
+}
+
+// InformerFactory returns h's informer factory, for a plugin that reads
+// listers; the error names plugin when h has none.
+func InformerFactory(plugin string, h framework.Handle) (informers.SharedInformerFactory, error) {
+	if h == nil || h.SharedInformerFactory() == nil {
+		return nil, fmt.Errorf("%s: the framework handle has no informer factory", plugin)
+	}
+	return h.SharedInformerFactory(), nil
 }

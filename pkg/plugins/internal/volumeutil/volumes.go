@@ -1,24 +1,16 @@
-package pluginutil
+// Package volumeutil holds the volume helpers the in-tree volume plugins
+// share.
+package volumeutil
 
 import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
-
-// InformerFactory returns h's informer factory, for a plugin that reads
-// listers; the error names plugin when h has none.
-func InformerFactory(plugin string, h framework.Handle) (informers.SharedInformerFactory, error) {
-	if h == nil || h.SharedInformerFactory() == nil {
-		return nil, fmt.Errorf("%s: the framework handle has no informer factory", plugin)
-	}
-	return h.SharedInformerFactory(), nil
-}
 
 // ClaimName returns the name of the PersistentVolumeClaim behind vol, a
 // volume of pod: the claim it names, or the one Kubernetes makes for a
