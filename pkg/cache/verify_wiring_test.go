@@ -18,7 +18,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -36,7 +36,7 @@ func TestVerifyAgreesWithTheDefaultHandlerUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := eventhandlers.GetEventHandler(ctx, defaulthandler.Name, c, nil, nil)
+	h, err := defaulthandler.Factory(ctx, c, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

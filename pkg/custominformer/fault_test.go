@@ -274,7 +274,7 @@ func buildWithMetrics(t *testing.T, args string, m *Metrics) Built {
 	t.Helper()
 	ci := config.CustomInformer{Name: "workloads", Resource: "ExternalWorkload", SourceType: "http",
 		SourceArgs: config.NewSection("c.yaml", []byte(args)), Line: 2}
-	b, err := Build(context.Background(), GlobalSourceRegistry(), "c.yaml", ci, WithMetrics(m))
+	b, err := Build(context.Background(), NewInTreeSourceRegistry(), "c.yaml", ci, WithMetrics(m))
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}

@@ -89,10 +89,6 @@ const (
 // FileMaxBytes is the largest manifest file the file source reads.
 const FileMaxBytes = 16 << 20
 
-func init() {
-	RegisterSource(FileSource, newFileSource)
-}
-
 // FileArgs are the settings of the file source.
 type FileArgs struct {
 	// Directory holds the manifests. Required; it must exist and be a

@@ -669,7 +669,7 @@ func TestFileSourceNodesAndPods(t *testing.T) {
 	build := func(resource, dir string) Built {
 		ci := config.CustomInformer{Name: strings.ToLower(resource) + "s", Resource: resource, SourceType: FileSource,
 			SourceArgs: config.NewSection("c.yaml", []byte("directory: "+dir+"\n")), Line: 2}
-		b, err := Build(context.Background(), GlobalSourceRegistry(), "c.yaml", ci)
+		b, err := Build(context.Background(), NewInTreeSourceRegistry(), "c.yaml", ci)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,11 +41,6 @@ const (
 // timeout is not set.
 const DefaultListTimeout = time.Minute
 
-func init() {
-	RegisterSource(HTTPSource, newHTTPSource)
-	RegisterSource(KubeconfigSource, newKubeconfigSource)
-}
-
 // HTTPArgs are the settings of the http source.
 type HTTPArgs struct {
 	// URL is the base URL of the manager (http or https). Required.

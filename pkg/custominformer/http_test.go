@@ -58,7 +58,7 @@ func buildSource(t *testing.T, sourceType, args string) (Built, error) {
 	t.Helper()
 	ci := config.CustomInformer{Name: "workloads", Resource: "ExternalWorkload", SourceType: sourceType,
 		SourceArgs: config.NewSection("c.yaml", []byte(args)), Line: 2}
-	return Build(context.Background(), GlobalSourceRegistry(), "c.yaml", ci)
+	return Build(context.Background(), NewInTreeSourceRegistry(), "c.yaml", ci)
 }
 
 func buildHTTP(t *testing.T, args string) Built {

@@ -102,6 +102,28 @@ func NewSourceRegistry() *SourceRegistry {
 	return registry.New[SourceFactory]("custom informer source")
 }
 
+// NewInTreeSourceRegistry returns a new registry holding the built-in
+// source types (file, http, kubeconfig): an explicit list, as the
+// in-tree plugins and handlers are.
+func NewInTreeSourceRegistry() *SourceRegistry {
+	r := NewSourceRegistry()
+	for _, s := range []struct {
+		name    string
+		factory SourceFactory
+	}{
+		{FileSource, newFileSource},
+		{HTTPSource, newHTTPSource},
+		{KubeconfigSource, newKubeconfigSource},
+	} {
+		if err := r.Register(s.name, s.factory); err != nil {
+			// The list is fixed: a failure is a programming error.
+			panic(fmt.Sprintf("registering in-tree custom informer source: %v", err))
+		}
+	}
+	return r
+}
+
+// globalSources holds the source types vendors register process-wide.
 var globalSources = NewSourceRegistry()
 
 // RegisterSource makes a source type available to the configuration file
@@ -115,7 +137,8 @@ func RegisterSource(name string, factory SourceFactory) {
 	}
 }
 
-// GlobalSourceRegistry returns the registry RegisterSource fills.
+// GlobalSourceRegistry returns the registry RegisterSource fills: the
+// vendors' source types, not the built-in ones.
 func GlobalSourceRegistry() *SourceRegistry { return globalSources }
 
 // resourceType is what a custom informer needs to know about one resource:

@@ -25,21 +25,24 @@ import (
 // A factory returns an error, never panics, for bad configuration.
 type Factory func(ctx context.Context, c Cache, config io.Reader, restConfig *rest.Config) (Interface, error)
 
-// Registry is a set of named factories. Use NewRegistry for a private one
-// (tests, or a binary that wants no globals); the package-level functions
-// use a process-wide registry that handler packages fill from init().
+// Registry is a set of named factories. The built-in handlers are listed
+// in pkg/eventhandlers/intree (intree.NewRegistry); the package-level
+// functions use a process-wide registry that out-of-tree handler packages
+// fill from init(), which the command merges with the built-in one.
 type Registry = registry.Registry[Factory]
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return registry.New[Factory]("event handler") }
 
 // globalRegistry is filled by RegisterEventHandler, normally from init()
-// functions of handler packages.
+// functions of vendors' handler packages. It holds no built-in handler.
 var globalRegistry = NewRegistry()
 
-// RegisterEventHandler makes factory available under name to --event-handler.
-// It panics if name is empty or already registered, as database/sql's
-// Register does: both are programming errors found at start-up.
+// RegisterEventHandler makes factory available under name to --event-handler,
+// for out-of-tree handlers. It panics if name is empty or already
+// registered, as database/sql's Register does: both are programming errors
+// found at start-up. A name that a built-in handler has is refused when
+// the command merges the two registries (exit code 2).
 func RegisterEventHandler(name string, factory Factory) {
 	if factory == nil {
 		panic(fmt.Sprintf("eventhandlers: RegisterEventHandler(%q) with a nil factory", name))

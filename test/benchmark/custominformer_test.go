@@ -612,7 +612,7 @@ func (h *httpSide) setup(b *testing.B, ctx context.Context, kind ciKind, seq *ci
 		SourceArgs: config.NewSection("bench-custominformer.yaml", []byte("url: "+h.srv.URL+"\n")),
 		Line:       1,
 	}
-	built, err := custominformer.Build(ctx, custominformer.GlobalSourceRegistry(), "bench-custominformer.yaml", ci)
+	built, err := custominformer.Build(ctx, custominformer.NewInTreeSourceRegistry(), "bench-custominformer.yaml", ci)
 	if err != nil {
 		b.Fatal(err)
 	}

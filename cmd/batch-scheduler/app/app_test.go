@@ -27,6 +27,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/intree"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 )
 
@@ -61,11 +62,7 @@ func failingFactory(context.Context, eventhandlers.Cache, io.Reader, *rest.Confi
 // for a dynamic resource with an invalid name: the cache refuses it when
 // it starts, a failure at run time.
 func badDynamicFactory(ctx context.Context, c eventhandlers.Cache, args io.Reader, cfg *rest.Config) (eventhandlers.Interface, error) {
-	f, err := eventhandlers.GlobalRegistry().Lookup(defaulthandler.Name)
-	if err != nil {
-		return nil, err
-	}
-	h, err := f(ctx, c, args, cfg)
+	h, err := defaulthandler.Factory(ctx, c, args, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +330,7 @@ func TestExamplesAreValid(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, eh := range f.EventHandlers {
-				if _, err := eventhandlers.GetEventHandler(t.Context(), eh.Name, c, f.HandlerArgs(eh.Name), nil); err != nil {
+				if _, err := eventhandlers.NewEventHandler(t.Context(), intree.NewRegistry(), eh.Name, c, f.HandlerArgs(eh.Name), nil); err != nil {
 					t.Errorf("handler %q rejects the example: %v", eh.Name, err)
 				}
 			}

@@ -39,9 +39,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 
-	// The built-in handlers register themselves.
-	_ "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
-	_ "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/twolevel"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/intree"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 )
 
@@ -87,13 +85,18 @@ func usageError(err error) error { return &ExitError{Code: 2, Err: err} }
 
 // NewSchedulerCommand returns the batch-scheduler command.
 func NewSchedulerCommand(opts ...Option) *cobra.Command {
-	// Private copies: options never leak into the process-wide registries.
+	// The in-tree lists, plus what vendors registered process-wide (their
+	// init functions), plus the options: private registries, so options
+	// never leak into the process-wide ones.
 	regs := &registries{
-		handlers: eventhandlers.GlobalRegistry().Clone(),
-		sources:  custominformer.GlobalSourceRegistry().Clone(),
+		handlers: intree.NewRegistry(),
+		sources:  custominformer.NewInTreeSourceRegistry(),
 		plugins:  plugins.NewInTreeRegistry(),
 	}
-	var optErr error
+	optErr := regs.handlers.Merge(eventhandlers.GlobalRegistry())
+	if err := regs.sources.Merge(custominformer.GlobalSourceRegistry()); err != nil && optErr == nil {
+		optErr = err
+	}
 	for _, opt := range opts {
 		if err := opt(regs); err != nil && optErr == nil {
 			optErr = err

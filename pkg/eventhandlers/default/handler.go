@@ -26,10 +26,6 @@ import (
 // --event-handler that selects it.
 const Name = "default"
 
-func init() {
-	eventhandlers.RegisterEventHandler(Name, Factory)
-}
-
 // Args is the handler's section of the configuration file.
 type Args struct {
 	// DynamicResources lists resources, as "<plural>.<version>.<group>"

@@ -121,20 +121,22 @@ func TestCache(t *testing.T) {
 	}
 }
 
-func TestRegistered(t *testing.T) {
-	if !slices.Contains(eventhandlers.Names(), defaulthandler.Name) {
-		t.Fatalf("Names() = %q, want it to contain %q", eventhandlers.Names(), defaulthandler.Name)
+// The factory, run through a registry as the command runs it.
+func TestFactory(t *testing.T) {
+	reg := eventhandlers.NewRegistry()
+	if err := reg.Register(defaulthandler.Name, defaulthandler.Factory); err != nil {
+		t.Fatal(err)
 	}
 	t.Run("builds a Handler", func(t *testing.T) {
 		fc := newFakeCache(t)
 		cfg := strings.NewReader("dynamicResources: [widgets.v1alpha1.example.com]\n")
-		i, err := eventhandlers.GetEventHandler(t.Context(), defaulthandler.Name, fc, cfg, nil)
+		i, err := eventhandlers.NewEventHandler(t.Context(), reg, defaulthandler.Name, fc, cfg, nil)
 		if err != nil {
-			t.Fatalf("GetEventHandler: %v", err)
+			t.Fatalf("NewEventHandler: %v", err)
 		}
 		h, ok := i.(*defaulthandler.Handler)
 		if !ok {
-			t.Fatalf("GetEventHandler returned %T, want *defaulthandler.Handler", i)
+			t.Fatalf("NewEventHandler returned %T, want *defaulthandler.Handler", i)
 		}
 		if h.Cache() != fc {
 			t.Error("handler does not use the given cache")
@@ -148,7 +150,7 @@ func TestRegistered(t *testing.T) {
 		}
 	})
 	t.Run("config errors name the handler", func(t *testing.T) {
-		_, err := eventhandlers.GetEventHandler(t.Context(), defaulthandler.Name, newFakeCache(t), strings.NewReader("bogus: 1\n"), nil)
+		_, err := eventhandlers.NewEventHandler(t.Context(), reg, defaulthandler.Name, newFakeCache(t), strings.NewReader("bogus: 1\n"), nil)
 		if err == nil || !strings.Contains(err.Error(), `"default"`) || !strings.Contains(err.Error(), "bogus") {
 			t.Errorf("error = %v, want it to name the handler and the field", err)
 		}

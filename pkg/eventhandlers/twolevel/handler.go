@@ -23,10 +23,6 @@ import (
 // Name is the handler's name in the registry (--event-handler).
 const Name = "two-level"
 
-func init() {
-	eventhandlers.RegisterEventHandler(Name, Factory)
-}
-
 // DefaultCheckInterval is how often the handler looks for nodes whose
 // grant this scheduler's pods exceed.
 const DefaultCheckInterval = time.Second
