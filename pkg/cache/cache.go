@@ -3,6 +3,8 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -294,6 +296,35 @@ func (c *SchedulerCache) IsResponsibleFor(pod *v1.Pod) bool {
 // MoveAllToActiveOrBackoffQueue implements eventhandlers.Cache.
 func (c *SchedulerCache) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any) {
 	c.queue.MoveAllToActiveOrBackoffQueue(event, oldObj, newObj)
+}
+
+// CycleJob returns what a scheduling cycle of job id works on, built from
+// the cache's own record under one hold of its read lock: the pods still
+// to be placed (pending, neither assumed nor bound) sorted by name, the
+// quorum and its validation error, and how many tasks already run. The
+// cache is the one home of pending pods: the queue's copy of a job only
+// orders jobs and decides when to retry them. false when the cache has no
+// such job or nothing of it is left to place.
+func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
+	c.mu.RLock()
+	j, ok := c.jobs[id]
+	if !ok {
+		c.mu.RUnlock()
+		return nil, false
+	}
+	out := &framework.Job{ID: id, MinAvailable: j.MinAvailable(), Err: j.ValidationError(), Bound: j.Counts().Running()}
+	for _, t := range j.Tasks {
+		if t.Status == framework.TaskPending {
+			out.Pending = append(out.Pending, t.Pod)
+		}
+	}
+	c.mu.RUnlock()
+	if len(out.Pending) == 0 {
+		return nil, false
+	}
+	// A job's pods share its namespace.
+	slices.SortFunc(out.Pending, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return out, true
 }
 
 // Job returns a clone of the job's JobInfo: all its tasks, pending,

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -670,4 +671,47 @@ func deletePod(c interface {
 }, pod *v1.Pod) error {
 	_, err := c.DeletePod(pod)
 	return err
+}
+
+// A cycle's job comes from the cache alone: its pending pods sorted by
+// name (not the assumed or bound ones), the quorum, and the tasks that
+// run (assumed and bound, not finished).
+func TestCycleJob(t *testing.T) {
+	c, _ := newTestCache(t, Options{})
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n1")))
+	gang := func(name string) *st.PodWrapper { return st.MakePod().Name(name).Group("g").MinAvailable("3") }
+	id := framework.JobID{Namespace: "default", Name: "g", Gang: true}
+	for _, p := range []*v1.Pod{gang("d").Obj(), gang("b").Obj(), gang("a").Obj(), gang("c").Obj()} {
+		mustNoErr(t, "AddPendingPod", c.AddPendingPod(p))
+	}
+	mustNoErr(t, "AssumePod c", c.AssumePod(gang("c").Obj(), "n1"))
+	mustNoErr(t, "AddPod e", c.AddPod(gang("e").Node("n1").Phase(v1.PodRunning).Obj()))
+	mustNoErr(t, "AddPod f", c.AddPod(gang("f").Node("n1").Phase(v1.PodSucceeded).Obj()))
+
+	job, ok := c.CycleJob(id)
+	if !ok {
+		t.Fatalf("CycleJob(%s) found nothing", id)
+	}
+	if got, want := podNames(job.Pending), []string{"a", "b", "d"}; !slices.Equal(got, want) {
+		t.Errorf("pending %q, want %q", got, want)
+	}
+	if job.ID != id || job.MinAvailable != 3 || job.Bound != 2 || job.Err != nil {
+		t.Errorf("job = {ID %s, MinAvailable %d, Bound %d, Err %v}, want {%s, 3, 2 (c assumed, e running), nil}", job.ID, job.MinAvailable, job.Bound, job.Err, id)
+	}
+
+	for _, name := range []string{"a", "b", "d"} {
+		mustNoErr(t, "AssumePod "+name, c.AssumePod(gang(name).Obj(), "n1"))
+	}
+	if job, ok := c.CycleJob(id); ok {
+		t.Errorf("CycleJob of a job with nothing left to place = %+v, want none", job)
+	}
+	if job, ok := c.CycleJob(framework.JobID{Namespace: "default", Name: "nope"}); ok {
+		t.Errorf("CycleJob of an unknown job = %+v, want none", job)
+	}
+
+	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("x").Group("bad").MinAvailable("two").Obj()))
+	job, ok = c.CycleJob(framework.JobID{Namespace: "default", Name: "bad", Gang: true})
+	if !ok || job.Err == nil || !strings.Contains(job.Err.Error(), "two") {
+		t.Errorf("CycleJob of an invalid gang = %+v, %v; want its validation error", job, ok)
+	}
 }

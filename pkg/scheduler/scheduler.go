@@ -30,6 +30,9 @@ import (
 // the assumptions of placements whose bind is in flight.
 type Cache interface {
 	UpdateSnapshot(s *cache.Snapshot) error
+	// CycleJob is what a cycle of the job works on (see
+	// cache.SchedulerCache.CycleJob); Job the job's whole record.
+	CycleJob(id framework.JobID) (*framework.Job, bool)
 	Job(id framework.JobID) (*framework.JobInfo, bool)
 	AssumePod(pod *v1.Pod, nodeName string) error
 	FinishBinding(pod *v1.Pod) error
@@ -311,31 +314,20 @@ func (s *Scheduler) bindFinished() {
 }
 
 // newCycle builds the cycle for qj; nil when nothing is left to place.
+// The job's pods come from the cache (Cache.CycleJob), the one home of
+// pending pods; qj only says which job the queue chose.
 func (s *Scheduler) newCycle(qj *framework.QueuedJob) (*cycle, error) {
-	if len(qj.Pods) == 0 {
+	job, ok := s.cache.CycleJob(qj.ID)
+	if !ok {
 		return nil, nil
 	}
-	profile := qj.Pods[0].Spec.SchedulerName
+	profile := job.Pending[0].Spec.SchedulerName
 	fwk, ok := s.opts.Profiles[profile]
-	c := &cycle{qj: qj, fwk: fwk, profile: profile, state: framework.NewCycleState(), start: time.Now(),
+	c := &cycle{qj: qj, job: job, fwk: fwk, profile: profile, state: framework.NewCycleState(), start: time.Now(),
 		placements: map[string]string{}, failures: map[string]string{}, rejectedBy: map[string]bool{}}
 	if !ok {
 		return c, fmt.Errorf("no profile for scheduler name %q", profile)
 	}
-	info, ok := s.cache.Job(qj.ID)
-	if !ok {
-		return nil, nil
-	}
-	job := &framework.Job{ID: qj.ID, MinAvailable: info.MinAvailable(), Err: info.ValidationError(), Bound: info.Counts().Running()}
-	for _, pod := range qj.Pods {
-		if t, ok := info.Tasks[pod.UID]; ok && t.Status == framework.TaskPending {
-			job.Pending = append(job.Pending, pod)
-		}
-	}
-	if len(job.Pending) == 0 {
-		return nil, nil
-	}
-	c.job = job
 	return c, nil
 }
 
