@@ -280,15 +280,15 @@ func TestDiscoveredResourceForbidden(t *testing.T) {
 		t.Fatalf("a resource the scheduler may not list is watched: %v", registrationNames(c))
 	}
 	single := framework.JobID{Namespace: "default", Name: "head"}
-	if _, ok := c.Job(single); !ok || c.jobIDForPod(pod) != single {
-		t.Fatalf("with RayClusters unlistable the pod is not on its own (checker says %s)", c.jobIDForPod(pod))
+	if _, ok := c.Job(single); !ok || c.JobIDForPod(pod) != single {
+		t.Fatalf("with RayClusters unlistable the pod is not on its own (checker says %s)", c.JobIDForPod(pod))
 	}
 	mu.Lock()
 	forbidden = false
 	mu.Unlock()
 	waitFor(t, "rc1 once allowed", func() bool { return h.has(rays, eventAdd, "default/rc1") })
-	if _, ok := c.Job(gang); !ok || c.jobIDForPod(pod) != gang {
-		t.Fatalf("once RayClusters are watched the pod is not in its RayCluster's gang (checker says %s)", c.jobIDForPod(pod))
+	if _, ok := c.Job(gang); !ok || c.JobIDForPod(pod) != gang {
+		t.Fatalf("once RayClusters are watched the pod is not in its RayCluster's gang (checker says %s)", c.JobIDForPod(pod))
 	}
 	checkInvariants(t, c)
 	checkOwnerIndex(t, c)

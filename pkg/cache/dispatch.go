@@ -267,3 +267,7 @@ func keyOf(obj any) string {
 	}
 	return key
 }
+
+// EventCounts returns what the dispatchers delivered so far, per resource
+// and event.
+func (c *SchedulerCache) EventCounts() []EventCounts { return c.dispatchers.counts() }

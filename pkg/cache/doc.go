@@ -59,11 +59,12 @@
 //     dispatch table that
 //     maps a resource to the handler's methods, counting events and
 //     recovering panics; and the expiry of assumed pods.
-//   - Dump (dump.go): a JSON picture of all of the above.
-//   - Verify (verify*.go): the consistency checker, which compares all of
-//     the above with fresh lists of the sources and reports the
-//     differences that persist through its re-checks (served at
-//     /debug/cache/verify; see docs/debugging.md).
+//   - View (view.go): a copy of all of the above for the tools that
+//     inspect the cache, taken in short sections of the lock, and Dump
+//     (dump.go), the same rendered as JSON for people. The tools
+//     themselves (the consistency checker and the /debug endpoints) live
+//     in pkg/cache/debugger and read only View, Dump and the exported
+//     readers (StateRules, CustomInformers, JobIDForPod, Options).
 //
 // # Assumed pods
 //
@@ -102,7 +103,7 @@
 //     counters behind the size gauges. It is
 //     taken by the eventhandlers.Cache methods, SetGroupPolicy,
 //     SetOwnerGangs, AssumePod, ForgetPod,
-//     FinishBinding, NodeInfo, Job, UpdateSnapshot and Dump, by the
+//     FinishBinding, NodeInfo, Job, CycleJob, UpdateSnapshot and View, by the
 //     assumed-pod expiry loop, and by the node selector filter
 //     (setNodeExcluded). While holding it, the cache calls into the
 //     scheduling queue (taking its lock, step 2), reads Options.Clock,
@@ -127,7 +128,7 @@
 //     dispatchStats.mu, step 4); so does the discovery goroutine
 //     (discovery.go) while it wires an informer for a resource it found
 //     served, appending to a copy of the registrations. Readers
-//     (HandlersSynced, WaitForHandlersSync, Dump, EventBacklog) copy the
+//     (HandlersSynced, WaitForHandlersSync, Handlers, EventBacklog) copy the
 //     registrations out and call HasSynced after releasing it.
 //     SetOwnerGangs takes it briefly, then releases it before taking 1:
 //     3 and 1 never nest.
@@ -143,9 +144,10 @@
 // or MoveAllToActiveOrBackoffQueue (2 only). The scheduling loop calls AssumePod, ForgetPod, FinishBinding,
 // Job and UpdateSnapshot (1, then 2) and the queue's own methods (2 only),
 // and works on its Snapshot and the NodeInfos in it without locks: they
-// are its own. Dump takes 1, 2, 3 and 4 one after the other, never
-// nested, so its parts are each consistent but not taken at one instant.
-// Verify takes 3 briefly, then 1 for reading in many short sections (a
-// few maps, then nodes and jobs in chunks), then 2, never nested, and
-// holds none of them while it lists or compares.
+// are its own. View takes 1 for reading in many short sections (a few
+// maps, then nodes and jobs in chunks), then 2, never nested; Dump is a
+// View, then 3 and 4, one after the other, so its parts are each
+// consistent but not taken at one instant. The debugger's checker takes
+// 3 briefly (StateRules, CustomInformers), then Views, and holds no lock
+// while it lists or compares.
 package cache

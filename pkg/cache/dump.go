@@ -1,24 +1,22 @@
 package cache
 
 import (
-	"encoding/json"
-	"net/http"
 	"slices"
 	"sort"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
-// Dump is a JSON-serialisable picture of the cache for debugging. Each
-// part is consistent in itself; the parts are taken one after the other,
-// not atomically together.
+// Dump is a JSON-serialisable picture of the cache for debugging, as
+// /debug/cache serves it (pkg/cache/debugger). It is built from a View, so
+// each node is consistent with its pods and each job with its tasks, but
+// the parts are copied one after the other, not atomically together.
 type Dump struct {
 	// Generation is the cache's node generation.
 	Generation int64      `json:"generation"`
@@ -26,11 +24,11 @@ type Dump struct {
 	// OutsideSelector are the nodes that exist but do not match the node
 	// selector and have pods or external usage accounted to them, kept
 	// aside (see eventhandlers.ExternalUsageCache), sorted by name.
-	OutsideSelector []NodeDump    `json:"outsideSelector,omitempty"`
-	Jobs            []JobDump     `json:"jobs"`
-	Queue           queue.Dump    `json:"queue"`
-	Handlers        HandlersDump  `json:"handlers"`
-	Events          []EventCounts `json:"events"`
+	OutsideSelector []NodeDump     `json:"outsideSelector,omitempty"`
+	Jobs            []JobDump      `json:"jobs"`
+	Queue           queue.Dump     `json:"queue"`
+	Handlers        HandlersStatus `json:"handlers"`
+	Events          []EventCounts  `json:"events"`
 }
 
 // NodeDump describes one node, sorted by name in CacheDump.
@@ -95,57 +93,34 @@ type AssumedDump struct {
 	InformerPending bool `json:"informerPending"`
 }
 
-// HandlersDump is the sync status of the event handlers Run registered.
-type HandlersDump struct {
-	Running       bool               `json:"running"`
-	Synced        bool               `json:"synced"`
-	Registrations []RegistrationDump `json:"registrations"`
-}
-
-// RegistrationDump is the sync status of one registration, sorted by name.
-type RegistrationDump struct {
-	Name   string `json:"name"`
-	Synced bool   `json:"synced"`
-}
-
-// Dump returns a picture of the cache for debugging.
+// Dump returns a picture of the cache for debugging, built from a View.
 func (c *SchedulerCache) Dump() *Dump {
-	d := &Dump{}
-	c.dumpState(d)
-	d.Queue = c.queue.Dump()
-	d.Handlers = c.dumpHandlers()
-	d.Events = c.dispatchers.counts()
-	return d
-}
-
-func (c *SchedulerCache) dumpState(d *Dump) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	d.Generation = c.generation
-	d.Nodes = make([]NodeDump, 0, len(c.nodes))
-	for _, item := range c.nodes {
-		d.Nodes = append(d.Nodes, dumpNode(item.info))
+	v := c.View()
+	d := &Dump{Generation: v.Generation}
+	d.Nodes = make([]NodeDump, 0, len(v.Nodes))
+	for _, n := range v.Nodes {
+		d.Nodes = append(d.Nodes, dumpNode(n))
 	}
 	sort.Slice(d.Nodes, func(i, j int) bool { return d.Nodes[i].Name < d.Nodes[j].Name })
-	for _, info := range c.outside {
-		d.OutsideSelector = append(d.OutsideSelector, dumpNode(info))
+	for _, n := range v.Outside {
+		d.OutsideSelector = append(d.OutsideSelector, dumpNode(n))
 	}
 	sort.Slice(d.OutsideSelector, func(i, j int) bool { return d.OutsideSelector[i].Name < d.OutsideSelector[j].Name })
 
-	d.Jobs = make([]JobDump, 0, len(c.jobs))
-	for _, j := range c.jobs {
-		jd := JobDump{ID: j.ID.String(), Gang: j.ID.Gang, MinAvailable: j.MinAvailable()}
-		if err := j.ValidationError(); err != nil {
-			jd.ValidationError = err.Error()
+	d.Jobs = make([]JobDump, 0, len(v.Jobs))
+	for id, j := range v.Jobs {
+		jd := JobDump{ID: id.String(), Gang: id.Gang, MinAvailable: j.MinAvailable}
+		if j.ValidationError != nil {
+			jd.ValidationError = j.ValidationError.Error()
 		}
 		jd.Tasks = make([]TaskDump, 0, len(j.Tasks))
 		for _, t := range j.Tasks {
 			td := TaskDump{Pod: t.Key(), UID: t.Pod.UID, Phase: t.Pod.Status.Phase,
 				Node: t.NodeName, Status: t.Status, Counted: t.Counted}
-			if a, ok := c.assumed[t.Pod.UID]; ok {
-				td.Assumed = &AssumedDump{BindingFinished: a.bindingFinished, InformerPending: a.pending != nil}
-				if a.bindingFinished {
-					expires := a.deadline
+			if a, ok := v.Assumed[t.Pod.UID]; ok {
+				td.Assumed = &AssumedDump{BindingFinished: a.BindingFinished, InformerPending: a.InformerPending}
+				if a.BindingFinished {
+					expires := a.Deadline
 					td.Assumed.Expires = &expires
 				}
 			}
@@ -155,6 +130,10 @@ func (c *SchedulerCache) dumpState(d *Dump) {
 		d.Jobs = append(d.Jobs, jd)
 	}
 	sort.Slice(d.Jobs, func(i, j int) bool { return d.Jobs[i].ID < d.Jobs[j].ID })
+	d.Queue = c.queue.Dump()
+	d.Handlers = c.Handlers()
+	d.Events = c.EventCounts()
+	return d
 }
 
 func dumpNode(n *framework.NodeInfo) NodeDump {
@@ -183,44 +162,6 @@ func dumpNode(n *framework.NodeInfo) NodeDump {
 		Pods:         pods,
 		AssumedPods:  assumed,
 	}
-}
-
-func (c *SchedulerCache) dumpHandlers() HandlersDump {
-	c.runMu.Lock()
-	started, regs := c.started, c.registrations
-	c.runMu.Unlock()
-	hd := HandlersDump{Running: started, Synced: started, Registrations: make([]RegistrationDump, 0, len(regs))}
-	for _, r := range regs {
-		synced := r.reg.HasSynced()
-		hd.Synced = hd.Synced && synced
-		hd.Registrations = append(hd.Registrations, RegistrationDump{Name: r.name, Synced: synced})
-	}
-	sort.Slice(hd.Registrations, func(i, j int) bool { return hd.Registrations[i].Name < hd.Registrations[j].Name })
-	return hd
-}
-
-// DumpHandler serves Dump as indented JSON. It answers GET (and HEAD)
-// only; other methods get 405 Method Not Allowed.
-func (c *SchedulerCache) DumpHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		body, err := json.MarshalIndent(c.Dump(), "", "  ")
-		if err != nil {
-			klog.ErrorS(err, "Encoding the scheduler cache dump")
-			http.Error(w, "encoding the cache dump failed", http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		body = append(body, '\n')
-		if _, err := w.Write(body); err != nil {
-			klog.V(4).InfoS("Writing the scheduler cache dump", "err", err)
-		}
-	})
 }
 
 func cloneCap(c *resources.Resource) *resources.Resource {

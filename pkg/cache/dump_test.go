@@ -1,15 +1,11 @@
 package cache
 
 import (
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
@@ -81,91 +77,5 @@ func TestDump(t *testing.T) {
 	}
 	if d.Handlers.Running || d.Handlers.Synced {
 		t.Errorf("handlers = %+v before Run", d.Handlers)
-	}
-}
-
-func TestDumpHandler(t *testing.T) {
-	c := dumpFixture(t)
-	srv := httptest.NewServer(c.DumpHandler())
-	defer srv.Close()
-
-	resp, err := http.Get(srv.URL)
-	mustNoErr(t, "GET", err)
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("GET: %s, Content-Type %q", resp.Status, resp.Header.Get("Content-Type"))
-	}
-	var got map[string]any
-	mustNoErr(t, "decoding", json.NewDecoder(resp.Body).Decode(&got))
-	for _, key := range []string{"generation", "nodes", "jobs", "queue", "handlers", "events"} {
-		if _, ok := got[key]; !ok {
-			t.Errorf("dump JSON has no %q: %v", key, got)
-		}
-	}
-	nodes, _ := got["nodes"].([]any)
-	if len(nodes) != 2 {
-		t.Fatalf("nodes = %v", got["nodes"])
-	}
-	if n := nodes[1].(map[string]any); n["name"] != "n1" || n["idle"].(map[string]any)["milliCPU"] != float64(8000) {
-		t.Errorf("n1 = %v", n)
-	}
-	// Indented, for people.
-	body, err := json.MarshalIndent(c.Dump(), "", "  ")
-	mustNoErr(t, "MarshalIndent", err)
-	if !strings.Contains(string(body), "\n  \"nodes\": [") {
-		t.Errorf("dump is not indented:\n%s", body)
-	}
-
-	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
-		req, err := http.NewRequest(method, srv.URL, nil)
-		mustNoErr(t, "NewRequest", err)
-		resp, err := http.DefaultClient.Do(req)
-		mustNoErr(t, method, err)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
-			t.Errorf("%s: %s, Allow %q; want 405 with Allow: GET, HEAD", method, resp.Status, resp.Header.Get("Allow"))
-		}
-	}
-}
-
-func TestJobIDJSON(t *testing.T) {
-	data, err := json.Marshal(map[framework.JobID]int{
-		{Namespace: "ns", Name: "g", Gang: true}: 1,
-		{Namespace: "ns", Name: "p"}:             2,
-	})
-	mustNoErr(t, "Marshal", err)
-	if got := string(data); got != `{"ns/g":1,"ns/pod:p":2}` {
-		t.Errorf("JSON = %s", got)
-	}
-}
-
-// The cache hands raised events, with their objects, to the queue, whose
-// registered hints decide.
-func TestCacheMoveAll(t *testing.T) {
-	c, clk := newTestCache(t, Options{})
-	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("p").Obj()))
-	qj, err := c.Queue().Pop(t.Context())
-	mustNoErr(t, "Pop", err)
-	var seen []string
-	hint := func(_ klog.Logger, job *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
-		seen = append(seen, podNames(job.Pods)...)
-		if newObj != "help" {
-			return framework.QueueSkip, nil
-		}
-		return framework.Queue, nil
-	}
-	events := []framework.PluginEvent{{Plugin: "P", ClusterEventWithHint: framework.ClusterEventWithHint{Event: framework.EventNodeAdd, QueueingHintFn: hint}}}
-	mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, queue.Attempt{Reason: "no fit", Events: events}))
-	clk.Step(queue.DefaultMaxBackoff)
-	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, "no help")
-	if l := c.Queue().Lengths(); l.Unschedulable != 1 {
-		t.Errorf("lengths = %+v, want still unschedulable", l)
-	}
-	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, "help")
-	if strings.Join(seen, ",") != "p,p" {
-		t.Errorf("hint saw %v, want [p p]", seen)
-	}
-	if l := c.Queue().Lengths(); l.Active != 1 {
-		t.Errorf("lengths = %+v, want active", l)
 	}
 }

@@ -251,8 +251,7 @@ func TestDumpShowsExternalUsage(t *testing.T) {
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n1")))
 	mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("externalworkload/b", "n1", cpuMem("1", "1Gi")))
 	mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("externalworkload/a", "n1", cpuMem("2", "1Gi")))
-	var d Dump
-	c.dumpState(&d)
+	d := c.Dump()
 	if len(d.Nodes) != 1 {
 		t.Fatalf("nodes = %+v", d.Nodes)
 	}

@@ -119,10 +119,11 @@ func (c *SchedulerCache) membershipLocked(pod *v1.Pod) framework.Membership {
 	return c.resolverLocked().Resolve(pod)
 }
 
-// jobIDForPod returns the job pod belongs to by the cache's rule, for the
+// JobIDForPod returns the job the cache files pod under (its gang, its
+// inferred owner gang, or a job of its own), for the
 // consistency checker. It takes mu for reading only when the pod's gang
 // is inferred from an owner, whose policy may make its pods independent.
-func (c *SchedulerCache) jobIDForPod(pod *v1.Pod) framework.JobID {
+func (c *SchedulerCache) JobIDForPod(pod *v1.Pod) framework.JobID {
 	c.mu.RLock()
 	kinds := c.inferredKindsLocked()
 	c.mu.RUnlock()

@@ -479,3 +479,33 @@ func (c *SchedulerCache) HandlersSynced() (bool, []string) {
 	sort.Strings(unsynced)
 	return len(unsynced) == 0, unsynced
 }
+
+// HandlersStatus is the sync state of the event handlers Run registered.
+type HandlersStatus struct {
+	Running       bool                 `json:"running"`
+	Synced        bool                 `json:"synced"`
+	Registrations []RegistrationStatus `json:"registrations"`
+}
+
+// RegistrationStatus is the sync state of one registration.
+type RegistrationStatus struct {
+	Name   string `json:"name"`
+	Synced bool   `json:"synced"`
+}
+
+// Handlers returns the sync state of each registration Run made, sorted
+// by name. Unlike HandlersSynced it leaves out discovery and the
+// handler's own sync state: it describes the informers.
+func (c *SchedulerCache) Handlers() HandlersStatus {
+	c.runMu.Lock()
+	started, regs := c.started, c.registrations
+	c.runMu.Unlock()
+	hs := HandlersStatus{Running: started, Synced: started, Registrations: make([]RegistrationStatus, 0, len(regs))}
+	for _, r := range regs {
+		synced := r.reg.HasSynced()
+		hs.Synced = hs.Synced && synced
+		hs.Registrations = append(hs.Registrations, RegistrationStatus{Name: r.name, Synced: synced})
+	}
+	sort.Slice(hs.Registrations, func(i, j int) bool { return hs.Registrations[i].Name < hs.Registrations[j].Name })
+	return hs
+}

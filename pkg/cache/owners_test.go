@@ -33,7 +33,7 @@ func checkJob(t *testing.T, c *SchedulerCache, id framework.JobID, pods []string
 	var names []string
 	for _, task := range j.Tasks {
 		names = append(names, task.Pod.Name)
-		if got := c.jobIDForPod(task.Pod); got != id {
+		if got := c.JobIDForPod(task.Pod); got != id {
 			t.Errorf("the checker puts pod %s in job %s, the cache in %s", task.Pod.Name, got, id)
 		}
 	}

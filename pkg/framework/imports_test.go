@@ -77,7 +77,8 @@ func packagesUnder(t *testing.T, root, path string) []string {
 // never the other way round: no plugin, no framework package and no event
 // handler imports the cache, the scheduling queue or the scheduler (a
 // handler knows the cache only through the contract in pkg/eventhandlers),
-// and the framework itself is a leaf.
+// the framework itself is a leaf, and only the command uses the cache's
+// debugger.
 func TestImportDirection(t *testing.T) {
 	root := repoRoot(t)
 	forbidden := []string{module + "/pkg/cache", module + "/pkg/queue", module + "/pkg/scheduler", module + "/cmd"}
@@ -96,6 +97,17 @@ func TestImportDirection(t *testing.T) {
 	}
 	if checked < 12 {
 		t.Errorf("checked %d packages; the walk is broken", checked)
+	}
+	// The cache's debugger is a tool the command serves, never part of
+	// the scheduling path: nothing under pkg/ but itself imports it.
+	dbg := module + "/pkg/cache/debugger"
+	for _, pkg := range packagesUnder(t, root, module+"/pkg") {
+		if pkg == dbg {
+			continue
+		}
+		if chain, ok := projectImports(t, root, pkg)[dbg]; ok {
+			t.Errorf("%s imports the cache's debugger: %s", pkg, strings.Join(chain, " -> "))
+		}
 	}
 	leaf := module + "/pkg/framework"
 	for imp := range projectImports(t, root, leaf) {

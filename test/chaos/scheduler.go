@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/debugger"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -193,7 +193,7 @@ func (s *Scheduler) WaitReady(ctx context.Context, timeout time.Duration) error 
 
 // Difference is one difference the consistency checker reports, as
 // /debug/cache/verify serves it.
-type Difference = cache.Difference
+type Difference = debugger.Difference
 
 // VerifyResult is the answer of GET /debug/cache/verify.
 type VerifyResult struct {

@@ -290,7 +290,7 @@ func TestExternalWorkloadsFromHTTPManagerShrinkCapacity(t *testing.T) {
 	if n := node(d, nodeA); n.Idle.MilliCPU != 1000 {
 		t.Errorf("%s idle = %dm CPU, want 1000m (4 minus the VM's 3)", nodeA, n.Idle.MilliCPU)
 	}
-	if !slices.ContainsFunc(d.Handlers.Registrations, func(r cache.RegistrationDump) bool { return r.Name == "custom/vms" && r.Synced }) {
+	if !slices.ContainsFunc(d.Handlers.Registrations, func(r cache.RegistrationStatus) bool { return r.Name == "custom/vms" && r.Synced }) {
 		t.Errorf("no synced registration custom/vms in the dump: %+v", d.Handlers.Registrations)
 	}
 
@@ -420,7 +420,7 @@ func TestCustomInformerManagerDownThenUp(t *testing.T) {
 		if d.Handlers.Synced {
 			t.Fatal("the dump claims the handlers synced while the manager is down")
 		}
-		if !slices.ContainsFunc(d.Handlers.Registrations, func(r cache.RegistrationDump) bool { return r.Name == "custom/vms" && !r.Synced }) {
+		if !slices.ContainsFunc(d.Handlers.Registrations, func(r cache.RegistrationStatus) bool { return r.Name == "custom/vms" && !r.Synced }) {
 			t.Fatalf("the dump has no unsynced registration custom/vms: %+v", d.Handlers.Registrations)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/debugger"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -56,15 +57,15 @@ func (h droppingHandler) DeletePod(obj any) {
 }
 
 // verify fetches /debug/cache/verify with query ("" or "?...").
-func (s *scheduler) verify(t *testing.T, query string) *cache.VerifyResult {
+func (s *scheduler) verify(t *testing.T, query string) *debugger.VerifyResult {
 	t.Helper()
-	code, body, err := s.get(cache.VerifyPath + query)
+	code, body, err := s.get(debugger.VerifyPath + query)
 	if err != nil || code != http.StatusOK {
-		t.Fatalf("GET %s: %d %.300s %v", cache.VerifyPath, code, body, err)
+		t.Fatalf("GET %s: %d %.300s %v", debugger.VerifyPath, code, body, err)
 	}
-	var res cache.VerifyResult
+	var res debugger.VerifyResult
 	if err := json.Unmarshal(body, &res); err != nil {
-		t.Fatalf("decoding %s: %v: %.300s", cache.VerifyPath, err, body)
+		t.Fatalf("decoding %s: %v: %.300s", debugger.VerifyPath, err, body)
 	}
 	return &res
 }
@@ -105,7 +106,7 @@ func TestVerifyEndpoint(t *testing.T) {
 
 	// Injected: a bound pod the handler never gives the cache.
 	mustPod(t, st.MakePod().Namespace(ns).Name("hidden").Label(ignoredLabel, "yes").Node("verify-a").Req(res{"cpu": "2"}).Obj())
-	var last *cache.VerifyResult
+	var last *debugger.VerifyResult
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
 		// Re-checks short enough for the client's 10s timeout.
 		last = s.verify(t, "?grace=100ms&rechecks=3")
@@ -114,7 +115,7 @@ func TestVerifyEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the ignored pod was never reported: %v; last %+v", err, last)
 	}
-	want := cache.Difference{Kind: cache.DiffPod, Name: ns + "/hidden", Field: "state", Cache: "absent", Truth: "bound to verify-a"}
+	want := debugger.Difference{Kind: debugger.DiffPod, Name: ns + "/hidden", Field: "state", Cache: "absent", Truth: "bound to verify-a"}
 	found := false
 	for _, d := range last.Differences {
 		if d.Kind == want.Kind && d.Name == want.Name && d.Field == want.Field && d.Cache == want.Cache && d.Truth == want.Truth {
@@ -149,9 +150,9 @@ func TestVerifyEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, token := range []string{"", unprivileged} {
-		code, body, err := s.getAs(token, cache.VerifyPath)
+		code, body, err := s.getAs(token, debugger.VerifyPath)
 		if err != nil || code != http.StatusUnauthorized && code != http.StatusForbidden {
-			t.Errorf("%s with token %q = %d %.200q %v, want 401 or 403", cache.VerifyPath, fmt.Sprintf("%.8s", token), code, body, err)
+			t.Errorf("%s with token %q = %d %.200q %v, want 401 or 403", debugger.VerifyPath, fmt.Sprintf("%.8s", token), code, body, err)
 		}
 	}
 }

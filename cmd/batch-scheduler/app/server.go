@@ -31,6 +31,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/debugger"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
@@ -237,7 +238,7 @@ type server struct {
 	pdbSynced toolscache.InformerSynced
 	// verify configures the cache consistency checker
 	// (/debug/cache/verify, SIGUSR2).
-	verify cache.VerifyOptions
+	verify debugger.VerifyOptions
 	// apiHealth logs failing API requests and says why in /readyz.
 	apiHealth *apiHealth
 }
@@ -338,7 +339,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, err
 	}
-	verify := cache.VerifyOptions{Client: verifyClient}
+	verify := debugger.VerifyOptions{Client: verifyClient}
 	// A handler built on the default one places ExternalWorkloads by its
 	// node label; the checker must place them the same way.
 	if l, ok := h.(eventhandlers.ExternalWorkloadNodeLabeler); ok {
@@ -369,7 +370,7 @@ func (s *server) run(ctx context.Context, serving *servingConfig) error {
 	}
 	// SIGUSR2 checks the cache against its sources and logs the result,
 	// as kube-scheduler's cache comparer does.
-	go s.cache.VerifyOnSignal(ctx, s.verify, syscall.SIGUSR2)
+	go debugger.VerifyOnSignal(ctx, s.cache, s.verify, syscall.SIGUSR2)
 	// The scheduling loop starts behind the sync barrier, and behind the
 	// leader election lease when enabled.
 	schedDone := make(chan error, 1)
@@ -429,9 +430,9 @@ func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func()
 	}
 	checks.ready = append(checks.ready, eventBacklogCheck(s.cache.EventBacklog, s.opts.MaxEventDelay))
 	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
-		"/debug/cache":   s.cache.DumpHandler(),
-		cache.VerifyPath: s.cache.VerifyHandler(s.verify),
-		demand.Path:      demand.Handler(s.demand),
+		debugger.DumpPath:   debugger.DumpHandler(s.cache),
+		debugger.VerifyPath: debugger.VerifyHandler(s.cache, s.verify),
+		demand.Path:         demand.Handler(s.demand),
 	})
 	if err != nil {
 		serving.close()

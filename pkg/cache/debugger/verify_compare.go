@@ -1,4 +1,4 @@
-package cache
+package debugger
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
@@ -30,8 +31,8 @@ const (
 
 // wantOf says where the cache should hold pod, by the framework's rule
 // (framework.ClassifyPod), which the default handler follows.
-func (c *SchedulerCache) wantOf(pod *v1.Pod) (podWant, string) {
-	switch framework.ClassifyPod(pod, c.IsResponsibleFor) {
+func (v *verifier) wantOf(pod *v1.Pod) (podWant, string) {
+	switch framework.ClassifyPod(pod, v.c.IsResponsibleFor) {
 	case framework.PodAssigned:
 		return wantBound, "bound to " + pod.Spec.NodeName
 	case framework.PodPending:
@@ -77,7 +78,7 @@ func (ds *diffs) add(d Difference) { ds.out = append(ds.out, d) }
 // compare finds every difference between tr and cv. It is deterministic
 // in what it finds, so that re-checks can match their findings by kind,
 // name and field.
-func (v *verifier) compare(tr *truth, cv *cacheView) []Difference {
+func (v *verifier) compare(tr *truth, cv *cache.View) []Difference {
 	ds := &diffs{}
 	v.comparePods(ds, tr, cv)
 	v.compareNodes(ds, tr, cv)
@@ -89,10 +90,10 @@ func (v *verifier) compare(tr *truth, cv *cacheView) []Difference {
 	return ds.out
 }
 
-func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
+func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cache.View) {
 	for uid, p := range tr.pods {
-		want, truthState := v.c.wantOf(p)
-		t := cv.tasks[uid]
+		want, truthState := v.wantOf(p)
+		t := cv.Tasks[uid]
 		// Built only for a difference: most pods have none.
 		key := func() string { return podKey(p) }
 		sub := func() subject { return subject{pod: podKey(p), custom: tr.podOrigin[uid] != apiServer} }
@@ -139,7 +140,7 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 			if t == nil {
 				continue
 			}
-			if t.Status == framework.TaskAssumed && !cv.assumedPending[uid] {
+			if t.Status == framework.TaskAssumed && !cv.Assumed[uid].InformerPending {
 				// The assumption is kept until its bind is settled or
 				// expires (see RemovePendingPod).
 				continue
@@ -156,12 +157,12 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "requests", Cache: t.Requests.String(), Truth: req.String(),
 				Message: "the pod's requests differ", subject: sub()})
 		}
-		if job := v.c.jobIDForPod(p); t.Job != job {
+		if job := v.c.JobIDForPod(p); t.Job != job {
 			ds.add(Difference{Kind: DiffPod, Name: key(), Field: "job", Cache: t.Job.String(), Truth: job.String(),
 				Message: "the pod is in the wrong job", subject: sub()})
 		}
 	}
-	for uid, t := range cv.tasks {
+	for uid, t := range cv.Tasks {
 		if _, ok := tr.pods[uid]; ok {
 			continue
 		}
@@ -175,29 +176,29 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 	// name it; only a node where the counts differ is searched for the
 	// culprit.
 	valid := map[string]int{}
-	check := func(n *nodeView) {
-		seen := make(map[types.UID]bool, len(n.pods))
-		for _, t := range n.pods {
+	check := func(n *framework.NodeInfo) {
+		seen := make(map[types.UID]bool, len(n.Pods))
+		for _, t := range n.Pods {
 			uid := t.Pod.UID
-			cur, ok := cv.tasks[uid]
-			if !ok || cur != t || t.NodeName != n.name || seen[uid] {
-				ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "on " + n.name + " as " + taskState(t),
+			cur, ok := cv.Tasks[uid]
+			if !ok || cur != t || t.NodeName != n.Name() || seen[uid] {
+				ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "on " + n.Name() + " as " + taskState(t),
 					Truth: taskState(cur), Message: "a node holds a task that is not the cache's current task of the pod there, or holds it twice",
-					subject: subject{pod: t.Key(), podsOnNode: n.name, custom: true}})
+					subject: subject{pod: t.Key(), podsOnNode: n.Name(), custom: true}})
 				continue
 			}
 			seen[uid] = true
-			valid[n.name]++
+			valid[n.Name()]++
 		}
 	}
-	for _, n := range cv.nodes {
+	for _, n := range cv.Nodes {
 		check(n)
 	}
-	for _, n := range cv.outside {
+	for _, n := range cv.Outside {
 		check(n)
 	}
 	naming := map[string]int{}
-	for _, t := range cv.tasks {
+	for _, t := range cv.Tasks {
 		if t.OnNode() {
 			naming[t.NodeName]++
 		}
@@ -206,24 +207,24 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 		if valid[name] == want {
 			continue
 		}
-		n := cv.nodes[name]
+		n := cv.Nodes[name]
 		if n == nil {
-			n = cv.outside[name]
+			n = cv.Outside[name]
 		}
 		onNode := map[types.UID]bool{}
 		if n != nil {
-			for _, t := range n.pods {
+			for _, t := range n.Pods {
 				onNode[t.Pod.UID] = true
 			}
 		}
-		for _, t := range cv.tasks {
+		for _, t := range cv.Tasks {
 			if t.OnNode() && t.NodeName == name && !onNode[t.Pod.UID] {
 				ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "not on " + name,
 					Truth: taskState(t), Message: "a bound or assumed pod is not counted on its node", subject: subject{pod: t.Key(), custom: true}})
 			}
 		}
 	}
-	for _, t := range cv.tasks {
+	for _, t := range cv.Tasks {
 		if !t.OnNode() && valid[t.NodeName] > 0 && t.NodeName != "" {
 			ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "pending with node " + t.NodeName,
 				Truth: "pending", Message: "a pending task names a node", subject: subject{pod: t.Key(), custom: true}})
@@ -231,17 +232,17 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cacheView) {
 	}
 }
 
-func (v *verifier) compareNodes(ds *diffs, tr *truth, cv *cacheView) {
-	sel := v.c.opts.NodeSelector
+func (v *verifier) compareNodes(ds *diffs, tr *truth, cv *cache.View) {
+	sel := v.c.Options().NodeSelector
 	selected := func(n *v1.Node) bool { return sel == nil || sel.Matches(labels.Set(n.Labels)) }
 	where := func(name string) string {
-		if n, ok := cv.nodes[name]; ok {
-			if n.placeholder {
+		if n, ok := cv.Nodes[name]; ok {
+			if n.Placeholder {
 				return "placeholder"
 			}
 			return "node"
 		}
-		if _, ok := cv.outside[name]; ok {
+		if _, ok := cv.Outside[name]; ok {
 			return "kept aside (outside the node selector)"
 		}
 		return "absent"
@@ -249,51 +250,51 @@ func (v *verifier) compareNodes(ds *diffs, tr *truth, cv *cacheView) {
 	for name, n := range tr.nodes {
 		sub := subject{node: name, custom: tr.nodeOrigin[name] != apiServer}
 		if selected(n) {
-			cn, ok := cv.nodes[name]
-			if !ok || cn.placeholder {
+			cn, ok := cv.Nodes[name]
+			if !ok || cn.Placeholder {
 				ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: where(name), Truth: "node",
 					Message: "a node is missing from the cache", subject: sub})
 				continue
 			}
-			if want := resources.FromList(n.Status.Allocatable); !sameAmounts(cn.schedulable, want) {
-				ds.add(Difference{Kind: DiffNode, Name: name, Field: "allocatable", Cache: cn.schedulable.String(), Truth: want.String(),
+			if want := resources.FromList(n.Status.Allocatable); !sameAmounts(cn.Schedulable, want) {
+				ds.add(Difference{Kind: DiffNode, Name: name, Field: "allocatable", Cache: cn.Schedulable.String(), Truth: want.String(),
 					Message: "the node's allocatable differs", subject: sub})
 			}
 			continue
 		}
-		if _, ok := cv.nodes[name]; ok {
+		if _, ok := cv.Nodes[name]; ok {
 			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: where(name), Truth: "outside the node selector",
 				Message: "a node outside the node selector is listed", subject: sub})
 		}
-		if !cv.excluded[name] {
+		if !cv.Excluded[name] {
 			ds.add(Difference{Kind: DiffNode, Name: name, Field: "excluded", Cache: "false", Truth: "true",
 				Message: "the cache does not know that the node is outside the node selector", subject: sub})
 		}
 	}
-	for name := range cv.excluded {
+	for name := range cv.Excluded {
 		if n, ok := tr.nodes[name]; !ok || selected(n) {
 			ds.add(Difference{Kind: DiffNode, Name: name, Field: "excluded", Cache: "true", Truth: "false (" + where2(n) + ")",
 				Message: "the cache records a node as outside the node selector that is not", subject: subject{node: name, custom: true}})
 		}
 	}
-	for name, cn := range cv.nodes {
+	for name, cn := range cv.Nodes {
 		tn, ok := tr.nodes[name]
 		switch {
-		case !cn.placeholder && !ok:
+		case !cn.Placeholder && !ok:
 			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: "node", Truth: "absent",
 				Message: "the cache holds a node that does not exist", subject: subject{node: name, custom: true}})
-		case cn.placeholder && len(cn.pods) == 0 && len(cn.externalKeys) == 0:
+		case cn.Placeholder && len(cn.Pods) == 0 && len(cn.ExternalKeys) == 0:
 			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: "unused placeholder", Truth: where2(tn),
 				Message: "a placeholder with nothing accounted to it was not deleted", subject: subject{node: name, custom: true}})
 		}
 	}
-	for name, cn := range cv.outside {
+	for name, cn := range cv.Outside {
 		tn, ok := tr.nodes[name]
 		switch {
 		case !ok || selected(tn):
 			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: "kept aside (outside the node selector)", Truth: where2(tn),
 				Message: "usage is kept aside for a node that is not outside the node selector", subject: subject{node: name, custom: true}})
-		case len(cn.pods) == 0 && len(cn.externalKeys) == 0:
+		case len(cn.Pods) == 0 && len(cn.ExternalKeys) == 0:
 			ds.add(Difference{Kind: DiffNode, Name: name, Field: "presence", Cache: "unused entry kept aside", Truth: "outside the node selector",
 				Message: "an entry with nothing accounted to it was not deleted", subject: subject{node: name, custom: true}})
 		}
@@ -322,35 +323,35 @@ func (v *verifier) footprint(w *v1alpha1.ExternalWorkload) (node string, usage r
 	return node, resources.FromList(w.Spec.Resources), true
 }
 
-func (v *verifier) compareExternal(ds *diffs, tr *truth, cv *cacheView) {
+func (v *verifier) compareExternal(ds *diffs, tr *truth, cv *cache.View) {
 	sub := func(node string) subject { return subject{custom: true, node: node} }
 	for key, w := range tr.workloads {
 		node, usage, ok := v.footprint(w)
-		cur, has := cv.external[key]
+		cur, has := cv.External[key]
 		switch {
 		case !ok && has:
-			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "presence", Cache: "on " + cur.node, Truth: "not counted (stopped or on no node)",
-				Message: "usage of an external workload that uses nothing is counted", subject: sub(cur.node)})
+			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "presence", Cache: "on " + cur.Node, Truth: "not counted (stopped or on no node)",
+				Message: "usage of an external workload that uses nothing is counted", subject: sub(cur.Node)})
 		case !ok:
 		case !has:
 			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "presence", Cache: "absent", Truth: "on " + node,
 				Message: "an external workload's usage is missing from the cache", subject: sub(node)})
-		case cur.node != node:
-			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "node", Cache: cur.node, Truth: node,
+		case cur.Node != node:
+			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "node", Cache: cur.Node, Truth: node,
 				Message: "an external workload's usage is on the wrong node", subject: sub(node)})
-		case !sameAmounts(cur.usage, usage):
-			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "usage", Cache: cur.usage.String(), Truth: usage.String(),
+		case !sameAmounts(cur.Usage, usage):
+			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "usage", Cache: cur.Usage.String(), Truth: usage.String(),
 				Message: "an external workload's usage differs", subject: sub(node)})
 		}
 	}
-	for key, cur := range cv.external {
+	for key, cur := range cv.External {
 		if !strings.HasPrefix(key, externalWorkloadKeyPrefix) {
 			// Another handler's usage: no source to compare with.
 			continue
 		}
 		if _, ok := tr.workloads[key]; !ok {
-			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "presence", Cache: "on " + cur.node, Truth: "absent",
-				Message: "the cache counts usage of an external workload that does not exist", subject: sub(cur.node)})
+			ds.add(Difference{Kind: DiffExternalWorkload, Name: key, Field: "presence", Cache: "on " + cur.Node, Truth: "absent",
+				Message: "the cache counts usage of an external workload that does not exist", subject: sub(cur.Node)})
 		}
 	}
 }
@@ -358,27 +359,27 @@ func (v *verifier) compareExternal(ds *diffs, tr *truth, cv *cacheView) {
 // compareAccounting checks each node's totals against what is accounted
 // to it: its tasks (each copied with the node, under one hold of the lock,
 // so that this needs no re-check to be exact) and the external usage.
-func (v *verifier) compareAccounting(ds *diffs, cv *cacheView) {
+func (v *verifier) compareAccounting(ds *diffs, cv *cache.View) {
 	keysOn := map[string][]string{}
 	usageOn := map[string]*resources.Resource{}
-	for key, u := range cv.external {
-		keysOn[u.node] = append(keysOn[u.node], key)
-		sum := usageOn[u.node]
+	for key, u := range cv.External {
+		keysOn[u.Node] = append(keysOn[u.Node], key)
+		sum := usageOn[u.Node]
 		if sum == nil {
 			sum = &resources.Resource{}
-			usageOn[u.node] = sum
+			usageOn[u.Node] = sum
 		}
-		sum.Add(u.usage)
-		if _, ok := cv.nodes[u.node]; !ok {
-			if _, ok := cv.outside[u.node]; !ok {
-				ds.add(Difference{Kind: DiffAccounting, Name: u.node, Field: "externalKeys", Cache: "no node for " + key, Truth: "node with " + key,
-					Message: "external usage is recorded for a node that nothing accounts it to", subject: subject{node: u.node, custom: true}})
+		sum.Add(u.Usage)
+		if _, ok := cv.Nodes[u.Node]; !ok {
+			if _, ok := cv.Outside[u.Node]; !ok {
+				ds.add(Difference{Kind: DiffAccounting, Name: u.Node, Field: "externalKeys", Cache: "no node for " + key, Truth: "node with " + key,
+					Message: "external usage is recorded for a node that nothing accounts it to", subject: subject{node: u.Node, custom: true}})
 			}
 		}
 	}
-	check := func(n *nodeView) {
+	check := func(n *framework.NodeInfo) {
 		var req, own resources.Resource
-		for _, t := range n.pods {
+		for _, t := range n.Pods {
 			if t.Counted {
 				req.Add(t.Requests)
 				if t.Own {
@@ -386,68 +387,65 @@ func (v *verifier) compareAccounting(ds *diffs, cv *cacheView) {
 				}
 			}
 		}
-		sub := subject{node: n.name, podsOnNode: n.name, custom: true}
-		if !sameAmounts(n.requested, req) {
-			ds.add(Difference{Kind: DiffAccounting, Name: n.name, Field: "requested", Cache: n.requested.String(), Truth: req.String(),
+		sub := subject{node: n.Name(), podsOnNode: n.Name(), custom: true}
+		if !sameAmounts(n.Requested, req) {
+			ds.add(Difference{Kind: DiffAccounting, Name: n.Name(), Field: "requested", Cache: n.Requested.String(), Truth: req.String(),
 				Message: "the node's requested is not the sum of the requests of its counted pods", subject: sub})
 		}
-		if !sameAmounts(n.owned, own) {
-			ds.add(Difference{Kind: DiffAccounting, Name: n.name, Field: "ownRequested", Cache: n.owned.String(), Truth: own.String(),
+		if !sameAmounts(n.OwnRequested, own) {
+			ds.add(Difference{Kind: DiffAccounting, Name: n.Name(), Field: "ownRequested", Cache: n.OwnRequested.String(), Truth: own.String(),
 				Message: "the node's ownRequested is not the sum of the requests of this scheduler's counted pods", subject: sub})
 		}
 		var ext resources.Resource
-		if s := usageOn[n.name]; s != nil {
+		if s := usageOn[n.Name()]; s != nil {
 			ext = *s
 		}
-		if !sameAmounts(n.external, ext) {
-			ds.add(Difference{Kind: DiffAccounting, Name: n.name, Field: "external", Cache: n.external.String(), Truth: ext.String(),
+		if !sameAmounts(n.External, ext) {
+			ds.add(Difference{Kind: DiffAccounting, Name: n.Name(), Field: "external", Cache: n.External.String(), Truth: ext.String(),
 				Message: "the node's external usage is not the sum of the usage accounted to it", subject: sub})
 		}
-		keys := keysOn[n.name]
+		keys := keysOn[n.Name()]
 		sort.Strings(keys)
-		if !slices.Equal(keys, n.externalKeys) && (len(keys) > 0 || len(n.externalKeys) > 0) {
-			ds.add(Difference{Kind: DiffAccounting, Name: n.name, Field: "externalKeys", Cache: strings.Join(n.externalKeys, ","), Truth: strings.Join(keys, ","),
+		if !slices.Equal(keys, n.ExternalKeys) && (len(keys) > 0 || len(n.ExternalKeys) > 0) {
+			ds.add(Difference{Kind: DiffAccounting, Name: n.Name(), Field: "externalKeys", Cache: strings.Join(n.ExternalKeys, ","), Truth: strings.Join(keys, ","),
 				Message: "the node's external usage keys differ from the usage accounted to it", subject: sub})
 		}
 	}
-	for _, n := range cv.nodes {
+	for _, n := range cv.Nodes {
 		check(n)
 	}
-	for _, n := range cv.outside {
+	for _, n := range cv.Outside {
 		check(n)
 	}
 }
 
 // compareCaps checks each listed node's cap against the caps set
 // (SetNodeCap, RequireNodeCaps) and whether it is exceeded.
-func (v *verifier) compareCaps(ds *diffs, cv *cacheView) {
+func (v *verifier) compareCaps(ds *diffs, cv *cache.View) {
 	render := func(r *resources.Resource) string {
 		if r == nil {
 			return "uncapped"
 		}
 		return r.String()
 	}
-	for name, n := range cv.nodes {
-		if n.placeholder {
+	for name, n := range cv.Nodes {
+		if n.Placeholder {
 			continue
 		}
-		want := cv.caps[name]
-		if want == nil && cv.requireCaps {
-			want = noGrant
-		}
+		want := cv.WantCap(name)
 		sub := subject{node: name, podsOnNode: name, custom: true}
-		if (want == nil) != (n.cap == nil) || (want != nil && !sameAmounts(*want, *n.cap)) {
-			ds.add(Difference{Kind: DiffCap, Name: name, Field: "cap", Cache: render(n.cap), Truth: render(want),
+		if (want == nil) != (n.Cap == nil) || (want != nil && !sameAmounts(*want, *n.Cap)) {
+			ds.add(Difference{Kind: DiffCap, Name: name, Field: "cap", Cache: render(n.Cap), Truth: render(want),
 				Message: "the node's cap is not the one set for it", subject: sub})
 		}
-		exceeded := (&framework.NodeInfo{OwnRequested: n.owned, Cap: n.cap}).CapExceeded()
-		if exceeded != cv.capExceeded[name] {
-			ds.add(Difference{Kind: DiffCap, Name: name, Field: "exceeded", Cache: strconv.FormatBool(cv.capExceeded[name]), Truth: strconv.FormatBool(exceeded),
+		exceeded := n.CapExceeded()
+		if exceeded != cv.CapExceeded[name] {
+			ds.add(Difference{Kind: DiffCap, Name: name, Field: "exceeded", Cache: strconv.FormatBool(cv.CapExceeded[name]), Truth: strconv.FormatBool(exceeded),
 				Message: "whether this scheduler's pods exceed the node's cap", subject: sub})
 		}
 	}
-	for name := range cv.capExceeded {
-		if n, ok := cv.nodes[name]; !ok || n.placeholder {
+	for name := range cv.CapExceeded {
+		if n, ok := cv.Nodes[name]; !ok || n.Placeholder {
 			ds.add(Difference{Kind: DiffCap, Name: name, Field: "exceeded", Cache: "true", Truth: "no such node",
 				Message: "a node that is not listed is recorded as exceeding its cap", subject: subject{node: name, custom: true}})
 		}
@@ -456,12 +454,13 @@ func (v *verifier) compareCaps(ds *diffs, cv *cacheView) {
 
 // compareJobs checks that every task is in its job and every job holds
 // only current tasks.
-func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cacheView) {
+func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cache.View) {
 	// Each task a job holds is checked; if fewer check out than there are
 	// tasks, some task is missing from its job, and only then are the
 	// tasks searched for it.
 	valid := 0
-	for id, tasks := range cv.jobs {
+	for id, job := range cv.Jobs {
+		tasks := job.Tasks
 		sub := subject{podNamespace: id.Namespace, custom: true}
 		if len(tasks) == 0 {
 			ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "tasks", Cache: "empty job", Truth: "no job",
@@ -469,7 +468,7 @@ func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cacheView) {
 			continue
 		}
 		for _, t := range tasks {
-			if cur := cv.tasks[t.Pod.UID]; cur != t || t.Job != id {
+			if cur := cv.Tasks[t.Pod.UID]; cur != t || t.Job != id {
 				ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "tasks", Cache: "holds " + t.Key() + " " + taskState(t),
 					Truth:   "the pod is " + taskState(cur) + " in job " + jobOf(cur),
 					Message: "a job holds a task that is not the cache's current task of the pod", subject: sub})
@@ -478,16 +477,16 @@ func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cacheView) {
 			valid++
 		}
 	}
-	if valid == len(cv.tasks) {
+	if valid == len(cv.Tasks) {
 		return
 	}
-	inJob := make(map[*framework.TaskInfo]bool, len(cv.tasks))
-	for _, tasks := range cv.jobs {
-		for _, t := range tasks {
+	inJob := make(map[*framework.TaskInfo]bool, len(cv.Tasks))
+	for _, job := range cv.Jobs {
+		for _, t := range job.Tasks {
 			inJob[t] = true
 		}
 	}
-	for _, t := range cv.tasks {
+	for _, t := range cv.Tasks {
 		if !inJob[t] {
 			ds.add(Difference{Kind: DiffJob, Name: t.Job.String(), Field: "tasks", Cache: "without " + t.Key(), Truth: "with " + t.Key(),
 				Message: "a task is missing from its job", subject: subject{podNamespace: t.Job.Namespace, custom: true}})
@@ -505,13 +504,13 @@ func jobOf(t *framework.TaskInfo) string {
 // compareQueue checks the scheduling queue against the pending pods of
 // the sources: a job is queued exactly when it has pending pods, with
 // exactly those.
-func (v *verifier) compareQueue(ds *diffs, tr *truth, cv *cacheView) {
+func (v *verifier) compareQueue(ds *diffs, tr *truth, cv *cache.View) {
 	want := map[framework.JobID]map[types.UID]string{}
 	for uid, p := range tr.pods {
-		if w, _ := v.c.wantOf(p); w != wantPending {
+		if w, _ := v.wantOf(p); w != wantPending {
 			continue
 		}
-		id := v.c.jobIDForPod(p)
+		id := v.c.JobIDForPod(p)
 		if want[id] == nil {
 			want[id] = map[types.UID]string{}
 		}
@@ -519,7 +518,7 @@ func (v *verifier) compareQueue(ds *diffs, tr *truth, cv *cacheView) {
 	}
 	for id, pods := range want {
 		sub := subject{podNamespace: id.Namespace, custom: true}
-		m, ok := cv.queue[id]
+		m, ok := cv.Queue[id]
 		if !ok {
 			ds.add(Difference{Kind: DiffQueue, Name: id.String(), Field: "presence", Cache: "not queued", Truth: fmt.Sprintf("%d pending pods", len(pods)),
 				Message: "a job with pending pods is in no queue and not in flight", subject: sub})
@@ -550,7 +549,7 @@ func (v *verifier) compareQueue(ds *diffs, tr *truth, cv *cacheView) {
 				Message: "queued pods differ: missing " + listSome(missing) + "; not pending " + listSome(extra), subject: sub})
 		}
 	}
-	for id, m := range cv.queue {
+	for id, m := range cv.Queue {
 		sub := subject{podNamespace: id.Namespace, custom: true}
 		if _, ok := want[id]; !ok {
 			ds.add(Difference{Kind: DiffQueue, Name: id.String(), Field: "presence", Cache: fmt.Sprintf("queued (%s) with %d pods", m.Location, len(m.Pods)),
@@ -576,7 +575,7 @@ func listSome(names []string) string {
 }
 
 // counts says how much a run compared.
-func (v *verifier) counts(tr *truth, cv *cacheView) VerifyCounts {
+func (v *verifier) counts(tr *truth, cv *cache.View) VerifyCounts {
 	return VerifyCounts{Nodes: len(tr.nodes), Pods: len(tr.pods), ExternalWorkloads: len(tr.workloads),
-		Jobs: len(cv.jobs), QueuedJobs: len(cv.queue), CustomSources: tr.customSources}
+		Jobs: len(cv.Jobs), QueuedJobs: len(cv.Queue), CustomSources: tr.customSources}
 }

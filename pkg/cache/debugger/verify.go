@@ -1,4 +1,4 @@
-package cache
+package debugger
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 )
 
 // Kinds of Difference.
@@ -64,11 +66,14 @@ type VerifyOptions struct {
 	// beforeRecheck, when set, is called before each re-check's wait
 	// (tests: to settle an event in flight).
 	beforeRecheck func(round int)
+	// alterView, when set, changes every copy of the cache the run takes
+	// (tests: to corrupt the cache's state without reaching into it).
+	alterView func(*cache.View)
 }
 
-func (o VerifyOptions) withDefaults(c *SchedulerCache) VerifyOptions {
+func (o VerifyOptions) withDefaults(c *cache.SchedulerCache) VerifyOptions {
 	if o.Client == nil {
-		o.Client = c.opts.Client
+		o.Client = c.Options().Client
 	}
 	if o.Grace <= 0 {
 		o.Grace = DefaultVerifyGrace
@@ -166,35 +171,32 @@ var ErrVerifyList = errors.New("listing the truth for the cache consistency chec
 // in short sections of its lock and never holds it while it lists or
 // compares. It fails when a source cannot be listed (wrapping
 // ErrVerifyList) or ctx ends; metrics count every run.
-func (c *SchedulerCache) Verify(ctx context.Context, opts VerifyOptions) (*VerifyResult, error) {
+func Verify(ctx context.Context, c *cache.SchedulerCache, opts VerifyOptions) (*VerifyResult, error) {
 	opts = opts.withDefaults(c)
 	start := time.Now()
-	res, err := c.verify(ctx, opts, start)
-	c.metrics.CacheVerifyRuns.Inc()
-	c.metrics.CacheVerifyDuration.Observe(time.Since(start).Seconds())
+	res, err := verify(ctx, c, opts, start)
+	m := c.Metrics()
+	m.CacheVerifyRuns.Inc()
+	m.CacheVerifyDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, err
 	}
 	for kind, n := range res.byKind {
-		c.metrics.CacheVerifyDifferences.WithLabelValues(kind).Add(float64(n))
+		m.CacheVerifyDifferences.WithLabelValues(kind).Add(float64(n))
 	}
 	return res, nil
 }
 
-func (c *SchedulerCache) verify(ctx context.Context, opts VerifyOptions, start time.Time) (*VerifyResult, error) {
+func verify(ctx context.Context, c *cache.SchedulerCache, opts VerifyOptions, start time.Time) (*VerifyResult, error) {
 	if opts.Client == nil {
 		return nil, fmt.Errorf("%w: no API server client", ErrVerifyList)
 	}
-	c.runMu.Lock()
-	rules := c.stateRules
-	c.runMu.Unlock()
-	v := &verifier{c: c, opts: opts, rules: rules}
+	v := &verifier{c: c, opts: opts, rules: c.StateRules()}
 	tr, err := v.listAll(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cv := c.copyForVerify()
-	v.noteHold(cv.longestHold)
+	cv := v.view()
 	diffs := v.compare(tr, cv)
 	res := &VerifyResult{StartedAt: start.UTC(), Counts: v.counts(tr, cv)}
 
@@ -215,8 +217,7 @@ func (c *SchedulerCache) verify(ctx context.Context, opts VerifyOptions, start t
 		if err := v.refresh(ctx, tr, diffs); err != nil {
 			return nil, err
 		}
-		cv = c.copyForVerify()
-		v.noteHold(cv.longestHold)
+		cv = v.view()
 		still := map[string]Difference{}
 		for _, d := range v.compare(tr, cv) {
 			still[d.id()] = d

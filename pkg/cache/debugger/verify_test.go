@@ -1,4 +1,4 @@
-package cache
+package debugger
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -40,7 +42,7 @@ import (
 // API server and a custom source of ExternalWorkloads. A test breaks the
 // agreement on one side only.
 type verifyFixture struct {
-	c         *SchedulerCache
+	c         *cache.SchedulerCache
 	client    *fake.Clientset
 	workloads *fcache.FakeControllerSource
 }
@@ -48,11 +50,11 @@ type verifyFixture struct {
 func newVerifyFixture(t *testing.T) *verifyFixture {
 	t.Helper()
 	client := fake.NewClientset()
-	c, _ := newTestCache(t, Options{Client: client})
+	c, _ := newTestCache(t, cache.Options{Client: client})
 	src := fcache.NewFakeControllerSource()
 	t.Cleanup(src.Shutdown)
 	inf := toolscache.NewSharedIndexInformer(src, &v1alpha1.ExternalWorkload{}, 0, toolscache.Indexers{})
-	mustNoErr(t, "adding the custom informer", c.AddCustomInformer(CustomInformer{
+	mustNoErr(t, "adding the custom informer", c.AddCustomInformer(cache.CustomInformer{
 		Name: "vms", Resource: framework.ExternalWorkload, Informer: inf, ListerWatcher: src}))
 	f := &verifyFixture{c: c, client: client, workloads: src}
 
@@ -128,9 +130,9 @@ func (f *verifyFixture) workload(t *testing.T, w *v1alpha1.ExternalWorkload, toC
 // re-check confirms is reported.
 var quick = VerifyOptions{Rechecks: 1, Grace: time.Millisecond}
 
-func mustVerify(t *testing.T, c *SchedulerCache, opts VerifyOptions) *VerifyResult {
+func mustVerify(t *testing.T, c *cache.SchedulerCache, opts VerifyOptions) *VerifyResult {
 	t.Helper()
-	res, err := c.Verify(t.Context(), opts)
+	res, err := Verify(t.Context(), c, opts)
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -164,6 +166,8 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		inject func(t *testing.T, f *verifyFixture)
+		// alter corrupts the cache's state as every copy of it shows it.
+		alter func(v *cache.View)
 		// want are kind/name/field of differences that must be reported.
 		want []string
 	}{{
@@ -235,29 +239,17 @@ func TestVerifyFindsDifferences(t *testing.T) {
 		},
 		want: []string{"Pod/default/solo/job", "Queue/default/g/pods", "Queue/default/pod:solo/presence"},
 	}, {
-		name: "requested corrupted",
-		inject: func(t *testing.T, f *verifyFixture) {
-			f.c.mu.Lock()
-			f.c.nodes["n1"].info.Requested.MilliCPU += 250
-			f.c.mu.Unlock()
-		},
-		want: []string{"Accounting/n1/requested"},
+		name:  "requested corrupted",
+		alter: func(v *cache.View) { v.Nodes["n1"].Requested.MilliCPU += 250 },
+		want:  []string{"Accounting/n1/requested"},
 	}, {
-		name: "own requested corrupted",
-		inject: func(t *testing.T, f *verifyFixture) {
-			f.c.mu.Lock()
-			f.c.nodes["n2"].info.OwnRequested.MilliCPU += 1000
-			f.c.mu.Unlock()
-		},
-		want: []string{"Accounting/n2/ownRequested"},
+		name:  "own requested corrupted",
+		alter: func(v *cache.View) { v.Nodes["n2"].OwnRequested.MilliCPU += 1000 },
+		want:  []string{"Accounting/n2/ownRequested"},
 	}, {
-		name: "external usage corrupted",
-		inject: func(t *testing.T, f *verifyFixture) {
-			f.c.mu.Lock()
-			f.c.nodes["n1"].info.External.MilliCPU = 0
-			f.c.mu.Unlock()
-		},
-		want: []string{"Accounting/n1/external"},
+		name:  "external usage corrupted",
+		alter: func(v *cache.View) { v.Nodes["n1"].External.MilliCPU = 0 },
+		want:  []string{"Accounting/n1/external"},
 	}, {
 		name:   "external workload missing",
 		inject: func(t *testing.T, f *verifyFixture) { f.workload(t, workload("vm-2", "n2", "2"), false) },
@@ -284,23 +276,22 @@ func TestVerifyFindsDifferences(t *testing.T) {
 		name: "cap corrupted",
 		inject: func(t *testing.T, f *verifyFixture) {
 			mustNoErr(t, "cap", f.c.SetNodeCap("n1", resources.Resource{MilliCPU: 100}))
-			f.c.mu.Lock()
-			f.c.nodes["n1"].info.Cap = &resources.Resource{MilliCPU: 5000}
-			f.c.mu.Unlock()
 		},
-		want: []string{"Cap/n1/cap", "Cap/n1/exceeded"},
+		alter: func(v *cache.View) { v.Nodes["n1"].Cap = &resources.Resource{MilliCPU: 5000} },
+		want:  []string{"Cap/n1/cap", "Cap/n1/exceeded"},
 	}, {
 		name: "job lost a task",
-		inject: func(t *testing.T, f *verifyFixture) {
-			f.c.mu.Lock()
-			delete(f.c.jobs[framework.JobID{Namespace: "default", Name: "g", Gang: true}].Tasks, "uid-g-1")
-			f.c.mu.Unlock()
+		alter: func(v *cache.View) {
+			id := framework.JobID{Namespace: "default", Name: "g", Gang: true}
+			j := v.Jobs[id]
+			j.Tasks = slices.DeleteFunc(slices.Clone(j.Tasks), func(t *framework.TaskInfo) bool { return t.Pod.UID == "uid-g-1" })
+			v.Jobs[id] = j
 		},
 		want: []string{"Job/default/g/tasks"},
 	}, {
 		name: "pending job left the queue",
 		inject: func(t *testing.T, f *verifyFixture) {
-			f.c.queue.PodRemoved(framework.JobID{Namespace: "default", Name: "solo"}, "uid-solo")
+			f.c.Queue().PodRemoved(framework.JobID{Namespace: "default", Name: "solo"}, "uid-solo")
 		},
 		want: []string{"Queue/default/pod:solo/presence"},
 	}, {
@@ -317,8 +308,12 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newVerifyFixture(t)
-			tc.inject(t, f)
-			res := mustVerify(t, f.c, quick)
+			if tc.inject != nil {
+				tc.inject(t, f)
+			}
+			opts := quick
+			opts.alterView = tc.alter
+			res := mustVerify(t, f.c, opts)
 			got := map[string]bool{}
 			for _, d := range res.Differences {
 				got[d.Kind+"/"+d.Name+"/"+d.Field] = true
@@ -367,7 +362,7 @@ func TestVerifyIgnoresEventsInFlight(t *testing.T) {
 func TestVerifyHandlerAndMetrics(t *testing.T) {
 	f := newVerifyFixture(t)
 	f.node(t, bigNode("n3"), false)
-	srv := httptest.NewServer(f.c.VerifyHandler(quick))
+	srv := httptest.NewServer(VerifyHandler(f.c, quick))
 	defer srv.Close()
 
 	resp, err := http.Get(srv.URL)
@@ -400,13 +395,13 @@ func TestVerifyHandlerAndMetrics(t *testing.T) {
 			t.Errorf("difference has no %q: %v", key, d)
 		}
 	}
-	if got := testutil.ToFloat64(f.c.metrics.CacheVerifyRuns); got != 1 {
+	if got := testutil.ToFloat64(f.c.Metrics().CacheVerifyRuns); got != 1 {
 		t.Errorf("runs = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(f.c.metrics.CacheVerifyDifferences.WithLabelValues(DiffNode)); got != 1 {
+	if got := testutil.ToFloat64(f.c.Metrics().CacheVerifyDifferences.WithLabelValues(DiffNode)); got != 1 {
 		t.Errorf("Node differences = %v, want 1", got)
 	}
-	if got := testutil.CollectAndCount(f.c.metrics.CacheVerifyDuration); got != 1 {
+	if got := testutil.CollectAndCount(f.c.Metrics().CacheVerifyDuration); got != 1 {
 		t.Errorf("duration series = %d, want 1", got)
 	}
 
@@ -426,7 +421,7 @@ func TestVerifyHandlerAndMetrics(t *testing.T) {
 	if resp2.StatusCode != http.StatusServiceUnavailable || !strings.Contains(e["error"], "etcd is on fire") || !strings.Contains(e["error"], "pods") {
 		t.Errorf("GET with a failing list = %d %v, want 503 naming pods and the cause", resp2.StatusCode, e)
 	}
-	if got := testutil.ToFloat64(f.c.metrics.CacheVerifyRuns); got != 2 {
+	if got := testutil.ToFloat64(f.c.Metrics().CacheVerifyRuns); got != 2 {
 		t.Errorf("runs = %v, want 2", got)
 	}
 
@@ -468,7 +463,7 @@ func TestVerifyTruncates(t *testing.T) {
 	if len(res.Differences) != 2 || res.Truncated != 1 {
 		t.Errorf("differences, truncated = %d, %d; want 2, 1", len(res.Differences), res.Truncated)
 	}
-	if got := testutil.ToFloat64(f.c.metrics.CacheVerifyDifferences.WithLabelValues(DiffNode)); got != 3 {
+	if got := testutil.ToFloat64(f.c.Metrics().CacheVerifyDifferences.WithLabelValues(DiffNode)); got != 3 {
 		t.Errorf("Node differences counted = %v, want 3", got)
 	}
 }
@@ -525,7 +520,7 @@ func TestVerifyOnSignal(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.c.VerifyOnSignal(ctx, quick, syscall.SIGUSR2)
+		VerifyOnSignal(ctx, f.c, quick, syscall.SIGUSR2)
 	}()
 	defer func() { cancel(); <-done }()
 	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {

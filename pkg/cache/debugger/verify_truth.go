@@ -1,4 +1,4 @@
-package cache
+package debugger
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
@@ -50,14 +51,22 @@ type subject struct {
 
 // verifier is one run of the checker.
 type verifier struct {
-	c           *SchedulerCache
+	c           *cache.SchedulerCache
 	opts        VerifyOptions
 	longestHold time.Duration
 	// rules are the handler's eventhandlers.StateRules, nil for none.
 	rules eventhandlers.StateRules
 }
 
-func (v *verifier) noteHold(d time.Duration) { v.longestHold = max(v.longestHold, d) }
+// view takes a copy of the cache and notes how long it held the locks.
+func (v *verifier) view() *cache.View {
+	cv := v.c.View()
+	v.longestHold = max(v.longestHold, cv.LongestHold)
+	if v.opts.alterView != nil {
+		v.opts.alterView(cv)
+	}
+	return cv
+}
 
 // putNode records node, from origin, in tr as the handler's rules
 // (v.rules) let the cache see it; a node they leave out is removed.
@@ -163,9 +172,7 @@ func (v *verifier) listPods(ctx context.Context, tr *truth, opts metav1.ListOpti
 // ExternalWorkloads are kept; other resources (Grants, dynamic ones) are
 // not part of the cache's state.
 func (v *verifier) listCustom(ctx context.Context, tr *truth) error {
-	v.c.runMu.Lock()
-	cis := append([]CustomInformer(nil), v.c.customInformers...)
-	v.c.runMu.Unlock()
+	cis := v.c.CustomInformers()
 	tr.customSources = len(cis)
 	tr.workloadSources = 0
 	for _, ci := range cis {

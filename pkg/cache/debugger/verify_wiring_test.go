@@ -1,4 +1,4 @@
-package cache_test
+package debugger
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func TestVerifyAgreesWithTheDefaultHandlerUnderLoad(t *testing.T) {
 	if err := c.WaitForHandlersSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	first, err := c.Verify(ctx, cache.VerifyOptions{Rechecks: -1})
+	first, err := Verify(ctx, c, VerifyOptions{Rechecks: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestVerifyAgreesWithTheDefaultHandlerUnderLoad(t *testing.T) {
 		// busy 2-core machine under -race can lag the four writers by
 		// more than the 0.62 s that a 20 ms grace allowed (an
 		// intermittent failure in make test).
-		res, err := c.Verify(ctx, cache.VerifyOptions{Grace: 100 * time.Millisecond})
+		res, err := Verify(ctx, c, VerifyOptions{Grace: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,12 +165,12 @@ func TestVerifyAgreesWithTheDefaultHandlerUnderLoad(t *testing.T) {
 	err = wait.PollUntilContextTimeout(ctx2, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		// The informers stopped with the first context: n3 never
 		// reaches the cache.
-		res, err := c.Verify(ctx2, cache.VerifyOptions{Rechecks: 1, Grace: time.Millisecond})
+		res, err := Verify(ctx2, c, VerifyOptions{Rechecks: 1, Grace: time.Millisecond})
 		if err != nil {
 			return false, err
 		}
 		for _, d := range res.Differences {
-			if d.Kind == cache.DiffNode && d.Name == "n3" && d.Field == "presence" {
+			if d.Kind == DiffNode && d.Name == "n3" && d.Field == "presence" {
 				return true, nil
 			}
 		}

@@ -1,4 +1,4 @@
-package cache
+package debugger
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -21,10 +22,10 @@ import (
 // in gangs of 10 and the rest bound, and a fake API server that lists the
 // same objects from prebuilt lists (so that the fake's deep copies do not
 // drown what is measured: the checker's copy and comparison).
-func benchCluster(b *testing.B, nodes, pods int) *SchedulerCache {
+func benchCluster(b *testing.B, nodes, pods int) *cache.SchedulerCache {
 	b.Helper()
 	client := fake.NewClientset()
-	c, err := New(Options{Client: client})
+	c, err := cache.New(cache.Options{Client: client})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func benchCluster(b *testing.B, nodes, pods int) *SchedulerCache {
 // writerWait runs a writer of the cache (external usage set again and
 // again, which takes the cache's lock for writing) until stop is closed,
 // and returns the longest any one call waited.
-func writerWait(c *SchedulerCache, stop <-chan struct{}) func() time.Duration {
+func writerWait(c *cache.SchedulerCache, stop <-chan struct{}) func() time.Duration {
 	var longest atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -88,12 +89,12 @@ func writerWait(c *SchedulerCache, stop <-chan struct{}) func() time.Duration {
 }
 
 // BenchmarkVerify measures one run of the checker on a consistent cache
-// and, as the baseline, one /debug/cache dump (Dump and its JSON) of the
-// same cache. Both report the longest time a concurrent writer of the
+// and, as the baseline, one /debug/cache dump (DumpCache and its JSON) of
+// the same cache: both read the whole cache through View. Both report the longest time a concurrent writer of the
 // cache (what the event handlers and the scheduling loop are) waited for
 // the lock; Verify also reports its own longest lock hold.
 //
-//	go test -run '^$' -bench 'BenchmarkVerify/5000nodes' -benchtime 5x ./pkg/cache
+//	go test -run '^$' -bench 'BenchmarkVerify/5000nodes' -benchtime 5x ./pkg/cache/debugger
 func BenchmarkVerify(b *testing.B) {
 	for _, size := range []struct{ nodes, pods int }{{500, 15000}, {5000, 150000}} {
 		b.Run(fmt.Sprintf("%dnodes-%dpods", size.nodes, size.pods), func(b *testing.B) {
@@ -103,7 +104,7 @@ func BenchmarkVerify(b *testing.B) {
 				wait := writerWait(c, stop)
 				var hold time.Duration
 				for b.Loop() {
-					res, err := c.Verify(b.Context(), VerifyOptions{Rechecks: -1})
+					res, err := Verify(b.Context(), c, VerifyOptions{Rechecks: -1})
 					if err != nil {
 						b.Fatal(err)
 					}

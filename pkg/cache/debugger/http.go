@@ -1,4 +1,4 @@
-package cache
+package debugger
 
 import (
 	"context"
@@ -12,7 +12,12 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 )
+
+// DumpPath is where the scheduler serves DumpHandler.
+const DumpPath = "/debug/cache"
 
 // VerifyPath is where the scheduler serves VerifyHandler.
 const VerifyPath = "/debug/cache/verify"
@@ -26,7 +31,7 @@ const VerifyPath = "/debug/cache/verify"
 // Two query parameters override opts for one run: grace (a Go duration,
 // e.g. "100ms", at most 10s) and rechecks (0 to 10); a bad value gets 400
 // with {"error": "..."} naming it.
-func (c *SchedulerCache) VerifyHandler(opts VerifyOptions) http.Handler {
+func VerifyHandler(c *cache.SchedulerCache, opts VerifyOptions) http.Handler {
 	sem := make(chan struct{}, 1)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -46,7 +51,7 @@ func (c *SchedulerCache) VerifyHandler(opts VerifyOptions) http.Handler {
 		case <-r.Context().Done():
 			return
 		}
-		res, err := c.Verify(r.Context(), runOpts)
+		res, err := Verify(r.Context(), c, runOpts)
 		<-sem
 		var body any = res
 		status := http.StatusOK
@@ -73,7 +78,7 @@ func (c *SchedulerCache) VerifyHandler(opts VerifyOptions) http.Handler {
 // (LogVerifyResult) each time the process receives one of sigs (the
 // scheduler uses SIGUSR2), until ctx ends. Signals that arrive during a
 // run are merged into one more run.
-func (c *SchedulerCache) VerifyOnSignal(ctx context.Context, opts VerifyOptions, sigs ...os.Signal) {
+func VerifyOnSignal(ctx context.Context, c *cache.SchedulerCache, opts VerifyOptions, sigs ...os.Signal) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, sigs...)
 	defer signal.Stop(ch)
@@ -83,7 +88,7 @@ func (c *SchedulerCache) VerifyOnSignal(ctx context.Context, opts VerifyOptions,
 			return
 		case sig := <-ch:
 			klog.InfoS("Checking the scheduler cache against its sources", "signal", sig.String())
-			res, err := c.Verify(ctx, opts)
+			res, err := Verify(ctx, c, opts)
 			if err != nil {
 				if ctx.Err() == nil {
 					klog.ErrorS(err, "Scheduler cache consistency check failed")
@@ -121,4 +126,28 @@ func verifyQuery(opts VerifyOptions, q url.Values) (VerifyOptions, error) {
 		}
 	}
 	return opts, nil
+}
+
+// DumpHandler serves c.Dump() as indented JSON. It answers GET (and
+// HEAD) only; other methods get 405 Method Not Allowed.
+func DumpHandler(c *cache.SchedulerCache) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := json.MarshalIndent(c.Dump(), "", "  ")
+		if err != nil {
+			klog.ErrorS(err, "Encoding the scheduler cache dump")
+			http.Error(w, "encoding the cache dump failed", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		body = append(body, '\n')
+		if _, err := w.Write(body); err != nil {
+			klog.V(4).InfoS("Writing the scheduler cache dump", "err", err)
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package cache_test
+package debugger
 
 import (
 	"context"
@@ -54,7 +54,7 @@ type withoutRules struct {
 // verifyUnderPolicy runs the default handler with vendorPolicy (hiding its
 // rules from the checker when hide is set) over one cluster state and
 // returns what the checker finds once the cache has synced.
-func verifyUnderPolicy(t *testing.T, hide bool) *cache.VerifyResult {
+func verifyUnderPolicy(t *testing.T, hide bool) *VerifyResult {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -101,7 +101,7 @@ func verifyUnderPolicy(t *testing.T, hide bool) *cache.VerifyResult {
 	if err := c.WaitForHandlersSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Verify(ctx, cache.VerifyOptions{Rechecks: 1, Grace: 1})
+	res, err := Verify(ctx, c, VerifyOptions{Rechecks: 1, Grace: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,14 +126,14 @@ func TestVerifyFollowsTheHandlersStateRules(t *testing.T) {
 	for _, d := range res.Differences {
 		found[d.Kind+"/"+d.Field] = true
 	}
-	for _, want := range []string{cache.DiffNode + "/allocatable", cache.DiffExternalWorkload + "/presence"} {
+	for _, want := range []string{DiffNode + "/allocatable", DiffExternalWorkload + "/presence"} {
 		if !found[want] {
 			t.Errorf("without the handler's rules: no %s difference among %+v", want, res.Differences)
 		}
 	}
 	hiddenPods := 0
 	for _, d := range res.Differences {
-		if d.Kind == cache.DiffPod && (d.Name == "hidden/hidden-bound" || d.Name == "hidden/hidden-pending") {
+		if d.Kind == DiffPod && (d.Name == "hidden/hidden-bound" || d.Name == "hidden/hidden-pending") {
 			hiddenPods++
 		}
 	}
