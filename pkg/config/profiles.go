@@ -20,13 +20,15 @@ const (
 	ExtensionScore     = "score"
 	ExtensionReserve   = "reserve"
 	ExtensionPermit    = "permit"
-	ExtensionBind      = "bind"
+	// ExtensionPostFilter runs only when a cycle found no placement.
+	ExtensionPostFilter = "postFilter"
+	ExtensionBind       = "bind"
 )
 
 // extensionKeys lists the keys accepted under plugins:, in cycle order.
 var extensionKeys = []string{
 	ExtensionQueueSort, ExtensionPreFilter, ExtensionFilter, ExtensionPreScore,
-	ExtensionScore, ExtensionReserve, ExtensionPermit, ExtensionBind,
+	ExtensionScore, ExtensionReserve, ExtensionPermit, ExtensionPostFilter, ExtensionBind,
 }
 
 // Profile is one entry of profiles: the plugins that schedule the pods
@@ -49,14 +51,15 @@ type Profile struct {
 // apply; a non-nil list replaces them, and an empty one ("[]") means no
 // plugin runs at that point.
 type Plugins struct {
-	QueueSort *PluginList
-	PreFilter *PluginList
-	Filter    *PluginList
-	PreScore  *PluginList
-	Score     *PluginList
-	Reserve   *PluginList
-	Permit    *PluginList
-	Bind      *PluginList
+	QueueSort  *PluginList
+	PreFilter  *PluginList
+	Filter     *PluginList
+	PreScore   *PluginList
+	Score      *PluginList
+	Reserve    *PluginList
+	Permit     *PluginList
+	PostFilter *PluginList
+	Bind       *PluginList
 }
 
 // Get returns the list of the extension point named by key (one of the
@@ -86,6 +89,8 @@ func (p *Plugins) slot(key string) **PluginList {
 		return &p.Reserve
 	case ExtensionPermit:
 		return &p.Permit
+	case ExtensionPostFilter:
+		return &p.PostFilter
 	case ExtensionBind:
 		return &p.Bind
 	}

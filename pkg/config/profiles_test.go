@@ -152,7 +152,7 @@ func TestParseProfileErrors(t *testing.T) {
 		{"schedulerName not DNS", "- schedulerName: Big_Name\n", []string{"line 4", `profiles[0] (Big_Name).schedulerName "Big_Name" must be a DNS-1123 subdomain`}},
 		{"duplicate schedulerName", "- schedulerName: a\n- schedulerName: b\n- schedulerName: a\n", []string{"line 6", `profiles[2] (a).schedulerName "a" is a duplicate of the profile on line 4`}},
 		{"plugins not a mapping", "- schedulerName: a\n  plugins: [filter]\n", []string{"line 5", "profiles[0] (a).plugins must be a mapping"}},
-		{"unknown extension point", "- schedulerName: a\n  plugins:\n    postBind: []\n", []string{"line 6", `profiles[0] (a).plugins: unknown field "postBind" (known: queueSort, preFilter, filter, preScore, score, reserve, permit, bind)`}},
+		{"unknown extension point", "- schedulerName: a\n  plugins:\n    postBind: []\n", []string{"line 6", `profiles[0] (a).plugins: unknown field "postBind" (known: queueSort, preFilter, filter, preScore, score, reserve, permit, postFilter, bind)`}},
 		{"null extension point", "- schedulerName: a\n  plugins:\n    filter:\n", []string{"line 6", "profiles[0] (a).plugins.filter must be a list (write [] for no plugins, or leave filter out for the default ones)"}},
 		{"extension point not a list", "- schedulerName: a\n  plugins:\n    filter: {name: X}\n", []string{"line 6", "profiles[0] (a).plugins.filter must be a list of {name, weight}"}},
 		{"plugin not a mapping", "- schedulerName: a\n  plugins:\n    filter: [X]\n", []string{"line 6", "profiles[0] (a).plugins.filter[0] must be a mapping"}},

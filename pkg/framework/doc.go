@@ -1,6 +1,7 @@
 // Package framework defines what a scheduling plugin is and what it sees:
 // the extension points a scheduling cycle runs (QueueSort, PreFilter,
-// Filter, PreScore, Score, Reserve, Permit, Bind), their results (Status),
+// Filter, PreScore, Score, Reserve, Permit, PostFilter, Bind), their
+// results (Status),
 // the per-cycle state, and the scheduler's model of the cluster that plugins
 // read: nodes and what is accounted to them (NodeInfo), jobs and their tasks
 // (JobInfo, TaskInfo, Job), queued jobs (QueuedJob), and the cluster events
@@ -13,5 +14,7 @@
 //
 // A cycle schedules one job. PreFilter and Permit see the whole job, so a
 // gang is placed all or nothing; Filter, Score, Reserve and Bind see one
-// pod at a time.
+// pod at a time. PostFilter runs only for a job the cycle could not
+// place: its plugins bring a policy (which pods may go) and make room
+// through the scheduler's RoomMaker.
 package framework

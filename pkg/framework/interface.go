@@ -126,6 +126,66 @@ type PermitPlugin interface {
 	Permit(ctx context.Context, state *CycleState, job *Job, placements map[string]string) *Status
 }
 
+// PostFilterPlugin runs when a cycle found no placement for its job: the
+// Filter plugins left a pod without a node, or Permit rejected the
+// placements (a gang below its quorum). It may make room for the job,
+// typically by evicting other pods through the scheduler's RoomMaker, and
+// says what it did in its result's Message, which ends each pending pod's
+// unschedulable message. The job is parked as unschedulable whatever the
+// plugins do; the room they make (the victims' deletion) brings it back.
+//
+// The plugins run in the profile's order. Success (room is being made)
+// and an error end the phase; a rejection hands on to the next plugin.
+// Preemption by priority is one such plugin (DefaultPreemption); reclaim
+// of capacity lent between queues is another of the same kind.
+type PostFilterPlugin interface {
+	Plugin
+	PostFilter(ctx context.Context, state *CycleState, job *Job, room RoomMaker) (*PostFilterResult, *Status)
+}
+
+// PostFilterResult is what a PostFilter plugin did.
+type PostFilterResult struct {
+	// Message ends each pending pod's unschedulable message, e.g.
+	// "preemption: preempting 3 pods of lower priority"; empty for
+	// nothing to say.
+	Message string
+}
+
+// VictimPolicy reports whether the running pod of t may be evicted to make
+// room for the cycle's job. It is asked only about counted, bound pods of
+// other jobs; a gang's pod is taken only if the policy allows every
+// running member of its gang, since a gang goes whole.
+type VictimPolicy func(t *TaskInfo) bool
+
+// RoomMaker is the scheduler's machinery for making room for the cycle's
+// job, handed to the PostFilter plugins: the plugin brings the policy
+// (whether to try, which pods may go), the scheduler the rest.
+type RoomMaker interface {
+	// MakeRoom looks for the cheapest set of pods the policy allows whose
+	// eviction lets the job start: it places the pending pods one by one
+	// on the cycle's snapshot, each where it fits or else on the node
+	// where the fewest and least important victims make room (whole
+	// gangs, sparing pods a PodDisruptionBudget protects where it can),
+	// and asks the Permit plugins whether the job may start so. When it
+	// may, the pods are nominated to their nodes and the victims'
+	// eviction starts. It changes nothing while earlier victims of the
+	// job are still terminating (Outcome.Waiting).
+	MakeRoom(ctx context.Context, victims VictimPolicy) (RoomOutcome, error)
+}
+
+// RoomOutcome is what MakeRoom did.
+type RoomOutcome struct {
+	// Waiting counts the earlier victims of the job still terminating;
+	// nothing else was done.
+	Waiting int
+	// Fits: the job can start once Victims pods are gone. With no
+	// victims it fits as the cluster is, placed differently than the
+	// cycle placed it; its pods are nominated there.
+	Fits bool
+	// Victims is how many pods are being evicted.
+	Victims int
+}
+
 // BindPlugin binds pod to nodeName through the API. Returning Skip passes
 // the pod to the next Bind plugin; a profile has at least one.
 type BindPlugin interface {

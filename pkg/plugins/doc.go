@@ -11,5 +11,9 @@
 //	nodeaffinity       NodeAffinity       PreFilter, Filter, Score
 //	tainttoleration    TaintToleration    Filter, Score
 //	noderesources      NodeResourcesFit   PreFilter, Filter, Score
+//	defaultpreemption  DefaultPreemption  PostFilter
 //	defaultbinder      DefaultBinder      Bind
+//
+// (and the volume, port, spread and affinity plugins listed in
+// docs/scheduling.md).
 package plugins

@@ -7,6 +7,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultbinder"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultpreemption"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeaffinity"
@@ -43,6 +44,7 @@ var inTree = []namedFactory{
 	{volumezone.Name, volumezone.New},
 	{interpodaffinity.Name, interpodaffinity.New},
 	{podtopologyspread.Name, podtopologyspread.New},
+	{defaultpreemption.Name, defaultpreemption.New},
 	{defaultbinder.Name, defaultbinder.New},
 }
 
@@ -125,9 +127,10 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 				{Name: interpodaffinity.Name, Weight: 1},
 				{Name: podtopologyspread.Name, Weight: 1},
 			},
-			frameworkruntime.ReservePoint: refs(volumebinding.Name),
-			frameworkruntime.PermitPoint:  refs(gang.Name),
-			frameworkruntime.BindPoint:    refs(volumebinding.Name, defaultbinder.Name),
+			frameworkruntime.ReservePoint:    refs(volumebinding.Name),
+			frameworkruntime.PermitPoint:     refs(gang.Name),
+			frameworkruntime.PostFilterPoint: refs(defaultpreemption.Name),
+			frameworkruntime.BindPoint:       refs(volumebinding.Name, defaultbinder.Name),
 		},
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 func TestNewInTreeRegistry(t *testing.T) {
 	r := NewInTreeRegistry()
-	want := []string{"DefaultBinder", "Gang", "InterPodAffinity", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
+	want := []string{"DefaultBinder", "DefaultPreemption", "Gang", "InterPodAffinity", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}
@@ -80,11 +80,12 @@ func TestDefaultProfile(t *testing.T) {
 			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"),
 		frameworkruntime.FilterPoint: ref("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
 			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"),
-		frameworkruntime.PreScorePoint: ref("PodTopologySpread", "InterPodAffinity"),
-		frameworkruntime.ScorePoint:    {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}, {Name: "InterPodAffinity", Weight: 1}, {Name: "PodTopologySpread", Weight: 1}},
-		frameworkruntime.ReservePoint:  ref("VolumeBinding"),
-		frameworkruntime.PermitPoint:   ref("Gang"),
-		frameworkruntime.BindPoint:     ref("VolumeBinding", "DefaultBinder"),
+		frameworkruntime.PreScorePoint:   ref("PodTopologySpread", "InterPodAffinity"),
+		frameworkruntime.ScorePoint:      {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}, {Name: "InterPodAffinity", Weight: 1}, {Name: "PodTopologySpread", Weight: 1}},
+		frameworkruntime.ReservePoint:    ref("VolumeBinding"),
+		frameworkruntime.PermitPoint:     ref("Gang"),
+		frameworkruntime.PostFilterPoint: ref("DefaultPreemption"),
+		frameworkruntime.BindPoint:       ref("VolumeBinding", "DefaultBinder"),
 	}
 	if !reflect.DeepEqual(p.Plugins, want) {
 		t.Errorf("Plugins = %v, want %v", p.Plugins, want)
@@ -139,6 +140,8 @@ func implements(point frameworkruntime.ExtensionPoint, p framework.Plugin) bool 
 		_, ok = p.(framework.ReservePlugin)
 	case frameworkruntime.PermitPoint:
 		_, ok = p.(framework.PermitPlugin)
+	case frameworkruntime.PostFilterPoint:
+		_, ok = p.(framework.PostFilterPlugin)
 	case frameworkruntime.BindPoint:
 		_, ok = p.(framework.BindPlugin)
 	}

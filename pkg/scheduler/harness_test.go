@@ -67,6 +67,11 @@ type harnessConfig struct {
 	hook *hookPlugin
 	// opts changes the scheduler's options before New.
 	opts func(*Options)
+	// postFilter, when not nil, replaces the profile's PostFilter
+	// plugins: names of in-tree plugins and of the plugins in extra,
+	// which are registered.
+	postFilter []string
+	extra      []framework.Plugin
 }
 
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, harnessConfig{}) }
@@ -96,6 +101,20 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 			spec.Plugins[point] = append(spec.Plugins[point], frameworkruntime.PluginRef{Name: hookName})
 		}
 		spec.Plugins[frameworkruntime.BindPoint] = append(frameworkruntime.PluginSet{{Name: hookName}}, spec.Plugins[frameworkruntime.BindPoint]...)
+	}
+	for _, p := range cfg.extra {
+		if err := reg.Register(p.Name(), func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) {
+			return p, nil
+		}); err != nil {
+			t.Fatalf("registering plugin %s: %v", p.Name(), err)
+		}
+	}
+	if cfg.postFilter != nil {
+		set := frameworkruntime.PluginSet{}
+		for _, name := range cfg.postFilter {
+			set = append(set, frameworkruntime.PluginRef{Name: name})
+		}
+		spec.Plugins[frameworkruntime.PostFilterPoint] = set
 	}
 	fwk, err := frameworkruntime.NewFramework(t.Context(), reg, spec, h)
 	if err != nil {

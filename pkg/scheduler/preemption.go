@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,7 +29,7 @@ const (
 	preemptionError = "error"
 )
 
-// simulation is one preemption attempt for a cycle's job: it places the
+// simulation is one attempt to make room for a cycle's job: it places the
 // job's pending pods in the snapshot one after the other, each where it
 // fits as it is or else on the node where the cheapest set of victims
 // makes room, taking the victims off the snapshot as it goes. Every change
@@ -37,7 +38,9 @@ type simulation struct {
 	s        *Scheduler
 	c        *cycle
 	priority int32
-	pdbs     []budget
+	// policy says which pods may be victims (the PostFilter plugin's).
+	policy framework.VictimPolicy
+	pdbs   []budget
 	// pdbUsed counts, per entry of pdbs, the disruptions of the chosen
 	// victims.
 	pdbUsed []int32
@@ -63,48 +66,57 @@ type plannedVictim struct {
 	violatesPDB bool
 }
 
-// preemptionPolicyAllows reports whether the job's pods may preempt: none
-// of them says preemptionPolicy Never. A gang is one decision, so one pod
-// that must not preempt keeps the whole gang from it.
-func preemptionPolicyAllows(pods []*v1.Pod) bool {
-	for _, pod := range pods {
-		if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
-			return false
-		}
+// postFilter runs after a cycle found no placement for c's job (no pod,
+// or fewer than its quorum, placed; the cycle's placements are undone):
+// the profile's PostFilter plugins may make room, and what they did ends
+// the pods' unschedulable messages (c.preemption). The job is parked by
+// the caller either way; the victims' deletion brings it back.
+func (s *Scheduler) postFilter(ctx context.Context, c *cycle) {
+	if !c.fwk.HasPostFilterPlugins() {
+		return
 	}
-	return true
+	res, st := c.fwk.RunPostFilterPlugins(ctx, c.state, c.job, &roomMaker{s: s, c: c})
+	if !st.IsSuccess() && !st.IsRejected() {
+		klog.FromContext(ctx).Error(st.AsError(), "PostFilter failed")
+	}
+	if res != nil {
+		c.preemption = res.Message
+	}
 }
 
-// preempt runs after a cycle found no placement for c's job (no pod, or
-// fewer than its quorum, placed; the cycle's placements are undone). It
-// tries to make room by preempting pods of strictly lower priority, and
-// notes in c.preemption what it did, for the pods' unschedulable
-// messages. The job is parked by the caller either way; the victims'
-// deletion brings it back.
-func (s *Scheduler) preempt(ctx context.Context, c *cycle) {
-	c.preemption = s.tryPreemption(ctx, c)
+// roomMaker is the framework.RoomMaker of one cycle.
+type roomMaker struct {
+	s *Scheduler
+	c *cycle
 }
 
-// tryPreemption is preempt; it returns the note ("" when there is nothing
-// to say: preemption was not tried or could not help).
-func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
+// MakeRoom implements framework.RoomMaker.
+func (r *roomMaker) MakeRoom(ctx context.Context, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
+	if policy == nil {
+		return framework.RoomOutcome{}, errors.New("making room: no victim policy")
+	}
+	return r.s.makeRoom(ctx, r.c, policy)
+}
+
+// makeRoom is MakeRoom for cycle c.
+func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
 	logger := klog.FromContext(ctx)
-	if c.job.Err != nil || !preemptionPolicyAllows(c.job.Pending) || len(s.snapshot.NodeInfos()) == 0 {
-		return ""
+	if c.job.Err != nil || len(s.snapshot.NodeInfos()) == 0 {
+		return framework.RoomOutcome{}, nil
 	}
 	if left := s.nominated.waitingFor(c.job.ID, s.snapshot); left > 0 {
 		// The last preemption's victims are still going: preempting more
 		// now would take too much.
 		logger.V(3).Info("Waiting for preempted pods to go", "victims", left)
-		return fmt.Sprintf("preemption: waiting for %d preempted pods to terminate", left)
+		return framework.RoomOutcome{Waiting: left}, nil
 	}
-	if !anyLowerPriority(s.snapshot.NodeInfos(), c.qj.Priority) {
+	if !anyEligible(s.snapshot.NodeInfos(), c.job.ID, policy) {
 		// The common case of a cluster of one priority: nothing to try.
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
 		s.giveUp(ctx, c.job.ID)
-		return ""
+		return framework.RoomOutcome{}, nil
 	}
-	sim := &simulation{s: s, c: c, priority: c.qj.Priority, jobs: map[framework.JobID]*framework.JobInfo{},
+	sim := &simulation{s: s, c: c, priority: c.qj.Priority, policy: policy, jobs: map[framework.JobID]*framework.JobInfo{},
 		victims: map[types.UID]*plannedVictim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{}}
 	if s.opts.PDBLister != nil {
 		pdbs, err := s.opts.PDBLister.List(labels.Everything())
@@ -119,8 +131,7 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 	sim.rollback(0)
 	if err != nil {
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionError).Inc()
-		logger.Error(err, "Preemption failed")
-		return ""
+		return framework.RoomOutcome{}, err
 	}
 	if ok && len(order) == 0 {
 		// The job fits without preemption, placed the simulation's way
@@ -129,13 +140,13 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 		s.nominated.nominate(c.job.ID, sim.priority, placed, placements, nil)
 		c.noNodes = true
 		logger.V(2).Info("Job fits without preemption when placed differently; nominating its pods", "placements", len(placements))
-		return ""
+		return framework.RoomOutcome{Fits: true}, nil
 	}
 	if !ok {
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
 		s.giveUp(ctx, c.job.ID)
 		logger.V(2).Info("Preemption cannot make room for the job", "priority", sim.priority)
-		return ""
+		return framework.RoomOutcome{}, nil
 	}
 	victims := map[types.UID]string{}
 	for _, v := range order {
@@ -145,15 +156,15 @@ func (s *Scheduler) tryPreemption(ctx context.Context, c *cycle) string {
 	s.metrics.PreemptionAttempts.WithLabelValues(preemptionPreempted).Inc()
 	logger.V(2).Info("Preempting pods to make room for the job", "victims", len(order), "placements", len(placements))
 	s.executePreemption(ctx, c.job.ID, placed, placements, order)
-	return fmt.Sprintf("preemption: preempting %d pods of lower priority", len(order))
+	return framework.RoomOutcome{Fits: true, Victims: len(order)}, nil
 }
 
-// anyLowerPriority reports whether some bound pod on nodes has a priority
-// below priority: without one, preemption cannot help.
-func anyLowerPriority(nodes []*framework.NodeInfo, priority int32) bool {
+// anyEligible reports whether some bound pod of another job on nodes may
+// be a victim by policy: without one, making room cannot help.
+func anyEligible(nodes []*framework.NodeInfo, job framework.JobID, policy framework.VictimPolicy) bool {
 	for _, n := range nodes {
 		for _, t := range n.Pods {
-			if t.Counted && t.Status == framework.TaskBound && podPriority(t.Pod) < priority {
+			if t.Counted && t.Status == framework.TaskBound && t.Job != job && policy(t) {
 				return true
 			}
 		}

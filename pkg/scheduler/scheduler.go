@@ -259,7 +259,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		s.undoPlacements(ctx, c)
 		if st.IsRejected() {
 			c.noteRejection(st)
-			s.preempt(ctx, c)
+			s.postFilter(ctx, c)
 			s.unschedulable(ctx, c, st.Message())
 			return
 		}
@@ -269,7 +269,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	if len(c.placed) == 0 {
 		// Permit let an empty placement through (no plugin enforces
 		// min-available): nothing fits.
-		s.preempt(ctx, c)
+		s.postFilter(ctx, c)
 		s.unschedulable(ctx, c, "")
 		return
 	}

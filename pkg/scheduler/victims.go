@@ -65,11 +65,12 @@ func (sim *simulation) job(id framework.JobID) *framework.JobInfo {
 }
 
 // eligible reports whether t may be preempted by sim's job: a bound pod
-// that still uses its node, of another job, with a priority strictly
-// below the preemptor's. A gang member is eligible only if every running
-// member of its gang is, since the gang may have to go whole.
+// that still uses its node, of another job, that the victim policy allows
+// (DefaultPreemption's: a priority strictly below the preemptor's). A
+// gang member is eligible only if every running member of its gang is,
+// since the gang may have to go whole.
 func (sim *simulation) eligible(t *framework.TaskInfo) bool {
-	if !t.Counted || t.Status != framework.TaskBound || t.Job == sim.c.job.ID || podPriority(t.Pod) >= sim.priority {
+	if !t.Counted || t.Status != framework.TaskBound || t.Job == sim.c.job.ID || !sim.policy(t) {
 		return false
 	}
 	if _, chosen := sim.victims[t.Pod.UID]; chosen {
@@ -83,7 +84,7 @@ func (sim *simulation) eligible(t *framework.TaskInfo) bool {
 		return false
 	}
 	for _, m := range info.Tasks {
-		if m.OnNode() && m.Counted && (m.Status != framework.TaskBound || podPriority(m.Pod) >= sim.priority) {
+		if m.OnNode() && m.Counted && (m.Status != framework.TaskBound || !sim.policy(m)) {
 			return false
 		}
 	}

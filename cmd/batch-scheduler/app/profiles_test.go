@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"io"
+	"slices"
 	"testing"
 
 	"k8s.io/client-go/informers"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 )
 
@@ -83,4 +85,31 @@ profiles:
 func testHandle() *handle {
 	client := fake.NewClientset()
 	return &handle{client: client, informers: informers.NewSharedInformerFactory(client, 0)}
+}
+
+// Preemption is the default profile's PostFilter plugin; a profile that
+// lists postFilter: [] turns it off, one that leaves the key out keeps it.
+func TestProfilePostFilter(t *testing.T) {
+	file := `apiVersion: batch-scheduler.io/v1alpha1
+kind: SchedulerConfiguration
+profiles:
+- schedulerName: no-preemption
+  plugins:
+    postFilter: []
+- schedulerName: default
+`
+	cfg, err := config.Parse("profiles.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, _, err := buildProfiles(t.Context(), []string{"default", "no-preemption"}, cfg, plugins.NewInTreeRegistry(), testHandle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := profiles["default"].ListPlugins()[frameworkruntime.PostFilterPoint].Names(); !slices.Equal(got, []string{"DefaultPreemption"}) {
+		t.Errorf("default profile's postFilter = %v, want [DefaultPreemption]", got)
+	}
+	if profiles["no-preemption"].HasPostFilterPlugins() {
+		t.Errorf("postFilter: [] left %v", profiles["no-preemption"].ListPlugins()[frameworkruntime.PostFilterPoint])
+	}
 }

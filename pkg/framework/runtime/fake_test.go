@@ -81,7 +81,11 @@ type fakePlugin struct {
 	reserve   *framework.Status
 	permit    *framework.Status
 	bind      *framework.Status
-	events    []framework.ClusterEvent
+	// postFilter is the PostFilter status; postFilterMsg its result's
+	// message (no result when empty).
+	postFilter    *framework.Status
+	postFilterMsg string
+	events        []framework.ClusterEvent
 }
 
 func (f *fakePlugin) Name() string { return f.name }
@@ -140,6 +144,14 @@ func (f *fakePlugin) Unreserve(_ context.Context, _ *framework.CycleState, pod *
 func (f *fakePlugin) Permit(_ context.Context, _ *framework.CycleState, job *framework.Job, placements map[string]string) *framework.Status {
 	f.rec.add("%s.Permit(%d)", f.name, len(placements))
 	return f.permit
+}
+
+func (f *fakePlugin) PostFilter(_ context.Context, _ *framework.CycleState, job *framework.Job, _ framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	f.rec.add("%s.PostFilter(%s)", f.name, job.ID.Name)
+	if f.postFilterMsg == "" {
+		return nil, f.postFilter
+	}
+	return &framework.PostFilterResult{Message: f.postFilterMsg}, f.postFilter
 }
 
 func (f *fakePlugin) Bind(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node string) *framework.Status {

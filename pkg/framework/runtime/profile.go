@@ -25,12 +25,14 @@ const (
 	ScorePoint     ExtensionPoint = config.ExtensionScore
 	ReservePoint   ExtensionPoint = config.ExtensionReserve
 	PermitPoint    ExtensionPoint = config.ExtensionPermit
-	BindPoint      ExtensionPoint = config.ExtensionBind
+	// PostFilterPoint runs only after a cycle found no placement.
+	PostFilterPoint ExtensionPoint = config.ExtensionPostFilter
+	BindPoint       ExtensionPoint = config.ExtensionBind
 )
 
 var extensionPoints = []ExtensionPoint{
 	QueueSortPoint, PreFilterPoint, FilterPoint, PreScorePoint,
-	ScorePoint, ReservePoint, PermitPoint, BindPoint,
+	ScorePoint, ReservePoint, PermitPoint, PostFilterPoint, BindPoint,
 }
 
 // PluginRef enables a plugin at an extension point.

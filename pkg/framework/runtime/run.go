@@ -379,6 +379,37 @@ func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.Cycle
 	return nil
 }
 
+// HasPostFilterPlugins reports whether any PostFilter plugin is enabled.
+func (f *Framework) HasPostFilterPlugins() bool { return len(f.postFilter) > 0 }
+
+// RunPostFilterPlugins runs the PostFilter plugins for job, whose cycle
+// found no placement, in order, until one succeeds (it is making room; its
+// result is returned) or fails (an Error naming it). A rejection hands on
+// to the next plugin. When none succeeds, the status is Unschedulable,
+// with the messages of the plugins that gave one, and the result carries
+// the last non-empty message of a plugin, if any.
+func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	var last *framework.PostFilterResult
+	var reasons []string
+	for _, pl := range f.postFilter {
+		res, s := pl.PostFilter(ctx, state, job, room)
+		switch {
+		case s.IsSuccess():
+			return res, nil
+		case s.IsRejected() || s.IsSkip():
+			if res != nil && res.Message != "" {
+				last = res
+			}
+			if s.IsRejected() && s.Message() != "" {
+				reasons = append(reasons, pl.Name()+": "+s.Message())
+			}
+		default:
+			return res, pluginError(s, pl.Name(), "running PostFilter plugin %q for job %s", pl.Name(), job.ID)
+		}
+	}
+	return last, framework.NewStatus(framework.Unschedulable, reasons...)
+}
+
 // RunBindPlugins binds pod to nodeName with the first Bind plugin that does
 // not return Skip, and returns its status naming it (nil on success; a
 // failure as an Error). When every plugin skips, the pod is not bound and

@@ -714,6 +714,85 @@ func TestRunPermitPlugins(t *testing.T) {
 	}
 }
 
+func TestRunPostFilterPlugins(t *testing.T) {
+	unschedulable := func(msg string) *framework.Status { return framework.NewStatus(framework.Unschedulable, msg) }
+	tests := []struct {
+		name       string
+		results    []*framework.Status // of a, b
+		messages   []string            // of a's and b's results
+		wantCode   framework.Code
+		wantPlugin string
+		wantMsg    []string
+		wantResult string
+		wantCalls  []string
+	}{
+		{
+			name:       "the first success ends the phase",
+			results:    []*framework.Status{nil, nil},
+			messages:   []string{"a: making room", "b: making room"},
+			wantResult: "a: making room",
+			wantCalls:  []string{"a.PostFilter(job)"},
+		},
+		{
+			name:       "a rejection hands on",
+			results:    []*framework.Status{unschedulable("nothing to take"), nil},
+			messages:   []string{"", "b: making room"},
+			wantResult: "b: making room",
+			wantCalls:  []string{"a.PostFilter(job)", "b.PostFilter(job)"},
+		},
+		{
+			name:       "none succeeds: unschedulable with every reason",
+			results:    []*framework.Status{unschedulable("nothing to take"), unschedulable("no lower priority")},
+			messages:   []string{"a: looked", ""},
+			wantCode:   framework.Unschedulable,
+			wantMsg:    []string{"a: nothing to take", "b: no lower priority"},
+			wantResult: "a: looked",
+			wantCalls:  []string{"a.PostFilter(job)", "b.PostFilter(job)"},
+		},
+		{
+			name:       "an error ends the phase, naming the plugin",
+			results:    []*framework.Status{framework.AsStatus(errBoom), nil},
+			messages:   []string{"", "b: making room"},
+			wantCode:   framework.Error,
+			wantPlugin: "a",
+			wantMsg:    []string{`running PostFilter plugin "a" for job ns/job: boom`},
+			wantCalls:  []string{"a.PostFilter(job)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			a := &fakePlugin{name: "a", rec: rec, postFilter: tt.results[0], postFilterMsg: tt.messages[0]}
+			b := &fakePlugin{name: "b", rec: rec, postFilter: tt.results[1], postFilterMsg: tt.messages[1]}
+			f := mustFramework(t, baseRegistry(t, nil, a, b), baseSpec(map[ExtensionPoint]PluginSet{PostFilterPoint: {{Name: "a"}, {Name: "b"}}}))
+			if !f.HasPostFilterPlugins() {
+				t.Fatal("HasPostFilterPlugins = false")
+			}
+			res, s := f.RunPostFilterPlugins(context.Background(), framework.NewCycleState(), testJob(), nil)
+			checkStatus(t, s, tt.wantCode, tt.wantPlugin, tt.wantMsg...)
+			if got := ""; res != nil {
+				got = res.Message
+				if got != tt.wantResult {
+					t.Errorf("result %q, want %q", got, tt.wantResult)
+				}
+			} else if tt.wantResult != "" {
+				t.Errorf("no result, want %q", tt.wantResult)
+			}
+			if got := rec.get(); !reflect.DeepEqual(got, tt.wantCalls) {
+				t.Errorf("calls = %v, want %v", got, tt.wantCalls)
+			}
+		})
+	}
+	// Without PostFilter plugins the phase does nothing and says so.
+	f := mustFramework(t, baseRegistry(t, nil), baseSpec(nil))
+	if f.HasPostFilterPlugins() {
+		t.Error("HasPostFilterPlugins = true without plugins")
+	}
+	if res, s := f.RunPostFilterPlugins(context.Background(), framework.NewCycleState(), testJob(), nil); res != nil || !s.IsRejected() {
+		t.Errorf("RunPostFilterPlugins without plugins = %v, %v; want no result, unschedulable", res, s)
+	}
+}
+
 func TestRunBindPlugins(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -47,6 +47,7 @@ type Framework struct {
 	scoreWeights []int64 // parallel to score
 	reserve      []framework.ReservePlugin
 	permit       []framework.PermitPlugin
+	postFilter   []framework.PostFilterPlugin
 	bind         []framework.BindPlugin
 }
 
@@ -288,6 +289,8 @@ func (f *Framework) add(point ExtensionPoint, p framework.Plugin, weight int64) 
 		return appendAs(&f.reserve, p)
 	case PermitPoint:
 		return appendAs(&f.permit, p)
+	case PostFilterPoint:
+		return appendAs(&f.postFilter, p)
 	case BindPoint:
 		return appendAs(&f.bind, p)
 	}
@@ -320,6 +323,8 @@ func interfaceName(point ExtensionPoint) string {
 		return "ReservePlugin"
 	case PermitPoint:
 		return "PermitPlugin"
+	case PostFilterPoint:
+		return "PostFilterPlugin"
 	case BindPoint:
 		return "BindPlugin"
 	}

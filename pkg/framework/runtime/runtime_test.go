@@ -492,7 +492,7 @@ profiles:
 }
 
 func TestExtensionPoints(t *testing.T) {
-	want := []ExtensionPoint{"queueSort", "preFilter", "filter", "preScore", "score", "reserve", "permit", "bind"}
+	want := []ExtensionPoint{"queueSort", "preFilter", "filter", "preScore", "score", "reserve", "permit", "postFilter", "bind"}
 	if !reflect.DeepEqual(extensionPoints, want) {
 		t.Errorf("extension points = %v, want %v", extensionPoints, want)
 	}

@@ -1,0 +1,96 @@
+// Package defaultpreemption is the DefaultPreemption plugin: at PostFilter,
+// a job that found no room may evict running pods of strictly lower
+// priority, as kube-scheduler's plugin of the same name does for a pod,
+// here for a whole job (see docs/preemption.md).
+package defaultpreemption
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
+)
+
+// Name is the plugin's name in profiles.
+const Name = "DefaultPreemption"
+
+// DefaultPreemption brings the policy of preemption by priority; the
+// scheduler's RoomMaker does the simulation, nomination and eviction.
+type DefaultPreemption struct{}
+
+var (
+	_ framework.PostFilterPlugin  = &DefaultPreemption{}
+	_ framework.EnqueueExtensions = &DefaultPreemption{}
+)
+
+// New builds the plugin; it takes no arguments.
+func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+		return nil, err
+	}
+	return &DefaultPreemption{}, nil
+}
+
+// Name implements framework.Plugin.
+func (*DefaultPreemption) Name() string { return Name }
+
+// EventsToRegister implements framework.EnqueueExtensions: the plugin
+// rejects nothing that an event could help (the victims' deletion, which
+// frees the room, is a pod event that the rejecting plugins registered).
+func (*DefaultPreemption) EventsToRegister() []framework.ClusterEventWithHint { return nil }
+
+// PostFilter makes room for job by evicting pods of strictly lower
+// priority than its highest-priority pending pod, unless one of its pods
+// says preemptionPolicy: Never (a gang is one decision, so one such pod
+// keeps the whole gang from preempting).
+func (*DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	if job.Err != nil || len(job.Pending) == 0 {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable)
+	}
+	if !policyAllows(job.Pending) {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, "a pod of the job has preemptionPolicy Never")
+	}
+	priority := jobPriority(job.Pending)
+	out, err := room.MakeRoom(ctx, func(t *framework.TaskInfo) bool {
+		return corev1helpers.PodPriority(t.Pod) < priority
+	})
+	switch {
+	case err != nil:
+		return nil, framework.AsStatus(fmt.Errorf("preemption for job %s: %w", job.ID, err))
+	case out.Waiting > 0:
+		return &framework.PostFilterResult{Message: fmt.Sprintf("preemption: waiting for %d preempted pods to terminate", out.Waiting)}, nil
+	case !out.Fits:
+		return nil, framework.NewStatus(framework.Unschedulable, "no pods of lower priority whose eviction makes room")
+	case out.Victims == 0:
+		// It fits as the cluster is, placed differently: nothing to say.
+		return &framework.PostFilterResult{}, nil
+	}
+	return &framework.PostFilterResult{Message: fmt.Sprintf("preemption: preempting %d pods of lower priority", out.Victims)}, nil
+}
+
+// policyAllows reports whether no pod of pods says preemptionPolicy Never.
+func policyAllows(pods []*v1.Pod) bool {
+	for _, pod := range pods {
+		if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
+			return false
+		}
+	}
+	return true
+}
+
+// jobPriority is the highest priority among pods, as the queue orders the
+// job (framework.QueuedJob.Priority).
+func jobPriority(pods []*v1.Pod) int32 {
+	var p int32
+	for i, pod := range pods {
+		if q := corev1helpers.PodPriority(pod); i == 0 || q > p {
+			p = q
+		}
+	}
+	return p
+}

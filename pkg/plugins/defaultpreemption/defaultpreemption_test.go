@@ -1,0 +1,119 @@
+package defaultpreemption
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// fakeRoom records the policy it was asked with and answers out, err.
+type fakeRoom struct {
+	calls  int
+	policy framework.VictimPolicy
+	out    framework.RoomOutcome
+	err    error
+}
+
+func (r *fakeRoom) MakeRoom(_ context.Context, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
+	r.calls++
+	r.policy = policy
+	return r.out, r.err
+}
+
+func job(pods ...*v1.Pod) *framework.Job {
+	return &framework.Job{ID: framework.JobID{Namespace: "default", Name: "j", Gang: true}, MinAvailable: int32(len(pods)), Pending: pods}
+}
+
+func task(priority int32) *framework.TaskInfo {
+	return &framework.TaskInfo{Pod: st.MakePod().Name("victim").Priority(priority).Obj()}
+}
+
+// The victim policy allows exactly the pods of strictly lower priority
+// than the job's highest-priority pending pod.
+func TestPolicyIsLowerPriority(t *testing.T) {
+	room := &fakeRoom{out: framework.RoomOutcome{Fits: true, Victims: 2}}
+	j := job(st.MakePod().Name("a").Priority(50).Obj(), st.MakePod().Name("b").Priority(100).Obj())
+	res, s := (&DefaultPreemption{}).PostFilter(context.Background(), framework.NewCycleState(), j, room)
+	if !s.IsSuccess() || res == nil || res.Message != "preemption: preempting 2 pods of lower priority" {
+		t.Fatalf("PostFilter = %+v, %v", res, s)
+	}
+	for prio, want := range map[int32]bool{99: true, -5: true, 100: false, 101: false} {
+		if got := room.policy(task(prio)); got != want {
+			t.Errorf("a victim of priority %d allowed: %v, want %v", prio, got, want)
+		}
+	}
+	// A pod without a priority counts as 0.
+	if !room.policy(&framework.TaskInfo{Pod: st.MakePod().Name("none").Obj()}) {
+		t.Error("a pod without priority is no victim of a job of priority 100")
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	never := v1.PreemptNever
+	polite := st.MakePod().Name("polite").Priority(100).Obj()
+	polite.Spec.PreemptionPolicy = &never
+	for _, tt := range []struct {
+		name      string
+		job       *framework.Job
+		room      fakeRoom
+		wantCalls int
+		wantCode  framework.Code
+		wantMsg   string
+	}{
+		{name: "victims", job: job(st.MakePod().Name("a").Obj()), room: fakeRoom{out: framework.RoomOutcome{Fits: true, Victims: 3}},
+			wantCalls: 1, wantCode: framework.Success, wantMsg: "preemption: preempting 3 pods of lower priority"},
+		{name: "fits when placed differently", job: job(st.MakePod().Name("a").Obj()), room: fakeRoom{out: framework.RoomOutcome{Fits: true}},
+			wantCalls: 1, wantCode: framework.Success},
+		{name: "waiting", job: job(st.MakePod().Name("a").Obj()), room: fakeRoom{out: framework.RoomOutcome{Waiting: 2}},
+			wantCalls: 1, wantCode: framework.Success, wantMsg: "preemption: waiting for 2 preempted pods to terminate"},
+		{name: "cannot help", job: job(st.MakePod().Name("a").Obj()),
+			wantCalls: 1, wantCode: framework.Unschedulable},
+		{name: "error", job: job(st.MakePod().Name("a").Obj()), room: fakeRoom{err: errors.New("boom")},
+			wantCalls: 1, wantCode: framework.Error},
+		{name: "preemptionPolicy Never on one pod keeps the gang from preempting",
+			job:      job(st.MakePod().Name("a").Priority(100).Obj(), polite),
+			wantCode: framework.UnschedulableAndUnresolvable},
+		{name: "a job with a validation error", job: func() *framework.Job {
+			j := job(st.MakePod().Name("a").Obj())
+			j.Err = errors.New("bad min-available")
+			return j
+		}(), wantCode: framework.UnschedulableAndUnresolvable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			room := tt.room
+			res, s := (&DefaultPreemption{}).PostFilter(context.Background(), framework.NewCycleState(), tt.job, &room)
+			if room.calls != tt.wantCalls {
+				t.Errorf("MakeRoom called %d times, want %d", room.calls, tt.wantCalls)
+			}
+			if s.Code() != tt.wantCode {
+				t.Errorf("status %v, want code %v", s, tt.wantCode)
+			}
+			msg := ""
+			if res != nil {
+				msg = res.Message
+			}
+			if msg != tt.wantMsg {
+				t.Errorf("message %q, want %q", msg, tt.wantMsg)
+			}
+			if tt.wantCode == framework.Error && !strings.Contains(s.Message(), "default/j") {
+				t.Errorf("error %q does not name the job", s.Message())
+			}
+		})
+	}
+}
+
+func TestNewRejectsArgs(t *testing.T) {
+	if _, err := New(context.Background(), strings.NewReader("priorityThreshold: 5"), nil); err == nil || !strings.Contains(err.Error(), Name) {
+		t.Errorf("New with args: %v, want an error naming %s", err, Name)
+	}
+	p, err := New(context.Background(), nil, nil)
+	if err != nil || p.Name() != Name {
+		t.Errorf("New = %v, %v", p, err)
+	}
+}
