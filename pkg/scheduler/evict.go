@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eviction"
@@ -31,17 +33,24 @@ const (
 	actionPreempting       = "Preempting"
 )
 
+// maxParallelEvictions bounds the eviction calls of one preemption in
+// flight at once.
+const maxParallelEvictions = 16
+
 // executePreemption acts on a preemption plan in the background (API calls
 // do not hold up the scheduling loop): it writes status.nominatedNodeName
 // of each placed preemptor pod, then evicts the victims through the
 // Eviction API, which honours PodDisruptionBudgets.
 //
-// Victims a PDB is predicted to protect go first: when the API refuses
-// one (429), nothing else is evicted, the job's nominations are dropped
-// and the failure is reported; it will try again when something changes.
-// A refusal among the others (the prediction was stale) does not stop the
-// rest: a victim gang whose eviction has begun is better finished than
-// left below its quorum.
+// Victims a PDB is predicted to protect go first, one by one: when the
+// API refuses one (429), nothing else is evicted, the job's nominations
+// are dropped and the failure is reported; it will try again when
+// something changes. The others are evicted concurrently (at most
+// maxParallelEvictions calls at once), as kube-scheduler does, so that a
+// victim gang is not left below its quorum for longer than the calls
+// take. A refusal among them (the prediction was stale) does not stop
+// the rest: a victim gang whose eviction has begun is better finished
+// than left below its quorum.
 func (s *Scheduler) executePreemption(ctx context.Context, job framework.JobID, placed []*v1.Pod, placements map[string]string, victims []*plannedVictim) {
 	s.bindWG.Add(1)
 	go func() {
@@ -54,26 +63,41 @@ func (s *Scheduler) executePreemption(ctx context.Context, job framework.JobID, 
 				logger.Error(err, "Setting the nominated node of a preemptor pod", "pod", klog.KObj(pod))
 			}
 		}
+		var mu sync.Mutex // guards byPreemptor and refused
 		byPreemptor := map[types.UID][]string{}
 		var refused []string
-		for _, v := range sortedVictims(victims) {
+		evictOne := func(v *plannedVictim) bool {
 			victim := v.task.Pod
 			err := s.evict(ctx, victim)
-			if err == nil {
-				s.metrics.PreemptionVictims.Inc()
-				s.opts.Recorder.Eventf(victim, v.preemptor, v1.EventTypeNormal, ReasonPreempted, actionPreempting,
-					"Preempted by pod %s on node %s", v.preemptor.UID, v.node)
-				byPreemptor[v.preemptor.UID] = append(byPreemptor[v.preemptor.UID], podKey(victim))
-				logger.V(2).Info("Preempted a pod", "victim", klog.KObj(victim), "victimNode", v.task.NodeName,
-					"preemptor", klog.KObj(v.preemptor), "node", v.node)
-				continue
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				refused = append(refused, fmt.Sprintf("%s: %v", podKey(victim), err))
+				logger.Error(err, "Evicting a preemption victim", "victim", klog.KObj(victim), "preemptor", klog.KObj(v.preemptor))
+				return false
 			}
-			refused = append(refused, fmt.Sprintf("%s: %v", podKey(victim), err))
-			logger.Error(err, "Evicting a preemption victim", "victim", klog.KObj(victim), "preemptor", klog.KObj(v.preemptor))
-			if v.violatesPDB {
+			s.metrics.PreemptionVictims.Inc()
+			s.opts.Recorder.Eventf(victim, v.preemptor, v1.EventTypeNormal, ReasonPreempted, actionPreempting,
+				"Preempted by pod %s on node %s", v.preemptor.UID, v.node)
+			byPreemptor[v.preemptor.UID] = append(byPreemptor[v.preemptor.UID], podKey(victim))
+			logger.V(2).Info("Preempted a pod", "victim", klog.KObj(victim), "victimNode", v.task.NodeName,
+				"preemptor", klog.KObj(v.preemptor), "node", v.node)
+			return true
+		}
+		// The victims a PDB is predicted to protect go one by one, and a
+		// refusal stops everything; the others go at once, so that a
+		// victim gang spends as little time below its quorum as the API
+		// allows.
+		ordered := sortedVictims(victims)
+		rest := ordered
+		for len(rest) > 0 && rest[0].violatesPDB {
+			if !evictOne(rest[0]) {
+				rest = nil
 				break
 			}
+			rest = rest[1:]
 		}
+		workqueue.ParallelizeUntil(ctx, min(len(rest), maxParallelEvictions), len(rest), func(i int) { evictOne(rest[i]) })
 		for _, pod := range placed {
 			if names := byPreemptor[pod.UID]; len(names) > 0 {
 				sort.Strings(names)

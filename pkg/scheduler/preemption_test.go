@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -16,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -570,5 +573,84 @@ func TestPreemptionGivingUpReleasesTheRoom(t *testing.T) {
 	}
 	if got := h.apiPod(pre).Status.NominatedNodeName; got != "" {
 		t.Errorf("pre's nominatedNodeName = %q, want it cleared", got)
+	}
+}
+
+// barrierClient holds each eviction call until want calls are in flight
+// at once, or until a second has passed.
+type barrierClient struct {
+	kubernetes.Interface
+	b *barrier
+}
+
+type barrier struct {
+	mu       sync.Mutex
+	want     int
+	arrived  int
+	released chan struct{}
+	// timedOut counts the calls that gave up waiting for the others.
+	timedOut int
+}
+
+func (b *barrier) arrive() {
+	b.mu.Lock()
+	b.arrived++
+	if b.arrived == b.want {
+		close(b.released)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.released:
+	case <-time.After(time.Second):
+		b.mu.Lock()
+		b.timedOut++
+		b.mu.Unlock()
+	}
+}
+
+func (c barrierClient) PolicyV1() policyv1client.PolicyV1Interface {
+	return barrierPolicy{c.Interface.PolicyV1(), c.b}
+}
+
+type barrierPolicy struct {
+	policyv1client.PolicyV1Interface
+	b *barrier
+}
+
+func (p barrierPolicy) Evictions(ns string) policyv1client.EvictionInterface {
+	return barrierEvictions{p.PolicyV1Interface.Evictions(ns), p.b}
+}
+
+type barrierEvictions struct {
+	policyv1client.EvictionInterface
+	b *barrier
+}
+
+func (e barrierEvictions) Evict(ctx context.Context, ev *policyv1.Eviction) error {
+	e.b.arrive()
+	return e.EvictionInterface.Evict(ctx, ev)
+}
+
+// The victims no PDB protects are evicted at once, not one after the
+// other: a victim gang is below its quorum only as long as one call takes.
+func TestPreemptionEvictsAVictimGangAtOnce(t *testing.T) {
+	b := &barrier{want: 3, released: make(chan struct{})}
+	h := newHarnessWith(t, harnessConfig{opts: func(o *Options) { o.Client = barrierClient{o.Client, b} }})
+	ev := newEvictions(h)
+	for i := range 3 {
+		node := fmt.Sprintf("n%d", i)
+		h.addNode(node, "1")
+		h.addPod(running(fmt.Sprintf("v-%d", i), node, 10, "1", i).Group("v").MinAvailable("3").Obj())
+	}
+	h.addPod(st.MakePod().Name("pre").Priority(100).Req(res{v1.ResourceCPU: "1"}).Obj())
+	h.cycle()
+	h.sched.bindWG.Wait()
+	if got, want := ev.evicted(), []string{"v-0", "v-1", "v-2"}; !slices.Equal(got, want) {
+		t.Fatalf("evicted %v, want %v", got, want)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.timedOut != 0 {
+		t.Errorf("%d of 3 eviction calls waited a second for the others: the evictions ran one after the other", b.timedOut)
 	}
 }
