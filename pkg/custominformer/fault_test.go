@@ -31,11 +31,17 @@ type faultyManager struct {
 	store *resourcemanager.Store
 	srv   *httptest.Server
 
-	mu      sync.Mutex // guards the queues
+	mu      sync.Mutex // guards the queues and requests
 	lists   []canned
 	watches []canned
+	// requests records each request and how it was answered, for the
+	// message of a failed test.
+	requests []string
 	// hanging is set while a silent watch is being served.
 	hanging atomic.Bool
+	// expireUntilList, while set, answers every watch with a 410 ERROR
+	// event; the next list clears it.
+	expireUntilList atomic.Bool
 }
 
 // canned is one queued response.
@@ -57,6 +63,16 @@ func newFaultyManager(t *testing.T, store *resourcemanager.Store) *faultyManager
 
 func (m *faultyManager) serve(w http.ResponseWriter, r *http.Request) {
 	watch := r.URL.Query().Get("watch") == "true"
+	if !watch {
+		m.expireUntilList.Store(false)
+	} else if m.expireUntilList.Load() {
+		m.mu.Lock()
+		m.requests = append(m.requests, fmt.Sprintf("%s %s?%s: expired", time.Now().Format("15:04:05.000"), r.Method, r.URL.RawQuery))
+		m.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(expiredLine))
+		return
+	}
 	q := &m.lists
 	if watch {
 		q = &m.watches
@@ -67,6 +83,11 @@ func (m *faultyManager) serve(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		c, *q = (*q)[0], (*q)[1:]
 	}
+	answer := "store"
+	if ok {
+		answer = fmt.Sprintf("canned %d %.40q", c.code, c.body)
+	}
+	m.requests = append(m.requests, fmt.Sprintf("%s %s?%s: %s", time.Now().Format("15:04:05.000"), r.Method, r.URL.RawQuery, answer))
 	m.mu.Unlock()
 	if !ok {
 		m.store.Handler().ServeHTTP(w, r)
@@ -84,6 +105,13 @@ func (m *faultyManager) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 	}
+}
+
+// requestLog returns the requests served so far, one per line.
+func (m *faultyManager) requestLog() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return strings.Join(m.requests, "\n")
 }
 
 func (m *faultyManager) queueWatchHang(hang chan struct{}) {
@@ -231,11 +259,20 @@ func TestHTTPSourceRejectsBadData(t *testing.T) {
 			waitFor(t, "sync", b.Informer.HasSynced)
 
 			if tt.list != "" {
-				// End the watch and answer the next one with 410: the
-				// informer lists again and gets the bad list.
-				mgr.queueWatch(expiredLine)
+				// End the watch and answer the next ones with 410 until
+				// the informer lists again and gets the bad list. (A
+				// single queued 410 can be lost: closing the connections
+				// may cut its response before the informer reads it, and
+				// the informer then rightly watches again from where it
+				// was.)
 				mgr.queueList(tt.list)
+				mgr.expireUntilList.Store(true)
 				mgr.srv.CloseClientConnections()
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("requests to the manager:\n%s", mgr.requestLog())
+					}
+				})
 				waitFor(t, "the bad list to be rejected", func() bool { return testutil.ToFloat64(m.ListErrors.WithLabelValues("workloads")) >= 1 })
 				if got := storeKeys(b); got != "w1" {
 					t.Fatalf("after the bad list, the informer holds %q, want the last good state w1", got)
