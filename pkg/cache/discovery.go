@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
@@ -258,11 +259,11 @@ func (d *discoverer) alternativeWatched(r eventhandlers.DiscoveredResource) bool
 func (d *discoverer) start(ctx context.Context, r eventhandlers.DiscoveredResource) error {
 	name := eventhandlers.DynamicResourceName(r.GVR)
 	informer := d.factory.ForResource(r.GVR).Informer()
-	transform := toolscache.TransformFunc(stripForScheduler)
+	transform := toolscache.TransformFunc(informerhost.StripForScheduler)
 	if r.Transform != nil {
 		own := r.Transform
 		transform = func(obj any) (any, error) {
-			obj, err := stripForScheduler(obj)
+			obj, err := informerhost.StripForScheduler(obj)
 			if err != nil {
 				return nil, err
 			}

@@ -52,7 +52,8 @@
 //     incrementally through a list of NodeInfos ordered by generation. A
 //     scheduling cycle may place pods on the clones tentatively
 //     (Snapshot.AddPod); the next update undoes that.
-//   - Run (informers.go, custom.go, discovery.go, strip.go, dispatch.go):
+//   - Run (informers.go, custom.go, discovery.go, dispatch.go, with the
+//     transform of pkg/cache/informerhost):
 //     the informers (the native ones limited to Options.Resources, the
 //     dynamic ones the handler asks for or would like where served, and
 //     the custom ones, all with the same transform and filters), and the

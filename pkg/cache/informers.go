@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
@@ -82,7 +82,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 
 	factory := c.opts.InformerFactory
 	if factory == nil {
-		factory = NewInformerFactory(c.opts.Client, c.opts.ResyncPeriod)
+		factory = informerhost.NewInformerFactory(c.opts.Client, c.opts.ResyncPeriod)
 	}
 	disc := c.newDiscoverer(h, gvrs)
 	var dynamicFactory dynamicinformer.DynamicSharedInformerFactory
@@ -114,7 +114,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		}
 		for _, gvr := range gvrs {
 			informer := dynamicFactory.ForResource(gvr).Informer()
-			if err := informer.SetTransform(stripForScheduler); err != nil {
+			if err := informer.SetTransform(informerhost.StripForScheduler); err != nil {
 				return fmt.Errorf("setting the transform of the %s informer: %w", gvr, err)
 			}
 			name := eventhandlers.DynamicResourceName(gvr)
@@ -125,7 +125,7 @@ func (c *SchedulerCache) Run(ctx context.Context, h eventhandlers.Interface) err
 		for _, ci := range c.customInformers {
 			// Objects of external managers carry managedFields and
 			// annotations as much as the API server's do.
-			if err := ci.Informer.SetTransform(stripForScheduler); err != nil {
+			if err := ci.Informer.SetTransform(informerhost.StripForScheduler); err != nil {
 				return fmt.Errorf("custom informer %q: setting its transform: %w", ci.Name, err)
 			}
 			if err := register("custom/"+ci.Name, ci.Resource, ci.Informer); err != nil {
@@ -422,13 +422,6 @@ func unwrapTombstone(obj any) any {
 		return tomb.Obj
 	}
 	return obj
-}
-
-// NewInformerFactory returns a factory of native informers whose objects
-// are stripped of what the scheduler never reads (see stripForScheduler),
-// for Options.InformerFactory.
-func NewInformerFactory(client kubernetes.Interface, resync time.Duration) informers.SharedInformerFactory {
-	return informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(stripForScheduler))
 }
 
 // WaitForHandlersSync blocks until every event handler Run registered has

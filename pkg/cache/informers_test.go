@@ -23,103 +23,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
-
-func TestStripForScheduler(t *testing.T) {
-	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
-	pod := st.MakePod().Name("p").Node("n1").
-		Annotation(LastAppliedConfigAnnotation, `{"big":"json"}`).
-		Group("g").MinAvailable("2").Label("app", "x").
-		Req(res{v1.ResourceCPU: "1"}).Obj()
-	pod.ManagedFields = managed
-	want := pod.DeepCopy()
-	want.ManagedFields = nil
-	delete(want.Annotations, LastAppliedConfigAnnotation)
-
-	node := st.MakeNode().Name("n1").Capacity(res{v1.ResourceCPU: "4"}).Label("zone", "a").
-		Taint("gpu", "true", v1.TaintEffectNoSchedule).Obj()
-	node.ManagedFields = managed
-	node.Status.Images = []v1.ContainerImage{{Names: []string{"busybox"}, SizeBytes: 1 << 20}}
-	wantNode := node.DeepCopy()
-	wantNode.ManagedFields = nil
-	wantNode.Status.Images = nil
-
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Widget",
-		"metadata": map[string]any{
-			"name": "w", "namespace": "default",
-			"annotations":   map[string]any{LastAppliedConfigAnnotation: "{}", "keep": "me"},
-			"managedFields": []any{map[string]any{"manager": "kubectl"}},
-		},
-		"spec": map[string]any{"size": int64(3)},
-	}}
-	wantU := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Widget",
-		"metadata": map[string]any{
-			"name": "w", "namespace": "default",
-			"annotations": map[string]any{"keep": "me"},
-		},
-		"spec": map[string]any{"size": int64(3)},
-	}}
-
-	tests := []struct {
-		name string
-		in   any
-		want any
-	}{
-		{"pod", pod, want},
-		{"node", node, wantNode},
-		{"tombstone of a pod", toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: pod.DeepCopy()},
-			toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: want}},
-		{"unstructured", u, wantU},
-		{"pod without annotations", st.MakePod().Name("bare").Obj(), st.MakePod().Name("bare").Obj()},
-		{"not an object", "just a string", "just a string"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := tt.in
-			if o, ok := in.(runtime.Object); ok {
-				in = o.DeepCopyObject()
-			}
-			got, err := stripForScheduler(in)
-			mustNoErr(t, "stripForScheduler", err)
-			if !equalObjects(got, tt.want) {
-				t.Errorf("stripForScheduler(%T):\n got %#v\nwant %#v", tt.in, got, tt.want)
-			}
-		})
-	}
-}
-
-func equalObjects(a, b any) bool {
-	if ta, ok := a.(toolscache.DeletedFinalStateUnknown); ok {
-		tb, ok := b.(toolscache.DeletedFinalStateUnknown)
-		return ok && ta.Key == tb.Key && equalObjects(ta.Obj, tb.Obj)
-	}
-	ra, okA := a.(runtime.Object)
-	rb, okB := b.(runtime.Object)
-	if !okA || !okB {
-		return a == b
-	}
-	ua, errA := runtime.DefaultUnstructuredConverter.ToUnstructured(ra)
-	ub, errB := runtime.DefaultUnstructuredConverter.ToUnstructured(rb)
-	return errA == nil && errB == nil && equalUnstructured(ua, ub)
-}
-
-func equalUnstructured(a, b map[string]any) bool {
-	return (&unstructured.Unstructured{Object: a}).GetName() == (&unstructured.Unstructured{Object: b}).GetName() &&
-		toString(a) == toString(b)
-}
-
-func toString(m map[string]any) string {
-	data, err := (&unstructured.Unstructured{Object: m}).MarshalJSON()
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	return string(data)
-}
 
 func TestFilters(t *testing.T) {
 	c, _ := newTestCache(t, Options{SchedulerNames: []string{"batch-scheduler"}})
@@ -230,7 +138,7 @@ func TestRunWiresEveryInformer(t *testing.T) {
 	core, storage := client.CoreV1(), client.StorageV1()
 	n1 := st.MakeNode().Name("n1").Capacity(res{v1.ResourceCPU: "8", v1.ResourcePods: "10"}).Label("pool", "batch").Obj()
 	n1.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
-	n1.Annotations = map[string]string{LastAppliedConfigAnnotation: "{}", "keep": "me"}
+	n1.Annotations = map[string]string{informerhost.LastAppliedConfigAnnotation: "{}", "keep": "me"}
 	n1.Status.Images = []v1.ContainerImage{{Names: []string{"busybox"}}}
 	create(t, "node", core.Nodes().Create, noRV(n1))
 	create(t, "node", core.Nodes().Create, noRV(st.MakeNode().Name("web").Label("pool", "web").Obj()))

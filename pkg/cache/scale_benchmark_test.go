@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
@@ -124,7 +125,7 @@ func realisticPod(i, node int) *v1.Pod {
 			UID:             types.UID(fmt.Sprintf("9b6f0e2c-%04x-4000-8000-%012x", i>>16&0xffff, i)),
 			ResourceVersion: strconv.Itoa(1000 + i), CreationTimestamp: t,
 			Labels:      map[string]string{"app": "web", "tier": "frontend", "pod-template-hash": "7d9c5b8f4"},
-			Annotations: map[string]string{cache.LastAppliedConfigAnnotation: lastApplied, "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+			Annotations: map[string]string{informerhost.LastAppliedConfigAnnotation: lastApplied, "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9c5b8f4",
 				UID: "5c8e3d1a-0000-4000-8000-000000000001", Controller: new(true), BlockOwnerDeletion: new(true)}},
 			ManagedFields: []metav1.ManagedFieldsEntry{
@@ -254,7 +255,7 @@ func heapInUse() uint64 {
 // B/pod; cpu-s/sync is the process's CPU time over the sync, less
 // disturbed than wall time on a shared machine), against a baseline in the same run: bare pod and node
 // informers with a no-op handler. Each case runs with the scheduler's
-// transform (stripForScheduler, as NewInformerFactory sets it) and
+// transform (informerhost.StripForScheduler, as NewInformerFactory sets it) and
 // without.
 func BenchmarkInitialSync(b *testing.B) {
 	klog.SetOutput(devNull{})
@@ -279,7 +280,7 @@ func BenchmarkInitialSync(b *testing.B) {
 				client := listSource(decodedPods(b, pods, nodes), decodedNodes(b, nodes))
 				factory := informers.NewSharedInformerFactory(client, 0)
 				if tc.transform {
-					factory = cache.NewInformerFactory(client, 0)
+					factory = informerhost.NewInformerFactory(client, 0)
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				b.StartTimer()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -166,7 +167,7 @@ func TestCustomInformersGetTransformAndSelector(t *testing.T) {
 	defer src.Shutdown()
 	onWeb := externalWorkload("vm-web", "web", "3", v1alpha1.ExternalWorkloadRunning)
 	onWeb.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "vm-manager", Operation: metav1.ManagedFieldsOperationApply}}
-	onWeb.Annotations = map[string]string{cache.LastAppliedConfigAnnotation: `{"huge":"copy"}`, "keep": "me"}
+	onWeb.Annotations = map[string]string{informerhost.LastAppliedConfigAnnotation: `{"huge":"copy"}`, "keep": "me"}
 	src.Add(onWeb)
 	src.Add(externalWorkload("vm-batch", "batch", "2", v1alpha1.ExternalWorkloadRunning))
 	inf := toolscache.NewSharedIndexInformer(noWatchList{src}, &v1alpha1.ExternalWorkload{}, 0, toolscache.Indexers{})
@@ -200,7 +201,7 @@ func TestCustomInformersGetTransformAndSelector(t *testing.T) {
 		t.Fatalf("vm-web not in the informer's store: %v", err)
 	}
 	w := stored.(*v1alpha1.ExternalWorkload)
-	if w.ManagedFields != nil || w.Annotations[cache.LastAppliedConfigAnnotation] != "" || w.Annotations["keep"] != "me" {
+	if w.ManagedFields != nil || w.Annotations[informerhost.LastAppliedConfigAnnotation] != "" || w.Annotations["keep"] != "me" {
 		t.Errorf("stored object = managedFields %v, annotations %v; want both stripped, other annotations kept", w.ManagedFields, w.Annotations)
 	}
 }

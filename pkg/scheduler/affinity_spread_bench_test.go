@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
@@ -44,7 +45,7 @@ func BenchmarkPlainPodCycle(b *testing.B) {
 
 func benchPlainPods(b *testing.B, without []string) {
 	client := fake.NewClientset()
-	factory := cache.NewInformerFactory(client, 0)
+	factory := informerhost.NewInformerFactory(client, 0)
 	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: queue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
 	if err != nil {
 		b.Fatal(err)

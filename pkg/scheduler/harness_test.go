@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
@@ -83,7 +84,7 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	// A backoff of 1ns: a job that a move request requeues goes straight
 	// to the active queue. (Nothing flushes the backoff queue, as the cache
 	// does not Run.)
-	factory := cache.NewInformerFactory(client, 0)
+	factory := informerhost.NewInformerFactory(client, 0)
 	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: queue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
 	if err != nil {
 		t.Fatalf("cache.New: %v", err)

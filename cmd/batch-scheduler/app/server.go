@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
@@ -292,7 +293,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	recorder := rec.recorder("batch-scheduler")
 	// One informer factory for the cache and the plugins, so that a lister
 	// a plugin reads is fed by the informer the cache runs.
-	factory := cache.NewInformerFactory(client, 0)
+	factory := informerhost.NewInformerFactory(client, 0)
 	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder, informers: factory})
 	if err != nil {
 		return nil, usageError(err)

@@ -1,4 +1,4 @@
-package cache
+package informerhost
 
 import (
 	"reflect"
@@ -117,7 +117,7 @@ func TestStripTwiceWritesNothingShared(t *testing.T) {
 	}
 	a, b := replica("a"), replica("b")
 	for _, p := range []*v1.Pod{a, b} {
-		if _, err := stripForScheduler(p); err != nil {
+		if _, err := StripForScheduler(p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,7 +133,7 @@ func TestStripTwiceWritesNothingShared(t *testing.T) {
 		}
 	}()
 	for range 100 {
-		if _, err := stripForScheduler(b); err != nil {
+		if _, err := StripForScheduler(b); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build race
 
-package cache
+package informerhost
 
 // The test binary is built with -race: TestStrippedFieldsUnread then asks
 // go list for the export data of the same build, which is cached.

@@ -1,4 +1,4 @@
-package cache
+package informerhost
 
 import (
 	"encoding/json"
@@ -23,9 +23,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
+
+type res = map[v1.ResourceName]string
 
 const (
 	// coreV1 is the import path of the API types stripPod changes.
@@ -111,7 +118,7 @@ func loadPackages(t *testing.T, patterns ...string) map[string]*goPackage {
 	}
 	args = append(args, patterns...)
 	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Join("..", "..")
+	cmd.Dir = filepath.Join("..", "..", "..")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -148,7 +155,7 @@ func fieldReads(t *testing.T, fset *token.FileSet, imp types.Importer, path stri
 	var stripFuncs []ast.Node
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
-			if fd, ok := n.(*ast.FuncDecl); ok && path == modulePath+"/pkg/cache" && (fd.Name.Name == "stripPod" || fd.Name.Name == "slimContainer") {
+			if fd, ok := n.(*ast.FuncDecl); ok && path == modulePath+"/pkg/cache/informerhost" && (fd.Name.Name == "stripPod" || fd.Name.Name == "slimContainer") {
 				stripFuncs = append(stripFuncs, fd)
 			}
 			if as, ok := n.(*ast.AssignStmt); ok && (as.Tok == token.ASSIGN || as.Tok == token.DEFINE) {
@@ -303,7 +310,7 @@ func TestStrippedFieldsUnread(t *testing.T) {
 	}
 	sort.Strings(violations)
 	for _, v := range violations {
-		t.Errorf("stripPod drops v1.%s: keep it in stripPod (pkg/cache/strip.go) and in this test's lists", v)
+		t.Errorf("stripPod drops v1.%s: keep it in stripPod (pkg/cache/informerhost/transform.go) and in this test's lists", v)
 	}
 	t.Logf("scanned %d packages; dropped: %v", len(paths), dropped)
 }
@@ -421,4 +428,99 @@ func TestStripPod(t *testing.T) {
 	if got.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 100 || *got.Spec.InitContainers[0].RestartPolicy != v1.ContainerRestartPolicyAlways {
 		t.Errorf("stripPod lost the requests or the sidecar's restart policy: %#v", got.Spec)
 	}
+}
+
+func TestStripForScheduler(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	pod := st.MakePod().Name("p").Node("n1").
+		Annotation(LastAppliedConfigAnnotation, `{"big":"json"}`).
+		Group("g").MinAvailable("2").Label("app", "x").
+		Req(res{v1.ResourceCPU: "1"}).Obj()
+	pod.ManagedFields = managed
+	want := pod.DeepCopy()
+	want.ManagedFields = nil
+	delete(want.Annotations, LastAppliedConfigAnnotation)
+
+	node := st.MakeNode().Name("n1").Capacity(res{v1.ResourceCPU: "4"}).Label("zone", "a").
+		Taint("gpu", "true", v1.TaintEffectNoSchedule).Obj()
+	node.ManagedFields = managed
+	node.Status.Images = []v1.ContainerImage{{Names: []string{"busybox"}, SizeBytes: 1 << 20}}
+	wantNode := node.DeepCopy()
+	wantNode.ManagedFields = nil
+	wantNode.Status.Images = nil
+
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{
+			"name": "w", "namespace": "default",
+			"annotations":   map[string]any{LastAppliedConfigAnnotation: "{}", "keep": "me"},
+			"managedFields": []any{map[string]any{"manager": "kubectl"}},
+		},
+		"spec": map[string]any{"size": int64(3)},
+	}}
+	wantU := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{
+			"name": "w", "namespace": "default",
+			"annotations": map[string]any{"keep": "me"},
+		},
+		"spec": map[string]any{"size": int64(3)},
+	}}
+
+	tests := []struct {
+		name string
+		in   any
+		want any
+	}{
+		{"pod", pod, want},
+		{"node", node, wantNode},
+		{"tombstone of a pod", toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: pod.DeepCopy()},
+			toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: want}},
+		{"unstructured", u, wantU},
+		{"pod without annotations", st.MakePod().Name("bare").Obj(), st.MakePod().Name("bare").Obj()},
+		{"not an object", "just a string", "just a string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.in
+			if o, ok := in.(runtime.Object); ok {
+				in = o.DeepCopyObject()
+			}
+			got, err := StripForScheduler(in)
+			if err != nil {
+				t.Fatalf("StripForScheduler: %v", err)
+			}
+			if !equalObjects(got, tt.want) {
+				t.Errorf("StripForScheduler(%T):\n got %#v\nwant %#v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func equalObjects(a, b any) bool {
+	if ta, ok := a.(toolscache.DeletedFinalStateUnknown); ok {
+		tb, ok := b.(toolscache.DeletedFinalStateUnknown)
+		return ok && ta.Key == tb.Key && equalObjects(ta.Obj, tb.Obj)
+	}
+	ra, okA := a.(runtime.Object)
+	rb, okB := b.(runtime.Object)
+	if !okA || !okB {
+		return a == b
+	}
+	ua, errA := runtime.DefaultUnstructuredConverter.ToUnstructured(ra)
+	ub, errB := runtime.DefaultUnstructuredConverter.ToUnstructured(rb)
+	return errA == nil && errB == nil && equalUnstructured(ua, ub)
+}
+
+func equalUnstructured(a, b map[string]any) bool {
+	return (&unstructured.Unstructured{Object: a}).GetName() == (&unstructured.Unstructured{Object: b}).GetName() &&
+		toString(a) == toString(b)
+}
+
+func toString(m map[string]any) string {
+	data, err := (&unstructured.Unstructured{Object: m}).MarshalJSON()
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(data)
 }

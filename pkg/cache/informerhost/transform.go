@@ -1,9 +1,13 @@
-package cache
+package informerhost
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -15,16 +19,16 @@ import (
 // informers drop it.
 const LastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// stripForScheduler is the informers' transform: it drops what the
+// StripForScheduler is the informers' transform: it drops what the
 // scheduler never reads but every object carries, before the object is
 // stored. It removes metadata.managedFields and the kubectl
 // last-applied-configuration annotation from every object, status.images
 // from nodes, and from pods what stripPod lists. Objects handed to a
 // transform are fresh from the decoder and not yet shared, so they are
 // changed in place.
-func stripForScheduler(obj any) (any, error) {
+func StripForScheduler(obj any) (any, error) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		inner, err := stripForScheduler(tomb.Obj)
+		inner, err := StripForScheduler(tomb.Obj)
 		if err != nil {
 			return nil, err
 		}
@@ -126,4 +130,12 @@ func slimContainer(c *v1.Container) {
 		RestartPolicy:      c.RestartPolicy,
 		RestartPolicyRules: c.RestartPolicyRules,
 	}
+}
+
+// NewInformerFactory returns a shared informer factory of client whose
+// informers are stripped of what the scheduler never reads (see
+// StripForScheduler), with the given resync period. The cache's Run and
+// the plugins' listers share one.
+func NewInformerFactory(client kubernetes.Interface, resync time.Duration) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(StripForScheduler))
 }
