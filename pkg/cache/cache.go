@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
@@ -170,7 +171,7 @@ type SchedulerCache struct {
 	sizeGauges      cacheSizeGauges
 
 	// dispatchers is built by New and read-only afterwards.
-	dispatchers *dispatchStats
+	dispatchers *informerhost.Dispatchers
 
 	// runMu guards the fields below, which Run and AddCustomInformer set.
 	runMu           sync.Mutex
@@ -280,7 +281,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		},
 		expiredCounter:  opts.Metrics.AssumedPodsExpired,
 		nativeResources: nativeResources,
-		dispatchers:     newDispatchStats(opts.Metrics),
+		dispatchers:     informerhost.NewDispatchers(opts.Metrics),
 	}
 	return c, nil
 }

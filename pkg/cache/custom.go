@@ -6,7 +6,7 @@ import (
 
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -46,7 +46,7 @@ func (c *SchedulerCache) AddCustomInformer(ci CustomInformer) error {
 	if ci.Informer == nil {
 		return fmt.Errorf("adding custom informer %q: nil informer", ci.Name)
 	}
-	if err := checkResource(ci.Resource); err != nil {
+	if err := informerhost.CheckResource(ci.Resource); err != nil {
 		return fmt.Errorf("adding custom informer %q: %w", ci.Name, err)
 	}
 	c.runMu.Lock()
@@ -60,21 +60,5 @@ func (c *SchedulerCache) AddCustomInformer(ci CustomInformer) error {
 		}
 	}
 	c.customInformers = append(c.customInformers, ci)
-	return nil
-}
-
-// checkResource reports whether the dispatch table maps r to handler
-// methods, without needing a handler.
-func checkResource(r framework.EventResource) error {
-	if _, ok := nativeMethods[r]; ok {
-		return nil
-	}
-	if _, ok := optionalMethods[r]; ok {
-		return nil
-	}
-	if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
-		return fmt.Errorf("no event handler methods for resource %q: it is neither a native resource (%v) nor a dynamic one: %w",
-			r, nativeResourceNames(), err)
-	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -178,11 +179,11 @@ func TestDiscoveredResourcesThroughTheCache(t *testing.T) {
 		t.Errorf("widgets registered %d times", n)
 	}
 	jobs := eventhandlers.DynamicResourceName(jobsGVR)
-	waitFor(t, "job j1", func() bool { return h.has(jobs, eventAdd, "default/j1") })
+	waitFor(t, "job j1", func() bool { return h.has(jobs, informerhost.EventAdd, "default/j1") })
 	if u := h.object("j1"); u == nil || u.GetLabels()["slimmed"] != "true" || u.Object["spec"] != nil {
 		t.Errorf("the handler's transform did not run on j1: %v", u)
 	}
-	if !h.has(eventhandlers.DynamicResourceName(nativeBetaGVR), eventAdd, "default/pg1") {
+	if !h.has(eventhandlers.DynamicResourceName(nativeBetaGVR), informerhost.EventAdd, "default/pg1") {
 		t.Errorf("pg1 did not reach the handler")
 	}
 
@@ -192,7 +193,7 @@ func TestDiscoveredResourcesThroughTheCache(t *testing.T) {
 	_, err := dyn.Resource(rayGVR).Namespace("default").Create(ctx, object("ray.io/v1", "RayCluster", "rc1"), metav1.CreateOptions{})
 	mustNoErr(t, "creating rc1", err)
 	rays := eventhandlers.DynamicResourceName(rayGVR)
-	waitFor(t, "rc1 through a rediscovered informer", func() bool { return h.has(rays, eventAdd, "default/rc1") })
+	waitFor(t, "rc1 through a rediscovered informer", func() bool { return h.has(rays, informerhost.EventAdd, "default/rc1") })
 	if u := h.object("rc1"); u == nil || u.GetLabels()["slimmed"] != "true" {
 		t.Errorf("the handler's transform did not run on rc1: %v", u)
 	}
@@ -209,7 +210,7 @@ func TestDiscoveredResourcesThroughTheCache(t *testing.T) {
 	}
 	counted := false
 	for _, e := range c.Dump().Events {
-		if e.Resource == string(rays) && e.Event == eventAdd && e.Handled > 0 {
+		if e.Resource == string(rays) && e.Event == informerhost.EventAdd && e.Handled > 0 {
 			counted = true
 		}
 	}
@@ -286,7 +287,7 @@ func TestDiscoveredResourceForbidden(t *testing.T) {
 	mu.Lock()
 	forbidden = false
 	mu.Unlock()
-	waitFor(t, "rc1 once allowed", func() bool { return h.has(rays, eventAdd, "default/rc1") })
+	waitFor(t, "rc1 once allowed", func() bool { return h.has(rays, informerhost.EventAdd, "default/rc1") })
 	if _, ok := c.Job(gang); !ok || c.JobIDForPod(pod) != gang {
 		t.Fatalf("once RayClusters are watched the pod is not in its RayCluster's gang (checker says %s)", c.JobIDForPod(pod))
 	}

@@ -52,8 +52,8 @@
 //     incrementally through a list of NodeInfos ordered by generation. A
 //     scheduling cycle may place pods on the clones tentatively
 //     (Snapshot.AddPod); the next update undoes that.
-//   - Run (informers.go, custom.go, discovery.go, dispatch.go, with the
-//     transform of pkg/cache/informerhost):
+//   - Run (informers.go, custom.go, discovery.go, with the transform,
+//     the dispatchers and the event trackers of pkg/cache/informerhost):
 //     the informers (the native ones limited to Options.Resources, the
 //     dynamic ones the handler asks for or would like where served, and
 //     the custom ones, all with the same transform and filters), and the
@@ -126,7 +126,7 @@
 //     and whether the first discovery is still pending. Run holds it while
 //     it wires handlers to informers (which takes the informers' own
 //     locks) and while it creates the per-resource statistics (taking
-//     dispatchStats.mu, step 4); so does the discovery goroutine
+//     informerhost.Dispatchers.mu, step 4); so does the discovery goroutine
 //     (discovery.go) while it wires an informer for a resource it found
 //     served, appending to a copy of the registrations. Readers
 //     (HandlersSynced, WaitForHandlersSync, Handlers, EventBacklog) copy the
@@ -134,7 +134,7 @@
 //     SetOwnerGangs takes it briefly, then releases it before taking 1:
 //     3 and 1 never nest.
 //
-//  4. dispatchStats.mu (sync.Mutex) guards the map from resource to event
+//  4. informerhost.Dispatchers.mu (sync.Mutex) guards the map from resource to event
 //     statistics. It is taken only while wiring and dumping — never on the
 //     event path, where each dispatcher holds its statistics directly and
 //     counts with atomics and pre-resolved Prometheus counters.

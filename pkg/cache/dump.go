@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -24,11 +25,11 @@ type Dump struct {
 	// OutsideSelector are the nodes that exist but do not match the node
 	// selector and have pods or external usage accounted to them, kept
 	// aside (see eventhandlers.ExternalUsageCache), sorted by name.
-	OutsideSelector []NodeDump     `json:"outsideSelector,omitempty"`
-	Jobs            []JobDump      `json:"jobs"`
-	Queue           queue.Dump     `json:"queue"`
-	Handlers        HandlersStatus `json:"handlers"`
-	Events          []EventCounts  `json:"events"`
+	OutsideSelector []NodeDump                 `json:"outsideSelector,omitempty"`
+	Jobs            []JobDump                  `json:"jobs"`
+	Queue           queue.Dump                 `json:"queue"`
+	Handlers        HandlersStatus             `json:"handlers"`
+	Events          []informerhost.EventCounts `json:"events"`
 }
 
 // NodeDump describes one node, sorted by name in CacheDump.

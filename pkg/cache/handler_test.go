@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
@@ -75,7 +76,7 @@ func newRecordingHandler(c *SchedulerCache) *recordingHandler { return &recordin
 
 func (h *recordingHandler) record(r framework.EventResource, event string, obj any) {
 	h.mu.Lock()
-	h.events = append(h.events, recorded{resource: r, event: event, key: keyOf(obj)})
+	h.events = append(h.events, recorded{resource: r, event: event, key: informerhost.KeyOf(obj)})
 	h.mu.Unlock()
 }
 
@@ -114,8 +115,8 @@ func (h *recordingHandler) errors() []error {
 }
 
 func (h *recordingHandler) AddPod(obj any) {
-	h.record(framework.Pod, eventAdd, obj)
-	if keyOf(obj) == h.panicOn {
+	h.record(framework.Pod, informerhost.EventAdd, obj)
+	if informerhost.KeyOf(obj) == h.panicOn {
 		panic("recordingHandler: told to panic on " + h.panicOn)
 	}
 	pod, ok := eventhandlers.ObjectAs[*v1.Pod](obj)
@@ -130,7 +131,7 @@ func (h *recordingHandler) AddPod(obj any) {
 }
 
 func (h *recordingHandler) UpdatePod(oldObj, newObj any) {
-	h.record(framework.Pod, eventUpdate, newObj)
+	h.record(framework.Pod, informerhost.EventUpdate, newObj)
 	oldPod, ok1 := eventhandlers.ObjectAs[*v1.Pod](oldObj)
 	newPod, ok2 := eventhandlers.ObjectAs[*v1.Pod](newObj)
 	if !ok1 || !ok2 {
@@ -148,7 +149,7 @@ func (h *recordingHandler) UpdatePod(oldObj, newObj any) {
 }
 
 func (h *recordingHandler) DeletePod(obj any) {
-	h.record(framework.Pod, eventDelete, obj)
+	h.record(framework.Pod, informerhost.EventDelete, obj)
 	pod, ok := eventhandlers.ObjectAs[*v1.Pod](obj)
 	if !ok {
 		return
@@ -161,53 +162,55 @@ func (h *recordingHandler) DeletePod(obj any) {
 }
 
 func (h *recordingHandler) AddNode(obj any) {
-	h.record(framework.Node, eventAdd, obj)
+	h.record(framework.Node, informerhost.EventAdd, obj)
 	if node, ok := eventhandlers.ObjectAs[*v1.Node](obj); ok {
 		h.check(h.cache.AddOrUpdateNode(node))
 	}
 }
 
 func (h *recordingHandler) UpdateNode(oldObj, newObj any) {
-	h.record(framework.Node, eventUpdate, newObj)
+	h.record(framework.Node, informerhost.EventUpdate, newObj)
 	if node, ok := eventhandlers.ObjectAs[*v1.Node](newObj); ok {
 		h.check(h.cache.AddOrUpdateNode(node))
 	}
 }
 
 func (h *recordingHandler) DeleteNode(obj any) {
-	h.record(framework.Node, eventDelete, obj)
+	h.record(framework.Node, informerhost.EventDelete, obj)
 	if node, ok := eventhandlers.ObjectAs[*v1.Node](obj); ok {
 		h.check(h.cache.RemoveNode(node))
 	}
 }
 
 func (h *recordingHandler) AddPersistentVolume(obj any) {
-	h.record(framework.PersistentVolume, eventAdd, obj)
+	h.record(framework.PersistentVolume, informerhost.EventAdd, obj)
 }
 func (h *recordingHandler) AddPersistentVolumeClaim(obj any) {
-	h.record(framework.PersistentVolumeClaim, eventAdd, obj)
+	h.record(framework.PersistentVolumeClaim, informerhost.EventAdd, obj)
 }
 func (h *recordingHandler) AddStorageClass(obj any) {
-	h.record(framework.StorageClass, eventAdd, obj)
+	h.record(framework.StorageClass, informerhost.EventAdd, obj)
 }
-func (h *recordingHandler) AddCSINode(obj any) { h.record(framework.CSINode, eventAdd, obj) }
+func (h *recordingHandler) AddCSINode(obj any) {
+	h.record(framework.CSINode, informerhost.EventAdd, obj)
+}
 func (h *recordingHandler) AddCSIDriver(obj any) {
-	h.record(framework.CSIDriver, eventAdd, obj)
+	h.record(framework.CSIDriver, informerhost.EventAdd, obj)
 }
 func (h *recordingHandler) AddCSIStorageCapacity(obj any) {
-	h.record(framework.CSIStorageCapacity, eventAdd, obj)
+	h.record(framework.CSIStorageCapacity, informerhost.EventAdd, obj)
 }
 func (h *recordingHandler) AddPriorityClass(obj any) {
-	h.record(framework.PriorityClass, eventAdd, obj)
+	h.record(framework.PriorityClass, informerhost.EventAdd, obj)
 }
 func (h *recordingHandler) AddDynamic(gvr schema.GroupVersionResource, obj any) {
-	h.record(eventhandlers.DynamicResourceName(gvr), eventAdd, obj)
+	h.record(eventhandlers.DynamicResourceName(gvr), informerhost.EventAdd, obj)
 }
 func (h *recordingHandler) UpdateDynamic(gvr schema.GroupVersionResource, _, newObj any) {
-	h.record(eventhandlers.DynamicResourceName(gvr), eventUpdate, newObj)
+	h.record(eventhandlers.DynamicResourceName(gvr), informerhost.EventUpdate, newObj)
 }
 func (h *recordingHandler) DeleteDynamic(gvr schema.GroupVersionResource, obj any) {
-	h.record(eventhandlers.DynamicResourceName(gvr), eventDelete, obj)
+	h.record(eventhandlers.DynamicResourceName(gvr), informerhost.EventDelete, obj)
 }
 
 // dynamicHandler also asks for dynamic resources and runs background work.

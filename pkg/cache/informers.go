@@ -35,9 +35,9 @@ type namedRegistration struct {
 	informer toolscache.SharedIndexInformer
 	reg      toolscache.ResourceEventHandlerRegistration
 	// probe is the registration that counts arrivals for tracker (see
-	// backlog.go).
+	// informerhost.EventTracker).
 	probe   toolscache.ResourceEventHandlerRegistration
-	tracker *eventTracker
+	tracker *informerhost.EventTracker
 }
 
 // Run starts the informers and delivers their events to h, then returns:
@@ -192,12 +192,12 @@ func (c *SchedulerCache) register(h eventhandlers.Interface, name string, resour
 	if err != nil {
 		return namedRegistration{}, err
 	}
-	tracker := newEventTracker(name, since)
-	reg, err := informer.AddEventHandler(trackingHandler{next: handler, handled: &tracker.handled})
+	tracker := informerhost.NewEventTracker(name, since)
+	reg, err := informer.AddEventHandler(tracker.Track(handler))
 	if err != nil {
 		return namedRegistration{}, fmt.Errorf("registering the event handler on the %s informer: %w", name, err)
 	}
-	probe, err := informer.AddEventHandler(tracker.probe())
+	probe, err := informer.AddEventHandler(tracker.Probe())
 	if err != nil {
 		if rmErr := informer.RemoveEventHandler(reg); rmErr != nil {
 			klog.ErrorS(rmErr, "Removing event handler after a failed start", "informer", name)
@@ -254,16 +254,16 @@ func nativeResourceSet(rs []framework.EventResource) (map[framework.EventResourc
 		switch {
 		case r == framework.WildCard:
 			all = true
-		case nativeMethods[r] != nil:
+		case informerhost.IsNative(r):
 			set[r] = true
-		case optionalMethods[r] != nil:
+		case informerhost.IsOptional(r):
 			// Served by custom informers only.
 		case r == framework.GangGroup:
 			// Raised by the event handler from the group objects it watches.
 		default:
 			if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
 				return nil, fmt.Errorf("resource %q in Options.Resources is neither a native resource (%v), %q, nor a dynamic one: %w",
-					r, nativeResourceNames(), framework.WildCard, err)
+					r, informerhost.ResourceNames(), framework.WildCard, err)
 			}
 		}
 	}
@@ -285,7 +285,7 @@ func (c *SchedulerCache) warnUnservedResources(gvrs []schema.GroupVersionResourc
 		served[ci.Resource] = true
 	}
 	for _, r := range c.opts.Resources {
-		if r != framework.WildCard && r != framework.GangGroup && nativeMethods[r] == nil && !served[r] {
+		if r != framework.WildCard && r != framework.GangGroup && !informerhost.IsNative(r) && !served[r] {
 			// Dynamic and optional (Grant, ExternalWorkload) resources.
 			klog.InfoS("Cluster events of a resource are needed, but no informer watches it; configure the event handler to watch it",
 				"resource", r)
@@ -330,11 +330,10 @@ func (c *SchedulerCache) dynamicResources(h eventhandlers.Interface) ([]schema.G
 // eventHandlerFor returns the informer event handler that dispatches
 // events of resource r to h, behind the filters of r (pods and nodes).
 func (c *SchedulerCache) eventHandlerFor(r framework.EventResource, h eventhandlers.Interface) (toolscache.ResourceEventHandler, error) {
-	methods, err := methodsFor(h, r)
+	funcs, err := c.dispatchers.Handler(h, r)
 	if err != nil {
 		return nil, err
 	}
-	funcs := c.newDispatcher(r, methods).handlerFuncs()
 	switch r {
 	case framework.Pod:
 		return toolscache.FilteringResourceEventHandler{FilterFunc: c.podFilter, Handler: funcs}, nil
@@ -502,3 +501,7 @@ func (c *SchedulerCache) Handlers() HandlersStatus {
 	sort.Slice(hs.Registrations, func(i, j int) bool { return hs.Registrations[i].Name < hs.Registrations[j].Name })
 	return hs
 }
+
+// EventCounts returns what the dispatchers delivered so far, per resource
+// and event.
+func (c *SchedulerCache) EventCounts() []informerhost.EventCounts { return c.dispatchers.Counts() }

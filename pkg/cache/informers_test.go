@@ -46,7 +46,7 @@ func TestFilters(t *testing.T) {
 		{"not a pod", true}, // left for the handler to reject
 	} {
 		if got := c.podFilter(tt.obj); got != tt.want {
-			t.Errorf("podFilter(%s) = %v, want %v", keyOf(tt.obj), got, tt.want)
+			t.Errorf("podFilter(%s) = %v, want %v", informerhost.KeyOf(tt.obj), got, tt.want)
 		}
 	}
 
@@ -56,11 +56,13 @@ func TestFilters(t *testing.T) {
 // "<event> <name>".
 type eventLog struct{ events []string }
 
-func (r *eventLog) OnAdd(obj any, _ bool) { r.events = append(r.events, "add "+keyOf(obj)) }
-func (r *eventLog) OnUpdate(_, newObj any) {
-	r.events = append(r.events, "update "+keyOf(newObj))
+func (r *eventLog) OnAdd(obj any, _ bool) {
+	r.events = append(r.events, "add "+informerhost.KeyOf(obj))
 }
-func (r *eventLog) OnDelete(obj any) { r.events = append(r.events, "delete "+keyOf(obj)) }
+func (r *eventLog) OnUpdate(_, newObj any) {
+	r.events = append(r.events, "update "+informerhost.KeyOf(newObj))
+}
+func (r *eventLog) OnDelete(obj any) { r.events = append(r.events, "delete "+informerhost.KeyOf(obj)) }
 
 // The node selector filter passes on the matching nodes' events, turning a
 // node that starts or stops matching into an add or a delete, and tells
@@ -131,7 +133,7 @@ func TestRunWiresEveryInformer(t *testing.T) {
 	if ok, unsynced := c.HandlersSynced(); !ok || len(unsynced) != 0 {
 		t.Fatalf("HandlersSynced = %v, %v after WaitForHandlersSync", ok, unsynced)
 	}
-	if !h.has(framework.Node, eventAdd, "early") {
+	if !h.has(framework.Node, informerhost.EventAdd, "early") {
 		t.Fatalf("the initial list did not reach the handler: %v", h.keysOf(framework.Node))
 	}
 
@@ -154,26 +156,26 @@ func TestRunWiresEveryInformer(t *testing.T) {
 	create(t, "priority class", client.SchedulingV1().PriorityClasses().Create, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000})
 
 	want := []recorded{
-		{framework.Node, eventAdd, "n1"},
-		{framework.Pod, eventAdd, "default/theirs-bound"},
-		{framework.Pod, eventAdd, "default/ours"},
-		{framework.PersistentVolume, eventAdd, "pv"},
-		{framework.PersistentVolumeClaim, eventAdd, "default/pvc"},
-		{framework.StorageClass, eventAdd, "sc"},
-		{framework.CSINode, eventAdd, "n1"},
-		{framework.CSIDriver, eventAdd, "driver"},
-		{framework.CSIStorageCapacity, eventAdd, "default/cap"},
-		{framework.PriorityClass, eventAdd, "high"},
+		{framework.Node, informerhost.EventAdd, "n1"},
+		{framework.Pod, informerhost.EventAdd, "default/theirs-bound"},
+		{framework.Pod, informerhost.EventAdd, "default/ours"},
+		{framework.PersistentVolume, informerhost.EventAdd, "pv"},
+		{framework.PersistentVolumeClaim, informerhost.EventAdd, "default/pvc"},
+		{framework.StorageClass, informerhost.EventAdd, "sc"},
+		{framework.CSINode, informerhost.EventAdd, "n1"},
+		{framework.CSIDriver, informerhost.EventAdd, "driver"},
+		{framework.CSIStorageCapacity, informerhost.EventAdd, "default/cap"},
+		{framework.PriorityClass, informerhost.EventAdd, "high"},
 	}
 	for _, w := range want {
 		waitFor(t, w.String(), func() bool { return h.has(w.resource, w.event, w.key) })
 	}
 	// Events of one informer arrive in order: "theirs" was created before
 	// "ours", which has arrived, and was filtered out; so was node "web".
-	if h.has(framework.Pod, eventAdd, "default/theirs") {
+	if h.has(framework.Pod, informerhost.EventAdd, "default/theirs") {
 		t.Error("another scheduler's pending pod reached the handler")
 	}
-	if h.has(framework.Node, eventAdd, "web") {
+	if h.has(framework.Node, informerhost.EventAdd, "web") {
 		t.Error("a node outside the node selector reached the handler")
 	}
 
@@ -200,7 +202,7 @@ func TestRunWiresEveryInformer(t *testing.T) {
 	n1.Labels["pool"] = "web"
 	_, err = core.Nodes().Update(ctx, n1, metav1.UpdateOptions{})
 	mustNoErr(t, "updating n1", err)
-	waitFor(t, "n1 deleted by the selector", func() bool { return h.has(framework.Node, eventDelete, "n1") })
+	waitFor(t, "n1 deleted by the selector", func() bool { return h.has(framework.Node, informerhost.EventDelete, "n1") })
 	if _, ok := nodeIdle(c, "n1"); ok {
 		t.Error("n1 is still schedulable in the cache")
 	}
@@ -219,7 +221,7 @@ func TestRunWiresEveryInformer(t *testing.T) {
 		t.Errorf("queue = %+v, want empty", l)
 	}
 	mustNoErr(t, "deleting ours", core.Pods("default").Delete(ctx, "ours", metav1.DeleteOptions{}))
-	waitFor(t, "ours deleted", func() bool { return h.has(framework.Pod, eventDelete, "default/ours") })
+	waitFor(t, "ours deleted", func() bool { return h.has(framework.Pod, informerhost.EventDelete, "default/ours") })
 	if _, ok := c.Job(framework.JobID{Namespace: "default", Name: "g", Gang: true}); ok {
 		t.Error("job still there after its pod was deleted")
 	}
@@ -249,7 +251,7 @@ func TestPanicIsolation(t *testing.T) {
 	pods := client.CoreV1().Pods("default")
 	create(t, "pod", pods.Create, noRV(st.MakePod().Name("boom").Obj()))
 	create(t, "pod", pods.Create, noRV(st.MakePod().Name("after").Obj()))
-	waitFor(t, "the pod after the panic", func() bool { return h.has(framework.Pod, eventAdd, "default/after") })
+	waitFor(t, "the pod after the panic", func() bool { return h.has(framework.Pod, informerhost.EventAdd, "default/after") })
 
 	if got := testutil.ToFloat64(c.metrics.HandlerPanics.WithLabelValues("Pod", "add")); got != 1 {
 		t.Errorf("handler_panics_total{Pod,add} = %v, want 1", got)
@@ -257,7 +259,7 @@ func TestPanicIsolation(t *testing.T) {
 	if got := testutil.ToFloat64(c.metrics.EventsHandled.WithLabelValues("Pod", "add")); got != 2 {
 		t.Errorf("events_handled_total{Pod,add} = %v, want 2", got)
 	}
-	var podAdd EventCounts
+	var podAdd informerhost.EventCounts
 	for _, e := range c.Dump().Events {
 		if e.Resource == "Pod" && e.Event == "add" {
 			podAdd = e
@@ -268,7 +270,7 @@ func TestPanicIsolation(t *testing.T) {
 	}
 	// Later events of the same object still arrive.
 	mustNoErr(t, "deleting boom", pods.Delete(ctx, "boom", metav1.DeleteOptions{}))
-	waitFor(t, "the delete of the pod that panicked", func() bool { return h.has(framework.Pod, eventDelete, "default/boom") })
+	waitFor(t, "the delete of the pod that panicked", func() bool { return h.has(framework.Pod, informerhost.EventDelete, "default/boom") })
 }
 
 // unsupportedWatchList makes a FakeControllerSource usable by a reflector
@@ -300,16 +302,16 @@ func TestCustomInformer(t *testing.T) {
 	if !strings.Contains(strings.Join(names, ","), "custom/hosts") {
 		t.Errorf("registrations = %v, want custom/hosts among them", names)
 	}
-	if !h.has(framework.Node, eventAdd, "host-1") {
+	if !h.has(framework.Node, informerhost.EventAdd, "host-1") {
 		t.Fatalf("the custom informer's initial list did not reach the handler: %v", h.keysOf(framework.Node))
 	}
 	if idle, ok := nodeIdle(c, "host-1"); !ok || idle.MilliCPU != 16000 {
 		t.Errorf("host-1 in cache: idle %v, ok %v", idle, ok)
 	}
 	source.Add(st.MakeNode().Name("host-2").Obj())
-	waitFor(t, "host-2 from the custom informer", func() bool { return h.has(framework.Node, eventAdd, "host-2") })
+	waitFor(t, "host-2 from the custom informer", func() bool { return h.has(framework.Node, informerhost.EventAdd, "host-2") })
 	source.Delete(st.MakeNode().Name("host-1").Obj())
-	waitFor(t, "host-1 deleted", func() bool { return h.has(framework.Node, eventDelete, "host-1") })
+	waitFor(t, "host-1 deleted", func() bool { return h.has(framework.Node, informerhost.EventDelete, "host-1") })
 
 	if err := c.AddCustomInformer(CustomInformer{Name: "late", Resource: framework.Node, Informer: informer}); err == nil ||
 		!strings.Contains(err.Error(), "already running") {
@@ -329,8 +331,8 @@ func TestCustomInformerPodsAreFiltered(t *testing.T) {
 	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
 	source.Add(st.MakePod().Name("theirs").Scheduler("other").Obj())
 	source.Add(st.MakePod().Name("ours").Obj())
-	waitFor(t, "ours", func() bool { return h.has(framework.Pod, eventAdd, "default/ours") })
-	if h.has(framework.Pod, eventAdd, "default/theirs") {
+	waitFor(t, "ours", func() bool { return h.has(framework.Pod, informerhost.EventAdd, "default/ours") })
+	if h.has(framework.Pod, informerhost.EventAdd, "default/theirs") {
 		t.Error("the custom pod informer bypassed the responsibility filter")
 	}
 }
@@ -379,14 +381,14 @@ func TestRunDynamicInformersAndRunner(t *testing.T) {
 	mustNoErr(t, "Run", c.Run(ctx, h))
 	mustNoErr(t, "WaitForHandlersSync", c.WaitForHandlersSync(ctx))
 	name := eventhandlers.DynamicResourceName(widgets)
-	if !h.has(name, eventAdd, "default/w1") {
+	if !h.has(name, informerhost.EventAdd, "default/w1") {
 		t.Fatalf("widget w1 did not reach AddDynamic: %v", h.keysOf(name))
 	}
 	_, err := dyn.Resource(widgets).Namespace("default").Create(ctx, widget("w2"), metav1.CreateOptions{})
 	mustNoErr(t, "creating w2", err)
-	waitFor(t, "w2", func() bool { return h.has(name, eventAdd, "default/w2") })
+	waitFor(t, "w2", func() bool { return h.has(name, informerhost.EventAdd, "default/w2") })
 	mustNoErr(t, "deleting w1", dyn.Resource(widgets).Namespace("default").Delete(ctx, "w1", metav1.DeleteOptions{}))
-	waitFor(t, "w1 deleted", func() bool { return h.has(name, eventDelete, "default/w1") })
+	waitFor(t, "w1 deleted", func() bool { return h.has(name, informerhost.EventDelete, "default/w1") })
 
 	select {
 	case <-h.running:

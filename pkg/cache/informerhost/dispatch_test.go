@@ -1,4 +1,4 @@
-package cache
+package informerhost
 
 import (
 	"fmt"
@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -99,11 +101,12 @@ func TestDispatchTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.resource), func(t *testing.T) {
-			c, _ := newTestCache(t, Options{})
+			m := newMetrics(t)
 			h := &methodHandler{}
-			m, err := methodsFor(h, tt.resource)
-			mustNoErr(t, "methodsFor", err)
-			funcs := c.newDispatcher(tt.resource, m).handlerFuncs()
+			funcs, err := NewDispatchers(m).Handler(h, tt.resource)
+			if err != nil {
+				t.Fatalf("Handler: %v", err)
+			}
 			obj := st.MakePod().Name("p").Obj()
 			funcs.OnAdd(obj, false)
 			funcs.OnUpdate(obj, obj)
@@ -111,8 +114,8 @@ func TestDispatchTable(t *testing.T) {
 			if got := strings.Join(h.called, " "); got != tt.want {
 				t.Errorf("called %q, want %q", got, tt.want)
 			}
-			for _, event := range []string{eventAdd, eventUpdate, eventDelete} {
-				if got := testutil.ToFloat64(c.metrics.EventsHandled.WithLabelValues(string(tt.resource), event)); got != 1 {
+			for _, event := range []string{EventAdd, EventUpdate, EventDelete} {
+				if got := testutil.ToFloat64(m.EventsHandled.WithLabelValues(string(tt.resource), event)); got != 1 {
 					t.Errorf("events_handled_total{%s,%s} = %v, want 1", tt.resource, event, got)
 				}
 			}
@@ -128,17 +131,18 @@ func (panicHandler) UpdatePod(any, any) { panic("update") }
 func (panicHandler) DeletePod(any)      { panic(fmt.Errorf("delete")) }
 
 func TestDispatchRecoversEveryEvent(t *testing.T) {
-	c, _ := newTestCache(t, Options{})
-	m, err := methodsFor(panicHandler{}, framework.Pod)
-	mustNoErr(t, "methodsFor", err)
-	funcs := c.newDispatcher(framework.Pod, m).handlerFuncs()
+	m := newMetrics(t)
+	funcs, err := NewDispatchers(m).Handler(panicHandler{}, framework.Pod)
+	if err != nil {
+		t.Fatalf("Handler: %v", err)
+	}
 	pod := st.MakePod().Name("p").Obj()
 	funcs.OnAdd(pod, false)
 	funcs.OnUpdate(pod, pod)
 	funcs.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: pod})
 	funcs.OnDelete("not even an object")
-	for event, want := range map[string]float64{eventAdd: 1, eventUpdate: 1, eventDelete: 2} {
-		if got := testutil.ToFloat64(c.metrics.HandlerPanics.WithLabelValues("Pod", event)); got != want {
+	for event, want := range map[string]float64{EventAdd: 1, EventUpdate: 1, EventDelete: 2} {
+		if got := testutil.ToFloat64(m.HandlerPanics.WithLabelValues("Pod", event)); got != want {
 			t.Errorf("handler_panics_total{Pod,%s} = %v, want %v", event, got, want)
 		}
 	}
@@ -155,8 +159,8 @@ func TestKeyOf(t *testing.T) {
 		{st.MakeNode().Name("n").Obj(), "n"},
 		{42, "<int>"},
 	} {
-		if got := keyOf(tt.obj); got != tt.want {
-			t.Errorf("keyOf(%v) = %q, want %q", tt.obj, got, tt.want)
+		if got := KeyOf(tt.obj); got != tt.want {
+			t.Errorf("KeyOf(%v) = %q, want %q", tt.obj, got, tt.want)
 		}
 	}
 }
@@ -181,18 +185,63 @@ func BenchmarkDispatchOverhead(b *testing.B) {
 		}
 	})
 	b.Run("dispatched", func(b *testing.B) {
-		c, err := New(Options{})
+		m, err := metrics.New(nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		h := &countingNodeHandler{}
-		m, err := methodsFor(h, framework.Node)
+		funcs, err := NewDispatchers(m).Handler(h, framework.Node)
 		if err != nil {
 			b.Fatal(err)
 		}
-		funcs := c.newDispatcher(framework.Node, m).handlerFuncs()
 		for b.Loop() {
 			funcs.OnAdd(node, false)
 		}
 	})
 }
+
+// newMetrics returns a private set of metrics.
+func newMetrics(t *testing.T) *metrics.Metrics {
+	t.Helper()
+	m, err := metrics.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// nopHandler implements eventhandlers.Interface and does nothing.
+type nopHandler struct{}
+
+var _ eventhandlers.Interface = nopHandler{}
+
+func (nopHandler) AddPod(any)                                          {}
+func (nopHandler) UpdatePod(any, any)                                  {}
+func (nopHandler) DeletePod(any)                                       {}
+func (nopHandler) AddNode(any)                                         {}
+func (nopHandler) UpdateNode(any, any)                                 {}
+func (nopHandler) DeleteNode(any)                                      {}
+func (nopHandler) AddPersistentVolume(any)                             {}
+func (nopHandler) UpdatePersistentVolume(any, any)                     {}
+func (nopHandler) DeletePersistentVolume(any)                          {}
+func (nopHandler) AddPersistentVolumeClaim(any)                        {}
+func (nopHandler) UpdatePersistentVolumeClaim(any, any)                {}
+func (nopHandler) DeletePersistentVolumeClaim(any)                     {}
+func (nopHandler) AddStorageClass(any)                                 {}
+func (nopHandler) UpdateStorageClass(any, any)                         {}
+func (nopHandler) DeleteStorageClass(any)                              {}
+func (nopHandler) AddCSINode(any)                                      {}
+func (nopHandler) UpdateCSINode(any, any)                              {}
+func (nopHandler) DeleteCSINode(any)                                   {}
+func (nopHandler) AddCSIDriver(any)                                    {}
+func (nopHandler) UpdateCSIDriver(any, any)                            {}
+func (nopHandler) DeleteCSIDriver(any)                                 {}
+func (nopHandler) AddCSIStorageCapacity(any)                           {}
+func (nopHandler) UpdateCSIStorageCapacity(any, any)                   {}
+func (nopHandler) DeleteCSIStorageCapacity(any)                        {}
+func (nopHandler) AddPriorityClass(any)                                {}
+func (nopHandler) UpdatePriorityClass(any, any)                        {}
+func (nopHandler) DeletePriorityClass(any)                             {}
+func (nopHandler) AddDynamic(schema.GroupVersionResource, any)         {}
+func (nopHandler) UpdateDynamic(schema.GroupVersionResource, any, any) {}
+func (nopHandler) DeleteDynamic(schema.GroupVersionResource, any)      {}

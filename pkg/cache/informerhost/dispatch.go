@@ -1,4 +1,4 @@
-package cache
+package informerhost
 
 import (
 	"fmt"
@@ -17,11 +17,12 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 )
 
-// Event names, the "event" label of the dispatch metrics.
+// Event names, the "event" label of the dispatch metrics and of
+// EventCounts.
 const (
-	eventAdd    = "add"
-	eventUpdate = "update"
-	eventDelete = "delete"
+	EventAdd    = "add"
+	EventUpdate = "update"
+	EventDelete = "delete"
 )
 
 // handlerMethods are the three methods of a handler for one resource.
@@ -97,7 +98,7 @@ func dynamicMethods(h eventhandlers.Interface, gvr schema.GroupVersionResource) 
 // methodsFor resolves the handler's methods for resource r: a native
 // resource or a dynamic one named "<plural>.<version>.<group>".
 func methodsFor(h eventhandlers.Interface, r framework.EventResource) (handlerMethods, error) {
-	if err := checkResource(r); err != nil {
+	if err := CheckResource(r); err != nil {
 		return handlerMethods{}, err
 	}
 	if native, ok := nativeMethods[r]; ok {
@@ -113,7 +114,16 @@ func methodsFor(h eventhandlers.Interface, r framework.EventResource) (handlerMe
 	return dynamicMethods(h, gvr), nil
 }
 
-func nativeResourceNames() []string {
+// IsNative reports whether r is a native resource: one of
+// eventhandlers.Interface's own methods handle it.
+func IsNative(r framework.EventResource) bool { return nativeMethods[r] != nil }
+
+// IsOptional reports whether r is handled by an optional interface of the
+// handler (Grant, ExternalWorkload); only custom informers serve these.
+func IsOptional(r framework.EventResource) bool { return optionalMethods[r] != nil }
+
+// ResourceNames returns the native and optional resources, sorted.
+func ResourceNames() []string {
 	names := make([]string, 0, len(nativeMethods)+len(optionalMethods))
 	for r := range nativeMethods {
 		names = append(names, string(r))
@@ -137,8 +147,13 @@ type resourceStats struct {
 	add, update, delete eventStats
 }
 
-// dispatchStats holds the statistics of every resource dispatched so far.
-type dispatchStats struct {
+// Dispatchers deliver informer events to an event handler's methods, one
+// dispatcher per registration, counting every event per resource and event
+// (in Prometheus and for the dump) and isolating the informer from a
+// handler that panics. It holds the statistics of every resource
+// dispatched so far; informers of the same resource (a native and a custom
+// one) share them.
+type Dispatchers struct {
 	metrics *metrics.Metrics
 
 	// mu guards byResource. It is only taken while wiring and dumping,
@@ -147,13 +162,14 @@ type dispatchStats struct {
 	byResource map[framework.EventResource]*resourceStats
 }
 
-func newDispatchStats(m *metrics.Metrics) *dispatchStats {
-	return &dispatchStats{metrics: m, byResource: map[framework.EventResource]*resourceStats{}}
+// NewDispatchers returns Dispatchers that report to m.
+func NewDispatchers(m *metrics.Metrics) *Dispatchers {
+	return &Dispatchers{metrics: m, byResource: map[framework.EventResource]*resourceStats{}}
 }
 
 // forResource returns the statistics of r, creating them on first use.
 // Informers of the same resource (a native and a custom one) share them.
-func (d *dispatchStats) forResource(r framework.EventResource) *resourceStats {
+func (d *Dispatchers) forResource(r framework.EventResource) *resourceStats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s, ok := d.byResource[r]; ok {
@@ -163,7 +179,7 @@ func (d *dispatchStats) forResource(r framework.EventResource) *resourceStats {
 	for _, e := range []struct {
 		stats *eventStats
 		event string
-	}{{&s.add, eventAdd}, {&s.update, eventUpdate}, {&s.delete, eventDelete}} {
+	}{{&s.add, EventAdd}, {&s.update, EventUpdate}, {&s.delete, EventDelete}} {
 		e.stats.handledCounter = d.metrics.EventsHandled.WithLabelValues(string(r), e.event)
 		e.stats.panicCounter = d.metrics.HandlerPanics.WithLabelValues(string(r), e.event)
 	}
@@ -179,8 +195,8 @@ type EventCounts struct {
 	Panics   int64  `json:"panics"`
 }
 
-// counts returns the counts of every (resource, event), sorted.
-func (d *dispatchStats) counts() []EventCounts {
+// Counts returns the counts of every (resource, event), sorted.
+func (d *Dispatchers) Counts() []EventCounts {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make([]EventCounts, 0, 3*len(d.byResource))
@@ -188,7 +204,7 @@ func (d *dispatchStats) counts() []EventCounts {
 		for _, e := range []struct {
 			stats *eventStats
 			event string
-		}{{&s.add, eventAdd}, {&s.update, eventUpdate}, {&s.delete, eventDelete}} {
+		}{{&s.add, EventAdd}, {&s.update, EventUpdate}, {&s.delete, EventDelete}} {
 			out = append(out, EventCounts{Resource: string(r), Event: e.event,
 				Handled: e.stats.handled.Load(), Panics: e.stats.panics.Load()})
 		}
@@ -210,8 +226,20 @@ type dispatcher struct {
 	stats    *resourceStats
 }
 
-func (c *SchedulerCache) newDispatcher(r framework.EventResource, m handlerMethods) *dispatcher {
-	return &dispatcher{resource: r, methods: m, stats: c.dispatchers.forResource(r)}
+func (d *Dispatchers) newDispatcher(r framework.EventResource, m handlerMethods) *dispatcher {
+	return &dispatcher{resource: r, methods: m, stats: d.forResource(r)}
+}
+
+// Handler returns the informer event handler that delivers the events of
+// resource r (a native one, Grant or ExternalWorkload, or a dynamic one
+// named "<plural>.<version>.<group>") to h's methods for it. It fails when
+// r is none of those, or h lacks the optional interface r needs.
+func (d *Dispatchers) Handler(h eventhandlers.Interface, r framework.EventResource) (toolscache.ResourceEventHandlerFuncs, error) {
+	m, err := methodsFor(h, r)
+	if err != nil {
+		return toolscache.ResourceEventHandlerFuncs{}, err
+	}
+	return d.newDispatcher(r, m).handlerFuncs(), nil
 }
 
 // handlerFuncs returns the dispatcher as an informer event handler.
@@ -225,19 +253,19 @@ func (d *dispatcher) handlerFuncs() toolscache.ResourceEventHandlerFuncs {
 
 func (d *dispatcher) onAdd(obj any) {
 	d.count(&d.stats.add)
-	defer d.recoverPanic(&d.stats.add, eventAdd, obj)
+	defer d.recoverPanic(&d.stats.add, EventAdd, obj)
 	d.methods.add(obj)
 }
 
 func (d *dispatcher) onUpdate(oldObj, newObj any) {
 	d.count(&d.stats.update)
-	defer d.recoverPanic(&d.stats.update, eventUpdate, newObj)
+	defer d.recoverPanic(&d.stats.update, EventUpdate, newObj)
 	d.methods.update(oldObj, newObj)
 }
 
 func (d *dispatcher) onDelete(obj any) {
 	d.count(&d.stats.delete)
-	defer d.recoverPanic(&d.stats.delete, eventDelete, obj)
+	defer d.recoverPanic(&d.stats.delete, EventDelete, obj)
 	d.methods.delete(obj)
 }
 
@@ -256,11 +284,11 @@ func (d *dispatcher) recoverPanic(s *eventStats, event string, obj any) {
 	s.panics.Add(1)
 	s.panicCounter.Inc()
 	klog.ErrorS(fmt.Errorf("panic: %v", r), "Event handler panicked; event dropped",
-		"resource", d.resource, "event", event, "key", keyOf(obj), "stack", string(debug.Stack()))
+		"resource", d.resource, "event", event, "key", KeyOf(obj), "stack", string(debug.Stack()))
 }
 
-// keyOf returns the informer key of obj, tombstones included, for logs.
-func keyOf(obj any) string {
+// KeyOf returns the informer key of obj, tombstones included, for logs.
+func KeyOf(obj any) string {
 	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return fmt.Sprintf("<%T>", obj)
@@ -268,6 +296,18 @@ func keyOf(obj any) string {
 	return key
 }
 
-// EventCounts returns what the dispatchers delivered so far, per resource
-// and event.
-func (c *SchedulerCache) EventCounts() []EventCounts { return c.dispatchers.counts() }
+// CheckResource reports whether the dispatch table maps r to handler
+// methods, without needing a handler.
+func CheckResource(r framework.EventResource) error {
+	if _, ok := nativeMethods[r]; ok {
+		return nil
+	}
+	if _, ok := optionalMethods[r]; ok {
+		return nil
+	}
+	if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
+		return fmt.Errorf("no event handler methods for resource %q: it is neither a native resource (%v) nor a dynamic one: %w",
+			r, ResourceNames(), err)
+	}
+	return nil
+}
