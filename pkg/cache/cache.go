@@ -109,10 +109,10 @@ type SchedulerCache struct {
 	schedulers map[string]bool
 	queue      *queue.SchedulingQueue
 	metrics    *metrics.Metrics
-	// nativeResources are the native resources Run starts informers for;
-	// nil means all of them. Like the fields above, set by New only.
-	nativeResources map[framework.EventResource]bool
-	expiredCounter  prometheus.Counter
+	// host runs the informers that feed the handler, which feeds the
+	// cache. Like the fields above, set by New only.
+	host           *informerhost.Host
+	expiredCounter prometheus.Counter
 
 	// mu guards the node and job state below.
 	mu sync.RWMutex
@@ -169,24 +169,6 @@ type SchedulerCache struct {
 	numPlaceholders int
 	numPending      int
 	sizeGauges      cacheSizeGauges
-
-	// dispatchers is built by New and read-only afterwards.
-	dispatchers *informerhost.Dispatchers
-
-	// runMu guards the fields below, which Run and AddCustomInformer set.
-	runMu           sync.Mutex
-	started         bool
-	customInformers []CustomInformer
-	registrations   []namedRegistration
-	// syncReporter is the handler's own sync state, if it reports one
-	// (eventhandlers.SyncReporter).
-	syncReporter eventhandlers.SyncReporter
-	// stateRules are the handler's rules for what the cache records, if
-	// it has its own (eventhandlers.StateRules); the checker follows them.
-	stateRules eventhandlers.StateRules
-	// discovery is the state of the resources the handler would like
-	// discovered (see discovery.go).
-	discovery discoveryState
 }
 
 var (
@@ -230,10 +212,6 @@ func New(opts Options) (*SchedulerCache, error) {
 			return nil, errors.New("creating scheduler cache: empty scheduler name")
 		}
 		schedulers[name] = true
-	}
-	nativeResources, err := nativeResourceSet(opts.Resources)
-	if err != nil {
-		return nil, fmt.Errorf("creating scheduler cache: %w", err)
 	}
 	if opts.Metrics == nil {
 		m, err := metrics.New(nil)
@@ -279,10 +257,18 @@ func New(opts Options) (*SchedulerCache, error) {
 			pendingPods:  size.WithLabelValues(metrics.CachePendingPods),
 			jobs:         size.WithLabelValues(metrics.CacheJobs),
 		},
-		expiredCounter:  opts.Metrics.AssumedPodsExpired,
-		nativeResources: nativeResources,
-		dispatchers:     informerhost.NewDispatchers(opts.Metrics),
+		expiredCounter: opts.Metrics.AssumedPodsExpired,
 	}
+	host, err := informerhost.New(informerhost.Options{
+		SchedulerNames: opts.SchedulerNames, Client: opts.Client, DynamicClient: opts.DynamicClient,
+		Discovery: opts.Discovery, RediscoveryPeriod: opts.RediscoveryPeriod, ResyncPeriod: opts.ResyncPeriod,
+		InformerFactory: opts.InformerFactory, Resources: opts.Resources, Metrics: opts.Metrics, Clock: opts.Clock,
+		PodFilter: c.podFilter, NodeFilter: c.nodeFilter(), SetOwnerKindUnavailable: c.setOwnerKindUnavailable,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating scheduler cache: %w", err)
+	}
+	c.host = host
 	return c, nil
 }
 

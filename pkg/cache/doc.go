@@ -44,22 +44,17 @@
 //     or bound. They move too when discovery finds that the scheduler may
 //     not list an owner kind's resource (no gang is inferred from it
 //     then), or may again.
-//   - Discovery (discovery.go): the resources the handler would like
-//     watched where served (eventhandlers.DiscoveredResourceRequester) get
-//     an informer in Run's dynamic factory once discovery finds them
-//     served, at start-up and every Options.RediscoveryPeriod.
 //   - Snapshot (snapshot.go): clones of the schedulable NodeInfos, updated
 //     incrementally through a list of NodeInfos ordered by generation. A
 //     scheduling cycle may place pods on the clones tentatively
 //     (Snapshot.AddPod); the next update undoes that.
-//   - Run (informers.go, custom.go, discovery.go, with the transform,
-//     the dispatchers and the event trackers of pkg/cache/informerhost):
+//   - Run (informers.go): the cache hands its filters (whose pods, which
+//     nodes) to its informer host (pkg/cache/informerhost), which runs
 //     the informers (the native ones limited to Options.Resources, the
 //     dynamic ones the handler asks for or would like where served, and
-//     the custom ones, all with the same transform and filters), and the
-//     dispatch table that
-//     maps a resource to the handler's methods, counting events and
-//     recovering panics; and the expiry of assumed pods.
+//     the custom ones, all with the same transform and filters) and
+//     dispatches their events to the handler; the cache starts its own
+//     loops beside it (the queue's flushes, the expiry of assumed pods).
 //   - View (view.go): a copy of all of the above for the tools that
 //     inspect the cache, taken in short sections of the lock, and Dump
 //     (dump.go), the same rendered as JSON for people. The tools
@@ -121,23 +116,27 @@
 //     lock, the reverse of the order above, and could deadlock. Pop
 //     releases it while it waits.
 //
-//  3. SchedulerCache.runMu (sync.Mutex) guards the start-up state: whether
-//     Run has succeeded, the custom informers, the handler registrations
-//     and whether the first discovery is still pending. Run holds it while
-//     it wires handlers to informers (which takes the informers' own
-//     locks) and while it creates the per-resource statistics (taking
-//     informerhost.Dispatchers.mu, step 4); so does the discovery goroutine
-//     (discovery.go) while it wires an informer for a resource it found
-//     served, appending to a copy of the registrations. Readers
-//     (HandlersSynced, WaitForHandlersSync, Handlers, EventBacklog) copy the
-//     registrations out and call HasSynced after releasing it.
-//     SetOwnerGangs takes it briefly, then releases it before taking 1:
-//     3 and 1 never nest.
+//  3. informerhost.Host.runMu (sync.Mutex; the cache's host, see
+//     pkg/cache/informerhost) guards the start-up state: whether Run has
+//     succeeded, the custom informers, the handler registrations and
+//     whether the first discovery is still pending. Run holds it while it
+//     wires handlers to informers (which takes the informers' own locks)
+//     and while it creates the per-resource statistics (taking
+//     informerhost.Dispatchers.mu, step 4); so does the discovery
+//     goroutine while it wires an informer for a resource it found served,
+//     appending to a copy of the registrations. Readers (HandlersSynced,
+//     WaitForHandlersSync, Handlers, EventBacklog, StateRules,
+//     CustomInformers) copy what they need and call HasSynced after
+//     releasing it. SetOwnerGangs takes it briefly (Host.Running), then
+//     releases it before taking 1, and the discovery goroutine tells the
+//     cache about owner kinds (taking 1) without holding it: 3 and 1
+//     never nest.
 //
-//  4. informerhost.Dispatchers.mu (sync.Mutex) guards the map from resource to event
-//     statistics. It is taken only while wiring and dumping — never on the
-//     event path, where each dispatcher holds its statistics directly and
-//     counts with atomics and pre-resolved Prometheus counters.
+//  4. informerhost.Dispatchers.mu (sync.Mutex) guards the map from
+//     resource to event statistics. It is taken only while wiring and
+//     dumping — never on the event path, where each dispatcher holds its
+//     statistics directly and counts with atomics and pre-resolved
+//     Prometheus counters.
 //
 // The event path takes no lock of its own: an informer goroutine calls a
 // dispatcher (the node filter first takes 1 to record nodes outside the

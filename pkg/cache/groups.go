@@ -36,12 +36,10 @@ func isExplicitGroupKind(kind framework.GroupKind) bool {
 // group explicitly are put in the gang of their owner when its kind is in
 // kinds. It fails once the cache runs.
 func (c *SchedulerCache) SetOwnerGangs(kinds framework.OwnerKinds) error {
-	// runMu and mu never nest (see doc.go): Run and SetOwnerGangs are
-	// both called while the scheduler is set up, one after the other.
-	c.runMu.Lock()
-	started := c.started
-	c.runMu.Unlock()
-	if started {
+	// The host's lock and mu never nest (see doc.go): Run and
+	// SetOwnerGangs are both called while the scheduler is set up, one
+	// after the other.
+	if c.host.Running() {
 		return errors.New("setting the owner kinds of inferred gangs: the cache is already running")
 	}
 	c.mu.Lock()

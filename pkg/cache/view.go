@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
@@ -228,22 +227,6 @@ func (c *SchedulerCache) View() *View {
 	hold.stop()
 	cv.LongestHold = hold.longest
 	return cv
-}
-
-// StateRules are the rules of the running handler for what the cache
-// records (eventhandlers.StateRules), nil when it has none of its own or
-// Run has not been called.
-func (c *SchedulerCache) StateRules() eventhandlers.StateRules {
-	c.runMu.Lock()
-	defer c.runMu.Unlock()
-	return c.stateRules
-}
-
-// CustomInformers returns the custom informers added so far.
-func (c *SchedulerCache) CustomInformers() []CustomInformer {
-	c.runMu.Lock()
-	defer c.runMu.Unlock()
-	return slices.Clone(c.customInformers)
 }
 
 // Options returns the options the cache was built with, defaults applied.

@@ -1,22 +1,27 @@
-// Package informerhost holds the parts of the cache's informer host that
-// do not need the cache's state:
+// Package informerhost is the cache's informer host: it starts every
+// informer the scheduler needs and delivers their events to the event
+// handler. The cache (pkg/cache) owns one Host, gives it the filters that
+// need the cache's state (whose pods, which nodes, which owner kinds may
+// be listed) and starts its own loops beside it.
 //
-//   - what the informers keep of each object: StripForScheduler, the
-//     transform every informer of the cache runs (native, dynamic and
-//     custom alike), which drops what the scheduler never reads and
-//     interns what thousands of pods repeat (container specs,
-//     tolerations, labels, owner references), and NewInformerFactory, the
-//     shared factory of native informers that applies it;
-//   - how events reach the handler: Dispatchers map a resource to the
-//     event handler's methods for it (the one dispatch table), count every
-//     event per resource and event, and keep a handler's panic from
-//     reaching the informer;
-//   - how far the handler is behind: an EventTracker per registration
-//     counts the events that arrived (a probe registration) and those
-//     handled, for the backlog metrics and /readyz.
+//   - Host.Run starts the native informers the handler and the plugins
+//     need (Options.Resources), a dynamic informer for each resource the
+//     handler asks for, the custom informers (AddCustomInformer), and,
+//     through discovery, an informer for each resource the handler would
+//     like watched where the API server serves it (discovery.go). It
+//     knows when their handlers have synced (HandlersSynced,
+//     WaitForHandlersSync).
+//   - StripForScheduler, the transform every informer runs, drops what
+//     the scheduler never reads and interns what thousands of pods
+//     repeat; NewInformerFactory is the shared factory of native
+//     informers that applies it.
+//   - Dispatchers map a resource to the handler's methods for it (the one
+//     dispatch table), count every event per resource and event, and keep
+//     a handler's panic from reaching the informer.
+//   - An EventTracker per registration counts the events that arrived (a
+//     probe registration) and those handled: EventBacklog and its gauges,
+//     and /readyz.
 //
-// Starting the informers and wiring them to the handler (Run, custom
-// informers, discovery of served resources) still lives in pkg/cache
-// (informers.go, custom.go, discovery.go), behind the filters that need
-// the cache (whose pods, which nodes).
+// Its lock (Host.runMu) and the dispatchers' are steps 3 and 4 of the
+// lock discipline written down in pkg/cache.
 package informerhost

@@ -1,4 +1,4 @@
-package cache
+package informerhost
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -39,14 +38,14 @@ type CustomInformer struct {
 // AddCustomInformer adds ci to the informers Run starts. It must be called
 // before Run; names must be unique, and ci.Resource must have handler
 // methods.
-func (c *SchedulerCache) AddCustomInformer(ci CustomInformer) error {
+func (c *Host) AddCustomInformer(ci CustomInformer) error {
 	if ci.Name == "" {
 		return errors.New("adding custom informer: empty name")
 	}
 	if ci.Informer == nil {
 		return fmt.Errorf("adding custom informer %q: nil informer", ci.Name)
 	}
-	if err := informerhost.CheckResource(ci.Resource); err != nil {
+	if err := CheckResource(ci.Resource); err != nil {
 		return fmt.Errorf("adding custom informer %q: %w", ci.Name, err)
 	}
 	c.runMu.Lock()

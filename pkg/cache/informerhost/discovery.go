@@ -1,4 +1,4 @@
-package cache
+package informerhost
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
@@ -53,7 +52,7 @@ type discoveryState struct {
 // only run's goroutine uses them afterwards, so it has no lock of its
 // own; it takes runMu to register an informer, like Run.
 type discoverer struct {
-	c          *SchedulerCache
+	c          *Host
 	h          eventhandlers.Interface
 	candidates []eventhandlers.DiscoveredResource
 	// watched are the resources with an informer: those of
@@ -75,7 +74,7 @@ type discoverer struct {
 // asks for none or they cannot be watched (no dynamic client or no
 // discovery): that is logged, and nothing waits for them. static are the
 // resources Run watches for eventhandlers.DynamicResourceRequester.
-func (c *SchedulerCache) newDiscoverer(h eventhandlers.Interface, static []schema.GroupVersionResource) *discoverer {
+func (c *Host) newDiscoverer(h eventhandlers.Interface, static []schema.GroupVersionResource) *discoverer {
 	requester, ok := h.(eventhandlers.DiscoveredResourceRequester)
 	if !ok {
 		return nil
@@ -259,11 +258,11 @@ func (d *discoverer) alternativeWatched(r eventhandlers.DiscoveredResource) bool
 func (d *discoverer) start(ctx context.Context, r eventhandlers.DiscoveredResource) error {
 	name := eventhandlers.DynamicResourceName(r.GVR)
 	informer := d.factory.ForResource(r.GVR).Informer()
-	transform := toolscache.TransformFunc(informerhost.StripForScheduler)
+	transform := toolscache.TransformFunc(StripForScheduler)
 	if r.Transform != nil {
 		own := r.Transform
 		transform = func(obj any) (any, error) {
-			obj, err := informerhost.StripForScheduler(obj)
+			obj, err := StripForScheduler(obj)
 			if err != nil {
 				return nil, err
 			}
