@@ -367,58 +367,104 @@ func (a *Allocator) publish(in drf.Input, res drf.Result, revoked map[drf.Key]st
 		}
 		desired[grantName(k)] = a.newGrant(k, last, v1alpha1.GrantRevoked, msg)
 	}
-	names := make([]string, 0, len(desired))
-	for name := range desired {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		want := desired[name]
-		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-			klog.ErrorS(errors.New(msgs[0]), "Grant name is not a valid object name; not published", "grant", name)
-			continue
-		}
-		if errs := v1alpha1.ValidateGrant(want); len(errs) > 0 {
-			klog.ErrorS(errs.ToAggregate(), "Invalid grant; not published", "grant", name)
-			continue
-		}
-		cur := a.published[name]
-		if cur == nil {
-			a.setExpiry(want, now)
-			if err := a.store.Create(want); err != nil {
-				klog.ErrorS(err, "Publishing a grant failed", "grant", name)
-				continue
-			}
-			klog.V(2).InfoS("Grant published", "grant", name, "resources", resources.FromList(want.Spec.Resources), "phase", want.Status.Phase)
-			a.published[name] = want
-			continue
-		}
-		same := equality.Semantic.DeepEqual(cur.Spec.Resources, want.Spec.Resources) && cur.Status == want.Status
-		if same && !a.renewDue(cur, now) {
-			continue
-		}
-		a.setExpiry(want, now)
-		if err := a.store.Update(want); err != nil {
-			klog.ErrorS(err, "Updating a grant failed", "grant", name)
-			continue
-		}
-		if !same {
-			klog.V(2).InfoS("Grant updated", "grant", name, "resources", resources.FromList(want.Spec.Resources), "phase", want.Status.Phase)
-		}
-		a.published[name] = want
-	}
+	// Capacity moves between grants of one node: it must leave one grant
+	// before it is added to another, or a framework watching the grants
+	// would see the node over-committed in between. So: deletions first,
+	// then the grants that do not grow, then those that do, each pass in
+	// name order. If anything could not be taken away, nothing grows this
+	// round.
+	var stale []string
 	for name := range a.published {
-		if desired[name] != nil {
-			continue
+		if desired[name] == nil {
+			stale = append(stale, name)
 		}
+	}
+	sort.Strings(stale)
+	shrinkFailed := false
+	for _, name := range stale {
 		if err := a.store.Delete("", name); err != nil {
 			klog.ErrorS(err, "Deleting a grant failed", "grant", name)
+			shrinkFailed = true
 		} else {
 			klog.V(2).InfoS("Grant deleted", "grant", name)
 		}
 		delete(a.published, name)
 	}
+	var keep, grow []string
+	for name, want := range desired {
+		cur := a.published[name]
+		activated := cur != nil && cur.Status.Phase != v1alpha1.GrantActive && want.Status.Phase == v1alpha1.GrantActive
+		if cur == nil || activated || grows(cur.Spec.Resources, want.Spec.Resources) {
+			grow = append(grow, name)
+		} else {
+			keep = append(keep, name)
+		}
+	}
+	sort.Strings(keep)
+	sort.Strings(grow)
+	for _, name := range keep {
+		if !a.apply(name, desired[name], now) {
+			shrinkFailed = true
+		}
+	}
+	if shrinkFailed && len(grow) > 0 {
+		klog.InfoS("Not growing grants this round: a grant could not be shrunk or deleted", "grants", len(grow))
+		grow = nil
+	}
+	for _, name := range grow {
+		a.apply(name, desired[name], now)
+	}
 	a.metrics.grants.Set(float64(len(a.published)))
+}
+
+// apply creates or updates the grant name to want, if it changed or is
+// due for renewal, and reports whether the store has it as wanted.
+func (a *Allocator) apply(name string, want *v1alpha1.Grant, now time.Time) bool {
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		klog.ErrorS(errors.New(msgs[0]), "Grant name is not a valid object name; not published", "grant", name)
+		return false
+	}
+	if errs := v1alpha1.ValidateGrant(want); len(errs) > 0 {
+		klog.ErrorS(errs.ToAggregate(), "Invalid grant; not published", "grant", name)
+		return false
+	}
+	cur := a.published[name]
+	if cur == nil {
+		a.setExpiry(want, now)
+		if err := a.store.Create(want); err != nil {
+			klog.ErrorS(err, "Publishing a grant failed", "grant", name)
+			return false
+		}
+		klog.V(2).InfoS("Grant published", "grant", name, "resources", resources.FromList(want.Spec.Resources), "phase", want.Status.Phase)
+		a.published[name] = want
+		return true
+	}
+	same := equality.Semantic.DeepEqual(cur.Spec.Resources, want.Spec.Resources) && cur.Status == want.Status
+	if same && !a.renewDue(cur, now) {
+		return true
+	}
+	a.setExpiry(want, now)
+	if err := a.store.Update(want); err != nil {
+		klog.ErrorS(err, "Updating a grant failed", "grant", name)
+		return false
+	}
+	if !same {
+		klog.V(2).InfoS("Grant updated", "grant", name, "resources", resources.FromList(want.Spec.Resources), "phase", want.Status.Phase)
+	}
+	a.published[name] = want
+	return true
+}
+
+// grows reports whether want asks for more of some resource than cur.
+func grows(cur, want v1.ResourceList) bool {
+	for name, q := range want {
+		if c, ok := cur[name]; !ok || q.Cmp(c) > 0 {
+			if ok || !q.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (a *Allocator) newGrant(k drf.Key, rl v1.ResourceList, phase v1alpha1.GrantPhase, msg string) *v1alpha1.Grant {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/batch-scheduler/batch-scheduler/examples/allocator/internal/drf"
 	"github.com/batch-scheduler/batch-scheduler/examples/allocator/internal/frameworks"
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 func testNode(name string) *v1.Node {
@@ -171,4 +174,48 @@ func TestUnreadableReportKeepsGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll("node deleted", func() bool { objs, _ := a.Store().List(""); return len(objs) == 0 })
+}
+
+// Capacity that moves between two grants of a node leaves the one before
+// it reaches the other: the store takes the shrink first, so that a
+// framework watching the grants never sees the node over-committed.
+func TestPublishShrinksBeforeItGrows(t *testing.T) {
+	a, err := New(fake.NewClientset(testNode("n1")), Options{Name: "test", Interval: time.Second, IdleTimeout: time.Second,
+		DemandTimeout: time.Second, Registry: &frameworks.File{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := func(milli int64) resources.Resource { return resources.Resource{MilliCPU: milli, Memory: 1 << 30} }
+	in := drf.Input{Now: time.Now(), Nodes: []drf.Node{{Name: "n1", Allocatable: cpu(4000)}},
+		Frameworks: []drf.Framework{{Name: "batch"}, {Name: "idle"}}}
+	rv := func(name string) int {
+		t.Helper()
+		o, ok := a.Store().Get("", name)
+		if !ok {
+			t.Fatalf("grant %s is not published", name)
+		}
+		n, err := strconv.Atoi(o.(*v1alpha1.Grant).ResourceVersion)
+		if err != nil {
+			t.Fatalf("grant %s: resourceVersion: %v", name, err)
+		}
+		return n
+	}
+	// Everything to idle; then most of it moves to batch, whose grant
+	// sorts first by name.
+	a.publish(in, drf.Result{Grants: map[drf.Key]drf.Grant{{Framework: "idle", Node: "n1"}: {Resources: cpu(4000)}}}, nil)
+	a.publish(in, drf.Result{Grants: map[drf.Key]drf.Grant{
+		{Framework: "batch", Node: "n1"}: {Resources: cpu(3000)},
+		{Framework: "idle", Node: "n1"}:  {Resources: cpu(1000)},
+	}}, nil)
+	if idle, batch := rv("idle.n1"), rv("batch.n1"); idle > batch {
+		t.Errorf("batch.n1 was written (resourceVersion %d) before idle.n1 shrank (%d)", batch, idle)
+	}
+	// And back: batch shrinks before idle grows.
+	a.publish(in, drf.Result{Grants: map[drf.Key]drf.Grant{
+		{Framework: "batch", Node: "n1"}: {Resources: cpu(1000)},
+		{Framework: "idle", Node: "n1"}:  {Resources: cpu(3000)},
+	}}, nil)
+	if idle, batch := rv("idle.n1"), rv("batch.n1"); batch > idle {
+		t.Errorf("idle.n1 grew (resourceVersion %d) before batch.n1 shrank (%d)", idle, batch)
+	}
 }
