@@ -1,0 +1,60 @@
+package defaultpreemption_test
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// TakeBack is a second PostFilter plugin of the kind docs/scheduling.md
+// describes: it makes room by evicting pods another team borrowed,
+// whatever their priority, through the same RoomMaker DefaultPreemption
+// uses.
+type TakeBack struct{}
+
+func (TakeBack) Name() string { return "TakeBack" }
+
+func (TakeBack) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	out, err := room.MakeRoom(ctx, func(t *framework.TaskInfo) bool {
+		return t.Pod.Labels["acme.example/borrowed"] == "true"
+	})
+	switch {
+	case err != nil:
+		return nil, framework.AsStatus(err)
+	case out.Waiting > 0:
+		return &framework.PostFilterResult{Message: "take-back: waiting for evicted pods to go"}, nil
+	case !out.Fits:
+		return nil, framework.NewStatus(framework.Unschedulable, "nothing borrowed to take back")
+	}
+	return &framework.PostFilterResult{Message: fmt.Sprintf("take-back: evicting %d borrowed pods", out.Victims)}, nil
+}
+
+// room stands in for the scheduler's machinery: it counts the running
+// pods the policy lets go.
+type room struct{ running []*framework.TaskInfo }
+
+func (r room) MakeRoom(_ context.Context, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
+	n := 0
+	for _, t := range r.running {
+		if policy(t) {
+			n++
+		}
+	}
+	return framework.RoomOutcome{Fits: n > 0, Victims: n}, nil
+}
+
+func Example_aSecondPostFilterPlugin() {
+	running := []*framework.TaskInfo{
+		{Pod: st.MakePod().Name("lent").Label("acme.example/borrowed", "true").Obj()},
+		{Pod: st.MakePod().Name("own").Obj()},
+	}
+	job := &framework.Job{ID: framework.JobID{Namespace: "team-a", Name: "train", Gang: true}, MinAvailable: 1,
+		Pending: []*v1.Pod{st.MakePod().Name("train-0").Obj()}}
+	res, status := TakeBack{}.PostFilter(context.Background(), framework.NewCycleState(), job, room{running: running})
+	fmt.Println(status.IsSuccess(), res.Message)
+	// Output: true take-back: evicting 1 borrowed pods
+}
