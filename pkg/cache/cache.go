@@ -192,20 +192,11 @@ func New(opts Options) (*SchedulerCache, error) {
 	if opts.AssumedPodTTL == 0 {
 		opts.AssumedPodTTL = DefaultAssumedPodTTL
 	}
-	switch {
-	case opts.AssumedPodTTL < 0:
+	if opts.AssumedPodTTL < 0 {
 		return nil, fmt.Errorf("creating scheduler cache: negative assumed pod TTL %v", opts.AssumedPodTTL)
-	case opts.ResyncPeriod < 0:
-		return nil, fmt.Errorf("creating scheduler cache: negative resync period %v", opts.ResyncPeriod)
-	case opts.RediscoveryPeriod < 0:
-		return nil, fmt.Errorf("creating scheduler cache: negative rediscovery period %v", opts.RediscoveryPeriod)
 	}
-	if opts.RediscoveryPeriod == 0 {
-		opts.RediscoveryPeriod = DefaultRediscoveryPeriod
-	}
-	if opts.Discovery == nil && opts.Client != nil {
-		opts.Discovery = opts.Client.Discovery()
-	}
+	// The informer host checks and defaults the informer options
+	// (resync, rediscovery, discovery, resources) below.
 	schedulers := make(map[string]bool, len(opts.SchedulerNames))
 	for _, name := range opts.SchedulerNames {
 		if name == "" {

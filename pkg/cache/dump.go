@@ -137,6 +137,8 @@ func (c *SchedulerCache) Dump() *Dump {
 	return d
 }
 
+// dumpNode renders n, a View's clone: its amounts are its own, its Cap
+// and ExternalKeys are shared with the cache and copied.
 func dumpNode(n *framework.NodeInfo) NodeDump {
 	pods := make([]string, len(n.Pods))
 	var assumed []string
@@ -152,14 +154,14 @@ func dumpNode(n *framework.NodeInfo) NodeDump {
 		Name:         n.Name(),
 		Placeholder:  n.Placeholder,
 		Generation:   n.Generation,
-		Schedulable:  n.Schedulable.Clone(),
-		Requested:    n.Requested.Clone(),
-		External:     n.External.Clone(),
-		OwnRequested: n.OwnRequested.Clone(),
-		Cap:          cloneCap(n.Cap),
+		Schedulable:  n.Schedulable,
+		Requested:    n.Requested,
+		External:     n.External,
+		OwnRequested: n.OwnRequested,
+		Cap:          cloneCap(n.Cap), // shared with the cache
 		CapExceeded:  n.CapExceeded(),
 		Idle:         n.Idle(),
-		ExternalKeys: slices.Clone(n.ExternalKeys),
+		ExternalKeys: slices.Clone(n.ExternalKeys), // shared with the cache
 		Pods:         pods,
 		AssumedPods:  assumed,
 	}
