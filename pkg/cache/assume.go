@@ -79,7 +79,7 @@ func (c *SchedulerCache) AssumePod(pod *v1.Pod, nodeName string) error {
 	c.assumed[pod.UID] = &assumedPod{pending: t.Pod}
 	c.tasks[pod.UID] = at
 	c.numPending--
-	c.jobs[t.Job].SetTask(at)
+	c.setJobTaskLocked(c.jobs[t.Job], at)
 	item.info.AddTask(at)
 	c.touchLocked(item)
 	c.updateSizeGaugesLocked()
@@ -171,7 +171,7 @@ func (c *SchedulerCache) revertAssumedLocked(t *framework.TaskInfo) (pending boo
 			c.queue.PodRemoved(t.Job, uid)
 			c.queue.PodChanged(pt.Job, pt.Pod, true)
 		}
-		c.jobForTaskLocked(pt).SetTask(pt)
+		c.setJobTaskLocked(c.jobForTaskLocked(pt), pt)
 	}
 	c.updateSizeGaugesLocked()
 	return a.pending != nil
@@ -192,7 +192,7 @@ func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Po
 	}
 	c.tasks[uid] = t
 	c.indexOwnerLocked(uid, t)
-	c.jobForTaskLocked(t).SetTask(t)
+	c.setJobTaskLocked(c.jobForTaskLocked(t), t)
 	info, item := c.accountedNodeLocked(t.NodeName)
 	if info == nil || !info.RemoveTask(uid) {
 		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(pod), "node", t.NodeName)

@@ -97,6 +97,11 @@ type Options struct {
 	// Queue configures the scheduling queue of pending jobs. Its Clock and
 	// Metrics default to the cache's.
 	Queue queue.Options
+	// QueueRefresh is how often, at most, the queues' shares are
+	// recomputed while what the queues ask for or the capacity moves (a
+	// change of a queue recomputes them at once). Default:
+	// DefaultQueueRefresh.
+	QueueRefresh time.Duration
 }
 
 // SchedulerCache is the scheduler's view of the cluster: nodes and their
@@ -169,6 +174,18 @@ type SchedulerCache struct {
 	numPlaceholders int
 	numPending      int
 	sizeGauges      cacheSizeGauges
+	// queueSpecs hold the queues handlers reported, by source and name
+	// (SetQueue); queueSpecGen counts their changes. queueUsage holds
+	// what the jobs of each queue name use and wait for (queues.go).
+	queueSpecs   map[string]map[string]*framework.QueueSpec
+	queueSpecGen int64
+	queueUsage   map[string]*queueUsage
+
+	// sharesMu guards shares, the last division of the capacity among the
+	// queues. It is taken with mu held (for reading or writing) and
+	// nothing but the scheduling queue's lock is taken under it.
+	sharesMu sync.Mutex
+	shares   *queueShares
 }
 
 var (
@@ -191,6 +208,9 @@ func New(opts Options) (*SchedulerCache, error) {
 	}
 	if opts.AssumedPodTTL == 0 {
 		opts.AssumedPodTTL = DefaultAssumedPodTTL
+	}
+	if opts.QueueRefresh == 0 {
+		opts.QueueRefresh = DefaultQueueRefresh
 	}
 	if opts.AssumedPodTTL < 0 {
 		return nil, fmt.Errorf("creating scheduler cache: negative assumed pod TTL %v", opts.AssumedPodTTL)
@@ -240,6 +260,8 @@ func New(opts Options) (*SchedulerCache, error) {
 		external:      map[string]externalUsage{},
 		caps:          map[string]*resources.Resource{},
 		capExceeded:   map[string]bool{},
+		queueSpecs:    map[string]map[string]*framework.QueueSpec{},
+		queueUsage:    map[string]*queueUsage{},
 		sizeGauges: cacheSizeGauges{
 			nodes:        size.WithLabelValues(metrics.CacheNodes),
 			placeholders: size.WithLabelValues(metrics.CachePlaceholderNodes),
@@ -295,6 +317,10 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 		if t.Status == framework.TaskPending {
 			out.Pending = append(out.Pending, t.Pod)
 		}
+	}
+	out.Queue, out.QueueVia = j.Queue()
+	if len(out.Pending) > 0 {
+		out.Queues = c.queueSnapshotLocked()
 	}
 	c.mu.RUnlock()
 	if len(out.Pending) == 0 {

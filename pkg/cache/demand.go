@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"sort"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,10 +23,18 @@ func (c *SchedulerCache) Demand() *demand.Report {
 	now := c.opts.Clock.Now()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	var queues []demand.Queue
+	if snap := c.queueSnapshotLocked(); snap != nil {
+		for name, q := range snap.Queues {
+			queues = append(queues, demand.Queue{Name: name, Parent: q.Parent, Allocated: q.Allocated.ToList(),
+				Pending: q.Pending.ToList(), FairShare: q.FairShare.ToList(), PendingJobs: q.PendingJobs})
+		}
+		sort.Slice(queues, func(i, j int) bool { return queues[i].Name < queues[j].Name })
+	}
 	var unmet, largestUnit resources.Resource
 	var largest *demand.Gang
 	var largestTotal resources.Resource
-	r := &demand.Report{Time: metav1.NewTime(now.Truncate(time.Millisecond))}
+	r := &demand.Report{Time: metav1.NewTime(now.Truncate(time.Millisecond)), Queues: queues}
 	for _, w := range waiting {
 		job, ok := c.jobs[w.ID]
 		if !ok {

@@ -247,7 +247,7 @@ func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, nam
 	if isExplicitGroupKind(kind) {
 		id := framework.JobID{Namespace: namespace, Name: name, Gang: true}
 		if job, ok := c.jobs[id]; ok {
-			job.SetGroupPolicy(kind, p)
+			c.changeJobLocked(job, "", func() { job.SetGroupPolicy(kind, p) })
 		}
 		changed = append(changed, id)
 	}
@@ -257,7 +257,7 @@ func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, nam
 		}
 		for id := range c.ownerJobs[key] {
 			if job, ok := c.jobs[id]; ok {
-				job.SetGroupPolicy(kind, p)
+				c.changeJobLocked(job, "", func() { job.SetGroupPolicy(kind, p) })
 				changed = append(changed, id)
 			}
 		}
@@ -310,7 +310,7 @@ func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
 	c.removeFromJobLocked(t)
 	c.tasks[uid] = nt
 	c.indexOwnerLocked(uid, nt)
-	c.jobForTaskLocked(nt).SetTask(nt)
+	c.setJobTaskLocked(c.jobForTaskLocked(nt), nt)
 	info, item := c.accountedNodeLocked(nt.NodeName)
 	if info == nil || !info.RemoveTask(uid) {
 		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(nt.Pod), "node", nt.NodeName)
@@ -349,5 +349,5 @@ func samePolicy(a, b *framework.GroupPolicy) bool {
 		return p.Err.Error()
 	}
 	return a.MinMember == b.MinMember && a.Source == b.Source && a.Independent == b.Independent &&
-		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && errText(a) == errText(b)
+		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && a.Queue == b.Queue && errText(a) == errText(b)
 }

@@ -153,7 +153,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 	if t.Status == framework.TaskPending {
 		c.numPending++
 	}
-	c.jobForTaskLocked(t).SetTask(t)
+	c.setJobTaskLocked(c.jobForTaskLocked(t), t)
 
 	switch {
 	case existed && sameNode(old, t):
@@ -225,12 +225,18 @@ func (c *SchedulerCache) jobForTaskLocked(t *framework.TaskInfo) *framework.JobI
 	return job
 }
 
+// setJobTaskLocked adds t to job, or replaces its task of the same pod,
+// keeping the queues' usage in step.
+func (c *SchedulerCache) setJobTaskLocked(job *framework.JobInfo, t *framework.TaskInfo) {
+	c.changeJobLocked(job, t.Pod.UID, func() { job.SetTask(t) })
+}
+
 func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 	job, ok := c.jobs[t.Job]
 	if !ok {
 		return
 	}
-	job.DeleteTask(t.Pod.UID)
+	c.changeJobLocked(job, t.Pod.UID, func() { job.DeleteTask(t.Pod.UID) })
 	if len(job.Tasks) == 0 {
 		delete(c.jobs, t.Job)
 		c.indexOwnerJobLocked(t, false)

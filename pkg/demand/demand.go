@@ -46,6 +46,25 @@ type Report struct {
 	// Used is what the framework's placed work requests, per node name.
 	// Nodes where it uses nothing are left out.
 	Used map[string]v1.ResourceList `json:"used,omitempty"`
+	// Queues is, per queue of the framework's tenants (docs/queues.md),
+	// what it uses, waits for and may use, sorted by name: which tenant
+	// is hungry. Empty while the framework has no queues.
+	Queues []Queue `json:"queues,omitempty"`
+}
+
+// Queue is one tenant queue in a Report.
+type Queue struct {
+	// Name is the queue's name; Parent its parent's, empty for a child
+	// of the root.
+	Name   string `json:"name"`
+	Parent string `json:"parent,omitempty"`
+	// Allocated is what its running pods request; Pending what its
+	// waiting pods request; FairShare what it may use now.
+	Allocated v1.ResourceList `json:"allocated,omitempty"`
+	Pending   v1.ResourceList `json:"pending,omitempty"`
+	FairShare v1.ResourceList `json:"fairShare,omitempty"`
+	// PendingJobs counts its jobs with pods waiting.
+	PendingJobs int `json:"pendingJobs"`
 }
 
 // Gang is one waiting job.
@@ -83,6 +102,19 @@ func (r *Report) Validate() error {
 		}
 		if err := checkList("largestGang.total", g.Total); err != nil {
 			return err
+		}
+	}
+	for i, q := range r.Queues {
+		if q.Name == "" {
+			return fmt.Errorf("queues[%d].name: empty", i)
+		}
+		if q.PendingJobs < 0 {
+			return fmt.Errorf("queues[%d] %q: pendingJobs %d is negative", i, q.Name, q.PendingJobs)
+		}
+		for field, l := range map[string]v1.ResourceList{"allocated": q.Allocated, "pending": q.Pending, "fairShare": q.FairShare} {
+			if err := checkList(fmt.Sprintf("queues[%d].%s", i, field), l); err != nil {
+				return err
+			}
 		}
 	}
 	for node, l := range r.Used {

@@ -190,3 +190,13 @@ type OwnerGangCache interface {
 type JobSource interface {
 	Job(id framework.JobID) (*framework.JobInfo, bool)
 }
+
+// QueueCache is an optional interface of a Cache (pkg/cache implements
+// it): it records the queues jobs are divided into (see docs/queues.md).
+// source names the API the queue comes from (the cache gives the
+// project's own precedence over Volcano's when both define a name); spec
+// nil forgets the queue of that name. The cache raises
+// framework.EventQueueChange itself when something changed.
+type QueueCache interface {
+	SetQueue(source, name string, spec *framework.QueueSpec)
+}

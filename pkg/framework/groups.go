@@ -101,6 +101,9 @@ type GroupPolicy struct {
 	// at a time). It does not apply to pods that name the group
 	// explicitly (JobGangAnnotation).
 	Independent bool
+	// Queue, when set, is the queue the group object puts its gang in
+	// (a Volcano PodGroup's spec.queue); it overrides what the pods name.
+	Queue string
 }
 
 // PodGroupRefs returns every group pod names explicitly, in order of

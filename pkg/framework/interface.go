@@ -39,6 +39,13 @@ type Job struct {
 	// Err is the job's validation problem, if any (e.g. a bad
 	// min-available annotation); nil otherwise.
 	Err error
+	// Queue is the queue the job belongs to (DefaultQueue when it names
+	// none), and QueueVia where it is named, for messages.
+	Queue, QueueVia string
+	// Queues are the queues at the start of the cycle, with what they use
+	// and their shares; nil while no Queue exists (every job is then in
+	// the implicit default queue, and nothing is limited by queues).
+	Queues *QueueSnapshot
 }
 
 // QueueSortPlugin orders the jobs in the active queue. A profile has
@@ -171,6 +178,10 @@ type RoomMaker interface {
 	// eviction starts. It changes nothing while earlier victims of the
 	// job are still terminating (Outcome.Waiting).
 	MakeRoom(ctx context.Context, victims VictimPolicy) (RoomOutcome, error)
+	// Job returns the cache's record of a job, e.g. of a victim, for a
+	// victim policy that looks at more than the pod (its queue, say).
+	// Lookups are cached for the cycle; the record must not be modified.
+	Job(id JobID) (*JobInfo, bool)
 }
 
 // RoomOutcome is what MakeRoom did.

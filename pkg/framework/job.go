@@ -2,6 +2,7 @@ package framework
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
@@ -124,6 +125,10 @@ type TaskInfo struct {
 	// GroupConflict, when set, says that the pod names different groups in
 	// different dialects; its gang is not scheduled.
 	GroupConflict string
+	// Queue is the queue the pod names (QueueNameForPod), empty for none.
+	// The job's queue may come from its group object instead (see
+	// JobInfo.Queue).
+	Queue string
 }
 
 // setGroup fills the group fields of t from m.
@@ -157,6 +162,7 @@ func NewTaskInfoInGroup(pod *v1.Pod, requests resources.Resource, m Membership) 
 		NodeName: pod.Spec.NodeName,
 		Requests: requests,
 	}
+	t.Queue, _ = QueueNameForPod(pod)
 	t.setGroup(m)
 	if t.NodeName != "" {
 		t.Status = TaskBound
@@ -187,6 +193,7 @@ func NewAssumedTaskInfoInGroup(pending *v1.Pod, node string, requests resources.
 		Counted:  !PodFinished(pending),
 		Own:      true,
 	}
+	t.Queue, _ = QueueNameForPod(pending)
 	t.setGroup(m)
 	return t
 }
@@ -232,6 +239,17 @@ type JobInfo struct {
 	// loggedErr is the validation problem last logged, so that each
 	// distinct problem is logged once, not once per pod event.
 	loggedErr string
+	// queues counts a gang's tasks per queue they name (TaskInfo.Queue),
+	// nil for a single pod.
+	queues map[string]int
+	// numPending and numRunning count the pending tasks and the tasks
+	// that use a queue's share (see UsesShare).
+	numPending, numRunning int32
+
+	// QueueAccount is the queue the cache accounts the job's usage to:
+	// Queue() as of the job's last change, empty for a job it does not
+	// account. Only the cache sets it.
+	QueueAccount string
 }
 
 // NewJobInfo returns a job without tasks. The bookkeeping of gangs is
@@ -240,7 +258,7 @@ type JobInfo struct {
 func NewJobInfo(id JobID) *JobInfo {
 	j := &JobInfo{ID: id, Tasks: map[types.UID]*TaskInfo{}}
 	if id.Gang {
-		j.declared, j.kinds, j.conflicts = map[string]int{}, map[GroupKind]int{}, map[types.UID]string{}
+		j.declared, j.kinds, j.conflicts, j.queues = map[string]int{}, map[GroupKind]int{}, map[types.UID]string{}, map[string]int{}
 	}
 	return j
 }
@@ -307,6 +325,7 @@ func (j *JobInfo) Clone() *JobInfo {
 	c.kinds = maps.Clone(j.kinds)
 	c.conflicts = maps.Clone(j.conflicts)
 	c.policies = maps.Clone(j.policies)
+	c.queues = maps.Clone(j.queues)
 	return &c
 }
 
@@ -315,14 +334,17 @@ func (j *JobInfo) Clone() *JobInfo {
 func (j *JobInfo) SetTask(t *TaskInfo) {
 	if old, ok := j.Tasks[t.Pod.UID]; ok {
 		j.undeclare(old)
+		j.count(old, -1)
 	}
 	j.Tasks[t.Pod.UID] = t
+	j.count(t, 1)
 	if j.ID.Gang {
 		if t.GroupObject != "" {
 			j.object = t.GroupObject
 		}
 		j.declared[declaredMinAvailable(t.Pod)]++
 		j.kinds[t.GroupKind]++
+		j.queues[t.Queue]++
 		if t.GroupConflict != "" {
 			j.conflicts[t.Pod.UID] = t.GroupConflict
 		}
@@ -358,16 +380,80 @@ func (j *JobInfo) GroupKind() GroupKind {
 	return ""
 }
 
+// Queue returns the queue the job belongs to and where it is named: the
+// queue its group object names (a Volcano PodGroup's spec.queue), else
+// the one its pods name (for a gang whose pods disagree, the one most of
+// them name, ties to the first in name order), else DefaultQueue.
+func (j *JobInfo) Queue() (name, via string) {
+	if len(j.policies) > 0 {
+		kinds := make([]string, 0, len(j.policies))
+		for k, p := range j.policies {
+			if p != nil && p.Queue != "" {
+				kinds = append(kinds, string(k))
+			}
+		}
+		if len(kinds) > 0 {
+			slices.Sort(kinds)
+			p := j.policies[GroupKind(kinds[0])]
+			return p.Queue, p.Source + " spec.queue"
+		}
+	}
+	if !j.ID.Gang {
+		for _, t := range j.Tasks {
+			if t.Queue != "" {
+				_, via := QueueNameForPod(t.Pod)
+				return t.Queue, via
+			}
+		}
+		return DefaultQueue, ""
+	}
+	best, n := "", 0
+	for q, c := range j.queues {
+		if q != "" && (c > n || (c == n && q < best)) {
+			best, n = q, c
+		}
+	}
+	if best == "" {
+		return DefaultQueue, ""
+	}
+	for _, t := range j.Tasks {
+		if t.Queue == best {
+			_, via := QueueNameForPod(t.Pod)
+			return best, via
+		}
+	}
+	return best, ""
+}
+
 // DeleteTask removes the task of the pod with uid, if present.
 func (j *JobInfo) DeleteTask(uid types.UID) {
 	if old, ok := j.Tasks[uid]; ok {
 		j.undeclare(old)
+		j.count(old, -1)
 		delete(j.Tasks, uid)
 		if j.ID.Gang {
 			j.revalidate()
 		}
 	}
 }
+
+// UsesShare reports whether t uses its queue's share: a counted pod of
+// this scheduler on a node (bound or assumed, not finished).
+func (t *TaskInfo) UsesShare() bool { return t.Own && t.Counted && t.OnNode() }
+
+func (j *JobInfo) count(t *TaskInfo, delta int32) {
+	if t.Status == TaskPending {
+		j.numPending += delta
+	}
+	if t.UsesShare() {
+		j.numRunning += delta
+	}
+}
+
+// PendingTasks counts the job's pending tasks, and RunningShareTasks
+// those that use its queue's share (TaskInfo.UsesShare), in O(1).
+func (j *JobInfo) PendingTasks() int      { return int(j.numPending) }
+func (j *JobInfo) RunningShareTasks() int { return int(j.numRunning) }
 
 func (j *JobInfo) undeclare(t *TaskInfo) {
 	if !j.ID.Gang {
@@ -379,6 +465,9 @@ func (j *JobInfo) undeclare(t *TaskInfo) {
 	}
 	if j.kinds[t.GroupKind]--; j.kinds[t.GroupKind] <= 0 {
 		delete(j.kinds, t.GroupKind)
+	}
+	if j.queues[t.Queue]--; j.queues[t.Queue] <= 0 {
+		delete(j.queues, t.Queue)
 	}
 	delete(j.conflicts, t.Pod.UID)
 }

@@ -30,6 +30,9 @@ type QueuedJob struct {
 	// Cycle is the scheduling cycle of the last Pop, which the queue
 	// compares with its last move request when the attempt ends.
 	Cycle int64
+	// Queue is the tenant queue of the job (see docs/queues.md), empty for
+	// the default queue.
+	Queue string
 }
 
 // LessFunc orders the active queue: it reports whether a is popped before

@@ -80,6 +80,18 @@ type Metrics struct {
 	// CacheVerifyDuration is how long a checker run took, re-checks
 	// included.
 	CacheVerifyDuration prometheus.Histogram
+	// QueueResources is, per queue (docs/queues.md), resource and kind,
+	// an amount in the resource's base unit (cores for cpu, bytes for
+	// memory): "allocated" (what its running pods request, its subtree's
+	// included), "pending" (what its waiting pods request), "fair_share",
+	// "guaranteed" and "limit" (only for the resources it limits).
+	QueueResources *prometheus.GaugeVec
+	// QueueJobs is, per queue and state ("pending", "running"), how many
+	// of the queue's jobs have pods waiting and pods running.
+	QueueJobs *prometheus.GaugeVec
+	// QueueValid is 1 for a queue in use, 0 for one left out (an unknown
+	// parent, a cycle, a bad amount; its jobs wait).
+	QueueValid *prometheus.GaugeVec
 }
 
 // New creates the metrics and registers them with reg. A nil reg leaves
@@ -143,6 +155,21 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:      "Duration of a run of the scheduler cache consistency checker, re-checks included.",
 			Buckets:   prometheus.ExponentialBuckets(0.01, 2, 14),
 		}),
+		QueueResources: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace,
+			Name:      "queue_resources",
+			Help:      "Per queue, resource and kind (allocated, pending, fair_share, guaranteed, limit), an amount in the resource's base unit.",
+		}, []string{"queue", "resource", "kind"}),
+		QueueJobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace,
+			Name:      "queue_jobs",
+			Help:      "Per queue and state (pending, running), the queue's jobs with pods waiting or running.",
+		}, []string{"queue", "state"}),
+		QueueValid: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace,
+			Name:      "queue_valid",
+			Help:      "1 for a queue in use, 0 for one left out (its jobs wait).",
+		}, []string{"queue"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -157,5 +184,5 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.EventHandlerBacklog, m.EventHandlerOldestPending, m.PendingJobs, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes,
-		m.CacheVerifyRuns, m.CacheVerifyDifferences, m.CacheVerifyDuration}
+		m.CacheVerifyRuns, m.CacheVerifyDifferences, m.CacheVerifyDuration, m.QueueResources, m.QueueJobs, m.QueueValid}
 }

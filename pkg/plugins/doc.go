@@ -11,6 +11,8 @@
 //	nodeaffinity       NodeAffinity       PreFilter, Filter, Score
 //	tainttoleration    TaintToleration    Filter, Score
 //	noderesources      NodeResourcesFit   PreFilter, Filter, Score
+//	capacity           Capacity           PreFilter (and per pod), Reserve
+//	capacity           Reclaim            PostFilter
 //	defaultpreemption  DefaultPreemption  PostFilter
 //	defaultbinder      DefaultBinder      Bind
 //

@@ -29,9 +29,9 @@ func TestDefaultFramework(t *testing.T) {
 	// only the pod and node informers, and the storage ones the volume
 	// plugins read (ExternalWorkload events come from custom informers, if
 	// any are configured, and so do Grants; gang group events come from
-	// the event handler's dialect informers).
+	// the event handler's dialect informers, and queue events from the cache).
 	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.CSIDriver, framework.CSINode, framework.CSIStorageCapacity, framework.ExternalWorkload, framework.GangGroup, framework.Grant,
-		framework.Node, framework.PersistentVolume, framework.PersistentVolumeClaim, framework.Pod, framework.StorageClass}; !reflect.DeepEqual(got, want) {
+		framework.Node, framework.PersistentVolume, framework.PersistentVolumeClaim, framework.Pod, framework.QueueResource, framework.StorageClass}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ResourcesNeeded = %v, want %v", got, want)
 	}
 

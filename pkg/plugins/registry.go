@@ -6,6 +6,7 @@ import (
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/capacity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultbinder"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultpreemption"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
@@ -44,6 +45,8 @@ var inTree = []namedFactory{
 	{volumezone.Name, volumezone.New},
 	{interpodaffinity.Name, interpodaffinity.New},
 	{podtopologyspread.Name, podtopologyspread.New},
+	{capacity.Name, capacity.New},
+	{capacity.ReclaimName, capacity.NewReclaim},
 	{defaultpreemption.Name, defaultpreemption.New},
 	{defaultbinder.Name, defaultbinder.New},
 }
@@ -113,7 +116,7 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 		SchedulerName: schedulerName,
 		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
-			frameworkruntime.PreFilterPoint: refs(gang.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
+			frameworkruntime.PreFilterPoint: refs(gang.Name, capacity.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
 				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
 				podtopologyspread.Name, interpodaffinity.Name),
 			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, tainttoleration.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
@@ -127,9 +130,9 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 				{Name: interpodaffinity.Name, Weight: 1},
 				{Name: podtopologyspread.Name, Weight: 1},
 			},
-			frameworkruntime.ReservePoint:    refs(volumebinding.Name),
+			frameworkruntime.ReservePoint:    refs(capacity.Name, volumebinding.Name),
 			frameworkruntime.PermitPoint:     refs(gang.Name),
-			frameworkruntime.PostFilterPoint: refs(defaultpreemption.Name),
+			frameworkruntime.PostFilterPoint: refs(capacity.ReclaimName, defaultpreemption.Name),
 			frameworkruntime.BindPoint:       refs(volumebinding.Name, defaultbinder.Name),
 		},
 	}

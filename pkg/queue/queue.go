@@ -177,6 +177,11 @@ type SchedulingQueue struct {
 	inFlightEvents     []inFlightEvent
 	inFlightEventsLost bool
 	closed             bool
+	// jobQueues are the tenant queues of the jobs outside the default
+	// one (SetJobQueue), whether or not they are queued; queueRanks the
+	// order of the tenant queues (SetQueueRanks).
+	jobQueues  map[framework.JobID]string
+	queueRanks map[string]int
 
 	activeGauge, backoffGauge, unschedulableGauge prometheus.Gauge
 }
@@ -196,12 +201,13 @@ func New(opts Options) (*SchedulingQueue, error) {
 		unschedulable:        map[framework.JobID]*jobEntry{},
 		parkedInterest:       map[framework.EventResource]int{},
 		moveRequestCycle:     -1,
+		jobQueues:            map[framework.JobID]string{},
 		activeGauge:          opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueActive),
 		backoffGauge:         opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueBackoff),
 		unschedulableGauge:   opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueUnschedulable),
 	}
 	q.cond = sync.NewCond(&q.lock)
-	q.activeQ.less = func(a, b *jobEntry) bool { return q.less(&a.QueuedJob, &b.QueuedJob) }
+	q.activeQ.less = q.lessActiveLocked
 	q.backoffQ.less = func(a, b *jobEntry) bool { return a.backoffExpiry.Before(b.backoffExpiry) }
 	return q, nil
 }

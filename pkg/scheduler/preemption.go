@@ -88,6 +88,24 @@ func (s *Scheduler) postFilter(ctx context.Context, c *cycle) {
 type roomMaker struct {
 	s *Scheduler
 	c *cycle
+	// jobs caches Job's lookups.
+	jobs map[framework.JobID]*framework.JobInfo
+}
+
+// Job implements framework.RoomMaker.
+func (r *roomMaker) Job(id framework.JobID) (*framework.JobInfo, bool) {
+	if j, ok := r.jobs[id]; ok {
+		return j, j != nil
+	}
+	j, ok := r.s.cache.Job(id)
+	if r.jobs == nil {
+		r.jobs = map[framework.JobID]*framework.JobInfo{}
+	}
+	if !ok {
+		j = nil
+	}
+	r.jobs[id] = j
+	return j, ok
 }
 
 // MakeRoom implements framework.RoomMaker.

@@ -117,6 +117,13 @@ var needed = []permission{
 	{Group: "kubeflow.org", Resource: "mpijobs", Verb: "watch"},
 	{Group: "kubeflow.org", Resource: "pytorchjobs", Verb: "list"},
 	{Group: "kubeflow.org", Resource: "pytorchjobs", Verb: "watch"},
+	// pkg/eventhandlers/default/queues.go: the project's own Queues and
+	// Volcano's are watched; pkg/queuestatus writes the status of ours.
+	{Group: "batch-scheduler.io", Resource: "queues", Verb: "list"},
+	{Group: "batch-scheduler.io", Resource: "queues", Verb: "watch"},
+	{Group: "scheduling.volcano.sh", Resource: "queues", Verb: "list"},
+	{Group: "scheduling.volcano.sh", Resource: "queues", Verb: "watch"},
+	{Group: "batch-scheduler.io", Resource: "queues", Subresource: "status", Verb: "patch"},
 	// pkg/podgroups/writer.go (sync): the status of those PodGroups is
 	// replaced (UpdateStatus), as their own schedulers write it.
 	{Group: "scheduling.k8s.io", Resource: "podgroups", Subresource: "status", Verb: "update"},

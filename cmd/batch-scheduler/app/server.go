@@ -36,6 +36,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queuestatus"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
@@ -242,6 +243,9 @@ type server struct {
 	verify debugger.VerifyOptions
 	// apiHealth logs failing API requests and says why in /readyz.
 	apiHealth *apiHealth
+	// queueStatus publishes the queues' status and metrics while this
+	// instance leads.
+	queueStatus *queuestatus.Writer
 }
 
 // protobufConfig returns a copy of rc that speaks protobuf, as
@@ -346,8 +350,12 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if l, ok := h.(eventhandlers.ExternalWorkloadNodeLabeler); ok {
 		verify.ExternalWorkloadNodeLabel = l.ExternalWorkloadNodeLabel()
 	}
+	qs, err := queuestatus.New(queuestatus.Options{Queues: queueSource(c), Client: dyn, Metrics: m})
+	if err != nil {
+		return nil, err
+	}
 	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, events: rec, registry: reg,
-		pdbSynced: pdbs.Informer().HasSynced, verify: verify}, nil
+		pdbSynced: pdbs.Informer().HasSynced, verify: verify, queueStatus: qs}, nil
 }
 
 func (s *server) run(ctx context.Context, serving *servingConfig) error {
@@ -406,10 +414,29 @@ func (s *server) schedule(ctx context.Context) error {
 	}
 	klog.InfoS("Event handlers synced; cache is ready", "duration", time.Since(start))
 	if s.opts.LeaderElection.Enabled {
-		return runElected(ctx, s.opts.LeaderElection, s.client, s.watchdog, s.scheduler.Run)
+		return runElected(ctx, s.opts.LeaderElection, s.client, s.watchdog, s.lead)
 	}
-	s.scheduler.Run(ctx)
+	s.lead(ctx)
 	return nil
+}
+
+// lead is what the leader runs: the scheduling loop and, beside it, the
+// queue status writer.
+func (s *server) lead(ctx context.Context) {
+	go s.queueStatus.Run(ctx)
+	s.scheduler.Run(ctx)
+}
+
+// queueSource adapts the cache's queues for the status writer.
+func queueSource(c *cache.SchedulerCache) func() []queuestatus.Queue {
+	return func() []queuestatus.Queue {
+		in := c.QueueStatuses()
+		out := make([]queuestatus.Queue, len(in))
+		for i, q := range in {
+			out[i] = queuestatus.Queue{Name: q.Name, Own: q.API == cache.QueueSourceOwn, State: q.State, Err: q.Err}
+		}
+		return out
+	}
 }
 
 // demand is the report served at /demand: the cache's, named after the

@@ -253,8 +253,9 @@ func nativeResourceSet(rs []framework.EventResource) (map[framework.EventResourc
 			set[r] = true
 		case IsOptional(r):
 			// Served by custom informers only.
-		case r == framework.GangGroup:
-			// Raised by the event handler from the group objects it watches.
+		case r == framework.GangGroup || r == framework.QueueResource:
+			// Raised by the cache, from what the event handler tells it
+			// of the group objects and queues it watches.
 		default:
 			if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {
 				return nil, fmt.Errorf("resource %q in Options.Resources is neither a native resource (%v), %q, nor a dynamic one: %w",
@@ -280,7 +281,7 @@ func (c *Host) warnUnservedResources(gvrs []schema.GroupVersionResource) {
 		served[ci.Resource] = true
 	}
 	for _, r := range c.opts.Resources {
-		if r != framework.WildCard && r != framework.GangGroup && !IsNative(r) && !served[r] {
+		if r != framework.WildCard && r != framework.GangGroup && r != framework.QueueResource && !IsNative(r) && !served[r] {
 			// Dynamic and optional (Grant, ExternalWorkload) resources.
 			klog.InfoS("Cluster events of a resource are needed, but no informer watches it; configure the event handler to watch it",
 				"resource", r)

@@ -53,6 +53,13 @@ func minMemberPolicy(kind framework.GroupKind) func(u *unstructured.Unstructured
 			return p
 		}
 		p.MinMember = int32(n)
+		if kind == framework.GroupKindVolcano {
+			// Volcano's own default for a PodGroup without a queue is
+			// its default queue, which is ours too.
+			if q, found, err := unstructured.NestedString(u.Object, "spec", "queue"); found && err == nil {
+				p.Queue = q
+			}
+		}
 		if kind == framework.GroupKindCoscheduling {
 			if t, found, err := unstructured.NestedInt64(u.Object, "spec", "scheduleTimeoutSeconds"); found && err == nil && t > 0 {
 				p.ScheduleTimeoutSeconds = int32(min(t, 1<<31-1))

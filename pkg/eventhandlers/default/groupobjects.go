@@ -83,6 +83,11 @@ func (h *Handler) DiscoveredResources() []eventhandlers.DiscoveredResource {
 	for _, r := range h.groupResources {
 		out = append(out, eventhandlers.DiscoveredResource{GVR: r.gvr, Transform: r.transform, FirstServedVersionOnly: r.firstServedOnly})
 	}
+	if h.queues {
+		for _, r := range queueResourceList {
+			out = append(out, eventhandlers.DiscoveredResource{GVR: r.gvr})
+		}
+	}
 	return out
 }
 

@@ -51,6 +51,10 @@ type Args struct {
 	// dialect) is never in an inferred gang. See docs/scheduling.md,
 	// "Gangs inferred from the owner".
 	OwnerGangs OwnerGangs `yaml:"ownerGangs"`
+	// DisableQueues stops the handler from watching queues (the
+	// project's Queues and Volcano's; see docs/queues.md). By default each
+	// one the API server serves is watched.
+	DisableQueues bool `yaml:"disableQueues"`
 }
 
 // Policy changes how the handler treats nodes, pods and external
@@ -114,6 +118,8 @@ type Handler struct {
 	dialectConfig *rest.Config
 	// owners are the owner kinds gangs are inferred from.
 	owners framework.OwnerKinds
+	// queues: the queue resources are watched (queues.go).
+	queues bool
 	// groupResources are the resources whose objects define gangs, which
 	// the handler asks the cache to watch where served (see
 	// groupobjects.go), and statusWriter writes the status of the
@@ -204,12 +210,14 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	}
 	h.owners = owners
 	h.groupResources = groupResources(h.dialectConfig != nil, owners)
+	_, queueCache := c.(eventhandlers.QueueCache)
+	h.queues = h.dialectConfig != nil && queueCache && !args.DisableQueues
 	if h.statusWriter, err = h.newStatusWriter(); err != nil {
 		return nil, err
 	}
 	klog.V(2).InfoS("Built event handler", "handler", Name, "dynamicResources", args.DynamicResources,
 		"externalWorkloadNodeLabel", args.ExternalWorkloadNodeLabel, "gangDialects", h.dialectConfig != nil,
-		"ownerGangs", owners.String(), "groupKinds", groupKindsOf(h.groupResources))
+		"ownerGangs", owners.String(), "groupKinds", groupKindsOf(h.groupResources), "queues", h.queues)
 	return h, nil
 }
 

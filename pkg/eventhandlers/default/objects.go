@@ -202,6 +202,9 @@ func (h *Handler) AddDynamic(gvr schema.GroupVersionResource, obj any) {
 	if h.setGroup(gvr, obj, false) {
 		return
 	}
+	if h.setQueue(gvr, obj, false) {
+		return
+	}
 	raiseOnAdd[unstructured.Unstructured](h, dynamicEvents(gvr), obj)
 }
 
@@ -210,12 +213,18 @@ func (h *Handler) UpdateDynamic(gvr schema.GroupVersionResource, oldObj, newObj 
 	if h.setGroup(gvr, newObj, false) {
 		return
 	}
+	if h.setQueue(gvr, newObj, false) {
+		return
+	}
 	raiseOnUpdate[unstructured.Unstructured](h, dynamicEvents(gvr), oldObj, newObj)
 }
 
 // DeleteDynamic raises a Delete event for gvr's resource.
 func (h *Handler) DeleteDynamic(gvr schema.GroupVersionResource, obj any) {
 	if h.setGroup(gvr, obj, true) {
+		return
+	}
+	if h.setQueue(gvr, obj, true) {
 		return
 	}
 	raiseOnDelete[unstructured.Unstructured](h, dynamicEvents(gvr), obj)

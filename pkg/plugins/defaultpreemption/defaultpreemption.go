@@ -45,7 +45,8 @@ func (*DefaultPreemption) Name() string { return Name }
 func (*DefaultPreemption) EventsToRegister() []framework.ClusterEventWithHint { return nil }
 
 // PostFilter makes room for job by evicting pods of strictly lower
-// priority than its highest-priority pending pod, unless one of its pods
+// priority than its highest-priority pending pod (of its own queue, while
+// queues exist), unless one of its pods
 // says preemptionPolicy: Never (a gang is one decision, so one such pod
 // keeps the whole gang from preempting).
 func (*DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
@@ -57,7 +58,16 @@ func (*DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleStat
 	}
 	priority := jobPriority(job.Pending)
 	out, err := room.MakeRoom(ctx, func(t *framework.TaskInfo) bool {
-		return corev1helpers.PodPriority(t.Pod) < priority
+		if corev1helpers.PodPriority(t.Pod) >= priority {
+			return false
+		}
+		if job.Queues == nil {
+			return true
+		}
+		// With queues, priority counts within a queue: taking from
+		// another queue is Reclaim's, by its rule.
+		j, ok := room.Job(t.Job)
+		return ok && jobQueue(j) == job.Queue
 	})
 	switch {
 	case err != nil:
@@ -71,6 +81,15 @@ func (*DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleStat
 		return &framework.PostFilterResult{}, nil
 	}
 	return &framework.PostFilterResult{Message: fmt.Sprintf("preemption: preempting %d pods of lower priority", out.Victims)}, nil
+}
+
+// jobQueue is the queue j is accounted to.
+func jobQueue(j *framework.JobInfo) string {
+	if j.QueueAccount != "" {
+		return j.QueueAccount
+	}
+	q, _ := j.Queue()
+	return q
 }
 
 // policyAllows reports whether no pod of pods says preemptionPolicy Never.

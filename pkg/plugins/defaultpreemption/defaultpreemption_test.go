@@ -18,12 +18,19 @@ type fakeRoom struct {
 	policy framework.VictimPolicy
 	out    framework.RoomOutcome
 	err    error
+	jobs   map[framework.JobID]*framework.JobInfo
 }
 
 func (r *fakeRoom) MakeRoom(_ context.Context, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
 	r.calls++
 	r.policy = policy
 	return r.out, r.err
+}
+
+// Job answers from jobs.
+func (r *fakeRoom) Job(id framework.JobID) (*framework.JobInfo, bool) {
+	j, ok := r.jobs[id]
+	return j, ok
 }
 
 func job(pods ...*v1.Pod) *framework.Job {

@@ -47,6 +47,9 @@ func (r room) MakeRoom(_ context.Context, policy framework.VictimPolicy) (framew
 	return framework.RoomOutcome{Fits: n > 0, Victims: n}, nil
 }
 
+// Job knows no jobs: the example's policy looks at pods only.
+func (r room) Job(framework.JobID) (*framework.JobInfo, bool) { return nil, false }
+
 func Example_aSecondPostFilterPlugin() {
 	running := []*framework.TaskInfo{
 		{Pod: st.MakePod().Name("lent").Label("acme.example/borrowed", "true").Obj()},

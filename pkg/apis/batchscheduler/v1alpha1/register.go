@@ -18,6 +18,8 @@ const (
 	GrantsResource = "grants"
 	// ExternalWorkloadsResource is the plural resource name of ExternalWorkload.
 	ExternalWorkloadsResource = "externalworkloads"
+	// QueuesResource is the plural resource name of Queue.
+	QueuesResource = "queues"
 )
 
 // SchemeGroupVersion is the group and version of this package's types.
@@ -47,6 +49,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&GrantList{},
 		&ExternalWorkload{},
 		&ExternalWorkloadList{},
+		&Queue{},
+		&QueueList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

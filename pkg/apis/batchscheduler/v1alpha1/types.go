@@ -181,3 +181,122 @@ type ExternalWorkloadList struct {
 	// Items are the ExternalWorkloads.
 	Items []ExternalWorkload `json:"items"`
 }
+
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,singular=queue
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name=Parent,type=string,JSONPath=`.spec.parent`
+// +kubebuilder:printcolumn:name=Weight,type=integer,JSONPath=`.spec.weight`
+// +kubebuilder:printcolumn:name=Pending,type=integer,JSONPath=`.status.pendingJobs`
+// +kubebuilder:printcolumn:name=Running,type=integer,JSONPath=`.status.runningJobs`
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Queue is a tenant of the scheduler: jobs name the queue they belong to,
+// and queues share what the scheduler may use by weight, with guarantees,
+// limits, borrowing and reclaim (see docs/queues.md). Queues form a tree
+// through spec.parent; jobs belong to leaf queues. It is cluster-scoped.
+type Queue struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the queue's share of the capacity.
+	// +optional
+	Spec QueueSpec `json:"spec,omitempty"`
+	// Status is what the scheduler observed and computed for the queue.
+	// +optional
+	Status QueueStatus `json:"status,omitempty"`
+}
+
+// QueueSpec says how much of its parent's share a queue gets.
+type QueueSpec struct {
+	// Parent names the queue this one is a child of; empty for a child of
+	// the root (everything the scheduler may use).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Parent string `json:"parent,omitempty"`
+	// Weight is the queue's part, relative to its siblings', of what its
+	// parent has left after the siblings' guarantees. Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	Weight int32 `json:"weight,omitempty"`
+	// Guaranteed is reserved for the queue whenever its jobs ask for it.
+	// While the queue does not use it, siblings may borrow it (unless Lend
+	// is false); a job of the queue that then waits reclaims it.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(name, size(name) > 0)",message="resource names must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(name, type(self[name]) == string ? !(self[name] >= '-' && self[name] < '.') : self[name] >= 0)",message="quantities must be greater than or equal to 0"
+	Guaranteed v1.ResourceList `json:"guaranteed,omitempty"`
+	// Limit is never exceeded by the queue's jobs together, per resource
+	// it names; a resource it does not name is unlimited.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(name, size(name) > 0)",message="resource names must not be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(name, type(self[name]) == string ? !(self[name] >= '-' && self[name] < '.') : self[name] >= 0)",message="quantities must be greater than or equal to 0"
+	Limit v1.ResourceList `json:"limit,omitempty"`
+	// Borrow lets the queue use more than its entitled share (its
+	// guarantee plus its weighted part of the rest) when its siblings
+	// leave capacity idle. What it borrows may be reclaimed. Default true.
+	// +optional
+	Borrow *bool `json:"borrow,omitempty"`
+	// Lend lets siblings use the queue's unused guarantee. When false,
+	// the guarantee stays reserved, idle, until the queue's jobs use it.
+	// Default true.
+	// +optional
+	Lend *bool `json:"lend,omitempty"`
+	// Reclaimable lets other queues reclaim what this queue borrowed by
+	// evicting its work. When false, what it borrowed is only given back
+	// as its jobs finish. Default true.
+	// +optional
+	Reclaimable *bool `json:"reclaimable,omitempty"`
+}
+
+// QueueStatus is what the scheduler observed and computed for a queue.
+type QueueStatus struct {
+	// Allocated is what the queue's running jobs request together.
+	// +optional
+	Allocated v1.ResourceList `json:"allocated,omitempty"`
+	// Pending is what the queue's waiting pods request together.
+	// +optional
+	Pending v1.ResourceList `json:"pending,omitempty"`
+	// FairShare is what the queue may use now: its guarantee plus its
+	// weighted part of what the other queues leave, up to its limit.
+	// +optional
+	FairShare v1.ResourceList `json:"fairShare,omitempty"`
+	// Guaranteed is the guarantee the scheduler honours: spec.guaranteed,
+	// at most spec.limit, scaled down when the siblings' guarantees
+	// together exceed the parent's share.
+	// +optional
+	Guaranteed v1.ResourceList `json:"guaranteed,omitempty"`
+	// PendingJobs counts the queue's jobs that have pods waiting.
+	// +optional
+	PendingJobs int32 `json:"pendingJobs,omitempty"`
+	// RunningJobs counts the queue's jobs that have pods running.
+	// +optional
+	RunningJobs int32 `json:"runningJobs,omitempty"`
+	// Conditions: Valid (False when the queue is left out: an unknown
+	// parent, a cycle, a bad amount; the message names the problem).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// QueueList is a list of Queues.
+type QueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	// ListMeta is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Queues.
+	Items []Queue `json:"items"`
+}

@@ -94,3 +94,41 @@ func validateResources(rl v1.ResourceList, p *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+// MaxQueueWeight is the largest spec.weight of a Queue.
+const MaxQueueWeight = 1000000
+
+// ValidateQueue checks a Queue's name and spec. Each error names the field
+// path it is about, e.g. "spec.weight". A queue's parent is only checked
+// for form here: whether it exists, and whether the tree has a cycle, is
+// known only with every queue at hand.
+func ValidateQueue(q *Queue) field.ErrorList {
+	if q == nil {
+		return field.ErrorList{field.Required(field.NewPath(""), "queue is nil")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(q.Name) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), q.Name, msg))
+	}
+	spec := field.NewPath("spec")
+	if p := q.Spec.Parent; p != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(p) {
+			errs = append(errs, field.Invalid(spec.Child("parent"), p, msg))
+		}
+		if p == q.Name {
+			errs = append(errs, field.Invalid(spec.Child("parent"), p, "a queue cannot be its own parent"))
+		}
+	}
+	if w := q.Spec.Weight; w < 0 || w > MaxQueueWeight {
+		errs = append(errs, field.Invalid(spec.Child("weight"), w, "must be between 1 and 1000000 (0 means the default, 1)"))
+	}
+	errs = append(errs, validateResources(q.Spec.Guaranteed, spec.Child("guaranteed"))...)
+	errs = append(errs, validateResources(q.Spec.Limit, spec.Child("limit"))...)
+	for name, g := range q.Spec.Guaranteed {
+		if l, ok := q.Spec.Limit[name]; ok && g.Cmp(l) > 0 {
+			errs = append(errs, field.Invalid(spec.Child("guaranteed").Key(string(name)), g.String(),
+				"exceeds spec.limit["+string(name)+"] ("+l.String()+"); only the limit is honoured"))
+		}
+	}
+	return errs
+}

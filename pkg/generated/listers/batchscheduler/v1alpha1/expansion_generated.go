@@ -25,3 +25,7 @@ type ExternalWorkloadListerExpansion interface{}
 // GrantListerExpansion allows custom methods to be added to
 // GrantLister.
 type GrantListerExpansion interface{}
+
+// QueueListerExpansion allows custom methods to be added to
+// QueueLister.
+type QueueListerExpansion interface{}

@@ -28,6 +28,8 @@ type Interface interface {
 	ExternalWorkloads() TypedExternalWorkloadInformer
 	// Grants returns a GrantInformer.
 	Grants() TypedGrantInformer
+	// Queues returns a QueueInformer.
+	Queues() TypedQueueInformer
 }
 
 type version struct {
@@ -49,4 +51,9 @@ func (v *version) ExternalWorkloads() TypedExternalWorkloadInformer {
 // Grants returns a TypedGrantInformer.
 func (v *version) Grants() TypedGrantInformer {
 	return &grantInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// Queues returns a TypedQueueInformer.
+func (v *version) Queues() TypedQueueInformer {
+	return &queueInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

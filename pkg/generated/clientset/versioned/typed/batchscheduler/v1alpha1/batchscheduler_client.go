@@ -30,6 +30,7 @@ type BatchSchedulerV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	ExternalWorkloadsGetter
 	GrantsGetter
+	QueuesGetter
 }
 
 // BatchSchedulerV1alpha1Client is used to interact with features provided by the batch-scheduler.io group.
@@ -43,6 +44,10 @@ func (c *BatchSchedulerV1alpha1Client) ExternalWorkloads() ExternalWorkloadInter
 
 func (c *BatchSchedulerV1alpha1Client) Grants() GrantInterface {
 	return newGrants(c)
+}
+
+func (c *BatchSchedulerV1alpha1Client) Queues() QueueInterface {
+	return newQueues(c)
 }
 
 // NewForConfig creates a new BatchSchedulerV1alpha1Client for the given config.

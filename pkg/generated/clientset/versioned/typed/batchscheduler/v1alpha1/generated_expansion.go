@@ -21,3 +21,5 @@ package v1alpha1
 type ExternalWorkloadExpansion interface{}
 
 type GrantExpansion interface{}
+
+type QueueExpansion interface{}

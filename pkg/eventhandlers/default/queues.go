@@ -1,0 +1,223 @@
+package defaulthandler
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// Queues (docs/queues.md) come from the project's own Queue API and from
+// Volcano's, each watched where the API server serves it, like the gang
+// dialects' objects: the cache's dynamic informers deliver them to
+// AddDynamic, UpdateDynamic and DeleteDynamic, and the handler turns each
+// into a framework.QueueSpec for the cache (eventhandlers.QueueCache).
+
+// Sources of queues, as the cache names them (pkg/cache QueueSource*).
+const (
+	queueSourceOwn     = "batch-scheduler.io"
+	queueSourceVolcano = "scheduling.volcano.sh"
+)
+
+var (
+	ownQueueGVR     = v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.QueuesResource)
+	volcanoQueueGVR = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "queues"}
+)
+
+// queueResource is a resource whose objects are queues.
+type queueResource struct {
+	gvr    schema.GroupVersionResource
+	source string
+	spec   func(u *unstructured.Unstructured) *framework.QueueSpec
+}
+
+var queueResourceList = []queueResource{
+	{gvr: ownQueueGVR, source: queueSourceOwn, spec: ownQueueSpec},
+	{gvr: volcanoQueueGVR, source: queueSourceVolcano, spec: volcanoQueueSpec},
+}
+
+func (h *Handler) queueResourceFor(gvr schema.GroupVersionResource) (queueResource, bool) {
+	if !h.queues {
+		return queueResource{}, false
+	}
+	for _, r := range queueResourceList {
+		if r.gvr == gvr {
+			return r, true
+		}
+	}
+	return queueResource{}, false
+}
+
+// setQueue records the queue obj (deleted: forgets it) in the cache. It
+// reports whether gvr is a queue resource.
+func (h *Handler) setQueue(gvr schema.GroupVersionResource, obj any, deleted bool) bool {
+	r, ok := h.queueResourceFor(gvr)
+	if !ok {
+		return false
+	}
+	qc, ok := h.cache.(eventhandlers.QueueCache)
+	if !ok {
+		return true
+	}
+	u, ok := eventhandlers.ObjectAs[*unstructured.Unstructured](obj)
+	if !ok || u == nil {
+		klog.ErrorS(nil, "Ignoring an event of a queue that is not unstructured", "resource", eventhandlers.DynamicResourceName(gvr), "type", fmt.Sprintf("%T", obj))
+		return true
+	}
+	if deleted {
+		qc.SetQueue(r.source, u.GetName(), nil)
+		return true
+	}
+	spec := r.spec(u)
+	if spec.Err != nil {
+		klog.InfoS("Queue is unusable; its jobs wait until it is fixed", "source", r.source, "queue", u.GetName(), "err", spec.Err)
+	}
+	qc.SetQueue(r.source, u.GetName(), spec)
+	return true
+}
+
+// ownQueueSpec reads a Queue of this project.
+func ownQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
+	spec := &framework.QueueSpec{Name: u.GetName(), Source: "Queue " + u.GetName(), Weight: 1, Borrow: true, Lend: true, Reclaimable: true}
+	var q v1alpha1.Queue
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q); err != nil {
+		spec.Err = fmt.Errorf("decoding %s: %w", spec.Source, err)
+		return spec
+	}
+	if errs := v1alpha1.ValidateQueue(&q); len(errs) > 0 {
+		spec.Err = fmt.Errorf("%s is invalid: %w", spec.Source, errs.ToAggregate())
+		return spec
+	}
+	spec.Parent = q.Spec.Parent
+	if q.Spec.Weight > 0 {
+		spec.Weight = int64(q.Spec.Weight)
+	}
+	spec.Guarantee = framework.AmountsOfList(q.Spec.Guaranteed)
+	if q.Spec.Limit != nil {
+		spec.Limit = framework.AmountsOfList(q.Spec.Limit)
+		// A resource the limit names at zero is limited to zero.
+		for name := range q.Spec.Limit {
+			if rn := limitName(name); rn != "" {
+				if _, ok := spec.Limit[rn]; !ok {
+					spec.Limit[rn] = 0
+				}
+			}
+		}
+	}
+	spec.Borrow = boolOr(q.Spec.Borrow, true)
+	spec.Lend = boolOr(q.Spec.Lend, true)
+	spec.Reclaimable = boolOr(q.Spec.Reclaimable, true)
+	return spec
+}
+
+// limitName is the name a limit's resource is accounted under; empty for
+// the pod count, which queues do not share.
+func limitName(name v1.ResourceName) v1.ResourceName {
+	if name == v1.ResourcePods {
+		return ""
+	}
+	return name
+}
+
+func boolOr(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+// volcanoQueueSpec reads a scheduling.volcano.sh/v1beta1 Queue:
+// spec.weight, spec.capability (the limit), spec.guarantee.resource (the
+// guarantee; spec.deserved, which Volcano's capacity plugin reclaims up
+// to, counts as the guarantee where it is larger), spec.reclaimable and
+// spec.parent ("root" is the root).
+func volcanoQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
+	name := u.GetName()
+	spec := &framework.QueueSpec{Name: name, Source: "Queue.scheduling.volcano.sh " + name, Weight: 1, Borrow: true, Lend: true, Reclaimable: true}
+	var errs []error
+	if w, found, err := unstructured.NestedInt64(u.Object, "spec", "weight"); err != nil {
+		errs = append(errs, fmt.Errorf("spec.weight: %w", err))
+	} else if found {
+		if w < 0 || w > v1alpha1.MaxQueueWeight {
+			errs = append(errs, fmt.Errorf("spec.weight: %d is not between 1 and %d", w, v1alpha1.MaxQueueWeight))
+		} else if w > 0 {
+			spec.Weight = w
+		}
+	}
+	readList := func(path ...string) v1.ResourceList {
+		m, found, err := unstructured.NestedMap(u.Object, path...)
+		if err != nil || !found {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", joinPath(path), err))
+			}
+			return nil
+		}
+		rl := v1.ResourceList{}
+		for rn, raw := range m {
+			var text string
+			switch v := raw.(type) {
+			case string:
+				text = v
+			case int64:
+				text = strconv.FormatInt(v, 10)
+			case float64:
+				text = strconv.FormatFloat(v, 'f', -1, 64)
+			default:
+				errs = append(errs, fmt.Errorf("%s[%s]: %v is not a quantity", joinPath(path), rn, raw))
+				continue
+			}
+			q, err := resource.ParseQuantity(text)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s[%s]: %w", joinPath(path), rn, err))
+				continue
+			}
+			if q.Sign() < 0 {
+				errs = append(errs, fmt.Errorf("%s[%s]: %s is negative", joinPath(path), rn, q.String()))
+				continue
+			}
+			rl[v1.ResourceName(rn)] = q
+		}
+		return rl
+	}
+	if limit := readList("spec", "capability"); limit != nil {
+		spec.Limit = framework.AmountsOfList(limit)
+		for rn := range limit {
+			if n := limitName(rn); n != "" {
+				if _, ok := spec.Limit[n]; !ok {
+					spec.Limit[n] = 0
+				}
+			}
+		}
+	}
+	spec.Guarantee = framework.AmountsOfList(readList("spec", "guarantee", "resource"))
+	for rn, v := range framework.AmountsOfList(readList("spec", "deserved")) {
+		spec.Guarantee[rn] = max(spec.Guarantee[rn], v)
+	}
+	if r, found, err := unstructured.NestedBool(u.Object, "spec", "reclaimable"); err != nil {
+		errs = append(errs, fmt.Errorf("spec.reclaimable: %w", err))
+	} else if found {
+		spec.Reclaimable = r
+	}
+	if p, found, err := unstructured.NestedString(u.Object, "spec", "parent"); err != nil {
+		errs = append(errs, fmt.Errorf("spec.parent: %w", err))
+	} else if found && p != "root" {
+		spec.Parent = p
+	}
+	if len(errs) > 0 {
+		spec.Err = fmt.Errorf("%s is invalid: %w", spec.Source, errors.Join(errs...))
+	}
+	return spec
+}
+
+func joinPath(path []string) string { return strings.Join(path, ".") }

@@ -1,0 +1,245 @@
+// Package capacity holds the plugins of queues (docs/queues.md): Capacity
+// keeps every queue within its limit and, for a queue that may not borrow,
+// within its entitled share, and tells a job at once when it can never
+// start; Reclaim, at PostFilter, takes back for a queue below its fair
+// share what other queues borrowed, through the scheduler's RoomMaker, the
+// same machinery DefaultPreemption uses with another victim rule.
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// Name is the Capacity plugin's name in profiles.
+const Name = "Capacity"
+
+// stateKey holds what the cycle reserved so far (reserved).
+const stateKey framework.StateKey = Name + "/reserved"
+
+// Capacity checks a job against its queue before it is placed
+// (PreFilter), and each pod against the room its queue and the queue's
+// ancestors have left (PreFilterPod), counting the pods the cycle
+// reserved before it (Reserve, Unreserve). It does nothing while no Queue
+// exists.
+type Capacity struct{}
+
+var (
+	_ framework.PreFilterPlugin    = &Capacity{}
+	_ framework.PodPreFilterPlugin = &Capacity{}
+	_ framework.ReservePlugin      = &Capacity{}
+	_ framework.EnqueueExtensions  = &Capacity{}
+)
+
+// New builds the plugin; it takes no arguments.
+func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+		return nil, err
+	}
+	return &Capacity{}, nil
+}
+
+// Name implements framework.Plugin.
+func (*Capacity) Name() string { return Name }
+
+// EventsToRegister implements framework.EnqueueExtensions: a queue that
+// changed (created, limit raised, shares recomputed), a pod that left its
+// node (its queue's room grows), and capacity that grew (a job larger
+// than the cluster may fit after all).
+func (*Capacity) EventsToRegister() []framework.ClusterEventWithHint {
+	return []framework.ClusterEventWithHint{
+		{Event: framework.EventQueueChange},
+		{Event: framework.EventAssignedPodDelete},
+		{Event: framework.EventNodeAdd},
+		{Event: framework.EventNodeAllocatableChange},
+		{Event: framework.EventGrantIncrease},
+	}
+}
+
+// reserved is what the cycle placed so far, per queue of the job's path.
+type reserved struct {
+	amounts framework.ResourceAmounts
+}
+
+func (r *reserved) Clone() framework.StateData {
+	return &reserved{amounts: r.amounts.Clone()}
+}
+
+// PreFilter implements framework.PreFilterPlugin. It rejects, unresolvably
+// until a queue changes, a job whose queue does not exist, is unusable or
+// has child queues, and a job that can never start: what its quorum asks
+// for exceeds the limit of its queue or of an ancestor, or everything the
+// scheduler may use.
+func (*Capacity) PreFilter(_ context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
+	state.Write(stateKey, &reserved{amounts: framework.ResourceAmounts{}})
+	state.Write(jobKey, &jobData{job: job})
+	qs := job.Queues
+	if qs == nil {
+		return nil
+	}
+	q, ok := qs.Queues[job.Queue]
+	if !ok {
+		named := ""
+		if job.QueueVia != "" {
+			named = " (named by " + job.QueueVia + ")"
+		}
+		if err, bad := qs.Invalid[job.Queue]; bad {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("queue %q%s is unusable: %v", job.Queue, named, err))
+		}
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("queue %q%s does not exist", job.Queue, named))
+	}
+	if len(q.Children) > 0 {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+			fmt.Sprintf("queue %q has child queues (%s); jobs go in leaf queues", q.Name, strings.Join(q.Children, ", ")))
+	}
+	need := quorumRequest(job)
+	for _, a := range qs.Path(job.Queue) {
+		if name, ok := exceeds(need, a.Limit); ok {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+				fmt.Sprintf("the job can never start: it needs %s but queue %q is limited to %s", amount(name, need), a.Name, amount(name, a.Limit)))
+		}
+	}
+	if name, ok := exceeds(need, qs.Capacity); ok && job.Bound == 0 {
+		// Capacity is what is free for us; what our own pods use is part
+		// of it, so a job larger than it cannot start with every other
+		// pod of ours gone.
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+			fmt.Sprintf("the job can never start: it needs %s but this scheduler may use %s in all", amount(name, need), amount(name, qs.Capacity)))
+	}
+	return nil
+}
+
+// quorumRequest is what the job's quorum still asks for: the requests of
+// the smallest pending pods it needs to reach MinAvailable with the pods
+// already running.
+func quorumRequest(job *framework.Job) framework.ResourceAmounts {
+	missing := int(job.MinAvailable) - job.Bound
+	if missing <= 0 {
+		return framework.ResourceAmounts{}
+	}
+	reqs := make([]resources.Resource, len(job.Pending))
+	for i, p := range job.Pending {
+		reqs[i] = resources.PodRequests(p)
+	}
+	sort.Slice(reqs, func(i, j int) bool {
+		if reqs[i].MilliCPU != reqs[j].MilliCPU {
+			return reqs[i].MilliCPU < reqs[j].MilliCPU
+		}
+		return reqs[i].Memory < reqs[j].Memory
+	})
+	var sum resources.Resource
+	for i := 0; i < missing && i < len(reqs); i++ {
+		sum.Add(reqs[i])
+	}
+	return framework.AmountsOf(sum)
+}
+
+// exceeds returns a resource of need above bound, by name order; bound
+// names only the resources it bounds.
+func exceeds(need, bound framework.ResourceAmounts) (v1.ResourceName, bool) {
+	for _, rn := range sortedNames(need) {
+		if b, limited := bound[rn]; limited && need[rn] > 0 && need[rn] > b {
+			return rn, true
+		}
+	}
+	return "", false
+}
+
+func amount(name v1.ResourceName, a framework.ResourceAmounts) string {
+	return string(name) + " " + framework.FormatAmount(name, a[name])
+}
+
+// PreFilterPod implements framework.PodPreFilterPlugin: pod fits its queue
+// if, for the queue and each ancestor, what they use plus what the cycle
+// reserved plus pod's requests stays within the limit, and, for a queue
+// that may not borrow, within its entitled share (at least its
+// guarantee).
+func (*Capacity) PreFilterPod(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
+	job := jobOf(state)
+	if job == nil || job.Queues == nil {
+		return framework.NewStatus(framework.Skip)
+	}
+	path := job.Queues.Path(job.Queue)
+	if len(path) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	req := framework.AmountsOf(resources.PodRequests(pod))
+	var cycle framework.ResourceAmounts
+	if d, ok := state.Read(stateKey); ok {
+		cycle = d.(*reserved).amounts
+	}
+	for _, a := range path {
+		used := sumAmounts(a.Allocated, cycle)
+		after := sumAmounts(used, req)
+		if name, ok := exceeds(after, a.Limit); ok && req[name] > 0 {
+			return framework.NewStatus(framework.Unschedulable,
+				fmt.Sprintf("queue %s at its limit: %s/%s", a.Name, string(name)+" "+framework.FormatAmount(name, used[name]), framework.FormatAmount(name, a.Limit[name])))
+		}
+		if !a.Borrow {
+			bound := framework.ResourceAmounts{}
+			for n := range req {
+				bound[n] = max(a.Entitlement[n], a.Guaranteed[n])
+			}
+			if name, ok := exceeds(after, bound); ok && req[name] > 0 {
+				return framework.NewStatus(framework.Unschedulable,
+					fmt.Sprintf("queue %s may not borrow beyond its share: %s/%s", a.Name, string(name)+" "+framework.FormatAmount(name, used[name]), framework.FormatAmount(name, bound[name])))
+			}
+		}
+	}
+	return nil
+}
+
+func sumAmounts(a, b framework.ResourceAmounts) framework.ResourceAmounts {
+	out := a.Clone()
+	for k, v := range b {
+		out[k] = resources.AddSat(out[k], v)
+	}
+	return out
+}
+
+// Reserve implements framework.ReservePlugin: the pod's requests count
+// against its queue for the rest of the cycle.
+func (*Capacity) Reserve(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ string) *framework.Status {
+	addReserved(state, pod, 1)
+	return nil
+}
+
+// Unreserve implements framework.ReservePlugin.
+func (*Capacity) Unreserve(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ string) {
+	addReserved(state, pod, -1)
+}
+
+func addReserved(state *framework.CycleState, pod *v1.Pod, sign int64) {
+	d, ok := state.Read(stateKey)
+	if !ok {
+		return
+	}
+	r := d.(*reserved)
+	for k, v := range framework.AmountsOf(resources.PodRequests(pod)) {
+		r.amounts[k] += sign * v
+	}
+}
+
+// jobKey holds the cycle's job for the per-pod checks.
+const jobKey framework.StateKey = Name + "/job"
+
+type jobData struct{ job *framework.Job }
+
+func (d *jobData) Clone() framework.StateData { return d }
+
+func jobOf(state *framework.CycleState) *framework.Job {
+	d, ok := state.Read(jobKey)
+	if !ok {
+		return nil
+	}
+	return d.(*jobData).job
+}

@@ -1,0 +1,159 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// ReclaimName is the Reclaim plugin's name in profiles.
+const ReclaimName = "Reclaim"
+
+// ReclaimArgs are the Reclaim plugin's arguments (its pluginConfig).
+type ReclaimArgs struct {
+	// Below is the share a queue's waiting job reclaims up to: "FairShare"
+	// (the default), or "Guarantee" (only what the queue is guaranteed).
+	Below string `yaml:"below"`
+}
+
+// Reclaim takes back, for a job whose queue stays within its share with
+// the job started, what other queues use above theirs: at PostFilter it
+// asks the scheduler's RoomMaker to evict pods of queues above their fair
+// share (whose queue is reclaimable), with the same simulation, gang
+// rules (a victim gang never left below its quorum), PodDisruptionBudgets,
+// nomination and Eviction API as preemption by priority. It does nothing
+// while no Queue exists.
+type Reclaim struct {
+	guaranteeOnly bool
+}
+
+var (
+	_ framework.PostFilterPlugin  = &Reclaim{}
+	_ framework.EnqueueExtensions = &Reclaim{}
+)
+
+// NewReclaim builds the plugin from its args.
+func NewReclaim(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	var a ReclaimArgs
+	if args != nil {
+		if err := config.DecodeStrict(args, &a); err != nil {
+			return nil, fmt.Errorf("%s args: %w", ReclaimName, err)
+		}
+	}
+	switch a.Below {
+	case "", "FairShare":
+		return &Reclaim{}, nil
+	case "Guarantee":
+		return &Reclaim{guaranteeOnly: true}, nil
+	}
+	return nil, fmt.Errorf("%s args: below: %q is not one of FairShare, Guarantee", ReclaimName, a.Below)
+}
+
+// Name implements framework.Plugin.
+func (*Reclaim) Name() string { return ReclaimName }
+
+// EventsToRegister implements framework.EnqueueExtensions: nothing it
+// rejects is helped by an event the rejecting plugins did not register.
+func (*Reclaim) EventsToRegister() []framework.ClusterEventWithHint { return nil }
+
+// PostFilter implements framework.PostFilterPlugin.
+func (r *Reclaim) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	qs := job.Queues
+	if qs == nil || job.Err != nil || len(job.Pending) == 0 {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable)
+	}
+	path := qs.Path(job.Queue)
+	if len(path) == 0 {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable)
+	}
+	need := quorumRequest(job)
+	for _, a := range path {
+		bound, what := a.FairShare, "fair share"
+		if r.guaranteeOnly {
+			bound, what = a.Guaranteed, "guarantee"
+		}
+		after := sumAmounts(a.Allocated, need)
+		if name, over := exceedsAll(after, bound, need); over {
+			return nil, framework.NewStatus(framework.Unschedulable,
+				fmt.Sprintf("queue %s would exceed its %s (%s %s/%s): nothing to reclaim", a.Name, what, name,
+					framework.FormatAmount(name, after[name]), framework.FormatAmount(name, bound[name])))
+		}
+	}
+	policy := func(t *framework.TaskInfo) bool {
+		j, ok := room.Job(t.Job)
+		if !ok {
+			return false
+		}
+		vpath := qs.Path(jobQueue(j))
+		if len(vpath) == 0 || !vpath[len(vpath)-1].Reclaimable {
+			return false
+		}
+		// The queues that compete: the reclaimer's and the victim's
+		// ancestors that are siblings.
+		for i := 0; i < len(vpath) && i < len(path); i++ {
+			if vpath[i].Name == path[i].Name {
+				continue
+			}
+			v := vpath[i]
+			if !v.Reclaimable {
+				return false
+			}
+			return overShare(v, need)
+		}
+		return false
+	}
+	out, err := room.MakeRoom(ctx, policy)
+	switch {
+	case err != nil:
+		return nil, framework.AsStatus(fmt.Errorf("reclaim for job %s: %w", job.ID, err))
+	case out.Waiting > 0:
+		return &framework.PostFilterResult{Message: fmt.Sprintf("reclaim: waiting for %d reclaimed pods to terminate", out.Waiting)}, nil
+	case !out.Fits:
+		return nil, framework.NewStatus(framework.Unschedulable, "no queue above its fair share whose pods' eviction makes room")
+	case out.Victims == 0:
+		return &framework.PostFilterResult{}, nil
+	}
+	return &framework.PostFilterResult{Message: fmt.Sprintf("reclaim: queue %s takes back %d pods from queues above their fair share", job.Queue, out.Victims)}, nil
+}
+
+// jobQueue is the queue j is accounted to.
+func jobQueue(j *framework.JobInfo) string {
+	if j.QueueAccount != "" {
+		return j.QueueAccount
+	}
+	q, _ := j.Queue()
+	return q
+}
+
+// overShare reports whether q uses more than its fair share of a resource
+// need asks for.
+func overShare(q *framework.QueueState, need framework.ResourceAmounts) bool {
+	for name, v := range need {
+		if v > 0 && q.Allocated[name] > q.FairShare[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// exceedsAll returns a resource need asks for of which after exceeds
+// bound (a resource bound does not name is bounded at zero).
+func exceedsAll(after, bound, need framework.ResourceAmounts) (v1.ResourceName, bool) {
+	for _, name := range sortedNames(need) {
+		if need[name] > 0 && after[name] > bound[name] {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func sortedNames(a framework.ResourceAmounts) []v1.ResourceName {
+	return slices.Sorted(maps.Keys(a))
+}
