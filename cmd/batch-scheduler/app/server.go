@@ -36,10 +36,10 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queuestatus"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queuestatus"
 	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/intree"
