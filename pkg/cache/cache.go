@@ -97,10 +97,10 @@ type Options struct {
 	// Queue configures the scheduling queue of pending jobs. Its Clock and
 	// Metrics default to the cache's.
 	Queue queue.Options
-	// QueueRefresh is how often, at most, the queues' shares are
-	// recomputed while what the queues ask for or the capacity moves (a
-	// change of a queue recomputes them at once). Default:
-	// DefaultQueueRefresh.
+	// QueueRefresh is how often, at most, the capacity the queues share is
+	// recounted (a walk over the nodes) and their shares recomputed for
+	// it; a change of a queue, or of what the queues ask for, recomputes
+	// the shares at the next cycle. Default: DefaultQueueRefresh.
 	QueueRefresh time.Duration
 }
 
@@ -180,6 +180,9 @@ type SchedulerCache struct {
 	queueSpecs   map[string]map[string]*framework.QueueSpec
 	queueSpecGen int64
 	queueUsage   map[string]*queueUsage
+	// queueDemandGen counts changes of what the queues ask for (their
+	// allocated plus pending): the shares are recomputed after one.
+	queueDemandGen int64
 
 	// sharesMu guards shares, the last division of the capacity among the
 	// queues. It is taken with mu held (for reading or writing) and
@@ -320,7 +323,7 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 	}
 	out.Queue, out.QueueVia = j.Queue()
 	if len(out.Pending) > 0 {
-		out.Queues = c.queueSnapshotLocked()
+		out.Queues = c.queueSnapshotLocked(out.Queue != framework.DefaultQueue)
 	}
 	c.mu.RUnlock()
 	if len(out.Pending) == 0 {

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"time"
@@ -80,6 +81,10 @@ type queueShares struct {
 	// for.
 	at      time.Time
 	specGen int64
+	// demandGen is the queueDemandGen it was computed for; capacity the
+	// capacity it divided, recomputed at most every Options.QueueRefresh.
+	demandGen int64
+	capacity  resources.Resource
 	// snap holds the shares; the usage in it is as of at, and
 	// QueueSnapshot refreshes it.
 	snap *framework.QueueSnapshot
@@ -171,8 +176,12 @@ func (c *SchedulerCache) changeJobLocked(job *framework.JobInfo, uid types.UID, 
 			return
 		}
 		u := c.queueUsageLocked(now)
+		cur := job.Tasks[uid]
+		if !sameDemand(old, cur) {
+			c.queueDemandGen++
+		}
 		u.addTask(old, -1)
-		u.addTask(job.Tasks[uid], 1)
+		u.addTask(cur, 1)
 		u.addJob(hadPending, hadRunning, -1)
 		u.addJob(isPending, isRunning, 1)
 		c.dropQueueUsageLocked(now, u)
@@ -197,7 +206,24 @@ func (c *SchedulerCache) changeJobLocked(job *framework.JobInfo, uid types.UID, 
 		u.addJob(isPending, isRunning, 1)
 	}
 	job.QueueAccount = now
+	c.queueDemandGen++
 	c.queue.SetJobQueue(job.ID, now)
+}
+
+// sameDemand reports whether a and b ask the same of their queue:
+// nothing, or the same requests, pending or running alike (placing a pod
+// changes no demand).
+func sameDemand(a, b *framework.TaskInfo) bool {
+	asks := func(t *framework.TaskInfo) bool { return t != nil && (t.UsesShare() || t.Status == framework.TaskPending) }
+	if asks(a) != asks(b) {
+		return false
+	}
+	if !asks(a) {
+		return true
+	}
+	x, y := &a.Requests, &b.Requests
+	return x.MilliCPU == y.MilliCPU && x.Memory == y.Memory && x.EphemeralStorage == y.EphemeralStorage &&
+		maps.Equal(x.Scalar, y.Scalar)
 }
 
 func (c *SchedulerCache) queueUsageLocked(name string) *queueUsage {
@@ -224,21 +250,33 @@ func (c *SchedulerCache) dropQueueUsageLocked(name string, u *queueUsage) {
 func (c *SchedulerCache) QueueSnapshot() *framework.QueueSnapshot {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.queueSnapshotLocked()
+	return c.queueSnapshotLocked(false)
 }
 
 // queueSnapshotLocked is QueueSnapshot for a caller that holds mu, for
-// reading or writing. It takes sharesMu.
-func (c *SchedulerCache) queueSnapshotLocked() *framework.QueueSnapshot {
-	if len(c.queueSpecs) == 0 {
+// reading or writing. It takes sharesMu. With always, it returns the
+// queues even while no Queue exists (the implicit default queue alone):
+// for a job that names a queue, which must then wait for it.
+func (c *SchedulerCache) queueSnapshotLocked(always bool) *framework.QueueSnapshot {
+	if len(c.queueSpecs) == 0 && !always {
 		return nil
 	}
 	c.sharesMu.Lock()
 	defer c.sharesMu.Unlock()
 	now := c.opts.Clock.Now()
 	s := c.shares
-	if s == nil || s.specGen != c.queueSpecGen || now.Sub(s.at) >= c.opts.QueueRefresh {
-		c.shares = c.computeSharesLocked(now, s)
+	stale := s == nil || now.Sub(s.at) >= c.opts.QueueRefresh
+	if stale || s.specGen != c.queueSpecGen || s.demandGen != c.queueDemandGen {
+		capacity := resources.Resource{}
+		if stale {
+			capacity = c.capacityLocked()
+		} else {
+			capacity = s.capacity
+		}
+		c.shares = c.computeSharesLocked(now, s, capacity)
+		if !stale {
+			c.shares.at = s.at
+		}
 		s = c.shares
 	}
 	return c.withUsageLocked(s.snap)
@@ -308,9 +346,9 @@ func clampNegative(r *resources.Resource) {
 // pkg/fairshare), and hands the queues' order to the scheduling queue.
 // prev is the last division; when a share moved, jobs that wait for
 // their queue's share are retried. The caller holds mu and sharesMu.
-func (c *SchedulerCache) computeSharesLocked(now time.Time, prev *queueShares) *queueShares {
+func (c *SchedulerCache) computeSharesLocked(now time.Time, prev *queueShares, nodeCapacity resources.Resource) *queueShares {
 	specs := c.effectiveSpecsLocked()
-	capacity := c.capacityLocked()
+	capacity := nodeCapacity.Clone()
 	// What jobs of queues that do not exist use is not the queues' to
 	// share.
 	valid := map[string]bool{}
@@ -366,7 +404,7 @@ func (c *SchedulerCache) computeSharesLocked(now time.Time, prev *queueShares) *
 	for _, q := range snap.Queues {
 		sort.Strings(q.Children)
 	}
-	out := &queueShares{at: now, specGen: c.queueSpecGen, snap: snap}
+	out := &queueShares{at: now, specGen: c.queueSpecGen, demandGen: c.queueDemandGen, capacity: nodeCapacity, snap: snap}
 	withUsage := c.withUsageLocked(snap)
 	c.queue.SetQueueRanks(queueRanks(withUsage))
 	if prev != nil && sharesMoved(prev.snap, snap) {
@@ -496,7 +534,7 @@ type QueueStatus struct {
 func (c *SchedulerCache) QueueStatuses() []QueueStatus {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	snap := c.queueSnapshotLocked()
+	snap := c.queueSnapshotLocked(false)
 	if snap == nil {
 		return nil
 	}

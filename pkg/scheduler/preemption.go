@@ -79,6 +79,13 @@ func (s *Scheduler) postFilter(ctx context.Context, c *cycle) {
 	if !st.IsSuccess() && !st.IsRejected() {
 		klog.FromContext(ctx).Error(st.AsError(), "PostFilter failed")
 	}
+	if st.IsRejected() {
+		// Every plugin declined: what any of them waits for (Reclaim's
+		// queue shares moving, say) may help the job too.
+		for _, name := range c.fwk.PostFilterPluginNames() {
+			c.rejectedBy[name] = true
+		}
+	}
 	if res != nil {
 		c.preemption = res.Message
 	}

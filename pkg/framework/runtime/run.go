@@ -382,6 +382,15 @@ func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.Cycle
 // HasPostFilterPlugins reports whether any PostFilter plugin is enabled.
 func (f *Framework) HasPostFilterPlugins() bool { return len(f.postFilter) > 0 }
 
+// PostFilterPluginNames names the PostFilter plugins, in order.
+func (f *Framework) PostFilterPluginNames() []string {
+	names := make([]string, len(f.postFilter))
+	for i, pl := range f.postFilter {
+		names[i] = pl.Name()
+	}
+	return names
+}
+
 // RunPostFilterPlugins runs the PostFilter plugins for job, whose cycle
 // found no placement, in order, until one succeeds (it is making room; its
 // result is returned) or fails (an Error naming it). A rejection hands on

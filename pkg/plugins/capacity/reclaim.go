@@ -59,9 +59,12 @@ func NewReclaim(_ context.Context, args io.Reader, _ framework.Handle) (framewor
 // Name implements framework.Plugin.
 func (*Reclaim) Name() string { return ReclaimName }
 
-// EventsToRegister implements framework.EnqueueExtensions: nothing it
-// rejects is helped by an event the rejecting plugins did not register.
-func (*Reclaim) EventsToRegister() []framework.ClusterEventWithHint { return nil }
+// EventsToRegister implements framework.EnqueueExtensions: a job it
+// found nothing to reclaim for may find something once the queues' shares
+// move (more demand of the queues above their share, a queue changed).
+func (*Reclaim) EventsToRegister() []framework.ClusterEventWithHint {
+	return []framework.ClusterEventWithHint{{Event: framework.EventQueueChange}}
+}
 
 // PostFilter implements framework.PostFilterPlugin.
 func (r *Reclaim) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
