@@ -214,7 +214,9 @@ func (c *SchedulerCache) changeJobLocked(job *framework.JobInfo, uid types.UID, 
 // nothing, or the same requests, pending or running alike (placing a pod
 // changes no demand).
 func sameDemand(a, b *framework.TaskInfo) bool {
-	asks := func(t *framework.TaskInfo) bool { return t != nil && (t.UsesShare() || t.Status == framework.TaskPending) }
+	asks := func(t *framework.TaskInfo) bool {
+		return t != nil && (t.UsesShare() || t.Status == framework.TaskPending)
+	}
 	if asks(a) != asks(b) {
 		return false
 	}
