@@ -125,6 +125,7 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 			}
 		}
 	}
+	checkQueueUsage(t, c)
 	d := c.queue.Dump()
 	dumped := map[string]int{}
 	for _, jobs := range [][]queue.JobDump{d.Active, d.Backoff, d.Unschedulable, d.InFlight, d.AwaitingBinding} {
@@ -837,5 +838,61 @@ func TestTaskCounts(t *testing.T) {
 	}
 	if p, b := countTasks(j); p != 1 || b != 3 {
 		t.Errorf("Count = %d, %d; want 1 pending, 3 on nodes", p, b)
+	}
+}
+
+// checkQueueUsage recounts what each queue's jobs use and wait for, and
+// the jobs' task counters, and compares them with what the cache keeps
+// in step. The caller holds c.mu.
+func checkQueueUsage(t *testing.T, c *SchedulerCache) {
+	t.Helper()
+	want := map[string]*queueUsage{}
+	for id, j := range c.jobs {
+		q, _ := j.Queue()
+		if j.QueueAccount != q {
+			t.Errorf("job %s is accounted to queue %q, but its queue is %q", id, j.QueueAccount, q)
+		}
+		pending, running := 0, 0
+		for _, task := range j.Tasks {
+			if task.Status == framework.TaskPending {
+				pending++
+			}
+			if task.UsesShare() {
+				running++
+			}
+		}
+		if pending != j.PendingTasks() || running != j.RunningShareTasks() {
+			t.Errorf("job %s counts %d pending and %d running tasks, has %d and %d", id, j.PendingTasks(), j.RunningShareTasks(), pending, running)
+		}
+		u := want[q]
+		if u == nil {
+			u = &queueUsage{}
+			want[q] = u
+		}
+		for _, task := range j.Tasks {
+			u.addTask(task, 1)
+		}
+		u.addJob(pending > 0, running > 0, 1)
+	}
+	same := func(a, b resources.Resource) bool {
+		d := a.Clone()
+		d.Sub(b)
+		return d.IsZero()
+	}
+	for name, u := range c.queueUsage {
+		w := want[name]
+		if w == nil {
+			w = &queueUsage{}
+		}
+		if !same(u.allocated, w.allocated) || !same(u.pending, w.pending) || u.pendingJobs != w.pendingJobs || u.runningJobs != w.runningJobs {
+			t.Errorf("queue %q: the cache keeps allocated %v, pending %v, %d pending and %d running jobs; a recount gives %v, %v, %d and %d",
+				name, u.allocated, u.pending, u.pendingJobs, u.runningJobs, w.allocated, w.pending, w.pendingJobs, w.runningJobs)
+		}
+		delete(want, name)
+	}
+	for name, w := range want {
+		if !w.empty() {
+			t.Errorf("queue %q: the cache keeps no usage; a recount gives allocated %v, pending %v", name, w.allocated, w.pending)
+		}
 	}
 }
