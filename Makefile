@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
-.PHONY: all build cluster control-plane generate test unit-test e2e-test test-chaos verify bench bench-go bench-inproc bench-scheduling bench-scheduling-scale bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart cover demo demo-scenario clean
+.PHONY: all build cluster control-plane generate test unit-test e2e-test test-chaos verify bench bench-go bench-inproc bench-scheduling bench-scheduling-scale bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart bench-queues cover demo demo-scenario clean
 
 all: build
 
@@ -117,6 +117,11 @@ bench-gang: control-plane
 ##                  started cold on 5000 nodes and 150000 bound pods (hack/bench-coldstart.sh; quick: make bench-coldstart ARGS=quick)
 bench-coldstart: control-plane
 	hack/bench-coldstart.sh $(ARGS)
+
+## bench-queues: tenant queues on simulated kubelets: fair shares of weighted queues vs pkg/fairshare, utilization, reclaim
+##               latency of a guaranteed queue, pods/s with 10 queues vs none (hack/bench-queues.sh; quick: make bench-queues ARGS=quick)
+bench-queues: cluster
+	hack/bench-queues.sh $(ARGS)
 
 clean:
 	rm -rf bin _output

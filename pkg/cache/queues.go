@@ -441,6 +441,15 @@ func (c *SchedulerCache) withUsageLocked(snap *framework.QueueSnapshot) *framewo
 		cp.PendingJobs, cp.RunningJobs = 0, 0
 		out.Queues[name] = &cp
 	}
+	for tenant, w := range c.queue.RoomWaiters() {
+		if tenant == "" {
+			tenant = framework.DefaultQueue
+		}
+		if q, ok := out.Queues[tenant]; ok {
+			w := w
+			q.FirstWaiter = &w
+		}
+	}
 	for name, u := range c.queueUsage {
 		q, ok := out.Queues[name]
 		if !ok {

@@ -66,3 +66,46 @@ func text(code int, body string) http.Handler {
 		_, _ = w.Write([]byte(body))
 	})
 }
+
+func TestValidateQueues(t *testing.T) {
+	cpu := func(q string) v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: resource.MustParse(q)} }
+	good := func() []Queue {
+		return []Queue{
+			{Name: "org", Allocated: cpu("4"), FairShare: cpu("8")},
+			{Name: "team-a", Parent: "org", Allocated: cpu("4"), Pending: cpu("2"), FairShare: cpu("4"), PendingJobs: 1},
+		}
+	}
+	tests := []struct {
+		name    string
+		change  func(qs []Queue)
+		wantErr string // "" for valid
+	}{
+		{name: "valid", change: func([]Queue) {}},
+		{name: "nothing but names", change: func(qs []Queue) { qs[1] = Queue{Name: "team-a"} }},
+		{name: "empty name", change: func(qs []Queue) { qs[1].Name = "" }, wantErr: "queues[1].name: empty"},
+		{name: "negative pendingJobs", change: func(qs []Queue) { qs[1].PendingJobs = -1 },
+			wantErr: `queues[1] "team-a": pendingJobs -1 is negative`},
+		{name: "negative allocated", change: func(qs []Queue) { qs[0].Allocated = cpu("-1") },
+			wantErr: "queues[0].allocated[cpu]: -1 is negative"},
+		{name: "negative pending", change: func(qs []Queue) { qs[1].Pending = cpu("-500m") },
+			wantErr: "queues[1].pending[cpu]: -500m is negative"},
+		{name: "negative fair share", change: func(qs []Queue) { qs[1].FairShare = cpu("-2") },
+			wantErr: "queues[1].fairShare[cpu]: -2 is negative"},
+		{name: "empty resource name", change: func(qs []Queue) { qs[0].FairShare = v1.ResourceList{"": resource.MustParse("1")} },
+			wantErr: "queues[0].fairShare: empty resource name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Report{Queues: good()}
+			tt.change(r.Queues)
+			err := r.Validate()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.wantErr {
+				t.Errorf("Validate() = %q, want %q", got, tt.wantErr)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"io"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
@@ -42,6 +43,10 @@ type Job struct {
 	// Queue is the queue the job belongs to (DefaultQueue when it names
 	// none), and QueueVia where it is named, for messages.
 	Queue, QueueVia string
+	// Priority is the job's priority and Since when it first entered the
+	// scheduling queue, as the queue orders it (QueuedJob).
+	Priority int32
+	Since    time.Time
 	// Queues are the queues at the start of the cycle, with what they use
 	// and their shares; nil while no Queue exists (every job is then in
 	// the implicit default queue, and nothing is limited by queues).
@@ -214,6 +219,17 @@ type BindPlugin interface {
 // (plus pods and nodes, which it always watches).
 type EnqueueExtensions interface {
 	EventsToRegister() []ClusterEventWithHint
+}
+
+// RoomRejecter is an optional interface of a plugin whose resolvable
+// rejections (Unschedulable) mean that the job waits for room: resources
+// on the nodes (NodeResourcesFit) or in its queue (Capacity), rather than
+// a constraint nothing but a change of the cluster meets. Such a job is a
+// candidate for anti-starvation: once it has waited long enough, jobs
+// behind it in its queue stop taking the room it needs (see
+// docs/queues.md).
+type RoomRejecter interface {
+	RejectsForRoom() bool
 }
 
 // Handle is what plugins get from the framework.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -176,6 +177,9 @@ type QueueState struct {
 	// PendingJobs and RunningJobs count the jobs of the queue itself (not
 	// its subtree) that have pods waiting, and pods running.
 	PendingJobs, RunningJobs int
+	// FirstWaiter is the job of the queue itself that waits for room and
+	// comes first (highest priority, then oldest); nil when none waits.
+	FirstWaiter *RoomWaiter
 	// Guaranteed is the guarantee honoured (at most the limit, scaled
 	// down when the siblings' guarantees exceed the parent's share).
 	// Entitlement is the static share: Guaranteed plus the weighted part
@@ -184,6 +188,15 @@ type QueueState struct {
 	// weighted dominant-resource-fair division of the parent's share
 	// among the siblings that ask for it.
 	Guaranteed, Entitlement, FairShare ResourceAmounts
+}
+
+// RoomWaiter is a job that waits for room (see RoomRejecter): the first
+// of its queue in precedence, which anti-starvation protects.
+type RoomWaiter struct {
+	ID       JobID
+	Priority int32
+	// Since is when the job first entered the scheduling queue.
+	Since time.Time
 }
 
 // QueueSnapshot is every queue at one moment, as the cache computed it

@@ -70,6 +70,9 @@ type jobEntry struct {
 	// queue.
 	anyEvent bool
 	events   []framework.PluginEvent
+	// waitsForRoom: the last attempt waited for room (Attempt.ForRoom);
+	// the entry is in roomWaiters under its Queue.
+	waitsForRoom bool
 }
 
 func podPriority(pod *v1.Pod) int32 {

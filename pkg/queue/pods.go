@@ -74,6 +74,7 @@ func (q *SchedulingQueue) PodRemoved(id framework.JobID, uid types.UID) {
 	case len(e.Pods) == 0:
 		q.leaveFlightLocked(e)
 		q.detachLocked(e)
+		q.setWaitsForRoomLocked(e, false)
 		delete(q.jobs, id)
 		q.updateGaugesLocked()
 	case e.where == inActive:

@@ -57,6 +57,11 @@ type Attempt struct {
 	// attempts that no plugin can account for (there were no nodes at all,
 	// say).
 	AnyEvent bool
+	// ForRoom says that the job waits for room (resources on the nodes,
+	// or in its queue), not only for a constraint to be met: it may be
+	// starved by smaller jobs taking the room it needs (see
+	// RoomWaiters).
+	ForRoom bool
 }
 
 // Lengths is the number of jobs in each part of the queue.
@@ -182,6 +187,11 @@ type SchedulingQueue struct {
 	// order of the tenant queues (SetQueueRanks).
 	jobQueues  map[framework.JobID]string
 	queueRanks map[string]int
+	// roomWaiters index, per tenant queue ("" for the default one), the
+	// jobs whose last attempt waited for room; firstWaiter caches the
+	// first of each in precedence (see RoomWaiters), nil when unknown.
+	roomWaiters map[string]map[framework.JobID]*jobEntry
+	firstWaiter map[string]*jobEntry
 
 	activeGauge, backoffGauge, unschedulableGauge prometheus.Gauge
 }
@@ -202,6 +212,8 @@ func New(opts Options) (*SchedulingQueue, error) {
 		parkedInterest:       map[framework.EventResource]int{},
 		moveRequestCycle:     -1,
 		jobQueues:            map[framework.JobID]string{},
+		roomWaiters:          map[string]map[framework.JobID]*jobEntry{},
+		firstWaiter:          map[string]*jobEntry{},
 		activeGauge:          opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueActive),
 		backoffGauge:         opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueBackoff),
 		unschedulableGauge:   opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueUnschedulable),
@@ -295,6 +307,7 @@ func (q *SchedulingQueue) AddUnschedulable(job *framework.QueuedJob, attempt Att
 	}
 	e.events = slices.Clone(attempt.Events)
 	e.anyEvent = attempt.AnyEvent
+	q.setWaitsForRoomLocked(e, attempt.ForRoom && attempt.Err == nil)
 	missedEvent := e.changedInFlight || q.missedEventLocked(e, job.Cycle)
 	e.changedInFlight = false
 	q.leaveFlightLocked(e)
@@ -330,6 +343,7 @@ func (q *SchedulingQueue) Done(id framework.JobID) {
 		return
 	}
 	q.leaveFlightLocked(e)
+	q.setWaitsForRoomLocked(e, false)
 	if e.changedInFlight {
 		e.changedInFlight = false
 		q.moveToActiveLocked(e)

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"maps"
 
+	"k8s.io/klog/v2"
+
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -33,7 +35,10 @@ func (q *SchedulingQueue) SetJobQueue(id framework.JobID, name string) {
 	if !ok || e.Queue == name {
 		return
 	}
+	waits := e.waitsForRoom
+	q.setWaitsForRoomLocked(e, false)
 	e.Queue = name
+	q.setWaitsForRoomLocked(e, waits)
 	if e.where == inActive {
 		heap.Fix(&q.activeQ, e.heapIndex)
 	}
@@ -62,4 +67,75 @@ func (q *SchedulingQueue) lessActiveLocked(a, b *jobEntry) bool {
 		}
 	}
 	return q.less(&a.QueuedJob, &b.QueuedJob)
+}
+
+// RoomWaiters returns the first waiter for room of each tenant queue
+// ("" for the default one) that has one: the highest priority, then the
+// one that entered the queue first. Anti-starvation (the Capacity
+// plugin) keeps the jobs behind it from taking the room it waits for.
+func (q *SchedulingQueue) RoomWaiters() map[string]framework.RoomWaiter {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	if len(q.roomWaiters) == 0 {
+		return nil
+	}
+	out := make(map[string]framework.RoomWaiter, len(q.roomWaiters))
+	for tenant, set := range q.roomWaiters {
+		first := q.firstWaiter[tenant]
+		if first == nil {
+			for _, e := range set {
+				if first == nil || waiterBefore(e, first) {
+					first = e
+				}
+			}
+			q.firstWaiter[tenant] = first
+		}
+		out[tenant] = framework.RoomWaiter{ID: first.ID, Priority: first.Priority, Since: first.InitialTimestamp}
+	}
+	return out
+}
+
+// waiterBefore orders waiters for room: higher priority, then earlier
+// entry, then ID.
+func waiterBefore(a, b *jobEntry) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if !a.InitialTimestamp.Equal(b.InitialTimestamp) {
+		return a.InitialTimestamp.Before(b.InitialTimestamp)
+	}
+	return a.ID.String() < b.ID.String()
+}
+
+// setWaitsForRoomLocked records whether e waits for room. When the first
+// waiter of its tenant queue stops waiting (it was scheduled, or left),
+// the jobs held back behind it are retried (framework.EventQueueChange).
+func (q *SchedulingQueue) setWaitsForRoomLocked(e *jobEntry, waits bool) {
+	if e.waitsForRoom == waits {
+		return
+	}
+	e.waitsForRoom = waits
+	tenant := e.Queue
+	set := q.roomWaiters[tenant]
+	if waits {
+		if set == nil {
+			set = map[framework.JobID]*jobEntry{}
+			q.roomWaiters[tenant] = set
+		}
+		set[e.ID] = e
+		if first := q.firstWaiter[tenant]; first != nil && waiterBefore(e, first) {
+			q.firstWaiter[tenant] = e
+		}
+		return
+	}
+	delete(set, e.ID)
+	if len(set) == 0 {
+		delete(q.roomWaiters, tenant)
+	}
+	if q.firstWaiter[tenant] == e {
+		delete(q.firstWaiter, tenant)
+		q.moveUnschedulableLocked(framework.EventQueueChange, func(p *jobEntry) bool {
+			return q.worthRequeuingLocked(klog.Background(), p, framework.EventQueueChange, nil, &framework.QueueChange{Queue: tenant})
+		})
+	}
 }

@@ -197,6 +197,9 @@ type cycle struct {
 	// preemption says what preemption did for the job, when it did
 	// something; it ends each pod's message.
 	preemption string
+	// unresolvable records a rejection that no change of room helps
+	// (UnschedulableAndUnresolvable at PreFilter, Reserve or Permit).
+	unresolvable bool
 }
 
 // scheduleOne runs one cycle: pop a job, place it, assume and bind or
@@ -321,6 +324,7 @@ func (s *Scheduler) newCycle(qj *framework.QueuedJob) (*cycle, error) {
 	if !ok {
 		return nil, nil
 	}
+	job.Priority, job.Since = qj.Priority, qj.InitialTimestamp
 	profile := job.Pending[0].Spec.SchedulerName
 	fwk, ok := s.opts.Profiles[profile]
 	c := &cycle{qj: qj, job: job, fwk: fwk, profile: profile, state: framework.NewCycleState(), start: time.Now(),
@@ -472,6 +476,23 @@ func (c *cycle) noteRejection(st *framework.Status) {
 	if p := st.Plugin(); p != "" {
 		c.rejectedBy[p] = true
 	}
+	if st.Code() == framework.UnschedulableAndUnresolvable {
+		c.unresolvable = true
+	}
+}
+
+// waitsForRoom reports whether the job failed for want of room: a plugin
+// that rejects for room rejected it, and nothing rejected it for good.
+func (c *cycle) waitsForRoom(pluginNames []string) bool {
+	if c.unresolvable || c.noNodes {
+		return false
+	}
+	for _, name := range pluginNames {
+		if c.fwk.WaitsForRoom(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // unschedulable reports why the job could not be placed and parks it until
@@ -504,7 +525,8 @@ func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessa
 	}
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Job is unschedulable", "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
-	if err := s.queue.AddUnschedulable(c.qj, queue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes}); err != nil {
+	attempt := queue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: c.waitsForRoom(pluginNames)}
+	if err := s.queue.AddUnschedulable(c.qj, attempt); err != nil {
 		logger.Error(err, "Parking an unschedulable job")
 	}
 }

@@ -308,10 +308,10 @@ func (t *queueTracker) judgeLocked(name string, g *trackedGang, now time.Time) {
 
 // queueSample is the CPU per queue at one moment, in milli-CPU.
 type queueSample struct {
-	at                        time.Time
-	pending, bound, running   map[string]int64
-	deleting                  int
-	runningTotal, boundTotal  int64
+	at                       time.Time
+	pending, bound, running  map[string]int64
+	deleting                 int
+	runningTotal, boundTotal int64
 }
 
 func (t *queueTracker) sample() queueSample {
@@ -342,11 +342,11 @@ func (t *queueTracker) seenMilli(queue string) int64 {
 	return t.seen[queue]
 }
 
-// pendingMilli is the milli-CPU of queue's pods that wait.
-func (t *queueTracker) pendingMilli(queue string) int64 {
+// usage is the milli-CPU of queue's pods that wait, and that are bound.
+func (t *queueTracker) usage(queue string) (pending, bound int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.pending[queue]
+	return t.pending[queue], t.bound[queue]
 }
 
 // gangTimes returns, for the pods of gang, the latest boundAt and
@@ -425,4 +425,22 @@ func (t *queueTracker) startLagQuantiles() (p50, p99 time.Duration, n int) {
 	}
 	slices.Sort(lags)
 	return lags[len(lags)/2], lags[min(len(lags)-1, len(lags)*99/100)], len(lags)
+}
+
+// finishStrict is finish, once the phase's evictions are over: a gang
+// still below its quorum after losing pods is a violation however short
+// its window so far.
+func (t *queueTracker) finishStrict() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	for name, g := range t.gangs {
+		if !g.below.IsZero() && !g.belowUp && !g.flagged {
+			g.flagged = true
+			t.violations = append(t.violations, fmt.Sprintf("gang %s of queue %s runs %d of its quorum of %d at the end of the phase (since %s), after it had run its quorum and lost pods",
+				name, g.queue, g.live, g.quorum, g.below.Format("15:04:05.000")))
+		}
+		t.judgeLocked(name, g, now)
+	}
+	return slices.Clone(t.violations)
 }

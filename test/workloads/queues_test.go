@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -241,5 +242,98 @@ func waitPodsSay(t *testing.T, ns, name string, parts ...string) {
 	})
 	if err != nil {
 		t.Fatalf("the pods of Job %s never all said %q: %s", name, parts, describe(podsOf(t, ns, name)))
+	}
+}
+
+// A gang of 4 waits for 4 free CPUs while single one-CPU jobs of its
+// queue keep arriving and taking every CPU that frees. With
+// anti-starvation (the Capacity plugin's starvationAfter, 4 s here) the
+// singles that arrived after it stop starting once it has waited that
+// long, the CPUs drain, and the gang starts; with it off (the control),
+// the gang is overtaken for as long as singles keep coming.
+func TestAntiStarvationLetsABigGangStart(t *testing.T) {
+	installQueueCRDs(t)
+	for _, tc := range []struct {
+		name            string
+		starvationAfter string
+		wantStart       bool
+	}{
+		{name: "on", starvationAfter: "4s", wantStart: true},
+		{name: "off", starvationAfter: "0", wantStart: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := setup(t, 4, "1")
+			watch(t, ns, func(job string) int {
+				if job == "big" {
+					return 4
+				}
+				return 1
+			})
+			queue := ns + "-q"
+			createQueue(t, queueGVR, "Queue", queue, map[string]any{"weight": int64(1)})
+			cfg := filepath.Join(t.TempDir(), "config.yaml")
+			writeFile(t, cfg, `apiVersion: batch-scheduler.io/v1alpha1
+kind: SchedulerConfiguration
+profiles:
+- schedulerName: batch-scheduler
+  pluginConfig:
+  - name: Capacity
+    args:
+      starvationAfter: `+tc.starvationAfter+"\n")
+			startScheduler(t, "--config-path="+cfg)
+
+			// Singles of 3 s, a new one every second from three feeders,
+			// keep the 4 CPUs busy; the gang arrives once they do.
+			ctx, stop := context.WithCancel(t.Context())
+			defer stop()
+			var fed sync.WaitGroup
+			for f := range 3 {
+				fed.Add(1)
+				go func() {
+					defer fed.Done()
+					for i := 0; ctx.Err() == nil; i++ {
+						j := queueJob(ns, fmt.Sprintf("s%d-%d", f, i), queue, 1, "1", "3s")
+						delete(j.Spec.Template.Annotations, "batch-scheduler.io/job-gang")
+						if _, err := cp.Client.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+							t.Errorf("creating a single: %v", err)
+							return
+						}
+						select {
+						case <-ctx.Done():
+						case <-time.After(time.Second):
+						}
+					}
+				}()
+			}
+			time.Sleep(5 * time.Second)
+			created := time.Now()
+			createJob(t, queueJob(ns, "big", queue, 4, "1", "2s"))
+			window := 25 * time.Second
+			err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, window, true, func(context.Context) (bool, error) {
+				running := 0
+				for _, p := range podsOf(t, ns, "big") {
+					if p.Status.Phase == v1.PodRunning || p.Status.Phase == v1.PodSucceeded {
+						running++
+					}
+				}
+				return running == 4, nil
+			})
+			stop()
+			fed.Wait()
+			started := err == nil
+			if started != tc.wantStart {
+				t.Errorf("starvationAfter %s: the gang started within %s: %v, want %v", tc.starvationAfter, window, started, tc.wantStart)
+			}
+			if started {
+				t.Logf("the gang started %s after it was created", time.Since(created).Round(time.Second))
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -34,9 +34,17 @@ type fakeCache struct {
 	// err is returned by every method that returns an error.
 	err error
 
-	mu    sync.Mutex
-	calls []string
-	moves []move
+	mu     sync.Mutex
+	calls  []string
+	moves  []move
+	queues []queueCall
+}
+
+// queueCall is one SetQueue call.
+type queueCall struct {
+	Source, Name string
+	// Spec is nil for a queue the cache is to forget.
+	Spec *framework.QueueSpec
 }
 
 // move is one MoveAllToActiveOrBackoffQueue call.
@@ -45,7 +53,10 @@ type move struct {
 	OldObj, NewObj any
 }
 
-var _ eventhandlers.Cache = (*fakeCache)(nil)
+var (
+	_ eventhandlers.Cache      = (*fakeCache)(nil)
+	_ eventhandlers.QueueCache = (*fakeCache)(nil)
+)
 
 func newFakeCache(t *testing.T) *fakeCache {
 	return &fakeCache{
@@ -150,6 +161,21 @@ func (f *fakeCache) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, 
 	f.moves = append(f.moves, move{Event: event, OldObj: oldObj, NewObj: newObj})
 }
 
+// SetQueue records the call as "SetQueue <source>/<name>" and keeps spec.
+func (f *fakeCache) SetQueue(source, name string, spec *framework.QueueSpec) {
+	f.record("SetQueue", source+"/"+name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queues = append(f.queues, queueCall{Source: source, Name: name, Spec: spec})
+}
+
+// QueueCalls returns the recorded SetQueue calls.
+func (f *fakeCache) QueueCalls() []queueCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.queues)
+}
+
 // Calls returns every recorded call, in order.
 func (f *fakeCache) Calls() []string {
 	f.mu.Lock()
@@ -180,7 +206,7 @@ func (f *fakeCache) Moves() []move {
 func (f *fakeCache) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls, f.moves = nil, nil
+	f.calls, f.moves, f.queues = nil, nil, nil
 }
 
 // diffCalls describes how got differs from want, or returns "".

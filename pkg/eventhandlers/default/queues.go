@@ -3,6 +3,8 @@ package defaulthandler
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,16 +37,23 @@ var (
 	volcanoQueueGVR = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "queues"}
 )
 
+// volcanoRootQueue is the Queue Volcano creates as the root of its
+// hierarchy; its children name it as their parent.
+const volcanoRootQueue = "root"
+
 // queueResource is a resource whose objects are queues.
 type queueResource struct {
 	gvr    schema.GroupVersionResource
 	source string
 	spec   func(u *unstructured.Unstructured) *framework.QueueSpec
+	// root, when set, names the object that stands for the root of the
+	// queues, not a queue of its own: it is ignored.
+	root string
 }
 
 var queueResourceList = []queueResource{
 	{gvr: ownQueueGVR, source: queueSourceOwn, spec: ownQueueSpec},
-	{gvr: volcanoQueueGVR, source: queueSourceVolcano, spec: volcanoQueueSpec},
+	{gvr: volcanoQueueGVR, source: queueSourceVolcano, spec: volcanoQueueSpec, root: volcanoRootQueue},
 }
 
 func (h *Handler) queueResourceFor(gvr schema.GroupVersionResource) (queueResource, bool) {
@@ -75,6 +84,10 @@ func (h *Handler) setQueue(gvr schema.GroupVersionResource, obj any, deleted boo
 		klog.ErrorS(nil, "Ignoring an event of a queue that is not unstructured", "resource", eventhandlers.DynamicResourceName(gvr), "type", fmt.Sprintf("%T", obj))
 		return true
 	}
+	if r.root != "" && u.GetName() == r.root {
+		// The root is everything the scheduler may use, not a queue.
+		return true
+	}
 	if deleted {
 		qc.SetQueue(r.source, u.GetName(), nil)
 		return true
@@ -92,7 +105,7 @@ func ownQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
 	spec := &framework.QueueSpec{Name: u.GetName(), Source: "Queue " + u.GetName(), Weight: 1, Borrow: true, Lend: true, Reclaimable: true}
 	var q v1alpha1.Queue
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q); err != nil {
-		spec.Err = fmt.Errorf("decoding %s: %w", spec.Source, err)
+		spec.Err = fmt.Errorf("%s is invalid: %w", spec.Source, queueDecodeError(u, err))
 		return spec
 	}
 	if errs := v1alpha1.ValidateQueue(&q); len(errs) > 0 {
@@ -119,6 +132,27 @@ func ownQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
 	spec.Lend = boolOr(q.Spec.Lend, true)
 	spec.Reclaimable = boolOr(q.Spec.Reclaimable, true)
 	return spec
+}
+
+// queueDecodeError is err, an error decoding the Queue u, prefixed with
+// the field of u's spec it is about: the converter's errors name none
+// (e.g. "unrecognized type: int32" for a weight that is a string).
+func queueDecodeError(u *unstructured.Unstructured, err error) error {
+	raw, ok := u.Object["spec"]
+	if !ok {
+		return err
+	}
+	fields, ok := raw.(map[string]any)
+	if !ok {
+		return fmt.Errorf("spec: %w", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		var one v1alpha1.QueueSpec
+		if ferr := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{name: fields[name]}, &one); ferr != nil {
+			return fmt.Errorf("spec.%s: %w", name, ferr)
+		}
+	}
+	return err
 }
 
 // limitName is the name a limit's resource is accounted under; empty for
@@ -211,7 +245,7 @@ func volcanoQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
 	}
 	if p, found, err := unstructured.NestedString(u.Object, "spec", "parent"); err != nil {
 		errs = append(errs, fmt.Errorf("spec.parent: %w", err))
-	} else if found && p != "root" {
+	} else if found && p != volcanoRootQueue {
 		spec.Parent = p
 	}
 	if len(errs) > 0 {

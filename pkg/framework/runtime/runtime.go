@@ -410,6 +410,13 @@ func (f *Framework) EventsToRegisterFor(names ...string) []framework.PluginEvent
 	return out
 }
 
+// WaitsForRoom reports whether a rejection by the plugin named name means
+// that the job waits for room (see framework.RoomRejecter).
+func (f *Framework) WaitsForRoom(name string) bool {
+	r, ok := f.plugins[name].(framework.RoomRejecter)
+	return ok && r.RejectsForRoom()
+}
+
 // ResourcesNeeded returns the distinct resources of EventsToRegister,
 // sorted, for starting informers. When any event is about WildCard, it
 // returns just [WildCard], meaning every resource.

@@ -10,13 +10,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
+	"time"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
@@ -26,12 +30,28 @@ const Name = "Capacity"
 // stateKey holds what the cycle reserved so far (reserved).
 const stateKey framework.StateKey = Name + "/reserved"
 
+// DefaultStarvationAfter is the default of CapacityArgs.StarvationAfter.
+const DefaultStarvationAfter = 5 * time.Minute
+
+// CapacityArgs are the Capacity plugin's arguments (its pluginConfig).
+type CapacityArgs struct {
+	// StarvationAfter is how long a job may wait for room before the jobs
+	// behind it in its queue (lower priority, or the same and younger)
+	// stop starting, so that the room it needs frees up: e.g. "5m" (the
+	// default); "0" turns anti-starvation off.
+	StarvationAfter string `yaml:"starvationAfter"`
+}
+
 // Capacity checks a job against its queue before it is placed
 // (PreFilter), and each pod against the room its queue and the queue's
 // ancestors have left (PreFilterPod), counting the pods the cycle
 // reserved before it (Reserve, Unreserve). It does nothing while no Queue
 // exists.
-type Capacity struct{}
+type Capacity struct {
+	starvationAfter time.Duration
+	// now is the clock, time.Now but in tests.
+	now func() time.Time
+}
 
 var (
 	_ framework.PreFilterPlugin    = &Capacity{}
@@ -40,16 +60,31 @@ var (
 	_ framework.EnqueueExtensions  = &Capacity{}
 )
 
-// New builds the plugin; it takes no arguments.
+// New builds the plugin from its args.
 func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
-	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
-		return nil, err
+	a := CapacityArgs{}
+	if args != nil {
+		if err := config.DecodeStrict(args, &a); err != nil {
+			return nil, fmt.Errorf("%s args: %w", Name, err)
+		}
 	}
-	return &Capacity{}, nil
+	p := &Capacity{starvationAfter: DefaultStarvationAfter, now: time.Now}
+	if a.StarvationAfter != "" {
+		d, err := time.ParseDuration(a.StarvationAfter)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%s args: starvationAfter: %q is not a duration of 0 or more, such as 5m", Name, a.StarvationAfter)
+		}
+		p.starvationAfter = d
+	}
+	return p, nil
 }
 
 // Name implements framework.Plugin.
 func (*Capacity) Name() string { return Name }
+
+// RejectsForRoom implements framework.RoomRejecter: a job it rejects
+// (resolvably) waits for room in its queue.
+func (*Capacity) RejectsForRoom() bool { return true }
 
 // EventsToRegister implements framework.EnqueueExtensions: a queue that
 // changed (created, limit raised, shares recomputed), a pod that left its
@@ -66,12 +101,20 @@ func (*Capacity) EventsToRegister() []framework.ClusterEventWithHint {
 }
 
 // reserved is what the cycle placed so far, per queue of the job's path.
+// The pods of a job are bound in parallel, and each failed bind
+// unreserves its pod: mu guards the fields, and pods holds the pods
+// reserved, so that Unreserve frees only what Reserve took (it must be
+// idempotent).
 type reserved struct {
+	mu      sync.Mutex
 	amounts framework.ResourceAmounts
+	pods    map[types.UID]bool
 }
 
 func (r *reserved) Clone() framework.StateData {
-	return &reserved{amounts: r.amounts.Clone()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &reserved{amounts: r.amounts.Clone(), pods: maps.Clone(r.pods)}
 }
 
 // PreFilter implements framework.PreFilterPlugin. It rejects, unresolvably
@@ -79,8 +122,8 @@ func (r *reserved) Clone() framework.StateData {
 // has child queues, and a job that can never start: what its quorum asks
 // for exceeds the limit of its queue or of an ancestor, or everything the
 // scheduler may use.
-func (*Capacity) PreFilter(_ context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
-	state.Write(stateKey, &reserved{amounts: framework.ResourceAmounts{}})
+func (pl *Capacity) PreFilter(_ context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
+	state.Write(stateKey, &reserved{amounts: framework.ResourceAmounts{}, pods: map[types.UID]bool{}})
 	state.Write(jobKey, &jobData{job: job})
 	qs := job.Queues
 	if qs == nil {
@@ -115,7 +158,22 @@ func (*Capacity) PreFilter(_ context.Context, state *framework.CycleState, job *
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
 			fmt.Sprintf("the job can never start: it needs %s but this scheduler may use %s in all", amount(name, need), amount(name, qs.Capacity)))
 	}
+	if w := q.FirstWaiter; w != nil && pl.starvationAfter > 0 && w.ID != job.ID && behind(job, w) {
+		if waited := pl.now().Sub(w.Since); waited >= pl.starvationAfter {
+			return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("job %s of queue %s has waited %s for room; jobs behind it wait (anti-starvation)",
+				w.ID, q.Name, waited.Round(time.Second)))
+		}
+	}
 	return nil
+}
+
+// behind reports whether job comes after the waiter w in its queue's
+// order: a lower priority, or the same and younger.
+func behind(job *framework.Job, w *framework.RoomWaiter) bool {
+	if job.Priority != w.Priority {
+		return job.Priority < w.Priority
+	}
+	return job.Since.After(w.Since)
 }
 
 // quorumRequest is what the job's quorum still asks for: the requests of
@@ -175,11 +233,19 @@ func (*Capacity) PreFilterPod(_ context.Context, state *framework.CycleState, po
 	req := framework.AmountsOf(resources.PodRequests(pod))
 	var cycle framework.ResourceAmounts
 	if d, ok := state.Read(stateKey); ok {
-		cycle = d.(*reserved).amounts
+		r := d.(*reserved)
+		r.mu.Lock()
+		cycle = r.amounts.Clone()
+		r.mu.Unlock()
 	}
 	for _, a := range path {
 		used := sumAmounts(a.Allocated, cycle)
-		after := sumAmounts(used, req)
+		// Only the resources pod requests: one it does not request, over
+		// the limit already, must not hide one it does.
+		after := framework.ResourceAmounts{}
+		for n, v := range req {
+			after[n] = resources.AddSat(used[n], v)
+		}
 		if name, ok := exceeds(after, a.Limit); ok && req[name] > 0 {
 			return framework.NewStatus(framework.Unschedulable,
 				fmt.Sprintf("queue %s at its limit: %s/%s", a.Name, string(name)+" "+framework.FormatAmount(name, used[name]), framework.FormatAmount(name, a.Limit[name])))
@@ -224,6 +290,17 @@ func addReserved(state *framework.CycleState, pod *v1.Pod, sign int64) {
 		return
 	}
 	r := d.(*reserved)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pods[pod.UID] == (sign > 0) {
+		// Reserved already, or not reserved (any more).
+		return
+	}
+	if sign > 0 {
+		r.pods[pod.UID] = true
+	} else {
+		delete(r.pods, pod.UID)
+	}
 	for k, v := range framework.AmountsOf(resources.PodRequests(pod)) {
 		r.amounts[k] += sign * v
 	}

@@ -73,6 +73,10 @@ func NewWithArgs(args Args) (*Fit, error) {
 // Name implements framework.Plugin.
 func (*Fit) Name() string { return Name }
 
+// RejectsForRoom implements framework.RoomRejecter: a pod it rejects
+// waits for resources on the nodes.
+func (*Fit) RejectsForRoom() bool { return true }
+
 // Args returns the plugin's defaulted args.
 func (f *Fit) Args() Args {
 	a := f.args

@@ -1,0 +1,1126 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/fairshare"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+)
+
+// The nodes of BenchmarkQueues: simulated kubelets (KWOK) that run the
+// pods bound to them, of queueNodeCPU CPUs each; every pod requests CPU
+// only.
+const (
+	queueNodeCPU    = 4
+	queueNodeMemory = "16Gi"
+	queueNodePods   = 110
+
+	// queueRunForever is the run time of pods that must outlast their
+	// phase.
+	queueRunForever = "1h"
+
+	queueFairNamespace    = "queues-fairness"
+	queueReclaimNamespace = "queues-reclaim"
+
+	// reclaimGangSize is the size and quorum of the gangs of the reclaim
+	// phase.
+	reclaimGangSize = 8
+	// Queues of the reclaim phase.
+	guaranteedQueue = "guaranteed"
+	borrowerQueue   = "borrower"
+)
+
+var queueGVR = v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.QueuesResource)
+
+// fairQueues are the queues of the fairness phase and their weights.
+var fairQueues = []struct {
+	name   string
+	weight int64
+}{{"fair-a", 1}, {"fair-b", 1}, {"fair-c", 2}, {"fair-d", 4}}
+
+// Phases of BenchmarkQueues (BENCH_QUEUE_PHASES).
+const (
+	phaseFairness   = "fairness"
+	phaseReclaim    = "reclaim"
+	phaseThroughput = "throughput"
+)
+
+// queueSettings are BenchmarkQueues' knobs.
+type queueSettings struct {
+	// settings holds the knobs every scheduler benchmark shares (client
+	// QPS and burst, BENCH_TIMEOUT_SECONDS, BENCH_V, the profiles);
+	// nodes and pods are this benchmark's.
+	settings
+	fairFor, fairSkip time.Duration
+	// backlog is the CPU (milli) of pending pods each queue of the
+	// fairness phase keeps at least.
+	backlog int64
+	reps    int
+	seed    uint64
+	settle  time.Duration
+	phases  map[string]bool
+}
+
+func loadQueueSettings(b testing.TB) queueSettings {
+	b.Helper()
+	s := queueSettings{settings: loadCommonSettings(b)}
+	s.nodes = envInt(b, "BENCH_QUEUE_NODES", 500)
+	s.pods = envInt(b, "BENCH_QUEUE_PODS", 10000)
+	s.fairFor = time.Duration(envInt(b, "BENCH_QUEUE_FAIR_SECONDS", 120)) * time.Second
+	s.fairSkip = time.Duration(envInt(b, "BENCH_QUEUE_SKIP_SECONDS", 30)) * time.Second
+	s.backlog = int64(envInt(b, "BENCH_QUEUE_BACKLOG_CPU", max(24, s.nodes*queueNodeCPU/10))) * 1000
+	s.reps = envInt(b, "BENCH_QUEUE_RECLAIM_REPS", 5)
+	s.seed = uint64(envInt(b, "BENCH_QUEUE_SEED", 1))
+	s.settle = time.Duration(envInt(b, "BENCH_QUEUE_SETTLE_SECONDS", 10)) * time.Second
+	s.phases = map[string]bool{}
+	phases := os.Getenv("BENCH_QUEUE_PHASES")
+	if phases == "" {
+		phases = strings.Join([]string{phaseFairness, phaseReclaim, phaseThroughput}, ",")
+	}
+	for p := range strings.SplitSeq(phases, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case phaseFairness, phaseReclaim, phaseThroughput:
+			s.phases[p] = true
+		default:
+			b.Fatalf("BENCH_QUEUE_PHASES=%q: %q is not one of %s, %s, %s", phases, p, phaseFairness, phaseReclaim, phaseThroughput)
+		}
+	}
+	if s.nodes <= 0 || s.pods <= 0 || s.reps <= 0 || s.fairFor <= s.fairSkip {
+		b.Fatalf("BENCH_QUEUE_NODES (%d), BENCH_QUEUE_PODS (%d) and BENCH_QUEUE_RECLAIM_REPS (%d) must be positive, BENCH_QUEUE_FAIR_SECONDS (%s) above BENCH_QUEUE_SKIP_SECONDS (%s)",
+			s.nodes, s.pods, s.reps, s.fairFor, s.fairSkip)
+	}
+	// The throughput pods (100m each) must fit, with room to spare, so
+	// that placement never fails for lack of CPU or pod slots.
+	if s.pods > s.nodes*queueNodeCPU*10*8/10 || s.pods > s.nodes*queueNodePods*8/10 {
+		b.Fatalf("BENCH_QUEUE_PODS=%d is too many for BENCH_QUEUE_NODES=%d: keep it ≤ %d", s.pods, s.nodes, s.nodes*queueNodeCPU*10*8/10)
+	}
+	// The guaranteed queue's gangs stay within its guarantee (a quarter
+	// of the cluster).
+	if s.reps*reclaimGangSize > s.nodes*queueNodeCPU/4 {
+		b.Fatalf("BENCH_QUEUE_RECLAIM_REPS=%d: %d gangs of %d do not fit in a guarantee of %d CPUs", s.reps, s.reps, reclaimGangSize, s.nodes*queueNodeCPU/4)
+	}
+	return s
+}
+
+// capacityMilli is the cluster's CPU in milli-CPU.
+func (s queueSettings) capacityMilli() int64 { return int64(s.nodes) * queueNodeCPU * 1000 }
+
+func qlogf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[bench-queues] "+format+"\n", args...)
+}
+
+// BenchmarkQueues measures tenant queues (the Queue CRD, the Capacity and
+// Reclaim plugins, the cache's order of queues) on a real kube-apiserver
+// and etcd with simulated kubelets (KWOK, started by test/controlplane:
+// pods bound to its nodes turn Running, and succeed after their
+// sim.batch-scheduler.io/run-for annotation), one fresh control plane per
+// b.N iteration. The real command runs in this process, as in
+// BenchmarkScheduling (same flags, client QPS and burst), one instance
+// per phase. Setup: BENCH_QUEUE_NODES KWOK nodes (500) of 4 CPUs, the
+// Queue CRD installed once. Pods are created directly (no Jobs), as gangs
+// (scheduling.k8s.io/group-name and min-available) where gangs are said,
+// naming their queue with the label batch-scheduler.io/queue, requesting
+// CPU only. Queues are cluster-scoped: each phase deletes its queues,
+// pods and namespace before the next starts.
+//
+//  1. Fairness: queues fair-a, fair-b, fair-c, fair-d of weights 1, 1,
+//     2, 4 (borrow, no guarantee). Each keeps at least
+//     BENCH_QUEUE_BACKLOG_CPU of gangs pending (default a tenth of the
+//     cluster, at least 24 CPUs): gangs of 1 to 8 pods of 1 CPU that run
+//     5 to 15 s, drawn from an RNG seeded with BENCH_QUEUE_SEED and the
+//     queue's index; finished pods are deleted, as a job controller
+//     would. Every second the CPU of the running pods of each queue is
+//     sampled from an informer; the first BENCH_QUEUE_SKIP_SECONDS (30)
+//     of BENCH_QUEUE_FAIR_SECONDS (120) are left out. Reported per queue:
+//     the time-averaged share of the cluster's CPU it ran against its
+//     fair share from pkg/fairshare.Compute on the same inputs (capacity
+//     nodes × 4 CPUs, every queue demanding more than the capacity);
+//     fair-worst-dev is the worst |measured/fair - 1| (goal ≤ 0.05), and
+//     utilization the time-averaged running CPU ÷ capacity (goal ≥ 0.95).
+//  2. Reclaim: queue "guaranteed" (spec.guaranteed cpu = a quarter of the
+//     cluster) and queue "borrower" (weight 1 each). The borrower fills
+//     the cluster with gangs of 8 pods of 1 CPU that run 1h, and keeps 2
+//     more pending. BENCH_QUEUE_RECLAIM_REPS times (5), once the cluster
+//     is full again: the guaranteed queue creates a gang of 8 pods of 1
+//     CPU (within its guarantee); timed from before its first create call
+//     to the informer seeing its 8th pod Running. Reported:
+//     reclaim-p50-s (goal < 5 s at 500 nodes) and reclaim-max-s. On every
+//     pod event the running pods of each gang are counted: a gang left
+//     with some but fewer than its quorum running for longer than
+//     BENCH_QUEUE_SETTLE_SECONDS (10), or at the end of the phase after
+//     losing pods, fails the benchmark (the fairness phase is judged the
+//     same way).
+//  3. Throughput: BENCH_QUEUE_PODS (10000) single pods (not gangs: every
+//     pod is a job of its own, so the per-job work of queues, their order
+//     and the capacity check, is paid for each pod) of 100m that run 1h,
+//     created pending before the command starts; timed from its sync
+//     barrier to the last bind seen, as BenchmarkScheduling's scheduler
+//     phase (runScheduler, with its checks). In the order a (no Queue
+//     object; the pods name no queue), b (10 Queues of weight 1, the pods
+//     spread over them), a again. Reported: noqueues-pods/s (the mean of
+//     both a), queues-pods/s and queues-ratio = b ÷ a (goal ≥ 0.9).
+//
+// BENCH_QUEUE_PHASES (fairness,reclaim,throughput) selects the phases. A
+// summary table goes to stdout.
+func BenchmarkQueues(b *testing.B) {
+	s := loadQueueSettings(b)
+	var runs []queueRun
+	for b.Loop() {
+		runs = append(runs, runQueuesOnce(b, s))
+	}
+	b.ReportMetric(0, "ns/op") // one op is a whole run
+	mean := func(f func(r queueRun) float64) float64 {
+		var sum float64
+		for _, r := range runs {
+			sum += f(r)
+		}
+		return sum / float64(len(runs))
+	}
+	if s.phases[phaseFairness] {
+		b.ReportMetric(mean(func(r queueRun) float64 { return r.fair.worst }), "fair-worst-dev")
+		b.ReportMetric(mean(func(r queueRun) float64 { return r.fair.utilization }), "utilization")
+		for i, q := range fairQueues {
+			b.ReportMetric(mean(func(r queueRun) float64 { return r.fair.queues[i].measured / r.fair.queues[i].fair }), q.name+"-share/fair")
+		}
+	}
+	if s.phases[phaseReclaim] {
+		b.ReportMetric(mean(func(r queueRun) float64 { return r.reclaim.p50.Seconds() }), "reclaim-p50-s")
+		b.ReportMetric(mean(func(r queueRun) float64 { return r.reclaim.max.Seconds() }), "reclaim-max-s")
+	}
+	if s.phases[phaseThroughput] {
+		a := mean(func(r queueRun) float64 { return r.tput.noQueues() })
+		q := mean(func(r queueRun) float64 { return r.tput.queues.podsPerSecond() })
+		b.ReportMetric(a, "noqueues-pods/s")
+		b.ReportMetric(q, "queues-pods/s")
+		b.ReportMetric(mean(func(r queueRun) float64 { return r.tput.ratio() }), "queues-ratio")
+	}
+}
+
+// queueRun is the outcome of one run.
+type queueRun struct {
+	fair    fairnessResult
+	reclaim reclaimResult
+	tput    queueThroughput
+}
+
+// queueEnv is what the phases of one run share.
+type queueEnv struct {
+	s     queueSettings
+	cp    *controlplane.ControlPlane
+	admin kubernetes.Interface
+	dyn   dynamic.Interface
+	procs map[string]int
+	nodes []string
+}
+
+func runQueuesOnce(b *testing.B, s queueSettings) queueRun {
+	runStart := time.Now()
+	cp, stop := startControlPlane(b)
+	defer stop()
+	admin := clientFor(b, cp.Config, 100000, 100000)
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	setupStart := time.Now()
+	if err := controlplane.InstallCRDFile(ctx, dyn, filepath.Join("..", "..", "deploy", "crds", "batch-scheduler.io_queues.yaml")); err != nil {
+		b.Fatal(err)
+	}
+	e := queueEnv{s: s, cp: cp, admin: admin, dyn: dyn, procs: queueProcesses(), nodes: createKwokNodes(b, ctx, admin, s.nodes)}
+	qlogf("setup: %d KWOK nodes of %d CPUs and the Queue CRD in %s", s.nodes, queueNodeCPU, time.Since(setupStart).Round(time.Millisecond))
+
+	var r queueRun
+	if s.phases[phaseFairness] {
+		r.fair = runFairness(b, e)
+	}
+	if s.phases[phaseReclaim] {
+		r.reclaim = runReclaim(b, e)
+	}
+	if s.phases[phaseThroughput] {
+		r.tput = runQueueThroughput(b, e)
+	}
+	printQueuesSummary(os.Stdout, s, r, time.Since(runStart))
+	return r
+}
+
+// queueProcesses is controlPlaneProcesses plus the simulated kubelets
+// (kwok), a child of this process too.
+func queueProcesses() map[string]int {
+	out := controlPlaneProcesses()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, ppid, _, err := procStat(pid); err == nil && ppid == os.Getpid() && comm == "kwok" {
+			out["kwok"] = pid
+		}
+	}
+	return out
+}
+
+// createKwokNodes creates n nodes of the simulated kubelets, labeled for
+// the scheduler's --node-selector, and waits until each is Ready.
+func createKwokNodes(b testing.TB, ctx context.Context, client kubernetes.Interface, n int) []string {
+	b.Helper()
+	names := make([]string, n)
+	err := parallel(n, setupWorkers, func(i int) error {
+		names[i] = fmt.Sprintf("queue-node-%05d", i)
+		node := st.MakeNode().Name(names[i]).Label(poolLabel, poolValue).Capacity(map[v1.ResourceName]string{
+			v1.ResourceCPU: strconv.Itoa(queueNodeCPU), v1.ResourceMemory: queueNodeMemory, v1.ResourcePods: strconv.Itoa(queueNodePods),
+		}).Obj()
+		node.UID = ""
+		_, err := controlplane.CreateKwokNode(ctx, client, node)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return names
+}
+
+// createQueue creates a Queue of this project.
+func createQueue(b testing.TB, dyn dynamic.Interface, name string, spec map[string]any) {
+	b.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "Queue",
+		"metadata": map[string]any{"name": name}, "spec": spec,
+	}}
+	if _, err := dyn.Resource(queueGVR).Create(b.Context(), u, metav1.CreateOptions{}); err != nil {
+		b.Fatalf("creating Queue %s: %v", name, err)
+	}
+}
+
+// deleteQueues deletes the Queues and waits until they are gone.
+func deleteQueues(b testing.TB, dyn dynamic.Interface, names ...string) {
+	b.Helper()
+	ctx := b.Context()
+	for _, name := range names {
+		if err := dyn.Resource(queueGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			b.Fatalf("deleting Queue %s: %v", name, err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		list, err := dyn.Resource(queueGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(list.Items) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d Queues still there a minute after their deletion", len(list.Items))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// clearNamespace deletes every pod of ns (grace 0: the simulated kubelets
+// would stop them one by one), waits until none is left, and
+// deletes the namespace. It does not wait for the namespace controller,
+// which takes tens of seconds to notice that an emptied namespace is
+// empty: nothing of the namespace is left to disturb the next phase.
+func clearNamespace(b testing.TB, client kubernetes.Interface, ns string) {
+	b.Helper()
+	start := time.Now()
+	ctx := b.Context()
+	grace := int64(0)
+	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One call per pod, in parallel: the API server deletes a collection
+	// one pod at a time (--delete-collection-workers=1).
+	err = parallel(len(list.Items), setupWorkers, func(i int) error {
+		err := client.CoreV1().Pods(ns).Delete(ctx, list.Items[i].Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatalf("deleting the pods of %s: %v", ns, err)
+	}
+	for {
+		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(list.Items) == 0 {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			b.Fatalf("%d pods of %s left 2 minutes after their deletion", len(list.Items), ns)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		b.Fatalf("deleting namespace %s: %v", ns, err)
+	}
+	qlogf("the pods of namespace %s deleted in %s", ns, time.Since(start).Round(time.Millisecond))
+}
+
+func createNamespace(b testing.TB, client kubernetes.Interface, ns string) {
+	b.Helper()
+	if _, err := client.CoreV1().Namespaces().Create(b.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatalf("creating namespace %s: %v", ns, err)
+	}
+}
+
+// queuePod is a pod of batch-scheduler in queue (none if empty) and gang
+// (none if empty) of quorum, requesting cpu, running for runFor.
+func queuePod(ns, name, queue, gang string, quorum int, cpu, runFor string) *v1.Pod {
+	w := st.MakePod().Namespace(ns).Name(name).Scheduler(schedulerName).
+		Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu}).Annotation(controlplane.RunForAnnotation, runFor)
+	if queue != "" {
+		w = w.Label(framework.QueueLabel, queue)
+	}
+	if gang != "" {
+		w = w.Group(gang).MinAvailable(strconv.Itoa(quorum))
+	}
+	pod := w.Obj()
+	pod.UID, pod.ResourceVersion = "", ""
+	return pod
+}
+
+// createGang creates the size pods of gang (quorum size, 1 CPU each) at
+// once.
+func createGang(ctx context.Context, client kubernetes.Interface, ns, queue, gang string, size int, runFor string) error {
+	return parallel(size, size, func(i int) error {
+		_, err := client.CoreV1().Pods(ns).Create(ctx, queuePod(ns, fmt.Sprintf("%s-%d", gang, i), queue, gang, size, "1", runFor), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// queueScheduler is the command running in this process for a phase.
+type queueScheduler struct {
+	addr    string
+	stopped bool
+	cancel  context.CancelFunc
+	done    chan int
+	stderr  *syncBuffer
+}
+
+// startQueueScheduler starts the command as runScheduler does (same
+// flags) and returns once it is ready.
+func startQueueScheduler(b testing.TB, e queueEnv) *queueScheduler {
+	b.Helper()
+	addr := freeAddress(b)
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := app.NewSchedulerCommand()
+	cmd.SetArgs([]string{
+		"--kubeconfig", e.cp.KubeconfigPath,
+		"--scheduler-name", schedulerName,
+		"--secure-port=0", "--insecure-bind-address=127.0.0.1", "--insecure-port", port,
+		"--leader-elect=false",
+		"--node-selector", poolLabel + "=" + poolValue,
+		"--kube-api-qps", strconv.FormatFloat(float64(e.s.qps), 'f', -1, 32),
+		"--kube-api-burst", strconv.Itoa(e.s.burst),
+		"-v", strconv.Itoa(e.s.verbosity),
+	})
+	cmd.SetContext(ctx)
+	qs := &queueScheduler{addr: addr, cancel: cancel, done: make(chan int, 1), stderr: &syncBuffer{}}
+	cmd.SetErr(qs.stderr)
+	go func() { qs.done <- app.Execute(cmd) }()
+	b.Cleanup(func() { qs.stop(b) })
+	waitReady(b, addr, qs.done, qs.stderr)
+	return qs
+}
+
+// stop reads the command's metrics and stops it.
+func (qs *queueScheduler) stop(b testing.TB) map[string]float64 {
+	if qs.stopped {
+		return nil
+	}
+	var metrics map[string]float64
+	select {
+	case code := <-qs.done:
+		qs.stopped = true
+		b.Errorf("batch-scheduler exited with %d during the phase: %s", code, qs.stderr.String())
+		return nil
+	default:
+		metrics = scrapeMetrics(b, qs.addr)
+	}
+	qs.stopped = true
+	qs.cancel()
+	select {
+	case code := <-qs.done:
+		if code != 0 {
+			b.Errorf("batch-scheduler exited with %d: %s", code, qs.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		b.Errorf("batch-scheduler did not stop within 60s of being cancelled")
+	}
+	return metrics
+}
+
+// generator keeps at least target milli-CPU of gangs of queue pending,
+// and enough for the queue's bound and pending pods together to reach
+// floor.
+type generator struct {
+	client kubernetes.Interface
+	ns     string
+	queue  string
+	target int64
+	floor  int64
+	tr     *queueTracker
+	rng    *rand.Rand
+	// next draws a gang's size and run time.
+	next func(rng *rand.Rand) (size int, runFor string)
+
+	gangs   int
+	asked   atomic.Int64 // milli-CPU of the pods asked for
+	created atomic.Int64 // pods created
+	errs    atomic.Int64
+	errMu   sync.Mutex
+	err     error
+}
+
+// run creates gangs, at most 8 at a time, until ctx ends, whenever what
+// the queue has pending plus what is on its way falls below the target,
+// or that plus what it has bound below the floor.
+func (g *generator) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sem := make(chan struct{}, 8)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for ctx.Err() == nil {
+			if g.errs.Load() >= 20 {
+				return // reported by the phase
+			}
+			pending, bound := g.tr.usage(g.queue)
+			pending += g.asked.Load() - g.tr.seenMilli(g.queue) // on its way
+			if pending >= g.target && bound+pending >= g.floor {
+				break
+			}
+			size, runFor := g.next(g.rng)
+			name := fmt.Sprintf("%s-%05d", g.queue, g.gangs)
+			g.gangs++
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			g.asked.Add(int64(size) * 1000)
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if err := createGang(ctx, g.client, g.ns, g.queue, name, size, runFor); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					g.errs.Add(1)
+					g.errMu.Lock()
+					if g.err == nil {
+						g.err = err
+					}
+					g.errMu.Unlock()
+					g.asked.Add(-int64(size) * 1000)
+					return
+				}
+				g.created.Add(int64(size))
+			})
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// terminalDeleter deletes finished pods of ns with a few workers, as a
+// job controller cleaning up would.
+type terminalDeleter struct {
+	ch      chan string
+	wg      sync.WaitGroup
+	deleted atomic.Int64
+	dropped atomic.Int64
+}
+
+func startTerminalDeleter(ctx context.Context, client kubernetes.Interface, ns string, workers int) *terminalDeleter {
+	d := &terminalDeleter{ch: make(chan string, 1<<16)}
+	for range workers {
+		d.wg.Go(func() {
+			for name := range d.ch {
+				if ctx.Err() != nil {
+					continue
+				}
+				err := client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
+				if err == nil || apierrors.IsNotFound(err) {
+					d.deleted.Add(1)
+				}
+			}
+		})
+	}
+	return d
+}
+
+func (d *terminalDeleter) add(name string) {
+	select {
+	case d.ch <- name:
+	default:
+		d.dropped.Add(1) // left to the namespace's deletion
+	}
+}
+
+func (d *terminalDeleter) close() {
+	close(d.ch)
+	d.wg.Wait()
+}
+
+// fairQueueResult is one queue of the fairness phase.
+type fairQueueResult struct {
+	name   string
+	weight int64
+	// fair is the queue's fair share of the cluster's CPU from
+	// pkg/fairshare; measured the time-averaged share of the cluster's
+	// CPU its running pods took, bound the same for its bound pods, and
+	// ofUsed its part of the running CPU (measured / utilization).
+	fair, measured, bound, ofUsed float64
+	// schedFair is the fair share (CPUs) the scheduler computed last, from
+	// its metrics; -1 if absent.
+	schedFair float64
+	// minPending and meanPending are the least and the mean CPU (milli)
+	// the queue had pending at a sample of the measured window.
+	minPending, meanPending int64
+	// minDemand is the least, over the samples, of what the queue had
+	// bound and pending ÷ its fair share: above 1, it always asked for
+	// more than its share.
+	minDemand float64
+	evicted   int
+	created   int64
+}
+
+type fairnessResult struct {
+	queues []fairQueueResult
+	// worst is the largest |measured/fair - 1|; utilization the mean
+	// running CPU ÷ capacity, boundUtil the same for bound pods.
+	worst, utilization, boundUtil float64
+	samples                       int
+	startLagP50, startLagP99      time.Duration
+	violations                    []string
+	deleted                       int64
+	cpu                           cpuTimes
+	elapsed                       time.Duration
+	metrics                       map[string]float64
+	// requests are the API server's requests during the phase.
+	requests map[string]float64
+}
+
+// expectedShares computes the fair shares of queues (name → weight) from
+// pkg/fairshare, every queue demanding more than capacity: the fraction of
+// capacity each gets.
+func expectedShares(capacity int64, names []string, weights []int64) map[string]float64 {
+	var in []fairshare.Queue
+	for i, name := range names {
+		in = append(in, fairshare.Queue{Name: name, Weight: weights[i], Borrow: true, Lend: true,
+			Demand: fairshare.Vector{v1.ResourceCPU: 2 * capacity}})
+	}
+	res := fairshare.Compute(fairshare.Vector{v1.ResourceCPU: capacity}, in)
+	out := map[string]float64{}
+	for _, name := range names {
+		if sh, ok := res.Shares[name]; ok {
+			out[name] = float64(sh.FairShare[v1.ResourceCPU]) / float64(capacity)
+		}
+	}
+	return out
+}
+
+// runFairness runs phase 1 (see BenchmarkQueues).
+func runFairness(b *testing.B, e queueEnv) fairnessResult {
+	s := e.s
+	start := time.Now()
+	createNamespace(b, e.admin, queueFairNamespace)
+	var names []string
+	var weights []int64
+	for _, q := range fairQueues {
+		createQueue(b, e.dyn, q.name, map[string]any{"weight": q.weight, "borrow": true})
+		names = append(names, q.name)
+		weights = append(weights, q.weight)
+	}
+	sched := startQueueScheduler(b, e)
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	deleter := startTerminalDeleter(ctx, e.admin, queueFairNamespace, 4)
+	tr := newQueueTracker(b, e.admin, queueFairNamespace, s.settle, deleter.add)
+
+	// Every queue demands (bound and pending) more than its fair share
+	// at all times: a quarter more, and at least the backlog pending.
+	fair := expectedShares(s.capacityMilli(), names, weights)
+	gens := make([]*generator, len(fairQueues))
+	var wg sync.WaitGroup
+	for i, q := range fairQueues {
+		floor := int64(fair[q.name] * float64(s.capacityMilli()) * 5 / 4)
+		gens[i] = &generator{client: e.admin, ns: queueFairNamespace, queue: q.name, target: s.backlog, floor: floor, tr: tr,
+			rng: rand.New(rand.NewPCG(s.seed, uint64(i))),
+			next: func(rng *rand.Rand) (int, string) {
+				return 1 + rng.IntN(8), fmt.Sprintf("%ds", 5+rng.IntN(11))
+			}}
+		wg.Go(func() { gens[i].run(ctx) })
+	}
+	cpu0 := readCPU(e.procs)
+	req0 := apiRequests(b, e.admin)
+	phaseStart := time.Now()
+	qlogf("fairness: queues %v of weights %v, a backlog of %d CPUs each, %s (the first %s left out)", names, weights, s.backlog/1000, s.fairFor, s.fairSkip)
+	var samples []queueSample
+	tick := time.NewTicker(time.Second)
+	for time.Since(phaseStart) < s.fairFor {
+		<-tick.C
+		smp := tr.sample()
+		if smp.at.Sub(phaseStart) >= s.fairSkip {
+			samples = append(samples, smp)
+		}
+		if n := len(samples); n > 0 && n%30 == 0 {
+			qlogf("fairness: %s: running %d of %d CPUs: %s", smp.at.Sub(phaseStart).Round(time.Second), smp.runningTotal/1000, s.capacityMilli()/1000, perQueue(names, smp.running))
+		}
+	}
+	tick.Stop()
+	elapsed := time.Since(phaseStart)
+	cancel()
+	wg.Wait()
+	cpu := readCPU(e.procs).sub(cpu0)
+	reqs := subCounts(apiRequests(b, e.admin), req0)
+	metrics := sched.stop(b)
+	violations := tr.finish()
+	tr.close()
+	deleter.close()
+
+	r := fairnessResult{samples: len(samples), violations: violations, deleted: deleter.deleted.Load(), cpu: cpu, elapsed: elapsed, metrics: metrics, requests: reqs}
+	r.startLagP50, r.startLagP99, _ = tr.startLagQuantiles()
+	capacity := float64(s.capacityMilli())
+	for _, smp := range samples {
+		r.utilization += float64(smp.runningTotal) / capacity
+		r.boundUtil += float64(smp.boundTotal) / capacity
+	}
+	n := float64(max(len(samples), 1))
+	r.utilization /= n
+	r.boundUtil /= n
+	for i, q := range fairQueues {
+		qr := fairQueueResult{name: q.name, weight: q.weight, fair: fair[q.name], minPending: math.MaxInt64, minDemand: math.Inf(1), schedFair: -1,
+			evicted: len(tr.evictionsSince(q.name, start)), created: gens[i].created.Load()}
+		for _, smp := range samples {
+			qr.measured += float64(smp.running[q.name]) / capacity
+			qr.bound += float64(smp.bound[q.name]) / capacity
+			if smp.runningTotal > 0 {
+				qr.ofUsed += float64(smp.running[q.name]) / float64(smp.runningTotal)
+			}
+			qr.minPending = min(qr.minPending, smp.pending[q.name])
+			qr.minDemand = min(qr.minDemand, float64(smp.bound[q.name]+smp.pending[q.name])/(qr.fair*capacity))
+			qr.meanPending += smp.pending[q.name]
+		}
+		qr.measured /= n
+		qr.bound /= n
+		qr.ofUsed /= n
+		qr.meanPending /= int64(n)
+		if len(samples) == 0 {
+			qr.minPending, qr.minDemand = 0, 0
+		}
+		if v, ok := queueMetric(metrics, q.name, "fair_share"); ok {
+			qr.schedFair = v
+		}
+		r.worst = max(r.worst, math.Abs(qr.measured/qr.fair-1))
+		r.queues = append(r.queues, qr)
+		if errs := gens[i].errs.Load(); errs > 0 {
+			b.Errorf("fairness: %d gangs of %s could not be created, the first: %v", errs, q.name, gens[i].err)
+		}
+	}
+	for _, v := range violations {
+		b.Errorf("fairness: %s", v)
+	}
+	qlogf("fairness: %d samples; utilization %.3f; worst |measured/fair - 1| %.3f; %d finished pods deleted", len(samples), r.utilization, r.worst, r.deleted)
+	clearNamespace(b, e.admin, queueFairNamespace)
+	deleteQueues(b, e.dyn, names...)
+	qlogf("fairness: done in %s", time.Since(start).Round(time.Second))
+	return r
+}
+
+// perQueue renders amounts (milli-CPU) per queue in CPUs.
+func perQueue(names []string, m map[string]int64) string {
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", n, m[n]/1000))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// queueMetric reads batch_scheduler_queue_resources of queue, resource
+// cpu and kind from the scheduler's metrics.
+func queueMetric(m map[string]float64, queue, kind string) (float64, bool) {
+	for k, v := range m {
+		rest, ok := strings.CutPrefix(k, "batch_scheduler_queue_resources{")
+		if ok && strings.Contains(rest, `queue="`+queue+`"`) && strings.Contains(rest, `kind="`+kind+`"`) && strings.Contains(rest, `resource="cpu"`) {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// sumMetric sums the samples of metric name (any labels).
+func sumMetric(m map[string]float64, name string) float64 {
+	var sum float64
+	for k, v := range m {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// requestRates lists the API requests of reqs at 1/s or more (and the
+// failed ones), most first, per second of elapsed.
+func requestRates(reqs map[string]float64, elapsed time.Duration) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var list []kv
+	for k, v := range reqs {
+		if v/elapsed.Seconds() >= 1 || strings.Contains(k, "code") {
+			list = append(list, kv{k, v / elapsed.Seconds()})
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v || list[i].v == list[j].v && list[i].k < list[j].k })
+	var parts []string
+	for _, e := range list {
+		parts = append(parts, fmt.Sprintf("%s %.1f", e.k, e.v))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reclaimRep is one gang of the guaranteed queue.
+type reclaimRep struct {
+	// latency is from before its first create call to its 8th pod seen
+	// Running; bound to its last pod seen bound; firstEviction to the
+	// first eviction of a borrower's pod seen after the creation (0:
+	// none).
+	latency, bound, firstEviction time.Duration
+	evicted                       int
+	// settle is how long the cluster took to be full again before it.
+	settle time.Duration
+	full   bool
+}
+
+type reclaimResult struct {
+	reps                    []reclaimRep
+	p50, max                time.Duration
+	fill                    time.Duration
+	gangsLost, podsLost     int
+	maxBelow                time.Duration
+	violations              []string
+	startLagP50, startLag99 time.Duration
+	metrics                 map[string]float64
+	cpu                     cpuTimes
+	requests                map[string]float64
+	elapsed                 time.Duration
+}
+
+// runReclaim runs phase 2 (see BenchmarkQueues).
+func runReclaim(b *testing.B, e queueEnv) reclaimResult {
+	s := e.s
+	start := time.Now()
+	ns := queueReclaimNamespace
+	createNamespace(b, e.admin, ns)
+	capacity := s.capacityMilli()
+	guarantee := capacity / 4
+	createQueue(b, e.dyn, guaranteedQueue, map[string]any{"weight": int64(1), "guaranteed": map[string]any{"cpu": fmt.Sprintf("%dm", guarantee)}})
+	createQueue(b, e.dyn, borrowerQueue, map[string]any{"weight": int64(1)})
+	sched := startQueueScheduler(b, e)
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	tr := newQueueTracker(b, e.admin, ns, s.settle, nil)
+	cpu0 := readCPU(e.procs)
+	req0 := apiRequests(b, e.admin)
+	reclaimStart := time.Now()
+
+	// The borrower fills the cluster, and 2 gangs more wait.
+	gangs := int(capacity/1000)/reclaimGangSize + 2
+	fillStart := time.Now()
+	err := parallel(gangs*reclaimGangSize, setupWorkers, func(i int) error {
+		gang := fmt.Sprintf("%s-%05d", borrowerQueue, i/reclaimGangSize)
+		pod := queuePod(ns, fmt.Sprintf("%s-%d", gang, i%reclaimGangSize), borrowerQueue, gang, reclaimGangSize, "1", queueRunForever)
+		_, err := e.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r reclaimResult
+	if _, ok := waitFull(tr, capacity, 5*time.Minute); !ok {
+		smp := tr.sample()
+		b.Fatalf("reclaim: the borrower's %d gangs never filled the cluster: %d of %d CPUs running after 5 minutes", gangs, smp.runningTotal/1000, capacity/1000)
+	}
+	r.fill = time.Since(fillStart)
+	qlogf("reclaim: the borrower filled %d CPUs with %d gangs of %d in %s; a guarantee of %d CPUs", capacity/1000, gangs-2, reclaimGangSize, r.fill.Round(time.Millisecond), guarantee/1000)
+	// It keeps 2 gangs pending: what reclaim frees beyond the guaranteed
+	// gang's need is filled again.
+	gen := &generator{client: e.admin, ns: ns, queue: borrowerQueue, target: 2 * reclaimGangSize * 1000, tr: tr,
+		rng:  rand.New(rand.NewPCG(s.seed, 100)),
+		next: func(*rand.Rand) (int, string) { return reclaimGangSize, queueRunForever }, gangs: gangs}
+	var wg sync.WaitGroup
+	wg.Go(func() { gen.run(ctx) })
+
+	for i := range s.reps {
+		settle, full := waitFull(tr, capacity, 2*time.Minute)
+		if !full {
+			smp := tr.sample()
+			qlogf("reclaim: the cluster was not full again after %s (%d of %d CPUs running, %d pods being deleted); going on", settle.Round(time.Millisecond),
+				smp.runningTotal/1000, capacity/1000, smp.deleting)
+		}
+		gang := fmt.Sprintf("%s-%d", guaranteedQueue, i)
+		t0 := time.Now()
+		if err := createGang(ctx, e.admin, ns, guaranteedQueue, gang, reclaimGangSize, queueRunForever); err != nil {
+			b.Fatal(err)
+		}
+		var boundAt, runningAt time.Time
+		ok := false
+		deadline := t0.Add(3 * time.Minute)
+		for !ok && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			boundAt, runningAt, _, ok = tr.gangTimes(gang, reclaimGangSize)
+		}
+		if !ok {
+			_, _, n, _ := tr.gangTimes(gang, reclaimGangSize)
+			b.Errorf("reclaim: gang %s had %d of %d pods Running 3 minutes after its creation; its pods say: %s", gang, n, reclaimGangSize, podMessages(b, e.admin, ns, gang))
+			break
+		}
+		rep := reclaimRep{latency: runningAt.Sub(t0), bound: boundAt.Sub(t0), settle: settle, full: full}
+		ev := tr.evictionsSince(borrowerQueue, t0)
+		rep.evicted = len(ev)
+		if len(ev) > 0 {
+			rep.firstEviction = ev[0].Sub(t0)
+		}
+		r.reps = append(r.reps, rep)
+		qlogf("reclaim %d: gang %s Running after %s (bound after %s, first eviction after %s, %d borrower pods evicted; cluster full again after %s)", i+1, gang,
+			rep.latency.Round(time.Millisecond), rep.bound.Round(time.Millisecond), rep.firstEviction.Round(time.Millisecond), rep.evicted, settle.Round(time.Millisecond))
+	}
+	// Evictions still in flight end; then a gang below its quorum is one
+	// that lost part of its pods for good.
+	waitFull(tr, capacity, time.Minute)
+	time.Sleep(time.Second)
+	cancel()
+	wg.Wait()
+	r.cpu = readCPU(e.procs).sub(cpu0)
+	r.requests = subCounts(apiRequests(b, e.admin), req0)
+	r.elapsed = time.Since(reclaimStart)
+	r.metrics = sched.stop(b)
+	r.violations = tr.finishStrict()
+	tr.close()
+	r.gangsLost, r.podsLost, r.maxBelow = tr.gangLosses(borrowerQueue)
+	r.startLagP50, r.startLag99, _ = tr.startLagQuantiles()
+	for _, v := range r.violations {
+		b.Errorf("reclaim: %s", v)
+	}
+	if errs := gen.errs.Load(); errs > 0 {
+		b.Errorf("reclaim: %d of the borrower's gangs could not be created, the first: %v", errs, gen.err)
+	}
+	if len(r.reps) > 0 {
+		lat := make([]time.Duration, len(r.reps))
+		for i, rep := range r.reps {
+			lat[i] = rep.latency
+		}
+		slices.Sort(lat)
+		r.p50, r.max = lat[(len(lat)-1)/2], lat[len(lat)-1]
+	}
+	clearNamespace(b, e.admin, ns)
+	deleteQueues(b, e.dyn, guaranteedQueue, borrowerQueue)
+	qlogf("reclaim: done in %s", time.Since(start).Round(time.Second))
+	return r
+}
+
+// waitFull waits until the running pods take the whole capacity and no
+// pod is being deleted, and returns how long it waited.
+func waitFull(tr *queueTracker, capacity int64, timeout time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	for time.Since(start) < timeout {
+		if smp := tr.sample(); smp.runningTotal >= capacity && smp.deleting == 0 {
+			return time.Since(start), true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start), false
+}
+
+// podMessages lists the PodScheduled messages of the pods of gang.
+func podMessages(b testing.TB, client kubernetes.Interface, ns, gang string) string {
+	list, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range list.Items {
+		if p.Annotations[framework.GroupNameAnnotation] != gang {
+			continue
+		}
+		msg := string(p.Status.Phase)
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodScheduled {
+				msg += " " + c.Reason + ": " + c.Message
+			}
+		}
+		out = append(out, fmt.Sprintf("%s on %q: %s", p.Name, p.Spec.NodeName, msg))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
+}
+
+// queueThroughput is phase 3: a, b, a.
+type queueThroughput struct {
+	a1, queues, a2 schedulerRun
+}
+
+func (t queueThroughput) noQueues() float64 {
+	return (t.a1.podsPerSecond() + t.a2.podsPerSecond()) / 2
+}
+
+func (t queueThroughput) ratio() float64 { return t.queues.podsPerSecond() / t.noQueues() }
+
+// tputQueues is the number of queues of the throughput phase with queues.
+const tputQueues = 10
+
+// runQueueThroughput runs phase 3 (see BenchmarkQueues).
+func runQueueThroughput(b *testing.B, e queueEnv) queueThroughput {
+	start := time.Now()
+	var queues []string
+	for i := range tputQueues {
+		queues = append(queues, fmt.Sprintf("tput-%02d", i))
+	}
+	phases := []struct {
+		name   string
+		queues []string
+	}{{"no-queues-1", nil}, {"queues", queues}, {"no-queues-2", nil}}
+	runs := make([]schedulerRun, len(phases))
+	for i, p := range phases {
+		ns := "tput-" + p.name
+		createNamespace(b, e.admin, ns)
+		for _, q := range p.queues {
+			createQueue(b, e.dyn, q, map[string]any{"weight": int64(1)})
+		}
+		setup := time.Now()
+		err := parallel(e.s.pods, setupWorkers, func(j int) error {
+			queue := ""
+			if len(p.queues) > 0 {
+				queue = p.queues[j%len(p.queues)]
+			}
+			_, err := e.admin.CoreV1().Pods(ns).Create(b.Context(), queuePod(ns, fmt.Sprintf("pod-%05d", j), queue, "", 0, "100m", queueRunForever), metav1.CreateOptions{})
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		qlogf("throughput %s: %d pending pods created in %s", p.name, e.s.pods, time.Since(setup).Round(time.Millisecond))
+		ps := e.s.settings
+		if ps.cpuProfile != "" {
+			ps.cpuProfile = e.s.cpuProfile + "-" + p.name + ".pprof"
+		}
+		runs[i] = runScheduler(b, ps, e.cp, e.admin, e.procs, ns, e.nodes, schedulerPhase{name: p.name, schedulerName: schedulerName})
+		r := runs[i]
+		qlogf("throughput %s: %d pods in %s: %.0f pods/s (start-up %s, first bind after %s)", p.name, r.pods, r.elapsed.Round(time.Millisecond),
+			r.podsPerSecond(), r.startup.Round(time.Millisecond), r.firstBind.Round(time.Millisecond))
+		clearNamespace(b, e.admin, ns)
+		if len(p.queues) > 0 {
+			deleteQueues(b, e.dyn, p.queues...)
+		}
+	}
+	qlogf("throughput: done in %s", time.Since(start).Round(time.Second))
+	return queueThroughput{a1: runs[0], queues: runs[1], a2: runs[2]}
+}
+
+// printQueuesSummary prints the tables of one run.
+func printQueuesSummary(out io.Writer, s queueSettings, r queueRun, total time.Duration) {
+	fmt.Fprintf(out, "\nqueues: %d KWOK nodes of %d CPUs (%d CPUs), client QPS %.0f burst %d, seed %d\n", s.nodes, queueNodeCPU, s.capacityMilli()/1000, s.qps, s.burst, s.seed)
+	if s.phases[phaseFairness] {
+		f := r.fair
+		fmt.Fprintf(out, "\nfairness: %s measured (%d samples, every second, after %s), gangs of 1-8 × 1 CPU running 5-15 s, backlog ≥ %d CPUs per queue\n",
+			s.fairFor-s.fairSkip, f.samples, s.fairSkip, s.backlog/1000)
+		fmt.Fprintf(out, "%-8s %6s %8s %9s %10s %8s %8s %10s %12s %13s %11s %8s %10s\n", "queue", "weight", "fair", "measured", "meas/fair", "bound", "of-used", "used/fair",
+			"pending-min", "pending-mean", "demand-min", "evicted", "sched-fair")
+		for _, q := range f.queues {
+			sf := "-"
+			if q.schedFair >= 0 {
+				sf = fmt.Sprintf("%.0f", q.schedFair)
+			}
+			fmt.Fprintf(out, "%-8s %6d %8.3f %9.3f %10.3f %8.3f %8.3f %10.3f %12d %13d %11.2f %8d %10s\n", q.name, q.weight, q.fair, q.measured, q.measured/q.fair, q.bound,
+				q.ofUsed, q.ofUsed/q.fair, q.minPending/1000, q.meanPending/1000, q.minDemand, q.evicted, sf)
+		}
+		fmt.Fprintf(out, "worst |measured/fair - 1| %.3f (goal ≤ 0.05); utilization (running) %.3f (goal ≥ 0.95), bound %.3f; start lag (bound → Running seen) p50 %s p99 %s; finished pods deleted %d\n",
+			f.worst, f.utilization, f.boundUtil, f.startLagP50.Round(time.Millisecond), f.startLagP99.Round(time.Millisecond), f.deleted)
+		fmt.Fprintf(out, "fairness: %s; preemption attempts %.0f, victims %.0f; CPU s: kube-apiserver %s, etcd %s, kwok %s, self %s over %s; gangs below quorum: %d\n",
+			attempts(f.metrics), sumMetric(f.metrics, "batch_scheduler_preemption_attempts_total"), sumMetric(f.metrics, "batch_scheduler_preemption_victims_total"),
+			f.cpu.fmt("kube-apiserver"), f.cpu.fmt("etcd"), f.cpu.fmt("kwok"), f.cpu.fmt("self"), f.elapsed.Round(time.Second), len(f.violations))
+		fmt.Fprintf(out, "fairness: API requests per second: %s\n", requestRates(f.requests, f.elapsed))
+	}
+	if s.phases[phaseReclaim] {
+		c := r.reclaim
+		fmt.Fprintf(out, "\nreclaim: queue %s (guarantee %d CPUs) vs %s (filled the cluster in %s); gangs of %d × 1 CPU\n", guaranteedQueue, s.capacityMilli()/4000, borrowerQueue, c.fill.Round(time.Millisecond), reclaimGangSize)
+		fmt.Fprintf(out, "%-4s %12s %12s %15s %8s %14s\n", "rep", "running-s", "bound-s", "1st-eviction-s", "evicted", "full-again-s")
+		for i, rep := range c.reps {
+			full := fmt.Sprintf("%.2f", rep.settle.Seconds())
+			if !rep.full {
+				full += " (not full)"
+			}
+			fmt.Fprintf(out, "%-4d %12.2f %12.2f %15.2f %8d %14s\n", i+1, rep.latency.Seconds(), rep.bound.Seconds(), rep.firstEviction.Seconds(), rep.evicted, full)
+		}
+		fmt.Fprintf(out, "reclaim p50 %.2fs max %.2fs (goal p50 < 5s at 500 nodes); borrower gangs that lost pods %d (%d pods), longest below quorum %s; gangs below quorum: %d; start lag p50 %s p99 %s\n",
+			c.p50.Seconds(), c.max.Seconds(), c.gangsLost, c.podsLost, c.maxBelow.Round(time.Millisecond), len(c.violations), c.startLagP50.Round(time.Millisecond), c.startLag99.Round(time.Millisecond))
+		fmt.Fprintf(out, "reclaim: %s; preemption attempts %.0f, victims %.0f; CPU s: kube-apiserver %s, etcd %s, kwok %s, self %s\n",
+			attempts(c.metrics), sumMetric(c.metrics, "batch_scheduler_preemption_attempts_total"), sumMetric(c.metrics, "batch_scheduler_preemption_victims_total"),
+			c.cpu.fmt("kube-apiserver"), c.cpu.fmt("etcd"), c.cpu.fmt("kwok"), c.cpu.fmt("self"))
+		fmt.Fprintf(out, "reclaim: API requests per second over %s: %s\n", c.elapsed.Round(time.Second), requestRates(c.requests, c.elapsed))
+	}
+	if s.phases[phaseThroughput] {
+		t := r.tput
+		fmt.Fprintf(out, "\nthroughput: %d single pods of 100m pending, placed from the scheduler's sync barrier to the last bind\n", s.pods)
+		fmt.Fprintf(out, "%-12s %10s %8s %12s %8s %8s %8s %11s %10s %10s\n", "phase", "time", "pods/s", "apiserver-s", "etcd-s", "kwok-s", "self-s", "self-ms/pod", "cycle-ms", "start-up")
+		for _, p := range []schedulerRun{t.a1, t.queues, t.a2} {
+			selfMS := "-"
+			if v, ok := p.cpu["self"]; ok {
+				selfMS = fmt.Sprintf("%.2f", float64(v.Microseconds())/1000/float64(p.pods))
+			}
+			fmt.Fprintf(out, "%-12s %10s %8.0f %12s %8s %8s %8s %11s %10s %10s\n", p.name, p.elapsed.Round(time.Millisecond), p.podsPerSecond(),
+				p.cpu.fmt("kube-apiserver"), p.cpu.fmt("etcd"), p.cpu.fmt("kwok"), p.cpu.fmt("self"), selfMS, meanCycle(p.metrics), p.startup.Round(time.Millisecond))
+		}
+		fmt.Fprintf(out, "no queues (mean of both) %.0f pods/s; %d queues %.0f pods/s; ratio %.3f (goal ≥ 0.90)\n", t.noQueues(), tputQueues, t.queues.podsPerSecond(), t.ratio())
+	}
+	fmt.Fprintf(out, "run time %s\n\n", total.Round(time.Second))
+}
