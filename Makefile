@@ -76,16 +76,17 @@ cover:
 
 ## demo: start a local control plane, seed a small cluster, run batch-scheduler on it
 ##       (SCENARIO=hybrid, the default: pods beside a VM manager; SCENARIO=two-level:
-##       batch-scheduler and the VM manager as frameworks under the allocator)
+##       batch-scheduler and the VM manager as frameworks under the allocator;
+##       SCENARIO=queues: two teams' gang Jobs share the cluster through tenant queues)
 SCENARIO ?= hybrid
-DEMO_SCENARIOS := hybrid two-level# keep in step with the case below
+DEMO_SCENARIOS := hybrid two-level queues# keep in step with the case below
 demo: demo-scenario cluster
 	mkdir -p _output/tmp
 	TMPDIR=$(CURDIR)/_output/tmp GO=$(GO) $(GO) run -ldflags "$(LDFLAGS)" ./hack/demo --scenario $(SCENARIO)
 
 # demo-scenario checks SCENARIO before anything is built.
 demo-scenario:
-	@case '$(SCENARIO)' in hybrid|two-level) ;; \
+	@case '$(SCENARIO)' in hybrid|two-level|queues) ;; \
 	*) echo "make demo: unknown SCENARIO '$(SCENARIO)'; use one of: $(DEMO_SCENARIOS)" >&2; exit 2;; esac
 
 ## bench-scheduling: pods/s of the scheduler vs the API server's raw binding ceiling

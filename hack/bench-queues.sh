@@ -30,6 +30,12 @@ set -o errexit -o nounset -o pipefail
 #   BENCH_QUEUE_SETTLE_SECONDS (10: how long a gang may run below its
 #                               quorum on its way up),
 #   BENCH_QUEUE_PHASES (fairness,reclaim,throughput),
+#   BENCH_QUEUE_LOGS=DIR (keep the logs and CPU profiles of the fairness
+#                         and reclaim phases' schedulers, which run as
+#                         child processes: DIR/batch-scheduler-PHASE.log,
+#                         DIR/batch-scheduler-PHASE/cpu.pprof),
+#   BENCH_BATCH_SCHEDULER=PATH (a binary for those phases instead of the
+#                               test binary re-executed),
 #   BENCH_QPS (5000), BENCH_BURST (= BENCH_QPS), BENCH_TIMEOUT_SECONDS (900),
 #   BENCH_V (scheduler -v, 0), BENCH_CPUPROFILE=PREFIX (CPU profiles of the
 #   throughput phases: PREFIX-<phase>.pprof), BENCH_COUNT (runs, 1)

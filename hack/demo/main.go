@@ -9,7 +9,7 @@
 // from $PATH), starts the control plane of test/controlplane (binaries in
 // bin/, built by `make control-plane`: etcd, kube-apiserver,
 // kube-controller-manager with its Job, garbage collection and disruption
-// controllers, and KWOK) and runs one of two scenarios (--scenario,
+// controllers, and KWOK) and runs one of three scenarios (--scenario,
 // `make demo SCENARIO=...`). Every node is a node of the simulated
 // kubelets (controlplane.CreateKwokNode): a bound pod starts running, a pod
 // annotated with controlplane.RunForAnnotation succeeds that long after,
@@ -50,6 +50,18 @@
 //     /debug/cache and /demand show the expected outcome and the
 //     guarantees of two-level scheduling hold (no framework beyond its
 //     grants, pods plus VMs within each node), then prints them all.
+//   - queues: tenant queues (docs/queues.md). The Queue CRD is installed
+//     before the scheduler starts; four nodes of 2 cpu; Queues team-a
+//     (weight 1) and team-b (weight 1, guaranteed cpu 2). team-a's four
+//     gang Jobs borrow the whole cluster; team-b's two gang Jobs arrive
+//     and Reclaim evicts two of team-a's gangs, each whole, for them; the
+//     evicted Jobs' new pods wait until team-b's work is done, then run,
+//     and every Job completes (queues.go). After each step it waits until
+//     the pods, the Jobs and the Queues' status (allocated, fair share,
+//     pending, job counts) show the expected outcome and /debug/cache
+//     agrees, and prints them; a pod watch checks throughout that no gang
+//     runs below its quorum and no node holds more than it has
+//     (queues_watch.go).
 //
 // A different outcome fails the demo, so it doubles as a smoke test of
 // the scheduler and the example programs. The demo sees them only through
@@ -101,12 +113,13 @@ func main() {
 const (
 	scenarioHybrid   = "hybrid"
 	scenarioTwoLevel = "two-level"
+	scenarioQueues   = "queues"
 )
 
 // runMain runs the demo and returns the process exit code.
 func runMain() int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	scenario := fs.String("scenario", scenarioHybrid, "the story to run: "+scenarioHybrid+" (pods beside a VM manager) or "+scenarioTwoLevel+" (batch-scheduler and the VM manager as frameworks under the allocator)")
+	scenario := fs.String("scenario", scenarioHybrid, "the story to run: "+scenarioHybrid+" (pods beside a VM manager), "+scenarioTwoLevel+" (batch-scheduler and the VM manager as frameworks under the allocator) or "+scenarioQueues+" (two teams' gang Jobs share the cluster through tenant queues)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -114,8 +127,8 @@ func runMain() int {
 		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if *scenario != scenarioHybrid && *scenario != scenarioTwoLevel {
-		fmt.Fprintf(os.Stderr, "demo: --scenario %q is not a scenario: use %s or %s\n", *scenario, scenarioHybrid, scenarioTwoLevel)
+	if *scenario != scenarioHybrid && *scenario != scenarioTwoLevel && *scenario != scenarioQueues {
+		fmt.Fprintf(os.Stderr, "demo: --scenario %q is not a scenario: use %s, %s or %s\n", *scenario, scenarioHybrid, scenarioTwoLevel, scenarioQueues)
 		return 2
 	}
 	// Ctrl-C, kill and a closed terminal all end the demo the same way:
@@ -175,6 +188,8 @@ func run(ctx context.Context, scenario string) (err error) {
 	var steps int
 	if scenario == scenarioTwoLevel {
 		steps, err = runTwoLevel(ctx, cp, logFile, bins)
+	} else if scenario == scenarioQueues {
+		steps, err = runQueues(ctx, cp, logFile)
 	} else {
 		steps, err = runHybrid(ctx, cp, logFile, bins)
 	}

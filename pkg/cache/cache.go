@@ -99,8 +99,9 @@ type Options struct {
 	Queue queue.Options
 	// QueueRefresh is how often, at most, the capacity the queues share is
 	// recounted (a walk over the nodes) and their shares recomputed for
-	// it; a change of a queue, or of what the queues ask for, recomputes
-	// the shares at the next cycle. Default: DefaultQueueRefresh.
+	// it; a change of a queue, or a queue that starts asking, recomputes
+	// the shares at the next cycle, and other changes of what the queues
+	// ask for within 50ms. Default: DefaultQueueRefresh.
 	QueueRefresh time.Duration
 }
 
@@ -181,8 +182,9 @@ type SchedulerCache struct {
 	queueSpecGen int64
 	queueUsage   map[string]*queueUsage
 	// queueDemandGen counts changes of what the queues ask for (their
-	// allocated plus pending): the shares are recomputed after one.
-	queueDemandGen int64
+	// allocated plus pending), queueAskGen the queues that start asking
+	// (see queueSnapshotLocked).
+	queueDemandGen, queueAskGen int64
 
 	// sharesMu guards shares, the last division of the capacity among the
 	// queues. It is taken with mu held (for reading or writing) and

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -27,6 +28,15 @@ var queueSources = []string{QueueSourceOwn, QueueSourceVolcano}
 
 // DefaultQueueRefresh is the default of Options.QueueRefresh.
 const DefaultQueueRefresh = 200 * time.Millisecond
+
+// queueDemandRefresh is how often, at most, the shares are recomputed
+// because what queues that already ask for something ask for changed. A
+// queue that starts asking (its first job waits, or a job moves to it)
+// has its share recomputed at once, for that job's cycle.
+const queueDemandRefresh = 50 * time.Millisecond
+
+// A queue "starts asking" when it asked for nothing (no pod running or
+// waiting) before.
 
 // queueUsage is what the jobs of one queue use and wait for. It is kept
 // for every queue name jobs name, whether or not a Queue of that name
@@ -81,10 +91,12 @@ type queueShares struct {
 	// for.
 	at      time.Time
 	specGen int64
-	// demandGen is the queueDemandGen it was computed for; capacity the
-	// capacity it divided, recomputed at most every Options.QueueRefresh.
-	demandGen int64
-	capacity  resources.Resource
+	// demandGen and askGen are the queueDemandGen and queueAskGen it was
+	// computed for, computed when; capacity the capacity it divided,
+	// recounted at most every Options.QueueRefresh (at).
+	demandGen, askGen int64
+	computed          time.Time
+	capacity          resources.Resource
 	// snap holds the shares; the usage in it is as of at, and
 	// QueueSnapshot refreshes it.
 	snap *framework.QueueSnapshot
@@ -179,6 +191,11 @@ func (c *SchedulerCache) changeJobLocked(job *framework.JobInfo, uid types.UID, 
 		cur := job.Tasks[uid]
 		if !sameDemand(old, cur) {
 			c.queueDemandGen++
+			if u.allocated.IsZero() && u.pending.IsZero() {
+				// The queue starts asking: its share, zero until now,
+				// must be there for the cycle of this job.
+				c.queueAskGen++
+			}
 		}
 		u.addTask(old, -1)
 		u.addTask(cur, 1)
@@ -207,6 +224,7 @@ func (c *SchedulerCache) changeJobLocked(job *framework.JobInfo, uid types.UID, 
 	}
 	job.QueueAccount = now
 	c.queueDemandGen++
+	c.queueAskGen++
 	c.queue.SetJobQueue(job.ID, now)
 }
 
@@ -268,7 +286,8 @@ func (c *SchedulerCache) queueSnapshotLocked(always bool) *framework.QueueSnapsh
 	now := c.opts.Clock.Now()
 	s := c.shares
 	stale := s == nil || now.Sub(s.at) >= c.opts.QueueRefresh
-	if stale || s.specGen != c.queueSpecGen || s.demandGen != c.queueDemandGen {
+	demandMoved := s != nil && s.demandGen != c.queueDemandGen && now.Sub(s.computed) >= queueDemandRefresh
+	if stale || demandMoved || s.specGen != c.queueSpecGen || s.askGen != c.queueAskGen {
 		capacity := resources.Resource{}
 		if stale {
 			capacity = c.capacityLocked()
@@ -406,7 +425,8 @@ func (c *SchedulerCache) computeSharesLocked(now time.Time, prev *queueShares, n
 	for _, q := range snap.Queues {
 		sort.Strings(q.Children)
 	}
-	out := &queueShares{at: now, specGen: c.queueSpecGen, demandGen: c.queueDemandGen, capacity: nodeCapacity, snap: snap}
+	out := &queueShares{at: now, computed: now, specGen: c.queueSpecGen, demandGen: c.queueDemandGen, askGen: c.queueAskGen,
+		capacity: nodeCapacity, snap: snap}
 	withUsage := c.withUsageLocked(snap)
 	c.queue.SetQueueRanks(queueRanks(withUsage))
 	if prev != nil && sharesMoved(prev.snap, snap) {
@@ -456,19 +476,28 @@ func (c *SchedulerCache) withUsageLocked(snap *framework.QueueSnapshot) *framewo
 			continue
 		}
 		q.PendingJobs, q.RunningJobs = u.pendingJobs, u.runningJobs
-		alloc, pend := framework.AmountsOf(u.allocated), framework.AmountsOf(u.pending)
 		for hops := 0; q != nil && hops <= len(out.Queues); hops++ {
-			addAmounts(q.Allocated, alloc)
-			addAmounts(q.Pending, pend)
+			addResource(q.Allocated, &u.allocated)
+			addResource(q.Pending, &u.pending)
 			q = out.Queues[q.Parent]
 		}
 	}
 	return out
 }
 
-func addAmounts(to, a framework.ResourceAmounts) {
-	for k, v := range a {
-		to[k] = resources.AddSat(to[k], v)
+// addResource adds r to the amounts to, as framework.AmountsOf counts
+// them (no pod count, no zero amounts).
+func addResource(to framework.ResourceAmounts, r *resources.Resource) {
+	add := func(name v1.ResourceName, v int64) {
+		if v != 0 {
+			to[name] = resources.AddSat(to[name], v)
+		}
+	}
+	add(v1.ResourceCPU, r.MilliCPU)
+	add(v1.ResourceMemory, r.Memory)
+	add(v1.ResourceEphemeralStorage, r.EphemeralStorage)
+	for name, v := range r.Scalar {
+		add(name, v)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
@@ -26,24 +27,30 @@ import (
 // pod affinity, no spread constraints) on 500 nodes, with the default
 // profile and with the default profile minus InterPodAffinity and
 // PodTopologySpread: the ratio is what those two plugins cost the
-// plain-pod path (their PreFilterPod returns Skip).
+// plain-pod path (their PreFilterPod returns Skip). tenQueues is the
+// default profile with 10 queues (docs/queues.md), the pods spread over
+// them: against default, what queues cost a cycle (every pod's arrival
+// changes what the queues ask for, so each cycle divides the capacity
+// anew).
 //
 //	go test -run '^$' -bench BenchmarkPlainPodCycle -count 5 ./pkg/scheduler/
 func BenchmarkPlainPodCycle(b *testing.B) {
 	for _, variant := range []struct {
 		name    string
 		without []string
+		queues  int
 	}{
-		{"default", nil},
-		{"withoutAffinityAndSpread", []string{interpodaffinity.Name, podtopologyspread.Name}},
+		{"default", nil, 0},
+		{"withoutAffinityAndSpread", []string{interpodaffinity.Name, podtopologyspread.Name}, 0},
+		{"tenQueues", nil, 10},
 	} {
 		b.Run(variant.name, func(b *testing.B) {
-			benchPlainPods(b, variant.without)
+			benchPlainPods(b, variant.without, variant.queues)
 		})
 	}
 }
 
-func benchPlainPods(b *testing.B, without []string) {
+func benchPlainPods(b *testing.B, without []string, queues int) {
 	client := fake.NewClientset()
 	factory := informerhost.NewInformerFactory(client, 0)
 	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: queue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
@@ -76,9 +83,17 @@ func benchPlainPods(b *testing.B, without []string) {
 			b.Fatal(err)
 		}
 	}
+	for i := range queues {
+		name := fmt.Sprintf("q%d", i)
+		c.SetQueue(cache.QueueSourceOwn, name, &framework.QueueSpec{Name: name, Weight: int64(1 + i%3), Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + name})
+	}
 	pods := make([]*v1.Pod, b.N)
 	for i := range pods {
-		pods[i] = st.MakePod().Name(fmt.Sprintf("p%06d", i)).Req(res{"cpu": "100m", "memory": "128Mi"}).Obj()
+		w := st.MakePod().Name(fmt.Sprintf("p%06d", i)).Req(res{"cpu": "100m", "memory": "128Mi"})
+		if queues > 0 {
+			w = w.Label(framework.QueueLabel, fmt.Sprintf("q%d", i%queues))
+		}
+		pods[i] = w.Obj()
 		if err := client.Tracker().Add(pods[i]); err != nil {
 			b.Fatal(err)
 		}

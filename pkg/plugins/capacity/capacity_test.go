@@ -3,10 +3,12 @@ package capacity
 import (
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -466,12 +468,91 @@ func TestUnreserveConcurrently(t *testing.T) {
 	}
 }
 
-func TestNewTakesNoArgs(t *testing.T) {
-	if _, err := New(context.Background(), strings.NewReader("limit: 3"), nil); err == nil || !strings.Contains(err.Error(), Name) {
-		t.Errorf("New with args: %v, want an error naming %s", err, Name)
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    string
+		want    time.Duration
+		wantErr []string
+	}{
+		{name: "no args", want: DefaultStarvationAfter},
+		{name: "starvationAfter", args: "starvationAfter: 90s", want: 90 * time.Second},
+		{name: "anti-starvation off", args: "starvationAfter: \"0\"", want: 0},
+		{name: "not a duration", args: "starvationAfter: soon", wantErr: []string{"Capacity args", "starvationAfter", `"soon"`}},
+		{name: "a negative duration", args: "starvationAfter: -1m", wantErr: []string{"Capacity args", "starvationAfter", `"-1m"`}},
+		{name: "an unknown field", args: "limit: 3", wantErr: []string{"Capacity args", "limit"}},
 	}
-	p, err := New(context.Background(), nil, nil)
-	if err != nil || p.Name() != Name {
-		t.Errorf("New = %v, %v, want the %s plugin", p, err, Name)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var args io.Reader
+			if tt.args != "" {
+				args = strings.NewReader(tt.args)
+			}
+			p, err := New(context.Background(), args, nil)
+			if len(tt.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("New(%q) = %+v, want an error", tt.args, p)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New(%q): %v", tt.args, err)
+			}
+			if c := p.(*Capacity); c.starvationAfter != tt.want || c.Name() != Name || c.now == nil {
+				t.Errorf("New(%q) = %+v named %s, want starvationAfter %v named %s with a clock", tt.args, c, c.Name(), tt.want, Name)
+			}
+		})
+	}
+}
+
+// Once the first job of a queue that waits for room has waited
+// starvationAfter, the jobs behind it in the queue's order wait too.
+func TestPreFilterAntiStarvation(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	waiter := &framework.RoomWaiter{ID: framework.JobID{Namespace: "default", Name: "big", Gang: true}, Priority: 10, Since: now.Add(-10 * time.Minute)}
+	tests := []struct {
+		name     string
+		after    time.Duration
+		waiter   *framework.RoomWaiter
+		priority int32
+		since    time.Time
+		self     bool
+		wantMsg  string // "" for success
+	}{
+		{name: "no job waits for room", after: 5 * time.Minute, priority: 10, since: now},
+		{name: "behind: same priority, younger", after: 5 * time.Minute, waiter: waiter, priority: 10, since: now,
+			wantMsg: "job default/big of queue a has waited 10m0s for room; jobs behind it wait (anti-starvation)"},
+		{name: "behind: lower priority, older", after: 5 * time.Minute, waiter: waiter, priority: 5, since: now.Add(-time.Hour),
+			wantMsg: "job default/big of queue a has waited 10m0s for room; jobs behind it wait (anti-starvation)"},
+		{name: "ahead: higher priority", after: 5 * time.Minute, waiter: waiter, priority: 20, since: now},
+		{name: "ahead: same priority, older", after: 5 * time.Minute, waiter: waiter, priority: 10, since: now.Add(-time.Hour)},
+		{name: "the waiter itself", after: 5 * time.Minute, waiter: waiter, priority: 10, since: waiter.Since, self: true},
+		{name: "not waited long enough", after: 15 * time.Minute, waiter: waiter, priority: 10, since: now},
+		{name: "exactly long enough", after: 10 * time.Minute, waiter: waiter, priority: 10, since: now,
+			wantMsg: "job default/big of queue a has waited 10m0s for room; jobs behind it wait (anti-starvation)"},
+		{name: "anti-starvation off", after: 0, waiter: waiter, priority: 10, since: now},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := job("a", snapshot(cores(8), queue("a", "", func(q *framework.QueueState) { q.FirstWaiter = tt.waiter })), 1, cpuPod("p", "1"))
+			j.Priority, j.Since = tt.priority, tt.since
+			if tt.self {
+				j.ID = waiter.ID
+			}
+			pl := &Capacity{starvationAfter: tt.after, now: func() time.Time { return now }}
+			s := pl.PreFilter(context.Background(), framework.NewCycleState(), j)
+			wantCode := framework.Success
+			if tt.wantMsg != "" {
+				wantCode = framework.Unschedulable
+			}
+			if s.Code() != wantCode || s.Message() != tt.wantMsg {
+				t.Errorf("PreFilter = %v, want %v: %q", s, wantCode, tt.wantMsg)
+			}
+		})
 	}
 }

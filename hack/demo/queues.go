@@ -1,0 +1,906 @@
+package main
+
+// The queues story: two teams share four nodes through tenant queues
+// (docs/queues.md). batch-scheduler runs with its default configuration;
+// queues are on because Queue objects exist.
+//
+//	node-1 .. node-4   2 cpu each, 8 in all; every pod of the story asks
+//	                   for 1 cpu, so the cluster holds 8 of them
+//	Queue team-a       weight 1
+//	Queue team-b       weight 1, guaranteed cpu 2
+//
+// Every Job is a gang of 2 pods (batch-scheduler.io/job-gang: "true",
+// parallelism = completions = 2: quorum 2) in the namespace of its team,
+// whose pods name the team's queue (label batch-scheduler.io/queue).
+//
+//  1. team-a submits a1..a4 (runs aRunFor). team-b asks for nothing, so
+//     team-a may use everything: its fair share is all 8 CPUs, team-b's
+//     guarantee included (lent while idle), and all 4 gangs run.
+//  2. team-b submits b1 and b2 (runs bRunFor). Both teams now ask for
+//     more than half: with equal weights their fair shares are 4 and 4
+//     (team-b's guarantee of 2 is within its 4). team-a uses 8, above its
+//     share, and nothing is free, so Reclaim evicts team-a's work for
+//     team-b: two of its gangs, each whole (which two is not fixed: the
+//     cheapest, the most recently started), and b1 and b2 run.
+//  3. The Job controller replaces the evicted pods (after its back-off,
+//     jobBackoff for the 2 failed pods of a gang). They wait: the nodes
+//     are full, and team-a, at its fair share, may not reclaim from
+//     team-b (that would take it above its share).
+//  4. b1 and b2 finish (bRunFor), and so do team-a's two gangs that were
+//     never evicted (aRunFor): team-a's waiting gangs take the room back.
+//  5. They finish too: every Job is Complete, nothing is allocated.
+//
+// bRunFor outlasts the Job controller's back-off, so that the evicted
+// gangs' new pods are seen waiting beside b1 and b2 (step 3).
+//
+// Throughout, a pod watch (queues_watch.go) checks that no gang runs
+// below its quorum (a partial start, or a partial eviction, lasting
+// longer than a moment) and that no node holds more than its CPUs.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/generated/clientset/versioned"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+)
+
+const (
+	// queueCRD is the Queue CRD, relative to the repository root. It is
+	// installed before the scheduler starts: the scheduler looks for the
+	// resource (discovery) when it starts.
+	queueCRD = "deploy/crds/batch-scheduler.io_queues.yaml"
+
+	teamA = "team-a"
+	teamB = "team-b"
+
+	// gangSize is the pods of every Job, all needed at once: its quorum.
+	gangSize = 2
+	// aRunFor: team-a's pods run long enough for team-b to arrive while
+	// they all run, and for its survivors to still run when the evicted
+	// gangs' pods are replaced. bRunFor outlasts jobBackoff.
+	aRunFor = 40 * time.Second
+	bRunFor = 35 * time.Second
+	// jobBackoff is how long the Job controller waits before it replaces
+	// failed pods: 10 s, doubled for each failure after the first since
+	// the Job's last success; 20 s for the 2 evicted pods of a gang.
+	jobBackoff = 20 * time.Second
+	// gangSettle is how long a gang may run some but fewer than its
+	// quorum of pods: its binds, or its evictions, are separate calls.
+	gangSettle = 5 * time.Second
+)
+
+// queueNodeCPU is the cpu of each node of the story.
+const queueNodeCPU = "2"
+
+var queueNodeNames = []string{"node-1", "node-2", "node-3", "node-4"}
+
+// queueNode is one of the story's nodes.
+func queueNode(name string) *v1.Node {
+	return st.MakeNode().Name(name).Capacity(res{"cpu": queueNodeCPU, "memory": "4Gi", "pods": "10"}).Obj()
+}
+
+// teamJob is a Job of the story: gangSize pods of 1 cpu in the namespace
+// named after its queue, each running runFor once started.
+type teamJob struct {
+	queue, name string
+	runFor      time.Duration
+}
+
+var (
+	aJobs = []teamJob{{teamA, "a1", aRunFor}, {teamA, "a2", aRunFor}, {teamA, "a3", aRunFor}, {teamA, "a4", aRunFor}}
+	bJobs = []teamJob{{teamB, "b1", bRunFor}, {teamB, "b2", bRunFor}}
+)
+
+// key is the Job's "namespace/name".
+func (j teamJob) key() string { return j.queue + "/" + j.name }
+
+// obj is the Job: its pods name the queue (framework.QueueLabel), opt
+// into one gang (framework.JobGangAnnotation) and tell the simulated
+// kubelet how long they run. An evicted pod counts as a failure of the
+// Job, which replaces it: the back-off limit (6 by default) leaves room
+// for an eviction or two.
+func (j teamJob) obj() *batchv1.Job {
+	pod := st.MakePod().Req(res{"cpu": "1"}).Label(framework.QueueLabel, j.queue).
+		Annotation(framework.JobGangAnnotation, "true").Annotation(controlplane.RunForAnnotation, j.runFor.String()).Obj()
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	n := int32(gangSize)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: j.queue, Name: j.name},
+		Spec: batchv1.JobSpec{
+			Parallelism: &n,
+			Completions: &n,
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations},
+				Spec:       pod.Spec,
+			},
+		},
+	}
+}
+
+// queueSpecs are the story's queues.
+func queueSpecs() []*v1alpha1.Queue {
+	return []*v1alpha1.Queue{
+		{ObjectMeta: metav1.ObjectMeta{Name: teamA}, Spec: v1alpha1.QueueSpec{Weight: 1}},
+		{ObjectMeta: metav1.ObjectMeta{Name: teamB}, Spec: v1alpha1.QueueSpec{Weight: 1,
+			Guaranteed: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}},
+	}
+}
+
+// qEnv is what the queues story changes and watches.
+type qEnv struct {
+	client kubernetes.Interface
+	queues versioned.Interface
+	sched  *scheduler
+	gangs  *gangWatch
+}
+
+// qSnapshot is the cluster as the API and the scheduler show it at one
+// moment.
+type qSnapshot struct {
+	pods   map[string]podState
+	jobs   map[string]jobState
+	queues map[string]v1alpha1.Queue
+	dump   *cache.Dump
+}
+
+// qExpect is one line of what a step expects.
+type qExpect struct{ name, want, because string }
+
+// qStep is a step of the queues story.
+type qStep struct {
+	title string
+	// apply makes the change, if any.
+	apply func(context.Context, *qEnv) error
+	// expect is printed before the change; a function, as it may name
+	// what an earlier step decided (which gangs were evicted).
+	expect func() []qExpect
+	// within bounds the wait for the outcome: steps wait for pods that
+	// run tens of seconds.
+	within time.Duration
+	// check returns what is not as expected yet (a finalError when it
+	// cannot become so), nil once all is.
+	check func(*qSnapshot) error
+}
+
+// runQueues is the queues story; it returns the number of steps.
+func runQueues(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Writer) (n int, err error) {
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		return 0, fmt.Errorf("creating a dynamic client: %w", err)
+	}
+	queues, err := versioned.NewForConfig(cp.Config)
+	if err != nil {
+		return 0, fmt.Errorf("creating a client of batch-scheduler.io: %w", err)
+	}
+	if err := progress("installing the Queue CRD ("+queueCRD+") and waiting until it is served", func() error {
+		return controlplane.InstallCRDFile(ctx, dyn, queueCRD)
+	}); err != nil {
+		return 0, err
+	}
+	if err := progress(fmt.Sprintf("creating the namespaces %s and %s and %d nodes of %s cpu (simulated kubelets)", teamA, teamB, len(queueNodeNames), queueNodeCPU), func() error {
+		for _, ns := range []string{teamA, teamB} {
+			obj := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+			if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating namespace %s: %w", ns, err)
+			}
+		}
+		for _, name := range queueNodeNames {
+			if _, err := controlplane.CreateKwokNode(ctx, cp.Client, queueNode(name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	specs := queueSpecs()
+	var described []string
+	for _, q := range specs {
+		described = append(described, describeQueueSpec(q))
+	}
+	if err := progress("creating the Queues (batch-scheduler.io/v1alpha1, cluster-scoped): "+strings.Join(described, "; "), func() error {
+		for _, q := range specs {
+			if _, err := queues.BatchSchedulerV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating Queue %s: %w", q.Name, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	if err := progress(fmt.Sprintf("writing %s (the default profile: Capacity and Reclaim; queues are on once a Queue exists)", configPath), func() error {
+		return writeQueueConfig(configPath)
+	}); err != nil {
+		return 0, err
+	}
+
+	capacity := map[string]int64{}
+	nodeCPU := resource.MustParse(queueNodeCPU)
+	for _, name := range queueNodeNames {
+		capacity[name] = nodeCPU.MilliValue()
+	}
+	quorums := map[string]int{}
+	for _, j := range append(slices.Clone(aJobs), bJobs...) {
+		quorums[j.key()] = gangSize
+	}
+	gangs := newGangWatch(quorums, capacity, gangSettle)
+	defer gangs.stop()
+	if err := progress("watching every pod of batch-scheduler: each bind, eviction and end, for the gangs' quorum and the nodes' CPUs", func() error {
+		return gangs.start(ctx, cp.Client)
+	}); err != nil {
+		return 0, err
+	}
+
+	s, stopScheduler, err := launchScheduler(ctx, cp, logFile)
+	defer func() { err = errors.Join(err, stopScheduler()) }()
+	if err != nil {
+		return 0, err
+	}
+	e := &qEnv{client: cp.Client, queues: queues, sched: s, gangs: gangs}
+
+	var snap *qSnapshot
+	if err := progress("waiting for batch-scheduler to write both Queues' status (every 2s, when it changed)", func() error {
+		return qPoll(ctx, e, waitTimeout, "both Queues' status", func() (bool, error) {
+			var err error
+			if snap, err = observeQueueStory(ctx, e); err != nil {
+				return false, err
+			}
+			for _, q := range specs {
+				if err := queueValid(snap, q.Name); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+	}); err != nil {
+		return 0, err
+	}
+	fmt.Println()
+	printQueues(snap.queues)
+
+	script := queueSteps()
+	for i, st := range script {
+		if err := runQStep(ctx, e, i+1, st); err != nil {
+			return 0, err
+		}
+	}
+	fmt.Println()
+	if err := gangs.verdict(); err != nil {
+		return 0, err
+	}
+	for _, line := range gangs.summary() {
+		fmt.Println("guarantee held: " + line)
+	}
+	return len(script), nil
+}
+
+// describeQueueSpec renders a queue's spec, e.g. "team-b (weight 1,
+// guaranteed cpu 2)".
+func describeQueueSpec(q *v1alpha1.Queue) string {
+	parts := []string{fmt.Sprintf("weight %d", q.Spec.Weight)}
+	if len(q.Spec.Guaranteed) > 0 {
+		parts = append(parts, "guaranteed "+quantities(q.Spec.Guaranteed))
+	}
+	return q.Name + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// writeQueueConfig writes the scheduler's configuration for the story:
+// the defaults, which include the Capacity and Reclaim plugins.
+func writeQueueConfig(path string) error {
+	text := strings.Join([]string{
+		"# Written by the demo (hack/demo), scenario queues. See docs/queues.md.",
+		"# The defaults: the default event handler watches Queues (found by",
+		"# discovery at start-up), and the default profile runs Capacity and Reclaim.",
+		"apiVersion: batch-scheduler.io/v1alpha1",
+		"kind: SchedulerConfiguration",
+		"",
+	}, "\n")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("creating the config directory: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("writing the scheduler config %s: %w", path, err)
+	}
+	return nil
+}
+
+// createJobs creates jobs; the Job controller then creates their pods.
+func createJobs(jobs ...teamJob) func(context.Context, *qEnv) error {
+	return func(ctx context.Context, e *qEnv) error {
+		for _, j := range jobs {
+			err := progress(fmt.Sprintf("creating Job %s in queue %s (%d pods × 1 cpu, one gang; each runs %s)", j.key(), j.queue, gangSize, j.runFor), func() error {
+				if _, err := e.client.BatchV1().Jobs(j.queue).Create(ctx, j.obj(), metav1.CreateOptions{}); err != nil {
+					return fmt.Errorf("creating Job %s: %w", j.key(), err)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// queueSteps is the queues story.
+func queueSteps() []qStep {
+	// evicted and kept are team-a's Jobs that Reclaim evicted in step 2,
+	// and the others: which is not fixed, so step 2 finds out.
+	var evicted, kept []string
+	aKeys, bKeys := jobKeys(aJobs), jobKeys(bJobs)
+	both := func(keys []string) string { return strings.Join(keys, ", ") }
+	// waitWhy is what the evicted gangs' new pods say while they wait.
+	waitWhy := func(key string) []string {
+		return []string{fmt.Sprintf("gang %s: 0 of %d tasks could be placed, min-available %d", key, gangSize, gangSize),
+			fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu", len(queueNodeNames), len(queueNodeNames))}
+	}
+	return []qStep{
+		{
+			title: fmt.Sprintf("team-a submits 4 Jobs (%s): gangs of %d one-cpu pods, each running %s.\n", both(aKeys), gangSize, aRunFor) +
+				"   team-b asks for nothing: team-a may borrow its share, guarantee included (lent while idle).",
+			apply: createJobs(aJobs...),
+			expect: func() []qExpect {
+				return []qExpect{
+					{"Jobs " + both(aKeys), "each 2 pods bound, Running", "8 one-cpu pods on 8 cpus: all 4 gangs fit"},
+					{"Queue team-a", "allocated cpu 8, fair share cpu 8", "the only queue that asks: its fair share is everything"},
+					{"Queue team-b", "allocated 0, fair share 0", "asks for nothing; its guarantee (cpu 2) is lent to team-a"},
+				}
+			},
+			within: waitTimeout,
+			check: func(s *qSnapshot) error {
+				var v verdict
+				for _, k := range aKeys {
+					jobRuns(&v, s, k, 0)
+				}
+				queueIs(&v, s, teamA, queueWant{allocated: "8", fairShare: "8", pending: "0", runningJobs: 4})
+				queueIs(&v, s, teamB, queueWant{allocated: "0", fairShare: "0", pending: "0"})
+				return v.err()
+			},
+		},
+		{
+			title: fmt.Sprintf("team-b submits 2 Jobs (%s): gangs of %d one-cpu pods, each running %s. Both queues\n", both(bKeys), gangSize, bRunFor) +
+				"   now ask for more than half: with equal weights, fair shares are cpu 4 each. team-a uses 8, so Reclaim\n" +
+				"   evicts its gangs for team-b's, whole (the cheapest: the most recently started).",
+			apply: createJobs(bJobs...),
+			expect: func() []qExpect {
+				return []qExpect{
+					{"Jobs " + both(bKeys), "each 2 pods bound, Running", "team-b is below its fair share (cpu 4): Reclaim makes room"},
+					{"two of team-a's Jobs", "both pods evicted, none left running", "2 gangs of 2 cpu make room for team-b's 4; a gang is never left below its quorum"},
+					{"the other two", "still 2 pods Running", "team-a keeps its fair share, cpu 4"},
+					{"Queue team-a", "allocated cpu 4, fair share cpu 4", "back at its fair share"},
+					{"Queue team-b", "allocated cpu 4, fair share cpu 4", "its guarantee (cpu 2) plus its equal part of the rest"},
+				}
+			},
+			within: waitTimeout,
+			check: func(s *qSnapshot) error {
+				var v verdict
+				for _, k := range bKeys {
+					jobRuns(&v, s, k, 0)
+				}
+				var touched, untouched []string
+				for _, k := range aKeys {
+					if lostPods(s, k) {
+						touched = append(touched, k)
+					} else {
+						untouched = append(untouched, k)
+					}
+				}
+				switch {
+				case len(touched) > 2:
+					v.fail("%d of team-a's gangs lost pods (%s); team-b needed 2 gangs' room", len(touched), both(touched))
+				case len(touched) < 2:
+					v.wait("%d of team-a's gangs evicted so far; expected 2", len(touched))
+				}
+				for _, k := range touched {
+					jobEvicted(&v, s, k)
+				}
+				for _, k := range untouched {
+					jobRuns(&v, s, k, 0)
+				}
+				queueIs(&v, s, teamA, queueWant{allocated: "4", fairShare: "4", pending: "any", pendingJobs: -1, runningJobs: 2})
+				queueIs(&v, s, teamB, queueWant{allocated: "4", fairShare: "4", pending: "0", runningJobs: 2})
+				evicted, kept = touched, untouched
+				return v.err()
+			},
+		},
+		{
+			title: fmt.Sprintf("Nothing is changed: the Job controller replaces the evicted pods, after its back-off (%s for\n", jobBackoff) +
+				"   a gang's 2 failed pods). The new pods wait: the nodes are full, and team-a, at its fair share,\n" +
+				"   may not reclaim from team-b.",
+			expect: func() []qExpect {
+				return []qExpect{
+					{"Jobs " + both(evicted), "2 new pods each, not bound", fmt.Sprintf("%q: the nodes are full; Reclaim declines,", waitWhy("<job>")[1])},
+					{"", "", "as team-a would go above its fair share (cpu 6 of 4)"},
+					{"Jobs " + both(kept) + ", " + both(bKeys), "each 2 pods Running", "unchanged"},
+					{"Queue team-a", "allocated cpu 4, fair share cpu 4, pending cpu 4, 2 pending jobs", "asks for 8, gets its fair share"},
+					{"Queue team-b", "allocated cpu 4, fair share cpu 4", "unchanged"},
+				}
+			},
+			within: jobBackoff + waitTimeout,
+			check: func(s *qSnapshot) error {
+				var v verdict
+				for _, k := range evicted {
+					jobPodsWait(&v, s, k, waitWhy(k)...)
+				}
+				for _, k := range append(slices.Clone(kept), bKeys...) {
+					jobRuns(&v, s, k, 0)
+				}
+				queueIs(&v, s, teamA, queueWant{allocated: "4", fairShare: "4", pending: "4", pendingJobs: 2, runningJobs: 2})
+				queueIs(&v, s, teamB, queueWant{allocated: "4", fairShare: "4", pending: "0", runningJobs: 2})
+				return v.err()
+			},
+		},
+		{
+			title: fmt.Sprintf("Nothing is changed: team-b's pods finish (%s after they started), and so do team-a's two\n", bRunFor) +
+				fmt.Sprintf("   gangs that kept running (%s). team-a's waiting gangs take the room back.", aRunFor),
+			expect: func() []qExpect {
+				return []qExpect{
+					{"Jobs " + both(bKeys), "Complete", "ran " + bRunFor.String()},
+					{"Jobs " + both(kept), "Complete", "ran " + aRunFor.String()},
+					{"Jobs " + both(evicted), "2 pods bound, Running", "room is free again: they start, whole"},
+					{"Queue team-a", "allocated cpu 4, fair share cpu 4", "a queue's fair share is at most what it asks for"},
+					{"Queue team-b", "allocated 0, fair share 0", "asks for nothing"},
+				}
+			},
+			within: aRunFor + waitTimeout,
+			check: func(s *qSnapshot) error {
+				var v verdict
+				for _, k := range append(slices.Clone(bKeys), kept...) {
+					jobDone(&v, s, k, 0)
+				}
+				for _, k := range evicted {
+					jobRuns(&v, s, k, gangSize)
+				}
+				queueIs(&v, s, teamA, queueWant{allocated: "4", fairShare: "4", pending: "0", runningJobs: 2})
+				queueIs(&v, s, teamB, queueWant{allocated: "0", fairShare: "0", pending: "0"})
+				return v.err()
+			},
+		},
+		{
+			title: fmt.Sprintf("Nothing is changed: the re-run gangs finish (%s). Every Job is Complete.", aRunFor),
+			expect: func() []qExpect {
+				return []qExpect{
+					{"all 6 Jobs", "Complete", fmt.Sprintf("the evicted ones with %d failed (evicted) pods and 2 succeeded", gangSize)},
+					{"Queues team-a, team-b", "allocated 0, pending 0, no jobs", "all work done"},
+				}
+			},
+			within: aRunFor + waitTimeout,
+			check: func(s *qSnapshot) error {
+				var v verdict
+				for _, k := range append(slices.Clone(aKeys), bKeys...) {
+					failed := 0
+					if slices.Contains(evicted, k) {
+						failed = gangSize
+					}
+					jobDone(&v, s, k, int32(failed))
+				}
+				queueIs(&v, s, teamA, queueWant{allocated: "0", fairShare: "0", pending: "0"})
+				queueIs(&v, s, teamB, queueWant{allocated: "0", fairShare: "0", pending: "0"})
+				return v.err()
+			},
+		},
+	}
+}
+
+func jobKeys(jobs []teamJob) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.key())
+	}
+	return out
+}
+
+// runQStep applies st, waits until the API (pods, Jobs, Queue status)
+// shows its outcome, /debug/cache agrees and the pod watch saw no broken
+// guarantee, and prints the tables. If the outcome differs, it prints
+// what it saw and fails.
+func runQStep(ctx context.Context, e *qEnv, n int, st qStep) error {
+	fmt.Printf("\n== %d. %s\n\n", n, st.title)
+	printQExpect(st.expect())
+	start := time.Now()
+	if st.apply != nil {
+		fmt.Println()
+		if err := st.apply(ctx, e); err != nil {
+			return fmt.Errorf("step %d: %w", n, err)
+		}
+	}
+	var snap *qSnapshot
+	err := qPoll(ctx, e, st.within, "the expected outcome", func() (bool, error) {
+		var err error
+		if snap, err = observeQueueStory(ctx, e); err != nil {
+			return false, err
+		}
+		if err := e.gangs.verdict(); err != nil {
+			return false, finalError{err}
+		}
+		if err := st.check(snap); err != nil {
+			return false, err
+		}
+		if !cacheAgrees(snap.dump, snap.pods) {
+			return false, errors.New("/debug/cache does not hold every bound pod on its node with its requests, none merely assumed, yet")
+		}
+		if over := overcommitted(snap.dump, snap.pods); len(over) > 0 {
+			return false, finalError{errors.New(strings.Join(over, "; "))}
+		}
+		return true, nil
+	})
+	took := time.Since(start)
+	if snap != nil && ctx.Err() == nil {
+		fmt.Println()
+		if err != nil {
+			fmt.Println("actual:")
+		}
+		printQueueStory(snap)
+	}
+	if err != nil {
+		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
+	}
+	since := "the step began"
+	if st.apply != nil {
+		since = "the change"
+	}
+	fmt.Printf("\n-> as expected, %.1fs after %s\n", took.Seconds(), since)
+	return nil
+}
+
+// qPoll is scheduler.poll with its own bound: it calls check every
+// pollInterval until it reports true, the scheduler exits, ctx is done
+// or within passes. A finalError from check ends the wait at once; other
+// errors say what is not as expected yet, and the last is reported.
+func qPoll(ctx context.Context, e *qEnv, within time.Duration, what string, check func() (bool, error)) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, within, true, func(context.Context) (bool, error) {
+		if e.sched.exited() {
+			return false, errExited
+		}
+		ok, err := check()
+		last = err
+		if fe := (finalError{}); errors.As(err, &fe) {
+			return false, err
+		}
+		return ok, nil
+	})
+	var fe finalError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &fe):
+		return fmt.Errorf("while waiting for %s: %w", what, fe.error)
+	case e.sched.exited():
+		return fmt.Errorf("batch-scheduler exited while the demo waited for %s", what)
+	case last != nil:
+		return fmt.Errorf("timed out after %s waiting for %s (last: %w)", within, what, last)
+	default:
+		return fmt.Errorf("timed out after %s waiting for %s", within, what)
+	}
+}
+
+// observeQueueStory reads the pods, the Jobs and the Queues through the
+// API, and /debug/cache.
+func observeQueueStory(ctx context.Context, e *qEnv) (*qSnapshot, error) {
+	s := &qSnapshot{queues: map[string]v1alpha1.Queue{}}
+	var err error
+	if s.pods, err = observe(ctx, e.client); err != nil {
+		return nil, err
+	}
+	if s.jobs, err = observeJobs(ctx, e.client); err != nil {
+		return nil, err
+	}
+	list, err := e.queues.BatchSchedulerV1alpha1().Queues().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Queues: %w", err)
+	}
+	for _, q := range list.Items {
+		s.queues[q.Name] = q
+	}
+	if s.dump, err = e.sched.dump(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// verdict collects how a snapshot differs from a step's outcome: what
+// may still come (wait) and what cannot be undone (fail).
+type verdict struct{ pending, final []string }
+
+func (v *verdict) wait(format string, args ...any) {
+	v.pending = append(v.pending, fmt.Sprintf(format, args...))
+}
+
+func (v *verdict) fail(format string, args ...any) {
+	v.final = append(v.final, fmt.Sprintf(format, args...))
+}
+
+// err is nil when the outcome is as expected.
+func (v *verdict) err() error {
+	switch {
+	case len(v.final) > 0:
+		return finalError{errors.New(strings.Join(v.final, "; "))}
+	case len(v.pending) > 0:
+		return errors.New(strings.Join(v.pending, "; "))
+	}
+	return nil
+}
+
+// currentPods are the pods of Job key that count for it now: not
+// finished and not being deleted, sorted.
+func currentPods(s *qSnapshot, key string) []podState {
+	var out []podState
+	for _, k := range slices.Sorted(maps.Keys(s.pods)) {
+		p := s.pods[k]
+		if p.job == key && !p.deleting && p.phase != v1.PodSucceeded && p.phase != v1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// lostPods reports whether Job key lost pods that did not succeed: an
+// eviction under way or done.
+func lostPods(s *qSnapshot, key string) bool {
+	if j, ok := s.jobs[key]; ok && j.failed > 0 {
+		return true
+	}
+	for _, p := range s.pods {
+		if p.job == key && (p.deleting || p.phase == v1.PodFailed) {
+			return true
+		}
+	}
+	return false
+}
+
+// jobState checks the Job's counts: failed pods as expected (more is
+// final), not Failed. It returns the Job, and false if it is not there.
+func jobCounts(v *verdict, s *qSnapshot, key string, failed int32) (jobState, bool) {
+	j, ok := s.jobs[key]
+	switch {
+	case !ok:
+		v.fail("Job %s is gone", key)
+		return j, false
+	case j.failedCond:
+		v.fail("Job %s Failed", key)
+		return j, false
+	case j.failed > failed:
+		v.fail("Job %s has %d failed pods; expected %d", key, j.failed, failed)
+		return j, false
+	case j.failed < failed:
+		v.wait("Job %s has %d failed pods so far; expected %d", key, j.failed, failed)
+	}
+	return j, true
+}
+
+// jobRuns: Job key runs all its pods, having lost failed.
+func jobRuns(v *verdict, s *qSnapshot, key string, failed int32) {
+	j, ok := jobCounts(v, s, key, failed)
+	if !ok {
+		return
+	}
+	if j.complete {
+		v.fail("Job %s is already Complete; expected it running", key)
+		return
+	}
+	pods := currentPods(s, key)
+	if len(pods) != gangSize || j.active != gangSize {
+		v.wait("Job %s has %d pods (active %d); expected %d running", key, len(pods), j.active, gangSize)
+		return
+	}
+	for _, p := range pods {
+		switch {
+		case p.node == "" && p.unschedulable:
+			v.wait("%s is not bound: %s", p.key, p.message)
+		case p.node == "":
+			v.wait("%s is not bound yet", p.key)
+		case phaseOf(p) != v1.PodRunning:
+			v.wait("%s is %s, not Running yet", p.key, phaseOf(p))
+		}
+	}
+}
+
+// jobEvicted: Job key lost both pods of its gang, none left running;
+// replacements, if the Job controller created them yet, are not bound.
+func jobEvicted(v *verdict, s *qSnapshot, key string) {
+	if _, ok := jobCounts(v, s, key, gangSize); !ok {
+		return
+	}
+	for _, p := range s.pods {
+		switch {
+		case p.job != key:
+		case p.deleting || p.phase == v1.PodFailed:
+			v.wait("%s is evicted but not removed yet", p.key)
+		case p.node != "" && p.phase == v1.PodRunning:
+			v.wait("%s of an evicted gang still runs", p.key)
+		case p.node != "":
+			v.fail("%s, a replacement, is bound to %s; expected it to wait", p.key, p.node)
+		}
+	}
+}
+
+// jobPodsWait: Job key's (replacement) pods all exist and wait, their
+// PodScheduled message containing each of why.
+func jobPodsWait(v *verdict, s *qSnapshot, key string, why ...string) {
+	if _, ok := jobCounts(v, s, key, gangSize); !ok {
+		return
+	}
+	pods := currentPods(s, key)
+	if len(pods) != gangSize {
+		v.wait("the Job controller has created %d of the %d new pods of Job %s so far", len(pods), gangSize, key)
+		return
+	}
+	for _, p := range pods {
+		switch {
+		case p.node != "":
+			v.fail("%s is bound to %s; expected it to wait", p.key, p.node)
+		case !p.unschedulable:
+			v.wait("%s has no PodScheduled=False/Unschedulable condition yet", p.key)
+		default:
+			for _, w := range why {
+				if !strings.Contains(p.message, w) {
+					v.wait("%s is Unschedulable with %q, which does not contain %q", p.key, p.message, w)
+				}
+			}
+		}
+	}
+}
+
+// jobDone: Job key is Complete, all its pods succeeded, having lost
+// failed on the way.
+func jobDone(v *verdict, s *qSnapshot, key string, failed int32) {
+	j, ok := jobCounts(v, s, key, failed)
+	if !ok {
+		return
+	}
+	if !j.complete || j.succeeded != gangSize || j.active != 0 {
+		v.wait("Job %s shows %s; expected active 0, succeeded %d, Complete", key, j.status(), gangSize)
+	}
+}
+
+// queueWant is the expected status of a queue: cpu amounts ("any" for
+// no check), and job counts (-1 for no check).
+type queueWant struct {
+	allocated, fairShare, pending string
+	pendingJobs, runningJobs      int32
+}
+
+// queueValid: the scheduler has written the status of queue name, Valid.
+func queueValid(s *qSnapshot, name string) error {
+	q, ok := s.queues[name]
+	if !ok {
+		return fmt.Errorf("Queue %s is gone", name)
+	}
+	for _, c := range q.Status.Conditions {
+		if c.Type == "Valid" {
+			if c.Status != metav1.ConditionTrue {
+				return finalError{fmt.Errorf("Queue %s is not Valid: %s", name, c.Message)}
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("the scheduler has not written the status of Queue %s yet", name)
+}
+
+// queueIs checks the status of queue name against want.
+func queueIs(v *verdict, s *qSnapshot, name string, want queueWant) {
+	if err := queueValid(s, name); err != nil {
+		v.wait("%v", err)
+		return
+	}
+	st := s.queues[name].Status
+	for _, c := range []struct {
+		what string
+		list v1.ResourceList
+		want string
+	}{{"allocated", st.Allocated, want.allocated}, {"fair share", st.FairShare, want.fairShare}, {"pending", st.Pending, want.pending}} {
+		if c.want == "any" {
+			continue
+		}
+		got := c.list[v1.ResourceCPU]
+		if got.Cmp(resource.MustParse(c.want)) != 0 {
+			v.wait("Queue %s shows %s %s; expected cpu %s", name, c.what, quantities(c.list), c.want)
+		}
+	}
+	if want.pendingJobs >= 0 && st.PendingJobs != want.pendingJobs {
+		v.wait("Queue %s shows %d pending jobs; expected %d", name, st.PendingJobs, want.pendingJobs)
+	}
+	if want.runningJobs >= 0 && st.RunningJobs != want.runningJobs {
+		v.wait("Queue %s shows %d running jobs; expected %d", name, st.RunningJobs, want.runningJobs)
+	}
+}
+
+// quantities renders a resource list briefly, e.g. "cpu 4" or "cpu 4,
+// memory 1Gi"; "0" when it has nothing but zeros.
+func quantities(l v1.ResourceList) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		if q := l[name]; !q.IsZero() {
+			parts = append(parts, string(name)+" "+q.String())
+		}
+	}
+	return joinOr(parts, "0")
+}
+
+// printQExpect prints what a step expects.
+func printQExpect(expect []qExpect) {
+	fmt.Println("expected:")
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	for _, x := range expect {
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", x.name, x.want, x.because)
+	}
+	w.Flush()
+}
+
+// printQueueStory prints the pods, the Jobs, the nodes and the queues.
+func printQueueStory(s *qSnapshot) {
+	printPlacements(s.pods, s.dump)
+	fmt.Println()
+	printJobs(s.jobs, s.pods)
+	fmt.Println()
+	printQueueNodes(s)
+	fmt.Println()
+	printQueues(s.queues)
+}
+
+// printQueueNodes prints each node as /debug/cache sees it, with the
+// pods the API shows bound there, by Job and phase.
+func printQueueNodes(s *qSnapshot) {
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tALLOCATABLE\tREQUESTED\tIDLE\tPODS")
+	for _, n := range s.dump.Nodes {
+		var pods []string
+		for _, k := range slices.Sorted(maps.Keys(s.pods)) {
+			p := s.pods[k]
+			if p.node != n.Name {
+				continue
+			}
+			job := p.job
+			if job == "" {
+				job = p.key
+			}
+			pods = append(pods, fmt.Sprintf("%s %s", job, phaseOf(p)))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", n.Name, amounts(n.Schedulable), amounts(n.Requested), amounts(n.Idle), joinOr(pods, "none"))
+	}
+	w.Flush()
+}
+
+// printQueues prints the Queues as the scheduler's status shows them.
+func printQueues(queues map[string]v1alpha1.Queue) {
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "QUEUE\tWEIGHT\tGUARANTEED\tALLOCATED\tFAIR SHARE\tPENDING\tPENDING JOBS\tRUNNING JOBS\tVALID")
+	for _, name := range slices.Sorted(maps.Keys(queues)) {
+		q := queues[name]
+		valid := "-"
+		for _, c := range q.Status.Conditions {
+			if c.Type == "Valid" {
+				valid = string(c.Status)
+			}
+		}
+		st := q.Status
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, q.Spec.Weight, quantities(st.Guaranteed), quantities(st.Allocated),
+			quantities(st.FairShare), quantities(st.Pending), st.PendingJobs, st.RunningJobs, valid)
+	}
+	w.Flush()
+}
