@@ -62,6 +62,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/generated/clientset/versioned"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
@@ -382,7 +383,7 @@ func queueSteps() []qStep {
 		{
 			title: fmt.Sprintf("team-b submits 2 Jobs (%s): gangs of %d one-cpu pods, each running %s. Both queues\n", both(bKeys), gangSize, bRunFor) +
 				"   now ask for more than half: with equal weights, fair shares are cpu 4 each. team-a uses 8, so Reclaim\n" +
-				"   evicts its gangs for team-b's, whole (the cheapest: the most recently started).",
+				"   evicts team-a's gangs for team-b's, each whole (which two is not fixed).",
 			apply: createJobs(bJobs...),
 			expect: func() []qExpect {
 				return []qExpect{
@@ -863,15 +864,14 @@ func printQueueStory(s *qSnapshot) {
 	printQueues(s.queues)
 }
 
-// printQueueNodes prints each node as /debug/cache sees it, with the
-// pods the API shows bound there, by Job and phase.
+// printQueueNodes prints each node's cpu as /debug/cache sees it, with
+// the pods the API shows bound there, by Job and phase.
 func printQueueNodes(s *qSnapshot) {
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tALLOCATABLE\tREQUESTED\tIDLE\tPODS")
+	fmt.Fprintln(w, "NODE\tCPU\tREQUESTED\tIDLE\tPODS")
 	for _, n := range s.dump.Nodes {
-		var pods []string
-		for _, k := range slices.Sorted(maps.Keys(s.pods)) {
-			p := s.pods[k]
+		count := map[string]int{}
+		for _, p := range s.pods {
 			if p.node != n.Name {
 				continue
 			}
@@ -879,11 +879,20 @@ func printQueueNodes(s *qSnapshot) {
 			if job == "" {
 				job = p.key
 			}
-			pods = append(pods, fmt.Sprintf("%s %s", job, phaseOf(p)))
+			count[fmt.Sprintf("%s: %%d %s", job, phaseOf(p))]++
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", n.Name, amounts(n.Schedulable), amounts(n.Requested), amounts(n.Idle), joinOr(pods, "none"))
+		var pods []string
+		for _, f := range slices.Sorted(maps.Keys(count)) {
+			pods = append(pods, fmt.Sprintf(f, count[f]))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", n.Name, cpuOf(n.Schedulable), cpuOf(n.Requested), cpuOf(n.Idle), joinOr(pods, "none"))
 	}
 	w.Flush()
+}
+
+// cpuOf renders the cpu of r, e.g. "2" or "500m".
+func cpuOf(r resources.Resource) string {
+	return resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI).String()
 }
 
 // printQueues prints the Queues as the scheduler's status shows them.

@@ -55,6 +55,13 @@
 //     the custom ones, all with the same transform and filters) and
 //     dispatches their events to the handler; the cache starts its own
 //     loops beside it (the queue's flushes, the expiry of assumed pods).
+//   - Queues (queues.go): the tenant queues handlers report (SetQueue),
+//     what each queue's jobs use and wait for, kept in step with every
+//     task change (changeJobLocked), and the division of the capacity
+//     among them (pkg/fairshare), recomputed when a queue changes or
+//     starts asking, and otherwise at most every 50 ms; cycles read it as
+//     a framework.QueueSnapshot, and the scheduling queue gets the
+//     queues' order from it.
 //   - View (view.go): a copy of all of the above for the tools that
 //     inspect the cache, taken in short sections of the lock, and Dump
 //     (dump.go), the same rendered as JSON for people. The tools
@@ -105,6 +112,14 @@
 //     scheduling queue (taking its lock, step 2), reads Options.Clock,
 //     logs, and sets Prometheus gauges and counters — nothing else: never
 //     the event handler, an informer or a user-supplied function.
+//
+//     Within it, SchedulerCache.sharesMu (sync.Mutex) guards the last
+//     division of the capacity among the queues (queues.go): it is taken
+//     only with mu held, for reading or writing, by the readers of the
+//     queues (CycleJob, QueueSnapshot, QueueStatuses, Demand), and while
+//     holding it the cache calls only into the scheduling queue (step 2:
+//     the queues' order, the jobs waiting for room, and the event that the
+//     shares moved).
 //
 //  2. The scheduling queue's lock (pkg/queue; a sync.Mutex with a
 //     sync.Cond for Pop) guards all queue state: the jobs map, the active

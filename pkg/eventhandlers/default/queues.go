@@ -108,7 +108,7 @@ func ownQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
 		spec.Err = fmt.Errorf("%s is invalid: %w", spec.Source, queueDecodeError(u, err))
 		return spec
 	}
-	if errs := v1alpha1.ValidateQueue(&q); len(errs) > 100 {
+	if errs := v1alpha1.ValidateQueue(&q); len(errs) > 0 {
 		spec.Err = fmt.Errorf("%s is invalid: %w", spec.Source, errs.ToAggregate())
 		return spec
 	}
