@@ -870,7 +870,9 @@ func printQueueNodes(s *qSnapshot) {
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NODE\tCPU\tREQUESTED\tIDLE\tPODS")
 	for _, n := range s.dump.Nodes {
-		count := map[string]int{}
+		// "team-a/a1: 2 Running", by Job then phase.
+		type group struct{ job, phase string }
+		count := map[group]int{}
 		for _, p := range s.pods {
 			if p.node != n.Name {
 				continue
@@ -879,11 +881,13 @@ func printQueueNodes(s *qSnapshot) {
 			if job == "" {
 				job = p.key
 			}
-			count[fmt.Sprintf("%s: %%d %s", job, phaseOf(p))]++
+			count[group{job, string(phaseOf(p))}]++
 		}
 		var pods []string
-		for _, f := range slices.Sorted(maps.Keys(count)) {
-			pods = append(pods, fmt.Sprintf(f, count[f]))
+		for _, g := range slices.SortedFunc(maps.Keys(count), func(a, b group) int {
+			return strings.Compare(a.job+" "+a.phase, b.job+" "+b.phase)
+		}) {
+			pods = append(pods, fmt.Sprintf("%s: %d %s", g.job, count[g], g.phase))
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", n.Name, cpuOf(n.Schedulable), cpuOf(n.Requested), cpuOf(n.Idle), joinOr(pods, "none"))
 	}

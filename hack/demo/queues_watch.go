@@ -226,8 +226,8 @@ func (g *gangWatch) checkPartial(now time.Time) {
 			continue
 		}
 		gang.flagged = true
-		g.violations = append(g.violations, fmt.Sprintf("gang %s has run %d of its quorum of %d pods since %s, after a %s",
-			name, gang.live, g.quorum[name], gang.partialSince.Format("15:04:05.000"), gang.cause))
+		g.violations = append(g.violations, fmt.Sprintf("gang %s has run %d of its quorum of %d pods since %s, after %s",
+			name, gang.live, g.quorum[name], gang.partialSince.Format("15:04:05.000"), withArticle(gang.cause)))
 	}
 }
 
@@ -261,15 +261,23 @@ func (g *gangWatch) summary() []string {
 	}
 	partial := "no gang ever ran some but not all of its pods"
 	if longest > 0 {
-		partial = fmt.Sprintf("the longest a gang ran some but not all of its pods was %s, during a %s (allowed: %s)", longest.Round(time.Millisecond), cause, g.settle)
+		partial = fmt.Sprintf("the longest a gang ran some but not all of its pods was %s, during %s (allowed: %s)", longest.Round(time.Millisecond), withArticle(cause), g.settle)
 	}
 	var peaks []string
 	for _, node := range slices.Sorted(maps.Keys(g.peakCPU)) {
 		peaks = append(peaks, fmt.Sprintf("%s %dm/%dm", node, g.peakCPU[node], g.capacity[node]))
 	}
 	return []string{
-		fmt.Sprintf("no gang ran below its quorum: %d gang starts and %d binds seen, gangs evicted whole: %s; %s",
+		fmt.Sprintf("no gang ran below its quorum: %d gang starts and %d binds seen; evicted: %s; %s",
 			starts, g.binds, joinOr(evictedGangs, "none"), partial),
 		"no node held more cpu than it has (most held at a bind: " + strings.Join(peaks, ", ") + ")",
 	}
+}
+
+// withArticle is "a bind", "an eviction".
+func withArticle(cause string) string {
+	if strings.HasPrefix(cause, "e") {
+		return "an " + cause
+	}
+	return "a " + cause
 }

@@ -57,7 +57,7 @@ func minMemberPolicy(kind framework.GroupKind) func(u *unstructured.Unstructured
 			// Volcano's own default for a PodGroup without a queue is
 			// its default queue, which is ours too.
 			if q, found, err := unstructured.NestedString(u.Object, "spec", "queue"); found && err == nil {
-				_ = q
+				p.Queue = q
 			}
 		}
 		if kind == framework.GroupKindCoscheduling {

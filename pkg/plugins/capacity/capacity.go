@@ -13,8 +13,8 @@ import (
 	"maps"
 	"sort"
 	"strings"
-	"time"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
