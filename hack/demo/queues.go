@@ -20,8 +20,8 @@ package main
 //     more than half: with equal weights their fair shares are 4 and 4
 //     (team-b's guarantee of 2 is within its 4). team-a uses 8, above its
 //     share, and nothing is free, so Reclaim evicts team-a's work for
-//     team-b: two of its gangs, each whole (which two is not fixed: the
-//     cheapest, the most recently started), and b1 and b2 run.
+//     team-b: two of its gangs, each whole (which two is not fixed: any
+//     two are accepted), and b1 and b2 run.
 //  3. The Job controller replaces the evicted pods (after its back-off,
 //     jobBackoff for the 2 failed pods of a gang). They wait: the nodes
 //     are full, and team-a, at its fair share, may not reclaim from

@@ -425,6 +425,16 @@ func (j *JobInfo) Queue() (name, via string) {
 	return best, ""
 }
 
+// QueueName is the queue the job is accounted to (QueueAccount), or, for
+// a record the cache has not accounted, Queue().
+func (j *JobInfo) QueueName() string {
+	if j.QueueAccount != "" {
+		return j.QueueAccount
+	}
+	q, _ := j.Queue()
+	return q
+}
+
 // DeleteTask removes the task of the pod with uid, if present.
 func (j *JobInfo) DeleteTask(uid types.UID) {
 	if old, ok := j.Tasks[uid]; ok {

@@ -94,7 +94,7 @@ func (r *Reclaim) PostFilter(ctx context.Context, _ *framework.CycleState, job *
 		if !ok {
 			return false
 		}
-		vpath := qs.Path(jobQueue(j))
+		vpath := qs.Path(j.QueueName())
 		if len(vpath) == 0 || !vpath[len(vpath)-1].Reclaimable {
 			return false
 		}
@@ -124,15 +124,6 @@ func (r *Reclaim) PostFilter(ctx context.Context, _ *framework.CycleState, job *
 		return &framework.PostFilterResult{}, nil
 	}
 	return &framework.PostFilterResult{Message: fmt.Sprintf("reclaim: queue %s takes back %d pods from queues above their fair share", job.Queue, out.Victims)}, nil
-}
-
-// jobQueue is the queue j is accounted to.
-func jobQueue(j *framework.JobInfo) string {
-	if j.QueueAccount != "" {
-		return j.QueueAccount
-	}
-	q, _ := j.Queue()
-	return q
 }
 
 // overShare reports whether q uses more than its fair share of a resource

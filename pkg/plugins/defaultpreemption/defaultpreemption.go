@@ -67,7 +67,7 @@ func (*DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleStat
 		// With queues, priority counts within a queue: taking from
 		// another queue is Reclaim's, by its rule.
 		j, ok := room.Job(t.Job)
-		return ok && jobQueue(j) == job.Queue
+		return ok && j.QueueName() == job.Queue
 	})
 	switch {
 	case err != nil:
@@ -81,15 +81,6 @@ func (*DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleStat
 		return &framework.PostFilterResult{}, nil
 	}
 	return &framework.PostFilterResult{Message: fmt.Sprintf("preemption: preempting %d pods of lower priority", out.Victims)}, nil
-}
-
-// jobQueue is the queue j is accounted to.
-func jobQueue(j *framework.JobInfo) string {
-	if j.QueueAccount != "" {
-		return j.QueueAccount
-	}
-	q, _ := j.Queue()
-	return q
 }
 
 // policyAllows reports whether no pod of pods says preemptionPolicy Never.
