@@ -624,8 +624,12 @@ type generator struct {
 	// next draws a gang's size and run time.
 	next func(rng *rand.Rand) (size int, runFor string)
 
-	gangs   int
-	asked   atomic.Int64 // milli-CPU of the pods asked for
+	gangs int
+	// asked is the milli-CPU of the pods asked for; base the milli-CPU of
+	// the queue's pods the tracker had seen when run started (created by
+	// others): what is on its way is asked - (seen - base).
+	asked   atomic.Int64
+	base    int64
 	created atomic.Int64 // pods created
 	errs    atomic.Int64
 	errMu   sync.Mutex
@@ -636,6 +640,7 @@ type generator struct {
 // the queue has pending plus what is on its way falls below the target,
 // or that plus what it has bound below the floor.
 func (g *generator) run(ctx context.Context) {
+	g.base = g.tr.seenMilli(g.queue)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sem := make(chan struct{}, 8)
@@ -647,7 +652,7 @@ func (g *generator) run(ctx context.Context) {
 				return // reported by the phase
 			}
 			pending, bound := g.tr.usage(g.queue)
-			pending += g.asked.Load() - g.tr.seenMilli(g.queue) // on its way
+			pending += g.asked.Load() - (g.tr.seenMilli(g.queue) - g.base) // on its way
 			if pending >= g.target && bound+pending >= g.floor {
 				break
 			}

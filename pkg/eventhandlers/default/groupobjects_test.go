@@ -95,7 +95,11 @@ func TestDiscoveredResourcesFollowTheConfiguration(t *testing.T) {
 			want: "podgroups.v1beta1.scheduling.k8s.io(first) podgroups.v1alpha3.scheduling.k8s.io(first) " +
 				"podgroups.v1alpha1.scheduling.x-k8s.io podgroups.v1beta1.scheduling.volcano.sh jobs.v1.batch(slim) " + ownerResources + " " + queueResources,
 			wantOwners: framework.AllOwnerKinds().Without(framework.GroupKindJob)},
-		{name: "a cache that records no groups gets nothing", plainCache: true, dialects: true, want: ""},
+		{name: "a cache that records no groups gets only the queues", plainCache: true, dialects: true, want: queueResources},
+		{name: "gang dialects off keep the queues", dialects: true, args: "disableGangDialects: true",
+			want: "jobs.v1.batch(slim) " + ownerResources + " " + queueResources, wantOwners: framework.AllOwnerKinds()},
+		{name: "queues off", dialects: true, args: "disableGangDialects: true\ndisableQueues: true",
+			want: "jobs.v1.batch(slim) " + ownerResources, wantOwners: framework.AllOwnerKinds()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

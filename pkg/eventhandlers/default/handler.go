@@ -118,8 +118,9 @@ type Handler struct {
 	dialectConfig *rest.Config
 	// owners are the owner kinds gangs are inferred from.
 	owners framework.OwnerKinds
-	// queues: the queue resources are watched (queues.go).
-	queues bool
+	// queues: the queue resources are watched (queues.go), which needs
+	// an API server (apiServer: New was given one, or WithGangDialects).
+	queues, apiServer bool
 	// groupResources are the resources whose objects define gangs, which
 	// the handler asks the cache to watch where served (see
 	// groupobjects.go), and statusWriter writes the status of the
@@ -156,6 +157,11 @@ func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Confi
 	if rc != nil && !args.DisableGangDialects {
 		opts = append([]Option{WithGangDialects(rc)}, opts...)
 	}
+	if rc != nil {
+		// Queues are watched wherever there is an API server, whatever
+		// the gang dialects.
+		opts = append([]Option{func(h *Handler) { h.apiServer = true }}, opts...)
+	}
 	return NewWithArgs(c, args, opts...)
 }
 
@@ -168,7 +174,7 @@ func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Confi
 // (eventhandlers.Runner) writes the status: an embedder that overrides
 // Run must call the embedded one.
 func WithGangDialects(rc *rest.Config) Option {
-	return func(h *Handler) { h.dialectConfig = rc }
+	return func(h *Handler) { h.dialectConfig, h.apiServer = rc, rc != nil }
 }
 
 // NewWithArgs builds the default handler from already decoded arguments. It
@@ -211,7 +217,7 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	h.owners = owners
 	h.groupResources = groupResources(h.dialectConfig != nil, owners)
 	_, queueCache := c.(eventhandlers.QueueCache)
-	h.queues = h.dialectConfig != nil && queueCache && !args.DisableQueues
+	h.queues = h.apiServer && queueCache && !args.DisableQueues
 	if h.statusWriter, err = h.newStatusWriter(); err != nil {
 		return nil, err
 	}
