@@ -3,7 +3,9 @@ set -o errexit -o nounset -o pipefail
 
 # Tenant queues benchmark (test/benchmark, BenchmarkQueues): the real
 # batch-scheduler against a real kube-apiserver and etcd with simulated
-# kubelets (KWOK), in three phases on one control plane:
+# kubelets (KWOK), in three phases on one control plane (they run in the
+# order reclaim, throughput, fairness; each phase's queues, pods and
+# namespace are deleted before the next):
 #   fairness    4 queues of weights 1, 1, 2, 4 each keep a backlog of gangs
 #               (1-8 pods of 1 CPU, 5-15 s); the time-averaged share of
 #               the cluster's CPU each runs vs its fair share from
@@ -12,14 +14,14 @@ set -o errexit -o nounset -o pipefail
 #   reclaim     a borrower fills the cluster; a queue guaranteed a quarter
 #               of it submits gangs of 8, 5 times: creation to all 8
 #               Running (goal: p50 < 5 s at 500 nodes); a gang left below
-#               its quorum fails the run
+#               its quorum (in this phase or in fairness) fails the run
 #   throughput  10000 pending single pods without queues, over 10 queues,
 #               without queues again (goal: ratio >= 0.90)
 # The output is also kept in _output/bench-queues.txt.
 #
 # Usage: hack/bench-queues.sh [quick]
 #   (none)  500 nodes of 4 CPUs, 2 minutes of fairness, 10000 pods per
-#           throughput phase (about 15 minutes on 2 cores)
+#           throughput phase (about 13 minutes on 2 shared cores)
 #   quick   50 nodes, 60 s of fairness (20 s left out), 1500 pods per
 #           throughput phase (a smoke run, about 3 minutes)
 # Env (see BenchmarkQueues):
@@ -27,8 +29,8 @@ set -o errexit -o nounset -o pipefail
 #   BENCH_QUEUE_FAIR_SECONDS (120), BENCH_QUEUE_SKIP_SECONDS (30),
 #   BENCH_QUEUE_BACKLOG_CPU (a tenth of the cluster, at least 24),
 #   BENCH_QUEUE_RECLAIM_REPS (5), BENCH_QUEUE_SEED (1),
-#   BENCH_QUEUE_SETTLE_SECONDS (10: how long a gang may run below its
-#                               quorum on its way up),
+#   BENCH_QUEUE_SETTLE_SECONDS (10: how long a gang may have some but
+#                               fewer than its quorum of pods bound),
 #   BENCH_QUEUE_PHASES (fairness,reclaim,throughput),
 #   BENCH_QUEUE_LOGS=DIR (keep the logs and CPU profiles of the fairness
 #                         and reclaim phases' schedulers, which run as

@@ -25,13 +25,16 @@ import (
 // them every second without listing anything.
 //
 // It also counts, per gang (the annotation scheduling.k8s.io/group-name),
-// the pods that run, on every event, and records a violation when a gang
-// runs some but fewer than its quorum of pods for longer than settle:
-// either on its way up (binds are separate calls, the kubelets start the
-// pods one by one), or after it had reached its quorum and lost a pod
-// that did not finish (evicted, deleted, failed): a reclaim that evicts
-// part of a gang leaves it there for good. A gang some of whose pods
-// finished (Succeeded) winds down and is no longer judged.
+// its live pods on every pod event: bound, not finished and not being
+// deleted (the pods the scheduler placed and nobody took away; the
+// phase Running would add the simulated kubelets' start lag, seconds to
+// tens of seconds on a busy machine, to every gang's way up). It records
+// a violation when a gang has some but fewer than its quorum live for
+// longer than settle: either on its way up (binds are separate calls), or
+// after it had reached its quorum and lost a pod that did not finish
+// (evicted, deleted, failed): a reclaim that evicts part of a gang leaves
+// it there for good. A gang some of whose pods finished (Succeeded)
+// winds down and is no longer judged.
 type queueTracker struct {
 	settle time.Duration
 	// onTerminal, if set, is called (without the lock) with the name of
@@ -90,8 +93,9 @@ func (p *trackedPod) isRunning() bool { return p.phase == v1.PodRunning && !p.de
 type trackedGang struct {
 	queue  string
 	quorum int
-	// live is how many of its pods run; reached says it once ran its
-	// quorum; ending that one of its pods finished.
+	// live is how many of its pods are live (bound, not finished, not
+	// being deleted); reached says it once had its quorum live; ending
+	// that one of its pods finished.
 	live             int
 	reached, ending  bool
 	lost             int // pods evicted
@@ -244,7 +248,7 @@ func (t *queueTracker) account(p *trackedPod, sign int64) {
 	}
 }
 
-// gangChangeLocked updates the gang's count of running pods and its
+// gangChangeLocked updates the gang's count of live pods and its
 // below-quorum window.
 func (t *queueTracker) gangChangeLocked(name string, old, cur *trackedPod, now time.Time) {
 	g := t.gangs[name]
@@ -259,7 +263,7 @@ func (t *queueTracker) gangChangeLocked(name string, old, cur *trackedPod, now t
 	if cur != nil && !cur.evictedAt.IsZero() && (old == nil || old.evictedAt.IsZero()) {
 		g.lost++
 	}
-	was, is := old != nil && old.isRunning(), cur != nil && cur.isRunning()
+	was, is := old != nil && old.isBound(), cur != nil && cur.isBound()
 	switch {
 	case was == is:
 		return
@@ -298,11 +302,11 @@ func (t *queueTracker) judgeLocked(name string, g *trackedGang, now time.Time) {
 		return
 	}
 	g.flagged = true
-	how := "after it had run its quorum and lost pods that did not finish"
+	how := "after it had its quorum and lost pods that did not finish"
 	if g.belowUp {
 		how = "on its way up"
 	}
-	t.violations = append(t.violations, fmt.Sprintf("gang %s of queue %s ran %d of its quorum of %d for more than %s (since %s), %s",
+	t.violations = append(t.violations, fmt.Sprintf("gang %s of queue %s had %d of its quorum of %d pods live (bound, not finished, not being deleted) for more than %s (since %s), %s",
 		name, g.queue, g.live, g.quorum, t.settle, g.below.Format("15:04:05.000"), how))
 }
 
@@ -437,7 +441,7 @@ func (t *queueTracker) finishStrict() []string {
 	for name, g := range t.gangs {
 		if !g.below.IsZero() && !g.belowUp && !g.flagged {
 			g.flagged = true
-			t.violations = append(t.violations, fmt.Sprintf("gang %s of queue %s runs %d of its quorum of %d at the end of the phase (since %s), after it had run its quorum and lost pods",
+			t.violations = append(t.violations, fmt.Sprintf("gang %s of queue %s has %d of its quorum of %d pods live at the end of the phase (since %s), after it had its quorum and lost pods",
 				name, g.queue, g.live, g.quorum, g.below.Format("15:04:05.000")))
 		}
 		t.judgeLocked(name, g, now)

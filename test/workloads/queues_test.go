@@ -151,18 +151,19 @@ func TestQueueReclaimsBorrowedShare(t *testing.T) {
 	if evicted != 1 {
 		t.Errorf("%d of team a's gangs lost pods, want exactly 1 (b's share is 2 of 4 CPUs)", evicted)
 	}
+	// The queues' status is written while team a's work runs (its
+	// surviving gang, or the evicted one back).
+	waitQueueStatus(t, ns+"-a", func(st map[string]any) bool {
+		conds, _, _ := unstructured.NestedSlice(st, "conditions")
+		alloc, _, _ := unstructured.NestedStringMap(st, "allocated")
+		return len(conds) == 1 && conds[0].(map[string]any)["status"] == "True" && alloc["cpu"] != ""
+	})
 	for _, name := range []string{"a1", "a2"} {
 		j := waitJob(t, ns, name, batchv1.JobComplete, 3*time.Minute)
 		if j.Status.Succeeded != 2 {
 			t.Errorf("Job %s: %s; want 2 succeeded", name, jobStatus(j))
 		}
 	}
-	// The queues' status is written.
-	waitQueueStatus(t, ns+"-a", func(st map[string]any) bool {
-		conds, _, _ := unstructured.NestedSlice(st, "conditions")
-		fair, _, _ := unstructured.NestedStringMap(st, "fairShare")
-		return len(conds) == 1 && conds[0].(map[string]any)["status"] == "True" && fair["cpu"] != ""
-	})
 }
 
 // waitQueueStatus waits until the status of the project's Queue name

@@ -106,8 +106,8 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := profiles["default"].ListPlugins()[frameworkruntime.PostFilterPoint].Names(); !slices.Equal(got, []string{"DefaultPreemption"}) {
-		t.Errorf("default profile's postFilter = %v, want [DefaultPreemption]", got)
+	if got := profiles["default"].ListPlugins()[frameworkruntime.PostFilterPoint].Names(); !slices.Equal(got, []string{"Reclaim", "DefaultPreemption"}) {
+		t.Errorf("default profile's postFilter = %v, want [Reclaim DefaultPreemption]", got)
 	}
 	if profiles["no-preemption"].HasPostFilterPlugins() {
 		t.Errorf("postFilter: [] left %v", profiles["no-preemption"].ListPlugins()[frameworkruntime.PostFilterPoint])
