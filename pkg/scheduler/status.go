@@ -87,9 +87,11 @@ func (w *conditionWriter) set(ctx context.Context, pod *v1.Pod, cond v1.PodCondi
 	defer w.mu.Unlock()
 	e := w.pods[pod.UID]
 	if e == nil {
+		// Sweep before the new entry is in: the sweep drops idle entries,
+		// and the write started below needs this one.
+		w.maybeSweep()
 		e = &podCondition{}
 		w.pods[pod.UID] = e
-		w.maybeSweep()
 	}
 	if e.writing {
 		// The running write is followed by this one.

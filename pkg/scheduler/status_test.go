@@ -3,6 +3,7 @@ package scheduler
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -319,5 +320,23 @@ func TestConditionWriterForgetsAFailedWrite(t *testing.T) {
 	h.sched.bindWG.Wait()
 	if got := patches.seen(); !slices.Equal(got, []string{"A"}) {
 		t.Errorf("patched messages %q, want A written again", got)
+	}
+}
+
+// The writer sweeps its idle entries once it holds many; a sweep started
+// by a new pod's write must not drop that pod's own entry, which the write
+// it starts needs (it once did, and the write crashed the scheduler).
+func TestConditionWriterSweepKeepsTheNewEntry(t *testing.T) {
+	h := newHarness(t)
+	patches := watchStatusPatches(h, false)
+	h.sched.conditions.sweepAt = 1
+	for i := range 3 {
+		pod := st.MakePod().Name(fmt.Sprintf("p%d", i)).UID(fmt.Sprintf("p%d", i)).Obj()
+		h.addPod(pod)
+		h.sched.conditions.set(t.Context(), pod, unschedulableCond("A"))
+		h.sched.bindWG.Wait()
+	}
+	if got := patches.seen(); len(got) != 3 {
+		t.Errorf("patched messages %q, want one per pod", got)
 	}
 }
