@@ -11,6 +11,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultpreemption"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -24,10 +25,12 @@ type roomPlugin struct {
 	status  *framework.Status
 	message string
 	calls   int
+	// events are the events the plugin registers.
+	events []framework.ClusterEventWithHint
 }
 
 func (p *roomPlugin) Name() string                                       { return p.name }
-func (p *roomPlugin) EventsToRegister() []framework.ClusterEventWithHint { return nil }
+func (p *roomPlugin) EventsToRegister() []framework.ClusterEventWithHint { return p.events }
 
 func (p *roomPlugin) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
 	p.calls++
@@ -72,17 +75,17 @@ func TestPostFilterPluginsRunInOrder(t *testing.T) {
 		wantCalls []int
 	}{{
 		name:        "default preemption takes the lower-priority pod",
-		plugins:     []string{defaultpreemption.Name, "Reclaim"},
-		extra:       []*roomPlugin{{name: "Reclaim", policy: borrowed}},
+		plugins:     []string{defaultpreemption.Name, "TakeBack"},
+		extra:       []*roomPlugin{{name: "TakeBack", policy: borrowed}},
 		wantEvicted: []string{"low"},
 		wantMessage: "preemption: preempting 1 pods of lower priority",
 		wantCalls:   []int{0},
 	}, {
 		name:        "a reclaim plugin first takes the borrowed pod, whatever its priority",
-		plugins:     []string{"Reclaim", defaultpreemption.Name},
-		extra:       []*roomPlugin{{name: "Reclaim", policy: borrowed}},
+		plugins:     []string{"TakeBack", defaultpreemption.Name},
+		extra:       []*roomPlugin{{name: "TakeBack", policy: borrowed}},
 		wantEvicted: []string{"borrowed"},
-		wantMessage: "Reclaim: taking back 1 borrowed pods",
+		wantMessage: "TakeBack: taking back 1 borrowed pods",
 		wantCalls:   []int{1},
 	}, {
 		name:    "a rejection hands on to the next plugin",
@@ -131,5 +134,29 @@ func TestPostFilterPluginsRunInOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A job every PostFilter plugin declined waits, besides the events of the
+// plugins that rejected its pods, for those of the PostFilter plugins that
+// may change their mind (Unschedulable), not of those that said nothing
+// they watch can help (UnschedulableAndUnresolvable).
+func TestDecliningPostFilterPluginsAddTheirEvents(t *testing.T) {
+	queueChange := []framework.ClusterEventWithHint{{Event: framework.EventQueueChange}}
+	maybe := &roomPlugin{name: "Maybe", status: framework.NewStatus(framework.Unschedulable, "not yet"), events: queueChange}
+	never := &roomPlugin{name: "Never", status: framework.NewStatus(framework.UnschedulableAndUnresolvable), events: queueChange}
+	h := newHarnessWith(t, harnessConfig{postFilter: []string{"Never", "Maybe"}, extra: []framework.Plugin{never, maybe}})
+	postFilterCluster(h)
+	h.cycle()
+	d := h.cache.Dump().Queue
+	if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
+		t.Fatalf("queue lengths = %+v, want the job unschedulable", d.Lengths)
+	}
+	events := d.Unschedulable[0].Events
+	if !slices.Contains(events, "Maybe:QueueChange") || slices.Contains(events, "Never:QueueChange") {
+		t.Errorf("job waits for %q, want Maybe's QueueChange and not Never's", events)
+	}
+	if maybe.calls != 1 || never.calls != 1 {
+		t.Errorf("calls: Never %d, Maybe %d; want 1 each", never.calls, maybe.calls)
 	}
 }

@@ -75,14 +75,15 @@ func (s *Scheduler) postFilter(ctx context.Context, c *cycle) {
 	if !c.fwk.HasPostFilterPlugins() {
 		return
 	}
-	res, st := c.fwk.RunPostFilterPlugins(ctx, c.state, c.job, &roomMaker{s: s, c: c})
+	res, st, waitOn := c.fwk.RunPostFilterPlugins(ctx, c.state, c.job, &roomMaker{s: s, c: c})
 	if !st.IsSuccess() && !st.IsRejected() {
 		klog.FromContext(ctx).Error(st.AsError(), "PostFilter failed")
 	}
 	if st.IsRejected() {
-		// Every plugin declined: what any of them waits for (Reclaim's
-		// queue shares moving, say) may help the job too.
-		for _, name := range c.fwk.PostFilterPluginNames() {
+		// Every plugin declined: what those that may change their mind
+		// wait for (Reclaim's queue shares moving, say) may help the job
+		// too.
+		for _, name := range waitOn {
 			c.rejectedBy[name] = true
 		}
 	}

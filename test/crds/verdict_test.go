@@ -66,6 +66,11 @@ type verdictCase[T object] struct {
 	// not. Go clients never send such forms (a Quantity encodes
 	// canonically), so the difference is pinned here rather than removed.
 	apiStricter string
+	// goStricter, if set, says why the API server accepts this object that
+	// validation.go rejects: a rule the CRD cannot state within its CEL
+	// cost budget. The scheduler then reports the object as invalid (a
+	// Queue's Valid condition) with validation.go's field path.
+	goStricter string
 	// fields are, for an invalid object, the field paths both rejections
 	// must name.
 	fields []string
@@ -133,6 +138,17 @@ func runVerdicts[T object](t *testing.T, k kind[T], cases []verdictCase[T]) {
 			if tc.apiStricter != "" {
 				if apiErr == nil {
 					t.Errorf("the API server accepted the object; the known difference (%s) is gone: make this an ordinary case", tc.apiStricter)
+				}
+				return
+			}
+			if tc.goStricter != "" {
+				if apiErr != nil {
+					t.Errorf("the API server rejected the object; the known difference (%s) is gone: make this an ordinary case", tc.goStricter)
+				}
+				for _, f := range tc.fields {
+					if goErr == nil || !strings.Contains(goErr.Error(), f) {
+						t.Errorf("validation.go's rejection does not name %s: %v", f, goErr)
+					}
 				}
 				return
 			}

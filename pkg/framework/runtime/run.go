@@ -382,29 +382,22 @@ func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.Cycle
 // HasPostFilterPlugins reports whether any PostFilter plugin is enabled.
 func (f *Framework) HasPostFilterPlugins() bool { return len(f.postFilter) > 0 }
 
-// PostFilterPluginNames names the PostFilter plugins, in order.
-func (f *Framework) PostFilterPluginNames() []string {
-	names := make([]string, len(f.postFilter))
-	for i, pl := range f.postFilter {
-		names[i] = pl.Name()
-	}
-	return names
-}
-
 // RunPostFilterPlugins runs the PostFilter plugins for job, whose cycle
 // found no placement, in order, until one succeeds (it is making room; its
 // result is returned) or fails (an Error naming it). A rejection hands on
 // to the next plugin. When none succeeds, the status is Unschedulable,
 // with the messages of the plugins that gave one, and the result carries
-// the last non-empty message of a plugin, if any.
-func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+// the last non-empty message of a plugin, if any; waitOn names the plugins
+// that rejected with Unschedulable rather than UnschedulableAndUnresolvable
+// (the events they registered may let them make room later).
+func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job, room framework.RoomMaker) (res *framework.PostFilterResult, st *framework.Status, waitOn []string) {
 	var last *framework.PostFilterResult
 	var reasons []string
 	for _, pl := range f.postFilter {
 		res, s := pl.PostFilter(ctx, state, job, room)
 		switch {
 		case s.IsSuccess():
-			return res, nil
+			return res, nil, nil
 		case s.IsRejected() || s.IsSkip():
 			if res != nil && res.Message != "" {
 				last = res
@@ -412,11 +405,14 @@ func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.C
 			if s.IsRejected() && s.Message() != "" {
 				reasons = append(reasons, pl.Name()+": "+s.Message())
 			}
+			if s.Code() == framework.Unschedulable {
+				waitOn = append(waitOn, pl.Name())
+			}
 		default:
-			return res, pluginError(s, pl.Name(), "running PostFilter plugin %q for job %s", pl.Name(), job.ID)
+			return res, pluginError(s, pl.Name(), "running PostFilter plugin %q for job %s", pl.Name(), job.ID), nil
 		}
 	}
-	return last, framework.NewStatus(framework.Unschedulable, reasons...)
+	return last, framework.NewStatus(framework.Unschedulable, reasons...), waitOn
 }
 
 // RunBindPlugins binds pod to nodeName with the first Bind plugin that does

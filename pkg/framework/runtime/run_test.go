@@ -725,6 +725,7 @@ func TestRunPostFilterPlugins(t *testing.T) {
 		wantMsg    []string
 		wantResult string
 		wantCalls  []string
+		wantWaitOn []string
 	}{
 		{
 			name:       "the first success ends the phase",
@@ -748,6 +749,16 @@ func TestRunPostFilterPlugins(t *testing.T) {
 			wantMsg:    []string{"a: nothing to take", "b: no lower priority"},
 			wantResult: "a: looked",
 			wantCalls:  []string{"a.PostFilter(job)", "b.PostFilter(job)"},
+			wantWaitOn: []string{"a", "b"},
+		},
+		{
+			name:       "an unresolvable rejection is not waited on",
+			results:    []*framework.Status{framework.NewStatus(framework.UnschedulableAndUnresolvable), unschedulable("no lower priority")},
+			messages:   []string{"", ""},
+			wantCode:   framework.Unschedulable,
+			wantMsg:    []string{"b: no lower priority"},
+			wantCalls:  []string{"a.PostFilter(job)", "b.PostFilter(job)"},
+			wantWaitOn: []string{"b"},
 		},
 		{
 			name:       "an error ends the phase, naming the plugin",
@@ -768,8 +779,11 @@ func TestRunPostFilterPlugins(t *testing.T) {
 			if !f.HasPostFilterPlugins() {
 				t.Fatal("HasPostFilterPlugins = false")
 			}
-			res, s := f.RunPostFilterPlugins(context.Background(), framework.NewCycleState(), testJob(), nil)
+			res, s, waitOn := f.RunPostFilterPlugins(context.Background(), framework.NewCycleState(), testJob(), nil)
 			checkStatus(t, s, tt.wantCode, tt.wantPlugin, tt.wantMsg...)
+			if !reflect.DeepEqual(waitOn, tt.wantWaitOn) {
+				t.Errorf("waitOn = %v, want %v", waitOn, tt.wantWaitOn)
+			}
 			if got := ""; res != nil {
 				got = res.Message
 				if got != tt.wantResult {
@@ -788,8 +802,8 @@ func TestRunPostFilterPlugins(t *testing.T) {
 	if f.HasPostFilterPlugins() {
 		t.Error("HasPostFilterPlugins = true without plugins")
 	}
-	if res, s := f.RunPostFilterPlugins(context.Background(), framework.NewCycleState(), testJob(), nil); res != nil || !s.IsRejected() {
-		t.Errorf("RunPostFilterPlugins without plugins = %v, %v; want no result, unschedulable", res, s)
+	if res, s, waitOn := f.RunPostFilterPlugins(context.Background(), framework.NewCycleState(), testJob(), nil); res != nil || !s.IsRejected() || waitOn != nil {
+		t.Errorf("RunPostFilterPlugins without plugins = %v, %v, %v; want no result, unschedulable, nothing to wait on", res, s, waitOn)
 	}
 }
 

@@ -192,6 +192,7 @@ type ExternalWorkloadList struct {
 // +kubebuilder:printcolumn:name=Pending,type=integer,JSONPath=`.status.pendingJobs`
 // +kubebuilder:printcolumn:name=Running,type=integer,JSONPath=`.status.runningJobs`
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.parent) || self.spec.parent != self.metadata.name",message="a queue cannot be its own parent",fieldPath=".spec.parent"
 
 // Queue is a tenant of the scheduler: jobs name the queue they belong to,
 // and queues share what the scheduler may use by weight, with guarantees,

@@ -127,7 +127,7 @@ func ValidateQueue(q *Queue) field.ErrorList {
 	for name, g := range q.Spec.Guaranteed {
 		if l, ok := q.Spec.Limit[name]; ok && g.Cmp(l) > 0 {
 			errs = append(errs, field.Invalid(spec.Child("guaranteed").Key(string(name)), g.String(),
-				"exceeds spec.limit["+string(name)+"] ("+l.String()+"); only the limit is honoured"))
+				"must not exceed spec.limit["+string(name)+"] ("+l.String()+")"))
 		}
 	}
 	return errs
