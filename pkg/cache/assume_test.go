@@ -884,9 +884,9 @@ func checkQueueUsage(t *testing.T, c *SchedulerCache) {
 		if w == nil {
 			w = &queueUsage{}
 		}
-		if !same(u.allocated, w.allocated) || !same(u.pending, w.pending) || u.pendingJobs != w.pendingJobs || u.runningJobs != w.runningJobs {
-			t.Errorf("queue %q: the cache keeps allocated %v, pending %v, %d pending and %d running jobs; a recount gives %v, %v, %d and %d",
-				name, u.allocated, u.pending, u.pendingJobs, u.runningJobs, w.allocated, w.pending, w.pendingJobs, w.runningJobs)
+		if !same(u.allocated, w.allocated) || !same(u.pending, w.pending) || !same(u.releasing, w.releasing) || u.pendingJobs != w.pendingJobs || u.runningJobs != w.runningJobs {
+			t.Errorf("queue %q: the cache keeps allocated %v (releasing %v), pending %v, %d pending and %d running jobs; a recount gives %v (%v), %v, %d and %d",
+				name, u.allocated, u.releasing, u.pending, u.pendingJobs, u.runningJobs, w.allocated, w.releasing, w.pending, w.pendingJobs, w.runningJobs)
 		}
 		delete(want, name)
 	}

@@ -44,8 +44,9 @@ const queueDemandRefresh = 50 * time.Millisecond
 // cycle reads it in O(queues), not O(pods).
 type queueUsage struct {
 	// allocated sums the requests of the tasks that use the queue's share
-	// (framework.TaskInfo.UsesShare); pending those of its pending tasks.
-	allocated, pending resources.Resource
+	// (framework.TaskInfo.UsesShare); pending those of its pending tasks;
+	// releasing the part of allocated of terminating tasks.
+	allocated, pending, releasing resources.Resource
 	// pendingJobs and runningJobs count the jobs with at least one
 	// pending task, and at least one task that uses the share.
 	pendingJobs, runningJobs int
@@ -68,10 +69,16 @@ func (u *queueUsage) addTask(t *framework.TaskInfo, sign int) {
 	default:
 		return
 	}
-	if sign > 0 {
-		to.Add(t.Requests)
-	} else {
-		to.Sub(t.Requests)
+	add := func(to *resources.Resource) {
+		if sign > 0 {
+			to.Add(t.Requests)
+		} else {
+			to.Sub(t.Requests)
+		}
+	}
+	add(to)
+	if to == &u.allocated && t.Pod.DeletionTimestamp != nil {
+		add(&u.releasing)
 	}
 }
 
@@ -457,7 +464,7 @@ func (c *SchedulerCache) withUsageLocked(snap *framework.QueueSnapshot) *framewo
 	out := &framework.QueueSnapshot{Capacity: snap.Capacity, Invalid: snap.Invalid, Queues: make(map[string]*framework.QueueState, len(snap.Queues))}
 	for name, q := range snap.Queues {
 		cp := *q
-		cp.Allocated, cp.Pending = framework.ResourceAmounts{}, framework.ResourceAmounts{}
+		cp.Allocated, cp.Pending, cp.Releasing = framework.ResourceAmounts{}, framework.ResourceAmounts{}, framework.ResourceAmounts{}
 		cp.PendingJobs, cp.RunningJobs = 0, 0
 		out.Queues[name] = &cp
 	}
@@ -478,6 +485,7 @@ func (c *SchedulerCache) withUsageLocked(snap *framework.QueueSnapshot) *framewo
 		q.PendingJobs, q.RunningJobs = u.pendingJobs, u.runningJobs
 		for hops := 0; q != nil && hops <= len(out.Queues); hops++ {
 			addResource(q.Allocated, &u.allocated)
+			addResource(q.Releasing, &u.releasing)
 			addResource(q.Pending, &u.pending)
 			q = out.Queues[q.Parent]
 		}

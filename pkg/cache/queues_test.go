@@ -65,6 +65,7 @@ func TestQueueUsageFollowsPods(t *testing.T) {
 	c.SetQueue(QueueSourceOwn, "a", queueSpec("a", "", 1))
 	p := queuedPod("p", "a", "2")
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(p))
+	releasing := int64(0)
 	check := func(step string, alloc, pend int64, pendingJobs, runningJobs int) {
 		t.Helper()
 		checkInvariants(t, c)
@@ -73,6 +74,9 @@ func TestQueueUsageFollowsPods(t *testing.T) {
 			t.Errorf("%s: allocated %dm, pending %dm, %d pending and %d running jobs; want %dm, %dm, %d, %d", step,
 				milliCPU(q.Allocated), milliCPU(q.Pending), q.PendingJobs, q.RunningJobs, alloc, pend, pendingJobs, runningJobs)
 		}
+		if milliCPU(q.Releasing) != releasing {
+			t.Errorf("%s: releasing %dm, want %dm", step, milliCPU(q.Releasing), releasing)
+		}
 	}
 	check("pending", 0, 2000, 1, 0)
 	mustNoErr(t, "AssumePod", c.AssumePod(p, "n1"))
@@ -80,10 +84,19 @@ func TestQueueUsageFollowsPods(t *testing.T) {
 	b := bound(p, "n1")
 	mustNoErr(t, "AddPod", c.AddPod(b))
 	check("bound", 2000, 0, 0, 1)
-	done := b.DeepCopy()
+	// Evicted: still on its node, about to give its share back.
+	going := b.DeepCopy()
+	now := metav1.Now()
+	going.DeletionTimestamp = &now
+	going.ResourceVersion = "3"
+	mustNoErr(t, "UpdatePod", c.UpdatePod(b, going))
+	releasing = 2000
+	check("terminating", 2000, 0, 0, 1)
+	done := going.DeepCopy()
 	done.Status.Phase = v1.PodSucceeded
-	done.ResourceVersion = "3"
-	mustNoErr(t, "UpdatePod", c.UpdatePod(b, done))
+	done.ResourceVersion = "4"
+	mustNoErr(t, "UpdatePod", c.UpdatePod(going, done))
+	releasing = 0
 	check("finished", 0, 0, 0, 0)
 	deletePod(c, done)
 	check("deleted", 0, 0, 0, 0)

@@ -183,10 +183,28 @@ type RoomMaker interface {
 	// eviction starts. It changes nothing while earlier victims of the
 	// job are still terminating (Outcome.Waiting).
 	MakeRoom(ctx context.Context, victims VictimPolicy) (RoomOutcome, error)
+	// MakeRoomWithin is MakeRoom with a budget that bounds what the
+	// victims may take from each group of pods (a queue's) they belong to.
+	MakeRoomWithin(ctx context.Context, victims VictimPolicy, budget VictimBudget) (RoomOutcome, error)
 	// Job returns the cache's record of a job, e.g. of a victim, for a
 	// victim policy that looks at more than the pod (its queue, say).
 	// Lookups are cached for the cycle; the record must not be modified.
 	Job(id JobID) (*JobInfo, bool)
+}
+
+// VictimBudget bounds what one MakeRoom may take from each group of pods
+// (Reclaim's: the queue that borrowed). The pods the victim policy allows
+// are victims only while their group's budget allows more: MakeRoom asks
+// Allows before taking a job's pods from a group, with what the victims
+// chosen so far (and those of earlier evictions not yet terminating)
+// request, so a group loses at most one job's pods beyond its budget. A
+// victim gang that must go whole counts as one job.
+type VictimBudget interface {
+	// Group names the group t's eviction counts against; "" for none (no
+	// bound).
+	Group(t *TaskInfo) string
+	// Allows reports whether group, having lost taken, may lose more.
+	Allows(group string, taken ResourceAmounts) bool
 }
 
 // RoomOutcome is what MakeRoom did.

@@ -174,6 +174,10 @@ type QueueState struct {
 	// Allocated is what the queue's running (and assumed) pods request,
 	// its subtree's included; Pending what its waiting pods request.
 	Allocated, Pending ResourceAmounts
+	// Releasing is the part of Allocated its terminating pods (deletion
+	// requested, a reclaim's victims say) still request: what the queue
+	// is about to give back.
+	Releasing ResourceAmounts
 	// PendingJobs and RunningJobs count the jobs of the queue itself (not
 	// its subtree) that have pods waiting, and pods running.
 	PendingJobs, RunningJobs int

@@ -115,6 +115,29 @@ func (n *nominator) waitingFor(job framework.JobID, snapshot *cache.Snapshot) in
 	return left
 }
 
+// goingVictims returns the victims every preemption waits for that
+// snapshot still has on their nodes without a deletion timestamp: their
+// eviction is under way but does not show yet.
+func (n *nominator) goingVictims(snapshot *cache.Snapshot) []*framework.TaskInfo {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*framework.TaskInfo
+	for _, victims := range n.victims {
+		for uid, node := range victims {
+			ni, ok := snapshot.Get(node)
+			if !ok {
+				continue
+			}
+			for _, t := range ni.Pods {
+				if t.Pod.UID == uid && t.Pod.DeletionTimestamp == nil {
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out
+}
+
 func hasTask(ni *framework.NodeInfo, uid types.UID) bool {
 	for _, t := range ni.Pods {
 		if t.Pod.UID == uid {

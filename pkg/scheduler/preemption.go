@@ -54,6 +54,14 @@ type simulation struct {
 	placements  map[string]string
 	placed      []*v1.Pod
 	undo        []func()
+	// going are the pods other jobs' preemptions are evicting that have
+	// not started terminating: no longer victims to choose.
+	going map[types.UID]bool
+	// budget, if set, bounds what the victims take from each group; taken
+	// sums, per group, the requests of the victims chosen so far and of
+	// the going pods.
+	budget framework.VictimBudget
+	taken  map[string]framework.ResourceAmounts
 }
 
 // plannedVictim is a pod to evict and the preemptor pod it makes room for.
@@ -118,14 +126,19 @@ func (r *roomMaker) Job(id framework.JobID) (*framework.JobInfo, bool) {
 
 // MakeRoom implements framework.RoomMaker.
 func (r *roomMaker) MakeRoom(ctx context.Context, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
+	return r.MakeRoomWithin(ctx, policy, nil)
+}
+
+// MakeRoomWithin implements framework.RoomMaker.
+func (r *roomMaker) MakeRoomWithin(ctx context.Context, policy framework.VictimPolicy, budget framework.VictimBudget) (framework.RoomOutcome, error) {
 	if policy == nil {
 		return framework.RoomOutcome{}, errors.New("making room: no victim policy")
 	}
-	return r.s.makeRoom(ctx, r.c, policy)
+	return r.s.makeRoom(ctx, r.c, policy, budget)
 }
 
 // makeRoom is MakeRoom for cycle c.
-func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
+func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.VictimPolicy, budget framework.VictimBudget) (framework.RoomOutcome, error) {
 	logger := klog.FromContext(ctx)
 	if c.job.Err != nil || len(s.snapshot.NodeInfos()) == 0 {
 		return framework.RoomOutcome{}, nil
@@ -136,14 +149,20 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 		logger.V(3).Info("Waiting for preempted pods to go", "victims", left)
 		return framework.RoomOutcome{Waiting: left}, nil
 	}
-	if !anyEligible(s.snapshot.NodeInfos(), c.job.ID, policy) {
+	going := s.nominated.goingVictims(s.snapshot)
+	if !anyEligible(s.snapshot.NodeInfos(), c.job.ID, policy, going) {
 		// The common case of a cluster of one priority: nothing to try.
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
 		s.giveUp(ctx, c.job.ID)
 		return framework.RoomOutcome{}, nil
 	}
 	sim := &simulation{s: s, c: c, priority: c.qj.Priority, policy: policy, jobs: map[framework.JobID]*framework.JobInfo{},
-		victims: map[types.UID]*plannedVictim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{}}
+		victims: map[types.UID]*plannedVictim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{},
+		budget: budget, taken: map[string]framework.ResourceAmounts{}, going: make(map[types.UID]bool, len(going))}
+	for _, t := range going {
+		sim.going[t.Pod.UID] = true
+		sim.charge(t, 1)
+	}
 	if s.opts.PDBLister != nil {
 		pdbs, err := s.opts.PDBLister.List(labels.Everything())
 		if err != nil {
@@ -185,12 +204,17 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 	return framework.RoomOutcome{Fits: true, Victims: len(order)}, nil
 }
 
-// anyEligible reports whether some bound pod of another job on nodes may
-// be a victim by policy: without one, making room cannot help.
-func anyEligible(nodes []*framework.NodeInfo, job framework.JobID, policy framework.VictimPolicy) bool {
+// anyEligible reports whether some bound pod of another job on nodes,
+// neither terminating nor going, may be a victim by policy: without one,
+// making room cannot help.
+func anyEligible(nodes []*framework.NodeInfo, job framework.JobID, policy framework.VictimPolicy, going []*framework.TaskInfo) bool {
+	skip := make(map[types.UID]bool, len(going))
+	for _, t := range going {
+		skip[t.Pod.UID] = true
+	}
 	for _, n := range nodes {
 		for _, t := range n.Pods {
-			if t.Counted && t.Status == framework.TaskBound && t.Job != job && policy(t) {
+			if t.Counted && t.Status == framework.TaskBound && t.Pod.DeletionTimestamp == nil && !skip[t.Pod.UID] && t.Job != job && policy(t) {
 				return true
 			}
 		}
@@ -258,6 +282,9 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 			continue
 		}
 		sim.expandGangs(cand)
+		if !sim.withinBudget(cand) {
+			continue
+		}
 		if better(cand, best) {
 			best = cand
 		}
@@ -301,7 +328,9 @@ func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node strin
 		}
 	}
 	removed := sim.s.snapshot.RemovePod(t.NodeName, t.Pod.UID)
+	sim.charge(t, 1)
 	sim.undo = append(sim.undo, func() {
+		sim.charge(t, -1)
 		if removed {
 			if ni, ok := sim.s.snapshot.Get(t.NodeName); ok {
 				ni.AddTask(t)

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"time"
@@ -65,16 +66,24 @@ func (sim *simulation) job(id framework.JobID) *framework.JobInfo {
 }
 
 // eligible reports whether t may be preempted by sim's job: a bound pod
-// that still uses its node, of another job, that the victim policy allows
-// (DefaultPreemption's: a priority strictly below the preemptor's). A
+// that still uses its node and is not already going (terminating, or
+// another preemption's victim), of another job, that the victim policy
+// allows (DefaultPreemption's: a priority strictly below the
+// preemptor's) and whose group's budget, if any, allows more. A
 // gang member is eligible only if every running member of its gang is,
 // since the gang may have to go whole.
 func (sim *simulation) eligible(t *framework.TaskInfo) bool {
-	if !t.Counted || t.Status != framework.TaskBound || t.Job == sim.c.job.ID || !sim.policy(t) {
+	if !t.Counted || t.Status != framework.TaskBound || t.Pod.DeletionTimestamp != nil || sim.going[t.Pod.UID] ||
+		t.Job == sim.c.job.ID || !sim.policy(t) {
 		return false
 	}
 	if _, chosen := sim.victims[t.Pod.UID]; chosen {
 		return false
+	}
+	if sim.budget != nil {
+		if g := sim.budget.Group(t); g != "" && !sim.budget.Allows(g, sim.taken[g]) {
+			return false
+		}
 	}
 	if !t.Job.Gang {
 		return true
@@ -353,4 +362,58 @@ func earliestStart(ts []*framework.TaskInfo, priority int32) time.Time {
 		}
 	}
 	return earliest
+}
+
+// charge adds t's requests (sign 1) to, or takes them from (sign -1), what
+// the victims take from t's budget group.
+func (sim *simulation) charge(t *framework.TaskInfo, sign int64) {
+	if sim.budget == nil {
+		return
+	}
+	g := sim.budget.Group(t)
+	if g == "" {
+		return
+	}
+	taken := sim.taken[g]
+	if taken == nil {
+		taken = framework.ResourceAmounts{}
+		sim.taken[g] = taken
+	}
+	for name, v := range framework.AmountsOf(t.Requests) {
+		taken[name] += sign * v
+	}
+}
+
+// withinBudget reports whether c's victims stay within sim's budget: taken
+// job by job (a victim gang whole), each job's pods are taken only while
+// their group's budget allows more, so a group loses at most one job
+// beyond it.
+func (sim *simulation) withinBudget(c *candidate) bool {
+	if sim.budget == nil {
+		return true
+	}
+	acc := map[string]framework.ResourceAmounts{}
+	seen := map[framework.JobID]bool{}
+	for _, t := range c.victims {
+		g := sim.budget.Group(t)
+		if g == "" {
+			continue
+		}
+		if acc[g] == nil {
+			acc[g] = maps.Clone(sim.taken[g])
+			if acc[g] == nil {
+				acc[g] = framework.ResourceAmounts{}
+			}
+		}
+		if !seen[t.Job] {
+			if !sim.budget.Allows(g, acc[g]) {
+				return false
+			}
+			seen[t.Job] = true
+		}
+		for name, v := range framework.AmountsOf(t.Requests) {
+			acc[g][name] += v
+		}
+	}
+	return true
 }

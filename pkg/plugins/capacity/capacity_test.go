@@ -34,6 +34,10 @@ func allocated(a framework.ResourceAmounts) queueOpt {
 	return func(q *framework.QueueState) { q.Allocated = a }
 }
 
+func releasing(a framework.ResourceAmounts) queueOpt {
+	return func(q *framework.QueueState) { q.Releasing = a }
+}
+
 func fairShare(a framework.ResourceAmounts) queueOpt {
 	return func(q *framework.QueueState) { q.FairShare = a }
 }

@@ -89,30 +89,12 @@ func (r *Reclaim) PostFilter(ctx context.Context, _ *framework.CycleState, job *
 					framework.FormatAmount(name, after[name]), framework.FormatAmount(name, bound[name])))
 		}
 	}
+	b := &reclaimBudget{room: room, qs: qs, path: path, need: need}
 	policy := func(t *framework.TaskInfo) bool {
-		j, ok := room.Job(t.Job)
-		if !ok {
-			return false
-		}
-		vpath := qs.Path(j.QueueName())
-		if len(vpath) == 0 || !vpath[len(vpath)-1].Reclaimable {
-			return false
-		}
-		// The queues that compete: the reclaimer's and the victim's
-		// ancestors that are siblings.
-		for i := 0; i < len(vpath) && i < len(path); i++ {
-			if vpath[i].Name == path[i].Name {
-				continue
-			}
-			v := vpath[i]
-			if !v.Reclaimable {
-				return false
-			}
-			return overShare(v, need)
-		}
-		return false
+		v := b.competitor(t)
+		return v != nil && overShare(v, need, nil)
 	}
-	out, err := room.MakeRoom(ctx, policy)
+	out, err := room.MakeRoomWithin(ctx, policy, b)
 	switch {
 	case err != nil:
 		return nil, framework.AsStatus(fmt.Errorf("reclaim for job %s: %w", job.ID, err))
@@ -126,11 +108,65 @@ func (r *Reclaim) PostFilter(ctx context.Context, _ *framework.CycleState, job *
 	return &framework.PostFilterResult{Message: fmt.Sprintf("reclaim: queue %s takes back %d pods from queues above their fair share", job.Queue, out.Victims)}, nil
 }
 
+// reclaimBudget is the victim budget of one reclaim: a pod's group is the
+// queue that competes with the reclaimer's for it (see competitor), and a
+// group may lose pods while it is still above its fair share once what it
+// is giving back (terminating pods, victims chosen) is gone. So however
+// many jobs wait, the queues above their share lose about their excess,
+// not more.
+type reclaimBudget struct {
+	room framework.RoomMaker
+	qs   *framework.QueueSnapshot
+	// path is the reclaimer's queue and its ancestors, root first.
+	path []*framework.QueueState
+	need framework.ResourceAmounts
+}
+
+// competitor returns the queue through which t's job competes with the
+// reclaimer's: of the victim's queue and its ancestors, the one that is a
+// sibling of the reclaimer's queue or of one of its ancestors. It is nil
+// when the job is unknown, in the reclaimer's own queue, or when that
+// queue or the victim's own may not be reclaimed from.
+func (b *reclaimBudget) competitor(t *framework.TaskInfo) *framework.QueueState {
+	j, ok := b.room.Job(t.Job)
+	if !ok {
+		return nil
+	}
+	vpath := b.qs.Path(j.QueueName())
+	if len(vpath) == 0 || !vpath[len(vpath)-1].Reclaimable {
+		return nil
+	}
+	for i := 0; i < len(vpath) && i < len(b.path); i++ {
+		if vpath[i].Name == b.path[i].Name {
+			continue
+		}
+		if !vpath[i].Reclaimable {
+			return nil
+		}
+		return vpath[i]
+	}
+	return nil
+}
+
+// Group implements framework.VictimBudget.
+func (b *reclaimBudget) Group(t *framework.TaskInfo) string {
+	if v := b.competitor(t); v != nil {
+		return v.Name
+	}
+	return ""
+}
+
+// Allows implements framework.VictimBudget.
+func (b *reclaimBudget) Allows(group string, taken framework.ResourceAmounts) bool {
+	q, ok := b.qs.Queues[group]
+	return ok && overShare(q, b.need, taken)
+}
+
 // overShare reports whether q uses more than its fair share of a resource
-// need asks for.
-func overShare(q *framework.QueueState, need framework.ResourceAmounts) bool {
+// need asks for, without what it is giving back (Releasing) and taken.
+func overShare(q *framework.QueueState, need, taken framework.ResourceAmounts) bool {
 	for name, v := range need {
-		if v > 0 && q.Allocated[name] > q.FairShare[name] {
+		if v > 0 && q.Allocated[name]-q.Releasing[name]-taken[name] > q.FairShare[name] {
 			return true
 		}
 	}

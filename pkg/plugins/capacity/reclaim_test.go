@@ -18,14 +18,19 @@ import (
 type fakeRoom struct {
 	calls  int
 	policy framework.VictimPolicy
+	budget framework.VictimBudget
 	out    framework.RoomOutcome
 	err    error
 	jobs   map[framework.JobID]*framework.JobInfo
 }
 
-func (r *fakeRoom) MakeRoom(_ context.Context, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
+func (r *fakeRoom) MakeRoom(ctx context.Context, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
+	return r.MakeRoomWithin(ctx, policy, nil)
+}
+
+func (r *fakeRoom) MakeRoomWithin(_ context.Context, policy framework.VictimPolicy, budget framework.VictimBudget) (framework.RoomOutcome, error) {
 	r.calls++
-	r.policy = policy
+	r.policy, r.budget = policy, budget
 	return r.out, r.err
 }
 
@@ -367,5 +372,44 @@ func TestNewReclaim(t *testing.T) {
 				t.Errorf("NewReclaim(%q) = %+v named %s, want guaranteeOnly %v named %s", tt.args, r, r.Name(), tt.wantGuaranteeOnly, ReclaimName)
 			}
 		})
+	}
+}
+
+// Reclaim's victim budget groups a victim by the queue that competes with
+// the reclaimer's, and lets that queue lose pods while, without what it is
+// giving back (terminating pods) and what the victims chosen so far take,
+// it is still above its fair share of what the job needs.
+func TestReclaimVictimBudget(t *testing.T) {
+	qs := snapshot(cores(16),
+		queue("a", "", fairShare(cores(4))),
+		queue("b", "", fairShare(cores(8)), allocated(cores(12))),
+		queue("y", "b", fairShare(cores(8)), allocated(cores(12))),
+		queue("c", "", fairShare(cores(4)), allocated(cores(6)), releasing(cores(2))),
+	)
+	y, c := victimJob("y", "y"), victimJob("c", "c")
+	room := &fakeRoom{out: framework.RoomOutcome{Fits: true, Victims: 1}, jobs: map[framework.JobID]*framework.JobInfo{y.ID: y, c.ID: c}}
+	if _, s := (&Reclaim{}).PostFilter(context.Background(), framework.NewCycleState(), job("a", qs, 1, cpuPod("p0", "2")), room); !s.IsSuccess() || room.budget == nil {
+		t.Fatalf("PostFilter = %v with budget %v, want success after MakeRoomWithin with a budget", s, room.budget)
+	}
+	if g := room.budget.Group(victim(y)); g != "b" {
+		t.Errorf("a pod of b/y counts against %q, want b (the queue that competes with a)", g)
+	}
+	for _, tt := range []struct {
+		taken int64
+		want  bool
+	}{{0, true}, {3, true}, {4, false}, {5, false}} {
+		if got := room.budget.Allows("b", cores(tt.taken)); got != tt.want {
+			t.Errorf("b (12 cores of a fair share of 8) having lost %d cores may lose more: %v, want %v", tt.taken, got, tt.want)
+		}
+	}
+	// c uses 6 of a fair share of 4 but gives 2 back already.
+	if room.budget.Allows("c", nil) {
+		t.Error("c, at its fair share once its terminating pods are gone, may lose more")
+	}
+	if room.policy(victim(c)) {
+		t.Error("a pod of c, at its fair share once its terminating pods are gone, may be evicted")
+	}
+	if room.budget.Allows("gone", nil) {
+		t.Error("a queue not in the snapshot may lose pods")
 	}
 }

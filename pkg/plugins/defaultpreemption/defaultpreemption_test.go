@@ -27,6 +27,11 @@ func (r *fakeRoom) MakeRoom(_ context.Context, policy framework.VictimPolicy) (f
 	return r.out, r.err
 }
 
+// MakeRoomWithin fails the test's expectations: preemption has no budget.
+func (r *fakeRoom) MakeRoomWithin(context.Context, framework.VictimPolicy, framework.VictimBudget) (framework.RoomOutcome, error) {
+	return framework.RoomOutcome{}, errors.New("DefaultPreemption asked for a victim budget")
+}
+
 // Job answers from jobs.
 func (r *fakeRoom) Job(id framework.JobID) (*framework.JobInfo, bool) {
 	j, ok := r.jobs[id]

@@ -47,6 +47,11 @@ func (r room) MakeRoom(_ context.Context, policy framework.VictimPolicy) (framew
 	return framework.RoomOutcome{Fits: n > 0, Victims: n}, nil
 }
 
+// MakeRoomWithin ignores the budget: the example sets none.
+func (r room) MakeRoomWithin(ctx context.Context, policy framework.VictimPolicy, _ framework.VictimBudget) (framework.RoomOutcome, error) {
+	return r.MakeRoom(ctx, policy)
+}
+
 // Job knows no jobs: the example's policy looks at pods only.
 func (r room) Job(framework.JobID) (*framework.JobInfo, bool) { return nil, false }
 
