@@ -123,12 +123,25 @@ func (sim *simulation) fits(ctx context.Context, pod *v1.Pod, node *framework.No
 	return false, fmt.Errorf("filtering node %s for pod %s: %w", node.Name(), podKey(pod), st.AsError())
 }
 
+// aboveQuorum reports whether t is a pod of a gang that runs more pods than
+// its quorum, counting out the victims chosen so far: an elastic gang's
+// extra pod, whose eviction leaves the gang running.
+func (sim *simulation) aboveQuorum(t *framework.TaskInfo) bool {
+	if !t.Job.Gang {
+		return false
+	}
+	info := sim.job(t.Job)
+	return info != nil && info.Counts().Running()-sim.gangVictims[t.Job] > int(info.MinAvailable())
+}
+
 // selectVictimsOnNode finds the fewest, least important pods of node
 // whose eviction lets pod fit there, as kube-scheduler does: take every
 // eligible pod off, check that pod fits, then put them back, most
 // important first, those whose eviction a PDB forbids before the others,
 // keeping each that still lets pod fit. nil means pod does not fit on
 // node even with every eligible pod gone. The node is left as it was.
+// An elastic gang's pods above its quorum count as less important than
+// any other, so they go first.
 func (sim *simulation) selectVictimsOnNode(ctx context.Context, pod *v1.Pod, node *framework.NodeInfo) (*candidate, error) {
 	var potential []*framework.TaskInfo
 	for _, t := range node.Pods {
@@ -155,7 +168,17 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pod *v1.Pod, nod
 		restore(potential)
 		return nil, err
 	}
-	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i].Pod, potential[j].Pod) })
+	spare := make(map[types.UID]bool, len(potential))
+	for _, t := range potential {
+		spare[t.Pod.UID] = sim.aboveQuorum(t)
+	}
+	sort.SliceStable(potential, func(i, j int) bool {
+		a, b := potential[i], potential[j]
+		if sa, sb := spare[a.Pod.UID], spare[b.Pod.UID]; sa != sb {
+			return sb
+		}
+		return moreImportant(a.Pod, b.Pod)
+	})
 	violating, allowed := sim.splitByPDB(potential, sim.pdbAllowed())
 	c := &candidate{node: node}
 	reprieve := func(t *framework.TaskInfo) (bool, error) {

@@ -1,0 +1,46 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// An elastic gang's pods above its quorum are the first victims on a
+// node, before a single pod that is less important by priority and age:
+// the gang keeps running, the single pod would lose all its work.
+func TestElasticGangPodsAboveQuorumGoFirst(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		minAvailable string
+		wantGang     bool
+	}{
+		{name: "a gang above its quorum gives a pod", minAvailable: "2", wantGang: true},
+		{name: "a gang at its quorum would go whole: a single pod goes", minAvailable: "3", wantGang: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			ev := newEvictions(h)
+			for _, n := range []string{"n0", "n1", "n2"} {
+				h.addNode(n, "2")
+			}
+			// e runs 3 pods, one per node; each node also runs a single
+			// pod, which started later (is less important by age).
+			for i, n := range []string{"n0", "n1", "n2"} {
+				h.addPod(running("e-"+string(rune('0'+i)), n, 10, "1", 0).Group("e").MinAvailable(tt.minAvailable).Obj())
+			}
+			h.addPod(running("single", "n0", 10, "1", 30).Obj())
+			h.addPod(running("fill-1", "n1", 10, "1", 30).Obj())
+			h.addPod(running("fill-2", "n2", 10, "1", 30).Obj())
+			h.addPod(st.MakePod().Name("incoming").Priority(100).Req(res{v1.ResourceCPU: "1"}).Obj())
+			h.cycle()
+			got := ev.evicted()
+			if len(got) != 1 || strings.HasPrefix(got[0], "e-") != tt.wantGang {
+				t.Errorf("evicted %v, want one pod, of gang e: %v", got, tt.wantGang)
+			}
+		})
+	}
+}
