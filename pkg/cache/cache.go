@@ -180,6 +180,9 @@ type SchedulerCache struct {
 	// what the jobs of each queue name use and wait for (queues.go).
 	queueSpecs   map[string]map[string]*framework.QueueSpec
 	queueSpecGen int64
+	// queuesWatched is set by WatchQueues: a job naming a queue that no
+	// queue object defines waits for it.
+	queuesWatched bool
 	queueUsage   map[string]*queueUsage
 	// queueDemandGen counts changes of what the queues ask for (their
 	// allocated plus pending), queueAskGen the queues that start asking
@@ -325,7 +328,7 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 	}
 	out.Queue, out.QueueVia = j.Queue()
 	if len(out.Pending) > 0 {
-		out.Queues = c.queueSnapshotLocked(out.Queue != framework.DefaultQueue)
+		out.Queues = c.queueSnapshotLocked(c.queuesWatched && out.Queue != framework.DefaultQueue)
 	}
 	c.mu.RUnlock()
 	if len(out.Pending) == 0 {

@@ -269,6 +269,13 @@ func (c *SchedulerCache) dropQueueUsageLocked(name string, u *queueUsage) {
 	}
 }
 
+// WatchQueues implements eventhandlers.QueueCache.
+func (c *SchedulerCache) WatchQueues() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queuesWatched = true
+}
+
 // QueueSnapshot returns the queues as a scheduling cycle sees them (see
 // framework.QueueSnapshot), or nil while no Queue exists. The shares are
 // recomputed when a queue changed, and otherwise at most every

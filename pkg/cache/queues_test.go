@@ -32,7 +32,8 @@ func queuedPod(name, queue, cpu string) *v1.Pod {
 func milliCPU(a framework.ResourceAmounts) int64 { return a[v1.ResourceCPU] }
 
 // Without any Queue, cycles see no queues (nothing is limited), but a job
-// that names a queue sees them, so that it waits for its queue.
+// that names a queue sees them, so that it waits for its queue, once the
+// queues are watched; before (queues disabled), the name is ignored.
 func TestQueueSnapshotOnlyWithQueues(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "4")))
@@ -41,6 +42,10 @@ func TestQueueSnapshotOnlyWithQueues(t *testing.T) {
 	if s := c.QueueSnapshot(); s != nil {
 		t.Fatalf("QueueSnapshot without queues = %+v, want nil", s)
 	}
+	if named, _ := c.CycleJob(framework.JobID{Namespace: "default", Name: "named"}); named.Queues != nil {
+		t.Fatalf("a job naming a queue sees queues %v while queues are not watched; want none", named.Queues)
+	}
+	c.WatchQueues()
 	plain, _ := c.CycleJob(framework.JobID{Namespace: "default", Name: "plain"})
 	if plain.Queues != nil || plain.Queue != framework.DefaultQueue {
 		t.Errorf("a job naming no queue: Queue %q, Queues %v; want the default queue and no queues", plain.Queue, plain.Queues)

@@ -199,4 +199,9 @@ type JobSource interface {
 // framework.EventQueueChange itself when something changed.
 type QueueCache interface {
 	SetQueue(source, name string, spec *framework.QueueSpec)
+	// WatchQueues tells the cache that queues are watched: a job that
+	// names a queue no queue object defines then waits for one. Until it
+	// is called, and while no queue is set, the queue jobs name is
+	// ignored.
+	WatchQueues()
 }

@@ -162,6 +162,8 @@ func (f *fakeCache) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, 
 }
 
 // SetQueue records the call as "SetQueue <source>/<name>" and keeps spec.
+func (f *fakeCache) WatchQueues() {}
+
 func (f *fakeCache) SetQueue(source, name string, spec *framework.QueueSpec) {
 	f.record("SetQueue", source+"/"+name)
 	f.mu.Lock()

@@ -218,6 +218,9 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	h.groupResources = groupResources(h.dialectConfig != nil, owners)
 	_, queueCache := c.(eventhandlers.QueueCache)
 	h.queues = h.apiServer && queueCache && !args.DisableQueues
+	if h.queues {
+		c.(eventhandlers.QueueCache).WatchQueues()
+	}
 	if h.statusWriter, err = h.newStatusWriter(); err != nil {
 		return nil, err
 	}
