@@ -10,7 +10,8 @@ set -o errexit -o nounset -o pipefail
 #               (1-8 pods of 1 CPU, 5-15 s); the time-averaged share of
 #               the cluster's CPU each runs vs its fair share from
 #               pkg/fairshare (goal: worst |measured/fair - 1| <= 0.05) and
-#               the utilization (goal: >= 0.95)
+#               the utilization (goal: >= 0.95); first the same workload
+#               with the scheduler's queues disabled, the control
 #   reclaim     a borrower fills the cluster; a queue guaranteed a quarter
 #               of it submits gangs of 8, 5 times: creation to all 8
 #               Running (goal: p50 < 5 s at 500 nodes); a gang left below
@@ -32,6 +33,7 @@ set -o errexit -o nounset -o pipefail
 #   BENCH_QUEUE_SETTLE_SECONDS (10: how long a gang may have some but
 #                               fewer than its quorum of pods bound),
 #   BENCH_QUEUE_PHASES (fairness,reclaim,throughput),
+#   BENCH_QUEUE_FAIR_CONTROL (1; 0 skips the fairness phase's control),
 #   BENCH_QUEUE_LOGS=DIR (keep the logs and CPU profiles of the fairness
 #                         and reclaim phases' schedulers, which run as
 #                         child processes: DIR/batch-scheduler-PHASE.log,

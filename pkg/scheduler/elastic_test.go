@@ -44,3 +44,22 @@ func TestElasticGangPodsAboveQuorumGoFirst(t *testing.T) {
 		})
 	}
 }
+
+// A gang's members that are already going (terminating) do not count
+// towards what it keeps: a victim gang of quorum 2 with one member
+// terminating goes whole rather than keep one pod.
+func TestGangMembersAlreadyGoingDoNotCountTowardsItsQuorum(t *testing.T) {
+	h := newHarness(t)
+	ev := newEvictions(h)
+	for _, n := range []string{"n0", "n1", "n2"} {
+		h.addNode(n, "1")
+	}
+	h.addPod(running("g-0", "n0", 10, "1", 0).Group("g").MinAvailable("2").Terminating().Obj())
+	h.addPod(running("g-1", "n1", 10, "1", 0).Group("g").MinAvailable("2").Obj())
+	h.addPod(running("g-2", "n2", 10, "1", 0).Group("g").MinAvailable("2").Obj())
+	h.addPod(st.MakePod().Name("incoming").Priority(100).Req(res{v1.ResourceCPU: "1"}).Obj())
+	h.cycle()
+	if got := ev.evicted(); strings.Join(got, ",") != "g-1,g-2" {
+		t.Errorf("evicted %v, want the gang's two members that stay, g-1 and g-2", got)
+	}
+}

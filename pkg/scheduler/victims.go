@@ -131,7 +131,20 @@ func (sim *simulation) aboveQuorum(t *framework.TaskInfo) bool {
 		return false
 	}
 	info := sim.job(t.Job)
-	return info != nil && info.Counts().Running()-sim.gangVictims[t.Job] > int(info.MinAvailable())
+	return info != nil && sim.staying(info)-sim.gangVictims[t.Job] > int(info.MinAvailable())
+}
+
+// staying counts the running pods of job that are not already going
+// (terminating, or another preemption's victims): what it keeps unless
+// sim takes more.
+func (sim *simulation) staying(job *framework.JobInfo) int {
+	n := 0
+	for _, m := range job.Tasks {
+		if m.Status != framework.TaskPending && m.Counted && m.Pod.DeletionTimestamp == nil && !sim.going[m.Pod.UID] {
+			n++
+		}
+	}
+	return n
 }
 
 // selectVictimsOnNode finds the fewest, least important pods of node
@@ -238,13 +251,14 @@ func (sim *simulation) expandGangs(c *candidate) {
 		if info == nil {
 			continue
 		}
-		left := info.Counts().Running() - sim.gangVictims[id] - taken[id]
+		left := sim.staying(info) - sim.gangVictims[id] - taken[id]
 		if left <= 0 || left >= int(info.MinAvailable()) {
 			continue
 		}
 		var rest []*framework.TaskInfo
 		for _, m := range info.Tasks {
-			if _, chosen := sim.victims[m.Pod.UID]; chosen || in[m.Pod.UID] || !m.OnNode() || !m.Counted {
+			if _, chosen := sim.victims[m.Pod.UID]; chosen || in[m.Pod.UID] || !m.OnNode() || !m.Counted ||
+				m.Pod.DeletionTimestamp != nil || sim.going[m.Pod.UID] {
 				continue
 			}
 			rest = append(rest, m)

@@ -86,6 +86,9 @@ type queueSettings struct {
 	seed    uint64
 	settle  time.Duration
 	phases  map[string]bool
+	// fairControl runs the fairness workload once more without queues
+	// first (BENCH_QUEUE_FAIR_CONTROL, 1).
+	fairControl bool
 }
 
 func loadQueueSettings(b testing.TB) queueSettings {
@@ -95,6 +98,7 @@ func loadQueueSettings(b testing.TB) queueSettings {
 	s.pods = envInt(b, "BENCH_QUEUE_PODS", 10000)
 	s.fairFor = time.Duration(envInt(b, "BENCH_QUEUE_FAIR_SECONDS", 120)) * time.Second
 	s.fairSkip = time.Duration(envInt(b, "BENCH_QUEUE_SKIP_SECONDS", 30)) * time.Second
+	s.fairControl = envInt(b, "BENCH_QUEUE_FAIR_CONTROL", 1) != 0
 	s.backlog = int64(envInt(b, "BENCH_QUEUE_BACKLOG_CPU", max(24, s.nodes*queueNodeCPU/10))) * 1000
 	s.reps = envInt(b, "BENCH_QUEUE_RECLAIM_REPS", 5)
 	s.seed = uint64(envInt(b, "BENCH_QUEUE_SEED", 1))
@@ -234,6 +238,11 @@ func BenchmarkQueues(b *testing.B) {
 		for i, q := range fairQueues {
 			b.ReportMetric(mean(func(r queueRun) float64 { return r.fair.queues[i].measured / r.fair.queues[i].fair }), q.name+"-share/fair")
 		}
+		if s.fairControl && !crashed(func(r queueRun) string { return r.control.crash }) {
+			b.ReportMetric(mean(func(r queueRun) float64 { return r.control.worst }), "control-fair-worst-dev")
+			b.ReportMetric(mean(func(r queueRun) float64 { return r.control.utilization }), "control-utilization")
+			b.ReportMetric(mean(func(r queueRun) float64 { return r.fair.utilization / r.control.utilization }), "utilization-vs-control")
+		}
 	}
 	if s.phases[phaseReclaim] && !crashed(func(r queueRun) string { return r.reclaim.crash }) {
 		b.ReportMetric(mean(func(r queueRun) float64 { return r.reclaim.p50.Seconds() }), "reclaim-p50-s")
@@ -250,7 +259,9 @@ func BenchmarkQueues(b *testing.B) {
 
 // queueRun is the outcome of one run.
 type queueRun struct {
-	fair    fairnessResult
+	// fair is the fairness phase, control the same workload without
+	// queues (unless BENCH_QUEUE_FAIR_CONTROL=0).
+	fair, control fairnessResult
 	reclaim reclaimResult
 	tput    queueThroughput
 }
@@ -320,8 +331,12 @@ func runQueuesOnce(b *testing.B, s queueSettings) queueRun {
 		r.tput = runQueueThroughput(b, e)
 	}
 	if s.phases[phaseFairness] {
+		if s.fairControl {
+			waitQuiet(b, admin)
+			r.control = runFairness(b, e, true)
+		}
 		waitQuiet(b, admin)
-		r.fair = runFairness(b, e)
+		r.fair = runFairness(b, e, false)
 	}
 	printQueuesSummary(os.Stdout, s, r, time.Since(runStart))
 	return r
@@ -527,7 +542,7 @@ type queueScheduler struct {
 
 // startQueueScheduler starts the command with runScheduler's flags and
 // returns once it is ready (/readyz answers 200).
-func startQueueScheduler(b testing.TB, e queueEnv, name string) *queueScheduler {
+func startQueueScheduler(b testing.TB, e queueEnv, name string, extra ...string) *queueScheduler {
 	b.Helper()
 	addr := freeAddress(b)
 	_, port, err := net.SplitHostPort(addr)
@@ -544,6 +559,7 @@ func startQueueScheduler(b testing.TB, e queueEnv, name string) *queueScheduler 
 		"--kube-api-burst", strconv.Itoa(e.s.burst),
 		"-v", strconv.Itoa(e.s.verbosity),
 	}
+	args = append(args, extra...)
 	var cmd *exec.Cmd
 	if e.bin != "" {
 		cmd = exec.Command(e.bin, args...)
@@ -807,23 +823,45 @@ func expectedShares(capacity int64, names []string, weights []int64) map[string]
 	return out
 }
 
-// runFairness runs phase 1 (see BenchmarkQueues).
-func runFairness(b *testing.B, e queueEnv) fairnessResult {
+// runFairness runs phase 1 (see BenchmarkQueues). With control, it runs
+// the same workload with the scheduler's queues disabled (no Queue object,
+// the queue names on the pods ignored): the baseline of utilization and
+// of what the division is without queues.
+func runFairness(b *testing.B, e queueEnv, control bool) fairnessResult {
 	s := e.s
 	start := time.Now()
-	createNamespace(b, e.admin, queueFairNamespace)
+	ns := queueFairNamespace
+	if control {
+		ns += "-control"
+	}
+	createNamespace(b, e.admin, ns)
 	var names []string
 	var weights []int64
 	for _, q := range fairQueues {
-		createQueue(b, e.dyn, q.name, map[string]any{"weight": q.weight, "borrow": true})
+		if !control {
+			createQueue(b, e.dyn, q.name, map[string]any{"weight": q.weight, "borrow": true})
+		}
 		names = append(names, q.name)
 		weights = append(weights, q.weight)
 	}
-	sched := startQueueScheduler(b, e, "batch-scheduler-fairness")
+	var sched *queueScheduler
+	if control {
+		cfg := filepath.Join(b.TempDir(), "no-queues.yaml")
+		if err := os.WriteFile(cfg, []byte("apiVersion: batch-scheduler.io/v1alpha1\nkind: SchedulerConfiguration\neventHandlers:\n- name: default\n  args: {disableQueues: true}\n"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		sched = startQueueScheduler(b, e, "batch-scheduler-fairness-control", "--config-path", cfg)
+	} else {
+		sched = startQueueScheduler(b, e, "batch-scheduler-fairness")
+	}
+	label := "fairness"
+	if control {
+		label = "fairness (control, no queues)"
+	}
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
-	deleter := startTerminalDeleter(ctx, e.pods, queueFairNamespace, 4)
-	tr := newQueueTracker(b, e.pods, queueFairNamespace, s.settle, deleter.add)
+	deleter := startTerminalDeleter(ctx, e.pods, ns, 4)
+	tr := newQueueTracker(b, e.pods, ns, s.settle, deleter.add)
 
 	// Every queue demands (bound and pending) more than its fair share
 	// at all times: a quarter more, and at least the backlog pending.
@@ -832,7 +870,7 @@ func runFairness(b *testing.B, e queueEnv) fairnessResult {
 	var wg sync.WaitGroup
 	for i, q := range fairQueues {
 		floor := int64(fair[q.name] * float64(s.capacityMilli()) * 5 / 4)
-		gens[i] = &generator{client: e.pods, ns: queueFairNamespace, queue: q.name, target: s.backlog, floor: floor, tr: tr,
+		gens[i] = &generator{client: e.pods, ns: ns, queue: q.name, target: s.backlog, floor: floor, tr: tr,
 			rng: rand.New(rand.NewPCG(s.seed, uint64(i))),
 			next: func(rng *rand.Rand) (int, string) {
 				return 1 + rng.IntN(8), fmt.Sprintf("%ds", 5+rng.IntN(11))
@@ -843,7 +881,7 @@ func runFairness(b *testing.B, e queueEnv) fairnessResult {
 	cpu0 := readCPU(procs)
 	req0 := apiRequests(b, e.admin)
 	phaseStart := time.Now()
-	qlogf("fairness: queues %v of weights %v, a backlog of %d CPUs each, %s (the first %s left out)", names, weights, s.backlog/1000, s.fairFor, s.fairSkip)
+	qlogf(label+": queues %v of weights %v, a backlog of %d CPUs each, %s (the first %s left out)", names, weights, s.backlog/1000, s.fairFor, s.fairSkip)
 	var samples []queueSample
 	tick := time.NewTicker(time.Second)
 	for time.Since(phaseStart) < s.fairFor && !sched.crashed() {
@@ -853,7 +891,7 @@ func runFairness(b *testing.B, e queueEnv) fairnessResult {
 			samples = append(samples, smp)
 		}
 		if n := len(samples); n > 0 && n%30 == 0 {
-			qlogf("fairness: %s: running %d of %d CPUs: %s", smp.at.Sub(phaseStart).Round(time.Second), smp.runningTotal/1000, s.capacityMilli()/1000, perQueue(names, smp.running))
+			qlogf(label+": %s: running %d of %d CPUs: %s", smp.at.Sub(phaseStart).Round(time.Second), smp.runningTotal/1000, s.capacityMilli()/1000, perQueue(names, smp.running))
 		}
 	}
 	tick.Stop()
@@ -904,19 +942,19 @@ func runFairness(b *testing.B, e queueEnv) fairnessResult {
 		r.worstBound = max(r.worstBound, math.Abs(qr.bound/qr.fair-1))
 		r.queues = append(r.queues, qr)
 		if errs := gens[i].errs.Load(); errs > 0 {
-			b.Errorf("fairness: %d gangs of %s could not be created, the first: %v", errs, q.name, gens[i].err)
+			b.Errorf(label+": %d gangs of %s could not be created, the first: %v", errs, q.name, gens[i].err)
 		}
 	}
 	for _, v := range violations {
-		b.Errorf("fairness: %s", v)
+		b.Errorf(label+": %s", v)
 	}
 	if crash != "" {
-		b.Errorf("fairness: %s", crash)
+		b.Errorf(label+": %s", crash)
 	}
-	qlogf("fairness: %d samples; utilization %.3f; worst |measured/fair - 1| %.3f; %d finished pods deleted", len(samples), r.utilization, r.worst, r.deleted)
-	clearNamespace(b, e.pods, queueFairNamespace)
+	qlogf(label+": %d samples; utilization %.3f; worst |measured/fair - 1| %.3f; %d finished pods deleted", len(samples), r.utilization, r.worst, r.deleted)
+	clearNamespace(b, e.pods, ns)
 	deleteQueues(b, e.dyn, names...)
-	qlogf("fairness: done in %s", time.Since(start).Round(time.Second))
+	qlogf(label+": done in %s", time.Since(start).Round(time.Second))
 	return r
 }
 
@@ -1239,28 +1277,15 @@ func runQueueThroughput(b *testing.B, e queueEnv) queueThroughput {
 func printQueuesSummary(out io.Writer, s queueSettings, r queueRun, total time.Duration) {
 	fmt.Fprintf(out, "\nqueues: %d KWOK nodes of %d CPUs (%d CPUs), client QPS %.0f burst %d, seed %d\n", s.nodes, queueNodeCPU, s.capacityMilli()/1000, s.qps, s.burst, s.seed)
 	if s.phases[phaseFairness] {
-		f := r.fair
-		fmt.Fprintf(out, "\nfairness: %s measured (%d samples, every second, after %s), gangs of 1-8 × 1 CPU running 5-15 s, backlog ≥ %d CPUs per queue\n",
-			s.fairFor-s.fairSkip, f.samples, s.fairSkip, s.backlog/1000)
-		fmt.Fprintf(out, "%-8s %6s %8s %9s %10s %8s %8s %10s %12s %13s %11s %8s %10s\n", "queue", "weight", "fair", "measured", "meas/fair", "bound", "of-used", "used/fair",
-			"pending-min", "pending-mean", "demand-min", "evicted", "sched-fair")
-		for _, q := range f.queues {
-			sf := "-"
-			if q.schedFair >= 0 {
-				sf = fmt.Sprintf("%.0f", q.schedFair)
-			}
-			fmt.Fprintf(out, "%-8s %6d %8.3f %9.3f %10.3f %8.3f %8.3f %10.3f %12d %13d %11.2f %8d %10s\n", q.name, q.weight, q.fair, q.measured, q.measured/q.fair, q.bound,
-				q.ofUsed, q.ofUsed/q.fair, q.minPending/1000, q.meanPending/1000, q.minDemand, q.evicted, sf)
+		if s.fairControl {
+			printFairness(out, s, "fairness (control: the same workload, queues disabled)", r.control)
 		}
-		fmt.Fprintf(out, "worst |measured/fair - 1| %.3f (goal ≤ 0.05), with the bound pods %.3f; utilization (running) %.3f (goal ≥ 0.95), bound %.3f; start lag (bound → Running seen) p50 %s p99 %s; finished pods deleted %d (%d already gone)\n",
-			f.worst, f.worstBound, f.utilization, f.boundUtil, f.startLagP50.Round(time.Millisecond), f.startLagP99.Round(time.Millisecond), f.deleted, f.gone)
-		fmt.Fprintf(out, "fairness: %s; preemption attempts %.0f, victims %.0f; CPU s: kube-apiserver %s, etcd %s, kwok %s, batch-scheduler %s, self %s over %s; gangs below quorum: %d\n",
-			attempts(f.metrics), sumMetric(f.metrics, "batch_scheduler_preemption_attempts_total"), sumMetric(f.metrics, "batch_scheduler_preemption_victims_total"),
-			f.cpu.fmt("kube-apiserver"), f.cpu.fmt("etcd"), f.cpu.fmt("kwok"), f.cpu.fmt("batch-scheduler"), f.cpu.fmt("self"), f.elapsed.Round(time.Second), len(f.violations))
-		if f.crash != "" {
-			fmt.Fprintf(out, "fairness: THE SCHEDULER CRASHED; the figures above are those of the samples before: %s\n", f.crash)
+		printFairness(out, s, "fairness", r.fair)
+		if s.fairControl && r.control.utilization > 0 {
+			fmt.Fprintf(out, "fairness vs control: utilization %.3f vs %.3f (ratio %.3f), bound %.3f vs %.3f (ratio %.3f); worst |measured/fair - 1| %.3f vs %.3f\n",
+				r.fair.utilization, r.control.utilization, r.fair.utilization/r.control.utilization,
+				r.fair.boundUtil, r.control.boundUtil, r.fair.boundUtil/max(r.control.boundUtil, 1e-9), r.fair.worst, r.control.worst)
 		}
-		fmt.Fprintf(out, "fairness: API requests per second: %s\n", requestRates(f.requests, f.elapsed))
 	}
 	if s.phases[phaseReclaim] {
 		c := r.reclaim
@@ -1298,4 +1323,29 @@ func printQueuesSummary(out io.Writer, s queueSettings, r queueRun, total time.D
 		fmt.Fprintf(out, "no queues (mean of both) %.0f pods/s; %d queues %.0f pods/s; ratio %.3f (goal ≥ 0.90)\n", t.noQueues(), tputQueues, t.queues.podsPerSecond(), t.ratio())
 	}
 	fmt.Fprintf(out, "run time %s\n\n", total.Round(time.Second))
+}
+
+// printFairness prints the table of one fairness run.
+func printFairness(out io.Writer, s queueSettings, title string, f fairnessResult) {
+	fmt.Fprintf(out, "\n%s: %s measured (%d samples, every second, after %s), gangs of 1-8 × 1 CPU running 5-15 s, backlog ≥ %d CPUs per queue\n",
+		title, s.fairFor-s.fairSkip, f.samples, s.fairSkip, s.backlog/1000)
+	fmt.Fprintf(out, "%-8s %6s %8s %9s %10s %8s %8s %10s %12s %13s %11s %8s %10s\n", "queue", "weight", "fair", "measured", "meas/fair", "bound", "of-used", "used/fair",
+		"pending-min", "pending-mean", "demand-min", "evicted", "sched-fair")
+	for _, q := range f.queues {
+		sf := "-"
+		if q.schedFair >= 0 {
+			sf = fmt.Sprintf("%.0f", q.schedFair)
+		}
+		fmt.Fprintf(out, "%-8s %6d %8.3f %9.3f %10.3f %8.3f %8.3f %10.3f %12d %13d %11.2f %8d %10s\n", q.name, q.weight, q.fair, q.measured, q.measured/q.fair, q.bound,
+			q.ofUsed, q.ofUsed/q.fair, q.minPending/1000, q.meanPending/1000, q.minDemand, q.evicted, sf)
+	}
+	fmt.Fprintf(out, "worst |measured/fair - 1| %.3f (goal ≤ 0.05), with the bound pods %.3f; utilization (running) %.3f (goal ≥ 0.95), bound %.3f; start lag (bound → Running seen) p50 %s p99 %s; finished pods deleted %d (%d already gone)\n",
+		f.worst, f.worstBound, f.utilization, f.boundUtil, f.startLagP50.Round(time.Millisecond), f.startLagP99.Round(time.Millisecond), f.deleted, f.gone)
+	fmt.Fprintf(out, "%s: %s; preemption attempts %.0f, victims %.0f; CPU s: kube-apiserver %s, etcd %s, kwok %s, batch-scheduler %s, self %s over %s; gangs below quorum: %d\n",
+		title, attempts(f.metrics), sumMetric(f.metrics, "batch_scheduler_preemption_attempts_total"), sumMetric(f.metrics, "batch_scheduler_preemption_victims_total"),
+		f.cpu.fmt("kube-apiserver"), f.cpu.fmt("etcd"), f.cpu.fmt("kwok"), f.cpu.fmt("batch-scheduler"), f.cpu.fmt("self"), f.elapsed.Round(time.Second), len(f.violations))
+	if f.crash != "" {
+		fmt.Fprintf(out, "%s: THE SCHEDULER CRASHED; the figures above are those of the samples before: %s\n", title, f.crash)
+	}
+	fmt.Fprintf(out, "%s: API requests per second: %s\n", title, requestRates(f.requests, f.elapsed))
 }
