@@ -183,7 +183,7 @@ type SchedulerCache struct {
 	// queuesWatched is set by WatchQueues: a job naming a queue that no
 	// queue object defines waits for it.
 	queuesWatched bool
-	queueUsage   map[string]*queueUsage
+	queueUsage    map[string]*queueUsage
 	// queueDemandGen counts changes of what the queues ask for (their
 	// allocated plus pending), queueAskGen the queues that start asking
 	// (see queueSnapshotLocked).

@@ -262,8 +262,8 @@ type queueRun struct {
 	// fair is the fairness phase, control the same workload without
 	// queues (unless BENCH_QUEUE_FAIR_CONTROL=0).
 	fair, control fairnessResult
-	reclaim reclaimResult
-	tput    queueThroughput
+	reclaim       reclaimResult
+	tput          queueThroughput
 }
 
 // queueEnv is what the phases of one run share.
