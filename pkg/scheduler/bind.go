@@ -33,6 +33,9 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 			return
 		}
 	}
+	for _, pod := range c.placed {
+		s.conditions.forget(pod.UID)
+	}
 	s.metrics.Attempts.WithLabelValues(resultScheduled, c.profile).Inc()
 	s.metrics.AttemptDuration.WithLabelValues(resultScheduled, c.profile).Observe(time.Since(c.start).Seconds())
 	logger.V(2).Info("Job placed", "pods", len(c.placed), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)

@@ -144,6 +144,9 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	// Binds and status patches left running by a failed test must not
 	// outlive it.
 	t.Cleanup(s.bindWG.Wait)
+	// Every condition is written at once; the tests of the rewrite
+	// interval set it themselves.
+	s.conditions.minRewrite = 0
 	return &harness{t: t, client: client, recorder: recorder, cache: c, sched: s, metrics: m, hook: cfg.hook}
 }
 

@@ -37,6 +37,13 @@ func (s *Scheduler) reportUnschedulable(ctx context.Context, pod *v1.Pod, msg st
 // write it made.
 const writtenTrust = 30 * time.Second
 
+// messageRewrite is the least time between two writes of a pod's
+// condition that differ only in the message ("0 of 8 tasks could be
+// placed", then "1 of 8"): a backlogged gang fails many cycles a second,
+// and each would rewrite all its pods. The last message wanted is written
+// when the interval ends. A change of status or reason is written at once.
+const messageRewrite = 5 * time.Second
+
 // conditionWriter writes the PodScheduled condition of pending pods. One
 // pod's writes never overlap and the latest wanted condition wins: two
 // cycles of a job in quick succession (the gang's fourth pod arrives
@@ -52,6 +59,8 @@ type conditionWriter struct {
 	s *Scheduler
 	// now is time.Now; tests replace it.
 	now func() time.Time
+	// minRewrite is messageRewrite; tests change it.
+	minRewrite time.Duration
 
 	// mu guards pods and every podCondition in it. It is never held
 	// during an API call.
@@ -78,7 +87,7 @@ type podCondition struct {
 const minConditionSweep = 1024
 
 func newConditionWriter(s *Scheduler) *conditionWriter {
-	return &conditionWriter{s: s, now: time.Now, pods: map[types.UID]*podCondition{}, sweepAt: minConditionSweep}
+	return &conditionWriter{s: s, now: time.Now, minRewrite: messageRewrite, pods: map[types.UID]*podCondition{}, sweepAt: minConditionSweep}
 }
 
 // set makes cond pod's PodScheduled condition, in the background.
@@ -114,13 +123,76 @@ func (w *conditionWriter) set(ctx context.Context, pod *v1.Pod, cond v1.PodCondi
 	}
 	e.writing = true
 	w.s.bindWG.Add(1)
-	go w.run(ctx, pod, current, cond)
+	if wait := w.rewriteWait(e, cond); wait > 0 {
+		// Written later, with whatever is wanted then.
+		e.want, e.pod = &cond, pod
+		go w.run(ctx, pod, current, cond, wait)
+		return
+	}
+	go w.run(ctx, pod, current, cond, 0)
 }
 
-// run writes cond to pod, then whatever set asked for meanwhile.
-func (w *conditionWriter) run(ctx context.Context, pod *v1.Pod, current *v1.PodCondition, cond v1.PodCondition) {
+// rewriteWait is how long a write of cond must wait: until minRewrite
+// after the writer's last write to the pod, when that said the same but
+// for the message. e.written is current (see set). w.mu is held.
+func (w *conditionWriter) rewriteWait(e *podCondition, cond v1.PodCondition) time.Duration {
+	if e.written == nil || e.written.Type != cond.Type || e.written.Status != cond.Status || e.written.Reason != cond.Reason {
+		return 0
+	}
+	return w.minRewrite - w.now().Sub(e.writtenAt)
+}
+
+// forget drops what the writer still means to write to the pod of uid, a
+// pod the scheduler has just placed: a waiting message would say it is
+// unschedulable after its binding.
+func (w *conditionWriter) forget(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.pods[uid]; e != nil {
+		e.want, e.pod = nil, nil
+	}
+}
+
+// run writes cond to pod after wait, then whatever set asked for
+// meanwhile. While it waits, what set asks for replaces cond (e.want).
+func (w *conditionWriter) run(ctx context.Context, pod *v1.Pod, current *v1.PodCondition, cond v1.PodCondition, wait time.Duration) {
 	defer w.s.bindWG.Done()
+	uid := pod.UID
 	for {
+		if wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+			case <-timer.C:
+			}
+			w.mu.Lock()
+			e := w.pods[uid]
+			if e.want == nil || ctx.Err() != nil {
+				// Forgotten (the pod was placed), or shutting down.
+				e.writing, e.want, e.pod = false, nil, nil
+				if e.written == nil {
+					delete(w.pods, uid)
+				}
+				w.mu.Unlock()
+				return
+			}
+			cond, pod = *e.want, e.pod
+			e.want, e.pod = nil, nil
+			if e.written != nil {
+				current = e.written
+			}
+			if conditionSays(current, cond) {
+				e.writing = false
+				if e.written == nil {
+					delete(w.pods, uid)
+				}
+				w.mu.Unlock()
+				return
+			}
+			w.mu.Unlock()
+			wait = 0
+		}
 		ticket := w.s.binds.acquire()
 		written, err := w.s.patchCondition(ctx, pod, current, cond)
 		w.s.binds.release(ticket, err)
@@ -158,6 +230,9 @@ func (w *conditionWriter) run(ctx context.Context, pod *v1.Pod, current *v1.PodC
 			}
 			w.mu.Unlock()
 			return
+		}
+		if wait = w.rewriteWait(e, next); wait > 0 {
+			e.want, e.pod = &next, pod
 		}
 		cond = next
 		w.mu.Unlock()
