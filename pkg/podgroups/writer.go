@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -166,16 +167,24 @@ func (w *Writer) sync(ctx context.Context, k Key) error {
 		summary = string(cond.Status) + "/" + cond.Reason + "/" + cond.Message
 	case framework.GroupKindCoscheduling, framework.GroupKindVolcano:
 		phase := coschedulingPhase(s)
+		changed := false
 		if k.Kind == framework.GroupKindVolcano {
 			phase = volcanoPhase(s)
+			if status, reason, msg, ok := volcanoCondition(s); ok && setVolcanoCondition(updated, status, reason, msg, time.Now()) {
+				changed = true
+				summary = "/" + status + "/" + reason + "/" + msg
+			}
 		}
-		if phase == currentPhase(obj) {
+		if phase != currentPhase(obj) {
+			if err := unstructured.SetNestedField(updated.Object, phase, "status", "phase"); err != nil {
+				return fmt.Errorf("setting status.phase of %s %s/%s: %w", k.Kind, k.Namespace, k.Name, err)
+			}
+			changed = true
+		}
+		if !changed {
 			return nil
 		}
-		if err := unstructured.SetNestedField(updated.Object, phase, "status", "phase"); err != nil {
-			return fmt.Errorf("setting status.phase of %s %s/%s: %w", k.Kind, k.Namespace, k.Name, err)
-		}
-		summary = phase
+		summary = phase + summary
 	default:
 		return nil
 	}
