@@ -44,9 +44,12 @@ func TestVolcanoAnnotation(t *testing.T) {
 		createPod(t, gangPod(ns, fmt.Sprintf("vv-%d", i)).Annotation(framework.VolcanoGroupNameAnnotation, "vv").Obj())
 	}
 	waitUnschedulable(t, ns, "vv-0", "waiting for tasks: 2 of min-available 3 exist")
+	waitObject(t, volcanoGVR, ns, "vv", "Volcano's Unschedulable condition with the pods' message",
+		volcanoConditionIs("True", "waiting for tasks: 2 of min-available 3 exist"))
 	stayBound(t, ns, 0, "2 of minMember 3 pods exist")
 	createPod(t, gangPod(ns, "vv-2").Annotation(framework.VolcanoGroupNameAnnotation, "vv").Obj())
 	waitBound(t, ns, 3, "the third pod arrived")
+	waitObject(t, volcanoGVR, ns, "vv", "the Unschedulable condition False", volcanoConditionIs("False", ""))
 }
 
 // A scheduler-plugins gang is all or nothing at its minMember.

@@ -255,6 +255,23 @@ func waitObject(t *testing.T, gvr schema.GroupVersionResource, ns, name, what st
 	}
 }
 
+// volcanoConditionIs matches a Volcano PodGroup whose Unschedulable
+// condition has status and a message containing msg.
+func volcanoConditionIs(status, msg string) func(u *unstructured.Unstructured) bool {
+	return func(u *unstructured.Unstructured) bool {
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			m, ok := c.(map[string]any)
+			if !ok || m["type"] != "Unschedulable" {
+				continue
+			}
+			got, _ := m["message"].(string)
+			return m["status"] == status && strings.Contains(got, msg)
+		}
+		return false
+	}
+}
+
 // phaseIs matches status.phase.
 func phaseIs(phase string) func(u *unstructured.Unstructured) bool {
 	return func(u *unstructured.Unstructured) bool {
