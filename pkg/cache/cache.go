@@ -194,6 +194,10 @@ type SchedulerCache struct {
 	// nothing but the scheduling queue's lock is taken under it.
 	sharesMu sync.Mutex
 	shares   *queueShares
+	// ceiling is ceilingLocked as of ceilingAt (framework.Job.Ceiling).
+	// Guarded by sharesMu.
+	ceiling   framework.ResourceAmounts
+	ceilingAt time.Time
 }
 
 var (
@@ -302,7 +306,18 @@ func (c *SchedulerCache) IsResponsibleFor(pod *v1.Pod) bool {
 }
 
 // MoveAllToActiveOrBackoffQueue implements eventhandlers.Cache.
+// An event by which the capacity may grow makes the next cycle recount
+// it (see capacityGrows), so that a job it wakes is not judged by the
+// count before.
 func (c *SchedulerCache) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any) {
+	if capacityGrows(event) {
+		c.sharesMu.Lock()
+		c.ceiling = nil
+		if c.shares != nil {
+			c.shares.at = time.Time{}
+		}
+		c.sharesMu.Unlock()
+	}
 	c.queue.MoveAllToActiveOrBackoffQueue(event, oldObj, newObj)
 }
 
@@ -329,6 +344,7 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 	out.Queue, out.QueueVia = j.Queue()
 	if len(out.Pending) > 0 {
 		out.Queues = c.queueSnapshotLocked(c.queuesWatched && out.Queue != framework.DefaultQueue)
+		out.Ceiling = c.ceilingAmountsLocked()
 	}
 	c.mu.RUnlock()
 	if len(out.Pending) == 0 {

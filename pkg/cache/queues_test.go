@@ -286,3 +286,36 @@ func resourcesOf(t *testing.T, name, quantity string) resources.Resource {
 	}
 	return resources.FromList(v1.ResourceList{v1.ResourceName(name): q})
 }
+
+// A cycle sees the ceiling (what this scheduler could use with every
+// other pod gone: pods of other schedulers do not lower it), counted once
+// per QueueRefresh and again at once after an event by which it may grow
+// (the job that event wakes must not be judged by the count before).
+func TestCycleJobCeiling(t *testing.T) {
+	c, _ := newTestCache(t, Options{QueueRefresh: time.Hour})
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "4")))
+	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("theirs").UID("theirs").Scheduler("other").Node("n1").Req(res{v1.ResourceCPU: "3"}).Obj()))
+	for _, name := range []string{"g-0", "g-1"} {
+		mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name(name).UID(name).Group("g").MinAvailable("2").Req(res{v1.ResourceCPU: "3"}).Obj()))
+	}
+	id := framework.JobID{Namespace: "default", Name: "g", Gang: true}
+	ceiling := func() int64 {
+		t.Helper()
+		j, ok := c.CycleJob(id)
+		if !ok {
+			t.Fatal("CycleJob found no job")
+		}
+		return milliCPU(j.Ceiling)
+	}
+	if got := ceiling(); got != 4000 {
+		t.Fatalf("ceiling %dm, want 4000m (another scheduler's pod does not lower it)", got)
+	}
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n2", "4")))
+	if got := ceiling(); got != 4000 {
+		t.Errorf("ceiling %dm before any event and within QueueRefresh, want the count before, 4000m", got)
+	}
+	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
+	if got := ceiling(); got != 8000 {
+		t.Errorf("ceiling %dm after NodeAdd, want 8000m", got)
+	}
+}

@@ -51,6 +51,12 @@ type Job struct {
 	// and their shares; nil while no Queue exists (every job is then in
 	// the implicit default queue, and nothing is limited by queues).
 	Queues *QueueSnapshot
+	// Ceiling is what this scheduler could use with every other pod gone:
+	// per node, its allocatable less external usage, within the node's
+	// cap (the grants) where it has one. A job whose quorum asks for more
+	// can never start. Recounted at most every QueueRefresh, and after an
+	// event by which it may grow; nil when the cache does not count it.
+	Ceiling ResourceAmounts
 }
 
 // QueueSortPlugin orders the jobs in the active queue. A profile has

@@ -285,10 +285,17 @@ func TestPreemptionThatCannotHelpEvictsNothing(t *testing.T) {
 		wantMessage   string
 	}{
 		{
+			// 3.6 CPUs of the 4, but one pod per node of 2 CPUs.
 			name:          "gang of 3 on room for 2",
-			pods:          gangPods("big", 3, "3", 100, "2"),
+			pods:          gangPods("big", 3, "3", 100, "1200m"),
 			wantUnhelpful: true,
 			wantMessage:   "0 of 3 tasks could be placed, min-available 3",
+		},
+		{
+			// 6 CPUs of the 4 there are, with every other pod gone.
+			name:        "gang larger than all the capacity: not tried",
+			pods:        gangPods("huge", 3, "3", 100, "2"),
+			wantMessage: "the job can never start: it needs cpu 6 but this scheduler could use cpu 4 with every other pod gone",
 		},
 		{
 			name: "preemptionPolicy Never",

@@ -293,12 +293,14 @@ func gangPod(name, group, minAvailable, cpu string) *v1.Pod {
 
 func TestGangAllOrNothing(t *testing.T) {
 	h := newHarness(t)
+	// Room for one pod of 1.5 CPUs per node: the 4 pods of the gang fit
+	// in the 6 CPUs of the 3 nodes together, but on 3 nodes only.
 	for i := 1; i <= 3; i++ {
-		h.addNode(fmt.Sprintf("n%d", i), "1")
+		h.addNode(fmt.Sprintf("n%d", i), "2")
 	}
 	var pods []*v1.Pod
 	for i := range 4 {
-		p := gangPod(fmt.Sprintf("w-%d", i), "train", "4", "1")
+		p := gangPod(fmt.Sprintf("w-%d", i), "train", "4", "1500m")
 		pods = append(pods, p)
 		h.addPod(p)
 	}
@@ -350,7 +352,7 @@ func TestGangAllOrNothing(t *testing.T) {
 	}
 
 	// A fourth node: the gang fits, one task per node.
-	h.addNode("n4", "1")
+	h.addNode("n4", "2")
 	h.cache.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
 	h.cycle()
 

@@ -127,7 +127,7 @@ func (pl *Capacity) PreFilter(_ context.Context, state *framework.CycleState, jo
 	state.Write(jobKey, &jobData{job: job})
 	qs := job.Queues
 	if qs == nil {
-		return nil
+		return neverFits(job)
 	}
 	q, ok := qs.Queues[job.Queue]
 	if !ok {
@@ -151,18 +151,34 @@ func (pl *Capacity) PreFilter(_ context.Context, state *framework.CycleState, jo
 				fmt.Sprintf("the job can never start: it needs %s but queue %q is limited to %s", amount(name, need), a.Name, amount(name, a.Limit)))
 		}
 	}
-	if name, ok := exceeds(need, qs.Capacity); ok && job.Bound == 0 {
-		// Capacity is what is free for us; what our own pods use is part
-		// of it, so a job larger than it cannot start with every other
-		// pod of ours gone.
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
-			fmt.Sprintf("the job can never start: it needs %s but this scheduler may use %s in all", amount(name, need), amount(name, qs.Capacity)))
+	if st := neverFits(job); st != nil {
+		return st
 	}
 	if w := q.FirstWaiter; w != nil && pl.starvationAfter > 0 && w.ID != job.ID && behind(job, w) {
 		if waited := pl.now().Sub(w.Since); waited >= pl.starvationAfter {
 			return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("job %s of queue %s has waited %s for room; jobs behind it wait (anti-starvation)",
 				w.ID, q.Name, waited.Round(time.Second)))
 		}
+	}
+	return nil
+}
+
+// neverFits rejects a job whose quorum asks for more than the ceiling,
+// what this scheduler could use with every other pod gone (Job.Ceiling):
+// it cannot start whatever is evicted or finishes. A job with pods bound
+// already is left alone. The verdict is retried when the ceiling may grow
+// (a node added, a grant raised).
+//
+// Without queues only gangs are judged so: a single pod keeps
+// kube-scheduler's message, which says the same per node.
+func neverFits(job *framework.Job) *framework.Status {
+	if job.Ceiling == nil || job.Bound > 0 || (job.Queues == nil && job.MinAvailable <= 1) {
+		return nil
+	}
+	need := quorumRequest(job)
+	if name, ok := exceeds(need, job.Ceiling); ok {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+			fmt.Sprintf("the job can never start: it needs %s but this scheduler could use %s with every other pod gone", amount(name, need), amount(name, job.Ceiling)))
 	}
 	return nil
 }

@@ -121,6 +121,34 @@ func TestPreFilter(t *testing.T) {
 			wantCode: framework.Success,
 		},
 		{
+			name: "no queues: a gang larger than all the capacity can never start",
+			job: func() *framework.Job {
+				j := job(framework.DefaultQueue, nil, 2, cpuPod("p0", "3"), cpuPod("p1", "3"))
+				j.Ceiling = cores(4)
+				return j
+			}(),
+			wantCode: framework.UnschedulableAndUnresolvable,
+			wantMsg:  "the job can never start: it needs cpu 6 but this scheduler could use cpu 4 with every other pod gone",
+		},
+		{
+			name: "no queues: a gang within the capacity",
+			job: func() *framework.Job {
+				j := job(framework.DefaultQueue, nil, 2, cpuPod("p0", "2"), cpuPod("p1", "2"))
+				j.Ceiling = cores(4)
+				return j
+			}(),
+			wantCode: framework.Success,
+		},
+		{
+			name: "no queues: a single pod keeps kube-scheduler's verdict",
+			job: func() *framework.Job {
+				j := job(framework.DefaultQueue, nil, 1, cpuPod("p0", "6"))
+				j.Ceiling = cores(4)
+				return j
+			}(),
+			wantCode: framework.Success,
+		},
+		{
 			name: "unknown queue, named by a label",
 			job: func() *framework.Job {
 				j := job("team-x", tree(), 1, cpuPod("p", "1"))
@@ -194,10 +222,14 @@ func TestPreFilter(t *testing.T) {
 			wantCode: framework.Success,
 		},
 		{
-			name:     "can never start: the quorum exceeds what the scheduler may use",
-			job:      job("a", snapshot(cores(4), queue("a", "")), 3, cpuPod("p0", "2"), cpuPod("p1", "2"), cpuPod("p2", "2")),
+			name: "can never start: the quorum exceeds what the scheduler could use",
+			job: func() *framework.Job {
+				j := job("a", snapshot(cores(4), queue("a", "")), 3, cpuPod("p0", "2"), cpuPod("p1", "2"), cpuPod("p2", "2"))
+				j.Ceiling = cores(4)
+				return j
+			}(),
 			wantCode: framework.UnschedulableAndUnresolvable,
-			wantMsg:  `the job can never start: it needs cpu 6 but this scheduler may use cpu 4 in all`,
+			wantMsg:  `the job can never start: it needs cpu 6 but this scheduler could use cpu 4 with every other pod gone`,
 		},
 		{
 			// Capacity is what is free for us; the job's own running pods
@@ -206,6 +238,7 @@ func TestPreFilter(t *testing.T) {
 			job: func() *framework.Job {
 				j := job("a", snapshot(cores(4), queue("a", "")), 4, cpuPod("p0", "2"), cpuPod("p1", "2"), cpuPod("p2", "2"))
 				j.Bound = 1
+				j.Ceiling = cores(4)
 				return j
 			}(),
 			wantCode: framework.Success,
