@@ -199,8 +199,11 @@ func TestPreemptionThatCannotHelp(t *testing.T) {
 		mustPod(t, victim(ns, fmt.Sprintf("low-%d", i), node, pc["low"], "2").Obj())
 	}
 	s := startPoolScheduler(t)
+	// 3.6 CPUs of the 4 the nodes have, but one pod per node: the gang
+	// could start with every other pod gone (so it is not refused at
+	// once), and preempting cannot make room for it.
 	for i := range 3 {
-		mustPod(t, preemptor(ns, fmt.Sprintf("big-%d", i), pc["high"], "2").Group("big").MinAvailable("3").Obj())
+		mustPod(t, preemptor(ns, fmt.Sprintf("big-%d", i), pc["high"], "1200m").Group("big").MinAvailable("3").Obj())
 	}
 	waitUnschedulable(t, ns, "big-0", "0 of 3 tasks could be placed, min-available 3")
 	mustPod(t, preemptor(ns, "polite", pc["polite"], "1").Obj())
