@@ -295,7 +295,7 @@ func TestPreemptionThatCannotHelpEvictsNothing(t *testing.T) {
 			// 6 CPUs of the 4 there are, with every other pod gone.
 			name:        "gang larger than all the capacity: not tried",
 			pods:        gangPods("huge", 3, "3", 100, "2"),
-			wantMessage: "the job can never start: it needs cpu 6 but this scheduler could use cpu 4 with every other pod gone",
+			wantMessage: "gang default/huge can never start: its quorum (min-available 3) needs cpu 6 but this scheduler could use cpu 4 with every other pod gone",
 		},
 		{
 			name: "preemptionPolicy Never",

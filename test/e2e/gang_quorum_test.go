@@ -173,7 +173,7 @@ func TestGangNeverStartsBelowItsQuorum(t *testing.T) {
 	// A declared quorum of 3 where only 2 fit: nothing starts, whatever
 	// order the pods come in, and the pods say it never can.
 	create("three-on-two", "3", 3)
-	waitUnschedulable(t, ns, "three-on-two-2", "the job can never start: it needs cpu 3 but this scheduler could use cpu 2")
+	waitUnschedulable(t, ns, "three-on-two-2", "can never start: its quorum (min-available 3) needs cpu 3 but this scheduler could use cpu 2")
 
 	// The control: a gang of 2 created one at a time starts, whole.
 	create("two", "2", 2)

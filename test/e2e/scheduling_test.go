@@ -219,7 +219,7 @@ func TestGangAllOrNothing(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		mustPod(t, st.MakePod().Namespace(ns).Name(fmt.Sprintf("w-%d", i)).Group("train").MinAvailable("4").Req(res{"cpu": "1"}).Obj())
 	}
-	waitUnschedulable(t, ns, "w-0", "the job can never start: it needs cpu 4 but this scheduler could use cpu 3")
+	waitUnschedulable(t, ns, "w-0", "gang "+ns+"/train can never start: its quorum (min-available 4) needs cpu 4 but this scheduler could use cpu 3")
 	// The verdict is final for this state: nothing was bound on the way.
 	for name, node := range podNodes(t, ns) {
 		if node != "" {

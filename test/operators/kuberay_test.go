@@ -190,7 +190,7 @@ func TestRayClusterThatDoesNotFitStaysPending(t *testing.T) {
 		e.waitCreated(rc.name, rc.pods())
 		// More than the node holds with every other pod gone: the pods
 		// say at once that it can never start, and what it lacks.
-		msgs := e.waitUnschedulable(rc.name, rc.pods(), "the job can never start: it needs cpu 2300m but this scheduler could use cpu 2")
+		msgs := e.waitUnschedulable(rc.name, rc.pods(), "can never start: its quorum (min-available 4) needs cpu 2300m but this scheduler could use cpu 2")
 		for pod, msg := range msgs {
 			t.Logf("pod %s: %s", pod, msg)
 		}

@@ -176,11 +176,16 @@ func neverFits(job *framework.Job) *framework.Status {
 		return nil
 	}
 	need := quorumRequest(job)
-	if name, ok := exceeds(need, job.Ceiling); ok {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
-			fmt.Sprintf("the job can never start: it needs %s but this scheduler could use %s with every other pod gone", amount(name, need), amount(name, job.Ceiling)))
+	name, ok := exceeds(need, job.Ceiling)
+	if !ok {
+		return nil
 	}
-	return nil
+	why := fmt.Sprintf("needs %s but this scheduler could use %s with every other pod gone", amount(name, need), amount(name, job.Ceiling))
+	if job.ID.Gang {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+			fmt.Sprintf("gang %s can never start: its quorum (min-available %d) %s", job.ID, job.MinAvailable, why))
+	}
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, "the job can never start: it "+why)
 }
 
 // behind reports whether job comes after the waiter w in its queue's

@@ -128,7 +128,7 @@ func TestPreFilter(t *testing.T) {
 				return j
 			}(),
 			wantCode: framework.UnschedulableAndUnresolvable,
-			wantMsg:  "the job can never start: it needs cpu 6 but this scheduler could use cpu 4 with every other pod gone",
+			wantMsg:  "gang default/train can never start: its quorum (min-available 2) needs cpu 6 but this scheduler could use cpu 4 with every other pod gone",
 		},
 		{
 			name: "no queues: a gang within the capacity",
@@ -138,6 +138,17 @@ func TestPreFilter(t *testing.T) {
 				return j
 			}(),
 			wantCode: framework.Success,
+		},
+		{
+			name: "with queues: a single pod larger than the ceiling can never start",
+			job: func() *framework.Job {
+				j := job("a", snapshot(cores(100), queue("a", "")), 1, cpuPod("p0", "6"))
+				j.ID = framework.JobID{Namespace: "default", Name: "pod:p0"}
+				j.Ceiling = cores(4)
+				return j
+			}(),
+			wantCode: framework.UnschedulableAndUnresolvable,
+			wantMsg:  "the job can never start: it needs cpu 6 but this scheduler could use cpu 4 with every other pod gone",
 		},
 		{
 			name: "no queues: a single pod keeps kube-scheduler's verdict",
@@ -229,7 +240,7 @@ func TestPreFilter(t *testing.T) {
 				return j
 			}(),
 			wantCode: framework.UnschedulableAndUnresolvable,
-			wantMsg:  `the job can never start: it needs cpu 6 but this scheduler could use cpu 4 with every other pod gone`,
+			wantMsg:  `gang default/train can never start: its quorum (min-available 3) needs cpu 6 but this scheduler could use cpu 4 with every other pod gone`,
 		},
 		{
 			// Capacity is what is free for us; the job's own running pods
