@@ -38,10 +38,12 @@ func (s *Scheduler) reportUnschedulable(ctx context.Context, pod *v1.Pod, msg st
 const writtenTrust = 30 * time.Second
 
 // messageRewrite is the least time between two writes of a pod's
-// condition that differ only in the message ("0 of 8 tasks could be
-// placed", then "1 of 8"): a backlogged gang fails many cycles a second,
-// and each would rewrite all its pods. The last message wanted is written
-// when the interval ends. A change of status or reason is written at once.
+// condition that differ only in the numbers of the message ("0 of 8 tasks
+// could be placed", then "1 of 8"; "0/500 nodes are available: 497
+// Insufficient cpu", then "498"): a backlogged gang fails many cycles a
+// second, and each would rewrite all its pods. The last message wanted is
+// written when the interval ends. Any other change (of status, reason, or
+// of the rule the message names) is written at once.
 const messageRewrite = 5 * time.Second
 
 // conditionWriter writes the PodScheduled condition of pending pods. One
@@ -134,12 +136,38 @@ func (w *conditionWriter) set(ctx context.Context, pod *v1.Pod, cond v1.PodCondi
 
 // rewriteWait is how long a write of cond must wait: until minRewrite
 // after the writer's last write to the pod, when that said the same but
-// for the message. e.written is current (see set). w.mu is held.
+// for the numbers of the message. e.written is current (see set). w.mu
+// is held.
 func (w *conditionWriter) rewriteWait(e *podCondition, cond v1.PodCondition) time.Duration {
-	if e.written == nil || e.written.Type != cond.Type || e.written.Status != cond.Status || e.written.Reason != cond.Reason {
+	if e.written == nil || e.written.Type != cond.Type || e.written.Status != cond.Status || e.written.Reason != cond.Reason ||
+		!sameButNumbers(e.written.Message, cond.Message) {
 		return 0
 	}
 	return w.minRewrite - w.now().Sub(e.writtenAt)
+}
+
+// sameButNumbers reports whether a and b are the same text once every run
+// of digits in each is taken as one and the same symbol.
+func sameButNumbers(a, b string) bool {
+	next := func(s string, i int) (byte, int) {
+		if s[i] < '0' || s[i] > '9' {
+			return s[i], i + 1
+		}
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return '#', i
+	}
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		var x, y byte
+		x, i = next(a, i)
+		y, j = next(b, j)
+		if x != y {
+			return false
+		}
+	}
+	return i == len(a) && j == len(b)
 }
 
 // forget drops what the writer still means to write to the pod of uid, a
