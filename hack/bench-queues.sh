@@ -22,9 +22,10 @@ set -o errexit -o nounset -o pipefail
 #
 # Usage: hack/bench-queues.sh [quick]
 #   (none)  500 nodes of 4 CPUs, 2 minutes of fairness, 10000 pods per
-#           throughput phase (about 13 minutes on 2 shared cores)
+#           throughput phase (about 16 minutes on 2 shared cores, the fairness
+#           control included)
 #   quick   50 nodes, 60 s of fairness (20 s left out), 1500 pods per
-#           throughput phase (a smoke run, about 3 minutes)
+#           throughput phase (a smoke run, about 4 minutes)
 # Env (see BenchmarkQueues):
 #   BENCH_QUEUE_NODES (500), BENCH_QUEUE_PODS (10000),
 #   BENCH_QUEUE_FAIR_SECONDS (120), BENCH_QUEUE_SKIP_SECONDS (30),
