@@ -183,7 +183,11 @@ func qlogf(format string, args ...any) {
 //     seconds after their bind on a busy machine, tens of seconds at 500
 //     nodes on 2 cores). The table adds each queue's part of the running
 //     CPU (of-used), its pending CPU and demand, the pods evicted from
-//     it, and the fair share the scheduler computed (its metrics).
+//     it, and the fair share the scheduler computed (its metrics). Unless
+//     BENCH_QUEUE_FAIR_CONTROL=0, the same workload runs first with the
+//     scheduler's queues disabled (disableQueues, no Queue object), the
+//     baseline: control-utilization, control-fair-worst-dev and
+//     utilization-vs-control (queues ÷ control).
 //  2. Reclaim: queue "guaranteed" (spec.guaranteed cpu = a quarter of the
 //     cluster) and queue "borrower" (weight 1 each). The borrower fills
 //     the cluster with gangs of 8 pods of 1 CPU that run 1h (created
