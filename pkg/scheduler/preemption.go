@@ -150,7 +150,11 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 		return framework.RoomOutcome{Waiting: left}, nil
 	}
 	going := s.nominated.goingVictims(s.snapshot)
-	if !anyEligible(s.snapshot.NodeInfos(), c.job.ID, policy, going) {
+	goingUIDs := make(map[types.UID]bool, len(going))
+	for _, t := range going {
+		goingUIDs[t.Pod.UID] = true
+	}
+	if !anyEligible(s.snapshot.NodeInfos(), c.job.ID, policy, goingUIDs) {
 		// The common case of a cluster of one priority: nothing to try.
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
 		s.giveUp(ctx, c.job.ID)
@@ -158,9 +162,8 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 	}
 	sim := &simulation{s: s, c: c, priority: c.qj.Priority, policy: policy, jobs: map[framework.JobID]*framework.JobInfo{},
 		victims: map[types.UID]*plannedVictim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{},
-		budget: budget, taken: map[string]framework.ResourceAmounts{}, going: make(map[types.UID]bool, len(going))}
+		budget: budget, taken: map[string]framework.ResourceAmounts{}, going: goingUIDs}
 	for _, t := range going {
-		sim.going[t.Pod.UID] = true
 		sim.charge(t, 1)
 	}
 	if s.opts.PDBLister != nil {
@@ -207,14 +210,10 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 // anyEligible reports whether some bound pod of another job on nodes,
 // neither terminating nor going, may be a victim by policy: without one,
 // making room cannot help.
-func anyEligible(nodes []*framework.NodeInfo, job framework.JobID, policy framework.VictimPolicy, going []*framework.TaskInfo) bool {
-	skip := make(map[types.UID]bool, len(going))
-	for _, t := range going {
-		skip[t.Pod.UID] = true
-	}
+func anyEligible(nodes []*framework.NodeInfo, job framework.JobID, policy framework.VictimPolicy, going map[types.UID]bool) bool {
 	for _, n := range nodes {
 		for _, t := range n.Pods {
-			if t.Counted && t.Status == framework.TaskBound && t.Pod.DeletionTimestamp == nil && !skip[t.Pod.UID] && t.Job != job && policy(t) {
+			if t.Counted && t.Status == framework.TaskBound && t.Pod.DeletionTimestamp == nil && !going[t.Pod.UID] && t.Job != job && policy(t) {
 				return true
 			}
 		}
