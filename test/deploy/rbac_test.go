@@ -72,6 +72,11 @@ var needed = []permission{
 	// ones (priority classes: no in-tree plugin).
 	{Resource: "nodes", Verb: "list"},
 	{Resource: "nodes", Verb: "watch"},
+	// pkg/plugins/interpodaffinity/interpodaffinity.go (New): affinity
+	// terms with a namespaceSelector read namespaces' labels through an
+	// informer of the cache's factory.
+	{Resource: "namespaces", Verb: "list"},
+	{Resource: "namespaces", Verb: "watch"},
 	{Resource: "persistentvolumes", Verb: "list"},
 	{Resource: "persistentvolumes", Verb: "watch"},
 	{Resource: "persistentvolumeclaims", Verb: "list"},

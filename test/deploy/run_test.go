@@ -86,7 +86,7 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 	// pod that fits next to the VM and one that would fit only without it.
 	const nodeName = "deploy-run-node"
 	node := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: nodeName},
+		ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{v1.LabelHostname: nodeName}},
 		Status: v1.NodeStatus{
 			Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")},
 			Capacity:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")},
@@ -122,7 +122,11 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = dyn.Resource(ewGVR).Delete(context.Background(), vm.Name, metav1.DeleteOptions{}) })
 
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "deploy-run"}}
+	// The namespace's label is what the affinity term of pod
+	// near-fits selects namespaces by: InterPodAffinity reads namespaces
+	// through an informer, so that pod is placed only if the
+	// ServiceAccount may list and watch them.
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "deploy-run", Labels: map[string]string{"team": "deploy-run"}}}
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +135,7 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 	})
 	pod := func(name, cpu string) *v1.Pod {
 		return &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Labels: map[string]string{"app": name}},
 			Spec: v1.PodSpec{
 				SchedulerName: "batch-scheduler",
 				Containers: []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
@@ -139,7 +143,15 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 			},
 		}
 	}
-	for _, p := range []*v1.Pod{pod("fits", "500m"), pod("needs-the-vm-room", "2")} {
+	nearFits := pod("near-fits", "100m")
+	nearFits.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "fits"}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "deploy-run"}},
+			TopologyKey:       v1.LabelHostname,
+		}},
+	}}
+	for _, p := range []*v1.Pod{pod("fits", "500m"), pod("needs-the-vm-room", "2"), nearFits} {
 		if _, err := controlplane.CreatePod(ctx, cp.Client, p); err != nil {
 			t.Fatal(err)
 		}
@@ -171,6 +183,13 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 		}
 		if fits.Spec.NodeName != nodeName {
 			m = append(m, "pod fits bound to "+nodeName)
+		}
+		near, err := cp.Client.CoreV1().Pods(ns.Name).Get(ctx, nearFits.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if near.Spec.NodeName != nodeName {
+			m = append(m, "pod near-fits (affinity with a namespace selector) bound to "+nodeName)
 		}
 		big, err := cp.Client.CoreV1().Pods(ns.Name).Get(ctx, "needs-the-vm-room", metav1.GetOptions{})
 		if err != nil {
