@@ -33,7 +33,10 @@ set -o errexit -o nounset -o pipefail
 # Two families of binaries build at the same time (see the end of this
 # script); CONTROL_PLANE_JOBS=1 builds them one after the other.
 #
-# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler] [kuberay-operator] [kueue]   (default: all)
+# Helm (bin/helm) is built for test/chart, which lints and renders the
+# chart with it.
+#
+# Usage: hack/build-control-plane.sh [kube-apiserver] [etcd] [kube-controller-manager] [kwok] [kube-scheduler] [helm] [kuberay-operator] [kueue]   (default: all)
 # Env:   GO (default: go), FORCE=1 rebuilds regardless of the stamps.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,6 +50,12 @@ KUBE_LDFLAGS+=" -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION}"
 KUBE_LDFLAGS+=" -X k8s.io/component-base/version.gitMajor=1"
 KUBE_LDFLAGS+=" -X k8s.io/component-base/version.gitMinor=37"
 KUBE_LDFLAGS+=" -X k8s.io/component-base/version.gitTreeState=clean"
+
+# Helm renders and lints charts/batch-scheduler in test/chart. Its
+# module raises Helm's k8s.io/* from v0.37.0 to v0.37.1, the versions of
+# the Kubernetes binaries above, so it shares their compiled packages.
+HELM_VERSION="v3.22.0"
+HELM_LDFLAGS="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 
 KUEUE_VERSION="v0.17.0"
 KUEUE_LDFLAGS="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}"
@@ -110,13 +119,14 @@ build() {
 version_of() {
   case "$1" in
     kueue) printf 'kueue %s (linked in with -X)' "${KUEUE_VERSION}" ;;
+    helm) "$2" version --short 2>&1 | head -n1 ;;
     kuberay-operator) (cd "${ROOT}/hack/tools/kuberay" && "${GO}" list -m -f '{{.Path}} {{.Version}}' github.com/ray-project/kuberay/ray-operator) ;;
     *) "$2" --version 2>&1 | head -n1 ;;
   esac
 }
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler kuberay-operator kueue)
+[[ ${#targets[@]} -eq 0 ]] && targets=(kube-apiserver etcd kube-controller-manager kwok kube-scheduler helm kuberay-operator kueue)
 
 build_target() {
   case "$1" in
@@ -125,9 +135,10 @@ build_target() {
     kube-scheduler) build kube-scheduler hack/tools/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "${KUBE_LDFLAGS}" ;;
     etcd) build etcd hack/tools/etcd . "-s -w" ;;
     kwok) build kwok hack/tools/kwok sigs.k8s.io/kwok/cmd/kwok "-s -w" ;;
+    helm) build helm hack/tools/helm helm.sh/helm/v3/cmd/helm "${HELM_LDFLAGS}" ;;
     kuberay-operator) build kuberay-operator hack/tools/kuberay github.com/ray-project/kuberay/ray-operator "-s -w" ;;
     kueue) build kueue hack/tools/kueue sigs.k8s.io/kueue/cmd/kueue "${KUEUE_LDFLAGS}" ;;
-    *) log "unknown target: $1 (want kube-apiserver, etcd, kube-controller-manager, kwok, kube-scheduler, kuberay-operator or kueue)"; return 2 ;;
+    *) log "unknown target: $1 (want kube-apiserver, etcd, kube-controller-manager, kwok, kube-scheduler, helm, kuberay-operator or kueue)"; return 2 ;;
   esac
 }
 

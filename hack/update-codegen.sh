@@ -3,6 +3,7 @@
 #
 #   pkg/apis/batchscheduler/v1alpha1/zz_generated.deepcopy.go  controller-gen object
 #   deploy/crds/*.yaml                                          controller-gen crd
+#   charts/batch-scheduler/crds/*.yaml                          copies of deploy/crds
 #   pkg/generated/clientset/versioned/...                       client-gen
 #   pkg/generated/listers/...                                   lister-gen
 #   pkg/generated/informers/externalversions/...                informer-gen
@@ -27,6 +28,8 @@ GROUP_VERSIONS=(batchscheduler/v1alpha1)
 OUT_DIR=pkg/generated
 OUT_PKG="${MODULE}/${OUT_DIR}"
 CRD_DIR=deploy/crds
+# Helm installs a chart's crds/ on first install and never deletes them.
+CHART_CRD_DIR=charts/batch-scheduler/crds
 HEADER=hack/boilerplate.go.txt
 
 log() { printf '[update-codegen] %s\n' "$*"; }
@@ -45,7 +48,7 @@ for gv in "${GROUP_VERSIONS[@]}"; do
 done
 
 log "removing the previous output"
-rm -rf "${OUT_DIR}" "${CRD_DIR}"
+rm -rf "${OUT_DIR}" "${CRD_DIR}" "${CHART_CRD_DIR}"
 for d in "${input_dirs[@]}"; do
   rm -f "${d}/zz_generated.deepcopy.go"
 done
@@ -60,6 +63,8 @@ tool controller-gen \
   crd:crdVersions=v1 \
   "paths={${paths}}" \
   "output:crd:artifacts:config=${CRD_DIR}"
+mkdir -p "${CHART_CRD_DIR}"
+cp "${CRD_DIR}"/*.yaml "${CHART_CRD_DIR}/"
 
 log "clientset (client-gen)"
 client_inputs=$(IFS=,; echo "${GROUP_VERSIONS[*]}")

@@ -11,8 +11,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # What update-codegen.sh reads (besides the module cache) and what it
 # writes.
-COPY=(go.mod go.sum hack pkg/apis pkg/generated deploy/crds)
-OUTPUTS=(pkg/apis pkg/generated deploy/crds)
+COPY=(go.mod go.sum hack pkg/apis pkg/generated deploy/crds charts/batch-scheduler/crds)
+OUTPUTS=(pkg/apis pkg/generated deploy/crds charts/batch-scheduler/crds)
 
 if ! (cd hack/tools/codegen && go mod tidy -diff); then
   echo "verify-codegen: hack/tools/codegen/go.mod or go.sum is not tidy: run 'go mod tidy' in hack/tools/codegen" >&2

@@ -62,12 +62,19 @@ func built(t *testing.T) []*unstructured.Unstructured {
 // kustomization has one namespace), failing the test if there is none.
 func find(t *testing.T, kind, name string) *unstructured.Unstructured {
 	t.Helper()
-	for _, o := range built(t) {
+	return findIn(t, built(t), kind, name)
+}
+
+// findIn returns the object of kind and name among objs (namespace
+// ignored), failing the test if there is none.
+func findIn(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
 		if o.GetKind() == kind && o.GetName() == name {
 			return o
 		}
 	}
-	t.Fatalf("the kustomization in %s has no %s %s", deployDir, kind, name)
+	t.Fatalf("no %s %s among the %d objects", kind, name, len(objs))
 	return nil
 }
 
@@ -196,9 +203,16 @@ func (a *applier) apply(ctx context.Context, o *unstructured.Unstructured, dryRu
 // CRDs first, and waits until every CRD applied is Established.
 func applyForReal(t *testing.T, keep func(*unstructured.Unstructured) bool) {
 	t.Helper()
+	applyObjects(t, built(t), keep)
+}
+
+// applyObjects applies the objects of objs for which keep returns true, the
+// CRDs first, and waits until every CRD applied is Established.
+func applyObjects(t *testing.T, objs []*unstructured.Unstructured, keep func(*unstructured.Unstructured) bool) {
+	t.Helper()
 	a := newApplier(t)
 	var crds, rest []*unstructured.Unstructured
-	for _, o := range built(t) {
+	for _, o := range objs {
 		switch {
 		case !keep(o):
 		case o.GetKind() == "CustomResourceDefinition":

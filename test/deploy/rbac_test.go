@@ -225,15 +225,22 @@ var builtInRoles = []string{"Role kube-system/extension-apiserver-authentication
 // through their own roles, and its bindings.
 func granted(t *testing.T) ([]permission, []roleBinding) {
 	t.Helper()
+	return grantedIn(t, built(t), saNamespace, saName)
+}
+
+// grantedIn returns what objs grant the ServiceAccount namespace/name
+// through their own roles, and its bindings.
+func grantedIn(t *testing.T, objs []*unstructured.Unstructured, namespace, name string) ([]permission, []roleBinding) {
+	t.Helper()
 	roles := map[string]*unstructured.Unstructured{} // "<kind> <namespace>/<name>"
-	for _, o := range built(t) {
+	for _, o := range objs {
 		if o.GetKind() == "Role" || o.GetKind() == "ClusterRole" {
 			roles[o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName()] = o
 		}
 	}
 	var perms []permission
 	var bindings []roleBinding
-	for _, o := range built(t) {
+	for _, o := range objs {
 		var subjects []rbacv1.Subject
 		var ref rbacv1.RoleRef
 		switch o.GetKind() {
@@ -249,7 +256,7 @@ func granted(t *testing.T) ([]permission, []roleBinding) {
 			continue
 		}
 		if !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
-			return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == saNamespace && s.Name == saName
+			return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == namespace && s.Name == name
 		}) {
 			continue
 		}

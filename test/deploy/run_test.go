@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -45,27 +46,56 @@ const (
 // from ever scheduling, so this also catches informers the RBAC table
 // misses.
 func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
+	runAsDeployed(t, installation{
+		objs: built(t), namespace: saNamespace, serviceAccount: saName,
+		deployment: "batch-scheduler", configMap: "batch-scheduler-config",
+		lease: saNamespace + "/batch-scheduler", prefix: "deploy-run",
+	})
+}
+
+// installation is one way of installing the scheduler: the objects, and
+// the names runAsDeployed needs among them.
+type installation struct {
+	objs []*unstructured.Unstructured
+	// namespace and serviceAccount name the ServiceAccount the scheduler
+	// runs as.
+	namespace, serviceAccount string
+	// deployment and configMap are the names of the Deployment and of the
+	// ConfigMap it mounts.
+	deployment, configMap string
+	// lease is the leader election Lease, "namespace/name".
+	lease string
+	// prefix starts the names of the node, namespace and ExternalWorkload
+	// the run creates, so that runs on one control plane do not meet
+	// (envtest runs no namespace controller: a deleted namespace stays).
+	prefix string
+}
+
+// runAsDeployed runs batch-scheduler in this process as in's Deployment
+// runs it (see TestSchedulerRunsWithDeployedPermissions).
+func runAsDeployed(t *testing.T, in installation) {
 	ctx := t.Context()
-	applyForReal(t, isKind("CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"))
+	applyObjects(t, in.objs, isKind("CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"))
 	dir := t.TempDir()
 
 	// The pod's files: the ServiceAccount token and CA as the kubelet
 	// projects them, and the ConfigMap's keys.
 	saDir := filepath.Join(dir, "serviceaccount")
-	tr, err := cp.Client.CoreV1().ServiceAccounts(saNamespace).CreateToken(ctx, saName,
+	tr, err := cp.Client.CoreV1().ServiceAccounts(in.namespace).CreateToken(ctx, in.serviceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("requesting a token for ServiceAccount %s/%s: %v", saNamespace, saName, err)
+		t.Fatalf("requesting a token for ServiceAccount %s/%s: %v", in.namespace, in.serviceAccount, err)
 	}
 	writeFile(t, filepath.Join(saDir, "token"), tr.Status.Token)
 	writeFile(t, filepath.Join(saDir, "ca.crt"), string(cp.Config.CAData))
 
-	d := deployment(t)
-	c := schedulerContainer(t, d)
+	var d appsv1.Deployment
+	decode(t, findIn(t, in.objs, "Deployment", in.deployment), &d)
+	c := schedulerContainer(t, &d)
 	var cm v1.ConfigMap
-	decode(t, find(t, "ConfigMap", "batch-scheduler-config"), &cm)
+	decode(t, findIn(t, in.objs, "ConfigMap", in.configMap), &cm)
 	configDir := filepath.Join(dir, "config")
-	mountDir := configMapMount(t, d, c, cm.Name)
+	mountDir := configMapMount(t, &d, c, cm.Name)
 	// Paths in the pod become paths here; the in-cluster API server
 	// becomes this control plane.
 	local := strings.NewReplacer(mountDir, configDir, podSADir, saDir)
@@ -84,7 +114,7 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 
 	// The objects to schedule: a node with 4 CPUs of which a VM uses 3, a
 	// pod that fits next to the VM and one that would fit only without it.
-	const nodeName = "deploy-run-node"
+	nodeName := in.prefix + "-node"
 	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{v1.LabelHostname: nodeName}},
 		Status: v1.NodeStatus{
@@ -103,7 +133,7 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 	}
 	vm := &bsv1.ExternalWorkload{
 		TypeMeta:   metav1.TypeMeta{APIVersion: bsv1.SchemeGroupVersion.String(), Kind: "ExternalWorkload"},
-		ObjectMeta: metav1.ObjectMeta{Name: "deploy-run-vm"},
+		ObjectMeta: metav1.ObjectMeta{Name: in.prefix + "-vm"},
 		Spec: bsv1.ExternalWorkloadSpec{NodeName: nodeName, WorkloadKind: "vm",
 			Resources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}},
 	}
@@ -126,7 +156,7 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 	// near-fits selects namespaces by: InterPodAffinity reads namespaces
 	// through an informer, so that pod is placed only if the
 	// ServiceAccount may list and watch them.
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "deploy-run", Labels: map[string]string{"team": "deploy-run"}}}
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: in.prefix, Labels: map[string]string{"team": in.prefix}}}
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +177,7 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 	nearFits.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
 			LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "fits"}},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "deploy-run"}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": in.prefix}},
 			TopologyKey:       v1.LabelHostname,
 		}},
 	}}
@@ -170,12 +200,13 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 	var missing []string
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		var m []string
-		lease, err := cp.Client.CoordinationV1().Leases(saNamespace).Get(ctx, saName, metav1.GetOptions{})
+		leaseNS, leaseName, _ := strings.Cut(in.lease, "/")
+		lease, err := cp.Client.CoordinationV1().Leases(leaseNS).Get(ctx, leaseName, metav1.GetOptions{})
 		if ignoreNotFound(err) != nil {
 			return false, err
 		}
 		if err != nil || ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
-			m = append(m, "a holder of Lease kube-system/batch-scheduler")
+			m = append(m, "a holder of Lease "+in.lease)
 		}
 		fits, err := cp.Client.CoreV1().Pods(ns.Name).Get(ctx, "fits", metav1.GetOptions{})
 		if err != nil {
@@ -215,7 +246,7 @@ func TestSchedulerRunsWithDeployedPermissions(t *testing.T) {
 		return len(m) == 0, nil
 	})
 	if err != nil {
-		t.Errorf("batch-scheduler as ServiceAccount %s/%s: %v; missing: %s", saNamespace, saName, err, strings.Join(missing, "; "))
+		t.Errorf("batch-scheduler as ServiceAccount %s/%s: %v; missing: %s", in.namespace, in.serviceAccount, err, strings.Join(missing, "; "))
 	}
 	if code, stderr := stop(); code != 0 {
 		t.Errorf("batch-scheduler exited with %d: %s", code, stderr)
