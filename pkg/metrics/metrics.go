@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -56,6 +57,15 @@ type Metrics struct {
 	// PendingJobs is the number of jobs in each sub-queue of the scheduling
 	// queue ("active", "backoff", "unschedulable").
 	PendingJobs *prometheus.GaugeVec
+	// PendingJobOldest is how long, in seconds, the job that has waited
+	// longest in the scheduling queue has waited since it entered it (its
+	// first pod's creation); 0 when no job waits. Jobs whose pods are all
+	// placed, waiting only for their binds to be reported, do not count.
+	// PendingJobs says how many jobs wait, and the e2e latency histogram
+	// how long those that got placed waited, but neither shows a job that
+	// is never placed: this does. The scheduling queue computes it when
+	// scraped (see ScrapedGauge); it is built after the metrics.
+	PendingJobOldest *ScrapedGauge
 	// CacheSize is the number of objects in the scheduler cache, by type
 	// ("nodes", "placeholder_nodes", "assigned_pods", "assumed_pods",
 	// "pending_pods", "jobs"). Assigned pods are those the informer
@@ -124,6 +134,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name:      "pending_jobs",
 			Help:      "Jobs waiting in the scheduling queue, by sub-queue (active, backoff, unschedulable).",
 		}, []string{"queue"}),
+		PendingJobOldest: newScrapedGauge(prometheus.BuildFQName(Namespace, "", "pending_job_oldest_seconds"),
+			"How long the job that has waited longest in the scheduling queue has waited since its first pod's creation; 0 when none waits."),
 		CacheSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace,
 			Name:      "cache_size",
@@ -183,6 +195,37 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.EventHandlerBacklog, m.EventHandlerOldestPending, m.PendingJobs, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes,
+	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.EventHandlerBacklog, m.EventHandlerOldestPending, m.PendingJobs, m.PendingJobOldest, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes,
 		m.CacheVerifyRuns, m.CacheVerifyDifferences, m.CacheVerifyDuration, m.QueueResources, m.QueueJobs, m.QueueValid}
+}
+
+// ScrapedGauge is a gauge without labels whose value a function computes
+// each time the metric is collected. Unlike prometheus.GaugeFunc, the
+// function is supplied after the gauge is created and registered, by the
+// component that can compute it (which is built later, from the
+// Metrics); until then the gauge reports no sample.
+type ScrapedGauge struct {
+	desc   *prometheus.Desc
+	source atomic.Pointer[func() float64]
+}
+
+var _ prometheus.Collector = &ScrapedGauge{}
+
+func newScrapedGauge(fqName, help string) *ScrapedGauge {
+	return &ScrapedGauge{desc: prometheus.NewDesc(fqName, help, nil, nil)}
+}
+
+// SetSource makes f compute the gauge's value from now on, replacing the
+// function set before. f runs on every scrape, concurrently with anything
+// else, so it must be safe for concurrent use and cheap.
+func (g *ScrapedGauge) SetSource(f func() float64) { g.source.Store(&f) }
+
+// Describe implements prometheus.Collector.
+func (g *ScrapedGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+// Collect implements prometheus.Collector.
+func (g *ScrapedGauge) Collect(ch chan<- prometheus.Metric) {
+	if f := g.source.Load(); f != nil {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, (*f)())
+	}
 }

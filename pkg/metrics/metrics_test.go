@@ -66,3 +66,35 @@ func TestNewWithoutRegistry(t *testing.T) {
 		t.Errorf("counter = %v, want 1", got)
 	}
 }
+
+func TestScrapedGauge(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	const name = "batch_scheduler_pending_job_oldest_seconds"
+	// Registered but without a source: described, and no sample.
+	if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 0 {
+		t.Fatalf("before SetSource: %d samples, error %v; want none", n, err)
+	}
+	v := 12.5
+	m.PendingJobOldest.SetSource(func() float64 { return v })
+	want := `
+# HELP batch_scheduler_pending_job_oldest_seconds How long the job that has waited longest in the scheduling queue has waited since its first pod's creation; 0 when none waits.
+# TYPE batch_scheduler_pending_job_oldest_seconds gauge
+batch_scheduler_pending_job_oldest_seconds 12.5
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), name); err != nil {
+		t.Error(err)
+	}
+	// Computed at every scrape, and a later source replaces the first.
+	v = 3
+	if got := testutil.ToFloat64(m.PendingJobOldest); got != 3 {
+		t.Errorf("after the value changed: %v, want 3", got)
+	}
+	m.PendingJobOldest.SetSource(func() float64 { return 7 })
+	if got := testutil.ToFloat64(m.PendingJobOldest); got != 7 {
+		t.Errorf("after a second SetSource: %v, want 7", got)
+	}
+}

@@ -91,8 +91,9 @@ type Options struct {
 	// queue before it is retried without an event. Default:
 	// DefaultUnschedulableTimeout.
 	UnschedulableTimeout time.Duration
-	// Metrics the queue reports its lengths to. nil creates a private,
-	// unregistered set.
+	// Metrics the queue reports its lengths and its oldest job's wait
+	// to. nil creates a private, unregistered set. The wait is computed
+	// at scrape time, by the last queue created with the set.
 	Metrics *metrics.Metrics
 }
 
@@ -221,6 +222,7 @@ func New(opts Options) (*SchedulingQueue, error) {
 	q.cond = sync.NewCond(&q.lock)
 	q.activeQ.less = q.lessActiveLocked
 	q.backoffQ.less = func(a, b *jobEntry) bool { return a.backoffExpiry.Before(b.backoffExpiry) }
+	opts.Metrics.PendingJobOldest.SetSource(q.oldestPendingSeconds)
 	return q, nil
 }
 

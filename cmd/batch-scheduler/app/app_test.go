@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
@@ -272,7 +276,7 @@ func TestServesEndpointsWhileUnsynced(t *testing.T) {
 			t.Errorf("%s/livez = %d %q", base, code, body)
 		}
 	}
-	for _, path := range []string{"/metrics", "/debug/cache", "/demand"} {
+	for _, path := range []string{"/metrics", "/debug/cache", "/demand", "/debug/pprof/", "/debug/flags/v"} {
 		if code, body := get(secure, path); code != http.StatusForbidden || !strings.Contains(body, "system:anonymous") {
 			t.Errorf("anonymous %s on the secure port = %d %.200q, want 403 for system:anonymous", path, code, body)
 		}
@@ -301,6 +305,33 @@ func TestServesEndpointsWhileUnsynced(t *testing.T) {
 	if n := strings.Count(body, "# TYPE go_goroutines "); n != 1 {
 		t.Errorf("/metrics has %d go_goroutines families, want 1", n)
 	}
+	// Profiling is on by default: Go's profiles, and the verbosity set
+	// with a PUT of /debug/flags/v (put back afterwards: it is the
+	// process's).
+	if code, body := get(insecure, "/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("/debug/pprof/ = %d %.200q, want the profile index", code, body)
+	}
+	if code, body := get(insecure, "/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile:") {
+		t.Errorf("/debug/pprof/goroutine = %d %.200q", code, body)
+	}
+	before := verbosity()
+	put := func(v string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, insecure+"/debug/flags/v", strings.NewReader(v))
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := put("7"); code != http.StatusOK || verbosity() != 7 {
+		t.Errorf("PUT /debug/flags/v 7 = %d %q; verbosity now %d", code, body, verbosity())
+	}
+	if code, _ := put("not-a-number"); code == http.StatusOK {
+		t.Error("PUT /debug/flags/v accepted a value that is not a number")
+	}
+	put(strconv.Itoa(before))
 
 	cancel()
 	select {
@@ -384,5 +415,32 @@ func TestRunContextCarriesALogger(t *testing.T) {
 	}
 	if ctxErr != nil {
 		t.Errorf("no logger in the context: %v", ctxErr)
+	}
+}
+
+// verbosity returns the klog verbosity (-v) of the process.
+func verbosity() int {
+	for v := 10; v > 0; v-- {
+		if klog.V(klog.Level(v)).Enabled() {
+			return v
+		}
+	}
+	return 0
+}
+
+// With --profiling=false nothing is served under /debug/pprof/ or at
+// /debug/flags/v; --contention-profiling alone is refused.
+func TestProfilingOff(t *testing.T) {
+	o := NewServingOptions()
+	if len(o.debugHandlers()) == 0 {
+		t.Fatal("profiling is off by default")
+	}
+	o.EnableProfiling = false
+	if h := o.debugHandlers(); h != nil {
+		t.Errorf("--profiling=false serves %v", slices.Collect(maps.Keys(h)))
+	}
+	o.EnableContentionProfiling = true
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--contention-profiling needs --profiling") {
+		t.Errorf("Validate() = %v", err)
 	}
 }

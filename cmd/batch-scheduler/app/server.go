@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
@@ -457,11 +458,13 @@ func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func()
 		checks.ready = append(checks.ready, s.apiHealth.readyCheck(s.cache.HandlersSynced))
 	}
 	checks.ready = append(checks.ready, eventBacklogCheck(s.cache.EventBacklog, s.opts.MaxEventDelay))
-	mux, err := endpointsMux(checks, metricsHandler(s.registry), map[string]http.Handler{
+	handlers := map[string]http.Handler{
 		debugger.DumpPath:   debugger.DumpHandler(s.cache),
 		debugger.VerifyPath: debugger.VerifyHandler(s.cache, s.verify),
 		demand.Path:         demand.Handler(s.demand),
-	})
+	}
+	maps.Copy(handlers, s.opts.Serving.debugHandlers())
+	mux, err := endpointsMux(checks, metricsHandler(s.registry), handlers)
 	if err != nil {
 		serving.close()
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -14,8 +16,10 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/server/routes"
 	"k8s.io/client-go/kubernetes/scheme"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/logs"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -64,6 +68,14 @@ type ServingOptions struct {
 	InsecurePort int
 	// InsecureBindAddress is the address of InsecurePort.
 	InsecureBindAddress net.IP
+
+	// EnableProfiling serves /debug/pprof/ and /debug/flags/v (on by
+	// default, as in kube-scheduler; both behind the same authentication
+	// and authorization as /debug/cache).
+	EnableProfiling bool
+	// EnableContentionProfiling also records goroutine blocking and mutex
+	// contention (process-wide, with a small cost on every contended lock).
+	EnableContentionProfiling bool
 }
 
 // NewServingOptions returns the defaults: HTTPS on port 10259 of every
@@ -74,6 +86,7 @@ func NewServingOptions() *ServingOptions {
 		Authentication:      apiserveroptions.NewDelegatingAuthenticationOptions(),
 		Authorization:       apiserveroptions.NewDelegatingAuthorizationOptions(),
 		InsecureBindAddress: netutils.ParseIPSloppy("127.0.0.1"),
+		EnableProfiling:     true,
 	}
 	o.SecureServing.BindPort = DefaultSecurePort
 	// No directory: a generated certificate stays in memory (the
@@ -106,6 +119,10 @@ func (o *ServingOptions) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.IntVar(&o.InsecurePort, "insecure-port", o.InsecurePort, "Port of a plain HTTP server for the same endpoints as --secure-port, WITHOUT authentication or authorization: "+
 		"anyone who reaches it can read /metrics and /debug/* (the whole scheduler cache). 0 turns it off. Use it only on a loopback address or for local testing.")
 	fs.IPVar(&o.InsecureBindAddress, "insecure-bind-address", o.InsecureBindAddress, "Address of --insecure-port.")
+
+	fs = fss.FlagSet("debugging")
+	fs.BoolVar(&o.EnableProfiling, "profiling", o.EnableProfiling, "Serve Go profiles at /debug/pprof/ and change the log verbosity with PUT /debug/flags/v, both behind the secure port's authorization (get, and put for the verbosity).")
+	fs.BoolVar(&o.EnableContentionProfiling, "contention-profiling", o.EnableContentionProfiling, "Record goroutine blocking and mutex contention for /debug/pprof/block and /debug/pprof/mutex (needs --profiling).")
 }
 
 // Validate checks the values flags alone cannot.
@@ -122,6 +139,9 @@ func (o *ServingOptions) Validate() error {
 	errs = append(errs, o.Authorization.Validate()...)
 	if o.InsecurePort < 0 || o.InsecurePort > 65535 {
 		errs = append(errs, fmt.Errorf("--insecure-port %d must be between 0 and 65535 (0 turns it off)", o.InsecurePort))
+	}
+	if o.EnableContentionProfiling && !o.EnableProfiling {
+		errs = append(errs, errors.New("--contention-profiling needs --profiling: the profiles are served under /debug/pprof/"))
 	}
 	if o.InsecurePort > 0 && o.InsecureBindAddress == nil {
 		errs = append(errs, errors.New("--insecure-bind-address must not be empty when --insecure-port is set"))
@@ -233,6 +253,30 @@ func (c *servingConfig) serve(mux http.Handler, stopCh <-chan struct{}) (wait fu
 			<-ch
 		}
 	}, nil
+}
+
+// debugHandlers returns the profiling endpoints of o: Go's pprof
+// handlers under /debug/pprof/, and /debug/flags/v, where a PUT with a
+// number as its body sets the klog verbosity (-v) of the running process.
+// None when profiling is off.
+func (o *ServingOptions) debugHandlers() map[string]http.Handler {
+	if !o.EnableProfiling {
+		return nil
+	}
+	if o.EnableContentionProfiling {
+		// Process-wide: one sampled event per blocking call, and one of
+		// every 5 mutex contentions.
+		runtime.SetBlockProfileRate(1)
+		runtime.SetMutexProfileFraction(5)
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+		"/debug/flags/v":       routes.StringFlagPutHandler(logs.GlogSetter),
+	}
 }
 
 // metricsHandler serves the component-base legacy registry (process and Go

@@ -1,0 +1,100 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// TestPendingJobOldest follows the PendingJobOldest gauge of a queue
+// through the life of its jobs: it counts from a job's first pod's
+// creation, survives failed attempts, ignores placed jobs and drops jobs
+// that left.
+func TestPendingJobOldest(t *testing.T) {
+	m, err := metrics.New(prometheus.NewPedanticRegistry())
+	mustNoErr(t, "metrics.New", err)
+	clk := testingclock.NewFakeClock(epoch)
+	q, err := New(Options{Clock: clk, Metrics: m})
+	mustNoErr(t, "New", err)
+	oldest := func() float64 { t.Helper(); return testutil.ToFloat64(m.PendingJobOldest) }
+	check := func(step string, want time.Duration) {
+		t.Helper()
+		if got := oldest(); got != want.Seconds() {
+			t.Errorf("%s: oldest pending job %vs, want %v", step, got, want.Seconds())
+		}
+	}
+
+	check("empty queue", 0)
+	a := st.MakePod().Name("a").Obj()
+	add(q, a)
+	clk.Step(10 * time.Second)
+	check("one job", 10*time.Second)
+
+	// A job whose pod was created before the queue saw it (a restart)
+	// has waited since the creation.
+	b := st.MakePod().Name("b").Created(metav1.NewTime(epoch.Add(-time.Minute))).Obj()
+	add(q, b)
+	check("an older job arrives", 70*time.Second)
+
+	// A failed attempt puts b back with a new Timestamp; its wait goes on,
+	// in flight and backing off.
+	qj := mustPop(t, q, "default/pod:b")
+	clk.Step(5 * time.Second)
+	check("b in flight", 75*time.Second)
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{Reason: "bind failed", Err: errors.New("bind failed")}))
+	check("b failed an attempt", 75*time.Second)
+
+	// Placed, a waits only for its bind to be reported: b is the oldest.
+	clk.Step(DefaultMaxBackoff)
+	q.flushBackoffCompleted()
+	q.Done(mustPop(t, q, "default/pod:a").ID)
+	check("a placed", 85*time.Second)
+	mustPop(t, q, "default/pod:b")
+	check("b in flight again", 85*time.Second)
+	q.Done(qj.ID)
+	check("both placed", 0)
+
+	// Both bound: they leave the queue.
+	q.PodRemoved(qj.ID, b.UID)
+	q.PodRemoved(framework.JobIDForPod(a), a.UID)
+	check("every job left", 0)
+	if l := q.Lengths(); l != (Lengths{}) {
+		t.Errorf("lengths after every pod left: %+v, want none", l)
+	}
+}
+
+// BenchmarkOldestPendingSeconds is the cost of computing the
+// PendingJobOldest gauge, which holds the queue's lock. Measured on
+// 2 shared cores: 20 µs at 1,000 jobs, 0.35 ms at 10,000.
+//
+//	go test -run '^$' -bench BenchmarkOldestPendingSeconds ./pkg/queue/
+func BenchmarkOldestPendingSeconds(b *testing.B) {
+	for _, jobs := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
+			clk := testingclock.NewFakeClock(epoch)
+			q, err := New(Options{Clock: clk})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range jobs {
+				add(q, st.MakePod().Name(fmt.Sprintf("p%d", i)).Obj())
+				clk.Step(time.Millisecond)
+			}
+			for b.Loop() {
+				if q.oldestPendingSeconds() <= 0 {
+					b.Fatal("no job waits")
+				}
+			}
+		})
+	}
+}

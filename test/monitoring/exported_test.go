@@ -1,0 +1,243 @@
+package monitoring
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	// The command's package, for what it registers in the legacy registry
+	// when imported (serving.go's client-go and leader election metrics
+	// providers): the same registry metricsHandler serves.
+	_ "github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
+	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
+)
+
+// metricKind says which series names a metric family has.
+type metricKind int
+
+const (
+	// plain families (counters, gauges) have one series name, their own.
+	plain metricKind = iota
+	// sampled families (histograms, summaries) also have their name with
+	// the suffixes of seriesSuffixes.
+	sampled
+)
+
+// seriesSuffixes are the suffixes of a histogram's or summary's series.
+var seriesSuffixes = []string{"_bucket", "_sum", "_count"}
+
+// byName are the metric names a query may use that no registry of the
+// scheduler describes: Prometheus's own per-target series, and the process
+// collector's, which exports nothing where /proc is missing (the tests may
+// run on macOS; the scheduler's image runs on Linux, where the legacy
+// registry's gather below finds them anyway).
+var byName = map[string]metricKind{
+	"up":                            plain,
+	"process_cpu_seconds_total":     plain,
+	"process_resident_memory_bytes": plain,
+	"process_virtual_memory_bytes":  plain,
+	"process_open_fds":              plain,
+	"process_max_fds":               plain,
+	"process_start_time_seconds":    plain,
+}
+
+// exportedMetrics returns every metric family the scheduler's /metrics
+// can serve, by name. It builds the scheduler's own metric sets on one
+// registry, as newServer does, and asks each collector to describe itself
+// (a vector without children is described but gathers nothing); and it
+// gathers the legacy registry that metricsHandler serves beside it, after
+// creating a leader elector, which is when client-go's leader election
+// metrics register themselves.
+var exportedMetrics = sync.OnceValues(func() (map[string]metricKind, error) {
+	out := map[string]metricKind{}
+	for n, k := range byName {
+		out[n] = k
+	}
+	own := &recordingRegistry{Registry: prometheus.NewPedanticRegistry()}
+	if _, err := metrics.New(own); err != nil {
+		return nil, fmt.Errorf("metrics.New: %w", err)
+	}
+	if _, err := scheduler.NewMetrics(own); err != nil {
+		return nil, fmt.Errorf("scheduler.NewMetrics: %w", err)
+	}
+	if _, err := custominformer.NewMetrics(own); err != nil {
+		return nil, fmt.Errorf("custominformer.NewMetrics: %w", err)
+	}
+	for _, c := range own.collectors {
+		names, err := describedNames(c)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			out[n] = kindOfCollector(c)
+		}
+	}
+
+	if err := createLeaderElector(); err != nil {
+		return nil, err
+	}
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gathering the legacy registry: %w", err)
+	}
+	for _, f := range families {
+		switch f.GetType() {
+		case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM, dto.MetricType_SUMMARY:
+			out[f.GetName()] = sampled
+		default:
+			out[f.GetName()] = plain
+		}
+	}
+	return out, nil
+})
+
+// exported returns exportedMetrics, failing the test on an error.
+func exported(t *testing.T) map[string]metricKind {
+	t.Helper()
+	m, err := exportedMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// createLeaderElector creates, and never runs, a leader elector as
+// runElected does. client-go registers its leader_election_* metrics with
+// the provider that k8s.io/component-base/metrics/prometheus/clientgo/leaderelection
+// installs when imported, at the first elector's creation; without that
+// import there is no provider, and nothing is registered.
+func createLeaderElector() error {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "batch-scheduler"},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "test"},
+	}
+	_, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          lock,
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 10 * time.Second,
+		RetryPeriod:   2 * time.Second,
+		Name:          "batch-scheduler",
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) {},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating a leader elector: %w", err)
+	}
+	return nil
+}
+
+// recordingRegistry is a prometheus.Registry that remembers the
+// collectors registered with it.
+type recordingRegistry struct {
+	*prometheus.Registry
+	collectors []prometheus.Collector
+}
+
+// Register registers c and records it.
+func (r *recordingRegistry) Register(c prometheus.Collector) error {
+	if err := r.Registry.Register(c); err != nil {
+		return err
+	}
+	r.collectors = append(r.collectors, c)
+	return nil
+}
+
+// MustRegister registers and records each of cs, panicking on an error.
+func (r *recordingRegistry) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// kindOfCollector tells the histograms and summaries among the
+// scheduler's collectors; the others (counters, gauges, the custom
+// collectors of gauges) are plain.
+func kindOfCollector(c prometheus.Collector) metricKind {
+	switch c.(type) {
+	case prometheus.Histogram, *prometheus.HistogramVec, prometheus.Summary, *prometheus.SummaryVec:
+		return sampled
+	}
+	return plain
+}
+
+// descFQNameRE finds the fully-qualified name in a Desc's String(), the
+// only way client_golang gives it out.
+var descFQNameRE = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*")`)
+
+// describedNames returns the names of the metrics c describes.
+func describedNames(c prometheus.Collector) ([]string, error) {
+	descs := make(chan *prometheus.Desc)
+	go func() {
+		c.Describe(descs)
+		close(descs)
+	}()
+	var names []string
+	var firstErr error
+	for d := range descs { // drained to the end, so that Describe returns
+		if firstErr != nil {
+			continue
+		}
+		if err := d.Err(); err != nil {
+			firstErr = fmt.Errorf("invalid metric description %s: %w", d, err)
+			continue
+		}
+		m := descFQNameRE.FindStringSubmatch(d.String())
+		if m == nil {
+			firstErr = fmt.Errorf("no name in the metric description %s (has client_golang changed Desc.String?)", d)
+			continue
+		}
+		name, err := strconv.Unquote(m[1])
+		if err != nil {
+			firstErr = fmt.Errorf("metric description %s: name %s: %w", d, m[1], err)
+			continue
+		}
+		names = append(names, name)
+	}
+	return names, firstErr
+}
+
+// TestExportedMetricsFound guards the collection of names: it must find
+// each kind of source (the scheduler's own registry, described; the
+// legacy registry, gathered; the leader election metrics, registered at
+// an elector's creation), or every other test here would check against
+// too little.
+func TestExportedMetricsFound(t *testing.T) {
+	got := exported(t)
+	for name, kind := range map[string]metricKind{
+		"batch_scheduler_pods_bound_total":                             plain,   // scheduler.NewMetrics
+		"batch_scheduler_pod_scheduling_e2e_duration_seconds":          sampled, // a histogram
+		"batch_scheduler_scheduling_attempt_duration_seconds":          sampled, // a histogram vector, no child yet
+		"batch_scheduler_pending_jobs":                                 plain,   // metrics.New
+		"batch_scheduler_pending_job_oldest_seconds":                   plain,   // a collector of its own
+		"batch_scheduler_custom_informer_synced":                       plain,   // custominformer.NewMetrics
+		"batch_scheduler_custom_informer_last_event_timestamp_seconds": plain,
+		"leader_election_master_status":                                plain, // the legacy registry, after an elector
+		"go_gc_duration_seconds":                                       sampled,
+		"go_goroutines":                                                plain,
+	} {
+		k, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("%s is not among the exported metrics", name)
+		case k != kind:
+			t.Errorf("%s: kind %d, want %d", name, k, kind)
+		}
+	}
+}
