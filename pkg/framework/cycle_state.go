@@ -17,7 +17,21 @@ type StateData interface {
 type CycleState struct {
 	mu   sync.RWMutex // guards data
 	data map[StateKey]StateData
+	// recordPluginMetrics says whether the plugin calls of this cycle are
+	// timed. Set before the cycle starts and only read after, so it needs
+	// no lock.
+	recordPluginMetrics bool
 }
+
+// SetRecordPluginMetrics says whether the framework times each plugin
+// call of this cycle (the scheduler samples cycles: timing every Filter
+// call on every node would cost more than some plugins). Call it before
+// the cycle starts.
+func (c *CycleState) SetRecordPluginMetrics(record bool) { c.recordPluginMetrics = record }
+
+// ShouldRecordPluginMetrics reports what SetRecordPluginMetrics set; false
+// for a nil state.
+func (c *CycleState) ShouldRecordPluginMetrics() bool { return c != nil && c.recordPluginMetrics }
 
 // NewCycleState returns an empty state.
 func NewCycleState() *CycleState { return &CycleState{data: map[StateKey]StateData{}} }

@@ -31,7 +31,9 @@ import (
 // default profile with 10 queues (docs/queues.md), the pods spread over
 // them: against default, what queues cost a cycle (every pod's arrival
 // changes what the queues ask for, so each cycle divides the capacity
-// anew).
+// anew). frameworkMetrics is the default profile with the framework's
+// latency metrics recorded (extension points every cycle, plugin calls in
+// the sampled share): against default, what those metrics cost.
 //
 //	go test -run '^$' -bench BenchmarkPlainPodCycle -count 5 ./pkg/scheduler/
 func BenchmarkPlainPodCycle(b *testing.B) {
@@ -39,18 +41,20 @@ func BenchmarkPlainPodCycle(b *testing.B) {
 		name    string
 		without []string
 		queues  int
+		metrics bool
 	}{
-		{"default", nil, 0},
-		{"withoutAffinityAndSpread", []string{interpodaffinity.Name, podtopologyspread.Name}, 0},
-		{"tenQueues", nil, 10},
+		{"default", nil, 0, false},
+		{"withoutAffinityAndSpread", []string{interpodaffinity.Name, podtopologyspread.Name}, 0, false},
+		{"tenQueues", nil, 10, false},
+		{"frameworkMetrics", nil, 0, true},
 	} {
 		b.Run(variant.name, func(b *testing.B) {
-			benchPlainPods(b, variant.without, variant.queues)
+			benchPlainPods(b, variant.without, variant.queues, variant.metrics)
 		})
 	}
 }
 
-func benchPlainPods(b *testing.B, without []string, queues int) {
+func benchPlainPods(b *testing.B, without []string, queues int, frameworkMetrics bool) {
 	client := fake.NewClientset()
 	factory := informerhost.NewInformerFactory(client, 0)
 	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: queue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
@@ -62,7 +66,15 @@ func benchPlainPods(b *testing.B, without []string, queues int) {
 		spec.Plugins[point] = slices.DeleteFunc(set, func(r frameworkruntime.PluginRef) bool { return slices.Contains(without, r.Name) })
 	}
 	h := &testHandle{client: client, recorder: events.NewFakeRecorder(1 << 20), informers: factory}
-	fwk, err := frameworkruntime.NewFramework(b.Context(), plugins.NewInTreeRegistry(), spec, h)
+	var opts []frameworkruntime.Option
+	if frameworkMetrics {
+		fm, err := frameworkruntime.NewMetrics(prometheus.NewRegistry())
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts = append(opts, frameworkruntime.WithMetrics(fm))
+	}
+	fwk, err := frameworkruntime.NewFramework(b.Context(), plugins.NewInTreeRegistry(), spec, h, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { retur
 // --scheduler-name, and all profiles must sort the queue with the same
 // plugin, as there is one queue; queueSort is that plugin's Less, taken
 // from the first name's profile.
-func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *frameworkruntime.Registry, h framework.Handle) (profiles map[string]*frameworkruntime.Framework, queueSort framework.LessFunc, err error) {
+func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *frameworkruntime.Registry, h framework.Handle, opts ...frameworkruntime.Option) (profiles map[string]*frameworkruntime.Framework, queueSort framework.LessFunc, err error) {
 	byName := map[string]*config.Profile{}
 	if cfg != nil {
 		for i := range cfg.Profiles {
@@ -53,7 +53,7 @@ func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *f
 		if err != nil {
 			return nil, nil, fmt.Errorf("profile %q: %w", name, err)
 		}
-		fwk, err := frameworkruntime.NewFramework(ctx, reg, spec, h)
+		fwk, err := frameworkruntime.NewFramework(ctx, reg, spec, h, opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("profile %q: %w", name, err)
 		}

@@ -282,6 +282,10 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, err
 	}
+	fm, err := frameworkruntime.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	eventsConfig := protobufConfig(restConfig)
 	eventsConfig.QPS, eventsConfig.Burst = o.EventsQPS, o.EventsBurst
 	eventClient, err := kubernetes.NewForConfig(eventsConfig)
@@ -299,7 +303,8 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	// One informer factory for the cache and the plugins, so that a lister
 	// a plugin reads is fed by the informer the cache runs.
 	factory := informerhost.NewInformerFactory(client, 0)
-	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder, informers: factory})
+	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder, informers: factory},
+		frameworkruntime.WithMetrics(fm))
 	if err != nil {
 		return nil, usageError(err)
 	}

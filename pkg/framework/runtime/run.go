@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -69,11 +70,14 @@ func pluginError(s *framework.Status, plugin, format string, args ...any) *frame
 // plugin; an Error status's message also says which plugin failed. A
 // plugin that returns Skip has its Filter skipped for the rest of the
 // cycle. state must not be nil.
-func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
+func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job) (st *framework.Status) {
+	defer f.observePoint(metricPreFilter, time.Now(), &st)
 	skip := sets.New[string]()
 	defer func() { state.Write(skipFilterKey, pluginSet(skip)) }()
 	for _, pl := range f.preFilter {
+		start := f.pluginClock(state)
 		s := pl.PreFilter(ctx, state, job)
+		f.observePlugin(start, pl.Name(), metricPreFilter, s)
 		switch {
 		case s.IsSuccess():
 		case s.IsSkip():
@@ -91,11 +95,14 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.Cy
 // against nodes (see framework.PodPreFilterPlugin). The first rejection or
 // error stops the run and is returned, naming its plugin. A plugin that
 // returns Skip has its Filter skipped for this pod. state must not be nil.
-func (f *Framework) RunPreFilterPodPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
+func (f *Framework) RunPreFilterPodPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (st *framework.Status) {
+	defer f.observePoint(metricPreFilterPod, time.Now(), &st)
 	skip := sets.New[string]()
 	defer func() { state.Write(skipPodFilterKey, pluginSet(skip)) }()
 	for _, pl := range f.preFilterPod {
+		start := f.pluginClock(state)
 		s := pl.PreFilterPod(ctx, state, pod, nodes)
+		f.observePlugin(start, pl.Name(), metricPreFilterPod, s)
 		switch {
 		case s.IsSuccess():
 		case s.IsSkip():
@@ -118,7 +125,7 @@ func (f *Framework) HasPodPreFilterPlugins() bool { return len(f.preFilterPod) >
 // the plugin gave it, naming the plugin; an error becomes an Error status
 // naming the plugin and the node. Skip counts as passing.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
-	return runFilters(ctx, f.activeFilters(state), state, pod, node)
+	return f.runFilters(ctx, f.activeFilters(state), state, pod, node, state.ShouldRecordPluginMetrics())
 }
 
 // activeFilters returns the Filter plugins that PreFilter and PreFilterPod
@@ -139,9 +146,15 @@ func (f *Framework) activeFilters(state *framework.CycleState) []framework.Filte
 }
 
 // runFilters is RunFilterPlugins with the plugins to run given.
-func runFilters(ctx context.Context, filters []framework.FilterPlugin, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
+// timed says whether each plugin call is timed for the plugin metrics.
+func (f *Framework) runFilters(ctx context.Context, filters []framework.FilterPlugin, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo, timed bool) *framework.Status {
 	for _, pl := range filters {
+		var start time.Time
+		if timed && f.metrics != nil {
+			start = time.Now()
+		}
 		s := pl.Filter(ctx, state, pod, node)
+		f.observePlugin(start, pl.Name(), metricFilter, s)
 		switch {
 		case s.IsSuccess() || s.IsSkip():
 		case s.IsRejected():
@@ -161,7 +174,14 @@ func (s pluginSet) Has(name string) bool { return sets.Set[string](s).Has(name) 
 // diagnosis records why each other node was rejected. An Error from any
 // plugin (or ctx ending) stops the search and is returned as err, naming
 // the plugin and the node; feasible and diagnosis are then empty.
-func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, Diagnosis, error) {
+func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (_ []*framework.NodeInfo, _ Diagnosis, err error) {
+	if f.metrics != nil {
+		start := time.Now()
+		defer func() {
+			st := framework.AsStatus(err)
+			f.observePoint(metricFilter, start, &st)
+		}()
+	}
 	diagnosis := Diagnosis{NodeToStatus: map[string]*framework.Status{}, ReasonCounts: map[string]int{}, rejecting: sets.New[string]()}
 	if len(nodes) == 0 {
 		return nil, diagnosis, nil
@@ -175,8 +195,9 @@ func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.Cycl
 		done     atomic.Int64
 	)
 	filters := f.activeFilters(state)
+	sampled := state.ShouldRecordPluginMetrics()
 	f.parallelize(ctx, len(nodes), func(i int) {
-		s := runFilters(ctx, filters, state, pod, nodes[i])
+		s := f.runFilters(ctx, filters, state, pod, nodes[i], sampled && i%perNodeTimingStride == 0)
 		if s.Code() == framework.Error {
 			errOnce.Do(func() {
 				firstErr = s
@@ -219,11 +240,14 @@ func (f *Framework) parallelize(ctx context.Context, n int, work func(i int)) {
 // passed Filter, in order. A plugin that returns Skip has its Score
 // skipped for this pod; any status other than Success or Skip stops the
 // run and is returned as an Error naming the plugin.
-func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
+func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (st *framework.Status) {
+	defer f.observePoint(metricPreScore, time.Now(), &st)
 	skip := sets.New[string]()
 	defer func() { state.Write(skipScoreKey, pluginSet(skip)) }()
 	for _, pl := range f.preScore {
+		start := f.pluginClock(state)
 		s := pl.PreScore(ctx, state, pod, nodes)
+		f.observePlugin(start, pl.Name(), metricPreScore, s)
 		switch {
 		case s.IsSuccess():
 		case s.IsSkip():
@@ -241,7 +265,8 @@ func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.Cyc
 // score is within [MinNodeScore, MaxNodeScore]; and returns each node's
 // weighted sum, in the order of nodes. Any failure is returned as an Error
 // status naming the plugin.
-func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) ([]framework.NodeScore, *framework.Status) {
+func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (_ []framework.NodeScore, st *framework.Status) {
+	defer f.observePoint(metricScore, time.Now(), &st)
 	skip := skipped(state, skipScoreKey)
 	var (
 		plugins []framework.ScorePlugin
@@ -279,9 +304,16 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 			cancel()
 		})
 	}
+	sampled := state.ShouldRecordPluginMetrics()
 	f.parallelize(ctx, len(nodes), func(i int) {
+		timed := sampled && f.metrics != nil && i%perNodeTimingStride == 0
 		for p, pl := range plugins {
+			var start time.Time
+			if timed {
+				start = time.Now()
+			}
 			score, s := pl.Score(ctx, state, pod, nodes[i])
+			f.observePlugin(start, pl.Name(), metricScore, s)
 			if !s.IsSuccess() {
 				fail(pluginError(s, pl.Name(), "running Score plugin %q for pod %s on node %q", pl.Name(), klog.KObj(pod), nodes[i].Name()))
 				return
@@ -331,9 +363,12 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 // Reserve may have done part of its work, and Unreserve is idempotent), and
 // returns the failure naming the plugin; the caller must not unreserve
 // again. A rejection keeps its code; anything else becomes an Error.
-func (f *Framework) RunReservePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+func (f *Framework) RunReservePlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (st *framework.Status) {
+	defer f.observePoint(metricReserve, time.Now(), &st)
 	for i, pl := range f.reserve {
+		start := f.pluginClock(state)
 		s := pl.Reserve(ctx, state, pod, nodeName)
+		f.observePlugin(start, pl.Name(), metricReserve, s)
 		if s.IsSuccess() || s.IsSkip() {
 			continue
 		}
@@ -356,8 +391,12 @@ func (f *Framework) RunUnreservePlugins(ctx context.Context, state *framework.Cy
 }
 
 func (f *Framework) unreserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string, plugins []framework.ReservePlugin) {
+	var st *framework.Status // Unreserve cannot fail
+	defer f.observePoint(metricUnreserve, time.Now(), &st)
 	for i := len(plugins) - 1; i >= 0; i-- {
+		start := f.pluginClock(state)
 		plugins[i].Unreserve(ctx, state, pod, nodeName)
+		f.observePlugin(start, plugins[i].Name(), metricUnreserve, nil)
 	}
 }
 
@@ -365,9 +404,12 @@ func (f *Framework) unreserve(ctx context.Context, state *framework.CycleState, 
 // placements (pod UID → node name) may be bound. The first rejection or
 // error stops the run and is returned naming its plugin; Skip counts as
 // approval.
-func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job, placements map[string]string) *framework.Status {
+func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job, placements map[string]string) (st *framework.Status) {
+	defer f.observePoint(metricPermit, time.Now(), &st)
 	for _, pl := range f.permit {
+		start := f.pluginClock(state)
 		s := pl.Permit(ctx, state, job, placements)
+		f.observePlugin(start, pl.Name(), metricPermit, s)
 		switch {
 		case s.IsSuccess() || s.IsSkip():
 		case s.IsRejected():
@@ -391,10 +433,13 @@ func (f *Framework) HasPostFilterPlugins() bool { return len(f.postFilter) > 0 }
 // that rejected with Unschedulable rather than UnschedulableAndUnresolvable
 // (the events they registered may let them make room later).
 func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job, room framework.RoomMaker) (res *framework.PostFilterResult, st *framework.Status, waitOn []string) {
+	defer f.observePoint(metricPostFilter, time.Now(), &st)
 	var last *framework.PostFilterResult
 	var reasons []string
 	for _, pl := range f.postFilter {
+		start := f.pluginClock(state)
 		res, s := pl.PostFilter(ctx, state, job, room)
+		f.observePlugin(start, pl.Name(), metricPostFilter, s)
 		switch {
 		case s.IsSuccess():
 			return res, nil, nil
@@ -419,9 +464,12 @@ func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.C
 // not return Skip, and returns its status naming it (nil on success; a
 // failure as an Error). When every plugin skips, the pod is not bound and
 // the result is an Error.
-func (f *Framework) RunBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+func (f *Framework) RunBindPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (st *framework.Status) {
+	defer f.observePoint(metricBind, time.Now(), &st)
 	for _, pl := range f.bind {
+		start := f.pluginClock(state)
 		s := pl.Bind(ctx, state, pod, nodeName)
+		f.observePlugin(start, pl.Name(), metricBind, s)
 		switch {
 		case s.IsSkip():
 			continue

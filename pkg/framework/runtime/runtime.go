@@ -27,6 +27,8 @@ type Framework struct {
 	schedulerName string
 	handle        framework.Handle
 	parallelism   int
+	// metrics is nil when nothing is recorded (WithMetrics).
+	metrics *Metrics
 
 	// plugins are the instances by name; order lists their names in the
 	// order they were first enabled (cycle order, then list order).
@@ -56,6 +58,7 @@ type Option func(*frameworkOptions)
 
 type frameworkOptions struct {
 	parallelism int
+	metrics     *Metrics
 }
 
 // WithParallelism sets how many goroutines FindFeasibleNodes and
@@ -99,6 +102,7 @@ func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h framew
 		schedulerName: spec.SchedulerName,
 		handle:        h,
 		parallelism:   o.parallelism,
+		metrics:       o.metrics,
 		plugins:       map[string]framework.Plugin{},
 		enabled:       map[ExtensionPoint]PluginSet{},
 	}
