@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,10 +15,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
@@ -296,4 +299,66 @@ func TestSchedulerRunsFromChart(t *testing.T) {
 		deployment: "bs-batch-scheduler", configMap: "bs-batch-scheduler-config",
 		lease: ns + "/batch-scheduler", prefix: "chart-run",
 	})
+}
+
+// TestChartMonitoring: the chart's alerts and dashboard are those of
+// deploy/monitoring (copies in files/), and its ServiceMonitor gives the
+// scraped series the job label the alerts select on, whatever the
+// release's name.
+func TestChartMonitoring(t *testing.T) {
+	for _, f := range []string{"prometheusrule.yaml", "dashboard.json"} {
+		want, err := os.ReadFile(filepath.Join(deployDir, "monitoring", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(chartDir, "files", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("charts/batch-scheduler/files/%s differs from deploy/monitoring/%s: copy it over", f, f)
+		}
+	}
+
+	objs := render(t, valueSets[1]) // every monitoring object on
+	svc := findIn(t, objs, "Service", "bs-batch-scheduler-metrics")
+	sm := findIn(t, objs, "ServiceMonitor", "bs-batch-scheduler")
+	jobLabel, _, _ := unstructured.NestedString(sm.Object, "spec", "jobLabel")
+	if job := svc.GetLabels()[jobLabel]; job != "batch-scheduler-metrics" {
+		t.Errorf("the ServiceMonitor's jobLabel %q gives the Service's series job %q, want batch-scheduler-metrics (what the alerts select)", jobLabel, job)
+	}
+	selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	for k, v := range selector {
+		if svc.GetLabels()[k] != v {
+			t.Errorf("the ServiceMonitor selects %s=%s, which the metrics Service does not carry", k, v)
+		}
+	}
+	if port, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints"); len(port) != 1 || port[0].(map[string]any)["port"] != "https" {
+		t.Errorf("ServiceMonitor endpoints = %v, want the https port", port)
+	}
+
+	var deployRule map[string]any
+	data, err := os.ReadFile(filepath.Join(deployDir, "monitoring", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &deployRule); err != nil {
+		t.Fatal(err)
+	}
+	rule := findIn(t, objs, "PrometheusRule", "bs-batch-scheduler")
+	got, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	want, _, _ := unstructured.NestedSlice(deployRule, "spec", "groups")
+	if len(want) == 0 || !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("the chart's PrometheusRule groups differ from deploy/monitoring's (%d groups there)", len(want))
+	}
+
+	var cm v1.ConfigMap
+	decode(t, findIn(t, objs, "ConfigMap", "bs-batch-scheduler-dashboard"), &cm)
+	if cm.Labels["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap labels = %v, want grafana_dashboard=1", cm.Labels)
+	}
+	var dashboard map[string]any
+	if err := json.Unmarshal([]byte(cm.Data["batch-scheduler.json"]), &dashboard); err != nil || dashboard["panels"] == nil {
+		t.Errorf("the dashboard ConfigMap does not hold a dashboard: %v", err)
+	}
 }
