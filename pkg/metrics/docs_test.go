@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 )
@@ -113,6 +114,9 @@ func registeredMetricNames(t *testing.T) []string {
 	}
 	if _, err := custominformer.NewMetrics(reg); err != nil {
 		t.Fatalf("custominformer.NewMetrics: %v", err)
+	}
+	if _, err := frameworkruntime.NewMetrics(reg); err != nil {
+		t.Fatalf("frameworkruntime.NewMetrics: %v", err)
 	}
 	seen := map[string]bool{}
 	for _, c := range reg.collectors {

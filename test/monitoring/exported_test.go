@@ -21,6 +21,7 @@ import (
 	// providers): the same registry metricsHandler serves.
 	_ "github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 )
@@ -75,6 +76,9 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metricKind, error) {
 	}
 	if _, err := custominformer.NewMetrics(own); err != nil {
 		return nil, fmt.Errorf("custominformer.NewMetrics: %w", err)
+	}
+	if _, err := frameworkruntime.NewMetrics(own); err != nil {
+		return nil, fmt.Errorf("frameworkruntime.NewMetrics: %w", err)
 	}
 	for _, c := range own.collectors {
 		names, err := describedNames(c)
