@@ -66,6 +66,12 @@ type Metrics struct {
 	// is never placed: this does. The scheduling queue computes it when
 	// scraped (see ScrapedGauge); it is built after the metrics.
 	PendingJobOldest *ScrapedGauge
+	// UnschedulableJobs is, per plugin and profile, the jobs waiting in
+	// the unschedulable sub-queue that the plugin rejected in their last
+	// attempt (a job rejected by several plugins counts for each), as
+	// kube-scheduler's unschedulable_pods counts pods. The scheduling
+	// queue computes it when scraped.
+	UnschedulableJobs *ScrapedGaugeVec
 	// CacheSize is the number of objects in the scheduler cache, by type
 	// ("nodes", "placeholder_nodes", "assigned_pods", "assumed_pods",
 	// "pending_pods", "jobs"). Assigned pods are those the informer
@@ -136,6 +142,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"queue"}),
 		PendingJobOldest: newScrapedGauge(prometheus.BuildFQName(Namespace, "", "pending_job_oldest_seconds"),
 			"How long the job that has waited longest in the scheduling queue has waited since its first pod's creation; 0 when none waits."),
+		UnschedulableJobs: newScrapedGaugeVec(prometheus.BuildFQName(Namespace, "", "unschedulable_jobs"),
+			"Jobs waiting in the unschedulable sub-queue, by a plugin that rejected them in their last attempt and profile.", "plugin", "profile"),
 		CacheSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace,
 			Name:      "cache_size",
@@ -195,7 +203,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.EventHandlerBacklog, m.EventHandlerOldestPending, m.PendingJobs, m.PendingJobOldest, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes,
+	return []prometheus.Collector{m.EventsHandled, m.HandlerPanics, m.EventHandlerBacklog, m.EventHandlerOldestPending, m.PendingJobs, m.PendingJobOldest, m.UnschedulableJobs, m.CacheSize, m.AssumedPodsExpired, m.GrantOvercommittedNodes,
 		m.CacheVerifyRuns, m.CacheVerifyDifferences, m.CacheVerifyDuration, m.QueueResources, m.QueueJobs, m.QueueValid}
 }
 
@@ -227,5 +235,41 @@ func (g *ScrapedGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
 func (g *ScrapedGauge) Collect(ch chan<- prometheus.Metric) {
 	if f := g.source.Load(); f != nil {
 		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, (*f)())
+	}
+}
+
+// ScrapedGaugeVec is ScrapedGauge with labels: its source returns one
+// value per combination of label values (in the order the labels were
+// given), each time the metric is collected.
+type ScrapedGaugeVec struct {
+	desc   *prometheus.Desc
+	source atomic.Pointer[func() map[LabelValues]float64]
+}
+
+// LabelValues are the values of a ScrapedGaugeVec's labels, in order:
+// every ScrapedGaugeVec has exactly two labels.
+type LabelValues [2]string
+
+var _ prometheus.Collector = &ScrapedGaugeVec{}
+
+func newScrapedGaugeVec(fqName, help string, labels ...string) *ScrapedGaugeVec {
+	return &ScrapedGaugeVec{desc: prometheus.NewDesc(fqName, help, labels, nil)}
+}
+
+// SetSource makes f compute the values from now on; see
+// ScrapedGauge.SetSource.
+func (g *ScrapedGaugeVec) SetSource(f func() map[LabelValues]float64) { g.source.Store(&f) }
+
+// Describe implements prometheus.Collector.
+func (g *ScrapedGaugeVec) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+// Collect implements prometheus.Collector.
+func (g *ScrapedGaugeVec) Collect(ch chan<- prometheus.Metric) {
+	f := g.source.Load()
+	if f == nil {
+		return
+	}
+	for lv, v := range (*f)() {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, v, lv[0], lv[1])
 	}
 }

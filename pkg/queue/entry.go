@@ -70,6 +70,10 @@ type jobEntry struct {
 	// queue.
 	anyEvent bool
 	events   []framework.PluginEvent
+	// rejectedBy and profile are Attempt.Plugins and Attempt.Profile of
+	// the last failed attempt.
+	rejectedBy []string
+	profile    string
 	// waitsForRoom: the last attempt waited for room (Attempt.ForRoom);
 	// the entry is in roomWaiters under its Queue.
 	waitsForRoom bool

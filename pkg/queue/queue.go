@@ -62,6 +62,11 @@ type Attempt struct {
 	// starved by smaller jobs taking the room it needs (see
 	// RoomWaiters).
 	ForRoom bool
+	// Plugins are the plugins that rejected the job in this attempt, for
+	// the unschedulable_jobs metric.
+	Plugins []string
+	// Profile is the scheduler name of the job's pods, for that metric.
+	Profile string
 }
 
 // Lengths is the number of jobs in each part of the queue.
@@ -223,6 +228,7 @@ func New(opts Options) (*SchedulingQueue, error) {
 	q.activeQ.less = q.lessActiveLocked
 	q.backoffQ.less = func(a, b *jobEntry) bool { return a.backoffExpiry.Before(b.backoffExpiry) }
 	opts.Metrics.PendingJobOldest.SetSource(q.oldestPendingSeconds)
+	opts.Metrics.UnschedulableJobs.SetSource(q.unschedulableByPlugin)
 	return q, nil
 }
 
@@ -309,6 +315,7 @@ func (q *SchedulingQueue) AddUnschedulable(job *framework.QueuedJob, attempt Att
 	}
 	e.events = slices.Clone(attempt.Events)
 	e.anyEvent = attempt.AnyEvent
+	e.rejectedBy, e.profile = slices.Clone(attempt.Plugins), attempt.Profile
 	q.setWaitsForRoomLocked(e, attempt.ForRoom && attempt.Err == nil)
 	missedEvent := e.changedInFlight || q.missedEventLocked(e, job.Cycle)
 	e.changedInFlight = false

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 )
 
 // WaitingJob is a job whose last attempt failed and that waits in the
@@ -55,4 +56,20 @@ func (q *SchedulingQueue) oldestPendingSeconds() float64 {
 		return 0
 	}
 	return max(0, q.clock.Since(oldest).Seconds())
+}
+
+// unschedulableByPlugin counts the jobs of the unschedulable sub-queue per
+// plugin that rejected them in their last attempt, and profile. It is the
+// source of the UnschedulableJobs gauge, run at scrape time like
+// oldestPendingSeconds; the sub-queue is a map, scanned under the lock.
+func (q *SchedulingQueue) unschedulableByPlugin() map[metrics.LabelValues]float64 {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	out := map[metrics.LabelValues]float64{}
+	for _, e := range q.unschedulable {
+		for _, pl := range e.rejectedBy {
+			out[metrics.LabelValues{pl, e.profile}]++
+		}
+	}
+	return out
 }

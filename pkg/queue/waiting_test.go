@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,4 +98,43 @@ func BenchmarkOldestPendingSeconds(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestUnschedulableJobsByPlugin: the gauge counts the jobs parked in the
+// unschedulable sub-queue under each plugin that rejected them, and drops
+// a job once it moves on.
+func TestUnschedulableJobsByPlugin(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := metrics.New(reg)
+	mustNoErr(t, "metrics.New", err)
+	clk := testingclock.NewFakeClock(epoch)
+	q, err := New(Options{Clock: clk, Metrics: m})
+	mustNoErr(t, "New", err)
+	const name = "batch_scheduler_unschedulable_jobs"
+	want := func(step, expected string) {
+		t.Helper()
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), name); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+	}
+	header := "# HELP batch_scheduler_unschedulable_jobs Jobs waiting in the unschedulable sub-queue, by a plugin that rejected them in their last attempt and profile.\n" +
+		"# TYPE batch_scheduler_unschedulable_jobs gauge\n"
+	want("empty", "")
+
+	for _, n := range []string{"a", "b"} {
+		add(q, st.MakePod().Name(n).Obj())
+	}
+	qa := mustPop(t, q, "default/pod:a")
+	mustNoErr(t, "AddUnschedulable a", q.AddUnschedulable(qa, Attempt{Reason: "no fit", Plugins: []string{"NodeResourcesFit", "TaintToleration"}, Profile: "batch-scheduler"}))
+	qb := mustPop(t, q, "default/pod:b")
+	mustNoErr(t, "AddUnschedulable b", q.AddUnschedulable(qb, Attempt{Reason: "no fit", Plugins: []string{"NodeResourcesFit"}, Profile: "batch-scheduler"}))
+	want("two parked", header+
+		`batch_scheduler_unschedulable_jobs{plugin="NodeResourcesFit",profile="batch-scheduler"} 2
+batch_scheduler_unschedulable_jobs{plugin="TaintToleration",profile="batch-scheduler"} 1
+`)
+
+	// The unschedulable timeout moves both on.
+	clk.Step(DefaultUnschedulableTimeout + time.Second)
+	q.flushUnschedulableLeftover()
+	want("moved on", "")
 }

@@ -533,7 +533,8 @@ func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessa
 	}
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Job is unschedulable", "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
-	attempt := queue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: c.waitsForRoom(pluginNames)}
+	attempt := queue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: c.waitsForRoom(pluginNames),
+		Plugins: pluginNames, Profile: c.profile}
 	if err := s.queue.AddUnschedulable(c.qj, attempt); err != nil {
 		logger.Error(err, "Parking an unschedulable job")
 	}
