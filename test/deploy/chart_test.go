@@ -235,18 +235,7 @@ func TestChartRBACMatchesDeploy(t *testing.T) {
 		}
 		got = append(got, p)
 	}
-	got = slices.Compact(slices.SortedFunc(slices.Values(got), comparePermissions))
-	want := slices.SortedFunc(slices.Values(needed), comparePermissions)
-	for _, p := range want {
-		if _, found := slices.BinarySearchFunc(got, p, comparePermissions); !found {
-			t.Errorf("the chart does not grant %s", p)
-		}
-	}
-	for _, p := range got {
-		if _, found := slices.BinarySearchFunc(want, p, comparePermissions); !found {
-			t.Errorf("the chart grants %s, which the code does not need", p)
-		}
-	}
+	comparePermissionSets(t, got, needed, "the chart does not grant %s", "the chart grants %s, which the code does not need")
 	if len(bindings) != 3 {
 		t.Errorf("the chart binds its ServiceAccount %d times, want 3 (cluster role, lease role, authentication reader): %+v", len(bindings), bindings)
 	}

@@ -321,25 +321,32 @@ func flatten(rules []rbacv1.PolicyRule, namespace string) []permission {
 	return out
 }
 
+// comparePermissionSets reports, with t.Errorf, every permission of want
+// missing from got (formatting it with missing) and every one of got not
+// in want (with extra). Duplicates do not count.
+func comparePermissionSets(t *testing.T, got, want []permission, missing, extra string) {
+	t.Helper()
+	g := slices.Compact(slices.SortedFunc(slices.Values(got), comparePermissions))
+	w := slices.Compact(slices.SortedFunc(slices.Values(want), comparePermissions))
+	for _, p := range w {
+		if _, found := slices.BinarySearchFunc(g, p, comparePermissions); !found {
+			t.Errorf(missing, p)
+		}
+	}
+	for _, p := range g {
+		if _, found := slices.BinarySearchFunc(w, p, comparePermissions); !found {
+			t.Errorf(extra, p)
+		}
+	}
+}
+
 // TestRBACRulesMatchCode compares the rules of deploy/ for the
 // ServiceAccount with the table of permissions the code needs: nothing
 // missing, nothing more.
 func TestRBACRulesMatchCode(t *testing.T) {
 	perms, bindings := granted(t)
 
-	got := slices.SortedFunc(slices.Values(perms), comparePermissions)
-	got = slices.Compact(got)
-	want := slices.SortedFunc(slices.Values(needed), comparePermissions)
-	for _, p := range want {
-		if _, found := slices.BinarySearchFunc(got, p, comparePermissions); !found {
-			t.Errorf("missing: %s", p)
-		}
-	}
-	for _, p := range got {
-		if _, found := slices.BinarySearchFunc(want, p, comparePermissions); !found {
-			t.Errorf("granted but not needed: %s", p)
-		}
-	}
+	comparePermissionSets(t, perms, needed, "missing: %s", "granted but not needed: %s")
 
 	byName := func(a, b roleBinding) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))

@@ -91,18 +91,8 @@ func TestReadmePermissionTable(t *testing.T) {
 		t.Fatalf("deploy/README.md: %v", err)
 	}
 	perms, _ := granted(t)
-	got := slices.Compact(slices.SortedFunc(slices.Values(table), comparePermissions))
-	want := slices.Compact(slices.SortedFunc(slices.Values(perms), comparePermissions))
-	for _, p := range want {
-		if _, found := slices.BinarySearchFunc(got, p, comparePermissions); !found {
-			t.Errorf("deploy/README.md's permission table lacks %s, which rbac.yaml grants", p)
-		}
-	}
-	for _, p := range got {
-		if _, found := slices.BinarySearchFunc(want, p, comparePermissions); !found {
-			t.Errorf("deploy/README.md's permission table lists %s, which rbac.yaml does not grant", p)
-		}
-	}
+	comparePermissionSets(t, table, perms, "deploy/README.md's permission table lacks %s, which rbac.yaml grants",
+		"deploy/README.md's permission table lists %s, which rbac.yaml does not grant")
 }
 
 // TestReadmePermissionsParser shows the parser reads what the table says,
