@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
 
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 )
@@ -64,6 +66,37 @@ func newHealthChecks(ctx context.Context, handlersSynced func() (bool, []string)
 		c.live = []healthz.HealthChecker{healthz.PingHealthz}
 	}
 	return c
+}
+
+// informerSyncCheck is the /readyz check "informer-sync": it fails while
+// an informer started from factory has not delivered its initial list,
+// naming its type. The event handlers' sync (check "handler-sync") covers
+// the informers the cache registers handlers on; this one also covers
+// those only plugins and preemption read through listers (namespaces for
+// InterPodAffinity, PodDisruptionBudgets, storage), which otherwise fail
+// silently: a plugin waiting for an informer that cannot list (a missing
+// RBAC rule) retries its pods forever while the replica looks ready.
+func informerSyncCheck(factory informers.SharedInformerFactory) healthz.HealthChecker {
+	// WaitForCacheSync with a closed channel checks each informer once
+	// and does not wait.
+	closed := make(chan struct{})
+	close(closed)
+	return healthz.NamedCheck("informer-sync", func(*http.Request) error {
+		if factory == nil {
+			return nil
+		}
+		var pending []string
+		for typ, synced := range factory.WaitForCacheSync(closed) {
+			if !synced {
+				pending = append(pending, typ.String())
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		slices.Sort(pending)
+		return fmt.Errorf("informers not synced (can the scheduler list and watch them?): %s", strings.Join(pending, ", "))
+	})
 }
 
 // eventBacklogCheck is the /readyz check "event-backlog": it fails while

@@ -2,19 +2,27 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	toolscache "k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 	"k8s.io/client-go/tools/leaderelection"
 
@@ -221,3 +229,43 @@ type noWatchList struct {
 }
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// The informer-sync check names an informer of the factory that cannot
+// list (here: namespaces, refused as a missing RBAC rule would), and
+// passes once every started informer has synced.
+func TestInformerSyncCheck(t *testing.T) {
+	client := fake.NewClientset()
+	refuse := atomic.Bool{}
+	refuse.Store(true)
+	client.PrependReactor("list", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New("no RBAC rule"))
+		}
+		return false, nil, nil
+	})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	factory.Core().V1().Nodes().Informer()
+	factory.Core().V1().Namespaces().Informer()
+	factory.Start(t.Context().Done())
+	t.Cleanup(factory.Shutdown)
+	check := informerSyncCheck(factory)
+
+	// Nodes sync at once; namespaces never while refused.
+	if !toolscache.WaitForCacheSync(t.Context().Done(), factory.Core().V1().Nodes().Informer().HasSynced) {
+		t.Fatal("the node informer did not sync")
+	}
+	err := check.Check(nil)
+	if err == nil || !strings.Contains(err.Error(), "*v1.Namespace") || strings.Contains(err.Error(), "*v1.Node,") {
+		t.Fatalf("check with namespaces refused = %v, want an error naming *v1.Namespace only", err)
+	}
+	refuse.Store(false)
+	if werr := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err = check.Check(nil)
+		return err == nil, nil
+	}); werr != nil {
+		t.Errorf("check once namespaces list = %v", err)
+	}
+	if err := informerSyncCheck(nil).Check(nil); err != nil {
+		t.Errorf("check without a factory = %v", err)
+	}
+}

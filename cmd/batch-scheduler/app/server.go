@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -239,6 +240,9 @@ type server struct {
 	// pdbSynced reports whether preemption's PodDisruptionBudget informer
 	// has synced.
 	pdbSynced toolscache.InformerSynced
+	// informers is the native informer factory of the cache and the
+	// plugins; /readyz names its informers that have not synced.
+	informers informers.SharedInformerFactory
 	// verify configures the cache consistency checker
 	// (/debug/cache/verify, SIGUSR2).
 	verify debugger.VerifyOptions
@@ -361,7 +365,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 		return nil, err
 	}
 	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, events: rec, registry: reg,
-		pdbSynced: pdbs.Informer().HasSynced, verify: verify, queueStatus: qs}, nil
+		pdbSynced: pdbs.Informer().HasSynced, informers: factory, verify: verify, queueStatus: qs}, nil
 }
 
 func (s *server) run(ctx context.Context, serving *servingConfig) error {
@@ -462,7 +466,7 @@ func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func()
 	if s.apiHealth != nil {
 		checks.ready = append(checks.ready, s.apiHealth.readyCheck(s.cache.HandlersSynced))
 	}
-	checks.ready = append(checks.ready, eventBacklogCheck(s.cache.EventBacklog, s.opts.MaxEventDelay))
+	checks.ready = append(checks.ready, eventBacklogCheck(s.cache.EventBacklog, s.opts.MaxEventDelay), informerSyncCheck(s.informers))
 	handlers := map[string]http.Handler{
 		debugger.DumpPath:   debugger.DumpHandler(s.cache),
 		debugger.VerifyPath: debugger.VerifyHandler(s.cache, s.verify),
