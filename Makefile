@@ -12,6 +12,9 @@ VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || 
 GIT_MAJOR ?= $(shell echo '$(VERSION)' | sed -nE 's/^v([0-9]+)\..*/\1/p')
 GIT_MINOR ?= $(shell echo '$(VERSION)' | sed -nE 's/^v[0-9]+\.([0-9]+).*/\1/p')
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# Expanded once here: as a recursive variable each use ran date again, so LDFLAGS's two buildDate
+# values and make image's created label could fall in different seconds.
+BUILD_DATE := $(BUILD_DATE)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
@@ -21,7 +24,14 @@ all: build
 
 ## build: compile bin/batch-scheduler
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/batch-scheduler ./cmd/batch-scheduler
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/batch-scheduler ./cmd/batch-scheduler
+
+## image: OCI image of a static batch-scheduler for linux/amd64 and linux/arm64, without a container engine, into
+##        _output/image/oci, with an SPDX SBOM per platform (hack/build-image.sh, docs/image.md; one platform:
+##        make image IMAGE_PLATFORMS=linux/amd64)
+.PHONY: image
+image:
+	VERSION='$(VERSION)' GIT_COMMIT='$(GIT_COMMIT)' BUILD_DATE='$(BUILD_DATE)' LDFLAGS='$(LDFLAGS)' GO='$(GO)' hack/build-image.sh
 
 ## cluster: build the local cluster into bin/: kube-apiserver, etcd, kube-controller-manager and KWOK (skipped when up to date)
 CLUSTER_BINARIES := kube-apiserver etcd kube-controller-manager kwok
