@@ -276,7 +276,7 @@ func TestServesEndpointsWhileUnsynced(t *testing.T) {
 			t.Errorf("%s/livez = %d %q", base, code, body)
 		}
 	}
-	for _, path := range []string{"/metrics", "/debug/cache", "/demand", "/debug/pprof/", "/debug/flags/v"} {
+	for _, path := range []string{"/metrics", "/debug/cache", "/demand", "/debug/pprof/", "/debug/flags/v", "/configz"} {
 		if code, body := get(secure, path); code != http.StatusForbidden || !strings.Contains(body, "system:anonymous") {
 			t.Errorf("anonymous %s on the secure port = %d %.200q, want 403 for system:anonymous", path, code, body)
 		}
@@ -290,6 +290,10 @@ func TestServesEndpointsWhileUnsynced(t *testing.T) {
 	var report demand.Report
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &report) != nil || report.Waiting != 0 || report.Time.IsZero() {
 		t.Errorf("/demand = %d %q, want a JSON report with nothing waiting", code, body)
+	}
+	code, body = get(insecure, "/configz")
+	if code != http.StatusOK || !strings.Contains(body, `"componentconfig"`) || !strings.Contains(body, `"schedulerName": "batch-scheduler"`) {
+		t.Errorf("/configz = %d %.300q, want the effective configuration", code, body)
 	}
 	code, body = get(insecure, "/metrics")
 	if code != http.StatusOK {

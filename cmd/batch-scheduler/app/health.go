@@ -178,8 +178,8 @@ func endpointsMux(checks healthChecks, metrics http.Handler, others map[string]h
 	checks.install(mux)
 	mux.Handle("/metrics", metrics)
 	for path, h := range others {
-		if path != demand.Path && !strings.HasPrefix(path, "/debug/") {
-			return nil, fmt.Errorf("endpoint %q is neither %s nor under /debug/", path, demand.Path)
+		if path != demand.Path && path != ConfigzPath && !strings.HasPrefix(path, "/debug/") {
+			return nil, fmt.Errorf("endpoint %q is neither %s, %s nor under /debug/", path, demand.Path, ConfigzPath)
 		}
 		mux.Handle(path, h)
 	}

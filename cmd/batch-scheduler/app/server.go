@@ -243,6 +243,8 @@ type server struct {
 	// informers is the native informer factory of the cache and the
 	// plugins; /readyz names its informers that have not synced.
 	informers informers.SharedInformerFactory
+	// configz serves the effective configuration at /configz.
+	configz http.Handler
 	// verify configures the cache consistency checker
 	// (/debug/cache/verify, SIGUSR2).
 	verify debugger.VerifyOptions
@@ -364,8 +366,16 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, err
 	}
+	effective, err := newEffectiveConfig(o, cfg, profiles)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	configz, err := configzHandler(effective)
+	if err != nil {
+		return nil, err
+	}
 	return &server{opts: o, client: client, cache: c, handler: h, scheduler: sched, events: rec, registry: reg,
-		pdbSynced: pdbs.Informer().HasSynced, informers: factory, verify: verify, queueStatus: qs}, nil
+		pdbSynced: pdbs.Informer().HasSynced, informers: factory, verify: verify, queueStatus: qs, configz: configz}, nil
 }
 
 func (s *server) run(ctx context.Context, serving *servingConfig) error {
@@ -471,6 +481,7 @@ func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func()
 		debugger.DumpPath:   debugger.DumpHandler(s.cache),
 		debugger.VerifyPath: debugger.VerifyHandler(s.cache, s.verify),
 		demand.Path:         demand.Handler(s.demand),
+		ConfigzPath:         s.configz,
 	}
 	maps.Copy(handlers, s.opts.Serving.debugHandlers())
 	mux, err := endpointsMux(checks, metricsHandler(s.registry), handlers)

@@ -1,0 +1,191 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+)
+
+// ConfigzPath serves the effective configuration, behind the secure
+// port's authorization like /metrics.
+const ConfigzPath = "/configz"
+
+// effectiveConfig is what /configz shows: the settings from the command
+// line, and the configuration file as the scheduler resolved it (every
+// profile's plugins after the file's changes to the default profile).
+// Plugin and handler args are shown as the file gave them; a plugin
+// without args in the file runs with its own defaults.
+type effectiveConfig struct {
+	SchedulerNames  []string          `json:"schedulerNames"`
+	NodeSelector    string            `json:"nodeSelector,omitempty"`
+	EventHandler    string            `json:"eventHandler"`
+	ConfigPath      string            `json:"configPath,omitempty"`
+	MaxEventDelay   string            `json:"maxEventDelay"`
+	BindConcurrency int               `json:"bindConcurrency"`
+	KubeAPIQPS      float32           `json:"kubeAPIQPS"`
+	KubeAPIBurst    int               `json:"kubeAPIBurst"`
+	LeaderElection  leaderElectionOut `json:"leaderElection"`
+	// EventHandlerArgs are the args of the chosen handler's entry.
+	EventHandlerArgs json.RawMessage     `json:"eventHandlerArgs,omitempty"`
+	CustomInformers  []customInformerOut `json:"customInformers,omitempty"`
+	Profiles         []profileOut        `json:"profiles"`
+}
+
+type leaderElectionOut struct {
+	Enabled       bool   `json:"leaderElect"`
+	LeaseDuration string `json:"leaseDuration"`
+	RenewDeadline string `json:"renewDeadline"`
+	RetryPeriod   string `json:"retryPeriod"`
+	Lease         string `json:"lease"`
+}
+
+type customInformerOut struct {
+	Name         string          `json:"name"`
+	Resource     string          `json:"resource"`
+	Source       string          `json:"source"`
+	SourceArgs   json.RawMessage `json:"sourceArgs,omitempty"`
+	ResyncPeriod string          `json:"resyncPeriod,omitempty"`
+}
+
+type profileOut struct {
+	SchedulerName string                     `json:"schedulerName"`
+	Plugins       map[string][]pluginOut     `json:"plugins"`
+	PluginConfig  map[string]json.RawMessage `json:"pluginConfig,omitempty"`
+}
+
+type pluginOut struct {
+	Name   string `json:"name"`
+	Weight int64  `json:"weight,omitempty"`
+}
+
+// newEffectiveConfig builds what /configz serves from the options, the
+// file (nil without --config-path) and the built profiles.
+func newEffectiveConfig(o *Options, cfg *config.File, profiles map[string]*frameworkruntime.Framework) (*effectiveConfig, error) {
+	le := o.LeaderElection
+	out := &effectiveConfig{
+		SchedulerNames: o.SchedulerNames, NodeSelector: o.NodeSelector, EventHandler: o.EventHandler, ConfigPath: o.ConfigPath,
+		MaxEventDelay: o.MaxEventDelay.String(), BindConcurrency: o.BindConcurrency, KubeAPIQPS: o.KubeAPIQPS, KubeAPIBurst: o.KubeAPIBurst,
+		LeaderElection: leaderElectionOut{Enabled: le.Enabled, LeaseDuration: le.LeaseDuration.String(), RenewDeadline: le.RenewDeadline.String(),
+			RetryPeriod: le.RetryPeriod.String(), Lease: le.ResourceNamespace + "/" + le.ResourceName},
+	}
+	args := map[string]map[string]*config.Section{} // scheduler name → plugin → args
+	if cfg != nil {
+		for _, h := range cfg.EventHandlers {
+			if h.Name == o.EventHandler && h.Args != nil {
+				raw, err := redactedJSON(h.Args)
+				if err != nil {
+					return nil, fmt.Errorf("eventHandlers entry %q (line %d): %w", h.Name, h.Line, err)
+				}
+				out.EventHandlerArgs = raw
+			}
+		}
+		for _, ci := range cfg.CustomInformers {
+			c := customInformerOut{Name: ci.Name, Resource: ci.Resource, Source: ci.SourceType}
+			if ci.ResyncPeriod > 0 {
+				c.ResyncPeriod = ci.ResyncPeriod.String()
+			}
+			if ci.SourceArgs != nil {
+				raw, err := redactedJSON(ci.SourceArgs)
+				if err != nil {
+					return nil, fmt.Errorf("customInformers entry %q (line %d): %w", ci.Name, ci.Line, err)
+				}
+				c.SourceArgs = raw
+			}
+			out.CustomInformers = append(out.CustomInformers, c)
+		}
+		for _, p := range cfg.Profiles {
+			m := map[string]*config.Section{}
+			for _, pc := range p.PluginConfig {
+				if pc.Args != nil {
+					m[pc.Name] = pc.Args
+				}
+			}
+			args[p.SchedulerName] = m
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(profiles)) {
+		p := profileOut{SchedulerName: name, Plugins: map[string][]pluginOut{}}
+		for point, set := range profiles[name].ListPlugins() {
+			for _, pl := range set {
+				p.Plugins[string(point)] = append(p.Plugins[string(point)], pluginOut{Name: pl.Name, Weight: pl.Weight})
+			}
+		}
+		for plugin, sec := range args[name] {
+			raw, err := redactedJSON(sec)
+			if err != nil {
+				return nil, fmt.Errorf("profile %q, pluginConfig %q: %w", name, plugin, err)
+			}
+			if p.PluginConfig == nil {
+				p.PluginConfig = map[string]json.RawMessage{}
+			}
+			p.PluginConfig[plugin] = raw
+		}
+		out.Profiles = append(out.Profiles, p)
+	}
+	return out, nil
+}
+
+// secretKey matches the keys whose string values /configz hides: inline
+// credentials. Paths to them ("tokenFile", "passwordFile") are shown.
+var secretKey = regexp.MustCompile(`(?i)(token|password|secret|credential)s?$`)
+
+// redactedJSON converts a section of the file to JSON, with the string
+// values of credential-like keys replaced.
+func redactedJSON(sec *config.Section) (json.RawMessage, error) {
+	var v any
+	if err := yaml.Unmarshal(sec.Bytes(), &v); err != nil {
+		return nil, fmt.Errorf("converting to JSON: %w", err)
+	}
+	v = redact(v)
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("converting to JSON: %w", err)
+	}
+	return raw, nil
+}
+
+func redact(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if _, isString := x.(string); isString && secretKey.MatchString(k) {
+				t[k] = "<redacted>"
+				continue
+			}
+			t[k] = redact(x)
+		}
+	case []any:
+		for i := range t {
+			t[i] = redact(t[i])
+		}
+	}
+	return v
+}
+
+// configzHandler serves c as JSON under the key "componentconfig", as
+// kube-scheduler's /configz does, computed once: the configuration does
+// not change while the process runs.
+func configzHandler(c *effectiveConfig) (http.Handler, error) {
+	body, err := json.MarshalIndent(map[string]any{"componentconfig": c}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding /configz: %w", err)
+	}
+	body = append(body, '\n')
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "only GET", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(body)
+	}), nil
+}

@@ -1,0 +1,117 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+)
+
+// /configz shows the flags' settings, every profile's plugins as
+// resolved (the file's changes to the default profile applied), the
+// file's plugin, handler and source args, and hides inline credentials.
+func TestConfigz(t *testing.T) {
+	const file = `apiVersion: batch-scheduler.io/v1alpha1
+kind: SchedulerConfiguration
+eventHandlers:
+- name: default
+  args:
+    dynamicResources: []
+customInformers:
+- name: vms
+  resource: ExternalWorkload
+  source:
+    http:
+      url: http://127.0.0.1:1/vms
+      bearerTokenFile: /var/run/token
+      token: s3cr3t
+profiles:
+- schedulerName: batch-scheduler
+  plugins:
+    score:
+    - name: NodeResourcesFit
+      weight: 3
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy: MostAllocated
+`
+	cfg, err := config.Parse("config.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.ConfigPath = "config.yaml"
+	profiles, _, err := buildProfiles(t.Context(), o.SchedulerNames, cfg, plugins.NewInTreeRegistry(), testHandle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newEffectiveConfig(o, cfg, profiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := configzHandler(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, ConfigzPath, nil))
+	body, _ := io.ReadAll(rec.Body)
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /configz = %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	if strings.Contains(string(body), "s3cr3t") {
+		t.Errorf("/configz shows an inline token:\n%s", body)
+	}
+	var got struct {
+		Config effectiveConfig `json:"componentconfig"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("decoding /configz: %v\n%s", err, body)
+	}
+	e := got.Config
+	// The raw args come back indented.
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			t.Fatalf("compacting %s: %v", raw, err)
+		}
+		return b.String()
+	}
+	if e.EventHandler != "default" || e.ConfigPath != "config.yaml" || !e.LeaderElection.Enabled || e.LeaderElection.Lease != "kube-system/batch-scheduler" {
+		t.Errorf("flags: %+v", e)
+	}
+	if len(e.Profiles) != 1 || e.Profiles[0].SchedulerName != "batch-scheduler" {
+		t.Fatalf("profiles = %+v", e.Profiles)
+	}
+	p := e.Profiles[0]
+	if got := p.Plugins["score"]; len(got) != 1 || got[0] != (pluginOut{Name: "NodeResourcesFit", Weight: 3}) {
+		t.Errorf("score plugins = %+v, want only NodeResourcesFit with weight 3 (the file replaced the list)", got)
+	}
+	if len(p.Plugins["filter"]) < 5 {
+		t.Errorf("filter plugins = %+v, want the default profile's", p.Plugins["filter"])
+	}
+	if args := compact(p.PluginConfig["NodeResourcesFit"]); args != `{"scoringStrategy":"MostAllocated"}` {
+		t.Errorf("NodeResourcesFit args = %s", args)
+	}
+	if len(e.CustomInformers) != 1 {
+		t.Fatalf("custom informers = %+v", e.CustomInformers)
+	}
+	if args := compact(e.CustomInformers[0].SourceArgs); !strings.Contains(args, `"bearerTokenFile":"/var/run/token"`) || !strings.Contains(args, `"token":"\u003credacted\u003e"`) {
+		t.Errorf("custom informer vms's source args = %s, want the token file shown and the token redacted", args)
+	}
+	if compact(e.EventHandlerArgs) != `{"dynamicResources":[]}` {
+		t.Errorf("event handler args = %s", e.EventHandlerArgs)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, ConfigzPath, nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /configz = %d", rec.Code)
+	}
+}
