@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,7 +101,18 @@ func (p *Plugins) slot(key string) **PluginList {
 // PluginList is the plugins enabled at one extension point, in the order
 // they run.
 type PluginList struct {
+	// Plugins are the point's plugins (the list form), or the plugins
+	// to enable (the enabled/disabled form).
 	Plugins []Plugin
+	// Merge is set for the form kube-scheduler's profiles use, a mapping
+	// of enabled and disabled plugins: the default plugins stay, less the
+	// disabled ones ("*" disables them all), and the enabled ones are
+	// added after them; an enabled plugin that is also a default one
+	// takes its place (and its weight). Without it the list replaces the
+	// default plugins.
+	Merge bool
+	// Disabled are the names of the disabled plugins (Merge only).
+	Disabled []string
 	// Line is the line of the extension point's key in the file.
 	Line int
 }
@@ -189,12 +201,27 @@ func (p *profileParser) parse(n *yaml.Node) []Profile {
 	return out
 }
 
+// kubeSchedulerOnlyPoints are extension points of kube-scheduler's
+// profiles that this scheduler does not have, with what to do instead.
+var kubeSchedulerOnlyPoints = map[string]string{
+	"multiPoint": "list the plugins under each extension point (" + strings.Join(extensionKeys, ", ") + ")",
+	"preEnqueue": "scheduling gates are honoured by the default profile; PreEnqueue plugins are not supported",
+	"preBind":    "volume binding runs in the bind plugins; PreBind plugins are not supported",
+	"postBind":   "PostBind plugins are not supported",
+}
+
 // plugins decodes a profile's plugins: mapping.
 func (p *profileParser) plugins(n *yaml.Node, field string) Plugins {
 	var out Plugins
-	fields, ok := p.mapping(n, field, true, extensionKeys...)
+	known := slices.Concat(extensionKeys, slices.Sorted(maps.Keys(kubeSchedulerOnlyPoints)))
+	fields, ok := p.mapping(n, field, true, known...)
 	if !ok {
 		return out
+	}
+	for _, key := range slices.Sorted(maps.Keys(kubeSchedulerOnlyPoints)) {
+		if fields.has(key) {
+			p.bad(fields.line(key), "%s.%s is an extension point of kube-scheduler that this scheduler does not have: %s", field, key, kubeSchedulerOnlyPoints[key])
+		}
 	}
 	for _, key := range extensionKeys {
 		v := fields.value(key)
@@ -207,44 +234,90 @@ func (p *profileParser) plugins(n *yaml.Node, field string) Plugins {
 			p.bad(keyLine, "%s must be a list (write [] for no plugins, or leave %s out for the default ones)", point, key)
 			continue
 		}
-		if v.Kind != yaml.SequenceNode {
-			p.bad(v.Line, "%s must be a list of {name, weight}", point)
+		if v.Kind == yaml.MappingNode {
+			*out.slot(key) = p.enabledDisabled(v, point, key, keyLine)
 			continue
 		}
-		list := &PluginList{Plugins: []Plugin{}, Line: keyLine}
-		seen := map[string]int{}
-		for i, item := range v.Content {
-			item = resolveAlias(item)
-			entry := fmt.Sprintf("%s[%d]", point, i)
-			ef, ok := p.mapping(item, entry, false, "name", "weight")
-			if !ok {
-				continue
-			}
-			pl := Plugin{Line: item.Line}
-			name, hasName := ef.scalar(p, "name", entry)
-			switch {
-			case !hasName:
-				if !ef.has("name") {
-					p.bad(item.Line, "%s.name is required", entry)
-				}
-			case name == "":
-				p.bad(ef.line("name"), "%s.name must not be empty", entry)
-			case seen[name] != 0:
-				p.bad(item.Line, "%s.name %s is a duplicate of the entry on line %d", entry, quote(name), seen[name])
-			default:
-				seen[name] = item.Line
-			}
-			pl.Name = name
-			if w := ef.value("weight"); w != nil && !isNull(w) {
-				if key != ExtensionScore {
-					p.bad(ef.line("weight"), "%s.weight is only allowed under %s", entry, ExtensionScore)
-				} else {
-					pl.Weight = p.weight(w, entry+".weight")
-				}
-			}
-			list.Plugins = append(list.Plugins, pl)
+		if v.Kind != yaml.SequenceNode {
+			p.bad(v.Line, "%s must be a list of {name, weight}, or a mapping of enabled and disabled plugins", point)
+			continue
 		}
+		list := &PluginList{Plugins: p.pluginEntries(v, point, key), Line: keyLine}
 		*out.slot(key) = list
+	}
+	return out
+}
+
+// enabledDisabled decodes the kube-scheduler form of an extension point,
+// {enabled: [{name, weight}], disabled: [{name}]}.
+func (p *profileParser) enabledDisabled(n *yaml.Node, point, key string, keyLine int) *PluginList {
+	list := &PluginList{Plugins: []Plugin{}, Merge: true, Line: keyLine}
+	fields, ok := p.mapping(n, point, false, "enabled", "disabled")
+	if !ok {
+		return list
+	}
+	if v := fields.value("enabled"); v != nil && !isNull(v) {
+		if v.Kind != yaml.SequenceNode {
+			p.bad(v.Line, "%s.enabled must be a list of {name, weight}", point)
+		} else {
+			list.Plugins = p.pluginEntries(v, point+".enabled", key)
+			for i, pl := range list.Plugins {
+				if pl.Name == "*" {
+					p.bad(pl.Line, "%s.enabled[%d].name \"*\" can only be disabled (it stands for every default plugin)", point, i)
+				}
+			}
+		}
+	}
+	if v := fields.value("disabled"); v != nil && !isNull(v) {
+		if v.Kind != yaml.SequenceNode {
+			p.bad(v.Line, "%s.disabled must be a list of {name}", point)
+		} else {
+			for i, pl := range p.pluginEntries(v, point+".disabled", key) {
+				if pl.Weight != 0 {
+					p.bad(pl.Line, "%s.disabled[%d].weight: a disabled plugin has no weight", point, i)
+				}
+				list.Disabled = append(list.Disabled, pl.Name)
+			}
+		}
+	}
+	return list
+}
+
+// pluginEntries decodes a list of {name, weight} under the extension
+// point named by key.
+func (p *profileParser) pluginEntries(v *yaml.Node, point, key string) []Plugin {
+	out := []Plugin{}
+	seen := map[string]int{}
+	for i, item := range v.Content {
+		item = resolveAlias(item)
+		entry := fmt.Sprintf("%s[%d]", point, i)
+		ef, ok := p.mapping(item, entry, false, "name", "weight")
+		if !ok {
+			continue
+		}
+		pl := Plugin{Line: item.Line}
+		name, hasName := ef.scalar(p, "name", entry)
+		switch {
+		case !hasName:
+			if !ef.has("name") {
+				p.bad(item.Line, "%s.name is required", entry)
+			}
+		case name == "":
+			p.bad(ef.line("name"), "%s.name must not be empty", entry)
+		case seen[name] != 0:
+			p.bad(item.Line, "%s.name %s is a duplicate of the entry on line %d", entry, quote(name), seen[name])
+		default:
+			seen[name] = item.Line
+		}
+		pl.Name = name
+		if w := ef.value("weight"); w != nil && !isNull(w) {
+			if key != ExtensionScore {
+				p.bad(ef.line("weight"), "%s.weight is only allowed under %s", entry, ExtensionScore)
+			} else {
+				pl.Weight = p.weight(w, entry+".weight")
+			}
+		}
+		out = append(out, pl)
 	}
 	return out
 }

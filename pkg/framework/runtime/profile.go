@@ -134,6 +134,9 @@ func ResolveProfile(defaults ProfileSpec, cfg *config.Profile) (ProfileSpec, err
 		for _, p := range list.Plugins {
 			set = append(set, PluginRef{Name: p.Name, Weight: p.Weight})
 		}
+		if list.Merge {
+			set = mergePlugins(defaults.Plugins[point], set, list.Disabled)
+		}
 		if len(set) > 0 {
 			out.Plugins[point] = set
 		}
@@ -161,6 +164,40 @@ func ResolveProfile(defaults ProfileSpec, cfg *config.Profile) (ProfileSpec, err
 		return ProfileSpec{}, fmt.Errorf("profile %q (line %d): %w", cfg.SchedulerName, cfg.Line, err)
 	}
 	return out, nil
+}
+
+// mergePlugins applies an extension point's enabled and disabled plugins
+// to its default ones, as kube-scheduler merges a profile's plugins: the
+// defaults stay in their order, less those disabled ("*" disables them
+// all); an enabled plugin that is also a default one (still there) takes
+// its place, with its weight; the other enabled plugins follow, in their
+// order.
+func mergePlugins(defaults, enabled PluginSet, disabled []string) PluginSet {
+	all := slices.Contains(disabled, "*")
+	byName := make(map[string]PluginRef, len(enabled))
+	for _, p := range enabled {
+		byName[p.Name] = p
+	}
+	out := make(PluginSet, 0, len(defaults)+len(enabled))
+	placed := map[string]bool{}
+	if !all {
+		for _, d := range defaults {
+			if slices.Contains(disabled, d.Name) {
+				continue
+			}
+			if e, ok := byName[d.Name]; ok {
+				d = e
+			}
+			out = append(out, d)
+			placed[d.Name] = true
+		}
+	}
+	for _, e := range enabled {
+		if !placed[e.Name] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // orNone joins names with ", ", or returns "none" for an empty list.
