@@ -5,11 +5,30 @@ import (
 	"io"
 	"strings"
 
+	"gopkg.in/yaml.v3"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
+
+// strategyIsMapping reports whether the args' scoringStrategy is a
+// mapping (kube-scheduler's shape). Args that do not parse are left to
+// the strict decoder, which says what is wrong.
+func strategyIsMapping(data []byte) bool {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return false
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "scoringStrategy" {
+			return m.Content[i+1].Kind == yaml.MappingNode
+		}
+	}
+	return false
+}
 
 // ScoringStrategy says which nodes Score prefers.
 type ScoringStrategy string
@@ -56,10 +75,55 @@ func DefaultArgs() Args {
 	}
 }
 
-// decodeArgs reads args strictly, fills in defaults and validates.
+// kubeSchedulerArgs is the shape of kube-scheduler's NodeResourcesFitArgs
+// that this plugin reads: scoringStrategy as a mapping of type and
+// resources. Its other fields (ignoredResources, ignoredResourceGroups)
+// are left out, so strict decoding names them as unknown.
+type kubeSchedulerArgs struct {
+	ScoringStrategy struct {
+		Type      ScoringStrategy  `yaml:"type"`
+		Resources []ResourceWeight `yaml:"resources"`
+		// RequestedToCapacityRatio is decoded only to be refused at its
+		// line.
+		RequestedToCapacityRatio yaml.Node `yaml:"requestedToCapacityRatio"`
+	} `yaml:"scoringStrategy"`
+	Resources []ResourceWeight `yaml:"resources"`
+}
+
+// decodeArgs reads args strictly, fills in defaults and validates. Two
+// shapes are read: this plugin's own (scoringStrategy: LeastAllocated,
+// resources beside it) and kube-scheduler's (scoringStrategy: {type,
+// resources}), so that a kube-scheduler profile's args work unchanged.
 func decodeArgs(r io.Reader) (Args, error) {
 	var a Args
-	if err := pluginutil.DecodeArgs(Name, r, &a); err != nil {
+	if r == nil {
+		a.Default()
+		return a, nil
+	}
+	src := ""
+	if s, ok := r.(interface{ Source() string }); ok {
+		src = s.Source()
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Args{}, fmt.Errorf("%s args: reading: %w", Name, err)
+	}
+	if strategyIsMapping(data) {
+		var k kubeSchedulerArgs
+		if err := pluginutil.DecodeArgs(Name, config.NewSection(src, data), &k); err != nil {
+			return Args{}, err
+		}
+		if n := k.ScoringStrategy.RequestedToCapacityRatio; n.Kind != 0 {
+			return Args{}, fmt.Errorf("%s args: line %d: scoringStrategy.requestedToCapacityRatio is not supported (types: %s, %s)", Name, n.Line, LeastAllocated, MostAllocated)
+		}
+		if len(k.Resources) > 0 && len(k.ScoringStrategy.Resources) > 0 {
+			return Args{}, fmt.Errorf("%s args: resources are given twice, beside scoringStrategy and in it; keep one", Name)
+		}
+		a = Args{ScoringStrategy: k.ScoringStrategy.Type, Resources: k.Resources}
+		if len(k.ScoringStrategy.Resources) > 0 {
+			a.Resources = k.ScoringStrategy.Resources
+		}
+	} else if err := pluginutil.DecodeArgs(Name, config.NewSection(src, data), &a); err != nil {
 		return Args{}, err
 	}
 	a.Default()

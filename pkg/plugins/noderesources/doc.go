@@ -44,6 +44,16 @@
 //	- name: memory
 //	  weight: 1
 //
+// kube-scheduler's shape of the same args is read too, so that a
+// KubeSchedulerConfiguration profile's pluginConfig works unchanged:
+//
+//	scoringStrategy:
+//	  type: MostAllocated
+//	  resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}]
+//
+// Its requestedToCapacityRatio, ignoredResources and ignoredResourceGroups
+// are refused, naming the field.
+//
 // Unknown fields, an unknown strategy, an invalid or repeated resource name
 // and a weight outside 1..100 are errors naming the field.
 //
