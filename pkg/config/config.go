@@ -36,6 +36,8 @@ type File struct {
 	// file has none. Each names the plugins that schedule the pods of one
 	// spec.schedulerName, as overrides of the default profile.
 	Profiles []Profile
+	// Tuning holds the scheduler-wide settings (parallelism, backoffs).
+	Tuning Tuning
 }
 
 // EventHandler is one entry of eventHandlers.
@@ -229,7 +231,8 @@ type rawFile struct {
 	CustomInformers []rawCustomInformer `yaml:"customInformers"`
 	// Profiles is decoded node by node (see profileParser), so that errors
 	// name each field's path.
-	Profiles yaml.Node `yaml:"profiles"`
+	Profiles  yaml.Node `yaml:"profiles"`
+	rawTuning `yaml:",inline"`
 }
 
 type rawEventHandler struct {
@@ -342,6 +345,7 @@ func Parse(path string, data []byte) (*File, error) {
 		}
 		f.CustomInformers = append(f.CustomInformers, out)
 	}
+	f.Tuning = raw.tuning(root, bad)
 	if n := valueOf(root, "profiles"); n != nil {
 		pp := &profileParser{path: path, data: data, doc: &doc, bad: bad}
 		f.Profiles = pp.parse(n)

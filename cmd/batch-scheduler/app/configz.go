@@ -12,6 +12,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 )
 
 // ConfigzPath serves the effective configuration, behind the secure
@@ -33,6 +34,10 @@ type effectiveConfig struct {
 	KubeAPIQPS      float32           `json:"kubeAPIQPS"`
 	KubeAPIBurst    int               `json:"kubeAPIBurst"`
 	LeaderElection  leaderElectionOut `json:"leaderElection"`
+	// Parallelism and the backoffs as in effect (defaults filled in).
+	Parallelism              int   `json:"parallelism"`
+	PodInitialBackoffSeconds int64 `json:"podInitialBackoffSeconds"`
+	PodMaxBackoffSeconds     int64 `json:"podMaxBackoffSeconds"`
 	// EventHandlerArgs are the args of the chosen handler's entry.
 	EventHandlerArgs json.RawMessage     `json:"eventHandlerArgs,omitempty"`
 	CustomInformers  []customInformerOut `json:"customInformers,omitempty"`
@@ -66,6 +71,21 @@ type pluginOut struct {
 	Weight int64  `json:"weight,omitempty"`
 }
 
+// checkBackoffs refuses a backoff given alone that crosses the other's
+// default (the file checks the two against each other when both are
+// given).
+func checkBackoffs(t config.Tuning) error {
+	switch {
+	case t.InitialBackoff > 0 && t.MaxBackoff == 0 && t.InitialBackoff > queue.DefaultMaxBackoff:
+		return fmt.Errorf("podInitialBackoffSeconds %d is above the default podMaxBackoffSeconds (%d): set podMaxBackoffSeconds too",
+			int(t.InitialBackoff.Seconds()), int(queue.DefaultMaxBackoff.Seconds()))
+	case t.MaxBackoff > 0 && t.InitialBackoff == 0 && t.MaxBackoff < queue.DefaultInitialBackoff:
+		return fmt.Errorf("podMaxBackoffSeconds %d is below the default podInitialBackoffSeconds (%d)",
+			int(t.MaxBackoff.Seconds()), int(queue.DefaultInitialBackoff.Seconds()))
+	}
+	return nil
+}
+
 // newEffectiveConfig builds what /configz serves from the options, the
 // file (nil without --config-path) and the built profiles.
 func newEffectiveConfig(o *Options, cfg *config.File, profiles map[string]*frameworkruntime.Framework) (*effectiveConfig, error) {
@@ -75,6 +95,19 @@ func newEffectiveConfig(o *Options, cfg *config.File, profiles map[string]*frame
 		MaxEventDelay: o.MaxEventDelay.String(), BindConcurrency: o.BindConcurrency, KubeAPIQPS: o.KubeAPIQPS, KubeAPIBurst: o.KubeAPIBurst,
 		LeaderElection: leaderElectionOut{Enabled: le.Enabled, LeaseDuration: le.LeaseDuration.String(), RenewDeadline: le.RenewDeadline.String(),
 			RetryPeriod: le.RetryPeriod.String(), Lease: le.ResourceNamespace + "/" + le.ResourceName},
+	}
+	out.Parallelism = frameworkruntime.DefaultParallelism
+	out.PodInitialBackoffSeconds, out.PodMaxBackoffSeconds = int64(queue.DefaultInitialBackoff.Seconds()), int64(queue.DefaultMaxBackoff.Seconds())
+	if cfg != nil {
+		if t := cfg.Tuning; t.Parallelism > 0 {
+			out.Parallelism = t.Parallelism
+		}
+		if t := cfg.Tuning; t.InitialBackoff > 0 {
+			out.PodInitialBackoffSeconds = int64(t.InitialBackoff.Seconds())
+		}
+		if t := cfg.Tuning; t.MaxBackoff > 0 {
+			out.PodMaxBackoffSeconds = int64(t.MaxBackoff.Seconds())
+		}
 	}
 	args := map[string]map[string]*config.Section{} // scheduler name → plugin → args
 	if cfg != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
@@ -19,6 +20,8 @@ import (
 func TestConfigz(t *testing.T) {
 	const file = `apiVersion: batch-scheduler.io/v1alpha1
 kind: SchedulerConfiguration
+parallelism: 8
+podMaxBackoffSeconds: 30
 eventHandlers:
 - name: default
   args:
@@ -87,6 +90,9 @@ profiles:
 	if e.EventHandler != "default" || e.ConfigPath != "config.yaml" || !e.LeaderElection.Enabled || e.LeaderElection.Lease != "kube-system/batch-scheduler" {
 		t.Errorf("flags: %+v", e)
 	}
+	if e.Parallelism != 8 || e.PodInitialBackoffSeconds != 1 || e.PodMaxBackoffSeconds != 30 {
+		t.Errorf("tuning: parallelism %d, backoffs %d..%d s; want 8, 1..30 (the default initial backoff)", e.Parallelism, e.PodInitialBackoffSeconds, e.PodMaxBackoffSeconds)
+	}
 	if len(e.Profiles) != 1 || e.Profiles[0].SchedulerName != "batch-scheduler" {
 		t.Fatalf("profiles = %+v", e.Profiles)
 	}
@@ -113,5 +119,23 @@ profiles:
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, ConfigzPath, nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST /configz = %d", rec.Code)
+	}
+}
+
+// A backoff given alone may not cross the other's default.
+func TestCheckBackoffs(t *testing.T) {
+	for _, tt := range []struct {
+		in   config.Tuning
+		want string
+	}{
+		{config.Tuning{}, ""},
+		{config.Tuning{InitialBackoff: 5 * time.Second}, ""},
+		{config.Tuning{InitialBackoff: 20 * time.Second}, "podInitialBackoffSeconds 20 is above the default podMaxBackoffSeconds (10): set podMaxBackoffSeconds too"},
+		{config.Tuning{InitialBackoff: 20 * time.Second, MaxBackoff: 30 * time.Second}, ""},
+	} {
+		err := checkBackoffs(tt.in)
+		if (err == nil) != (tt.want == "") || err != nil && err.Error() != tt.want {
+			t.Errorf("checkBackoffs(%+v) = %v, want %q", tt.in, err, tt.want)
+		}
 	}
 }

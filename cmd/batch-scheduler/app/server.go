@@ -309,8 +309,15 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	// One informer factory for the cache and the plugins, so that a lister
 	// a plugin reads is fed by the informer the cache runs.
 	factory := informerhost.NewInformerFactory(client, 0)
+	var tuning config.Tuning
+	if cfg != nil {
+		tuning = cfg.Tuning
+	}
+	if err := checkBackoffs(tuning); err != nil {
+		return nil, usageError(fmt.Errorf("%s: %w", cfg.Path, err))
+	}
 	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder, informers: factory},
-		frameworkruntime.WithMetrics(fm))
+		frameworkruntime.WithMetrics(fm), frameworkruntime.WithParallelism(tuning.Parallelism))
 	if err != nil {
 		return nil, usageError(err)
 	}
@@ -323,7 +330,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 		DynamicClient:   dyn,
 		InformerFactory: factory,
 		Metrics:         m,
-		Queue:           queue.Options{Less: queueSort},
+		Queue:           queue.Options{Less: queueSort, InitialBackoff: tuning.InitialBackoff, MaxBackoff: tuning.MaxBackoff},
 		Resources:       resources,
 	})
 	if err != nil {
