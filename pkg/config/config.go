@@ -263,6 +263,9 @@ func Parse(path string, data []byte) (*File, error) {
 	if err := checkSizes(&doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := kubeSchedulerOnlyFields(doc.Content[0]); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	var raw rawFile
 	if err := DecodeStrict(bytes.NewReader(data), &raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -273,11 +276,14 @@ func Parse(path string, data []byte) (*File, error) {
 		problems = append(problems, fmt.Sprintf("line %d: %s", line, fmt.Sprintf(format, args...)))
 	}
 
-	if raw.APIVersion != APIVersion {
-		bad(lineOf(root, "apiVersion"), "apiVersion is %s, want %q", quote(raw.APIVersion), APIVersion)
+	// kube-scheduler's own header is accepted with the same contents: its
+	// top-level settings and profiles read the same here.
+	kube := raw.APIVersion == KubeSchedulerAPIVersion
+	if raw.APIVersion != APIVersion && !kube {
+		bad(lineOf(root, "apiVersion"), "apiVersion is %s, want %q (or kube-scheduler's %q)", quote(raw.APIVersion), APIVersion, KubeSchedulerAPIVersion)
 	}
-	if raw.Kind != Kind {
-		bad(lineOf(root, "kind"), "kind is %s, want %q", quote(raw.Kind), Kind)
+	if want := map[bool]string{false: Kind, true: KubeSchedulerKind}[kube]; raw.Kind != want {
+		bad(lineOf(root, "kind"), "kind is %s, want %q", quote(raw.Kind), want)
 	}
 
 	f := &File{Path: path}

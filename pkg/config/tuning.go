@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -67,4 +69,42 @@ func (t rawTuning) tuning(root *yaml.Node, bad func(line int, format string, arg
 		bad(lineOf(root, "percentageOfNodesToScore"), "percentageOfNodesToScore %d is not supported: this scheduler filters and scores every node (write 100, or leave it out)", *p)
 	}
 	return out
+}
+
+// KubeSchedulerKind is the kind of kube-scheduler's configuration file,
+// which --config-path accepts with KubeSchedulerAPIVersion.
+const KubeSchedulerKind = "KubeSchedulerConfiguration"
+
+// kubeSchedulerOnly are top-level settings of a kube-scheduler
+// configuration that this file does not take, with where they went.
+var kubeSchedulerOnly = map[string]string{
+	"leaderElection":                    "use the --leader-elect* flags",
+	"clientConnection":                  "use --kubeconfig, --kube-api-qps and --kube-api-burst",
+	"extenders":                         "scheduler extenders are not supported",
+	"enableProfiling":                   "use --profiling",
+	"enableContentionProfiling":         "use --contention-profiling",
+	"healthzBindAddress":                "use --secure-port and --bind-address",
+	"metricsBindAddress":                "use --secure-port and --bind-address",
+	"podMaxInUnschedulablePodsDuration": "not supported: a parked job is retried after 5 minutes",
+	"delayCacheUntilActive":             "not supported: every replica keeps its cache warm",
+	"featureGates":                      "use --feature-gates",
+}
+
+// kubeSchedulerOnlyFields reports every top-level key of root that is a
+// kube-scheduler setting this file does not take, at its line.
+func kubeSchedulerOnlyFields(root *yaml.Node) error {
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	var problems []string
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k := root.Content[i]
+		if why, ok := kubeSchedulerOnly[k.Value]; ok {
+			problems = append(problems, fmt.Sprintf("line %d: %s is a kube-scheduler setting this file does not take: %s", k.Line, k.Value, why))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s", strings.Join(problems, "; "))
 }

@@ -28,11 +28,88 @@ func TestTuning(t *testing.T) {
 		{"podMaxBackoffSeconds: -1\n", "line 3: podMaxBackoffSeconds must be between 1 and 86400, got -1"},
 		{"podInitialBackoffSeconds: 20\npodMaxBackoffSeconds: 10\n", "line 4: podMaxBackoffSeconds (10) must not be below podInitialBackoffSeconds (20)"},
 		{"percentageOfNodesToScore: 50\n", "line 3: percentageOfNodesToScore 50 is not supported: this scheduler filters and scores every node"},
-		{"clientConnection: {qps: 50}\n", "field clientConnection not found"},
+		{"clientConnection: {qps: 50}\n", "line 3: clientConnection is a kube-scheduler setting this file does not take: use --kubeconfig, --kube-api-qps and --kube-api-burst"},
+		{"extenders: []\nleaderElection: {}\n", "line 3: extenders is a kube-scheduler setting this file does not take: scheduler extenders are not supported; line 4: leaderElection"},
+		{"otherThing: 1\n", "line 3: field otherThing not found"},
 	} {
 		_, err := Parse("x.yaml", []byte(header+tt.in))
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "x.yaml: ") {
 			t.Errorf("Parse(%q) = %v, want an error containing %q", tt.in, err, tt.want)
 		}
+	}
+}
+
+// A kube-scheduler configuration file is read as it is, as far as it
+// holds what this scheduler has: the header, the tuning, the profiles
+// (enabled/disabled) and plugin args with their apiVersion and kind.
+func TestKubeSchedulerConfiguration(t *testing.T) {
+	const file = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+parallelism: 4
+profiles:
+- schedulerName: batch-scheduler
+  plugins:
+    score:
+      disabled:
+      - name: "*"
+      enabled:
+      - name: NodeResourcesFit
+        weight: 2
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: NodeResourcesFitArgs
+      scoringStrategy:
+        type: MostAllocated
+`
+	f, err := Parse("kube.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Tuning.Parallelism != 4 || len(f.Profiles) != 1 || !f.Profiles[0].Plugins.Get(ExtensionScore).Merge {
+		t.Fatalf("parsed %+v", f)
+	}
+	args := f.Profiles[0].PluginConfig[0].Args
+	r, err := WithoutTypeMeta(args.Clone(), "NodeResourcesFitArgs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		ScoringStrategy struct {
+			Type string `yaml:"type"`
+		} `yaml:"scoringStrategy"`
+	}
+	if err := DecodeStrict(r, &out); err != nil || out.ScoringStrategy.Type != "MostAllocated" {
+		t.Errorf("args without their type meta decode to %+v, %v", out, err)
+	}
+	// A bad field after the dropped lines is still reported at its line.
+	bad := strings.Replace(file, "type: MostAllocated", "typ: MostAllocated", 1)
+	f, err = Parse("kube.yaml", []byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = WithoutTypeMeta(f.Profiles[0].PluginConfig[0].Args.Clone(), "NodeResourcesFitArgs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := DecodeStrict(r, &out); err == nil || !strings.Contains(err.Error(), "kube.yaml: line 19: field typ not found") {
+		t.Errorf("bad field: %v, want it at kube.yaml line 19", err)
+	}
+	// The kind must be the plugin's, the version kube-scheduler's, and
+	// each on its own line.
+	for _, tt := range []struct{ args, want string }{
+		{"kind: TaintTolerationArgs\n", `line 1: kind is "TaintTolerationArgs", want "NodeResourcesFitArgs" (or leave it out)`},
+		{"apiVersion: kubescheduler.config.k8s.io/v1beta3\n", `line 1: apiVersion is "kubescheduler.config.k8s.io/v1beta3", want "kubescheduler.config.k8s.io/v1"`},
+		{"{kind: NodeResourcesFitArgs, scoringStrategy: {type: MostAllocated}}\n", "line 1: write kind on a line of its own, or leave it out"},
+	} {
+		_, err := WithoutTypeMeta(NewSection("a.yaml", []byte(tt.args)), "NodeResourcesFitArgs")
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("WithoutTypeMeta(%q) = %v, want %q", tt.args, err, tt.want)
+		}
+	}
+	if _, err := Parse("k.yaml", []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: SchedulerConfiguration\n")); err == nil ||
+		!strings.Contains(err.Error(), `kind is "SchedulerConfiguration", want "KubeSchedulerConfiguration"`) {
+		t.Errorf("mixed header: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,57 @@ func TestCheckBackoffs(t *testing.T) {
 		if (err == nil) != (tt.want == "") || err != nil && err.Error() != tt.want {
 			t.Errorf("checkBackoffs(%+v) = %v, want %q", tt.in, err, tt.want)
 		}
+	}
+}
+
+// A kube-scheduler configuration file builds the profile it describes:
+// enabled/disabled plugins merged with the defaults, and plugin args in
+// kube-scheduler's shape with their apiVersion and kind.
+func TestKubeSchedulerConfigurationBuilds(t *testing.T) {
+	const file = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: batch-scheduler
+  plugins:
+    score:
+      disabled:
+      - name: TaintToleration
+      enabled:
+      - name: NodeResourcesFit
+        weight: 5
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: NodeResourcesFitArgs
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - name: cpu
+          weight: 1
+  - name: TaintToleration
+    args: {}
+`
+	cfg, err := config.Parse("kube.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = buildProfiles(t.Context(), []string{"batch-scheduler"}, cfg, plugins.NewInTreeRegistry(), testHandle())
+	// TaintToleration is disabled at score but still enabled at filter,
+	// so its args are accepted.
+	if err != nil {
+		t.Fatalf("building the profile of a KubeSchedulerConfiguration: %v", err)
+	}
+	profiles, _, _ := buildProfiles(t.Context(), []string{"batch-scheduler"}, cfg, plugins.NewInTreeRegistry(), testHandle())
+	score := profiles["batch-scheduler"].ListPlugins()["score"]
+	var names []string
+	for _, p := range score {
+		names = append(names, p.Name)
+		if p.Name == "NodeResourcesFit" && p.Weight != 5 {
+			t.Errorf("NodeResourcesFit weight %d, want 5", p.Weight)
+		}
+	}
+	if slices.Contains(names, "TaintToleration") || !slices.Contains(names, "NodeResourcesFit") {
+		t.Errorf("score plugins %v: want NodeResourcesFit and not TaintToleration", names)
 	}
 }

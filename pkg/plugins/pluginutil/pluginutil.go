@@ -34,6 +34,10 @@ const EnableTaintTolerationComparisonOperators = false
 // DecodeNoArgs accepts empty args (nil, blank, "{}" or "null") and rejects
 // anything else, for plugins that take no args. The error names the plugin.
 func DecodeNoArgs(plugin string, args io.Reader) error {
+	args, err := config.WithoutTypeMeta(args, plugin+"Args")
+	if err != nil {
+		return fmt.Errorf("%s args: %w", plugin, err)
+	}
 	var none struct{}
 	if err := config.DecodeStrict(args, &none); err != nil {
 		return fmt.Errorf("%s args: the plugin takes no args: %w", plugin, err)
@@ -42,8 +46,14 @@ func DecodeNoArgs(plugin string, args io.Reader) error {
 }
 
 // DecodeArgs strictly decodes args into out (which holds the defaults) and
-// names the plugin in the error.
+// names the plugin in the error. The apiVersion and kind a kube-scheduler
+// configuration may give args (kubescheduler.config.k8s.io/v1,
+// <plugin>Args) are accepted and dropped (config.WithoutTypeMeta).
 func DecodeArgs(plugin string, args io.Reader, out any) error {
+	args, err := config.WithoutTypeMeta(args, plugin+"Args")
+	if err != nil {
+		return fmt.Errorf("%s args: %w", plugin, err)
+	}
 	if err := config.DecodeStrict(args, out); err != nil {
 		return fmt.Errorf("%s args: %w", plugin, err)
 	}
