@@ -82,3 +82,12 @@ func sharesLine(m *yaml.Node, i int) bool {
 	}
 	return false
 }
+
+// SourceOf names the file r comes from when r is a Section (or another
+// reader that knows its source), and returns "" otherwise.
+func SourceOf(r io.Reader) string {
+	if s, ok := r.(namedSource); ok {
+		return s.Source()
+	}
+	return ""
+}

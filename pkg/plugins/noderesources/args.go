@@ -100,10 +100,7 @@ func decodeArgs(r io.Reader) (Args, error) {
 		a.Default()
 		return a, nil
 	}
-	src := ""
-	if s, ok := r.(interface{ Source() string }); ok {
-		src = s.Source()
-	}
+	src := config.SourceOf(r)
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return Args{}, fmt.Errorf("%s args: reading: %w", Name, err)
