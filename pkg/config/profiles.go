@@ -295,21 +295,7 @@ func (p *profileParser) pluginEntries(v *yaml.Node, point, key string) []Plugin 
 		if !ok {
 			continue
 		}
-		pl := Plugin{Line: item.Line}
-		name, hasName := ef.scalar(p, "name", entry)
-		switch {
-		case !hasName:
-			if !ef.has("name") {
-				p.bad(item.Line, "%s.name is required", entry)
-			}
-		case name == "":
-			p.bad(ef.line("name"), "%s.name must not be empty", entry)
-		case seen[name] != 0:
-			p.bad(item.Line, "%s.name %s is a duplicate of the entry on line %d", entry, quote(name), seen[name])
-		default:
-			seen[name] = item.Line
-		}
-		pl.Name = name
+		pl := Plugin{Line: item.Line, Name: p.entryName(ef, item, entry, seen)}
 		if w := ef.value("weight"); w != nil && !isNull(w) {
 			if key != ExtensionScore {
 				p.bad(ef.line("weight"), "%s.weight is only allowed under %s", entry, ExtensionScore)
@@ -359,21 +345,7 @@ func (p *profileParser) pluginConfig(n *yaml.Node, field string) []PluginConfig 
 		if !ok {
 			continue
 		}
-		pc := PluginConfig{Line: item.Line}
-		name, hasName := fields.scalar(p, "name", entry)
-		switch {
-		case !hasName:
-			if !fields.has("name") {
-				p.bad(item.Line, "%s.name is required", entry)
-			}
-		case name == "":
-			p.bad(fields.line("name"), "%s.name must not be empty", entry)
-		case seen[name] != 0:
-			p.bad(item.Line, "%s.name %s is a duplicate of the entry on line %d", entry, quote(name), seen[name])
-		default:
-			seen[name] = item.Line
-		}
-		pc.Name = name
+		pc := PluginConfig{Line: item.Line, Name: p.entryName(fields, item, entry, seen)}
 		if args := fields.value("args"); args != nil && !isNull(args) {
 			if args.Kind != yaml.MappingNode {
 				p.bad(args.Line, "%s.args must be a mapping", entry)
@@ -384,6 +356,26 @@ func (p *profileParser) pluginConfig(n *yaml.Node, field string) []PluginConfig 
 		out = append(out, pc)
 	}
 	return out
+}
+
+// entryName returns the name: of a list entry (item, decoded into
+// fields), reporting it when missing, empty or a duplicate of an earlier
+// entry of the list; seen maps the names so far to their lines.
+func (p *profileParser) entryName(fields nodeFields, item *yaml.Node, entry string, seen map[string]int) string {
+	name, hasName := fields.scalar(p, "name", entry)
+	switch {
+	case !hasName:
+		if !fields.has("name") {
+			p.bad(item.Line, "%s.name is required", entry)
+		}
+	case name == "":
+		p.bad(fields.line("name"), "%s.name must not be empty", entry)
+	case seen[name] != 0:
+		p.bad(item.Line, "%s.name %s is a duplicate of the entry on line %d", entry, quote(name), seen[name])
+	default:
+		seen[name] = item.Line
+	}
+	return name
 }
 
 // nodeFields is a decoded mapping: each known key's key and value nodes.
