@@ -12,10 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
-	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
-	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 )
 
 // repoRoot is the repository's top directory, seen from this package's
@@ -106,17 +104,8 @@ func registeredBase(name string, known map[string]bool) string {
 func registeredMetricNames(t *testing.T) []string {
 	t.Helper()
 	reg := &recordingRegistry{Registry: prometheus.NewPedanticRegistry()}
-	if _, err := metrics.New(reg); err != nil {
-		t.Fatalf("metrics.New: %v", err)
-	}
-	if _, err := scheduler.NewMetrics(reg); err != nil {
-		t.Fatalf("scheduler.NewMetrics: %v", err)
-	}
-	if _, err := custominformer.NewMetrics(reg); err != nil {
-		t.Fatalf("custominformer.NewMetrics: %v", err)
-	}
-	if _, err := frameworkruntime.NewMetrics(reg); err != nil {
-		t.Fatalf("frameworkruntime.NewMetrics: %v", err)
+	if _, err := app.NewMetrics(reg); err != nil {
+		t.Fatalf("app.NewMetrics: %v", err)
 	}
 	seen := map[string]bool{}
 	for _, c := range reg.collectors {

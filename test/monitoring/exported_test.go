@@ -19,11 +19,8 @@ import (
 	// The command's package, for what it registers in the legacy registry
 	// when imported (serving.go's client-go and leader election metrics
 	// providers): the same registry metricsHandler serves.
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	_ "github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
-	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
-	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
-	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
-	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 )
 
 // metricKind says which series names a metric family has.
@@ -68,17 +65,8 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metricKind, error) {
 		out[n] = k
 	}
 	own := &recordingRegistry{Registry: prometheus.NewPedanticRegistry()}
-	if _, err := metrics.New(own); err != nil {
-		return nil, fmt.Errorf("metrics.New: %w", err)
-	}
-	if _, err := scheduler.NewMetrics(own); err != nil {
-		return nil, fmt.Errorf("scheduler.NewMetrics: %w", err)
-	}
-	if _, err := custominformer.NewMetrics(own); err != nil {
-		return nil, fmt.Errorf("custominformer.NewMetrics: %w", err)
-	}
-	if _, err := frameworkruntime.NewMetrics(own); err != nil {
-		return nil, fmt.Errorf("frameworkruntime.NewMetrics: %w", err)
+	if _, err := app.NewMetrics(own); err != nil {
+		return nil, fmt.Errorf("app.NewMetrics: %w", err)
 	}
 	for _, c := range own.collectors {
 		names, err := describedNames(c)

@@ -45,7 +45,6 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/intree"
-	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 )
 
 // Option customises the command, for out-of-tree builds.
@@ -280,18 +279,11 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	// The batch_scheduler_* metrics, served next to the legacy registry's
 	// (which has the process and Go collectors); see metricsHandler.
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
+	all, err := NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	sm, err := scheduler.NewMetrics(reg)
-	if err != nil {
-		return nil, err
-	}
-	fm, err := frameworkruntime.NewMetrics(reg)
-	if err != nil {
-		return nil, err
-	}
+	m, sm, fm := all.Core, all.Scheduler, all.Framework
 	eventsConfig := protobufConfig(restConfig)
 	eventsConfig.QPS, eventsConfig.Burst = o.EventsQPS, o.EventsBurst
 	eventClient, err := kubernetes.NewForConfig(eventsConfig)
@@ -341,12 +333,8 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 		return nil, usageError(err)
 	}
 	if cfg != nil && len(cfg.CustomInformers) > 0 {
-		cim, err := custominformer.NewMetrics(reg)
-		if err != nil {
-			return nil, err
-		}
 		for _, ci := range cfg.CustomInformers {
-			b, err := custominformer.Build(ctx, regs.sources, cfg.Path, ci, custominformer.WithMetrics(cim))
+			b, err := custominformer.Build(ctx, regs.sources, cfg.Path, ci, custominformer.WithMetrics(all.CustomInformers))
 			if err != nil {
 				return nil, usageError(err)
 			}
