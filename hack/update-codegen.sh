@@ -7,6 +7,9 @@
 #   pkg/generated/clientset/versioned/...                       client-gen
 #   pkg/generated/listers/...                                   lister-gen
 #   pkg/generated/informers/externalversions/...                informer-gen
+#   pkg/apis/config{,/v1alpha1}/zz_generated.deepcopy.go        deepcopy-gen
+#   pkg/apis/config/v1alpha1/zz_generated.conversion.go         conversion-gen
+#   pkg/apis/config/v1alpha1/zz_generated.defaults.go           defaulter-gen
 #
 # The generators are pinned as Go tools in hack/tools/codegen/go.mod (a
 # module of its own, so their dependencies never reach the root go.mod) and
@@ -92,5 +95,16 @@ tool informer-gen \
   --output-dir "${OUT_DIR}/informers" \
   --output-pkg "${OUT_PKG}/informers" \
   "${input_pkgs[@]}"
+
+# The configuration file's API (pkg/apis/config): an internal hub version
+# and the versioned forms that convert to it, as Kubernetes components
+# define their component configuration. Never served by an API server, so
+# no CRD or client.
+CONFIG_PKGS=("${APIS_PKG}/config" "${APIS_PKG}/config/v1alpha1")
+rm -f pkg/apis/config/zz_generated.*.go pkg/apis/config/v1alpha1/zz_generated.*.go
+log "configuration API: deepcopy, defaults, conversions"
+tool deepcopy-gen --go-header-file "${HEADER}" --output-file zz_generated.deepcopy.go "${CONFIG_PKGS[@]}"
+tool defaulter-gen --go-header-file "${HEADER}" --output-file zz_generated.defaults.go "${APIS_PKG}/config/v1alpha1"
+tool conversion-gen --go-header-file "${HEADER}" --output-file zz_generated.conversion.go "${APIS_PKG}/config/v1alpha1"
 
 log "done in $((SECONDS - start))s"

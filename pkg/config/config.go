@@ -12,7 +12,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 // APIVersion and Kind identify the configuration file format.
@@ -36,8 +37,14 @@ type File struct {
 	// file has none. Each names the plugins that schedule the pods of one
 	// spec.schedulerName, as overrides of the default profile.
 	Profiles []Profile
-	// Tuning holds the scheduler-wide settings (parallelism, backoffs).
+	// Tuning holds the scheduler-wide settings (parallelism, backoffs),
+	// defaulted.
 	Tuning Tuning
+	// API is the file as the configuration API's internal version
+	// (pkg/apis/config): decoded strictly, defaulted and validated. The
+	// fields above are read from it, with the file's line numbers and
+	// each plugin's and handler's args as a Section.
+	API *configapi.SchedulerConfiguration
 }
 
 // EventHandler is one entry of eventHandlers.
@@ -287,18 +294,9 @@ func Parse(path string, data []byte) (*File, error) {
 	}
 
 	f := &File{Path: path}
-	seen := map[string]int{}
 	for i, h := range raw.EventHandlers {
 		line := entryLine(root, "eventHandlers", i)
 		field := fmt.Sprintf("eventHandlers[%d]", i)
-		switch {
-		case h.Name == "":
-			bad(line, "%s.name is required", field)
-		case seen[h.Name] != 0:
-			bad(line, "%s.name %s is a duplicate of the entry on line %d", field, quote(h.Name), seen[h.Name])
-		default:
-			seen[h.Name] = line
-		}
 		eh := EventHandler{Name: h.Name, Line: line}
 		if h.Args.Kind != 0 && !isNull(&h.Args) {
 			if h.Args.Kind != yaml.MappingNode {
@@ -310,28 +308,11 @@ func Parse(path string, data []byte) (*File, error) {
 		f.EventHandlers = append(f.EventHandlers, eh)
 	}
 
-	informerLines := map[string]int{}
 	for i, ci := range raw.CustomInformers {
 		line := entryLine(root, "customInformers", i)
 		field := fmt.Sprintf("customInformers[%d]", i)
 		if ci.Name != "" {
 			field = fmt.Sprintf("customInformers[%d] (%s)", i, shorten(ci.Name))
-		}
-		switch {
-		case ci.Name == "":
-			bad(line, "%s.name is required", field)
-		case len(validation.IsDNS1123Label(ci.Name)) > 0:
-			bad(line, "%s.name %s must be a DNS-1123 label: %s", field, quote(ci.Name), strings.Join(validation.IsDNS1123Label(ci.Name), "; "))
-		case informerLines[ci.Name] != 0:
-			bad(line, "%s.name %s is a duplicate of the entry on line %d", field, quote(ci.Name), informerLines[ci.Name])
-		default:
-			informerLines[ci.Name] = line
-		}
-		if ci.Resource == "" {
-			bad(line, "%s.resource is required", field)
-		}
-		if ci.ResyncPeriod < 0 {
-			bad(line, "%s.resyncPeriod must not be negative, got %s", field, ci.ResyncPeriod)
 		}
 		out := CustomInformer{Name: ci.Name, Resource: ci.Resource, ResyncPeriod: ci.ResyncPeriod, Line: line}
 		switch {
@@ -351,10 +332,15 @@ func Parse(path string, data []byte) (*File, error) {
 		}
 		f.CustomInformers = append(f.CustomInformers, out)
 	}
-	f.Tuning = raw.tuning(root, bad)
 	if n := valueOf(root, "profiles"); n != nil {
 		pp := &profileParser{path: path, data: data, doc: &doc, bad: bad}
 		f.Profiles = pp.parse(n)
+	}
+	if len(problems) == 0 {
+		// The file's structure is right: decode it through the API's
+		// scheme (defaults, conversion to the internal version) and
+		// validate what it says.
+		f.API, problems = decodeAPI(root)
 	}
 	if len(problems) > maxProblems {
 		more := len(problems) - maxProblems
@@ -363,6 +349,7 @@ func Parse(path string, data []byte) (*File, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))
 	}
+	f.Tuning = tuningOf(f.API)
 	return f, nil
 }
 

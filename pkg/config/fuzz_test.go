@@ -1,10 +1,14 @@
 package config
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 // fuzzPath is the file name Parse is given; every error must name it.
@@ -126,6 +130,8 @@ func checkFile(t *testing.T, file *File, data []byte) {
 		checkSection(what+".source."+ci.SourceType, ci.SourceArgs)
 	}
 
+	checkAPI(t, file)
+
 	profiles := map[string]bool{}
 	for i, p := range file.Profiles {
 		what := "profiles[" + p.SchedulerName + "]"
@@ -174,4 +180,80 @@ func checkFile(t *testing.T, file *File, data []byte) {
 			checkSection(what+".pluginConfig."+pc.Name, pc.Args)
 		}
 	}
+}
+
+// checkAPI checks that the file's API object, decoded through the scheme,
+// says what the structural pass read: the same entries, names and
+// plugins.
+func checkAPI(t *testing.T, file *File) {
+	t.Helper()
+	api := file.API
+	if api == nil {
+		t.Fatal("File.API is nil for an accepted file")
+	}
+	if len(api.EventHandlers) != len(file.EventHandlers) || len(api.CustomInformers) != len(file.CustomInformers) || len(api.Profiles) != len(file.Profiles) {
+		t.Fatalf("API has %d handlers, %d informers, %d profiles; the file %d, %d, %d", len(api.EventHandlers), len(api.CustomInformers),
+			len(api.Profiles), len(file.EventHandlers), len(file.CustomInformers), len(file.Profiles))
+	}
+	for i, h := range file.EventHandlers {
+		if api.EventHandlers[i].Name != h.Name {
+			t.Errorf("eventHandlers[%d]: API name %q, file %q", i, api.EventHandlers[i].Name, h.Name)
+		}
+	}
+	for i, ci := range file.CustomInformers {
+		a := api.CustomInformers[i]
+		if a.Name != ci.Name || a.Resource != ci.Resource || a.ResyncPeriod.Duration != ci.ResyncPeriod {
+			t.Errorf("customInformers[%d]: API %s/%s/%s, file %s/%s/%s", i, a.Name, a.Resource, a.ResyncPeriod.Duration, ci.Name, ci.Resource, ci.ResyncPeriod)
+		}
+		if _, ok := a.Source[ci.SourceType]; !ok || len(a.Source) != 1 {
+			t.Errorf("customInformers[%d]: API source %v, file %q", i, a.Source, ci.SourceType)
+		}
+	}
+	for i, p := range file.Profiles {
+		a := api.Profiles[i]
+		if a.SchedulerName != p.SchedulerName {
+			t.Errorf("profiles[%d]: API schedulerName %q, file %q", i, a.SchedulerName, p.SchedulerName)
+		}
+		for _, key := range extensionKeys {
+			list, set := p.Plugins.Get(key), apiPluginSet(a.Plugins, key)
+			if (list == nil) != (set == nil) {
+				t.Errorf("profiles[%d].plugins.%s: in the file %v, in the API %v", i, key, list != nil, set != nil)
+				continue
+			}
+			if list == nil {
+				continue
+			}
+			var want, got []string
+			for _, pl := range list.Plugins {
+				want = append(want, fmt.Sprintf("%s/%d", pl.Name, pl.Weight))
+			}
+			for _, pl := range set.Enabled {
+				got = append(got, fmt.Sprintf("%s/%d", pl.Name, pl.Weight))
+			}
+			disabled := list.Disabled
+			if !list.Merge {
+				disabled = []string{"*"} // the list form replaces the defaults
+			}
+			var gotDisabled []string
+			for _, pl := range set.Disabled {
+				gotDisabled = append(gotDisabled, pl.Name)
+			}
+			if !slices.Equal(want, got) || !slices.Equal(disabled, gotDisabled) {
+				t.Errorf("profiles[%d].plugins.%s: file enables %v and disables %v, the API %v and %v", i, key, want, disabled, got, gotDisabled)
+			}
+		}
+		if len(a.PluginConfig) != len(p.PluginConfig) {
+			t.Errorf("profiles[%d]: API has %d pluginConfig entries, the file %d", i, len(a.PluginConfig), len(p.PluginConfig))
+		}
+	}
+}
+
+func apiPluginSet(p *configapi.Plugins, key string) *configapi.PluginSet {
+	if p == nil {
+		return nil
+	}
+	return map[string]*configapi.PluginSet{
+		ExtensionQueueSort: p.QueueSort, ExtensionPreFilter: p.PreFilter, ExtensionFilter: p.Filter, ExtensionPreScore: p.PreScore,
+		ExtensionScore: p.Score, ExtensionReserve: p.Reserve, ExtensionPermit: p.Permit, ExtensionPostFilter: p.PostFilter, ExtensionBind: p.Bind,
+	}[key]
 }

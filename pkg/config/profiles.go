@@ -3,12 +3,12 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Extension point keys under a profile's plugins:, in the order a
@@ -160,7 +160,6 @@ func (p *profileParser) parse(n *yaml.Node) []Profile {
 		return nil
 	}
 	var out []Profile
-	seen := map[string]int{}
 	for i, item := range n.Content {
 		item = resolveAlias(item)
 		prof := Profile{Line: item.Line}
@@ -173,22 +172,7 @@ func (p *profileParser) parse(n *yaml.Node) []Profile {
 		if !ok {
 			continue
 		}
-		name, hasName := fields.scalar(p, "schedulerName", field)
-		switch {
-		case !hasName:
-			if !fields.has("schedulerName") {
-				p.bad(item.Line, "%s.schedulerName is required", field)
-			}
-		case name == "":
-			p.bad(fields.line("schedulerName"), "%s.schedulerName must not be empty", field)
-		case len(validation.IsDNS1123Subdomain(name)) > 0:
-			p.bad(fields.line("schedulerName"), "%s.schedulerName %s must be a DNS-1123 subdomain: %s",
-				field, quote(name), strings.Join(validation.IsDNS1123Subdomain(name), "; "))
-		case seen[name] != 0:
-			p.bad(item.Line, "%s.schedulerName %s is a duplicate of the profile on line %d", field, quote(name), seen[name])
-		default:
-			seen[name] = item.Line
-		}
+		name, _ := fields.scalar(p, "schedulerName", field)
 		prof.SchedulerName = name
 		if v := fields.value("plugins"); v != nil {
 			prof.Plugins = p.plugins(v, field+".plugins")
@@ -242,7 +226,7 @@ func (p *profileParser) plugins(n *yaml.Node, field string) Plugins {
 			p.bad(v.Line, "%s must be a list of {name, weight}, or a mapping of enabled and disabled plugins", point)
 			continue
 		}
-		list := &PluginList{Plugins: p.pluginEntries(v, point, key), Line: keyLine}
+		list := &PluginList{Plugins: p.pluginEntries(v, point), Line: keyLine}
 		*out.slot(key) = list
 	}
 	return out
@@ -260,22 +244,14 @@ func (p *profileParser) enabledDisabled(n *yaml.Node, point, key string, keyLine
 		if v.Kind != yaml.SequenceNode {
 			p.bad(v.Line, "%s.enabled must be a list of {name, weight}", point)
 		} else {
-			list.Plugins = p.pluginEntries(v, point+".enabled", key)
-			for i, pl := range list.Plugins {
-				if pl.Name == "*" {
-					p.bad(pl.Line, "%s.enabled[%d].name \"*\" can only be disabled (it stands for every default plugin)", point, i)
-				}
-			}
+			list.Plugins = p.pluginEntries(v, point+".enabled")
 		}
 	}
 	if v := fields.value("disabled"); v != nil && !isNull(v) {
 		if v.Kind != yaml.SequenceNode {
 			p.bad(v.Line, "%s.disabled must be a list of {name}", point)
 		} else {
-			for i, pl := range p.pluginEntries(v, point+".disabled", key) {
-				if pl.Weight != 0 {
-					p.bad(pl.Line, "%s.disabled[%d].weight: a disabled plugin has no weight", point, i)
-				}
+			for _, pl := range p.pluginEntries(v, point+".disabled") {
 				list.Disabled = append(list.Disabled, pl.Name)
 			}
 		}
@@ -283,11 +259,11 @@ func (p *profileParser) enabledDisabled(n *yaml.Node, point, key string, keyLine
 	return list
 }
 
-// pluginEntries decodes a list of {name, weight} under the extension
-// point named by key.
-func (p *profileParser) pluginEntries(v *yaml.Node, point, key string) []Plugin {
+// pluginEntries decodes a list of {name, weight} of an extension point.
+// Which names and weights the point takes is the API validation's
+// concern.
+func (p *profileParser) pluginEntries(v *yaml.Node, point string) []Plugin {
 	out := []Plugin{}
-	seen := map[string]int{}
 	for i, item := range v.Content {
 		item = resolveAlias(item)
 		entry := fmt.Sprintf("%s[%d]", point, i)
@@ -295,13 +271,9 @@ func (p *profileParser) pluginEntries(v *yaml.Node, point, key string) []Plugin 
 		if !ok {
 			continue
 		}
-		pl := Plugin{Line: item.Line, Name: p.entryName(ef, item, entry, seen)}
+		pl := Plugin{Line: item.Line, Name: p.entryName(ef, entry)}
 		if w := ef.value("weight"); w != nil && !isNull(w) {
-			if key != ExtensionScore {
-				p.bad(ef.line("weight"), "%s.weight is only allowed under %s", entry, ExtensionScore)
-			} else {
-				pl.Weight = p.weight(w, entry+".weight")
-			}
+			pl.Weight = p.weight(w, entry+".weight")
 		}
 		out = append(out, pl)
 	}
@@ -320,8 +292,8 @@ func (p *profileParser) weight(n *yaml.Node, field string) int64 {
 		p.bad(n.Line, "%s must be an integer, got %s", field, strconv.Quote(n.Value))
 		return 0
 	}
-	if w < 1 {
-		p.bad(n.Line, "%s must be at least 1, got %d", field, w)
+	if w < 1 || w > math.MaxInt32 {
+		p.bad(n.Line, "%s must be between 1 and %d, got %d", field, math.MaxInt32, w)
 		return 0
 	}
 	return w
@@ -337,7 +309,6 @@ func (p *profileParser) pluginConfig(n *yaml.Node, field string) []PluginConfig 
 		return nil
 	}
 	var out []PluginConfig
-	seen := map[string]int{}
 	for i, item := range n.Content {
 		item = resolveAlias(item)
 		entry := fmt.Sprintf("%s[%d]", field, i)
@@ -345,7 +316,7 @@ func (p *profileParser) pluginConfig(n *yaml.Node, field string) []PluginConfig 
 		if !ok {
 			continue
 		}
-		pc := PluginConfig{Line: item.Line, Name: p.entryName(fields, item, entry, seen)}
+		pc := PluginConfig{Line: item.Line, Name: p.entryName(fields, entry)}
 		if args := fields.value("args"); args != nil && !isNull(args) {
 			if args.Kind != yaml.MappingNode {
 				p.bad(args.Line, "%s.args must be a mapping", entry)
@@ -358,23 +329,10 @@ func (p *profileParser) pluginConfig(n *yaml.Node, field string) []PluginConfig 
 	return out
 }
 
-// entryName returns the name: of a list entry (item, decoded into
-// fields), reporting it when missing, empty or a duplicate of an earlier
-// entry of the list; seen maps the names so far to their lines.
-func (p *profileParser) entryName(fields nodeFields, item *yaml.Node, entry string, seen map[string]int) string {
-	name, hasName := fields.scalar(p, "name", entry)
-	switch {
-	case !hasName:
-		if !fields.has("name") {
-			p.bad(item.Line, "%s.name is required", entry)
-		}
-	case name == "":
-		p.bad(fields.line("name"), "%s.name must not be empty", entry)
-	case seen[name] != 0:
-		p.bad(item.Line, "%s.name %s is a duplicate of the entry on line %d", entry, quote(name), seen[name])
-	default:
-		seen[name] = item.Line
-	}
+// entryName returns the name: of a list entry (decoded into fields);
+// whether it is given and unique is the API validation's concern.
+func (p *profileParser) entryName(fields nodeFields, entry string) string {
+	name, _ := fields.scalar(p, "name", entry)
 	return name
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 // Tuning holds the scheduler-wide settings a kube-scheduler
@@ -20,8 +22,8 @@ type Tuning struct {
 	InitialBackoff, MaxBackoff time.Duration
 }
 
-// rawTuning is Tuning as written, plus kube-scheduler settings that are
-// read only to be judged.
+// rawTuning is Tuning as written, for the structural pass of Parse (the
+// values are judged by the API's validation).
 type rawTuning struct {
 	Parallelism              *int64 `yaml:"parallelism"`
 	PodInitialBackoffSeconds *int64 `yaml:"podInitialBackoffSeconds"`
@@ -31,44 +33,17 @@ type rawTuning struct {
 	PercentageOfNodesToScore *int64 `yaml:"percentageOfNodesToScore"`
 }
 
-// maxParallelism bounds parallelism: more goroutines than this only
-// contend.
-const maxParallelism = 1024
-
-// tuning validates t, reporting each problem at its key's line.
-func (t rawTuning) tuning(root *yaml.Node, bad func(line int, format string, args ...any)) Tuning {
-	var out Tuning
-	if p := t.Parallelism; p != nil {
-		if *p < 1 || *p > maxParallelism {
-			bad(lineOf(root, "parallelism"), "parallelism must be between 1 and %d, got %d", maxParallelism, *p)
-		} else {
-			out.Parallelism = int(*p)
-		}
+// tuningOf reads the scheduler-wide settings of the decoded, defaulted
+// file.
+func tuningOf(cfg *configapi.SchedulerConfiguration) Tuning {
+	if cfg == nil {
+		return Tuning{}
 	}
-	// A day: longer backoffs are a mistake, and seconds beyond it would
-	// overflow a Duration long before they made sense.
-	const maxBackoffSeconds = 24 * 60 * 60
-	if b := t.PodInitialBackoffSeconds; b != nil {
-		if *b < 1 || *b > maxBackoffSeconds {
-			bad(lineOf(root, "podInitialBackoffSeconds"), "podInitialBackoffSeconds must be between 1 and %d, got %d", maxBackoffSeconds, *b)
-		} else {
-			out.InitialBackoff = time.Duration(*b) * time.Second
-		}
+	return Tuning{
+		Parallelism:    int(cfg.Parallelism),
+		InitialBackoff: time.Duration(cfg.PodInitialBackoffSeconds) * time.Second,
+		MaxBackoff:     time.Duration(cfg.PodMaxBackoffSeconds) * time.Second,
 	}
-	if b := t.PodMaxBackoffSeconds; b != nil {
-		if *b < 1 || *b > maxBackoffSeconds {
-			bad(lineOf(root, "podMaxBackoffSeconds"), "podMaxBackoffSeconds must be between 1 and %d, got %d", maxBackoffSeconds, *b)
-		} else {
-			out.MaxBackoff = time.Duration(*b) * time.Second
-		}
-	}
-	if out.InitialBackoff > 0 && out.MaxBackoff > 0 && out.MaxBackoff < out.InitialBackoff {
-		bad(lineOf(root, "podMaxBackoffSeconds"), "podMaxBackoffSeconds (%d) must not be below podInitialBackoffSeconds (%d)", *t.PodMaxBackoffSeconds, *t.PodInitialBackoffSeconds)
-	}
-	if p := t.PercentageOfNodesToScore; p != nil && *p != 0 && *p != 100 {
-		bad(lineOf(root, "percentageOfNodesToScore"), "percentageOfNodesToScore %d is not supported: this scheduler filters and scores every node (write 100, or leave it out)", *p)
-	}
-	return out
 }
 
 // KubeSchedulerKind is the kind of kube-scheduler's configuration file,

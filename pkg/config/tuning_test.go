@@ -16,18 +16,23 @@ func TestTuning(t *testing.T) {
 		t.Errorf("Tuning = %+v, want %+v", f.Tuning, want)
 	}
 	f, err = Parse("x.yaml", []byte(header))
-	if err != nil || f.Tuning != (Tuning{}) {
-		t.Errorf("no tuning: %+v, %v", f.Tuning, err)
+	// Left out, the settings take the API's defaults.
+	if want := (Tuning{Parallelism: 16, InitialBackoff: time.Second, MaxBackoff: 10 * time.Second}); err != nil || f.Tuning != want {
+		t.Errorf("no tuning: %+v, %v; want %+v", f.Tuning, err, want)
+	}
+	// A backoff given alone is checked against the other's default.
+	if _, err := Parse("x.yaml", []byte(header+"podInitialBackoffSeconds: 30\n")); err == nil || !strings.Contains(err.Error(), "podMaxBackoffSeconds: Invalid value: 10: must not be below podInitialBackoffSeconds") {
+		t.Errorf("initial backoff above the default maximum: %v", err)
 	}
 
 	for _, tt := range []struct{ in, want string }{
-		{"parallelism: 0\n", "line 3: parallelism must be between 1 and 1024, got 0"},
-		{"parallelism: 5000\n", "line 3: parallelism must be between 1 and 1024, got 5000"},
+		{"parallelism: 0\n", "line 3: parallelism: Invalid value: 0: must be between 1 and 1024"},
+		{"parallelism: 5000\n", "line 3: parallelism: Invalid value: 5000: must be between 1 and 1024"},
 		{"parallelism: many\n", "line 3"},
-		{"podInitialBackoffSeconds: 0\n", "line 3: podInitialBackoffSeconds must be between 1 and 86400, got 0"},
-		{"podMaxBackoffSeconds: -1\n", "line 3: podMaxBackoffSeconds must be between 1 and 86400, got -1"},
-		{"podInitialBackoffSeconds: 20\npodMaxBackoffSeconds: 10\n", "line 4: podMaxBackoffSeconds (10) must not be below podInitialBackoffSeconds (20)"},
-		{"percentageOfNodesToScore: 50\n", "line 3: percentageOfNodesToScore 50 is not supported: this scheduler filters and scores every node"},
+		{"podInitialBackoffSeconds: 0\n", "line 3: podInitialBackoffSeconds: Invalid value: 0: must be between 1 and 86400"},
+		{"podMaxBackoffSeconds: -1\n", "line 3: podMaxBackoffSeconds: Invalid value: -1: must be between 1 and 86400"},
+		{"podInitialBackoffSeconds: 20\npodMaxBackoffSeconds: 10\n", "line 4: podMaxBackoffSeconds: Invalid value: 10: must not be below podInitialBackoffSeconds"},
+		{"percentageOfNodesToScore: 50\n", "line 3: percentageOfNodesToScore: Invalid value: 50: not supported: this scheduler filters and scores every node"},
 		{"clientConnection: {qps: 50}\n", "line 3: clientConnection is a kube-scheduler setting this file does not take: use --kubeconfig, --kube-api-qps and --kube-api-burst"},
 		{"extenders: []\nleaderElection: {}\n", "line 3: extenders is a kube-scheduler setting this file does not take: scheduler extenders are not supported; line 4: leaderElection"},
 		{"otherThing: 1\n", "line 3: field otherThing not found"},

@@ -4,6 +4,9 @@ go 1.26.0
 
 tool (
 	k8s.io/code-generator/cmd/client-gen
+	k8s.io/code-generator/cmd/conversion-gen
+	k8s.io/code-generator/cmd/deepcopy-gen
+	k8s.io/code-generator/cmd/defaulter-gen
 	k8s.io/code-generator/cmd/informer-gen
 	k8s.io/code-generator/cmd/lister-gen
 	sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -1,0 +1,33 @@
+// Package scheme holds the runtime.Scheme of the configuration file API
+// and its codecs. Decoding is strict: a field the version does not have,
+// or one given twice, is an error.
+package scheme
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config/v1alpha1"
+)
+
+var (
+	// Scheme knows the internal version and every served version of the
+	// configuration, their defaults and conversions.
+	Scheme = runtime.NewScheme()
+	// Codecs decode strictly into the internal version (defaulting on the
+	// way) and encode into a versioned one.
+	Codecs = serializer.NewCodecFactory(Scheme, serializer.EnableStrict)
+)
+
+func init() {
+	AddToScheme(Scheme)
+}
+
+// AddToScheme adds every version of the configuration API to s.
+func AddToScheme(s *runtime.Scheme) {
+	utilruntime.Must(config.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(s.SetVersionPriority(v1alpha1.SchemeGroupVersion))
+}

@@ -1,0 +1,42 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of the configuration file.
+const GroupName = "batch-scheduler.io"
+
+// SchemeGroupVersion is the group and version of this package's types.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+// KubeSchedulerGroupVersion and KubeSchedulerKind are kube-scheduler's
+// configuration header, which decodes into SchedulerConfiguration too.
+var KubeSchedulerGroupVersion = schema.GroupVersion{Group: "kubescheduler.config.k8s.io", Version: "v1"}
+
+// KubeSchedulerKind is the kind of kube-scheduler's configuration file.
+const KubeSchedulerKind = "KubeSchedulerConfiguration"
+
+var (
+	localSchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes, addDefaultingFuncs)
+	// AddToScheme adds the types, their defaults and their conversions to
+	// a scheme.
+	AddToScheme = localSchemeBuilder.AddToScheme
+)
+
+func init() {
+	// The generated conversions register themselves here
+	// (zz_generated.conversion.go).
+	localSchemeBuilder.Register(RegisterConversions)
+}
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &SchedulerConfiguration{})
+	scheme.AddKnownTypeWithName(KubeSchedulerGroupVersion.WithKind(KubeSchedulerKind), &SchedulerConfiguration{})
+	return nil
+}
+
+func addDefaultingFuncs(scheme *runtime.Scheme) error {
+	return RegisterDefaults(scheme)
+}

@@ -1,0 +1,184 @@
+// Package validation checks a configuration (the internal version of the
+// configuration file API) and returns every problem with its field path,
+// e.g. "profiles[0].plugins.score.enabled[1].weight". pkg/config adds
+// the line of the file each path points to.
+package validation
+
+import (
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+)
+
+// Bounds of the scheduler-wide settings.
+const (
+	// MaxParallelism bounds parallelism: more goroutines than this only
+	// contend.
+	MaxParallelism = 1024
+	// MaxBackoffSeconds bounds the backoffs at a day: longer ones are a
+	// mistake, and seconds beyond it would overflow a time.Duration long
+	// before they made sense.
+	MaxBackoffSeconds = 24 * 60 * 60
+)
+
+// AllPlugins is the plugin name that, disabled, stands for every default
+// plugin of an extension point.
+const AllPlugins = "*"
+
+// ValidateSchedulerConfiguration returns every problem of cfg, defaulted.
+func ValidateSchedulerConfiguration(cfg *config.SchedulerConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateTuning(cfg)...)
+
+	handlers := field.NewPath("eventHandlers")
+	seen := sets.New[string]()
+	for i, h := range cfg.EventHandlers {
+		p := handlers.Index(i).Child("name")
+		switch {
+		case h.Name == "":
+			errs = append(errs, field.Required(p, "the name of a registered event handler"))
+		case seen.Has(h.Name):
+			errs = append(errs, field.Duplicate(p, h.Name))
+		}
+		seen.Insert(h.Name)
+	}
+
+	informers := field.NewPath("customInformers")
+	seen = sets.New[string]()
+	for i, ci := range cfg.CustomInformers {
+		p := informers.Index(i)
+		switch {
+		case ci.Name == "":
+			errs = append(errs, field.Required(p.Child("name"), "a DNS-1123 label naming the informer"))
+		case seen.Has(ci.Name):
+			errs = append(errs, field.Duplicate(p.Child("name"), ci.Name))
+		default:
+			for _, msg := range validation.IsDNS1123Label(ci.Name) {
+				errs = append(errs, field.Invalid(p.Child("name"), ci.Name, msg))
+			}
+		}
+		seen.Insert(ci.Name)
+		if ci.Resource == "" {
+			errs = append(errs, field.Required(p.Child("resource"), "what the informer's objects are, e.g. Node"))
+		}
+		if len(ci.Source) != 1 {
+			errs = append(errs, field.Invalid(p.Child("source"), len(ci.Source), "must have exactly one key, the source type (e.g. http)"))
+		}
+		if ci.ResyncPeriod.Duration < 0 {
+			errs = append(errs, field.Invalid(p.Child("resyncPeriod"), ci.ResyncPeriod.Duration.String(), "must not be negative"))
+		}
+	}
+
+	profiles := field.NewPath("profiles")
+	seen = sets.New[string]()
+	for i := range cfg.Profiles {
+		errs = append(errs, validateProfile(profiles.Index(i), &cfg.Profiles[i], seen)...)
+	}
+	return errs
+}
+
+func validateTuning(cfg *config.SchedulerConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	if p := cfg.Parallelism; p < 1 || p > MaxParallelism {
+		errs = append(errs, field.Invalid(field.NewPath("parallelism"), p, "must be between 1 and 1024"))
+	}
+	initial, maxB := cfg.PodInitialBackoffSeconds, cfg.PodMaxBackoffSeconds
+	if initial < 1 || initial > MaxBackoffSeconds {
+		errs = append(errs, field.Invalid(field.NewPath("podInitialBackoffSeconds"), initial, "must be between 1 and 86400"))
+	}
+	if maxB < 1 || maxB > MaxBackoffSeconds {
+		errs = append(errs, field.Invalid(field.NewPath("podMaxBackoffSeconds"), maxB, "must be between 1 and 86400"))
+	}
+	if len(errs) == 0 && maxB < initial {
+		errs = append(errs, field.Invalid(field.NewPath("podMaxBackoffSeconds"), maxB,
+			"must not be below podInitialBackoffSeconds (the default of the one left out is 1 for the initial backoff and 10 for the maximum)"))
+	}
+	if p := cfg.PercentageOfNodesToScore; p != nil && *p != 0 && *p != 100 {
+		errs = append(errs, field.Invalid(field.NewPath("percentageOfNodesToScore"), *p,
+			"not supported: this scheduler filters and scores every node (write 100, or leave it out)"))
+	}
+	return errs
+}
+
+func validateProfile(p *field.Path, prof *config.Profile, seen sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	name := p.Child("schedulerName")
+	switch {
+	case prof.SchedulerName == "":
+		errs = append(errs, field.Required(name, "the spec.schedulerName of the pods this profile schedules"))
+	case seen.Has(prof.SchedulerName):
+		errs = append(errs, field.Duplicate(name, prof.SchedulerName))
+	default:
+		for _, msg := range validation.IsDNS1123Subdomain(prof.SchedulerName) {
+			errs = append(errs, field.Invalid(name, prof.SchedulerName, msg))
+		}
+	}
+	seen.Insert(prof.SchedulerName)
+	if pl := prof.Plugins; pl != nil {
+		plugins := p.Child("plugins")
+		for _, point := range []struct {
+			key string
+			set *config.PluginSet
+		}{
+			{"queueSort", pl.QueueSort}, {"preFilter", pl.PreFilter}, {"filter", pl.Filter}, {"preScore", pl.PreScore},
+			{"score", pl.Score}, {"reserve", pl.Reserve}, {"permit", pl.Permit}, {"postFilter", pl.PostFilter}, {"bind", pl.Bind},
+		} {
+			if point.set != nil {
+				errs = append(errs, validatePluginSet(plugins.Child(point.key), point.key == "score", point.set)...)
+			}
+		}
+	}
+	configs := p.Child("pluginConfig")
+	names := sets.New[string]()
+	for i, pc := range prof.PluginConfig {
+		np := configs.Index(i).Child("name")
+		switch {
+		case pc.Name == "":
+			errs = append(errs, field.Required(np, "the plugin these args are for"))
+		case names.Has(pc.Name):
+			errs = append(errs, field.Duplicate(np, pc.Name))
+		}
+		names.Insert(pc.Name)
+	}
+	return errs
+}
+
+func validatePluginSet(p *field.Path, score bool, set *config.PluginSet) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, pl := range set.Enabled {
+		ep := p.Child("enabled").Index(i)
+		switch {
+		case pl.Name == "":
+			errs = append(errs, field.Required(ep.Child("name"), "a plugin name"))
+		case pl.Name == AllPlugins:
+			errs = append(errs, field.Invalid(ep.Child("name"), pl.Name, "can only be disabled (it stands for every default plugin)"))
+		case seen.Has(pl.Name):
+			errs = append(errs, field.Duplicate(ep.Child("name"), pl.Name))
+		}
+		seen.Insert(pl.Name)
+		switch {
+		case pl.Weight != 0 && !score:
+			errs = append(errs, field.Forbidden(ep.Child("weight"), "a weight is only allowed under score"))
+		case pl.Weight < 0:
+			errs = append(errs, field.Invalid(ep.Child("weight"), pl.Weight, "must be at least 1"))
+		}
+	}
+	seen = sets.New[string]()
+	for i, pl := range set.Disabled {
+		dp := p.Child("disabled").Index(i)
+		switch {
+		case pl.Name == "":
+			errs = append(errs, field.Required(dp.Child("name"), "a plugin name, or \"*\" for every default plugin"))
+		case seen.Has(pl.Name):
+			errs = append(errs, field.Duplicate(dp.Child("name"), pl.Name))
+		}
+		seen.Insert(pl.Name)
+		if pl.Weight != 0 {
+			errs = append(errs, field.Forbidden(dp.Child("weight"), "a disabled plugin has no weight"))
+		}
+	}
+	return errs
+}

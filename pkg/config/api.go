@@ -1,0 +1,171 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config/scheme"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config/validation"
+)
+
+// decodeAPI decodes data, a file whose structure Parse has checked,
+// through the configuration API's scheme: strictly, into the internal
+// version, with the defaults of the file's version. It then validates the
+// result. Each problem is reported at the line of the file its field path
+// points to (root is the file's parsed document).
+func decodeAPI(root *yaml.Node) (*configapi.SchedulerConfiguration, []string) {
+	// The codec reads JSON made from the parsed document, not the YAML
+	// text: its YAML reader follows YAML 1.1, where a plugin named Y or
+	// an args value "on" are booleans, while the file is read as YAML 1.2
+	// everywhere else.
+	data, err := documentJSON(root)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		// The structural pass accepts only what the versioned types
+		// hold, so this is a disagreement between the two; it still
+		// names what the decoder refused.
+		if strict, ok := runtime.AsStrictDecodingError(err); ok {
+			var out []string
+			for _, e := range strict.Errors() {
+				out = append(out, fmt.Sprintf("line %d: %s", root.Line, e.Error()))
+			}
+			return nil, out
+		}
+		return nil, []string{fmt.Sprintf("line %d: %s", root.Line, err.Error())}
+	}
+	cfg, ok := obj.(*configapi.SchedulerConfiguration)
+	if !ok {
+		return nil, []string{fmt.Sprintf("line %d: the file decodes to %T, not a scheduler configuration", root.Line, obj)}
+	}
+	return cfg, fieldProblems(validation.ValidateSchedulerConfiguration(cfg), root)
+}
+
+// fieldProblems renders validation errors for a message: each prefixed
+// with the line its field is on.
+func fieldProblems(errs field.ErrorList, root *yaml.Node) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		msg := fmt.Sprintf("line %d: %s: %s", lineOfPath(root, e.Field), e.Field, e.ErrorBody())
+		if e.Type == field.ErrorTypeDuplicate {
+			if first := firstOfDuplicate(root, e.Field); first > 0 {
+				msg += fmt.Sprintf(" (first on line %d)", first)
+			}
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// lineOfPath returns the line of the field a validation path such as
+// "profiles[0].plugins.score.enabled[1].weight" names in the document
+// under root, or of the deepest part of it the document has. An
+// extension point written as a plain list has no "enabled" key: the
+// path's enabled[i] is the list's i-th item.
+func lineOfPath(root *yaml.Node, path string) int {
+	n := root
+	line := root.Line
+	for _, seg := range strings.Split(path, ".") {
+		key, indexes := splitSegment(seg)
+		n = resolveAlias(n)
+		if key != "" {
+			switch {
+			case n.Kind == yaml.MappingNode:
+				v := valueOf(n, key)
+				if v == nil {
+					return line
+				}
+				line = lineOf(n, key)
+				n = v
+			case n.Kind == yaml.SequenceNode && key == "enabled":
+				// The list form: stay on the list.
+			default:
+				return line
+			}
+		}
+		for _, i := range indexes {
+			n = resolveAlias(n)
+			if n.Kind != yaml.SequenceNode || i >= len(n.Content) {
+				return line
+			}
+			n = n.Content[i]
+			line = n.Line
+		}
+	}
+	return line
+}
+
+// splitSegment splits one segment of a field path, "enabled[1]", into
+// its key and indexes.
+func splitSegment(seg string) (string, []int) {
+	key, rest, _ := strings.Cut(seg, "[")
+	var indexes []int
+	for rest != "" {
+		idx, after, ok := strings.Cut(rest, "]")
+		if !ok {
+			break
+		}
+		if i, err := strconv.Atoi(idx); err == nil {
+			indexes = append(indexes, i)
+		}
+		rest = strings.TrimPrefix(after, "[")
+	}
+	return key, indexes
+}
+
+// firstOfDuplicate returns the line of the earliest entry of the list
+// that path's last index is in whose field (path's last key) has the same
+// value, e.g. for "profiles[2].schedulerName" the first profile with that
+// name; 0 when there is none.
+func firstOfDuplicate(root *yaml.Node, path string) int {
+	listPath, key, ok := strings.Cut(path[strings.LastIndex(path, "[")+1:], "].")
+	if !ok || strings.Contains(key, ".") {
+		return 0
+	}
+	idx, err := strconv.Atoi(listPath)
+	if err != nil {
+		return 0
+	}
+	prefix := path[:strings.LastIndex(path, "[")]
+	want := valueAtPath(root, path)
+	for i := 0; i < idx; i++ {
+		p := fmt.Sprintf("%s[%d].%s", prefix, i, key)
+		if v := valueAtPath(root, p); v != nil && want != nil && v.Value == want.Value {
+			return lineOfPath(root, fmt.Sprintf("%s[%d]", prefix, i))
+		}
+	}
+	return 0
+}
+
+// valueAtPath returns the scalar node a path names, or nil.
+func valueAtPath(root *yaml.Node, path string) *yaml.Node {
+	n := root
+	for _, seg := range strings.Split(path, ".") {
+		key, indexes := splitSegment(seg)
+		n = resolveAlias(n)
+		if key != "" && !(n.Kind == yaml.SequenceNode && key == "enabled") {
+			if n = valueOf(n, key); n == nil {
+				return nil
+			}
+		}
+		for _, i := range indexes {
+			n = resolveAlias(n)
+			if n.Kind != yaml.SequenceNode || i >= len(n.Content) {
+				return nil
+			}
+			n = n.Content[i]
+		}
+	}
+	if n = resolveAlias(n); n.Kind != yaml.ScalarNode {
+		return nil
+	}
+	return n
+}
