@@ -24,6 +24,9 @@ const (
 	// ExtensionPostFilter runs only when a cycle found no placement.
 	ExtensionPostFilter = "postFilter"
 	ExtensionBind       = "bind"
+	// ExtensionMultiPoint is not a point of its own: its plugins are
+	// enabled at every point whose interface they implement.
+	ExtensionMultiPoint = "multiPoint"
 )
 
 // extensionKeys lists the keys accepted under plugins:, in cycle order.
@@ -61,6 +64,11 @@ type Plugins struct {
 	Permit     *PluginList
 	PostFilter *PluginList
 	Bind       *PluginList
+	// MultiPoint is kube-scheduler's multiPoint: always the
+	// enabled/disabled form (Merge set). Its enabled plugins go to every
+	// point they implement (except where the profile disabled them); its
+	// disabled plugins leave every point's defaults.
+	MultiPoint *PluginList
 }
 
 // Get returns the list of the extension point named by key (one of the
@@ -94,6 +102,8 @@ func (p *Plugins) slot(key string) **PluginList {
 		return &p.PostFilter
 	case ExtensionBind:
 		return &p.Bind
+	case ExtensionMultiPoint:
+		return &p.MultiPoint
 	}
 	return nil
 }
@@ -188,7 +198,6 @@ func (p *profileParser) parse(n *yaml.Node) []Profile {
 // kubeSchedulerOnlyPoints are extension points of kube-scheduler's
 // profiles that this scheduler does not have, with what to do instead.
 var kubeSchedulerOnlyPoints = map[string]string{
-	"multiPoint": "list the plugins under each extension point (" + strings.Join(extensionKeys, ", ") + ")",
 	"preEnqueue": "scheduling gates are honoured by the default profile; PreEnqueue plugins are not supported",
 	"preBind":    "volume binding runs in the bind plugins; PreBind plugins are not supported",
 	"postBind":   "PostBind plugins are not supported",
@@ -197,7 +206,7 @@ var kubeSchedulerOnlyPoints = map[string]string{
 // plugins decodes a profile's plugins: mapping.
 func (p *profileParser) plugins(n *yaml.Node, field string) Plugins {
 	var out Plugins
-	known := slices.Concat(extensionKeys, slices.Sorted(maps.Keys(kubeSchedulerOnlyPoints)))
+	known := slices.Concat(extensionKeys, []string{ExtensionMultiPoint}, slices.Sorted(maps.Keys(kubeSchedulerOnlyPoints)))
 	fields, ok := p.mapping(n, field, true, known...)
 	if !ok {
 		return out
@@ -205,6 +214,14 @@ func (p *profileParser) plugins(n *yaml.Node, field string) Plugins {
 	for _, key := range slices.Sorted(maps.Keys(kubeSchedulerOnlyPoints)) {
 		if fields.has(key) {
 			p.bad(fields.line(key), "%s.%s is an extension point of kube-scheduler that this scheduler does not have: %s", field, key, kubeSchedulerOnlyPoints[key])
+		}
+	}
+	if v := fields.value(ExtensionMultiPoint); v != nil {
+		point := field + "." + ExtensionMultiPoint
+		if v.Kind == yaml.MappingNode {
+			out.MultiPoint = p.enabledDisabled(v, point, ExtensionMultiPoint, fields.line(ExtensionMultiPoint))
+		} else {
+			p.bad(v.Line, "%s must be a mapping of enabled and disabled plugins, as in kube-scheduler", point)
 		}
 	}
 	for _, key := range extensionKeys {

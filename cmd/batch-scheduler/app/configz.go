@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"slices"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
@@ -173,8 +171,12 @@ var secretKey = regexp.MustCompile(`(?i)(token|password|secret|credential)s?$`)
 // redactedJSON converts a section of the file to JSON, with the string
 // values of credential-like keys replaced.
 func redactedJSON(sec *config.Section) (json.RawMessage, error) {
+	data, err := sec.JSON()
+	if err != nil {
+		return nil, fmt.Errorf("converting to JSON: %w", err)
+	}
 	var v any
-	if err := yaml.Unmarshal(sec.Bytes(), &v); err != nil {
+	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("converting to JSON: %w", err)
 	}
 	v = redact(v)

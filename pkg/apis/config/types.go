@@ -68,6 +68,10 @@ type Plugins struct {
 	Permit     *PluginSet
 	PostFilter *PluginSet
 	Bind       *PluginSet
+	// MultiPoint enables its plugins at every extension point whose
+	// interface they implement, except where the profile disables them;
+	// its disabled plugins leave every point's defaults.
+	MultiPoint *PluginSet
 }
 
 // PluginSet changes the default plugins of one extension point: the

@@ -173,6 +173,11 @@ func (in *Plugins) DeepCopyInto(out *Plugins) {
 		*out = new(PluginSet)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.MultiPoint != nil {
+		in, out := &in.MultiPoint, &out.MultiPoint
+		*out = new(PluginSet)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

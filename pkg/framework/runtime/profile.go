@@ -68,6 +68,14 @@ type ProfileSpec struct {
 	// PluginArgs holds each plugin's settings by plugin name, handed to its
 	// factory. A plugin without an entry gets nil.
 	PluginArgs map[string]*config.Section
+	// MultiPoint are plugins enabled at every extension point whose
+	// interface they implement (kube-scheduler's multiPoint), placed by
+	// NewFramework once they are built; see expandMultiPoint.
+	MultiPoint PluginSet
+	// MultiPointSkip names, per extension point, the plugins the profile
+	// disabled there (AllPlugins: every one), which MultiPoint does not
+	// add there.
+	MultiPointSkip map[ExtensionPoint][]string
 }
 
 // Clone returns a copy of s that shares nothing mutable with it but the
@@ -83,12 +91,22 @@ func (s ProfileSpec) Clone() ProfileSpec {
 	if s.PluginArgs != nil {
 		out.PluginArgs = maps.Clone(s.PluginArgs)
 	}
+	out.MultiPoint = slices.Clone(s.MultiPoint)
+	if s.MultiPointSkip != nil {
+		out.MultiPointSkip = make(map[ExtensionPoint][]string, len(s.MultiPointSkip))
+		for p, names := range s.MultiPointSkip {
+			out.MultiPointSkip[p] = slices.Clone(names)
+		}
+	}
 	return out
 }
 
 // enabledNames returns the set of plugin names enabled at any point.
 func (s ProfileSpec) enabledNames() map[string]bool {
 	enabled := map[string]bool{}
+	for _, p := range s.MultiPoint {
+		enabled[p.Name] = true
+	}
 	for _, set := range s.Plugins {
 		for _, p := range set {
 			enabled[p.Name] = true
@@ -122,11 +140,24 @@ func ResolveProfile(defaults ProfileSpec, cfg *config.Profile) (ProfileSpec, err
 		Plugins:       map[ExtensionPoint]PluginSet{},
 		PluginArgs:    map[string]*config.Section{},
 	}
+	// multiPoint: its enabled plugins are placed by NewFramework; its
+	// disabled ones leave the defaults of every point.
+	var disabledEverywhere []string
+	if mp := cfg.Plugins.MultiPoint; mp != nil {
+		for _, p := range mp.Plugins {
+			out.MultiPoint = append(out.MultiPoint, PluginRef{Name: p.Name, Weight: p.Weight})
+		}
+		disabledEverywhere = mp.Disabled
+	}
 	for _, point := range extensionPoints {
+		base := defaults.Plugins[point]
+		if len(disabledEverywhere) > 0 {
+			base = mergePlugins(base, nil, disabledEverywhere)
+		}
 		list := cfg.Plugins.Get(string(point))
 		if list == nil {
-			if set := defaults.Plugins[point]; len(set) > 0 {
-				out.Plugins[point] = slices.Clone(set)
+			if len(base) > 0 {
+				out.Plugins[point] = slices.Clone(base)
 			}
 			continue
 		}
@@ -134,8 +165,16 @@ func ResolveProfile(defaults ProfileSpec, cfg *config.Profile) (ProfileSpec, err
 		for _, p := range list.Plugins {
 			set = append(set, PluginRef{Name: p.Name, Weight: p.Weight})
 		}
+		skip := []string{AllPlugins} // a plain list replaces the point
 		if list.Merge {
-			set = mergePlugins(defaults.Plugins[point], set, list.Disabled)
+			set = mergePlugins(base, set, list.Disabled)
+			skip = slices.Clone(list.Disabled)
+		}
+		if len(skip) > 0 && len(out.MultiPoint) > 0 {
+			if out.MultiPointSkip == nil {
+				out.MultiPointSkip = map[ExtensionPoint][]string{}
+			}
+			out.MultiPointSkip[point] = skip
 		}
 		if len(set) > 0 {
 			out.Plugins[point] = set

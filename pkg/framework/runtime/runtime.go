@@ -98,6 +98,17 @@ func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h framew
 		return fail(errors.New("no plugin registry"))
 	}
 
+	// MultiPoint plugins are built first: where they go depends on the
+	// interfaces they implement.
+	var built map[string]framework.Plugin
+	if len(spec.MultiPoint) > 0 {
+		var errs []error
+		if built, errs = buildMultiPoint(ctx, reg, spec, h); len(errs) > 0 {
+			return fail(errs...)
+		}
+		spec = expandMultiPoint(spec, built)
+	}
+
 	f := &Framework{
 		schedulerName: spec.SchedulerName,
 		handle:        h,
@@ -115,6 +126,9 @@ func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h framew
 	factories := make(map[string]framework.PluginFactory, len(f.order))
 	var errs []error
 	for _, name := range f.order {
+		if built[name] != nil {
+			continue
+		}
 		factory, err := reg.Lookup(name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f.pointsOf(name), err))
@@ -127,6 +141,10 @@ func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h framew
 	}
 
 	for _, name := range f.order {
+		if p := built[name]; p != nil {
+			f.plugins[name] = p
+			continue
+		}
 		var args io.Reader
 		if sec := spec.PluginArgs[name]; sec != nil {
 			// A fresh reader: a Section is read once, and a spec may build

@@ -88,6 +88,10 @@ type Plugins struct {
 	Permit     *PluginSet `json:"permit,omitempty"`
 	PostFilter *PluginSet `json:"postFilter,omitempty"`
 	Bind       *PluginSet `json:"bind,omitempty"`
+	// MultiPoint enables its plugins at every extension point whose
+	// interface they implement, except where the profile disables them;
+	// its disabled plugins leave every point's defaults.
+	MultiPoint *PluginSet `json:"multiPoint,omitempty"`
 }
 
 // PluginSet changes the default plugins of one extension point, as a

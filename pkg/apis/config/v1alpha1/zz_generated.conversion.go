@@ -345,6 +345,15 @@ func autoConvert_v1alpha1_Plugins_To_config_Plugins(in *Plugins, out *config.Plu
 	} else {
 		out.Bind = nil
 	}
+	if in.MultiPoint != nil {
+		in, out := &in.MultiPoint, &out.MultiPoint
+		*out = new(config.PluginSet)
+		if err := Convert_v1alpha1_PluginSet_To_config_PluginSet(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.MultiPoint = nil
+	}
 	return nil
 }
 
@@ -434,6 +443,15 @@ func autoConvert_config_Plugins_To_v1alpha1_Plugins(in *config.Plugins, out *Plu
 		}
 	} else {
 		out.Bind = nil
+	}
+	if in.MultiPoint != nil {
+		in, out := &in.MultiPoint, &out.MultiPoint
+		*out = new(PluginSet)
+		if err := Convert_config_PluginSet_To_v1alpha1_PluginSet(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.MultiPoint = nil
 	}
 	return nil
 }

@@ -124,9 +124,12 @@ func validateProfile(p *field.Path, prof *config.Profile, seen sets.Set[string])
 		}{
 			{"queueSort", pl.QueueSort}, {"preFilter", pl.PreFilter}, {"filter", pl.Filter}, {"preScore", pl.PreScore},
 			{"score", pl.Score}, {"reserve", pl.Reserve}, {"permit", pl.Permit}, {"postFilter", pl.PostFilter}, {"bind", pl.Bind},
+			{"multiPoint", pl.MultiPoint},
 		} {
 			if point.set != nil {
-				errs = append(errs, validatePluginSet(plugins.Child(point.key), point.key == "score", point.set)...)
+				// A multiPoint weight applies where the plugin scores.
+				weighted := point.key == "score" || point.key == "multiPoint"
+				errs = append(errs, validatePluginSet(plugins.Child(point.key), weighted, point.set)...)
 			}
 		}
 	}
