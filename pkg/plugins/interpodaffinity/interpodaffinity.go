@@ -58,11 +58,19 @@ var (
 	_ framework.ScorePlugin        = &InterPodAffinity{}
 )
 
-// New is the plugin's framework.PluginFactory. The plugin takes no args.
+// kubeDefaults are kube-scheduler's InterPodAffinityArgs this plugin
+// behaves as if given.
+var kubeDefaults = pluginutil.KubeDefaults{
+	"hardPodAffinityWeight":              {"1"},
+	"ignorePreferredTermsOfExistingPods": {"false"},
+}
+
+// New is the plugin's framework.PluginFactory. It takes no args of its
+// own; kube-scheduler's are accepted at their defaults (kubeDefaults).
 // It asks h's informer factory for the Namespace informer, which the
 // scheduler cache starts with the factory.
 func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
-	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}
 	if h == nil || h.SharedInformerFactory() == nil {

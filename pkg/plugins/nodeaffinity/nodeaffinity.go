@@ -35,9 +35,14 @@ var (
 	_ framework.EnqueueExtensions = &NodeAffinity{}
 )
 
-// New is the plugin's framework.PluginFactory. It takes no args.
+// kubeDefaults are kube-scheduler's NodeAffinityArgs this plugin behaves
+// as if given: no added affinity.
+var kubeDefaults = pluginutil.KubeDefaults{"addedAffinity": {"null", "{}"}}
+
+// New is the plugin's framework.PluginFactory. It takes no args of its
+// own; kube-scheduler's are accepted at their defaults (kubeDefaults).
 func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
-	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}
 	return &NodeAffinity{}, nil

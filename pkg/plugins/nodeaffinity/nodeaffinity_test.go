@@ -196,7 +196,12 @@ func TestNew(t *testing.T) {
 	if p.Name() != "NodeAffinity" {
 		t.Errorf("Name = %q", p.Name())
 	}
-	if _, err := New(context.Background(), strings.NewReader("addedAffinity: {}"), nil); err == nil || !strings.Contains(err.Error(), "NodeAffinity args") {
+	// kube-scheduler's args at their default are accepted, anything else
+	// is refused naming the field.
+	if _, err := New(context.Background(), strings.NewReader("addedAffinity: {}"), nil); err != nil {
+		t.Errorf("kube-scheduler's default args refused: %v", err)
+	}
+	if _, err := New(context.Background(), strings.NewReader("addedAffinity: {preferredDuringSchedulingIgnoredDuringExecution: []}"), nil); err == nil || !strings.Contains(err.Error(), "NodeAffinity args: line 1: addedAffinity") {
 		t.Errorf("args accepted: %v", err)
 	}
 	var events []framework.ClusterEvent

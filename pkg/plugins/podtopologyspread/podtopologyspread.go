@@ -43,9 +43,17 @@ var (
 	_ framework.ScorePlugin        = &PodTopologySpread{}
 )
 
-// New is the plugin's framework.PluginFactory. The plugin takes no args.
+// kubeDefaults are kube-scheduler's PodTopologySpreadArgs this plugin
+// behaves as if given: the system default constraints.
+var kubeDefaults = pluginutil.KubeDefaults{
+	"defaultingType":     {`"System"`},
+	"defaultConstraints": {"[]", "null"},
+}
+
+// New is the plugin's framework.PluginFactory. It takes no args of its
+// own; kube-scheduler's are accepted at their defaults (kubeDefaults).
 func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
-	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}
 	return &PodTopologySpread{}, nil

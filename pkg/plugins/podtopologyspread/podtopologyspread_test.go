@@ -298,8 +298,11 @@ func TestErrors(t *testing.T) {
 	if s := pl.Filter(t.Context(), framework.NewCycleState(), podWith("p", "x"), nodes[0]); !s.IsSuccess() {
 		t.Errorf("Filter without state of a plain pod = %v, want success", s)
 	}
-	if _, err := New(t.Context(), strings.NewReader("defaultConstraints: []"), nil); err == nil {
-		t.Error("New accepted args")
+	if _, err := New(t.Context(), strings.NewReader("defaultingType: System\ndefaultConstraints: []"), nil); err != nil {
+		t.Errorf("kube-scheduler's default args refused: %v", err)
+	}
+	if _, err := New(t.Context(), strings.NewReader("defaultingType: List"), nil); err == nil || !strings.Contains(err.Error(), `defaultingType "List" is not supported`) {
+		t.Errorf("New accepted args: %v", err)
 	}
 }
 

@@ -89,10 +89,15 @@ var (
 	_ framework.EnqueueExtensions  = &VolumeBinding{}
 )
 
-// New is the plugin's framework.PluginFactory. It takes no args and needs
-// a Handle with a clientset and an informer factory.
+// kubeDefaults are kube-scheduler's VolumeBindingArgs this plugin behaves
+// as if given: it waits bindTimeout (600 s) for claims to be bound.
+var kubeDefaults = pluginutil.KubeDefaults{"bindTimeoutSeconds": {"600"}}
+
+// New is the plugin's framework.PluginFactory. It takes no args of its
+// own (kube-scheduler's are accepted at their defaults, kubeDefaults) and
+// needs a Handle with a clientset and an informer factory.
 func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
-	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}
 	f, err := pluginutil.InformerFactory(Name, h)

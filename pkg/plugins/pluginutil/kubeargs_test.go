@@ -1,0 +1,44 @@
+package pluginutil
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+)
+
+func TestDecodeKubeDefaultArgs(t *testing.T) {
+	defaults := KubeDefaults{"hardPodAffinityWeight": {"1"}, "mode": {`"System"`}, "extra": {"[]", "null"}}
+	section := func(yaml string) *config.Section {
+		// Two blank lines: the section starts on line 3 of the file.
+		return config.NewSection("sched.yaml", []byte("\n\n"+yaml))
+	}
+	for _, tt := range []struct {
+		name, args, want string
+	}{
+		{"none", "", ""},
+		{"empty", "{}", ""},
+		{"the defaults", "hardPodAffinityWeight: 1\nmode: System\nextra: []\n", ""},
+		{"null list", "extra: null\n", ""},
+		{"with kube-scheduler's type meta", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: XArgs\nhardPodAffinityWeight: 1\n", ""},
+		{"another value", "mode: System\nhardPodAffinityWeight: 5\n", "X args: sched.yaml: line 4: hardPodAffinityWeight 5 is not supported: this scheduler's X behaves as kube-scheduler's with hardPodAffinityWeight 1"},
+		{"a string for a number", "hardPodAffinityWeight: '1'\n", `hardPodAffinityWeight "1" is not supported`},
+		{"an unknown field", "mode: System\nweight: 2\n", "X args: sched.yaml: line 4: field weight not found: of kube-scheduler's XArgs, only extra, hardPodAffinityWeight, mode are accepted"},
+		{"not a mapping", "[1]\n", "X args: the plugin takes no args"},
+		{"wrong kind", "kind: YArgs\n", `kind is "YArgs", want "XArgs"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var args = section(tt.args)
+			err := DecodeKubeDefaultArgs("X", args, defaults)
+			if tt.args == "" {
+				err = DecodeKubeDefaultArgs("X", nil, defaults)
+			}
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
