@@ -54,6 +54,12 @@ func decodeAPI(root *yaml.Node) (*configapi.SchedulerConfiguration, []string) {
 func fieldProblems(errs field.ErrorList, root *yaml.Node) []string {
 	out := make([]string, 0, len(errs))
 	for _, e := range errs {
+		if v, ok := e.BadValue.(string); ok && len(v) > maxQuoted {
+			// A message repeats a bounded part of what the file says.
+			short := *e
+			short.BadValue = shorten(v)
+			e = &short
+		}
 		msg := fmt.Sprintf("line %d: %s: %s", lineOfPath(root, e.Field), e.Field, e.ErrorBody())
 		if e.Type == field.ErrorTypeDuplicate {
 			if first := firstOfDuplicate(root, e.Field); first > 0 {

@@ -72,6 +72,17 @@ func TestBadFlagsAndConfigs(t *testing.T) {
 		{"bool flag not a bool", []string{master, "--leader-elect=sometimes"}, []string{`--leader-elect "sometimes": must be true or false`}},
 		{"verbosity not a number", []string{master, "-v=loud"}, []string{`--v "loud": must be a verbosity level`}},
 		{"port not a number", []string{master, "--secure-port=https"}, []string{`--secure-port "https": must be an integer`}},
+		{"disabled metric not a metric name", []string{master, "--disabled-metrics=batch_scheduler_cache_size,cache-size"},
+			[]string{"--disabled-metrics: must be fully qualified metric names", `got "cache-size"`}},
+		{"hidden metrics of a version without a previous minor", []string{master, "--show-hidden-metrics-for-version=0.99"},
+			[]string{`--show-hidden-metrics-for-version "0.99": this build`, "has no previous minor version"}},
+		{"allowed metric labels without a label", []string{master, "--allow-metric-labels=batch_scheduler_pending_jobs=active"},
+			[]string{"--allow-metric-labels: must have keys with format `metricName,labelName`"}},
+		{"allowed metric labels manifest missing", []string{master, "--allow-metric-labels-manifest=/nonexistent/allow.yaml"},
+			[]string{`--allow-metric-labels-manifest "/nonexistent/allow.yaml": failed to read allow list manifest`}},
+		{"both allowed metric labels flags", []string{master, "--allow-metric-labels=batch_scheduler_pending_jobs,queue=active",
+			"--allow-metric-labels-manifest=" + writeFile(t, "batch_scheduler_pending_jobs,queue: active\n")},
+			[]string{"--allow-metric-labels and --allow-metric-labels-manifest: give one or the other, not both"}},
 		// Configuration files.
 		{"config is /dev/zero", []string{master, "--config-path=/dev/zero"}, []string{"--config-path: /dev/zero: is not a regular file"}},
 		{"config is a directory", []string{master, "--config-path=" + t.TempDir()}, []string{"is a directory"}},
@@ -92,7 +103,7 @@ func TestBadFlagsAndConfigs(t *testing.T) {
 		{"wrong kind", []string{master, "--config-path=" + writeFile(t, "apiVersion: batch-scheduler.io/v1alpha1\nkind: KubeSchedulerConfiguration\n")},
 			[]string{"line 2", `kind is "KubeSchedulerConfiguration"`}},
 		{"custom informer name not a label", []string{master, "--config-path=" + writeFile(t, header+"customInformers:\n- {name: "+huge+", resource: Node, source: {http: {}}}\n")},
-			[]string{"line 4", "must be a DNS-1123 label"}},
+			[]string{"line 4", "customInformers[0].name: Invalid value", "(10000 bytes)", "must be no more than 63 characters"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 )
 
@@ -190,5 +191,92 @@ profiles:
 	}
 	if slices.Contains(names, "TaintToleration") || !slices.Contains(names, "NodeResourcesFit") {
 		t.Errorf("score plugins %v: want NodeResourcesFit and not TaintToleration", names)
+	}
+}
+
+// A kube-scheduler configuration written the way kube-scheduler dumps or
+// users extend its defaults (multiPoint, every plugin's default args with
+// their type meta) builds here unchanged.
+func TestKubeSchedulerMultiPointAndDefaultArgs(t *testing.T) {
+	const file = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+parallelism: 8
+percentageOfNodesToScore: 0
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 10
+profiles:
+- schedulerName: batch-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: NodeResourcesFit
+        weight: 2
+      disabled:
+      - name: TaintToleration
+  pluginConfig:
+  - name: InterPodAffinity
+    args:
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: InterPodAffinityArgs
+      hardPodAffinityWeight: 1
+      ignorePreferredTermsOfExistingPods: false
+  - name: NodeAffinity
+    args:
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: NodeAffinityArgs
+  - name: PodTopologySpread
+    args:
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: PodTopologySpreadArgs
+      defaultingType: System
+  - name: VolumeBinding
+    args:
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: VolumeBindingArgs
+      bindTimeoutSeconds: 600
+  - name: NodeResourcesFit
+    args:
+      apiVersion: kubescheduler.config.k8s.io/v1
+      kind: NodeResourcesFitArgs
+      scoringStrategy:
+        type: LeastAllocated
+        resources:
+        - {name: cpu, weight: 1}
+        - {name: memory, weight: 1}
+`
+	cfg, err := config.Parse("kube.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tuning.Parallelism != 8 {
+		t.Errorf("parallelism %d, want 8", cfg.Tuning.Parallelism)
+	}
+	profiles, _, err := buildProfiles(t.Context(), []string{"batch-scheduler"}, cfg, plugins.NewInTreeRegistry(), testHandle())
+	if err != nil {
+		t.Fatalf("building the profile: %v", err)
+	}
+	for point, set := range profiles["batch-scheduler"].ListPlugins() {
+		for _, p := range set {
+			if p.Name == "TaintToleration" {
+				t.Errorf("TaintToleration, disabled at multiPoint, is enabled at %s", point)
+			}
+			if p.Name == "NodeResourcesFit" && point == "score" && p.Weight != 2 {
+				t.Errorf("NodeResourcesFit has weight %d at score, want multiPoint's 2", p.Weight)
+			}
+		}
+	}
+	if !slices.ContainsFunc(profiles["batch-scheduler"].ListPlugins()["filter"], func(r frameworkruntime.PluginRef) bool { return r.Name == "NodeResourcesFit" }) {
+		t.Error("NodeResourcesFit is not at filter")
+	}
+
+	// Another value of a kube-scheduler default is refused at its line.
+	bad := strings.Replace(file, "bindTimeoutSeconds: 600", "bindTimeoutSeconds: 30", 1)
+	cfg, err = config.Parse("kube.yaml", []byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = buildProfiles(t.Context(), []string{"batch-scheduler"}, cfg, plugins.NewInTreeRegistry(), testHandle())
+	if err == nil || !strings.Contains(err.Error(), "VolumeBinding args: kube.yaml: line 36: bindTimeoutSeconds 30 is not supported") {
+		t.Errorf("bindTimeoutSeconds 30: %v", err)
 	}
 }

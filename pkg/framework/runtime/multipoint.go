@@ -19,9 +19,12 @@ const AllPlugins = "*"
 //   - at a point where the profile disabled the plugin, or every plugin
 //     ("*", which includes a point given as a plain list), it is not
 //     added;
-//   - at a point that already lists it (a default plugin, or one the
-//     profile enabled there), that entry wins and moves to the front,
-//     with the other such plugins in the point's order;
+//   - at a point where the profile enabled it explicitly, that entry
+//     wins and moves to the front, with the other such plugins in the
+//     point's order;
+//   - at a point where it is a default plugin, it keeps its place (as a
+//     default of kube-scheduler's multiPoint would), taking MultiPoint's
+//     weight at score when one is given;
 //   - the rest follow in MultiPoint's order, then the point's other
 //     plugins. A weight applies at score only.
 //
@@ -46,6 +49,7 @@ func expandMultiPoint(spec ProfileSpec, built map[string]framework.Plugin) Profi
 			listed[r.Name] = true
 		}
 		overrides := map[string]bool{}
+		reweighted := map[string]int64{}
 		var added PluginSet
 		for _, m := range spec.MultiPoint {
 			p, ok := built[m.Name]
@@ -53,7 +57,11 @@ func expandMultiPoint(spec ProfileSpec, built map[string]framework.Plugin) Profi
 				continue
 			}
 			if listed[m.Name] {
-				overrides[m.Name] = true
+				if slices.Contains(spec.MultiPointExplicit[point], m.Name) {
+					overrides[m.Name] = true
+				} else if point == ScorePoint && m.Weight != 0 {
+					reweighted[m.Name] = m.Weight
+				}
 				continue
 			}
 			ref := PluginRef{Name: m.Name}
@@ -62,7 +70,7 @@ func expandMultiPoint(spec ProfileSpec, built map[string]framework.Plugin) Profi
 			}
 			added = append(added, ref)
 		}
-		if len(overrides) == 0 && len(added) == 0 {
+		if len(overrides) == 0 && len(added) == 0 && len(reweighted) == 0 {
 			continue
 		}
 		merged := make(PluginSet, 0, len(list)+len(added))
@@ -74,6 +82,9 @@ func expandMultiPoint(spec ProfileSpec, built map[string]framework.Plugin) Profi
 		merged = append(merged, added...)
 		for _, r := range list {
 			if !overrides[r.Name] {
+				if w, ok := reweighted[r.Name]; ok {
+					r.Weight = w
+				}
 				merged = append(merged, r)
 			}
 		}

@@ -118,3 +118,23 @@ func TestMultiPointErrors(t *testing.T) {
 		})
 	}
 }
+
+// A multiPoint plugin that is a default of a point keeps its place there,
+// taking multiPoint's weight at score, as kube-scheduler's default
+// multiPoint plugins do when a profile enables them again.
+func TestMultiPointOverDefaults(t *testing.T) {
+	reg := baseRegistry(t, nil, &fakePlugin{name: "s1"}, &fakePlugin{name: "s2"})
+	defaults := baseSpec(map[ExtensionPoint]PluginSet{ScorePoint: {{Name: "s1", Weight: 1}, {Name: "s2", Weight: 2}}})
+	spec := resolveFromFile(t, defaults, `    multiPoint:
+      enabled: [{name: s2, weight: 5}]
+    queueSort: {disabled: [{name: s2}]}
+    bind: {disabled: [{name: s2}]}
+`)
+	f := mustFramework(t, reg, spec)
+	if got, want := f.ListPlugins()[ScorePoint], (PluginSet{{Name: "s1", Weight: 1}, {Name: "s2", Weight: 5}}); !reflect.DeepEqual(got, want) {
+		t.Errorf("score = %v, want %v", got, want)
+	}
+	if got, want := f.ListPlugins()[FilterPoint], (PluginSet{{Name: "s2"}}); !reflect.DeepEqual(got, want) {
+		t.Errorf("filter = %v, want %v", got, want)
+	}
+}

@@ -76,6 +76,10 @@ type ProfileSpec struct {
 	// disabled there (AllPlugins: every one), which MultiPoint does not
 	// add there.
 	MultiPointSkip map[ExtensionPoint][]string
+	// MultiPointExplicit names, per extension point, the plugins the
+	// profile enabled there itself (not defaults), whose entries win over
+	// MultiPoint's.
+	MultiPointExplicit map[ExtensionPoint][]string
 }
 
 // Clone returns a copy of s that shares nothing mutable with it but the
@@ -92,12 +96,8 @@ func (s ProfileSpec) Clone() ProfileSpec {
 		out.PluginArgs = maps.Clone(s.PluginArgs)
 	}
 	out.MultiPoint = slices.Clone(s.MultiPoint)
-	if s.MultiPointSkip != nil {
-		out.MultiPointSkip = make(map[ExtensionPoint][]string, len(s.MultiPointSkip))
-		for p, names := range s.MultiPointSkip {
-			out.MultiPointSkip[p] = slices.Clone(names)
-		}
-	}
+	out.MultiPointSkip = cloneNames(s.MultiPointSkip)
+	out.MultiPointExplicit = cloneNames(s.MultiPointExplicit)
 	return out
 }
 
@@ -113,6 +113,17 @@ func (s ProfileSpec) enabledNames() map[string]bool {
 		}
 	}
 	return enabled
+}
+
+func cloneNames(m map[ExtensionPoint][]string) map[ExtensionPoint][]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[ExtensionPoint][]string, len(m))
+	for p, names := range m {
+		out[p] = slices.Clone(names)
+	}
+	return out
 }
 
 // ResolveProfile merges the configuration file's profile cfg over the
@@ -170,11 +181,21 @@ func ResolveProfile(defaults ProfileSpec, cfg *config.Profile) (ProfileSpec, err
 			set = mergePlugins(base, set, list.Disabled)
 			skip = slices.Clone(list.Disabled)
 		}
-		if len(skip) > 0 && len(out.MultiPoint) > 0 {
-			if out.MultiPointSkip == nil {
-				out.MultiPointSkip = map[ExtensionPoint][]string{}
+		if len(out.MultiPoint) > 0 {
+			if len(skip) > 0 {
+				if out.MultiPointSkip == nil {
+					out.MultiPointSkip = map[ExtensionPoint][]string{}
+				}
+				out.MultiPointSkip[point] = skip
 			}
-			out.MultiPointSkip[point] = skip
+			if len(list.Plugins) > 0 {
+				if out.MultiPointExplicit == nil {
+					out.MultiPointExplicit = map[ExtensionPoint][]string{}
+				}
+				for _, p := range list.Plugins {
+					out.MultiPointExplicit[point] = append(out.MultiPointExplicit[point], p.Name)
+				}
+			}
 		}
 		if len(set) > 0 {
 			out.Plugins[point] = set
