@@ -178,7 +178,9 @@ func (p *profileParser) parse(n *yaml.Node) []Profile {
 		if v := resolveAlias(valueOf(item, "schedulerName")); v != nil && v.Kind == yaml.ScalarNode && !isNull(v) {
 			field = fmt.Sprintf("profiles[%d] (%s)", i, v.Value)
 		}
-		fields, ok := p.mapping(item, field, false, "schedulerName", "plugins", "pluginConfig")
+		// percentageOfNodesToScore is kube-scheduler's per-profile
+		// setting, judged by the API's validation.
+		fields, ok := p.mapping(item, field, false, "schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore")
 		if !ok {
 			continue
 		}

@@ -143,7 +143,7 @@ func TestParseProfileErrors(t *testing.T) {
 	}{
 		{"not a list", "  a: b\n", []string{"line 4", "profiles must be a list"}},
 		{"entry not a mapping", "- 4\n", []string{"line 4", "profiles[0] must be a mapping"}},
-		{"unknown profile field", "- schedulerName: a\n  plugin: {}\n", []string{"line 5", `profiles[0] (a): unknown field "plugin" (known: schedulerName, plugins, pluginConfig)`}},
+		{"unknown profile field", "- schedulerName: a\n  plugin: {}\n", []string{"line 5", `profiles[0] (a): unknown field "plugin" (known: schedulerName, plugins, pluginConfig, percentageOfNodesToScore)`}},
 		{"repeated field", "- schedulerName: a\n  schedulerName: b\n", []string{"line 5", "profiles[0] (a).schedulerName is given twice, first on line 4"}},
 		{"missing schedulerName", "- plugins: {}\n", []string{"line 4", "profiles[0].schedulerName: Required value"}},
 		{"null schedulerName", "- schedulerName:\n", []string{"line 4", "profiles[0].schedulerName is required"}},

@@ -118,3 +118,16 @@ profiles:
 		t.Errorf("mixed header: %v", err)
 	}
 }
+
+// kube-scheduler's per-profile percentageOfNodesToScore is read as the
+// top-level one is.
+func TestProfilePercentageOfNodesToScore(t *testing.T) {
+	header := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: a\n"
+	if _, err := Parse("x.yaml", []byte(header+"  percentageOfNodesToScore: 100\n")); err != nil {
+		t.Errorf("100: %v", err)
+	}
+	_, err := Parse("x.yaml", []byte(header+"  percentageOfNodesToScore: 30\n"))
+	if want := "x.yaml: line 5: profiles[0].percentageOfNodesToScore: Invalid value: 30: not supported"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("30: %v, want %q", err, want)
+	}
+}

@@ -54,6 +54,10 @@ type Profile struct {
 	// Plugins holds the per extension point overrides; nil for none.
 	Plugins      *Plugins
 	PluginConfig []PluginConfig
+	// PercentageOfNodesToScore is kube-scheduler's per-profile setting,
+	// read for compatibility: only 0 and 100 are accepted, as at the top
+	// level.
+	PercentageOfNodesToScore *int32
 }
 
 // Plugins holds a profile's plugins per extension point. A nil set keeps

@@ -206,6 +206,11 @@ func (in *Profile) DeepCopyInto(out *Profile) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.PercentageOfNodesToScore != nil {
+		in, out := &in.PercentageOfNodesToScore, &out.PercentageOfNodesToScore
+		*out = new(int32)
+		**out = **in
+	}
 	return
 }
 

@@ -73,6 +73,10 @@ type Profile struct {
 	Plugins *Plugins `json:"plugins,omitempty"`
 	// PluginConfig holds the args of individual plugins.
 	PluginConfig []PluginConfig `json:"pluginConfig,omitempty"`
+	// PercentageOfNodesToScore is kube-scheduler's per-profile setting,
+	// read for compatibility: only 0 and 100 are accepted, as at the top
+	// level.
+	PercentageOfNodesToScore *int32 `json:"percentageOfNodesToScore,omitempty"`
 }
 
 // Plugins holds a profile's plugins per extension point, in the order a

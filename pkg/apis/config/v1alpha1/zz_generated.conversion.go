@@ -473,6 +473,7 @@ func autoConvert_v1alpha1_Profile_To_config_Profile(in *Profile, out *config.Pro
 		out.Plugins = nil
 	}
 	out.PluginConfig = *(*[]config.PluginConfig)(unsafe.Pointer(&in.PluginConfig))
+	out.PercentageOfNodesToScore = (*int32)(unsafe.Pointer(in.PercentageOfNodesToScore))
 	return nil
 }
 
@@ -493,6 +494,7 @@ func autoConvert_config_Profile_To_v1alpha1_Profile(in *config.Profile, out *Pro
 		out.Plugins = nil
 	}
 	out.PluginConfig = *(*[]PluginConfig)(unsafe.Pointer(&in.PluginConfig))
+	out.PercentageOfNodesToScore = (*int32)(unsafe.Pointer(in.PercentageOfNodesToScore))
 	return nil
 }
 

@@ -215,6 +215,11 @@ func (in *Profile) DeepCopyInto(out *Profile) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.PercentageOfNodesToScore != nil {
+		in, out := &in.PercentageOfNodesToScore, &out.PercentageOfNodesToScore
+		*out = new(int32)
+		**out = **in
+	}
 	return
 }
 

@@ -95,11 +95,17 @@ func validateTuning(cfg *config.SchedulerConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("podMaxBackoffSeconds"), maxB,
 			"must not be below podInitialBackoffSeconds (the default of the one left out is 1 for the initial backoff and 10 for the maximum)"))
 	}
-	if p := cfg.PercentageOfNodesToScore; p != nil && *p != 0 && *p != 100 {
-		errs = append(errs, field.Invalid(field.NewPath("percentageOfNodesToScore"), *p,
-			"not supported: this scheduler filters and scores every node (write 100, or leave it out)"))
-	}
+	errs = append(errs, validatePercentage(field.NewPath("percentageOfNodesToScore"), cfg.PercentageOfNodesToScore)...)
 	return errs
+}
+
+// validatePercentage accepts kube-scheduler's percentageOfNodesToScore
+// only where it means what this scheduler does: every node.
+func validatePercentage(p *field.Path, pct *int32) field.ErrorList {
+	if pct != nil && *pct != 0 && *pct != 100 {
+		return field.ErrorList{field.Invalid(p, *pct, "not supported: this scheduler filters and scores every node (write 100, or leave it out)")}
+	}
+	return nil
 }
 
 func validateProfile(p *field.Path, prof *config.Profile, seen sets.Set[string]) field.ErrorList {
@@ -116,6 +122,7 @@ func validateProfile(p *field.Path, prof *config.Profile, seen sets.Set[string])
 		}
 	}
 	seen.Insert(prof.SchedulerName)
+	errs = append(errs, validatePercentage(p.Child("percentageOfNodesToScore"), prof.PercentageOfNodesToScore)...)
 	if pl := prof.Plugins; pl != nil {
 		plugins := p.Child("plugins")
 		for _, point := range []struct {
