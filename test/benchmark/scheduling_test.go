@@ -692,7 +692,7 @@ func runScheduler(b testing.TB, s settings, cp *controlplane.ControlPlane, admin
 	}
 	cmd.SetArgs(append(args, sp.args...))
 	cmd.SetContext(schedCtx)
-	var stderr syncBuffer
+	var stderr st.SyncBuffer
 	cmd.SetErr(&stderr)
 	done := make(chan int, 1)
 	go func() { done <- app.Execute(cmd) }()
@@ -775,7 +775,7 @@ func startCPUProfile(b testing.TB, path string) (stop func()) {
 
 // waitReady polls /readyz every 5ms and returns when it first answered
 // 200: the cache's sync barrier, behind which the scheduling loop starts.
-func waitReady(b testing.TB, addr string, done chan int, stderr *syncBuffer) time.Time {
+func waitReady(b testing.TB, addr string, done chan int, stderr *st.SyncBuffer) time.Time {
 	b.Helper()
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(5 * time.Minute)
@@ -994,24 +994,6 @@ func freeAddress(b testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// syncBuffer is a strings.Builder safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sb.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sb.String()
 }
 
 func printSummary(out io.Writer, s settings, ceils ceilings, sched schedulerRun, events *phase, total time.Duration) {

@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
@@ -130,11 +129,11 @@ func TestSchedulesAPod(t *testing.T) {
 // startScheduler runs bin with args and an empty environment until the
 // test ends, then stops it with SIGTERM (SIGKILL after 15 s) and fails the
 // test if it did not exit cleanly. It returns the process's error output.
-func startScheduler(t *testing.T, bin string, args ...string) *syncBuffer {
+func startScheduler(t *testing.T, bin string, args ...string) *st.SyncBuffer {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{}
-	stderr := &syncBuffer{}
+	stderr := &st.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
@@ -155,23 +154,4 @@ func startScheduler(t *testing.T, bin string, args ...string) *syncBuffer {
 		}
 	})
 	return stderr
-}
-
-// syncBuffer is an io.Writer whose content can be read while the process
-// writing it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package twolevel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	bsv1 "github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 // httpClient is used for every call to the programs.
@@ -441,25 +441,7 @@ type scheduler struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan int
-	stderr *lockedBuffer
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	stderr *st.SyncBuffer
 }
 
 // twoLevelConfig writes the configuration of a two-level scheduler of
@@ -590,7 +572,7 @@ func (s *scheduler) launch() {
 	cmd := app.NewSchedulerCommand()
 	cmd.SetArgs(s.args)
 	cmd.SetContext(ctx)
-	stderr := &lockedBuffer{}
+	stderr := &st.SyncBuffer{}
 	cmd.SetErr(stderr)
 	done := make(chan int, 1)
 	s.mu.Lock()

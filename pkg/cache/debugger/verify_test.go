@@ -12,12 +12,10 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +31,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -395,14 +394,14 @@ func TestVerifyHandlerAndMetrics(t *testing.T) {
 			t.Errorf("difference has no %q: %v", key, d)
 		}
 	}
-	if got := testutil.ToFloat64(f.c.Metrics().CacheVerifyRuns); got != 1 {
+	if got := metricstest.CounterValue(t, f.c.Metrics().CacheVerifyRuns); got != 1 {
 		t.Errorf("runs = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(f.c.Metrics().CacheVerifyDifferences.WithLabelValues(DiffNode)); got != 1 {
+	if got := metricstest.CounterValue(t, f.c.Metrics().CacheVerifyDifferences.WithLabelValues(DiffNode)); got != 1 {
 		t.Errorf("Node differences = %v, want 1", got)
 	}
-	if got := testutil.CollectAndCount(f.c.Metrics().CacheVerifyDuration); got != 1 {
-		t.Errorf("duration series = %d, want 1", got)
+	if got := metricstest.HistogramCount(t, f.c.Metrics().CacheVerifyDuration.ObserverMetric); got != 1 {
+		t.Errorf("durations observed = %d, want 1", got)
 	}
 
 	// A list that fails gives 503 with the error.
@@ -421,7 +420,7 @@ func TestVerifyHandlerAndMetrics(t *testing.T) {
 	if resp2.StatusCode != http.StatusServiceUnavailable || !strings.Contains(e["error"], "etcd is on fire") || !strings.Contains(e["error"], "pods") {
 		t.Errorf("GET with a failing list = %d %v, want 503 naming pods and the cause", resp2.StatusCode, e)
 	}
-	if got := testutil.ToFloat64(f.c.Metrics().CacheVerifyRuns); got != 2 {
+	if got := metricstest.CounterValue(t, f.c.Metrics().CacheVerifyRuns); got != 2 {
 		t.Errorf("runs = %v, want 2", got)
 	}
 
@@ -463,7 +462,7 @@ func TestVerifyTruncates(t *testing.T) {
 	if len(res.Differences) != 2 || res.Truncated != 1 {
 		t.Errorf("differences, truncated = %d, %d; want 2, 1", len(res.Differences), res.Truncated)
 	}
-	if got := testutil.ToFloat64(f.c.Metrics().CacheVerifyDifferences.WithLabelValues(DiffNode)); got != 3 {
+	if got := metricstest.CounterValue(t, f.c.Metrics().CacheVerifyDifferences.WithLabelValues(DiffNode)); got != 3 {
 		t.Errorf("Node differences counted = %v, want 3", got)
 	}
 }
@@ -506,7 +505,7 @@ func TestLogVerifyResult(t *testing.T) {
 
 // SIGUSR2 runs the checker and logs the result.
 func TestVerifyOnSignal(t *testing.T) {
-	var buf syncBuffer
+	var buf st.SyncBuffer
 	klog.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))))
 	defer klog.ClearLogger()
 	f := newVerifyFixture(t)
@@ -534,24 +533,6 @@ func TestVerifyOnSignal(t *testing.T) {
 	if err != nil {
 		t.Errorf("no difference logged after SIGUSR2: %v; log:\n%.2000s", err, buf.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // With ExternalWorkloadNodeLabel, a workload's label names its node, as
