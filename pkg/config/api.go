@@ -73,10 +73,18 @@ func fieldProblems(errs field.ErrorList, root *yaml.Node) []string {
 
 // lineOfPath returns the line of the field a validation path such as
 // "profiles[0].plugins.score.enabled[1].weight" names in the document
-// under root, or of the deepest part of it the document has. An
+// under root, or of the deepest part of it the document has.
+func lineOfPath(root *yaml.Node, path string) int {
+	_, line := walkPath(root, path)
+	return line
+}
+
+// walkPath follows a validation path through the document under root. It
+// returns the node the path names (nil when the document does not have
+// it) and the line of the deepest part of the path the document has. An
 // extension point written as a plain list has no "enabled" key: the
 // path's enabled[i] is the list's i-th item.
-func lineOfPath(root *yaml.Node, path string) int {
+func walkPath(root *yaml.Node, path string) (*yaml.Node, int) {
 	n := root
 	line := root.Line
 	for _, seg := range strings.Split(path, ".") {
@@ -87,26 +95,26 @@ func lineOfPath(root *yaml.Node, path string) int {
 			case n.Kind == yaml.MappingNode:
 				v := valueOf(n, key)
 				if v == nil {
-					return line
+					return nil, line
 				}
 				line = lineOf(n, key)
 				n = v
 			case n.Kind == yaml.SequenceNode && key == "enabled":
 				// The list form: stay on the list.
 			default:
-				return line
+				return nil, line
 			}
 		}
 		for _, i := range indexes {
 			n = resolveAlias(n)
 			if n.Kind != yaml.SequenceNode || i >= len(n.Content) {
-				return line
+				return nil, line
 			}
 			n = n.Content[i]
 			line = n.Line
 		}
 	}
-	return line
+	return resolveAlias(n), line
 }
 
 // splitSegment splits one segment of a field path, "enabled[1]", into
@@ -153,25 +161,8 @@ func firstOfDuplicate(root *yaml.Node, path string) int {
 
 // valueAtPath returns the scalar node a path names, or nil.
 func valueAtPath(root *yaml.Node, path string) *yaml.Node {
-	n := root
-	for _, seg := range strings.Split(path, ".") {
-		key, indexes := splitSegment(seg)
-		n = resolveAlias(n)
-		if key != "" && !(n.Kind == yaml.SequenceNode && key == "enabled") {
-			if n = valueOf(n, key); n == nil {
-				return nil
-			}
-		}
-		for _, i := range indexes {
-			n = resolveAlias(n)
-			if n.Kind != yaml.SequenceNode || i >= len(n.Content) {
-				return nil
-			}
-			n = n.Content[i]
-		}
+	if n, _ := walkPath(root, path); n != nil && n.Kind == yaml.ScalarNode {
+		return n
 	}
-	if n = resolveAlias(n); n.Kind != yaml.ScalarNode {
-		return nil
-	}
-	return n
+	return nil
 }

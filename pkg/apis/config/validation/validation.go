@@ -35,31 +35,14 @@ func ValidateSchedulerConfiguration(cfg *config.SchedulerConfiguration) field.Er
 	handlers := field.NewPath("eventHandlers")
 	seen := sets.New[string]()
 	for i, h := range cfg.EventHandlers {
-		p := handlers.Index(i).Child("name")
-		switch {
-		case h.Name == "":
-			errs = append(errs, field.Required(p, "the name of a registered event handler"))
-		case seen.Has(h.Name):
-			errs = append(errs, field.Duplicate(p, h.Name))
-		}
-		seen.Insert(h.Name)
+		errs = append(errs, validateName(handlers.Index(i).Child("name"), h.Name, seen, "the name of a registered event handler", nil)...)
 	}
 
 	informers := field.NewPath("customInformers")
 	seen = sets.New[string]()
 	for i, ci := range cfg.CustomInformers {
 		p := informers.Index(i)
-		switch {
-		case ci.Name == "":
-			errs = append(errs, field.Required(p.Child("name"), "a DNS-1123 label naming the informer"))
-		case seen.Has(ci.Name):
-			errs = append(errs, field.Duplicate(p.Child("name"), ci.Name))
-		default:
-			for _, msg := range validation.IsDNS1123Label(ci.Name) {
-				errs = append(errs, field.Invalid(p.Child("name"), ci.Name, msg))
-			}
-		}
-		seen.Insert(ci.Name)
+		errs = append(errs, validateName(p.Child("name"), ci.Name, seen, "a DNS-1123 label naming the informer", validation.IsDNS1123Label)...)
 		if ci.Resource == "" {
 			errs = append(errs, field.Required(p.Child("resource"), "what the informer's objects are, e.g. Node"))
 		}
@@ -85,13 +68,16 @@ func validateTuning(cfg *config.SchedulerConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("parallelism"), p, "must be between 1 and 1024"))
 	}
 	initial, maxB := cfg.PodInitialBackoffSeconds, cfg.PodMaxBackoffSeconds
+	inRange := true
 	if initial < 1 || initial > MaxBackoffSeconds {
 		errs = append(errs, field.Invalid(field.NewPath("podInitialBackoffSeconds"), initial, "must be between 1 and 86400"))
+		inRange = false
 	}
 	if maxB < 1 || maxB > MaxBackoffSeconds {
 		errs = append(errs, field.Invalid(field.NewPath("podMaxBackoffSeconds"), maxB, "must be between 1 and 86400"))
+		inRange = false
 	}
-	if len(errs) == 0 && maxB < initial {
+	if inRange && maxB < initial {
 		errs = append(errs, field.Invalid(field.NewPath("podMaxBackoffSeconds"), maxB,
 			"must not be below podInitialBackoffSeconds (the default of the one left out is 1 for the initial backoff and 10 for the maximum)"))
 	}
@@ -110,18 +96,8 @@ func validatePercentage(p *field.Path, pct *int32) field.ErrorList {
 
 func validateProfile(p *field.Path, prof *config.Profile, seen sets.Set[string]) field.ErrorList {
 	var errs field.ErrorList
-	name := p.Child("schedulerName")
-	switch {
-	case prof.SchedulerName == "":
-		errs = append(errs, field.Required(name, "the spec.schedulerName of the pods this profile schedules"))
-	case seen.Has(prof.SchedulerName):
-		errs = append(errs, field.Duplicate(name, prof.SchedulerName))
-	default:
-		for _, msg := range validation.IsDNS1123Subdomain(prof.SchedulerName) {
-			errs = append(errs, field.Invalid(name, prof.SchedulerName, msg))
-		}
-	}
-	seen.Insert(prof.SchedulerName)
+	errs = append(errs, validateName(p.Child("schedulerName"), prof.SchedulerName, seen,
+		"the spec.schedulerName of the pods this profile schedules", validation.IsDNS1123Subdomain)...)
 	errs = append(errs, validatePercentage(p.Child("percentageOfNodesToScore"), prof.PercentageOfNodesToScore)...)
 	if pl := prof.Plugins; pl != nil {
 		plugins := p.Child("plugins")
@@ -143,14 +119,7 @@ func validateProfile(p *field.Path, prof *config.Profile, seen sets.Set[string])
 	configs := p.Child("pluginConfig")
 	names := sets.New[string]()
 	for i, pc := range prof.PluginConfig {
-		np := configs.Index(i).Child("name")
-		switch {
-		case pc.Name == "":
-			errs = append(errs, field.Required(np, "the plugin these args are for"))
-		case names.Has(pc.Name):
-			errs = append(errs, field.Duplicate(np, pc.Name))
-		}
-		names.Insert(pc.Name)
+		errs = append(errs, validateName(configs.Index(i).Child("name"), pc.Name, names, "the plugin these args are for", nil)...)
 	}
 	return errs
 }
@@ -190,5 +159,24 @@ func validatePluginSet(p *field.Path, score bool, set *config.PluginSet) field.E
 			errs = append(errs, field.Forbidden(dp.Child("weight"), "a disabled plugin has no weight"))
 		}
 	}
+	return errs
+}
+
+// validateName checks the name of an entry of a list whose names are
+// required and unique (seen holds those of the entries before it), and,
+// with format, well formed.
+func validateName(p *field.Path, name string, seen sets.Set[string], what string, format func(string) []string) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case name == "":
+		errs = append(errs, field.Required(p, what))
+	case seen.Has(name):
+		errs = append(errs, field.Duplicate(p, name))
+	case format != nil:
+		for _, msg := range format(name) {
+			errs = append(errs, field.Invalid(p, name, msg))
+		}
+	}
+	seen.Insert(name)
 	return errs
 }
