@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -233,10 +233,10 @@ func TestAssumePodAccountsAtOnce(t *testing.T) {
 	if l := c.Queue().Lengths(); l.AwaitingBinding != 1 {
 		t.Errorf("queue = %+v, want the job awaiting binding", l)
 	}
-	if got := testutil.ToFloat64(c.metrics.CacheSize.WithLabelValues(metrics.CacheAssumedPods)); got != 1 {
+	if got := metricstest.GaugeValue(t, c.metrics.CacheSize.WithLabelValues(metrics.CacheAssumedPods)); got != 1 {
 		t.Errorf("assumed_pods gauge = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(c.metrics.CacheSize.WithLabelValues(metrics.CacheAssignedPods)); got != 0 {
+	if got := metricstest.GaugeValue(t, c.metrics.CacheSize.WithLabelValues(metrics.CacheAssignedPods)); got != 0 {
 		t.Errorf("assigned_pods gauge = %v, want 0", got)
 	}
 }
@@ -516,7 +516,7 @@ func TestAssumedPodExpires(t *testing.T) {
 			if got := idleCPU(t, c, "n1"); got != 10000 {
 				t.Errorf("idle CPU = %dm after expiry, want 10000m", got)
 			}
-			if got := testutil.ToFloat64(c.metrics.AssumedPodsExpired); got != 1 {
+			if got := metricstest.CounterValue(t, c.metrics.AssumedPodsExpired); got != 1 {
 				t.Errorf("expired counter = %v, want 1", got)
 			}
 			j, _ := c.Job(id)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	fcache "k8s.io/client-go/tools/cache/testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -66,13 +66,13 @@ func TestEventBacklogOfSlowHandler(t *testing.T) {
 		return b.Pending > 0 && b.OldestPending >= first.OldestPending+300*time.Millisecond
 	})
 	waitFor(t, "the backlog gauges to show it", func() bool {
-		return testutil.ToFloat64(m.EventHandlerBacklog.WithLabelValues("custom/slow")) > 0 &&
-			testutil.ToFloat64(m.EventHandlerOldestPending.WithLabelValues("custom/slow")) > 0.3
+		return metricstest.GaugeValue(t, m.EventHandlerBacklog.WithLabelValues("custom/slow")) > 0 &&
+			metricstest.GaugeValue(t, m.EventHandlerOldestPending.WithLabelValues("custom/slow")) > 0.3
 	})
 	waitFor(t, "the backlog to drain", func() bool { b := backlogOf(); return b.Pending == 0 && b.OldestPending == 0 })
 	waitFor(t, "the gauges to drop to 0", func() bool {
-		return testutil.ToFloat64(m.EventHandlerBacklog.WithLabelValues("custom/slow")) == 0 &&
-			testutil.ToFloat64(m.EventHandlerOldestPending.WithLabelValues("custom/slow")) == 0
+		return metricstest.GaugeValue(t, m.EventHandlerBacklog.WithLabelValues("custom/slow")) == 0 &&
+			metricstest.GaugeValue(t, m.EventHandlerOldestPending.WithLabelValues("custom/slow")) == 0
 	})
 	// Every native informer is tracked too.
 	tracked := map[string]bool{}

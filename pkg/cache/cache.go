@@ -8,13 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
@@ -118,7 +118,7 @@ type SchedulerCache struct {
 	// host runs the informers that feed the handler, which feeds the
 	// cache. Like the fields above, set by New only.
 	host           *informerhost.Host
-	expiredCounter prometheus.Counter
+	expiredCounter *k8smetrics.Counter
 
 	// mu guards the node and job state below.
 	mu sync.RWMutex
@@ -207,7 +207,7 @@ var (
 )
 
 type cacheSizeGauges struct {
-	nodes, placeholders, assignedPods, assumedPods, pendingPods, jobs prometheus.Gauge
+	nodes, placeholders, assignedPods, assumedPods, pendingPods, jobs k8smetrics.GaugeMetric
 }
 
 // New returns an empty cache configured by opts.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -295,7 +295,7 @@ func TestPlaceholders(t *testing.T) {
 	if _, ok := nodeIdle(c, "n1"); ok {
 		t.Error("NodeIdle of a placeholder: ok")
 	}
-	if got := testutil.ToFloat64(c.metrics.CacheSize.WithLabelValues(metrics.CachePlaceholderNodes)); got != 1 {
+	if got := metricstest.GaugeValue(t, c.metrics.CacheSize.WithLabelValues(metrics.CachePlaceholderNodes)); got != 1 {
 		t.Errorf("placeholder gauge = %v, want 1", got)
 	}
 
@@ -332,7 +332,7 @@ func TestPlaceholders(t *testing.T) {
 	if _, ok := c.NodeInfo("n1"); ok {
 		t.Fatal("placeholder still there after its last pod left")
 	}
-	if got := testutil.ToFloat64(c.metrics.CacheSize.WithLabelValues(metrics.CachePlaceholderNodes)); got != 0 {
+	if got := metricstest.GaugeValue(t, c.metrics.CacheSize.WithLabelValues(metrics.CachePlaceholderNodes)); got != 0 {
 		t.Errorf("placeholder gauge = %v, want 0", got)
 	}
 
@@ -608,11 +608,11 @@ func TestSizeGauges(t *testing.T) {
 		metrics.CacheJobs:             3,
 	}
 	for typ, w := range want {
-		if got := testutil.ToFloat64(c.metrics.CacheSize.WithLabelValues(typ)); got != w {
+		if got := metricstest.GaugeValue(t, c.metrics.CacheSize.WithLabelValues(typ)); got != w {
 			t.Errorf("cache_size{type=%q} = %v, want %v", typ, got, w)
 		}
 	}
-	if got := testutil.ToFloat64(c.metrics.PendingJobs.WithLabelValues(metrics.QueueActive)); got != 1 {
+	if got := metricstest.GaugeValue(t, c.metrics.PendingJobs.WithLabelValues(metrics.QueueActive)); got != 1 {
 		t.Errorf("pending_jobs{queue=active} = %v, want 1", got)
 	}
 }

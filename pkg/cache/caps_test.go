@@ -3,8 +3,7 @@ package cache
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -52,7 +51,7 @@ func TestNodeCaps(t *testing.T) {
 	}
 
 	// The grant shrinks below what runs: reported, counted, and cleared.
-	gauge := func() float64 { return testutil.ToFloat64(c.metrics.GrantOvercommittedNodes) }
+	gauge := func() float64 { return metricstest.GaugeValue(t, c.metrics.GrantOvercommittedNodes) }
 	mustNoErr(t, "SetNodeCap", c.SetNodeCap("n1", cpu(2000)))
 	ex := c.CapExceededNodes()
 	if len(ex) != 1 || ex[0].Node.Name != "n1" || ex[0].Used.MilliCPU != 3000 || len(ex[0].Pods) != 1 || ex[0].Pods[0].Name != "ours" {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -26,6 +25,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -253,10 +253,10 @@ func TestPanicIsolation(t *testing.T) {
 	create(t, "pod", pods.Create, noRV(st.MakePod().Name("after").Obj()))
 	waitFor(t, "the pod after the panic", func() bool { return h.has(framework.Pod, informerhost.EventAdd, "default/after") })
 
-	if got := testutil.ToFloat64(c.metrics.HandlerPanics.WithLabelValues("Pod", "add")); got != 1 {
+	if got := metricstest.CounterValue(t, c.metrics.HandlerPanics.WithLabelValues("Pod", "add")); got != 1 {
 		t.Errorf("handler_panics_total{Pod,add} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(c.metrics.EventsHandled.WithLabelValues("Pod", "add")); got != 2 {
+	if got := metricstest.CounterValue(t, c.metrics.EventsHandled.WithLabelValues("Pod", "add")); got != 2 {
 		t.Errorf("events_handled_total{Pod,add} = %v, want 2", got)
 	}
 	var podAdd informerhost.EventCounts

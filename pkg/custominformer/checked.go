@@ -82,13 +82,15 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, opts metav1.List
 			klog.V(4).InfoS("List of a custom informer source stopped", "informer", c.name, "err", err)
 			return nil, err
 		}
-		c.m.listErrors.Inc()
+		// The reason first, as for a watch event: whoever sees the list
+		// error counted sees why.
 		switch {
 		case errors.Is(err, ErrTooLarge):
 			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
 		case errors.Is(err, ErrNotAList):
 			c.m.invalid.WithLabelValues(c.name, ReasonNotAList).Inc()
 		}
+		c.m.listErrors.Inc()
 		return nil, err
 	}
 	if err := c.checkList(list); err != nil {
@@ -271,11 +273,11 @@ func (c *checkedListWatch) checkEvent(ctx context.Context, e watch.Event) (watch
 			klog.V(4).InfoS("Watch of a custom informer source stopped", "informer", c.name, "err", err)
 			return e, true
 		}
-		c.m.errorEvents.Inc()
-		c.m.watchErrors.Inc()
 		if st, ok := e.Object.(*metav1.Status); ok && strings.Contains(st.Message, ErrTooLarge.Error()) {
 			c.m.invalid.WithLabelValues(c.name, ReasonTooLarge).Inc()
 		}
+		c.m.errorEvents.Inc()
+		c.m.watchErrors.Inc()
 	default:
 		c.m.errorEvents.Inc()
 		c.m.watchErrors.Inc()

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 )
 
 // tornDownWatch is a source watch whose stream, once stopped, still
@@ -55,7 +55,7 @@ func TestCheckedWatchDoesNotCountItsOwnStop(t *testing.T) {
 	if e := <-w.ResultChan(); e.Type != watch.Error {
 		t.Fatalf("got a %s event, want the ERROR event passed on", e.Type)
 	}
-	if got := testutil.ToFloat64(m.WatchErrors.WithLabelValues("workloads")); got != 1 {
+	if got := metricstest.CounterValue(t, m.WatchErrors.WithLabelValues("workloads")); got != 1 {
 		t.Fatalf("watch errors after an ERROR event = %v, want 1", got)
 	}
 
@@ -74,7 +74,7 @@ func TestCheckedWatchDoesNotCountItsOwnStop(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stopped watch's channel was not closed")
 	}
-	if got := testutil.ToFloat64(m.WatchErrors.WithLabelValues("workloads")); got != 1 {
+	if got := metricstest.CounterValue(t, m.WatchErrors.WithLabelValues("workloads")); got != 1 {
 		t.Errorf("watch errors after the stop = %v, want still 1", got)
 	}
 }

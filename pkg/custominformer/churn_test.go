@@ -8,10 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
 
@@ -179,7 +179,7 @@ func testChurn(t *testing.T, history, buffer int, wantEveryChange, wantRelists b
 	waitFor(t, "the handler to see the manager's state", sameAs(want))
 	log.mu.Lock()
 	defer log.mu.Unlock()
-	relists := testutil.ToFloat64(m.Relists.WithLabelValues("workloads"))
+	relists := metricstest.CounterValue(t, m.Relists.WithLabelValues("workloads"))
 	t.Logf("%d changes, %d events, %d re-deliveries, %v relists, %d slow watchers closed",
 		changes, log.events, log.redelivered, relists, store.SlowWatchersClosed())
 	if log.events-log.redelivered > changes {

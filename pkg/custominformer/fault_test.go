@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
 
@@ -250,7 +250,7 @@ func TestHTTPSourceRejectsBadData(t *testing.T) {
 			if tt.watch != "" {
 				mgr.queueWatch(tt.watch)
 			}
-			m, err := NewMetrics(prometheus.NewRegistry())
+			m, err := NewMetrics(k8smetrics.NewKubeRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,18 +273,18 @@ func TestHTTPSourceRejectsBadData(t *testing.T) {
 						t.Logf("requests to the manager:\n%s", mgr.requestLog())
 					}
 				})
-				waitFor(t, "the bad list to be rejected", func() bool { return testutil.ToFloat64(m.ListErrors.WithLabelValues("workloads")) >= 1 })
+				waitFor(t, "the bad list to be rejected", func() bool { return metricstest.CounterValue(t, m.ListErrors.WithLabelValues("workloads")) >= 1 })
 				if got := storeKeys(b); got != "w1" {
 					t.Fatalf("after the bad list, the informer holds %q, want the last good state w1", got)
 				}
 			} else {
-				waitFor(t, "the bad watch to be reported", func() bool { return testutil.ToFloat64(m.WatchErrors.WithLabelValues("workloads")) >= 1 })
-				if got := testutil.ToFloat64(m.Events.WithLabelValues("workloads", "error")); got < 1 {
+				waitFor(t, "the bad watch to be reported", func() bool { return metricstest.CounterValue(t, m.WatchErrors.WithLabelValues("workloads")) >= 1 })
+				if got := metricstest.CounterValue(t, m.Events.WithLabelValues("workloads", "error")); got < 1 {
 					t.Errorf("error events = %v, want >= 1", got)
 				}
 			}
 			if tt.reason != "" {
-				if got := testutil.ToFloat64(m.InvalidObjects.WithLabelValues("workloads", tt.reason)); got < 1 {
+				if got := metricstest.CounterValue(t, m.InvalidObjects.WithLabelValues("workloads", tt.reason)); got < 1 {
 					t.Errorf("invalid objects with reason %s = %v, want >= 1", tt.reason, got)
 				}
 			}
@@ -399,7 +399,7 @@ func TestHTTPSourceManagerRestartedWithChangedState(t *testing.T) {
 				}
 				return true
 			})
-			if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got < 1 {
+			if got := metricstest.CounterValue(t, m.Relists.WithLabelValues("workloads")); got < 1 {
 				t.Errorf("relists = %v, want >= 1", got)
 			}
 		})
@@ -459,20 +459,20 @@ func testRelistOnExpired(t *testing.T, status410 bool) {
 	// A watch that ends within a second without events makes the
 	// reflector list at once; this one must look like a normal break.
 	time.Sleep(1100 * time.Millisecond)
-	if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got != 0 {
+	if got := metricstest.CounterValue(t, m.Relists.WithLabelValues("workloads")); got != 0 {
 		t.Fatalf("relists before the break = %v, want 0", got)
 	}
 	close(hang)
 	waitFor(t, "the informer to catch up", func() bool { return storeKeys(b) == "w1,w2,w3,w4,w5,w6" })
-	if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got < 1 {
+	if got := metricstest.CounterValue(t, m.Relists.WithLabelValues("workloads")); got < 1 {
 		t.Errorf("relists = %v, want >= 1", got)
 	}
 	// The 410 was what made it list: an ERROR event, or a failed watch.
-	if got := testutil.ToFloat64(m.WatchErrors.WithLabelValues("workloads")); got != 1 {
+	if got := metricstest.CounterValue(t, m.WatchErrors.WithLabelValues("workloads")); got != 1 {
 		klog.Flush()
 		t.Errorf("watch errors = %v, want the 410 counted once; logs:\n%s", got, logs)
 	}
-	if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got != 1 {
+	if got := metricstest.CounterValue(t, m.Relists.WithLabelValues("workloads")); got != 1 {
 		t.Errorf("relists = %v, want 1", got)
 	}
 	klog.Flush()
@@ -535,8 +535,8 @@ func TestStoppingLogsNoErrors(t *testing.T) {
 			t.Errorf("stopping logged %s", line)
 		}
 	}
-	for _, c := range []prometheus.Collector{m.WatchErrors, m.ListErrors} {
-		if n := testutil.ToFloat64(c); n != 0 {
+	for _, c := range []*k8smetrics.CounterVec{m.WatchErrors, m.ListErrors} {
+		if n := metricstest.CounterValue(t, c.WithLabelValues("workloads")); n != 0 {
 			t.Errorf("stopping counted %v errors", n)
 		}
 	}

@@ -52,7 +52,7 @@ func fuzzListWatch(tb testing.TB, srv *cannedServer) *checkedListWatch {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return newCheckedListWatch(lw, &v1alpha1.ExternalWorkload{}, "fuzz", unregisteredMetrics.forSource("fuzz"))
+	return newCheckedListWatch(lw, &v1alpha1.ExternalWorkload{}, "fuzz", unregisteredMetrics().forSource("fuzz"))
 }
 
 // checkStored fails unless obj may go into the informer's store.

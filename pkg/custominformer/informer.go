@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -59,7 +60,7 @@ func New(lw cache.ListerWatcher, example runtime.Object, opts Options) cache.Sha
 func newInformer(lw cache.ListerWatcher, example runtime.Object, opts Options) (cache.SharedIndexInformer, *resilientListWatch) {
 	m := opts.Metrics
 	if m == nil {
-		m = unregisteredMetrics
+		m = unregisteredMetrics()
 	}
 	sm := m.forSource(opts.Name)
 	source := newResilientListWatch(newCheckedListWatch(lw, example, opts.Name, sm), example, opts.Name, sm)
@@ -80,13 +81,17 @@ func newInformer(lw cache.ListerWatcher, example runtime.Object, opts Options) (
 }
 
 // unregisteredMetrics count for informers built without Options.Metrics.
-var unregisteredMetrics = func() *Metrics {
+// They are created at the first such informer, not when the package is
+// loaded: creating a metric counts it in component-base's
+// registered_metrics_total, which a command that never needs them should
+// not report.
+var unregisteredMetrics = sync.OnceValue(func() *Metrics {
 	m, err := NewMetrics(nil)
 	if err != nil {
 		panic(err)
 	}
 	return m
-}()
+})
 
 // SourceFactory builds the ListerWatcher of one custom informer from its
 // configuration entry (ci.SourceArgs holds the source's own settings;

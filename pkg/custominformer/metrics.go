@@ -1,10 +1,11 @@
 package custominformer
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
+	k8smetrics "k8s.io/component-base/metrics"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 )
@@ -27,38 +28,38 @@ type Metrics struct {
 	// "added", "modified", "deleted", "bookmark" and "error". Rejected
 	// events count as "error". The differences a relist delivers are not
 	// counted.
-	Events *prometheus.CounterVec
+	Events *k8smetrics.CounterVec
 	// ListErrors counts list attempts that failed, including lists
 	// rejected for an invalid item.
-	ListErrors *prometheus.CounterVec
+	ListErrors *k8smetrics.CounterVec
 	// WatchErrors counts watch attempts that could not be opened (a 410
 	// included) and watch streams that ended with an error (an ERROR
 	// event from the source, a 410 included, a stream that could not be
 	// decoded, a rejected object). A stream that just ends is not one.
-	WatchErrors *prometheus.CounterVec
+	WatchErrors *k8smetrics.CounterVec
 	// InvalidObjects counts objects rejected by their reason (see the
 	// Reason constants).
-	InvalidObjects *prometheus.CounterVec
+	InvalidObjects *k8smetrics.CounterVec
 	// Relists counts the times the informer decided to list again after
 	// its first list: after a 410, an ERROR event, a rejected event or
 	// resourceVersions going backwards. A watch that merely ended is
 	// resumed and not counted; the retries of one relist count once.
-	Relists *prometheus.CounterVec
+	Relists *k8smetrics.CounterVec
 	// LastEvent is the Unix time of the last successful list or watch
 	// event, bookmarks included.
-	LastEvent *prometheus.GaugeVec
+	LastEvent *k8smetrics.GaugeVec
 
 	// synced is collected at scrape time from the informers themselves.
 	synced *syncedCollector
 }
 
 // NewMetrics creates the metrics and registers them with reg. A nil reg
-// leaves them unregistered, which tests and embedders that do not export
-// metrics may want.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metrics.Namespace, Subsystem: "custom_informer", Name: name, Help: help,
+// leaves them unregistered but counting (see metrics.Register), which
+// tests and embedders that do not export metrics may want.
+func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
+	counter := func(name, help string, labels ...string) *k8smetrics.CounterVec {
+		return k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+			Namespace: metrics.Namespace, Subsystem: subsystem, Name: name, Help: help, StabilityLevel: k8smetrics.ALPHA,
 		}, append([]string{"informer"}, labels...))
 	}
 	m := &Metrics{
@@ -67,29 +68,31 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		WatchErrors:    counter("watch_errors_total", "Watches of the source that could not be opened or ended with an error."),
 		InvalidObjects: counter("invalid_objects_total", "Objects from the source rejected as invalid, by reason.", "reason"),
 		Relists:        counter("relists_total", "Lists after the first one, each following a 410, an error, a rejected event or resourceVersions going backwards."),
-		LastEvent: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: metrics.Namespace, Subsystem: "custom_informer", Name: "last_event_timestamp_seconds",
+		LastEvent: k8smetrics.NewGaugeVec(&k8smetrics.GaugeOpts{
+			Namespace: metrics.Namespace, Subsystem: subsystem, Name: "last_event_timestamp_seconds", StabilityLevel: k8smetrics.BETA,
 			Help: "Unix time of the last successful list or watch event from the source.",
 		}, []string{"informer"}),
 		synced: &syncedCollector{
-			desc: prometheus.NewDesc(prometheus.BuildFQName(metrics.Namespace, "custom_informer", "synced"),
-				"1 if the informer has completed its initial list, else 0.", []string{"informer"}, nil),
+			CustomCollector: metrics.NewCustomCollector(k8smetrics.BuildFQName(metrics.Namespace, subsystem, "synced"),
+				"1 if the informer has completed its initial list, else 0.", k8smetrics.BETA, "informer"),
 			informers: map[string]func() bool{},
 		},
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Events, m.ListErrors, m.WatchErrors, m.InvalidObjects, m.Relists, m.LastEvent, m.synced} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := metrics.Register(reg, m.Events, m.ListErrors, m.WatchErrors, m.InvalidObjects, m.Relists, m.LastEvent); err != nil {
+		return nil, fmt.Errorf("registering the custom informer metrics: %w", err)
+	}
+	if err := metrics.RegisterCustom(reg, m.synced); err != nil {
+		return nil, fmt.Errorf("registering the custom informer metrics: %w", err)
 	}
 	return m, nil
 }
 
+// subsystem is the middle part of the metrics' names.
+const subsystem = "custom_informer"
+
 // syncedCollector reports each informer's HasSynced when scraped.
 type syncedCollector struct {
-	desc *prometheus.Desc
+	metrics.CustomCollector
 	// mu guards informers. HasSynced is called after releasing it.
 	mu        sync.Mutex
 	informers map[string]func() bool
@@ -101,9 +104,8 @@ func (c *syncedCollector) add(name string, hasSynced func() bool) {
 	c.mu.Unlock()
 }
 
-func (c *syncedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *syncedCollector) Collect(ch chan<- prometheus.Metric) {
+// CollectWithStability implements k8smetrics.StableCollector.
+func (c *syncedCollector) CollectWithStability(ch chan<- k8smetrics.Metric) {
 	c.mu.Lock()
 	names := make([]string, 0, len(c.informers))
 	funcs := make(map[string]func() bool, len(c.informers))
@@ -118,16 +120,16 @@ func (c *syncedCollector) Collect(ch chan<- prometheus.Metric) {
 		if funcs[n]() {
 			v = 1
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, n)
+		ch <- k8smetrics.NewLazyConstMetric(c.Desc, k8smetrics.GaugeValue, v, n)
 	}
 }
 
 // sourceMetrics are one informer's children of Metrics, resolved once.
 type sourceMetrics struct {
-	added, modified, deleted, bookmark, errorEvents prometheus.Counter
-	listErrors, watchErrors, relists                prometheus.Counter
-	lastEvent                                       prometheus.Gauge
-	invalid                                         *prometheus.CounterVec
+	added, modified, deleted, bookmark, errorEvents k8smetrics.CounterMetric
+	listErrors, watchErrors, relists                k8smetrics.CounterMetric
+	lastEvent                                       k8smetrics.GaugeMetric
+	invalid                                         *k8smetrics.CounterVec
 	name                                            string
 }
 

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
 
@@ -209,7 +209,7 @@ func TestHTTPSourceRecoversFromRestartsWithinBound(t *testing.T) {
 					t.Errorf("round %d: the informer agreed with the restarted manager after %v, more than %v", i+1, d, recoveryBound)
 				}
 			}
-			if got := testutil.ToFloat64(m.Relists.WithLabelValues("workloads")); got < float64(len(downTimes)) {
+			if got := metricstest.CounterValue(t, m.Relists.WithLabelValues("workloads")); got < float64(len(downTimes)) {
 				t.Errorf("relists = %v, want at least one per restart (%d)", got, len(downTimes))
 			}
 		})
@@ -320,7 +320,7 @@ func TestHTTPSourceRelistsWhenVersionsGoBackwards(t *testing.T) {
 		t.Fatal(err)
 	}
 	startInformer(t, b)
-	waitFor(t, "a relist", func() bool { return testutil.ToFloat64(m.Relists.WithLabelValues("workloads")) >= 1 })
+	waitFor(t, "a relist", func() bool { return metricstest.CounterValue(t, m.Relists.WithLabelValues("workloads")) >= 1 })
 	if err := store.Update(workload("", "w1", "bob")); err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestWentBackwards(t *testing.T) {
 // and its recovery once.
 func TestFailuresAreLoggedOncePerRun(t *testing.T) {
 	logs := captureLogs(t)
-	r := newResilientListWatch(nil, &v1alpha1.ExternalWorkload{}, "flaky", unregisteredMetrics.forSource("flaky"))
+	r := newResilientListWatch(nil, &v1alpha1.ExternalWorkload{}, "flaky", unregisteredMetrics().forSource("flaky"))
 	refused := fmt.Errorf("dial tcp 127.0.0.1:1: connect: connection refused")
 	for range 5 {
 		r.failed(refused, "watch")

@@ -54,7 +54,7 @@ func BenchmarkSourceOverhead(b *testing.B) {
 		make func(lw cache.ListerWatcher) cache.SharedIndexInformer
 	}{
 		{"checked-only", func(lw cache.ListerWatcher) cache.SharedIndexInformer {
-			checked := newCheckedListWatch(lw, &v1alpha1.ExternalWorkload{}, "bench", unregisteredMetrics.forSource("bench"))
+			checked := newCheckedListWatch(lw, &v1alpha1.ExternalWorkload{}, "bench", unregisteredMetrics().forSource("bench"))
 			return cache.NewSharedIndexInformer(checked, &v1alpha1.ExternalWorkload{}, 0, cache.Indexers{})
 		}},
 		{"New", func(lw cache.ListerWatcher) cache.SharedIndexInformer {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	k8smetrics "k8s.io/component-base/metrics"
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
@@ -22,7 +23,7 @@ const repoRoot = "../.."
 
 // docGlobs are the documents whose metric names must exist, relative to
 // repoRoot.
-var docGlobs = []string{"README.md", "docs/*.md"}
+var docGlobs = []string{"README.md", "docs/*.md", "deploy/monitoring/README.md"}
 
 // metricNameRE matches a metric name of this project in prose. It needs
 // no word boundary: the names are made of what it matches.
@@ -36,12 +37,12 @@ var seriesSuffixes = []string{"_bucket", "_sum", "_count"}
 // every metric name the documents give must be one the project registers,
 // and every metric the project registers must be documented somewhere.
 func TestDocumentedMetricsExist(t *testing.T) {
-	registered := registeredMetricNames(t)
+	registered := registeredMetrics(t)
 	if len(registered) == 0 {
 		t.Fatal("no metric registered: the collection of names is broken")
 	}
 	known := make(map[string]bool, len(registered))
-	for _, n := range registered {
+	for n := range registered {
 		known[n] = true
 		if !strings.HasPrefix(n, metrics.Namespace+"_") {
 			t.Errorf("registered metric %s does not start with %q, so no document can be checked against it", n, metrics.Namespace+"_")
@@ -66,7 +67,7 @@ func TestDocumentedMetricsExist(t *testing.T) {
 		t.Errorf("documented metrics that the code does not register:\n\t%s", strings.Join(unknown, "\n\t"))
 	}
 	var undocumented []string
-	for _, n := range registered {
+	for _, n := range sortedKeys(registered) {
 		if !mentioned[n] {
 			undocumented = append(undocumented, n)
 		}
@@ -91,23 +92,29 @@ func registeredBase(name string, known map[string]bool) string {
 	return ""
 }
 
-// registeredMetricNames returns, sorted, the name of every metric the
-// project registers: it builds each metric set on one fresh registry, as
-// the command does, and asks each registered collector to describe its
+// registeredMetric is what the code says of one metric.
+type registeredMetric struct {
+	// kind is "counter", "gauge" or "histogram".
+	kind string
+	// labels are the variable labels, in order.
+	labels []string
+	// stability is the level component-base put in front of the HELP
+	// text ("ALPHA", "BETA").
+	stability string
+}
+
+// registeredMetrics returns every metric the project registers, by name:
+// it builds each metric set on one fresh component-base registry, as the
+// command does, and asks each registered collector to describe its
 // metrics, which needs no sample (a vector with no children yet is still
 // described).
-//
-// It is the one place to adapt when the metrics move to
-// k8s.io/component-base/metrics: register the sets on a
-// metrics.NewKubeRegistry() instead and take each metrics.Registerable's
-// FQName().
-func registeredMetricNames(t *testing.T) []string {
+func registeredMetrics(t *testing.T) map[string]registeredMetric {
 	t.Helper()
-	reg := &recordingRegistry{Registry: prometheus.NewPedanticRegistry()}
+	reg := &recordingRegistry{KubeRegistry: k8smetrics.NewKubeRegistry()}
 	if _, err := app.NewMetrics(reg); err != nil {
 		t.Fatalf("app.NewMetrics: %v", err)
 	}
-	seen := map[string]bool{}
+	out := map[string]registeredMetric{}
 	for _, c := range reg.collectors {
 		descs := make(chan *prometheus.Desc)
 		go func() {
@@ -115,22 +122,39 @@ func registeredMetricNames(t *testing.T) []string {
 			close(descs)
 		}()
 		for d := range descs {
-			seen[descName(t, d)] = true
+			name, help, labels := describe(t, d)
+			stability, _, ok := strings.Cut(strings.TrimPrefix(help, "["), "] ")
+			if !ok || !strings.HasPrefix(help, "[") {
+				t.Errorf("%s: the HELP text %q has no stability level in front", name, help)
+			}
+			out[name] = registeredMetric{kind: kindOf(c), labels: labels, stability: stability}
 		}
 	}
-	return sortedKeys(seen)
+	return out
 }
 
-// recordingRegistry is a prometheus.Registry that remembers the collectors
-// registered with it.
+// kindOf says what type of metric c is. The custom collectors of this
+// project (metrics.ScrapedGauge and the like) are all gauges.
+func kindOf(c prometheus.Collector) string {
+	switch c.(type) {
+	case *k8smetrics.Counter, *k8smetrics.CounterVec:
+		return "counter"
+	case *k8smetrics.Histogram, *k8smetrics.HistogramVec:
+		return "histogram"
+	}
+	return "gauge"
+}
+
+// recordingRegistry is a component-base registry that remembers the
+// collectors registered with it.
 type recordingRegistry struct {
-	*prometheus.Registry
+	k8smetrics.KubeRegistry
 	collectors []prometheus.Collector
 }
 
 // Register registers c and records it.
-func (r *recordingRegistry) Register(c prometheus.Collector) error {
-	if err := r.Registry.Register(c); err != nil {
+func (r *recordingRegistry) Register(c k8smetrics.Registerable) error {
+	if err := r.KubeRegistry.Register(c); err != nil {
 		return err
 	}
 	r.collectors = append(r.collectors, c)
@@ -138,7 +162,7 @@ func (r *recordingRegistry) Register(c prometheus.Collector) error {
 }
 
 // MustRegister registers and records each of cs, panicking on an error.
-func (r *recordingRegistry) MustRegister(cs ...prometheus.Collector) {
+func (r *recordingRegistry) MustRegister(cs ...k8smetrics.Registerable) {
 	for _, c := range cs {
 		if err := r.Register(c); err != nil {
 			panic(err)
@@ -146,25 +170,51 @@ func (r *recordingRegistry) MustRegister(cs ...prometheus.Collector) {
 	}
 }
 
-// descFQNameRE finds the fully-qualified name in a Desc's String(),
-// which is the only way client_golang gives it out.
-var descFQNameRE = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*")`)
+// CustomRegister registers the custom collector c and records it.
+func (r *recordingRegistry) CustomRegister(c k8smetrics.StableCollector) error {
+	if err := r.KubeRegistry.CustomRegister(c); err != nil {
+		return err
+	}
+	r.collectors = append(r.collectors, c)
+	return nil
+}
 
-// descName returns the fully-qualified name of d.
-func descName(t *testing.T, d *prometheus.Desc) string {
+// CustomMustRegister registers and records each of cs, panicking on an
+// error.
+func (r *recordingRegistry) CustomMustRegister(cs ...k8smetrics.StableCollector) {
+	for _, c := range cs {
+		if err := r.CustomRegister(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// descRE takes the fully-qualified name, the HELP text and the variable
+// labels out of a Desc's String(), which is the only way client_golang
+// gives them out. Other quoted fields (unit) may come between.
+var descRE = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*")(?:, [a-zA-Z]+: "(?:[^"\\]|\\.)*")*, constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}\}$`)
+
+// describe returns the name, HELP text and variable labels of d.
+func describe(t *testing.T, d *prometheus.Desc) (name, help string, labels []string) {
 	t.Helper()
 	if err := d.Err(); err != nil {
 		t.Fatalf("invalid metric description %s: %v", d, err)
 	}
-	m := descFQNameRE.FindStringSubmatch(d.String())
+	m := descRE.FindStringSubmatch(d.String())
 	if m == nil {
-		t.Fatalf("cannot find the name in the metric description %s (has client_golang changed Desc.String?)", d)
+		t.Fatalf("cannot read the metric description %s (has client_golang changed Desc.String?)", d)
 	}
 	name, err := strconv.Unquote(m[1])
 	if err != nil {
 		t.Fatalf("metric description %s: name %s: %v", d, m[1], err)
 	}
-	return name
+	if help, err = strconv.Unquote(m[2]); err != nil {
+		t.Fatalf("metric description %s: help %s: %v", d, m[2], err)
+	}
+	if m[3] != "" {
+		labels = strings.Split(m[3], ",")
+	}
+	return name, help, labels
 }
 
 // documentedMetricNames returns each metric name found in the documents,

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -199,7 +199,7 @@ type SchedulingQueue struct {
 	roomWaiters map[string]map[framework.JobID]*jobEntry
 	firstWaiter map[string]*jobEntry
 
-	activeGauge, backoffGauge, unschedulableGauge prometheus.Gauge
+	activeGauge, backoffGauge, unschedulableGauge k8smetrics.GaugeMetric
 }
 
 // New returns an empty queue. Run starts its flush loops.

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8smetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -22,12 +23,12 @@ import (
 // creation, survives failed attempts, ignores placed jobs and drops jobs
 // that left.
 func TestPendingJobOldest(t *testing.T) {
-	m, err := metrics.New(prometheus.NewPedanticRegistry())
+	m, err := metrics.New(k8smetrics.NewKubeRegistry())
 	mustNoErr(t, "metrics.New", err)
 	clk := testingclock.NewFakeClock(epoch)
 	q, err := New(Options{Clock: clk, Metrics: m})
 	mustNoErr(t, "New", err)
-	oldest := func() float64 { t.Helper(); return testutil.ToFloat64(m.PendingJobOldest) }
+	oldest := func() float64 { t.Helper(); return metricstest.CollectedValue(t, m.PendingJobOldest) }
 	check := func(step string, want time.Duration) {
 		t.Helper()
 		if got := oldest(); got != want.Seconds() {
@@ -104,7 +105,7 @@ func BenchmarkOldestPendingSeconds(b *testing.B) {
 // unschedulable sub-queue under each plugin that rejected them, and drops
 // a job once it moves on.
 func TestUnschedulableJobsByPlugin(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
+	reg := k8smetrics.NewKubeRegistry()
 	m, err := metrics.New(reg)
 	mustNoErr(t, "metrics.New", err)
 	clk := testingclock.NewFakeClock(epoch)
@@ -117,7 +118,7 @@ func TestUnschedulableJobsByPlugin(t *testing.T) {
 			t.Errorf("%s: %v", step, err)
 		}
 	}
-	header := "# HELP batch_scheduler_unschedulable_jobs Jobs waiting in the unschedulable sub-queue, by a plugin that rejected them in their last attempt and profile.\n" +
+	header := "# HELP batch_scheduler_unschedulable_jobs [ALPHA] Jobs waiting in the unschedulable sub-queue, by a plugin that rejected them in their last attempt and profile.\n" +
 		"# TYPE batch_scheduler_unschedulable_jobs gauge\n"
 	want("empty", "")
 

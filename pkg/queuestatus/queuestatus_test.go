@@ -23,6 +23,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 )
 
 var queueGVR = v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.QueuesResource)
@@ -344,7 +345,7 @@ func TestSyncMetrics(t *testing.T) {
 		{[]string{"a", "cpu", "limit"}, 8},
 		{[]string{"volcano", "cpu", "allocated"}, 0.5},
 	} {
-		if got := testutil.ToFloat64(m.QueueResources.WithLabelValues(tt.labels...)); got != tt.want {
+		if got := metricstest.GaugeValue(t, m.QueueResources.WithLabelValues(tt.labels...)); got != tt.want {
 			t.Errorf("queue_resources%v = %v, want %v", tt.labels, got, tt.want)
 		}
 	}
@@ -353,11 +354,11 @@ func TestSyncMetrics(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{func(l ...string) float64 { return testutil.ToFloat64(m.QueueJobs.WithLabelValues(l...)) }, []string{"a", "pending"}, 2},
-		{func(l ...string) float64 { return testutil.ToFloat64(m.QueueJobs.WithLabelValues(l...)) }, []string{"a", "running"}, 1},
-		{func(l ...string) float64 { return testutil.ToFloat64(m.QueueValid.WithLabelValues(l...)) }, []string{"a"}, 1},
-		{func(l ...string) float64 { return testutil.ToFloat64(m.QueueValid.WithLabelValues(l...)) }, []string{"b"}, 0},
-		{func(l ...string) float64 { return testutil.ToFloat64(m.QueueValid.WithLabelValues(l...)) }, []string{"volcano"}, 1},
+		{func(l ...string) float64 { return metricstest.GaugeValue(t, m.QueueJobs.WithLabelValues(l...)) }, []string{"a", "pending"}, 2},
+		{func(l ...string) float64 { return metricstest.GaugeValue(t, m.QueueJobs.WithLabelValues(l...)) }, []string{"a", "running"}, 1},
+		{func(l ...string) float64 { return metricstest.GaugeValue(t, m.QueueValid.WithLabelValues(l...)) }, []string{"a"}, 1},
+		{func(l ...string) float64 { return metricstest.GaugeValue(t, m.QueueValid.WithLabelValues(l...)) }, []string{"b"}, 0},
+		{func(l ...string) float64 { return metricstest.GaugeValue(t, m.QueueValid.WithLabelValues(l...)) }, []string{"volcano"}, 1},
 	} {
 		if got := tt.gauge(tt.labels...); got != tt.want {
 			t.Errorf("%v = %v, want %v", tt.labels, got, tt.want)

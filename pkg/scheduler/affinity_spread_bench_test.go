@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
+	k8smetrics "k8s.io/component-base/metrics"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/podtopologyspread"
@@ -68,7 +68,7 @@ func benchPlainPods(b *testing.B, without []string, queues int, frameworkMetrics
 	h := &testHandle{client: client, recorder: events.NewFakeRecorder(1 << 20), informers: factory}
 	var opts []frameworkruntime.Option
 	if frameworkMetrics {
-		fm, err := frameworkruntime.NewMetrics(prometheus.NewRegistry())
+		fm, err := frameworkruntime.NewMetrics(k8smetrics.NewKubeRegistry())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func benchPlainPods(b *testing.B, without []string, queues int, frameworkMetrics
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := NewMetrics(prometheus.NewRegistry())
+	m, err := NewMetrics(k8smetrics.NewKubeRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func benchPlainPods(b *testing.B, without []string, queues int, frameworkMetrics
 	}
 	b.StopTimer()
 	s.bindWG.Wait()
-	if got := promtestutil.ToFloat64(m.PodsBound); int(got) != b.N {
+	if got := metricstest.CounterValue(b, m.PodsBound); int(got) != b.N {
 		b.Fatalf("%v of %d pods bound", got, b.N)
 	}
 }

@@ -36,8 +36,7 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 	for _, pod := range c.placed {
 		s.conditions.forget(pod.UID)
 	}
-	s.metrics.Attempts.WithLabelValues(resultScheduled, c.profile).Inc()
-	s.metrics.AttemptDuration.WithLabelValues(resultScheduled, c.profile).Observe(time.Since(c.start).Seconds())
+	s.recordAttempt(resultScheduled, c.profile, c.start)
 	logger.V(2).Info("Job placed", "pods", len(c.placed), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
 	var unplaced []*v1.Pod
 	for _, pod := range c.job.Pending {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -135,7 +135,7 @@ func TestBindFailures(t *testing.T) {
 					t.Errorf("retry %d came %v after the previous call, want at least %v", i, gap, min)
 				}
 			}
-			if got := testutil.ToFloat64(h.metrics.BindErrors); got != tt.wantBindErrors {
+			if got := metricstest.CounterValue(t, h.metrics.BindErrors); got != tt.wantBindErrors {
 				t.Errorf("BindErrors = %v, want %v", got, tt.wantBindErrors)
 			}
 			// The cycle itself scheduled the job, whatever its binds did.
@@ -157,7 +157,7 @@ func TestBindFailures(t *testing.T) {
 				if len(scheduled) != 1 {
 					t.Errorf("Scheduled events = %q, want one", scheduled)
 				}
-				if got := testutil.ToFloat64(h.metrics.PodsBound); got != 1 {
+				if got := metricstest.CounterValue(t, h.metrics.PodsBound); got != 1 {
 					t.Errorf("PodsBound = %v, want 1", got)
 				}
 				if n := hook.unreserveCount(pod); n != 0 {
@@ -174,7 +174,7 @@ func TestBindFailures(t *testing.T) {
 				if len(scheduled) != 0 {
 					t.Errorf("Scheduled events = %q, want none", scheduled)
 				}
-				if got := testutil.ToFloat64(h.metrics.PodsBound); got != 0 {
+				if got := metricstest.CounterValue(t, h.metrics.PodsBound); got != 0 {
 					t.Errorf("PodsBound = %v, want 0", got)
 				}
 				if n := hook.unreserveCount(pod); n != 1 {
@@ -230,7 +230,7 @@ func TestGangBindFailureRollsBackOnlyTheFailedPod(t *testing.T) {
 	if got := h.cache.Queue().Lengths(); got != (queue.Lengths{Backoff: 1}) {
 		t.Errorf("queue lengths = %+v, want the gang backing off", got)
 	}
-	if got := testutil.ToFloat64(h.metrics.PodsBound); got != 2 {
+	if got := metricstest.CounterValue(t, h.metrics.PodsBound); got != 2 {
 		t.Errorf("PodsBound = %v, want 2", got)
 	}
 }

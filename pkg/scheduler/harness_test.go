@@ -10,10 +10,9 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
+	k8smetrics "k8s.io/component-base/metrics"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -121,7 +121,7 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	if err != nil {
 		t.Fatalf("NewFramework: %v", err)
 	}
-	m, err := NewMetrics(prometheus.NewRegistry())
+	m, err := NewMetrics(k8smetrics.NewKubeRegistry())
 	if err != nil {
 		t.Fatalf("NewMetrics: %v", err)
 	}
@@ -317,7 +317,7 @@ func (h *harness) apiPod(pod *v1.Pod) *v1.Pod {
 
 // attempts returns the Attempts counter of result for the test profile.
 func (h *harness) attempts(result string) float64 {
-	return testutil.ToFloat64(h.metrics.Attempts.WithLabelValues(result, testSchedulerName))
+	return metricstest.CounterValue(h.t, h.metrics.Attempts.WithLabelValues(result, testSchedulerName))
 }
 
 // hookName is the registry name of hookPlugin.

@@ -9,11 +9,11 @@ import (
 
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
+	k8smetrics "k8s.io/component-base/metrics"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -158,7 +158,7 @@ func TestNewDefaults(t *testing.T) {
 }
 
 func TestNewMetricsRegisters(t *testing.T) {
-	reg := prometheus.NewRegistry()
+	reg := k8smetrics.NewKubeRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestNewMetricsRegisters(t *testing.T) {
 		}
 	}
 	// A second set cannot register the same names.
-	if _, err := NewMetrics(reg); err == nil || !strings.Contains(err.Error(), "registering scheduling metrics") {
+	if _, err := NewMetrics(reg); err == nil || !strings.Contains(err.Error(), "registering the scheduling metrics") {
 		t.Errorf("second NewMetrics on the same registry: err = %v, want a registration error", err)
 	}
 }

@@ -2,8 +2,13 @@ package scheduler
 
 import (
 	"fmt"
+	"sync/atomic"
+	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	k8smetrics "k8s.io/component-base/metrics"
+
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 )
 
 // Attempt results.
@@ -16,71 +21,124 @@ const (
 // Metrics of the scheduling loop.
 type Metrics struct {
 	// Attempts counts scheduling cycles by result and profile.
-	Attempts *prometheus.CounterVec
+	Attempts *k8smetrics.CounterVec
 	// AttemptDuration is the time of one cycle (pop to decision) by result
 	// and profile.
-	AttemptDuration *prometheus.HistogramVec
+	AttemptDuration *k8smetrics.HistogramVec
 	// E2ELatency is the time from a job entering the queue (its first
 	// pod's creation) to the successful bind of each of its pods.
-	E2ELatency prometheus.Histogram
+	E2ELatency *k8smetrics.Histogram
 	// BindErrors counts bind calls that failed, including retried ones.
-	BindErrors prometheus.Counter
+	BindErrors *k8smetrics.Counter
 	// PodsBound counts pods bound.
-	PodsBound prometheus.Counter
+	PodsBound *k8smetrics.Counter
 	// BindLimit is the adaptive bound on bind calls in flight.
-	BindLimit prometheus.Gauge
+	BindLimit *k8smetrics.Gauge
 	// PreemptionAttempts counts preemption attempts by result.
-	PreemptionAttempts *prometheus.CounterVec
+	PreemptionAttempts *k8smetrics.CounterVec
 	// PreemptionVictims counts the pods evicted by preemption.
-	PreemptionVictims prometheus.Counter
+	PreemptionVictims *k8smetrics.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
-// registered).
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+// registered, but counting; see metrics.Register).
+func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 	m := &Metrics{
-		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "batch_scheduler", Name: "schedule_attempts_total",
+		Attempts: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+			Namespace: metrics.Namespace, Name: "schedule_attempts_total", StabilityLevel: k8smetrics.BETA,
 			Help: "Scheduling cycles (one job each), by result (scheduled, unschedulable, error) and profile.",
 		}, []string{"result", "profile"}),
-		AttemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "batch_scheduler", Name: "scheduling_attempt_duration_seconds",
+		AttemptDuration: k8smetrics.NewHistogramVec(&k8smetrics.HistogramOpts{
+			Namespace: metrics.Namespace, Name: "scheduling_attempt_duration_seconds", StabilityLevel: k8smetrics.ALPHA,
 			Help:    "Duration of one scheduling cycle, from pop to decision, by result (scheduled, unschedulable, error) and profile.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+			Buckets: k8smetrics.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"result", "profile"}),
-		E2ELatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "batch_scheduler", Name: "pod_scheduling_e2e_duration_seconds",
+		E2ELatency: k8smetrics.NewHistogram(&k8smetrics.HistogramOpts{
+			Namespace: metrics.Namespace, Name: "pod_scheduling_e2e_duration_seconds", StabilityLevel: k8smetrics.BETA,
 			Help:    "Time from the job entering the queue (its first pod's creation) to the successful bind of each of its pods.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 20),
+			Buckets: k8smetrics.ExponentialBuckets(0.001, 2, 20),
 		}),
-		BindErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "batch_scheduler", Name: "bind_errors_total",
+		BindErrors: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Namespace: metrics.Namespace, Name: "bind_errors_total", StabilityLevel: k8smetrics.BETA,
 			Help: "Bind calls that failed, including ones later retried successfully.",
 		}),
-		PodsBound: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "batch_scheduler", Name: "pods_bound_total",
+		PodsBound: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Namespace: metrics.Namespace, Name: "pods_bound_total", StabilityLevel: k8smetrics.BETA,
 			Help: "Pods bound to a node by this scheduler.",
 		}),
-		BindLimit: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "batch_scheduler", Name: "bind_concurrency_limit",
+		BindLimit: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+			Namespace: metrics.Namespace, Name: "bind_concurrency_limit", StabilityLevel: k8smetrics.ALPHA,
 			Help: "The adaptive bound on bind calls in flight (with pod status writes and evictions): it grows while calls succeed and halves on 429, 5xx or a timeout, up to --bind-concurrency.",
 		}),
-		PreemptionAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "batch_scheduler", Name: "preemption_attempts_total",
+		PreemptionAttempts: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+			Namespace: metrics.Namespace, Name: "preemption_attempts_total", StabilityLevel: k8smetrics.ALPHA,
 			Help: "Preemption attempts for jobs that did not fit, by result (preempted, unhelpful: nothing evicted as the job would not fit anyway, failed: an eviction was refused, error).",
 		}, []string{"result"}),
-		PreemptionVictims: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "batch_scheduler", Name: "preemption_victims_total",
+		PreemptionVictims: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Namespace: metrics.Namespace, Name: "preemption_victims_total", StabilityLevel: k8smetrics.ALPHA,
 			Help: "Pods evicted by preemption.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering scheduling metrics: %w", err)
-		}
+	if err := metrics.Register(reg, m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims); err != nil {
+		return nil, fmt.Errorf("registering the scheduling metrics: %w", err)
 	}
 	return m, nil
+}
+
+// attemptResults are the values of the result label of Attempts and
+// AttemptDuration, in the order attemptTimers holds their children.
+var attemptResults = [...]string{resultScheduled, resultUnschedulable, resultError}
+
+// attemptChildren are the children of Attempts and AttemptDuration for one
+// result and profile.
+type attemptChildren struct {
+	attempts k8smetrics.CounterMetric
+	duration k8smetrics.ObserverMetric
+}
+
+// attemptTimers cache the children of Attempts and AttemptDuration by
+// profile and result, each taken on first use: taking a child
+// (WithLabelValues) hashes its label values, which every cycle would pay
+// again. The map holds every profile of the scheduler and "" (a cycle
+// that failed before it had a profile); New fills it, and it is only read
+// afterwards.
+type attemptTimers map[string]*[len(attemptResults)]atomic.Pointer[attemptChildren]
+
+func newAttemptTimers(profiles map[string]*frameworkruntime.Framework) attemptTimers {
+	t := attemptTimers{"": new([len(attemptResults)]atomic.Pointer[attemptChildren])}
+	for p := range profiles {
+		t[p] = new([len(attemptResults)]atomic.Pointer[attemptChildren])
+	}
+	return t
+}
+
+// recordAttempt counts a cycle of profile that ended with result (one of
+// attemptResults) and started at start.
+func (s *Scheduler) recordAttempt(result, profile string, start time.Time) {
+	c := s.attemptChildren(result, profile)
+	c.attempts.Inc()
+	c.duration.Observe(time.Since(start).Seconds())
+}
+
+func (s *Scheduler) attemptChildren(result, profile string) *attemptChildren {
+	i := -1
+	for j, r := range attemptResults {
+		if r == result {
+			i = j
+		}
+	}
+	byResult, ok := s.attempts[profile]
+	if ok && i >= 0 {
+		if c := byResult[i].Load(); c != nil {
+			return c
+		}
+	}
+	c := &attemptChildren{
+		attempts: s.metrics.Attempts.WithLabelValues(result, profile),
+		duration: s.metrics.AttemptDuration.WithLabelValues(result, profile),
+	}
+	if ok && i >= 0 {
+		byResult[i].Store(c)
+	}
+	return c
 }

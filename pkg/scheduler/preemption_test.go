@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +23,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -109,7 +109,7 @@ func gangPods(gang string, n int, minAvailable string, priority int32, cpu strin
 }
 
 func (h *harness) preemptionAttempts(result string) float64 {
-	return testutil.ToFloat64(h.metrics.PreemptionAttempts.WithLabelValues(result))
+	return metricstest.CounterValue(h.t, h.metrics.PreemptionAttempts.WithLabelValues(result))
 }
 
 // withPDBs makes the scheduler read pdbs.
@@ -166,7 +166,7 @@ func TestPreemptionGangOfFourLands(t *testing.T) {
 	if got := h.preemptionAttempts(preemptionPreempted); got != 1 {
 		t.Errorf("PreemptionAttempts{preempted} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(h.metrics.PreemptionVictims); got != 2 {
+	if got := metricstest.CounterValue(t, h.metrics.PreemptionVictims); got != 2 {
 		t.Errorf("PreemptionVictims = %v, want 2", got)
 	}
 	nominated := map[string]string{}
@@ -385,7 +385,7 @@ func TestPreemptionPodDisruptionBudgets(t *testing.T) {
 		if got := h.preemptionAttempts(preemptionFailed); got != 1 {
 			t.Errorf("PreemptionAttempts{failed} = %v, want 1", got)
 		}
-		if got := testutil.ToFloat64(h.metrics.PreemptionVictims); got != 0 {
+		if got := metricstest.CounterValue(t, h.metrics.PreemptionVictims); got != 0 {
 			t.Errorf("PreemptionVictims = %v, want 0", got)
 		}
 		if got := eventsWith(h.events(), "Warning FailedPreemption "); len(got) != 1 {

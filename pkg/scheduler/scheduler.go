@@ -104,6 +104,8 @@ type Scheduler struct {
 	queue    Queue
 	snapshot *cache.Snapshot
 	metrics  *Metrics
+	// attempts caches children of metrics (see attemptTimers).
+	attempts attemptTimers
 	// nominated holds the room preemption made for pending pods.
 	nominated *nominator
 	// ignored remembers the pods told about ignored annotations.
@@ -157,6 +159,7 @@ func New(opts Options) (*Scheduler, error) {
 		queue:     opts.Queue,
 		snapshot:  cache.NewSnapshot(),
 		metrics:   opts.Metrics,
+		attempts:  newAttemptTimers(opts.Profiles),
 		nominated: newNominator(),
 		ignored:   newIgnoredReports(),
 		binds:     newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
@@ -506,8 +509,7 @@ func (c *cycle) waitsForRoom(pluginNames []string) bool {
 // unschedulable reports why the job could not be placed and parks it until
 // an event its rejecting plugins care about.
 func (s *Scheduler) unschedulable(ctx context.Context, c *cycle, jobMessage string) {
-	s.metrics.Attempts.WithLabelValues(resultUnschedulable, c.profile).Inc()
-	s.metrics.AttemptDuration.WithLabelValues(resultUnschedulable, c.profile).Observe(time.Since(c.start).Seconds())
+	s.recordAttempt(resultUnschedulable, c.profile, c.start)
 	s.park(ctx, c, c.job.Pending, jobMessage)
 }
 
@@ -569,8 +571,7 @@ func (s *Scheduler) requeue(ctx context.Context, c *cycle, qj *framework.QueuedJ
 	if c != nil {
 		profile, start = c.profile, c.start
 	}
-	s.metrics.Attempts.WithLabelValues(resultError, profile).Inc()
-	s.metrics.AttemptDuration.WithLabelValues(resultError, profile).Observe(time.Since(start).Seconds())
+	s.recordAttempt(resultError, profile, start)
 	logger := klog.FromContext(ctx)
 	logger.Error(err, "Scheduling cycle failed; retrying after backoff")
 	if qerr := s.queue.AddUnschedulable(qj, queue.Attempt{Reason: err.Error(), Err: err}); qerr != nil {

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -111,14 +111,14 @@ func TestScheduleOneBindsAPodThatFits(t *testing.T) {
 			if got := h.attempts(resultUnschedulable) + h.attempts(resultError); got != 0 {
 				t.Errorf("Attempts{unschedulable}+Attempts{error} = %v, want 0", got)
 			}
-			if got := testutil.ToFloat64(h.metrics.PodsBound); got != 1 {
+			if got := metricstest.CounterValue(t, h.metrics.PodsBound); got != 1 {
 				t.Errorf("PodsBound = %v, want 1", got)
 			}
-			if got := testutil.ToFloat64(h.metrics.BindErrors); got != 0 {
+			if got := metricstest.CounterValue(t, h.metrics.BindErrors); got != 0 {
 				t.Errorf("BindErrors = %v, want 0", got)
 			}
-			if got := testutil.CollectAndCount(h.metrics.E2ELatency); got != 1 {
-				t.Errorf("E2ELatency has %d series, want 1", got)
+			if got := metricstest.HistogramCount(t, h.metrics.E2ELatency.ObserverMetric); got != 1 {
+				t.Errorf("E2ELatency has %d observations, want 1 (one pod bound)", got)
 			}
 		})
 	}
@@ -542,7 +542,7 @@ func TestNoProfileRequeuesWithError(t *testing.T) {
 	if evts := h.events(); len(evts) != 0 {
 		t.Errorf("events = %q, want none", evts)
 	}
-	if got := testutil.ToFloat64(h.metrics.Attempts.WithLabelValues(resultError, "other")); got != 1 {
+	if got := metricstest.CounterValue(t, h.metrics.Attempts.WithLabelValues(resultError, "other")); got != 1 {
 		t.Errorf(`Attempts{error, "other"} = %v, want 1`, got)
 	}
 	d := h.cache.Dump().Queue

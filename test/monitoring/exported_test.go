@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	// The command's package, for what it registers in the legacy registry
@@ -54,7 +55,8 @@ var byName = map[string]metricKind{
 
 // exportedMetrics returns every metric family the scheduler's /metrics
 // can serve, by name. It builds the scheduler's own metric sets on one
-// registry, as newServer does, and asks each collector to describe itself
+// component-base registry, as newServer does, and asks each collector to
+// describe itself
 // (a vector without children is described but gathers nothing); and it
 // gathers the legacy registry that metricsHandler serves beside it, after
 // creating a leader elector, which is when client-go's leader election
@@ -64,7 +66,7 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metricKind, error) {
 	for n, k := range byName {
 		out[n] = k
 	}
-	own := &recordingRegistry{Registry: prometheus.NewPedanticRegistry()}
+	own := &recordingRegistry{KubeRegistry: k8smetrics.NewKubeRegistry()}
 	if _, err := app.NewMetrics(own); err != nil {
 		return nil, fmt.Errorf("app.NewMetrics: %w", err)
 	}
@@ -133,16 +135,16 @@ func createLeaderElector() error {
 	return nil
 }
 
-// recordingRegistry is a prometheus.Registry that remembers the
+// recordingRegistry is a component-base registry that remembers the
 // collectors registered with it.
 type recordingRegistry struct {
-	*prometheus.Registry
+	k8smetrics.KubeRegistry
 	collectors []prometheus.Collector
 }
 
 // Register registers c and records it.
-func (r *recordingRegistry) Register(c prometheus.Collector) error {
-	if err := r.Registry.Register(c); err != nil {
+func (r *recordingRegistry) Register(c k8smetrics.Registerable) error {
+	if err := r.KubeRegistry.Register(c); err != nil {
 		return err
 	}
 	r.collectors = append(r.collectors, c)
@@ -150,9 +152,28 @@ func (r *recordingRegistry) Register(c prometheus.Collector) error {
 }
 
 // MustRegister registers and records each of cs, panicking on an error.
-func (r *recordingRegistry) MustRegister(cs ...prometheus.Collector) {
+func (r *recordingRegistry) MustRegister(cs ...k8smetrics.Registerable) {
 	for _, c := range cs {
 		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// CustomRegister registers the custom collector c and records it.
+func (r *recordingRegistry) CustomRegister(c k8smetrics.StableCollector) error {
+	if err := r.KubeRegistry.CustomRegister(c); err != nil {
+		return err
+	}
+	r.collectors = append(r.collectors, c)
+	return nil
+}
+
+// CustomMustRegister registers and records each of cs, panicking on an
+// error.
+func (r *recordingRegistry) CustomMustRegister(cs ...k8smetrics.StableCollector) {
+	for _, c := range cs {
+		if err := r.CustomRegister(c); err != nil {
 			panic(err)
 		}
 	}
@@ -163,7 +184,7 @@ func (r *recordingRegistry) MustRegister(cs ...prometheus.Collector) {
 // collectors of gauges) are plain.
 func kindOfCollector(c prometheus.Collector) metricKind {
 	switch c.(type) {
-	case prometheus.Histogram, *prometheus.HistogramVec, prometheus.Summary, *prometheus.SummaryVec:
+	case *k8smetrics.Histogram, *k8smetrics.HistogramVec, *k8smetrics.Summary, *k8smetrics.SummaryVec:
 		return sampled
 	}
 	return plain

@@ -1,7 +1,7 @@
 package app
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
+	k8smetrics "k8s.io/component-base/metrics"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
@@ -10,10 +10,11 @@ import (
 )
 
 // Metrics are the batch_scheduler_* metrics the command registers, in a
-// registry of its own (served beside the component-base legacy registry,
-// see metricsHandler). The tests that check the documents, alerts and
-// dashboards against the exported names build them with NewMetrics too,
-// so that a metric added here is known to all of them.
+// component-base registry of the command's own (metricsHandler serves it
+// with the legacy registry's process, Go and client-go metrics). The
+// tests that check the documents, alerts and dashboards against the
+// exported names build them with NewMetrics too, so that a metric added
+// here is known to all of them.
 type Metrics struct {
 	Core            *metrics.Metrics
 	Scheduler       *scheduler.Metrics
@@ -22,8 +23,10 @@ type Metrics struct {
 }
 
 // NewMetrics creates every metric of the command and registers it with
-// reg.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+// reg (nil: none is registered; see metrics.Register). The metric flags
+// (--disabled-metrics, --allow-metric-labels, ...) must be applied
+// before: component-base reads them when a metric is registered.
+func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 	var (
 		m   Metrics
 		err error

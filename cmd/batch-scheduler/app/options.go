@@ -13,6 +13,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	k8smetrics "k8s.io/component-base/metrics"
 
 	// Registers the "json" value of --logging-format; it must be imported
 	// before the logging flags are added.
@@ -48,6 +49,12 @@ type Options struct {
 	// Serving configures the HTTPS endpoints (and the optional plain HTTP
 	// ones); see serving.go.
 	Serving *ServingOptions
+
+	// Metrics holds the component-base metric flags
+	// (--show-hidden-metrics-for-version, --disabled-metrics,
+	// --allow-metric-labels, --allow-metric-labels-manifest); see
+	// metricsoptions.go.
+	Metrics *k8smetrics.Options
 
 	// Logs is the component-base logging configuration (--logging-format,
 	// -v, --vmodule, ...), applied with logsapi.ValidateAndApply.
@@ -87,6 +94,7 @@ func NewOptions() *Options {
 		EventHandler:   defaulthandler.Name,
 		MaxEventDelay:  30 * time.Second,
 		Serving:        NewServingOptions(),
+		Metrics:        k8smetrics.NewOptions(),
 		Logs:           logsapi.NewLoggingConfiguration(),
 		FeatureGate:    newFeatureGate(),
 		LeaderElection: LeaderElectionOptions{
@@ -134,6 +142,8 @@ func (o *Options) Flags(handlerNames []string) cliflag.NamedFlagSets {
 	fs.StringVar(&le.ResourceName, "leader-elect-resource-name", le.ResourceName, "Name of the Lease.")
 
 	o.Serving.AddFlags(&fss)
+
+	o.Metrics.AddFlags(fss.FlagSet("metrics"))
 
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
 

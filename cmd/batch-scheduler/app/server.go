@@ -17,7 +17,6 @@ import (
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	cliflag "k8s.io/component-base/cli/flag"
+	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
@@ -188,6 +188,12 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 	if err := o.Serving.Validate(); err != nil {
 		return usageError(err)
 	}
+	if err := validateMetricsOptions(o.Metrics); err != nil {
+		return usageError(err)
+	}
+	// Before any metric is registered (newServer): component-base reads
+	// these settings when it creates a metric.
+	applyMetricsOptions(o.Metrics)
 	selector := labels.Everything()
 	if o.NodeSelector != "" {
 		s, err := labels.Parse(o.NodeSelector)
@@ -232,7 +238,8 @@ type server struct {
 	handler   eventhandlers.Interface
 	scheduler *scheduler.Scheduler
 	events    *eventRecording
-	registry  *prometheus.Registry
+	// registry holds the batch_scheduler_* metrics; see metricsHandler.
+	registry k8smetrics.KubeRegistry
 	// watchdog fails /healthz, /livez and /readyz when the elector is
 	// stuck; nil without leader election.
 	watchdog *leaderelection.HealthzAdaptor
@@ -276,9 +283,10 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
 	}
-	// The batch_scheduler_* metrics, served next to the legacy registry's
-	// (which has the process and Go collectors); see metricsHandler.
-	reg := prometheus.NewRegistry()
+	// The batch_scheduler_* metrics, in the command's own component-base
+	// registry, served with the legacy registry (process, Go, client-go);
+	// see metricsHandler. Run applied the metric flags before.
+	reg := k8smetrics.NewKubeRegistry()
 	all, err := NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)

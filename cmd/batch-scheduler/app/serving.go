@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/logs"
-	"k8s.io/component-base/metrics"
+	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	// rest_client_*, workqueue_* and leader_election_* metrics of
@@ -281,11 +281,14 @@ func (o *ServingOptions) debugHandlers() map[string]http.Handler {
 
 // metricsHandler serves the component-base legacy registry (process and Go
 // runtime, client-go's rest_client_*, workqueue_* and leader_election_*,
-// kubernetes_build_info, kubernetes_feature_enabled) together with own,
-// the registry of this scheduler's batch_scheduler_* metrics. own is a
-// registry per command, not the process-wide one, because tests and
-// embedders run several schedulers in one process.
-func metricsHandler(own prometheus.Gatherer) http.Handler {
-	return metrics.HandlerFor(prometheus.Gatherers{legacyregistry.DefaultGatherer, own},
-		metrics.HandlerOpts{ProcessStartTime: legacyregistry.GetProcessStart()})
+// kubernetes_build_info, kubernetes_feature_enabled, and component-base's
+// registered_metrics_total, disabled_metrics_total, hidden_metrics_total)
+// together with own, the component-base registry that holds this
+// scheduler's batch_scheduler_* metrics. own is a registry per command,
+// not the process-wide legacy one, because tests and embedders run
+// several schedulers in one process; it holds no collector of the legacy
+// registry's, so no name is served twice.
+func metricsHandler(own k8smetrics.Gatherer) http.Handler {
+	return k8smetrics.HandlerFor(prometheus.Gatherers{legacyregistry.DefaultGatherer, own},
+		k8smetrics.HandlerOpts{ProcessStartTime: legacyregistry.GetProcessStart()})
 }

@@ -6,9 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	toolscache "k8s.io/client-go/tools/cache"
+	k8smetrics "k8s.io/component-base/metrics"
 )
 
 // The backlog of an informer is the events it has delivered towards the
@@ -184,7 +183,7 @@ const backlogGaugeInterval = time.Second
 
 // runBacklogGauges refreshes the backlog gauges until ctx ends.
 func (c *Host) runBacklogGauges(ctx context.Context) {
-	type gauges struct{ pending, oldest prometheus.Gauge }
+	type gauges struct{ pending, oldest k8smetrics.GaugeMetric }
 	byInformer := map[string]gauges{}
 	update := func() {
 		for _, b := range c.EventBacklog() {

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
@@ -138,7 +138,7 @@ func ResourceNames() []string {
 // eventStats counts one (resource, event) pair: in Prometheus, with the
 // counters resolved once at wiring time, and in atomics for the dump.
 type eventStats struct {
-	handledCounter, panicCounter prometheus.Counter
+	handledCounter, panicCounter k8smetrics.CounterMetric
 	handled, panics              atomic.Int64
 }
 

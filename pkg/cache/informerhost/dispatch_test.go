@@ -6,13 +6,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -115,7 +115,7 @@ func TestDispatchTable(t *testing.T) {
 				t.Errorf("called %q, want %q", got, tt.want)
 			}
 			for _, event := range []string{EventAdd, EventUpdate, EventDelete} {
-				if got := testutil.ToFloat64(m.EventsHandled.WithLabelValues(string(tt.resource), event)); got != 1 {
+				if got := metricstest.CounterValue(t, m.EventsHandled.WithLabelValues(string(tt.resource), event)); got != 1 {
 					t.Errorf("events_handled_total{%s,%s} = %v, want 1", tt.resource, event, got)
 				}
 			}
@@ -142,7 +142,7 @@ func TestDispatchRecoversEveryEvent(t *testing.T) {
 	funcs.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: pod})
 	funcs.OnDelete("not even an object")
 	for event, want := range map[string]float64{EventAdd: 1, EventUpdate: 1, EventDelete: 2} {
-		if got := testutil.ToFloat64(m.HandlerPanics.WithLabelValues("Pod", event)); got != want {
+		if got := metricstest.CounterValue(t, m.HandlerPanics.WithLabelValues("Pod", event)); got != want {
 			t.Errorf("handler_panics_total{Pod,%s} = %v, want %v", event, got, want)
 		}
 	}

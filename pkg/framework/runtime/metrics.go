@@ -2,11 +2,13 @@ package runtime
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	k8smetrics "k8s.io/component-base/metrics"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 )
 
 // Label values of the extension_point label, as kube-scheduler spells
@@ -39,37 +41,33 @@ type Metrics struct {
 	// plugin enabled there) by extension point, status code and profile.
 	// Filter is the filtering of one pod over every node (in parallel),
 	// Score the scoring of one pod over the feasible nodes.
-	ExtensionPoint *prometheus.HistogramVec
+	ExtensionPoint *k8smetrics.HistogramVec
 	// Plugin is the time of one call of one plugin at one extension point,
 	// by plugin, extension point and status code. Only a sample of the
 	// cycles is timed (see framework.CycleState.SetRecordPluginMetrics),
 	// and in those Filter and Score only on every perNodeTimingStride-th
 	// node: they run once per node, and timing every call would cost more
 	// than some of the plugins.
-	Plugin *prometheus.HistogramVec
+	Plugin *k8smetrics.HistogramVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
-// registered).
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+// registered, but recording; see metrics.Register).
+func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 	m := &Metrics{
-		ExtensionPoint: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "batch_scheduler", Name: "framework_extension_point_duration_seconds",
+		ExtensionPoint: k8smetrics.NewHistogramVec(&k8smetrics.HistogramOpts{
+			Namespace: metrics.Namespace, Name: "framework_extension_point_duration_seconds", StabilityLevel: k8smetrics.ALPHA,
 			Help:    "Duration of running every plugin of one extension point, by extension point, status and profile (Filter and Score: one pod over all nodes).",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14),
+			Buckets: k8smetrics.ExponentialBuckets(0.0001, 2, 14),
 		}, []string{"extension_point", "status", "profile"}),
-		Plugin: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "batch_scheduler", Name: "plugin_execution_duration_seconds",
+		Plugin: k8smetrics.NewHistogramVec(&k8smetrics.HistogramOpts{
+			Namespace: metrics.Namespace, Name: "plugin_execution_duration_seconds", StabilityLevel: k8smetrics.ALPHA,
 			Help:    "Duration of one call of a plugin at an extension point, by plugin, extension point and status; sampled in a share of the scheduling cycles.",
-			Buckets: prometheus.ExponentialBuckets(0.00001, 1.5, 20),
+			Buckets: k8smetrics.ExponentialBuckets(0.00001, 1.5, 20),
 		}, []string{"plugin", "extension_point", "status"}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.ExtensionPoint, m.Plugin} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("registering the framework metrics: %w", err)
-			}
-		}
+	if err := metrics.Register(reg, m.ExtensionPoint, m.Plugin); err != nil {
+		return nil, fmt.Errorf("registering the framework metrics: %w", err)
 	}
 	return m, nil
 }
@@ -86,7 +84,40 @@ func (f *Framework) observePoint(point string, start time.Time, st **framework.S
 	if f.metrics == nil {
 		return
 	}
-	f.metrics.ExtensionPoint.WithLabelValues(point, (*st).Code().String(), f.schedulerName).Observe(time.Since(start).Seconds())
+	f.pointTimers.get(f.metrics, point, (*st).Code(), f.schedulerName).Observe(time.Since(start).Seconds())
+}
+
+// numCodes is the number of status codes pointTimers holds children for.
+const numCodes = int(framework.Skip) + 1
+
+// pointTimers are one profile's children of Metrics.ExtensionPoint, by
+// extension point and status code, each taken on first use: taking a
+// child (WithLabelValues) hashes its three label values, which every
+// extension point of every cycle would pay again. The map is filled when
+// the framework is built and only read afterwards.
+type pointTimers map[string]*[numCodes]atomic.Pointer[k8smetrics.ObserverMetric]
+
+func newPointTimers() pointTimers {
+	t := pointTimers{}
+	for _, p := range []string{metricPreFilter, metricPreFilterPod, metricFilter, metricPreScore, metricScore,
+		metricReserve, metricUnreserve, metricPermit, metricPostFilter, metricBind} {
+		t[p] = new([numCodes]atomic.Pointer[k8smetrics.ObserverMetric])
+	}
+	return t
+}
+
+// get returns the child of m.ExtensionPoint for point, code and profile.
+func (t pointTimers) get(m *Metrics, point string, code framework.Code, profile string) k8smetrics.ObserverMetric {
+	byCode, ok := t[point]
+	if !ok || code < 0 || int(code) >= numCodes {
+		return m.ExtensionPoint.WithLabelValues(point, code.String(), profile)
+	}
+	if o := byCode[code].Load(); o != nil {
+		return *o
+	}
+	o := m.ExtensionPoint.WithLabelValues(point, code.String(), profile)
+	byCode[code].Store(&o)
+	return o
 }
 
 // pluginClock returns the time a plugin call starts when this cycle's

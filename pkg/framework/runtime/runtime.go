@@ -29,6 +29,9 @@ type Framework struct {
 	parallelism   int
 	// metrics is nil when nothing is recorded (WithMetrics).
 	metrics *Metrics
+	// pointTimers cache metrics' children for this profile; nil without
+	// metrics.
+	pointTimers pointTimers
 
 	// plugins are the instances by name; order lists their names in the
 	// order they were first enabled (cycle order, then list order).
@@ -116,6 +119,9 @@ func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h framew
 		metrics:       o.metrics,
 		plugins:       map[string]framework.Plugin{},
 		enabled:       map[ExtensionPoint]PluginSet{},
+	}
+	if o.metrics != nil {
+		f.pointTimers = newPointTimers()
 	}
 	if errs := f.validateSpec(spec); len(errs) > 0 {
 		return fail(errs...)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/examples/vm-manager/internal/manager"
@@ -75,6 +76,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	// The Grants informer's batch_scheduler_custom_informer_* metrics are
+	// component-base metrics: a registry of their own, served with reg.
+	informerReg := k8smetrics.NewKubeRegistry()
 
 	store, err := resourcemanager.New(resourcemanager.Options{
 		GroupVersionKind: v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
@@ -112,7 +116,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	var grants cache.SharedIndexInformer
 	if o.Framework != "" {
-		informerMetrics, err := custominformer.NewMetrics(reg)
+		informerMetrics, err := custominformer.NewMetrics(informerReg)
 		if err != nil {
 			return fmt.Errorf("registering the grants informer's metrics: %w", err)
 		}
@@ -172,7 +176,7 @@ func Run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
 	srv := &http.Server{
-		Handler:           manager.NewHandler(m, store, reg),
+		Handler:           manager.NewHandler(m, store, prometheus.Gatherers{reg, informerReg}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          klog.NewStandardLogger("ERROR"),
 	}
