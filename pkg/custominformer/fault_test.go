@@ -1,7 +1,6 @@
 package custominformer
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 // faultyManager serves a Store, except that queued responses replace the
@@ -134,28 +134,10 @@ func (m *faultyManager) queueWatchStatus(code int, body string) {
 	m.mu.Unlock()
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // captureLogs sends klog's output to a buffer for the rest of the test.
-func captureLogs(t *testing.T) *syncBuffer {
+func captureLogs(t *testing.T) *st.SyncBuffer {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &st.SyncBuffer{}
 	klog.LogToStderr(false)
 	klog.SetOutput(buf)
 	t.Cleanup(func() {

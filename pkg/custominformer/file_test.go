@@ -25,6 +25,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 // ewYAML is an ExternalWorkload manifest (8 lines).
@@ -155,7 +156,7 @@ func keys(b Built) string {
 // format. (A logr sink would read easier, but klog.SetLogger must not run
 // while other goroutines log, and informers of earlier tests may still be
 // winding down.)
-type logCapture struct{ buf *syncBuffer }
+type logCapture struct{ buf *st.SyncBuffer }
 
 func captureKlog(t *testing.T) *logCapture { return &logCapture{buf: captureLogs(t)} }
 
