@@ -15,6 +15,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 )
 
 // repoRoot is the repository's top directory, seen from this package's
@@ -110,24 +111,22 @@ type registeredMetric struct {
 // described).
 func registeredMetrics(t *testing.T) map[string]registeredMetric {
 	t.Helper()
-	reg := &recordingRegistry{KubeRegistry: k8smetrics.NewKubeRegistry()}
+	reg := metricstest.NewRecordingRegistry()
 	if _, err := app.NewMetrics(reg); err != nil {
 		t.Fatalf("app.NewMetrics: %v", err)
 	}
 	out := map[string]registeredMetric{}
-	for _, c := range reg.collectors {
-		descs := make(chan *prometheus.Desc)
-		go func() {
-			c.Describe(descs)
-			close(descs)
-		}()
-		for d := range descs {
-			name, help, labels := describe(t, d)
-			stability, _, ok := strings.Cut(strings.TrimPrefix(help, "["), "] ")
-			if !ok || !strings.HasPrefix(help, "[") {
-				t.Errorf("%s: the HELP text %q has no stability level in front", name, help)
+	for _, c := range reg.Collectors() {
+		descs, err := metricstest.Describe(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range descs {
+			stability, _, ok := strings.Cut(strings.TrimPrefix(d.Help, "["), "] ")
+			if !ok || !strings.HasPrefix(d.Help, "[") {
+				t.Errorf("%s: the HELP text %q has no stability level in front", d.Name, d.Help)
 			}
-			out[name] = registeredMetric{kind: kindOf(c), labels: labels, stability: stability}
+			out[d.Name] = registeredMetric{kind: kindOf(c), labels: d.Labels, stability: stability}
 		}
 	}
 	return out
@@ -143,78 +142,6 @@ func kindOf(c prometheus.Collector) string {
 		return "histogram"
 	}
 	return "gauge"
-}
-
-// recordingRegistry is a component-base registry that remembers the
-// collectors registered with it.
-type recordingRegistry struct {
-	k8smetrics.KubeRegistry
-	collectors []prometheus.Collector
-}
-
-// Register registers c and records it.
-func (r *recordingRegistry) Register(c k8smetrics.Registerable) error {
-	if err := r.KubeRegistry.Register(c); err != nil {
-		return err
-	}
-	r.collectors = append(r.collectors, c)
-	return nil
-}
-
-// MustRegister registers and records each of cs, panicking on an error.
-func (r *recordingRegistry) MustRegister(cs ...k8smetrics.Registerable) {
-	for _, c := range cs {
-		if err := r.Register(c); err != nil {
-			panic(err)
-		}
-	}
-}
-
-// CustomRegister registers the custom collector c and records it.
-func (r *recordingRegistry) CustomRegister(c k8smetrics.StableCollector) error {
-	if err := r.KubeRegistry.CustomRegister(c); err != nil {
-		return err
-	}
-	r.collectors = append(r.collectors, c)
-	return nil
-}
-
-// CustomMustRegister registers and records each of cs, panicking on an
-// error.
-func (r *recordingRegistry) CustomMustRegister(cs ...k8smetrics.StableCollector) {
-	for _, c := range cs {
-		if err := r.CustomRegister(c); err != nil {
-			panic(err)
-		}
-	}
-}
-
-// descRE takes the fully-qualified name, the HELP text and the variable
-// labels out of a Desc's String(), which is the only way client_golang
-// gives them out. Other quoted fields (unit) may come between.
-var descRE = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*")(?:, [a-zA-Z]+: "(?:[^"\\]|\\.)*")*, constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}\}$`)
-
-// describe returns the name, HELP text and variable labels of d.
-func describe(t *testing.T, d *prometheus.Desc) (name, help string, labels []string) {
-	t.Helper()
-	if err := d.Err(); err != nil {
-		t.Fatalf("invalid metric description %s: %v", d, err)
-	}
-	m := descRE.FindStringSubmatch(d.String())
-	if m == nil {
-		t.Fatalf("cannot read the metric description %s (has client_golang changed Desc.String?)", d)
-	}
-	name, err := strconv.Unquote(m[1])
-	if err != nil {
-		t.Fatalf("metric description %s: name %s: %v", d, m[1], err)
-	}
-	if help, err = strconv.Unquote(m[2]); err != nil {
-		t.Fatalf("metric description %s: help %s: %v", d, m[2], err)
-	}
-	if m[3] != "" {
-		labels = strings.Split(m[3], ",")
-	}
-	return name, help, labels
 }
 
 // documentedMetricNames returns each metric name found in the documents,

@@ -3,8 +3,6 @@ package monitoring
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +19,7 @@ import (
 	// when imported (serving.go's client-go and leader election metrics
 	// providers): the same registry metricsHandler serves.
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
-	_ "github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 )
 
 // metricKind says which series names a metric family has.
@@ -66,17 +64,17 @@ var exportedMetrics = sync.OnceValues(func() (map[string]metricKind, error) {
 	for n, k := range byName {
 		out[n] = k
 	}
-	own := &recordingRegistry{KubeRegistry: k8smetrics.NewKubeRegistry()}
+	own := metricstest.NewRecordingRegistry()
 	if _, err := app.NewMetrics(own); err != nil {
 		return nil, fmt.Errorf("app.NewMetrics: %w", err)
 	}
-	for _, c := range own.collectors {
-		names, err := describedNames(c)
+	for _, c := range own.Collectors() {
+		descs, err := metricstest.Describe(c)
 		if err != nil {
 			return nil, err
 		}
-		for _, n := range names {
-			out[n] = kindOfCollector(c)
+		for _, d := range descs {
+			out[d.Name] = kindOfCollector(c)
 		}
 	}
 
@@ -135,50 +133,6 @@ func createLeaderElector() error {
 	return nil
 }
 
-// recordingRegistry is a component-base registry that remembers the
-// collectors registered with it.
-type recordingRegistry struct {
-	k8smetrics.KubeRegistry
-	collectors []prometheus.Collector
-}
-
-// Register registers c and records it.
-func (r *recordingRegistry) Register(c k8smetrics.Registerable) error {
-	if err := r.KubeRegistry.Register(c); err != nil {
-		return err
-	}
-	r.collectors = append(r.collectors, c)
-	return nil
-}
-
-// MustRegister registers and records each of cs, panicking on an error.
-func (r *recordingRegistry) MustRegister(cs ...k8smetrics.Registerable) {
-	for _, c := range cs {
-		if err := r.Register(c); err != nil {
-			panic(err)
-		}
-	}
-}
-
-// CustomRegister registers the custom collector c and records it.
-func (r *recordingRegistry) CustomRegister(c k8smetrics.StableCollector) error {
-	if err := r.KubeRegistry.CustomRegister(c); err != nil {
-		return err
-	}
-	r.collectors = append(r.collectors, c)
-	return nil
-}
-
-// CustomMustRegister registers and records each of cs, panicking on an
-// error.
-func (r *recordingRegistry) CustomMustRegister(cs ...k8smetrics.StableCollector) {
-	for _, c := range cs {
-		if err := r.CustomRegister(c); err != nil {
-			panic(err)
-		}
-	}
-}
-
 // kindOfCollector tells the histograms and summaries among the
 // scheduler's collectors; the others (counters, gauges, the custom
 // collectors of gauges) are plain.
@@ -188,42 +142,6 @@ func kindOfCollector(c prometheus.Collector) metricKind {
 		return sampled
 	}
 	return plain
-}
-
-// descFQNameRE finds the fully-qualified name in a Desc's String(), the
-// only way client_golang gives it out.
-var descFQNameRE = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*")`)
-
-// describedNames returns the names of the metrics c describes.
-func describedNames(c prometheus.Collector) ([]string, error) {
-	descs := make(chan *prometheus.Desc)
-	go func() {
-		c.Describe(descs)
-		close(descs)
-	}()
-	var names []string
-	var firstErr error
-	for d := range descs { // drained to the end, so that Describe returns
-		if firstErr != nil {
-			continue
-		}
-		if err := d.Err(); err != nil {
-			firstErr = fmt.Errorf("invalid metric description %s: %w", d, err)
-			continue
-		}
-		m := descFQNameRE.FindStringSubmatch(d.String())
-		if m == nil {
-			firstErr = fmt.Errorf("no name in the metric description %s (has client_golang changed Desc.String?)", d)
-			continue
-		}
-		name, err := strconv.Unquote(m[1])
-		if err != nil {
-			firstErr = fmt.Errorf("metric description %s: name %s: %w", d, m[1], err)
-			continue
-		}
-		names = append(names, name)
-	}
-	return names, firstErr
 }
 
 // TestExportedMetricsFound guards the collection of names: it must find
