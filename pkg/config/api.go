@@ -60,7 +60,13 @@ func fieldProblems(errs field.ErrorList, root *yaml.Node) []string {
 			short.BadValue = shorten(v)
 			e = &short
 		}
-		msg := fmt.Sprintf("line %d: %s: %s", lineOfPath(root, e.Field), e.Field, e.ErrorBody())
+		node, line := walkPath(root, e.Field)
+		msg := fmt.Sprintf("line %d: %s: %s", line, e.Field, e.ErrorBody())
+		if node == nil && e.Type == field.ErrorTypeInvalid {
+			// A default, not something the file says: say so, since the
+			// line is only that of the nearest part the file has.
+			msg += " (the file leaves it out: that is its default)"
+		}
 		if e.Type == field.ErrorTypeDuplicate {
 			if first := firstOfDuplicate(root, e.Field); first > 0 {
 				msg += fmt.Sprintf(" (first on line %d)", first)

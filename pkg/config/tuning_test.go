@@ -21,7 +21,8 @@ func TestTuning(t *testing.T) {
 		t.Errorf("no tuning: %+v, %v; want %+v", f.Tuning, err, want)
 	}
 	// A backoff given alone is checked against the other's default.
-	if _, err := Parse("x.yaml", []byte(header+"podInitialBackoffSeconds: 30\n")); err == nil || !strings.Contains(err.Error(), "podMaxBackoffSeconds: Invalid value: 10: must not be below podInitialBackoffSeconds") {
+	if _, err := Parse("x.yaml", []byte(header+"podInitialBackoffSeconds: 30\n")); err == nil || !strings.Contains(err.Error(), "podMaxBackoffSeconds: Invalid value: 10: must not be below podInitialBackoffSeconds") ||
+		!strings.HasSuffix(err.Error(), "(the file leaves it out: that is its default)") {
 		t.Errorf("initial backoff above the default maximum: %v", err)
 	}
 
