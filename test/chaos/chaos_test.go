@@ -135,6 +135,19 @@ func TestSchedulerKilledMidBind(t *testing.T) {
 		if err := e.sched().Kill(); err != nil {
 			t.Fatal(err)
 		}
+		// The dead process's binds still reach the API server (the proxy
+		// holds them past their client's death). A restart faster than
+		// that, which no real process start is against a bind of a few
+		// milliseconds, would place pods on nodes those binds then fill:
+		// a new incarnation cannot see a bind not yet made. Restart once
+		// they have landed, so that the test measures what the new
+		// process does with pods its predecessor bound.
+		err = wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return e.proxy.BindsInFlight() == 0, nil
+		})
+		if err != nil {
+			t.Fatal("the killed scheduler's binds never landed")
+		}
 		if err := e.sched().Start(); err != nil {
 			t.Fatal(err)
 		}
