@@ -20,6 +20,12 @@ type Tuning struct {
 	// InitialBackoff and MaxBackoff bound a job's backoff after a failed
 	// attempt (podInitialBackoffSeconds, podMaxBackoffSeconds).
 	InitialBackoff, MaxBackoff time.Duration
+	// PercentageOfNodesToScore is the share of the nodes a pod's Filter
+	// and Score look at (percentageOfNodesToScore; 0: adapted to the
+	// cluster's size), and ProfilePercentageOfNodesToScore the profiles
+	// that set their own.
+	PercentageOfNodesToScore        int
+	ProfilePercentageOfNodesToScore map[string]int
 }
 
 // rawTuning is Tuning as written, for the structural pass of Parse (the
@@ -39,11 +45,23 @@ func tuningOf(cfg *configapi.SchedulerConfiguration) Tuning {
 	if cfg == nil {
 		return Tuning{}
 	}
-	return Tuning{
+	t := Tuning{
 		Parallelism:    int(cfg.Parallelism),
 		InitialBackoff: time.Duration(cfg.PodInitialBackoffSeconds) * time.Second,
 		MaxBackoff:     time.Duration(cfg.PodMaxBackoffSeconds) * time.Second,
 	}
+	if p := cfg.PercentageOfNodesToScore; p != nil {
+		t.PercentageOfNodesToScore = int(*p)
+	}
+	for _, prof := range cfg.Profiles {
+		if p := prof.PercentageOfNodesToScore; p != nil {
+			if t.ProfilePercentageOfNodesToScore == nil {
+				t.ProfilePercentageOfNodesToScore = map[string]int{}
+			}
+			t.ProfilePercentageOfNodesToScore[prof.SchedulerName] = int(*p)
+		}
+	}
+	return t
 }
 
 // KubeSchedulerKind is the kind of kube-scheduler's configuration file,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +13,12 @@ func TestTuning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Tuning{Parallelism: 8, InitialBackoff: 2 * time.Second, MaxBackoff: 30 * time.Second}); f.Tuning != want {
+	if want := (Tuning{Parallelism: 8, InitialBackoff: 2 * time.Second, MaxBackoff: 30 * time.Second, PercentageOfNodesToScore: 100}); !reflect.DeepEqual(f.Tuning, want) {
 		t.Errorf("Tuning = %+v, want %+v", f.Tuning, want)
 	}
 	f, err = Parse("x.yaml", []byte(header))
 	// Left out, the settings take the API's defaults.
-	if want := (Tuning{Parallelism: 16, InitialBackoff: time.Second, MaxBackoff: 10 * time.Second}); err != nil || f.Tuning != want {
+	if want := (Tuning{Parallelism: 16, InitialBackoff: time.Second, MaxBackoff: 10 * time.Second}); err != nil || !reflect.DeepEqual(f.Tuning, want) {
 		t.Errorf("no tuning: %+v, %v; want %+v", f.Tuning, err, want)
 	}
 	// A backoff given alone is checked against the other's default.
@@ -33,7 +34,8 @@ func TestTuning(t *testing.T) {
 		{"podInitialBackoffSeconds: 0\n", "line 3: podInitialBackoffSeconds: Invalid value: 0: must be between 1 and 86400"},
 		{"podMaxBackoffSeconds: -1\n", "line 3: podMaxBackoffSeconds: Invalid value: -1: must be between 1 and 86400"},
 		{"podInitialBackoffSeconds: 20\npodMaxBackoffSeconds: 10\n", "line 4: podMaxBackoffSeconds: Invalid value: 10: must not be below podInitialBackoffSeconds"},
-		{"percentageOfNodesToScore: 50\n", "line 3: percentageOfNodesToScore: Invalid value: 50: not supported: this scheduler filters and scores every node"},
+		{"percentageOfNodesToScore: 150\n", "line 3: percentageOfNodesToScore: Invalid value: 150: must be between 0 and 100"},
+		{"percentageOfNodesToScore: -1\n", "line 3: percentageOfNodesToScore: Invalid value: -1: must be between 0 and 100"},
 		{"clientConnection: {qps: 50}\n", "line 3: clientConnection is a kube-scheduler setting this file does not take: use --kubeconfig, --kube-api-qps and --kube-api-burst"},
 		{"extenders: []\nleaderElection: {}\n", "line 3: extenders is a kube-scheduler setting this file does not take: scheduler extenders are not supported; line 4: leaderElection"},
 		{"otherThing: 1\n", "line 3: field otherThing not found"},
@@ -120,15 +122,19 @@ profiles:
 	}
 }
 
-// kube-scheduler's per-profile percentageOfNodesToScore is read as the
-// top-level one is.
-func TestProfilePercentageOfNodesToScore(t *testing.T) {
-	header := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: a\n"
-	if _, err := Parse("x.yaml", []byte(header+"  percentageOfNodesToScore: 100\n")); err != nil {
-		t.Errorf("100: %v", err)
+// percentageOfNodesToScore, top-level and per profile (kube-scheduler's
+// override), reaches the Tuning.
+func TestPercentageOfNodesToScore(t *testing.T) {
+	header := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npercentageOfNodesToScore: 20\nprofiles:\n- schedulerName: a\n"
+	f, err := Parse("x.yaml", []byte(header+"  percentageOfNodesToScore: 50\n- schedulerName: b\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err := Parse("x.yaml", []byte(header+"  percentageOfNodesToScore: 30\n"))
-	if want := "x.yaml: line 5: profiles[0].percentageOfNodesToScore: Invalid value: 30: not supported"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("30: %v, want %q", err, want)
+	if f.Tuning.PercentageOfNodesToScore != 20 || !reflect.DeepEqual(f.Tuning.ProfilePercentageOfNodesToScore, map[string]int{"a": 50}) {
+		t.Errorf("Tuning = %+v, want 20 and a: 50", f.Tuning)
+	}
+	_, err = Parse("x.yaml", []byte(header+"  percentageOfNodesToScore: 101\n"))
+	if want := "x.yaml: line 6: profiles[0].percentageOfNodesToScore: Invalid value: 101: must be between 0 and 100"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("101: %v, want %q", err, want)
 	}
 }

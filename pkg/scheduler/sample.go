@@ -38,7 +38,7 @@ func numNodesToFind(all, percentage int) int {
 // diagnosis of every node. A pod with a nominated node (preemption made
 // room for it there) looks at every node, so that its node is among them.
 func (s *Scheduler) findFeasibleNodes(ctx context.Context, c *cycle, pod *v1.Pod, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, frameworkruntime.Diagnosis, error) {
-	k := numNodesToFind(len(nodes), s.opts.PercentageOfNodesToScore)
+	k := numNodesToFind(len(nodes), s.percentageOfNodesToScore(c.profile))
 	if k >= len(nodes) || s.nominatedNode(pod) != "" {
 		return c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
 	}
@@ -55,4 +55,13 @@ func (s *Scheduler) findFeasibleNodes(ctx context.Context, c *cycle, pod *v1.Pod
 		return feasible, diagnosis, nil
 	}
 	return c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
+}
+
+// percentageOfNodesToScore is the share of the nodes the pods of profile
+// look at: the profile's own, or the scheduler's.
+func (s *Scheduler) percentageOfNodesToScore(profile string) int {
+	if pct, ok := s.opts.ProfilePercentageOfNodesToScore[profile]; ok {
+		return pct
+	}
+	return s.opts.PercentageOfNodesToScore
 }

@@ -104,3 +104,19 @@ func TestFilterFallsBackToEveryNode(t *testing.T) {
 		}
 	}
 }
+
+// A profile's own percentageOfNodesToScore overrides the scheduler's.
+func TestPercentageOfNodesToScoreByProfile(t *testing.T) {
+	s := &Scheduler{opts: Options{PercentageOfNodesToScore: 10, ProfilePercentageOfNodesToScore: map[string]int{"all": 100, "adaptive": 0}}}
+	for profile, want := range map[string]int{"all": 100, "adaptive": 0, "other": 10} {
+		if got := s.percentageOfNodesToScore(profile); got != want {
+			t.Errorf("profile %q: %d, want %d", profile, got, want)
+		}
+	}
+	if got := numNodesToFind(1000, s.percentageOfNodesToScore("all")); got != 1000 {
+		t.Errorf("a profile at 100 looks at %d of 1000 nodes", got)
+	}
+	if got := numNodesToFind(5000, s.percentageOfNodesToScore("other")); got != 500 {
+		t.Errorf("10 %% of 5000 nodes is a window of %d", got)
+	}
+}

@@ -89,6 +89,9 @@ type Options struct {
 	// it to the cluster (50% less 1% per 125 nodes, at least 5% and at
 	// least 100 nodes), 100 looks at every node. See findFeasibleNodes.
 	PercentageOfNodesToScore int
+	// ProfilePercentageOfNodesToScore overrides PercentageOfNodesToScore
+	// for the profiles (scheduler names) it lists.
+	ProfilePercentageOfNodesToScore map[string]int
 }
 
 // DefaultBindConcurrency is the default of Options.BindConcurrency: enough

@@ -36,6 +36,8 @@ type effectiveConfig struct {
 	Parallelism              int   `json:"parallelism"`
 	PodInitialBackoffSeconds int64 `json:"podInitialBackoffSeconds"`
 	PodMaxBackoffSeconds     int64 `json:"podMaxBackoffSeconds"`
+	// PercentageOfNodesToScore: 0 adapts the share to the cluster.
+	PercentageOfNodesToScore int `json:"percentageOfNodesToScore"`
 	// EventHandlerArgs are the args of the chosen handler's entry.
 	EventHandlerArgs json.RawMessage     `json:"eventHandlerArgs,omitempty"`
 	CustomInformers  []customInformerOut `json:"customInformers,omitempty"`
@@ -59,9 +61,11 @@ type customInformerOut struct {
 }
 
 type profileOut struct {
-	SchedulerName string                     `json:"schedulerName"`
-	Plugins       map[string][]pluginOut     `json:"plugins"`
-	PluginConfig  map[string]json.RawMessage `json:"pluginConfig,omitempty"`
+	SchedulerName string `json:"schedulerName"`
+	// PercentageOfNodesToScore is the profile's own, when it has one.
+	PercentageOfNodesToScore *int                       `json:"percentageOfNodesToScore,omitempty"`
+	Plugins                  map[string][]pluginOut     `json:"plugins"`
+	PluginConfig             map[string]json.RawMessage `json:"pluginConfig,omitempty"`
 }
 
 type pluginOut struct {
@@ -106,6 +110,7 @@ func newEffectiveConfig(o *Options, cfg *config.File, profiles map[string]*frame
 		if t := cfg.Tuning; t.MaxBackoff > 0 {
 			out.PodMaxBackoffSeconds = int64(t.MaxBackoff.Seconds())
 		}
+		out.PercentageOfNodesToScore = cfg.Tuning.PercentageOfNodesToScore
 	}
 	args := map[string]map[string]*config.Section{} // scheduler name → plugin → args
 	if cfg != nil {
@@ -144,6 +149,11 @@ func newEffectiveConfig(o *Options, cfg *config.File, profiles map[string]*frame
 	}
 	for _, name := range slices.Sorted(maps.Keys(profiles)) {
 		p := profileOut{SchedulerName: name, Plugins: map[string][]pluginOut{}}
+		if cfg != nil {
+			if pct, ok := cfg.Tuning.ProfilePercentageOfNodesToScore[name]; ok {
+				p.PercentageOfNodesToScore = &pct
+			}
+		}
 		for point, set := range profiles[name].ListPlugins() {
 			for _, pl := range set {
 				p.Plugins[string(point)] = append(p.Plugins[string(point)], pluginOut{Name: pl.Name, Weight: pl.Weight})

@@ -24,6 +24,7 @@ func TestConfigz(t *testing.T) {
 kind: SchedulerConfiguration
 parallelism: 8
 podMaxBackoffSeconds: 30
+percentageOfNodesToScore: 20
 eventHandlers:
 - name: default
   args:
@@ -38,6 +39,7 @@ customInformers:
       token: s3cr3t
 profiles:
 - schedulerName: batch-scheduler
+  percentageOfNodesToScore: 40
   plugins:
     score:
     - name: NodeResourcesFit
@@ -99,6 +101,9 @@ profiles:
 		t.Fatalf("profiles = %+v", e.Profiles)
 	}
 	p := e.Profiles[0]
+	if e.PercentageOfNodesToScore != 20 || p.PercentageOfNodesToScore == nil || *p.PercentageOfNodesToScore != 40 {
+		t.Errorf("percentageOfNodesToScore %d, profile's %v; want 20 and 40", e.PercentageOfNodesToScore, p.PercentageOfNodesToScore)
+	}
 	if got := p.Plugins["score"]; len(got) != 1 || got[0] != (pluginOut{Name: "NodeResourcesFit", Weight: 3}) {
 		t.Errorf("score plugins = %+v, want only NodeResourcesFit with weight 3 (the file replaced the list)", got)
 	}

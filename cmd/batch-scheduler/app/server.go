@@ -355,7 +355,8 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	// informer makes the cache's Run start it, and schedule waits for it.
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
 	sched, err := scheduler.New(scheduler.Options{Cache: c, Queue: c.Queue(), Client: client, Profiles: profiles, Recorder: recorder, Metrics: sm,
-		PDBLister: pdbs.Lister(), BindConcurrency: o.BindConcurrency})
+		PDBLister: pdbs.Lister(), BindConcurrency: o.BindConcurrency,
+		PercentageOfNodesToScore: tuning.PercentageOfNodesToScore, ProfilePercentageOfNodesToScore: tuning.ProfilePercentageOfNodesToScore})
 	if err != nil {
 		return nil, err
 	}

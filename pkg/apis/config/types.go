@@ -17,9 +17,9 @@ type SchedulerConfiguration struct {
 	// backoff after a failed attempt.
 	PodInitialBackoffSeconds int64
 	PodMaxBackoffSeconds     int64
-	// PercentageOfNodesToScore is accepted for kube-scheduler
-	// compatibility; this scheduler considers every node, so only 0 and
-	// 100 are valid.
+	// PercentageOfNodesToScore is the share of the nodes (0 to 100) a
+	// pod's Filter and Score look at, as kube-scheduler's; nil or 0 adapt
+	// it to the cluster's size.
 	PercentageOfNodesToScore *int32
 
 	// EventHandlers holds per-handler settings; only the entry of the
@@ -54,9 +54,8 @@ type Profile struct {
 	// Plugins holds the per extension point overrides; nil for none.
 	Plugins      *Plugins
 	PluginConfig []PluginConfig
-	// PercentageOfNodesToScore is kube-scheduler's per-profile setting,
-	// read for compatibility: only 0 and 100 are accepted, as at the top
-	// level.
+	// PercentageOfNodesToScore overrides the top-level setting for this
+	// profile.
 	PercentageOfNodesToScore *int32
 }
 

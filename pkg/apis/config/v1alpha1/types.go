@@ -23,9 +23,12 @@ type SchedulerConfiguration struct {
 	// PodMaxBackoffSeconds. Defaults 1 and 10; each 1 to 86400.
 	PodInitialBackoffSeconds *int64 `json:"podInitialBackoffSeconds,omitempty"`
 	PodMaxBackoffSeconds     *int64 `json:"podMaxBackoffSeconds,omitempty"`
-	// PercentageOfNodesToScore is read for kube-scheduler compatibility:
-	// this scheduler considers every node, so only 0 (kube-scheduler's
-	// adaptive default) and 100 are accepted.
+	// PercentageOfNodesToScore is the share of the nodes (0 to 100) a
+	// pod's Filter and Score look at in clusters of more than 100 nodes, a
+	// window that starts where the previous pod's ended, as in
+	// kube-scheduler: 0 (the default) adapts it to the cluster (50 % less
+	// 1 % per 125 nodes, at least 5 % and 100 nodes), 100 looks at every
+	// node. A pod that fits on no node of its window is tried on all.
 	PercentageOfNodesToScore *int32 `json:"percentageOfNodesToScore,omitempty"`
 
 	// EventHandlers holds per-handler settings, in file order. Only the
@@ -73,9 +76,8 @@ type Profile struct {
 	Plugins *Plugins `json:"plugins,omitempty"`
 	// PluginConfig holds the args of individual plugins.
 	PluginConfig []PluginConfig `json:"pluginConfig,omitempty"`
-	// PercentageOfNodesToScore is kube-scheduler's per-profile setting,
-	// read for compatibility: only 0 and 100 are accepted, as at the top
-	// level.
+	// PercentageOfNodesToScore overrides the top-level setting for this
+	// profile.
 	PercentageOfNodesToScore *int32 `json:"percentageOfNodesToScore,omitempty"`
 }
 

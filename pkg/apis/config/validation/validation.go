@@ -85,11 +85,10 @@ func validateTuning(cfg *config.SchedulerConfiguration) field.ErrorList {
 	return errs
 }
 
-// validatePercentage accepts kube-scheduler's percentageOfNodesToScore
-// only where it means what this scheduler does: every node.
+// validatePercentage checks a percentageOfNodesToScore: 0 to 100.
 func validatePercentage(p *field.Path, pct *int32) field.ErrorList {
-	if pct != nil && *pct != 0 && *pct != 100 {
-		return field.ErrorList{field.Invalid(p, *pct, "not supported: this scheduler filters and scores every node (write 100, or leave it out)")}
+	if pct != nil && (*pct < 0 || *pct > 100) {
+		return field.ErrorList{field.Invalid(p, *pct, "must be between 0 and 100 (0: a share adapted to the cluster size, as in kube-scheduler)")}
 	}
 	return nil
 }

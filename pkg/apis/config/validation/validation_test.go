@@ -30,7 +30,7 @@ func TestValidateSchedulerConfiguration(t *testing.T) {
 		want   []string
 	}{
 		{"tuning", func(c *config.SchedulerConfiguration) {
-			c.Parallelism, c.PodInitialBackoffSeconds, c.PercentageOfNodesToScore = 0, 20, ptr.To[int32](50)
+			c.Parallelism, c.PodInitialBackoffSeconds, c.PercentageOfNodesToScore = 0, 20, ptr.To[int32](150)
 		}, []string{"parallelism", "podMaxBackoffSeconds", "percentageOfNodesToScore"}},
 		{"handler names", func(c *config.SchedulerConfiguration) {
 			c.EventHandlers = append(c.EventHandlers, config.EventHandler{Name: "default"}, config.EventHandler{})
