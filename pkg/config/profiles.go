@@ -221,7 +221,7 @@ func (p *profileParser) plugins(n *yaml.Node, field string) Plugins {
 	if v := fields.value(ExtensionMultiPoint); v != nil {
 		point := field + "." + ExtensionMultiPoint
 		if v.Kind == yaml.MappingNode {
-			out.MultiPoint = p.enabledDisabled(v, point, ExtensionMultiPoint, fields.line(ExtensionMultiPoint))
+			out.MultiPoint = p.enabledDisabled(v, point, fields.line(ExtensionMultiPoint))
 		} else {
 			p.bad(v.Line, "%s must be a mapping of enabled and disabled plugins, as in kube-scheduler", point)
 		}
@@ -238,7 +238,7 @@ func (p *profileParser) plugins(n *yaml.Node, field string) Plugins {
 			continue
 		}
 		if v.Kind == yaml.MappingNode {
-			*out.slot(key) = p.enabledDisabled(v, point, key, keyLine)
+			*out.slot(key) = p.enabledDisabled(v, point, keyLine)
 			continue
 		}
 		if v.Kind != yaml.SequenceNode {
@@ -253,7 +253,7 @@ func (p *profileParser) plugins(n *yaml.Node, field string) Plugins {
 
 // enabledDisabled decodes the kube-scheduler form of an extension point,
 // {enabled: [{name, weight}], disabled: [{name}]}.
-func (p *profileParser) enabledDisabled(n *yaml.Node, point, key string, keyLine int) *PluginList {
+func (p *profileParser) enabledDisabled(n *yaml.Node, point string, keyLine int) *PluginList {
 	list := &PluginList{Plugins: []Plugin{}, Merge: true, Line: keyLine}
 	fields, ok := p.mapping(n, point, false, "enabled", "disabled")
 	if !ok {

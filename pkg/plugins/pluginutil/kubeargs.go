@@ -51,12 +51,12 @@ func DecodeKubeDefaultArgs(plugin string, args io.Reader, defaults KubeDefaults)
 		}
 		return fmt.Sprintf("%s: line %d", src, line)
 	}
-	var rest []string // fields that are not kube-scheduler's defaults
+	var rest []*yaml.Node // keys of fields that are not kube-scheduler's defaults
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		allowed, ok := defaults[k.Value]
 		if !ok {
-			rest = append(rest, k.Value)
+			rest = append(rest, k)
 			continue
 		}
 		var val any
@@ -74,14 +74,5 @@ func DecodeKubeDefaultArgs(plugin string, args io.Reader, defaults KubeDefaults)
 	}
 	known := slices.Sorted(maps.Keys(defaults))
 	return fmt.Errorf("%s args: %s: field %s not found: of kube-scheduler's %sArgs, only %s are accepted, with their default values",
-		plugin, where(lineOfKey(m, rest[0])), rest[0], plugin, strings.Join(known, ", "))
-}
-
-func lineOfKey(m *yaml.Node, key string) int {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i].Line
-		}
-	}
-	return m.Line
+		plugin, where(rest[0].Line), rest[0].Value, plugin, strings.Join(known, ", "))
 }
