@@ -18,7 +18,7 @@ BUILD_DATE := $(BUILD_DATE)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
-.PHONY: all build cluster control-plane generate test unit-test e2e-test test-chaos verify bench bench-go bench-inproc bench-scheduling bench-scheduling-scale bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart bench-queues cover demo demo-scenario clean
+.PHONY: all build cluster control-plane generate test unit-test e2e-test test-chaos verify bench bench-go bench-inproc bench-scheduling bench-scheduling-scale bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart bench-queues bench-perf-suite cover demo demo-scenario clean
 
 all: build
 
@@ -133,6 +133,12 @@ bench-coldstart: control-plane
 ##               latency of a guaranteed queue, pods/s with 10 queues vs none (hack/bench-queues.sh; quick: make bench-queues ARGS=quick)
 bench-queues: cluster
 	hack/bench-queues.sh $(ARGS)
+
+## bench-perf-suite: kube-scheduler's own scheduler_perf workloads (k8s.io/kubernetes v1.37.1, read from the module cache),
+##                   pods/s and attempt latency of kube-scheduler vs batch-scheduler on the same control plane build
+##                   (hack/bench-perf-suite.sh; the 5,000-node set: make bench-perf-suite ARGS=full)
+bench-perf-suite: control-plane
+	hack/bench-perf-suite.sh $(ARGS)
 
 clean:
 	rm -rf bin _output

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+set -o errexit -o nounset -o pipefail
+
+# kube-scheduler's own benchmark suite (test/integration/scheduler_perf of
+# k8s.io/kubernetes v1.37.1, read from the Go module cache) run with
+# kube-scheduler v1.37.1 and with batch-scheduler, each workload on a fresh
+# etcd and kube-apiserver (test/perfsuite, BenchmarkPerfSuite). The table
+# (pods/s of each, the ratio, upstream's threshold, attempt latency
+# percentiles, scheduler CPU per pod) is written to _output/perf-suite.md
+# as rows finish; the log goes to _output/bench-perf-suite.txt.
+#
+# Usage: hack/bench-perf-suite.sh [full]
+#   (none)  the short set: each test case's largest workload of at most
+#           PERF_SUITE_MAX_NODES (500) nodes (about an hour on 2 shared cores)
+#   full    the workloads upstream labels "performance": its CI's 5,000-node
+#           sizes (many hours on 2 cores; narrow it with PERF_SUITE_RUN)
+# Env: PERF_SUITE_RUN (a regexp of TestCase/workload),
+#      PERF_SUITE_MAX_NODES (500), PERF_SUITE_TIMEOUT_SECONDS (600: each
+#      wait for pods to be scheduled).
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+GO="${GO:-go}"
+
+export PERF_SUITE_SET=short
+if [[ "${1:-}" == full ]]; then
+  PERF_SUITE_SET=full
+fi
+hack/build-control-plane.sh
+mkdir -p _output/tmp
+export TMPDIR="${ROOT}/_output/tmp"
+export PERF_SUITE_OUT="${ROOT}/_output/perf-suite.md"
+echo "perf suite: set ${PERF_SUITE_SET}, table in ${PERF_SUITE_OUT}" >&2
+"${GO}" test -run '^$' -bench '^BenchmarkPerfSuite$' -benchtime 1x -timeout 720m ./test/perfsuite 2>&1 | tee _output/bench-perf-suite.txt

@@ -1,0 +1,268 @@
+package perfsuite
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// podTracker watches every pod of the cluster and keeps what the ops and
+// the collectors ask: which pods are scheduled or were attempted, and the
+// count of pods that became scheduled, per open collector.
+type podTracker struct {
+	informer cache.SharedIndexInformer
+
+	// mu guards collectors; the informer's handler takes it for each
+	// pod that becomes scheduled.
+	mu         sync.Mutex
+	collectors []*collector
+}
+
+func newPodTracker(ctx context.Context, client kubernetes.Interface) (*podTracker, error) {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	t := &podTracker{informer: factory.Core().V1().Pods().Informer()}
+	if _, err := t.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { t.observe(nil, obj) },
+		UpdateFunc: t.observe,
+	}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), t.informer.HasSynced) {
+		return nil, fmt.Errorf("syncing the pod watch: %w", context.Cause(ctx))
+	}
+	return t, nil
+}
+
+// observe counts a pod that became scheduled for every open collector it
+// matches.
+func (t *podTracker) observe(oldObj, newObj any) {
+	pod, ok := newObj.(*v1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	if old, ok := oldObj.(*v1.Pod); ok && old.Spec.NodeName != "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range t.collectors {
+		if c.matches(pod) {
+			c.scheduled++
+		}
+	}
+}
+
+// podScope selects pods: by namespace (any when empty) and labels.
+type podScope struct {
+	namespaces map[string]bool
+	selector   labels.Selector
+}
+
+func newScope(namespaces []string, sel map[string]string) podScope {
+	s := podScope{selector: labels.SelectorFromSet(sel)}
+	if len(namespaces) > 0 {
+		s.namespaces = map[string]bool{}
+		for _, ns := range namespaces {
+			s.namespaces[ns] = true
+		}
+	}
+	return s
+}
+
+func (s podScope) matches(pod *v1.Pod) bool {
+	if s.namespaces != nil && !s.namespaces[pod.Namespace] {
+		return false
+	}
+	return s.selector.Matches(labels.Set(pod.Labels))
+}
+
+// counts returns how many pods of the scope are scheduled, and how many
+// were attempted (scheduled, or marked unschedulable) out of all.
+func (t *podTracker) counts(s podScope) (scheduled, attempted, all int) {
+	for _, obj := range t.informer.GetStore().List() {
+		pod := obj.(*v1.Pod)
+		if !s.matches(pod) || pod.DeletionTimestamp != nil {
+			continue
+		}
+		all++
+		if pod.Spec.NodeName != "" {
+			scheduled++
+			attempted++
+			continue
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == v1.PodScheduled {
+				attempted++
+				break
+			}
+		}
+	}
+	return scheduled, attempted, all
+}
+
+// waitFor polls every 100ms until done(scheduled, attempted, all) holds
+// for the scope, or the timeout.
+func (t *podTracker) waitFor(ctx context.Context, s podScope, timeout time.Duration, what string, done func(scheduled, attempted, all int) bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		sc, at, all := t.counts(s)
+		if done(sc, at, all) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not reached within %s: %d scheduled, %d attempted of %d pods", what, timeout, sc, at, all)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// collector measures one window: the pods of its scope that became
+// scheduled in each second, and the scheduler's attempt histogram.
+type collector struct {
+	podScope
+	name  string
+	start time.Time
+
+	// scheduled is guarded by the tracker's mu.
+	scheduled int
+
+	samples []float64 // pods/s of each whole second
+	stopped chan struct{}
+	done    chan struct{}
+	before  histogram
+}
+
+// startCollector opens a window; its sampler runs until stop.
+func (t *podTracker) startCollector(name string, s podScope, before histogram) *collector {
+	c := &collector{podScope: s, name: name, start: time.Now(), stopped: make(chan struct{}), done: make(chan struct{}), before: before}
+	t.mu.Lock()
+	t.collectors = append(t.collectors, c)
+	t.mu.Unlock()
+	go func() {
+		defer close(c.done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		last := 0
+		for {
+			select {
+			case <-c.stopped:
+				return
+			case <-tick.C:
+				t.mu.Lock()
+				n := c.scheduled
+				t.mu.Unlock()
+				c.samples = append(c.samples, float64(n-last))
+				last = n
+			}
+		}
+	}()
+	return c
+}
+
+// Window is what one collector measured.
+type Window struct {
+	Name      string
+	Pods      int
+	Elapsed   time.Duration
+	Average   float64 // mean of the per-second samples, as upstream reports it
+	Overall   float64 // Pods / Elapsed
+	P50, P90  time.Duration
+	P99       time.Duration
+	Attempts  float64
+	SchedCPU  time.Duration // the scheduler process's CPU over the window
+	Threshold Threshold
+}
+
+// stop closes the window and returns its figures; after is the attempt
+// histogram at its end.
+func (t *podTracker) stop(c *collector, after histogram) Window {
+	close(c.stopped)
+	<-c.done
+	elapsed := time.Since(c.start)
+	t.mu.Lock()
+	for i, o := range t.collectors {
+		if o == c {
+			t.collectors = append(t.collectors[:i], t.collectors[i+1:]...)
+			break
+		}
+	}
+	n := c.scheduled
+	t.mu.Unlock()
+	w := Window{Name: c.name, Pods: n, Elapsed: elapsed, Overall: float64(n) / elapsed.Seconds()}
+	if len(c.samples) > 0 {
+		sum := 0.0
+		for _, s := range c.samples {
+			sum += s
+		}
+		w.Average = sum / float64(len(c.samples))
+	} else {
+		w.Average = w.Overall
+	}
+	d := after.sub(c.before)
+	w.Attempts = d.count()
+	w.P50, w.P90, w.P99 = d.quantile(0.5), d.quantile(0.9), d.quantile(0.99)
+	return w
+}
+
+// histogram is a cumulative histogram: upper bound → count of
+// observations at or below it.
+type histogram map[float64]float64
+
+func (h histogram) sub(o histogram) histogram {
+	d := histogram{}
+	for le, v := range h {
+		d[le] = v - o[le]
+	}
+	return d
+}
+
+func (h histogram) count() float64 { return h[math.Inf(1)] }
+
+// quantile interpolates linearly inside the bucket that holds the
+// q-quantile, as Prometheus's histogram_quantile does; 0 without
+// observations, the largest finite bound when it falls in +Inf.
+func (h histogram) quantile(q float64) time.Duration {
+	total := h.count()
+	if total <= 0 {
+		return 0
+	}
+	bounds := make([]float64, 0, len(h))
+	for le := range h {
+		bounds = append(bounds, le)
+	}
+	sort.Float64s(bounds)
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, le := range bounds {
+		c := h[le]
+		if c >= rank {
+			if math.IsInf(le, 1) {
+				return seconds(lower)
+			}
+			if c == below {
+				return seconds(le)
+			}
+			return seconds(lower + (le-lower)*(rank-below)/(c-below))
+		}
+		lower, below = le, c
+	}
+	return seconds(lower)
+}
+
+func seconds(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second)).Round(10 * time.Microsecond)
+}

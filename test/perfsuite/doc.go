@@ -1,0 +1,20 @@
+// Package perfsuite runs kube-scheduler's own benchmark suite,
+// test/integration/scheduler_perf of k8s.io/kubernetes, against
+// kube-scheduler and batch-scheduler side by side.
+//
+// The suite's YAML workload configurations and templates are read from the
+// Go module cache at run time (make control-plane downloads the module to
+// build kube-scheduler); nothing of them is copied into this repository.
+// Each workload runs once per scheduler on a fresh etcd and kube-apiserver:
+// the scheduler is started as a process, then the workload's operations
+// (createNodes, createPods, createPodGroups, createAny, barrier, churn, ...)
+// run against the API server as upstream's executor runs them, and each
+// window that collects metrics reports pods/s (the mean of per-second
+// samples, as upstream computes SchedulingThroughput) and the percentiles
+// of the scheduler's own successful-attempt histogram.
+//
+// Workloads that need a feature batch-scheduler lacks (Dynamic Resource
+// Allocation, topology-aware gangs) or a part of upstream's harness the
+// runner lacks (PersistentVolume set-up) are listed as skipped with the
+// reason; see docs/performance.md.
+package perfsuite

@@ -1,0 +1,660 @@
+package perfsuite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// executor runs one workload's operations against a cluster whose
+// scheduler is already running.
+type executor struct {
+	client  kubernetes.Interface
+	dyn     dynamic.Interface
+	mapper  meta.RESTMapper
+	tc      *TestCase
+	w       *Workload
+	dir     string // the test case's directory: template paths are relative to it
+	sched   *RunningScheduler
+	tracker *podTracker
+	timeout time.Duration
+	workers int
+
+	namespaces sync.Map // namespaces created so far
+	open       *window  // the window of startCollectingMetrics, if any
+	windows    []Window
+	bg         sync.WaitGroup // churn
+}
+
+// window is an open collector and the scheduler's CPU at its start.
+type window struct {
+	c    *collector
+	cpu0 time.Duration
+}
+
+func (e *executor) startWindow(name string, s podScope) (*window, error) {
+	before, err := e.sched.Attempts()
+	if err != nil {
+		return nil, err
+	}
+	return &window{c: e.tracker.startCollector(name, s, before), cpu0: e.sched.CPU()}, nil
+}
+
+func (e *executor) stopWindow(w *window) error {
+	after, err := e.sched.Attempts()
+	if err != nil {
+		return err
+	}
+	res := e.tracker.stop(w.c, after)
+	res.SchedCPU = e.sched.CPU() - w.cpu0
+	res.Threshold = e.w.Threshold
+	e.windows = append(e.windows, res)
+	return nil
+}
+
+// run executes every op in order; background churn stops when ctx ends.
+func (e *executor) run(ctx context.Context) ([]Window, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		e.bg.Wait()
+	}()
+	for i := range e.tc.WorkloadTemplate {
+		op := &e.tc.WorkloadTemplate[i]
+		if err := e.runOp(ctx, i, op); err != nil {
+			return e.windows, fmt.Errorf("op %d (%s): %w", i, op.Opcode, err)
+		}
+		if done, err := e.sched.Exited(); done {
+			return e.windows, fmt.Errorf("op %d (%s): %s exited: %v\n%s", i, op.Opcode, e.sched.Spec.Which, err, e.sched.LogTail(3000))
+		}
+	}
+	if e.open != nil {
+		return e.windows, fmt.Errorf("startCollectingMetrics without stopCollectingMetrics")
+	}
+	return e.windows, nil
+}
+
+func (e *executor) path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(e.dir, p)
+}
+
+func (e *executor) runOp(ctx context.Context, i int, op *Op) error {
+	switch op.Opcode {
+	case "createNodes":
+		return e.createNodes(ctx, op)
+	case "createNamespaces":
+		return e.createNamespaces(ctx, op)
+	case "createPods":
+		return e.createPods(ctx, i, op, "")
+	case "createPodSets":
+		n, err := e.w.count(op)
+		if err != nil {
+			return err
+		}
+		if op.CreatePodsOp == nil {
+			return fmt.Errorf("createPodSets without createPodsOp")
+		}
+		for j := 0; j < n; j++ {
+			if err := e.createPods(ctx, i, op.CreatePodsOp, fmt.Sprintf("%s-%d", op.NamespacePrefix, j)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "createAny", "createPodGroups":
+		if err := e.createAny(ctx, i, op); err != nil {
+			return err
+		}
+		if op.Opcode == "createPodGroups" {
+			// Upstream waits here until the scheduler's informer
+			// has the groups; a second lets both schedulers see them.
+			time.Sleep(time.Second)
+		}
+		return nil
+	case "updateAny":
+		return e.updateAny(ctx, op)
+	case "barrier":
+		return e.barrier(ctx, op)
+	case "deletePods":
+		return e.deletePods(ctx, op)
+	case "churn":
+		return e.churn(ctx, i, op)
+	case "sleep":
+		d, err := e.duration(op)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+		return nil
+	case "startCollectingMetrics":
+		if e.open != nil {
+			return fmt.Errorf("metrics are already being collected")
+		}
+		w, err := e.startWindow(op.Name, newScope(op.Namespaces, op.LabelSelector))
+		e.open = w
+		return err
+	case "stopCollectingMetrics":
+		if e.open == nil {
+			return fmt.Errorf("no startCollectingMetrics before it")
+		}
+		w := e.open
+		e.open = nil
+		return e.stopWindow(w)
+	case "startCollectingProfile", "stopCollectingProfile":
+		return nil // profiles of kube-scheduler's in-process run: nothing to do here
+	}
+	return fmt.Errorf("opcode %q is not supported by the runner", op.Opcode)
+}
+
+func (e *executor) duration(op *Op) (time.Duration, error) {
+	s := op.Duration
+	if op.DurationParam != "" {
+		v, err := e.w.param(op.DurationParam)
+		if err != nil {
+			return 0, err
+		}
+		s = fmt.Sprint(v)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: %w", s, err)
+	}
+	return d, nil
+}
+
+// parallel runs fn for 0..n-1 on e.workers goroutines and returns the
+// first error.
+func (e *executor) parallel(ctx context.Context, n int, fn func(i int) error) error {
+	var (
+		mu    sync.Mutex
+		first error
+		next  int
+		wg    sync.WaitGroup
+	)
+	for w := 0; w < min(e.workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := first != nil || ctx.Err() != nil
+				mu.Unlock()
+				if stop || i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// baseNode is upstream's node when an op names no template: 4 CPUs,
+// 32Gi, 110 pods, Ready.
+func baseNode() *v1.Node {
+	capacity := v1.ResourceList{
+		v1.ResourcePods:   resource.MustParse("110"),
+		v1.ResourceCPU:    resource.MustParse("4"),
+		v1.ResourceMemory: resource.MustParse("32Gi"),
+	}
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "scheduler-perf-"},
+		Status: v1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy(), Phase: v1.NodeRunning,
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}},
+	}
+}
+
+func (e *executor) createNodes(ctx context.Context, op *Op) error {
+	n, err := e.w.count(op)
+	if err != nil {
+		return err
+	}
+	params, err := e.w.templateParams(op.TemplateParams)
+	if err != nil {
+		return err
+	}
+	return e.parallel(ctx, n, func(i int) error {
+		node := baseNode()
+		if op.NodeTemplatePath != nil {
+			node = &v1.Node{}
+			if err := Render(e.path(*op.NodeTemplatePath), params, i, n, node); err != nil {
+				return err
+			}
+		}
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		if s := op.LabelNodePrepareStrategy; s != nil && len(s.LabelValues) > 0 {
+			node.Labels[s.LabelKey] = s.LabelValues[i%len(s.LabelValues)]
+		}
+		if s := op.UniqueNodeLabelStrategy; s != nil {
+			node.Labels[s.LabelKey] = string(uuid.NewUUID())
+		}
+		created, err := e.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating node %d: %w", i, err)
+		}
+		if len(created.Status.Conditions) == 0 && len(node.Status.Conditions) > 0 {
+			created.Status = node.Status
+			if _, err := e.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("setting node %s's status: %w", created.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (e *executor) ensureNamespace(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, done := e.namespaces.Load(name); done {
+		return nil
+	}
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := e.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	e.namespaces.Store(name, true)
+	return nil
+}
+
+func (e *executor) createNamespaces(ctx context.Context, op *Op) error {
+	n, err := e.w.count(op)
+	if err != nil {
+		return err
+	}
+	params, err := e.w.templateParams(op.TemplateParams)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		ns := &v1.Namespace{}
+		if op.NamespaceTemplatePath != nil {
+			if err := Render(e.path(*op.NamespaceTemplatePath), params, i, n, ns); err != nil {
+				return err
+			}
+		}
+		ns.Name = fmt.Sprintf("%s-%d", op.Prefix, i)
+		if _, err := e.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+		}
+		e.namespaces.Store(ns.Name, true)
+	}
+	return nil
+}
+
+// podFactory renders the op's pod template.
+type podFactory struct {
+	path      string
+	params    map[string]any
+	batchSize int
+}
+
+func (f podFactory) pod(i, n int) (*v1.Pod, error) {
+	pod := &v1.Pod{}
+	if f.path == "" {
+		pod.GenerateName = "pod-"
+		pod.Spec.Containers = []v1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10.2",
+			Ports: []v1.ContainerPort{{ContainerPort: 80}},
+			Resources: v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("500Mi")},
+				Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("500Mi")},
+			}}}
+	} else if err := Render(f.path, f.params, i, n, pod); err != nil {
+		return nil, err
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels["signature"] = fmt.Sprintf("signature-label-%d", i/f.batchSize)
+	return pod, nil
+}
+
+func (e *executor) podFactory(op *Op) (podFactory, error) {
+	params, err := e.w.templateParams(op.TemplateParams)
+	if err != nil {
+		return podFactory{}, err
+	}
+	f := podFactory{params: params, batchSize: max(1, op.SignatureBatchSize)}
+	if op.SignatureBatchSizeParam != "" {
+		b, err := e.w.intParam(op.SignatureBatchSizeParam)
+		if err != nil {
+			return podFactory{}, err
+		}
+		f.batchSize = max(1, b)
+	}
+	switch {
+	case op.PodTemplatePath != nil:
+		f.path = e.path(*op.PodTemplatePath)
+	case e.tc.DefaultPodTemplatePath != "":
+		f.path = e.path(e.tc.DefaultPodTemplatePath)
+	}
+	return f, nil
+}
+
+func (e *executor) createPods(ctx context.Context, opIndex int, op *Op, ns string) error {
+	if ns == "" {
+		var err error
+		if ns, err = op.namespace(); err != nil {
+			return err
+		}
+		if ns == "" {
+			ns = fmt.Sprintf("namespace-%d", opIndex)
+		}
+	}
+	if err := e.ensureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	n, err := e.w.count(op)
+	if err != nil {
+		return err
+	}
+	f, err := e.podFactory(op)
+	if err != nil {
+		return err
+	}
+	steady := op.SteadyState
+	if op.SteadyStateParam != "" {
+		v, err := e.w.param(op.SteadyStateParam)
+		if err != nil {
+			return err
+		}
+		steady = v == true
+	}
+	var win *window
+	if op.CollectMetrics {
+		if win, err = e.startWindow(fmt.Sprintf("op %d", opIndex), newScope([]string{ns}, nil)); err != nil {
+			return err
+		}
+	}
+	create := func(i int) error {
+		pod, err := f.pod(i, n)
+		if err != nil {
+			return err
+		}
+		if _, err := e.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %d in %s: %w", i, ns, err)
+		}
+		return nil
+	}
+	if err := e.parallel(ctx, n, create); err != nil {
+		return err
+	}
+	scope := newScope([]string{ns}, nil)
+	switch {
+	case steady:
+		d, err := e.duration(op)
+		if err != nil {
+			return err
+		}
+		if err := e.steadyState(ctx, ns, n, d, create); err != nil {
+			return err
+		}
+	case !op.SkipWaitToCompletion:
+		if err := e.tracker.waitFor(ctx, scope, e.timeout, fmt.Sprintf("%d pods of %s scheduled", n, ns), func(sc, _, _ int) bool { return sc >= n }); err != nil {
+			return err
+		}
+	}
+	if win != nil {
+		return e.stopWindow(win)
+	}
+	return nil
+}
+
+// steadyState deletes each pod of ns once it is scheduled and creates
+// another in its place, for d.
+func (e *executor) steadyState(ctx context.Context, ns string, n int, d time.Duration, create func(i int) error) error {
+	deleted := map[string]bool{}
+	next := n
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		for _, obj := range e.tracker.informer.GetStore().List() {
+			pod := obj.(*v1.Pod)
+			if pod.Namespace != ns || pod.Spec.NodeName == "" || deleted[pod.Name] {
+				continue
+			}
+			deleted[pod.Name] = true
+			if err := e.client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting pod %s/%s: %w", ns, pod.Name, err)
+			}
+			if err := create(next); err != nil {
+				return err
+			}
+			next++
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// object renders template i of n into an unstructured object and finds
+// its resource.
+func (e *executor) object(path string, params map[string]any, i, n int, ns string) (*unstructured.Unstructured, dynamic.ResourceInterface, error) {
+	obj := &unstructured.Unstructured{}
+	if err := Render(path, params, i, n, obj); err != nil {
+		return nil, nil, err
+	}
+	gvk := obj.GroupVersionKind()
+	mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: the API server does not serve %s: %w", path, gvk, err)
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if ns == "" {
+			ns = obj.GetNamespace()
+		}
+		if ns == "" {
+			ns = "default"
+		}
+		obj.SetNamespace(ns)
+		return obj, e.dyn.Resource(mapping.Resource).Namespace(ns), nil
+	}
+	return obj, e.dyn.Resource(mapping.Resource), nil
+}
+
+func (e *executor) createAny(ctx context.Context, opIndex int, op *Op) error {
+	ns, err := op.namespace()
+	if err != nil {
+		return err
+	}
+	if err := e.ensureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	n := 1
+	if op.Count != nil || op.CountParam != "" {
+		if n, err = e.w.count(op); err != nil {
+			return err
+		}
+	}
+	params, err := e.w.templateParams(op.TemplateParams)
+	if err != nil {
+		return err
+	}
+	return e.parallel(ctx, n, func(i int) error {
+		obj, res, err := e.object(e.path(op.TemplatePath), params, i, n, ns)
+		if err != nil {
+			return err
+		}
+		if _, err := res.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		return nil
+	})
+}
+
+// updateAny merges each rendered object into the existing one of its
+// name, at most UpdatePerSecond a second.
+func (e *executor) updateAny(ctx context.Context, op *Op) error {
+	ns, err := op.namespace()
+	if err != nil {
+		return err
+	}
+	n := 1
+	if op.Count != nil || op.CountParam != "" {
+		if n, err = e.w.count(op); err != nil {
+			return err
+		}
+	}
+	params, err := e.w.templateParams(op.TemplateParams)
+	if err != nil {
+		return err
+	}
+	var gap time.Duration
+	if op.UpdatePerSecond > 0 {
+		gap = time.Second / time.Duration(op.UpdatePerSecond)
+	}
+	for i := 0; i < n; i++ {
+		obj, res, err := e.object(e.path(op.TemplatePath), params, i, n, ns)
+		if err != nil {
+			return err
+		}
+		patch, err := json.Marshal(obj.Object)
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", obj.GetName(), err)
+		}
+		if _, err := res.Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, op.Subresources...); err != nil {
+			return fmt.Errorf("updating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		if gap > 0 {
+			time.Sleep(gap)
+		}
+	}
+	return nil
+}
+
+func (e *executor) barrier(ctx context.Context, op *Op) error {
+	scope := newScope(op.Namespaces, op.LabelSelector)
+	what := "pods scheduled"
+	done := func(sc, _, all int) bool { return sc == all }
+	if strings.EqualFold(op.StageRequirement, "Attempted") {
+		what, done = "pods attempted", func(_, at, all int) bool { return at == all }
+	}
+	return e.tracker.waitFor(ctx, scope, e.timeout, "barrier: "+what, done)
+}
+
+func (e *executor) deletePods(ctx context.Context, op *Op) error {
+	ns, err := op.namespace()
+	if err != nil {
+		return err
+	}
+	sel := labels.SelectorFromSet(op.LabelSelector).String()
+	pods, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("listing pods of %s to delete: %w", ns, err)
+	}
+	var gap time.Duration
+	if op.DeletePodsPerSecond > 0 {
+		gap = time.Second / time.Duration(op.DeletePodsPerSecond)
+	}
+	del := func() error {
+		for _, p := range pods.Items {
+			if err := e.client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting pod %s/%s: %w", ns, p.Name, err)
+			}
+			if gap > 0 {
+				time.Sleep(gap)
+			}
+		}
+		return nil
+	}
+	if op.SkipWaitToCompletion {
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			_ = del() // the workload's end cancels it
+		}()
+		return nil
+	}
+	return del()
+}
+
+// churn creates (and in recreate mode deletes) objects of its templates
+// every interval until the workload ends.
+func (e *executor) churn(ctx context.Context, opIndex int, op *Op) error {
+	ns, err := op.namespace()
+	if err != nil {
+		return err
+	}
+	if ns == "" {
+		ns = fmt.Sprintf("namespace-%d", opIndex)
+	}
+	if err := e.ensureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	interval := time.Duration(op.IntervalMilliseconds) * time.Millisecond
+	if interval <= 0 {
+		interval = 500 * time.Millisecond
+	}
+	if op.Mode != "create" && op.Mode != "recreate" || op.Mode == "recreate" && op.Number <= 0 {
+		return fmt.Errorf("churn mode %q with number %d", op.Mode, op.Number)
+	}
+	// Each template's objects, oldest first (recreate mode).
+	made := make([][]*unstructured.Unstructured, len(op.TemplatePaths))
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for count := 0; op.Mode == "recreate" || op.Number == 0 || count < op.Number; count++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			for t, path := range op.TemplatePaths {
+				obj, res, err := e.object(e.path(path), nil, count, 0, ns)
+				if err != nil {
+					return
+				}
+				if op.Mode == "recreate" && len(made[t]) >= op.Number {
+					old := made[t][0]
+					made[t] = made[t][1:]
+					_ = res.Delete(ctx, old.GetName(), metav1.DeleteOptions{})
+				}
+				created, err := res.Create(ctx, obj, metav1.CreateOptions{})
+				if err == nil {
+					made[t] = append(made[t], created)
+				}
+			}
+		}
+	}()
+	return nil
+}

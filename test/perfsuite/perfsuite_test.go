@@ -1,0 +1,343 @@
+package perfsuite
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+)
+
+// loadUpstream reads the suite from the module cache; make test builds
+// kube-scheduler from that module first, so its absence is a failure.
+func loadUpstream(t testing.TB) (string, []TestCase) {
+	t.Helper()
+	dir, err := SuiteDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := LoadSuite(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, cases
+}
+
+// TestUpstreamSuiteLoads decodes every upstream test case, selects both
+// sets, and renders every template a runnable workload of the short set
+// uses: a field or template upstream adds that the runner does not know
+// fails here, not halfway through a benchmark.
+func TestUpstreamSuiteLoads(t *testing.T) {
+	dir, cases := loadUpstream(t)
+	if len(cases) < 40 {
+		t.Fatalf("read %d test cases from %s, want the whole suite (over 40)", len(cases), dir)
+	}
+	names := map[string]bool{}
+	for _, tc := range cases {
+		names[tc.Name] = true
+	}
+	for _, want := range []string{"SchedulingBasic", "GangScheduling", "TopologySpreading", "PreemptionBasic"} {
+		if !names[want] {
+			t.Errorf("test case %s missing from the suite", want)
+		}
+	}
+	short := Set{MaxNodes: 500}.Select(cases)
+	full := Set{Full: true}.Select(cases)
+	if len(short) < 30 || len(full) < 30 {
+		t.Fatalf("selected %d short and %d full workloads, want at least 30 each", len(short), len(full))
+	}
+	runnable := 0
+	for _, sel := range short {
+		if n := sel.Case.Nodes(sel.Workload); n > 500 {
+			t.Errorf("%s: %d nodes in the short set", sel.Name(), n)
+		}
+		if sel.Skip != "" {
+			continue
+		}
+		runnable++
+		checkRenders(t, dir, sel)
+	}
+	if runnable < 25 {
+		t.Errorf("%d runnable workloads in the short set, want at least 25", runnable)
+	}
+	for _, sel := range full {
+		if !sel.Workload.HasLabel("performance") {
+			t.Errorf("%s: in the full set without the performance label", sel.Name())
+		}
+	}
+}
+
+// checkRenders renders each template the workload's ops name, at index 0.
+func checkRenders(t *testing.T, dir string, sel Selected) {
+	t.Helper()
+	caseDir := filepath.Join(dir, filepath.Dir(sel.Case.File))
+	var visit func(op *Op)
+	visit = func(op *Op) {
+		params, err := sel.Workload.templateParams(op.TemplateParams)
+		if err != nil {
+			t.Errorf("%s: %s: %v", sel.Name(), op.Opcode, err)
+			return
+		}
+		if op.Opcode != "createAny" && op.Opcode != "updateAny" && op.Opcode != "createPodGroups" || op.TemplatePath == "" {
+			if _, err := sel.Workload.count(op); err != nil && op.Opcode != "barrier" {
+				t.Errorf("%s: %s: %v", sel.Name(), op.Opcode, err)
+			}
+		}
+		render := func(p string, out any) {
+			if err := Render(filepath.Join(caseDir, p), params, 0, 1, out); err != nil {
+				t.Errorf("%s: %s: %v", sel.Name(), op.Opcode, err)
+			}
+		}
+		if op.NodeTemplatePath != nil {
+			render(*op.NodeTemplatePath, &v1.Node{})
+		}
+		if op.PodTemplatePath != nil {
+			render(*op.PodTemplatePath, &v1.Pod{})
+		}
+		if op.TemplatePath != "" {
+			render(op.TemplatePath, &unstructured.Unstructured{})
+		}
+		for _, p := range op.TemplatePaths {
+			render(p, &unstructured.Unstructured{})
+		}
+		if op.CreatePodsOp != nil {
+			visit(op.CreatePodsOp)
+		}
+	}
+	if p := sel.Case.DefaultPodTemplatePath; p != "" {
+		if err := Render(filepath.Join(caseDir, p), nil, 0, 1, &v1.Pod{}); err != nil && !strings.Contains(err.Error(), "no value") {
+			t.Errorf("%s: default pod template: %v", sel.Name(), err)
+		}
+	}
+	for i := range sel.Case.WorkloadTemplate {
+		visit(&sel.Case.WorkloadTemplate[i])
+	}
+}
+
+func TestUnsupportedNamesTheMissingFeature(t *testing.T) {
+	_, cases := loadUpstream(t)
+	want := map[string]string{
+		"SchedulingWithResourceClaimTemplate": "Dynamic Resource Allocation",
+		"TopologyAwareScheduling":             "topology-aware gangs",
+		"SchedulingCSIPVs":                    "volumes",
+		"SchedulingBasic":                     "",
+		"GangScheduling":                      "",
+	}
+	for _, tc := range cases {
+		frag, ok := want[tc.Name]
+		if !ok {
+			continue
+		}
+		delete(want, tc.Name)
+		got := Unsupported(&tc, &tc.Workloads[0])
+		if frag == "" && got != "" || frag != "" && !strings.Contains(got, frag) {
+			t.Errorf("%s: Unsupported = %q, want %q", tc.Name, got, frag)
+		}
+	}
+	for name := range want {
+		t.Errorf("test case %s not found", name)
+	}
+}
+
+func TestTemplateFuncs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.yaml")
+	text := `apiVersion: v1
+kind: Pod
+metadata:
+  name: p-{{DivideInt .Index .per}}-{{Mod .Index 3}}-{{AddInt 1 .Index 2}}-{{MultiplyInt .per 2}}-{{SubtractInt 10 .Index}}
+  labels:
+    j: {{JSON .sel | printf "%q"}}
+    num: "{{Int .num}}"
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{}
+	if err := Render(path, map[string]any{"per": float64(3), "sel": map[string]any{"a": "b"}, "num": "7"}, 7, 10, pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Name != "p-2-1-10-6-3" {
+		t.Errorf("name = %q, want p-2-1-10-6-3", pod.Name)
+	}
+	if pod.Labels["j"] != `{"a":"b"}` || pod.Labels["num"] != "7" {
+		t.Errorf("labels = %v", pod.Labels)
+	}
+	// Errors name the template and the index instead of panicking.
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("metadata:\n  name: x{{Mod .Index 0}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := Render(bad, nil, 4, 5, &v1.Pod{})
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), "index 4") {
+		t.Errorf("Mod by zero: err = %v, want one naming bad.yaml and index 4", err)
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	h := histogram{0.001: 50, 0.002: 90, 0.004: 100, math.Inf(1): 100}
+	before := histogram{0.001: 10, 0.002: 10, 0.004: 10, math.Inf(1): 10}
+	d := h.sub(before)
+	if d.count() != 90 {
+		t.Fatalf("count = %v, want 90", d.count())
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.4, 900 * time.Microsecond}, {0.5, 1130 * time.Microsecond}, {0.99, 3820 * time.Microsecond}} {
+		if got := d.quantile(c.q); got != c.want {
+			t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := (histogram{math.Inf(1): 0}).quantile(0.5); got != 0 {
+		t.Errorf("empty: %v, want 0", got)
+	}
+}
+
+// buildSchedulers returns kube-scheduler's binary from make control-plane
+// and batch-scheduler built from this checkout.
+func buildSchedulers(t testing.TB) (kube, ours string) {
+	t.Helper()
+	assets, err := controlplane.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube = filepath.Join(assets, "kube-scheduler")
+	if _, err := os.Stat(kube); err != nil {
+		t.Fatalf("kube-scheduler missing (make control-plane): %v", err)
+	}
+	out := t.TempDir()
+	if err := controlplane.GoBuild("../..", out, "./cmd/batch-scheduler"); err != nil {
+		t.Fatal(err)
+	}
+	return kube, filepath.Join(out, "batch-scheduler")
+}
+
+// TestSideBySide runs two small upstream workloads, plain pods and
+// gangs, with both schedulers on real control planes: the runner's path
+// end to end, checked on what each scheduler did.
+func TestSideBySide(t *testing.T) {
+	dir, cases := loadUpstream(t)
+	kube, ours := buildSchedulers(t)
+	o := Options{SuiteDir: dir, KubeScheduler: kube, BatchScheduler: ours, QPS: 5000, Burst: 5000,
+		Timeout: 2 * time.Minute, Workers: 8, Logf: t.Logf}
+	sels := Set{MaxNodes: 10, Match: regexp.MustCompile(`^(SchedulingBasic/5Nodes|GangScheduling/10Nodes_3Gangs)$`)}.Select(cases)
+	if len(sels) != 2 {
+		t.Fatalf("selected %d workloads, want 2", len(sels))
+	}
+	var rows []Row
+	for _, sel := range sels {
+		row := Row{Sel: sel}
+		for _, which := range []Scheduler{KubeScheduler, BatchScheduler} {
+			res := Run(t.Context(), o, sel, which)
+			if res.Err != nil {
+				t.Fatalf("%s with %s: %v", sel.Name(), which, res.Err)
+			}
+			want := sel.Case.MeasuredPods(sel.Workload)
+			if len(res.Windows) != 1 || res.Windows[0].Pods != want {
+				t.Fatalf("%s with %s: windows %+v, want one of %d pods", sel.Name(), which, res.Windows, want)
+			}
+			// kube-scheduler observes one attempt per pod; batch-scheduler
+			// one per cycle, and a gang's cycle places every member.
+			if a := res.Windows[0].Attempts; a < 1 || a > float64(4*want) || which == KubeScheduler && a < float64(want) {
+				t.Errorf("%s with %s: %v successful attempts in the window for %d pods", sel.Name(), which, a, want)
+			}
+			if w := res.Windows[0]; w.P50 <= 0 || w.P99 < w.P50 || w.P99 >= 16*time.Second {
+				t.Errorf("%s with %s: attempt p50 %v, p99 %v: want 0 < p50 <= p99 < 16s", sel.Name(), which, w.P50, w.P99)
+			}
+			if which == KubeScheduler {
+				row.Kube = res
+			} else {
+				row.Ours = res
+			}
+		}
+		rows = append(rows, row)
+	}
+	table := FormatTable(rows)
+	t.Logf("\n%s", table)
+	if strings.Contains(table, "failed") || strings.Count(table, "\n") != 4 {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+// BenchmarkPerfSuite runs upstream's scheduler_perf workloads with
+// kube-scheduler v1.37.1 and batch-scheduler, each on a fresh control
+// plane, and writes the table to $PERF_SUITE_OUT
+// (hack/bench-perf-suite.sh). Env: PERF_SUITE_SET (short: each test
+// case's largest workload of at most PERF_SUITE_MAX_NODES nodes, 500 by
+// default; full: upstream's performance workloads), PERF_SUITE_RUN (a
+// regexp of TestCase/workload), PERF_SUITE_TIMEOUT_SECONDS (600).
+func BenchmarkPerfSuite(b *testing.B) {
+	dir, cases := loadUpstream(b)
+	set := Set{Full: os.Getenv("PERF_SUITE_SET") == "full", MaxNodes: envInt(b, "PERF_SUITE_MAX_NODES", 500)}
+	if re := os.Getenv("PERF_SUITE_RUN"); re != "" {
+		set.Match = regexp.MustCompile(re)
+	}
+	kube, ours := buildSchedulers(b)
+	o := Options{SuiteDir: dir, KubeScheduler: kube, BatchScheduler: ours, QPS: 5000, Burst: 5000,
+		Timeout: time.Duration(envInt(b, "PERF_SUITE_TIMEOUT_SECONDS", 600)) * time.Second, Workers: 16,
+		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
+	out := os.Getenv("PERF_SUITE_OUT")
+	for i := 0; i < b.N; i++ {
+		var (
+			mu   sync.Mutex
+			rows []Row
+		)
+		for k, sel := range set.Select(cases) {
+			row := Row{Sel: sel}
+			if sel.Skip == "" {
+				// Alternate which runs first, so that a drift of the
+				// shared machine does not favour one scheduler.
+				order := []Scheduler{KubeScheduler, BatchScheduler}
+				if k%2 == 1 {
+					order = []Scheduler{BatchScheduler, KubeScheduler}
+				}
+				for _, which := range order {
+					o.Logf("%s: %s: %s", time.Now().Format(time.TimeOnly), sel.Name(), which)
+					res := Run(context.Background(), o, sel, which)
+					if res.Err != nil {
+						o.Logf("%s with %s: %v", sel.Name(), which, res.Err)
+					}
+					if which == KubeScheduler {
+						row.Kube = res
+					} else {
+						row.Ours = res
+					}
+				}
+			}
+			mu.Lock()
+			rows = append(rows, row)
+			table := FormatTable(append([]Row(nil), rows...))
+			mu.Unlock()
+			if out != "" {
+				if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			o.Logf("%s", table)
+		}
+	}
+}
+
+func envInt(b testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return n
+}
