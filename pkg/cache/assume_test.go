@@ -25,7 +25,8 @@ import (
 // checkInvariants verifies the cache's bookkeeping: every task on a node is
 // the cache's current task of its pod and on exactly one node, Requested is
 // the sum of the counted tasks, the assumed map matches the assumed tasks,
-// jobs hold exactly the tasks, and the scheduling queue holds exactly the
+// jobs hold exactly the tasks that keep a job record and the index of
+// the others exactly those (KeepsJobRecord), and the scheduling queue holds exactly the
 // pods the informer reports pending (pending tasks, and assumed ones still
 // reported pending).
 func checkInvariants(t *testing.T, c *SchedulerCache) {
@@ -108,8 +109,23 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 		if task.Status != framework.TaskAssumed && isAssumed {
 			t.Errorf("%s pod %s has assumed state", task.Status, task.Key())
 		}
-		if j, ok := c.jobs[task.Job]; !ok || j.Tasks[uid] != task {
-			t.Errorf("job %s does not hold the task of %s", task.Job, task.Key())
+		switch {
+		case !KeepsJobRecord(task):
+			if c.jobless[joblessKey{namespace: task.Job.Namespace, name: task.Job.Name}] != task {
+				t.Errorf("task of %s, kept without a job record, is not indexed under its job %s", task.Key(), task.Job)
+			}
+			if _, ok := c.jobs[task.Job]; ok {
+				t.Errorf("another scheduler's bound pod %s outside any gang has a job record", task.Key())
+			}
+		default:
+			if j, ok := c.jobs[task.Job]; !ok || j.Tasks[uid] != task {
+				t.Errorf("job %s does not hold the task of %s", task.Job, task.Key())
+			}
+		}
+	}
+	for key, task := range c.jobless {
+		if c.tasks[task.Pod.UID] != task || KeepsJobRecord(task) || task.Job.Namespace != key.namespace || task.Job.Name != key.name {
+			t.Errorf("the index of tasks without a job record holds %s under %s/%s, not a current task without one", task.Key(), key.namespace, key.name)
 		}
 	}
 	if pending != c.numPending || assumed != len(c.assumed) {

@@ -141,7 +141,12 @@ type SchedulerCache struct {
 	excluded map[string]bool
 	outside  map[string]*framework.NodeInfo
 	tasks    map[types.UID]*framework.TaskInfo
-	jobs     map[framework.JobID]*framework.JobInfo
+	// jobs hold the job records: every task is in its job's record but
+	// those KeepsJobRecord says have none (bound pods of other
+	// schedulers, outside any gang), which jobless indexes by their job
+	// instead, so that Job still answers for them (see joblessKey).
+	jobs    map[framework.JobID]*framework.JobInfo
+	jobless map[joblessKey]*framework.TaskInfo
 	// groupPolicies hold what group objects say about gangs (see
 	// SetGroupPolicy), whether or not their jobs have pods yet.
 	groupPolicies map[groupKey]*framework.GroupPolicy
@@ -264,6 +269,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		outside:       map[string]*framework.NodeInfo{},
 		tasks:         map[types.UID]*framework.TaskInfo{},
 		jobs:          map[framework.JobID]*framework.JobInfo{},
+		jobless:       map[joblessKey]*framework.TaskInfo{},
 		groupPolicies: map[groupKey]*framework.GroupPolicy{},
 		ownerTasks:    map[groupKey]map[types.UID]struct{}{},
 		taskOwner:     map[types.UID]groupKey{},
@@ -356,15 +362,26 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 }
 
 // Job returns a clone of the job's JobInfo: all its tasks, pending,
-// assumed and bound (see JobInfo.Counts).
+// assumed and bound (see JobInfo.Counts). For the pod of a job without a
+// record (see KeepsJobRecord) it is built on the spot, as the record
+// would be: its one task, accounted to the queue the pod names.
 func (c *SchedulerCache) Job(id framework.JobID) (*framework.JobInfo, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	j, ok := c.jobs[id]
-	if !ok {
+	if j, ok := c.jobs[id]; ok {
+		return j.Clone(), true
+	}
+	if id.Gang {
 		return nil, false
 	}
-	return j.Clone(), true
+	t, ok := c.jobless[joblessKey{namespace: id.Namespace, name: id.Name}]
+	if !ok || t.Job != id {
+		return nil, false
+	}
+	j := framework.NewJobInfo(id)
+	j.SetTask(t)
+	j.QueueAccount, _ = j.Queue()
+	return j, true
 }
 
 func (c *SchedulerCache) updateSizeGaugesLocked() {

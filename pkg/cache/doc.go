@@ -21,6 +21,11 @@
 //     starts matching. Every change of a listed node touches it, so
 //     snapshots see it. The cache raises no event for any of this; the
 //     handler does.
+//   - Job records (pods.go): every task is in the record of its job but
+//     the bound pods of other schedulers that are no gang's members
+//     (KeepsJobRecord), most of a large cluster's pods: they are kept as
+//     tasks on their nodes only, indexed by name, and Job builds their
+//     one-task job when asked (preemption and reclaim read its queue).
 //   - Pods leave the cache in one of two ways: DeletePod, for a pod that
 //     was deleted, whatever the cache holds it as (pending, assumed,
 //     bound), and RemovePendingPod, for a pod that stopped waiting but
@@ -100,8 +105,8 @@
 //
 //  1. SchedulerCache.mu (sync.RWMutex) guards the node, task and job state:
 //     the nodes map and the generation-ordered list of nodeItems, the
-//     generation counter, the log of removed nodes, the tasks, jobs and
-//     assumed-pod maps, the group policies, the owner kinds gangs are
+//     generation counter, the log of removed nodes, the tasks, jobs,
+//     jobless-task and assumed-pod maps, the group policies, the owner kinds gangs are
 //     inferred from and the index of tasks by owner (groups.go), and the
 //     counters behind the size gauges. It is
 //     taken by the eventhandlers.Cache methods, SetGroupPolicy,

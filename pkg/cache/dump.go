@@ -25,11 +25,14 @@ type Dump struct {
 	// OutsideSelector are the nodes that exist but do not match the node
 	// selector and have pods or external usage accounted to them, kept
 	// aside (see eventhandlers.ExternalUsageCache), sorted by name.
-	OutsideSelector []NodeDump                 `json:"outsideSelector,omitempty"`
-	Jobs            []JobDump                  `json:"jobs"`
-	Queue           queue.Dump                 `json:"queue"`
-	Handlers        HandlersStatus             `json:"handlers"`
-	Events          []informerhost.EventCounts `json:"events"`
+	OutsideSelector []NodeDump `json:"outsideSelector,omitempty"`
+	// Jobs are the job records (see KeepsJobRecord): another scheduler's
+	// bound pods outside any gang have none and appear on their nodes
+	// only.
+	Jobs     []JobDump                  `json:"jobs"`
+	Queue    queue.Dump                 `json:"queue"`
+	Handlers HandlersStatus             `json:"handlers"`
+	Events   []informerhost.EventCounts `json:"events"`
 }
 
 // NodeDump describes one node, sorted by name in CacheDump.

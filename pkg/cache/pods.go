@@ -126,7 +126,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 	old, existed := c.tasks[uid]
 	if existed {
 		wasQueued := c.queuedLocked(old)
-		if old.Job != t.Job {
+		if old.Job != t.Job || KeepsJobRecord(old) != KeepsJobRecord(t) {
 			c.removeFromJobLocked(old)
 		}
 		if old.OnNode() && !sameNode(old, t) {
@@ -153,7 +153,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 	if t.Status == framework.TaskPending {
 		c.numPending++
 	}
-	c.setJobTaskLocked(c.jobForTaskLocked(t), t)
+	c.fileTaskLocked(t)
 
 	switch {
 	case existed && sameNode(old, t):
@@ -231,7 +231,44 @@ func (c *SchedulerCache) setJobTaskLocked(job *framework.JobInfo, t *framework.T
 	c.changeJobLocked(job, t.Pod.UID, func() { job.SetTask(t) })
 }
 
+// KeepsJobRecord reports whether the cache keeps t in a record of its job
+// (framework.JobInfo): every task but the bound pods of other schedulers
+// that are no gang's members. Such a pod is never scheduled, counts
+// against no queue (framework.TaskInfo.UsesShare) and is its job's only
+// task, and most of a large cluster's pods are like it: the cache keeps
+// only its task, accounted on its node, and builds its job when asked
+// (Job). The consistency checker holds the cache to this rule.
+func KeepsJobRecord(t *framework.TaskInfo) bool {
+	return t.Own || t.Job.Gang || t.Status != framework.TaskBound
+}
+
+// joblessKey is the namespace and name of the pod of a task without a job
+// record: the job's ID, which for a single pod says no more.
+type joblessKey struct{ namespace, name string }
+
+// fileTaskLocked puts t, the cache's current task of its pod, in its job's
+// record, creating the record if needed, or, for a task without one (see
+// KeepsJobRecord), in the index of such tasks.
+func (c *SchedulerCache) fileTaskLocked(t *framework.TaskInfo) {
+	if KeepsJobRecord(t) {
+		c.setJobTaskLocked(c.jobForTaskLocked(t), t)
+		return
+	}
+	c.jobless[joblessKey{namespace: t.Job.Namespace, name: t.Job.Name}] = t
+}
+
+// removeFromJobLocked takes t out of its job's record, deleting a record
+// left without tasks, or out of the index of tasks without one. The index
+// entry is left when it belongs to another pod of the same name (a pod
+// deleted and created again, whose events crossed).
 func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
+	if !KeepsJobRecord(t) {
+		key := joblessKey{namespace: t.Job.Namespace, name: t.Job.Name}
+		if cur, ok := c.jobless[key]; ok && cur.Pod.UID == t.Pod.UID {
+			delete(c.jobless, key)
+		}
+		return
+	}
 	job, ok := c.jobs[t.Job]
 	if !ok {
 		return

@@ -42,8 +42,11 @@ type View struct {
 	Tasks map[types.UID]*framework.TaskInfo
 	// Assumed describes the assumption of each assumed task.
 	Assumed map[types.UID]AssumedView
-	// Jobs are the jobs with their tasks.
+	// Jobs are the job records with their tasks.
 	Jobs map[framework.JobID]JobView
+	// Jobless are the tasks kept without a job record (see
+	// KeepsJobRecord), by the job Job builds for them.
+	Jobless map[framework.JobID]*framework.TaskInfo
 	// External is the usage set with SetExternalUsage, by key.
 	External map[string]ExternalUsage
 	// Caps are the caps set with SetNodeCap, by node; RequireCaps says
@@ -111,11 +114,12 @@ func (c *SchedulerCache) View() *View {
 	// The slices filled under the lock are allocated before, so that no
 	// allocation (and no garbage-collection assist) lengthens a hold.
 	c.mu.RLock()
-	nNodes, nTasks, nJobs := len(c.nodes), len(c.tasks), len(c.jobs)
+	nNodes, nTasks, nJobs, nJobless := len(c.nodes), len(c.tasks), len(c.jobs), len(c.jobless)
 	c.mu.RUnlock()
 	slack := func(n int) int { return n + n/16 + 16 }
 	nodeNames := make([]string, 0, slack(nNodes))
 	tasks := make([]*framework.TaskInfo, 0, slack(nTasks))
+	jobless := make([]*framework.TaskInfo, 0, slack(nJobless))
 	jobIDs := make([]framework.JobID, 0, slack(nJobs))
 
 	hold.start()
@@ -164,6 +168,18 @@ func (c *SchedulerCache) View() *View {
 	cv.Tasks = make(map[types.UID]*framework.TaskInfo, len(tasks))
 	for _, t := range tasks {
 		cv.Tasks[t.Pod.UID] = t
+	}
+
+	hold.start()
+	c.mu.RLock()
+	for _, t := range c.jobless {
+		jobless = append(jobless, t)
+	}
+	c.mu.RUnlock()
+	hold.stop()
+	cv.Jobless = make(map[framework.JobID]*framework.TaskInfo, len(jobless))
+	for _, t := range jobless {
+		cv.Jobless[t.Job] = t
 	}
 
 	hold.start()

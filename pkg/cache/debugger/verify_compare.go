@@ -452,55 +452,6 @@ func (v *verifier) compareCaps(ds *diffs, cv *cache.View) {
 	}
 }
 
-// compareJobs checks that every task is in its job and every job holds
-// only current tasks.
-func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cache.View) {
-	// Each task a job holds is checked; if fewer check out than there are
-	// tasks, some task is missing from its job, and only then are the
-	// tasks searched for it.
-	valid := 0
-	for id, job := range cv.Jobs {
-		tasks := job.Tasks
-		sub := subject{podNamespace: id.Namespace, custom: true}
-		if len(tasks) == 0 {
-			ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "tasks", Cache: "empty job", Truth: "no job",
-				Message: "a job without tasks was not deleted", subject: sub})
-			continue
-		}
-		for _, t := range tasks {
-			if cur := cv.Tasks[t.Pod.UID]; cur != t || t.Job != id {
-				ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "tasks", Cache: "holds " + t.Key() + " " + taskState(t),
-					Truth:   "the pod is " + taskState(cur) + " in job " + jobOf(cur),
-					Message: "a job holds a task that is not the cache's current task of the pod", subject: sub})
-				continue
-			}
-			valid++
-		}
-	}
-	if valid == len(cv.Tasks) {
-		return
-	}
-	inJob := make(map[*framework.TaskInfo]bool, len(cv.Tasks))
-	for _, job := range cv.Jobs {
-		for _, t := range job.Tasks {
-			inJob[t] = true
-		}
-	}
-	for _, t := range cv.Tasks {
-		if !inJob[t] {
-			ds.add(Difference{Kind: DiffJob, Name: t.Job.String(), Field: "tasks", Cache: "without " + t.Key(), Truth: "with " + t.Key(),
-				Message: "a task is missing from its job", subject: subject{podNamespace: t.Job.Namespace, custom: true}})
-		}
-	}
-}
-
-func jobOf(t *framework.TaskInfo) string {
-	if t == nil {
-		return "none"
-	}
-	return t.Job.String()
-}
-
 // compareQueue checks the scheduling queue against the pending pods of
 // the sources: a job is queued exactly when it has pending pods, with
 // exactly those.
