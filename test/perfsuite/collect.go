@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -21,15 +23,17 @@ import (
 type podTracker struct {
 	informer cache.SharedIndexInformer
 
-	// mu guards collectors; the informer's handler takes it for each
-	// pod that becomes scheduled.
+	// mu guards collectors and seen; the informer's handler takes it
+	// for each pod it sees first and each pod that becomes scheduled.
 	mu         sync.Mutex
 	collectors []*collector
+	// seen is when the watch first showed each pod not yet scheduled.
+	seen map[types.UID]time.Time
 }
 
 func newPodTracker(ctx context.Context, client kubernetes.Interface) (*podTracker, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
-	t := &podTracker{informer: factory.Core().V1().Pods().Informer()}
+	t := &podTracker{informer: factory.Core().V1().Pods().Informer(), seen: map[types.UID]time.Time{}}
 	if _, err := t.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { t.observe(nil, obj) },
 		UpdateFunc: t.observe,
@@ -43,21 +47,34 @@ func newPodTracker(ctx context.Context, client kubernetes.Interface) (*podTracke
 	return t, nil
 }
 
-// observe counts a pod that became scheduled for every open collector it
-// matches.
+// observe notes when a pod is first seen pending, and counts a pod that
+// became scheduled, with its latency from then, for every open collector
+// it matches.
 func (t *podTracker) observe(oldObj, newObj any) {
 	pod, ok := newObj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
+	if !ok {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if pod.Spec.NodeName == "" {
+		if _, ok := t.seen[pod.UID]; !ok {
+			t.seen[pod.UID] = now
+		}
 		return
 	}
 	if old, ok := oldObj.(*v1.Pod); ok && old.Spec.NodeName != "" {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	first, pending := t.seen[pod.UID]
+	delete(t.seen, pod.UID)
 	for _, c := range t.collectors {
 		if c.matches(pod) {
 			c.scheduled++
+			if pending {
+				c.latencies = append(c.latencies, now.Sub(first))
+			}
 		}
 	}
 }
@@ -137,8 +154,9 @@ type collector struct {
 	name  string
 	start time.Time
 
-	// scheduled is guarded by the tracker's mu.
+	// scheduled and latencies are guarded by the tracker's mu.
 	scheduled int
+	latencies []time.Duration // first seen pending → seen scheduled, per pod
 
 	samples []float64 // pods/s of each whole second
 	stopped chan struct{}
@@ -175,16 +193,21 @@ func (t *podTracker) startCollector(name string, s podScope, before histogram) *
 
 // Window is what one collector measured.
 type Window struct {
-	Name      string
-	Pods      int
-	Elapsed   time.Duration
-	Average   float64 // mean of the per-second samples, as upstream reports it
-	Overall   float64 // Pods / Elapsed
-	P50, P90  time.Duration
-	P99       time.Duration
-	Attempts  float64
-	SchedCPU  time.Duration // the scheduler process's CPU over the window
-	Threshold Threshold
+	Name    string
+	Pods    int
+	Elapsed time.Duration
+	Average float64 // mean of the per-second samples, as upstream reports it
+	Overall float64 // Pods / Elapsed
+	// P50, P90, P99: each pod's time from the watch showing it pending
+	// to the watch showing it bound; the same instrument for both
+	// schedulers.
+	P50, P90, P99 time.Duration
+	// Decide50, Decide99: the scheduler's own decision-time histogram
+	// (see RunningScheduler.Decisions), over the window.
+	Decide50, Decide99 time.Duration
+	Decisions          float64       // observations of that histogram
+	SchedCPU           time.Duration // the scheduler process's CPU over the window
+	Threshold          Threshold
 }
 
 // stop closes the window and returns its figures; after is the attempt
@@ -201,6 +224,7 @@ func (t *podTracker) stop(c *collector, after histogram) Window {
 		}
 	}
 	n := c.scheduled
+	lat := slices.Clone(c.latencies)
 	t.mu.Unlock()
 	w := Window{Name: c.name, Pods: n, Elapsed: elapsed, Overall: float64(n) / elapsed.Seconds()}
 	if len(c.samples) > 0 {
@@ -213,9 +237,20 @@ func (t *podTracker) stop(c *collector, after histogram) Window {
 		w.Average = w.Overall
 	}
 	d := after.sub(c.before)
-	w.Attempts = d.count()
-	w.P50, w.P90, w.P99 = d.quantile(0.5), d.quantile(0.9), d.quantile(0.99)
+	w.Decisions = d.count()
+	w.Decide50, w.Decide99 = d.quantile(0.5), d.quantile(0.99)
+	slices.Sort(lat)
+	w.P50, w.P90, w.P99 = percentile(lat, 0.5), percentile(lat, 0.9), percentile(lat, 0.99)
 	return w
+}
+
+// percentile is the nearest-rank q-percentile of sorted; 0 when empty.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, i)].Round(100 * time.Microsecond)
 }
 
 // histogram is a cumulative histogram: upper bound → count of

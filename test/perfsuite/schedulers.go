@@ -56,8 +56,9 @@ type RunningScheduler struct {
 	addr    string
 	https   bool
 	client  *http.Client
-	// histogram is the attempt histogram's family name.
-	histogram string
+	// histogram is the decision-time histogram's family name, and
+	// result the value its result label must have ("" for none).
+	histogram, result string
 }
 
 // kubeSchedulerBase is the part of kube-scheduler's configuration the
@@ -108,7 +109,9 @@ func Start(ctx context.Context, spec SchedulerSpec) (*RunningScheduler, error) {
 		if g := GateFlag(spec.Gates); g != "" {
 			args = append(args, "--feature-gates="+g)
 		}
-		r.https, r.histogram = true, "scheduler_scheduling_attempt_duration_seconds"
+		// Its attempt histogram runs to the end of the bind; the
+		// algorithm's (filter, score, pick) is its decision.
+		r.https, r.histogram = true, "scheduler_scheduling_algorithm_duration_seconds"
 	case BatchScheduler:
 		// The suite's pods name no scheduler, so they are
 		// default-scheduler's: batch-scheduler takes that name, as a
@@ -119,7 +122,9 @@ func Start(ctx context.Context, spec SchedulerSpec) (*RunningScheduler, error) {
 		if spec.ConfigPath != "" {
 			args = append(args, "--config-path", spec.ConfigPath)
 		}
-		r.histogram = "batch_scheduler_scheduling_attempt_duration_seconds"
+		// Its attempt histogram runs from pop to decision, before
+		// the bind.
+		r.histogram, r.result = "batch_scheduler_scheduling_attempt_duration_seconds", "scheduled"
 	default:
 		return nil, fmt.Errorf("unknown scheduler %q", spec.Which)
 	}
@@ -178,9 +183,11 @@ func (r *RunningScheduler) waitReady(ctx context.Context, timeout time.Duration)
 	return fmt.Errorf("/readyz not ready within %s", timeout)
 }
 
-// Attempts scrapes the attempt histogram of successful attempts
-// (result="scheduled"), summed over its other labels.
-func (r *RunningScheduler) Attempts() (histogram, error) {
+// Decisions scrapes the scheduler's histogram of decision times, summed
+// over its labels: kube-scheduler's scheduling_algorithm_duration_seconds
+// and batch-scheduler's successful attempts (result="scheduled", one per
+// cycle; a gang's cycle decides every member).
+func (r *RunningScheduler) Decisions() (histogram, error) {
 	resp, err := r.client.Get(r.url("/metrics"))
 	if err != nil {
 		return nil, fmt.Errorf("scraping %s: %w", r.Spec.Which, err)
@@ -200,7 +207,7 @@ func (r *RunningScheduler) Attempts() (histogram, error) {
 		return h, nil
 	}
 	for _, m := range fam.GetMetric() {
-		if !hasLabel(m.GetLabel(), "result", "scheduled") || m.GetHistogram() == nil {
+		if r.result != "" && !hasLabel(m.GetLabel(), "result", r.result) || m.GetHistogram() == nil {
 			continue
 		}
 		for _, b := range m.GetHistogram().GetBucket() {
