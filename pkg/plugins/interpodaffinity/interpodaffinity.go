@@ -48,6 +48,8 @@ var errNoNamespaces = errors.New("no namespace lister: the framework handle has 
 type InterPodAffinity struct {
 	namespaces       corelisters.NamespaceLister
 	namespacesSynced func() bool
+	// existing caches the parsed terms of pods already on nodes.
+	existing termCache
 }
 
 var (
@@ -249,11 +251,11 @@ func anyRequiredAntiAffinity(nodes []*framework.NodeInfo) bool {
 // that match the incoming pod, in n's domains.
 func (pl *InterPodAffinity) countExistingAnti(logger klog.Logger, s *podState, n *framework.NodeInfo, nsLabels nsLabelsFunc) {
 	for _, t := range n.Pods {
-		raw := requiredAntiAffinity(t.Pod)
-		if !t.Counted || len(raw) == 0 {
+		if !t.Counted || len(requiredAntiAffinity(t.Pod)) == 0 {
 			continue
 		}
-		terms, err := parseTerms(t.Pod, "podAntiAffinity", raw)
+		parsed := pl.existing.get(t.Pod)
+		terms, err := parsed.requiredAnti, parsed.errAnti
 		if err != nil {
 			// The API server validates selectors; such a pod cannot be
 			// created, and its terms cannot select anything.

@@ -140,7 +140,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 			if !t.Counted || (!hasPreferred && !hasPodAffinity(t.Pod)) {
 				continue
 			}
-			scoreExisting(logger, scores, n.Node, pod, t.Pod, aff, anti, nsLabels)
+			scoreExisting(logger, scores, n.Node, pod, t.Pod, aff, anti, nsLabels, &pl.existing)
 		}
 	}
 	if nsErr != nil {
@@ -154,7 +154,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 }
 
 // scoreExisting adds what existing, on node, contributes to scores.
-func scoreExisting(logger klog.Logger, scores domainScores, node *v1.Node, pod, existing *v1.Pod, aff, anti []weightedTerm, nsLabels nsLabelsFunc) {
+func scoreExisting(logger klog.Logger, scores domainScores, node *v1.Node, pod, existing *v1.Pod, aff, anti []weightedTerm, nsLabels nsLabelsFunc, cache *termCache) {
 	for i := range aff {
 		if aff[i].matches(existing, nil) {
 			scores.add(node, aff[i].topologyKey, aff[i].weight)
@@ -168,7 +168,8 @@ func scoreExisting(logger klog.Logger, scores domainScores, node *v1.Node, pod, 
 	if !hasPodAffinity(existing) {
 		return
 	}
-	required, err := parseTerms(existing, "podAffinity", requiredAffinity(existing))
+	parsed := cache.get(existing)
+	required, err := parsed.required, parsed.errRequired
 	if err != nil {
 		logger.V(4).Info("Ignoring the unparsable affinity of an existing pod", "pod", klog.KObj(existing), "err", err)
 		return
@@ -178,13 +179,12 @@ func scoreExisting(logger klog.Logger, scores domainScores, node *v1.Node, pod, 
 			scores.add(node, required[i].topologyKey, hardPodAffinityWeight)
 		}
 	}
-	rawAff, rawAnti := preferredTerms(existing)
-	exAff, err := parseWeighted(existing, "podAffinity", rawAff)
+	exAff, err := parsed.preferred, parsed.errPreferred
 	if err != nil {
 		logger.V(4).Info("Ignoring the unparsable affinity of an existing pod", "pod", klog.KObj(existing), "err", err)
 		return
 	}
-	exAnti, err := parseWeighted(existing, "podAntiAffinity", rawAnti)
+	exAnti, err := parsed.preferredAnti, parsed.errPrefAnti
 	if err != nil {
 		logger.V(4).Info("Ignoring the unparsable anti-affinity of an existing pod", "pod", klog.KObj(existing), "err", err)
 		return

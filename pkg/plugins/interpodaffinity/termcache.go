@@ -1,0 +1,67 @@
+package interpodaffinity
+
+import (
+	"sync"
+	"weak"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// maxCachedPods bounds termCache: when it holds more pods, it starts
+// over. Each entry is a few hundred bytes.
+const maxCachedPods = 16384
+
+// existingTerms are the terms of a pod already on a node, parsed once.
+// Each error is that kind's parse error; the callers skip the pod's terms
+// from the first kind that failed on, as they did when they parsed them
+// on every cycle.
+type existingTerms struct {
+	required, requiredAnti    []term
+	preferred, preferredAnti  []weightedTerm
+	errRequired, errAnti      error
+	errPreferred, errPrefAnti error
+}
+
+// termCache keeps the parsed terms of existing pods across cycles. A pod
+// object is never changed once the cache (and so the snapshot) holds it:
+// an update is a new object, hence a new key. The keys are weak pointers,
+// so a cached entry does not keep a deleted pod's object alive; the
+// entries of dead pods are dropped when the cache starts over.
+//
+// The parsed terms are shared by every cycle and must not be changed; the
+// incoming pod's terms, whose namespace selectors PreFilterPod resolves in
+// place, are never taken from here.
+type termCache struct {
+	// mu guards pods: the lookup and insertion of one pod's entry.
+	mu   sync.Mutex
+	pods map[weak.Pointer[v1.Pod]]*existingTerms
+}
+
+// get returns pod's parsed terms, parsing them on first use.
+func (c *termCache) get(pod *v1.Pod) *existingTerms {
+	key := weak.Make(pod)
+	c.mu.Lock()
+	t, ok := c.pods[key]
+	c.mu.Unlock()
+	if ok {
+		return t
+	}
+	t = parseExisting(pod)
+	c.mu.Lock()
+	if c.pods == nil || len(c.pods) >= maxCachedPods {
+		c.pods = make(map[weak.Pointer[v1.Pod]]*existingTerms)
+	}
+	c.pods[key] = t
+	c.mu.Unlock()
+	return t
+}
+
+func parseExisting(pod *v1.Pod) *existingTerms {
+	t := &existingTerms{}
+	t.required, t.errRequired = parseTerms(pod, "podAffinity", requiredAffinity(pod))
+	t.requiredAnti, t.errAnti = parseTerms(pod, "podAntiAffinity", requiredAntiAffinity(pod))
+	rawAff, rawAnti := preferredTerms(pod)
+	t.preferred, t.errPreferred = parseWeighted(pod, "podAffinity", rawAff)
+	t.preferredAnti, t.errPrefAnti = parseWeighted(pod, "podAntiAffinity", rawAnti)
+	return t
+}

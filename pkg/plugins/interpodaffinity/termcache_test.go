@@ -1,0 +1,102 @@
+package interpodaffinity
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// affinePod has one required affinity, one required anti-affinity and one
+// preferred term of each kind, on app=value.
+func affinePod(name, value string) *v1.Pod {
+	term := v1.PodAffinityTerm{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": value}},
+		TopologyKey:   "zone",
+	}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Spec: v1.PodSpec{Affinity: &v1.Affinity{
+			PodAffinity: &v1.PodAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution:  []v1.PodAffinityTerm{term},
+				PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{Weight: 3, PodAffinityTerm: term}},
+			},
+			PodAntiAffinity: &v1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution:  []v1.PodAffinityTerm{term},
+				PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{Weight: 5, PodAffinityTerm: term}},
+			},
+		}},
+	}
+}
+
+func TestTermCache(t *testing.T) {
+	var c termCache
+	a := affinePod("a", "x")
+	first := c.get(a)
+	if c.get(a) != first {
+		t.Fatal("a second lookup of the same pod object parsed it again")
+	}
+	if len(first.required) != 1 || len(first.requiredAnti) != 1 || len(first.preferred) != 1 || first.preferredAnti[0].weight != 5 {
+		t.Fatalf("parsed terms = %+v", first)
+	}
+	match := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns", Labels: map[string]string{"app": "x"}}}
+	if !first.required[0].matches(match, nil) {
+		t.Error("the cached required term does not match a pod its selector selects")
+	}
+
+	// An update is a new object: its terms are its own.
+	updated := affinePod("a", "y")
+	if got := c.get(updated); got == first || got.required[0].matches(match, nil) {
+		t.Error("the updated pod got the old object's terms")
+	}
+
+	// Parse errors are kept per kind.
+	bad := affinePod("bad", "x")
+	bad.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector = &metav1.LabelSelector{
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}},
+	}
+	if got := c.get(bad); got.errAnti == nil || got.errRequired != nil {
+		t.Errorf("bad anti-affinity: errRequired %v, errAnti %v; want only errAnti", got.errRequired, got.errAnti)
+	}
+
+	// The cache is bounded: it starts over when full.
+	pods := make([]*v1.Pod, maxCachedPods+10)
+	for i := range pods {
+		pods[i] = affinePod(fmt.Sprint(i), "x")
+		c.get(pods[i])
+	}
+	c.mu.Lock()
+	n := len(c.pods)
+	c.mu.Unlock()
+	if n > maxCachedPods || n == 0 {
+		t.Errorf("the cache holds %d pods, want 1..%d", n, maxCachedPods)
+	}
+}
+
+// BenchmarkExistingTerms compares what PreFilterPod and PreScore did for
+// each existing pod with affinity on every cycle, parsing its terms, with
+// the cached lookup that replaced it.
+func BenchmarkExistingTerms(b *testing.B) {
+	pods := make([]*v1.Pod, 1500)
+	for i := range pods {
+		pods[i] = affinePod(fmt.Sprint(i), fmt.Sprint(i%7))
+	}
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, p := range pods {
+				_ = parseExisting(p)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		var c termCache
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, p := range pods {
+				_ = c.get(p)
+			}
+		}
+	})
+}
