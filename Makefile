@@ -134,6 +134,12 @@ bench-coldstart: control-plane
 bench-queues: cluster
 	hack/bench-queues.sh $(ARGS)
 
+## bench-trace: a seeded trace of batch Jobs (gangs of 1-256, Philly's size classes) run to completion on simulated kubelets by
+##              batch-scheduler and kube-scheduler 1.37 with and without gangs (hack/bench-trace.sh; quick: make bench-trace ARGS=quick)
+.PHONY: bench-trace
+bench-trace: control-plane
+	hack/bench-trace.sh $(ARGS)
+
 ## bench-perf-suite: kube-scheduler's own scheduler_perf workloads (k8s.io/kubernetes v1.37.1, read from the module cache),
 ##                   pods/s and attempt latency of kube-scheduler vs batch-scheduler on the same control plane build
 ##                   (hack/bench-perf-suite.sh; the 5,000-node set: make bench-perf-suite ARGS=full)
