@@ -71,6 +71,9 @@
 // matching one; a node added, or whose labels or taints changed, that has
 // all the constraints' topology keys (or had them).
 //
-// Args: none (kube-scheduler's system defaulting, whose constraints never
-// filter).
+// Args: none of its own. kube-scheduler's are accepted as it writes them
+// by default (defaultingType System, no defaultConstraints) and with
+// defaultingType List and no defaultConstraints, which turns default
+// spreading off: the same here, since the system default constraints are
+// never scored. Explicit defaultConstraints are refused.
 package podtopologyspread

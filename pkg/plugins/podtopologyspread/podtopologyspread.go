@@ -44,9 +44,11 @@ var (
 )
 
 // kubeDefaults are kube-scheduler's PodTopologySpreadArgs this plugin
-// behaves as if given: the system default constraints.
+// behaves as if given: the system default constraints, which are never
+// scored here (see the package doc), or List with no default
+// constraints, which comes to the same.
 var kubeDefaults = pluginutil.KubeDefaults{
-	"defaultingType":     {`"System"`},
+	"defaultingType":     {`"System"`, `"List"`},
 	"defaultConstraints": {"[]", "null"},
 }
 

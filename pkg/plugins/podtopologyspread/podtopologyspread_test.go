@@ -301,8 +301,17 @@ func TestErrors(t *testing.T) {
 	if _, err := New(t.Context(), strings.NewReader("defaultingType: System\ndefaultConstraints: []"), nil); err != nil {
 		t.Errorf("kube-scheduler's default args refused: %v", err)
 	}
-	if _, err := New(t.Context(), strings.NewReader("defaultingType: List"), nil); err == nil || !strings.Contains(err.Error(), `defaultingType "List" is not supported`) {
-		t.Errorf("New accepted args: %v", err)
+	// List with no default constraints is what this plugin does with
+	// either: the system defaults are never scored here.
+	if _, err := New(t.Context(), strings.NewReader("defaultingType: List\ndefaultConstraints: []"), nil); err != nil {
+		t.Errorf("defaultingType List without constraints refused: %v", err)
+	}
+	if _, err := New(t.Context(), strings.NewReader("defaultingType: Custom"), nil); err == nil || !strings.Contains(err.Error(), `defaultingType "Custom" is not supported`) {
+		t.Errorf("New accepted an unknown defaultingType: %v", err)
+	}
+	list := "defaultingType: List\ndefaultConstraints:\n- maxSkew: 1\n  topologyKey: zone\n  whenUnsatisfiable: ScheduleAnyway\n"
+	if _, err := New(t.Context(), strings.NewReader(list), nil); err == nil || !strings.Contains(err.Error(), "defaultConstraints") {
+		t.Errorf("New accepted default constraints it would not apply: %v", err)
 	}
 }
 
