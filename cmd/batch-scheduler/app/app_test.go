@@ -130,6 +130,8 @@ func TestCommandExitCodes(t *testing.T) {
 			stderr: []string{"--node-selector"}, oneLiner: true},
 		{name: "zero bind concurrency", args: []string{master, "--bind-concurrency=0"}, code: 2,
 			stderr: []string{"--bind-concurrency 0", "between 1 and 10000"}, oneLiner: true},
+		{name: "memory limit ratio above 1", args: []string{master, "--memory-limit-ratio=1.5"}, code: 2,
+			stderr: []string{"--memory-limit-ratio must be 0 (off) or a fraction above 0 and at most 1, got 1.5"}, oneLiner: true},
 		{name: "huge bind concurrency", args: []string{master, "--bind-concurrency=1000000"}, code: 2,
 			stderr: []string{"--bind-concurrency 1000000", "between 1 and 10000"}, oneLiner: true},
 		{name: "bind concurrency not a number", args: []string{master, "--bind-concurrency=many"}, code: 2,

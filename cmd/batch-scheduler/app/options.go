@@ -70,6 +70,11 @@ type Options struct {
 	// BindConcurrency is the most bind calls in flight; below it the
 	// scheduler adapts the bound to the API server's answers.
 	BindConcurrency int
+
+	// MemoryLimitRatio is the fraction of the container's memory limit
+	// the Go runtime's soft memory limit is set to (see memlimit.go); 0
+	// leaves it alone.
+	MemoryLimitRatio float64
 }
 
 // LeaderElectionOptions configure leader election on a Lease. Only the
@@ -105,7 +110,8 @@ func NewOptions() *Options {
 			ResourceNamespace: "kube-system",
 			ResourceName:      "batch-scheduler",
 		},
-		BindConcurrency: scheduler.DefaultBindConcurrency,
+		BindConcurrency:  scheduler.DefaultBindConcurrency,
+		MemoryLimitRatio: DefaultMemoryLimitRatio,
 	}
 }
 
@@ -148,6 +154,7 @@ func (o *Options) Flags(handlerNames []string) cliflag.NamedFlagSets {
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
 
 	fs = fss.FlagSet("misc")
+	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "Set the Go runtime's soft memory limit to this fraction of the container's memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes, the smallest up the hierarchy), so that the garbage collector works harder as the heap nears the limit instead of the container being killed for memory. 0 turns it off; without a limit, or with GOMEMLIMIT set in the environment, nothing is changed.")
 	o.FeatureGate.AddFlag(fs)
 	addVersionFlag(fs)
 	return fss
@@ -219,7 +226,7 @@ func (o *Options) Validate() error {
 	if o.EventHandler == "" {
 		errs = append(errs, errors.New("--event-handler must not be empty"))
 	}
-	errs = append(errs, o.validateBindConcurrency())
+	errs = append(errs, o.validateBindConcurrency(), validateMemoryLimitRatio(o.MemoryLimitRatio))
 	if o.MaxEventDelay < 0 {
 		errs = append(errs, fmt.Errorf("--max-event-delay must not be negative (0 disables the check), got %s", o.MaxEventDelay))
 	}

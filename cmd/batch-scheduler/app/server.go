@@ -194,6 +194,9 @@ func Run(ctx context.Context, out io.Writer, o *Options, regs *registries) error
 	// Before any metric is registered (newServer): component-base reads
 	// these settings when it creates a metric.
 	applyMetricsOptions(o.Metrics)
+	// Before the informers list the cluster: the initial sync is when the
+	// heap grows most.
+	applyMemoryLimit(o.MemoryLimitRatio)
 	selector := labels.Everything()
 	if o.NodeSelector != "" {
 		s, err := labels.Parse(o.NodeSelector)
