@@ -182,11 +182,15 @@ func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.Cycl
 			f.observePoint(metricFilter, start, &st)
 		}()
 	}
-	diagnosis := Diagnosis{NodeToStatus: map[string]*framework.Status{}, ReasonCounts: map[string]int{}, rejecting: sets.New[string]()}
+	// The diagnosis's maps are made by its first rejection (add): most
+	// pods fit on every node of their window.
+	var diagnosis Diagnosis
 	if len(nodes) == 0 {
 		return nil, diagnosis, nil
 	}
-	statuses := make([]*framework.Status, len(nodes))
+	buf := getStatuses(len(nodes))
+	defer putStatuses(buf)
+	statuses := *buf
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -215,7 +219,16 @@ func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.Cycl
 		// The caller's context ended before every node was tried.
 		return nil, Diagnosis{}, fmt.Errorf("filtering nodes for pod %s: %w", klog.KObj(pod), context.Cause(ctx))
 	}
+	fit := 0
+	for _, s := range statuses {
+		if s.IsSuccess() {
+			fit++
+		}
+	}
 	var feasible []*framework.NodeInfo
+	if fit > 0 {
+		feasible = make([]*framework.NodeInfo, 0, fit)
+	}
 	for i, s := range statuses {
 		if s.IsSuccess() {
 			feasible = append(feasible, nodes[i])
@@ -287,10 +300,9 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 	}
 
 	// scores[p][i] is plugin p's score of nodes[i].
-	scores := make([][]framework.NodeScore, len(plugins))
-	for p := range plugins {
-		scores[p] = make([]framework.NodeScore, len(nodes))
-	}
+	buf := getScores(len(plugins), len(nodes))
+	defer putScores(buf)
+	scores := buf.scores
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

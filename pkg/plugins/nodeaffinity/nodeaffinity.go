@@ -6,7 +6,6 @@ import (
 	"io"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
@@ -94,8 +93,10 @@ func parse(pod *v1.Pod) *podAffinity {
 }
 
 // preFilterState holds the parsed affinities of a job's pending pods by
-// UID. It is never changed after PreFilter writes it, so Clone shares it.
-type preFilterState map[types.UID]*podAffinity
+// pod object: an updated copy of a pod (same UID) is not the object
+// PreFilter saw, and a pointer is hashed far faster than a UID, for every
+// node. It is never changed after PreFilter writes it, so Clone shares it.
+type preFilterState map[*v1.Pod]*podAffinity
 
 // Clone implements framework.StateData.
 func (s preFilterState) Clone() framework.StateData { return s }
@@ -104,7 +105,7 @@ func (s preFilterState) Clone() framework.StateData { return s }
 func (*NodeAffinity) PreFilter(_ context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
 	s := make(preFilterState, len(job.Pending))
 	for _, pod := range job.Pending {
-		s[pod.UID] = parse(pod)
+		s[pod] = parse(pod)
 	}
 	state.Write(stateKey, s)
 	return nil
@@ -116,7 +117,7 @@ func affinityOf(state *framework.CycleState, pod *v1.Pod) *podAffinity {
 	if state != nil {
 		if d, ok := state.Read(stateKey); ok {
 			if s, ok := d.(preFilterState); ok {
-				if a, ok := s[pod.UID]; ok && a.pod == pod {
+				if a, ok := s[pod]; ok {
 					return a
 				}
 			}

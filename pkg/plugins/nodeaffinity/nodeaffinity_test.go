@@ -97,11 +97,11 @@ func TestPreFilterState(t *testing.T) {
 	if !ok || d.Clone() == nil {
 		t.Fatal("PreFilter wrote no state")
 	}
-	if _, ok := d.(preFilterState)[p.UID]; !ok {
+	if _, ok := d.(preFilterState)[p]; !ok {
 		t.Fatal("PreFilter did not parse the pod")
 	}
 	// Pretend the pod had a node selector: Filter must believe the state.
-	state.Write(stateKey, preFilterState{p.UID: {pod: p, required: nodeaffinity.NewRequiredNodeAffinity(map[string]string{"x": "y"}, nil)}})
+	state.Write(stateKey, preFilterState{p: {pod: p, required: nodeaffinity.NewRequiredNodeAffinity(map[string]string{"x": "y"}, nil)}})
 	if s := pl.Filter(context.Background(), state, p, ni); s.IsSuccess() {
 		t.Error("Filter ignored the state")
 	}

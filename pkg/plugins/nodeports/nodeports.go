@@ -5,7 +5,6 @@ import (
 	"io"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -147,16 +146,12 @@ func conflictsWith(wanted []hostPort, pod *v1.Pod) bool {
 	})
 }
 
-// podPorts is one pending pod's host ports as PreFilter computed them.
-type podPorts struct {
-	pod   *v1.Pod
-	ports []hostPort
-}
-
 // preFilterState holds the host ports of the job's pending pods that ask
-// for any, by UID. It is never changed after PreFilter writes it, so Clone
+// for any, by pod object: an updated copy of a pod (same UID) is not the
+// object PreFilter saw, and a pointer is hashed far faster than a UID, for
+// every node. It is never changed after PreFilter writes it, so Clone
 // shares it.
-type preFilterState map[types.UID]podPorts
+type preFilterState map[*v1.Pod][]hostPort
 
 // Clone implements framework.StateData.
 func (s preFilterState) Clone() framework.StateData { return s }
@@ -174,7 +169,7 @@ func (*NodePorts) PreFilter(_ context.Context, state *framework.CycleState, job 
 		if s == nil {
 			s = make(preFilterState)
 		}
-		s[pod.UID] = podPorts{pod: pod, ports: ports}
+		s[pod] = ports
 	}
 	if s == nil {
 		return framework.NewStatus(framework.Skip)
@@ -189,8 +184,8 @@ func wantedPorts(state *framework.CycleState, pod *v1.Pod) []hostPort {
 	if state != nil {
 		if d, ok := state.Read(stateKey); ok {
 			if s, ok := d.(preFilterState); ok {
-				if p, ok := s[pod.UID]; ok && p.pod == pod {
-					return p.ports
+				if ports, ok := s[pod]; ok {
+					return ports
 				}
 			}
 		}

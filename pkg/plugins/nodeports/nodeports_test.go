@@ -152,7 +152,7 @@ func TestPreFilter(t *testing.T) {
 		t.Fatal("PreFilter wrote no state")
 	}
 	s := d.(preFilterState)
-	if len(s) != 1 || len(s[want.UID].ports) != 1 || s[want.UID].ports[0] != (hostPort{wildcardIP, v1.ProtocolTCP, 80}) {
+	if len(s) != 1 || len(s[want]) != 1 || s[want][0] != (hostPort{wildcardIP, v1.ProtocolTCP, 80}) {
 		t.Errorf("state = %+v, want only c's port, normalised", s)
 	}
 	if c := s.Clone(); len(c.(preFilterState)) != 1 {

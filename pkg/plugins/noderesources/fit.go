@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -131,15 +130,11 @@ func fitsAllocatable(req, allocatable resources.Resource) bool {
 	return fits(req, &framework.NodeInfo{Schedulable: allocatable})
 }
 
-// podRequests is one pod's requests as PreFilter computed them.
-type podRequests struct {
-	pod      *v1.Pod
-	requests resources.Resource
-}
-
-// preFilterState holds the requests of a job's pending pods by UID. It is
-// never changed after PreFilter writes it, so Clone shares it.
-type preFilterState map[types.UID]podRequests
+// preFilterState holds the requests of a job's pending pods by pod
+// object: an updated copy of a pod (same UID) is not the object PreFilter
+// saw, and a pointer is hashed far faster than a UID, for every node. It
+// is never changed after PreFilter writes it, so Clone shares it.
+type preFilterState map[*v1.Pod]resources.Resource
 
 // Clone implements framework.StateData.
 func (s preFilterState) Clone() framework.StateData { return s }
@@ -149,7 +144,7 @@ func (s preFilterState) Clone() framework.StateData { return s }
 func (*Fit) PreFilter(_ context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
 	s := make(preFilterState, len(job.Pending))
 	for _, pod := range job.Pending {
-		s[pod.UID] = podRequests{pod: pod, requests: resources.PodRequests(pod)}
+		s[pod] = resources.PodRequests(pod)
 	}
 	state.Write(stateKey, s)
 	return nil
@@ -161,8 +156,8 @@ func requestsOf(state *framework.CycleState, pod *v1.Pod) resources.Resource {
 	if state != nil {
 		if d, ok := state.Read(stateKey); ok {
 			if s, ok := d.(preFilterState); ok {
-				if r, ok := s[pod.UID]; ok && r.pod == pod {
-					return r.requests
+				if r, ok := s[pod]; ok {
+					return r
 				}
 			}
 		}

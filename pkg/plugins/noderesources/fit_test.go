@@ -145,14 +145,14 @@ func TestPreFilterState(t *testing.T) {
 	if !ok {
 		t.Fatal("PreFilter wrote no state")
 	}
-	if got := d.(preFilterState)[p.UID].requests; got.MilliCPU != 1000 || got.Pods != 1 {
+	if got := d.(preFilterState)[p]; got.MilliCPU != 1000 || got.Pods != 1 {
 		t.Fatalf("PreFilter computed %v", got)
 	}
 	if d.Clone() == nil {
 		t.Fatal("Clone returned nil")
 	}
 	// Pretend PreFilter found the pod huge: Filter must believe it.
-	state.Write(stateKey, preFilterState{p.UID: {pod: p, requests: resources.Resource{MilliCPU: 100000, Pods: 1}}})
+	state.Write(stateKey, preFilterState{p: {MilliCPU: 100000, Pods: 1}})
 	if s := pl.Filter(context.Background(), state, p, ni); !reflect.DeepEqual(s.Reasons(), []string{"Insufficient cpu"}) {
 		t.Errorf("Filter ignored the state: %v", s)
 	}

@@ -75,6 +75,11 @@ func (*TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
+	if len(node.Node.Spec.Taints) == 0 {
+		// Most nodes have no taint: no need to fetch the logger, which
+		// walks the context's chain, for every node of every pod.
+		return nil
+	}
 	logger := klog.FromContext(ctx)
 	taint, untolerated := UntoleratedTaint(logger, pod, node.Node)
 	if !untolerated {
@@ -91,9 +96,13 @@ func (*TaintToleration) Score(ctx context.Context, _ *framework.CycleState, pod 
 	if node.Node == nil || node.Placeholder {
 		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
 	}
+	taints := node.Node.Spec.Taints
+	if len(taints) == 0 {
+		// As in Filter: most nodes have no taint.
+		return 0, nil
+	}
 	logger := klog.FromContext(ctx)
 	var count int64
-	taints := node.Node.Spec.Taints
 	for i := range taints {
 		if taints[i].Effect != v1.TaintEffectPreferNoSchedule {
 			continue
