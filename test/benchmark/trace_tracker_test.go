@@ -39,6 +39,9 @@ type traceTracker struct {
 	area        float64
 	start, last time.Time
 	violations  []string
+	// victims counts the pods that got a deletion timestamp while live:
+	// only the scheduler deletes pods while a replay runs.
+	victims int
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -174,6 +177,9 @@ func (t *traceTracker) observe(obj any, deleted bool) {
 		return // not a Job of the replay
 	}
 	was, is := old != nil && old.live(), cur != nil && cur.live()
+	if was && cur != nil && cur.deleting {
+		t.victims++
+	}
 	if was != is {
 		t.accrueLocked(now)
 		if is {
@@ -258,7 +264,9 @@ type traceResult struct {
 	// unbound and unfinished count the Jobs never all bound, never done.
 	unbound, unfinished int
 	violations          []string
-	jobs                int
+	// victims are the pods preempted.
+	victims int
+	jobs    int
 	// lateness is how far behind its schedule the replay created its
 	// last Job.
 	lateness time.Duration
@@ -298,6 +306,7 @@ func (t *traceTracker) result(scheduler string, capacity int, end time.Time) tra
 		slices.Sort(w)
 	}
 	r.violations = slices.Clone(t.violations)
+	r.victims = t.victims
 	return r
 }
 
