@@ -261,9 +261,12 @@ type traceResult struct {
 	// waits are, per size class, the times from a Job's creation to all
 	// its indexes bound, in order.
 	waits [][]time.Duration
-	// unbound and unfinished count the Jobs never all bound, never done.
-	unbound, unfinished int
-	violations          []string
+	// unbound and unfinished count the Jobs never all bound, never done;
+	// waiting the unfinished ones with pods waiting for a node at the end
+	// (the others wait for the Job controller to replace preempted pods,
+	// after its failure backoff).
+	unbound, unfinished, waiting int
+	violations                   []string
 	// victims are the pods preempted.
 	victims int
 	jobs    int
@@ -277,6 +280,12 @@ func (t *traceTracker) result(scheduler string, capacity int, end time.Time) tra
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := traceResult{scheduler: scheduler, waits: make([][]time.Duration, len(traceClasses)), jobs: len(t.jobs)}
+	pending := map[string]bool{}
+	for _, p := range t.pods {
+		if p.node == "" && !p.deleting && p.phase != v1.PodSucceeded && p.phase != v1.PodFailed {
+			pending[p.job] = true
+		}
+	}
 	last := t.start
 	for name, j := range t.jobs {
 		t.judgeLocked(name, j, end)
@@ -287,6 +296,9 @@ func (t *traceTracker) result(scheduler string, capacity int, end time.Time) tra
 		}
 		if j.done.IsZero() {
 			r.unfinished++
+			if pending[name] {
+				r.waiting++
+			}
 			last = end
 		} else if j.done.After(last) {
 			last = j.done
