@@ -296,9 +296,14 @@ func createTraceJob(ctx context.Context, client kubernetes.Interface, tr *traceT
 	if mode == dialectNative && gang {
 		pg := &schedulingv1beta1.PodGroup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: j.name},
-			Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
-				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(j.size)},
-			}},
+			Spec: schedulingv1beta1.PodGroupSpec{
+				SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+					Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(j.size)},
+				},
+				// kube-scheduler 1.37 refuses a gang whose pods' priority
+				// is not the PodGroup's.
+				PriorityClassName: tracePriorities[j.priority].name,
+			},
 		}
 		if _, err := client.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating PodGroup %s/%s: %w", ns, j.name, err)
