@@ -16,7 +16,9 @@ set -o errexit -o nounset -o pipefail
 #           sizes (many hours on 2 cores; narrow it with PERF_SUITE_RUN)
 # Env: PERF_SUITE_RUN (a regexp of TestCase/workload),
 #      PERF_SUITE_MAX_NODES (500), PERF_SUITE_TIMEOUT_SECONDS (600: each
-#      wait for pods to be scheduled).
+#      wait for pods to be scheduled), PERF_SUITE_PROFILE_DIR (CPU profiles
+#      of both schedulers over the first PERF_SUITE_PROFILE_SECONDS, 10, of
+#      each measured window: go tool pprof -top FILE).
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"

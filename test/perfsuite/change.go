@@ -2,7 +2,6 @@ package perfsuite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -11,13 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // The operations that change or wait on what the others created.
 
-// updateAny merges each rendered object into the existing one of its
-// name, at most UpdatePerSecond a second.
+// updateAny replaces each object of its name with the rendered one (an
+// unconditional update: fields the template leaves out are cleared), at
+// most UpdatePerSecond a second, as upstream does.
 func (e *executor) updateAny(ctx context.Context, op *Op) error {
 	ns, err := op.namespace()
 	if err != nil {
@@ -42,11 +41,7 @@ func (e *executor) updateAny(ctx context.Context, op *Op) error {
 		if err != nil {
 			return err
 		}
-		patch, err := json.Marshal(obj.Object)
-		if err != nil {
-			return fmt.Errorf("encoding %s: %w", obj.GetName(), err)
-		}
-		if _, err := res.Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, op.Subresources...); err != nil {
+		if _, err := res.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: "Strict"}, op.Subresources...); err != nil {
 			return fmt.Errorf("updating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		if gap > 0 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,6 +128,35 @@ func (t *podTracker) counts(s podScope) (scheduled, attempted, all int) {
 	return scheduled, attempted, all
 }
 
+// pending describes the scope's unscheduled pods: their count per
+// namespace and the first one's PodScheduled message.
+func (t *podTracker) pending(s podScope) string {
+	count := map[string]int{}
+	msg := map[string]string{}
+	for _, obj := range t.informer.GetStore().List() {
+		pod := obj.(*v1.Pod)
+		if !s.matches(pod) || pod.DeletionTimestamp != nil || pod.Spec.NodeName != "" {
+			continue
+		}
+		count[pod.Namespace]++
+		if _, ok := msg[pod.Namespace]; ok {
+			continue
+		}
+		msg[pod.Namespace] = "never attempted"
+		for _, c := range pod.Status.Conditions {
+			if c.Type == v1.PodScheduled {
+				msg[pod.Namespace] = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+			}
+		}
+	}
+	parts := make([]string, 0, len(count))
+	for ns, n := range count {
+		parts = append(parts, fmt.Sprintf("%s: %d (%q)", ns, n, msg[ns]))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
 // waitFor polls every 100ms until done(scheduled, attempted, all) holds
 // for the scope, or the timeout.
 func (t *podTracker) waitFor(ctx context.Context, s podScope, timeout time.Duration, what string, done func(scheduled, attempted, all int) bool) error {
@@ -137,7 +167,7 @@ func (t *podTracker) waitFor(ctx context.Context, s podScope, timeout time.Durat
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not reached within %s: %d scheduled, %d attempted of %d pods", what, timeout, sc, at, all)
+			return fmt.Errorf("%s: not reached within %s: %d scheduled, %d attempted of %d pods; unscheduled: %s", what, timeout, sc, at, all, t.pending(s))
 		}
 		select {
 		case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +33,11 @@ type executor struct {
 	tracker *podTracker
 	timeout time.Duration
 	workers int
+	// profileDir, if set, gets a CPU profile of the scheduler over the
+	// first profileFor of each window.
+	profileDir string
+	profileFor time.Duration
+	logf       func(format string, args ...any)
 
 	namespaces sync.Map // namespaces created so far
 	open       *window  // the window of startCollectingMetrics, if any
@@ -48,6 +55,17 @@ func (e *executor) startWindow(name string, s podScope) (*window, error) {
 	before, err := e.sched.Decisions()
 	if err != nil {
 		return nil, err
+	}
+	if e.profileDir != "" {
+		path := filepath.Join(e.profileDir, fmt.Sprintf("%s-%s-%s-%d.pprof",
+			e.tc.Name, strings.ReplaceAll(e.w.Name, "/", "_"), e.sched.Spec.Which, len(e.windows)))
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			if err := e.sched.Profile(path, e.profileFor); err != nil {
+				e.logf("%v", err)
+			}
+		}()
 	}
 	return &window{c: e.tracker.startCollector(name, s, before), cpu0: e.sched.CPU()}, nil
 }
@@ -259,9 +277,25 @@ func (e *executor) createNodes(ctx context.Context, op *Op) error {
 		if s := op.UniqueNodeLabelStrategy; s != nil {
 			node.Labels[s.LabelKey] = string(uuid.NewUUID())
 		}
-		created, err := e.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating node %d: %w", i, err)
+		// Nodes carry the usual kubernetes.io/hostname label, as
+		// upstream's harness creates them: the name is chosen here.
+		var (
+			created *v1.Node
+			err     error
+		)
+		for attempt := 0; ; attempt++ {
+			n := node.DeepCopy()
+			if n.Name == "" {
+				n.Name = n.GenerateName + utilrand.String(5)
+			}
+			n.Labels[v1.LabelHostname] = n.Name
+			created, err = e.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+			if err == nil {
+				break
+			}
+			if !apierrors.IsAlreadyExists(err) || node.Name != "" || attempt == 5 {
+				return fmt.Errorf("creating node %d: %w", i, err)
+			}
 		}
 		if len(created.Status.Conditions) == 0 && len(node.Status.Conditions) > 0 {
 			created.Status = node.Status

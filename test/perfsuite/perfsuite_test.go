@@ -278,7 +278,9 @@ func TestSideBySide(t *testing.T) {
 // (hack/bench-perf-suite.sh). Env: PERF_SUITE_SET (short: each test
 // case's largest workload of at most PERF_SUITE_MAX_NODES nodes, 500 by
 // default; full: upstream's performance workloads), PERF_SUITE_RUN (a
-// regexp of TestCase/workload), PERF_SUITE_TIMEOUT_SECONDS (600).
+// regexp of TestCase/workload), PERF_SUITE_TIMEOUT_SECONDS (600),
+// PERF_SUITE_PROFILE_DIR (a CPU profile of each scheduler over the first
+// PERF_SUITE_PROFILE_SECONDS, 10, of each measured window).
 func BenchmarkPerfSuite(b *testing.B) {
 	dir, cases := loadUpstream(b)
 	set := Set{Full: os.Getenv("PERF_SUITE_SET") == "full", MaxNodes: envInt(b, "PERF_SUITE_MAX_NODES", 500)}
@@ -289,6 +291,12 @@ func BenchmarkPerfSuite(b *testing.B) {
 	o := Options{SuiteDir: dir, KubeScheduler: kube, BatchScheduler: ours, QPS: 5000, Burst: 5000,
 		Timeout: time.Duration(envInt(b, "PERF_SUITE_TIMEOUT_SECONDS", 600)) * time.Second, Workers: 16,
 		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
+	if d := os.Getenv("PERF_SUITE_PROFILE_DIR"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		o.ProfileDir, o.ProfileFor = d, time.Duration(envInt(b, "PERF_SUITE_PROFILE_SECONDS", 10))*time.Second
+	}
 	out := os.Getenv("PERF_SUITE_OUT")
 	for i := 0; i < b.N; i++ {
 		var (

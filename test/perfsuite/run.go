@@ -130,6 +130,10 @@ type Options struct {
 	Workers int
 	// Logf reports progress.
 	Logf func(format string, args ...any)
+	// ProfileDir, if set, gets a CPU profile of the scheduler over the
+	// first ProfileFor of each measured window.
+	ProfileDir string
+	ProfileFor time.Duration
 }
 
 // Result is one workload under one scheduler.
@@ -165,7 +169,8 @@ func run(ctx context.Context, o Options, sel Selected, which Scheduler) ([]Windo
 		opts = append(opts, controlplane.WithFeatureGates(g))
 	}
 	if gates["GenericWorkload"] {
-		opts = append(opts, controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true"))
+		// One template (podgroup.yaml) is written against v1alpha3.
+		opts = append(opts, controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true", "scheduling.k8s.io/v1alpha3=true"))
 	}
 	cp, err := controlplane.Start(opts...)
 	if err != nil {
@@ -213,8 +218,17 @@ func run(ctx context.Context, o Options, sel Selected, which Scheduler) ([]Windo
 		client: client, dyn: dyn, tc: tc, w: w, dir: caseDir, sched: sched, tracker: tracker,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery())),
 		timeout: o.Timeout, workers: max(1, o.Workers),
+		profileDir: o.ProfileDir, profileFor: o.ProfileFor, logf: o.Logf,
 	}
-	return e.run(ctx)
+	if e.logf == nil {
+		e.logf = func(string, ...any) {}
+	}
+	windows, err := e.run(ctx)
+	if err != nil {
+		// The control plane's directory, with the log, goes with it.
+		err = fmt.Errorf("%w\n%s log (end):\n%s", err, which, sched.LogTail(4000))
+	}
+	return windows, err
 }
 
 // Row is one workload's line of the report.
@@ -242,11 +256,17 @@ func FormatTable(rows []Row) string {
 			continue
 		}
 		k, o := summarize(r.Kube), summarize(r.Ours)
+		measured := tc.MeasuredPods(w)
+		if n := max(k.pods, o.pods); n > 0 {
+			// Windows opened by startCollectingMetrics count what
+			// they saw, which the ops do not declare.
+			measured = n
+		}
 		ratio := "–"
 		if k.ok && o.ok && k.rate > 0 {
 			ratio = fmt.Sprintf("%.2f", o.rate/k.rate)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", r.Sel.Name(), tc.Nodes(w), tc.MeasuredPods(w),
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", r.Sel.Name(), tc.Nodes(w), measured,
 			k.text, o.text, ratio, thr, k.lat, o.lat, k.decide, o.decide, k.cpu, o.cpu)
 	}
 	return b.String()
@@ -254,6 +274,7 @@ func FormatTable(rows []Row) string {
 
 type summary struct {
 	ok                     bool
+	pods                   int
 	rate                   float64
 	text, lat, decide, cpu string
 }
@@ -273,7 +294,7 @@ func summarize(r Result) summary {
 	if pods > 0 {
 		rate /= float64(pods)
 	}
-	s.rate = rate
+	s.rate, s.pods = rate, pods
 	s.text = fmt.Sprintf("%.0f", rate)
 	if len(r.Windows) == 0 {
 		s.text = "–"

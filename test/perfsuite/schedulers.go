@@ -105,7 +105,7 @@ func Start(ctx context.Context, spec SchedulerSpec) (*RunningScheduler, error) {
 		// credentials; its certificate is self-signed into --cert-dir.
 		args = []string{"--config", cfgPath, "--bind-address=127.0.0.1", "--secure-port", port,
 			"--cert-dir", filepath.Join(spec.Dir, "certs"),
-			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"}
+			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"}
 		if g := GateFlag(spec.Gates); g != "" {
 			args = append(args, "--feature-gates="+g)
 		}
@@ -232,6 +232,30 @@ func hasLabel[L interface {
 		}
 	}
 	return false
+}
+
+// Profile takes a CPU profile of the scheduler for d and writes it to
+// path (both schedulers serve /debug/pprof; the runner's own port lets
+// it in without credentials).
+func (r *RunningScheduler) Profile(path string, d time.Duration) error {
+	client := &http.Client{Timeout: d + 30*time.Second, Transport: r.client.Transport}
+	resp, err := client.Get(r.url(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds()))))
+	if err != nil {
+		return fmt.Errorf("profiling %s: %w", r.Spec.Which, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling %s: %s", r.Spec.Which, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // CPU is the process's user + system time so far.
