@@ -27,7 +27,7 @@ const (
 // It is taken in sections (see SchedulerCache.View), so its parts may be
 // from slightly different moments: each node is consistent with its pods,
 // each job with its tasks, but a task may have moved between the copy of
-// its node and that of its job.
+// its node, that of its job and that of the tasks without a job record.
 type View struct {
 	// Generation is the cache's node generation when the copy began.
 	Generation int64
