@@ -98,6 +98,20 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, pod *v1.Pod, node *NodeInfo) *Status
 }
 
+// NodeFilter is a FilterPlugin's Filter bound to one pod and cycle state.
+type NodeFilter func(ctx context.Context, node *NodeInfo) *Status
+
+// FilterPreparer is a FilterPlugin whose Filter needs per-pod data (from
+// CycleState, or computed from the pod): the framework calls
+// PrepareFilter once per pod and then the returned NodeFilter on each
+// node, instead of Filter, so that the data is read once per pod rather
+// than once per node. The NodeFilter must answer as Filter would with the
+// same state and pod; it may be called concurrently.
+type FilterPreparer interface {
+	FilterPlugin
+	PrepareFilter(ctx context.Context, state *CycleState, pod *v1.Pod) NodeFilter
+}
+
 // PreScorePlugin runs once per pod before Score, with the nodes that
 // passed Filter.
 type PreScorePlugin interface {
@@ -119,6 +133,17 @@ type ScorePlugin interface {
 	Score(ctx context.Context, state *CycleState, pod *v1.Pod, node *NodeInfo) (int64, *Status)
 	// ScoreExtensions returns nil when the plugin needs no normalisation.
 	ScoreExtensions() ScoreExtensions
+}
+
+// NodeScorer is a ScorePlugin's Score bound to one pod and cycle state.
+type NodeScorer func(ctx context.Context, node *NodeInfo) (int64, *Status)
+
+// ScorePreparer is to Score what FilterPreparer is to Filter: the
+// framework calls PrepareScore once per pod and then the returned
+// NodeScorer on each node, which must answer as Score would.
+type ScorePreparer interface {
+	ScorePlugin
+	PrepareScore(ctx context.Context, state *CycleState, pod *v1.Pod) NodeScorer
 }
 
 // ScoreExtensions normalises a plugin's scores across nodes.

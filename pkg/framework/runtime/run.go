@@ -125,7 +125,28 @@ func (f *Framework) HasPodPreFilterPlugins() bool { return len(f.preFilterPod) >
 // the plugin gave it, naming the plugin; an error becomes an Error status
 // naming the plugin and the node. Skip counts as passing.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
-	return f.runFilters(ctx, f.activeFilters(state), state, pod, node, state.ShouldRecordPluginMetrics())
+	return f.runFilters(ctx, bindFilters(ctx, f.activeFilters(state), state, pod), state, pod, node, state.ShouldRecordPluginMetrics())
+}
+
+// boundFilter is an active Filter plugin for one pod: fn is its
+// NodeFilter when it is a framework.FilterPreparer, else nil and its
+// Filter runs.
+type boundFilter struct {
+	pl framework.FilterPlugin
+	fn framework.NodeFilter
+}
+
+// bindFilters prepares filters for pod: each FilterPreparer reads its
+// per-pod data once, here, rather than on every node.
+func bindFilters(ctx context.Context, filters []framework.FilterPlugin, state *framework.CycleState, pod *v1.Pod) []boundFilter {
+	bound := make([]boundFilter, len(filters))
+	for i, pl := range filters {
+		bound[i].pl = pl
+		if p, ok := pl.(framework.FilterPreparer); ok {
+			bound[i].fn = p.PrepareFilter(ctx, state, pod)
+		}
+	}
+	return bound
 }
 
 // activeFilters returns the Filter plugins that PreFilter and PreFilterPod
@@ -147,13 +168,19 @@ func (f *Framework) activeFilters(state *framework.CycleState) []framework.Filte
 
 // runFilters is RunFilterPlugins with the plugins to run given.
 // timed says whether each plugin call is timed for the plugin metrics.
-func (f *Framework) runFilters(ctx context.Context, filters []framework.FilterPlugin, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo, timed bool) *framework.Status {
-	for _, pl := range filters {
+func (f *Framework) runFilters(ctx context.Context, filters []boundFilter, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo, timed bool) *framework.Status {
+	for _, b := range filters {
+		pl := b.pl
 		var start time.Time
 		if timed && f.metrics != nil {
 			start = time.Now()
 		}
-		s := pl.Filter(ctx, state, pod, node)
+		var s *framework.Status
+		if b.fn != nil {
+			s = b.fn(ctx, node)
+		} else {
+			s = pl.Filter(ctx, state, pod, node)
+		}
 		f.observePlugin(start, pl.Name(), metricFilter, s)
 		switch {
 		case s.IsSuccess() || s.IsSkip():
@@ -198,7 +225,7 @@ func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.Cycl
 		firstErr *framework.Status
 		done     atomic.Int64
 	)
-	filters := f.activeFilters(state)
+	filters := bindFilters(ctx, f.activeFilters(state), state, pod)
 	sampled := state.ShouldRecordPluginMetrics()
 	f.parallelize(ctx, len(nodes), func(i int) {
 		s := f.runFilters(ctx, filters, state, pod, nodes[i], sampled && i%perNodeTimingStride == 0)
@@ -284,11 +311,22 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 	var (
 		plugins []framework.ScorePlugin
 		weights []int64
+		// scorers[p] is plugins[p]'s NodeScorer for pod when it is a
+		// framework.ScorePreparer, else nil and its Score runs.
+		scorers []framework.NodeScorer
 	)
 	for i, pl := range f.score {
 		if !skip.Has(pl.Name()) {
 			plugins = append(plugins, pl)
 			weights = append(weights, f.scoreWeights[i])
+		}
+	}
+	if len(nodes) > 0 {
+		scorers = make([]framework.NodeScorer, len(plugins))
+		for p, pl := range plugins {
+			if sp, ok := pl.(framework.ScorePreparer); ok {
+				scorers[p] = sp.PrepareScore(ctx, state, pod)
+			}
 		}
 	}
 	totals := make([]framework.NodeScore, len(nodes))
@@ -324,7 +362,15 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 			if timed {
 				start = time.Now()
 			}
-			score, s := pl.Score(ctx, state, pod, nodes[i])
+			var (
+				score int64
+				s     *framework.Status
+			)
+			if scorers[p] != nil {
+				score, s = scorers[p](ctx, nodes[i])
+			} else {
+				score, s = pl.Score(ctx, state, pod, nodes[i])
+			}
 			f.observePlugin(start, pl.Name(), metricScore, s)
 			if !s.IsSuccess() {
 				fail(pluginError(s, pl.Name(), "running Score plugin %q for pod %s on node %q", pl.Name(), klog.KObj(pod), nodes[i].Name()))

@@ -28,8 +28,8 @@ type NodeAffinity struct{}
 
 var (
 	_ framework.PreFilterPlugin   = &NodeAffinity{}
-	_ framework.FilterPlugin      = &NodeAffinity{}
-	_ framework.ScorePlugin       = &NodeAffinity{}
+	_ framework.FilterPreparer    = &NodeAffinity{}
+	_ framework.ScorePreparer     = &NodeAffinity{}
 	_ framework.ScoreExtensions   = &NodeAffinity{}
 	_ framework.EnqueueExtensions = &NodeAffinity{}
 )
@@ -128,10 +128,24 @@ func affinityOf(state *framework.CycleState, pod *v1.Pod) *podAffinity {
 
 // Filter implements framework.FilterPlugin.
 func (*NodeAffinity) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
+	return filter(ctx, pod, affinityOf(state, pod), node)
+}
+
+// PrepareFilter implements framework.FilterPreparer: pod's affinity is
+// read from state once, not on every node.
+func (*NodeAffinity) PrepareFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod) framework.NodeFilter {
+	a := affinityOf(state, pod)
+	return func(ctx context.Context, node *framework.NodeInfo) *framework.Status {
+		return filter(ctx, pod, a, node)
+	}
+}
+
+// filter is Filter for pod, whose parsed affinity is a.
+func filter(ctx context.Context, pod *v1.Pod, a *podAffinity, node *framework.NodeInfo) *framework.Status {
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
-	if matches(affinityOf(state, pod).required, node.Node) {
+	if matches(a.required, node.Node) {
 		return nil
 	}
 	klog.FromContext(ctx).V(5).Info("Node does not match pod's node affinity/selector", "pod", klog.KObj(pod), "node", klog.KObj(node.Node))
@@ -141,10 +155,23 @@ func (*NodeAffinity) Filter(ctx context.Context, state *framework.CycleState, po
 // Score implements framework.ScorePlugin: the summed weights of the
 // preferred terms node matches.
 func (*NodeAffinity) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
+	return score(pod, affinityOf(state, pod), node)
+}
+
+// PrepareScore implements framework.ScorePreparer: pod's affinity is read
+// from state once, not on every node.
+func (*NodeAffinity) PrepareScore(_ context.Context, state *framework.CycleState, pod *v1.Pod) framework.NodeScorer {
+	a := affinityOf(state, pod)
+	return func(_ context.Context, node *framework.NodeInfo) (int64, *framework.Status) {
+		return score(pod, a, node)
+	}
+}
+
+// score is Score for pod, whose parsed affinity is a.
+func score(pod *v1.Pod, a *podAffinity, node *framework.NodeInfo) (int64, *framework.Status) {
 	if node.Node == nil || node.Placeholder {
 		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
 	}
-	a := affinityOf(state, pod)
 	if a.preferredErr != nil {
 		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("pod %s: parsing preferred node affinity: %w", klog.KObj(pod), a.preferredErr))
 	}

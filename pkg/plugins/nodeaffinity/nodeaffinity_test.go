@@ -63,6 +63,10 @@ func TestFilter(t *testing.T) {
 					}
 				}
 				s := pl.Filter(context.Background(), state, tt.pod, ni)
+				// The framework calls the prepared filter instead.
+				if p := pl.PrepareFilter(context.Background(), state, tt.pod)(context.Background(), ni); p.Code() != s.Code() || !reflect.DeepEqual(p.Reasons(), s.Reasons()) {
+					t.Errorf("PrepareFilter (preFilter %v) = %v, Filter %v", withPreFilter, p, s)
+				}
 				if !tt.reject {
 					if !s.IsSuccess() {
 						t.Errorf("Filter (preFilter %v) = %v, want success", withPreFilter, s)
@@ -154,6 +158,10 @@ func TestScore(t *testing.T) {
 					}
 					if s != tt.raw[i] {
 						t.Errorf("Score(%s) = %d, want %d", n.Name, s, tt.raw[i])
+					}
+					// The framework calls the prepared scorer instead.
+					if p, status := pl.PrepareScore(context.Background(), state, tt.pod)(context.Background(), testutil.NodeInfo(t, n)); p != s || !status.IsSuccess() {
+						t.Errorf("PrepareScore(%s) = %d %v, Score %d", n.Name, p, status, s)
 					}
 					scores[i] = framework.NodeScore{Name: n.Name, Score: s}
 				}

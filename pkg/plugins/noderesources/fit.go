@@ -40,8 +40,8 @@ type Fit struct {
 
 var (
 	_ framework.PreFilterPlugin   = &Fit{}
-	_ framework.FilterPlugin      = &Fit{}
-	_ framework.ScorePlugin       = &Fit{}
+	_ framework.FilterPreparer    = &Fit{}
+	_ framework.ScorePreparer     = &Fit{}
 	_ framework.EnqueueExtensions = &Fit{}
 )
 
@@ -167,10 +167,23 @@ func requestsOf(state *framework.CycleState, pod *v1.Pod) resources.Resource {
 
 // Filter implements framework.FilterPlugin.
 func (*Fit) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
+	return filter(ctx, pod, requestsOf(state, pod), node)
+}
+
+// PrepareFilter implements framework.FilterPreparer: pod's requests are
+// read from state once, not on every node.
+func (*Fit) PrepareFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod) framework.NodeFilter {
+	req := requestsOf(state, pod)
+	return func(ctx context.Context, node *framework.NodeInfo) *framework.Status {
+		return filter(ctx, pod, req, node)
+	}
+}
+
+// filter is Filter for pod, whose requests are req.
+func filter(ctx context.Context, pod *v1.Pod, req resources.Resource, node *framework.NodeInfo) *framework.Status {
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
-	req := requestsOf(state, pod)
 	if fits(req, node) {
 		return nil
 	}
@@ -314,10 +327,24 @@ func fitsCap(req resources.Resource, node *framework.NodeInfo) bool {
 
 // Score implements framework.ScorePlugin.
 func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
+	return f.scoreNode(klog.FromContext(ctx).V(10), pod, requestsOf(state, pod), node)
+}
+
+// PrepareScore implements framework.ScorePreparer: pod's requests and the
+// logger are fetched once, not on every node.
+func (f *Fit) PrepareScore(ctx context.Context, state *framework.CycleState, pod *v1.Pod) framework.NodeScorer {
+	logger, req := klog.FromContext(ctx).V(10), requestsOf(state, pod)
+	return func(_ context.Context, node *framework.NodeInfo) (int64, *framework.Status) {
+		return f.scoreNode(logger, pod, req, node)
+	}
+}
+
+// scoreNode is Score for pod, whose requests are req; logger is the
+// -v=10 logger of the cycle's context.
+func (f *Fit) scoreNode(logger klog.Logger, pod *v1.Pod, req resources.Resource, node *framework.NodeInfo) (int64, *framework.Status) {
 	if node.Node == nil || node.Placeholder {
 		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
 	}
-	req := requestsOf(state, pod)
 	var total, weights int64
 	for _, rw := range f.args.Resources {
 		schedulable := amount(node.Schedulable, rw.Name)
@@ -348,7 +375,7 @@ func (f *Fit) Score(ctx context.Context, state *framework.CycleState, pod *v1.Po
 	score := total / weights
 	// Score runs for every node of every cycle: build the log line's
 	// arguments only when it will be written.
-	if logger := klog.FromContext(ctx).V(10); logger.Enabled() {
+	if logger.Enabled() {
 		logger.Info("Scored node", "pod", klog.KObj(pod), "node", node.Name(), "strategy", f.args.ScoringStrategy, "score", score)
 	}
 	return score, nil

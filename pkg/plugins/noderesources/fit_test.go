@@ -126,6 +126,10 @@ func TestFilter(t *testing.T) {
 				if s.Code() != tt.wantCode || !reflect.DeepEqual(s.Reasons(), tt.want) {
 					t.Errorf("Filter (preFilter %v) = %v %q, want %v %q", withPreFilter, s.Code(), s.Reasons(), tt.wantCode, tt.want)
 				}
+				// The framework calls the prepared filter instead.
+				if p := pl.PrepareFilter(context.Background(), state, tt.pod)(context.Background(), ni); p.Code() != s.Code() || !reflect.DeepEqual(p.Reasons(), s.Reasons()) {
+					t.Errorf("PrepareFilter (preFilter %v) = %v, Filter %v", withPreFilter, p, s)
+				}
 			}
 		})
 	}
@@ -276,6 +280,10 @@ func TestScore(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("Score = %d, want %d", got, tt.want)
+			}
+			// The framework calls the prepared scorer instead.
+			if got, s := pl.PrepareScore(context.Background(), framework.NewCycleState(), tt.pod)(context.Background(), ni); got != tt.want || !s.IsSuccess() {
+				t.Errorf("PrepareScore = %d %v, want %d", got, s, tt.want)
 			}
 		})
 	}
