@@ -54,10 +54,12 @@ const (
 	UpdateGeneric
 	// UpdatePodLabel: a pod's labels changed.
 	UpdatePodLabel
+	// UpdatePodScaleDown: a pod's requests shrank (an in-place resize).
+	UpdatePodScaleDown
 
 	// Update matches every kind of update.
 	Update = UpdateNodeAllocatable | UpdateNodeLabel | UpdateNodeTaint |
-		UpdateNodeCondition | UpdateNodeSchedulable | UpdateGeneric | UpdatePodLabel
+		UpdateNodeCondition | UpdateNodeSchedulable | UpdateGeneric | UpdatePodLabel | UpdatePodScaleDown
 	// All matches every action.
 	All = Add | Delete | Update
 )
@@ -75,6 +77,7 @@ var actionNames = []struct {
 	{UpdateNodeSchedulable, "UpdateNodeSchedulable"},
 	{UpdateGeneric, "Update"},
 	{UpdatePodLabel, "UpdatePodLabel"},
+	{UpdatePodScaleDown, "UpdatePodScaleDown"},
 }
 
 // String renders the set bits joined by "|", e.g. "Add|Delete".
@@ -140,6 +143,8 @@ func (e ClusterEvent) String() string {
 //	                               nothing a pending pod could use
 //	EventAssignedPodAdd,           the event handler, for the pod events its
 //	  EventAssignedPodLabelChange  informer delivers
+//	EventAssignedPodScaleDown      the event handler, when a counted pod's
+//	                               requests shrink (in-place resize)
 //	EventAssignedPodDelete         the event handler, when a counted pod is
 //	                               deleted or finishes; the scheduler, when a
 //	                               bind fails and its assumed pod is
@@ -179,6 +184,10 @@ var (
 	// pods' pod (anti-)affinity terms and spread constraints. Raised with
 	// the old and the new pod.
 	EventAssignedPodLabelChange = ClusterEvent{Resource: Pod, ActionType: UpdatePodLabel, Label: "AssignedPodUpdate"}
+	// EventAssignedPodScaleDown: a pod that uses its node's resources was
+	// resized in place to request less of some resource, freeing room on
+	// its node. Raised with the old and the new pod.
+	EventAssignedPodScaleDown = ClusterEvent{Resource: Pod, ActionType: UpdatePodScaleDown, Label: "AssignedPodScaleDown"}
 	// EventExternalUsageDecrease: external usage (an ExternalWorkload) on a
 	// node went away, shrank, stopped or moved to another node, freeing
 	// resources where it was.

@@ -3,9 +3,11 @@ package defaulthandler
 import (
 	"maps"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // podState says where the handler keeps a pod: the framework's rule,
@@ -101,6 +103,9 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 			h.raise(framework.EventAssignedPodAdd, nil, newPod)
 		case newCounted && !maps.Equal(oldPod.Labels, newPod.Labels):
 			h.raise(framework.EventAssignedPodLabelChange, oldPod, newPod)
+		}
+		if framework.PodCountedOnNode(newPod) && requestsShrank(oldPod, newPod) {
+			h.raise(framework.EventAssignedPodScaleDown, oldPod, newPod)
 		}
 	case to == assigned:
 		// Bound (pending before), or newly accepted by the policy: the
@@ -208,4 +213,22 @@ func (h *Handler) logUntracked(obj any) {
 			logger.InfoS("Ignoring pod this scheduler does not track", "pod", klog.KObj(pod), "schedulerName", pod.Spec.SchedulerName, "phase", pod.Status.Phase)
 		}
 	}
+}
+
+// requestsShrank reports whether newPod requests less of some resource
+// than oldPod: an in-place resize down, which frees room on its node. The
+// requests are summed only when the containers or the pod-level resources
+// are not the same objects: a status update keeps them.
+func requestsShrank(oldPod, newPod *v1.Pod) bool {
+	if sameElements(oldPod.Spec.Containers, newPod.Spec.Containers) &&
+		sameElements(oldPod.Spec.InitContainers, newPod.Spec.InitContainers) &&
+		oldPod.Spec.Resources == newPod.Spec.Resources {
+		return false
+	}
+	return !resources.PodRequests(newPod).Fits(resources.PodRequests(oldPod))
+}
+
+// sameElements reports whether a and b are the same slice of elements.
+func sameElements[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

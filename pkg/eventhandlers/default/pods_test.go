@@ -49,6 +49,7 @@ const (
 	moveAssignedPodDelete = "MoveAll AssignedPodDelete"
 	moveAssignedPodAdd    = "MoveAll AssignedPodAdd"
 	moveAssignedPodUpdate = "MoveAll AssignedPodUpdate"
+	moveAssignedPodShrink = "MoveAll AssignedPodScaleDown"
 )
 
 func TestAddPod(t *testing.T) {
@@ -221,6 +222,27 @@ func TestUpdatePod(t *testing.T) {
 			runningPod("1").Phase(v1.PodFailed).Obj(), runningPod("2").Phase(v1.PodFailed).Label("a", "b").Obj(),
 			[]string{"UpdatePod default/p"}},
 
+		{"running pod resized down frees resources",
+			runningPod("1").Req(map[v1.ResourceName]string{v1.ResourceMemory: "2Gi"}).Obj(),
+			runningPod("2").Req(map[v1.ResourceName]string{v1.ResourceMemory: "1Gi"}).Obj(),
+			[]string{"UpdatePod default/p", moveAssignedPodShrink}},
+		{"running pod resized down in one resource and up in another frees resources",
+			runningPod("1").Req(map[v1.ResourceName]string{v1.ResourceMemory: "2Gi", v1.ResourceCPU: "1"}).Obj(),
+			runningPod("2").Req(map[v1.ResourceName]string{v1.ResourceMemory: "1Gi", v1.ResourceCPU: "2"}).Obj(),
+			[]string{"UpdatePod default/p", moveAssignedPodShrink}},
+		{"running pod resized up frees nothing",
+			runningPod("1").Req(map[v1.ResourceName]string{v1.ResourceMemory: "1Gi"}).Obj(),
+			runningPod("2").Req(map[v1.ResourceName]string{v1.ResourceMemory: "2Gi"}).Obj(),
+			[]string{"UpdatePod default/p"}},
+		{"running pod updated with equal requests frees nothing",
+			runningPod("1").Req(map[v1.ResourceName]string{v1.ResourceMemory: "1Gi"}).Obj(),
+			runningPod("2").Req(map[v1.ResourceName]string{v1.ResourceMemory: "1024Mi"}).Obj(),
+			[]string{"UpdatePod default/p"}},
+		{"succeeded pod resized down frees nothing more",
+			runningPod("1").Phase(v1.PodSucceeded).Req(map[v1.ResourceName]string{v1.ResourceMemory: "2Gi"}).Obj(),
+			runningPod("2").Phase(v1.PodSucceeded).Req(map[v1.ResourceName]string{v1.ResourceMemory: "1Gi"}).Obj(),
+			[]string{"UpdatePod default/p"}},
+
 		// Assigned to pending cannot happen (spec.nodeName is immutable),
 		// but is handled.
 		{"running pod unassigned leaves the assigned pods and is queued",
@@ -262,7 +284,7 @@ func checkMoveObjects(t *testing.T, moves []move) {
 			if m.OldObj != nil || newPod == nil || newPod.Spec.NodeName == "" {
 				t.Errorf("%v raised with oldObj %T, newObj %v; want nil and the assigned pod", m.Event, m.OldObj, m.NewObj)
 			}
-		case framework.EventAssignedPodLabelChange:
+		case framework.EventAssignedPodLabelChange, framework.EventAssignedPodScaleDown:
 			if oldPod == nil || newPod == nil {
 				t.Errorf("%v raised with oldObj %T, newObj %T; want both pods", m.Event, m.OldObj, m.NewObj)
 			}

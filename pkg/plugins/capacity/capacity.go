@@ -88,12 +88,13 @@ func (*Capacity) RejectsForRoom() bool { return true }
 
 // EventsToRegister implements framework.EnqueueExtensions: a queue that
 // changed (created, limit raised, shares recomputed), a pod that left its
-// node (its queue's room grows), and capacity that grew (a job larger
-// than the cluster may fit after all).
+// node or was resized down (its queue's room grows), and capacity that
+// grew (a job larger than the cluster may fit after all).
 func (*Capacity) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.EventQueueChange},
 		{Event: framework.EventAssignedPodDelete},
+		{Event: framework.EventAssignedPodScaleDown},
 		{Event: framework.EventNodeAdd},
 		{Event: framework.EventNodeAllocatableChange},
 		{Event: framework.EventGrantIncrease},

@@ -84,7 +84,8 @@ func (f *Fit) Args() Args {
 }
 
 // EventsToRegister implements framework.EnqueueExtensions. Freed
-// resources (a pod deleted or finished, external usage that shrank) may
+// resources (a pod deleted, finished or resized down, external usage that
+// shrank) may
 // help any job this plugin rejected. A new node, or a node whose
 // allocatable grew, helps only if one of the job's pods fits in what the
 // node allocates (see fitsAllocatable); the hint cannot see the node's
@@ -92,6 +93,7 @@ func (f *Fit) Args() Args {
 func (*Fit) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.EventAssignedPodDelete},
+		{Event: framework.EventAssignedPodScaleDown},
 		{Event: framework.EventExternalUsageDecrease},
 		{Event: framework.EventNodeAdd, QueueingHintFn: nodeHint},
 		{Event: framework.EventNodeAllocatableChange, QueueingHintFn: nodeHint},
