@@ -18,7 +18,8 @@ set -o errexit -o nounset -o pipefail
 #
 # Usage: hack/bench-trace.sh [quick|5000]
 #   (none)  1,000 nodes of 8 pods, arrivals over 120 s
-#   quick   100 nodes, arrivals over 60 s (about 15 minutes on 2 shared cores)
+#   quick   100 nodes, arrivals over 60 s (35 minutes on 2 shared cores at
+#           load 16-32: each replay waits for the Job controller's backoff)
 #   5000    5,000 nodes, arrivals over 120 s
 # Env (see BenchmarkTrace): BENCH_TRACE_NODES, BENCH_TRACE_SECONDS,
 #   BENCH_TRACE_LOAD_PERCENT (90: offered work ÷ capacity over the window),
