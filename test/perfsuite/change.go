@@ -22,13 +22,7 @@ func (e *executor) updateAny(ctx context.Context, op *Op) error {
 	if err != nil {
 		return err
 	}
-	n := 1
-	if op.Count != nil || op.CountParam != "" {
-		if n, err = e.w.count(op); err != nil {
-			return err
-		}
-	}
-	params, err := e.w.templateParams(op.TemplateParams)
+	n, params, err := e.countAndParams(op, 1)
 	if err != nil {
 		return err
 	}

@@ -251,12 +251,25 @@ func baseNode() *v1.Node {
 	}
 }
 
-func (e *executor) createNodes(ctx context.Context, op *Op) error {
-	n, err := e.w.count(op)
-	if err != nil {
-		return err
+// countAndParams resolves an op's count (def when the op sets none and
+// def > 0) and its template parameters.
+func (e *executor) countAndParams(op *Op, def int) (int, map[string]any, error) {
+	n := def
+	if def == 0 || op.Count != nil || op.CountParam != "" {
+		var err error
+		if n, err = e.w.count(op); err != nil {
+			return 0, nil, err
+		}
 	}
 	params, err := e.w.templateParams(op.TemplateParams)
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, params, nil
+}
+
+func (e *executor) createNodes(ctx context.Context, op *Op) error {
+	n, params, err := e.countAndParams(op, 0)
 	if err != nil {
 		return err
 	}
@@ -323,11 +336,7 @@ func (e *executor) ensureNamespace(ctx context.Context, name string) error {
 }
 
 func (e *executor) createNamespaces(ctx context.Context, op *Op) error {
-	n, err := e.w.count(op)
-	if err != nil {
-		return err
-	}
-	params, err := e.w.templateParams(op.TemplateParams)
+	n, params, err := e.countAndParams(op, 0)
 	if err != nil {
 		return err
 	}
@@ -528,13 +537,7 @@ func (e *executor) createAny(ctx context.Context, opIndex int, op *Op) error {
 	if err := e.ensureNamespace(ctx, ns); err != nil {
 		return err
 	}
-	n := 1
-	if op.Count != nil || op.CountParam != "" {
-		if n, err = e.w.count(op); err != nil {
-			return err
-		}
-	}
-	params, err := e.w.templateParams(op.TemplateParams)
+	n, params, err := e.countAndParams(op, 1)
 	if err != nil {
 		return err
 	}
