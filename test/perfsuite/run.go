@@ -296,6 +296,9 @@ func summarize(r Result) summary {
 	}
 	s.rate, s.pods = rate, pods
 	s.text = fmt.Sprintf("%.0f", rate)
+	if rate < 10 {
+		s.text = fmt.Sprintf("%.2g", rate)
+	}
 	if len(r.Windows) == 0 {
 		s.text = "–"
 	}
