@@ -384,7 +384,7 @@ func TestGangAllOrNothing(t *testing.T) {
 }
 
 // fitEvents are the NodeResourcesFit plugin's events, sorted.
-var fitEvents = []string{"NodeResourcesFit:AssignedPodDelete", "NodeResourcesFit:ExternalUsageDecrease", "NodeResourcesFit:GrantIncrease", "NodeResourcesFit:NodeAdd", "NodeResourcesFit:NodeAllocatableChange"}
+var fitEvents = []string{"NodeResourcesFit:AssignedPodDelete", "NodeResourcesFit:AssignedPodScaleDown", "NodeResourcesFit:ExternalUsageDecrease", "NodeResourcesFit:GrantIncrease", "NodeResourcesFit:NodeAdd", "NodeResourcesFit:NodeAllocatableChange"}
 
 // gangEvents are the events the Gang plugin registers, sorted: a change of
 // the gang's own group object, and a grown grant.
