@@ -112,47 +112,15 @@ func newQueueTracker(b testing.TB, client kubernetes.Interface, ns string, settl
 	t := &queueTracker{settle: settle, onTerminal: onTerminal, pods: map[string]*trackedPod{},
 		pending: map[string]int64{}, bound: map[string]int64{}, running: map[string]int64{}, seen: map[string]int64{},
 		gangs: map[string]*trackedGang{}, evictions: map[string][]time.Time{}, stop: cancel, done: make(chan struct{})}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
-	inf := factory.Core().V1().Pods().Informer()
-	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observe(obj, false) },
-		UpdateFunc: func(_, obj any) { t.observe(obj, false) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			t.observe(obj, true)
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			b.Fatalf("watch of %s in %s did not sync", typ, ns)
+	// Open windows are judged once a second, so that a gang stuck
+	// below its quorum is reported even if no event of it follows.
+	watchPods(b, ctx, client, ns, t.observe, func(now time.Time) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for name, g := range t.gangs {
+			t.judgeLocked(name, g, now)
 		}
-	}
-	// Open windows are judged once a second, so that a gang stuck below
-	// its quorum is reported even if no event of it follows.
-	go func() {
-		defer close(t.done)
-		defer factory.Shutdown()
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				t.mu.Lock()
-				for name, g := range t.gangs {
-					t.judgeLocked(name, g, now)
-				}
-				t.mu.Unlock()
-			}
-		}
-	}()
+	}, t.done)
 	b.Cleanup(t.close)
 	return t
 }
@@ -447,4 +415,47 @@ func (t *queueTracker) finishStrict() []string {
 		t.judgeLocked(name, g, now)
 	}
 	return slices.Clone(t.violations)
+}
+
+// watchPods starts an informer on ns's pods that passes every event to
+// observe (deleted for a deletion) and returns once it listed them; tick
+// runs once a second until ctx ends, and done is closed after the
+// informer stopped.
+func watchPods(tb testing.TB, ctx context.Context, client kubernetes.Interface, ns string, observe func(obj any, deleted bool), tick func(now time.Time), done chan struct{}) {
+	tb.Helper()
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { observe(obj, false) },
+		UpdateFunc: func(_, obj any) { observe(obj, false) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			observe(obj, true)
+		},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			tb.Fatalf("watch of %s in %s did not sync", typ, ns)
+		}
+	}
+	go func() {
+		defer close(done)
+		defer factory.Shutdown()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				tick(now)
+			}
+		}
+	}()
 }

@@ -10,9 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // traceTracker follows the pods of the Jobs of one replay of the trace
@@ -85,47 +83,15 @@ func newTraceTracker(tb testing.TB, client kubernetes.Interface, ns string, sett
 	tb.Helper()
 	ctx, cancel := context.WithCancel(tb.Context())
 	t := &traceTracker{settle: settle, pods: map[string]*tracePod{}, jobs: map[string]*traceJobState{}, stop: cancel, done: make(chan struct{})}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
-	inf := factory.Core().V1().Pods().Informer()
-	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observe(obj, false) },
-		UpdateFunc: func(_, obj any) { t.observe(obj, false) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			t.observe(obj, true)
-		},
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			tb.Fatalf("watch of %s in %s did not sync", typ, ns)
+	// Open windows are judged once a second, so that a Job stuck
+	// below its quorum is reported even if no event of it follows.
+	watchPods(tb, ctx, client, ns, t.observe, func(now time.Time) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for name, j := range t.jobs {
+			t.judgeLocked(name, j, now)
 		}
-	}
-	// Open windows are judged once a second, so that a Job stuck below
-	// its quorum is reported even if no event of it follows.
-	go func() {
-		defer close(t.done)
-		defer factory.Shutdown()
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				t.mu.Lock()
-				for name, j := range t.jobs {
-					t.judgeLocked(name, j, now)
-				}
-				t.mu.Unlock()
-			}
-		}
-	}()
+	}, t.done)
 	tb.Cleanup(t.close)
 	return t
 }
