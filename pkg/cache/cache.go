@@ -343,11 +343,15 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 	}
 	out := &framework.Job{ID: id, MinAvailable: j.MinAvailable(), Err: j.ValidationError(), Bound: j.Counts().Running()}
 	for _, t := range j.Tasks {
-		if t.Status == framework.TaskPending {
+		switch {
+		case t.Status == framework.TaskPending:
 			out.Pending = append(out.Pending, t.Pod)
+		case t.Counted && t.NodeName != "":
+			out.PlacedNodes = append(out.PlacedNodes, t.NodeName)
 		}
 	}
 	out.Queue, out.QueueVia = j.Queue()
+	groupTopology := j.GroupTopology()
 	if len(out.Pending) > 0 {
 		out.Queues = c.queueSnapshotLocked(c.queuesWatched && out.Queue != framework.DefaultQueue)
 		out.Ceiling = c.ceilingAmountsLocked()
@@ -358,6 +362,7 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 	}
 	// A job's pods share its namespace.
 	slices.SortFunc(out.Pending, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	out.Topology, out.TopologyErr = framework.JobTopology(groupTopology, out.Pending)
 	return out, true
 }
 

@@ -349,5 +349,15 @@ func samePolicy(a, b *framework.GroupPolicy) bool {
 		return p.Err.Error()
 	}
 	return a.MinMember == b.MinMember && a.Source == b.Source && a.Independent == b.Independent &&
-		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && a.Queue == b.Queue && errText(a) == errText(b)
+		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && a.Queue == b.Queue && errText(a) == errText(b) &&
+		sameTopology(a.Topology, b.Topology)
+}
+
+// sameTopology reports whether a and b are the same constraint (both nil
+// included).
+func sameTopology(a, b *framework.TopologyConstraint) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

@@ -104,6 +104,11 @@ type GroupPolicy struct {
 	// Queue, when set, is the queue the group object puts its gang in
 	// (a Volcano PodGroup's spec.queue); it overrides what the pods name.
 	Queue string
+	// Topology, when set, is the network domain the gang must or should
+	// share (a native PodGroup's spec.schedulingConstraints.topology, a
+	// Volcano PodGroup's spec.networkTopology); it overrides the pods'
+	// annotations.
+	Topology *TopologyConstraint
 }
 
 // PodGroupRefs returns every group pod names explicitly, in order of

@@ -57,6 +57,15 @@ type Job struct {
 	// can never start. Recounted at most every QueueRefresh, and after an
 	// event by which it may grow; nil when the cache does not count it.
 	Ceiling ResourceAmounts
+	// Topology is the network domain the job's pods must or should share
+	// (see JobTopology); nil for none. TopologyErr says why a
+	// declared constraint could not be read.
+	Topology    *TopologyConstraint
+	TopologyErr error
+	// PlacedNodes are the nodes of the job's bound and assumed tasks that
+	// have not finished, one entry per task: where a topology constraint
+	// has already put the job.
+	PlacedNodes []string
 }
 
 // QueueSortPlugin orders the jobs in the active queue. A profile has

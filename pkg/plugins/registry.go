@@ -19,6 +19,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/podtopologyspread"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/prioritysort"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/tainttoleration"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/topologyaware"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumebinding"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumerestrictions"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/volumezone"
@@ -45,6 +46,7 @@ var inTree = []namedFactory{
 	{volumezone.Name, volumezone.New},
 	{interpodaffinity.Name, interpodaffinity.New},
 	{podtopologyspread.Name, podtopologyspread.New},
+	{topologyaware.Name, topologyaware.New},
 	{capacity.Name, capacity.New},
 	{capacity.ReclaimName, capacity.NewReclaim},
 	{defaultpreemption.Name, defaultpreemption.New},
@@ -75,7 +77,7 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 //	queueSort: PrioritySort
 //	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit,
 //	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-//	           PodTopologySpread, InterPodAffinity
+//	           PodTopologySpread, InterPodAffinity, TopologyAware
 //	filter:    NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
 //	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
 //	           PodTopologySpread, InterPodAffinity
@@ -102,8 +104,9 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // for a pod without volumes of their kind. VolumeBinding reserves the
 // volumes it picked and, as the first Bind plugin, binds them and waits
 // for the claims before it passes the pod to DefaultBinder (what
-// kube-scheduler does at PreBind). The result is fresh: callers may change
-// it.
+// kube-scheduler does at PreBind). TopologyAware is a PlacementPlugin: it
+// proposes, for a gang with a topology constraint, the domains (racks,
+// blocks) to place it in. The result is fresh: callers may change it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
 		set := make(frameworkruntime.PluginSet, len(names))
@@ -118,7 +121,7 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, capacity.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
 				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
-				podtopologyspread.Name, interpodaffinity.Name),
+				podtopologyspread.Name, interpodaffinity.Name, topologyaware.Name),
 			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, tainttoleration.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
 				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
 				podtopologyspread.Name, interpodaffinity.Name),

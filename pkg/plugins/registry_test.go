@@ -15,7 +15,7 @@ import (
 
 func TestNewInTreeRegistry(t *testing.T) {
 	r := NewInTreeRegistry()
-	want := []string{"Capacity", "DefaultBinder", "DefaultPreemption", "Gang", "InterPodAffinity", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "Reclaim", "TaintToleration", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
+	want := []string{"Capacity", "DefaultBinder", "DefaultPreemption", "Gang", "InterPodAffinity", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "Reclaim", "TaintToleration", "TopologyAware", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}
@@ -77,7 +77,7 @@ func TestDefaultProfile(t *testing.T) {
 	want := map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 		frameworkruntime.QueueSortPoint: ref("PrioritySort"),
 		frameworkruntime.PreFilterPoint: ref("Gang", "Capacity", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"),
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "TopologyAware"),
 		frameworkruntime.FilterPoint: ref("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
 			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"),
 		frameworkruntime.PreScorePoint:   ref("PodTopologySpread", "InterPodAffinity"),
@@ -129,7 +129,8 @@ func implements(point frameworkruntime.ExtensionPoint, p framework.Plugin) bool 
 	case frameworkruntime.PreFilterPoint:
 		_, perJob := p.(framework.PreFilterPlugin)
 		_, perPod := p.(framework.PodPreFilterPlugin)
-		ok = perJob || perPod
+		_, place := p.(framework.PlacementPlugin)
+		ok = perJob || perPod || place
 	case frameworkruntime.FilterPoint:
 		_, ok = p.(framework.FilterPlugin)
 	case frameworkruntime.PreScorePoint:

@@ -54,6 +54,9 @@ type simulation struct {
 	placements  map[string]string
 	placed      []*v1.Pod
 	undo        []func()
+	// nodes are the nodes the job's pods may take (one placement of the
+	// cycle's plan), nil for all.
+	nodes []*framework.NodeInfo
 	// going are the pods other jobs' preemptions are evicting that have
 	// not started terminating: no longer victims to choose.
 	going map[types.UID]bool
@@ -174,7 +177,17 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 		sim.pdbs = newBudgets(pdbs)
 		sim.pdbUsed = make([]int32, len(pdbs))
 	}
-	ok, err := sim.run(ctx)
+	var ok bool
+	var err error
+	for _, nodes := range c.roomPlacements() {
+		// Each placement of a plan is tried on the snapshot as it is.
+		mark := len(sim.undo)
+		sim.nodes = nodes
+		if ok, err = sim.run(ctx); ok || err != nil {
+			break
+		}
+		sim.rollback(mark)
+	}
 	order, placed, placements := slices.Clone(sim.order), slices.Clone(sim.placed), maps.Clone(sim.placements)
 	sim.rollback(0)
 	if err != nil {
@@ -246,11 +259,15 @@ func (sim *simulation) run(ctx context.Context) (bool, error) {
 // best node where victims make room; a pod that fits nowhere even so is
 // left out.
 func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
-	fwk, nodes := sim.c.fwk, sim.s.snapshot.NodeInfos()
+	fwk, all := sim.c.fwk, sim.s.snapshot.NodeInfos()
+	nodes := all
+	if sim.nodes != nil {
+		nodes = sim.nodes
+	}
 	var statuses map[string]*framework.Status
 	rejected := false
 	if fwk.HasPodPreFilterPlugins() {
-		st := fwk.RunPreFilterPodPlugins(ctx, sim.c.state, pod, nodes)
+		st := fwk.RunPreFilterPodPlugins(ctx, sim.c.state, pod, all)
 		if !st.IsSuccess() && !st.IsRejected() {
 			return fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), st.AsError())
 		}

@@ -206,6 +206,14 @@ type cycle struct {
 	// unresolvable records a rejection that no change of room helps
 	// (UnschedulableAndUnresolvable at PreFilter, Reserve or Permit).
 	unresolvable bool
+	// plan is the placement plan of the PlacementPlugin planBy, nil when
+	// the job is placed over all nodes; nodes are the nodes of the
+	// placement being tried (nil: all), placement its name once one was
+	// admitted.
+	plan      *framework.PlacementPlan
+	planBy    string
+	nodes     []*framework.NodeInfo
+	placement string
 }
 
 // scheduleOne runs one cycle: pop a job, place it, assume and bind or
@@ -256,23 +264,27 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		return
 	}
 
-	for _, pod := range c.job.Pending {
-		if err := s.placePod(ctx, c, pod); err != nil {
-			s.undoPlacements(ctx, c)
-			s.requeue(ctx, c, qj, err)
-			return
-		}
-	}
-
-	if st := c.fwk.RunPermitPlugins(ctx, c.state, c.job, c.placements); !st.IsSuccess() {
-		s.undoPlacements(ctx, c)
+	plan, planBy, st := c.fwk.RunPlacementPlugins(ctx, c.state, c.job, s.snapshot.NodeInfos())
+	if !st.IsSuccess() {
 		if st.IsRejected() {
 			c.noteRejection(st)
-			s.postFilter(ctx, c)
 			s.unschedulable(ctx, c, st.Message())
 			return
 		}
-		s.requeue(ctx, c, qj, fmt.Errorf("permit: %w", st.AsError()))
+		s.requeue(ctx, c, qj, fmt.Errorf("placement: %w", st.AsError()))
+		return
+	}
+	c.plan, c.planBy = plan, planBy
+
+	st, err = s.placeJob(ctx, c)
+	if err != nil {
+		s.requeue(ctx, c, qj, err)
+		return
+	}
+	if !st.IsSuccess() {
+		c.noteRejection(st)
+		s.postFilter(ctx, c)
+		s.unschedulable(ctx, c, st.Message())
 		return
 	}
 	if len(c.placed) == 0 {
@@ -353,15 +365,18 @@ func (s *Scheduler) newCycle(qj *framework.QueuedJob) (*cycle, error) {
 // A pod that fits nowhere is recorded in c.failures; only errors are
 // returned.
 func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
-	nodes := s.snapshot.NodeInfos()
+	all := s.snapshot.NodeInfos()
+	nodes := c.candidateNodes(all)
 	if len(nodes) == 0 {
 		c.failures[podKey(pod)] = "no nodes available to schedule pods"
 		c.noNodes = true
 		return nil
 	}
 	if c.fwk.HasPodPreFilterPlugins() {
-		// nodes hold the job's pods placed so far in this cycle.
-		if st := c.fwk.RunPreFilterPodPlugins(ctx, c.state, pod, nodes); !st.IsSuccess() {
+		// The nodes hold the job's pods placed so far in this cycle. The
+		// plugins count what they look at over the whole cluster (a
+		// spread over zones, say), whichever nodes the pod may take.
+		if st := c.fwk.RunPreFilterPodPlugins(ctx, c.state, pod, all); !st.IsSuccess() {
 			if !st.IsRejected() {
 				return fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), st.AsError())
 			}

@@ -89,3 +89,54 @@ func TestSlimGroupObject(t *testing.T) {
 		t.Errorf("slimmed Job lost its name: %v", u.Object)
 	}
 }
+
+func TestDialectTopology(t *testing.T) {
+	gang := map[string]any{"gang": map[string]any{"minCount": int64(4)}}
+	native := func(topology any) map[string]any {
+		return map[string]any{"schedulingPolicy": gang, "schedulingConstraints": map[string]any{"topology": topology}}
+	}
+	volcano := func(nt any) map[string]any { return map[string]any{"minMember": int64(4), "networkTopology": nt} }
+	volcanoPolicy := minMemberPolicy(framework.GroupKindVolcano)
+	tests := []struct {
+		name    string
+		policy  func(*unstructured.Unstructured) *framework.GroupPolicy
+		spec    map[string]any
+		want    *framework.TopologyConstraint
+		wantErr string
+	}{
+		{name: "native rack", policy: nativePolicy, spec: native([]any{map[string]any{"key": "topology.kubernetes.io/rack"}}),
+			want: &framework.TopologyConstraint{Key: "topology.kubernetes.io/rack", Required: true, Source: "PodGroup.scheduling.k8s.io ns/g spec.schedulingConstraints.topology"}},
+		{name: "native none", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": gang}},
+		{name: "native two keys", policy: nativePolicy, spec: native([]any{map[string]any{"key": "a"}, map[string]any{"key": "b"}}), wantErr: "has 2 entries; one is supported"},
+		{name: "native no key", policy: nativePolicy, spec: native([]any{map[string]any{}}), wantErr: "topology[0].key is missing"},
+		{name: "native bad key", policy: nativePolicy, spec: native([]any{map[string]any{"key": "no spaces please"}}), wantErr: `key "no spaces please" is not a label key`},
+		{name: "native not a list", policy: nativePolicy, spec: native("rack"), wantErr: "spec.schedulingConstraints.topology is not a list"},
+		{name: "volcano hard default tier", policy: volcanoPolicy, spec: volcano(map[string]any{"mode": "hard"}),
+			want: &framework.TopologyConstraint{Tier: 1, Required: true, Source: "PodGroup.scheduling.volcano.sh ns/g spec.networkTopology"}},
+		{name: "volcano soft tier 2", policy: volcanoPolicy, spec: volcano(map[string]any{"mode": "soft", "highestTierAllowed": int64(2)}),
+			want: &framework.TopologyConstraint{Tier: 2, Source: "PodGroup.scheduling.volcano.sh ns/g spec.networkTopology"}},
+		{name: "volcano bad mode", policy: volcanoPolicy, spec: volcano(map[string]any{"mode": "strict"}), wantErr: "spec.networkTopology.mode strict is neither hard nor soft"},
+		{name: "volcano bad tier", policy: volcanoPolicy, spec: volcano(map[string]any{"highestTierAllowed": int64(0)}), wantErr: "highestTierAllowed 0 is not an integer >= 1"},
+		{name: "volcano tier as string", policy: volcanoPolicy, spec: volcano(map[string]any{"highestTierAllowed": "2"}), wantErr: "highestTierAllowed 2 is not an integer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.policy(obj(tt.spec))
+			if tt.wantErr != "" {
+				if p.Err == nil || !strings.Contains(p.Err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", p.Err, tt.wantErr)
+				}
+				return
+			}
+			if p.Err != nil {
+				t.Fatalf("err %v", p.Err)
+			}
+			if (p.Topology == nil) != (tt.want == nil) || (p.Topology != nil && *p.Topology != *tt.want) {
+				t.Fatalf("topology %+v, want %+v", p.Topology, tt.want)
+			}
+			if p.MinMember != 4 {
+				t.Errorf("minMember %d, want 4 beside the topology", p.MinMember)
+			}
+		})
+	}
+}

@@ -12,10 +12,12 @@ import (
 )
 
 // Label values of the extension_point label, as kube-scheduler spells
-// them, plus PreFilterPod (this framework's per-pod PreFilter).
+// them, plus PreFilterPod (this framework's per-pod PreFilter) and
+// Placement (its PlacementPlugins).
 const (
 	metricPreFilter    = "PreFilter"
 	metricPreFilterPod = "PreFilterPod"
+	metricPlacement    = "Placement"
 	metricFilter       = "Filter"
 	metricPreScore     = "PreScore"
 	metricScore        = "Score"
@@ -99,7 +101,7 @@ type pointTimers map[string]*[numCodes]atomic.Pointer[k8smetrics.ObserverMetric]
 
 func newPointTimers() pointTimers {
 	t := pointTimers{}
-	for _, p := range []string{metricPreFilter, metricPreFilterPod, metricFilter, metricPreScore, metricScore,
+	for _, p := range []string{metricPreFilter, metricPreFilterPod, metricPlacement, metricFilter, metricPreScore, metricScore,
 		metricReserve, metricUnreserve, metricPermit, metricPostFilter, metricBind} {
 		t[p] = new([numCodes]atomic.Pointer[k8smetrics.ObserverMetric])
 	}

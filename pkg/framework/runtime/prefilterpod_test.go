@@ -91,7 +91,7 @@ func TestPreFilterPointAcceptsPerPodPlugins(t *testing.T) {
 	onlyFilter := &plainFilter{name: "f"}
 	_, err := NewFramework(context.Background(), baseRegistry(t, nil, onlyFilter).Registry,
 		baseSpec(map[ExtensionPoint]PluginSet{PreFilterPoint: {{Name: "f"}}}), fakeHandle{})
-	if err == nil || !strings.Contains(err.Error(), `plugin "f" is enabled at preFilter but does not implement PreFilterPlugin or PodPreFilterPlugin`) {
+	if err == nil || !strings.Contains(err.Error(), `plugin "f" is enabled at preFilter but does not implement PreFilterPlugin, PodPreFilterPlugin or PlacementPlugin`) {
 		t.Errorf("NewFramework with a Filter-only plugin at preFilter: err = %v", err)
 	}
 	f := mustFramework(t, baseRegistry(t, nil, &fakePlugin{name: "job"}), baseSpec(map[ExtensionPoint]PluginSet{PreFilterPoint: {{Name: "job"}}}))

@@ -116,6 +116,37 @@ func (f *Framework) RunPreFilterPodPlugins(ctx context.Context, state *framework
 	return nil
 }
 
+// RunPlacementPlugins asks the Placement plugins, in order, where job's
+// pods are to be placed together (see framework.PlacementPlugin): the
+// first plan of a plugin that does not return Skip, nil when every plugin
+// skips (or none is enabled). A rejection or error is returned naming its
+// plugin.
+func (f *Framework) RunPlacementPlugins(ctx context.Context, state *framework.CycleState, job *framework.Job, nodes []*framework.NodeInfo) (_ *framework.PlacementPlan, plugin string, st *framework.Status) {
+	if len(f.placement) == 0 {
+		return nil, "", nil
+	}
+	defer f.observePoint(metricPlacement, time.Now(), &st)
+	for _, pl := range f.placement {
+		start := f.pluginClock(state)
+		plan, s := pl.Placements(ctx, state, job, nodes)
+		f.observePlugin(start, pl.Name(), metricPlacement, s)
+		switch {
+		case s.IsSkip():
+			continue
+		case s.IsSuccess():
+			if plan == nil {
+				plan = &framework.PlacementPlan{Anywhere: true}
+			}
+			return plan, pl.Name(), nil
+		case s.IsRejected():
+			return nil, pl.Name(), attribute(s, pl.Name())
+		default:
+			return nil, pl.Name(), pluginError(s, pl.Name(), "running Placements of plugin %q for job %s", pl.Name(), job.ID)
+		}
+	}
+	return nil, "", nil
+}
+
 // HasPodPreFilterPlugins reports whether any plugin runs per pod before
 // Filter; when none does, the nodes need not be listed for it.
 func (f *Framework) HasPodPreFilterPlugins() bool { return len(f.preFilterPod) > 0 }

@@ -46,6 +46,7 @@ type Framework struct {
 	queueSort    framework.QueueSortPlugin
 	preFilter    []framework.PreFilterPlugin
 	preFilterPod []framework.PodPreFilterPlugin
+	placement    []framework.PlacementPlugin
 	filter       []framework.FilterPlugin
 	preScore     []framework.PreScorePlugin
 	score        []framework.ScorePlugin
@@ -299,10 +300,12 @@ func (f *Framework) add(point ExtensionPoint, p framework.Plugin, weight int64) 
 		f.queueSort = qs
 		return ok
 	case PreFilterPoint:
-		// A plugin at preFilter runs per job, per pod, or both.
+		// A plugin at preFilter runs per job, per pod, proposes
+		// placements, or several of these.
 		job := appendAs(&f.preFilter, p)
 		pod := appendAs(&f.preFilterPod, p)
-		return job || pod
+		place := appendAs(&f.placement, p)
+		return job || pod || place
 	case FilterPoint:
 		return appendAs(&f.filter, p)
 	case PreScorePoint:
@@ -340,7 +343,7 @@ func interfaceName(point ExtensionPoint) string {
 	case QueueSortPoint:
 		return "QueueSortPlugin"
 	case PreFilterPoint:
-		return "PreFilterPlugin or PodPreFilterPlugin"
+		return "PreFilterPlugin, PodPreFilterPlugin or PlacementPlugin"
 	case FilterPoint:
 		return "FilterPlugin"
 	case PreScorePoint:

@@ -1,0 +1,362 @@
+package topologyaware
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "TopologyAware"
+
+// TopologyAware proposes, for a gang with a topology constraint, the
+// domains of the constraint's level (and of the narrower levels) to place
+// it in, best fit first.
+type TopologyAware struct {
+	args Args
+	// narrowFirst lists the levels but the hostname, narrowest first:
+	// Volcano's tier t is narrowFirst[t-1].
+	narrowFirst []string
+}
+
+var (
+	_ framework.PlacementPlugin   = &TopologyAware{}
+	_ framework.EnqueueExtensions = &TopologyAware{}
+)
+
+// New is the plugin's framework.PluginFactory.
+func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+	a, err := decodeArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	pl := &TopologyAware{args: a}
+	for i := len(a.Levels) - 1; i >= 0; i-- {
+		if a.Levels[i] != HostnameLabel {
+			pl.narrowFirst = append(pl.narrowFirst, a.Levels[i])
+		}
+	}
+	return pl, nil
+}
+
+// Name implements framework.Plugin.
+func (*TopologyAware) Name() string { return Name }
+
+// EventsToRegister implements framework.EnqueueExtensions: a gang that
+// found no domain with room waits for room to free (a pod deleted or
+// resized down, external usage that shrank, a grant that grew) or for
+// nodes (new ones, relabelled ones, more allocatable), or for its group
+// object to change its constraint.
+func (*TopologyAware) EventsToRegister() []framework.ClusterEventWithHint {
+	return []framework.ClusterEventWithHint{
+		{Event: framework.EventAssignedPodDelete},
+		{Event: framework.EventAssignedPodScaleDown},
+		{Event: framework.EventExternalUsageDecrease},
+		{Event: framework.EventGrantIncrease},
+		{Event: framework.EventNodeAdd},
+		{Event: framework.EventNodeLabelChange},
+		{Event: framework.EventNodeAllocatableChange},
+		{Event: framework.EventGangGroupChange},
+	}
+}
+
+// level is one level to search, and how many of its domains to propose.
+type level struct {
+	key   string
+	limit int
+}
+
+// Placements implements framework.PlacementPlugin.
+func (pl *TopologyAware) Placements(_ context.Context, _ *framework.CycleState, job *framework.Job, nodes []*framework.NodeInfo) (*framework.PlacementPlan, *framework.Status) {
+	if job.TopologyErr != nil {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, job.TopologyErr.Error())
+	}
+	t := job.Topology
+	if t == nil || !job.ID.Gang || len(job.Pending) == 0 {
+		// A single pod is always within one domain of every level.
+		return nil, framework.NewStatus(framework.Skip)
+	}
+	key, required := pl.resolve(t)
+	if key == "" {
+		// A tier above every configured level: any node will do, the
+		// narrowest level that fits preferred.
+		key, required = pl.args.Levels[0], false
+	}
+	need := quorumNeed(job)
+	pinned := placedNodes(job)
+	plan := &framework.PlacementPlan{Anywhere: !required}
+	var own []*domain
+	for _, lv := range pl.searchOrder(key, required) {
+		domains, ok := group(nodes, lv.key, pinned)
+		if !ok {
+			continue
+		}
+		fit := fitting(domains, need)
+		for _, d := range fit[:min(len(fit), lv.limit)] {
+			plan.Placements = append(plan.Placements, framework.Placement{Name: lv.key + "=" + d.value, Nodes: d.nodes})
+		}
+		if lv.key == key {
+			own = domains
+		}
+	}
+	if required {
+		plan.Room = room(own, key, need)
+		plan.Unplaced = pl.unplaced(job, t, key, own, need, pinned != nil)
+	}
+	return plan, nil
+}
+
+// resolve returns the label key of t's level ("" for a tier above every
+// level) and whether it is required.
+func (pl *TopologyAware) resolve(t *framework.TopologyConstraint) (string, bool) {
+	if t.Key != "" {
+		return t.Key, t.Required
+	}
+	if int(t.Tier) > len(pl.narrowFirst) || t.Tier < 1 {
+		return "", false
+	}
+	return pl.narrowFirst[t.Tier-1], t.Required
+}
+
+// searchOrder lists the levels to search for a constraint on key: the
+// configured levels narrower than key, narrowest first, then key itself
+// and, when only preferred, the wider levels.
+func (pl *TopologyAware) searchOrder(key string, required bool) []level {
+	i := slices.Index(pl.args.Levels, key)
+	if i < 0 {
+		return []level{{key: key, limit: pl.args.MaxPlacements}}
+	}
+	var out []level
+	if pl.args.MaxNarrowerPlacements > 0 {
+		for j := len(pl.args.Levels) - 1; j > i; j-- {
+			out = append(out, level{key: pl.args.Levels[j], limit: pl.args.MaxNarrowerPlacements})
+		}
+	}
+	out = append(out, level{key: key, limit: pl.args.MaxPlacements})
+	if !required {
+		for j := i - 1; j >= 0; j-- {
+			out = append(out, level{key: pl.args.Levels[j], limit: pl.args.MaxNarrowerPlacements})
+		}
+	}
+	return out
+}
+
+// domain is the nodes with one value of a level's label.
+type domain struct {
+	value string
+	nodes []*framework.NodeInfo
+	// free sums what the nodes have idle (never below zero per node);
+	// allocatable sums what they allocate, less external usage.
+	free, allocatable resources.Resource
+}
+
+// group splits nodes by their value of key. With pinned (the job already
+// runs on those nodes) only the domain holding all of them is kept; ok is
+// false when they are in several domains of this level.
+func group(nodes []*framework.NodeInfo, key string, pinned map[string]bool) (_ []*domain, ok bool) {
+	byValue := map[string]*domain{}
+	var out []*domain
+	pinnedValue, pinnedSeen := "", false
+	for _, n := range nodes {
+		if n.Node == nil {
+			continue
+		}
+		v, has := n.Node.Labels[key]
+		if pinned[n.Name()] {
+			if !has || (pinnedSeen && v != pinnedValue) {
+				return nil, false
+			}
+			pinnedValue, pinnedSeen = v, true
+		}
+		if !has {
+			continue
+		}
+		d := byValue[v]
+		if d == nil {
+			d = &domain{value: v}
+			byValue[v] = d
+			out = append(out, d)
+		}
+		d.nodes = append(d.nodes, n)
+		addNonNegative(&d.free, n.Idle())
+		alloc := n.Schedulable.Clone()
+		alloc.Sub(n.External)
+		addNonNegative(&d.allocatable, alloc)
+	}
+	if pinned != nil {
+		if d := byValue[pinnedValue]; pinnedSeen && d != nil {
+			return []*domain{d}, true
+		}
+		return nil, false
+	}
+	return out, true
+}
+
+// fitting returns the domains whose free resources can hold need, the
+// one need fills most first (best fit: what is left stays in the domains
+// with the most room), ties by value.
+func fitting(domains []*domain, need resources.Resource) []*domain {
+	var out []*domain
+	ratios := map[*domain]float64{}
+	for _, d := range domains {
+		if r := ratio(d.free, need); r >= 1 {
+			out = append(out, d)
+			ratios[d] = r
+		}
+	}
+	slices.SortFunc(out, func(a, b *domain) int {
+		if ra, rb := ratios[a], ratios[b]; ra != rb {
+			if ra < rb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.value, b.value)
+	})
+	return out
+}
+
+// room returns the domains preemption may make room in: those whose
+// allocatable can hold need, the most free first (the fewest victims),
+// at most roomPlacements.
+func room(domains []*domain, key string, need resources.Resource) []framework.Placement {
+	var cands []*domain
+	for _, d := range domains {
+		if ratio(d.allocatable, need) >= 1 {
+			cands = append(cands, d)
+		}
+	}
+	slices.SortFunc(cands, func(a, b *domain) int {
+		if ra, rb := ratio(a.free, need), ratio(b.free, need); ra != rb {
+			if ra > rb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.value, b.value)
+	})
+	var out []framework.Placement
+	for _, d := range cands[:min(len(cands), roomPlacements)] {
+		out = append(out, framework.Placement{Name: key + "=" + d.value, Nodes: d.nodes})
+	}
+	return out
+}
+
+// ratio is how many times need fits in have, by the scarcest resource
+// need asks for (the pod count included); +Inf when need is empty.
+func ratio(have, need resources.Resource) float64 {
+	r := math.Inf(1)
+	take := func(h, n int64) {
+		if n > 0 {
+			r = min(r, float64(h)/float64(n))
+		}
+	}
+	take(have.MilliCPU, need.MilliCPU)
+	take(have.Memory, need.Memory)
+	take(have.EphemeralStorage, need.EphemeralStorage)
+	take(have.Pods, need.Pods)
+	for name, n := range need.Scalar {
+		take(have.Scalar[name], n)
+	}
+	return r
+}
+
+// quorumNeed sums the requests of the pods the job must still place to
+// reach its quorum (its first pending pods), with their pod count.
+func quorumNeed(job *framework.Job) resources.Resource {
+	q := max(int(job.MinAvailable)-job.Bound, 1)
+	var need resources.Resource
+	for _, pod := range job.Pending[:min(q, len(job.Pending))] {
+		r := resources.PodRequests(pod)
+		r.Pods = 1
+		need.Add(r)
+	}
+	return need
+}
+
+// placedNodes returns the names of the nodes the job runs on; nil when it
+// runs nowhere yet.
+func placedNodes(job *framework.Job) map[string]bool {
+	if len(job.PlacedNodes) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(job.PlacedNodes))
+	for _, n := range job.PlacedNodes {
+		out[n] = true
+	}
+	return out
+}
+
+// addNonNegative adds the positive amounts of r to sum.
+func addNonNegative(sum *resources.Resource, r resources.Resource) {
+	sum.MilliCPU += max(r.MilliCPU, 0)
+	sum.Memory += max(r.Memory, 0)
+	sum.EphemeralStorage += max(r.EphemeralStorage, 0)
+	sum.Pods += max(r.Pods, 0)
+	for name, v := range r.Scalar {
+		if v > 0 {
+			if sum.Scalar == nil {
+				sum.Scalar = map[v1.ResourceName]int64{}
+			}
+			sum.Scalar[name] += v
+		}
+	}
+}
+
+// unplaced says why no domain of key can hold the job.
+func (pl *TopologyAware) unplaced(job *framework.Job, t *framework.TopologyConstraint, key string, domains []*domain, need resources.Resource, pinned bool) string {
+	head := fmt.Sprintf("gang %s must run within one %s domain (%s)", job.ID, key, t.Source)
+	var largest *domain
+	for _, d := range domains {
+		if largest == nil || ratio(d.free, need) > ratio(largest.free, need) {
+			largest = d
+		}
+	}
+	switch {
+	case pinned && largest == nil:
+		return head + ": its running pods are not within one such domain"
+	case largest == nil:
+		return head + ": no node has label " + key
+	case ratio(largest.free, need) >= 1:
+		return head + ": none of them fits it"
+	}
+	where := "the largest free"
+	if pinned {
+		where = "the one it runs in"
+	}
+	return fmt.Sprintf("%s: its quorum needs %s; %s, %s=%s, has %s free", head, amounts(need, need), where, key, largest.value, amounts(largest.free, need))
+}
+
+// amounts renders the amounts of r that need asks for, e.g.
+// "cpu 4, memory 8Gi, nvidia.com/gpu 8, pods 2".
+func amounts(r, need resources.Resource) string {
+	var parts []string
+	if need.MilliCPU > 0 {
+		parts = append(parts, "cpu "+resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI).String())
+	}
+	if need.Memory > 0 {
+		parts = append(parts, "memory "+resource.NewQuantity(r.Memory, resource.BinarySI).String())
+	}
+	if need.EphemeralStorage > 0 {
+		parts = append(parts, "ephemeral-storage "+resource.NewQuantity(r.EphemeralStorage, resource.BinarySI).String())
+	}
+	var scalars []string
+	for name, v := range need.Scalar {
+		if v > 0 {
+			scalars = append(scalars, fmt.Sprintf("%s %d", name, r.Scalar[name]))
+		}
+	}
+	slices.Sort(scalars)
+	parts = append(parts, scalars...)
+	parts = append(parts, fmt.Sprintf("pods %d", r.Pods))
+	return strings.Join(parts, ", ")
+}
