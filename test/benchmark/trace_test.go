@@ -427,7 +427,19 @@ func startTraceKubeScheduler(b *testing.B, s traceSettings, cp *controlplane.Con
 func clearTraceNamespace(b testing.TB, client kubernetes.Interface, ns string) {
 	b.Helper()
 	background := metav1.DeletePropagationBackground
-	if err := client.BatchV1().Jobs(ns).DeleteCollection(b.Context(), metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{}); err != nil {
+	// Thousands of Jobs in one request may outlast the API server's
+	// timeout on a loaded machine; what was deleted stays deleted, so
+	// the request is retried.
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 2 * time.Second)
+		}
+		if err = client.BatchV1().Jobs(ns).DeleteCollection(b.Context(), metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{}); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		b.Fatalf("deleting the Jobs of %s: %v", ns, err)
 	}
 	clearNamespace(b, client, ns)

@@ -51,7 +51,8 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		return m.Run()
-	}, controlplane.WithFeatureGates("GenericWorkload=true"), controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true"),
+	}, controlplane.WithFeatureGates("GenericWorkload=true", "TopologyAwareWorkloadScheduling=true"),
+		controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true"),
 		controlplane.WithControllers(impersonatedControllers()...))
 }
 

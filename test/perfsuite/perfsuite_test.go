@@ -129,7 +129,7 @@ func TestUnsupportedNamesTheMissingFeature(t *testing.T) {
 	_, cases := loadUpstream(t)
 	want := map[string]string{
 		"SchedulingWithResourceClaimTemplate": "Dynamic Resource Allocation",
-		"TopologyAwareScheduling":             "topology-aware gangs",
+		"TopologyAwareScheduling":             "",
 		"SchedulingCSIPVs":                    "volumes",
 		"SchedulingBasic":                     "",
 		"GangScheduling":                      "",

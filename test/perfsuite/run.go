@@ -87,8 +87,6 @@ func Unsupported(tc *TestCase, w *Workload) string {
 	switch {
 	case gates["DynamicResourceAllocation"] || gates["DRAWorkloadResourceClaims"]:
 		return "Dynamic Resource Allocation: batch-scheduler does not allocate devices yet (issue 21)"
-	case gates["TopologyAwareWorkloadScheduling"]:
-		return "topology-aware gangs: batch-scheduler does not read PodGroup topology constraints yet (issue 21)"
 	}
 	var check func(op *Op) string
 	check = func(op *Op) string {
