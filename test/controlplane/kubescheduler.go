@@ -31,8 +31,8 @@ leaderElection:
 // default), until the test ends. The
 // returned stop stops it sooner; it may be called more than once. Its log
 // is in the test's temporary directory; the last 4000 bytes are logged if
-// the test failed.
-func (cp *ControlPlane) StartKubeScheduler(t testing.TB, qps int) (stop func()) {
+// the test failed. args are more flags, e.g. --feature-gates=....
+func (cp *ControlPlane) StartKubeScheduler(t testing.TB, qps int, args ...string) (stop func()) {
 	t.Helper()
 	assets, err := AssetsDir()
 	if err != nil {
@@ -52,7 +52,7 @@ func (cp *ControlPlane) StartKubeScheduler(t testing.TB, qps int) (stop func()) 
 	if err != nil {
 		t.Fatalf("creating kube-scheduler's log: %v", err)
 	}
-	cmd := exec.Command(bin, "--config", cfgPath, "--secure-port=0", "-v=2")
+	cmd := exec.Command(bin, append([]string{"--config", cfgPath, "--secure-port=0", "-v=2"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

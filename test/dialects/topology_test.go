@@ -14,15 +14,15 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
-// addRack adds n nodes of 1 CPU labelled key=rack and returns their
+// addRack adds n nodes of cpu CPUs labelled key=rack and returns their
 // names.
-func addRack(t *testing.T, key, rack string, n int) map[string]bool {
+func addRack(t *testing.T, key, rack string, n int, cpu string) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
 	for range n {
 		name := "n-" + rack + "-" + utilrand.String(4)
 		node := st.MakeNode().Name(name).Label(key, rack).Label("kubernetes.io/hostname", name).
-			Allocatable(map[v1.ResourceName]string{"cpu": "1", "memory": "8Gi", "pods": "110"}).Obj()
+			Allocatable(map[v1.ResourceName]string{"cpu": cpu, "memory": "8Gi", "pods": "110"}).Obj()
 		if _, err := controlplane.CreateNode(t.Context(), cp.Client, node); err != nil {
 			t.Fatalf("creating node %s: %v", name, err)
 		}
@@ -48,8 +48,8 @@ func allWithin(t *testing.T, ns string, nodes map[string]bool, what string) {
 func TestNativePodGroupTopology(t *testing.T) {
 	ns := createNamespace(t)
 	key := "e2e.batch-scheduler.io/rack-" + utilrand.String(5)
-	addRack(t, key, "a", 4)
-	addRack(t, key, "b", 4)
+	addRack(t, key, "a", 4, "1")
+	addRack(t, key, "b", 4, "1")
 	startScheduler(t)
 	createObject(t, nativeGVR, ns, podGroup("scheduling.k8s.io/v1beta1", ns, "tg", map[string]any{
 		"schedulingPolicy":      map[string]any{"gang": map[string]any{"minCount": int64(8)}},
@@ -66,7 +66,7 @@ func TestNativePodGroupTopology(t *testing.T) {
 	t.Logf("waiting: %s", msg)
 	stayBound(t, ns, 0, "no rack of 8 free nodes")
 
-	c := addRack(t, key, "c", 8)
+	c := addRack(t, key, "c", 8, "1")
 	waitBound(t, ns, 8, "rack c has 8 free nodes")
 	allWithin(t, ns, c, "rack c")
 }
@@ -78,8 +78,8 @@ func TestVolcanoNetworkTopology(t *testing.T) {
 	ns := createNamespace(t)
 	suffix := utilrand.String(5)
 	const rackLabel = "topology.kubernetes.io/rack"
-	addRack(t, rackLabel, "x-"+suffix, 2)
-	y := addRack(t, rackLabel, "y-"+suffix, 3)
+	addRack(t, rackLabel, "x-"+suffix, 2, "1")
+	y := addRack(t, rackLabel, "y-"+suffix, 3, "1")
 	startScheduler(t)
 	createObject(t, volcanoGVR, ns, podGroup("scheduling.volcano.sh/v1beta1", ns, "vt", map[string]any{
 		"minMember": int64(3), "networkTopology": map[string]any{"mode": "hard", "highestTierAllowed": int64(1)},
@@ -97,8 +97,8 @@ func TestVolcanoNetworkTopology(t *testing.T) {
 func TestTopologyAnnotation(t *testing.T) {
 	ns := createNamespace(t)
 	key := "e2e.batch-scheduler.io/rack-" + utilrand.String(5)
-	addRack(t, key, "a", 2)
-	b := addRack(t, key, "b", 2)
+	addRack(t, key, "a", 2, "1")
+	b := addRack(t, key, "b", 2, "1")
 	startScheduler(t)
 	bad := gangPod(ns, "bad-0").Annotation(framework.GroupNameAnnotation, "bad").Annotation(framework.MinAvailableAnnotation, "1").
 		Annotation(framework.TopologyRequiredAnnotation, "not a key").Obj()
