@@ -156,7 +156,7 @@ func TestPlacementsUnplacedNamesTheLargestFreeDomain(t *testing.T) {
 func TestPlacementsRoomForPreemption(t *testing.T) {
 	nodes := cluster(map[string][2]string{"r1": {"b1", "4"}, "r2": {"b1", "6"}, "r3": {"b1", "2"}})
 	for _, n := range nodes[:] {
-		n.AddPod(st.MakePod().Name("busy-"+n.Name()).Node(n.Name()).Req(res{v1.ResourceCPU: "1"}).Obj())
+		n.AddPod(st.MakePod().Name("busy-" + n.Name()).Node(n.Name()).Req(res{v1.ResourceCPU: "1"}).Obj())
 	}
 	plan, _ := newPlugin(t, "").Placements(context.Background(), nil, gangJob(4, &framework.TopologyConstraint{Key: RackLabel, Required: true}), nodes)
 	var room []string
