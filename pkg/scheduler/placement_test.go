@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,5 +156,36 @@ func TestBadTopologyAnnotationIsReported(t *testing.T) {
 	cond := podScheduledCondition(h.apiPod(pods[0]))
 	if cond == nil || !strings.Contains(cond.Message, "annotation "+framework.TopologyRequiredAnnotation+`="not a label key!"`) {
 		t.Fatalf("condition %+v does not name the bad annotation", cond)
+	}
+}
+
+// A high-priority gang that must share a rack preempts within one rack:
+// the rack with the most free room (the fewest victims), never a victim
+// in a rack the gang does not go to.
+func TestRequiredTopologyPreemptsWithinOneRack(t *testing.T) {
+	h := newHarness(t)
+	ev := newEvictions(h)
+	h.addRack("b1", "rack-a", 4, "1")
+	h.addRack("b1", "rack-b", 4, "1")
+	for i := range 4 {
+		h.addPod(running(fmt.Sprintf("low-a%d", i), fmt.Sprintf("rack-a-%d", i), 10, "1", i).Obj())
+	}
+	// rack-b has two free nodes: two victims make room there.
+	for i := range 2 {
+		h.addPod(running(fmt.Sprintf("low-b%d", i), fmt.Sprintf("rack-b-%d", i), 10, "1", i).Obj())
+	}
+	gang := gangPods("high", 4, "4", 100, "1")
+	for _, p := range gang {
+		p.Annotations[framework.TopologyRequiredAnnotation] = rackKey
+		h.addPod(p)
+	}
+	h.cycle()
+	if got, want := ev.evicted(), []string{"low-b0", "low-b1"}; !slices.Equal(got, want) {
+		t.Fatalf("evicted %v, want %v (the two pods of rack-b)", got, want)
+	}
+	for _, p := range gang {
+		if n := h.apiPod(p).Status.NominatedNodeName; !strings.HasPrefix(n, "rack-b-") {
+			t.Errorf("pod %s nominated to %q, want a node of rack-b", p.Name, n)
+		}
 	}
 }
