@@ -35,8 +35,15 @@ func (e *executor) updateAny(ctx context.Context, op *Op) error {
 		if err != nil {
 			return err
 		}
-		if _, err := res.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: "Strict"}, op.Subresources...); err != nil {
+		opts := metav1.UpdateOptions{FieldValidation: "Strict"}
+		if _, err := res.Update(ctx, obj, opts, op.Subresources...); err != nil {
 			return fmt.Errorf("updating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		// The object's status is written too, as upstream's runner does:
+		// an update of the object itself drops it (a node's capacity,
+		// say).
+		if _, err := res.UpdateStatus(ctx, obj, opts); err != nil {
+			return fmt.Errorf("updating the status of %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		if gap > 0 {
 			time.Sleep(gap)
