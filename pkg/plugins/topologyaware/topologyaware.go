@@ -94,9 +94,15 @@ func (pl *TopologyAware) Placements(_ context.Context, _ *framework.CycleState, 
 	need := quorumNeed(job)
 	pinned := placedNodes(job)
 	plan := &framework.PlacementPlan{Anywhere: !required}
+	rooms := roomsOf(nodes)
 	var own []*domain
 	for _, lv := range pl.searchOrder(key, required) {
-		domains, ok := group(nodes, lv.key, pinned)
+		if lv.key == HostnameLabel && lv.key != key && pinned == nil {
+			// Every node is a domain of its own: no grouping needed.
+			plan.Placements = append(plan.Placements, bestNodes(nodes, rooms, need, lv.limit)...)
+			continue
+		}
+		domains, ok := group(nodes, rooms, lv.key, pinned)
 		if !ok {
 			continue
 		}
@@ -157,16 +163,41 @@ type domain struct {
 	// free sums what the nodes have idle (never below zero per node);
 	// allocatable sums what they allocate, less external usage.
 	free, allocatable resources.Resource
+	// ratio is how many times the quorum fits in free (see fitting).
+	ratio float64
 }
 
-// group splits nodes by their value of key. With pinned (the job already
-// runs on those nodes) only the domain holding all of them is kept; ok is
-// false when they are in several domains of this level.
-func group(nodes []*framework.NodeInfo, key string, pinned map[string]bool) (_ []*domain, ok bool) {
-	byValue := map[string]*domain{}
-	var out []*domain
+// nodeRoom is what one node has idle (never below zero) and allocates
+// less external usage.
+type nodeRoom struct {
+	free, allocatable resources.Resource
+}
+
+// roomsOf returns the room of each of nodes, in their order: computed once
+// per job, for every level searched.
+func roomsOf(nodes []*framework.NodeInfo) []nodeRoom {
+	out := make([]nodeRoom, len(nodes))
+	for i, n := range nodes {
+		if n.Node == nil {
+			continue
+		}
+		addNonNegative(&out[i].free, n.Idle())
+		alloc := n.Schedulable.Clone()
+		alloc.Sub(n.External)
+		addNonNegative(&out[i].allocatable, alloc)
+	}
+	return out
+}
+
+// group splits nodes by their value of key; rooms are the nodes' rooms.
+// With pinned (the job already runs on those nodes) only the domain
+// holding all of them is kept; ok is false when they are in several
+// domains of this level.
+func group(nodes []*framework.NodeInfo, rooms []nodeRoom, key string, pinned map[string]bool) (_ []*domain, ok bool) {
+	index := map[string]int{}
+	var all []domain
 	pinnedValue, pinnedSeen := "", false
-	for _, n := range nodes {
+	for i, n := range nodes {
 		if n.Node == nil {
 			continue
 		}
@@ -180,25 +211,64 @@ func group(nodes []*framework.NodeInfo, key string, pinned map[string]bool) (_ [
 		if !has {
 			continue
 		}
-		d := byValue[v]
-		if d == nil {
-			d = &domain{value: v}
-			byValue[v] = d
-			out = append(out, d)
+		j, seen := index[v]
+		if !seen {
+			j = len(all)
+			index[v] = j
+			all = append(all, domain{value: v})
 		}
+		d := &all[j]
 		d.nodes = append(d.nodes, n)
-		addNonNegative(&d.free, n.Idle())
-		alloc := n.Schedulable.Clone()
-		alloc.Sub(n.External)
-		addNonNegative(&d.allocatable, alloc)
+		addNonNegative(&d.free, rooms[i].free)
+		addNonNegative(&d.allocatable, rooms[i].allocatable)
 	}
 	if pinned != nil {
-		if d := byValue[pinnedValue]; pinnedSeen && d != nil {
-			return []*domain{d}, true
+		if j, seen := index[pinnedValue]; pinnedSeen && seen {
+			return []*domain{&all[j]}, true
 		}
 		return nil, false
 	}
+	out := make([]*domain, len(all))
+	for j := range all {
+		out[j] = &all[j]
+	}
 	return out, true
+}
+
+// bestNodes proposes the nodes that can hold need on their own, the one
+// need fills most first, at most limit: the hostname level without
+// building a domain per node.
+func bestNodes(nodes []*framework.NodeInfo, rooms []nodeRoom, need resources.Resource, limit int) []framework.Placement {
+	type pick struct {
+		i int
+		r float64
+	}
+	var best []pick // sorted, at most limit
+	for i, n := range nodes {
+		if n.Node == nil {
+			continue
+		}
+		r := ratio(rooms[i].free, need)
+		if r < 1 || (len(best) == limit && r >= best[limit-1].r) {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(best, r, func(p pick, r float64) int {
+			if p.r <= r {
+				return -1
+			}
+			return 1
+		})
+		best = slices.Insert(best, at, pick{i: i, r: r})
+		if len(best) > limit {
+			best = best[:limit]
+		}
+	}
+	out := make([]framework.Placement, len(best))
+	for j, p := range best {
+		n := nodes[p.i]
+		out[j] = framework.Placement{Name: HostnameLabel + "=" + n.Name(), Nodes: []*framework.NodeInfo{n}}
+	}
+	return out
 }
 
 // fitting returns the domains whose free resources can hold need, the
@@ -206,16 +276,14 @@ func group(nodes []*framework.NodeInfo, key string, pinned map[string]bool) (_ [
 // with the most room), ties by value.
 func fitting(domains []*domain, need resources.Resource) []*domain {
 	var out []*domain
-	ratios := map[*domain]float64{}
 	for _, d := range domains {
-		if r := ratio(d.free, need); r >= 1 {
+		if d.ratio = ratio(d.free, need); d.ratio >= 1 {
 			out = append(out, d)
-			ratios[d] = r
 		}
 	}
 	slices.SortFunc(out, func(a, b *domain) int {
-		if ra, rb := ratios[a], ratios[b]; ra != rb {
-			if ra < rb {
+		if a.ratio != b.ratio {
+			if a.ratio < b.ratio {
 				return -1
 			}
 			return 1

@@ -39,7 +39,7 @@ func gangJob(n int, t *framework.TopologyConstraint) *framework.Job {
 	return job
 }
 
-func newPlugin(t *testing.T, args string) *TopologyAware {
+func newPlugin(t testing.TB, args string) *TopologyAware {
 	t.Helper()
 	var r *config.Section
 	if args != "" {
