@@ -3,6 +3,9 @@
 // the job's profile (a frameworkruntime.Framework) over it:
 //
 //	PreFilter(job)                       whole job: e.g. gang has all its tasks
+//	Placements(job)                      the domains to try (e.g. racks), if
+//	                                     a PlacementPlugin has a say; then,
+//	                                     per domain until one is admitted:
 //	for each pending pod:
 //	    Filter(pod, node) on every node  in parallel; a diagnosis per node
 //	    Score(pod, feasible nodes)       weighted; the best node wins
