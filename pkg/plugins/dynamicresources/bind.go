@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package dynamicresources
 
 import (
@@ -44,10 +43,9 @@ type reservedClaim struct {
 	allocation *resourceapi.AllocationResult
 	// tracked: the pod is a consumer of the claim's entry in inFlight.
 	tracked bool
-	// wrote: Bind added the pod to the claim's reservedFor; allocated:
-	// Bind also wrote the allocation. Set by Bind, read by Unreserve;
-	// guarded by reservations.mu.
-	wrote, allocated bool
+	// wrote: Bind added the pod to the claim's reservedFor. Set by Bind,
+	// read by Unreserve; guarded by reservations.mu.
+	wrote bool
 }
 
 // reservations holds the claims of each placed pod of the cycle.
@@ -147,8 +145,9 @@ func take(state *framework.CycleState, pod *v1.Pod, remove bool) (*reservations,
 
 // Unreserve implements framework.ReservePlugin: it releases the devices
 // held for the pod and, when Bind already wrote the pod into a claim's
-// reservedFor (the pod's own bind failed later), takes it out again and
-// drops the allocation Bind wrote if no other consumer is left.
+// reservedFor (the pod's own bind failed later), takes it out again and,
+// for a claim this scheduler allocated, drops the allocation when no
+// other consumer is left.
 func (pl *DynamicResources) Unreserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ string) {
 	r, claims := take(state, pod, true)
 	if len(claims) == 0 {
@@ -157,10 +156,12 @@ func (pl *DynamicResources) Unreserve(ctx context.Context, state *framework.Cycl
 	logger := klog.FromContext(ctx)
 	for _, rc := range claims {
 		r.mu.Lock()
-		wrote, allocated := rc.wrote, rc.allocated
+		wrote := rc.wrote
 		r.mu.Unlock()
 		if wrote {
-			if err := pl.unwrite(ctx, rc.claim, pod, allocated); err != nil {
+			// A claim this scheduler allocated (this pod's Bind or a
+			// gang mate's) loses its allocation with its last consumer.
+			if err := pl.unwrite(ctx, rc.claim, pod, rc.allocation != nil); err != nil {
 				logger.Error(err, "Undoing the reservation of a resourceclaim for a pod whose binding failed",
 					"pod", klog.KObj(pod), "resourceclaim", klog.KObj(rc.claim))
 			}
@@ -200,7 +201,6 @@ func (pl *DynamicResources) Bind(ctx context.Context, state *framework.CycleStat
 		}
 		r.mu.Lock()
 		rc.wrote = true
-		rc.allocated = rc.allocated || allocated
 		r.mu.Unlock()
 		if rc.tracked {
 			pl.inFlight.written(rc.claim.UID, pod.UID)
@@ -256,9 +256,10 @@ func reserveFor(ctx context.Context, client kubernetes.Interface, rc *reservedCl
 	return allocated, err
 }
 
-// unwrite takes pod out of the claim's reservedFor and, when wroteAlloc
-// and no consumer is left, drops the allocation (and the finalizer).
-func (pl *DynamicResources) unwrite(ctx context.Context, claim *resourceapi.ResourceClaim, pod *v1.Pod, wroteAlloc bool) error {
+// unwrite takes pod out of the claim's reservedFor and, when ours (this
+// scheduler allocated it) and no consumer is left, drops the allocation
+// (and the finalizer).
+func (pl *DynamicResources) unwrite(ctx context.Context, claim *resourceapi.ResourceClaim, pod *v1.Pod, ours bool) error {
 	client := pl.handle.ClientSet()
 	if client == nil {
 		return fmt.Errorf("no clientset")
@@ -274,7 +275,7 @@ func (pl *DynamicResources) unwrite(ctx context.Context, claim *resourceapi.Reso
 		cur.Status.ReservedFor = slices.DeleteFunc(cur.Status.ReservedFor, func(ref resourceapi.ResourceClaimConsumerReference) bool {
 			return ref.UID == pod.UID
 		})
-		dealloc := wroteAlloc && len(cur.Status.ReservedFor) == 0
+		dealloc := ours && len(cur.Status.ReservedFor) == 0
 		if dealloc {
 			cur.Status.Allocation = nil
 		}

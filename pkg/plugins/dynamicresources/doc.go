@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package dynamicresources implements the DynamicResources plugin: it
 // allocates the devices of a pod's ResourceClaims (Dynamic Resource
 // Allocation, resource.k8s.io/v1) with the structured-parameters

@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package dynamicresources
 
 import (
@@ -356,7 +355,9 @@ func addDevices(set sets.Set[structured.DeviceID], a *resourceapi.AllocationResu
 }
 
 // classLister adapts the informer's lister to the allocator's interface.
-type classLister struct{ l resourcelisters.DeviceClassLister }
+type classLister struct {
+	l resourcelisters.DeviceClassLister
+}
 
 func (c classLister) List() ([]*resourceapi.DeviceClass, error) { return c.l.List(labels.Everything()) }
 func (c classLister) Get(name string) (*resourceapi.DeviceClass, error) {
