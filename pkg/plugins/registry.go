@@ -9,6 +9,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/capacity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultbinder"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultpreemption"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/dynamicresources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeaffinity"
@@ -43,6 +44,7 @@ var inTree = []namedFactory{
 	{nodevolumelimits.Name, nodevolumelimits.New},
 	{volumebinding.Name, volumebinding.New},
 	{volumezone.Name, volumezone.New},
+	{dynamicresources.Name, dynamicresources.New},
 	{interpodaffinity.Name, interpodaffinity.New},
 	{podtopologyspread.Name, podtopologyspread.New},
 	{capacity.Name, capacity.New},
@@ -75,16 +77,16 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 //	queueSort: PrioritySort
 //	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit,
 //	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-//	           PodTopologySpread, InterPodAffinity
+//	           PodTopologySpread, InterPodAffinity, DynamicResources
 //	filter:    NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
 //	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-//	           PodTopologySpread, InterPodAffinity
+//	           PodTopologySpread, InterPodAffinity, DynamicResources
 //	preScore:  PodTopologySpread, InterPodAffinity
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1),
 //	           InterPodAffinity (1), PodTopologySpread (1)
-//	reserve:   VolumeBinding
+//	reserve:   VolumeBinding, DynamicResources
 //	permit:    Gang
-//	bind:      VolumeBinding, DefaultBinder
+//	bind:      VolumeBinding, DynamicResources, DefaultBinder
 //
 // Gang comes first at PreFilter, so that a gang still waiting for tasks is
 // rejected before anything is computed for it. NodeAffinity, NodePorts and
@@ -102,8 +104,12 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // for a pod without volumes of their kind. VolumeBinding reserves the
 // volumes it picked and, as the first Bind plugin, binds them and waits
 // for the claims before it passes the pod to DefaultBinder (what
-// kube-scheduler does at PreBind). The result is fresh: callers may change
-// it.
+// kube-scheduler does at PreBind). DynamicResources comes last at
+// PreFilter and Filter, as in kube-scheduler: it allocates devices, the
+// costliest check, only on nodes every other filter admitted; it holds
+// the devices it picked at Reserve and writes the claims' allocations as a
+// Bind plugin before DefaultBinder (kube-scheduler's PreBind). The result
+// is fresh: callers may change it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
 		set := make(frameworkruntime.PluginSet, len(names))
@@ -118,10 +124,10 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, capacity.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
 				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
-				podtopologyspread.Name, interpodaffinity.Name),
+				podtopologyspread.Name, interpodaffinity.Name, dynamicresources.Name),
 			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, tainttoleration.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
 				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
-				podtopologyspread.Name, interpodaffinity.Name),
+				podtopologyspread.Name, interpodaffinity.Name, dynamicresources.Name),
 			frameworkruntime.PreScorePoint: refs(podtopologyspread.Name, interpodaffinity.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
@@ -130,10 +136,10 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 				{Name: interpodaffinity.Name, Weight: 1},
 				{Name: podtopologyspread.Name, Weight: 1},
 			},
-			frameworkruntime.ReservePoint:    refs(capacity.Name, volumebinding.Name),
+			frameworkruntime.ReservePoint:    refs(capacity.Name, volumebinding.Name, dynamicresources.Name),
 			frameworkruntime.PermitPoint:     refs(gang.Name),
 			frameworkruntime.PostFilterPoint: refs(capacity.ReclaimName, defaultpreemption.Name),
-			frameworkruntime.BindPoint:       refs(volumebinding.Name, defaultbinder.Name),
+			frameworkruntime.BindPoint:       refs(volumebinding.Name, dynamicresources.Name, defaultbinder.Name),
 		},
 	}
 }
