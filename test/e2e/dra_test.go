@@ -285,3 +285,43 @@ func TestDRABadInput(t *testing.T) {
 	waitUnschedulable(t, ns, "p", `resourceclaim "noclass", request "gpus": device class "no-such-class-`+ns+`" does not exist`)
 	waitUnschedulable(t, ns, "q", `resourceclaim "missing" of pod claim "gpus" not found`)
 }
+
+// A pod whose claim comes from a ResourceClaimTemplate waits until the
+// real kube-controller-manager (its resource claim controller) created
+// the claim and named it in the pod's status; then the claim is allocated
+// and the pod bound.
+func TestDRAClaimFromTemplate(t *testing.T) {
+	ns := createNamespace(t)
+	class := mustDeviceClass(t, ns)
+	mustNode(t, poolNode(t, ns+"-n1", res{"cpu": "16", "memory": "64Gi", "pods": "110"}).Obj())
+	publishGPUs(t, ns+"-n1", 8)
+	startPoolScheduler(t)
+	tmpl := &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpus"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpus", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4,
+			}}},
+		}}},
+	}
+	if _, err := cp.Client.ResourceV1().ResourceClaimTemplates(ns).Create(t.Context(), tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating ResourceClaimTemplate: %v", err)
+	}
+	p := st.MakePod().Namespace(ns).Name("p").Req(res{"cpu": "1"}).Obj()
+	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: &tmpl.Name}}
+	p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpus"}}
+	mustPod(t, p)
+	placed := waitForPods(t, ns, "the pod bound", func(n map[string]string) bool { return n["p"] != "" })
+	pod, err := cp.Client.CoreV1().Pods(ns).Get(t.Context(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.Status.ResourceClaimStatuses) != 1 || pod.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+		t.Fatalf("pod's resourceClaimStatuses = %+v, want the generated claim", pod.Status.ResourceClaimStatuses)
+	}
+	name := *pod.Status.ResourceClaimStatuses[0].ResourceClaimName
+	if c := getClaim(t, ns, name); !metav1.IsControlledBy(c, pod) {
+		t.Errorf("claim %s is not controlled by the pod: %+v", name, c.OwnerReferences)
+	}
+	checkAllocatedOn(t, ns, name, placed["p"], 4, "p")
+}
