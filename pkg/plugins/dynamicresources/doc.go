@@ -71,7 +71,9 @@ limitations under the License.
 // for the PodGroup (its pods are reserved one by one; see
 // docs/scheduling.md).
 //
-// Args: none; non-empty args are an error.
+// Args: none of its own; kube-scheduler's DynamicResourcesArgs are
+// accepted with filterTimeout: 0s (no limit, what this plugin does); any
+// other value or field is an error.
 //
 // Events: ResourceClaim adds, updates and deletes (a hint retries a job
 // for its pods' claims and for claims whose devices were freed),

@@ -84,10 +84,16 @@ var (
 	_ framework.EnqueueExtensions  = &DynamicResources{}
 )
 
-// New is the plugin's framework.PluginFactory. It takes no args and needs
-// a Handle with an informer factory (and a clientset to bind).
+// kubeDefaults are kube-scheduler's DynamicResourcesArgs this plugin
+// behaves as if given: its Filter has no time limit (filterTimeout 0s;
+// kube-scheduler's default is 10s, which is refused rather than ignored).
+var kubeDefaults = pluginutil.KubeDefaults{"filterTimeout": {`"0s"`}}
+
+// New is the plugin's framework.PluginFactory. It takes no args of its
+// own (kube-scheduler's are accepted at kubeDefaults) and needs a Handle
+// with an informer factory (and a clientset to bind).
 func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
-	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}
 	f, err := pluginutil.InformerFactory(Name, h)

@@ -302,3 +302,25 @@ func TestClaimHint(t *testing.T) {
 		})
 	}
 }
+
+// TestArgs: kube-scheduler's args are accepted only at what the plugin
+// does.
+func TestArgs(t *testing.T) {
+	for _, tt := range []struct {
+		args string
+		ok   bool
+	}{
+		{"", true},
+		{"filterTimeout: 0s", true},
+		{"filterTimeout: 10s", false},
+		{"bogus: 1", false},
+	} {
+		_, err := New(t.Context(), strings.NewReader(tt.args), testutil.NewHandle())
+		if (err == nil) != tt.ok {
+			t.Errorf("args %q: err = %v, want ok %v", tt.args, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), Name) {
+			t.Errorf("args %q: error %q does not name the plugin", tt.args, err)
+		}
+	}
+}
