@@ -256,7 +256,7 @@ func TestEvictionSimulation(t *testing.T) {
 	victim2 := podWith("victim2", "sc")
 	victim2.Spec.NodeName = "n1"
 	vc := allocated(claim("vc", "gpu", 1), "n1", []string{"gpu-0"}, victim)
-	sc := allocated(claim("sc", "gpu", 1), "n1", []string{"gpu-1"}, stays, victim2)
+	sc := allocated(claim("sc", "gpu", 1), "n1", []string{"gpu-1"}, victim2, stays)
 	objs := []runtime.Object{gpuClass(), slice("n1", 2), vc, sc, victim, stays, victim2, claim("want1", "gpu", 1), claim("want2", "gpu", 2)}
 	e := newEnv(t, []*v1.Node{gpuNode("n1")}, objs...)
 	// The simulation took both victims off n1; stays remains.
