@@ -195,7 +195,7 @@ func (pl *DynamicResources) Bind(ctx context.Context, state *framework.CycleStat
 	}
 	logger := klog.FromContext(ctx)
 	for _, rc := range claims {
-		allocated, err := reserveFor(ctx, client, rc, pod)
+		allocated, rv, err := reserveFor(ctx, client, rc, pod)
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("reserving resourceclaim %s for pod %s: %w", klog.KObj(rc.claim), klog.KObj(pod), err))
 		}
@@ -203,7 +203,7 @@ func (pl *DynamicResources) Bind(ctx context.Context, state *framework.CycleStat
 		rc.wrote = true
 		r.mu.Unlock()
 		if rc.tracked {
-			pl.inFlight.written(rc.claim.UID, pod.UID)
+			pl.inFlight.written(rc.claim.UID, pod.UID, rv)
 		}
 		logger.V(2).Info("Reserved resourceclaim for pod", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(rc.claim), "allocated", allocated)
 	}
@@ -211,8 +211,10 @@ func (pl *DynamicResources) Bind(ctx context.Context, state *framework.CycleStat
 }
 
 // reserveFor writes rc's allocation if the claim has none and adds pod to
-// its reservedFor; allocated reports whether it wrote the allocation.
-func reserveFor(ctx context.Context, client kubernetes.Interface, rc *reservedClaim, pod *v1.Pod) (allocated bool, err error) {
+// its reservedFor; allocated reports whether it wrote the allocation, rv
+// is the claim's resourceVersion after the write (or as read, when there
+// was nothing to write).
+func reserveFor(ctx context.Context, client kubernetes.Interface, rc *reservedClaim, pod *v1.Pod) (allocated bool, rv string, err error) {
 	claims := client.ResourceV1().ResourceClaims(rc.claim.Namespace)
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		allocated = false
@@ -220,6 +222,7 @@ func reserveFor(ctx context.Context, client kubernetes.Interface, rc *reservedCl
 		if err != nil {
 			return err
 		}
+		rv = cur.ResourceVersion
 		if cur.UID != rc.claim.UID {
 			return fmt.Errorf("the claim was deleted and created again")
 		}
@@ -250,10 +253,14 @@ func reserveFor(ctx context.Context, client kubernetes.Interface, rc *reservedCl
 			return fmt.Errorf("the claim is reserved for the maximum of %d consumers", resourceapi.ResourceClaimReservedForMaxSize)
 		}
 		cur.Status.ReservedFor = append(cur.Status.ReservedFor, consumer(pod))
-		_, err = claims.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
+		updated, err := claims.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		rv = updated.ResourceVersion
+		return nil
 	})
-	return allocated, err
+	return allocated, rv, err
 }
 
 // unwrite takes pod out of the claim's reservedFor and, when ours (this

@@ -17,12 +17,15 @@ limitations under the License.
 package dynamicresources
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
@@ -85,5 +88,42 @@ func TestBindSharedClaim(t *testing.T) {
 		if last && slices.Contains(got.Finalizers, resourceapi.Finalizer) {
 			t.Errorf("finalizer left after deallocation")
 		}
+	}
+}
+
+// TestInFlightForgottenOnceWritten: once Bind wrote a claim and the
+// informer caught up, the allocation in flight is forgotten, so that the
+// claim's devices are free again when it is deallocated (its pod
+// finished), even if no cycle ran while the informer showed it allocated.
+func TestInFlightForgottenOnceWritten(t *testing.T) {
+	e := newEnv(t, []*v1.Node{gpuNode("n1")}, gpuClass(), slice("n1", 8), claim("a", "gpu", 8), claim("b", "gpu", 1))
+	ctx := t.Context()
+	state := framework.NewCycleState()
+	pa := podWith("pa", "a")
+	if node, st := e.place(state, pa); node != "n1" {
+		t.Fatalf("pa: %q %v", node, st)
+	}
+	if st := e.pl.Bind(ctx, state, pa, "n1"); !st.IsSkip() {
+		t.Fatalf("Bind = %v", st)
+	}
+	// The claim controller deallocates the claim once pa is done.
+	claims := e.h.Client.ResourceV1().ResourceClaims(ns)
+	cur, err := claims.Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Status = resourceapi.ResourceClaimStatus{}
+	if _, err := claims.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		c, err := e.pl.claims.ResourceClaims(ns).Get("a")
+		return err == nil && c.Status.Allocation == nil && len(c.Finalizers) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the informer never showed the claim deallocated: %v", err)
+	}
+	if node, st := e.place(framework.NewCycleState(), podWith("pb", "b")); node != "n1" {
+		t.Fatalf("after deallocation, pb = %q, %v; the written allocation still holds the devices", node, st)
 	}
 }

@@ -158,6 +158,7 @@ func (pl *DynamicResources) PreFilterPod(ctx context.Context, state *framework.C
 	if len(claims) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
+	pl.pruneInFlight()
 	s := &podState{uid: pod.UID, byNode: map[string][]resourceapi.AllocationResult{}}
 	for _, claim := range claims {
 		ci := claimInfo{claim: claim, allocation: claim.Status.Allocation}
@@ -308,16 +309,30 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, nodes 
 	for _, p := range pl.inFlight.list() {
 		cur, err := pl.claims.ResourceClaims(p.namespace).Get(p.name)
 		if err == nil && cur.UID == p.uid && cur.Status.Allocation != nil {
-			// Counted above. Once every consumer is written, the
-			// informer's view is enough.
-			if p.allWritten {
-				pl.inFlight.forget(p.uid)
-			}
+			// Counted above.
 			continue
 		}
 		addDevices(taken, p.allocation)
 	}
 	return taken, nil
+}
+
+// pruneInFlight forgets the allocations in flight the informer caught up
+// with: written, and shown allocated, or at our write or later (the
+// claim may have been deallocated since), or gone.
+func (pl *DynamicResources) pruneInFlight() {
+	for _, p := range pl.inFlight.list() {
+		if !p.allWritten {
+			continue
+		}
+		cur, err := pl.claims.ResourceClaims(p.namespace).Get(p.name)
+		if err != nil {
+			cur = nil
+		}
+		if p.caughtUp(cur) {
+			pl.inFlight.forget(p.uid)
+		}
+	}
 }
 
 // freedInSimulation returns whether a claim's devices are free in an

@@ -17,6 +17,7 @@ limitations under the License.
 package dynamicresources
 
 import (
+	"strconv"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -26,7 +27,9 @@ import (
 // inFlight tracks the allocations this scheduler decided (Reserve) but the
 // informer does not show yet: from Reserve until Unreserve, or until
 // every pod reserved on the claim has been written to the claim's
-// reservedFor and the informer shows the claim allocated. Later pods of
+// reservedFor and the informer caught up (see pendingView.caughtUp: it
+// shows the claim allocated, or our write or a later version, e.g. the
+// claim deallocated again once its pods finished). Later pods of
 // the same gang, in the same cycle, and later cycles count its devices
 // as taken, and a pod sharing the claim reuses its allocation.
 //
@@ -45,6 +48,8 @@ type pendingClaim struct {
 	// consumers are the pods reserved on the claim in flight: false until
 	// Bind wrote the pod into the claim's reservedFor, true after.
 	consumers map[types.UID]bool
+	// writtenRV is the claim's resourceVersion after Bind's last write.
+	writtenRV string
 }
 
 func newInFlight() *inFlight {
@@ -89,15 +94,28 @@ func (f *inFlight) reserve(claim *resourceapi.ResourceClaim, allocation *resourc
 	return true
 }
 
-// written notes that Bind wrote pod into the claim's reservedFor.
-func (f *inFlight) written(uid, pod types.UID) {
+// written notes that Bind wrote pod into the claim's reservedFor, and the
+// claim's resourceVersion after the write.
+func (f *inFlight) written(uid, pod types.UID, rv string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if p := f.byClaim[uid]; p != nil {
 		if _, ok := p.consumers[pod]; ok {
 			p.consumers[pod] = true
 		}
+		if p.writtenRV == "" || newerRV(rv, p.writtenRV) {
+			p.writtenRV = rv
+		}
 	}
+}
+
+// newerRV reports whether resourceVersion a is newer than b. Resource
+// versions are opaque, but the API server's are etcd revisions: they are
+// compared as numbers where both are; otherwise only equality is known.
+func newerRV(a, b string) bool {
+	na, errA := strconv.ParseUint(a, 10, 64)
+	nb, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && na > nb
 }
 
 // release drops pod from the claim's consumers, and the entry once it has
@@ -122,6 +140,7 @@ type pendingView struct {
 	namespace, name string
 	allocation      *resourceapi.AllocationResult
 	allWritten      bool
+	writtenRV       string
 }
 
 // list returns a copy of the entries.
@@ -134,9 +153,23 @@ func (f *inFlight) list() []pendingView {
 		for _, w := range p.consumers {
 			all = all && w
 		}
-		out = append(out, pendingView{uid: uid, namespace: p.namespace, name: p.name, allocation: p.allocation, allWritten: all})
+		out = append(out, pendingView{uid: uid, namespace: p.namespace, name: p.name, allocation: p.allocation, allWritten: all, writtenRV: p.writtenRV})
 	}
 	return out
+}
+
+// caughtUp reports whether the informer's copy of the claim (nil: none)
+// shows what entry p held: every consumer is written and the informer has
+// the claim allocated, or holds our last write or a newer version, or no
+// longer has the claim.
+func (p pendingView) caughtUp(cur *resourceapi.ResourceClaim) bool {
+	if !p.allWritten {
+		return false
+	}
+	if cur == nil || cur.UID != p.uid || cur.Status.Allocation != nil {
+		return true
+	}
+	return cur.ResourceVersion == p.writtenRV || newerRV(cur.ResourceVersion, p.writtenRV)
 }
 
 // forget drops the entry of uid once the informer shows what it held,
