@@ -105,3 +105,37 @@ func TestDRAPreemptionSparesASharedClaim(t *testing.T) {
 		t.Fatalf("pods left %v: a pod was evicted although its claim stays in use", present(t, ns))
 	}
 }
+
+// A gang of two pods claiming 8 GPUs each preempts the low-priority pods
+// holding the GPUs of two nodes: both go, not one (the simulation does not
+// let the second pod count on the devices the first was placed with), and
+// the gang lands on the two nodes.
+func TestDRAPreemptionForAGang(t *testing.T) {
+	ns := createNamespace(t)
+	pc := priorityClasses(t)
+	class := mustDeviceClass(t, ns)
+	for i := range 2 {
+		node := fmt.Sprintf("%s-n%d", ns, i)
+		mustNode(t, poolNode(t, node, res{"cpu": "16", "memory": "64Gi", "pods": "110"}).Obj())
+		publishGPUs(t, node, 8)
+		low := mustPod(t, withResourceClaim(victim(ns, fmt.Sprintf("low-%d", i), node, pc["low"], "1"), fmt.Sprintf("held-%d", i)))
+		mustHeldClaim(t, ns, fmt.Sprintf("held-%d", i), class, node, 8, low)
+	}
+	startPoolScheduler(t)
+	for i := range 2 {
+		claim := fmt.Sprintf("want-%d", i)
+		mustGPUClaim(t, ns, claim, class, 8)
+		mustPod(t, withResourceClaim(preemptor(ns, fmt.Sprintf("high-%d", i), pc["high"], "1").Group("high").MinAvailable("2"), claim))
+	}
+	placed := waitForPods(t, ns, "the gang bound", func(n map[string]string) bool { return n["high-0"] != "" && n["high-1"] != "" })
+	if placed["high-0"] == placed["high-1"] {
+		t.Errorf("both pods of the gang on %s", placed["high-0"])
+	}
+	if p := present(t, ns); !slices.Equal(p, []string{"high-0", "high-1"}) {
+		t.Errorf("pods left %v, want the gang only", p)
+	}
+	for i := range 2 {
+		pod := fmt.Sprintf("high-%d", i)
+		checkAllocatedOn(t, ns, fmt.Sprintf("want-%d", i), placed[pod], 8, pod)
+	}
+}

@@ -63,7 +63,9 @@ limitations under the License.
 // Preemption: inside an eviction simulation (framework.IsEvictionSimulation)
 // the devices of a claim count as free only when every consumer in its
 // reservedFor is a running pod the simulation took off the nodes; a claim
-// shared with a pod that stays keeps its devices.
+// shared with a pod that stays keeps its devices; and the devices Filter
+// found for the preempting job's other pods, where the simulation placed
+// them (it does not Reserve), count as taken.
 //
 // Not supported: kube-scheduler's scoring of allocations, extended
 // resources backed by DRA, binding conditions, the allocators' alpha

@@ -57,6 +57,9 @@ const (
 const (
 	podStateKey framework.StateKey = Name + "/pod"
 	reservedKey framework.StateKey = Name + "/reserved"
+	// simulatedKey holds, inside an eviction simulation, the allocations
+	// Filter found for each pod of the preempting job per node.
+	simulatedKey framework.StateKey = Name + "/simulated"
 	// celCacheSize bounds the compiled CEL expressions kept.
 	celCacheSize = 10
 )
@@ -191,7 +194,7 @@ func (pl *DynamicResources) PreFilterPod(ctx context.Context, state *framework.C
 		s.claims = append(s.claims, ci)
 	}
 	if len(s.toAllocate) > 0 {
-		allocated, err := pl.allocatedDevices(state, nodes)
+		allocated, err := pl.allocatedDevices(state, pod, nodes)
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
 		}
@@ -289,17 +292,20 @@ func (pl *DynamicResources) checkClasses(claim *resourceapi.ResourceClaim) *fram
 // allocatedDevices returns the devices taken: by the allocations the
 // informer shows and by those in flight. Inside an eviction simulation, a
 // claim whose consumers are all running pods the simulation took off the
-// nodes counts as free; one shared with a pod that stays does not.
-func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, nodes []*framework.NodeInfo) (sets.Set[structured.DeviceID], error) {
+// nodes counts as free; one shared with a pod that stays does not; and
+// the devices Filter found for the preempting job's other pods, where the
+// simulation placed them, are taken (the simulation does not Reserve).
+func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (sets.Set[structured.DeviceID], error) {
 	claims, err := pl.claims.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing resourceclaims: %w", err)
 	}
+	taken := sets.New[structured.DeviceID]()
 	var freed func(*resourceapi.ResourceClaim) bool
 	if framework.IsEvictionSimulation(state) {
 		freed = pl.freedInSimulation(nodes)
+		simulatedOf(state).addPlaced(taken, pod, nodes)
 	}
-	taken := sets.New[structured.DeviceID]()
 	for _, c := range claims {
 		if c.Status.Allocation == nil || (freed != nil && freed(c)) {
 			continue
@@ -441,7 +447,68 @@ func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleSt
 	s.mu.Lock()
 	s.byNode[node.Name] = results
 	s.mu.Unlock()
+	if framework.IsEvictionSimulation(state) {
+		simulatedOf(state).record(pod.UID, node.Name, results)
+	}
 	return nil
+}
+
+// simulated holds, inside an eviction simulation, the allocations Filter
+// found for each pod per node: the simulation places the preempting job's
+// pods one after the other without Reserve, and a later pod must not
+// count on the devices an earlier one was placed with.
+type simulated struct {
+	mu    sync.Mutex // guards byPod; Filter runs on many nodes at once
+	byPod map[types.UID]map[string][]resourceapi.AllocationResult
+}
+
+// Clone implements framework.StateData; one store serves the cycle.
+func (s *simulated) Clone() framework.StateData { return s }
+
+// simulatedOf returns the cycle's store, creating it. The scheduler runs
+// a simulation's PreFilterPod calls one at a time, so two never race to
+// create it.
+func simulatedOf(state *framework.CycleState) *simulated {
+	if d, ok := state.Read(simulatedKey); ok {
+		if s, ok := d.(*simulated); ok {
+			return s
+		}
+	}
+	s := &simulated{byPod: map[types.UID]map[string][]resourceapi.AllocationResult{}}
+	state.Write(simulatedKey, s)
+	return s
+}
+
+// record notes the allocation Filter found for pod on node, the last one
+// it found there: that of the victims the simulation settled on.
+func (s *simulated) record(pod types.UID, node string, results []resourceapi.AllocationResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byPod[pod] == nil {
+		s.byPod[pod] = map[string][]resourceapi.AllocationResult{}
+	}
+	s.byPod[pod][node] = results
+}
+
+// addPlaced adds to taken the devices of the other pods the simulation
+// placed on nodes (they are on a node there, and Filter found an
+// allocation for them on it).
+func (s *simulated) addPlaced(taken sets.Set[structured.DeviceID], pod *v1.Pod, nodes []*framework.NodeInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.byPod) == 0 {
+		return
+	}
+	for _, n := range nodes {
+		for _, t := range n.Pods {
+			if t.Pod.UID == pod.UID {
+				continue
+			}
+			for i := range s.byPod[t.Pod.UID][n.Name()] {
+				addDevices(taken, &s.byPod[t.Pod.UID][n.Name()][i])
+			}
+		}
+	}
 }
 
 // claimNames renders claims' names for messages: "a", or "a, b".

@@ -324,3 +324,32 @@ func TestArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictionSimulationGang: the simulation places a preempting gang's
+// pods without Reserve; a later pod does not count on the devices an
+// earlier one was placed with.
+func TestEvictionSimulationGang(t *testing.T) {
+	victim := podWith("victim", "vc")
+	victim.Spec.NodeName = "n1"
+	vc := allocated(claim("vc", "gpu", 8), "n1", devices("gpu", 8), victim)
+	e := newEnv(t, []*v1.Node{gpuNode("n1")}, gpuClass(), slice("n1", 8), vc, victim, claim("a", "gpu", 8), claim("b", "gpu", 8))
+	sim := framework.NewCycleState()
+	framework.MarkEvictionSimulation(sim)
+	// The victim is off n1: the first pod fits there.
+	e.nodes = []*framework.NodeInfo{testutil.NodeInfo(t, gpuNode("n1"))}
+	p1, p2 := podWith("p1", "a"), podWith("p2", "b")
+	if st := e.pl.PreFilterPod(t.Context(), sim, p1, e.nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilterPod p1 = %v", st)
+	}
+	if st := e.pl.Filter(t.Context(), sim, p1, e.nodes[0]); !st.IsSuccess() {
+		t.Fatalf("Filter p1 = %v, want success once the victim is off", st)
+	}
+	// The simulation placed p1 on n1.
+	e.nodes = []*framework.NodeInfo{testutil.NodeInfo(t, gpuNode("n1"), p1)}
+	if st := e.pl.PreFilterPod(t.Context(), sim, p2, e.nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilterPod p2 = %v", st)
+	}
+	if st := e.pl.Filter(t.Context(), sim, p2, e.nodes[0]); st.Code() != framework.Unschedulable {
+		t.Errorf("Filter p2 = %v, want Unschedulable: p1 was placed with those devices", st)
+	}
+}
