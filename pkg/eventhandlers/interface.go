@@ -207,6 +207,37 @@ type ExternalWorkloadEventHandler interface {
 	DeleteExternalWorkload(obj any)
 }
 
+// ResourceClaimEventHandler, ResourceSliceEventHandler and
+// DeviceClassEventHandler are optional interfaces for the objects of
+// Dynamic Resource Allocation (resource.k8s.io/v1 ResourceClaims,
+// ResourceSlices and DeviceClasses). Their native informers are opt-in:
+// the cache starts one only when Options.Resources names its resource
+// (a plugin registered events of it, e.g. DynamicResources). A handler
+// that lacks the interface still gets the informer started and synced,
+// for the plugins' listers, but raises no event for it, so jobs those
+// objects keep out are retried only by other events and the
+// unschedulable timeout; the cache logs that once. The default handler
+// implements all three.
+type ResourceClaimEventHandler interface {
+	AddResourceClaim(obj any)
+	UpdateResourceClaim(oldObj, newObj any)
+	DeleteResourceClaim(obj any)
+}
+
+// ResourceSliceEventHandler: see ResourceClaimEventHandler.
+type ResourceSliceEventHandler interface {
+	AddResourceSlice(obj any)
+	UpdateResourceSlice(oldObj, newObj any)
+	DeleteResourceSlice(obj any)
+}
+
+// DeviceClassEventHandler: see ResourceClaimEventHandler.
+type DeviceClassEventHandler interface {
+	AddDeviceClass(obj any)
+	UpdateDeviceClass(oldObj, newObj any)
+	DeleteDeviceClass(obj any)
+}
+
 // SyncReporter is an optional interface for handlers that run informers of
 // their own (typically from Runner.Run): the cache's sync barrier, and so
 // /readyz and the start of scheduling, also waits until HasSynced reports

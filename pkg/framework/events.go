@@ -23,6 +23,14 @@ const (
 	CSIDriver             EventResource = "CSIDriver"
 	CSIStorageCapacity    EventResource = "CSIStorageCapacity"
 	PriorityClass         EventResource = "PriorityClass"
+	// ResourceClaim, ResourceSlice and DeviceClass are Dynamic Resource
+	// Allocation's objects (resource.k8s.io/v1). Their informers run only
+	// when an enabled plugin registers events of them (they are opt-in:
+	// a cluster that does not serve resource.k8s.io/v1 would never sync
+	// them).
+	ResourceClaim EventResource = "ResourceClaim"
+	ResourceSlice EventResource = "ResourceSlice"
+	DeviceClass   EventResource = "DeviceClass"
 	// Grant and ExternalWorkload come from custom informers (external
 	// resource managers); see pkg/apis/batchscheduler/v1alpha1.
 	Grant            EventResource = "Grant"
@@ -151,6 +159,10 @@ func (e ClusterEvent) String() string {
 //	                               forgotten, and when a nomination it held
 //	                               for a preemptor is released
 //	EventExternalUsageDecrease     the event handler, for ExternalWorkloads
+//	ResourceClaim, ResourceSlice,  the event handler, for the events their
+//	  DeviceClass events           informers deliver (the default handler
+//	                               raises "<Resource>Add", "...Update" and
+//	                               "...Delete" with the objects)
 //	EventGrantIncrease             the two-level handler, when a node's cap
 //	                               grows (pkg/eventhandlers/twolevel)
 //	EventGangGroupChange           the cache, when a group object's policy

@@ -27,11 +27,12 @@ func TestDefaultFramework(t *testing.T) {
 	}
 	// Every in-tree plugin registers its events, so the scheduler needs
 	// only the pod and node informers, and the storage ones the volume
-	// plugins read (ExternalWorkload events come from custom informers, if
+	// plugins read, and the DRA ones DynamicResources reads (ExternalWorkload events come from custom informers, if
 	// any are configured, and so do Grants; gang group events come from
 	// the event handler's dialect informers, and queue events from the cache).
-	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.CSIDriver, framework.CSINode, framework.CSIStorageCapacity, framework.ExternalWorkload, framework.GangGroup, framework.Grant,
-		framework.Node, framework.PersistentVolume, framework.PersistentVolumeClaim, framework.Pod, framework.QueueResource, framework.StorageClass}; !reflect.DeepEqual(got, want) {
+	if got, want := fw.ResourcesNeeded(), []framework.EventResource{framework.CSIDriver, framework.CSINode, framework.CSIStorageCapacity, framework.DeviceClass, framework.ExternalWorkload, framework.GangGroup, framework.Grant,
+		framework.Node, framework.PersistentVolume, framework.PersistentVolumeClaim, framework.Pod, framework.QueueResource,
+		framework.ResourceClaim, framework.ResourceSlice, framework.StorageClass}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ResourcesNeeded = %v, want %v", got, want)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/capacity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultbinder"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultpreemption"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/dynamicresources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeaffinity"
@@ -44,6 +45,7 @@ var inTree = []namedFactory{
 	{nodevolumelimits.Name, nodevolumelimits.New},
 	{volumebinding.Name, volumebinding.New},
 	{volumezone.Name, volumezone.New},
+	{dynamicresources.Name, dynamicresources.New},
 	{interpodaffinity.Name, interpodaffinity.New},
 	{podtopologyspread.Name, podtopologyspread.New},
 	{topologyaware.Name, topologyaware.New},
@@ -77,16 +79,16 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 //	queueSort: PrioritySort
 //	preFilter: Gang, NodeAffinity, NodePorts, NodeResourcesFit,
 //	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-//	           PodTopologySpread, InterPodAffinity, TopologyAware
+//	           PodTopologySpread, InterPodAffinity, DynamicResources, TopologyAware
 //	filter:    NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
 //	           VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-//	           PodTopologySpread, InterPodAffinity
+//	           PodTopologySpread, InterPodAffinity, DynamicResources
 //	preScore:  PodTopologySpread, InterPodAffinity
 //	score:     NodeResourcesFit (1), NodeAffinity (1), TaintToleration (1),
 //	           InterPodAffinity (1), PodTopologySpread (1)
-//	reserve:   VolumeBinding
+//	reserve:   VolumeBinding, DynamicResources
 //	permit:    Gang
-//	bind:      VolumeBinding, DefaultBinder
+//	bind:      VolumeBinding, DynamicResources, DefaultBinder
 //
 // Gang comes first at PreFilter, so that a gang still waiting for tasks is
 // rejected before anything is computed for it. NodeAffinity, NodePorts and
@@ -104,9 +106,14 @@ func mustRegister(r *frameworkruntime.Registry, factories []namedFactory) {
 // for a pod without volumes of their kind. VolumeBinding reserves the
 // volumes it picked and, as the first Bind plugin, binds them and waits
 // for the claims before it passes the pod to DefaultBinder (what
-// kube-scheduler does at PreBind). TopologyAware is a PlacementPlugin: it
-// proposes, for a gang with a topology constraint, the domains (racks,
-// blocks) to place it in. The result is fresh: callers may change it.
+// kube-scheduler does at PreBind). DynamicResources comes last at
+// PreFilter and Filter, as in kube-scheduler: it allocates devices, the
+// costliest check, only on nodes every other filter admitted; it holds
+// the devices it picked at Reserve and writes the claims' allocations as a
+// Bind plugin before DefaultBinder (kube-scheduler's PreBind).
+// TopologyAware is a PlacementPlugin: it proposes, for a gang with a
+// topology constraint, the domains (racks, blocks) to place it in. The
+// result is fresh: callers may change it.
 func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 	refs := func(names ...string) frameworkruntime.PluginSet {
 		set := make(frameworkruntime.PluginSet, len(names))
@@ -121,10 +128,10 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 			frameworkruntime.QueueSortPoint: refs(prioritysort.Name),
 			frameworkruntime.PreFilterPoint: refs(gang.Name, capacity.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
 				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
-				podtopologyspread.Name, interpodaffinity.Name, topologyaware.Name),
+				podtopologyspread.Name, interpodaffinity.Name, dynamicresources.Name, topologyaware.Name),
 			frameworkruntime.FilterPoint: refs(nodeunschedulable.Name, tainttoleration.Name, nodeaffinity.Name, nodeports.Name, noderesources.Name,
 				volumerestrictions.Name, nodevolumelimits.Name, volumebinding.Name, volumezone.Name,
-				podtopologyspread.Name, interpodaffinity.Name),
+				podtopologyspread.Name, interpodaffinity.Name, dynamicresources.Name),
 			frameworkruntime.PreScorePoint: refs(podtopologyspread.Name, interpodaffinity.Name),
 			frameworkruntime.ScorePoint: {
 				{Name: noderesources.Name, Weight: 1},
@@ -133,10 +140,10 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 				{Name: interpodaffinity.Name, Weight: 1},
 				{Name: podtopologyspread.Name, Weight: 1},
 			},
-			frameworkruntime.ReservePoint:    refs(capacity.Name, volumebinding.Name),
+			frameworkruntime.ReservePoint:    refs(capacity.Name, volumebinding.Name, dynamicresources.Name),
 			frameworkruntime.PermitPoint:     refs(gang.Name),
 			frameworkruntime.PostFilterPoint: refs(capacity.ReclaimName, defaultpreemption.Name),
-			frameworkruntime.BindPoint:       refs(volumebinding.Name, defaultbinder.Name),
+			frameworkruntime.BindPoint:       refs(volumebinding.Name, dynamicresources.Name, defaultbinder.Name),
 		},
 	}
 }

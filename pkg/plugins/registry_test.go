@@ -15,7 +15,7 @@ import (
 
 func TestNewInTreeRegistry(t *testing.T) {
 	r := NewInTreeRegistry()
-	want := []string{"Capacity", "DefaultBinder", "DefaultPreemption", "Gang", "InterPodAffinity", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "Reclaim", "TaintToleration", "TopologyAware", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
+	want := []string{"Capacity", "DefaultBinder", "DefaultPreemption", "DynamicResources", "Gang", "InterPodAffinity", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "Reclaim", "TaintToleration", "TopologyAware", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}
@@ -77,15 +77,15 @@ func TestDefaultProfile(t *testing.T) {
 	want := map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
 		frameworkruntime.QueueSortPoint: ref("PrioritySort"),
 		frameworkruntime.PreFilterPoint: ref("Gang", "Capacity", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "TopologyAware"),
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", "TopologyAware"),
 		frameworkruntime.FilterPoint: ref("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"),
+			"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources"),
 		frameworkruntime.PreScorePoint:   ref("PodTopologySpread", "InterPodAffinity"),
 		frameworkruntime.ScorePoint:      {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}, {Name: "InterPodAffinity", Weight: 1}, {Name: "PodTopologySpread", Weight: 1}},
-		frameworkruntime.ReservePoint:    ref("Capacity", "VolumeBinding"),
+		frameworkruntime.ReservePoint:    ref("Capacity", "VolumeBinding", "DynamicResources"),
 		frameworkruntime.PermitPoint:     ref("Gang"),
 		frameworkruntime.PostFilterPoint: ref("Reclaim", "DefaultPreemption"),
-		frameworkruntime.BindPoint:       ref("VolumeBinding", "DefaultBinder"),
+		frameworkruntime.BindPoint:       ref("VolumeBinding", "DynamicResources", "DefaultBinder"),
 	}
 	if !reflect.DeepEqual(p.Plugins, want) {
 		t.Errorf("Plugins = %v, want %v", p.Plugins, want)

@@ -169,6 +169,11 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 	for _, t := range going {
 		sim.charge(t, 1)
 	}
+	// Plugins that keep state of running pods (DynamicResources: the
+	// devices of their claims) treat a running pod the simulation takes
+	// off the snapshot as gone.
+	framework.MarkEvictionSimulation(c.state)
+	defer framework.UnmarkEvictionSimulation(c.state)
 	if s.opts.PDBLister != nil {
 		pdbs, err := s.opts.PDBLister.List(labels.Everything())
 		if err != nil {

@@ -93,6 +93,18 @@ var needed = []permission{
 	// claimRef, and the selected-node annotation of a claim to provision.
 	{Resource: "persistentvolumes", Verb: "update"},
 	{Resource: "persistentvolumeclaims", Verb: "update"},
+	// pkg/plugins/dynamicresources (EventsToRegister starts the
+	// informers; Bind reads each claim from the API server, adds the
+	// finalizer, writes the allocation and reservedFor).
+	{Group: "resource.k8s.io", Resource: "resourceclaims", Verb: "list"},
+	{Group: "resource.k8s.io", Resource: "resourceclaims", Verb: "watch"},
+	{Group: "resource.k8s.io", Resource: "resourceslices", Verb: "list"},
+	{Group: "resource.k8s.io", Resource: "resourceslices", Verb: "watch"},
+	{Group: "resource.k8s.io", Resource: "deviceclasses", Verb: "list"},
+	{Group: "resource.k8s.io", Resource: "deviceclasses", Verb: "watch"},
+	{Group: "resource.k8s.io", Resource: "resourceclaims", Verb: "get"},
+	{Group: "resource.k8s.io", Resource: "resourceclaims", Verb: "update"},
+	{Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "status", Verb: "update"},
 	// pkg/custominformer/http.go (newKubeconfigSource, NewListWatch): the
 	// "external-workloads" custom informer of deploy/configmap.yaml lists
 	// and watches ExternalWorkloads of this cluster.
@@ -190,6 +202,8 @@ var notNeeded = []permission{
 	{Resource: "persistentvolumeclaims", Verb: "get"}, // read through the informer only
 	{Resource: "persistentvolumes", Verb: "delete"},
 	{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "update"},
+	{Group: "resource.k8s.io", Resource: "resourceslices", Verb: "update"}, // drivers publish slices
+	{Group: "resource.k8s.io", Resource: "resourceclaims", Verb: "delete"},
 	{Group: "storage.k8s.io", Resource: "volumeattachments", Verb: "list"},
 	{Group: "scheduling.k8s.io", Resource: "priorityclasses", Verb: "list"},
 	{Group: "events.k8s.io", Resource: "events", Verb: "update"},

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		return m.Run()
-	}, controlplane.WithFeatureGates("GenericWorkload=true", "TopologyAwareWorkloadScheduling=true"),
+	}, controlplane.WithFeatureGates("GenericWorkload=true", "TopologyAwareWorkloadScheduling=true", "DRAWorkloadResourceClaims=true"),
 		controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true"),
 		controlplane.WithControllers(impersonatedControllers()...))
 }

@@ -7,7 +7,7 @@ import (
 // TestDifferential runs every scenario through kube-scheduler and
 // batch-scheduler and fails on any pod whose verdict differs.
 func TestDifferential(t *testing.T) {
-	all := append(baseScenarios(), pendingScenarios()...)
+	all := append(append(baseScenarios(), pendingScenarios()...), draScenarios()...)
 	seen := map[string]bool{}
 	for _, sc := range all {
 		if seen[sc.name] {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
@@ -70,18 +71,26 @@ func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *f
 }
 
 // resourcesNeeded is the union of the resources the profiles' plugins
-// registered events for; nil (everything) if any needs all.
+// registered events for. When any needs all (WildCard), the result is
+// WildCard and the opt-in resources named (ResourceClaim, ...), which
+// WildCard does not start.
 func resourcesNeeded(profiles map[string]*frameworkruntime.Framework) []framework.EventResource {
 	var out []framework.EventResource
+	all := false
 	for _, fwk := range profiles {
 		for _, r := range fwk.ResourcesNeeded() {
 			if r == framework.WildCard {
-				return nil
+				all = true
 			}
 			if !slices.Contains(out, r) {
 				out = append(out, r)
 			}
 		}
+	}
+	if all {
+		out = slices.DeleteFunc(out, func(r framework.EventResource) bool {
+			return r != framework.WildCard && !informerhost.IsOptIn(r)
+		})
 	}
 	slices.Sort(out)
 	return out

@@ -86,6 +86,35 @@ var optionalMethods = map[framework.EventResource]func(h eventhandlers.Interface
 	},
 }
 
+// optInMethods maps each opt-in native resource (Dynamic Resource
+// Allocation's, see eventhandlers.ResourceClaimEventHandler) to the
+// handler's methods for it, from an optional interface. A handler
+// without the interface gets no-op methods (ok false): the informer
+// still runs and syncs for the plugins' listers.
+var optInMethods = map[framework.EventResource]func(h eventhandlers.Interface) (m handlerMethods, ok bool){
+	framework.ResourceClaim: func(h eventhandlers.Interface) (handlerMethods, bool) {
+		if c, ok := h.(eventhandlers.ResourceClaimEventHandler); ok {
+			return handlerMethods{c.AddResourceClaim, c.UpdateResourceClaim, c.DeleteResourceClaim}, true
+		}
+		return noopMethods, false
+	},
+	framework.ResourceSlice: func(h eventhandlers.Interface) (handlerMethods, bool) {
+		if s, ok := h.(eventhandlers.ResourceSliceEventHandler); ok {
+			return handlerMethods{s.AddResourceSlice, s.UpdateResourceSlice, s.DeleteResourceSlice}, true
+		}
+		return noopMethods, false
+	},
+	framework.DeviceClass: func(h eventhandlers.Interface) (handlerMethods, bool) {
+		if c, ok := h.(eventhandlers.DeviceClassEventHandler); ok {
+			return handlerMethods{c.AddDeviceClass, c.UpdateDeviceClass, c.DeleteDeviceClass}, true
+		}
+		return noopMethods, false
+	},
+}
+
+// noopMethods ignore every event.
+var noopMethods = handlerMethods{add: func(any) {}, update: func(any, any) {}, delete: func(any) {}}
+
 // dynamicMethods returns the handler's methods for the dynamic resource gvr.
 func dynamicMethods(h eventhandlers.Interface, gvr schema.GroupVersionResource) handlerMethods {
 	return handlerMethods{
@@ -107,6 +136,14 @@ func methodsFor(h eventhandlers.Interface, r framework.EventResource) (handlerMe
 	if optional, ok := optionalMethods[r]; ok {
 		return optional(h)
 	}
+	if optIn, ok := optInMethods[r]; ok {
+		m, implemented := optIn(h)
+		if !implemented {
+			klog.InfoS("The event handler does not handle this resource: its informer runs for the plugins' listers, but its events retry no job",
+				"resource", r, "handler", fmt.Sprintf("%T", h))
+		}
+		return m, nil
+	}
 	gvr, err := eventhandlers.ParseDynamicResource(string(r))
 	if err != nil {
 		return handlerMethods{}, err
@@ -122,10 +159,18 @@ func IsNative(r framework.EventResource) bool { return nativeMethods[r] != nil }
 // handler (Grant, ExternalWorkload); only custom informers serve these.
 func IsOptional(r framework.EventResource) bool { return optionalMethods[r] != nil }
 
-// ResourceNames returns the native and optional resources, sorted.
+// IsOptIn reports whether r is an opt-in native resource: its informer
+// runs only when Options.Resources names it.
+func IsOptIn(r framework.EventResource) bool { return optInMethods[r] != nil }
+
+// ResourceNames returns the native (opt-in ones included) and optional
+// resources, sorted.
 func ResourceNames() []string {
-	names := make([]string, 0, len(nativeMethods)+len(optionalMethods))
+	names := make([]string, 0, len(nativeMethods)+len(optInMethods)+len(optionalMethods))
 	for r := range nativeMethods {
+		names = append(names, string(r))
+	}
+	for r := range optInMethods {
 		names = append(names, string(r))
 	}
 	for r := range optionalMethods {
@@ -303,6 +348,9 @@ func CheckResource(r framework.EventResource) error {
 		return nil
 	}
 	if _, ok := optionalMethods[r]; ok {
+		return nil
+	}
+	if _, ok := optInMethods[r]; ok {
 		return nil
 	}
 	if _, err := eventhandlers.ParseDynamicResource(string(r)); err != nil {

@@ -46,7 +46,9 @@ type namedRegistration struct {
 // The native informers cover Pods and Nodes, always, and those of
 // PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes,
 // CSIDrivers, CSIStorageCapacities and PriorityClasses that
-// Options.Resources lists (all of them by default). Pods reach h only if
+// Options.Resources lists (all of them by default), and those of
+// ResourceClaims, ResourceSlices and DeviceClasses only when it names
+// them (opt-in, see IsOptIn). Pods reach h only if
 // Options.PodFilter passes them, nodes only through Options.NodeFilter
 // (the cache's: a node selector under which a node that stops matching is
 // delivered as deleted). If h is an
@@ -235,6 +237,16 @@ var nativeInformers = []struct {
 	{framework.PriorityClass, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Scheduling().V1().PriorityClasses().Informer()
 	}},
+	// The opt-in ones (see IsOptIn).
+	{framework.ResourceClaim, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Resource().V1().ResourceClaims().Informer()
+	}},
+	{framework.ResourceSlice, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Resource().V1().ResourceSlices().Informer()
+	}},
+	{framework.DeviceClass, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Resource().V1().DeviceClasses().Informer()
+	}},
 }
 
 // nativeResourceSet checks Options.Resources and returns the native
@@ -251,6 +263,8 @@ func nativeResourceSet(rs []framework.EventResource) (map[framework.EventResourc
 			all = true
 		case IsNative(r):
 			set[r] = true
+		case IsOptIn(r):
+			// Started when named (Host.optIn), WildCard or not.
 		case IsOptional(r):
 			// Served by custom informers only.
 		case r == framework.GangGroup || r == framework.QueueResource:
@@ -281,7 +295,7 @@ func (c *Host) warnUnservedResources(gvrs []schema.GroupVersionResource) {
 		served[ci.Resource] = true
 	}
 	for _, r := range c.opts.Resources {
-		if r != framework.WildCard && r != framework.GangGroup && r != framework.QueueResource && !IsNative(r) && !served[r] {
+		if r != framework.WildCard && r != framework.GangGroup && r != framework.QueueResource && !IsNative(r) && !IsOptIn(r) && !served[r] {
 			// Dynamic and optional (Grant, ExternalWorkload) resources.
 			klog.InfoS("Cluster events of a resource are needed, but no informer watches it; configure the event handler to watch it",
 				"resource", r)
@@ -291,6 +305,9 @@ func (c *Host) warnUnservedResources(gvrs []schema.GroupVersionResource) {
 
 // watchesNative reports whether Run starts the native informer of r.
 func (c *Host) watchesNative(r framework.EventResource) bool {
+	if IsOptIn(r) {
+		return c.optIn[r]
+	}
 	return c.nativeResources == nil || c.nativeResources[r]
 }
 

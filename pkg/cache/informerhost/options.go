@@ -39,7 +39,9 @@ type Options struct {
 	InformerFactory informers.SharedInformerFactory
 	// Resources are the resources whose events are needed: Run starts
 	// native informers only for these, pods and nodes always. nil, or a
-	// list containing WildCard, means every native resource.
+	// list containing WildCard, means every native resource but the
+	// opt-in ones (ResourceClaim, ResourceSlice, DeviceClass), which run
+	// only when listed by name, WildCard or not.
 	Resources []framework.EventResource
 	// Metrics the dispatchers and backlog gauges report to. Default: a
 	// private, unregistered set.
@@ -65,13 +67,15 @@ type Options struct {
 // each; it knows when they have synced. The cache owns one and runs it
 // from its own Run.
 type Host struct {
-	// opts, nativeResources and dispatchers are set by New and read-only
+	// opts, nativeResources, optIn and dispatchers are set by New and read-only
 	// afterwards.
 	opts Options
 	// nativeResources are the native resources Run starts informers for;
-	// nil means all of them.
+	// nil means all of them but the opt-in ones.
 	nativeResources map[framework.EventResource]bool
-	dispatchers     *Dispatchers
+	// optIn are the opt-in native resources Options.Resources names.
+	optIn       map[framework.EventResource]bool
+	dispatchers *Dispatchers
 
 	// runMu guards the fields below, which Run, AddCustomInformer and the
 	// discovery goroutine set. It is never held while calling the handler
@@ -119,7 +123,13 @@ func New(opts Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Host{opts: opts, nativeResources: native, dispatchers: NewDispatchers(opts.Metrics)}, nil
+	optIn := map[framework.EventResource]bool{}
+	for _, r := range opts.Resources {
+		if IsOptIn(r) {
+			optIn[r] = true
+		}
+	}
+	return &Host{opts: opts, nativeResources: native, optIn: optIn, dispatchers: NewDispatchers(opts.Metrics)}, nil
 }
 
 // setOwnerKindUnavailable passes discovery's finding on, if anyone asked.

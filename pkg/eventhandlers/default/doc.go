@@ -67,7 +67,8 @@
 // # Other resources
 //
 // PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode,
-// CSIDriver, CSIStorageCapacity and PriorityClass events, and events of the
+// CSIDriver, CSIStorageCapacity, PriorityClass, ResourceClaim,
+// ResourceSlice and DeviceClass events, and events of the
 // dynamic resources listed in the configuration, are not kept in the cache:
 // each one raises a cluster event for its resource (Add, UpdateGeneric or
 // Delete) with its objects. Native events are labelled

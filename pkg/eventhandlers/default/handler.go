@@ -131,8 +131,11 @@ type Handler struct {
 }
 
 var (
-	_ eventhandlers.Interface                = (*Handler)(nil)
-	_ eventhandlers.DynamicResourceRequester = (*Handler)(nil)
+	_ eventhandlers.Interface                 = (*Handler)(nil)
+	_ eventhandlers.DynamicResourceRequester  = (*Handler)(nil)
+	_ eventhandlers.ResourceClaimEventHandler = (*Handler)(nil)
+	_ eventhandlers.ResourceSliceEventHandler = (*Handler)(nil)
+	_ eventhandlers.DeviceClassEventHandler   = (*Handler)(nil)
 )
 
 // Factory is the eventhandlers.Factory of the default handler; see New.

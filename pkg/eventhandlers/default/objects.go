@@ -2,6 +2,7 @@ package defaulthandler
 
 import (
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +49,9 @@ var (
 	csiDriverEvents             = nativeEvents(framework.CSIDriver)
 	csiStorageCapacityEvents    = nativeEvents(framework.CSIStorageCapacity)
 	priorityClassEvents         = nativeEvents(framework.PriorityClass)
+	resourceClaimEvents         = nativeEvents(framework.ResourceClaim)
+	resourceSliceEvents         = nativeEvents(framework.ResourceSlice)
+	deviceClassEvents           = nativeEvents(framework.DeviceClass)
 )
 
 // objectPtr is a pointer to an API object type T.
@@ -194,6 +198,51 @@ func (h *Handler) UpdatePriorityClass(oldObj, newObj any) {
 // DeletePriorityClass raises PriorityClassDelete.
 func (h *Handler) DeletePriorityClass(obj any) {
 	raiseOnDelete[schedulingv1.PriorityClass](h, priorityClassEvents, obj)
+}
+
+// AddResourceClaim raises ResourceClaimAdd.
+func (h *Handler) AddResourceClaim(obj any) {
+	raiseOnAdd[resourcev1.ResourceClaim](h, resourceClaimEvents, obj)
+}
+
+// UpdateResourceClaim raises ResourceClaimUpdate.
+func (h *Handler) UpdateResourceClaim(oldObj, newObj any) {
+	raiseOnUpdate[resourcev1.ResourceClaim](h, resourceClaimEvents, oldObj, newObj)
+}
+
+// DeleteResourceClaim raises ResourceClaimDelete.
+func (h *Handler) DeleteResourceClaim(obj any) {
+	raiseOnDelete[resourcev1.ResourceClaim](h, resourceClaimEvents, obj)
+}
+
+// AddResourceSlice raises ResourceSliceAdd.
+func (h *Handler) AddResourceSlice(obj any) {
+	raiseOnAdd[resourcev1.ResourceSlice](h, resourceSliceEvents, obj)
+}
+
+// UpdateResourceSlice raises ResourceSliceUpdate.
+func (h *Handler) UpdateResourceSlice(oldObj, newObj any) {
+	raiseOnUpdate[resourcev1.ResourceSlice](h, resourceSliceEvents, oldObj, newObj)
+}
+
+// DeleteResourceSlice raises ResourceSliceDelete.
+func (h *Handler) DeleteResourceSlice(obj any) {
+	raiseOnDelete[resourcev1.ResourceSlice](h, resourceSliceEvents, obj)
+}
+
+// AddDeviceClass raises DeviceClassAdd.
+func (h *Handler) AddDeviceClass(obj any) {
+	raiseOnAdd[resourcev1.DeviceClass](h, deviceClassEvents, obj)
+}
+
+// UpdateDeviceClass raises DeviceClassUpdate.
+func (h *Handler) UpdateDeviceClass(oldObj, newObj any) {
+	raiseOnUpdate[resourcev1.DeviceClass](h, deviceClassEvents, oldObj, newObj)
+}
+
+// DeleteDeviceClass raises DeviceClassDelete.
+func (h *Handler) DeleteDeviceClass(obj any) {
+	raiseOnDelete[resourcev1.DeviceClass](h, deviceClassEvents, obj)
 }
 
 // AddDynamic raises an Add event for gvr's resource; an object of a gang

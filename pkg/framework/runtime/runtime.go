@@ -449,14 +449,14 @@ func (f *Framework) WaitsForRoom(name string) bool {
 }
 
 // ResourcesNeeded returns the distinct resources of EventsToRegister,
-// sorted, for starting informers. When any event is about WildCard, it
-// returns just [WildCard], meaning every resource.
+// sorted, for starting informers. When any event is about WildCard
+// (every resource), WildCard is among them, first; the others are still
+// listed, because WildCard does not start the opt-in informers
+// (informerhost.IsOptIn: Dynamic Resource Allocation's), which run only
+// when named.
 func (f *Framework) ResourcesNeeded() []framework.EventResource {
 	set := map[framework.EventResource]bool{}
 	for _, e := range f.EventsToRegister() {
-		if e.Event.Resource == framework.WildCard {
-			return []framework.EventResource{framework.WildCard}
-		}
 		set[e.Event.Resource] = true
 	}
 	return slices.Sorted(maps.Keys(set))

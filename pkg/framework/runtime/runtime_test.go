@@ -527,9 +527,10 @@ func TestEventsToRegister(t *testing.T) {
 				&fakePlugin{name: "a", events: []framework.ClusterEvent{nodeAdd}},
 				&plainFilter{name: "plain"},
 			},
-			points:        map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "plain"}}},
-			wantEvents:    []string{"a:" + nodeAdd.String(), "plain:*/All"},
-			wantResources: []framework.EventResource{framework.WildCard},
+			points:     map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}, {Name: "plain"}}},
+			wantEvents: []string{"a:" + nodeAdd.String(), "plain:*/All"},
+			// WildCard, and the resources named, for the opt-in ones.
+			wantResources: []framework.EventResource{framework.WildCard, framework.Node},
 		},
 		{
 			name: "registered plugins that are not enabled do not count",

@@ -1,0 +1,85 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package dynamicresources implements the DynamicResources plugin: it
+// allocates the devices of a pod's ResourceClaims (Dynamic Resource
+// Allocation, resource.k8s.io/v1) with the structured-parameters
+// allocator of k8s.io/dynamic-resource-allocation, and writes the
+// allocations before the pod is bound. A gang's devices are decided in
+// its one cycle, with its other resources: every pod's claims are
+// allocated (in Reserve) before Permit decides for the whole gang, so a
+// gang gets devices for all its pods or for none.
+//
+// PreFilterPod (per pod) resolves the pod's spec.resourceClaims: a
+// resourceClaimName, or a resourceClaimTemplateName whose claim the
+// resource claim controller (kube-controller-manager) created and named
+// in pod.status.resourceClaimStatuses. Until it did, the pod waits
+// ("waiting for the resource claim controller to create ..."); a claim
+// missing, being deleted, or made from a template for another pod (or
+// PodGroup) rejects the pod as unresolvable. A claim already allocated
+// (in the API, or in flight: see below) keeps its devices; its
+// allocation's node selector must admit the node. For the others it
+// checks that their device classes exist and prepares the allocator with
+// every device taken: those of the allocations the informer shows and of
+// the allocations in flight.
+//
+// Filter checks the allocated claims' node selectors and asks the
+// allocator for devices on the node for the unallocated claims: "cannot
+// allocate all claims" (Unschedulable) when it finds none. An error of the
+// allocator (bad input, such as a CEL selector that does not compile or
+// fails) rejects the pod on the node as unresolvable with a message that
+// names the claims and carries the allocator's error, which names the
+// request and the expression.
+//
+// Reserve holds the allocation found on the chosen node in an in-memory
+// tracker of allocations in flight: later pods of the same gang, in the
+// same cycle, and later cycles count those devices as taken until the
+// informer shows the allocation written; a later pod referencing the same
+// claim (a claim shared by the gang) reuses that allocation, and goes
+// where its node selector allows. Unreserve releases it.
+//
+// Bind, enabled before DefaultBinder, writes each claim's status
+// (allocation, with the resource.kubernetes.io/delete-protection
+// finalizer, when the claim has none yet; the pod added to reservedFor),
+// reading the claim from the API server and retrying on conflicts, since
+// a gang's pods are bound concurrently; then returns Skip so that the next
+// Bind plugin binds the pod. When the pod's binding fails afterwards,
+// Unreserve takes the pod out of reservedFor and, if this pod's Bind wrote
+// the allocation and no consumer is left, removes the allocation again.
+//
+// Preemption: inside an eviction simulation (framework.IsEvictionSimulation)
+// the devices of a claim count as free only when every consumer in its
+// reservedFor is a running pod the simulation took off the nodes; a claim
+// shared with a pod that stays keeps its devices; and the devices Filter
+// found for the preempting job's other pods, where the simulation placed
+// them (it does not Reserve), count as taken.
+//
+// Not supported: kube-scheduler's scoring of allocations, extended
+// resources backed by DRA, binding conditions, the allocators' alpha
+// features (consumable capacity, ...), and reserving a PodGroup's claim
+// for the PodGroup (its pods are reserved one by one; see
+// docs/scheduling.md).
+//
+// Args: none of its own; kube-scheduler's DynamicResourcesArgs are
+// accepted with filterTimeout: 0s (no limit, what this plugin does); any
+// other value or field is an error.
+//
+// Events: ResourceClaim adds, updates and deletes (a hint retries a job
+// for its pods' claims and for claims whose devices were freed),
+// ResourceSlice and DeviceClass adds and updates, node adds and label
+// changes. Registering them makes the scheduler start the three
+// resource.k8s.io/v1 informers, which are otherwise off.
+package dynamicresources

@@ -1,0 +1,524 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package dynamicresources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "DynamicResources"
+
+// Rejection reasons.
+const (
+	// ErrReasonNotAvailable: an allocated claim's node selector excludes
+	// the node.
+	ErrReasonNotAvailable = "resourceclaim not available on the node"
+	// ErrReasonCannotAllocate: the node's devices cannot satisfy the pod's
+	// unallocated claims.
+	ErrReasonCannotAllocate = "cannot allocate all claims"
+)
+
+const (
+	podStateKey framework.StateKey = Name + "/pod"
+	reservedKey framework.StateKey = Name + "/reserved"
+	// simulatedKey holds, inside an eviction simulation, the allocations
+	// Filter found for each pod of the preempting job per node.
+	simulatedKey framework.StateKey = Name + "/simulated"
+	// celCacheSize bounds the compiled CEL expressions kept.
+	celCacheSize = 10
+)
+
+// features are the allocator features enabled: those of Kubernetes
+// v1.37's default feature gates that the stable allocator supports.
+var features = structured.Features{AdminAccess: true, PrioritizedList: true, PartitionableDevices: true, DeviceTaints: true}
+
+// DynamicResources is the plugin.
+type DynamicResources struct {
+	handle   framework.Handle
+	claims   resourcelisters.ResourceClaimLister
+	slices   resourcelisters.ResourceSliceLister
+	classes  resourcelisters.DeviceClassLister
+	pods     corelisters.PodLister
+	celCache *cel.Cache
+	inFlight *inFlight
+}
+
+var (
+	_ framework.PodPreFilterPlugin = &DynamicResources{}
+	_ framework.FilterPlugin       = &DynamicResources{}
+	_ framework.ReservePlugin      = &DynamicResources{}
+	_ framework.BindPlugin         = &DynamicResources{}
+	_ framework.EnqueueExtensions  = &DynamicResources{}
+)
+
+// kubeDefaults are kube-scheduler's DynamicResourcesArgs this plugin
+// behaves as if given: its Filter has no time limit (filterTimeout 0s;
+// kube-scheduler's default is 10s, which is refused rather than ignored).
+var kubeDefaults = pluginutil.KubeDefaults{"filterTimeout": {`"0s"`}}
+
+// New is the plugin's framework.PluginFactory. It takes no args of its
+// own (kube-scheduler's are accepted at kubeDefaults) and needs a Handle
+// with an informer factory (and a clientset to bind).
+func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
+		return nil, err
+	}
+	f, err := pluginutil.InformerFactory(Name, h)
+	if err != nil {
+		return nil, err
+	}
+	return &DynamicResources{
+		handle:   h,
+		claims:   f.Resource().V1().ResourceClaims().Lister(),
+		slices:   f.Resource().V1().ResourceSlices().Lister(),
+		classes:  f.Resource().V1().DeviceClasses().Lister(),
+		pods:     f.Core().V1().Pods().Lister(),
+		celCache: cel.NewCache(celCacheSize, cel.Features{}),
+		inFlight: newInFlight(),
+	}, nil
+}
+
+// Name implements framework.Plugin.
+func (*DynamicResources) Name() string { return Name }
+
+// claimInfo is one claim of the pod as PreFilterPod found it.
+type claimInfo struct {
+	claim *resourceapi.ResourceClaim
+	// allocation is the claim's allocation, from the API or in flight;
+	// nil when the pod's placement must allocate it.
+	allocation *resourceapi.AllocationResult
+	// inFlight: allocation is an allocation in flight, not yet in the API.
+	inFlight bool
+	// selector is the allocation's node selector; nil admits every node.
+	selector *nodeaffinity.NodeSelector
+}
+
+// podState is what PreFilterPod found for one pod, and what its Filter
+// calls allocated per node.
+type podState struct {
+	uid    types.UID
+	claims []claimInfo
+	// toAllocate are the claims without an allocation, in claims' order.
+	toAllocate []*resourceapi.ResourceClaim
+	allocator  structured.Allocator
+
+	mu sync.Mutex // guards byNode, written by Filter on many nodes at once
+	// byNode holds, per node that passed, the allocation of each claim of
+	// toAllocate.
+	byNode map[string][]resourceapi.AllocationResult
+}
+
+// Clone implements framework.StateData; the state is per pod and shared.
+func (s *podState) Clone() framework.StateData { return s }
+
+// PreFilterPod implements framework.PodPreFilterPlugin: it resolves the
+// pod's claims and, when some must be allocated, prepares the allocator
+// with the devices already taken.
+func (pl *DynamicResources) PreFilterPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	claims, st := pl.podClaims(pod)
+	if st != nil {
+		return st
+	}
+	if len(claims) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	pl.pruneInFlight()
+	s := &podState{uid: pod.UID, byNode: map[string][]resourceapi.AllocationResult{}}
+	for _, claim := range claims {
+		ci := claimInfo{claim: claim, allocation: claim.Status.Allocation}
+		if ci.allocation == nil {
+			if a := pl.inFlight.allocation(claim.UID); a != nil {
+				ci.allocation, ci.inFlight = a, true
+			}
+		}
+		if ci.allocation == nil {
+			if st := pl.checkClasses(claim); st != nil {
+				return st
+			}
+			s.toAllocate = append(s.toAllocate, claim)
+			s.claims = append(s.claims, ci)
+			continue
+		}
+		if !ci.inFlight && !resourceclaim.IsReservedForPod(pod, claim, true) &&
+			len(claim.Status.ReservedFor) >= resourceapi.ResourceClaimReservedForMaxSize {
+			return framework.NewStatus(framework.Unschedulable,
+				fmt.Sprintf("resourceclaim %q is reserved for the maximum of %d consumers", claim.Name, resourceapi.ResourceClaimReservedForMaxSize))
+		}
+		if sel := ci.allocation.NodeSelector; sel != nil {
+			ns, err := nodeaffinity.NewNodeSelector(sel)
+			if err != nil {
+				return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+					fmt.Sprintf("resourceclaim %q: invalid node selector in its allocation: %v", claim.Name, err))
+			}
+			ci.selector = ns
+		}
+		s.claims = append(s.claims, ci)
+	}
+	if len(s.toAllocate) > 0 {
+		allocated, err := pl.allocatedDevices(state, pod, nodes)
+		if err != nil {
+			return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
+		}
+		slices, err := pl.slices.List(labels.Everything())
+		if err != nil {
+			return framework.AsStatus(fmt.Errorf("%s: listing resourceslices for pod %s: %w", Name, klog.KObj(pod), err))
+		}
+		a, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: allocated},
+			classLister{pl.classes}, slices, pl.celCache)
+		if err != nil {
+			return framework.AsStatus(fmt.Errorf("%s: preparing the device allocator for pod %s: %w", Name, klog.KObj(pod), err))
+		}
+		s.allocator = a
+	}
+	state.Write(podStateKey, s)
+	return nil
+}
+
+// podClaims returns the pod's claims, each once, or the status that keeps
+// the pod waiting: a claim missing (or not created from its template
+// yet), not the pod's own, or being deleted.
+func (pl *DynamicResources) podClaims(pod *v1.Pod) ([]*resourceapi.ResourceClaim, *framework.Status) {
+	var out []*resourceapi.ResourceClaim
+	seen := map[types.UID]bool{}
+	for i := range pod.Spec.ResourceClaims {
+		pc := &pod.Spec.ResourceClaims[i]
+		name, mustCheckOwner, err := resourceclaim.Name(pod, pc)
+		if err != nil {
+			if errors.Is(err, resourceclaim.ErrClaimNotFound) && pc.ResourceClaimTemplateName != nil {
+				return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable,
+					fmt.Sprintf("waiting for the resource claim controller to create the resourceclaim of pod claim %q from template %q", pc.Name, *pc.ResourceClaimTemplateName))
+			}
+			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+		}
+		if name == nil {
+			// Deliberately not created: nothing to allocate.
+			continue
+		}
+		claim, err := pl.claims.ResourceClaims(pod.Namespace).Get(*name)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable,
+					fmt.Sprintf("resourceclaim %q of pod claim %q not found", *name, pc.Name))
+			}
+			return nil, framework.AsStatus(fmt.Errorf("%s: getting resourceclaim %s/%s of pod %s: %w", Name, pod.Namespace, *name, klog.KObj(pod), err))
+		}
+		if mustCheckOwner {
+			if err := resourceclaim.IsForPod(pod, claim, true); err != nil {
+				return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+			}
+		}
+		if claim.DeletionTimestamp != nil {
+			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("resourceclaim %q is being deleted", claim.Name))
+		}
+		if seen[claim.UID] {
+			continue
+		}
+		seen[claim.UID] = true
+		out = append(out, claim)
+	}
+	return out, nil
+}
+
+// checkClasses rejects a claim whose requests name a device class that
+// does not exist: nothing can be allocated for it on any node.
+func (pl *DynamicResources) checkClasses(claim *resourceapi.ResourceClaim) *framework.Status {
+	check := func(request, class string) *framework.Status {
+		if class == "" {
+			return nil
+		}
+		if _, err := pl.classes.Get(class); err != nil {
+			if apierrors.IsNotFound(err) {
+				return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+					fmt.Sprintf("resourceclaim %q, request %q: device class %q does not exist", claim.Name, request, class))
+			}
+			return framework.AsStatus(fmt.Errorf("%s: getting device class %q of resourceclaim %s: %w", Name, class, klog.KObj(claim), err))
+		}
+		return nil
+	}
+	for _, r := range claim.Spec.Devices.Requests {
+		if r.Exactly != nil {
+			if st := check(r.Name, r.Exactly.DeviceClassName); st != nil {
+				return st
+			}
+		}
+		for _, sub := range r.FirstAvailable {
+			if st := check(r.Name+"/"+sub.Name, sub.DeviceClassName); st != nil {
+				return st
+			}
+		}
+	}
+	return nil
+}
+
+// allocatedDevices returns the devices taken: by the allocations the
+// informer shows and by those in flight. Inside an eviction simulation, a
+// claim whose consumers are all running pods the simulation took off the
+// nodes counts as free; one shared with a pod that stays does not; and
+// the devices Filter found for the preempting job's other pods, where the
+// simulation placed them, are taken (the simulation does not Reserve).
+func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (sets.Set[structured.DeviceID], error) {
+	claims, err := pl.claims.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing resourceclaims: %w", err)
+	}
+	taken := sets.New[structured.DeviceID]()
+	var freed func(*resourceapi.ResourceClaim) bool
+	if framework.IsEvictionSimulation(state) {
+		freed = pl.freedInSimulation(nodes)
+		simulatedOf(state).addPlaced(taken, pod, nodes)
+	}
+	for _, c := range claims {
+		if c.Status.Allocation == nil || (freed != nil && freed(c)) {
+			continue
+		}
+		addDevices(taken, c.Status.Allocation)
+	}
+	for _, p := range pl.inFlight.list() {
+		cur, err := pl.claims.ResourceClaims(p.namespace).Get(p.name)
+		if err == nil && cur.UID == p.uid && cur.Status.Allocation != nil {
+			// Counted above.
+			continue
+		}
+		addDevices(taken, p.allocation)
+	}
+	return taken, nil
+}
+
+// pruneInFlight forgets the allocations in flight the informer caught up
+// with: written, and shown allocated, or at our write or later (the
+// claim may have been deallocated since), or gone.
+func (pl *DynamicResources) pruneInFlight() {
+	for _, p := range pl.inFlight.list() {
+		if !p.allWritten {
+			continue
+		}
+		cur, err := pl.claims.ResourceClaims(p.namespace).Get(p.name)
+		if err != nil {
+			cur = nil
+		}
+		if p.caughtUp(cur) {
+			pl.inFlight.forget(p.uid)
+		}
+	}
+}
+
+// freedInSimulation returns whether a claim's devices are free in an
+// eviction simulation over nodes: every consumer is a pod that runs (the
+// pod informer has it bound and not finished) but is missing from the
+// nodes, i.e. a victim.
+func (pl *DynamicResources) freedInSimulation(nodes []*framework.NodeInfo) func(*resourceapi.ResourceClaim) bool {
+	present := map[types.UID]bool{}
+	for _, n := range nodes {
+		for _, t := range n.Pods {
+			present[t.Pod.UID] = true
+		}
+	}
+	return func(c *resourceapi.ResourceClaim) bool {
+		if len(c.Status.ReservedFor) == 0 {
+			return false
+		}
+		for _, ref := range c.Status.ReservedFor {
+			if ref.APIGroup != "" || ref.Resource != "pods" || present[ref.UID] {
+				return false
+			}
+			pod, err := pl.pods.Pods(c.Namespace).Get(ref.Name)
+			if err != nil || pod.UID != ref.UID || pod.Spec.NodeName == "" ||
+				pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// addDevices adds the devices of a to set; admin access does not take a
+// device.
+func addDevices(set sets.Set[structured.DeviceID], a *resourceapi.AllocationResult) {
+	for _, r := range a.Devices.Results {
+		if r.AdminAccess != nil && *r.AdminAccess {
+			continue
+		}
+		set.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+	}
+}
+
+// classLister adapts the informer's lister to the allocator's interface.
+type classLister struct {
+	l resourcelisters.DeviceClassLister
+}
+
+func (c classLister) List() ([]*resourceapi.DeviceClass, error) { return c.l.List(labels.Everything()) }
+func (c classLister) Get(name string) (*resourceapi.DeviceClass, error) {
+	return c.l.Get(name)
+}
+
+// stateOf returns pod's podState from state; nil when PreFilterPod
+// skipped the pod.
+func stateOf(state *framework.CycleState, pod *v1.Pod) (*podState, error) {
+	d, ok := state.Read(podStateKey)
+	if !ok {
+		return nil, nil
+	}
+	s, ok := d.(*podState)
+	if !ok || s.uid != pod.UID {
+		return nil, nil
+	}
+	return s, nil
+}
+
+// Filter implements framework.FilterPlugin: the allocated claims' node
+// selectors must admit the node, and the allocator must find devices on
+// it for the others.
+func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	if nodeInfo.Node == nil || nodeInfo.Placeholder {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
+	}
+	s, _ := stateOf(state, pod)
+	if s == nil {
+		return nil
+	}
+	node := nodeInfo.Node
+	for _, ci := range s.claims {
+		if ci.allocation != nil && ci.selector != nil && !ci.selector.Match(node) {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNotAvailable)
+		}
+	}
+	if len(s.toAllocate) == 0 {
+		return nil
+	}
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", node.Name)
+	results, err := s.allocator.Allocate(klog.NewContext(ctx, logger), node, s.toAllocate)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return framework.AsStatus(fmt.Errorf("%s: allocating devices for pod %s on node %q: %w", Name, klog.KObj(pod), node.Name, err))
+	case errors.Is(err, structured.ErrFailedAllocationOnNode):
+		return framework.NewStatus(framework.Unschedulable, err.Error())
+	case err != nil:
+		// Bad input (a CEL selector that fails, a class that went away):
+		// the same on every node, and only a change of the claim or class
+		// helps.
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+			fmt.Sprintf("resourceclaims %s: %v", claimNames(s.toAllocate), err))
+	case results == nil:
+		return framework.NewStatus(framework.Unschedulable, ErrReasonCannotAllocate)
+	}
+	s.mu.Lock()
+	s.byNode[node.Name] = results
+	s.mu.Unlock()
+	if framework.IsEvictionSimulation(state) {
+		simulatedOf(state).record(pod.UID, node.Name, results)
+	}
+	return nil
+}
+
+// simulated holds, inside an eviction simulation, the allocations Filter
+// found for each pod per node: the simulation places the preempting job's
+// pods one after the other without Reserve, and a later pod must not
+// count on the devices an earlier one was placed with.
+type simulated struct {
+	mu    sync.Mutex // guards byPod; Filter runs on many nodes at once
+	byPod map[types.UID]map[string][]resourceapi.AllocationResult
+}
+
+// Clone implements framework.StateData; one store serves the cycle.
+func (s *simulated) Clone() framework.StateData { return s }
+
+// simulatedOf returns the cycle's store, creating it. The scheduler runs
+// a simulation's PreFilterPod calls one at a time, so two never race to
+// create it.
+func simulatedOf(state *framework.CycleState) *simulated {
+	if d, ok := state.Read(simulatedKey); ok {
+		if s, ok := d.(*simulated); ok {
+			return s
+		}
+	}
+	s := &simulated{byPod: map[types.UID]map[string][]resourceapi.AllocationResult{}}
+	state.Write(simulatedKey, s)
+	return s
+}
+
+// record notes the allocation Filter found for pod on node, the last one
+// it found there: that of the victims the simulation settled on.
+func (s *simulated) record(pod types.UID, node string, results []resourceapi.AllocationResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byPod[pod] == nil {
+		s.byPod[pod] = map[string][]resourceapi.AllocationResult{}
+	}
+	s.byPod[pod][node] = results
+}
+
+// addPlaced adds to taken the devices of the other pods the simulation
+// placed on nodes (they are on a node there, and Filter found an
+// allocation for them on it).
+func (s *simulated) addPlaced(taken sets.Set[structured.DeviceID], pod *v1.Pod, nodes []*framework.NodeInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.byPod) == 0 {
+		return
+	}
+	for _, n := range nodes {
+		for _, t := range n.Pods {
+			if t.Pod.UID == pod.UID {
+				continue
+			}
+			for i := range s.byPod[t.Pod.UID][n.Name()] {
+				addDevices(taken, &s.byPod[t.Pod.UID][n.Name()][i])
+			}
+		}
+	}
+}
+
+// claimNames renders claims' names for messages: "a", or "a, b".
+func claimNames(claims []*resourceapi.ResourceClaim) string {
+	out := ""
+	for i, c := range claims {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%q", c.Name)
+	}
+	return out
+}
