@@ -305,11 +305,23 @@ func (w *Workload) param(ref string) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("parameter reference %q does not start with $", ref)
 	}
+	// "$name|default": the default, a YAML scalar (possibly empty), when
+	// the workload does not set name.
+	name, def, hasDefault := strings.Cut(name, "|")
 	v, ok := w.Params[name]
-	if !ok {
+	switch {
+	case ok:
+		return v, nil
+	case !hasDefault:
 		return nil, fmt.Errorf("%s: %w", ref, errParam)
+	case def == "":
+		return "", nil
 	}
-	return v, nil
+	var d any
+	if err := yaml.Unmarshal([]byte(def), &d); err != nil {
+		return nil, fmt.Errorf("%s: default %q: %w", ref, def, err)
+	}
+	return d, nil
 }
 
 // count resolves an op's Count or CountParam, times its

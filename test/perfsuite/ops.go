@@ -145,6 +145,8 @@ func (e *executor) runOp(ctx context.Context, i int, op *Op) error {
 		return nil
 	case "updateAny":
 		return e.updateAny(ctx, op)
+	case "allocResourceClaims":
+		return e.allocResourceClaims(ctx, op)
 	case "barrier":
 		return e.barrier(ctx, op)
 	case "deletePods":

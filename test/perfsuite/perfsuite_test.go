@@ -128,7 +128,8 @@ func checkRenders(t *testing.T, dir string, sel Selected) {
 func TestUnsupportedNamesTheMissingFeature(t *testing.T) {
 	_, cases := loadUpstream(t)
 	want := map[string]string{
-		"SchedulingWithResourceClaimTemplate": "Dynamic Resource Allocation",
+		"SchedulingWithResourceClaimTemplate": "",
+		"ExtendedResource":                    "extended resources backed by Dynamic Resource Allocation",
 		"TopologyAwareScheduling":             "",
 		"SchedulingCSIPVs":                    "volumes",
 		"SchedulingBasic":                     "",

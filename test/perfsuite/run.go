@@ -84,15 +84,21 @@ func (s Set) Select(cases []TestCase) []Selected {
 // Unsupported says why a workload cannot be run side by side, or "".
 func Unsupported(tc *TestCase, w *Workload) string {
 	gates := tc.Gates(w)
-	switch {
-	case gates["DynamicResourceAllocation"] || gates["DRAWorkloadResourceClaims"]:
-		return "Dynamic Resource Allocation: batch-scheduler does not allocate devices yet (issue 21)"
+	for _, g := range []struct{ gate, what string }{
+		{"DRAExtendedResource", "extended resources backed by Dynamic Resource Allocation"},
+		{"DRAConsumableCapacity", "consumable device capacity"},
+		{"DRADeviceCompatibilityGroups", "device compatibility groups"},
+		{"DRAListTypeAttributes", "list-typed device attributes"},
+	} {
+		if gates[g.gate] {
+			return "Dynamic Resource Allocation: batch-scheduler's DynamicResources does not enable " + g.what + " (" + g.gate + ")"
+		}
 	}
 	var check func(op *Op) string
 	check = func(op *Op) string {
 		switch op.Opcode {
-		case "createResourceClaims", "allocResourceClaims":
-			return "Dynamic Resource Allocation: batch-scheduler does not allocate devices yet (issue 21)"
+		case "createResourceClaims":
+			return "Dynamic Resource Allocation: the runner has no createResourceClaims op yet"
 		case "createPodSets":
 			if op.CreatePodsOp != nil {
 				return check(op.CreatePodsOp)
