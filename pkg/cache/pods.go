@@ -305,10 +305,15 @@ func sameNode(a, b *framework.TaskInfo) bool {
 }
 
 // schedulingRelevantChange reports whether newPod differs from oldPod in
-// anything the scheduler looks at: its spec, labels or annotations. Status
-// updates (conditions the scheduler itself writes, for instance) are not.
+// anything the scheduler looks at: its spec, labels or annotations, and
+// the names of the ResourceClaims made from its templates
+// (status.resourceClaimStatuses, which the resource claim controller
+// writes after creating them: a pod waiting for them can go on). Other
+// status updates (conditions the scheduler itself writes, for instance)
+// are not.
 func schedulingRelevantChange(oldPod, newPod *v1.Pod) bool {
 	return !apiequality.Semantic.DeepEqual(oldPod.Spec, newPod.Spec) ||
 		!apiequality.Semantic.DeepEqual(oldPod.Labels, newPod.Labels) ||
-		!apiequality.Semantic.DeepEqual(oldPod.Annotations, newPod.Annotations)
+		!apiequality.Semantic.DeepEqual(oldPod.Annotations, newPod.Annotations) ||
+		!apiequality.Semantic.DeepEqual(oldPod.Status.ResourceClaimStatuses, newPod.Status.ResourceClaimStatuses)
 }

@@ -66,6 +66,13 @@ func WithoutCluster() Option {
 	return func(o *startOptions) { o.noCluster = true }
 }
 
+// WithoutSimulatedKubelets runs kube-controller-manager but not KWOK: the
+// nodes a test creates stay as it wrote them, and pods bound to them are
+// never run.
+func WithoutSimulatedKubelets() Option {
+	return func(o *startOptions) { o.noKWOK = true }
+}
+
 // WithControllers runs these kube-controller-manager controllers instead of
 // DefaultControllers.
 func WithControllers(names ...string) Option {
@@ -109,6 +116,11 @@ func (cp *ControlPlane) startCluster(assets string, o *startOptions) error {
 		"--concurrent-job-syncs=10",
 		"--controllers=" + strings.Join(append(append([]string(nil), controllers...), lifecycleControllers(o.nodeGrace)...), ","),
 	}
+	if len(o.featureGates) > 0 {
+		// The controllers of gated APIs (ResourceClaims of PodGroups,
+		// say) need the gates the API server has.
+		kcmArgs = append(kcmArgs, "--feature-gates="+strings.Join(o.featureGates, ","))
+	}
 	if o.nodeGrace > 0 {
 		kcmArgs = append(kcmArgs,
 			"--node-monitor-grace-period="+o.nodeGrace.String(),
@@ -120,6 +132,9 @@ func (cp *ControlPlane) startCluster(assets string, o *startOptions) error {
 		return err
 	}
 	cp.procs = append(cp.procs, kcm)
+	if o.noKWOK {
+		return cp.waitForControllers(controllers)
+	}
 
 	configPath := filepath.Join(cp.Dir, "kwok.yaml")
 	if err := os.WriteFile(configPath, kwokConfig, 0o600); err != nil {
@@ -133,12 +148,16 @@ func (cp *ControlPlane) startCluster(assets string, o *startOptions) error {
 		return err
 	}
 	cp.procs = append(cp.procs, kwok)
+	return cp.waitForControllers(controllers)
+}
 
-	// The service account controller creates default/default once the
-	// controller manager's informers run: the sign that it works.
+// waitForControllers waits until the started processes run and, with the
+// service account controller among controllers, until it created
+// default/default: the sign that the controller manager works.
+func (cp *ControlPlane) waitForControllers(controllers []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		for _, p := range cp.procs {
 			select {
 			case <-p.exited:

@@ -88,8 +88,9 @@ type startOptions struct {
 	featureGates  []string
 	runtimeConfig []string
 	flags         map[string][]string
-	// noCluster, controllers and nodeGrace: see cluster.go.
+	// noCluster, noKWOK, controllers and nodeGrace: see cluster.go.
 	noCluster   bool
+	noKWOK      bool
 	controllers []string
 	nodeGrace   time.Duration
 }
@@ -130,7 +131,10 @@ func Start(opts ...Option) (*ControlPlane, error) {
 	}
 	bins := []string{"etcd", "kube-apiserver"}
 	if !o.noCluster {
-		bins = append(bins, "kube-controller-manager", "kwok")
+		bins = append(bins, "kube-controller-manager")
+		if !o.noKWOK {
+			bins = append(bins, "kwok")
+		}
 	}
 	for _, bin := range bins {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {

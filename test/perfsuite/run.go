@@ -167,8 +167,14 @@ func run(ctx context.Context, o Options, sel Selected, which Scheduler) ([]Windo
 	// The admission plugins upstream's harness turns off: there is no
 	// service-account controller, nodes have no kubelet, and the
 	// templates set spec.priority themselves.
-	opts := []controlplane.Option{controlplane.WithoutCluster(),
-		controlplane.WithAPIServerFlag("disable-admission-plugins", "ServiceAccount", "TaintNodesByCondition", "Priority")}
+	opts := []controlplane.Option{controlplane.WithAPIServerFlag("disable-admission-plugins", "ServiceAccount", "TaintNodesByCondition", "Priority")}
+	if usesDRA(gates) {
+		// Pods of ResourceClaimTemplates wait for the controller that
+		// makes their claims (upstream's harness runs it in process).
+		opts = append(opts, controlplane.WithoutSimulatedKubelets(), controlplane.WithControllers("resourceclaim-controller"))
+	} else {
+		opts = append(opts, controlplane.WithoutCluster())
+	}
 	if g := GateFlag(gates); g != "" {
 		opts = append(opts, controlplane.WithFeatureGates(g))
 	}
@@ -332,4 +338,15 @@ func ms(d time.Duration) string {
 		return fmt.Sprintf("%.0f", float64(d.Microseconds())/1000)
 	}
 	return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000)
+}
+
+// usesDRA reports whether a workload's gates name Dynamic Resource
+// Allocation.
+func usesDRA(gates map[string]bool) bool {
+	for g, on := range gates {
+		if on && (g == "DynamicResourceAllocation" || strings.HasPrefix(g, "DRA")) {
+			return true
+		}
+	}
+	return false
 }
