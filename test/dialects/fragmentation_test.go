@@ -36,10 +36,11 @@ func TestFragmentationAgainstKubeScheduler(t *testing.T) {
 			busy = busy[:3]
 		}
 	}
-	kube := fragmentationRun(t, key, busy, v1.DefaultSchedulerName, func() func() {
+	s := stream{busy: busy, smallKey: key, largeKey: key, small: 2, smallPods: 2, smallCPU: "1", large: 3, largePods: 4, largeCPU: "4"}
+	kube := streamRun(t, s, v1.DefaultSchedulerName, func() func() {
 		return cp.StartKubeScheduler(t, 100, "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
 	})
-	ours := fragmentationRun(t, key, busy, "batch-scheduler", func() func() {
+	ours := streamRun(t, s, "batch-scheduler", func() func() {
 		startScheduler(t)
 		return func() {}
 	})
@@ -52,19 +53,32 @@ func TestFragmentationAgainstKubeScheduler(t *testing.T) {
 	}
 }
 
-// fragmentationRun runs the stream through one scheduler in a namespace
-// of its own, with a running 4-CPU pod on each busy node, and returns how
-// many rack-sized gangs were placed whole. The namespace's pods are
-// deleted at the end, so the next run starts on the same racks.
-func fragmentationRun(t *testing.T, key string, busy []string, schedulerName string, start func() (stop func())) int {
+// stream is what one scheduler gets in a fragmentation test: small gangs
+// created one at a time (each waited for), then large gangs all at once.
+type stream struct {
+	// busy nodes get a running 4-CPU pod first.
+	busy []string
+	// smallKey and largeKey are the topology keys the small and large
+	// gangs require.
+	smallKey, largeKey string
+	// small and large count the gangs; smallPods/largePods are their
+	// sizes, of smallCPU/largeCPU each.
+	small, smallPods, large, largePods int
+	smallCPU, largeCPU                 string
+}
+
+// streamRun runs s through one scheduler in a namespace of its own and
+// returns how many large gangs were placed whole. The namespace's pods
+// are deleted at the end, so the next run starts on the same nodes.
+func streamRun(t *testing.T, s stream, schedulerName string, start func() (stop func())) int {
 	t.Helper()
 	ns := createNamespace(t)
-	for i, node := range busy {
+	for i, node := range s.busy {
 		createPod(t, gangPod(ns, fmt.Sprintf("busy-%d", i)).Node(node).Req(map[v1.ResourceName]string{"cpu": "4"}).Obj())
 	}
 	stop := start()
 	defer stop()
-	gang := func(name string, pods int, cpu string) {
+	gang := func(name, key string, pods int, cpu string) {
 		t.Helper()
 		createObject(t, nativeGVR, ns, podGroup("scheduling.k8s.io/v1beta1", ns, name, map[string]any{
 			"schedulingPolicy":      map[string]any{"gang": map[string]any{"minCount": int64(pods)}},
@@ -77,12 +91,12 @@ func fragmentationRun(t *testing.T, key string, busy []string, schedulerName str
 			createPod(t, p)
 		}
 	}
-	for i := range 2 {
-		gang(fmt.Sprintf("small-%d", i), 2, "1")
-		waitBound(t, ns, len(busy)+2*(i+1), fmt.Sprintf("%s: small gang %d", schedulerName, i))
+	for i := range s.small {
+		gang(fmt.Sprintf("small-%d", i), s.smallKey, s.smallPods, s.smallCPU)
+		waitBound(t, ns, len(s.busy)+s.smallPods*(i+1), fmt.Sprintf("%s: small gang %d", schedulerName, i))
 	}
-	for i := range 3 {
-		gang(fmt.Sprintf("large-%d", i), 4, "4")
+	for i := range s.large {
+		gang(fmt.Sprintf("large-%d", i), s.largeKey, s.largePods, s.largeCPU)
 	}
 	// Wait until the bound count stops changing for 5 s (at most 60 s).
 	last, since := -1, time.Now()
@@ -94,9 +108,9 @@ func fragmentationRun(t *testing.T, key string, busy []string, schedulerName str
 	})
 	b := bound(t, ns)
 	placed := 0
-	for i := range 3 {
+	for i := range s.large {
 		whole := true
-		for j := range 4 {
+		for j := range s.largePods {
 			if _, ok := b[fmt.Sprintf("large-%d-%d", i, j)]; !ok {
 				whole = false
 			}
@@ -109,7 +123,7 @@ func fragmentationRun(t *testing.T, key string, busy []string, schedulerName str
 	for pod := range b {
 		_ = cp.Client.CoreV1().Pods(ns).Delete(context.Background(), pod, now)
 	}
-	// The next run needs the racks empty.
+	// The next run needs the nodes empty.
 	_ = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		return len(bound(t, ns)) == 0, nil
 	})
@@ -142,13 +156,11 @@ func TestFragmentationNestedLevelsAgainstKubeScheduler(t *testing.T) {
 			}
 		}
 	}
-	run := func(schedulerName string, start func() func()) int {
-		return nestedRun(t, blockKey, rackKey, schedulerName, start)
-	}
-	kube := run(v1.DefaultSchedulerName, func() func() {
+	s := stream{smallKey: blockKey, largeKey: rackKey, small: 2, smallPods: 2, smallCPU: "1", large: 4, largePods: 2, largeCPU: "4"}
+	kube := streamRun(t, s, v1.DefaultSchedulerName, func() func() {
 		return cp.StartKubeScheduler(t, 100, "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
 	})
-	ours := run("batch-scheduler", func() func() {
+	ours := streamRun(t, s, "batch-scheduler", func() func() {
 		startScheduler(t)
 		return func() {}
 	})
@@ -159,57 +171,4 @@ func TestFragmentationNestedLevelsAgainstKubeScheduler(t *testing.T) {
 	if ours < kube {
 		t.Errorf("batch-scheduler placed %d rack-sized gangs, fewer than kube-scheduler's %d", ours, kube)
 	}
-}
-
-// nestedRun creates the two small block gangs, then four rack gangs, with
-// one scheduler, and returns how many rack gangs were placed whole.
-func nestedRun(t *testing.T, blockKey, rackKey, schedulerName string, start func() (stop func())) int {
-	t.Helper()
-	ns := createNamespace(t)
-	stop := start()
-	defer stop()
-	gang := func(name, key string, pods int, cpu string) {
-		t.Helper()
-		createObject(t, nativeGVR, ns, podGroup("scheduling.k8s.io/v1beta1", ns, name, map[string]any{
-			"schedulingPolicy":      map[string]any{"gang": map[string]any{"minCount": int64(pods)}},
-			"schedulingConstraints": map[string]any{"topology": []any{map[string]any{"key": key}}},
-		}))
-		for i := range pods {
-			p := gangPod(ns, fmt.Sprintf("%s-%d", name, i)).Scheduler(schedulerName).Req(map[v1.ResourceName]string{"cpu": cpu}).Obj()
-			group := name
-			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &group}
-			createPod(t, p)
-		}
-	}
-	for i := range 2 {
-		gang(fmt.Sprintf("small-%d", i), blockKey, 2, "1")
-		waitBound(t, ns, 2*(i+1), fmt.Sprintf("%s: small gang %d", schedulerName, i))
-	}
-	for i := range 4 {
-		gang(fmt.Sprintf("large-%d", i), rackKey, 2, "4")
-	}
-	last, since := -1, time.Now()
-	_ = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		if n := len(bound(t, ns)); n != last {
-			last, since = n, time.Now()
-		}
-		return time.Since(since) > 5*time.Second, nil
-	})
-	b := bound(t, ns)
-	placed := 0
-	for i := range 4 {
-		_, a := b[fmt.Sprintf("large-%d-0", i)]
-		_, c := b[fmt.Sprintf("large-%d-1", i)]
-		if a && c {
-			placed++
-		}
-	}
-	stop()
-	for pod := range b {
-		_ = cp.Client.CoreV1().Pods(ns).Delete(context.Background(), pod, now)
-	}
-	_ = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return len(bound(t, ns)) == 0, nil
-	})
-	return placed
 }
