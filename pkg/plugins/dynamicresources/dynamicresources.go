@@ -77,6 +77,8 @@ type DynamicResources struct {
 	pods     corelisters.PodLister
 	celCache *cel.Cache
 	inFlight *inFlight
+	// allocated holds the devices the store's claims have allocated.
+	allocated *allocatedIndex
 }
 
 var (
@@ -104,13 +106,14 @@ func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugi
 		return nil, err
 	}
 	return &DynamicResources{
-		handle:   h,
-		claims:   f.Resource().V1().ResourceClaims().Lister(),
-		slices:   f.Resource().V1().ResourceSlices().Lister(),
-		classes:  f.Resource().V1().DeviceClasses().Lister(),
-		pods:     f.Core().V1().Pods().Lister(),
-		celCache: cel.NewCache(celCacheSize, cel.Features{}),
-		inFlight: newInFlight(),
+		handle:    h,
+		claims:    f.Resource().V1().ResourceClaims().Lister(),
+		slices:    f.Resource().V1().ResourceSlices().Lister(),
+		classes:   f.Resource().V1().DeviceClasses().Lister(),
+		pods:      f.Core().V1().Pods().Lister(),
+		celCache:  cel.NewCache(celCacheSize, cel.Features{}),
+		inFlight:  newInFlight(),
+		allocated: newAllocatedIndex(),
 	}, nil
 }
 
@@ -300,25 +303,33 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v
 	if err != nil {
 		return nil, fmt.Errorf("listing resourceclaims: %w", err)
 	}
-	taken := sets.New[structured.DeviceID]()
-	var freed func(*resourceapi.ResourceClaim) bool
+	var taken sets.Set[structured.DeviceID]
 	if framework.IsEvictionSimulation(state) {
-		freed = pl.freedInSimulation(nodes)
+		taken = sets.New[structured.DeviceID]()
+		freed := pl.freedInSimulation(nodes)
 		simulatedOf(state).addPlaced(taken, pod, nodes)
-	}
-	for _, c := range claims {
-		if c.Status.Allocation == nil || (freed != nil && freed(c)) {
-			continue
+		for _, c := range claims {
+			if c.Status.Allocation != nil && !freed(c) {
+				taken.Insert(allocationDevices(c.Status.Allocation)...)
+			}
 		}
-		addDevices(taken, c.Status.Allocation)
+	} else {
+		// Shared with the index: copied below before anything is added.
+		taken = pl.allocated.sync(claims)
 	}
+	copied := framework.IsEvictionSimulation(state)
 	for _, p := range pl.inFlight.list() {
-		cur, err := pl.claims.ResourceClaims(p.namespace).Get(p.name)
-		if err == nil && cur.UID == p.uid && cur.Status.Allocation != nil {
-			// Counted above.
-			continue
+		// An allocation the store shows already is in taken; one it does
+		// not show yet is added.
+		for _, d := range allocationDevices(p.allocation) {
+			if taken.Has(d) {
+				continue
+			}
+			if !copied {
+				taken, copied = taken.Clone(), true
+			}
+			taken.Insert(d)
 		}
-		addDevices(taken, p.allocation)
 	}
 	return taken, nil
 }
@@ -367,17 +378,6 @@ func (pl *DynamicResources) freedInSimulation(nodes []*framework.NodeInfo) func(
 			}
 		}
 		return true
-	}
-}
-
-// addDevices adds the devices of a to set; admin access does not take a
-// device.
-func addDevices(set sets.Set[structured.DeviceID], a *resourceapi.AllocationResult) {
-	for _, r := range a.Devices.Results {
-		if r.AdminAccess != nil && *r.AdminAccess {
-			continue
-		}
-		set.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
 	}
 }
 
@@ -505,7 +505,7 @@ func (s *simulated) addPlaced(taken sets.Set[structured.DeviceID], pod *v1.Pod, 
 				continue
 			}
 			for i := range s.byPod[t.Pod.UID][n.Name()] {
-				addDevices(taken, &s.byPod[t.Pod.UID][n.Name()][i])
+				taken.Insert(allocationDevices(&s.byPod[t.Pod.UID][n.Name()][i])...)
 			}
 		}
 	}
