@@ -139,7 +139,11 @@ type podState struct {
 	claims []claimInfo
 	// toAllocate are the claims without an allocation, in claims' order.
 	toAllocate []*resourceapi.ResourceClaim
-	allocator  structured.Allocator
+	// taken are the devices allocated already (shared: never written),
+	// and slices the devices there are, for the allocator Filter builds
+	// per node.
+	taken  sets.Set[structured.DeviceID]
+	slices *sliceIndex
 
 	mu sync.Mutex // guards byNode, written by Filter on many nodes at once
 	// byNode holds, per node that passed, the allocation of each claim of
@@ -205,12 +209,7 @@ func (pl *DynamicResources) PreFilterPod(ctx context.Context, state *framework.C
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("%s: listing resourceslices for pod %s: %w", Name, klog.KObj(pod), err))
 		}
-		a, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: allocated},
-			classLister{pl.classes}, slices, pl.celCache)
-		if err != nil {
-			return framework.AsStatus(fmt.Errorf("%s: preparing the device allocator for pod %s: %w", Name, klog.KObj(pod), err))
-		}
-		s.allocator = a
+		s.taken, s.slices = allocated, newSliceIndex(slices)
 	}
 	state.Write(podStateKey, s)
 	return nil
@@ -429,7 +428,14 @@ func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleSt
 		return nil
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", node.Name)
-	results, err := s.allocator.Allocate(klog.NewContext(ctx, logger), node, s.toAllocate)
+	// An allocator per node, given only the slices that can matter there
+	// (sliceIndex.forNode): building one costs a few maps.
+	allocator, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: s.taken},
+		classLister{pl.classes}, s.slices.forNode(node.Name), pl.celCache)
+	if err != nil {
+		return framework.AsStatus(fmt.Errorf("%s: preparing the device allocator for pod %s on node %q: %w", Name, klog.KObj(pod), node.Name, err))
+	}
+	results, err := allocator.Allocate(klog.NewContext(ctx, logger), node, s.toAllocate)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return framework.AsStatus(fmt.Errorf("%s: allocating devices for pod %s on node %q: %w", Name, klog.KObj(pod), node.Name, err))
