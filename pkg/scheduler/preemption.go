@@ -390,14 +390,26 @@ func (sim *simulation) rollback(mark int) {
 
 // sortedVictims returns victims in the order they are evicted: those a
 // PDB is predicted to protect first, so that a refusal stops the
-// preemption before anything else goes; then by node and name.
+// preemption before anything else goes; then job by job, so that the
+// evictions of one victim gang are sent together and the gang spends as
+// little time below its quorum as its own evictions take, not as long as
+// the whole preemption's (a plan lists its victims node by node, and a
+// gang spread over many nodes would otherwise lose its pods from the
+// first call to the last); within a job, by node and name.
 func sortedVictims(victims []*plannedVictim) []*plannedVictim {
 	out := append([]*plannedVictim(nil), victims...)
 	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].violatesPDB != out[j].violatesPDB {
-			return out[i].violatesPDB
+		a, b := out[i], out[j]
+		if a.violatesPDB != b.violatesPDB {
+			return a.violatesPDB
 		}
-		return false
+		if a.task.Job != b.task.Job {
+			return a.task.Job.String() < b.task.Job.String()
+		}
+		if a.task.NodeName != b.task.NodeName {
+			return a.task.NodeName < b.task.NodeName
+		}
+		return podKey(a.task.Pod) < podKey(b.task.Pod)
 	})
 	return out
 }

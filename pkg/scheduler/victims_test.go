@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,35 @@ func TestBudgetMatches(t *testing.T) {
 				t.Errorf("matches = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSortedVictimsGangByGang: a plan lists victims node by node; they
+// are evicted with a PDB's protected ones first, then one job's pods
+// together, so that a gang spread over many nodes does not lose its pods
+// over the whole preemption.
+func TestSortedVictimsGangByGang(t *testing.T) {
+	victim := func(name, gang, node string, pdb bool) *plannedVictim {
+		pod := running(name, node, 1, "1", 0).Group(gang).Obj()
+		return &plannedVictim{task: framework.NewTaskInfo(pod), violatesPDB: pdb}
+	}
+	var plan []*plannedVictim
+	for _, node := range []string{"n1", "n2", "n3"} {
+		plan = append(plan,
+			victim("b-"+node, "b", node, false),
+			victim("a-"+node, "a", node, false),
+		)
+	}
+	plan = append(plan, victim("guarded", "c", "n2", true))
+	var got []string
+	for _, v := range sortedVictims(plan) {
+		got = append(got, v.task.Pod.Name)
+	}
+	want := []string{"guarded", "a-n1", "a-n2", "a-n3", "b-n1", "b-n2", "b-n3"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("eviction order %v, want %v", got, want)
+	}
+	if plan[0].task.Pod.Name != "b-n1" {
+		t.Errorf("sortedVictims reordered the plan itself: it starts with %s", plan[0].task.Pod.Name)
 	}
 }
