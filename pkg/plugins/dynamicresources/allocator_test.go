@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -142,20 +143,39 @@ func verdict(results []resourceapi.AllocationResult, err error) string {
 	return "allocated"
 }
 
-// TestForNodeAgreesWithAllSlices compares, on random clusters, the
-// allocator as Filter runs it (the stable allocator, given
-// sliceIndex.forNode) with kube-scheduler's (the incubating allocator,
-// which picks the node's slices itself from all of them): on every node,
-// for claims asking for one device, two devices, or all of them, both
-// must say the same.
-func TestForNodeAgreesWithAllSlices(t *testing.T) {
+// stableFeatures are features without FractionalCapacityRange: the GA
+// feature set, for which NewAllocator picks the "stable" allocator.
+var stableFeatures = func() structured.Features {
+	f := features
+	f.FractionalCapacityRange = false
+	return f
+}()
+
+// TestAllocatorImplementation: features make NewAllocator pick the
+// incubating allocator, kube-scheduler's (see features).
+func TestAllocatorImplementation(t *testing.T) {
+	a, err := structured.NewAllocator(context.Background(), features, structured.AllocatedState{}, staticClasses{gpuClass()}, nil, cel.NewCache(1, cel.Features{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%T", a); !strings.Contains(got, "incubating") {
+		t.Errorf("NewAllocator picked %s, want the incubating allocator", got)
+	}
+}
+
+// TestFeaturesAllocateAsTheGAFeatureSet compares, on random clusters, the
+// allocator of features with the allocator of the GA feature set (the
+// stable allocator): FractionalCapacityRange, enabled only to pick the
+// implementation, must change nothing. On every node, for claims asking
+// for one device, two devices, or all of them, both must say the same.
+func TestFeaturesAllocateAsTheGAFeatureSet(t *testing.T) {
 	ctx := context.Background()
 	classes := staticClasses{gpuClass()}
 	cache := cel.NewCache(10, cel.Features{})
 	claims := map[string]*resourceapi.ResourceClaim{"one": claim("one", "gpu", 1), "two": claim("two", "gpu", 2), "all": claim("all", "gpu", 1)}
 	claims["all"].Spec.Devices.Requests[0].Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
 	claims["all"].Spec.Devices.Requests[0].Exactly.Count = 0
-	compared := 0
+	outcomes := map[string]int{}
 	for seed := int64(1); seed <= 60; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		var nodes []*v1.Node
@@ -173,74 +193,103 @@ func TestForNodeAgreesWithAllSlices(t *testing.T) {
 				}
 			}
 		}
-		index := newSliceIndex(slices)
-		structured.EnableAllocators("incubating")
-		reference, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: taken}, classes, slices, cache)
-		structured.EnableAllocators()
+		state := structured.AllocatedState{AllocatedDevices: taken}
+		ours, err := structured.NewAllocator(ctx, features, state, classes, slices, cache)
 		if err != nil {
-			t.Fatalf("seed %d: the reference allocator: %v", seed, err)
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		ga, err := structured.NewAllocator(ctx, stableFeatures, state, classes, slices, cache)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
 		}
 		for _, node := range nodes {
-			ours, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: taken}, classes, index.forNode(node.Name), cache)
-			if err != nil {
-				t.Fatalf("seed %d: %v", seed, err)
-			}
 			for name, c := range claims {
-				want := verdict(reference.Allocate(ctx, node, []*resourceapi.ResourceClaim{c}))
+				want := verdict(ga.Allocate(ctx, node, []*resourceapi.ResourceClaim{c}))
 				got := verdict(ours.Allocate(ctx, node, []*resourceapi.ResourceClaim{c}))
 				if got != want {
-					t.Errorf("seed %d, node %s, claim %q: with the node's slices %s, kube-scheduler's allocator with all slices %s", seed, node.Name, name, got, want)
+					t.Errorf("seed %d, node %s, claim %q: %s, the GA feature set's allocator %s", seed, node.Name, name, got, want)
 				}
-				compared++
+				outcomes[got]++
 			}
 		}
 	}
-	if compared == 0 {
-		t.Fatal("nothing compared")
+	// Every kind of answer came up: the clusters exercise the allocator.
+	for _, v := range []string{"allocated", "no devices", "error"} {
+		if outcomes[v] == 0 {
+			t.Errorf("no claim was answered %q: %v", v, outcomes)
+		}
 	}
 }
 
-// BenchmarkFilterPartitionable measures one Filter call's allocation on a
-// 500-node cluster of partitionable devices (each node's pool in a
-// shared-counter slice and a device slice, kube-scheduler's Partitionable
-// workload). The baseline gives the allocator every slice, as Filter did
-// before sliceIndex.
-func BenchmarkFilterPartitionable(b *testing.B) {
+// backtrackingPool publishes node's pool as kube-scheduler's
+// PartitionableBacktracking workload does: eight devices, each taking one
+// CPU counter and memory (the first 20Gi, the others 10Gi, of 70Gi). A
+// claim for seven devices fits only without the first, which the search
+// tries first.
+func backtrackingPool(name string) []*resourceapi.ResourceSlice {
+	pool := "pool-" + name
+	c := mk(name+"-counters", pool, 1, 2)
+	c.Spec.NodeName = ptr.To(name)
+	cpu := map[string]resourceapi.Counter{}
+	for i := 1; i <= 8; i++ {
+		cpu[fmt.Sprintf("cpu%d", i)] = resourceapi.Counter{Value: resource.MustParse("1")}
+	}
+	c.Spec.SharedCounters = []resourceapi.CounterSet{{Name: "cpu", Counters: cpu}, {Name: "mem", Counters: map[string]resourceapi.Counter{"mem": {Value: resource.MustParse("70Gi")}}}}
+	d := mk(name+"-devices", pool, 1, 2)
+	d.Spec.NodeName = ptr.To(name)
+	for i := 1; i <= 8; i++ {
+		mem := "10Gi"
+		if i == 1 {
+			mem = "20Gi"
+		}
+		d.Spec.Devices = append(d.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("device-%d", i), ConsumesCounters: []resourceapi.DeviceCounterConsumption{
+			{CounterSet: "cpu", Counters: map[string]resourceapi.Counter{fmt.Sprintf("cpu%d", i): {Value: resource.MustParse("1")}}},
+			{CounterSet: "mem", Counters: map[string]resourceapi.Counter{"mem": {Value: resource.MustParse(mem)}}},
+		}})
+	}
+	return []*resourceapi.ResourceSlice{c, d}
+}
+
+// BenchmarkAllocate measures one Filter call's allocation on kube-scheduler's
+// partitionable-device workloads: on a 500-node cluster of partitionable
+// pools (a shared-counter slice and a device slice per node), two devices;
+// on one node of the backtracking pool, seven. The baseline is the GA
+// feature set's (stable) allocator, which the plugin used before.
+func BenchmarkAllocate(b *testing.B) {
 	ctx := context.Background()
 	var nodes []*v1.Node
+	var partitionable []*resourceapi.ResourceSlice
 	for i := range 500 {
-		nodes = append(nodes, gpuNode(fmt.Sprintf("n%d", i)))
-	}
-	var slices []*resourceapi.ResourceSlice
-	for _, n := range nodes {
-		slices = append(slices, partitionablePool(n.Name)...)
+		n := gpuNode(fmt.Sprintf("n%d", i))
+		nodes = append(nodes, n)
+		partitionable = append(partitionable, partitionablePool(n.Name)...)
 	}
 	classes := staticClasses{gpuClass()}
 	cache := cel.NewCache(10, cel.Features{})
-	c := []*resourceapi.ResourceClaim{claim("two", "gpu", 2)}
-	taken := sets.New[structured.DeviceID]()
-	b.Run("baseline: every slice", func(b *testing.B) {
-		a, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: taken}, classes, slices, cache)
-		if err != nil {
-			b.Fatal(err)
+	for _, w := range []struct {
+		name   string
+		slices []*resourceapi.ResourceSlice
+		nodes  []*v1.Node
+		claim  *resourceapi.ResourceClaim
+	}{
+		{"partitionable, 500 nodes", partitionable, nodes, claim("two", "gpu", 2)},
+		{"backtracking", backtrackingPool("n0"), nodes[:1], claim("seven", "gpu", 7)},
+	} {
+		for _, impl := range []struct {
+			name string
+			f    structured.Features
+		}{{"baseline: GA feature set", stableFeatures}, {"features", features}} {
+			b.Run(w.name+"/"+impl.name, func(b *testing.B) {
+				a, err := structured.NewAllocator(ctx, impl.f, structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID]()}, classes, w.slices, cache)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := 0; b.Loop(); i++ {
+					if r, err := a.Allocate(ctx, w.nodes[i%len(w.nodes)], []*resourceapi.ResourceClaim{w.claim}); err != nil || r == nil {
+						b.Fatalf("no allocation: %v", err)
+					}
+				}
+			})
 		}
-		for i := 0; b.Loop(); i++ {
-			if r, err := a.Allocate(ctx, nodes[i%len(nodes)], c); err != nil || r == nil {
-				b.Fatalf("no allocation: %v", err)
-			}
-		}
-	})
-	b.Run("the node's slices", func(b *testing.B) {
-		index := newSliceIndex(slices)
-		for i := 0; b.Loop(); i++ {
-			node := nodes[i%len(nodes)]
-			a, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: taken}, classes, index.forNode(node.Name), cache)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if r, err := a.Allocate(ctx, node, c); err != nil || r == nil {
-				b.Fatalf("no allocation: %v", err)
-			}
-		}
-	})
+	}
 }
