@@ -33,8 +33,11 @@ limitations under the License.
 // (in the API, or in flight: see below) keeps its devices; its
 // allocation's node selector must admit the node. For the others it
 // checks that their device classes exist and prepares the allocator with
-// every device taken: those of the allocations the informer shows and of
-// the allocations in flight.
+// every device taken: those of the allocations the informer shows (an
+// index kept from pod to pod, updated by the claims whose
+// resourceVersion changed) and of the allocations in flight. The
+// allocator is the library's "incubating" implementation, as in
+// kube-scheduler 1.37 (see features).
 //
 // Filter checks the allocated claims' node selectors and asks the
 // allocator for devices on the node for the unallocated claims: "cannot
