@@ -22,6 +22,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -29,7 +30,7 @@ import (
 
 // podPreFilterRunKey holds the last run of the PodPreFilter plugins in a
 // state (podPreFilterRun): for which pod, whether every plugin ran to
-// success or Skip, and which skipped. The PodPreFilterExtensions may only
+// success or Skip, and which did not skip. The PodPreFilterExtensions may only
 // update a state so written.
 const podPreFilterRunKey framework.StateKey = "framework.batch-scheduler.io/pod-pre-filter-run"
 
@@ -40,12 +41,35 @@ type podPreFilterRun struct {
 	// succeeded: no plugin rejected the pod or failed, so each plugin
 	// either wrote its state for pod or skipped it.
 	succeeded bool
-	// skip are the plugins that returned Skip.
-	skip pluginSet
+	// update are the indices (in Framework.preFilterPod) of the plugins
+	// that did not skip pod, whose state the updates change.
+	update []int
+	// missing names the first plugin of update without
+	// PodPreFilterExtensions, "" when all have them.
+	missing string
 }
 
 // Clone implements framework.StateData.
 func (r *podPreFilterRun) Clone() framework.StateData { return r }
+
+// newPodPreFilterRun records a run of the PodPreFilter plugins for pod
+// that succeeded or not, in which the plugins of skip returned Skip.
+func (f *Framework) newPodPreFilterRun(pod *v1.Pod, succeeded bool, skip sets.Set[string]) *podPreFilterRun {
+	r := &podPreFilterRun{pod: pod, succeeded: succeeded}
+	if !succeeded {
+		return r
+	}
+	for i, pl := range f.preFilterPod {
+		if skip.Has(pl.Name()) {
+			continue
+		}
+		r.update = append(r.update, i)
+		if f.preFilterPodExt[i] == nil && r.missing == "" {
+			r.missing = pl.Name()
+		}
+	}
+	return r
+}
 
 // errNoPodPreFilterRun says that the PodPreFilter plugins did not run to
 // success for the pod in the state, so there is no state to update.
@@ -61,22 +85,28 @@ var errNoPodPreFilterRun = errors.New("the PodPreFilter plugins have not run to 
 // Without PodPreFilter plugins there is nothing to update, which is
 // always possible.
 func (f *Framework) PreFilterPodUpdatable(state *framework.CycleState, pod *v1.Pod) error {
+	_, err := f.updatableRun(state, pod)
+	return err
+}
+
+// updatableRun returns the run of the PodPreFilter plugins recorded in
+// state if its state can be updated for pod (see PreFilterPodUpdatable);
+// nil and no error when there are no PodPreFilter plugins.
+func (f *Framework) updatableRun(state *framework.CycleState, pod *v1.Pod) (*podPreFilterRun, error) {
 	if len(f.preFilterPod) == 0 {
-		return nil
+		return nil, nil
 	}
 	var run *podPreFilterRun
 	if d, ok := state.Read(podPreFilterRunKey); ok {
 		run, _ = d.(*podPreFilterRun)
 	}
 	if run == nil || run.pod != pod || !run.succeeded {
-		return fmt.Errorf("pod %s: %w", klog.KObj(pod), errNoPodPreFilterRun)
+		return nil, fmt.Errorf("pod %s: %w", klog.KObj(pod), errNoPodPreFilterRun)
 	}
-	for i, pl := range f.preFilterPod {
-		if f.preFilterPodExt[i] == nil && !run.skip.Has(pl.Name()) {
-			return fmt.Errorf("pod %s: plugin %q did not skip it and has no PodPreFilterExtensions", klog.KObj(pod), pl.Name())
-		}
+	if run.missing != "" {
+		return nil, fmt.Errorf("pod %s: plugin %q did not skip it and has no PodPreFilterExtensions", klog.KObj(pod), run.missing)
 	}
-	return nil
+	return run, nil
 }
 
 // RunPreFilterPodAddPod tells each PodPreFilter plugin that did not skip
@@ -100,19 +130,15 @@ func (f *Framework) RunPreFilterPodRemovePod(ctx context.Context, state *framewo
 // runPodPreFilterUpdate runs AddPod (add) or RemovePod of the PodPreFilter
 // plugins that did not skip pod.
 func (f *Framework) runPodPreFilterUpdate(ctx context.Context, state *framework.CycleState, pod *v1.Pod, t *framework.TaskInfo, node *framework.NodeInfo, add bool) *framework.Status {
-	if err := f.PreFilterPodUpdatable(state, pod); err != nil {
+	run, err := f.updatableRun(state, pod)
+	if err != nil {
 		return framework.AsStatus(fmt.Errorf("updating the pre-filter state: %w", err))
 	}
-	if len(f.preFilterPod) == 0 {
+	if run == nil {
 		return nil
 	}
-	d, _ := state.Read(podPreFilterRunKey)
-	skip := d.(*podPreFilterRun).skip
-	for i, pl := range f.preFilterPod {
-		if skip.Has(pl.Name()) {
-			continue
-		}
-		ext := f.preFilterPodExt[i]
+	for _, i := range run.update {
+		pl, ext := f.preFilterPod[i], f.preFilterPodExt[i]
 		var s *framework.Status
 		verb := "RemovePod"
 		if add {

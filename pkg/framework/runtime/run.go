@@ -100,7 +100,7 @@ func (f *Framework) RunPreFilterPodPlugins(ctx context.Context, state *framework
 	skip := sets.New[string]()
 	defer func() {
 		state.Write(skipPodFilterKey, pluginSet(skip))
-		state.Write(podPreFilterRunKey, &podPreFilterRun{pod: pod, succeeded: st.IsSuccess(), skip: pluginSet(skip)})
+		state.Write(podPreFilterRunKey, f.newPodPreFilterRun(pod, st.IsSuccess(), skip))
 	}()
 	for _, pl := range f.preFilterPod {
 		start := f.pluginClock(state)
