@@ -28,6 +28,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
@@ -135,18 +136,22 @@ func withAntiAffinity(pod *v1.Pod, app, key string) *v1.Pod {
 
 // With the extensions, the victim search runs PreFilterPod once per
 // preemptor pod (after the cycle's own run) and updates that state per
-// victim; without them, once per check.
+// victim; without them, once per check. With a queue, Capacity's
+// PreFilterPod does not skip, and its extensions (which do nothing: it
+// reads no node) keep the search from running PreFilterPod again.
 func TestVictimSearchRunsPreFilterPodOnce(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		wrap  bool
+		queue bool
 		calls int64
 	}{
 		// The cycle's attempt, then the simulation's base.
-		{"with the extensions", false, 2},
+		{"with the extensions", false, false, 2},
+		{"with the extensions and a queue", false, true, 2},
 		// Each of the 4 nodes: the check with all 3 victims off, then
 		// one per reprieve (3); plus the final check.
-		{"without them", true, 2 + 4*(1+3) + 1},
+		{"without them", true, false, 2 + 4*(1+3) + 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var calls atomic.Int64
@@ -163,16 +168,23 @@ func TestVictimSearchRunsPreFilterPodOnce(t *testing.T) {
 			})
 			h := newHarnessWith(t, harnessConfig{registry: reg})
 			ev := newEvictions(h)
+			queue := func(p *v1.Pod) *v1.Pod { return p }
+			if tt.queue {
+				h.cache.SetQueue(cache.QueueSourceOwn, "q", &framework.QueueSpec{Name: "q", Weight: 1, Borrow: true, Lend: true, Source: "Queue q"})
+				queue = func(p *v1.Pod) *v1.Pod { p.Labels[framework.QueueLabel] = "q"; return p }
+			}
 			for i := range 4 {
 				node := fmt.Sprintf("n%d", i)
 				h.addNodeObj(st.MakeNode().Name(node).Label(v1.LabelHostname, node).Capacity(res{v1.ResourceCPU: "3", v1.ResourcePods: "110"}).Obj())
 				// The anchor, which may not go, keeps the affinity met.
-				h.addPod(running(fmt.Sprintf("anchor-%d", i), node, 1000, "0", 0).Label("app", "db").Obj())
+				h.addPod(queue(running(fmt.Sprintf("anchor-%d", i), node, 1000, "0", 0).Label("app", "db").Obj()))
 				for j := range 3 {
-					h.addPod(running(fmt.Sprintf("low-%d-%d", i, j), node, 10, "1", j).Label("app", "db").Obj())
+					h.addPod(queue(running(fmt.Sprintf("low-%d-%d", i, j), node, 10, "1", j).Label("app", "db").Obj()))
 				}
 			}
-			h.addPod(affinityPod("pre", "db", 100, "1"))
+			pre := affinityPod("pre", "db", 100, "1")
+			pre.Labels = map[string]string{}
+			h.addPod(queue(pre))
 			h.cycle()
 			// One victim makes room; the latest started goes.
 			if got := ev.evicted(); len(got) != 1 {
