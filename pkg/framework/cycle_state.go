@@ -57,3 +57,23 @@ func (c *CycleState) Delete(key StateKey) {
 	defer c.mu.Unlock()
 	delete(c.data, key)
 }
+
+// Clone returns a copy of c: every piece of data cloned by its own Clone,
+// and the same SetRecordPluginMetrics. What a clone's data share with
+// c's is up to each StateData; a plugin whose state is updated after it
+// was written (PodPreFilterExtensions) copies what the update changes.
+func (c *CycleState) Clone() *CycleState {
+	if c == nil {
+		return nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := &CycleState{data: make(map[StateKey]StateData, len(c.data)), recordPluginMetrics: c.recordPluginMetrics}
+	for k, d := range c.data {
+		if d != nil {
+			d = d.Clone()
+		}
+		out.data[k] = d
+	}
+	return out
+}

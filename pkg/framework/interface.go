@@ -93,10 +93,55 @@ type PreFilterPlugin interface {
 // this pod's Filter calls only until the next pod's PreFilterPod.
 //
 // Skip means the plugin has nothing to check for this pod: its Filter is
-// not called for it. A rejection rejects the pod on every node.
+// not called for it. A Skip must stay true when pods are taken off the
+// nodes (and put back): preemption's victim search updates the state by
+// the pods it removes (PodPreFilterExtensions) and does not ask a plugin
+// that skipped again. A rejection rejects the pod on every node.
 type PodPreFilterPlugin interface {
 	Plugin
 	PreFilterPod(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo) *Status
+}
+
+// PodPreFilterExtensions is an optional interface of a PodPreFilterPlugin
+// whose state for a pod can be updated as pods leave or join a node,
+// rather than computed again over every node: preemption's victim search
+// takes the candidate victims off a node and puts them back one by one,
+// and rerunning PreFilterPod over the whole cluster for each of them
+// costs what the plugin's counting costs, once per (node, victim).
+//
+// The contract:
+//
+//   - The framework calls AddPod and RemovePod for podToSchedule only
+//     after this plugin's PreFilterPod for the same pod, with the same
+//     state (or a CycleState.Clone of it), returned success, and never
+//     after it returned Skip (see PodPreFilterPlugin on Skip).
+//   - node is one of the nodes PreFilterPod was given, and it already
+//     reflects the change: for AddPod it holds added, for RemovePod it no
+//     longer holds removed. The pods it holds otherwise are those of
+//     PreFilterPod's call with every change reported since applied; the
+//     update comes from added or removed and the node object, not from
+//     recounting node's pods.
+//   - added or removed is the task as a node holds it; a task that is not
+//     counted (TaskInfo.Counted) counts for nothing, as in PreFilterPod.
+//   - After any sequence of calls, Filter must give on every node the
+//     verdict it would give after PreFilterPod run again over the nodes as
+//     they now are (Skip there standing for success).
+//   - Calls are not concurrent with each other nor with Filter on the same
+//     state. The plugin must make its state's Clone deep enough that an
+//     update of the clone leaves the original as it was: callers clone
+//     the state per candidate node.
+//
+// A status other than success is an error. A plugin that does not
+// implement the interface is still correct: while it has not skipped the
+// pod, callers run PreFilterPod again over the changed nodes instead.
+type PodPreFilterExtensions interface {
+	PodPreFilterPlugin
+	// AddPod updates the state PreFilterPod wrote for podToSchedule as if
+	// added had been on node when PreFilterPod ran.
+	AddPod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, added *TaskInfo, node *NodeInfo) *Status
+	// RemovePod updates the state PreFilterPod wrote for podToSchedule as
+	// if removed had not been on node when PreFilterPod ran.
+	RemovePod(ctx context.Context, state *CycleState, podToSchedule *v1.Pod, removed *TaskInfo, node *NodeInfo) *Status
 }
 
 // FilterPlugin says whether pod may run on node. node holds the pods

@@ -73,6 +73,8 @@ type harnessConfig struct {
 	// which are registered.
 	postFilter []string
 	extra      []framework.Plugin
+	// registry, when not nil, replaces the in-tree registry.
+	registry *frameworkruntime.Registry
 }
 
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, harnessConfig{}) }
@@ -91,6 +93,9 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	}
 	h := &testHandle{client: client, recorder: recorder, informers: factory}
 	reg := plugins.NewInTreeRegistry()
+	if cfg.registry != nil {
+		reg = cfg.registry
+	}
 	spec := plugins.DefaultProfile(testSchedulerName)
 	if cfg.hook != nil {
 		if err := reg.Register(hookName, func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) {

@@ -163,6 +163,54 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 		s.giveUp(ctx, c.job.ID)
 		return framework.RoomOutcome{}, nil
 	}
+	res, err := s.simulate(ctx, c, policy, budget, going, goingUIDs)
+	ok, order, placed, placements := res.ok, res.order, res.placed, res.placements
+	if err != nil {
+		s.metrics.PreemptionAttempts.WithLabelValues(preemptionError).Inc()
+		return framework.RoomOutcome{}, err
+	}
+	if ok && len(order) == 0 {
+		// The job fits without preemption, placed the simulation's way
+		// (first feasible node) rather than the cycle's (best score): the
+		// next cycle follows these placements; any event retries it.
+		s.nominated.nominate(c.job.ID, c.qj.Priority, placed, placements, nil)
+		c.noNodes = true
+		logger.V(2).Info("Job fits without preemption when placed differently; nominating its pods", "placements", len(placements))
+		return framework.RoomOutcome{Fits: true}, nil
+	}
+	if !ok {
+		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
+		s.giveUp(ctx, c.job.ID)
+		logger.V(2).Info("Preemption cannot make room for the job", "priority", c.qj.Priority)
+		return framework.RoomOutcome{}, nil
+	}
+	victims := map[types.UID]string{}
+	for _, v := range order {
+		victims[v.task.Pod.UID] = v.task.NodeName
+	}
+	s.nominated.nominate(c.job.ID, c.qj.Priority, placed, placements, victims)
+	s.metrics.PreemptionAttempts.WithLabelValues(preemptionPreempted).Inc()
+	logger.V(2).Info("Preempting pods to make room for the job", "victims", len(order), "placements", len(placements))
+	s.executePreemption(ctx, c.job.ID, placed, placements, order)
+	return framework.RoomOutcome{Fits: true, Victims: len(order)}, nil
+}
+
+// simulationResult is what a simulation found: whether the job can start
+// (ok), the victims in the order chosen, and the job's pods placed with
+// their nodes (pod UID to node name).
+type simulationResult struct {
+	ok         bool
+	order      []*plannedVictim
+	placed     []*v1.Pod
+	placements map[string]string
+}
+
+// simulate runs the victim search for c's job on the snapshot: with
+// victims by policy within budget, the going pods (goingUIDs, their UIDs)
+// already counted as leaving. It tries each placement of the cycle's plan
+// in turn, and puts the snapshot back as it was before returning.
+func (s *Scheduler) simulate(ctx context.Context, c *cycle, policy framework.VictimPolicy, budget framework.VictimBudget,
+	going []*framework.TaskInfo, goingUIDs map[types.UID]bool) (simulationResult, error) {
 	sim := &simulation{s: s, c: c, priority: c.qj.Priority, policy: policy, jobs: map[framework.JobID]*framework.JobInfo{},
 		victims: map[types.UID]*plannedVictim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{},
 		budget: budget, taken: map[string]framework.ResourceAmounts{}, going: goingUIDs}
@@ -177,7 +225,7 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 	if s.opts.PDBLister != nil {
 		pdbs, err := s.opts.PDBLister.List(labels.Everything())
 		if err != nil {
-			logger.Error(err, "Listing PodDisruptionBudgets for preemption; going on without them")
+			klog.FromContext(ctx).Error(err, "Listing PodDisruptionBudgets for preemption; going on without them")
 		}
 		sim.pdbs = newBudgets(pdbs)
 		sim.pdbUsed = make([]int32, len(pdbs))
@@ -193,36 +241,9 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 		}
 		sim.rollback(mark)
 	}
-	order, placed, placements := slices.Clone(sim.order), slices.Clone(sim.placed), maps.Clone(sim.placements)
+	res := simulationResult{ok: ok, order: slices.Clone(sim.order), placed: slices.Clone(sim.placed), placements: maps.Clone(sim.placements)}
 	sim.rollback(0)
-	if err != nil {
-		s.metrics.PreemptionAttempts.WithLabelValues(preemptionError).Inc()
-		return framework.RoomOutcome{}, err
-	}
-	if ok && len(order) == 0 {
-		// The job fits without preemption, placed the simulation's way
-		// (first feasible node) rather than the cycle's (best score): the
-		// next cycle follows these placements; any event retries it.
-		s.nominated.nominate(c.job.ID, sim.priority, placed, placements, nil)
-		c.noNodes = true
-		logger.V(2).Info("Job fits without preemption when placed differently; nominating its pods", "placements", len(placements))
-		return framework.RoomOutcome{Fits: true}, nil
-	}
-	if !ok {
-		s.metrics.PreemptionAttempts.WithLabelValues(preemptionUnhelpful).Inc()
-		s.giveUp(ctx, c.job.ID)
-		logger.V(2).Info("Preemption cannot make room for the job", "priority", sim.priority)
-		return framework.RoomOutcome{}, nil
-	}
-	victims := map[types.UID]string{}
-	for _, v := range order {
-		victims[v.task.Pod.UID] = v.task.NodeName
-	}
-	s.nominated.nominate(c.job.ID, sim.priority, placed, placements, victims)
-	s.metrics.PreemptionAttempts.WithLabelValues(preemptionPreempted).Inc()
-	logger.V(2).Info("Preempting pods to make room for the job", "victims", len(order), "placements", len(placements))
-	s.executePreemption(ctx, c.job.ID, placed, placements, order)
-	return framework.RoomOutcome{Fits: true, Victims: len(order)}, nil
+	return res, err
 }
 
 // anyEligible reports whether some bound pod of another job on nodes,
@@ -269,15 +290,17 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 	if sim.nodes != nil {
 		nodes = sim.nodes
 	}
-	var statuses map[string]*framework.Status
-	rejected := false
+	var (
+		statuses  map[string]*framework.Status
+		preFilter *framework.Status
+	)
 	if fwk.HasPodPreFilterPlugins() {
-		st := fwk.RunPreFilterPodPlugins(ctx, sim.c.state, pod, all)
-		if !st.IsSuccess() && !st.IsRejected() {
-			return fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), st.AsError())
+		preFilter = fwk.RunPreFilterPodPlugins(ctx, sim.c.state, pod, all)
+		if !preFilter.IsSuccess() && !preFilter.IsRejected() {
+			return fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), preFilter.AsError())
 		}
-		rejected = st.IsRejected()
 	}
+	rejected := preFilter.IsRejected()
 	if !rejected {
 		feasible, diagnosis, err := fwk.FindFeasibleNodes(ctx, sim.c.state, pod, nodes)
 		if err != nil {
@@ -289,13 +312,17 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 		}
 		statuses = diagnosis.NodeToStatus
 	}
+	// The state PreFilterPod just left for pod, over the snapshot with
+	// every candidate victim on its node, is what each candidate node's
+	// search starts from (see podFit).
+	pf := sim.newPodFit(ctx, pod, preFilter)
 	var best *candidate
 	for _, node := range nodes {
 		if st := statuses[node.Name()]; st != nil && st.Code() == framework.UnschedulableAndUnresolvable {
 			// Evicting pods cannot help there (e.g. a node selector).
 			continue
 		}
-		cand, err := sim.selectVictimsOnNode(ctx, pod, node)
+		cand, err := sim.selectVictimsOnNode(ctx, pf, node)
 		if err != nil {
 			return err
 		}
@@ -315,12 +342,20 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 	}
 	mark := len(sim.undo)
 	allowed := sim.pdbAllowed()
+	check := pf.check()
 	for _, t := range best.victims {
-		sim.takeVictim(t, pod, best.node.Name(), allowed)
+		node, removed := sim.takeVictim(t, pod, best.node.Name(), allowed)
+		if !removed {
+			continue
+		}
+		if err := check.removed(ctx, t, node); err != nil {
+			sim.rollback(mark)
+			return err
+		}
 	}
 	// The rest of a victim gang may run elsewhere; check pod still fits
 	// (spreading constraints may mind pods leaving other nodes).
-	ok, err := sim.fits(ctx, pod, best.node)
+	ok, err := check.fits(ctx, best.node)
 	if err != nil {
 		return err
 	}
@@ -333,8 +368,9 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 }
 
 // takeVictim takes victim t off its node in the snapshot for preemptor
-// pod, nominated to node.
-func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node string, allowed []int32) {
+// pod, nominated to node. It returns t's node and whether t was on it in
+// the snapshot (and is no longer).
+func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node string, allowed []int32) (*framework.NodeInfo, bool) {
 	v := &plannedVictim{task: t, preemptor: pod, node: node, violatesPDB: sim.consumePDBs(t.Pod, allowed)}
 	sim.victims[t.Pod.UID] = v
 	sim.order = append(sim.order, v)
@@ -366,6 +402,11 @@ func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node strin
 		delete(sim.victims, t.Pod.UID)
 		sim.order = sim.order[:len(sim.order)-1]
 	})
+	if !removed {
+		return nil, false
+	}
+	ni, _ := sim.s.snapshot.Get(t.NodeName)
+	return ni, true
 }
 
 // add places pod on node in the snapshot.

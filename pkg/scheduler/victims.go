@@ -101,7 +101,8 @@ func (sim *simulation) eligible(t *framework.TaskInfo) bool {
 }
 
 // fits reports whether pod passes the per-pod PreFilter and the Filter
-// plugins on node, with the snapshot as it is now.
+// plugins on node, with the snapshot as it is now: it runs the per-pod
+// PreFilter plugins again over the whole snapshot, in sim's cycle state.
 func (sim *simulation) fits(ctx context.Context, pod *v1.Pod, node *framework.NodeInfo) (bool, error) {
 	fwk := sim.c.fwk
 	if fwk.HasPodPreFilterPlugins() {
@@ -113,7 +114,12 @@ func (sim *simulation) fits(ctx context.Context, pod *v1.Pod, node *framework.No
 			return false, fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), st.AsError())
 		}
 	}
-	st := fwk.RunFilterPlugins(ctx, sim.c.state, pod, node)
+	return sim.filter(ctx, sim.c.state, pod, node)
+}
+
+// filter reports whether pod passes the Filter plugins on node with state.
+func (sim *simulation) filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (bool, error) {
+	st := sim.c.fwk.RunFilterPlugins(ctx, state, pod, node)
 	if st.IsSuccess() {
 		return true, nil
 	}
@@ -148,14 +154,18 @@ func (sim *simulation) staying(job *framework.JobInfo) int {
 }
 
 // selectVictimsOnNode finds the fewest, least important pods of node
-// whose eviction lets pod fit there, as kube-scheduler does: take every
-// eligible pod off, check that pod fits, then put them back, most
-// important first, those whose eviction a PDB forbids before the others,
-// keeping each that still lets pod fit. nil means pod does not fit on
-// node even with every eligible pod gone. The node is left as it was.
-// An elastic gang's pods above its quorum count as less important than
-// any other, so they go first.
-func (sim *simulation) selectVictimsOnNode(ctx context.Context, pod *v1.Pod, node *framework.NodeInfo) (*candidate, error) {
+// whose eviction lets the pod of pf fit there, as kube-scheduler does:
+// take every eligible pod off, check that the pod fits, then put them
+// back, most important first, those whose eviction a PDB forbids before
+// the others, keeping each that still lets the pod fit. nil means the pod
+// does not fit on node even with every eligible pod gone. The node is
+// left as it was. An elastic gang's pods above its quorum count as less
+// important than any other, so they go first.
+//
+// The checks of one node share one fitCheck (a clone of the pod's
+// PreFilter state, updated by each pod taken off or put back), so nothing
+// of one candidate node's search reaches the next.
+func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node *framework.NodeInfo) (*candidate, error) {
 	var potential []*framework.TaskInfo
 	for _, t := range node.Pods {
 		if sim.eligible(t) {
@@ -166,17 +176,22 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pod *v1.Pod, nod
 		return nil, nil
 	}
 	name := node.Name()
-	for _, t := range potential {
-		sim.s.snapshot.RemovePod(name, t.Pod.UID)
-	}
-	// RemovePod marked the node changed: adding the tasks back directly
+	// RemovePod marks the node changed: adding the tasks back directly
 	// keeps their accounting (Own) and is undone by the next update too.
 	restore := func(ts []*framework.TaskInfo) {
 		for _, t := range ts {
 			node.AddTask(t)
 		}
 	}
-	ok, err := sim.fits(ctx, pod, node)
+	check := pf.check()
+	for i, t := range potential {
+		sim.s.snapshot.RemovePod(name, t.Pod.UID)
+		if err := check.removed(ctx, t, node); err != nil {
+			restore(potential[:i+1])
+			return nil, err
+		}
+	}
+	ok, err := check.fits(ctx, node)
 	if err != nil || !ok {
 		restore(potential)
 		return nil, err
@@ -196,13 +211,19 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pod *v1.Pod, nod
 	c := &candidate{node: node}
 	reprieve := func(t *framework.TaskInfo) (bool, error) {
 		node.AddTask(t)
-		ok, err := sim.fits(ctx, pod, node)
+		if err := check.added(ctx, t, node); err != nil {
+			return false, err
+		}
+		ok, err := check.fits(ctx, node)
 		if err != nil {
 			return false, err
 		}
 		if !ok {
 			sim.s.snapshot.RemovePod(name, t.Pod.UID)
 			c.victims = append(c.victims, t)
+			if err := check.removed(ctx, t, node); err != nil {
+				return false, err
+			}
 		}
 		return !ok, nil
 	}

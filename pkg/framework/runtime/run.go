@@ -98,7 +98,10 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *framework.Cy
 func (f *Framework) RunPreFilterPodPlugins(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (st *framework.Status) {
 	defer f.observePoint(metricPreFilterPod, time.Now(), &st)
 	skip := sets.New[string]()
-	defer func() { state.Write(skipPodFilterKey, pluginSet(skip)) }()
+	defer func() {
+		state.Write(skipPodFilterKey, pluginSet(skip))
+		state.Write(podPreFilterRunKey, f.newPodPreFilterRun(pod, st.IsSuccess(), skip))
+	}()
 	for _, pl := range f.preFilterPod {
 		start := f.pluginClock(state)
 		s := pl.PreFilterPod(ctx, state, pod, nodes)

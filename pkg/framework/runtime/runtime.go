@@ -46,15 +46,18 @@ type Framework struct {
 	queueSort    framework.QueueSortPlugin
 	preFilter    []framework.PreFilterPlugin
 	preFilterPod []framework.PodPreFilterPlugin
-	placement    []framework.PlacementPlugin
-	filter       []framework.FilterPlugin
-	preScore     []framework.PreScorePlugin
-	score        []framework.ScorePlugin
-	scoreWeights []int64 // parallel to score
-	reserve      []framework.ReservePlugin
-	permit       []framework.PermitPlugin
-	postFilter   []framework.PostFilterPlugin
-	bind         []framework.BindPlugin
+	// preFilterPodExt is parallel to preFilterPod: each plugin's
+	// PodPreFilterExtensions, nil where it has none.
+	preFilterPodExt []framework.PodPreFilterExtensions
+	placement       []framework.PlacementPlugin
+	filter          []framework.FilterPlugin
+	preScore        []framework.PreScorePlugin
+	score           []framework.ScorePlugin
+	scoreWeights    []int64 // parallel to score
+	reserve         []framework.ReservePlugin
+	permit          []framework.PermitPlugin
+	postFilter      []framework.PostFilterPlugin
+	bind            []framework.BindPlugin
 }
 
 // Option configures NewFramework.
@@ -304,6 +307,10 @@ func (f *Framework) add(point ExtensionPoint, p framework.Plugin, weight int64) 
 		// placements, or several of these.
 		job := appendAs(&f.preFilter, p)
 		pod := appendAs(&f.preFilterPod, p)
+		if pod {
+			ext, _ := p.(framework.PodPreFilterExtensions)
+			f.preFilterPodExt = append(f.preFilterPodExt, ext)
+		}
 		place := appendAs(&f.placement, p)
 		return job || pod || place
 	case FilterPoint:

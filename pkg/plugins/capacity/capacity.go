@@ -58,6 +58,8 @@ var (
 	_ framework.PodPreFilterPlugin = &Capacity{}
 	_ framework.ReservePlugin      = &Capacity{}
 	_ framework.EnqueueExtensions  = &Capacity{}
+
+	_ framework.PodPreFilterExtensions = &Capacity{}
 )
 
 // New builds the plugin from its args.
@@ -283,6 +285,19 @@ func (*Capacity) PreFilterPod(_ context.Context, state *framework.CycleState, po
 			}
 		}
 	}
+	return nil
+}
+
+// AddPod implements framework.PodPreFilterExtensions. PreFilterPod reads
+// no node, so a pod joining one changes nothing it decided; preemption's
+// victim search, which updates the per-pod PreFilter state victim by
+// victim, need not run it again for a job with queues.
+func (*Capacity) AddPod(context.Context, *framework.CycleState, *v1.Pod, *framework.TaskInfo, *framework.NodeInfo) *framework.Status {
+	return nil
+}
+
+// RemovePod implements framework.PodPreFilterExtensions; see AddPod.
+func (*Capacity) RemovePod(context.Context, *framework.CycleState, *v1.Pod, *framework.TaskInfo, *framework.NodeInfo) *framework.Status {
 	return nil
 }
 

@@ -49,6 +49,18 @@
 // look at those counters when no node holds such a pod, so Filter never
 // runs for plain pods.
 //
+// # Preemption
+//
+// The plugin implements framework.PodPreFilterExtensions: AddPod and
+// RemovePod change the counts of PreFilterPod's state by one pod (the
+// existing pods' anti-affinity terms matching the incoming pod, and the
+// incoming pod's own terms matching that pod), so preemption's victim
+// search updates the state per victim instead of counting the whole
+// cluster again. A domain whose count drops to zero is forgotten, as
+// PreFilterPod would not have counted it, which keeps the self-affine
+// rule above right once the last matching pod is gone. The state's
+// Clone copies the counts.
+//
 // # Score
 //
 // PreScore sums, per topology domain over all nodes (not only the feasible

@@ -103,10 +103,6 @@ type podState struct {
 	existingAntiCounts pairCounts
 }
 
-// Clone implements framework.StateData. The state is not changed after
-// PreFilterPod, so it is shared.
-func (s *podState) Clone() framework.StateData { return s }
-
 // namespaceLabels returns a function giving the labels of ns, looked up
 // once on first use; a namespace that is not found has no labels, as in
 // kube-scheduler. *err is set when the lister cannot be read yet.

@@ -61,6 +61,18 @@
 // the pods the cycle placed before this one, so a gang of 4 with maxSkew 1
 // over 2 zones is placed 2+2 in one cycle.
 //
+// # Preemption
+//
+// The plugin implements framework.PodPreFilterExtensions: AddPod and
+// RemovePod change the count of the pod's domain for each constraint that
+// counts it (under the rules above, the node inclusion policies
+// included) and keep the global minimum: a count below it becomes the
+// minimum, and a domain that leaves the minimum has the minimum recounted
+// over the domains. The domains depend on the nodes only, so none
+// appears or goes, and minDomains keeps its meaning. Preemption's victim
+// search so updates the state per victim instead of counting the whole
+// cluster again. The state's Clone copies the counts.
+//
 // # Events
 //
 // An assigned pod deleted (or finished) in the pending pod's namespace

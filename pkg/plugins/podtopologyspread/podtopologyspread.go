@@ -201,11 +201,10 @@ type podState struct {
 	counts []map[string]int
 	// minimum[i] is constraint i's global minimum (see the package doc).
 	minimum []int
+	// required is the pod's required node affinity, which the node
+	// inclusion policies read.
+	required nodeaffinity.RequiredNodeAffinity
 }
-
-// Clone implements framework.StateData. The state is not changed after
-// PreFilterPod, so it is shared.
-func (s *podState) Clone() framework.StateData { return s }
 
 // PreFilterPod implements framework.PodPreFilterPlugin: Skip for a pod
 // without DoNotSchedule constraints; otherwise it counts the matching
@@ -229,7 +228,8 @@ func (*PodTopologySpread) PreFilterPod(ctx context.Context, state *framework.Cyc
 	for i := range cs {
 		s.counts[i] = map[string]int{}
 	}
-	required := nodeaffinity.GetRequiredNodeAffinity(pod)
+	s.required = nodeaffinity.GetRequiredNodeAffinity(pod)
+	required := s.required
 	for _, n := range nodes {
 		node := n.Node
 		if node == nil || !hasAllTopologyKeys(node.Labels, cs) {
@@ -244,17 +244,24 @@ func (*PodTopologySpread) PreFilterPod(ctx context.Context, state *framework.Cyc
 		}
 	}
 	for i := range cs {
-		if len(s.counts[i]) < int(cs[i].minDomains) {
-			continue // fewer domains than minDomains: the minimum is 0
-		}
-		m := math.MaxInt
-		for _, v := range s.counts[i] {
-			m = min(m, v)
-		}
-		s.minimum[i] = m
+		s.minimum[i] = s.globalMinimum(i)
 	}
 	state.Write(stateKey, s)
 	return nil
+}
+
+// globalMinimum is constraint i's global minimum over s.counts[i]: the
+// smallest count of its domains, or 0 when it has fewer domains than
+// minDomains.
+func (s *podState) globalMinimum(i int) int {
+	if len(s.counts[i]) < int(s.constraints[i].minDomains) {
+		return 0
+	}
+	m := math.MaxInt
+	for _, v := range s.counts[i] {
+		m = min(m, v)
+	}
+	return m
 }
 
 // Filter implements framework.FilterPlugin.
