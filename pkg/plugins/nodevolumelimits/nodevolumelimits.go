@@ -43,9 +43,10 @@ type NodeVolumeLimits struct {
 }
 
 var (
-	_ framework.PodPreFilterPlugin = &NodeVolumeLimits{}
-	_ framework.FilterPlugin       = &NodeVolumeLimits{}
-	_ framework.EnqueueExtensions  = &NodeVolumeLimits{}
+	_ framework.PodPreFilterPlugin     = &NodeVolumeLimits{}
+	_ framework.PodPreFilterExtensions = &NodeVolumeLimits{}
+	_ framework.FilterPlugin           = &NodeVolumeLimits{}
+	_ framework.EnqueueExtensions      = &NodeVolumeLimits{}
 )
 
 // New is the plugin's framework.PluginFactory. It takes no args and needs
@@ -279,4 +280,17 @@ func podDeletedHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, _ any) (frame
 		}
 	}
 	return framework.QueueSkip, nil
+}
+
+// AddPod implements framework.PodPreFilterExtensions. PreFilterPod reads
+// only the pod's own volumes, and Filter counts the node's volumes from
+// the node itself, so a pod joining a node changes nothing PreFilterPod
+// decided: preemption's victim search need not run it again.
+func (*NodeVolumeLimits) AddPod(context.Context, *framework.CycleState, *v1.Pod, *framework.TaskInfo, *framework.NodeInfo) *framework.Status {
+	return nil
+}
+
+// RemovePod implements framework.PodPreFilterExtensions; see AddPod.
+func (*NodeVolumeLimits) RemovePod(context.Context, *framework.CycleState, *v1.Pod, *framework.TaskInfo, *framework.NodeInfo) *framework.Status {
+	return nil
 }

@@ -161,3 +161,47 @@ func TestHints(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovePodThenFilterMatchesRerun: the victim search takes a pod off
+// a node at its volume limit and calls RemovePod instead of PreFilterPod;
+// Filter must then admit the pod, as it does after PreFilterPod again.
+func TestRemovePodThenFilterMatchesRerun(t *testing.T) {
+	var objs []runtime.Object
+	for _, name := range []string{"v1", "v2", "v3"} {
+		objs = append(objs, bound(name, driver, "h-"+name)...)
+	}
+	pl := newPlugin(t, append(objs, csiNode("n2", 2))...)
+	ctx := context.Background()
+	preemptor := pod("p", "v1")
+	x, y := pod("x", "v2"), pod("y", "v3")
+	x.Spec.NodeName, y.Spec.NodeName = "n2", "n2"
+	node := testutil.NodeInfo(t, st.MakeNode().Name("n2").Obj(), x, y).Clone()
+	state := framework.NewCycleState()
+	if s := pl.PreFilterPod(ctx, state, preemptor, nil); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := pl.Filter(ctx, state, preemptor, node); s.Message() != ErrReasonMaxVolumeCountExceeded {
+		t.Fatalf("Filter with the node full = %v", s)
+	}
+	victim := node.Pods[0]
+	node.RemovePod(victim.Pod.UID)
+	updated := state.Clone()
+	if s := pl.RemovePod(ctx, updated, preemptor, victim, node); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	rerun := framework.NewCycleState()
+	if s := pl.PreFilterPod(ctx, rerun, preemptor, nil); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	got, want := pl.Filter(ctx, updated, preemptor, node), pl.Filter(ctx, rerun, preemptor, node)
+	if got.Code() != want.Code() || !got.IsSuccess() {
+		t.Errorf("Filter after RemovePod = %v, after PreFilterPod again = %v; want both to admit the pod", got, want)
+	}
+	node.AddTask(victim)
+	if s := pl.AddPod(ctx, updated, preemptor, victim, node); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := pl.Filter(ctx, updated, preemptor, node); s.Message() != ErrReasonMaxVolumeCountExceeded {
+		t.Errorf("Filter after AddPod of the victim back = %v, want %q", s, ErrReasonMaxVolumeCountExceeded)
+	}
+}

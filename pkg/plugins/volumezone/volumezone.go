@@ -61,9 +61,10 @@ type VolumeZone struct {
 }
 
 var (
-	_ framework.PodPreFilterPlugin = &VolumeZone{}
-	_ framework.FilterPlugin       = &VolumeZone{}
-	_ framework.EnqueueExtensions  = &VolumeZone{}
+	_ framework.PodPreFilterPlugin     = &VolumeZone{}
+	_ framework.PodPreFilterExtensions = &VolumeZone{}
+	_ framework.FilterPlugin           = &VolumeZone{}
+	_ framework.EnqueueExtensions      = &VolumeZone{}
 )
 
 // New is the plugin's framework.PluginFactory. It takes no args and needs
@@ -259,4 +260,16 @@ func volumeHint(logger klog.Logger, _ *framework.QueuedJob, oldObj, newObj any) 
 		return framework.Queue, nil
 	}
 	return framework.QueueSkip, nil
+}
+
+// AddPod implements framework.PodPreFilterExtensions. PreFilterPod reads
+// only the zones of the pod's own volumes, which no pod on a node
+// changes: preemption's victim search need not run it again.
+func (*VolumeZone) AddPod(context.Context, *framework.CycleState, *v1.Pod, *framework.TaskInfo, *framework.NodeInfo) *framework.Status {
+	return nil
+}
+
+// RemovePod implements framework.PodPreFilterExtensions; see AddPod.
+func (*VolumeZone) RemovePod(context.Context, *framework.CycleState, *v1.Pod, *framework.TaskInfo, *framework.NodeInfo) *framework.Status {
+	return nil
 }
