@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -192,31 +193,8 @@ func TestAddRemovePodMatchesPreFilterPodAgain(t *testing.T) {
 		if r.rng.IntN(2) == 0 {
 			state = state.Clone()
 		}
-		var removed []*framework.TaskInfo
-		var removedFrom []*framework.NodeInfo
-		for op := range 1 + r.rng.IntN(10) {
-			n := nodes[r.rng.IntN(len(nodes))]
-			var s *framework.Status
-			switch k := r.rng.IntN(4); {
-			case k <= 1 && len(n.Pods) > 0:
-				task := n.Pods[r.rng.IntN(len(n.Pods))]
-				n.RemoveTask(task.Pod.UID)
-				removed, removedFrom = append(removed, task), append(removedFrom, n)
-				s = pl.RemovePod(t.Context(), state, incoming, task, n)
-			case k == 2 && len(removed) > 0:
-				i := r.rng.IntN(len(removed))
-				task, back := removed[i], removedFrom[i]
-				removed, removedFrom = slices.Delete(removed, i, i+1), slices.Delete(removedFrom, i, i+1)
-				back.AddTask(task)
-				s = pl.AddPod(t.Context(), state, incoming, task, back)
-			default:
-				task := r.place(n, r.pod())
-				s = pl.AddPod(t.Context(), state, incoming, task, n)
-			}
-			if !s.IsSuccess() {
-				t.Fatalf("seed %d, change %d: %v", seed, op, s)
-			}
-		}
+		testutil.ApplyRandomChanges(t, r.rng, seed, pl, state, incoming, nodes, 1+r.rng.IntN(10),
+			func(n *framework.NodeInfo) *framework.TaskInfo { return r.place(n, r.pod()) })
 		got, want := filterAll(t, state, incoming, nodes), rerun(t, incoming, nodes)
 		if !slices.Equal(got, want) {
 			t.Fatalf("seed %d: verdicts after the changes = %q, PreFilterPod again gives %q", seed, got, want)
