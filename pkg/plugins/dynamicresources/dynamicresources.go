@@ -313,7 +313,9 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v
 		return nil, fmt.Errorf("listing resourceclaims: %w", err)
 	}
 	var taken sets.Set[structured.DeviceID]
-	if framework.IsEvictionSimulation(state) {
+	// owned: taken is this call's own set, not the index's shared one.
+	owned := framework.IsEvictionSimulation(state)
+	if owned {
 		taken = sets.New[structured.DeviceID]()
 		freed := pl.freedInSimulation(nodes)
 		simulatedOf(state).addPlaced(taken, pod, nodes)
@@ -326,7 +328,6 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v
 		// Shared with the index: copied below before anything is added.
 		taken = pl.allocated.sync(claims)
 	}
-	copied := framework.IsEvictionSimulation(state)
 	for _, p := range pl.inFlight.list() {
 		// An allocation the store shows already is in taken; one it does
 		// not show yet is added.
@@ -334,8 +335,8 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v
 			if taken.Has(d) {
 				continue
 			}
-			if !copied {
-				taken, copied = taken.Clone(), true
+			if !owned {
+				taken, owned = taken.Clone(), true
 			}
 			taken.Insert(d)
 		}

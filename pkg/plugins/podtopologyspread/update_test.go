@@ -123,26 +123,11 @@ func (r *randomCluster) nodes() []*framework.NodeInfo {
 		}
 		ni := framework.NewNodeInfo(w.Obj())
 		for range r.rng.IntN(6) {
-			r.place(ni, r.pod())
+			testutil.Place(ni, r.pod())
 		}
 		out = append(out, ni)
 	}
 	return out
-}
-
-// place binds pod to n and returns its task.
-func (r *randomCluster) place(n *framework.NodeInfo, pod *v1.Pod) *framework.TaskInfo {
-	pod.Spec.NodeName = n.Name()
-	n.AddPod(pod)
-	return n.Pods[len(n.Pods)-1]
-}
-
-// outcome is a Filter verdict in full, or "pass".
-func outcome(s *framework.Status) string {
-	if s.IsSuccess() {
-		return "pass"
-	}
-	return fmt.Sprintf("%v: %s", s.Code(), s.Message())
 }
 
 // filterAll returns the plugin's verdict for incoming on every node with
@@ -151,7 +136,7 @@ func filterAll(t *testing.T, state *framework.CycleState, incoming *v1.Pod, node
 	t.Helper()
 	out := make([]string, len(nodes))
 	for i, n := range nodes {
-		out[i] = outcome((&PodTopologySpread{}).Filter(t.Context(), state, incoming, n))
+		out[i] = testutil.Outcome((&PodTopologySpread{}).Filter(t.Context(), state, incoming, n))
 	}
 	return out
 }
@@ -194,7 +179,7 @@ func TestAddRemovePodMatchesPreFilterPodAgain(t *testing.T) {
 			state = state.Clone()
 		}
 		testutil.ApplyRandomChanges(t, r.rng, seed, pl, state, incoming, nodes, 1+r.rng.IntN(10),
-			func(n *framework.NodeInfo) *framework.TaskInfo { return r.place(n, r.pod()) })
+			func(n *framework.NodeInfo) *framework.TaskInfo { return testutil.Place(n, r.pod()) })
 		got, want := filterAll(t, state, incoming, nodes), rerun(t, incoming, nodes)
 		if !slices.Equal(got, want) {
 			t.Fatalf("seed %d: verdicts after the changes = %q, PreFilterPod again gives %q", seed, got, want)

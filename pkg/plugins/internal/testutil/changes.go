@@ -17,6 +17,7 @@ limitations under the License.
 package testutil
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -59,4 +60,19 @@ func ApplyRandomChanges(t testing.TB, rng *rand.Rand, seed uint64, ext framework
 			t.Fatalf("seed %d, change %d: %v", seed, op, s)
 		}
 	}
+}
+
+// Place binds pod to n and returns its task.
+func Place(n *framework.NodeInfo, pod *v1.Pod) *framework.TaskInfo {
+	pod.Spec.NodeName = n.Name()
+	n.AddPod(pod)
+	return n.Pods[len(n.Pods)-1]
+}
+
+// Outcome is a Filter verdict in full, or "pass", for comparing verdicts.
+func Outcome(s *framework.Status) string {
+	if s.IsSuccess() {
+		return "pass"
+	}
+	return fmt.Sprintf("%v: %s", s.Code(), s.Message())
 }
