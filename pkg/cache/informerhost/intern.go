@@ -15,6 +15,11 @@ import (
 // requests and owner, so a few thousand entries cover a large cluster.
 const maxInterned = 8192
 
+// maxInternedStrings bounds the table of strings: node names, namespaces
+// and the generate names of workloads are many more than their maps, and
+// an entry costs little.
+const maxInternedStrings = 1 << 16
+
 // interner makes equal maps and slices of the pods the informers store
 // one shared value: the replicas of a Deployment or a Job carry the same
 // labels, annotations, owner references and container requests and
@@ -31,6 +36,17 @@ type interner struct {
 	// containers are slices of containers slimmed by stripPod.
 	containers  map[string][]v1.Container
 	tolerations map[string][]v1.Toleration
+	// conditions are pod conditions without their times (see stripPod).
+	conditions map[string][]v1.PodCondition
+	// strs are the strings pods repeat: namespaces, node names, generate
+	// names, scheduler names, enumerations.
+	strs map[string]string
+	// priorities, grace periods, preemption policies and flags are the
+	// values of pointer fields that the API server defaults on every pod.
+	int32s      map[int32]*int32
+	int64s      map[int64]*int64
+	bools       map[bool]*bool
+	preemptions map[v1.PreemptionPolicy]*v1.PreemptionPolicy
 	// sharedContainers are the first elements of the values of
 	// containers, to recognize a pod interned already.
 	sharedContainers map[*v1.Container]struct{}
@@ -48,13 +64,20 @@ func newInterner() *interner {
 		owners:           map[string][]metav1.OwnerReference{},
 		containers:       map[string][]v1.Container{},
 		tolerations:      map[string][]v1.Toleration{},
+		conditions:       map[string][]v1.PodCondition{},
+		strs:             map[string]string{},
+		int32s:           map[int32]*int32{},
+		int64s:           map[int64]*int64{},
+		bools:            map[bool]*bool{},
+		preemptions:      map[v1.PreemptionPolicy]*v1.PreemptionPolicy{},
 		sharedContainers: map[*v1.Container]struct{}{},
 	}
 }
 
 // internPod replaces the labels, annotations, node selector, owner
-// references, tolerations, containers (once slimmed) and container
-// requests and limits of pod by equal shared values.
+// references, tolerations, containers (once slimmed), container requests
+// and limits, conditions (once without their times), the strings pods
+// repeat and the defaulted pointer fields of pod by equal shared values.
 func (in *interner) internPod(pod *v1.Pod) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -73,6 +96,88 @@ func (in *interner) internPod(pod *v1.Pod) {
 	pod.Spec.InitContainers = in.containersLocked(pod.Spec.InitContainers)
 	pod.Spec.Containers = in.containersLocked(pod.Spec.Containers)
 	pod.Spec.Tolerations = in.tolerationsLocked(pod.Spec.Tolerations)
+	pod.Status.Conditions = in.conditionsLocked(pod.Status.Conditions)
+	in.stringsLocked(pod)
+	spec := &pod.Spec
+	spec.Priority = internPtr(in.int32s, spec.Priority)
+	spec.TerminationGracePeriodSeconds = internPtr(in.int64s, spec.TerminationGracePeriodSeconds)
+	spec.ActiveDeadlineSeconds = internPtr(in.int64s, spec.ActiveDeadlineSeconds)
+	spec.EnableServiceLinks = internPtr(in.bools, spec.EnableServiceLinks)
+	spec.AutomountServiceAccountToken = internPtr(in.bools, spec.AutomountServiceAccountToken)
+	spec.PreemptionPolicy = internPtr(in.preemptions, spec.PreemptionPolicy)
+}
+
+// stringsLocked replaces the strings of pod that its workload's other
+// pods, or pods on its node, repeat by shared ones.
+func (in *interner) stringsLocked(pod *v1.Pod) {
+	s := in.strLocked
+	pod.Namespace = s(pod.Namespace)
+	pod.GenerateName = s(pod.GenerateName)
+	spec := &pod.Spec
+	spec.NodeName = s(spec.NodeName)
+	spec.SchedulerName = s(spec.SchedulerName)
+	spec.PriorityClassName = s(spec.PriorityClassName)
+	spec.ServiceAccountName = s(spec.ServiceAccountName)
+	spec.DeprecatedServiceAccount = s(spec.DeprecatedServiceAccount)
+	spec.RestartPolicy = v1.RestartPolicy(s(string(spec.RestartPolicy)))
+	spec.DNSPolicy = v1.DNSPolicy(s(string(spec.DNSPolicy)))
+	status := &pod.Status
+	status.Phase = v1.PodPhase(s(string(status.Phase)))
+	status.QOSClass = v1.PodQOSClass(s(string(status.QOSClass)))
+	status.NominatedNodeName = s(status.NominatedNodeName)
+	status.Reason = s(status.Reason)
+}
+
+// strLocked returns the shared string equal to str.
+func (in *interner) strLocked(str string) string {
+	if str == "" {
+		return str
+	}
+	if shared, ok := in.strs[str]; ok {
+		return shared
+	}
+	if len(in.strs) >= maxInternedStrings {
+		clear(in.strs)
+	}
+	in.strs[str] = str
+	return str
+}
+
+// internPtr returns the shared pointer to a value equal to *p, or p, which
+// becomes the shared one; nil stays nil.
+func internPtr[T comparable](table map[T]*T, p *T) *T {
+	if p == nil {
+		return nil
+	}
+	if shared, ok := table[*p]; ok {
+		return shared
+	}
+	if len(table) >= maxInterned {
+		clear(table)
+	}
+	table[*p] = p
+	return p
+}
+
+// conditionsLocked returns the shared conditions equal to cs, or cs.
+// Conditions with a time (those stripPod keeps it for) are not shared.
+func (in *interner) conditionsLocked(cs []v1.PodCondition) []v1.PodCondition {
+	if len(cs) == 0 {
+		return cs
+	}
+	in.key.Reset()
+	for i := range cs {
+		c := &cs[i]
+		if !c.LastProbeTime.IsZero() || !c.LastTransitionTime.IsZero() {
+			return cs
+		}
+		writeLenString(&in.key, string(c.Type))
+		writeLenString(&in.key, string(c.Status))
+		writeLenString(&in.key, c.Reason)
+		writeLenString(&in.key, c.Message)
+		writeLenString(&in.key, strconv.FormatInt(c.ObservedGeneration, 10))
+	}
+	return intern(in.conditions, in.key.String(), cs)
 }
 
 // containersLocked returns the shared slice of containers equal to cs,

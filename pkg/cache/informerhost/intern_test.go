@@ -3,6 +3,7 @@ package informerhost
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -113,6 +114,7 @@ func TestStripTwiceWritesNothingShared(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "twice"}},
 			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "twice:1", Env: []v1.EnvVar{{Name: "A"}},
 				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("123m")}}}}},
+			Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()}}},
 		}
 	}
 	a, b := replica("a"), replica("b")
@@ -121,8 +123,8 @@ func TestStripTwiceWritesNothingShared(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if &a.Spec.Containers[0] != &b.Spec.Containers[0] {
-		t.Fatalf("replicas do not share their containers")
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] || &a.Status.Conditions[0] != &b.Status.Conditions[0] {
+		t.Fatalf("replicas do not share their containers and conditions")
 	}
 	want := a.DeepCopy()
 	done := make(chan struct{})
@@ -130,6 +132,7 @@ func TestStripTwiceWritesNothingShared(t *testing.T) {
 		defer close(done)
 		for range 1000 {
 			_ = a.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() + int64(len(a.Spec.Containers[0].Name))
+			_ = a.Status.Conditions[0].LastTransitionTime.IsZero()
 		}
 	}()
 	for range 100 {
@@ -158,5 +161,60 @@ func TestInternPodOnce(t *testing.T) {
 	in.internPod(p)
 	if len(in.strMaps) != 1 {
 		t.Errorf("the second pass interned the labels again: %d maps", len(in.strMaps))
+	}
+}
+
+// Replicas share the strings, conditions and defaulted pointers they
+// repeat; what differs is not shared, and a condition whose time stripPod
+// keeps is the pod's own.
+func TestInternPodSharesWhatReplicasRepeat(t *testing.T) {
+	replica := func(name, node string) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: string([]byte("team-a")), Name: name, GenerateName: string([]byte("web-abc-"))},
+			Spec: v1.PodSpec{
+				NodeName: string([]byte(node)), SchedulerName: string([]byte("default-scheduler")),
+				Priority: ptr.To[int32](100), PreemptionPolicy: ptr.To(v1.PreemptLowerPriority),
+				TerminationGracePeriodSeconds: ptr.To[int64](30), EnableServiceLinks: ptr.To(true),
+			},
+			Status: v1.PodStatus{Phase: v1.PodRunning, QOSClass: v1.PodQOSBurstable,
+				Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}},
+		}
+	}
+	in := newInterner()
+	a, b, c := replica("a", "n1"), replica("b", "n1"), replica("c", "n2")
+	c.Spec.Priority = ptr.To[int32](200)
+	c.Status.Conditions[0].Status = v1.ConditionFalse
+	want := []*v1.Pod{a.DeepCopy(), b.DeepCopy(), c.DeepCopy()}
+	for _, p := range []*v1.Pod{a, b, c} {
+		in.internPod(p)
+	}
+	for i, p := range []*v1.Pod{a, b, c} {
+		if !equality.Semantic.DeepEqual(p, want[i]) {
+			t.Errorf("interning changed pod %s: %s", p.Name, diff.Diff(want[i], p))
+		}
+	}
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	if !same(a.Namespace, c.Namespace) || !same(a.GenerateName, b.GenerateName) || !same(a.Spec.NodeName, b.Spec.NodeName) ||
+		!same(a.Spec.SchedulerName, c.Spec.SchedulerName) {
+		t.Errorf("replicas do not share their namespace, generate name, node name and scheduler name")
+	}
+	if a.Spec.Priority != b.Spec.Priority || a.Spec.PreemptionPolicy != c.Spec.PreemptionPolicy ||
+		a.Spec.TerminationGracePeriodSeconds != c.Spec.TerminationGracePeriodSeconds || a.Spec.EnableServiceLinks != c.Spec.EnableServiceLinks {
+		t.Errorf("replicas do not share their defaulted pointers")
+	}
+	if a.Spec.Priority == c.Spec.Priority {
+		t.Errorf("different priorities are shared")
+	}
+	if &a.Status.Conditions[0] != &b.Status.Conditions[0] {
+		t.Errorf("equal conditions are not shared")
+	}
+	if &a.Status.Conditions[0] == &c.Status.Conditions[0] {
+		t.Errorf("different conditions are shared")
+	}
+	timed := replica("d", "n1")
+	timed.Status.Conditions[0].LastTransitionTime = metav1.Now()
+	in.internPod(timed)
+	if &timed.Status.Conditions[0] == &a.Status.Conditions[0] {
+		t.Errorf("a condition with a time is shared")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -60,21 +61,28 @@ func StripForScheduler(obj any) (any, error) {
 }
 
 // stripPod drops from pod what neither the scheduler (cache, queue,
-// plugins, default event handler) nor the helpers it calls read: of each
-// container (init and ephemeral too) all but keptContainerFields; the
-// container statuses; and the contents of the volumes that never affect
-// placement (projected, secret, config map and downward API volumes keep
-// their name and kind). Then the maps the replicas of a workload have in
-// common are shared (see interner). At 150,000 pods this is most of the memory of a
-// pod that a kubelet reports running. TestStrippedFieldsUnread in
-// strip_test.go proves by type-checking every package of this module (and
-// the component-helpers packages it calls) that none of them reads what
-// is dropped; a new reader must keep the field here first.
+// plugins, default event handler) nor the helpers it calls read:
+//   - of each container (init and ephemeral too), all but
+//     keptContainerFields;
+//   - the container statuses, the pod's and host's IPs, and the times of
+//     the conditions but a PodScheduled condition that is not True: the
+//     scheduler compares type, status, reason and message, and keeps the
+//     transition time only when it rewrites its own PodScheduled
+//     condition of a pending pod (pkg/scheduler, patchCondition);
+//   - the pod's security context;
+//   - the volumes that never affect placement (see placementFree).
+//
+// Then what pods repeat is shared (see interner). At 150,000 pods this is
+// most of the memory of a pod that a kubelet reports running.
+// TestStrippedFieldsUnread in transform_test.go proves by type-checking
+// every package of this module (and the component-helpers packages it
+// calls) that none of them reads what is dropped; a new reader must keep
+// the field here first.
 func stripPod(pod *v1.Pod) {
 	// The transform runs twice on the objects of a watch-list (the
 	// reflector's temporary store, then the informer's queue), and by the
-	// second time the containers may be shared with other pods: nothing
-	// already stripped is written again.
+	// second time the containers and conditions may be shared with other
+	// pods: nothing already stripped is written again.
 	for i := range pod.Spec.InitContainers {
 		slimContainer(&pod.Spec.InitContainers[i])
 	}
@@ -87,23 +95,61 @@ func stripPod(pod *v1.Pod) {
 			c.EphemeralContainerCommon = slim
 		}
 	}
-	for i := range pod.Spec.Volumes {
-		src := &pod.Spec.Volumes[i].VolumeSource
-		switch {
-		case src.Projected != nil && (len(src.Projected.Sources) > 0 || src.Projected.DefaultMode != nil):
-			src.Projected = &v1.ProjectedVolumeSource{}
-		case src.Secret != nil && (src.Secret.SecretName != "" || len(src.Secret.Items) > 0 || src.Secret.DefaultMode != nil || src.Secret.Optional != nil):
-			src.Secret = &v1.SecretVolumeSource{}
-		case src.ConfigMap != nil && (src.ConfigMap.Name != "" || len(src.ConfigMap.Items) > 0 || src.ConfigMap.DefaultMode != nil || src.ConfigMap.Optional != nil):
-			src.ConfigMap = &v1.ConfigMapVolumeSource{}
-		case src.DownwardAPI != nil && (len(src.DownwardAPI.Items) > 0 || src.DownwardAPI.DefaultMode != nil):
-			src.DownwardAPI = &v1.DownwardAPIVolumeSource{}
+	pod.Spec.Volumes = placementVolumes(pod.Spec.Volumes)
+	if pod.Spec.SecurityContext != nil {
+		pod.Spec.SecurityContext = nil
+	}
+	status := &pod.Status
+	if status.ContainerStatuses != nil || status.InitContainerStatuses != nil || status.EphemeralContainerStatuses != nil {
+		status.ContainerStatuses, status.InitContainerStatuses, status.EphemeralContainerStatuses = nil, nil, nil
+	}
+	if status.PodIP != "" || status.PodIPs != nil || status.HostIP != "" || status.HostIPs != nil {
+		status.PodIP, status.PodIPs, status.HostIP, status.HostIPs = "", nil, "", nil
+	}
+	for i := range status.Conditions {
+		c := &status.Conditions[i]
+		if c.Type == v1.PodScheduled && c.Status != v1.ConditionTrue {
+			continue
+		}
+		if !c.LastProbeTime.IsZero() || !c.LastTransitionTime.IsZero() {
+			c.LastProbeTime, c.LastTransitionTime = metav1.Time{}, metav1.Time{}
 		}
 	}
-	pod.Status.ContainerStatuses = nil
-	pod.Status.InitContainerStatuses = nil
-	pod.Status.EphemeralContainerStatuses = nil
 	podInterner.internPod(pod)
+}
+
+// placementFree reports whether v is a volume that no scheduling decision
+// reads: its contents come from the API server or the pod itself
+// (projected, secret, config map, downward API) or it is scratch space on
+// the node (empty dir), which only the containers' ephemeral-storage
+// requests account for.
+func placementFree(v *v1.Volume) bool {
+	src := &v.VolumeSource
+	return src.Projected != nil || src.Secret != nil || src.ConfigMap != nil || src.DownwardAPI != nil || src.EmptyDir != nil
+}
+
+// placementVolumes returns vols without the placement-free ones: vols
+// itself when it has none, nil when it has nothing else.
+func placementVolumes(vols []v1.Volume) []v1.Volume {
+	keep := 0
+	for i := range vols {
+		if !placementFree(&vols[i]) {
+			keep++
+		}
+	}
+	switch keep {
+	case len(vols):
+		return vols
+	case 0:
+		return nil
+	}
+	out := make([]v1.Volume, 0, keep)
+	for i := range vols {
+		if !placementFree(&vols[i]) {
+			out = append(out, vols[i])
+		}
+	}
+	return out
 }
 
 // keptContainerFields are the fields of v1.Container that stripPod keeps:

@@ -46,14 +46,21 @@ const (
 // droppedReads lists, per type of k8s.io/api/core/v1, the fields stripPod
 // drops (or empties) that no code may read; "*" is every field. The
 // fields of v1.Container other than keptContainerFields are added by
-// strippedFields.
+// strippedFields. The times of pod conditions are not here: stripPod keeps
+// them on the one condition whose time is read (TestStripPod).
 var droppedReads = map[string][]string{
-	"PodStatus":               {"ContainerStatuses", "InitContainerStatuses", "EphemeralContainerStatuses"},
+	"PodStatus":               {"ContainerStatuses", "InitContainerStatuses", "EphemeralContainerStatuses", "PodIP", "PodIPs", "HostIP", "HostIPs"},
 	"ContainerStatus":         {"*"},
+	"PodIP":                   {"*"},
+	"HostIP":                  {"*"},
+	"PodSpec":                 {"SecurityContext"},
+	"PodSecurityContext":      {"*"},
+	"VolumeSource":            {"Projected", "Secret", "ConfigMap", "DownwardAPI", "EmptyDir"},
 	"ProjectedVolumeSource":   {"*"},
 	"SecretVolumeSource":      {"*"},
 	"ConfigMapVolumeSource":   {"*"},
 	"DownwardAPIVolumeSource": {"*"},
+	"EmptyDirVolumeSource":    {"*"},
 	"VolumeProjection":        {"*"},
 }
 
@@ -155,7 +162,7 @@ func fieldReads(t *testing.T, fset *token.FileSet, imp types.Importer, path stri
 	var stripFuncs []ast.Node
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
-			if fd, ok := n.(*ast.FuncDecl); ok && path == modulePath+"/pkg/cache/informerhost" && (fd.Name.Name == "stripPod" || fd.Name.Name == "slimContainer") {
+			if fd, ok := n.(*ast.FuncDecl); ok && path == modulePath+"/pkg/cache/informerhost" && (fd.Name.Name == "stripPod" || fd.Name.Name == "slimContainer" || fd.Name.Name == "placementFree") {
 				stripFuncs = append(stripFuncs, fd)
 			}
 			if as, ok := n.(*ast.AssignStmt); ok && (as.Tok == token.ASSIGN || as.Tok == token.DEFINE) {
@@ -240,8 +247,8 @@ func scanned(p *goPackage) bool {
 // TestStrippedFieldsUnread proves that what stripPod drops is never read:
 // it type-checks every package of this module (but the test helpers of
 // pkg/testing) and the component-helpers packages it depends on, and fails
-// on any read of a dropped field, except in stripPod and slimContainer,
-// which read what they drop to drop it only once.
+// on any read of a dropped field, except in stripPod, slimContainer and
+// placementFree, which read what they drop to drop it only once.
 func TestStrippedFieldsUnread(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks the module")
@@ -396,11 +403,20 @@ func TestStripPod(t *testing.T) {
 					{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}},
 					{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{{Path: "ns"}}}}},
 					{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+					{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+					{Name: "eph", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}},
 				},
+				SecurityContext: &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
 			},
 			Status: v1.PodStatus{
-				Phase:                 v1.PodRunning,
-				Conditions:            []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
+				Phase: v1.PodRunning,
+				Conditions: []v1.PodCondition{
+					{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: started, LastProbeTime: started},
+					// The condition the scheduler rewrites keeps its time
+					// while the pod is not scheduled.
+					{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable", LastTransitionTime: started},
+				},
+				PodIP: "10.0.0.1", PodIPs: []v1.PodIP{{IP: "10.0.0.1"}}, HostIP: "192.168.0.1", HostIPs: []v1.HostIP{{IP: "192.168.0.1"}},
 				StartTime:             ptr.To(started),
 				ContainerStatuses:     []v1.ContainerStatus{{Name: "app", Ready: true}},
 				InitContainerStatuses: []v1.ContainerStatus{{Name: "sidecar", Ready: true}},
@@ -417,13 +433,28 @@ func TestStripPod(t *testing.T) {
 	want.Spec.InitContainers[0] = slim(want.Spec.InitContainers[0])
 	want.Spec.Containers[0] = slim(want.Spec.Containers[0])
 	want.Spec.EphemeralContainers[0].EphemeralContainerCommon = v1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}
-	want.Spec.Volumes[0].Projected = &v1.ProjectedVolumeSource{}
-	want.Spec.Volumes[1].ConfigMap = &v1.ConfigMapVolumeSource{}
-	want.Spec.Volumes[2].Secret = &v1.SecretVolumeSource{}
-	want.Spec.Volumes[3].DownwardAPI = &v1.DownwardAPIVolumeSource{}
+	want.Spec.Volumes = []v1.Volume{want.Spec.Volumes[4], want.Spec.Volumes[6]}
+	want.Spec.SecurityContext = nil
 	want.Status.ContainerStatuses, want.Status.InitContainerStatuses = nil, nil
+	want.Status.PodIP, want.Status.PodIPs, want.Status.HostIP, want.Status.HostIPs = "", nil, "", nil
+	want.Status.Conditions[0].LastTransitionTime, want.Status.Conditions[0].LastProbeTime = metav1.Time{}, metav1.Time{}
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("stripPod (-want +got):\n%s", diff.Diff(want, got))
+	}
+
+	// Once scheduled, no condition keeps a time, and a pod with only
+	// placement-free volumes keeps none.
+	bound := full()
+	bound.Status.Conditions[1].Status = v1.ConditionTrue
+	bound.Spec.Volumes = bound.Spec.Volumes[:4]
+	stripPod(bound)
+	for _, c := range bound.Status.Conditions {
+		if !c.LastTransitionTime.IsZero() || !c.LastProbeTime.IsZero() {
+			t.Errorf("condition %s of a scheduled pod kept its times: %v, %v", c.Type, c.LastTransitionTime, c.LastProbeTime)
+		}
+	}
+	if bound.Spec.Volumes != nil {
+		t.Errorf("placement-free volumes kept: %v", bound.Spec.Volumes)
 	}
 	if got.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 100 || *got.Spec.InitContainers[0].RestartPolicy != v1.ContainerRestartPolicyAlways {
 		t.Errorf("stripPod lost the requests or the sidecar's restart policy: %#v", got.Spec)
