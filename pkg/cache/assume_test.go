@@ -257,6 +257,33 @@ func TestAssumePodAccountsAtOnce(t *testing.T) {
 	}
 }
 
+// TaskState says what Job says of one task, through pending, assumed and
+// gone.
+func TestTaskState(t *testing.T) {
+	c, _, pods := gangFixture(t, Options{})
+	id := framework.JobIDForPod(pods[0])
+	check := func(when string, wantStatus framework.TaskStatus, wantOK bool) {
+		t.Helper()
+		job, status, ok := c.TaskState(pods[0].UID)
+		if ok != wantOK || status != wantStatus || (ok && job != id) {
+			t.Errorf("%s: TaskState = %v, %q, %v; want %v, %q, %v", when, job, status, ok, id, wantStatus, wantOK)
+		}
+		if ok {
+			j, _ := c.Job(id)
+			if got := j.Tasks[pods[0].UID]; got == nil || got.Status != status {
+				t.Errorf("%s: TaskState says %q, Job says %+v", when, status, got)
+			}
+		}
+	}
+	check("pending", framework.TaskPending, true)
+	mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
+	check("assumed", framework.TaskAssumed, true)
+	mustNoErr(t, "ForgetPod", c.ForgetPod(pods[0]))
+	check("forgotten", framework.TaskPending, true)
+	mustNoErr(t, "RemovePendingPod", c.RemovePendingPod(pods[0]))
+	check("removed", "", false)
+}
+
 func TestAssumePodErrors(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -389,6 +389,19 @@ func (c *SchedulerCache) Job(id framework.JobID) (*framework.JobInfo, bool) {
 	return j, true
 }
 
+// TaskState returns the job and status of the task of the pod with uid,
+// if the cache has one: what Job says of one task, without a copy of the
+// job.
+func (c *SchedulerCache) TaskState(uid types.UID) (framework.JobID, framework.TaskStatus, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, ok := c.tasks[uid]
+	if !ok {
+		return framework.JobID{}, "", false
+	}
+	return t.Job, t.Status, true
+}
+
 func (c *SchedulerCache) updateSizeGaugesLocked() {
 	c.sizeGauges.nodes.Set(float64(len(c.nodes) - c.numPlaceholders))
 	c.sizeGauges.placeholders.Set(float64(c.numPlaceholders))

@@ -60,6 +60,19 @@ func (s *Snapshot) AddPod(nodeName string, pod *v1.Pod) bool {
 	return true
 }
 
+// AddTask is AddPod for a task built already (an assumed task of a pod
+// pending in the cache, say), which the snapshot shares: a caller that
+// puts the same pod on it in every cycle builds the task once.
+func (s *Snapshot) AddTask(nodeName string, t *framework.TaskInfo) bool {
+	n, ok := s.nodeInfoMap[nodeName]
+	if !ok {
+		return false
+	}
+	n.AddTask(t)
+	s.changed[nodeName] = true
+	return true
+}
+
 // RemovePod undoes AddPod: it takes the pod with uid off the named node of
 // the snapshot and reports whether it was there.
 func (s *Snapshot) RemovePod(nodeName string, uid types.UID) bool {

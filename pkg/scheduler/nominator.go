@@ -10,6 +10,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // nomination is a pending pod that preemption made room for on a node.
@@ -18,6 +19,9 @@ type nomination struct {
 	node     string
 	job      framework.JobID
 	priority int32
+	// task is pod as assumed on node, built once: holdNominated puts it
+	// on the snapshot in every cycle while the nomination lasts.
+	task *framework.TaskInfo
 }
 
 // nominator remembers, per preemptor job, where preemption made room for
@@ -38,6 +42,11 @@ type nominator struct {
 	// victims maps a preemptor job to the victims it is waiting for, by
 	// UID, with their nodes.
 	victims map[framework.JobID]map[types.UID]string
+	// sorted are the values of pods sorted by pod name, rebuilt by others
+	// after pods changed (stale set): every cycle reads them, few change
+	// them.
+	sorted []nomination
+	stale  bool
 }
 
 func newNominator() *nominator {
@@ -52,7 +61,9 @@ func (n *nominator) nominate(job framework.JobID, priority int32, pods []*v1.Pod
 	n.clearLocked(job)
 	for _, pod := range pods {
 		if node, ok := placements[string(pod.UID)]; ok {
-			n.pods[pod.UID] = nomination{pod: pod, node: node, job: job, priority: priority}
+			n.pods[pod.UID] = nomination{pod: pod, node: node, job: job, priority: priority,
+				task: framework.NewAssumedTaskInfo(pod, node, resources.PodRequests(pod))}
+			n.stale = true
 		}
 	}
 	if len(victims) > 0 {
@@ -73,6 +84,7 @@ func (n *nominator) clearLocked(job framework.JobID) []nomination {
 		if nom.job == job {
 			noms = append(noms, nom)
 			delete(n.pods, uid)
+			n.stale = true
 		}
 	}
 	delete(n.victims, job)
@@ -152,13 +164,20 @@ func hasTask(ni *framework.NodeInfo, uid types.UID) bool {
 func (n *nominator) others(job framework.JobID, priority int32) []nomination {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.stale {
+		n.sorted = n.sorted[:0]
+		for _, nom := range n.pods {
+			n.sorted = append(n.sorted, nom)
+		}
+		sort.Slice(n.sorted, func(i, j int) bool { return n.sorted[i].pod.Name < n.sorted[j].pod.Name })
+		n.stale = false
+	}
 	var out []nomination
-	for _, nom := range n.pods {
+	for _, nom := range n.sorted {
 		if nom.job != job && nom.priority >= priority {
 			out = append(out, nom)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].pod.Name < out[j].pod.Name })
 	return out
 }
 
@@ -168,7 +187,10 @@ func (n *nominator) placed(job framework.JobID, pods []*v1.Pod) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, pod := range pods {
-		delete(n.pods, pod.UID)
+		if _, ok := n.pods[pod.UID]; ok {
+			delete(n.pods, pod.UID)
+			n.stale = true
+		}
 	}
 	for _, nom := range n.pods {
 		if nom.job == job {
@@ -182,7 +204,10 @@ func (n *nominator) placed(job framework.JobID, pods []*v1.Pod) {
 func (n *nominator) drop(uid types.UID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	delete(n.pods, uid)
+	if _, ok := n.pods[uid]; ok {
+		delete(n.pods, uid)
+		n.stale = true
+	}
 }
 
 // nominatedNode is the node preemption chose for pod: this scheduler's
@@ -202,18 +227,15 @@ func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
 // snapshot's next update takes the pods off.
 func (s *Scheduler) holdNominated(c *cycle) {
 	for _, nom := range s.nominated.others(c.job.ID, c.qj.Priority) {
-		var t *framework.TaskInfo
-		if info, ok := s.cache.Job(nom.job); ok {
-			t = info.Tasks[nom.pod.UID]
-		}
-		if t == nil || t.Status != framework.TaskPending {
+		job, status, ok := s.cache.TaskState(nom.pod.UID)
+		if !ok || job != nom.job || status != framework.TaskPending {
 			s.nominated.drop(nom.pod.UID)
-			if t == nil {
+			if !ok || job != nom.job {
 				s.release([]nomination{nom})
 			}
 			continue
 		}
-		s.snapshot.AddPod(nom.node, nom.pod)
+		s.snapshot.AddTask(nom.node, nom.task)
 	}
 }
 

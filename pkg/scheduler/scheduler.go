@@ -15,6 +15,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	policylisters "k8s.io/client-go/listers/policy/v1"
@@ -31,9 +32,11 @@ import (
 type Cache interface {
 	UpdateSnapshot(s *cache.Snapshot) error
 	// CycleJob is what a cycle of the job works on (see
-	// cache.SchedulerCache.CycleJob); Job the job's whole record.
+	// cache.SchedulerCache.CycleJob); Job the job's whole record, a copy;
+	// TaskState the job and status of one task, without a copy.
 	CycleJob(id framework.JobID) (*framework.Job, bool)
 	Job(id framework.JobID) (*framework.JobInfo, bool)
+	TaskState(uid types.UID) (framework.JobID, framework.TaskStatus, bool)
 	AssumePod(pod *v1.Pod, nodeName string) error
 	FinishBinding(pod *v1.Pod) error
 	ForgetPod(pod *v1.Pod) error

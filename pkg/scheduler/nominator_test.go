@@ -1,0 +1,83 @@
+package scheduler
+
+import (
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// others lists the nominations a cycle must respect, in pod-name order,
+// and follows every change of the nominations.
+func TestNominatorOthers(t *testing.T) {
+	pod := func(name string) *v1.Pod {
+		return st.MakePod().Name(name).UID(name).Req(map[v1.ResourceName]string{v1.ResourceCPU: "2"}).Obj()
+	}
+	jobA := framework.JobID{Namespace: "default", Name: "a", Gang: true}
+	jobB := framework.JobID{Namespace: "default", Name: "b", Gang: true}
+	jobC := framework.JobID{Namespace: "default", Name: "c", Gang: true}
+	a1, a2, a3, b1 := pod("a1"), pod("a2"), pod("a3"), pod("b1")
+	n := newNominator()
+	n.nominate(jobA, 10, []*v1.Pod{a2, a1}, map[string]string{"a1": "n1", "a2": "n2"}, nil)
+	n.nominate(jobB, 5, []*v1.Pod{b1}, map[string]string{"b1": "n1"}, map[types.UID]string{"v": "n1"})
+	names := func(noms []nomination) []string {
+		var out []string
+		for _, nom := range noms {
+			out = append(out, nom.pod.Name)
+		}
+		return out
+	}
+	steps := []struct {
+		what     string
+		change   func()
+		job      framework.JobID
+		priority int32
+		want     []string
+	}{
+		{what: "every other job", job: jobC, priority: 0, want: []string{"a1", "a2", "b1"}},
+		{what: "not the cycle's own job", job: jobA, priority: 0, want: []string{"b1"}},
+		{what: "only at least the priority", job: jobC, priority: 6, want: []string{"a1", "a2"}},
+		{what: "after a drop", change: func() { n.drop("a1") }, job: jobC, want: []string{"a2", "b1"}},
+		{what: "after a renomination", change: func() {
+			n.nominate(jobA, 10, []*v1.Pod{a3}, map[string]string{"a3": "n3"}, nil)
+		}, job: jobC, want: []string{"a3", "b1"}},
+		{what: "after placing", change: func() { n.placed(jobB, []*v1.Pod{b1}) }, job: jobC, want: []string{"a3"}},
+		{what: "after clearing", change: func() { n.clear(jobA) }, job: jobC, want: nil},
+	}
+	for _, s := range steps {
+		if s.change != nil {
+			s.change()
+		}
+		if got := names(n.others(s.job, s.priority)); !slices.Equal(got, s.want) {
+			t.Errorf("%s: others = %v, want %v", s.what, got, s.want)
+		}
+	}
+	if _, waiting := n.victims[jobB]; waiting {
+		t.Errorf("job b's victims are still awaited after its last nomination was placed")
+	}
+}
+
+// A nomination carries its pod as assumed on its node, with its requests,
+// for the snapshot.
+func TestNominationTask(t *testing.T) {
+	p := st.MakePod().Name("p").UID("p").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1500m"}).Obj()
+	n := newNominator()
+	job := framework.JobIDForPod(p)
+	n.nominate(job, 0, []*v1.Pod{p}, map[string]string{"p": "n7"}, nil)
+	noms := n.others(framework.JobID{Name: "other"}, 0)
+	if len(noms) != 1 {
+		t.Fatalf("others = %d nominations, want 1", len(noms))
+	}
+	task := noms[0].task
+	if task == nil || task.Status != framework.TaskAssumed || task.NodeName != "n7" || task.Pod.Spec.NodeName != "n7" ||
+		task.Requests.MilliCPU != 1500 || task.Job != job || !task.Counted {
+		t.Errorf("task = %+v, want p assumed on n7 with 1500m CPU, counted, of job %v", task, job)
+	}
+	if p.Spec.NodeName != "" {
+		t.Errorf("the nomination changed the pending pod")
+	}
+}
