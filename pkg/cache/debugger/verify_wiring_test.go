@@ -134,6 +134,23 @@ func TestVerifyAgreesWithTheDefaultHandlerUnderLoad(t *testing.T) {
 			}
 		}()
 	}
+	// The checks must overlap the load: on a busy machine the writers
+	// may not have started when the first check would run, or may have
+	// done only a few rounds by the time the last one ends.
+	loaded := func(n int) bool {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			mu.Lock()
+			done := ops
+			mu.Unlock()
+			if done >= n {
+				return true
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return false
+	}
+	loaded(1)
 	inFlight := 0
 	for range 5 {
 		// Re-checks after 0.1, 0.2, 0.4, 0.8 and 1.6 s: an informer on a
@@ -150,6 +167,7 @@ func TestVerifyAgreesWithTheDefaultHandlerUnderLoad(t *testing.T) {
 		inFlight += res.InFlight
 	}
 	t.Logf("5 runs under load cleared %d candidate differences as events in flight", inFlight)
+	loaded(10)
 	cancel()
 	wg.Wait()
 	if ops < 10 {
