@@ -132,7 +132,8 @@ func (r *resilientListWatch) ListWithContext(ctx context.Context, opts metav1.Li
 		if err == nil {
 			if err = r.remember(list); err == nil {
 				r.recovered()
-				return list, nil
+				// A copy, as for watch events (see send).
+				return list.DeepCopyObject(), nil
 			}
 		}
 		if ctx.Err() != nil {
@@ -205,6 +206,12 @@ func (w *resilientWatch) Stop() {
 func (w *resilientWatch) ResultChan() <-chan watch.Event { return w.result }
 
 func (w *resilientWatch) send(ctx context.Context, e watch.Event) bool {
+	// The reflector gets a copy: its informer's transform changes objects
+	// in place, and the list-watch keeps reading the object it sent (its
+	// key and version now, its content at the next relist).
+	if e.Object != nil {
+		e.Object = e.Object.DeepCopyObject()
+	}
 	select {
 	case w.result <- e:
 		return true

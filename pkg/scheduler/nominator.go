@@ -10,7 +10,6 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // nomination is a pending pod that preemption made room for on a node.
@@ -62,7 +61,7 @@ func (n *nominator) nominate(job framework.JobID, priority int32, pods []*v1.Pod
 	for _, pod := range pods {
 		if node, ok := placements[string(pod.UID)]; ok {
 			n.pods[pod.UID] = nomination{pod: pod, node: node, job: job, priority: priority,
-				task: framework.NewAssumedTaskInfo(pod, node, resources.PodRequests(pod))}
+				task: framework.NewAssumedTaskInfo(pod, node, framework.NewTaskInfo(pod).Requests)}
 			n.stale = true
 		}
 	}
