@@ -188,10 +188,62 @@ type collector struct {
 	scheduled int
 	latencies []time.Duration // first seen pending → seen scheduled, per pod
 
-	samples []float64 // pods/s of each whole second
+	sampler throughputSampler
 	stopped chan struct{}
 	done    chan struct{}
 	before  histogram
+}
+
+// throughputSampler turns the count of scheduled pods, read once a second,
+// into per-interval rates the way scheduler_perf's throughput collector
+// does, so that our pods/s and upstream's thresholds mean the same thing:
+//   - ticks before the first scheduled pod are not samples;
+//   - the first tick that sees a scheduled pod only sets the baseline (it
+//     would mix the window's start with the ops creating pods);
+//   - a tick that sees no new pod records nothing yet; the next tick that
+//     does spreads its pods over every interval since the last sample, and
+//     records that rate once per interval;
+//   - pods scheduled after the last sampling tick are not sampled.
+//
+// A window whose pods were all scheduled within one second therefore has
+// no samples, and its rate is the overall one (pods ÷ window).
+type throughputSampler struct {
+	started  bool
+	last     int
+	lastTime time.Time
+	skipped  int
+	samples  []float64
+}
+
+// tick records the count of scheduled pods seen at now.
+func (s *throughputSampler) tick(now time.Time, scheduled int) {
+	switch {
+	case scheduled == 0:
+		return
+	case !s.started:
+		s.started, s.last, s.lastTime = true, scheduled, now
+		return
+	case scheduled == s.last:
+		s.skipped++
+		return
+	}
+	rate := float64(scheduled-s.last) / now.Sub(s.lastTime).Seconds()
+	for range s.skipped + 1 {
+		s.samples = append(s.samples, rate)
+	}
+	s.last, s.lastTime, s.skipped = scheduled, now, 0
+}
+
+// average is the mean of the samples, and false when there are none.
+func (s *throughputSampler) average() (float64, bool) {
+	if len(s.samples) == 0 {
+		return 0, false
+	}
+	sum := 0.0
+	for _, r := range s.samples {
+		sum += r
+	}
+	return sum / float64(len(s.samples)), true
 }
 
 // startCollector opens a window; its sampler runs until stop.
@@ -204,7 +256,6 @@ func (t *podTracker) startCollector(name string, s podScope, before histogram) *
 		defer close(c.done)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		last := 0
 		for {
 			select {
 			case <-c.stopped:
@@ -213,8 +264,9 @@ func (t *podTracker) startCollector(name string, s podScope, before histogram) *
 				t.mu.Lock()
 				n := c.scheduled
 				t.mu.Unlock()
-				c.samples = append(c.samples, float64(n-last))
-				last = n
+				// Only this goroutine touches the sampler until
+				// stop has seen done closed.
+				c.sampler.tick(time.Now(), n)
 			}
 		}
 	}()
@@ -226,7 +278,7 @@ type Window struct {
 	Name    string
 	Pods    int
 	Elapsed time.Duration
-	Average float64 // mean of the per-second samples, as upstream reports it
+	Average float64 // mean of throughputSampler's samples, as upstream reports it; Overall when there are none
 	Overall float64 // Pods / Elapsed
 	// P50, P90, P99: each pod's time from the watch showing it pending
 	// to the watch showing it bound; the same instrument for both
@@ -257,13 +309,8 @@ func (t *podTracker) stop(c *collector, after histogram) Window {
 	lat := slices.Clone(c.latencies)
 	t.mu.Unlock()
 	w := Window{Name: c.name, Pods: n, Elapsed: elapsed, Overall: float64(n) / elapsed.Seconds()}
-	if len(c.samples) > 0 {
-		sum := 0.0
-		for _, s := range c.samples {
-			sum += s
-		}
-		w.Average = sum / float64(len(c.samples))
-	} else {
+	var sampled bool
+	if w.Average, sampled = c.sampler.average(); !sampled {
 		w.Average = w.Overall
 	}
 	d := after.sub(c.before)

@@ -9,9 +9,10 @@
 // the scheduler is started as a process, then the workload's operations
 // (createNodes, createPods, createPodGroups, createAny, barrier, churn, ...)
 // run against the API server as upstream's executor runs them, and each
-// window that collects metrics reports pods/s (the mean of per-second
-// samples, as upstream computes SchedulingThroughput) and the percentiles
-// of the scheduler's own successful-attempt histogram.
+// window that collects metrics reports pods/s (the mean of once-a-second
+// samples, taken and averaged as upstream's SchedulingThroughput is: see
+// throughputSampler) and the percentiles of the scheduler's own
+// successful-attempt histogram.
 //
 // Workloads that need a feature batch-scheduler lacks (Dynamic Resource
 // Allocation, topology-aware gangs) or a part of upstream's harness the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -350,4 +351,51 @@ func envInt(b testing.TB, name string, def int) int {
 		b.Fatalf("%s=%q: %v", name, s, err)
 	}
 	return n
+}
+
+func TestThroughputSampler(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, c := range []struct {
+		name   string
+		counts []int // scheduled pods at ticks 1 s apart
+		want   []float64
+	}{
+		{name: "nothing scheduled", counts: []int{0, 0, 0}},
+		{name: "a burst inside one second", counts: []int{0, 0, 100, 100, 100}},
+		{name: "zeros before the first pod are not samples", counts: []int{0, 0, 10, 30, 60}, want: []float64{20, 30}},
+		{name: "a pause is spread over its seconds", counts: []int{5, 5, 5, 11, 12}, want: []float64{2, 2, 2, 1}},
+		{name: "a pause at the end is not sampled", counts: []int{5, 15, 15, 15}, want: []float64{10}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var s throughputSampler
+			for i, n := range c.counts {
+				s.tick(at(float64(i+1)), n)
+			}
+			if !slices.Equal(s.samples, c.want) {
+				t.Errorf("samples = %v, want %v", s.samples, c.want)
+			}
+			avg, ok := s.average()
+			if ok != (len(c.want) > 0) {
+				t.Fatalf("average ok = %v with samples %v", ok, s.samples)
+			}
+			if ok {
+				want := 0.0
+				for _, r := range c.want {
+					want += r
+				}
+				if want /= float64(len(c.want)); math.Abs(avg-want) > 1e-9 {
+					t.Errorf("average = %v, want %v", avg, want)
+				}
+			}
+		})
+	}
+	// The rate is over the time that really passed, not the ticks'
+	// nominal second: a late tick lowers it.
+	var s throughputSampler
+	s.tick(at(1), 10)
+	s.tick(at(3), 30)
+	if !slices.Equal(s.samples, []float64{10}) {
+		t.Errorf("late tick: samples = %v, want [10]", s.samples)
+	}
 }
