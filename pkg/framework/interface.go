@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -275,6 +277,49 @@ type RoomMaker interface {
 	// victim policy that looks at more than the pod (its queue, say).
 	// Lookups are cached for the cycle; the record must not be modified.
 	Job(id JobID) (*JobInfo, bool)
+	// WithSample returns a RoomMaker for the same cycle whose victim
+	// search looks at a sample of the nodes (see CandidateSample). The
+	// RoomMaker handed to a plugin searches every node.
+	WithSample(sample CandidateSample) RoomMaker
+}
+
+// CandidateSample bounds the victim search of MakeRoom the way
+// kube-scheduler's DefaultPreemption args do (minCandidateNodesPercentage,
+// minCandidateNodesAbsolute). For each pending pod that fits nowhere, the
+// search starts at a random node among the n it may use, goes round them,
+// and stops once it has found Limit(n) nodes where evictions make room;
+// the best of those is chosen. Fewer nodes tried cost less CPU on a large
+// cluster and may choose worse victims. The zero value searches every
+// node.
+type CandidateSample struct {
+	// Percentage of the nodes, 0 to 100.
+	Percentage int32
+	// Absolute is the least number of nodes, whatever the percentage.
+	Absolute int32
+}
+
+// Limit is how many candidate nodes the search finds among n before it
+// stops: max(n × Percentage / 100, Absolute), at most n; n for the zero
+// sample.
+func (s CandidateSample) Limit(n int) int {
+	if s == (CandidateSample{}) {
+		return n
+	}
+	return min(n, max(n*int(s.Percentage)/100, int(s.Absolute)))
+}
+
+// Validate reports what is wrong with s, naming the field as a
+// kube-scheduler configuration does.
+func (s CandidateSample) Validate() error {
+	switch {
+	case s.Percentage < 0 || s.Percentage > 100:
+		return fmt.Errorf("minCandidateNodesPercentage: %d is not between 0 and 100", s.Percentage)
+	case s.Absolute < 0:
+		return fmt.Errorf("minCandidateNodesAbsolute: %d is negative", s.Absolute)
+	case s.Percentage == 0 && s.Absolute == 0:
+		return errors.New("minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0")
+	}
+	return nil
 }
 
 // VictimBudget bounds what one MakeRoom may take from each group of pods

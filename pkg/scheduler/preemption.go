@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"sort"
 
@@ -65,6 +66,8 @@ type simulation struct {
 	// the going pods.
 	budget framework.VictimBudget
 	taken  map[string]framework.ResourceAmounts
+	// sample bounds how many candidate nodes each pod's search finds.
+	sample framework.CandidateSample
 }
 
 // plannedVictim is a pod to evict and the preemptor pod it makes room for.
@@ -109,6 +112,13 @@ type roomMaker struct {
 	c *cycle
 	// jobs caches Job's lookups.
 	jobs map[framework.JobID]*framework.JobInfo
+	// sample bounds the victim search (WithSample); zero for every node.
+	sample framework.CandidateSample
+}
+
+// WithSample implements framework.RoomMaker.
+func (r *roomMaker) WithSample(sample framework.CandidateSample) framework.RoomMaker {
+	return &roomMaker{s: r.s, c: r.c, jobs: r.jobs, sample: sample}
 }
 
 // Job implements framework.RoomMaker.
@@ -137,11 +147,11 @@ func (r *roomMaker) MakeRoomWithin(ctx context.Context, policy framework.VictimP
 	if policy == nil {
 		return framework.RoomOutcome{}, errors.New("making room: no victim policy")
 	}
-	return r.s.makeRoom(ctx, r.c, policy, budget)
+	return r.s.makeRoom(ctx, r.c, policy, budget, r.sample)
 }
 
 // makeRoom is MakeRoom for cycle c.
-func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.VictimPolicy, budget framework.VictimBudget) (framework.RoomOutcome, error) {
+func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.VictimPolicy, budget framework.VictimBudget, sample framework.CandidateSample) (framework.RoomOutcome, error) {
 	logger := klog.FromContext(ctx)
 	if c.job.Err != nil || len(s.snapshot.NodeInfos()) == 0 {
 		return framework.RoomOutcome{}, nil
@@ -163,7 +173,7 @@ func (s *Scheduler) makeRoom(ctx context.Context, c *cycle, policy framework.Vic
 		s.giveUp(ctx, c.job.ID)
 		return framework.RoomOutcome{}, nil
 	}
-	res, err := s.simulate(ctx, c, policy, budget, going, goingUIDs)
+	res, err := s.simulate(ctx, c, searchBounds{policy: policy, budget: budget, sample: sample}, going, goingUIDs)
 	ok, order, placed, placements := res.ok, res.order, res.placed, res.placements
 	if err != nil {
 		s.metrics.PreemptionAttempts.WithLabelValues(preemptionError).Inc()
@@ -205,15 +215,24 @@ type simulationResult struct {
 	placements map[string]string
 }
 
-// simulate runs the victim search for c's job on the snapshot: with
-// victims by policy within budget, the going pods (goingUIDs, their UIDs)
-// already counted as leaving. It tries each placement of the cycle's plan
-// in turn, and puts the snapshot back as it was before returning.
-func (s *Scheduler) simulate(ctx context.Context, c *cycle, policy framework.VictimPolicy, budget framework.VictimBudget,
+// searchBounds are what the PostFilter plugin bounds the victim search
+// with: which pods may go (policy), how much each group may lose (budget,
+// nil for no bound) and how many nodes to try (sample).
+type searchBounds struct {
+	policy framework.VictimPolicy
+	budget framework.VictimBudget
+	sample framework.CandidateSample
+}
+
+// simulate runs the victim search for c's job on the snapshot, within b,
+// with the going pods (goingUIDs, their UIDs) already counted as leaving.
+// It tries each placement of the cycle's plan in turn, and puts the
+// snapshot back as it was before returning.
+func (s *Scheduler) simulate(ctx context.Context, c *cycle, b searchBounds,
 	going []*framework.TaskInfo, goingUIDs map[types.UID]bool) (simulationResult, error) {
-	sim := &simulation{s: s, c: c, priority: c.qj.Priority, policy: policy, jobs: map[framework.JobID]*framework.JobInfo{},
+	sim := &simulation{s: s, c: c, priority: c.qj.Priority, policy: b.policy, jobs: map[framework.JobID]*framework.JobInfo{},
 		victims: map[types.UID]*plannedVictim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{},
-		budget: budget, taken: map[string]framework.ResourceAmounts{}, going: goingUIDs}
+		budget: b.budget, taken: map[string]framework.ResourceAmounts{}, going: goingUIDs, sample: b.sample}
 	for _, t := range going {
 		sim.charge(t, 1)
 	}
@@ -317,7 +336,17 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 	// search starts from (see podFit).
 	pf := sim.newPodFit(ctx, pod, preFilter)
 	var best *candidate
-	for _, node := range nodes {
+	limit, found, offset := sim.sample.Limit(len(nodes)), 0, 0
+	if limit < len(nodes) {
+		// A sample starts at a random node, so that successive
+		// preemptions spread over the cluster.
+		offset = rand.IntN(len(nodes))
+	}
+	for i := range nodes {
+		if found == limit {
+			break
+		}
+		node := nodes[(offset+i)%len(nodes)]
 		if st := statuses[node.Name()]; st != nil && st.Code() == framework.UnschedulableAndUnresolvable {
 			// Evicting pods cannot help there (e.g. a node selector).
 			continue
@@ -333,6 +362,7 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 		if !sim.withinBudget(cand) {
 			continue
 		}
+		found++
 		if better(cand, best) {
 			best = cand
 		}

@@ -149,7 +149,7 @@ func benchVictimSearch(b *testing.B, registry *frameworkruntime.Registry, nodes,
 
 	b.ResetTimer()
 	for range b.N {
-		res, err := s.simulate(b.Context(), cy, policy, nil, nil, map[types.UID]bool{})
+		res, err := s.simulate(b.Context(), cy, searchBounds{policy: policy}, nil, map[types.UID]bool{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -34,6 +34,11 @@ func (r *fakeRoom) MakeRoomWithin(_ context.Context, policy framework.VictimPoli
 	return r.out, r.err
 }
 
+// WithSample fails the test's expectations: Reclaim searches every node.
+func (r *fakeRoom) WithSample(framework.CandidateSample) framework.RoomMaker {
+	panic("Reclaim asked for a candidate sample")
+}
+
 func (r *fakeRoom) Job(id framework.JobID) (*framework.JobInfo, bool) {
 	j, ok := r.jobs[id]
 	return j, ok

@@ -21,19 +21,48 @@ const Name = "DefaultPreemption"
 
 // DefaultPreemption brings the policy of preemption by priority; the
 // scheduler's RoomMaker does the simulation, nomination and eviction.
-type DefaultPreemption struct{}
+type DefaultPreemption struct {
+	// sample bounds the victim search, from the args.
+	sample framework.CandidateSample
+}
 
 var (
 	_ framework.PostFilterPlugin  = &DefaultPreemption{}
 	_ framework.EnqueueExtensions = &DefaultPreemption{}
 )
 
-// New builds the plugin; it takes no arguments.
+// Args are the plugin's args, kube-scheduler's DefaultPreemptionArgs:
+// how many nodes the victim search tries for each pod that fits nowhere
+// (framework.CandidateSample). Unset fields take kube-scheduler's
+// defaults, 10 % and 100.
+type Args struct {
+	MinCandidateNodesPercentage *int32 `yaml:"minCandidateNodesPercentage"`
+	MinCandidateNodesAbsolute   *int32 `yaml:"minCandidateNodesAbsolute"`
+}
+
+// Default search bounds, kube-scheduler's.
+const (
+	DefaultMinCandidateNodesPercentage = 10
+	DefaultMinCandidateNodesAbsolute   = 100
+)
+
+// New builds the plugin from its args (Args, or none).
 func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
-	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
+	var a Args
+	if err := pluginutil.DecodeArgs(Name, args, &a); err != nil {
 		return nil, err
 	}
-	return &DefaultPreemption{}, nil
+	sample := framework.CandidateSample{Percentage: DefaultMinCandidateNodesPercentage, Absolute: DefaultMinCandidateNodesAbsolute}
+	if a.MinCandidateNodesPercentage != nil {
+		sample.Percentage = *a.MinCandidateNodesPercentage
+	}
+	if a.MinCandidateNodesAbsolute != nil {
+		sample.Absolute = *a.MinCandidateNodesAbsolute
+	}
+	if err := sample.Validate(); err != nil {
+		return nil, fmt.Errorf("%s args: %w", Name, err)
+	}
+	return &DefaultPreemption{sample: sample}, nil
 }
 
 // Name implements framework.Plugin.
@@ -49,7 +78,7 @@ func (*DefaultPreemption) EventsToRegister() []framework.ClusterEventWithHint { 
 // queues exist), unless one of its pods
 // says preemptionPolicy: Never (a gang is one decision, so one such pod
 // keeps the whole gang from preempting).
-func (*DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+func (pl *DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
 	if job.Err != nil || len(job.Pending) == 0 {
 		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable)
 	}
@@ -57,7 +86,7 @@ func (*DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleStat
 		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, "a pod of the job has preemptionPolicy Never")
 	}
 	priority := jobPriority(job.Pending)
-	out, err := room.MakeRoom(ctx, func(t *framework.TaskInfo) bool {
+	out, err := room.WithSample(pl.sample).MakeRoom(ctx, func(t *framework.TaskInfo) bool {
 		if corev1helpers.PodPriority(t.Pod) >= priority {
 			return false
 		}

@@ -3,11 +3,13 @@ package defaultpreemption
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -19,6 +21,13 @@ type fakeRoom struct {
 	out    framework.RoomOutcome
 	err    error
 	jobs   map[framework.JobID]*framework.JobInfo
+	sample framework.CandidateSample
+}
+
+// WithSample records the sample the plugin asked for.
+func (r *fakeRoom) WithSample(s framework.CandidateSample) framework.RoomMaker {
+	r.sample = s
+	return r
 }
 
 func (r *fakeRoom) MakeRoom(_ context.Context, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
@@ -120,64 +129,70 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
-func TestNewRejectsArgs(t *testing.T) {
-	if _, err := New(context.Background(), strings.NewReader("priorityThreshold: 5"), nil); err == nil || !strings.Contains(err.Error(), Name) {
-		t.Errorf("New with args: %v, want an error naming %s", err, Name)
-	}
-	p, err := New(context.Background(), nil, nil)
-	if err != nil || p.Name() != Name {
-		t.Errorf("New = %v, %v", p, err)
-	}
-}
-
-// With queues, priority counts within a queue: a lower-priority pod of
-// another queue is Reclaim's to take, by its rule, not preemption's.
-func TestPolicyKeepsToTheJobsQueue(t *testing.T) {
-	running := func(name, queue string) *framework.JobInfo {
-		j := framework.NewJobInfo(framework.JobID{Namespace: "default", Name: name, Gang: true})
-		j.QueueAccount = queue
-		return j
-	}
-	same, other := running("same", "team-a"), running("other", "team-b")
-	// Not yet accounted by the cache: its pods name its queue.
-	labelled := framework.NewJobInfo(framework.JobID{Namespace: "default", Name: "labelled", Gang: true})
-	labelled.SetTask(framework.NewTaskInfo(st.MakePod().Name("labelled-0").Group("labelled").
-		Label(framework.QueueLabel, "team-a").Node("node-1").Obj()))
-	unknown := running("unknown", "team-a")
-	room := &fakeRoom{out: framework.RoomOutcome{Fits: true, Victims: 1},
-		jobs: map[framework.JobID]*framework.JobInfo{same.ID: same, other.ID: other, labelled.ID: labelled}}
-	j := job(st.MakePod().Name("a").Priority(100).Obj())
-	j.Queue = "team-a"
-	j.Queues = &framework.QueueSnapshot{Queues: map[string]*framework.QueueState{}}
-	if _, s := (&DefaultPreemption{}).PostFilter(context.Background(), framework.NewCycleState(), j, room); !s.IsSuccess() {
-		t.Fatalf("PostFilter = %v, want success", s)
-	}
-	victimOf := func(job *framework.JobInfo, priority int32) *framework.TaskInfo {
-		return &framework.TaskInfo{Pod: st.MakePod().Name(job.ID.Name + "-0").Priority(priority).Obj(), Job: job.ID}
-	}
+func TestArgs(t *testing.T) {
 	for _, tt := range []struct {
-		name     string
-		job      *framework.JobInfo
-		priority int32
-		want     bool
+		name    string
+		args    string
+		want    framework.CandidateSample
+		wantErr string
 	}{
-		{name: "lower priority, same queue", job: same, priority: 10, want: true},
-		{name: "lower priority, same queue named by its pods", job: labelled, priority: 10, want: true},
-		{name: "lower priority, another queue", job: other, priority: 10, want: false},
-		{name: "same priority, same queue", job: same, priority: 100, want: false},
-		{name: "lower priority, a job the RoomMaker does not know", job: unknown, priority: 10, want: false},
+		{name: "none: kube-scheduler's defaults", want: framework.CandidateSample{Percentage: 10, Absolute: 100}},
+		{name: "kube-scheduler's dumped args", args: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: DefaultPreemptionArgs\nminCandidateNodesPercentage: 10\nminCandidateNodesAbsolute: 100\n",
+			want: framework.CandidateSample{Percentage: 10, Absolute: 100}},
+		{name: "every node", args: "minCandidateNodesPercentage: 100\n", want: framework.CandidateSample{Percentage: 100, Absolute: 100}},
+		{name: "absolute only", args: "minCandidateNodesPercentage: 0\nminCandidateNodesAbsolute: 5\n", want: framework.CandidateSample{Absolute: 5}},
+		{name: "both zero", args: "minCandidateNodesPercentage: 0\nminCandidateNodesAbsolute: 0\n", wantErr: "cannot both be 0"},
+		{name: "percentage above 100", args: "minCandidateNodesPercentage: 101\n", wantErr: "minCandidateNodesPercentage: 101"},
+		{name: "negative absolute", args: "minCandidateNodesAbsolute: -1\n", wantErr: "minCandidateNodesAbsolute: -1"},
+		{name: "an unknown field", args: "priorityThreshold: 5\n", wantErr: "priorityThreshold"},
+		{name: "another plugin's kind", args: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: NodeResourcesFitArgs\n", wantErr: "NodeResourcesFitArgs"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := room.policy(victimOf(tt.job, tt.priority)); got != tt.want {
-				t.Errorf("victim allowed: %v, want %v", got, tt.want)
+			var r io.Reader
+			if tt.args != "" {
+				r = config.NewSection("sched.yaml", []byte(tt.args))
+			}
+			p, err := New(context.Background(), r, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), Name) {
+					t.Fatalf("New = %v, want an error naming %s and %q", err, Name, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			if got := p.(*DefaultPreemption).sample; got != tt.want {
+				t.Errorf("sample = %+v, want %+v", got, tt.want)
+			}
+			// The plugin hands its sample to the victim search.
+			room := &fakeRoom{out: framework.RoomOutcome{Fits: true, Victims: 1}}
+			if _, s := p.(*DefaultPreemption).PostFilter(context.Background(), framework.NewCycleState(), job(st.MakePod().Name("a").Priority(5).Obj()), room); !s.IsSuccess() {
+				t.Fatalf("PostFilter: %v", s)
+			}
+			if room.sample != tt.want {
+				t.Errorf("the room was asked with sample %+v, want %+v", room.sample, tt.want)
 			}
 		})
 	}
-	// Without queues the queue is not looked at.
-	j.Queues = nil
-	room = &fakeRoom{out: framework.RoomOutcome{Fits: true, Victims: 1}}
-	(&DefaultPreemption{}).PostFilter(context.Background(), framework.NewCycleState(), j, room)
-	if !room.policy(victimOf(other, 10)) {
-		t.Error("without queues, a lower-priority victim the RoomMaker does not know is refused")
+}
+
+func TestCandidateSampleLimit(t *testing.T) {
+	for _, tt := range []struct {
+		s     framework.CandidateSample
+		nodes int
+		want  int
+	}{
+		{framework.CandidateSample{}, 5000, 5000},
+		{framework.CandidateSample{Percentage: 10, Absolute: 100}, 5000, 500},
+		{framework.CandidateSample{Percentage: 10, Absolute: 100}, 500, 100},
+		{framework.CandidateSample{Percentage: 10, Absolute: 100}, 40, 40},
+		{framework.CandidateSample{Percentage: 100, Absolute: 1}, 7, 7},
+		{framework.CandidateSample{Absolute: 3}, 7, 3},
+		{framework.CandidateSample{Percentage: 10, Absolute: 100}, 0, 0},
+	} {
+		if got := tt.s.Limit(tt.nodes); got != tt.want {
+			t.Errorf("%+v.Limit(%d) = %d, want %d", tt.s, tt.nodes, got, tt.want)
+		}
 	}
 }

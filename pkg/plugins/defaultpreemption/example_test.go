@@ -52,6 +52,9 @@ func (r room) MakeRoomWithin(ctx context.Context, policy framework.VictimPolicy,
 	return r.MakeRoom(ctx, policy)
 }
 
+// WithSample is the room itself: the example has no nodes to sample.
+func (r room) WithSample(framework.CandidateSample) framework.RoomMaker { return r }
+
 // Job knows no jobs: the example's policy looks at pods only.
 func (r room) Job(framework.JobID) (*framework.JobInfo, bool) { return nil, false }
 
