@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -455,6 +456,28 @@ func clearTraceNamespace(b testing.TB, client kubernetes.Interface, ns string) {
 	})
 	if err != nil {
 		b.Fatalf("deleting the Jobs of %s: %v", ns, err)
+	}
+	// The Job controller removes its tracking finalizer from the pods of
+	// deleted Jobs at its own pace: tens of thousands of pods outlast
+	// clearNamespace's wait, so the benchmark removes it itself.
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		b.Fatalf("listing the pods of %s: %v", ns, err)
+	}
+	noFinalizers := []byte(`{"metadata":{"finalizers":null}}`)
+	err = parallel(len(pods.Items), setupWorkers, func(i int) error {
+		p := &pods.Items[i]
+		if len(p.Finalizers) == 0 {
+			return nil
+		}
+		_, err := client.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, noFinalizers, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the finalizers of pod %s/%s: %w", ns, p.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	clearNamespace(b, client, ns)
 }
