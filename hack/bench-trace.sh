@@ -20,7 +20,9 @@ set -o errexit -o nounset -o pipefail
 #   (none)  1,000 nodes of 8 pods, arrivals over 120 s
 #   quick   100 nodes, arrivals over 60 s (35 minutes on 2 shared cores at
 #           load 16-32: each replay waits for the Job controller's backoff)
-#   5000    5,000 nodes, arrivals over 120 s
+#   5000    5,000 nodes, arrivals over 120 s (on 2 cores the control plane
+#           cannot create that many pods in time; docs/performance.md ran
+#           BENCH_TRACE_SECONDS=30 BENCH_TRACE_WAIT_SECONDS=480: 35 minutes)
 # Env (see BenchmarkTrace): BENCH_TRACE_NODES, BENCH_TRACE_SECONDS,
 #   BENCH_TRACE_LOAD_PERCENT (90: offered work ÷ capacity over the window),
 #   BENCH_TRACE_SCALE (100: run times divided by it), BENCH_TRACE_SEED (1),
