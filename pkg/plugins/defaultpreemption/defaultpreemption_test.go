@@ -196,3 +196,55 @@ func TestCandidateSampleLimit(t *testing.T) {
 		}
 	}
 }
+
+// With queues, priority counts within a queue: a lower-priority pod of
+// another queue is Reclaim's to take, by its rule, not preemption's.
+func TestPolicyKeepsToTheJobsQueue(t *testing.T) {
+	running := func(name, queue string) *framework.JobInfo {
+		j := framework.NewJobInfo(framework.JobID{Namespace: "default", Name: name, Gang: true})
+		j.QueueAccount = queue
+		return j
+	}
+	same, other := running("same", "team-a"), running("other", "team-b")
+	// Not yet accounted by the cache: its pods name its queue.
+	labelled := framework.NewJobInfo(framework.JobID{Namespace: "default", Name: "labelled", Gang: true})
+	labelled.SetTask(framework.NewTaskInfo(st.MakePod().Name("labelled-0").Group("labelled").
+		Label(framework.QueueLabel, "team-a").Node("node-1").Obj()))
+	unknown := running("unknown", "team-a")
+	room := &fakeRoom{out: framework.RoomOutcome{Fits: true, Victims: 1},
+		jobs: map[framework.JobID]*framework.JobInfo{same.ID: same, other.ID: other, labelled.ID: labelled}}
+	j := job(st.MakePod().Name("a").Priority(100).Obj())
+	j.Queue = "team-a"
+	j.Queues = &framework.QueueSnapshot{Queues: map[string]*framework.QueueState{}}
+	if _, s := (&DefaultPreemption{}).PostFilter(context.Background(), framework.NewCycleState(), j, room); !s.IsSuccess() {
+		t.Fatalf("PostFilter = %v, want success", s)
+	}
+	victimOf := func(job *framework.JobInfo, priority int32) *framework.TaskInfo {
+		return &framework.TaskInfo{Pod: st.MakePod().Name(job.ID.Name + "-0").Priority(priority).Obj(), Job: job.ID}
+	}
+	for _, tt := range []struct {
+		name     string
+		job      *framework.JobInfo
+		priority int32
+		want     bool
+	}{
+		{name: "lower priority, same queue", job: same, priority: 10, want: true},
+		{name: "lower priority, same queue named by its pods", job: labelled, priority: 10, want: true},
+		{name: "lower priority, another queue", job: other, priority: 10, want: false},
+		{name: "same priority, same queue", job: same, priority: 100, want: false},
+		{name: "lower priority, a job the RoomMaker does not know", job: unknown, priority: 10, want: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := room.policy(victimOf(tt.job, tt.priority)); got != tt.want {
+				t.Errorf("victim allowed: %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// Without queues the queue is not looked at.
+	j.Queues = nil
+	room = &fakeRoom{out: framework.RoomOutcome{Fits: true, Victims: 1}}
+	(&DefaultPreemption{}).PostFilter(context.Background(), framework.NewCycleState(), j, room)
+	if !room.policy(victimOf(other, 10)) {
+		t.Error("without queues, a lower-priority victim the RoomMaker does not know is refused")
+	}
+}
