@@ -5,7 +5,11 @@
 // reads each framework's demand report (pkg/demand) to move capacity left
 // idle toward frameworks whose work waits, and publishes the result as
 // Grant objects that batch-scheduler's two-level handler reads through a
-// custom informer.
+// custom informer. Like Mesos, it never hands out capacity a framework
+// still holds: capacity a grant gives up moves to another framework only
+// once the framework's synced demand report acknowledges the smaller
+// version and no longer uses it (package internal/held); a framework that
+// does not report keeps what it holds.
 //
 // Usage:
 //
@@ -17,5 +21,6 @@
 // /apis/batch-scheduler.io/v1alpha1/grants), the admin API (/frameworks,
 // /allocation, /grants/{name}/revoke), /healthz and /metrics. SIGTERM or
 // SIGINT stops it gracefully. examples/allocator/README.md documents the
-// flags, the API and the allocation rules (package internal/drf).
+// flags, the API, the acknowledgment protocol and the allocation rules
+// (package internal/drf).
 package main

@@ -57,7 +57,7 @@ func newFlags(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("allocator", pflag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster whose Nodes are divided; empty means in-cluster")
 	fs.StringVar(&o.config, "config", "", "YAML file of the initial frameworks (ignored when --state-file exists)")
-	fs.StringVar(&o.stateFile, "state-file", "", "file the frameworks and revocations are saved to after every admin change and loaded from on start")
+	fs.StringVar(&o.stateFile, "state-file", "", "file the frameworks, revocations and held capacity are saved to (after every admin change, and before grants grow) and loaded from on start")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8090", "address of the grants, admin API, /healthz and /metrics (port 0: any free port)")
 	fs.StringVar(&o.addressFile, "address-file", "", "file to write the bound host:port to once listening")
 	fs.StringVar(&o.name, "name", "allocator", "issuer written in every grant")
@@ -109,7 +109,7 @@ func (o *options) loadRegistry() (*frameworks.File, error) {
 			return nil, err
 		}
 	}
-	klog.InfoS("Frameworks loaded", "from", from, "frameworks", len(reg.Frameworks), "revoked", len(reg.Revoked))
+	klog.InfoS("Frameworks loaded", "from", from, "frameworks", len(reg.Frameworks), "revoked", len(reg.Revoked), "held", len(reg.Held))
 	if o.stateFile != "" && from != o.stateFile {
 		if err := frameworks.Save(o.stateFile, reg); err != nil {
 			return nil, err

@@ -27,14 +27,21 @@ import (
 
 var cp *controlplane.ControlPlane
 
+// TestMain starts etcd and kube-apiserver only: the allocator reads
+// nothing but Nodes, which the test writes itself.
 func TestMain(m *testing.M) {
-	controlplane.RunTests("allocator", &cp, m.Run)
+	controlplane.RunTests("allocator", &cp, m.Run, controlplane.WithoutCluster())
 }
 
-// reportServer serves a demand report that the test can change.
+// reportServer is a fake framework's demand report that the test can
+// change. The framework applies every grant as soon as it is published:
+// its reports are synced and acknowledge the grants observe lists.
 type reportServer struct {
 	mu     sync.Mutex
 	report demand.Report
+	// observe lists the framework's grants (name -> resourceVersion);
+	// nil acknowledges nothing.
+	observe func() map[string]string
 }
 
 func (s *reportServer) set(r demand.Report) {
@@ -43,10 +50,21 @@ func (s *reportServer) set(r demand.Report) {
 	s.report = r
 }
 
+// observeFrom makes the framework acknowledge what allocator s serves.
+func (rs *reportServer) observeFrom(s *started, framework string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.observe = func() map[string]string { return s.observed(framework) }
+}
+
 func (s *reportServer) current() *demand.Report {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.report
+	r, observe := s.report, s.observe
+	s.mu.Unlock()
+	r.Synced = true
+	if observe != nil {
+		r.ObservedGrants = observe()
+	}
 	return &r
 }
 
@@ -148,6 +166,34 @@ func (s *started) grants(t *testing.T) (map[string]int64, map[string]v1alpha1.Gr
 	return cpu, all, rv
 }
 
+// observed lists framework's grants as name -> resourceVersion; nothing
+// when the list fails (a framework that cannot see its grants
+// acknowledges none).
+func (s *started) observed(framework string) map[string]string {
+	out := map[string]string{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.addr+"/apis/batch-scheduler.io/v1alpha1/grants", nil)
+	if err != nil {
+		return out
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	var list v1alpha1.GrantList
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&list) != nil {
+		return out
+	}
+	for _, g := range list.Items {
+		if g.Spec.Framework == framework {
+			out[g.Name] = g.ResourceVersion
+		}
+	}
+	return out
+}
+
 func (s *started) waitGrants(t *testing.T, what string, want map[string]int64) {
 	t.Helper()
 	var last map[string]int64
@@ -178,6 +224,8 @@ func TestAllocatorAgainstAPIServer(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.yaml")
 	s := start(t, "--state-file", state, "--interval", "200ms", "--idle-timeout", "1s")
 	defer s.shutdown(t)
+	aReport.observeFrom(s, "a")
+	bReport.observeFrom(s, "b")
 
 	for _, req := range []struct{ name, body string }{
 		{"a", fmt.Sprintf(`{"weight":1,"demandURL":%q}`, aSrv.URL+demand.Path)},
@@ -212,7 +260,8 @@ func TestAllocatorAgainstAPIServer(t *testing.T) {
 	}
 
 	// b uses all its grants and more work waits; a uses nothing, so once
-	// its grants have been idle for the idle timeout their CPU moves to b.
+	// its grants have been idle for the idle timeout their CPU moves to b:
+	// a's grants shrink first, and b's grow once a acknowledged that.
 	bReport.set(demand.Report{Framework: "b", Waiting: 2,
 		Unmet:       v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
 		LargestUnit: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
@@ -235,11 +284,16 @@ func TestAllocatorAgainstAPIServer(t *testing.T) {
 		t.Fatalf("a.node-1 not published as Revoked: %v", err)
 	}
 	s.shutdown(t)
+	if b, err := os.ReadFile(state); err != nil || !strings.Contains(string(b), "\nheld:\n") || !strings.Contains(string(b), "- grant: b.node-1\n") {
+		t.Errorf("state file after the run (%v):\n%s\nwant a held section naming b.node-1", err, b)
+	}
 
 	// A restart sees the same frameworks and revocation, and serves higher
 	// resourceVersions.
 	s2 := start(t, "--state-file", state, "--interval", "200ms", "--idle-timeout", "1s")
 	defer s2.shutdown(t)
+	aReport.observeFrom(s2, "a")
+	bReport.observeFrom(s2, "b")
 	code, body := s2.do(t, http.MethodGet, "/frameworks", "")
 	if code != http.StatusOK || !strings.Contains(body, `"name":"a"`) || !strings.Contains(body, `"name":"b"`) {
 		t.Errorf("GET /frameworks after a restart: HTTP %d %s, want a and b", code, body)

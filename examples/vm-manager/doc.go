@@ -3,18 +3,22 @@
 // publishes each placed VM as an ExternalWorkload, so that
 // batch-scheduler counts it against its host.
 //
-// It keeps its VMs in memory and serves, on one HTTP listener (--listen,
-// default 127.0.0.1:8091; --address-file writes the bound host:port):
+// It keeps its VMs in memory (and, with --state-file, in a file it loads
+// again at start-up) and serves, on one HTTP listener (--listen, default
+// 127.0.0.1:8091; --address-file writes the bound host:port):
 //
 //	POST   /vms          {"name":"vm-a","cpu":"2","memory":"4Gi","host":"node-1"}
 //	GET    /vms, GET /vms/{name}, DELETE /vms/{name}
 //	GET    /apis/batch-scheduler.io/v1alpha1/externalworkloads   (list/watch)
-//	GET    /demand, /healthz, /metrics
+//	GET    /hosts, /demand, /healthz, /metrics
 //
 // In hybrid mode (the default) a VM goes to the requested host, or to the
 // first host by name with room: allocatable minus the requests of the
 // bound, non-terminated pods (watched through --kubeconfig) minus the
-// manager's VMs. A VM that does not fit is refused with 409.
+// manager's VMs. A VM that does not fit is refused with 409. With --ledger
+// every placement is committed to the host's NodeLedger first, where
+// batch-scheduler commits its binds, so that a pod and a VM never take the
+// same capacity; --host-selector limits the hosts VMs may use.
 //
 // In two-level mode (--framework=NAME --grants-url=URL) the manager is a
 // framework under an allocator that serves Grants: a VM must also fit in

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -49,14 +50,24 @@ func (c *SchedulerCache) AssumePod(pod *v1.Pod, nodeName string) error {
 	if pod == nil {
 		return errors.New("assuming pod: nil pod")
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.canAssumeLocked(pod, nodeName); err != nil {
+		return err
+	}
+	c.assumeLocked(c.tasks[pod.UID], nodeName)
+	return nil
+}
+
+// canAssumeLocked returns why pod cannot be assumed on nodeName, or nil
+// (see AssumePod).
+func (c *SchedulerCache) canAssumeLocked(pod *v1.Pod, nodeName string) error {
 	if nodeName == "" {
 		return fmt.Errorf("assuming pod %s: empty node name", klog.KObj(pod))
 	}
 	if pod.Spec.NodeName != "" && pod.Spec.NodeName != nodeName {
 		return fmt.Errorf("assuming pod %s on node %q: %w: its spec.nodeName is %q", klog.KObj(pod), nodeName, ErrWrongState, pod.Spec.NodeName)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	t, ok := c.tasks[pod.UID]
 	if !ok {
 		return fmt.Errorf("assuming pod %s on node %q: %w", klog.KObj(pod), nodeName, ErrNotFound)
@@ -74,7 +85,14 @@ func (c *SchedulerCache) AssumePod(pod *v1.Pod, nodeName string) error {
 	if item.info.Placeholder {
 		return fmt.Errorf("assuming pod %s on node %q: node %w: it is only a placeholder for pods bound to it", klog.KObj(pod), nodeName, ErrNotFound)
 	}
+	return nil
+}
 
+// assumeLocked assumes the pending task t on nodeName, which
+// canAssumeLocked accepted.
+func (c *SchedulerCache) assumeLocked(t *framework.TaskInfo, nodeName string) {
+	pod := t.Pod
+	item := c.nodes[nodeName]
 	at := framework.NewAssumedTaskInfoInGroup(t.Pod, nodeName, t.Requests, c.membershipLocked(t.Pod))
 	c.assumed[pod.UID] = &assumedPod{pending: t.Pod}
 	c.tasks[pod.UID] = at
@@ -84,7 +102,94 @@ func (c *SchedulerCache) AssumePod(pod *v1.Pod, nodeName string) error {
 	c.touchLocked(item)
 	c.updateSizeGaugesLocked()
 	klog.V(4).InfoS("Assumed pod", "pod", klog.KObj(pod), "node", nodeName)
+}
+
+// AssumePods assumes the pods of one placement together, each on the node
+// placements maps its UID to, as AssumePod does one pod, and only if the
+// capacity the placement was decided on is still there: seen(node) is the
+// node as the deciding cycle saw it (its snapshot's NodeInfo), and a node
+// whose capacity for this scheduler has shrunk since fails the whole
+// placement with ErrCapacityShrank. Shrunk means: its allocatable is
+// smaller, its external usage larger, or its cap smaller (a capped node
+// seen uncapped counts as shrunk), in any resource.
+//
+// This is the commit of a cycle against the cache's latest state, checked
+// and applied under one lock hold. A cycle decides on a snapshot taken at
+// its start; an allocator may shrink this framework's grant while the
+// cycle runs, and once the scheduler has told the allocator that it
+// applied the shrink (the demand report's observedGrants), no placement
+// decided under the old grant may still take effect. The check compares
+// the capacity only, not the fit rule (which is the plugins'): a cycle
+// whose view of every node it uses is still at most what the cache has
+// made a decision the plugins would make again.
+//
+// On any failure nothing is assumed. An error wraps ErrCapacityShrank, or
+// what AssumePod would fail with, and names the pod and node.
+func (c *SchedulerCache) AssumePods(pods []*v1.Pod, placements map[string]string, seen func(node string) *framework.NodeInfo) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	checked := map[string]bool{}
+	uids := make(map[types.UID]bool, len(pods))
+	for _, pod := range pods {
+		if pod == nil {
+			return errors.New("assuming pods: nil pod")
+		}
+		if uids[pod.UID] {
+			return fmt.Errorf("assuming pod %s: listed twice", klog.KObj(pod))
+		}
+		uids[pod.UID] = true
+		nodeName := placements[string(pod.UID)]
+		if err := c.canAssumeLocked(pod, nodeName); err != nil {
+			return err
+		}
+		if checked[nodeName] {
+			continue
+		}
+		checked[nodeName] = true
+		if seen == nil {
+			continue
+		}
+		if was := seen(nodeName); was != nil {
+			if what := shrunk(was, c.nodes[nodeName].info); what != "" {
+				return fmt.Errorf("assuming pod %s on node %q: %w: %s", klog.KObj(pod), nodeName, ErrCapacityShrank, what)
+			}
+		}
+	}
+	for _, pod := range pods {
+		c.assumeLocked(c.tasks[pod.UID], placements[string(pod.UID)])
+	}
 	return nil
+}
+
+// shrunk says how now has less capacity for this scheduler than was, or
+// "" if it has not.
+func shrunk(was, now *framework.NodeInfo) string {
+	switch {
+	case less(now.Schedulable, was.Schedulable):
+		return fmt.Sprintf("allocatable %s, was %s", now.Schedulable, was.Schedulable)
+	case less(was.External, now.External):
+		return fmt.Sprintf("external usage %s, was %s", now.External, was.External)
+	case now.Cap != nil && was.Cap == nil:
+		return fmt.Sprintf("capped at %s, was uncapped", *now.Cap)
+	case now.Cap != nil && less(*now.Cap, *was.Cap):
+		return fmt.Sprintf("cap %s, was %s", *now.Cap, *was.Cap)
+	}
+	return ""
+}
+
+// less reports whether a is below b in some resource.
+func less(a, b resources.Resource) bool {
+	d := b.Clone()
+	d.Sub(a)
+	if d.MilliCPU > 0 || d.Memory > 0 || d.EphemeralStorage > 0 || d.Pods > 0 {
+		return true
+	}
+	for _, v := range d.Scalar {
+		if v > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // FinishBinding records that the bind call for an assumed pod succeeded.

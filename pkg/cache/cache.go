@@ -38,6 +38,9 @@ var (
 	// ErrWrongState: the object is in the cache, but not in the state the
 	// call expects (e.g. AddPendingPod of a pod the cache has as bound).
 	ErrWrongState = errors.New("in an unexpected state in the scheduler cache")
+	// ErrCapacityShrank: a node's capacity for this scheduler shrank after
+	// the snapshot a placement was decided on (see AssumePods).
+	ErrCapacityShrank = errors.New("capacity shrank since the snapshot")
 )
 
 // Options configure a SchedulerCache. Only Client is required to Run.

@@ -108,6 +108,7 @@ func (c *SchedulerCache) CapExceededNodes() []eventhandlers.CapExceeded {
 		for _, t := range info.Pods {
 			if t.Own && t.Counted {
 				e.Pods = append(e.Pods, t.Pod)
+				e.Tasks = append(e.Tasks, t)
 			}
 		}
 		out = append(out, e)

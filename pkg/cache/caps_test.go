@@ -3,6 +3,9 @@ package cache
 import (
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -101,4 +104,57 @@ func nodeDump(d *Dump, name string) NodeDump {
 		}
 	}
 	return NodeDump{}
+}
+
+// CapExceededNodes gives each pod's task, in the order of Pods, filed
+// under the job the cache's rule gives it: a handler that keeps gangs
+// whole reads the job there, gangs inferred from owners included.
+func TestCapExceededCarriesTasks(t *testing.T) {
+	c, _ := newTestCache(t, Options{SchedulerNames: []string{"batch"}})
+	mustNoErr(t, "SetOwnerGangs", c.SetOwnerGangs(framework.AllOwnerKinds()))
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n1")))
+	mustNoErr(t, "SetNodeCap", c.SetNodeCap("n1", cpu(1000)))
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		wantGang bool
+		// wantOwner is set for a gang inferred from the pod's owner.
+		wantOwner bool
+	}{
+		{name: "single", pod: st.MakePod().Name("single").Node("n1").Scheduler("batch").Req(res{"cpu": "1"}).Obj()},
+		{name: "explicit gang", pod: st.MakePod().Name("member").Node("n1").Scheduler("batch").Group("g").MinAvailable("2").Req(res{"cpu": "1"}).Obj(), wantGang: true},
+		{name: "inferred gang", pod: st.MakePod().Name("ray-head").Node("n1").Scheduler("batch").ControlledBy("ray.io/v1", "RayCluster", "rc", "uid-rc").Req(res{"cpu": "1"}).Obj(),
+			wantGang: true, wantOwner: true},
+	}
+	for _, tt := range tests {
+		mustNoErr(t, "AddPod", c.AddPod(tt.pod))
+	}
+	ex := c.CapExceededNodes()
+	if len(ex) != 1 || len(ex[0].Pods) != len(tests) || len(ex[0].Tasks) != len(tests) {
+		t.Fatalf("CapExceededNodes = %+v, want n1 with %d pods and as many tasks", ex, len(tests))
+	}
+	byName := map[string]*framework.TaskInfo{}
+	for i, task := range ex[0].Tasks {
+		if task.Pod != ex[0].Pods[i] {
+			t.Errorf("Tasks[%d] is pod %s, Pods[%d] is %s: want the same order", i, task.Pod.Name, i, ex[0].Pods[i].Name)
+		}
+		byName[task.Pod.Name] = task
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			task := byName[tt.pod.Name]
+			if task == nil {
+				t.Fatalf("no task of pod %s", tt.pod.Name)
+			}
+			if want := c.JobIDForPod(tt.pod); task.Job != want {
+				t.Errorf("job %s, want %s (the cache's rule)", task.Job, want)
+			}
+			if task.Job.Gang != tt.wantGang || (task.Job.Owner != "") != tt.wantOwner {
+				t.Errorf("job %+v: gang %v, inferred from an owner %v; want %v, %v", task.Job, task.Job.Gang, task.Job.Owner != "", tt.wantGang, tt.wantOwner)
+			}
+			if task.Status != framework.TaskBound || task.Requests.MilliCPU != 1000 {
+				t.Errorf("task %s: status %s, requests %s; want Bound with 1 cpu", tt.pod.Name, task.Status, task.Requests)
+			}
+		})
+	}
 }

@@ -46,6 +46,21 @@ type Report struct {
 	// Used is what the framework's placed work requests, per node name.
 	// Nodes where it uses nothing are left out.
 	Used map[string]v1.ResourceList `json:"used,omitempty"`
+	// Synced is true once the framework's view is complete: its informers
+	// (pods, grants, its own workloads) have synced, so that Used is all it
+	// uses and ObservedGrants all it has applied. An allocator learns
+	// nothing from a report that is not synced: it neither frees capacity
+	// on its Used nor takes its ObservedGrants as acknowledged.
+	Synced bool `json:"synced,omitempty"`
+	// ObservedGrants maps the name of each grant the framework has applied
+	// to the resourceVersion it applied. It acknowledges those versions:
+	// Used counts every placement the framework made or is making under
+	// any version it applied, and from the time of the report on it places
+	// only within these versions of its grants or later ones. An allocator
+	// may give capacity a grant gave up to another framework only once the
+	// version that gave it up is acknowledged and Used says it is not in
+	// use (see docs/two-level.md).
+	ObservedGrants map[string]string `json:"observedGrants,omitempty"`
 	// Queues is, per queue of the framework's tenants (docs/queues.md),
 	// what it uses, waits for and may use, sorted by name: which tenant
 	// is hungry. Empty while the framework has no queues.
@@ -115,6 +130,14 @@ func (r *Report) Validate() error {
 			if err := checkList(fmt.Sprintf("queues[%d].%s", i, field), l); err != nil {
 				return err
 			}
+		}
+	}
+	for name, rv := range r.ObservedGrants {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return fmt.Errorf("observedGrants: grant name %q: %s", name, errs[0])
+		}
+		if rv == "" {
+			return fmt.Errorf("observedGrants[%s]: empty resourceVersion", name)
 		}
 	}
 	for node, l := range r.Used {

@@ -116,6 +116,15 @@ type CapExceeded struct {
 	// Pods are this scheduler's pods counted on the node, bound or
 	// assumed.
 	Pods []*v1.Pod
+	// Tasks are the cache's tasks of Pods, in the same order (Tasks[i].Pod
+	// is Pods[i]): each says the pod's job as the cache files it (its
+	// gang, a gang inferred from its owner, or the pod alone), whether it
+	// is bound or assumed, and its requests. A handler that must keep
+	// gangs whole reads their other members with JobSource.Job. The
+	// tasks are shared and immutable (see framework.TaskInfo): never
+	// modify them. A Cache that leaves Tasks nil gives no job but the one
+	// a pod's own annotations name (framework.JobIDForPod).
+	Tasks []*framework.TaskInfo
 }
 
 // PodCache holds the pods the scheduler tracks: assigned ones (spec.nodeName

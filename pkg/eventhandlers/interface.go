@@ -280,3 +280,17 @@ type ExternalWorkloadNodeLabeler interface {
 type FrameworkMember interface {
 	Framework() string
 }
+
+// GrantObserver is an optional interface for handlers that cap the cache
+// with Grants. ObservedGrants returns, for each of the framework's grants
+// the handler has applied to the cache, the resourceVersion it applied; a
+// version is listed only once the cache holds the cap it gives. The /demand
+// report carries the map as its acknowledgment of those versions (see
+// pkg/demand.Report.ObservedGrants): read before the report's usage, it
+// promises that every placement under an earlier version is counted
+// there, since a placement decided under a cap that has shrunk since is
+// not committed (cache.SchedulerCache.AssumePods). The two-level handler
+// implements it.
+type GrantObserver interface {
+	ObservedGrants() map[string]string
+}

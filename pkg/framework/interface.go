@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 )
 
@@ -392,6 +393,25 @@ type Handle interface {
 	// those resources (EnqueueExtensions), which makes the scheduler
 	// start and sync those informers before it schedules.
 	SharedInformerFactory() informers.SharedInformerFactory
+}
+
+// RESTConfigProvider is an optional interface of a Handle: the client
+// configuration ClientSet was made from, for a plugin that reaches an API
+// ClientSet has no typed client for (this project's own resources, such
+// as NodeLedgers). The scheduler's handle implements it.
+type RESTConfigProvider interface {
+	RESTConfig() *rest.Config
+}
+
+// SharedStore is an optional interface of a Handle. A plugin is built
+// once for each profile; what must be one per scheduler (a table of the
+// commits in flight to an API object, say) it keeps in the value Shared
+// returns: the value stored under key, made by create on its first use
+// (an error of create is returned and nothing is stored). Keys are plugin
+// names. The scheduler's handle implements it; a plugin given a handle
+// without it keeps its own state and says so in its documentation.
+type SharedStore interface {
+	Shared(key string, create func() (any, error)) (any, error)
 }
 
 // PluginFactory builds a plugin. args is the plugin's section of the

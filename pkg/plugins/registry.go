@@ -13,6 +13,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/gang"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeaffinity"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeledger"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeports"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/noderesources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/nodeunschedulable"
@@ -52,6 +53,7 @@ var inTree = []namedFactory{
 	{capacity.Name, capacity.New},
 	{capacity.ReclaimName, capacity.NewReclaim},
 	{defaultpreemption.Name, defaultpreemption.New},
+	{nodeledger.Name, nodeledger.New},
 	{defaultbinder.Name, defaultbinder.New},
 }
 

@@ -18,20 +18,18 @@ import (
 // then binds the pods in the background.
 func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 	logger := klog.FromContext(ctx)
-	for i, pod := range c.placed {
-		nodeName := c.placements[string(pod.UID)]
-		if err := s.cache.AssumePod(pod, nodeName); err != nil {
-			// The cache changed under us (the pod was deleted or bound
-			// meanwhile): undo what was assumed and try again later.
-			for _, done := range c.placed[:i] {
-				if ferr := s.cache.ForgetPod(done); ferr != nil {
-					logger.Error(ferr, "Forgetting an assumed pod", "pod", klog.KObj(done))
-				}
-			}
-			s.undoPlacements(ctx, c)
-			s.requeue(ctx, c, c.qj, fmt.Errorf("assuming pod %s on node %s: %w", podKey(pod), nodeName, err))
-			return
-		}
+	seen := func(node string) *framework.NodeInfo {
+		info, _ := s.snapshot.Get(node)
+		return info
+	}
+	if err := s.cache.AssumePods(c.placed, c.placements, seen); err != nil {
+		// The cache changed under us: a pod was deleted or bound
+		// meanwhile, or a node's capacity shrank since the snapshot (a
+		// grant shrank). Nothing was assumed; try again later.
+		s.metrics.AssumeConflicts.Inc()
+		s.undoPlacements(ctx, c)
+		s.requeue(ctx, c, c.qj, fmt.Errorf("committing the placement: %w", err))
+		return
 	}
 	for _, pod := range c.placed {
 		s.conditions.forget(pod.UID)

@@ -22,7 +22,7 @@ type Cache interface {
 	CycleJob(id framework.JobID) (*framework.Job, bool)
 	Job(id framework.JobID) (*framework.JobInfo, bool)
 	TaskState(uid types.UID) (framework.JobID, framework.TaskStatus, bool)
-	AssumePod(pod *v1.Pod, nodeName string) error
+	AssumePods(pods []*v1.Pod, placements map[string]string, seen func(node string) *framework.NodeInfo) error
 	FinishBinding(pod *v1.Pod) error
 	ForgetPod(pod *v1.Pod) error
 }

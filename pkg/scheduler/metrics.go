@@ -30,6 +30,10 @@ type Metrics struct {
 	E2ELatency *k8smetrics.Histogram
 	// BindErrors counts bind calls that failed, including retried ones.
 	BindErrors *k8smetrics.Counter
+	// AssumeConflicts counts placements that could not be committed to
+	// the cache because the capacity they were decided on shrank meanwhile
+	// (or a pod changed), and were tried again.
+	AssumeConflicts *k8smetrics.Counter
 	// PodsBound counts pods bound.
 	PodsBound *k8smetrics.Counter
 	// BindLimit is the adaptive bound on bind calls in flight.
@@ -62,6 +66,10 @@ func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 			Namespace: metrics.Namespace, Name: "bind_errors_total", StabilityLevel: k8smetrics.BETA,
 			Help: "Bind calls that failed, including ones later retried successfully.",
 		}),
+		AssumeConflicts: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Namespace: metrics.Namespace, Name: "assume_conflicts_total", StabilityLevel: k8smetrics.ALPHA,
+			Help: "Placements not committed to the cache because a node's capacity shrank after the cycle's snapshot (a grant, allocatable or external usage) or a pod changed; the job is tried again.",
+		}),
 		PodsBound: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
 			Namespace: metrics.Namespace, Name: "pods_bound_total", StabilityLevel: k8smetrics.BETA,
 			Help: "Pods bound to a node by this scheduler.",
@@ -79,7 +87,7 @@ func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 			Help: "Pods evicted by preemption.",
 		}),
 	}
-	if err := metrics.Register(reg, m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims); err != nil {
+	if err := metrics.Register(reg, m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.AssumeConflicts, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims); err != nil {
 		return nil, fmt.Errorf("registering the scheduling metrics: %w", err)
 	}
 	return m, nil

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
@@ -18,17 +20,50 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 )
 
-// handle is what plugins get from the framework.
+// handle is what plugins get from the framework: one for every profile.
 type handle struct {
 	client   kubernetes.Interface
 	recorder events.EventRecorder
 	// informers is the cache's native informer factory.
 	informers informers.SharedInformerFactory
+	// restConfig is what client was made from; nil in tests.
+	restConfig *rest.Config
+
+	// sharedMu guards shared, the values of framework.SharedStore.
+	sharedMu sync.Mutex
+	shared   map[string]any
 }
+
+var (
+	_ framework.Handle             = (*handle)(nil)
+	_ framework.RESTConfigProvider = (*handle)(nil)
+	_ framework.SharedStore        = (*handle)(nil)
+)
 
 func (h *handle) ClientSet() kubernetes.Interface                        { return h.client }
 func (h *handle) EventRecorder() events.EventRecorder                    { return h.recorder }
 func (h *handle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
+
+// RESTConfig implements framework.RESTConfigProvider.
+func (h *handle) RESTConfig() *rest.Config { return h.restConfig }
+
+// Shared implements framework.SharedStore.
+func (h *handle) Shared(key string, create func() (any, error)) (any, error) {
+	h.sharedMu.Lock()
+	defer h.sharedMu.Unlock()
+	if v, ok := h.shared[key]; ok {
+		return v, nil
+	}
+	v, err := create()
+	if err != nil {
+		return nil, err
+	}
+	if h.shared == nil {
+		h.shared = map[string]any{}
+	}
+	h.shared[key] = v
+	return v, nil
+}
 
 // buildProfiles builds one framework per --scheduler-name: the in-tree
 // default profile, changed by the config file's profile of that name if

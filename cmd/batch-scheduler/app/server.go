@@ -319,7 +319,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err := checkBackoffs(tuning); err != nil {
 		return nil, usageError(fmt.Errorf("%s: %w", cfg.Path, err))
 	}
-	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder, informers: factory},
+	profiles, queueSort, err := buildProfiles(ctx, o.SchedulerNames, cfg, regs.plugins, &handle{client: client, recorder: recorder, informers: factory, restConfig: restConfig},
 		frameworkruntime.WithMetrics(fm), frameworkruntime.WithParallelism(tuning.Parallelism))
 	if err != nil {
 		return nil, usageError(err)
@@ -467,9 +467,22 @@ func queueSource(c *cache.SchedulerCache) func() []queuestatus.Queue {
 }
 
 // demand is the report served at /demand: the cache's, named after the
-// handler's framework when it has one (the two-level handler).
+// handler's framework when it has one (the two-level handler), with the
+// grants the handler applied (eventhandlers.GrantObserver). The order of
+// the reads is the report's promise: synced before anything, the grants
+// applied before the usage, so that the usage counts every placement
+// under the versions the report acknowledges.
 func (s *server) demand() *demand.Report {
+	synced, _ := s.cache.HandlersSynced()
+	var observed map[string]string
+	if o, ok := s.handler.(eventhandlers.GrantObserver); ok {
+		observed = o.ObservedGrants()
+	}
 	r := s.cache.Demand()
+	r.Synced = synced
+	if synced {
+		r.ObservedGrants = observed
+	}
 	if f, ok := s.handler.(eventhandlers.FrameworkMember); ok {
 		r.Framework = f.Framework()
 	}

@@ -1,6 +1,7 @@
 package twolevel
 
 import (
+	"maps"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -57,6 +58,24 @@ func (h *Handler) DeleteGrant(obj any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.forgetLocked(g.Name)
+	delete(h.observed, g.Name)
+}
+
+// observeLocked records that the cache holds what g's version gives.
+func (h *Handler) observeLocked(g *v1alpha1.Grant) {
+	if g.ResourceVersion != "" {
+		h.observed[g.Name] = g.ResourceVersion
+	}
+}
+
+// ObservedGrants implements eventhandlers.GrantObserver: a copy of the
+// resourceVersion of each of this framework's grants whose cap the cache
+// holds. It is taken under the handler's lock, which is held while a cap
+// is handed to the cache, so every version listed is in the cache.
+func (h *Handler) ObservedGrants() map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.observed)
 }
 
 // setGrant records g if it is this framework's, and forgets any earlier
@@ -67,13 +86,19 @@ func (h *Handler) setGrant(g *v1alpha1.Grant) {
 	defer h.mu.Unlock()
 	if g.Spec.Framework != h.framework {
 		h.forgetLocked(g.Name)
+		delete(h.observed, g.Name)
 		return
 	}
 	if errs := v1alpha1.ValidateGrant(g); len(errs) > 0 {
 		klog.ErrorS(errs.ToAggregate(), "Ignoring an invalid grant; it counts as zero", "grant", klog.KObj(g), "framework", h.framework)
 		h.forgetLocked(g.Name)
+		// Applied, as zero: the cache holds no cap from it.
+		h.observeLocked(g)
 		return
 	}
+	// Whatever the grant's version gives, the cache holds it once this
+	// function returns.
+	defer h.observeLocked(g)
 	entry := grant{
 		node:      g.Spec.NodeName,
 		resources: resources.FromList(g.Spec.Resources),

@@ -73,6 +73,9 @@ type Handler struct {
 	// caps is the cap last given to the cache, per node with at least one
 	// grant.
 	caps map[string]resources.Resource
+	// observed is the resourceVersion of each grant of this framework
+	// whose cap the cache holds (see ObservedGrants).
+	observed map[string]string
 	// wake tells Run that the earliest expiry may have changed.
 	wake chan struct{}
 }
@@ -81,6 +84,7 @@ var (
 	_ eventhandlers.Interface         = (*Handler)(nil)
 	_ eventhandlers.GrantEventHandler = (*Handler)(nil)
 	_ eventhandlers.Runner            = (*Handler)(nil)
+	_ eventhandlers.GrantObserver     = (*Handler)(nil)
 )
 
 // Option configures New.
@@ -140,6 +144,7 @@ func New(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, error) {
 		grants:        map[string]grant{},
 		byNode:        map[string]map[string]bool{},
 		caps:          map[string]resources.Resource{},
+		observed:      map[string]string{},
 		wake:          make(chan struct{}, 1),
 	}
 	for _, opt := range opts {

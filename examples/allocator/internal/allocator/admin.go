@@ -108,7 +108,8 @@ func decode(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) bool
 	return true
 }
 
-// registryLocked is the registry as a File. a.mu must be held.
+// registryLocked is the registry, with what the state file counts as
+// held, as a File. a.mu must be held.
 func (a *Allocator) registryLocked() *frameworks.File {
 	f := &frameworks.File{Frameworks: []frameworks.Framework{}}
 	for _, fw := range a.fws {
@@ -119,6 +120,7 @@ func (a *Allocator) registryLocked() *frameworks.File {
 		f.Revoked = append(f.Revoked, frameworks.Revocation{Grant: grantName(k), Message: msg})
 	}
 	sort.Slice(f.Revoked, func(i, j int) bool { return f.Revoked[i].Grant < f.Revoked[j].Grant })
+	f.Held = heldEntries(a.persisted)
 	return f
 }
 

@@ -11,9 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/examples/allocator/internal/drf"
 	"github.com/batch-scheduler/batch-scheduler/examples/allocator/internal/frameworks"
+	"github.com/batch-scheduler/batch-scheduler/examples/allocator/internal/held"
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
@@ -43,9 +42,12 @@ type Options struct {
 	GrantTTL time.Duration
 	// DemandTimeout bounds one read of a demand report.
 	DemandTimeout time.Duration
-	// StateFile, when set, is rewritten after every admin change.
+	// StateFile, when set, is rewritten after every admin change, and
+	// whenever what frameworks hold changes (before a grant grows into
+	// capacity the file does not yet count as held).
 	StateFile string
-	// Registry is the initial set of frameworks and revocations.
+	// Registry is the initial set of frameworks and revocations, and what
+	// frameworks held when it was saved (see package held).
 	Registry *frameworks.File
 }
 
@@ -56,33 +58,16 @@ type framework struct {
 	client *http.Client // nil without a demand URL
 }
 
-// FrameworkStatus is what GET /allocation says of a framework: its
-// weight, weighted dominant share and whether it is hungry, its grants by
-// node, its revoked nodes (with the message), what its last report said,
-// and the error of the last read if it failed.
-type FrameworkStatus struct {
-	Weight        float64                    `json:"weight"`
-	DominantShare float64                    `json:"dominantShare"`
-	Hungry        bool                       `json:"hungry"`
-	Granted       v1.ResourceList            `json:"granted"`
-	Grants        map[string]v1.ResourceList `json:"grants"`            // by node
-	Revoked       map[string]string          `json:"revoked,omitempty"` // node -> message
-	Unmet         v1.ResourceList            `json:"unmet,omitempty"`
-	Used          map[string]v1.ResourceList `json:"used,omitempty"`
-	LastReport    *metav1.Time               `json:"lastReport,omitempty"`
-	LastError     string                     `json:"lastError,omitempty"`
-}
-
-// Status is the body of GET /allocation: the last round's number and
-// time, each node's allocatable and each framework's status.
-type Status struct {
-	Round      int64                      `json:"round"`
-	Time       *metav1.Time               `json:"time,omitempty"`
-	Nodes      map[string]v1.ResourceList `json:"nodes"` // allocatable
-	Frameworks map[string]FrameworkStatus `json:"frameworks"`
-}
-
 // Allocator divides nodes among frameworks and publishes the grants.
+//
+// It never gives one framework capacity another still holds: a
+// framework holds, on each node, the most that any version of its grant
+// it may still apply lets it occupy, or what it reports to use if more
+// (package held). A grant shrinks at once, but the capacity it gives up
+// goes to others only once the framework's synced demand report
+// acknowledges the shrunk version and no longer counts it as used. A
+// framework whose report cannot be read, or is never synced, keeps
+// everything it holds.
 type Allocator struct {
 	opts    Options
 	client  kubernetes.Interface
@@ -91,17 +76,26 @@ type Allocator struct {
 	trigger chan struct{}
 	now     func() time.Time
 
-	// mu guards the registry (fws, revoked), saving it, and status.
+	// mu guards the registry (fws, revoked), persisted, saving them to
+	// the state file, and status. Taken by the admin handlers, by
+	// getAllocation and by the round goroutine (snapshot, saving held,
+	// record); nothing else is locked while it is held.
 	mu      sync.Mutex
 	fws     map[string]*framework
 	revoked map[drf.Key]string
-	status  Status
+	// persisted is the held capacity per grant the state file holds, or
+	// is being written with; every save of the registry writes it too.
+	persisted map[drf.Key]resources.Resource
+	status    Status
 
-	// Only the goroutine running rounds touches these.
+	// Only the goroutine running rounds touches these (and New, before
+	// it starts).
 	nodes     corelisters.NodeLister
-	prev      map[drf.Key]drf.Grant
-	reports   map[string]*demand.Report
-	published map[string]*v1alpha1.Grant
+	prev      map[drf.Key]drf.Grant      // what was published, as drf's carry-over
+	reports   map[string]*demand.Report  // latest readable report of each registered framework
+	synced    map[string]*demand.Report  // latest synced report of each framework ever registered
+	published map[string]*v1alpha1.Grant // by grant name
+	ledger    *held.Ledger
 }
 
 // New returns an Allocator for the nodes client lists, registering the
@@ -136,9 +130,12 @@ func New(client kubernetes.Interface, opts Options) (*Allocator, error) {
 		now:       time.Now,
 		fws:       map[string]*framework{},
 		revoked:   map[drf.Key]string{},
+		persisted: map[drf.Key]resources.Resource{},
 		prev:      map[drf.Key]drf.Grant{},
 		reports:   map[string]*demand.Report{},
+		synced:    map[string]*demand.Report{},
 		published: map[string]*v1alpha1.Grant{},
+		ledger:    held.NewLedger(),
 		status:    Status{Nodes: map[string]v1.ResourceList{}, Frameworks: map[string]FrameworkStatus{}},
 	}
 	if r := opts.Registry; r != nil {
@@ -155,6 +152,9 @@ func New(client kubernetes.Interface, opts Options) (*Allocator, error) {
 		for _, rv := range r.Revoked {
 			f, n, _ := frameworks.ParseGrantName(rv.Grant) // validated above
 			a.revoked[drf.Key{Framework: f, Node: n}] = rv.Message
+		}
+		if err := a.restore(r.Held); err != nil {
+			return nil, fmt.Errorf("allocator: registry: %w", err)
 		}
 	}
 	return a, nil
@@ -250,7 +250,8 @@ func (a *Allocator) snapshot() (map[string]*framework, map[drf.Key]string) {
 	return fws, rev
 }
 
-// round reads the reports, allocates and publishes.
+// round reads the reports, learns what each framework acknowledged and
+// holds, allocates, and publishes what may be published now.
 func (a *Allocator) round(ctx context.Context) {
 	fws, revoked := a.snapshot()
 	nodeList, err := a.nodes.List(labels.Everything())
@@ -277,24 +278,29 @@ func (a *Allocator) round(ctx context.Context) {
 		in.Revoked[k] = true
 	}
 	errs := a.fetchReports(ctx, fws)
-	for name := range fws {
-		if errs[name] != nil {
-			in.Unreadable[name] = true
-		}
-		if r := a.reports[name]; r != nil {
-			in.Reports[name] = r
-		}
-	}
 	for name := range a.reports {
 		if fws[name] == nil {
 			delete(a.reports, name)
 		}
 	}
 	in.Now = a.now()
+	a.acknowledge(fws)
+	used := a.usage()
+	in.Held = a.holdings(in.Now, used)
+	for name := range fws {
+		if errs[name] != nil {
+			in.Unreadable[name] = true
+		}
+		if r := a.drfReport(name, used); r != nil {
+			in.Reports[name] = r
+		}
+	}
 	res := drf.Allocate(in)
-	a.prev = res.Grants
-	a.publish(in, res, revoked)
-	a.record(in, res, revoked, errs)
+	a.publish(in, res, revoked, in.Held)
+	a.prev = a.carried(in, res, used)
+	after := a.holdings(in.Now, used)
+	a.persistAfter(after)
+	a.record(in, res, revoked, errs, used, after)
 }
 
 // fetchReports reads the demand report of every framework with a demand
@@ -325,231 +331,14 @@ func (a *Allocator) fetchReports(ctx context.Context, fws map[string]*framework)
 		if ans.err != nil {
 			errs[ans.name] = ans.err
 			a.metrics.reportErrors.WithLabelValues(ans.name).Inc()
-			klog.ErrorS(ans.err, "Reading a demand report failed; the framework's grants stay as they are",
+			klog.ErrorS(ans.err, "Reading a demand report failed; the framework keeps its grants and all it holds",
 				"framework", ans.name, "url", fws[ans.name].spec.DemandURL)
 			continue
 		}
 		a.reports[ans.name] = ans.report
+		if ans.report.Synced {
+			a.synced[ans.name] = ans.report
+		}
 	}
 	return errs
-}
-
-// grantName is the name of framework's grant on node.
-func grantName(k drf.Key) string { return k.Framework + "." + k.Node }
-
-// publish brings the store to res: creates, updates and deletes only what
-// changed, keeps revoked grants published as Revoked, and renews grants
-// whose expiry is near.
-func (a *Allocator) publish(in drf.Input, res drf.Result, revoked map[drf.Key]string) {
-	now := in.Now
-	nodes := map[string]bool{}
-	for _, n := range in.Nodes {
-		nodes[n.Name] = true
-	}
-	fwNames := map[string]bool{}
-	for _, f := range in.Frameworks {
-		fwNames[f.Name] = true
-	}
-	desired := map[string]*v1alpha1.Grant{}
-	for k, g := range res.Grants {
-		desired[grantName(k)] = a.newGrant(k, g.Resources.ToList(), v1alpha1.GrantActive, "")
-	}
-	for k, msg := range revoked {
-		if !nodes[k.Node] || !fwNames[k.Framework] {
-			continue
-		}
-		var last v1.ResourceList
-		if p := a.published[grantName(k)]; p != nil {
-			last = p.Spec.Resources
-		}
-		if msg == "" {
-			msg = "revoked by an administrator"
-		}
-		desired[grantName(k)] = a.newGrant(k, last, v1alpha1.GrantRevoked, msg)
-	}
-	// Capacity moves between grants of one node: it must leave one grant
-	// before it is added to another, or a framework watching the grants
-	// would see the node over-committed in between. So: deletions first,
-	// then the grants that do not grow, then those that do, each pass in
-	// name order. If anything could not be taken away, nothing grows this
-	// round.
-	var stale []string
-	for name := range a.published {
-		if desired[name] == nil {
-			stale = append(stale, name)
-		}
-	}
-	sort.Strings(stale)
-	shrinkFailed := false
-	for _, name := range stale {
-		if err := a.store.Delete("", name); err != nil {
-			klog.ErrorS(err, "Deleting a grant failed", "grant", name)
-			shrinkFailed = true
-		} else {
-			klog.V(2).InfoS("Grant deleted", "grant", name)
-		}
-		delete(a.published, name)
-	}
-	var keep, grow []string
-	for name, want := range desired {
-		cur := a.published[name]
-		activated := cur != nil && cur.Status.Phase != v1alpha1.GrantActive && want.Status.Phase == v1alpha1.GrantActive
-		if cur == nil || activated || grows(cur.Spec.Resources, want.Spec.Resources) {
-			grow = append(grow, name)
-		} else {
-			keep = append(keep, name)
-		}
-	}
-	sort.Strings(keep)
-	sort.Strings(grow)
-	for _, name := range keep {
-		if !a.apply(name, desired[name], now) {
-			shrinkFailed = true
-		}
-	}
-	if shrinkFailed && len(grow) > 0 {
-		klog.InfoS("Not growing grants this round: a grant could not be shrunk or deleted", "grants", len(grow))
-		grow = nil
-	}
-	for _, name := range grow {
-		a.apply(name, desired[name], now)
-	}
-	a.metrics.grants.Set(float64(len(a.published)))
-}
-
-// apply creates or updates the grant name to want, if it changed or is
-// due for renewal, and reports whether the store has it as wanted.
-func (a *Allocator) apply(name string, want *v1alpha1.Grant, now time.Time) bool {
-	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		klog.ErrorS(errors.New(msgs[0]), "Grant name is not a valid object name; not published", "grant", name)
-		return false
-	}
-	if errs := v1alpha1.ValidateGrant(want); len(errs) > 0 {
-		klog.ErrorS(errs.ToAggregate(), "Invalid grant; not published", "grant", name)
-		return false
-	}
-	cur := a.published[name]
-	if cur == nil {
-		a.setExpiry(want, now)
-		if err := a.store.Create(want); err != nil {
-			klog.ErrorS(err, "Publishing a grant failed", "grant", name)
-			return false
-		}
-		klog.V(2).InfoS("Grant published", "grant", name, "resources", resources.FromList(want.Spec.Resources), "phase", want.Status.Phase)
-		a.published[name] = want
-		return true
-	}
-	same := equality.Semantic.DeepEqual(cur.Spec.Resources, want.Spec.Resources) && cur.Status == want.Status
-	if same && !a.renewDue(cur, now) {
-		return true
-	}
-	a.setExpiry(want, now)
-	if err := a.store.Update(want); err != nil {
-		klog.ErrorS(err, "Updating a grant failed", "grant", name)
-		return false
-	}
-	if !same {
-		klog.V(2).InfoS("Grant updated", "grant", name, "resources", resources.FromList(want.Spec.Resources), "phase", want.Status.Phase)
-	}
-	a.published[name] = want
-	return true
-}
-
-// grows reports whether want asks for more of some resource than cur.
-func grows(cur, want v1.ResourceList) bool {
-	for name, q := range want {
-		if c, ok := cur[name]; !ok || q.Cmp(c) > 0 {
-			if ok || !q.IsZero() {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (a *Allocator) newGrant(k drf.Key, rl v1.ResourceList, phase v1alpha1.GrantPhase, msg string) *v1alpha1.Grant {
-	if rl == nil {
-		rl = v1.ResourceList{}
-	}
-	return &v1alpha1.Grant{
-		ObjectMeta: metav1.ObjectMeta{Name: grantName(k)},
-		Spec: v1alpha1.GrantSpec{
-			Framework: k.Framework,
-			NodeName:  k.Node,
-			Resources: rl,
-			Issuer:    a.opts.Name,
-		},
-		Status: v1alpha1.GrantStatus{Phase: phase, Message: msg},
-	}
-}
-
-// renewDue reports whether cur's expiry is less than half a TTL away.
-func (a *Allocator) renewDue(cur *v1alpha1.Grant, now time.Time) bool {
-	if a.opts.GrantTTL <= 0 || cur.Spec.ExpiresAt == nil {
-		return false
-	}
-	return cur.Spec.ExpiresAt.Sub(now) < a.opts.GrantTTL/2
-}
-
-// setExpiry sets want's expiry to a full TTL from now (when a TTL is set).
-func (a *Allocator) setExpiry(want *v1alpha1.Grant, now time.Time) {
-	if a.opts.GrantTTL > 0 {
-		t := metav1.NewTime(now.Add(a.opts.GrantTTL))
-		want.Spec.ExpiresAt = &t
-	}
-}
-
-// record updates the metrics and the status served at /allocation.
-func (a *Allocator) record(in drf.Input, res drf.Result, revoked map[drf.Key]string, errs map[string]error) {
-	a.metrics.rounds.Inc()
-	a.metrics.granted.Reset()
-	st := Status{
-		Time:       &metav1.Time{Time: in.Now},
-		Nodes:      map[string]v1.ResourceList{},
-		Frameworks: map[string]FrameworkStatus{},
-	}
-	for _, n := range in.Nodes {
-		st.Nodes[n.Name] = n.Allocatable.ToList()
-	}
-	for _, f := range in.Frameworks {
-		fr := res.Frameworks[f.Name]
-		fs := FrameworkStatus{
-			Weight:        f.Weight,
-			DominantShare: fr.DominantShare,
-			Hungry:        fr.Hungry,
-			Granted:       fr.Granted.ToList(),
-			Grants:        map[string]v1.ResourceList{},
-		}
-		for r, q := range fs.Granted {
-			v := q.AsApproximateFloat64()
-			a.metrics.granted.WithLabelValues(f.Name, string(r)).Set(v)
-		}
-		if r := in.Reports[f.Name]; r != nil {
-			fs.Unmet, fs.Used = r.Unmet, r.Used
-			t := r.Time
-			fs.LastReport = &t
-		}
-		if err := errs[f.Name]; err != nil {
-			fs.LastError = err.Error()
-		}
-		st.Frameworks[f.Name] = fs
-	}
-	for k, g := range res.Grants {
-		st.Frameworks[k.Framework].Grants[k.Node] = g.Resources.ToList()
-	}
-	for k, msg := range revoked {
-		fs, ok := st.Frameworks[k.Framework]
-		if !ok {
-			continue
-		}
-		if fs.Revoked == nil {
-			fs.Revoked = map[string]string{}
-		}
-		fs.Revoked[k.Node] = msg
-		st.Frameworks[k.Framework] = fs
-	}
-	a.mu.Lock()
-	st.Round = a.status.Round + 1
-	a.status = st
-	a.mu.Unlock()
 }

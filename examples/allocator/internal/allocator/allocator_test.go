@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,10 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/batch-scheduler/batch-scheduler/examples/allocator/internal/drf"
 	"github.com/batch-scheduler/batch-scheduler/examples/allocator/internal/frameworks"
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
 )
 
 func testNode(name string) *v1.Node {
@@ -123,12 +121,23 @@ func TestAdminAPI(t *testing.T) {
 func TestUnreadableReportKeepsGrants(t *testing.T) {
 	var healthy atomic.Bool
 	healthy.Store(true)
+	var a *Allocator
+	// a applies every grant as soon as it is published and acknowledges
+	// it in its next report.
 	demandSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if healthy.Load() {
-			_, _ = io.WriteString(w, `{"used":{"n1":{"cpu":"1"}}}`)
+		if !healthy.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
-		http.Error(w, "down", http.StatusServiceUnavailable)
+		r := demand.Report{Synced: true, Used: map[string]v1.ResourceList{"n1": {v1.ResourceCPU: resource.MustParse("1")}},
+			ObservedGrants: map[string]string{}}
+		objs, _ := a.Store().List("")
+		for _, o := range objs {
+			if g := o.(*v1alpha1.Grant); g.Spec.Framework == "a" {
+				r.ObservedGrants[g.Name] = g.ResourceVersion
+			}
+		}
+		_ = json.NewEncoder(w).Encode(&r)
 	}))
 	defer demandSrv.Close()
 	a, srv, client := newTest(t, &frameworks.File{Frameworks: []frameworks.Framework{
@@ -169,53 +178,23 @@ func TestUnreadableReportKeepsGrants(t *testing.T) {
 	if !strings.Contains(metricsText, `allocator_demand_report_errors_total{framework="a"}`) {
 		t.Errorf("/metrics lacks the report error count of a")
 	}
-	// The node goes: its grants go.
+	// The node goes: its grants drop to zero versions, kept while their
+	// frameworks may believe more. b never reports, so its zero version
+	// stays; a, readable again, acknowledges its zero version, which is
+	// then deleted.
 	if err := client.CoreV1().Nodes().Delete(t.Context(), "n1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll("node deleted", func() bool { objs, _ := a.Store().List(""); return len(objs) == 0 })
-}
-
-// Capacity that moves between two grants of a node leaves the one before
-// it reaches the other: the store takes the shrink first, so that a
-// framework watching the grants never sees the node over-committed.
-func TestPublishShrinksBeforeItGrows(t *testing.T) {
-	a, err := New(fake.NewClientset(testNode("n1")), Options{Name: "test", Interval: time.Second, IdleTimeout: time.Second,
-		DemandTimeout: time.Second, Registry: &frameworks.File{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpu := func(milli int64) resources.Resource { return resources.Resource{MilliCPU: milli, Memory: 1 << 30} }
-	in := drf.Input{Now: time.Now(), Nodes: []drf.Node{{Name: "n1", Allocatable: cpu(4000)}},
-		Frameworks: []drf.Framework{{Name: "batch"}, {Name: "idle"}}}
-	rv := func(name string) int {
-		t.Helper()
-		o, ok := a.Store().Get("", name)
-		if !ok {
-			t.Fatalf("grant %s is not published", name)
+	poll("zero versions", func() bool { return cpu("a.n1") == 0 && cpu("b.n1") == 0 })
+	for _, name := range []string{"a.n1", "b.n1"} {
+		o, _ := a.Store().Get("", name)
+		if g := o.(*v1alpha1.Grant); len(g.Spec.Resources) != 0 || g.Status.Phase != v1alpha1.GrantActive {
+			t.Errorf("%s after its node went = %+v %+v, want Active with no resources", name, g.Spec.Resources, g.Status)
 		}
-		n, err := strconv.Atoi(o.(*v1alpha1.Grant).ResourceVersion)
-		if err != nil {
-			t.Fatalf("grant %s: resourceVersion: %v", name, err)
-		}
-		return n
 	}
-	// Everything to idle; then most of it moves to batch, whose grant
-	// sorts first by name.
-	a.publish(in, drf.Result{Grants: map[drf.Key]drf.Grant{{Framework: "idle", Node: "n1"}: {Resources: cpu(4000)}}}, nil)
-	a.publish(in, drf.Result{Grants: map[drf.Key]drf.Grant{
-		{Framework: "batch", Node: "n1"}: {Resources: cpu(3000)},
-		{Framework: "idle", Node: "n1"}:  {Resources: cpu(1000)},
-	}}, nil)
-	if idle, batch := rv("idle.n1"), rv("batch.n1"); idle > batch {
-		t.Errorf("batch.n1 was written (resourceVersion %d) before idle.n1 shrank (%d)", batch, idle)
-	}
-	// And back: batch shrinks before idle grows.
-	a.publish(in, drf.Result{Grants: map[drf.Key]drf.Grant{
-		{Framework: "batch", Node: "n1"}: {Resources: cpu(1000)},
-		{Framework: "idle", Node: "n1"}:  {Resources: cpu(3000)},
-	}}, nil)
-	if idle, batch := rv("idle.n1"), rv("batch.n1"); batch > idle {
-		t.Errorf("idle.n1 grew (resourceVersion %d) before batch.n1 shrank (%d)", idle, batch)
+	healthy.Store(true)
+	poll("a's zero version deleted once acknowledged", func() bool { return cpu("a.n1") == -1 })
+	if got := cpu("b.n1"); got != 0 {
+		t.Errorf("b.n1 = %dm, want its zero version kept: b never acknowledged it", got)
 	}
 }

@@ -13,6 +13,13 @@ type metrics struct {
 	reportErrors *prometheus.CounterVec
 	granted      *prometheus.GaugeVec
 	grants       prometheus.Gauge
+	held         *prometheus.GaugeVec
+	heldUnacked  *prometheus.GaugeVec
+	// growsDeferred counts grants published below what drf wanted
+	// because other frameworks held the room.
+	growsDeferred   *prometheus.CounterVec
+	badAcks         *prometheus.CounterVec
+	stateSaveErrors prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -34,8 +41,29 @@ func newMetrics() *metrics {
 			Name: "allocator_grants",
 			Help: "Grants published, revoked ones included.",
 		}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "allocator_held",
+			Help: "Capacity a framework may occupy over all nodes (the larger of its unacknowledged grant versions and its usage, per node), by resource.",
+		}, []string{"framework", "resource"}),
+		heldUnacked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "allocator_held_unacknowledged_grants",
+			Help: "Grants of a framework with a version it has not acknowledged in a synced demand report; their capacity goes to no other framework.",
+		}, []string{"framework"}),
+		growsDeferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "allocator_grant_grows_deferred_total",
+			Help: "Grants published below what the allocation wanted because other frameworks still held the capacity, by framework.",
+		}, []string{"framework"}),
+		badAcks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "allocator_invalid_acknowledgments_total",
+			Help: "observedGrants entries of synced demand reports whose value is not a resourceVersion, by framework.",
+		}, []string{"framework"}),
+		stateSaveErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "allocator_state_save_errors_total",
+			Help: "Failed writes of the state file's held capacity (grows that needed it waited).",
+		}),
 	}
 	m.registry.MustRegister(m.rounds, m.reportErrors, m.granted, m.grants,
+		m.held, m.heldUnacked, m.growsDeferred, m.badAcks, m.stateSaveErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -28,6 +28,20 @@
 //     each node's allocatable left after reported usage; a restart
 //     rebuilds them deterministically.
 //
+// What is "unallocated" or "free" on a node is its allocatable less, for
+// every framework, the largest of its grant, its reported usage and its
+// held capacity (Input.Held: what the allocator knows it may still
+// occupy, such as a larger grant version it has not yet acknowledged
+// giving up). So no rule ever plans to give held capacity to another
+// framework, except by lending, which only shrinks the lender's grant
+// here; the allocator publishes the borrower's share once the lender no
+// longer holds it.
+//
+// A report's usage counts only when it is synced (demand.Report.Synced);
+// a framework without a synced report may be hungry, but its usage is
+// unknown: it lends nothing and its grants are never shed or raised
+// according to usage.
+//
 // A framework whose report could not be read keeps its grants unchanged:
 // it is neither hungry, nor a lender, nor given more.
 package drf

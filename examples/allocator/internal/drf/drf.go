@@ -59,7 +59,12 @@ type Input struct {
 	// Reports holds the latest demand report of each framework that has
 	// one. A framework without a report is "unknown": it gets its weighted
 	// share of unallocated capacity, is never hungry, and its grants are
-	// not taken back since its usage is unknown.
+	// not taken back since its usage is unknown. A report's demand (Unmet,
+	// LargestUnit, LargestGang) always counts; its Used counts only when
+	// Synced is true. Without a synced report the framework's usage is
+	// unknown: it may be hungry, but it never lends idle capacity, its
+	// unused grant is never shed first, and its grant is never raised to
+	// its usage.
 	Reports map[string]*demand.Report
 	// Unreadable holds the frameworks whose demand endpoint could not be
 	// read this time: their grants stay exactly as they were.
@@ -69,6 +74,16 @@ type Input struct {
 	// Revoked are the (framework, node) pairs an administrator revoked:
 	// they get nothing.
 	Revoked map[Key]bool
+	// Held is, per framework and node, the capacity the framework may
+	// still occupy whatever its grant now says: a grant version it has
+	// not yet been seen to give up, or what it uses. Allocate never plans
+	// to hand it to another framework: what is free on a node is its
+	// allocatable less, for every framework, the largest of its grant,
+	// its reported usage and its held capacity. Frameworks that are not
+	// in Frameworks (no longer registered) count too. Lending idle
+	// capacity still shrinks the lender's grant; the caller gives it to
+	// the borrower only once the lender no longer holds it.
+	Held map[Key]resources.Resource
 	// Now is the time of this call.
 	Now time.Time
 	// IdleTimeout is how long part of a grant must have been unused,
@@ -107,8 +122,11 @@ type state struct {
 	sum      map[string]vec            // framework -> total granted
 	total    vec                       // cluster allocatable
 	revoked  map[Key]bool
-	known    map[string]bool // report read and valid
-	readable map[string]bool // not unreadable
+	known    map[string]bool           // report read and valid: its demand counts
+	usage    map[string]bool           // known, and its report synced: its usage counts
+	readable map[string]bool           // not unreadable
+	held     map[string]map[string]vec // node -> framework -> held (frameworks of the input)
+	heldElse map[string]vec            // node -> held by frameworks not in the input
 }
 
 // Allocate computes the grants for in. It is pure and deterministic; see
@@ -135,7 +153,10 @@ func newState(in Input) *state {
 		total:    vec{},
 		revoked:  map[Key]bool{},
 		known:    map[string]bool{},
+		usage:    map[string]bool{},
 		readable: map[string]bool{},
+		held:     map[string]map[string]vec{},
+		heldElse: map[string]vec{},
 	}
 	sort.Slice(s.nodes, func(i, j int) bool { return s.nodes[i].Name < s.nodes[j].Name })
 	sort.Slice(s.fws, func(i, j int) bool { return s.fws[i].Name < s.fws[j].Name })
@@ -155,8 +176,11 @@ func newState(in Input) *state {
 		s.used[f.Name] = map[string]vec{}
 		if r := in.Reports[f.Name]; r != nil && s.readable[f.Name] {
 			s.known[f.Name] = true
-			for node, l := range r.Used {
-				s.used[f.Name][node] = listVec(l)
+			if r.Synced {
+				s.usage[f.Name] = true
+				for node, l := range r.Used {
+					s.used[f.Name][node] = listVec(l)
+				}
 			}
 		}
 	}
@@ -165,8 +189,20 @@ func newState(in Input) *state {
 		s.alloc[n.Name] = a
 		s.total.add(a)
 		s.grant[n.Name] = map[string]vec{}
+		s.held[n.Name] = map[string]vec{}
+		s.heldElse[n.Name] = vec{}
 		for _, f := range s.fws {
 			s.grant[n.Name][f.Name] = vec{}
+		}
+	}
+	for k, h := range in.Held {
+		if _, ok := s.held[k.Node]; !ok {
+			continue // not a node of the input
+		}
+		if _, ok := s.weight[k.Framework]; ok {
+			s.held[k.Node][k.Framework] = toVec(h)
+		} else {
+			s.heldElse[k.Node].add(toVec(h))
 		}
 	}
 	return s
@@ -180,17 +216,18 @@ func (s *state) usedOn(f, node string) vec {
 	return vec{}
 }
 
-// free is node's allocatable that is neither granted nor in use. Each
-// framework holds the larger of its grant and its reported usage there:
-// pods still running above a revoked or shrunken grant keep their
-// capacity out of the others' reach until they go.
+// free is node's allocatable that is neither granted, nor in use, nor
+// held. Each framework occupies the largest of its grant, its reported
+// usage and its held capacity there: pods still running above a revoked
+// or shrunken grant, and a grant version the framework may still apply,
+// keep their capacity out of the others' reach until they go.
 func (s *state) free(node string) vec {
 	f := s.alloc[node].clone()
 	for _, fw := range s.fws {
-		held := s.grant[node][fw.Name].clone()
-		held.add(s.usedOn(fw.Name, node).minus(held))
-		f.sub(held)
+		occ := s.grant[node][fw.Name].max(s.usedOn(fw.Name, node)).max(s.held[node][fw.Name])
+		f.sub(occ)
 	}
+	f.sub(s.heldElse[node])
 	return f
 }
 
@@ -226,7 +263,7 @@ func (s *state) capNode(node string) {
 			g := s.grant[node][f.Name]
 			take := g
 			if pass {
-				if !s.known[f.Name] {
+				if !s.usage[f.Name] {
 					continue
 				}
 				take = g.minus(s.usedOn(f.Name, node))
@@ -245,7 +282,7 @@ func (s *state) raiseToUsage() {
 		free := s.free(n.Name)
 		for _, f := range s.fws {
 			k := Key{Framework: f.Name, Node: n.Name}
-			if !s.known[f.Name] || s.revoked[k] {
+			if !s.usage[f.Name] || s.revoked[k] {
 				continue
 			}
 			g := s.grant[n.Name][f.Name]
@@ -320,7 +357,7 @@ func (s *state) fill() map[string]bool {
 		for _, f := range s.fws {
 			k := Key{Framework: f.Name, Node: n.Name}
 			p, ok := s.in.Previous[k]
-			if !s.known[f.Name] || hungry[f.Name] || !ok || p.IdleSince.IsZero() ||
+			if !s.usage[f.Name] || hungry[f.Name] || !ok || p.IdleSince.IsZero() ||
 				s.in.Now.Sub(p.IdleSince) <= s.in.IdleTimeout {
 				continue
 			}
@@ -508,7 +545,7 @@ func (s *state) result(hungry map[string]bool) Result {
 			switch {
 			case !s.readable[f.Name]:
 				out.IdleSince = prev.IdleSince
-			case s.known[f.Name] && len(g.minus(s.usedOn(f.Name, n.Name))) > 0:
+			case s.usage[f.Name] && len(g.minus(s.usedOn(f.Name, n.Name))) > 0:
 				out.IdleSince = s.in.Now
 				if had && !prev.IdleSince.IsZero() {
 					out.IdleSince = prev.IdleSince

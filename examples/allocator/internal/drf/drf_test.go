@@ -118,7 +118,7 @@ func TestAllocate(t *testing.T) {
 				Nodes:      []Node{node("n1", "4", "")},
 				Frameworks: fws11,
 				Reports: map[string]*demand.Report{
-					"a": {Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+					"a": {Synced: true, Used: map[string]v1.ResourceList{"n1": list("1", "")}},
 				},
 			},
 			want: want{"a.n1": {"2500m", ""}, "b.n1": {"1500m", ""}},
@@ -154,7 +154,7 @@ func TestAllocate(t *testing.T) {
 				Nodes:      []Node{node("n1", "4", "")},
 				Frameworks: fws11,
 				Reports: map[string]*demand.Report{
-					"a": {Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+					"a": {Synced: true, Used: map[string]v1.ResourceList{"n1": list("1", "")}},
 					"b": hungryCPU("3", "1"),
 				},
 				Previous:    prev(want{"a.n1": {"3", ""}, "b.n1": {"1", ""}}, now.Add(-31*time.Second)),
@@ -168,7 +168,7 @@ func TestAllocate(t *testing.T) {
 				Nodes:      []Node{node("n1", "4", "")},
 				Frameworks: fws11,
 				Reports: map[string]*demand.Report{
-					"a": {Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+					"a": {Synced: true, Used: map[string]v1.ResourceList{"n1": list("1", "")}},
 					"b": hungryCPU("3", "1"),
 				},
 				Previous:    prev(want{"a.n1": {"3", ""}, "b.n1": {"1", ""}}, now.Add(-30*time.Second)),
@@ -182,7 +182,7 @@ func TestAllocate(t *testing.T) {
 				Nodes:      []Node{node("n1", "4", "")},
 				Frameworks: fws11,
 				Reports: map[string]*demand.Report{
-					"a": {Used: map[string]v1.ResourceList{"n1": list("3", "")}},
+					"a": {Synced: true, Used: map[string]v1.ResourceList{"n1": list("3", "")}},
 					"b": hungryCPU("10", ""),
 				},
 				Previous:    prev(want{"a.n1": {"3", ""}, "b.n1": {"1", ""}}, now.Add(-time.Hour)),
@@ -236,8 +236,8 @@ func TestAllocate(t *testing.T) {
 				Nodes:      []Node{node("n1", "2", "")},
 				Frameworks: fws11,
 				Reports: map[string]*demand.Report{
-					"a": {Used: map[string]v1.ResourceList{"n1": list("1", "")}},
-					"b": {Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+					"a": {Synced: true, Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+					"b": {Synced: true, Used: map[string]v1.ResourceList{"n1": list("1", "")}},
 				},
 				Previous: prev(want{"a.n1": {"2", ""}, "b.n1": {"2", ""}}, time.Time{}),
 			},
@@ -280,8 +280,8 @@ func TestAllocate(t *testing.T) {
 				Nodes:      []Node{node("n1", "8", "")},
 				Frameworks: []Framework{{Name: "batch", Weight: 2}, {Name: "idle", Weight: 1}},
 				Reports: map[string]*demand.Report{
-					"batch": {Unmet: list("3", ""), LargestUnit: list("3", ""), Used: map[string]v1.ResourceList{"n1": list("5", "")}},
-					"idle":  {},
+					"batch": {Unmet: list("3", ""), LargestUnit: list("3", ""), Synced: true, Used: map[string]v1.ResourceList{"n1": list("5", "")}},
+					"idle":  {Synced: true},
 				},
 				Previous:    prev(want{"batch.n1": {"5334m", ""}, "idle.n1": {"2666m", ""}}, now.Add(-time.Hour)),
 				IdleTimeout: time.Minute,
@@ -296,8 +296,8 @@ func TestAllocate(t *testing.T) {
 				Nodes:      []Node{node("n1", "8", "")},
 				Frameworks: fws11,
 				Reports: map[string]*demand.Report{
-					"a": {Used: map[string]v1.ResourceList{"n1": list("3", "")}},
-					"b": {Unmet: list("8", ""), LargestUnit: list("1", ""), Used: map[string]v1.ResourceList{"n1": list("4", "")}},
+					"a": {Synced: true, Used: map[string]v1.ResourceList{"n1": list("3", "")}},
+					"b": {Unmet: list("8", ""), LargestUnit: list("1", ""), Synced: true, Used: map[string]v1.ResourceList{"n1": list("4", "")}},
 				},
 				Previous:    prev(want{"a.n1": {"4", ""}, "b.n1": {"4", ""}}, now.Add(-time.Hour)),
 				Revoked:     map[Key]bool{key("a", "n1"): true},
@@ -312,7 +312,7 @@ func TestAllocate(t *testing.T) {
 				Nodes:      []Node{node("n1", "8", "")},
 				Frameworks: fws11,
 				Reports: map[string]*demand.Report{
-					"a": {Unmet: list("2", ""), LargestUnit: list("1", ""), Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+					"a": {Unmet: list("2", ""), LargestUnit: list("1", ""), Synced: true, Used: map[string]v1.ResourceList{"n1": list("1", "")}},
 					"b": {},
 				},
 				Previous:    prev(want{"a.n1": {"4", ""}, "b.n1": {"4", ""}}, now.Add(-time.Hour)),
@@ -333,6 +333,66 @@ func TestAllocate(t *testing.T) {
 			},
 			// Without the preference b would get 2 on n1 and 2 on n2.
 			want: want{"b.n2": {"4", ""}, "a.n1": {"1", ""}, "b.n1": {"1", ""}},
+		},
+		{
+			// a's grant shrank to 1 but a may still apply its old 3.
+			name: "held capacity is not divided by the baseline",
+			in: Input{
+				Nodes:      []Node{node("n1", "4", "")},
+				Frameworks: fws11,
+				Previous:   prev(want{"a.n1": {"1", ""}}, time.Time{}),
+				Held:       map[Key]resources.Resource{key("a", "n1"): res("3", "")},
+			},
+			want: want{"a.n1": {"1500m", ""}, "b.n1": {"500m", ""}},
+		},
+		{
+			name: "held capacity is not given to the hungry",
+			in: Input{
+				Nodes:      []Node{node("n1", "4", "")},
+				Frameworks: fws11,
+				Reports:    map[string]*demand.Report{"a": {Synced: true}, "b": hungryCPU("4", "1")},
+				Previous:   prev(want{"a.n1": {"1", ""}}, time.Time{}),
+				Held:       map[Key]resources.Resource{key("a", "n1"): res("3", "")},
+			},
+			want: want{"a.n1": {"1", ""}, "b.n1": {"1", ""}},
+		},
+		{
+			name: "what a framework no longer registered holds counts",
+			in: Input{
+				Nodes:      []Node{node("n1", "4", "")},
+				Frameworks: fws11,
+				Held:       map[Key]resources.Resource{key("gone", "n1"): res("2", ""), key("a", "elsewhere"): res("9", "")},
+			},
+			want: want{"a.n1": {"1", ""}, "b.n1": {"1", ""}},
+		},
+		{
+			name: "a report that is not synced still makes its framework hungry",
+			in: Input{
+				Nodes:      []Node{node("n1", "4", "")},
+				Frameworks: fws11,
+				Reports: map[string]*demand.Report{
+					"a": {Unmet: list("2", ""), LargestUnit: list("1", "")},
+					"b": {Synced: true},
+				},
+				Previous:    prev(want{"a.n1": {"1", ""}, "b.n1": {"3", ""}}, now.Add(-time.Hour)),
+				IdleTimeout: time.Second,
+			},
+			// One unit in a's own grant, one lent by b.
+			want: want{"a.n1": {"2", ""}, "b.n1": {"2", ""}},
+		},
+		{
+			name: "a framework whose report is not synced lends nothing",
+			in: Input{
+				Nodes:      []Node{node("n1", "4", "")},
+				Frameworks: fws11,
+				Reports: map[string]*demand.Report{
+					"a": {Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+					"b": {Synced: true, Unmet: list("3", ""), LargestUnit: list("1", ""), Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+				},
+				Previous:    prev(want{"a.n1": {"3", ""}, "b.n1": {"1", ""}}, now.Add(-time.Hour)),
+				IdleTimeout: time.Second,
+			},
+			want: want{"a.n1": {"3", ""}, "b.n1": {"1", ""}},
 		},
 	}
 	for _, tt := range tests {
@@ -379,6 +439,9 @@ func checkInvariants(t *testing.T, in Input, got Result) {
 		// What was granted and used must stay granted (as long as the
 		// node did not shrink below its usage, which the inputs here
 		// never do).
+		if !r.Synced {
+			continue // its usage is unknown
+		}
 		kept := toVec(p.Resources).min(listVec(r.Used[k.Node]))
 		if g := toVec(got.Grants[k].Resources); !g.fits(kept) {
 			t.Errorf("grant %v = %s dropped below the usage %s it had", k, g.resource(), kept.resource())
@@ -396,8 +459,8 @@ func TestIdleSince(t *testing.T) {
 		Nodes:      []Node{node("n1", "4", "")},
 		Frameworks: []Framework{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}, {Name: "c", Weight: 1}},
 		Reports: map[string]*demand.Report{
-			"a": {Used: map[string]v1.ResourceList{"n1": list("1", "")}},
-			"b": {Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+			"a": {Synced: true, Used: map[string]v1.ResourceList{"n1": list("1", "")}},
+			"b": {Synced: true, Used: map[string]v1.ResourceList{"n1": list("1", "")}},
 		},
 		Previous: map[Key]Grant{
 			key("a", "n1"): {Resources: res("1", ""), IdleSince: now.Add(-time.Minute)},
@@ -468,7 +531,7 @@ func randomInput(r *rand.Rand) Input {
 			in.Unreadable[f] = true
 			in.Reports[f] = &demand.Report{}
 		default:
-			rep := &demand.Report{Used: map[string]v1.ResourceList{}}
+			rep := &demand.Report{Synced: r.IntN(4) > 0, Used: map[string]v1.ResourceList{}}
 			if r.IntN(2) == 0 {
 				rep.Unmet = some(20000).ToList()
 				if r.IntN(2) == 0 {
@@ -523,6 +586,56 @@ func TestAllocateProperties(t *testing.T) {
 		}
 		if t.Failed() {
 			t.Fatalf("input %d: %+v", i, in)
+		}
+	}
+}
+
+// Without lending (nothing idle), no framework is planned into capacity
+// another holds: on every node, the largest of each framework's grant,
+// usage and held capacity sums to at most allocatable, given that it did
+// before.
+func TestAllocateRespectsHeld(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 500 {
+		in := randomInput(r)
+		in.Held = map[Key]resources.Resource{}
+		for k, p := range in.Previous {
+			p.IdleSince = time.Time{}
+			in.Previous[k] = p
+		}
+		occupied := func(k Key, g vec) vec {
+			o := g.max(toVec(in.Held[k]))
+			if rep := in.Reports[k.Framework]; rep != nil && rep.Synced && !in.Unreadable[k.Framework] {
+				o = o.max(listVec(rep.Used[k.Node]))
+			}
+			return o
+		}
+		// Held beyond the previous grants, within what each node has left.
+		for _, n := range in.Nodes {
+			left := toVec(n.Allocatable)
+			for _, f := range in.Frameworks {
+				left.sub(toVec(in.Previous[key(f.Name, n.Name)].Resources))
+			}
+			for _, f := range in.Frameworks {
+				k := key(f.Name, n.Name)
+				extra := toVec(resources.Resource{MilliCPU: r.Int64N(4000), Memory: r.Int64N(4 << 30)}).min(left)
+				left.sub(extra)
+				h := toVec(in.Previous[k].Resources)
+				h.add(extra)
+				in.Held[k] = h.resource()
+			}
+		}
+		got := Allocate(in)
+		for _, n := range in.Nodes {
+			sum := vec{}
+			for _, f := range in.Frameworks {
+				k := key(f.Name, n.Name)
+				sum.add(occupied(k, toVec(got.Grants[k].Resources)))
+			}
+			if !toVec(n.Allocatable).fits(sum) {
+				t.Fatalf("input %d: node %s: grants, usage and held capacity sum to %s, above allocatable %s\n%+v",
+					i, n.Name, sum.resource(), n.Allocatable, in)
+			}
 		}
 	}
 }

@@ -102,6 +102,15 @@ func (v vec) min(o vec) vec {
 	return c
 }
 
+// max returns the larger amount of v and o for every resource.
+func (v vec) max(o vec) vec {
+	c := v.clone()
+	for k, q := range o {
+		c.put(k, max(q, c[k]))
+	}
+	return c
+}
+
 // fits reports whether every amount of request is at most v's.
 func (v vec) fits(request vec) bool {
 	for k, q := range request {

@@ -16,6 +16,14 @@
 //	revoked:
 //	- grant: vms.node-3
 //	  message: maintenance
+//	held:
+//	- grant: batch.node-1
+//	  resources: {cpu: 3500m, memory: 6Gi}
+//
+// The held section is written by the allocator, never by hand: per grant,
+// what the framework might occupy on the node (its grant versions not yet
+// acknowledged, or its usage), so that a restarted allocator does not
+// hand that capacity to anyone else. Files without it load as before.
 //
 // Load decodes strictly: unknown fields, duplicate names and invalid
 // values are errors naming the file and line.

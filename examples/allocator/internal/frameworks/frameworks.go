@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -107,12 +109,56 @@ func ParseGrantName(name string) (framework, node string, err error) {
 	return framework, node, nil
 }
 
+// Held is what a framework held on a node when the allocator last wrote
+// its state file: per resource, the most it might occupy there (see
+// examples/allocator/internal/held). A restarted allocator gives no other
+// framework this capacity until the framework acknowledges a grant
+// version of the new run.
+type Held struct {
+	// Grant is the name of the framework's grant on the node,
+	// "<framework>.<node>"; the framework need not be registered.
+	Grant string `json:"grant" yaml:"grant"`
+	// Resources are quantities by resource name, e.g. cpu: 1500m.
+	Resources map[v1.ResourceName]string `json:"resources" yaml:"resources"`
+}
+
+// List parses h's quantities.
+func (h *Held) List() (v1.ResourceList, error) {
+	l := v1.ResourceList{}
+	for name, s := range h.Resources {
+		if name == "" {
+			return nil, fmt.Errorf("grant %s: empty resource name", h.Grant)
+		}
+		q, err := resource.ParseQuantity(s)
+		if err != nil {
+			return nil, fmt.Errorf("grant %s: resources[%s]: %q: %w", h.Grant, name, s, err)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("grant %s: resources[%s]: %s is negative", h.Grant, name, s)
+		}
+		l[name] = q
+	}
+	return l, nil
+}
+
+// HeldOf is the entry of grant holding l.
+func HeldOf(grant string, l v1.ResourceList) Held {
+	h := Held{Grant: grant, Resources: map[v1.ResourceName]string{}}
+	for name, q := range l {
+		h.Resources[name] = q.String()
+	}
+	return h
+}
+
 // File is the content of a --config or --state-file.
 type File struct {
 	// Frameworks are the registered frameworks.
 	Frameworks []Framework `json:"frameworks" yaml:"frameworks"`
 	// Revoked are the revoked grants.
 	Revoked []Revocation `json:"revoked,omitempty" yaml:"revoked,omitempty"`
+	// Held is what each framework held on each node, by grant name; the
+	// allocator writes it, files written before it existed have none.
+	Held []Held `json:"held,omitempty" yaml:"held,omitempty"`
 }
 
 // Validate checks every framework and revocation, and that names are
@@ -139,6 +185,36 @@ func (f *File) Validate(line func(path string) int) error {
 			errs = append(errs, field.Invalid(p, r.Grant, err.Error()))
 		} else if !seen[fw] {
 			errs = append(errs, field.NotFound(p, r.Grant))
+		}
+	}
+	heldSeen := map[string]bool{}
+	for i, h := range f.Held {
+		p := field.NewPath("held").Index(i)
+		if _, _, err := ParseGrantName(h.Grant); err != nil {
+			errs = append(errs, field.Invalid(p.Child("grant"), h.Grant, err.Error()))
+		} else if heldSeen[h.Grant] {
+			errs = append(errs, field.Duplicate(p.Child("grant"), h.Grant))
+		}
+		heldSeen[h.Grant] = true
+		names := make([]string, 0, len(h.Resources))
+		for name := range h.Resources {
+			names = append(names, string(name))
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			s := h.Resources[v1.ResourceName(name)]
+			rp := p.Child("resources").Key(name)
+			if name == "" {
+				errs = append(errs, field.Invalid(rp, s, "empty resource name"))
+				continue
+			}
+			q, err := resource.ParseQuantity(s)
+			switch {
+			case err != nil:
+				errs = append(errs, field.Invalid(rp, s, "not a quantity (e.g. 1500m, 4Gi)"))
+			case q.Sign() < 0:
+				errs = append(errs, field.Invalid(rp, s, "must not be negative"))
+			}
 		}
 	}
 	if len(errs) == 0 {
@@ -191,13 +267,15 @@ func lineOf(doc *yaml.Node, path string) int {
 			continue
 		}
 		var next *yaml.Node
-		if strings.HasPrefix(part, "[") {
+		if strings.HasPrefix(part, "[") && n.Kind == yaml.SequenceNode {
 			var i int
 			_, _ = fmt.Sscanf(part, "[%d]", &i)
-			if n.Kind == yaml.SequenceNode && i < len(n.Content) {
+			if i < len(n.Content) {
 				next = n.Content[i]
 			}
 		} else if n.Kind == yaml.MappingNode {
+			// A key: "name", or "[name]" for a map's entry.
+			part = strings.TrimSuffix(strings.TrimPrefix(part, "["), "]")
 			for j := 0; j+1 < len(n.Content); j += 2 {
 				if n.Content[j].Value == part {
 					next = n.Content[j+1]
@@ -217,9 +295,14 @@ func lineOf(doc *yaml.Node, path string) int {
 // Save writes f to path atomically: a temporary file in the same
 // directory, synced, then renamed over path.
 func Save(path string, f *File) error {
-	out := File{Frameworks: append([]Framework(nil), f.Frameworks...), Revoked: append([]Revocation(nil), f.Revoked...)}
+	out := File{
+		Frameworks: append([]Framework(nil), f.Frameworks...),
+		Revoked:    append([]Revocation(nil), f.Revoked...),
+		Held:       append([]Held(nil), f.Held...),
+	}
 	sort.Slice(out.Frameworks, func(i, j int) bool { return out.Frameworks[i].Name < out.Frameworks[j].Name })
 	sort.Slice(out.Revoked, func(i, j int) bool { return out.Revoked[i].Grant < out.Revoked[j].Grant })
+	sort.Slice(out.Held, func(i, j int) bool { return out.Held[i].Grant < out.Held[j].Grant })
 	if out.Frameworks == nil {
 		out.Frameworks = []Framework{}
 	}

@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestLoad(t *testing.T) {
@@ -33,6 +36,19 @@ revoked:
 		{name: "token without URL", content: "frameworks:\n- name: a\n  bearerTokenFile: /t\n", wantErr: []string{"bearerTokenFile"}},
 		{name: "revocation of an unknown framework", content: "frameworks:\n- name: a\nrevoked:\n- grant: b.n1\n", wantErr: []string{"line 4", "revoked[0].grant"}},
 		{name: "not YAML", content: "frameworks: [\n", wantErr: []string{"line"}},
+		{name: "held, also of frameworks no longer registered", content: `
+frameworks:
+- name: a
+held:
+- grant: a.n1
+  resources: {cpu: 1500m, memory: 4Gi}
+- grant: gone.n1
+  resources: {cpu: "2"}
+`},
+		{name: "held: bad quantity", content: "frameworks: []\nheld:\n- grant: a.n1\n  resources:\n    cpu: lots\n", wantErr: []string{"line 5", "held[0].resources[cpu]"}},
+		{name: "held: negative", content: "frameworks: []\nheld:\n- grant: a.n1\n  resources: {cpu: -1}\n", wantErr: []string{"line 4", "must not be negative"}},
+		{name: "held: bad grant name", content: "frameworks: []\nheld:\n- grant: nodot\n  resources: {}\n", wantErr: []string{"line 3", "held[0].grant"}},
+		{name: "held: duplicate", content: "frameworks: []\nheld:\n- grant: a.n1\n- grant: a.n1\n", wantErr: []string{"line 4", "Duplicate"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,6 +80,10 @@ func TestSaveLoad(t *testing.T) {
 	in := &File{
 		Frameworks: []Framework{{Name: "vms", DemandURL: "https://vm:8443/demand", CAFile: "/ca.crt"}, {Name: "batch", Weight: &w}},
 		Revoked:    []Revocation{{Grant: "vms.n1", Message: "maintenance"}},
+		Held: []Held{
+			HeldOf("vms.n1", v1.ResourceList{v1.ResourceCPU: resource.MustParse("1500m"), "example.com/gpu": resource.MustParse("2")}),
+			HeldOf("batch.n1", v1.ResourceList{v1.ResourceMemory: resource.MustParse("6Gi")}),
+		},
 	}
 	path := filepath.Join(t.TempDir(), "state.yaml")
 	if err := Save(path, in); err != nil {
@@ -73,9 +93,12 @@ func TestSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &File{Frameworks: []Framework{in.Frameworks[1], in.Frameworks[0]}, Revoked: in.Revoked}
+	want := &File{Frameworks: []Framework{in.Frameworks[1], in.Frameworks[0]}, Revoked: in.Revoked, Held: []Held{in.Held[1], in.Held[0]}}
 	if !reflect.DeepEqual(out, want) {
 		t.Errorf("Load(Save(x)) = %+v, want %+v", out, want)
+	}
+	if l, err := out.Held[1].List(); err != nil || !l.Cpu().Equal(resource.MustParse("1500m")) || l.Name("example.com/gpu", resource.DecimalSI).Value() != 2 {
+		t.Errorf("held vms.n1 = %v, %v; want cpu 1500m and 2 example.com/gpu", l, err)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
 	if len(entries) != 1 {

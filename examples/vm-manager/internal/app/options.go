@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/examples/vm-manager/internal/manager"
@@ -26,6 +29,18 @@ type Options struct {
 	GrantsURL string
 	// Owner is the published ExternalWorkloads' spec.owner.
 	Owner string
+	// HostSelector is a label selector of the nodes VMs may be placed
+	// on; empty selects every node. Hybrid mode only.
+	HostSelector string
+	// Ledger turns ledger mode on (hybrid mode only): every placement is
+	// committed to its host's NodeLedger first. LedgerPlacer is this
+	// manager's name in the ledgers; LedgerRequire the placers that must
+	// have joined a host's ledger before a VM goes there.
+	Ledger        bool
+	LedgerPlacer  string
+	LedgerRequire []string
+	// StateFile, if set, keeps the VMs across restarts.
+	StateFile string
 	// RetryInterval is how often pending VMs are retried.
 	RetryInterval time.Duration
 	// SyncTimeout bounds the wait for the informers' first lists.
@@ -45,6 +60,8 @@ func NewOptions() *Options {
 	return &Options{
 		Listen:        DefaultListen,
 		Owner:         manager.DefaultOwner,
+		LedgerPlacer:  manager.DefaultLedgerPlacer,
+		LedgerRequire: []string{manager.DefaultLedgerRequire},
 		RetryInterval: manager.DefaultRetryInterval,
 		SyncTimeout:   DefaultSyncTimeout,
 		Logs:          logsapi.NewLoggingConfiguration(),
@@ -59,6 +76,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Framework, "framework", o.Framework, "two-level mode: this manager's framework name under the allocator (needs --grants-url)")
 	fs.StringVar(&o.GrantsURL, "grants-url", o.GrantsURL, "two-level mode: base URL of the allocator serving Grants (needs --framework)")
 	fs.StringVar(&o.Owner, "owner", o.Owner, "spec.owner of the published ExternalWorkloads")
+	fs.StringVar(&o.HostSelector, "host-selector", o.HostSelector, "hybrid mode: label selector of the nodes VMs may be placed on, e.g. 'vms=true' (default: every node)")
+	fs.BoolVar(&o.Ledger, "ledger", o.Ledger, "hybrid mode: commit every placement to its host's NodeLedger, where batch-scheduler commits its binds, so that a VM and a pod never take the same capacity")
+	fs.StringVar(&o.LedgerPlacer, "ledger-placer", o.LedgerPlacer, "with --ledger: this manager's placer name in the ledgers")
+	fs.StringSliceVar(&o.LedgerRequire, "ledger-require", o.LedgerRequire, "with --ledger: comma-separated placers that must have joined a host's ledger before a VM goes there (empty: none)")
+	fs.StringVar(&o.StateFile, "state-file", o.StateFile, "keep the VMs in this JSON file, so that a restarted manager still knows the VMs that kept running (default: in memory only)")
 	fs.DurationVar(&o.RetryInterval, "retry-interval", o.RetryInterval, "how often pending VMs are retried besides on every node, pod and grant change")
 	fs.DurationVar(&o.SyncTimeout, "sync-timeout", o.SyncTimeout, "how long to wait for the first lists of nodes, pods and grants before giving up")
 	logsapi.AddFlags(o.Logs, fs)
@@ -84,6 +106,9 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("--grants-url: %q must not have a query or fragment", o.GrantsURL)
 		}
 	}
+	if err := o.validateHybrid(); err != nil {
+		return err
+	}
 	if o.Owner == "" {
 		return errors.New("--owner: must not be empty")
 	}
@@ -92,6 +117,61 @@ func (o *Options) Validate() error {
 	}
 	if o.SyncTimeout <= 0 {
 		return fmt.Errorf("--sync-timeout: %s must be positive", o.SyncTimeout)
+	}
+	return nil
+}
+
+// maxPlacerName is the longest placer name a NodeLedger accepts.
+const maxPlacerName = 253
+
+// validateHybrid checks the flags of hybrid mode: the host selector and
+// the ledger.
+func (o *Options) validateHybrid() error {
+	if o.Framework != "" {
+		switch {
+		case o.Ledger:
+			return errors.New("--ledger: hybrid mode only, not with --framework")
+		case o.HostSelector != "":
+			return errors.New("--host-selector: hybrid mode only, not with --framework (the grants choose the hosts)")
+		}
+	}
+	if _, err := labels.Parse(o.HostSelector); err != nil {
+		return fmt.Errorf("--host-selector: %w", err)
+	}
+	if !o.Ledger {
+		switch {
+		case o.LedgerPlacer != manager.DefaultLedgerPlacer:
+			return errors.New("--ledger-placer: only with --ledger")
+		case !slices.Equal(o.LedgerRequire, []string{manager.DefaultLedgerRequire}):
+			return errors.New("--ledger-require: only with --ledger")
+		}
+		return nil
+	}
+	if err := checkPlacer("--ledger-placer", o.LedgerPlacer); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, p := range o.LedgerRequire {
+		if err := checkPlacer("--ledger-require", p); err != nil {
+			return err
+		}
+		if seen[p] {
+			return fmt.Errorf("--ledger-require: %q is listed twice", p)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
+// checkPlacer checks a placer name given to flag.
+func checkPlacer(flag, name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return fmt.Errorf("%s: a placer name must not be empty", flag)
+	case len(name) > maxPlacerName:
+		return fmt.Errorf("%s: placer name %.40q... is longer than %d characters", flag, name, maxPlacerName)
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("%s: placer name %q has leading or trailing spaces", flag, name)
 	}
 	return nil
 }

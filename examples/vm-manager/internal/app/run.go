@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -25,6 +26,9 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/examples/vm-manager/internal/manager"
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
+	"github.com/batch-scheduler/batch-scheduler/pkg/generated/clientset/versioned"
+	bsinformers "github.com/batch-scheduler/batch-scheduler/pkg/generated/informers/externalversions"
+	"github.com/batch-scheduler/batch-scheduler/pkg/ledger"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
 
@@ -84,9 +88,10 @@ func Run(ctx context.Context, o *Options) error {
 		GroupVersionKind: v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
 		Resource:         v1alpha1.ExternalWorkloadsResource,
 		Example:          &v1alpha1.ExternalWorkload{},
-		// The VMs live in memory: a restarted manager starts empty, and
-		// must serve resourceVersions above any it served before, so
-		// that informers of the old run relist instead of resuming.
+		// The store lives in memory: a restarted manager publishes its
+		// VMs again (from --state-file, or none), and must serve
+		// resourceVersions above any it served before, so that
+		// informers of the old run relist instead of resuming.
 		InitialResourceVersion: time.Now().UnixMicro(),
 	})
 	if err != nil {
@@ -105,14 +110,41 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	synced := []cache.InformerSynced{nodes.Informer().HasSynced, pods.HasSynced}
 
+	hostSelector, err := labels.Parse(o.HostSelector)
+	if err != nil {
+		return fmt.Errorf("--host-selector: %w", err)
+	}
 	mcfg := manager.Config{
 		Framework:     o.Framework,
 		Owner:         o.Owner,
 		Nodes:         nodes.Lister(),
 		Pods:          pods.GetIndexer(),
+		HostSelector:  hostSelector,
 		Store:         store,
 		Metrics:       metrics,
 		RetryInterval: o.RetryInterval,
+	}
+	if o.StateFile != "" {
+		mcfg.State = manager.FileState{Path: o.StateFile}
+	}
+	informersToWatch := []cache.SharedIndexInformer{nodes.Informer(), pods}
+	var ledgerFactory bsinformers.SharedInformerFactory
+	if o.Ledger {
+		bsClient, err := versioned.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("creating a client of node ledgers for %s: %w", cfg.Host, err)
+		}
+		ledgerFactory = bsinformers.NewSharedInformerFactory(bsClient, 0)
+		ledgers := ledgerFactory.BatchScheduler().V1alpha1().NodeLedgers()
+		mcfg.Ledger = &manager.LedgerConfig{
+			Ledgers: ledger.New(bsClient.BatchSchedulerV1alpha1().NodeLedgers()),
+			View:    ledgers.Lister(),
+			Pods:    client.CoreV1(),
+			Placer:  o.LedgerPlacer,
+			Require: o.LedgerRequire,
+		}
+		informersToWatch = append(informersToWatch, ledgers.Informer())
+		synced = append(synced, ledgers.Informer().HasSynced)
 	}
 	var grants cache.SharedIndexInformer
 	if o.Framework != "" {
@@ -128,15 +160,15 @@ func Run(ctx context.Context, o *Options) error {
 		grants = custominformer.New(lw, &v1alpha1.Grant{}, custominformer.Options{Name: grantsInformer, Metrics: informerMetrics})
 		mcfg.Grants = grants.GetStore()
 		synced = append(synced, grants.HasSynced)
+		informersToWatch = append(informersToWatch, grants)
 	}
+	// New loads the state file and publishes the Running VMs again, all
+	// before the listener serves.
 	m, err := manager.New(mcfg)
 	if err != nil {
 		return err
 	}
-	for _, inf := range []cache.SharedIndexInformer{nodes.Informer(), pods, grants} {
-		if inf == nil {
-			continue
-		}
+	for _, inf := range informersToWatch {
 		if _, err := inf.AddEventHandler(m.EventHandler()); err != nil {
 			return fmt.Errorf("watching for changes: %w", err)
 		}
@@ -148,6 +180,10 @@ func Run(ctx context.Context, o *Options) error {
 	podFactory.Start(ctx.Done())
 	defer nodeFactory.Shutdown()
 	defer podFactory.Shutdown()
+	if ledgerFactory != nil {
+		ledgerFactory.Start(ctx.Done())
+		defer ledgerFactory.Shutdown()
+	}
 	grantsDone := make(chan struct{})
 	if grants != nil {
 		go func() { grants.RunWithContext(ctx); close(grantsDone) }()
@@ -165,6 +201,9 @@ func Run(ctx context.Context, o *Options) error {
 			return nil // stopped while waiting
 		}
 		what := "nodes and pods from " + cfg.Host
+		if ledgerFactory != nil {
+			what += ", node ledgers from " + cfg.Host + " (is the NodeLedger CRD installed?)"
+		}
 		if grants != nil {
 			what += ", grants from " + o.GrantsURL
 		}
@@ -184,11 +223,14 @@ func Run(ctx context.Context, o *Options) error {
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
 	mode := "hybrid"
-	if grants != nil {
+	switch {
+	case grants != nil:
 		mode = "two-level"
+	case o.Ledger:
+		mode = "hybrid with ledgers"
 	}
 	klog.InfoS("VM manager listening", "address", addr, "mode", mode, "framework", o.Framework,
-		"externalWorkloads", "http://"+addr+store.Path())
+		"hostSelector", o.HostSelector, "stateFile", o.StateFile, "externalWorkloads", "http://"+addr+store.Path())
 	if o.AddressFile != "" {
 		if err := writeFileAtomic(o.AddressFile, []byte(addr+"\n")); err != nil {
 			_ = srv.Close()

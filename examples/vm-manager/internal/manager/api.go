@@ -25,8 +25,9 @@ type ErrorBody struct {
 	Error string `json:"error"`
 	// Field is the request field at fault, for bad input.
 	Field string `json:"field,omitempty"`
-	// Reason is a Reason constant for a VM that does not fit,
-	// "AlreadyExists" or "NotFound".
+	// Reason is a Reason constant for a VM that does not fit or whose
+	// ledger could not be written, "AlreadyExists", "NotFound" or
+	// "Placing".
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -42,10 +43,12 @@ type HostList struct {
 
 // NewHandler returns the manager's HTTP API on one mux:
 //
-//	POST   /vms          create a VM (201 placed, 202 pending, 400, 409, 422)
+//	POST   /vms          create a VM (201 placed, 202 pending, 400, 409, 422;
+//	                     503 when its ledger could not be written)
 //	GET    /vms          list the VMs
 //	GET    /vms/{name}   one VM (404 if unknown)
-//	DELETE /vms/{name}   delete a VM, pending or running (404 if unknown)
+//	DELETE /vms/{name}   delete a VM, pending or running (404 if unknown,
+//	                     409 while it is being placed)
 //	GET    /hosts        each host's accounting: allocatable, pods, VMs, free
 //	GET    /healthz      200 "ok"
 //	GET    /demand       the demand report (pkg/demand)
@@ -113,6 +116,9 @@ func (m *Manager) serveCreate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, ErrorBody{Error: fe.Error(), Field: fe.Field})
 	case errors.Is(err, ErrExists):
 		writeJSON(w, http.StatusConflict, ErrorBody{Error: err.Error(), Field: "name", Reason: "AlreadyExists"})
+	case errors.As(err, &refused) && refused.Reason == ReasonLedgerUnavailable:
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, ErrorBody{Error: "VM " + req.Name + " not placed: " + refused.Message, Reason: refused.Reason})
 	case errors.As(err, &refused):
 		writeJSON(w, http.StatusConflict, ErrorBody{Error: "VM " + req.Name + " does not fit: " + refused.Message, Reason: refused.Reason})
 	default:
@@ -128,6 +134,8 @@ func (m *Manager) serveDelete(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, v)
 	case errors.Is(err, ErrNotFound):
 		writeJSON(w, http.StatusNotFound, ErrorBody{Error: err.Error(), Reason: "NotFound"})
+	case errors.Is(err, ErrPlacing):
+		writeJSON(w, http.StatusConflict, ErrorBody{Error: err.Error(), Reason: "Placing"})
 	default:
 		klog.ErrorS(err, "Could not delete a VM", "vm", r.PathValue("name"))
 		writeJSON(w, http.StatusInternalServerError, ErrorBody{Error: err.Error()})

@@ -93,7 +93,9 @@ func TestAPIErrors(t *testing.T) {
 func TestAPILifecycle(t *testing.T) {
 	f := newFixture(t, "vms")
 	f.addNodes(t, makeNode("node-1", "8", "16Gi"))
-	f.setGrants(t, makeGrant("g1", "vms", "node-1", "2", "8Gi", v1alpha1.GrantActive, nil))
+	g := makeGrant("g1", "vms", "node-1", "2", "8Gi", v1alpha1.GrantActive, nil)
+	g.ResourceVersion = "17"
+	f.setGrants(t, g)
 	srv := newServer(t, f)
 
 	code, body := call(t, srv, "POST", "/vms", `{"name":"vm-a","cpu":2,"memory":"4Gi"}`)
@@ -122,6 +124,13 @@ func TestAPILifecycle(t *testing.T) {
 	}
 	if r.Framework != "vms" || r.Waiting != 1 || r.Unmet.Cpu().String() != "1" {
 		t.Errorf("demand %+v; want framework vms, 1 waiting, unmet cpu 1", r)
+	}
+	if !r.Synced || len(r.ObservedGrants) != 1 || r.ObservedGrants["g1"] != "17" {
+		t.Errorf("demand: synced %v, observedGrants %v; want synced, g1 at 17", r.Synced, r.ObservedGrants)
+	}
+	if code, body := call(t, srv, "GET", demand.Path, ""); code != http.StatusOK ||
+		!strings.Contains(body, `"synced":true`) || !strings.Contains(body, `"observedGrants":{"g1":"17"}`) {
+		t.Errorf("GET %s: %d %s; want synced and observedGrants in the JSON", demand.Path, code, body)
 	}
 
 	code, body = call(t, srv, "GET", "/metrics", "")

@@ -1,8 +1,7 @@
 // Package manager is the core of the reference VM manager
-// (examples/vm-manager): it keeps VMs in memory, places them on hosts,
-// publishes every placed VM as an ExternalWorkload in a
-// resourcemanager.Store, and serves the admin API, the demand report and
-// the metrics.
+// (examples/vm-manager): it keeps VMs, places them on hosts, publishes
+// every placed VM as an ExternalWorkload in a resourcemanager.Store, and
+// serves the admin API, the demand report and the metrics.
 //
 // A host's free capacity is its allocatable minus the requests of the
 // non-terminated pods bound to it (read from a pod indexer filled by a
@@ -11,4 +10,17 @@
 // the framework's live Grants on the host minus its VMs there; a VM that
 // fits nowhere then waits, Pending, and is placed as soon as something
 // changes (Kick) or at the next retry.
+//
+// In ledger mode (Config.Ledger, hybrid only; ledger.go) every placement
+// is first committed to the host's NodeLedger, where batch-scheduler
+// commits its binds, so that a pod and a VM placed at the same instant
+// never take the same capacity.
+//
+// With a State (state.go) the VMs survive a restart of the manager:
+// every change is saved before it shows (a VM is saved Running before its
+// ExternalWorkload is published; a deletion is saved after the
+// ExternalWorkload is removed), and New loads them and publishes the
+// Running ones again.
+//
+// The locks and their order are documented on Manager.
 package manager

@@ -28,11 +28,16 @@ type fixture struct {
 	store  *resourcemanager.Store
 	reg    *prometheus.Registry
 	clock  *clocktesting.FakeClock
+	// cfg is the Config the manager was made with.
+	cfg Config
 }
 
+// fixtureOpt changes the Config of a fixture's manager before New.
+type fixtureOpt func(*fixture, *Config)
+
 // newFixture returns a manager in hybrid mode, or in two-level mode for
-// framework if it is not empty.
-func newFixture(t *testing.T, framework string) *fixture {
+// framework if it is not empty, changed by opts.
+func newFixture(t *testing.T, framework string, opts ...fixtureOpt) *fixture {
 	t.Helper()
 	f := &fixture{
 		nodes: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
@@ -40,6 +45,39 @@ func newFixture(t *testing.T, framework string) *fixture {
 		reg:   prometheus.NewRegistry(),
 		clock: clocktesting.NewFakeClock(t0),
 	}
+	f.store = newStore(t)
+	metrics, err := NewMetrics(f.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Framework: framework,
+		Nodes:     corelisters.NewNodeLister(f.nodes),
+		Pods:      f.pods,
+		Store:     f.store,
+		Metrics:   metrics,
+		Clock:     f.clock,
+		// Long enough that a test sees only what a Kick does.
+		RetryInterval: time.Hour,
+	}
+	if framework != "" {
+		f.grants = cache.NewStore(cache.MetaNamespaceKeyFunc)
+		cfg.Grants = f.grants
+	}
+	for _, o := range opts {
+		o(f, &cfg)
+	}
+	f.cfg = cfg
+	if f.m, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// newStore returns an empty ExternalWorkload store, closed when the test
+// ends.
+func newStore(t *testing.T) *resourcemanager.Store {
+	t.Helper()
 	store, err := resourcemanager.New(resourcemanager.Options{
 		GroupVersionKind:       v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload"),
 		Resource:               v1alpha1.ExternalWorkloadsResource,
@@ -50,29 +88,28 @@ func newFixture(t *testing.T, framework string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
-	f.store = store
+	return store
+}
+
+// restart returns a new manager with the same Config but a new, empty
+// ExternalWorkload store and registry, as a manager process started
+// again after the last one died: only what its State saved survives.
+func (f *fixture) restart(t *testing.T) (*Manager, error) {
+	t.Helper()
+	cfg := f.cfg
+	f.store = newStore(t)
+	cfg.Store = f.store
+	f.reg = prometheus.NewRegistry()
 	metrics, err := NewMetrics(f.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{
-		Framework: framework,
-		Nodes:     corelisters.NewNodeLister(f.nodes),
-		Pods:      f.pods,
-		Store:     store,
-		Metrics:   metrics,
-		Clock:     f.clock,
-		// Long enough that a test sees only what a Kick does.
-		RetryInterval: time.Hour,
+	cfg.Metrics = metrics
+	m, err := New(cfg)
+	if err == nil {
+		f.m = m
 	}
-	if framework != "" {
-		f.grants = cache.NewStore(cache.MetaNamespaceKeyFunc)
-		cfg.Grants = f.grants
-	}
-	if f.m, err = New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return m, err
 }
 
 func must(t *testing.T, err error) {
@@ -88,6 +125,16 @@ type nodeOpt func(*v1.Node)
 func unschedulable(n *v1.Node) { n.Spec.Unschedulable = true }
 
 func notReady(n *v1.Node) { n.Status.Conditions[0].Status = v1.ConditionFalse }
+
+// labeled sets the label key=value on a test node.
+func labeled(key, value string) nodeOpt {
+	return func(n *v1.Node) {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[key] = value
+	}
+}
 
 func makeNode(name, cpu, memory string, opts ...nodeOpt) *v1.Node {
 	n := &v1.Node{

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -30,7 +31,9 @@ var everything = labels.Everything()
 type Phase string
 
 const (
-	// PhasePending means the VM waits for capacity (two-level mode only).
+	// PhasePending means the VM waits for capacity (two-level mode, or a
+	// VM loaded pending from the state file), or is being placed (ledger
+	// mode, while its ledger entry is committed).
 	PhasePending Phase = "Pending"
 	// PhaseRunning means the VM is placed on its host and published.
 	PhaseRunning Phase = "Running"
@@ -44,7 +47,8 @@ const DefaultOwner = "vm-manager"
 // Config.RetryInterval is zero.
 const DefaultRetryInterval = 5 * time.Second
 
-// WorkloadKind is the spec.workloadKind of the published ExternalWorkloads.
+// WorkloadKind is the spec.workloadKind of the published ExternalWorkloads,
+// and the kind of the VMs' ledger entries.
 const WorkloadKind = "vm"
 
 // Config configures New.
@@ -62,12 +66,22 @@ type Config struct {
 	// Grants holds the Grants read from the allocator; it must be set in
 	// two-level mode and nil in hybrid mode.
 	Grants cache.Store
+	// HostSelector selects the nodes VMs may be placed on; nil or empty
+	// selects every node. Hybrid mode only.
+	HostSelector labels.Selector
+	// Ledger, if set, turns ledger mode on (hybrid mode only): every
+	// placement is committed to its host's NodeLedger first (see
+	// ledger.go).
+	Ledger *LedgerConfig
+	// State, if set, keeps the VMs across restarts: New loads them, and
+	// every change is saved before it shows.
+	State State
 	// Store receives one ExternalWorkload per placed VM.
 	Store *resourcemanager.Store
 	// Metrics receives the manager's metrics.
 	Metrics *Metrics
-	// Clock tells the time for grant expiry and the demand report (the
-	// real clock if nil).
+	// Clock tells the time for grant expiry, the demand report and the
+	// VMs' times (the real clock if nil).
 	Clock clock.PassiveClock
 	// RetryInterval is how often Run retries the pending VMs
 	// (DefaultRetryInterval if zero).
@@ -91,6 +105,8 @@ type VM struct {
 	Message string `json:"message,omitempty"`
 	// Created is when the VM was created.
 	Created metav1.Time `json:"created"`
+	// Placed is when the VM became Running; nil while Pending.
+	Placed *metav1.Time `json:"placed,omitempty"`
 }
 
 // vm is the manager's record of a VM.
@@ -98,23 +114,50 @@ type vm struct {
 	VM
 	res resources.Resource
 	seq uint64
+	// placing is set while a placement of the VM is committed to a
+	// ledger, outside m.mu (ledger mode); target is the host committed
+	// to, empty between two hosts. Such a VM stays Pending, is counted on
+	// target, and is left alone by every other path.
+	placing bool
+	target  string
+	// unsaved marks a VM whose Create is still under way: it is not in
+	// the state file, and a failed placement forgets it.
+	unsaved bool
 }
 
 // Manager keeps the VMs. Its methods are safe for concurrent use.
+//
+// Locks, in the order they are taken:
+//   - sweepMu serialises the ledger sweeps (ledger.go) and guards
+//     podChecked; it is held during API calls.
+//   - mu guards vms, seq and overcommitted, and serialises placements
+//     and saves of the state, so two VMs never take the same capacity
+//     and the state file follows the VMs' order of changes. It is held
+//     while the state file is written and an ExternalWorkload published,
+//     never during an API call or while waiting for a ledger commit: the
+//     changes committed to ledgers take it themselves (syncEntries).
 type Manager struct {
 	cfg   Config
 	clock clock.PassiveClock
 	kick  chan struct{}
 
-	// mu serialises placements, so two VMs never take the same capacity.
 	mu  sync.Mutex
 	vms map[string]*vm
 	seq uint64
 	// overcommitted holds the hosts last found over a limit, with why.
 	overcommitted map[string]string
+
+	sweepMu sync.Mutex
+	// podChecked holds when the pod of each pod entry was last read from
+	// the API server, to read each at most once per PodRecheck.
+	podChecked map[podCheck]time.Time
+	// joins holds the nodes whose ledger this placer must join (ledger
+	// mode); Run works it off.
+	joins workqueue.TypedRateLimitingInterface[string]
 }
 
-// New returns a Manager. It checks that cfg is complete.
+// New returns a Manager. It checks that cfg is complete, and with a State
+// loads the VMs and publishes the Running ones again before it returns.
 func New(cfg Config) (*Manager, error) {
 	switch {
 	case cfg.Nodes == nil:
@@ -129,6 +172,10 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("manager config: framework %q needs Grants", cfg.Framework)
 	case cfg.Framework == "" && cfg.Grants != nil:
 		return nil, errors.New("manager config: Grants needs a Framework")
+	case cfg.Framework != "" && cfg.Ledger != nil:
+		return nil, errors.New("manager config: ledger mode is for hybrid mode only, not with a Framework")
+	case cfg.Framework != "" && cfg.HostSelector != nil && !cfg.HostSelector.Empty():
+		return nil, errors.New("manager config: a HostSelector is for hybrid mode only, not with a Framework")
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = DefaultOwner
@@ -136,13 +183,59 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = DefaultRetryInterval
 	}
+	if cfg.HostSelector == nil {
+		cfg.HostSelector = everything
+	}
 	c := cfg.Clock
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	m := &Manager{cfg: cfg, clock: c, kick: make(chan struct{}, 1), vms: map[string]*vm{}, overcommitted: map[string]string{}}
+	m := &Manager{cfg: cfg, clock: c, kick: make(chan struct{}, 1), vms: map[string]*vm{}, overcommitted: map[string]string{},
+		podChecked: map[podCheck]time.Time{}}
+	if cfg.Ledger != nil {
+		lc, err := cfg.Ledger.complete()
+		if err != nil {
+			return nil, err
+		}
+		m.cfg.Ledger = lc
+		m.joins = workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](joinRetryBase, joinRetryMax),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "vm-manager-ledger-joins"})
+	}
+	if err := m.load(); err != nil {
+		return nil, err
+	}
 	m.countPhases()
 	return m, nil
+}
+
+// load reads the saved VMs and publishes the Running ones again.
+func (m *Manager) load() error {
+	if m.cfg.State == nil {
+		return nil
+	}
+	saved, err := m.cfg.State.Load()
+	if err != nil {
+		return fmt.Errorf("loading the VMs: %w", err)
+	}
+	running := 0
+	for _, s := range saved {
+		m.seq++
+		v := &vm{VM: s, res: vmResources(s.CPU, s.Memory), seq: m.seq}
+		if v.Phase == PhaseRunning {
+			w, err := m.workload(&v.VM)
+			if err != nil {
+				return fmt.Errorf("loading the VMs: %w", err)
+			}
+			if err := m.cfg.Store.Create(w); err != nil {
+				return fmt.Errorf("loading the VMs: VM %s: publishing its ExternalWorkload again: %w", v.Name, err)
+			}
+			running++
+		}
+		m.vms[v.Name] = v
+	}
+	klog.InfoS("Loaded the saved VMs", "vms", len(saved), "running", running, "pending", len(saved)-running)
+	return nil
 }
 
 // TwoLevel reports whether the manager runs under an allocator.
@@ -170,8 +263,13 @@ var ErrExists = errors.New("already exists")
 // ErrNotFound is returned for a VM that does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrPlacing is returned by Delete for a VM whose placement is being
+// committed to a ledger: try again in a moment.
+var ErrPlacing = errors.New("is being placed; try again")
+
 // RefusedError is returned by Create in hybrid mode for a VM that does not
-// fit.
+// fit, or (reason ReasonLedgerUnavailable) whose ledger could not be
+// written.
 type RefusedError struct {
 	// Reason is one of the Reason constants.
 	Reason  string
@@ -222,12 +320,23 @@ func (req CreateRequest) validate() (cpu, memory resource.Quantity, err error) {
 
 // Create validates req and places the VM. In hybrid mode a VM that does
 // not fit is refused with a *RefusedError; in two-level mode it is kept,
-// Pending. Errors: *FieldError for bad input, ErrExists, *RefusedError, or
-// a failure to publish.
+// Pending. In ledger mode the placement is committed to the host's ledger
+// before the VM runs. The VM is saved (Config.State) before it is
+// published; if saving fails, Create fails and keeps nothing. Errors:
+// *FieldError for bad input, ErrExists, *RefusedError, or a failure to
+// save or publish.
 func (m *Manager) Create(req CreateRequest) (VM, error) {
 	cpu, memory, err := req.validate()
 	if err != nil {
 		return VM{}, err
+	}
+	v := &vm{
+		VM: VM{Name: req.Name, CPU: cpu, Memory: memory, RequestedHost: req.Host, Phase: PhasePending,
+			Created: metav1.NewTime(m.clock.Now())},
+		res: vmResources(cpu, memory),
+	}
+	if m.cfg.Ledger != nil {
+		return m.createOnLedger(v)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -235,46 +344,47 @@ func (m *Manager) Create(req CreateRequest) (VM, error) {
 		return VM{}, fmt.Errorf("VM %s: %w", req.Name, ErrExists)
 	}
 	m.seq++
-	v := &vm{
-		VM: VM{Name: req.Name, CPU: cpu, Memory: memory, RequestedHost: req.Host, Phase: PhasePending,
-			Created: metav1.NewTime(m.clock.Now())},
-		res: vmResources(cpu, memory),
-		seq: m.seq,
-	}
-	now := m.clock.Now()
-	host, why, err := m.snapshot(now).place(req.Host, v.res)
+	v.seq = m.seq
+	host, why, err := m.snapshot(m.clock.Now()).place(req.Host, v.res)
 	if err != nil {
 		return VM{}, fmt.Errorf("placing VM %s: %w", req.Name, err)
 	}
 	if why != nil {
 		if !m.TwoLevel() {
-			m.cfg.Metrics.Refusals.WithLabelValues(why.reason).Inc()
-			klog.InfoS("Refused a VM", "vm", req.Name, "cpu", cpu.String(), "memory", memory.String(),
-				"requestedHost", req.Host, "reason", why.reason, "message", why.message)
-			return VM{}, &RefusedError{Reason: why.reason, Message: why.message}
+			return VM{}, m.refuse(v, why)
 		}
 		v.Message = why.message
+		if err := m.saveLocked(&v.VM, ""); err != nil {
+			return VM{}, fmt.Errorf("VM %s not created: %w", v.Name, err)
+		}
 		m.vms[v.Name] = v
 		m.countPhases()
 		klog.InfoS("VM waits for capacity", "vm", v.Name, "cpu", cpu.String(), "memory", memory.String(),
 			"requestedHost", req.Host, "reason", why.reason, "message", why.message)
 		return v.VM, nil
 	}
-	if err := m.publish(v, host); err != nil {
-		return VM{}, err
+	if err := m.runLocked(v, host); err != nil {
+		return VM{}, fmt.Errorf("VM %s not created: %w", v.Name, err)
 	}
 	m.vms[v.Name] = v
 	m.countPhases()
 	return v.VM, nil
 }
 
-// publish makes v Running on host and publishes its ExternalWorkload; m.mu
-// is held. v is left unchanged on error.
-func (m *Manager) publish(v *vm, host string) error {
+// refuse counts and logs the refusal of v and returns it as an error.
+func (m *Manager) refuse(v *vm, why *refusal) error {
+	m.cfg.Metrics.Refusals.WithLabelValues(why.reason).Inc()
+	klog.InfoS("Refused a VM", "vm", v.Name, "cpu", v.CPU.String(), "memory", v.Memory.String(),
+		"requestedHost", v.RequestedHost, "reason", why.reason, "message", why.message)
+	return &RefusedError{Reason: why.reason, Message: why.message}
+}
+
+// workload is the ExternalWorkload that publishes v, a Running VM.
+func (m *Manager) workload(v *VM) (*v1alpha1.ExternalWorkload, error) {
 	w := &v1alpha1.ExternalWorkload{
 		ObjectMeta: metav1.ObjectMeta{Name: v.Name},
 		Spec: v1alpha1.ExternalWorkloadSpec{
-			NodeName:     host,
+			NodeName:     v.Host,
 			Resources:    v1.ResourceList{v1.ResourceCPU: v.CPU, v1.ResourceMemory: v.Memory},
 			WorkloadKind: WorkloadKind,
 			Owner:        m.cfg.Owner,
@@ -282,37 +392,131 @@ func (m *Manager) publish(v *vm, host string) error {
 		Status: v1alpha1.ExternalWorkloadStatus{Phase: v1alpha1.ExternalWorkloadRunning, Message: "placed by " + m.cfg.Owner},
 	}
 	if errs := v1alpha1.ValidateExternalWorkload(w); len(errs) > 0 {
-		return fmt.Errorf("VM %s: its ExternalWorkload is invalid: %w", v.Name, errs.ToAggregate())
+		return nil, fmt.Errorf("VM %s: its ExternalWorkload is invalid: %w", v.Name, errs.ToAggregate())
+	}
+	return w, nil
+}
+
+// runLocked makes v Running on host, write-ahead: it saves the state with
+// v Running there, then publishes v's ExternalWorkload, then updates v.
+// m.mu is held. On error v is unchanged and the state file is restored to
+// the VMs as they are (v need not be in m.vms yet).
+func (m *Manager) runLocked(v *vm, host string) error {
+	next := v.VM
+	placed := metav1.NewTime(m.clock.Now())
+	next.Host, next.Phase, next.Message, next.Placed = host, PhaseRunning, "", &placed
+	w, err := m.workload(&next)
+	if err != nil {
+		return err
+	}
+	if err := m.saveLocked(&next, ""); err != nil {
+		return err
 	}
 	if err := m.cfg.Store.Create(w); err != nil {
-		return fmt.Errorf("VM %s: publishing its ExternalWorkload: %w", v.Name, err)
+		err = fmt.Errorf("publishing its ExternalWorkload: %w", err)
+		if serr := m.saveLocked(nil, ""); serr != nil {
+			err = errors.Join(err, fmt.Errorf("restoring the state: %w", serr))
+		}
+		return err
 	}
-	v.Host, v.Phase, v.Message = host, PhaseRunning, ""
+	v.VM = next
+	v.placing, v.target, v.unsaved = false, "", false
 	klog.InfoS("Placed a VM", "vm", v.Name, "externalWorkload", klog.KObj(w), "node", klog.KRef("", host),
 		"cpu", v.CPU.String(), "memory", v.Memory.String(), "resourceVersion", w.ResourceVersion)
 	return nil
 }
 
-// Delete removes VM name, Pending or Running, and its ExternalWorkload.
-// It returns the VM as it was, or ErrNotFound.
+// saveLocked saves the VMs as they are once a change is made: m.vms in
+// creation order, with next in place of the VM of its name (or added
+// last), without the VM named drop, and without the VMs whose Create is
+// still under way. A VM being placed is saved as it was, Pending. m.mu is
+// held. It does nothing without a State.
+func (m *Manager) saveLocked(next *VM, drop string) error {
+	if m.cfg.State == nil {
+		return nil
+	}
+	sorted := make([]*vm, 0, len(m.vms))
+	for _, v := range m.vms {
+		sorted = append(sorted, v)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].seq < sorted[j].seq })
+	out := make([]VM, 0, len(sorted)+1)
+	replaced := false
+	for _, v := range sorted {
+		switch {
+		case v.Name == drop:
+		case next != nil && v.Name == next.Name:
+			out = append(out, *next)
+			replaced = true
+		case v.unsaved:
+		default:
+			out = append(out, v.VM)
+		}
+	}
+	if next != nil && !replaced {
+		out = append(out, *next)
+	}
+	if err := m.cfg.State.Save(out); err != nil {
+		return fmt.Errorf("saving the state: %w", err)
+	}
+	return nil
+}
+
+// Delete removes VM name, Pending or Running, and its ExternalWorkload,
+// then saves the state; if saving fails, the VM is published again and
+// kept, and Delete fails. In ledger mode the VM's entry is then removed
+// from its host's ledger (Reconcile retries if that fails). It returns the
+// VM as it was, ErrNotFound, or ErrPlacing.
 func (m *Manager) Delete(name string) (VM, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	v, ok := m.vms[name]
 	if !ok {
+		m.mu.Unlock()
 		return VM{}, fmt.Errorf("VM %s: %w", name, ErrNotFound)
+	}
+	if v.placing {
+		m.mu.Unlock()
+		return VM{}, fmt.Errorf("VM %s: %w", name, ErrPlacing)
 	}
 	if v.Phase == PhaseRunning {
 		if err := m.cfg.Store.Delete("", name); err != nil {
+			m.mu.Unlock()
 			return VM{}, fmt.Errorf("VM %s: deleting its ExternalWorkload: %w", name, err)
 		}
 	}
+	if err := m.saveLocked(nil, name); err != nil {
+		err = fmt.Errorf("VM %s not deleted, it keeps running: %w", name, err)
+		if v.Phase == PhaseRunning {
+			if perr := m.republishLocked(v); perr != nil {
+				err = errors.Join(err, perr)
+			}
+		}
+		m.mu.Unlock()
+		return VM{}, err
+	}
 	delete(m.vms, name)
 	m.countPhases()
+	m.mu.Unlock()
 	klog.InfoS("Deleted a VM", "vm", name, "phase", v.Phase, "node", klog.KRef("", v.Host))
+	if m.cfg.Ledger != nil && v.Phase == PhaseRunning {
+		m.releaseEntry(v.Host, name)
+	}
 	// Capacity freed here may let a pending VM in.
 	m.Kick()
 	return v.VM, nil
+}
+
+// republishLocked publishes Running v's ExternalWorkload again, after a
+// delete that could not be saved. m.mu is held.
+func (m *Manager) republishLocked(v *vm) error {
+	w, err := m.workload(&v.VM)
+	if err == nil {
+		err = m.cfg.Store.Create(w)
+	}
+	if err != nil {
+		return fmt.Errorf("publishing its ExternalWorkload again: %w", err)
+	}
+	return nil
 }
 
 // Get returns VM name.
@@ -348,7 +552,8 @@ func (m *Manager) Kick() {
 }
 
 // EventHandler returns an informer event handler that kicks the manager on
-// every change: a node, pod or grant change may make room.
+// every change: a node, pod, grant or ledger change may make room, and a
+// new node may need its ledger joined.
 func (m *Manager) EventHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { m.Kick() },
@@ -358,12 +563,24 @@ func (m *Manager) EventHandler() cache.ResourceEventHandler {
 }
 
 // Run retries the pending VMs and checks the hosts for over-commitment on
-// every Kick and every RetryInterval, until ctx is done.
+// every Kick and every RetryInterval, until ctx is done. In ledger mode it
+// also joins the ledgers of the selected nodes in the background. Run is
+// called once.
 func (m *Manager) Run(ctx context.Context) {
+	var workers sync.WaitGroup
+	if m.joins != nil {
+		for range joinWorkers {
+			workers.Go(func() { m.runJoins(ctx) })
+		}
+		defer func() {
+			m.joins.ShutDown()
+			workers.Wait()
+		}()
+	}
 	t := time.NewTicker(m.cfg.RetryInterval)
 	defer t.Stop()
 	for {
-		m.Reconcile()
+		m.Reconcile(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -375,32 +592,35 @@ func (m *Manager) Run(ctx context.Context) {
 
 // Reconcile places the pending VMs that fit now, oldest first, and
 // reports hosts where the VMs exceed the grants or pods and VMs together
-// exceed allocatable.
-func (m *Manager) Reconcile() {
+// exceed allocatable (or, in ledger mode, what the ledger records). In
+// ledger mode it then sweeps the ledgers (see sweepLedgers): it removes
+// the entries of VMs this manager no longer runs and those of pods that
+// are gone, and queues the joins still to make.
+func (m *Manager) Reconcile(ctx context.Context) {
+	if m.cfg.Ledger != nil {
+		m.placePendingOnLedgers()
+		m.mu.Lock()
+		m.countPhases()
+		m.checkOvercommit(m.snapshot(m.clock.Now()))
+		m.mu.Unlock()
+		m.sweepLedgers(ctx)
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now()
 	c := m.snapshot(now)
-	pending := make([]*vm, 0)
-	for _, v := range m.vms {
-		if v.Phase == PhasePending {
-			pending = append(pending, v)
-		}
-	}
-	sort.Slice(pending, func(i, j int) bool { return pending[i].seq < pending[j].seq })
-	for _, v := range pending {
+	for _, v := range m.pendingLocked() {
 		host, why, err := c.place(v.RequestedHost, v.res)
 		switch {
 		case err != nil:
 			klog.ErrorS(err, "Could not place a pending VM", "vm", v.Name)
 		case why != nil:
-			if why.message != v.Message {
-				klog.V(2).InfoS("VM still waits for capacity", "vm", v.Name, "reason", why.reason, "message", why.message)
-			}
-			v.Message = why.message
+			m.stillWaits(v, why.reason, why.message)
 		default:
-			if err := m.publish(v, host); err != nil {
-				klog.ErrorS(err, "Could not publish a pending VM", "vm", v.Name)
+			if err := m.runLocked(v, host); err != nil {
+				klog.ErrorS(err, "Could not place a pending VM", "vm", v.Name, "node", klog.KRef("", host))
+				v.Message = fmt.Sprintf("could not be placed on %s: %v", host, err)
 				continue
 			}
 			u := c.vms[host]
@@ -412,53 +632,25 @@ func (m *Manager) Reconcile() {
 	m.checkOvercommit(c)
 }
 
-// checkOvercommit finds the hosts where this manager's VMs exceed its
-// grants, or pods and VMs exceed allocatable; it logs each host when it
-// goes over and when it clears, and sets the gauge. m.mu is held.
-func (m *Manager) checkOvercommit(c *capacity) {
-	now := map[string]string{}
-	byLimit := map[string]int{LimitAllocatable: 0, LimitGrant: 0}
-	for host, used := range c.vms {
-		if used.IsZero() {
-			continue
-		}
-		if c.granted != nil {
-			left := c.granted[host].Clone()
-			left.Sub(used)
-			if left.MilliCPU < 0 || left.Memory < 0 {
-				g := c.granted[host]
-				now[host] = fmt.Sprintf("VMs use %s, the grants give %s", used.String(), g.String())
-				byLimit[LimitGrant]++
-				continue
-			}
-		}
-		node, err := m.cfg.Nodes.Get(host)
-		if err != nil {
-			continue
-		}
-		h, err := c.use(node)
-		if err != nil {
-			continue
-		}
-		if f := h.free(); f.MilliCPU < 0 || f.Memory < 0 {
-			now[host] = fmt.Sprintf("pods use %s and VMs %s of %s allocatable", h.pods.String(), h.vms.String(), h.allocatable.String())
-			byLimit[LimitAllocatable]++
+// pendingLocked returns the pending VMs not being placed, oldest first.
+// m.mu is held.
+func (m *Manager) pendingLocked() []*vm {
+	pending := make([]*vm, 0)
+	for _, v := range m.vms {
+		if v.Phase == PhasePending && !v.placing {
+			pending = append(pending, v)
 		}
 	}
-	for host, why := range now {
-		if m.overcommitted[host] != why {
-			klog.InfoS("Host over-committed: VMs are kept running", "node", klog.KRef("", host), "detail", why)
-		}
+	sort.Slice(pending, func(i, j int) bool { return pending[i].seq < pending[j].seq })
+	return pending
+}
+
+// stillWaits records why pending v was not placed; m.mu is held.
+func (m *Manager) stillWaits(v *vm, reason, message string) {
+	if message != v.Message {
+		klog.V(2).InfoS("VM still waits for capacity", "vm", v.Name, "reason", reason, "message", message)
 	}
-	for host := range m.overcommitted {
-		if _, ok := now[host]; !ok {
-			klog.InfoS("Host no longer over-committed", "node", klog.KRef("", host))
-		}
-	}
-	m.overcommitted = now
-	for limit, n := range byLimit {
-		m.cfg.Metrics.Overcommitted.WithLabelValues(limit).Set(float64(n))
-	}
+	v.Message = message
 }
 
 // countPhases sets the VMs gauge; m.mu is held.
@@ -473,24 +665,41 @@ func (m *Manager) countPhases() {
 }
 
 // Demand returns the demand report: what the pending VMs ask for and what
-// the running ones use, per host.
+// the running ones (and those being placed) use, per host. In two-level
+// mode it acknowledges the grants it has applied: under m.mu, which every
+// placement holds while it reads the grants, it first reads the
+// framework's grants from the store, then counts the VMs; every VM placed
+// under one of those versions is then in Used, and the store only moves
+// forward, so later placements see those versions or newer ones.
 func (m *Manager) Demand() *demand.Report {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := &demand.Report{Framework: m.cfg.Framework, Time: metav1.NewTime(m.clock.Now())}
+	r := &demand.Report{Framework: m.cfg.Framework, Time: metav1.NewTime(m.clock.Now()),
+		// The manager serves only once its informers have synced and its
+		// state is loaded.
+		Synced: true}
+	if m.cfg.Grants != nil {
+		r.ObservedGrants = m.observedGrants()
+	}
 	var unmet, largest resources.Resource
 	used := map[string]resources.Resource{}
 	for _, v := range m.vms {
-		switch v.Phase {
-		case PhasePending:
+		host := v.Host
+		if v.placing {
+			host = v.target
+		}
+		switch {
+		case v.Phase == PhaseRunning || host != "":
+			u := used[host]
+			u.Add(v.res)
+			used[host] = u
+		case v.placing:
+			// Between two hosts: neither waiting nor using anything.
+		default:
 			r.Waiting++
 			unmet.Add(v.res)
 			largest.MilliCPU = max(largest.MilliCPU, v.res.MilliCPU)
 			largest.Memory = max(largest.Memory, v.res.Memory)
-		case PhaseRunning:
-			u := used[v.Host]
-			u.Add(v.res)
-			used[v.Host] = u
 		}
 	}
 	if r.Waiting > 0 {
@@ -504,4 +713,18 @@ func (m *Manager) Demand() *demand.Report {
 		}
 	}
 	return r
+}
+
+// observedGrants maps the name of each of the framework's grants in the
+// store, whatever its phase, to its resourceVersion. m.mu is held.
+func (m *Manager) observedGrants() map[string]string {
+	out := map[string]string{}
+	for _, obj := range m.cfg.Grants.List() {
+		g, ok := obj.(*v1alpha1.Grant)
+		if !ok || g.Spec.Framework != m.cfg.Framework || g.ResourceVersion == "" {
+			continue
+		}
+		out[g.Name] = g.ResourceVersion
+	}
+	return out
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 )
@@ -365,7 +367,7 @@ func TestTwoLevelGrantExpiryAndShrink(t *testing.T) {
 		t.Fatalf("vm-1: %+v, %v; want Running", v, err)
 	}
 	overGrant := func() float64 { return testutil.ToFloat64(f.m.cfg.Metrics.Overcommitted.WithLabelValues(LimitGrant)) }
-	f.m.Reconcile()
+	f.m.Reconcile(context.Background())
 	if n := overGrant(); n != 0 {
 		t.Errorf("overcommitted_hosts{limit=grant} = %v inside the grant, want 0", n)
 	}
@@ -373,7 +375,7 @@ func TestTwoLevelGrantExpiryAndShrink(t *testing.T) {
 	// The grant expires: vm-1 keeps running, the host is reported, and a
 	// new VM waits.
 	f.clock.SetTime(expires)
-	f.m.Reconcile()
+	f.m.Reconcile(context.Background())
 	if n := overGrant(); n != 1 {
 		t.Errorf("overcommitted_hosts{limit=grant} = %v after the grant expired, want 1", n)
 	}
@@ -386,13 +388,13 @@ func TestTwoLevelGrantExpiryAndShrink(t *testing.T) {
 
 	// A new, smaller grant: still over for vm-1 (2 cpu), which is kept.
 	f.setGrants(t, makeGrant("g1", "vms", "node-a", "1", "8Gi", v1alpha1.GrantActive, nil))
-	f.m.Reconcile()
+	f.m.Reconcile(context.Background())
 	if n := overGrant(); n != 1 {
 		t.Errorf("overcommitted_hosts{limit=grant} = %v under a shrunken grant, want 1", n)
 	}
 	// It grows back: the host clears and vm-2 is placed.
 	f.setGrants(t, makeGrant("g1", "vms", "node-a", "3", "8Gi", v1alpha1.GrantActive, nil))
-	f.m.Reconcile()
+	f.m.Reconcile(context.Background())
 	if n := overGrant(); n != 0 {
 		t.Errorf("overcommitted_hosts{limit=grant} = %v after the grant grew back, want 0", n)
 	}
@@ -409,12 +411,66 @@ func TestHybridOvercommitReported(t *testing.T) {
 	}
 	// A pod bound in the race window, after the VM took the capacity.
 	f.addPods(t, makePod("late", "node-a", "3", "1Gi", v1.PodRunning))
-	f.m.Reconcile()
+	f.m.Reconcile(context.Background())
 	if n := testutil.ToFloat64(f.m.cfg.Metrics.Overcommitted.WithLabelValues(LimitAllocatable)); n != 1 {
 		t.Errorf("overcommitted_hosts{limit=allocatable} = %v, want 1", n)
 	}
 	d := f.m.Demand()
 	if used := d.Used["node-a"]; d.Framework != "" || d.Waiting != 0 || len(d.Unmet) != 0 || used.Cpu().String() != "2" {
 		t.Errorf("hybrid demand %+v; want no framework, nothing waiting, 2 cpu used on node-a", d)
+	}
+}
+
+// The host selector keeps VMs off the nodes it does not select, with or
+// without ledgers.
+func TestHostSelector(t *testing.T) {
+	selectVMs := func(_ *fixture, cfg *Config) { cfg.HostSelector = labels.SelectorFromSet(labels.Set{"vms": "true"}) }
+	tests := []struct {
+		name        string
+		nodes       []*v1.Node
+		req         CreateRequest
+		wantHost    string
+		wantReason  string
+		wantMessage string
+	}{
+		{
+			name:     "first fit skips unselected nodes",
+			nodes:    []*v1.Node{makeNode("node-a", "8", "16Gi"), makeNode("node-b", "8", "16Gi", labeled("vms", "true"))},
+			req:      CreateRequest{Name: "vm", CPU: "1", Memory: "1Gi"},
+			wantHost: "node-b",
+		},
+		{
+			name:        "a requested node not selected is refused",
+			nodes:       []*v1.Node{makeNode("node-a", "8", "16Gi")},
+			req:         CreateRequest{Name: "vm", CPU: "1", Memory: "1Gi", Host: "node-a"},
+			wantReason:  ReasonHostUnusable,
+			wantMessage: `node-a: not selected by the host selector "vms=true"`,
+		},
+		{
+			name:        "no node selected",
+			nodes:       []*v1.Node{makeNode("node-a", "8", "16Gi")},
+			req:         CreateRequest{Name: "vm", CPU: "1", Memory: "1Gi"},
+			wantReason:  ReasonNoHosts,
+			wantMessage: `no nodes selected by the host selector "vms=true"`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "", selectVMs)
+			f.addNodes(t, tc.nodes...)
+			vm, err := f.m.Create(tc.req)
+			var refused *RefusedError
+			switch {
+			case tc.wantHost != "" && (err != nil || vm.Host != tc.wantHost):
+				t.Errorf("Create: %+v, %v; want placed on %s", vm, err, tc.wantHost)
+			case tc.wantHost == "" && (!errors.As(err, &refused) || refused.Reason != tc.wantReason || refused.Message != tc.wantMessage):
+				t.Errorf("Create: %v; want refused with %s %q", err, tc.wantReason, tc.wantMessage)
+			}
+		})
+	}
+	if _, err := New(Config{Framework: "vms", Grants: cache.NewStore(cache.MetaNamespaceKeyFunc), HostSelector: labels.SelectorFromSet(labels.Set{"a": "b"}),
+		Nodes: newFixture(t, "").m.cfg.Nodes, Pods: cache.NewIndexer(cache.MetaNamespaceKeyFunc, PodIndexers()), Store: newStore(t),
+		Metrics: newFixture(t, "").m.cfg.Metrics}); err == nil {
+		t.Error("New accepted a host selector in two-level mode")
 	}
 }

@@ -19,6 +19,18 @@ const (
 	LimitGrant = "grant"
 )
 
+// Results of a VM's commit to a ledger, the result label of
+// Metrics.LedgerCommits.
+const (
+	// CommitCommitted: the VM's entry was written.
+	CommitCommitted = "committed"
+	// CommitRefused: the ledger refused the VM (no room, a required
+	// placer missing).
+	CommitRefused = "refused"
+	// CommitFailed: the ledger could not be read or written.
+	CommitFailed = "failed"
+)
+
 // Metrics are the manager's Prometheus metrics.
 type Metrics struct {
 	// VMs counts the VMs by phase (Pending, Running).
@@ -28,6 +40,13 @@ type Metrics struct {
 	// Overcommitted counts hosts over a limit, by limit (allocatable,
 	// grant), as of the last check.
 	Overcommitted *prometheus.GaugeVec
+	// LedgerCommits counts the commits of VMs to ledgers, by result
+	// (committed, refused, failed); ledger mode only.
+	LedgerCommits *prometheus.CounterVec
+	// LedgerEntriesRemoved counts the ledger entries the manager removed,
+	// by kind: "vm" for its own VMs gone, "Pod" for other placers' pods
+	// found gone.
+	LedgerEntriesRemoved *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (none if reg
@@ -46,9 +65,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: MetricsNamespace, Name: "overcommitted_hosts",
 			Help: "Hosts where the manager's VMs exceed a limit, by limit: allocatable (with the pods) or grant.",
 		}, []string{"limit"}),
+		LedgerCommits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: MetricsNamespace, Name: "ledger_commits_total",
+			Help: "Commits of VMs to node ledgers (ledger mode), by result: committed, refused or failed.",
+		}, []string{"result"}),
+		LedgerEntriesRemoved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: MetricsNamespace, Name: "ledger_entries_removed_total",
+			Help: "Node ledger entries removed by the manager (ledger mode), by kind: vm (its VMs gone) or Pod (other placers' pods gone).",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.VMs, m.Refusals, m.Overcommitted} {
+		for _, c := range []prometheus.Collector{m.VMs, m.Refusals, m.Overcommitted, m.LedgerCommits, m.LedgerEntriesRemoved} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("registering the VM manager's metrics: %w", err)
 			}

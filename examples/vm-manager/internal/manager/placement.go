@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/ledger"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
@@ -52,6 +54,13 @@ const (
 	// ReasonNoHostFits: no host fits the VM, for the reasons listed in
 	// the message.
 	ReasonNoHostFits = "NoHostFits"
+	// ReasonLedgerNotJoined (ledger mode): a placer that must have joined
+	// the host's ledger (LedgerConfig.Require) has not.
+	ReasonLedgerNotJoined = "LedgerNotJoined"
+	// ReasonLedgerUnavailable (ledger mode): the placement could not be
+	// committed to the host's ledger (the API server is unreachable, say);
+	// the admin API answers 503.
+	ReasonLedgerUnavailable = "LedgerUnavailable"
 )
 
 // vmResources is what a VM of that cpu and memory uses on its host.
@@ -71,20 +80,30 @@ type capacity struct {
 	// granted is, in two-level mode, the framework's live grants per host;
 	// nil in hybrid mode.
 	granted map[string]resources.Resource
-	// vms is what this manager's placed VMs use, per host.
+	// vms is what this manager's VMs use, per host: the Running ones and
+	// those being placed there. own lists them.
 	vms map[string]resources.Resource
+	own map[string][]*vm
+	// rejected holds, in ledger mode, the hosts whose ledger refused the
+	// VM being placed, with why: place skips them and lists why.
+	rejected map[string]string
 }
 
 // snapshot reads the grants and the VMs' usage; m.mu is held.
 func (m *Manager) snapshot(now time.Time) *capacity {
-	c := &capacity{m: m, vms: map[string]resources.Resource{}}
+	c := &capacity{m: m, vms: map[string]resources.Resource{}, own: map[string][]*vm{}}
 	for _, vm := range m.vms {
-		if vm.Phase != PhaseRunning {
+		host := vm.Host
+		if vm.placing {
+			host = vm.target
+		}
+		if host == "" {
 			continue
 		}
-		u := c.vms[vm.Host]
+		u := c.vms[host]
 		u.Add(vm.res)
-		c.vms[vm.Host] = u
+		c.vms[host] = u
+		c.own[host] = append(c.own[host], vm)
 	}
 	if m.cfg.Grants != nil {
 		c.granted = m.liveGrants(now)
@@ -142,7 +161,7 @@ func (c *capacity) use(node *v1.Node) (hostUse, error) {
 	}
 	for _, obj := range objs {
 		pod, ok := obj.(*v1.Pod)
-		if !ok || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		if !ok || podFinished(pod) {
 			continue
 		}
 		h.pods.Add(cpuMemory(resources.PodRequests(pod)))
@@ -174,10 +193,25 @@ func nodeUnusable(node *v1.Node) string {
 	return "not Ready (no Ready condition)"
 }
 
+// unusable returns why node cannot take VMs, or "": it is unschedulable,
+// not Ready, or not selected by the host selector.
+func (m *Manager) unusable(node *v1.Node) string {
+	if why := nodeUnusable(node); why != "" {
+		return why
+	}
+	if !m.cfg.HostSelector.Matches(labels.Set(node.Labels)) {
+		return fmt.Sprintf("not selected by the host selector %q", m.cfg.HostSelector.String())
+	}
+	return ""
+}
+
 // fitHost reports whether a VM using req fits on node, and if not, why.
 func (c *capacity) fitHost(node *v1.Node, req resources.Resource) (*refusal, error) {
-	if why := nodeUnusable(node); why != "" {
+	if why := c.m.unusable(node); why != "" {
 		return &refusal{ReasonHostUnusable, node.Name + ": " + why}, nil
+	}
+	if c.m.cfg.Ledger != nil {
+		return c.m.fitLedgerView(node, req, c.own[node.Name])
 	}
 	if c.granted != nil {
 		granted, ok := c.granted[node.Name]
@@ -231,8 +265,11 @@ func (c *capacity) place(host string, req resources.Resource) (string, *refusal,
 		return "", nil, err
 	}
 	if len(nodes) == 0 && len(missing) == 0 {
-		if c.granted != nil {
+		switch {
+		case c.granted != nil:
 			return "", &refusal{ReasonNoGrant, "no live grant for framework " + c.m.cfg.Framework + " on any host"}, nil
+		case !c.m.cfg.HostSelector.Empty():
+			return "", &refusal{ReasonNoHosts, fmt.Sprintf("no nodes selected by the host selector %q", c.m.cfg.HostSelector.String())}, nil
 		}
 		return "", &refusal{ReasonNoHosts, "no nodes"}, nil
 	}
@@ -241,6 +278,10 @@ func (c *capacity) place(host string, req resources.Resource) (string, *refusal,
 		why = append(why, name+": granted, but no such node")
 	}
 	for _, node := range nodes {
+		if msg, ok := c.rejected[node.Name]; ok {
+			why = append(why, msg)
+			continue
+		}
 		r, err := c.fitHost(node, req)
 		if err != nil {
 			return "", nil, err
@@ -258,12 +299,12 @@ func (c *capacity) place(host string, req resources.Resource) (string, *refusal,
 		amount(v1.ResourceCPU, req), amount(v1.ResourceMemory, req), strings.Join(why, "; "))}, nil
 }
 
-// candidates returns the hosts first fit tries, sorted by name: every
-// node in hybrid mode; in two-level mode only the nodes with a live grant,
-// and the granted names that are not nodes.
+// candidates returns the hosts first fit tries, sorted by name: the nodes
+// the host selector selects in hybrid mode; in two-level mode only the
+// nodes with a live grant, and the granted names that are not nodes.
 func (c *capacity) candidates() (nodes []*v1.Node, missing []string, err error) {
 	if c.granted == nil {
-		nodes, err = c.m.cfg.Nodes.List(everything)
+		nodes, err = c.m.cfg.Nodes.List(c.m.cfg.HostSelector)
 		if err != nil {
 			return nil, nil, fmt.Errorf("listing nodes: %w", err)
 		}
@@ -302,14 +343,37 @@ type Host struct {
 	// Allocatable is the node's allocatable CPU and memory.
 	Allocatable v1.ResourceList `json:"allocatable"`
 	// Pods is what the bound, unfinished pods request; VMs is what the
-	// running VMs use.
+	// manager's VMs use there (Running, or being placed).
 	Pods v1.ResourceList `json:"pods"`
 	VMs  v1.ResourceList `json:"vms"`
-	// Free is what is left for VMs.
+	// Free is what is left for VMs: in ledger mode by the ledger rule
+	// (allocatable less the ledger's entries, the pods it does not record
+	// and the VMs it does not record).
 	Free v1.ResourceList `json:"free"`
-	// Unusable says why the host takes no VM (unschedulable, not Ready);
-	// empty if it does.
+	// Unusable says why the host takes no VM (unschedulable, not Ready,
+	// not selected by the host selector); empty if it does.
 	Unusable string `json:"unusable,omitempty"`
+	// Ledger is the node's ledger as last seen, in ledger mode.
+	Ledger *HostLedger `json:"ledger,omitempty"`
+}
+
+// HostLedger is a node's ledger as GET /hosts shows it.
+type HostLedger struct {
+	// Exists is false while the node has no ledger.
+	Exists bool `json:"exists"`
+	// Placers have joined the ledger; Missing are the required placers
+	// that have not: no VM goes to the node while any is missing.
+	Placers []string `json:"placers"`
+	Missing []string `json:"missing,omitempty"`
+	// Entries counts the entries; PodEntries and VMEntries are what the
+	// pod entries and the other entries record.
+	Entries    int             `json:"entries"`
+	PodEntries v1.ResourceList `json:"podEntries"`
+	VMEntries  v1.ResourceList `json:"vmEntries"`
+	// PodsOutside is what the bound pods the ledger does not record
+	// request; VMsOutside what the manager's VMs it does not record use.
+	PodsOutside v1.ResourceList `json:"podsOutside"`
+	VMsOutside  v1.ResourceList `json:"vmsOutside"`
 }
 
 // Hosts returns the accounting of every node, sorted by name.
@@ -328,8 +392,118 @@ func (m *Manager) Hosts() ([]Host, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Host{Name: node.Name, Allocatable: h.allocatable.ToList(), Pods: h.pods.ToList(),
-			VMs: h.vms.ToList(), Free: h.free().ToList(), Unusable: nodeUnusable(node)})
+		host := Host{Name: node.Name, Allocatable: h.allocatable.ToList(), Pods: h.pods.ToList(),
+			VMs: h.vms.ToList(), Free: h.free().ToList(), Unusable: m.unusable(node)}
+		if m.cfg.Ledger != nil {
+			l, err := m.viewLedger(node.Name)
+			if err != nil {
+				return nil, err
+			}
+			u, err := m.useOnLedger(node, l, c.own[node.Name])
+			if err != nil {
+				return nil, err
+			}
+			hl := &HostLedger{Exists: l != nil, Placers: []string{}, Missing: ledger.Missing(l, m.cfg.Ledger.Require),
+				PodEntries: u.podEntries.ToList(), VMEntries: u.otherEntries.ToList(),
+				PodsOutside: u.podsOutside.ToList(), VMsOutside: u.vmsOutside.ToList()}
+			if l != nil {
+				hl.Entries = len(l.Spec.Entries)
+				for _, p := range l.Spec.Placers {
+					hl.Placers = append(hl.Placers, p.Name)
+				}
+			}
+			host.Ledger = hl
+			host.Free = u.free().ToList()
+		}
+		out = append(out, host)
 	}
 	return out, nil
+}
+
+// checkOvercommit finds the hosts where this manager's VMs exceed its
+// grants, or pods and VMs exceed allocatable (in ledger mode, where a
+// ledger exists: what the ledger records and the pods and VMs it does not
+// record); it logs each host when it goes over and when it clears, and
+// sets the gauge. m.mu is held.
+func (m *Manager) checkOvercommit(c *capacity) {
+	now := map[string]string{}
+	byLimit := map[string]int{LimitAllocatable: 0, LimitGrant: 0}
+	for host, used := range c.vms {
+		if used.IsZero() {
+			continue
+		}
+		if c.granted != nil {
+			left := c.granted[host].Clone()
+			left.Sub(used)
+			if left.MilliCPU < 0 || left.Memory < 0 {
+				g := c.granted[host]
+				now[host] = fmt.Sprintf("VMs use %s, the grants give %s", used.String(), g.String())
+				byLimit[LimitGrant]++
+				continue
+			}
+		}
+		node, err := m.cfg.Nodes.Get(host)
+		if err != nil {
+			continue
+		}
+		if why := m.overLedger(node, c.own[host]); why != "" {
+			now[host] = why
+			byLimit[LimitAllocatable]++
+			continue
+		}
+		h, err := c.use(node)
+		if err != nil {
+			continue
+		}
+		if f := h.free(); f.MilliCPU < 0 || f.Memory < 0 {
+			now[host] = fmt.Sprintf("pods use %s and VMs %s of %s allocatable", h.pods.String(), h.vms.String(), h.allocatable.String())
+			byLimit[LimitAllocatable]++
+		}
+	}
+	for host, why := range now {
+		if m.overcommitted[host] != why {
+			klog.InfoS("Host over-committed: VMs are kept running", "node", klog.KRef("", host), "detail", why)
+		}
+	}
+	for host := range m.overcommitted {
+		if _, ok := now[host]; !ok {
+			klog.InfoS("Host no longer over-committed", "node", klog.KRef("", host))
+		}
+	}
+	m.overcommitted = now
+	for limit, n := range byLimit {
+		m.cfg.Metrics.Overcommitted.WithLabelValues(limit).Set(float64(n))
+	}
+}
+
+// overLedger says, in ledger mode, how node is over its allocatable by
+// the ledger rule; "" when it is not, or when the node has no ledger
+// (the plain rule then applies). own are the manager's VMs there.
+func (m *Manager) overLedger(node *v1.Node, own []*vm) string {
+	if m.cfg.Ledger == nil {
+		return ""
+	}
+	l, err := m.viewLedger(node.Name)
+	if err != nil || l == nil {
+		return ""
+	}
+	u, err := m.useOnLedger(node, l, own)
+	if err != nil {
+		return ""
+	}
+	if f := u.free(); f.MilliCPU >= 0 && f.Memory >= 0 {
+		return ""
+	}
+	return fmt.Sprintf("ledger entries use %s (pods %s, VMs %s), pods not in the ledger %s, VMs not in the ledger %s, of %s allocatable",
+		sumOf(u.podEntries, u.otherEntries).String(), u.podEntries.String(), u.otherEntries.String(),
+		u.podsOutside.String(), u.vmsOutside.String(), u.allocatable.String())
+}
+
+// sumOf adds rs up.
+func sumOf(rs ...resources.Resource) resources.Resource {
+	var t resources.Resource
+	for _, r := range rs {
+		t.Add(r)
+	}
+	return t
 }

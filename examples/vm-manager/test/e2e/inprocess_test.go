@@ -137,8 +137,15 @@ func (s *started) externalWorkloads(t *testing.T) map[string]v1alpha1.ExternalWo
 
 func createNode(t *testing.T, name, cpu string) {
 	t.Helper()
+	createLabeledNode(t, name, cpu, nil)
+}
+
+// createLabeledNode creates a Ready node of cpu cores and 16Gi with
+// labels.
+func createLabeledNode(t *testing.T, name, cpu string, labels map[string]string) {
+	t.Helper()
 	_, err := controlplane.CreateNode(context.Background(), cp.Client, &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Status: v1.NodeStatus{
 			Capacity:    v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse("110")},
 			Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse("110")},

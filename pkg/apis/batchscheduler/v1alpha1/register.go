@@ -20,6 +20,8 @@ const (
 	ExternalWorkloadsResource = "externalworkloads"
 	// QueuesResource is the plural resource name of Queue.
 	QueuesResource = "queues"
+	// NodeLedgersResource is the plural resource name of NodeLedger.
+	NodeLedgersResource = "nodeledgers"
 )
 
 // SchemeGroupVersion is the group and version of this package's types.
@@ -51,6 +53,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ExternalWorkloadList{},
 		&Queue{},
 		&QueueList{},
+		&NodeLedger{},
+		&NodeLedgerList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // GrantPhase is the lifecycle phase of a Grant. The empty string means not
@@ -300,4 +301,120 @@ type QueueList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// Items are the Queues.
 	Items []Queue `json:"items"`
+}
+
+// LedgerEntryKindPod is the kind of a ledger entry that records a pod.
+const LedgerEntryKindPod = "Pod"
+
+// MaxLedgerEntries is the most entries a NodeLedger holds: far above the
+// pods and VMs one node runs (kubelet's default is 110 pods).
+const MaxLedgerEntries = 2048
+
+// MaxLedgerPlacers is the most placers a NodeLedger lists.
+const MaxLedgerPlacers = 32
+
+// MaxLedgerEntryResources is the most resource names one ledger entry
+// holds.
+const MaxLedgerEntryResources = 16
+
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,singular=nodeledger
+// +kubebuilder:printcolumn:name=Placers,type=string,JSONPath=`.spec.placers[*].name`
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
+
+// NodeLedger is the shared record of one node's placements, for nodes
+// where more than one placer decides what runs: batch-scheduler's pods and
+// the VMs of a manager outside Kubernetes, say. Its name is the node's.
+//
+// A placer commits a placement by adding an entry and updating the ledger
+// with the resourceVersion it read, after checking that the entries, the
+// node's other pods and the new placement fit the node's allocatable. The
+// update fails with a conflict when another placer committed in between;
+// the placer then reads the ledger again and checks again. Placements on
+// one node are so serialised through the API server (optimistic
+// concurrency), and two placers never take the same capacity. An entry is
+// removed only once what it records is gone (the pod deleted or finished,
+// the VM stopped). See docs/hybrid.md.
+type NodeLedger struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta is the standard object metadata; the name is the node's.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the ledger's content.
+	// +optional
+	Spec NodeLedgerSpec `json:"spec,omitempty"`
+}
+
+// NodeLedgerSpec is what a NodeLedger records.
+type NodeLedgerSpec struct {
+	// Placers are the placers that have joined the ledger: each records
+	// every placement it makes on the node here, from the moment it joined.
+	// A placer that needs another to have joined (the VM manager needs
+	// batch-scheduler) places nothing on the node before it has.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Placers []LedgerPlacer `json:"placers,omitempty"`
+	// Entries are the placements not yet released, each recorded by the
+	// placer that made it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2048
+	Entries []LedgerEntry `json:"entries,omitempty"`
+}
+
+// LedgerPlacer is a placer that has joined a NodeLedger.
+type LedgerPlacer struct {
+	// Name identifies the placer, e.g. "batch-scheduler" or "vm-manager".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// JoinedAt is when it joined.
+	// +optional
+	JoinedAt metav1.Time `json:"joinedAt,omitempty"`
+}
+
+// LedgerEntry is one placement recorded in a NodeLedger.
+type LedgerEntry struct {
+	// Placer is the name of the placer that made the placement.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Placer string `json:"placer"`
+	// Kind is what was placed: "Pod", or the manager's workload kind
+	// ("vm", say).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Namespace is the pod's namespace; empty for what has none.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// Name is the pod's or workload's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// UID is the pod's UID (a pod of the same name created again is
+	// another pod); empty for what has none.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+	// Resources is what the placement uses on the node: at most 16 names,
+	// none empty, no quantity negative.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Resources v1.ResourceList `json:"resources,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// NodeLedgerList is a list of NodeLedgers.
+type NodeLedgerList struct {
+	metav1.TypeMeta `json:",inline"`
+	// ListMeta is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the ledgers.
+	Items []NodeLedger `json:"items"`
 }

@@ -132,3 +132,57 @@ func ValidateQueue(q *Queue) field.ErrorList {
 	}
 	return errs
 }
+
+// ValidateNodeLedger checks a NodeLedger: its name is a node name, its
+// placers are named once each, and its entries are complete, recorded by
+// a named placer, within the size limits, never negative, and each
+// placement (kind, namespace, name) is recorded once. Each error names the
+// field path it is about, e.g. "spec.entries[3].resources[cpu]".
+func ValidateNodeLedger(l *NodeLedger) field.ErrorList {
+	if l == nil {
+		return field.ErrorList{field.Required(field.NewPath(""), "node ledger is nil")}
+	}
+	errs := validateNodeName(l.Name, field.NewPath("metadata", "name"))
+	spec := field.NewPath("spec")
+	if n := len(l.Spec.Placers); n > MaxLedgerPlacers {
+		errs = append(errs, field.TooMany(spec.Child("placers"), n, MaxLedgerPlacers))
+	}
+	placers := map[string]bool{}
+	for i, p := range l.Spec.Placers {
+		pp := spec.Child("placers").Index(i).Child("name")
+		switch {
+		case p.Name == "":
+			errs = append(errs, field.Required(pp, "the placer's name"))
+		case placers[p.Name]:
+			errs = append(errs, field.Duplicate(pp, p.Name))
+		}
+		placers[p.Name] = true
+	}
+	if n := len(l.Spec.Entries); n > MaxLedgerEntries {
+		errs = append(errs, field.TooMany(spec.Child("entries"), n, MaxLedgerEntries))
+	}
+	type key struct{ kind, ns, name string }
+	seen := map[key]bool{}
+	for i, e := range l.Spec.Entries {
+		ep := spec.Child("entries").Index(i)
+		if e.Placer == "" {
+			errs = append(errs, field.Required(ep.Child("placer"), "who made the placement"))
+		}
+		if e.Kind == "" {
+			errs = append(errs, field.Required(ep.Child("kind"), `what was placed: "Pod" or a workload kind`))
+		}
+		if e.Name == "" {
+			errs = append(errs, field.Required(ep.Child("name"), "the placement's name"))
+		}
+		k := key{e.Kind, e.Namespace, e.Name}
+		if seen[k] {
+			errs = append(errs, field.Duplicate(ep, e.Kind+" "+e.Namespace+"/"+e.Name))
+		}
+		seen[k] = true
+		if len(e.Resources) > MaxLedgerEntryResources {
+			errs = append(errs, field.TooMany(ep.Child("resources"), len(e.Resources), MaxLedgerEntryResources))
+		}
+		errs = append(errs, validateResources(e.Resources, ep.Child("resources"))...)
+	}
+	return errs
+}

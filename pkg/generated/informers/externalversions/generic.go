@@ -57,6 +57,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.BatchScheduler().V1alpha1().ExternalWorkloads().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("grants"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.BatchScheduler().V1alpha1().Grants().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("nodeledgers"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.BatchScheduler().V1alpha1().NodeLedgers().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("queues"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.BatchScheduler().V1alpha1().Queues().Informer()}, nil
 

@@ -26,6 +26,10 @@ type ExternalWorkloadListerExpansion interface{}
 // GrantLister.
 type GrantListerExpansion interface{}
 
+// NodeLedgerListerExpansion allows custom methods to be added to
+// NodeLedgerLister.
+type NodeLedgerListerExpansion interface{}
+
 // QueueListerExpansion allows custom methods to be added to
 // QueueLister.
 type QueueListerExpansion interface{}

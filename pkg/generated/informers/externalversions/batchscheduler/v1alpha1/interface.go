@@ -28,6 +28,8 @@ type Interface interface {
 	ExternalWorkloads() TypedExternalWorkloadInformer
 	// Grants returns a GrantInformer.
 	Grants() TypedGrantInformer
+	// NodeLedgers returns a NodeLedgerInformer.
+	NodeLedgers() TypedNodeLedgerInformer
 	// Queues returns a QueueInformer.
 	Queues() TypedQueueInformer
 }
@@ -51,6 +53,11 @@ func (v *version) ExternalWorkloads() TypedExternalWorkloadInformer {
 // Grants returns a TypedGrantInformer.
 func (v *version) Grants() TypedGrantInformer {
 	return &grantInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// NodeLedgers returns a TypedNodeLedgerInformer.
+func (v *version) NodeLedgers() TypedNodeLedgerInformer {
+	return &nodeLedgerInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // Queues returns a TypedQueueInformer.

@@ -30,6 +30,7 @@ type BatchSchedulerV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	ExternalWorkloadsGetter
 	GrantsGetter
+	NodeLedgersGetter
 	QueuesGetter
 }
 
@@ -44,6 +45,10 @@ func (c *BatchSchedulerV1alpha1Client) ExternalWorkloads() ExternalWorkloadInter
 
 func (c *BatchSchedulerV1alpha1Client) Grants() GrantInterface {
 	return newGrants(c)
+}
+
+func (c *BatchSchedulerV1alpha1Client) NodeLedgers() NodeLedgerInterface {
+	return newNodeLedgers(c)
 }
 
 func (c *BatchSchedulerV1alpha1Client) Queues() QueueInterface {

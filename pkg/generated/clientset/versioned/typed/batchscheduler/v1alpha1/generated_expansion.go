@@ -22,4 +22,6 @@ type ExternalWorkloadExpansion interface{}
 
 type GrantExpansion interface{}
 
+type NodeLedgerExpansion interface{}
+
 type QueueExpansion interface{}

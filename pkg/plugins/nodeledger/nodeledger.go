@@ -1,0 +1,123 @@
+package nodeledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/generated/clientset/versioned"
+	"github.com/batch-scheduler/batch-scheduler/pkg/ledger"
+)
+
+// Name is the plugin's name in the registry and in profiles.
+const Name = "NodeLedger"
+
+// NodeLedger commits pods bound to shared nodes to their NodeLedger.
+type NodeLedger struct {
+	p *placer
+}
+
+var (
+	_ framework.ReservePlugin     = &NodeLedger{}
+	_ framework.BindPlugin        = &NodeLedger{}
+	_ framework.EnqueueExtensions = &NodeLedger{}
+)
+
+// New is the plugin's framework.PluginFactory. It needs a handle with a
+// clientset, the scheduler's informers and framework.RESTConfigProvider
+// (for the NodeLedger client); with framework.SharedStore, every profile's
+// instance shares one placer.
+func New(ctx context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+	a, sel, err := decodeArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil || h.SharedInformerFactory() == nil {
+		return nil, errors.New(Name + ": the handle has no informer factory")
+	}
+	rc, ok := h.(framework.RESTConfigProvider)
+	if !ok || rc.RESTConfig() == nil {
+		return nil, errors.New(Name + ": the handle gives no client configuration for NodeLedgers")
+	}
+	create := func() (any, error) {
+		cs, err := versioned.NewForConfig(rc.RESTConfig())
+		if err != nil {
+			return nil, fmt.Errorf("%s: creating the NodeLedger client: %w", Name, err)
+		}
+		p, err := newPlacer(a, sel, ledger.New(cs.BatchSchedulerV1alpha1().NodeLedgers()), h.SharedInformerFactory())
+		if err != nil {
+			return nil, err
+		}
+		go p.run(ctx)
+		return p, nil
+	}
+	var v any
+	if s, ok := h.(framework.SharedStore); ok {
+		v, err = s.Shared(Name, create)
+	} else {
+		v, err = create()
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := v.(*placer)
+	if p.args != a {
+		return nil, fmt.Errorf("%s args: every profile must give the same args (a profile gives %+v, another %+v): they commit as one placer", Name, a, p.args)
+	}
+	return &NodeLedger{p: p}, nil
+}
+
+// Name implements framework.Plugin.
+func (*NodeLedger) Name() string { return Name }
+
+// EventsToRegister implements framework.EnqueueExtensions: none. The
+// plugin rejects only at Bind, where a rejected job is tried again after
+// its backoff, not on an event.
+func (*NodeLedger) EventsToRegister() []framework.ClusterEventWithHint {
+	return nil
+}
+
+// Reserve implements framework.ReservePlugin: it remembers that pod goes
+// to nodeName until its bind is seen, so that a ledger joined meanwhile
+// records it.
+func (pl *NodeLedger) Reserve(_ context.Context, _ *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+	pl.p.reserve(pod, nodeName)
+	return nil
+}
+
+// Unreserve implements framework.ReservePlugin: it forgets the placement
+// and, if it was committed, removes its entry (in the background; the
+// release loop retries what fails).
+func (pl *NodeLedger) Unreserve(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeName string) {
+	pl.p.unreserve(ctx, pod, nodeName)
+}
+
+// Bind implements framework.BindPlugin: on a shared node it commits pod
+// to the node's ledger, then returns Skip for DefaultBinder to bind. A
+// pod that no longer fits fails with a conflict, which ends the bind's
+// retries; an API error is retried as any bind error.
+func (pl *NodeLedger) Bind(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+	if !pl.p.shared(nodeName) {
+		return framework.NewStatus(framework.Skip)
+	}
+	err := pl.p.commit(ctx, pod, nodeName)
+	var full *fullError
+	switch {
+	case err == nil:
+		klog.FromContext(ctx).V(4).Info("Committed pod to the node's ledger", "pod", klog.KObj(pod), "node", nodeName)
+		return framework.NewStatus(framework.Skip)
+	case errors.As(err, &full):
+		klog.FromContext(ctx).V(2).Info("The node's ledger has no room for the pod any more; trying again later", "pod", klog.KObj(pod), "node", nodeName, "reason", err)
+		return framework.AsStatus(apierrors.NewConflict(v1alpha1.Resource(v1alpha1.NodeLedgersResource), nodeName, err))
+	default:
+		pl.p.forget(nodeName)
+		return framework.AsStatus(fmt.Errorf("committing pod %s to the ledger of node %s: %w", klog.KObj(pod), nodeName, err))
+	}
+}
