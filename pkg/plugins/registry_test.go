@@ -15,17 +15,23 @@ import (
 
 func TestNewInTreeRegistry(t *testing.T) {
 	r := NewInTreeRegistry()
-	want := []string{"Capacity", "DefaultBinder", "DefaultPreemption", "DynamicResources", "Gang", "InterPodAffinity", "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "Reclaim", "TaintToleration", "TopologyAware", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
+	want := []string{"Capacity", "DefaultBinder", "DefaultPreemption", "DynamicResources", "Gang", "InterPodAffinity", "NodeAffinity", "NodeLedger", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "Reclaim", "TaintToleration", "TopologyAware", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}
 	h := testutil.NewHandle()
+	// The args a plugin cannot do without.
+	required := map[string]string{"NodeLedger": "nodeSelector: shared=vms"}
 	for _, name := range want {
 		f, err := r.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := f(context.Background(), nil, h)
+		var args io.Reader
+		if a, ok := required[name]; ok {
+			args = strings.NewReader(a)
+		}
+		p, err := f(t.Context(), args, h)
 		if err != nil {
 			t.Errorf("factory of %s without args: %v", name, err)
 			continue
@@ -36,7 +42,7 @@ func TestNewInTreeRegistry(t *testing.T) {
 		if _, ok := p.(framework.EnqueueExtensions); !ok {
 			t.Errorf("%s does not implement EnqueueExtensions, so it would be assumed to need every event", name)
 		}
-		if _, err := f(context.Background(), strings.NewReader("bogusField: 1"), h); err == nil || !strings.Contains(err.Error(), name+" args") {
+		if _, err := f(t.Context(), strings.NewReader("bogusField: 1"), h); err == nil || !strings.Contains(err.Error(), name+" args") {
 			t.Errorf("%s accepted an unknown arg: %v", name, err)
 		}
 	}

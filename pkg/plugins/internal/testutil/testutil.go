@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 
@@ -69,6 +70,11 @@ func (h *Handle) ClientSet() kubernetes.Interface { return h.Client }
 
 // EventRecorder implements framework.Handle.
 func (h *Handle) EventRecorder() events.EventRecorder { return h.Recorder }
+
+// RESTConfig implements framework.RESTConfigProvider: a configuration of
+// an API server nothing listens on, for plugins that build clients of
+// their own when they are built (NodeLedger); unit tests give them fakes.
+func (h *Handle) RESTConfig() *rest.Config { return &rest.Config{Host: "https://127.0.0.1:1"} }
 
 // SharedInformerFactory implements framework.Handle: a factory over the
 // fake clientset, made on first use. A test that reads listers starts it
