@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,85 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/ledger/ledgertest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
-
-// memClient is an in-memory NodeLedger store with the API server's
-// optimistic concurrency: an update with a stale resourceVersion is a
-// conflict. beforeWrite, if set, runs before each write, outside the lock
-// (a competing placer can write there).
-type memClient struct {
-	mu          sync.Mutex
-	rv          int64
-	objs        map[string]*v1alpha1.NodeLedger
-	writes      atomic.Int64
-	conflicts   atomic.Int64
-	beforeWrite func(l *v1alpha1.NodeLedger)
-}
-
-func newMemClient() *memClient { return &memClient{objs: map[string]*v1alpha1.NodeLedger{}} }
-
-var gr = v1alpha1.Resource(v1alpha1.NodeLedgersResource)
-
-func (m *memClient) Get(_ context.Context, name string, _ metav1.GetOptions) (*v1alpha1.NodeLedger, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	o, ok := m.objs[name]
-	if !ok {
-		return nil, apierrors.NewNotFound(gr, name)
-	}
-	return o.DeepCopy(), nil
-}
-
-func (m *memClient) Create(_ context.Context, l *v1alpha1.NodeLedger, _ metav1.CreateOptions) (*v1alpha1.NodeLedger, error) {
-	if m.beforeWrite != nil {
-		m.beforeWrite(l)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.writes.Add(1)
-	if _, ok := m.objs[l.Name]; ok {
-		m.conflicts.Add(1)
-		return nil, apierrors.NewAlreadyExists(gr, l.Name)
-	}
-	m.rv++
-	o := l.DeepCopy()
-	o.ResourceVersion = strconv.FormatInt(m.rv, 10)
-	m.objs[l.Name] = o
-	return o.DeepCopy(), nil
-}
-
-func (m *memClient) Update(_ context.Context, l *v1alpha1.NodeLedger, _ metav1.UpdateOptions) (*v1alpha1.NodeLedger, error) {
-	if m.beforeWrite != nil {
-		m.beforeWrite(l)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.writes.Add(1)
-	cur, ok := m.objs[l.Name]
-	if !ok {
-		return nil, apierrors.NewNotFound(gr, l.Name)
-	}
-	if cur.ResourceVersion != l.ResourceVersion {
-		m.conflicts.Add(1)
-		return nil, apierrors.NewConflict(gr, l.Name, errors.New("the object has been modified"))
-	}
-	m.rv++
-	o := l.DeepCopy()
-	o.ResourceVersion = strconv.FormatInt(m.rv, 10)
-	m.objs[l.Name] = o
-	return o.DeepCopy(), nil
-}
-
-// bump changes name's resourceVersion, as another placer's write would.
-func (m *memClient) bump(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if o, ok := m.objs[name]; ok {
-		m.rv++
-		o.ResourceVersion = strconv.FormatInt(m.rv, 10)
-	}
-}
 
 func cpuEntry(placer, name string, milli int64) v1alpha1.LedgerEntry {
 	return v1alpha1.LedgerEntry{Placer: placer, Kind: "vm", Name: name,
@@ -117,7 +40,7 @@ func place(allocatable int64, e v1alpha1.LedgerEntry) Change {
 // one node of 8 CPUs: whatever the interleaving, the ledger never holds
 // more than fits, and every commit that returned nil is in it.
 func TestRacingPlacersNeverOvercommit(t *testing.T) {
-	c := newMemClient()
+	c := ledgertest.NewClient()
 	placers := []*Ledgers{New(c), New(c)}
 	const alloc = 8000
 	var wg sync.WaitGroup
@@ -160,26 +83,25 @@ func TestRacingPlacersNeverOvercommit(t *testing.T) {
 	if len(committed) == 0 {
 		t.Error("nothing was committed")
 	}
-	t.Logf("%d commits succeeded; %d writes, %d conflicts", len(committed), c.writes.Load(), c.conflicts.Load())
+	t.Logf("%d commits succeeded; %d writes, %d conflicts", len(committed), c.Writes.Load(), c.Conflicts.Load())
 }
 
 // A conflicting write between the read and the write makes the change run
 // again on the new ledger, where it may no longer fit.
 func TestConflictRunsTheChangeAgain(t *testing.T) {
-	c := newMemClient()
+	c := ledgertest.NewClient()
 	l := New(c)
 	if err := l.Commit(t.Context(), "n1", Create, place(4000, cpuEntry("a", "first", 2000))); err != nil {
 		t.Fatal(err)
 	}
 	other := New(c)
-	var once sync.Once
-	c.beforeWrite = func(*v1alpha1.NodeLedger) {
-		once.Do(func() {
-			c.beforeWrite = nil
+	var fired atomic.Bool
+	c.BeforeWrite = func(*v1alpha1.NodeLedger) {
+		if fired.CompareAndSwap(false, true) {
 			if err := other.Commit(context.Background(), "n1", Existing, place(4000, cpuEntry("b", "sneaky", 2000))); err != nil {
 				t.Errorf("the competing commit: %v", err)
 			}
-		})
+		}
 	}
 	calls := 0
 	err := l.Commit(t.Context(), "n1", Existing, func(nl *v1alpha1.NodeLedger) error {
@@ -198,7 +120,7 @@ func TestConflictRunsTheChangeAgain(t *testing.T) {
 // Concurrent commits to one node are written together: a burst costs far
 // fewer writes than commits.
 func TestGroupCommit(t *testing.T) {
-	c := newMemClient()
+	c := ledgertest.NewClient()
 	l := New(c)
 	if err := l.Commit(t.Context(), "n1", Create, func(*v1alpha1.NodeLedger) error { return nil }); err != nil {
 		t.Fatal(err)
@@ -206,7 +128,7 @@ func TestGroupCommit(t *testing.T) {
 	release := make(chan struct{})
 	var blocked sync.Once
 	var firstBatch atomic.Int64
-	c.beforeWrite = func(nl *v1alpha1.NodeLedger) {
+	c.BeforeWrite = func(nl *v1alpha1.NodeLedger) {
 		blocked.Do(func() {
 			firstBatch.Store(int64(len(nl.Spec.Entries)))
 			<-release
@@ -242,13 +164,13 @@ func TestGroupCommit(t *testing.T) {
 	if len(final.Spec.Entries) != n {
 		t.Errorf("%d entries, want %d", len(final.Spec.Entries), n)
 	}
-	if w := c.writes.Load(); w > 3 {
+	if w := c.Writes.Load(); w > 3 {
 		t.Errorf("%d writes for %d concurrent commits; want them batched (at most 3)", w, n)
 	}
 }
 
 func TestCommitModesAndRejections(t *testing.T) {
-	c := newMemClient()
+	c := ledgertest.NewClient()
 	l := New(c)
 	if err := l.Commit(t.Context(), "n1", Existing, func(*v1alpha1.NodeLedger) error { return nil }); !errors.Is(err, ErrNoLedger) {
 		t.Errorf("Existing on a node without a ledger = %v, want ErrNoLedger", err)
@@ -274,26 +196,26 @@ func TestCommitModesAndRejections(t *testing.T) {
 		t.Error("an invalid ledger was written")
 	}
 	// A garbage ledger in the API server is not committed to.
-	c.objs["n2"] = &v1alpha1.NodeLedger{ObjectMeta: metav1.ObjectMeta{Name: "n2", ResourceVersion: "1"},
-		Spec: v1alpha1.NodeLedgerSpec{Entries: []v1alpha1.LedgerEntry{cpuEntry("a", "dup", 1), cpuEntry("a", "dup", 1)}}}
+	c.Put(&v1alpha1.NodeLedger{ObjectMeta: metav1.ObjectMeta{Name: "n2"},
+		Spec: v1alpha1.NodeLedgerSpec{Entries: []v1alpha1.LedgerEntry{cpuEntry("a", "dup", 1), cpuEntry("a", "dup", 1)}}})
 	if err := l.Commit(t.Context(), "n2", Existing, place(8000, cpuEntry("a", "x", 1))); err == nil {
 		t.Error("committed to an invalid ledger")
 	}
 }
 
 func TestMaxAttempts(t *testing.T) {
-	c := newMemClient()
+	c := ledgertest.NewClient()
 	l := New(c, WithMaxAttempts(3))
 	if err := l.Commit(t.Context(), "n1", Create, func(*v1alpha1.NodeLedger) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// Another placer writes before each of this one's writes.
-	c.beforeWrite = func(*v1alpha1.NodeLedger) { c.bump("n1") }
+	c.BeforeWrite = func(*v1alpha1.NodeLedger) { c.Bump("n1") }
 	err := l.Commit(t.Context(), "n1", Existing, place(1_000_000, cpuEntry("a", "a", 1)))
 	if !errors.Is(err, ErrConflicts) {
 		t.Errorf("Commit through endless conflicts = %v, want ErrConflicts", err)
 	}
-	if c.writes.Load() != 4 {
-		t.Errorf("%d writes, want 1 + 3 attempts", c.writes.Load())
+	if c.Writes.Load() != 4 {
+		t.Errorf("%d writes, want 1 + 3 attempts", c.Writes.Load())
 	}
 }

@@ -33,6 +33,15 @@ const (
 	vmPoll    = 100 * time.Millisecond
 	// checkEvery bounds the time between two checks when nothing changes.
 	checkEvery = 250 * time.Millisecond
+	// resizeGrace is how long after a node shrank a placement there is
+	// excused for not having seen it yet: the placers learn of it
+	// through their watches. A node shrunk below what already runs on it
+	// is over-committed by the resize, not by a placer; that is excused as
+	// long as nothing is placed there after the grace.
+	resizeGrace = 3 * time.Second
+	// confirmWait bounds how long finish waits for the over-commits seen
+	// in the live views to be re-read (a manager may be down).
+	confirmWait = 60 * time.Second
 )
 
 // amount is cpu (milli) and memory (bytes).
@@ -71,20 +80,24 @@ type placement struct {
 	used amount
 }
 
-// checker watches the apiserver (pods of one namespace), the allocator's
-// grants and the VM manager's VMs, and nothing else, and checks at every
-// change it observes and every checkEvery:
+// checker watches the apiserver (pods of one namespace, the test's
+// nodes), the allocator's grants (if any) and the VM manager's VMs (if
+// any), and nothing else, and checks at every change it observes and
+// every checkEvery:
 //   - no node where bound pods and running VMs request more than its
-//     allocatable (a violation is confirmed by a second, consistent read
-//     before it counts, see confirmOvercommit);
+//     allocatable. The live views are taken at different times, so an
+//     over-commit seen in them is a suspect: it is re-read consistently
+//     (confirm) and counts as a violation if the re-read shows it, as
+//     ruled out if not. A suspect whose re-read fails (a manager is down)
+//     is retried until it succeeds; finish fails the test for any suspect
+//     never re-read;
 //   - no placement above its framework's grant (see grantLead);
 //   - the allocator's live grants on a node never add up to more than the
 //     node's allocatable;
 //   - no pod ever bound to two nodes.
 type checker struct {
-	t           *testing.T
-	ns          string
-	allocatable map[string]amount
+	t  *testing.T
+	ns string
 	// frameworkOf maps a scheduler name to its framework.
 	frameworkOf map[string]string
 	grantsURL   string
@@ -96,31 +109,46 @@ type checker struct {
 	trigger chan struct{}
 
 	mu sync.Mutex
+	// allocatable is each test node's, as the API server last said, and
+	// shrunk when it last went down in some resource.
+	allocatable map[string]amount
+	shrunk      map[string]time.Time
 	// pods mirrors the namespace's pods in event order.
 	pods map[string]*v1.Pod
-	// boundTo is where each pod (by UID) was first seen bound.
+	// boundTo is where each pod (by UID) was first seen bound, and
+	// boundAt when.
 	boundTo map[types.UID]string
-	// vms are the running VMs of the last poll, by name.
+	boundAt map[types.UID]time.Time
+	// vms are the running VMs of the last poll, by name; vmSince is when
+	// each VM was first seen running on its host ("name@host").
 	vms          map[string]vmInfo
+	vmSince      map[string]time.Time
 	grants       map[grantKey][]grantSample
 	grantsPolled bool
 	pending      []placement
+	// suspects are the nodes seen over-committed in the live views and
+	// not yet re-read, with when they were first seen.
+	suspects map[string]time.Time
 
 	moments, placementsChecked, podPlacements, vmPlacements int
-	unconfirmed, grantPollErrors                            int
+	ruledOut, rereadFailures, grantPollErrors, excused      int
 	violations                                              []string
 	seen                                                    map[string]int
 	violationMoments                                        int
 }
 
-// startChecker starts checking; stop it with finish.
-func startChecker(t *testing.T, ns string, nodes []string, nodeAllocatable amount, frameworkOf map[string]string, grantsURL string, vm *vmManagerProc, vmFramework string) *checker {
+// startChecker starts checking the pods of ns and the VMs of vm (nil:
+// none) on nodes; stop it with finish.
+func startChecker(t *testing.T, ns string, nodes []string, frameworkOf map[string]string, grantsURL string, vm *vmManagerProc, vmFramework string) *checker {
 	t.Helper()
-	c := &checker{t: t, ns: ns, allocatable: map[string]amount{}, frameworkOf: frameworkOf, grantsURL: grantsURL,
+	c := &checker{t: t, ns: ns, frameworkOf: frameworkOf, grantsURL: grantsURL,
 		vm: vm, vmFramework: vmFramework, trigger: make(chan struct{}, 1),
-		seen: map[string]int{}, pods: map[string]*v1.Pod{}, boundTo: map[types.UID]string{}, vms: map[string]vmInfo{}, grants: map[grantKey][]grantSample{}}
+		allocatable: map[string]amount{}, shrunk: map[string]time.Time{},
+		seen: map[string]int{}, pods: map[string]*v1.Pod{}, boundTo: map[types.UID]string{}, boundAt: map[types.UID]time.Time{},
+		vms: map[string]vmInfo{}, vmSince: map[string]time.Time{}, grants: map[grantKey][]grantSample{}, suspects: map[string]time.Time{}}
+	ours := map[string]bool{}
 	for _, n := range nodes {
-		c.allocatable[n] = nodeAllocatable
+		ours[n] = true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -133,9 +161,18 @@ func startChecker(t *testing.T, ns string, nodes []string, nodeAllocatable amoun
 	}); err != nil {
 		t.Fatal(err)
 	}
+	nodeFactory := informers.NewSharedInformerFactory(cp.Client, 0)
+	nodeInf := nodeFactory.Core().V1().Nodes().Informer()
+	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.observeNode(obj, ours) },
+		UpdateFunc: func(_, obj any) { c.observeNode(obj, ours) },
+	}); err != nil {
+		t.Fatal(err)
+	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced) {
-		t.Fatal("the checker's pod informer never synced")
+	nodeFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced, nodeInf.HasSynced) {
+		t.Fatal("the checker's informers never synced")
 	}
 	c.wg.Add(3)
 	go c.poll(ctx, grantPoll, c.pollGrants)
@@ -144,8 +181,25 @@ func startChecker(t *testing.T, ns string, nodes []string, nodeAllocatable amoun
 	t.Cleanup(func() {
 		cancel()
 		factory.Shutdown()
+		nodeFactory.Shutdown()
 	})
 	return c
+}
+
+// observeNode records a test node's allocatable, and when it shrank.
+func (c *checker) observeNode(obj any, ours map[string]bool) {
+	n, ok := obj.(*v1.Node)
+	if !ok || !ours[n.Name] {
+		return
+	}
+	a := amountOf(n.Status.Allocatable)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, known := c.allocatable[n.Name]; known && (a.cpu < old.cpu || a.mem < old.mem) {
+		c.shrunk[n.Name] = time.Now()
+	}
+	c.allocatable[n.Name] = a
+	c.kick()
 }
 
 func (c *checker) kick() {
@@ -188,10 +242,11 @@ func (c *checker) observePod(obj any, deleted bool) {
 	if p.Spec.NodeName != "" {
 		if first, seen := c.boundTo[p.UID]; !seen {
 			c.boundTo[p.UID] = p.Spec.NodeName
+			c.boundAt[p.UID] = now
+			c.podPlacements++
 			if fw, ours := c.frameworkOf[p.Spec.SchedulerName]; ours {
 				k := grantKey{fw, p.Spec.NodeName}
 				c.pending = append(c.pending, placement{what: "pod " + key, at: now, key: k, used: c.podUsageLocked(p.Spec.SchedulerName, p.Spec.NodeName)})
-				c.podPlacements++
 			}
 		} else if first != p.Spec.NodeName {
 			c.violate("pod %s bound to %s, then to %s", key, first, p.Spec.NodeName)
@@ -232,6 +287,9 @@ func (c *checker) poll(ctx context.Context, every time.Duration, f func(context.
 // pollGrants records a sample of every framework's live grant on every
 // node, and checks that the grants of a node fit in it.
 func (c *checker) pollGrants(ctx context.Context) {
+	if c.grantsURL == "" {
+		return
+	}
 	reqCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var l bsv1.GrantList
@@ -314,6 +372,9 @@ func (c *checker) pollVMs(ctx context.Context) {
 		if old, ok := c.vms[name]; ok && old.Host == v.Host {
 			continue
 		}
+		if _, ok := c.vmSince[name+"@"+v.Host]; !ok {
+			c.vmSince[name+"@"+v.Host] = now
+		}
 		changed = true
 		c.pending = append(c.pending, placement{what: "VM " + name, at: now, key: grantKey{c.vmFramework, v.Host}, used: perHost[v.Host]})
 		c.vmPlacements++
@@ -344,8 +405,9 @@ func (c *checker) loop(ctx context.Context) {
 	}
 }
 
-// check is one moment: node over-commit, and the placements whose grant
-// window has passed (all of them when final).
+// check is one moment: node over-commit in the live views (each one a
+// suspect, re-read by confirm), and the placements whose grant window has
+// passed (all of them when final).
 func (c *checker) check(ctx context.Context, final bool) {
 	c.mu.Lock()
 	c.moments++
@@ -358,13 +420,14 @@ func (c *checker) check(ctx context.Context, final bool) {
 	for _, v := range c.vms {
 		used[v.Host] = used[v.Host].add(vmAmount(v))
 	}
-	var over []string
+	now := time.Now()
 	for n, a := range used {
 		if alloc, ours := c.allocatable[n]; ours && a.exceeds(alloc) {
-			over = append(over, n)
+			if _, known := c.suspects[n]; !known {
+				c.suspects[n] = now
+			}
 		}
 	}
-	now := time.Now()
 	var keep []placement
 	for _, pl := range c.pending {
 		if !final && now.Sub(pl.at) < grantLag+grantPoll {
@@ -372,7 +435,7 @@ func (c *checker) check(ctx context.Context, final bool) {
 			continue
 		}
 		c.placementsChecked++
-		if !c.grantsPolled {
+		if !c.grantsPolled || pl.key.framework == "" {
 			continue
 		}
 		g := c.maxGrantLocked(pl.key, pl.at.Add(-grantLead), pl.at.Add(grantLag))
@@ -382,9 +445,13 @@ func (c *checker) check(ctx context.Context, final bool) {
 		}
 	}
 	c.pending = keep
+	var suspects []string
+	for n := range c.suspects {
+		suspects = append(suspects, n)
+	}
 	c.mu.Unlock()
-	if len(over) > 0 {
-		c.confirmOvercommit(ctx, over)
+	if len(suspects) > 0 {
+		c.confirm(ctx, suspects)
 	}
 }
 
@@ -405,31 +472,38 @@ func (c *checker) maxGrantLocked(k grantKey, from, to time.Time) amount {
 	return best
 }
 
-// confirmOvercommit re-reads the cluster consistently before counting an
-// over-commit: the VMs, then the pods from the apiserver, then the VMs
-// again. Only VMs present in both VM reads surely ran while the pods were
-// listed, so the sum is a lower bound of what the node held at that
-// moment; an over-commit of that sum is real. One that does not survive
-// the re-read came from the checker's views being taken at different
-// times, and is counted apart.
-func (c *checker) confirmOvercommit(ctx context.Context, nodes []string) {
+// confirm re-reads the cluster consistently for the suspect nodes: the
+// VMs, then the pods from the API server, then the VMs again. Only VMs
+// present in both VM reads surely ran while the pods were listed, so the
+// sum is a lower bound of what each node held at that moment, and an
+// over-commit of that sum is real: a violation, unless the node shrank
+// under what already ran there (see resizeGrace). A suspect the re-read
+// clears was an artifact of views taken at different times: ruled out.
+// When a read fails (a manager is down), the suspects stay for the next
+// check and the failure is counted.
+func (c *checker) confirm(ctx context.Context, nodes []string) {
 	var before, after []vmInfo
 	var err error
+	readCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	if c.vm != nil {
-		if before, err = c.vm.vms(ctx); err != nil {
-			return
-		}
+		before, err = c.vm.vms(readCtx)
 	}
-	list, err := cp.Client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{})
+	var list *v1.PodList
+	if err == nil {
+		list, err = cp.Client.CoreV1().Pods(c.ns).List(readCtx, metav1.ListOptions{})
+	}
+	if err == nil && c.vm != nil {
+		after, err = c.vm.vms(readCtx)
+	}
 	if err != nil {
+		c.mu.Lock()
+		c.rereadFailures++
+		c.mu.Unlock()
 		return
 	}
-	if c.vm != nil {
-		if after, err = c.vm.vms(ctx); err != nil {
-			return
-		}
-	}
 	stable := map[string]amount{}
+	stableVMs := map[string][]string{}
 	again := map[string]vmInfo{}
 	for _, v := range after {
 		again[v.Name] = v
@@ -437,32 +511,66 @@ func (c *checker) confirmOvercommit(ctx context.Context, nodes []string) {
 	for _, v := range before {
 		if w, ok := again[v.Name]; ok && v.Phase == "Running" && w.Phase == "Running" && v.Host == w.Host {
 			stable[v.Host] = stable[v.Host].add(vmAmount(v))
+			stableVMs[v.Host] = append(stableVMs[v.Host], v.Name)
 		}
 	}
 	used := map[string]amount{}
-	pods := map[string][]string{}
+	pods := map[string][]*v1.Pod{}
 	for i := range list.Items {
 		p := &list.Items[i]
 		if p.Spec.NodeName != "" && !terminal(p) {
 			used[p.Spec.NodeName] = used[p.Spec.NodeName].add(podAmount(p))
-			pods[p.Spec.NodeName] = append(pods[p.Spec.NodeName], fmt.Sprintf("%s(%s)", p.Name, podAmount(p)))
+			pods[p.Spec.NodeName] = append(pods[p.Spec.NodeName], p)
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range nodes {
+		delete(c.suspects, n)
 		total := used[n].add(stable[n])
-		if total.exceeds(c.allocatable[n]) {
-			sort.Strings(pods[n])
-			c.violate("node %s over-committed: pods %s + VMs %s > allocatable %s; pods %v", n, used[n], stable[n], c.allocatable[n], pods[n])
-		} else {
-			c.unconfirmed++
+		if !total.exceeds(c.allocatable[n]) {
+			c.ruledOut++
+			continue
 		}
+		if c.excusedLocked(n, pods[n], stableVMs[n]) {
+			c.excused++
+			continue
+		}
+		var names []string
+		for _, p := range pods[n] {
+			names = append(names, fmt.Sprintf("%s(%s)", p.Name, podAmount(p)))
+		}
+		sort.Strings(names)
+		c.violate("node %s over-committed: pods %s + VMs %s > allocatable %s; pods %v, VMs %v", n, used[n], stable[n], c.allocatable[n], names, stableVMs[n])
 	}
 }
 
+// excusedLocked reports whether node n is over-committed by a resize
+// alone: it shrank, and everything on it now was placed before the
+// placers could know (before the shrink plus resizeGrace).
+func (c *checker) excusedLocked(n string, pods []*v1.Pod, vms []string) bool {
+	shrunk, ok := c.shrunk[n]
+	if !ok {
+		return false
+	}
+	deadline := shrunk.Add(resizeGrace)
+	for _, p := range pods {
+		if at, seen := c.boundAt[p.UID]; !seen || at.After(deadline) {
+			return false
+		}
+	}
+	for _, v := range vms {
+		if at, seen := c.vmSince[v+"@"+n]; !seen || at.After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
 // finish stops the checker, judges the placements still waiting for
-// their window, logs the figures and fails the test on any violation.
+// their window and re-reads the suspects left (waiting up to confirmWait
+// for the managers to answer), logs the figures and fails the test on
+// any violation and on any suspect never re-read.
 func (c *checker) finish(t *testing.T) {
 	t.Helper()
 	// Let the last placements' windows pass with the pollers running.
@@ -474,15 +582,34 @@ func (c *checker) finish(t *testing.T) {
 	c.cancel()
 	c.wg.Wait()
 	c.check(context.Background(), true)
+	_ = wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, confirmWait, true, func(ctx context.Context) (bool, error) {
+		c.mu.Lock()
+		var left []string
+		for n := range c.suspects {
+			left = append(left, n)
+		}
+		c.mu.Unlock()
+		if len(left) == 0 {
+			return true, nil
+		}
+		c.confirm(ctx, left)
+		return false, nil
+	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t.Logf("checker: %d moments checked, %d placements checked (%d pods, %d VMs), %d distinct violations seen %d times, %d over-commits seen in the live views but not confirmed by a consistent re-read, %d grant polls failed",
-		c.moments, c.placementsChecked, c.podPlacements, c.vmPlacements, len(c.violations), c.violationMoments, c.unconfirmed, c.grantPollErrors)
+	t.Logf("checker: %d moments checked, %d placements checked (%d pods, %d VMs), %d distinct violations seen %d times; "+
+		"over-commits seen in the live views: %d ruled out by a consistent re-read, %d excused (a node shrunk under what ran there), %d never re-read; "+
+		"%d re-reads failed and were retried, %d grant polls failed",
+		c.moments, c.placementsChecked, c.podPlacements, c.vmPlacements, len(c.violations), c.violationMoments,
+		c.ruledOut, c.excused, len(c.suspects), c.rereadFailures, c.grantPollErrors)
 	for i, v := range c.violations {
 		if i == 30 {
 			t.Errorf("... and %d more violations", len(c.violations)-30)
 			break
 		}
 		t.Errorf("violation: %s", v)
+	}
+	for n, at := range c.suspects {
+		t.Errorf("node %s was seen over-committed in the live views at %s and could not be re-read for %s: unconfirmed", n, at.Format("15:04:05.000"), confirmWait)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -21,40 +22,85 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
-// churnDuration is how long TestTwoFrameworksChurn churns: 2 minutes with
-// TWOLEVEL_CHURN=full (make test-chaos), 30 seconds with
-// TWOLEVEL_CHURN=short; 0 (the test is skipped) without it, as in make
-// test: it is a long randomized run.
+// churnDuration is how long each churn test churns: 30 seconds in make
+// test, 2 minutes with TWOLEVEL_CHURN=full (make test-chaos, which runs
+// them with several seeds).
 func churnDuration() time.Duration {
-	switch os.Getenv("TWOLEVEL_CHURN") {
-	case "full":
+	if os.Getenv("TWOLEVEL_CHURN") == "full" {
 		return 2 * time.Minute
-	case "short":
-		return 30 * time.Second
 	}
-	return 0
+	return 30 * time.Second
 }
 
-// churner makes random changes: pods and gangs of the schedulers, VMs,
-// framework weights, revocations.
+// churnSeed is TWOLEVEL_CHURN_SEED when set (to replay a run), else the
+// time.
+func churnSeed(t *testing.T) uint64 {
+	t.Helper()
+	if v := os.Getenv("TWOLEVEL_CHURN_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("TWOLEVEL_CHURN_SEED=%q: %v", v, err)
+		}
+		return seed
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// resizeEvery bounds how often the churn resizes a node: hosts change
+// size rarely, and a node shrunk under what runs there is over-committed
+// by the resize until the churn frees it (see resizeGrace).
+const resizeEvery = 3 * time.Second
+
+// fault kills one component (SIGKILL) at a point of the churn and starts
+// it again down later; the churn goes on meanwhile.
+type fault struct {
+	name string
+	// at is the share of the churn's duration when it strikes.
+	at float64
+	// down is how long the component stays dead.
+	down    time.Duration
+	kill    func()
+	restart func(t *testing.T)
+
+	killed, restarted time.Time
+}
+
+// churner makes random changes: pods and gangs of the schedulers (created,
+// finished, deleted), VMs (created, deleted), and, in the two-level test,
+// framework weights and revocations, in the hybrid one node sizes; and it
+// strikes its faults on time.
 type churner struct {
 	t          *testing.T
 	rng        *rand.Rand
 	ns         string
 	schedulers []string
 	nodes      []string
-	alloc      *allocatorProc
 	vm         *vmManagerProc
-	// frameworks are re-registered with a new weight, keeping their
-	// demand URL.
+	// alloc and frameworks are set in the two-level test: frameworks are
+	// re-registered with a new weight, keeping their demand URL.
+	alloc      *allocatorProc
 	frameworks []framework
+	// resize enables node resizes (hybrid test).
+	resize bool
+	faults []*fault
+	// pause bounds the wait between two changes.
+	pause [2]time.Duration
 
-	seq     int
-	singles []string
-	gangs   map[string][]string
-	vms     []string
-	revoked map[string]bool
-	counts  map[string]int
+	seq        int
+	lastResize time.Time
+	singles    []string
+	gangs      map[string][]string
+	vms        []string
+	revoked    map[string]bool
+	counts     map[string]int
+}
+
+func newChurner(t *testing.T, ns string, schedulers, nodes []string, vm *vmManagerProc) *churner {
+	seed := churnSeed(t)
+	t.Logf("churn for %s, seed %d (TWOLEVEL_CHURN_SEED=%d replays it)", churnDuration(), seed, seed)
+	return &churner{t: t, rng: rand.New(rand.NewPCG(seed, 0)), ns: ns, schedulers: schedulers, nodes: nodes, vm: vm,
+		pause: [2]time.Duration{50 * time.Millisecond, 250 * time.Millisecond},
+		gangs: map[string][]string{}, revoked: map[string]bool{}, counts: map[string]int{}}
 }
 
 func (c *churner) name(prefix string) string {
@@ -62,9 +108,54 @@ func (c *churner) name(prefix string) string {
 	return fmt.Sprintf("%s-%04d", prefix, c.seq)
 }
 
-// step makes one random change; errors of the programs' APIs that the
-// churn can cause (a VM already deleted, a revocation already lifted)
-// are tolerated, others fail the test.
+// down reports whether a fault has the component name dead now.
+func (c *churner) down(name string) bool {
+	for _, f := range c.faults {
+		if f.name == name && !f.killed.IsZero() && f.restarted.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// run churns for churnDuration, striking the faults on time; it returns
+// early if the test failed.
+func (c *churner) run(ctx context.Context) {
+	start := time.Now()
+	d := churnDuration()
+	end := start.Add(d)
+	for time.Now().Before(end) && !c.t.Failed() {
+		for _, f := range c.faults {
+			switch {
+			case f.killed.IsZero() && time.Since(start) >= time.Duration(f.at*float64(d)):
+				f.kill()
+				f.killed = time.Now()
+				c.t.Logf("fault: %s killed (SIGKILL) at %s", f.name, time.Since(start).Round(time.Millisecond))
+			case !f.killed.IsZero() && f.restarted.IsZero() && time.Since(f.killed) >= f.down:
+				f.restart(c.t)
+				f.restarted = time.Now()
+				c.t.Logf("fault: %s back at %s", f.name, time.Since(start).Round(time.Millisecond))
+			}
+		}
+		c.step(ctx)
+		// Pace the changes; the placers react in between. This is the
+		// churn's rate, not a wait for a condition.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(c.pause[0] + time.Duration(c.rng.Int64N(int64(c.pause[1]-c.pause[0])))):
+		}
+	}
+	for _, f := range c.faults {
+		if f.killed.IsZero() || f.restarted.IsZero() {
+			c.t.Errorf("fault %s did not run its course (killed %v, restarted %v)", f.name, !f.killed.IsZero(), !f.restarted.IsZero())
+		}
+	}
+	c.t.Logf("churn: %v", c.counts)
+}
+
+// step makes one random change. Answers the churn can cause (a VM
+// refused, a manager down, a pod already gone) are counted, not failures.
 func (c *churner) step(ctx context.Context) {
 	live := len(c.singles)
 	for _, g := range c.gangs {
@@ -75,14 +166,14 @@ func (c *churner) step(ctx context.Context) {
 		r = 40 // delete something
 	}
 	switch {
-	case r < 30:
+	case r < 25:
 		sched := c.schedulers[c.rng.IntN(len(c.schedulers))]
 		name := c.name("p")
 		cpu := []string{"500m", "1", "2"}[c.rng.IntN(3)]
 		c.create(ctx, pod(c.ns, name, sched, cpu))
 		c.singles = append(c.singles, name)
 		c.counts["pods created"]++
-	case r < 40:
+	case r < 35:
 		sched := c.schedulers[c.rng.IntN(len(c.schedulers))]
 		g := c.name("g")
 		size := 2 + c.rng.IntN(3)
@@ -93,6 +184,8 @@ func (c *churner) step(ctx context.Context) {
 			c.gangs[g] = append(c.gangs[g], name)
 		}
 		c.counts["gangs created"]++
+	case r < 45:
+		c.finishOne(ctx)
 	case r < 60:
 		if len(c.gangs) > 0 && c.rng.IntN(3) == 0 {
 			for g, members := range c.gangs {
@@ -110,32 +203,23 @@ func (c *churner) step(ctx context.Context) {
 			c.counts["pods deleted"]++
 		}
 	case r < 75:
-		name := c.name("vm")
-		cpu := []string{"500m", "1", "2"}[c.rng.IntN(3)]
-		code, body, err := c.vm.createVM(ctx, name, cpu, "1Gi", "")
-		if err != nil || (code != http.StatusCreated && code != http.StatusAccepted) {
-			c.t.Errorf("creating VM %s: %d %s %v", name, code, body, err)
-			return
-		}
-		c.vms = append(c.vms, name)
-		c.counts["VMs created"]++
+		c.createVM(ctx)
 	case r < 85:
-		if len(c.vms) == 0 {
+		c.deleteVM(ctx)
+	case r < 92 && c.resize:
+		c.resizeNode(ctx)
+	case r < 92 && c.alloc != nil:
+		if c.down("allocator") {
 			return
 		}
-		i := c.rng.IntN(len(c.vms))
-		code, body, err := call(ctx, http.MethodDelete, c.vm.url+"/vms/"+c.vms[i], "")
-		if err != nil || code != http.StatusOK {
-			c.t.Errorf("deleting VM %s: %d %s %v", c.vms[i], code, body, err)
-		}
-		c.vms = append(c.vms[:i], c.vms[i+1:]...)
-		c.counts["VMs deleted"]++
-	case r < 91:
 		f := c.frameworks[c.rng.IntN(len(c.frameworks))]
 		f.Weight = float64(1 + c.rng.IntN(3))
 		c.alloc.putFramework(c.t, f)
 		c.counts["weights changed"]++
-	default:
+	case c.alloc != nil:
+		if c.down("allocator") {
+			return
+		}
 		if len(c.revoked) > 0 && c.rng.IntN(2) == 0 {
 			for g := range c.revoked {
 				mustCall(c.t, http.MethodDelete, c.alloc.url+"/grants/"+g+"/revocation", "", http.StatusOK, http.StatusNoContent)
@@ -168,19 +252,110 @@ func (c *churner) delete(ctx context.Context, name string) {
 	}
 }
 
+// finishOne makes a bound single pod finish (phase Succeeded), as its
+// kubelet would report it; its capacity frees while the pod object stays
+// until the churn deletes it.
+func (c *churner) finishOne(ctx context.Context) {
+	if len(c.singles) == 0 {
+		return
+	}
+	name := c.singles[c.rng.IntN(len(c.singles))]
+	p, err := cp.Client.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || p.Spec.NodeName == "" || terminal(p) {
+		return
+	}
+	p.Status.Phase = v1.PodSucceeded
+	if _, err := cp.Client.CoreV1().Pods(c.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			c.t.Errorf("churn: finishing pod %s/%s: %v", c.ns, name, err)
+		}
+		return
+	}
+	c.counts["pods finished"]++
+}
+
+func (c *churner) createVM(ctx context.Context) {
+	name := c.name("vm")
+	cpu := []string{"500m", "1", "2"}[c.rng.IntN(3)]
+	code, body, err := c.vm.createVM(ctx, name, cpu, "1Gi", "")
+	switch {
+	case err != nil && c.down("vm-manager"):
+		c.counts["VM calls to a dead manager"]++
+	case err != nil:
+		c.t.Errorf("creating VM %s: %v", name, err)
+	case code == http.StatusCreated || code == http.StatusAccepted:
+		c.vms = append(c.vms, name)
+		c.counts["VMs created"]++
+	case code == http.StatusConflict || code == http.StatusServiceUnavailable:
+		// No room (hybrid), or the ledger unavailable: refused.
+		c.counts[fmt.Sprintf("VMs refused (%d)", code)]++
+	default:
+		c.t.Errorf("creating VM %s: HTTP %d %s", name, code, body)
+	}
+}
+
+func (c *churner) deleteVM(ctx context.Context) {
+	if len(c.vms) == 0 {
+		return
+	}
+	i := c.rng.IntN(len(c.vms))
+	code, body, err := call(ctx, http.MethodDelete, c.vm.url+"/vms/"+c.vms[i], "")
+	switch {
+	case err != nil && c.down("vm-manager"):
+		c.counts["VM calls to a dead manager"]++
+		return
+	case err != nil:
+		c.t.Errorf("deleting VM %s: %v", c.vms[i], err)
+		return
+	case code == http.StatusConflict:
+		// Its placement is being committed: delete it later.
+		c.counts["VM deletions retried"]++
+		return
+	case code != http.StatusOK:
+		c.t.Errorf("deleting VM %s: HTTP %d %s", c.vms[i], code, body)
+	}
+	c.vms = append(c.vms[:i], c.vms[i+1:]...)
+	c.counts["VMs deleted"]++
+}
+
+// resizeNode sets a node's cpu to 7 to 10 cores, as a host that loses or
+// gains CPUs would report it, at most once every resizeEvery.
+func (c *churner) resizeNode(ctx context.Context) {
+	if time.Since(c.lastResize) < resizeEvery {
+		return
+	}
+	c.lastResize = time.Now()
+	name := c.nodes[c.rng.IntN(len(c.nodes))]
+	cpu := resource.MustParse(strconv.Itoa(7 + c.rng.IntN(4)))
+	n, err := cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Errorf("resizing node %s: %v", name, err)
+		return
+	}
+	n.Status.Capacity[v1.ResourceCPU] = cpu
+	n.Status.Allocatable[v1.ResourceCPU] = cpu
+	if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		if !apierrors.IsConflict(err) {
+			c.t.Errorf("resizing node %s: %v", name, err)
+		}
+		return
+	}
+	c.counts["nodes resized"]++
+}
+
 // Two batch-scheduler instances (frameworks batch-a and batch-b) and the
 // VM manager (framework vms) under one allocator, with random churn of
-// pods, gangs, VMs, weights and revocations; the checker, reading only
-// the apiserver and the two managers, must find no over-committed node
-// and no framework placing above its grant.
+// pods (created, finished, deleted), gangs, VMs, weights and revocations,
+// and the allocator, the VM manager and a scheduler each killed with
+// SIGKILL once and started again; the checker, reading only the API
+// server and the two managers, must find no over-committed node and no
+// framework placing above its grant, and no over-commit left unconfirmed.
 func TestTwoFrameworksChurn(t *testing.T) {
-	if churnDuration() == 0 {
-		t.Skip("a long randomized run: make test-chaos runs it (TWOLEVEL_CHURN=full; short for 30 s)")
-	}
 	ns := createNamespace(t)
 	nodes := createNodes(t, "churn", 5, "8")
 	portA, portB := freePort(t), freePort(t)
 	vmListen := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	dir := t.TempDir()
 	fws := []framework{
 		{Name: "batch-a", Weight: 1, DemandURL: "http://127.0.0.1:" + strconv.Itoa(portA) + demand.Path},
 		{Name: "batch-b", Weight: 1, DemandURL: "http://127.0.0.1:" + strconv.Itoa(portB) + demand.Path},
@@ -192,8 +367,12 @@ func TestTwoFrameworksChurn(t *testing.T) {
 	// no share and gets capacity from idle grants once VMs wait (see
 	// startTwoLevel).
 	var vm *vmManagerProc
-	a, _ := startTwoLevelWith(t, allocatorOptions{idleTimeout: 3 * time.Second, frameworks: fws},
-		func(a *allocatorProc) { vm = startVMManager(t, vmListen, "vms", a.url) },
+	opts := allocatorOptions{idleTimeout: 3 * time.Second, frameworks: fws, stateFile: filepath.Join(dir, "allocator-state.yaml")}
+	a, scheds := startTwoLevelProcs(t, opts,
+		func(a *allocatorProc) {
+			vm = startVMManagerWith(t, vmManagerOptions{listen: vmListen, framework: "vms", grantsURL: a.url,
+				stateFile: filepath.Join(dir, "vm-state.json")})
+		},
 		schedulerSpec{"tl-churn-a", "batch-a", portA, "http://" + vmListen}, schedulerSpec{"tl-churn-b", "batch-b", portB, "http://" + vmListen})
 	a.waitGrants(t, "both batch frameworks hold a grant on every node", 30*time.Second, func(gs []bsv1.Grant) bool {
 		for _, f := range fws[:2] {
@@ -206,23 +385,17 @@ func TestTwoFrameworksChurn(t *testing.T) {
 		return true
 	})
 
-	chk := startChecker(t, ns, nodes, amount{8000, 32 << 30},
-		map[string]string{"tl-churn-a": "batch-a", "tl-churn-b": "batch-b"}, a.url, vm, "vms")
-	seed := time.Now().UnixNano()
-	t.Logf("churn for %s, seed %d", churnDuration(), seed)
-	ch := &churner{t: t, rng: rand.New(rand.NewPCG(uint64(seed), 0)), ns: ns, schedulers: []string{"tl-churn-a", "tl-churn-b"},
-		nodes: nodes, alloc: a, vm: vm, frameworks: fws, gangs: map[string][]string{}, revoked: map[string]bool{}, counts: map[string]int{}}
-	end := time.Now().Add(churnDuration())
-	for time.Now().Before(end) && !t.Failed() {
-		ch.step(t.Context())
-		// Pace the changes; the schedulers and the managers react in
-		// between. This is the churn's rate, not a wait for a condition.
-		select {
-		case <-t.Context().Done():
-		case <-time.After(time.Duration(50+ch.rng.IntN(200)) * time.Millisecond):
-		}
+	chk := startChecker(t, ns, nodes, map[string]string{"tl-churn-a": "batch-a", "tl-churn-b": "batch-b"}, a.url, vm, "vms")
+	ch := newChurner(t, ns, []string{"tl-churn-a", "tl-churn-b"}, nodes, vm)
+	ch.alloc, ch.frameworks = a, fws
+	allocOpts := a.opts
+	ch.faults = []*fault{
+		{name: "allocator", at: 0.2, down: 3 * time.Second, kill: func() { ch.alloc.kill() },
+			restart: func(t *testing.T) { ch.alloc = startAllocator(t, allocOpts) }},
+		{name: "vm-manager", at: 0.45, down: 3 * time.Second, kill: func() { vm.kill() }, restart: vm.restart},
+		{name: "scheduler tl-churn-a", at: 0.7, down: 3 * time.Second, kill: func() { scheds[0].kill() }, restart: scheds[0].restart},
 	}
-	t.Logf("churn: %v", ch.counts)
+	ch.run(t.Context())
 	chk.finish(t)
 	chk.mu.Lock()
 	placedPods, placedVMs := chk.podPlacements, chk.vmPlacements
@@ -251,6 +424,7 @@ func TestRestartsConverge(t *testing.T) {
 		{Name: "idle", Weight: 1, DemandURL: idle.url},
 	}}
 	a, scheds := startTwoLevel(t, opts, schedulerSpec{name: name, framework: "batch", port: port})
+	idle.acknowledge(a.url)
 	s := scheds[0]
 	a.waitGrants(t, "batch holds a grant on every node", 30*time.Second, func(gs []bsv1.Grant) bool {
 		for _, g := range grantsOf(gs, "batch", nodes) {
@@ -260,7 +434,7 @@ func TestRestartsConverge(t *testing.T) {
 		}
 		return true
 	})
-	chk := startChecker(t, ns, nodes, amount{8000, 32 << 30}, map[string]string{name: "batch"}, a.url, nil, "")
+	chk := startChecker(t, ns, nodes, map[string]string{name: "batch"}, a.url, nil, "")
 	t.Cleanup(func() {
 		if t.Failed() {
 			logState(t, a.url, s)
@@ -367,6 +541,7 @@ func TestHungryFrameworkUnitCountsItsOwnUnusedGrant(t *testing.T) {
 		{Name: "batch", Weight: 2, DemandURL: "http://127.0.0.1:" + strconv.Itoa(port) + demand.Path},
 		{Name: "idle", Weight: 1, DemandURL: idle.url},
 	}}, schedulerSpec{name: name, framework: "batch", port: port})
+	idle.acknowledge(a.url)
 	a.waitGrants(t, "batch holds 5334m", 30*time.Second, func(gs []bsv1.Grant) bool {
 		return liveGrantMilli(gs, "batch", nodes[0], time.Now()) == 5334
 	})

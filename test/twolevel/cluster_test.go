@@ -44,10 +44,20 @@ func poolName(t *testing.T) string {
 // test ends.
 func createNodes(t *testing.T, prefix string, n int, cpu string) []string {
 	t.Helper()
+	return createNodesWith(t, prefix, n, cpu, nil)
+}
+
+// createNodesWith is createNodes with more labels on the nodes.
+func createNodesWith(t *testing.T, prefix string, n int, cpu string, labels map[string]string) []string {
+	t.Helper()
 	var names []string
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		node := st.MakeNode().Name(name).Capacity(res{"cpu": cpu, "memory": "32Gi", "pods": "110"}).Label(poolLabel, poolName(t)).Label(nodeLabel, name).Obj()
+		w := st.MakeNode().Name(name).Capacity(res{"cpu": cpu, "memory": "32Gi", "pods": "110"}).Label(poolLabel, poolName(t)).Label(nodeLabel, name)
+		for k, v := range labels {
+			w = w.Label(k, v)
+		}
+		node := w.Obj()
 		if _, err := controlplane.CreateNode(t.Context(), cp.Client, node); err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,10 @@
 // see every node of the cluster, so the tests do not run in parallel and
 // delete their nodes when they end.
 //
-// TestTwoFrameworksChurn is a long randomized run: it is skipped unless
-// TWOLEVEL_CHURN is full (2 minutes, make test-chaos) or short (30
-// seconds).
+// TestTwoFrameworksChurn and TestHybridChurn are randomized runs of two
+// placers on the same hosts, with each component killed (SIGKILL) once
+// mid-run: 30 seconds each in make test, 2 minutes with
+// TWOLEVEL_CHURN=full (make test-chaos, several seeds);
+// TWOLEVEL_CHURN_SEED replays a run. The batch-scheduler they kill runs as
+// a child process, built by TestMain like the managers.
 package twolevel

@@ -13,8 +13,9 @@ import (
 
 var (
 	cp *controlplane.ControlPlane
-	// allocatorBin and vmManagerBin are the programs built by TestMain.
-	allocatorBin, vmManagerBin string
+	// allocatorBin, vmManagerBin and schedulerBin are the programs built
+	// by TestMain; schedulerBin runs where a test kills batch-scheduler.
+	allocatorBin, vmManagerBin, schedulerBin string
 )
 
 func TestMain(m *testing.M) {
@@ -37,19 +38,20 @@ func TestMain(m *testing.M) {
 		}
 		allocatorBin = filepath.Join(dir, "allocator")
 		vmManagerBin = filepath.Join(dir, "vm-manager")
+		schedulerBin = filepath.Join(dir, "batch-scheduler")
 		return m.Run()
 	})
 }
 
-// buildPrograms builds examples/allocator and examples/vm-manager into dir
-// with one go build run from the repository root.
+// buildPrograms builds examples/allocator, examples/vm-manager and
+// batch-scheduler into dir with one go build run from the repository root.
 func buildPrograms(dir string) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
-	if err := controlplane.GoBuild(root, dir, "./examples/allocator", "./examples/vm-manager"); err != nil {
-		return fmt.Errorf("building the allocator and the VM manager: %w", err)
+	if err := controlplane.GoBuild(root, dir, "./examples/allocator", "./examples/vm-manager", "./cmd/batch-scheduler"); err != nil {
+		return fmt.Errorf("building the allocator, the VM manager and batch-scheduler: %w", err)
 	}
 	return nil
 }

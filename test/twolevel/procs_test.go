@@ -335,24 +335,68 @@ func (a *allocatorProc) putFramework(t *testing.T, f framework) {
 // vmManagerProc is a running VM manager.
 type vmManagerProc struct {
 	*process
-	url string
+	url  string
+	opts vmManagerOptions
+}
+
+// vmManagerOptions are the flags of one VM manager run.
+type vmManagerOptions struct {
+	// listen is --listen; empty means a free port (which a restart does
+	// not keep).
+	listen string
+	// framework and grantsURL make it a framework under the allocator at
+	// grantsURL (two-level); empty, it runs hybrid.
+	framework, grantsURL string
+	// stateFile is --state-file, if any.
+	stateFile string
+	// ledger runs it in ledger mode (hybrid only) on the nodes of
+	// hostSelector, waiting for batch-scheduler to join.
+	ledger       bool
+	hostSelector string
 }
 
 // startVMManager runs the VM manager binary: hybrid when framework is
 // empty, else two-level under the allocator at grantsURL.
 func startVMManager(t *testing.T, listen, framework, grantsURL string) *vmManagerProc {
 	t.Helper()
+	return startVMManagerWith(t, vmManagerOptions{listen: listen, framework: framework, grantsURL: grantsURL})
+}
+
+// startVMManagerWith runs the VM manager binary with o.
+func startVMManagerWith(t *testing.T, o vmManagerOptions) *vmManagerProc {
+	t.Helper()
+	listen := o.listen
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
 	addrFile := filepath.Join(t.TempDir(), "address")
 	args := []string{"--kubeconfig", cp.KubeconfigPath, "--listen", listen, "--address-file", addrFile,
 		"--retry-interval", "500ms", "--sync-timeout", "60s", "-v=2"}
-	if framework != "" {
-		args = append(args, "--framework", framework, "--grants-url", grantsURL)
+	if o.framework != "" {
+		args = append(args, "--framework", o.framework, "--grants-url", o.grantsURL)
+	}
+	if o.stateFile != "" {
+		args = append(args, "--state-file", o.stateFile)
+	}
+	if o.ledger {
+		args = append(args, "--ledger")
+	}
+	if o.hostSelector != "" {
+		args = append(args, "--host-selector", o.hostSelector)
 	}
 	p := startProcess(t, "vm-manager", vmManagerBin, args...)
-	return &vmManagerProc{process: p, url: p.waitAddress(t, addrFile)}
+	return &vmManagerProc{process: p, url: p.waitAddress(t, addrFile), opts: o}
+}
+
+// restart starts the manager again with the same flags, after it was
+// killed; it keeps its URL only when its options name the address.
+func (m *vmManagerProc) restart(t *testing.T) {
+	t.Helper()
+	n := startVMManagerWith(t, m.opts)
+	if n.url != m.url {
+		t.Fatalf("the restarted VM manager listens on %s, not %s: give it a fixed address", n.url, m.url)
+	}
+	m.process = n.process
 }
 
 // vmInfo is a VM as the manager's API shows it.
@@ -540,14 +584,7 @@ func startTwoLevelWith(t *testing.T, o allocatorOptions, then func(*allocatorPro
 		scheds = append(scheds, s)
 	}
 	for _, s := range scheds {
-		var lastErr error
-		err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, lastErr = s.demand(ctx)
-			return lastErr == nil, nil
-		})
-		if err != nil {
-			t.Fatalf("batch-scheduler %s never served %s: %v (%v)", s.name, s.demandURL(), err, lastErr)
-		}
+		waitDemand(t, s.name, s.demandURL())
 	}
 	a := startAllocator(t, o)
 	if then != nil {

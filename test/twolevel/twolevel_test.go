@@ -23,12 +23,17 @@ import (
 )
 
 // fakeFramework serves the demand report of a framework that places
-// nothing itself: it claims to use what used says, per node.
+// nothing itself: it claims to use what used says, per node. Once told
+// the allocator's address (acknowledge), its reports are synced and
+// acknowledge every grant of its the allocator serves: it places nothing,
+// so it applies any grant at once.
 type fakeFramework struct {
 	name string
 	url  string
 	mu   sync.Mutex
 	used map[string]v1.ResourceList
+	// grantsURL is the allocator's grant list, "" until acknowledge.
+	grantsURL string
 }
 
 // startFakeFramework serves name's demand report until the test ends.
@@ -37,8 +42,25 @@ func startFakeFramework(t *testing.T, name string) *fakeFramework {
 	f := &fakeFramework{name: name}
 	srv := httptest.NewServer(demand.Handler(func() *demand.Report {
 		f.mu.Lock()
-		defer f.mu.Unlock()
+		grantsURL := f.grantsURL
+		f.mu.Unlock()
 		r := &demand.Report{Framework: f.name, Time: metav1.Now(), Used: map[string]v1.ResourceList{}}
+		if grantsURL != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			var l bsv1.GrantList
+			if err := getJSON(ctx, grantsURL, &l); err == nil {
+				r.Synced = true
+				r.ObservedGrants = map[string]string{}
+				for _, g := range l.Items {
+					if g.Spec.Framework == f.name {
+						r.ObservedGrants[g.Name] = g.ResourceVersion
+					}
+				}
+			}
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		for n, l := range f.used {
 			r.Used[n] = l.DeepCopy()
 		}
@@ -47,6 +69,14 @@ func startFakeFramework(t *testing.T, name string) *fakeFramework {
 	t.Cleanup(srv.Close)
 	f.url = srv.URL + demand.Path
 	return f
+}
+
+// acknowledge makes the framework acknowledge the grants of the allocator
+// at allocatorURL from now on.
+func (f *fakeFramework) acknowledge(allocatorURL string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.grantsURL = allocatorURL + "/apis/batch-scheduler.io/v1alpha1/grants"
 }
 
 // setUsed replaces what the framework claims to use.
@@ -244,6 +274,7 @@ func TestGangWaitsThenAllocatorGrowsTheGrant(t *testing.T) {
 		{Name: "batch", Weight: 1, DemandURL: "http://127.0.0.1:" + strconv.Itoa(port) + demand.Path},
 		{Name: "idle", Weight: 1, DemandURL: idle.url},
 	}}, schedulerSpec{name: name, framework: "batch", port: port})
+	idle.acknowledge(a.url)
 	s := scheds[0]
 	a.waitGrants(t, "batch holds 4 cpu on both nodes", 30*time.Second, func(gs []bsv1.Grant) bool {
 		g := grantsOf(gs, "batch", nodes)

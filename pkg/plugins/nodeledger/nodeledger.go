@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
@@ -39,19 +40,30 @@ func New(ctx context.Context, args io.Reader, h framework.Handle) (framework.Plu
 	if err != nil {
 		return nil, err
 	}
-	if h == nil || h.SharedInformerFactory() == nil {
-		return nil, errors.New(Name + ": the handle has no informer factory")
-	}
 	rc, ok := h.(framework.RESTConfigProvider)
 	if !ok || rc.RESTConfig() == nil {
 		return nil, errors.New(Name + ": the handle gives no client configuration for NodeLedgers")
 	}
-	create := func() (any, error) {
+	return build(ctx, a, sel, h, func() (ledger.Client, error) {
 		cs, err := versioned.NewForConfig(rc.RESTConfig())
 		if err != nil {
 			return nil, fmt.Errorf("%s: creating the NodeLedger client: %w", Name, err)
 		}
-		p, err := newPlacer(a, sel, ledger.New(cs.BatchSchedulerV1alpha1().NodeLedgers()), h.SharedInformerFactory())
+		return cs.BatchSchedulerV1alpha1().NodeLedgers(), nil
+	})
+}
+
+// build is New with the ledger client made by newClient.
+func build(ctx context.Context, a Args, sel labels.Selector, h framework.Handle, newClient func() (ledger.Client, error)) (*NodeLedger, error) {
+	if h == nil || h.SharedInformerFactory() == nil {
+		return nil, errors.New(Name + ": the handle has no informer factory")
+	}
+	create := func() (any, error) {
+		client, err := newClient()
+		if err != nil {
+			return nil, err
+		}
+		p, err := newPlacer(a, sel, ledger.New(client), h.SharedInformerFactory())
 		if err != nil {
 			return nil, err
 		}
@@ -59,6 +71,7 @@ func New(ctx context.Context, args io.Reader, h framework.Handle) (framework.Plu
 		return p, nil
 	}
 	var v any
+	var err error
 	if s, ok := h.(framework.SharedStore); ok {
 		v, err = s.Shared(Name, create)
 	} else {
