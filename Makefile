@@ -18,7 +18,7 @@ BUILD_DATE := $(BUILD_DATE)
 version_vars = gitVersion=$(VERSION) gitMajor=$(GIT_MAJOR) gitMinor=$(GIT_MINOR) gitCommit=$(GIT_COMMIT) gitTreeState=$(GIT_TREE_STATE) buildDate=$(BUILD_DATE)
 LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,$(foreach v,$(version_vars),-X $(pkg).$(v)))
 
-.PHONY: all build cluster control-plane generate test unit-test e2e-test test-chaos verify bench bench-go bench-inproc bench-scheduling bench-scheduling-scale bench-custominformer bench-grantinformer bench-scheduling-two-level bench-gang bench-coldstart bench-queues bench-perf-suite cover demo demo-scenario clean
+.PHONY: all build cluster control-plane generate test unit-test e2e-test test-chaos verify bench bench-go bench-inproc bench-scheduling bench-scheduling-scale bench-custominformer bench-grantinformer bench-scheduling-two-level bench-scheduling-hybrid bench-gang bench-coldstart bench-queues bench-perf-suite cover demo demo-scenario clean
 
 all: build
 
@@ -59,8 +59,9 @@ e2e-test: control-plane
 	hack/test.sh e2e
 
 ## test-chaos: the long runs: the chaos suite in full (faults under load against a real control plane; the
-##             short version runs in make test), then the two-level churn; the summary table goes to
-##             _output/chaos-report.md
+##             short version runs in make test), then the two churn tests (two placers on the same hosts, each
+##             component killed once) for 2 minutes per seed (CHURN_SEEDS, three random ones by default); the
+##             chaos summary table goes to _output/chaos-report.md
 test-chaos: control-plane
 	hack/test-chaos.sh
 
@@ -118,6 +119,10 @@ bench-grantinformer:
 ## bench-scheduling-two-level: pods/s under the two-level handler vs default in the same run (3 runs)
 bench-scheduling-two-level: control-plane
 	BENCH_COUNT=3 hack/bench-scheduling.sh two-level
+
+## bench-scheduling-hybrid: pods/s and Bind p99 on a hybrid cluster with the NodeLedger vs without, in the same run (2 runs)
+bench-scheduling-hybrid: control-plane
+	BENCH_COUNT=2 hack/bench-scheduling.sh hybrid
 
 ## bench-gang: gangs of 8, pods/s of batch-scheduler vs kube-scheduler 1.37 (native PodGroups) vs the raw binding ceiling
 ##             (BENCH_GANG_DIALECT=native|annotation: batch-scheduler's gangs; annotation by default)

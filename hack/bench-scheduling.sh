@@ -15,6 +15,13 @@ set -o errexit -o nounset -o pipefail
 # run (default, two-level, default), reporting the ratio two-level/default
 # (goal: at least 0.90); output in _output/bench-scheduling-two-level.txt.
 #
+# With hybrid it runs BenchmarkSchedulingHybrid: a hybrid cluster (half
+# the nodes shared with examples/vm-manager, VMs placed while the pods
+# are), with the NodeLedger plugin and the VM manager's --ledger against
+# today's informer alone, in the same run (today-1, ledger, today-2,
+# ledger-unshared, today-3), reporting the ratio ledger/today and the
+# Bind p99 of each phase; output in _output/bench-scheduling-hybrid.txt.
+#
 # With gang it runs BenchmarkGang: gangs of 8 placed by batch-scheduler,
 # by kube-scheduler v1.37.1 (bin/kube-scheduler, GenericWorkload on, native
 # PodGroups) and the raw binding ceiling, in one run; output in
@@ -24,10 +31,12 @@ set -o errexit -o nounset -o pipefail
 # pods already bound, then 10,000 pending pods, against the ceiling in the
 # same cluster; output in _output/bench-scheduling-scale.txt.
 #
-# Usage: hack/bench-scheduling.sh [quick] [two-level|gang|scale]
+# Usage: hack/bench-scheduling.sh [quick] [two-level|hybrid|gang|scale]
 #   (none)     500 nodes, 10000 pods per phase (a few minutes on 2 cores)
 #   quick      100 nodes, 2000 pods per phase (a smoke run, about a minute)
 #   two-level  BenchmarkSchedulingTwoLevel (about 2 minutes per run at the
+#              default size)
+#   hybrid     BenchmarkSchedulingHybrid (about 5 minutes per run at the
 #              default size)
 #   gang       BenchmarkGang (kube-scheduler's phase alone takes minutes at
 #              the default size)
@@ -46,7 +55,10 @@ set -o errexit -o nounset -o pipefail
 #   BENCH_CPUPROFILE=FILE  CPU profile of the scheduler phase
 #                          (inspect: go tool pprof -top FILE); with
 #                          two-level, a prefix: FILE-default-1.pprof,
-#                          FILE-two-level.pprof, FILE-default-2.pprof
+#                          FILE-two-level.pprof, FILE-default-2.pprof;
+#                          with hybrid, FILE-PHASE.pprof per phase
+#   BENCH_VM_RATE          hybrid: VMs the VM manager is asked to place per
+#                          second during each phase (2)
 #   BENCH_COUNT            runs (go test -count; default 1)
 #   BENCH_GANG_DIALECT     gang: batch-scheduler's gangs as native PodGroups
 #                          (native) or annotations (annotation, the default)
@@ -70,6 +82,10 @@ for arg in "$@"; do
       BENCH='^BenchmarkSchedulingTwoLevel$'
       OUT=_output/bench-scheduling-two-level.txt
       ;;
+    hybrid)
+      BENCH='^BenchmarkSchedulingHybrid$'
+      OUT=_output/bench-scheduling-hybrid.txt
+      ;;
     gang)
       BENCH='^BenchmarkGang$'
       OUT=_output/bench-gang.txt
@@ -78,7 +94,7 @@ for arg in "$@"; do
       BENCH='^BenchmarkSchedulingAtScale$'
       OUT=_output/bench-scheduling-scale.txt
       ;;
-    *) echo "usage: $0 [quick] [two-level|gang|scale]" >&2; exit 2 ;;
+    *) echo "usage: $0 [quick] [two-level|hybrid|gang|scale]" >&2; exit 2 ;;
   esac
 done
 

@@ -4,9 +4,9 @@
 // measured in the same run.
 //
 // Plain `go test ./...` (and make test) runs no benchmark, only the small
-// tests: TestHistogramQuantile, and TestColdStart (coldstart_test.go) and
-// TestSchedulingAtScaleSmall, which start a control plane and are skipped
-// with -short.
+// tests: TestHistogramQuantile, and TestColdStart (coldstart_test.go),
+// TestSchedulingAtScaleSmall and TestSchedulingHybridSmall, which start a
+// control plane and are skipped with -short.
 // Run the benchmarks with hack/bench-scheduling.sh, hack/bench-coldstart.sh, or:
 //
 //	go test -run '^$' -bench Scheduling -benchtime 1x -timeout 60m ./test/benchmark
@@ -658,6 +658,11 @@ type schedulerPhase struct {
 	// args are more flags for the command (an event handler and its
 	// configuration file, say).
 	args []string
+	// during, if set, runs beside the timed window: it is called once
+	// the command is ready, before the phase's counters are read, and
+	// the function it returns once the last bind is seen (VMs placed
+	// while the pods are, say). Both must return promptly.
+	during func() (stop func())
 }
 
 // runScheduler starts the real command on the pending pods of ns and
@@ -715,6 +720,10 @@ func runScheduler(b testing.TB, s settings, cp *controlplane.ControlPlane, admin
 	defer stop()
 
 	ready := waitReady(b, addr, done, &stderr)
+	stopDuring := func() {}
+	if sp.during != nil {
+		stopDuring = sp.during()
+	}
 	// Counted, like the time, from the sync barrier: the informers'
 	// initial lists are start-up.
 	req0 := apiRequests(b, admin)
@@ -723,6 +732,7 @@ func runScheduler(b testing.TB, s settings, cp *controlplane.ControlPlane, admin
 	stopProfile := startCPUProfile(b, s.cpuProfile)
 	defer stopProfile()
 	first, last := w.wait(b, sp.name, s.timeout)
+	stopDuring()
 	stopProfile()
 	cpu := readCPU(procs).sub(cpu0)
 	reqs := subCounts(apiRequests(b, admin), req0)

@@ -19,6 +19,7 @@ import (
 
 	bsv1 "github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
@@ -49,7 +50,7 @@ func churnSeed(t *testing.T) uint64 {
 // resizeEvery bounds how often the churn resizes a node: hosts change
 // size rarely, and a node shrunk under what runs there is over-committed
 // by the resize until the churn frees it (see resizeGrace).
-const resizeEvery = 3 * time.Second
+const resizeEvery = 10 * time.Second
 
 // fault kills one component (SIGKILL) at a point of the churn and starts
 // it again down later; the churn goes on meanwhile.
@@ -80,8 +81,12 @@ type churner struct {
 	// re-registered with a new weight, keeping their demand URL.
 	alloc      *allocatorProc
 	frameworks []framework
-	// resize enables node resizes (hybrid test).
-	resize bool
+	// resize enables node resizes (hybrid test), to one of resizeCPU.
+	resize    bool
+	resizeCPU []string
+	// raceShare is the share of the steps that are races (see race), on
+	// top of the few of the random mix.
+	raceShare float64
 	faults []*fault
 	// pause bounds the wait between two changes.
 	pause [2]time.Duration
@@ -161,6 +166,10 @@ func (c *churner) step(ctx context.Context) {
 	for _, g := range c.gangs {
 		live += len(g)
 	}
+	if c.rng.Float64() < c.raceShare {
+		c.race(ctx)
+		return
+	}
 	r := c.rng.IntN(100)
 	if live > 40 {
 		r = 40 // delete something
@@ -202,8 +211,12 @@ func (c *churner) step(ctx context.Context) {
 			c.singles = append(c.singles[:i], c.singles[i+1:]...)
 			c.counts["pods deleted"]++
 		}
-	case r < 75:
+	case r < 65:
 		c.createVM(ctx)
+	case r < 70:
+		c.burst(ctx)
+	case r < 75:
+		c.race(ctx)
 	case r < 85:
 		c.deleteVM(ctx)
 	case r < 92 && c.resize:
@@ -274,10 +287,100 @@ func (c *churner) finishOne(ctx context.Context) {
 	c.counts["pods finished"]++
 }
 
+// burst creates pods and, a moment later, VMs of the same size: the
+// scheduler binds the pods about when the VM manager places the VMs, so
+// both placers race for the same room. The delay varies from burst to
+// burst to sweep the window in which each learns of the other's
+// placement only through a watch.
+func (c *churner) burst(ctx context.Context) {
+	n := 2 + c.rng.IntN(3)
+	sched := c.schedulers[c.rng.IntN(len(c.schedulers))]
+	for range n {
+		name := c.name("b")
+		c.create(ctx, pod(c.ns, name, sched, "1"))
+		c.singles = append(c.singles, name)
+	}
+	delay := time.Duration(c.rng.IntN(300)) * time.Millisecond
+	names := make([]string, n)
+	for i := range names {
+		names[i] = c.name("vm")
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(delay):
+	}
+	type result struct {
+		name string
+		code int
+		body string
+		err  error
+	}
+	results := make(chan result, n)
+	for _, name := range names {
+		go func() {
+			code, body, err := c.vm.createVM(ctx, name, "1", "1Gi", "")
+			results <- result{name, code, body, err}
+		}()
+	}
+	for range names {
+		r := <-results
+		c.recordVM(r.name, r.code, r.body, r.err)
+	}
+	c.counts["bursts"]++
+}
+
+// race frees room on a host and, a moment later, asks for a VM there,
+// while the scheduler has pods waiting for room: the scheduler's next pod
+// and the VM go for the same room, each learning of the other only through
+// a watch. It deletes a bound pod of 1 or 2 cpu and asks for a VM of its
+// size on its host after 0 to 150 ms.
+func (c *churner) race(ctx context.Context) {
+	list, err := cp.Client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Errorf("churn: listing pods: %v", err)
+		return
+	}
+	var candidates []*v1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Spec.NodeName != "" && !terminal(p) && p.Annotations[st.GroupNameAnnotation] == "" && podCPU(p) >= 1000 {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 0 {
+		return
+	}
+	victim := candidates[c.rng.IntN(len(candidates))]
+	for i, name := range c.singles {
+		if name == victim.Name {
+			c.singles = append(c.singles[:i], c.singles[i+1:]...)
+			break
+		}
+	}
+	c.delete(ctx, victim.Name)
+	name := c.name("vm")
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(time.Duration(c.rng.IntN(150)) * time.Millisecond):
+	}
+	cpu := resource.NewMilliQuantity(podCPU(victim), resource.DecimalSI).String()
+	code, body, err := c.vm.createVM(ctx, name, cpu, "1Gi", victim.Spec.NodeName)
+	c.recordVM(name, code, body, err)
+	c.counts["races"]++
+}
+
 func (c *churner) createVM(ctx context.Context) {
 	name := c.name("vm")
 	cpu := []string{"500m", "1", "2"}[c.rng.IntN(3)]
 	code, body, err := c.vm.createVM(ctx, name, cpu, "1Gi", "")
+	c.recordVM(name, code, body, err)
+}
+
+// recordVM counts the answer to the creation of VM name and keeps it for
+// deletion if it was created.
+func (c *churner) recordVM(name string, code int, body string, err error) {
 	switch {
 	case err != nil && c.down("vm-manager"):
 		c.counts["VM calls to a dead manager"]++
@@ -318,15 +421,15 @@ func (c *churner) deleteVM(ctx context.Context) {
 	c.counts["VMs deleted"]++
 }
 
-// resizeNode sets a node's cpu to 7 to 10 cores, as a host that loses or
-// gains CPUs would report it, at most once every resizeEvery.
+// resizeNode sets a node's cpu to one of resizeCPU, as a host that loses
+// or gains CPUs would report it, at most once every resizeEvery.
 func (c *churner) resizeNode(ctx context.Context) {
 	if time.Since(c.lastResize) < resizeEvery {
 		return
 	}
 	c.lastResize = time.Now()
 	name := c.nodes[c.rng.IntN(len(c.nodes))]
-	cpu := resource.MustParse(strconv.Itoa(7 + c.rng.IntN(4)))
+	cpu := resource.MustParse(c.resizeCPU[c.rng.IntN(len(c.resizeCPU))])
 	n, err := cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		c.t.Errorf("resizing node %s: %v", name, err)

@@ -3,6 +3,7 @@ package twolevel
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -55,7 +56,7 @@ func TestHybridChurn(t *testing.T) {
 	if err := controlplane.InstallCRDFile(t.Context(), dyn, filepath.Join(repoRootOrFail(t), "deploy", "crds", "batch-scheduler.io_nodeledgers.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	nodes := createNodesWith(t, "hyb", 3, "8", map[string]string{sharedLabel: "vms"})
+	nodes := createNodesWith(t, "hyb", 3, "6", map[string]string{sharedLabel: "vms"})
 	selector := sharedLabel + "=vms," + poolLabel + "=" + poolName(t)
 	t.Cleanup(func() {
 		ledgers := ledgerClient(t)
@@ -64,16 +65,29 @@ func TestHybridChurn(t *testing.T) {
 		}
 	})
 	dir := t.TempDir()
-	vm := startVMManagerWith(t, vmManagerOptions{listen: "127.0.0.1:" + strconv.Itoa(freePort(t)), ledger: true,
+	// TWOLEVEL_HYBRID_NO_LEDGER=1 runs the same churn without the ledger
+	// (plain hybrid mode): it shows what the checker finds when nothing
+	// arbitrates, and is expected to fail.
+	noLedger := os.Getenv("TWOLEVEL_HYBRID_NO_LEDGER") != ""
+	vm := startVMManagerWith(t, vmManagerOptions{listen: "127.0.0.1:" + strconv.Itoa(freePort(t)), ledger: !noLedger,
 		hostSelector: selector, stateFile: filepath.Join(dir, "vm-state.json")})
 	const name = "tl-hybrid-churn"
-	s := launchSchedulerProc(t, name, poolName(t), freePort(t), "--config-path", hybridLedgerConfig(t, vm.url, selector))
+	cfg := hybridLedgerConfig(t, vm.url, selector)
+	if noLedger {
+		cfg = writeConfig(t, fmt.Sprintf("customInformers:\n- name: vm-manager\n  resource: ExternalWorkload\n  source: {http: {url: %q}}\n", vm.url))
+	}
+	s := launchSchedulerProc(t, name, poolName(t), freePort(t), "--config-path", cfg)
 	s.waitReady(t)
-	waitJoined(t, nodes, "batch-scheduler", "vm-manager")
+	if !noLedger {
+		waitJoined(t, nodes, "batch-scheduler", "vm-manager")
+	}
 
 	chk := startChecker(t, ns, nodes, map[string]string{}, "", vm, "")
 	ch := newChurner(t, ns, []string{name}, nodes, vm)
-	ch.resize = true
+	ch.resize, ch.resizeCPU = true, []string{"5", "6", "7"}
+	// A third of the steps free room and race a VM for it with the
+	// scheduler's waiting pods.
+	ch.raceShare = 0.3
 	// Full speed: the placers race for the same hosts.
 	ch.pause = [2]time.Duration{10 * time.Millisecond, 60 * time.Millisecond}
 	ch.faults = []*fault{
