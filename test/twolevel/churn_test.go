@@ -87,7 +87,7 @@ type churner struct {
 	// raceShare is the share of the steps that are races (see race), on
 	// top of the few of the random mix.
 	raceShare float64
-	faults []*fault
+	faults    []*fault
 	// pause bounds the wait between two changes.
 	pause [2]time.Duration
 
