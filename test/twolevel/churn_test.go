@@ -476,7 +476,8 @@ func TestTwoFrameworksChurn(t *testing.T) {
 			vm = startVMManagerWith(t, vmManagerOptions{listen: vmListen, framework: "vms", grantsURL: a.url,
 				stateFile: filepath.Join(dir, "vm-state.json")})
 		},
-		schedulerSpec{"tl-churn-a", "batch-a", portA, "http://" + vmListen}, schedulerSpec{"tl-churn-b", "batch-b", portB, "http://" + vmListen})
+		schedulerSpec{name: "tl-churn-a", framework: "batch-a", port: portA, vmURL: "http://" + vmListen},
+		schedulerSpec{name: "tl-churn-b", framework: "batch-b", port: portB, vmURL: "http://" + vmListen, evictOnRevoke: true})
 	a.waitGrants(t, "both batch frameworks hold a grant on every node", 30*time.Second, func(gs []bsv1.Grant) bool {
 		for _, f := range fws[:2] {
 			for _, n := range grantsOf(gs, f.Name, nodes) {

@@ -492,16 +492,16 @@ type scheduler struct {
 // framework reading grants from allocatorURL and, unless vmURL is empty,
 // the VM manager's ExternalWorkloads from vmURL (as docs/two-level.md
 // sets it up), and returns its path.
-func twoLevelConfig(t *testing.T, framework, allocatorURL, vmURL string) string {
+func twoLevelConfig(t *testing.T, framework, allocatorURL, vmURL string, evictOnRevoke bool) string {
 	t.Helper()
 	body := fmt.Sprintf(`eventHandlers:
 - name: two-level
-  args: {framework: %s}
+  args: {framework: %s, evictOnRevoke: %t}
 customInformers:
 - name: allocator
   resource: Grant
   source: {http: {url: %q}}
-`, framework, allocatorURL)
+`, framework, evictOnRevoke, allocatorURL)
 	if vmURL != "" {
 		body += fmt.Sprintf(`- name: vms
   resource: ExternalWorkload
@@ -555,6 +555,8 @@ type schedulerSpec struct {
 	// vmURL, if set, is the VM manager whose ExternalWorkloads the
 	// scheduler counts.
 	vmURL string
+	// evictOnRevoke is the handler's arg of that name.
+	evictOnRevoke bool
 }
 
 // startTwoLevel starts the two-level schedulers, waits until each serves
@@ -580,7 +582,7 @@ func startTwoLevelWith(t *testing.T, o allocatorOptions, then func(*allocatorPro
 	allocatorURL := "http://" + o.listen
 	var scheds []*scheduler
 	for _, sp := range specs {
-		s := launchScheduler(t, sp.name, poolName(t), sp.port, "--event-handler=two-level", "--config-path", twoLevelConfig(t, sp.framework, allocatorURL, sp.vmURL))
+		s := launchScheduler(t, sp.name, poolName(t), sp.port, "--event-handler=two-level", "--config-path", twoLevelConfig(t, sp.framework, allocatorURL, sp.vmURL, sp.evictOnRevoke))
 		scheds = append(scheds, s)
 	}
 	for _, s := range scheds {

@@ -77,7 +77,7 @@ func startTwoLevelProcs(t *testing.T, o allocatorOptions, then func(*allocatorPr
 	var scheds []*schedulerProc
 	for _, sp := range specs {
 		scheds = append(scheds, launchSchedulerProc(t, sp.name, poolName(t), sp.port, "--event-handler=two-level",
-			"--config-path", twoLevelConfig(t, sp.framework, allocatorURL, sp.vmURL)))
+			"--config-path", twoLevelConfig(t, sp.framework, allocatorURL, sp.vmURL, sp.evictOnRevoke)))
 	}
 	for _, s := range scheds {
 		waitDemand(t, s.name, s.demandURL())
