@@ -165,31 +165,16 @@ func (c *SchedulerCache) AssumePods(pods []*v1.Pod, placements map[string]string
 // "" if it has not.
 func shrunk(was, now *framework.NodeInfo) string {
 	switch {
-	case less(now.Schedulable, was.Schedulable):
+	case now.Schedulable.AnyLess(was.Schedulable):
 		return fmt.Sprintf("allocatable %s, was %s", now.Schedulable, was.Schedulable)
-	case less(was.External, now.External):
+	case was.External.AnyLess(now.External):
 		return fmt.Sprintf("external usage %s, was %s", now.External, was.External)
 	case now.Cap != nil && was.Cap == nil:
 		return fmt.Sprintf("capped at %s, was uncapped", *now.Cap)
-	case now.Cap != nil && less(*now.Cap, *was.Cap):
+	case now.Cap != nil && now.Cap.AnyLess(*was.Cap):
 		return fmt.Sprintf("cap %s, was %s", *now.Cap, *was.Cap)
 	}
 	return ""
-}
-
-// less reports whether a is below b in some resource.
-func less(a, b resources.Resource) bool {
-	d := b.Clone()
-	d.Sub(a)
-	if d.MilliCPU > 0 || d.Memory > 0 || d.EphemeralStorage > 0 || d.Pods > 0 {
-		return true
-	}
-	for _, v := range d.Scalar {
-		if v > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // FinishBinding records that the bind call for an assumed pod succeeded.

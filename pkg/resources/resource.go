@@ -228,6 +228,20 @@ func (r Resource) Clone() Resource {
 	return c
 }
 
+// AnyLess reports whether r holds less than o of some resource (a
+// resource r does not list counts as zero): o is not within r.
+func (r Resource) AnyLess(o Resource) bool {
+	if r.MilliCPU < o.MilliCPU || r.Memory < o.Memory || r.EphemeralStorage < o.EphemeralStorage || r.Pods < o.Pods {
+		return true
+	}
+	for name, v := range o.Scalar {
+		if r.Scalar[name] < v {
+			return true
+		}
+	}
+	return false
+}
+
 // IsZero reports whether every amount is zero.
 func (r Resource) IsZero() bool {
 	if r.MilliCPU != 0 || r.Memory != 0 || r.EphemeralStorage != 0 || r.Pods != 0 {

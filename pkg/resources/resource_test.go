@@ -160,3 +160,25 @@ func TestSaturatingArithmetic(t *testing.T) {
 		}
 	}
 }
+
+func TestAnyLess(t *testing.T) {
+	gpu := v1.ResourceName("example.com/gpu")
+	tests := []struct {
+		name string
+		r, o Resource
+		want bool
+	}{
+		{"equal", Resource{MilliCPU: 1000, Memory: 5}, Resource{MilliCPU: 1000, Memory: 5}, false},
+		{"more of everything", Resource{MilliCPU: 2000, Memory: 6}, Resource{MilliCPU: 1000, Memory: 5}, false},
+		{"less cpu", Resource{MilliCPU: 500, Memory: 6}, Resource{MilliCPU: 1000, Memory: 5}, true},
+		{"less pods", Resource{Pods: 1}, Resource{Pods: 2}, true},
+		{"a scalar r lacks", Resource{MilliCPU: 1}, Resource{Scalar: map[v1.ResourceName]int64{gpu: 1}}, true},
+		{"a scalar o lacks", Resource{Scalar: map[v1.ResourceName]int64{gpu: 1}}, Resource{}, false},
+		{"negative amounts", Resource{MilliCPU: -1}, Resource{}, true},
+	}
+	for _, tt := range tests {
+		if got := tt.r.AnyLess(tt.o); got != tt.want {
+			t.Errorf("%s: %v.AnyLess(%v) = %v, want %v", tt.name, tt.r, tt.o, got, tt.want)
+		}
+	}
+}

@@ -567,6 +567,26 @@ func (c *checker) excusedLocked(n string, pods []*v1.Pod, vms []string) bool {
 	return true
 }
 
+// placements returns how many placements of pods and of VMs the checker
+// has seen.
+func (c *checker) placements() (pods, vms int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.podPlacements, c.vmPlacements
+}
+
+// requirePlacements fails the test unless the checker saw placements of
+// both pods and VMs: a churn that placed none of one kind checked nothing
+// of their collisions.
+func (c *checker) requirePlacements(t *testing.T) {
+	t.Helper()
+	pods, vms := c.placements()
+	if pods == 0 || vms == 0 {
+		t.Errorf("the churn placed %d pods and %d VMs; want some of each for the check to mean anything", pods, vms)
+	}
+	t.Logf("placements seen: %d pods, %d VMs", pods, vms)
+}
+
 // finish stops the checker, judges the placements still waiting for
 // their window and re-reads the suspects left (waiting up to confirmWait
 // for the managers to answer), logs the figures and fails the test on

@@ -501,12 +501,7 @@ func TestTwoFrameworksChurn(t *testing.T) {
 	}
 	ch.run(t.Context())
 	chk.finish(t)
-	chk.mu.Lock()
-	placedPods, placedVMs := chk.podPlacements, chk.vmPlacements
-	chk.mu.Unlock()
-	if placedPods == 0 || placedVMs == 0 {
-		t.Errorf("the churn placed %d pods and %d VMs; want some of each for the check to mean anything", placedPods, placedVMs)
-	}
+	chk.requirePlacements(t)
 	if bound := boundCPU(listPods(t, ns), ""); len(bound) == 0 {
 		t.Errorf("no pod bound at the end of the churn")
 	}

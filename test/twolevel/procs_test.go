@@ -576,17 +576,35 @@ func startTwoLevel(t *testing.T, o allocatorOptions, specs ...schedulerSpec) (*a
 // start what they read besides the grants).
 func startTwoLevelWith(t *testing.T, o allocatorOptions, then func(*allocatorProc), specs ...schedulerSpec) (*allocatorProc, []*scheduler) {
 	t.Helper()
+	return startFrameworks(t, o, then, func(sp schedulerSpec, args ...string) *scheduler {
+		return launchScheduler(t, sp.name, poolName(t), sp.port, args...)
+	}, specs...)
+}
+
+// twoLevelScheduler is a launched batch-scheduler, in-process or a child
+// process.
+type twoLevelScheduler interface {
+	demandURL() string
+	waitReady(t *testing.T)
+}
+
+// startFrameworks launches a two-level scheduler per spec with launch,
+// waits until each serves its /demand (it does before it syncs), then
+// starts the allocator with o, calls then, and waits until the schedulers
+// are ready (see startTwoLevel for why in this order).
+func startFrameworks[S twoLevelScheduler](t *testing.T, o allocatorOptions, then func(*allocatorProc), launch func(sp schedulerSpec, args ...string) S, specs ...schedulerSpec) (*allocatorProc, []S) {
+	t.Helper()
 	if o.listen == "" {
 		o.listen = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	}
 	allocatorURL := "http://" + o.listen
-	var scheds []*scheduler
+	var scheds []S
 	for _, sp := range specs {
-		s := launchScheduler(t, sp.name, poolName(t), sp.port, "--event-handler=two-level", "--config-path", twoLevelConfig(t, sp.framework, allocatorURL, sp.vmURL, sp.evictOnRevoke))
-		scheds = append(scheds, s)
+		scheds = append(scheds, launch(sp, "--event-handler=two-level", "--config-path",
+			twoLevelConfig(t, sp.framework, allocatorURL, sp.vmURL, sp.evictOnRevoke)))
 	}
-	for _, s := range scheds {
-		waitDemand(t, s.name, s.demandURL())
+	for i, s := range scheds {
+		waitDemand(t, specs[i].name, s.demandURL())
 	}
 	a := startAllocator(t, o)
 	if then != nil {

@@ -70,26 +70,9 @@ func (s *schedulerProc) waitReady(t *testing.T) {
 // processes.
 func startTwoLevelProcs(t *testing.T, o allocatorOptions, then func(*allocatorProc), specs ...schedulerSpec) (*allocatorProc, []*schedulerProc) {
 	t.Helper()
-	if o.listen == "" {
-		o.listen = "127.0.0.1:" + strconv.Itoa(freePort(t))
-	}
-	allocatorURL := "http://" + o.listen
-	var scheds []*schedulerProc
-	for _, sp := range specs {
-		scheds = append(scheds, launchSchedulerProc(t, sp.name, poolName(t), sp.port, "--event-handler=two-level",
-			"--config-path", twoLevelConfig(t, sp.framework, allocatorURL, sp.vmURL, sp.evictOnRevoke)))
-	}
-	for _, s := range scheds {
-		waitDemand(t, s.name, s.demandURL())
-	}
-	a := startAllocator(t, o)
-	if then != nil {
-		then(a)
-	}
-	for _, s := range scheds {
-		s.waitReady(t)
-	}
-	return a, scheds
+	return startFrameworks(t, o, then, func(sp schedulerSpec, args ...string) *schedulerProc {
+		return launchSchedulerProc(t, sp.name, poolName(t), sp.port, args...)
+	}, specs...)
 }
 
 // waitDemand waits until the scheduler name serves its demand report at

@@ -135,24 +135,9 @@ func (h *Handler) applyExternal(w *v1alpha1.ExternalWorkload, old, cur externalF
 		klog.V(5).InfoS("Ignoring external workload that uses nothing on a node", "externalWorkload", klog.KObj(w), "phase", w.Status.Phase)
 		return
 	}
-	if old.counted && (!cur.counted || old.node != cur.node || decreased(old.usage, cur.usage)) {
+	if old.counted && (!cur.counted || old.node != cur.node || cur.usage.AnyLess(old.usage)) {
 		h.raise(framework.EventExternalUsageDecrease, oldSeen, newSeen)
 	}
-}
-
-// decreased reports whether any amount of cur is below that of old.
-func decreased(old, cur resources.Resource) bool {
-	d := old.Clone()
-	d.Sub(cur)
-	if d.MilliCPU > 0 || d.Memory > 0 || d.EphemeralStorage > 0 || d.Pods > 0 {
-		return true
-	}
-	for _, v := range d.Scalar {
-		if v > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // AddGrant does nothing: the default handler ignores Grants. It implements

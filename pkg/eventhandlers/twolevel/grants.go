@@ -185,7 +185,7 @@ func (h *Handler) recomputeLocked(node string) {
 	} else {
 		oldCap = &resources.Resource{} // from no grant
 	}
-	if !had || grew(old, sum) {
+	if !had || old.AnyLess(sum) {
 		newCap := sum.Clone()
 		h.cache.MoveAllToActiveOrBackoffQueue(framework.EventGrantIncrease, nil,
 			&framework.NodeCapChange{NodeName: node, Old: oldCap, New: &newCap})
@@ -194,27 +194,7 @@ func (h *Handler) recomputeLocked(node string) {
 
 // sameAmounts reports whether a and b hold the same amounts.
 func sameAmounts(a, b resources.Resource) bool {
-	return !grew(a, b) && !grew(b, a)
-}
-
-// grew reports whether cur is larger than old in some resource.
-func grew(old, cur resources.Resource) bool {
-	d := cur.Clone()
-	d.Sub(old)
-	return hasPositive(d)
-}
-
-// hasPositive reports whether some amount of r is above zero.
-func hasPositive(r resources.Resource) bool {
-	if r.MilliCPU > 0 || r.Memory > 0 || r.EphemeralStorage > 0 || r.Pods > 0 {
-		return true
-	}
-	for _, v := range r.Scalar {
-		if v > 0 {
-			return true
-		}
-	}
-	return false
+	return !a.AnyLess(b) && !b.AnyLess(a)
 }
 
 // poke wakes Run to re-arm its expiry timer.

@@ -33,7 +33,9 @@ type Args struct {
 	// whose spec.framework differs are ignored. Required; a DNS label.
 	Framework string `yaml:"framework"`
 	// EvictOnRevoke makes the handler evict this scheduler's pods above a
-	// shrunken grant, lowest priority first, through the Eviction API.
+	// shrunken grant through the Eviction API: whole gangs at a time, never
+	// one below its quorum, lowest priority first (see the package
+	// documentation).
 	EvictOnRevoke bool `yaml:"evictOnRevoke"`
 	// Args are the default handler's arguments.
 	defaulthandler.Args `yaml:",inline"`
