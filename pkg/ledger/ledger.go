@@ -290,10 +290,10 @@ func (l *Ledgers) write(ctx context.Context, nodeName string, last *v1alpha1.Nod
 // none), in order, and returns the ledger to write, the requests whose
 // changes it holds and the rejected ones with their errors.
 func apply(nodeName string, cur *v1alpha1.NodeLedger, batch []*request) (*v1alpha1.NodeLedger, []*request, map[*request]error) {
-	var next *v1alpha1.NodeLedger
-	if cur != nil {
-		next = cur.DeepCopy()
-	}
+	// next is the ledger with the accepted changes; each change gets a
+	// copy of it (of cur, before any), so that one it rejects leaves no
+	// trace and cur, the caller's, is never changed.
+	next := cur
 	var accepted []*request
 	rejected := map[*request]error{}
 	for _, r := range batch {
