@@ -57,8 +57,8 @@ set -o errexit -o nounset -o pipefail
 #                          two-level, a prefix: FILE-default-1.pprof,
 #                          FILE-two-level.pprof, FILE-default-2.pprof;
 #                          with hybrid, FILE-PHASE.pprof per phase
-#   BENCH_VM_RATE          hybrid: VMs the VM manager is asked to place per
-#                          second during each phase (2)
+#   BENCH_VMS_PER_MINUTE   hybrid: VMs the VM manager is asked to place per
+#                          minute during each phase (30)
 #   BENCH_COUNT            runs (go test -count; default 1)
 #   BENCH_GANG_DIALECT     gang: batch-scheduler's gangs as native PodGroups
 #                          (native) or annotations (annotation, the default)

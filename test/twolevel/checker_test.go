@@ -71,6 +71,10 @@ type grantSample struct {
 	grant amount
 }
 
+// grantGap is a time the checker could not read the grants, from its last
+// read before to its first read after.
+type grantGap struct{ start, end time.Time }
+
 // placement is a pod or VM the checker saw placed, with its framework's
 // whole usage on the node right after it.
 type placement struct {
@@ -125,6 +129,12 @@ type checker struct {
 	vmSince      map[string]time.Time
 	grants       map[grantKey][]grantSample
 	grantsPolled bool
+	// lastGrantPoll is when the grants were last read. While the
+	// allocator cannot be read (it is down), a gap is open; grantGaps are
+	// the closed ones (see pollGrants).
+	lastGrantPoll time.Time
+	grantGapOpen  bool
+	grantGaps     []grantGap
 	pending      []placement
 	// suspects are the nodes seen over-committed in the live views and
 	// not yet re-read, with when they were first seen.
@@ -294,12 +304,44 @@ func (c *checker) pollGrants(ctx context.Context) {
 	defer cancel()
 	var l bsv1.GrantList
 	if err := getJSON(reqCtx, c.grantsURL+"/apis/batch-scheduler.io/v1alpha1/grants", &l); err != nil {
-		// The allocator may be down (TestRestartsConverge): the grants
-		// last seen stay in force for the checker.
+		// The allocator may be down: the grants last seen stay in force
+		// for the checker, and a gap opens. A version published just
+		// before the allocator died may have reached a framework and not
+		// the checker; the gap closes with what the restarted allocator
+		// says each framework may still believe (see below).
 		c.mu.Lock()
 		c.grantPollErrors++
+		c.grantGapOpen = c.grantsPolled
 		c.mu.Unlock()
 		return
+	}
+	c.mu.Lock()
+	gapOpen := c.grantGapOpen
+	c.mu.Unlock()
+	// believed is, after a gap, the most each framework may believe of
+	// its grant on each node, from the allocator's status: it counts every
+	// version published and not acknowledged, those of the allocator's run
+	// before its restart too (its state file keeps them).
+	believed := map[grantKey]amount{}
+	if gapOpen {
+		var st struct {
+			Frameworks map[string]struct {
+				Held map[string]struct {
+					Believed v1.ResourceList `json:"believed"`
+				} `json:"held"`
+			} `json:"frameworks"`
+		}
+		if err := getJSON(reqCtx, c.grantsURL+"/allocation", &st); err != nil {
+			c.mu.Lock()
+			c.grantPollErrors++
+			c.mu.Unlock()
+			return
+		}
+		for fw, fs := range st.Frameworks {
+			for node, h := range fs.Held {
+				believed[grantKey{fw, node}] = amountOf(h.Believed)
+			}
+		}
 	}
 	now := time.Now()
 	live := map[grantKey]amount{}
@@ -313,8 +355,16 @@ func (c *checker) pollGrants(ctx context.Context) {
 		k := grantKey{g.Spec.Framework, g.Spec.NodeName}
 		live[k] = live[k].add(amountOf(g.Spec.Resources))
 	}
+	for k, b := range believed {
+		live[k] = maxAmount(live[k], b)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.grantGapOpen {
+		c.grantGaps = append(c.grantGaps, grantGap{start: c.lastGrantPoll, end: now})
+		c.grantGapOpen = false
+	}
+	c.lastGrantPoll = now
 	c.grantsPolled = true
 	changed := false
 	perNode := map[string]amount{}
@@ -430,7 +480,9 @@ func (c *checker) check(ctx context.Context, final bool) {
 	}
 	var keep []placement
 	for _, pl := range c.pending {
-		if !final && now.Sub(pl.at) < grantLag+grantPoll {
+		if !final && (now.Sub(pl.at) < grantLag+grantPoll || c.grantGapOpen) {
+			// Its window has not passed, or the grants cannot be read
+			// now: judge it once they can.
 			keep = append(keep, pl)
 			continue
 		}
@@ -458,6 +510,12 @@ func (c *checker) check(ctx context.Context, final bool) {
 // maxGrantLocked is the largest grant of k in force at any time in
 // [from, to]: the samples in the window and the last one before it.
 func (c *checker) maxGrantLocked(k grantKey, from, to time.Time) amount {
+	// A window that overlaps a gap reaches to the first read after it.
+	for _, g := range c.grantGaps {
+		if g.start.Before(to) && g.end.After(from) && g.end.After(to) {
+			to = g.end
+		}
+	}
 	var best amount
 	for _, s := range c.grants[k] {
 		if s.at.After(to) {
