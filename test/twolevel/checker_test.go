@@ -135,7 +135,7 @@ type checker struct {
 	lastGrantPoll time.Time
 	grantGapOpen  bool
 	grantGaps     []grantGap
-	pending      []placement
+	pending       []placement
 	// suspects are the nodes seen over-committed in the live views and
 	// not yet re-read, with when they were first seen.
 	suspects map[string]time.Time
