@@ -36,8 +36,8 @@ set -o errexit -o nounset -o pipefail
 #   quick      100 nodes, 2000 pods per phase (a smoke run, about a minute)
 #   two-level  BenchmarkSchedulingTwoLevel (about 2 minutes per run at the
 #              default size)
-#   hybrid     BenchmarkSchedulingHybrid (about 5 minutes per run at the
-#              default size)
+#   hybrid     BenchmarkSchedulingHybrid (about 9 minutes per run at the
+#              default size, 2 of them creating the pods)
 #   gang       BenchmarkGang (kube-scheduler's phase alone takes minutes at
 #              the default size)
 #   scale      BenchmarkSchedulingAtScale (about 15 minutes on 2 cores, most

@@ -515,8 +515,8 @@ func runHybridPhase(tb testing.TB, env hybridEnv, name string, mode hybridMode) 
 }
 
 // hybridConfig is the command's configuration file in mode: the custom
-// informer of the VM manager's ExternalWorkloads at url and, but today,
-// the NodeLedger plugin in the profile of schedulerName.
+// informer of the VM manager's ExternalWorkloads at url and, in every
+// mode but today, the NodeLedger plugin in the profile of schedulerName.
 func hybridConfig(url, schedulerName string, mode hybridMode) string {
 	cfg := fmt.Sprintf(`apiVersion: batch-scheduler.io/v1alpha1
 kind: SchedulerConfiguration
@@ -792,7 +792,8 @@ func newVMChurn(url string, hosts []string, perMinute int) *vmChurn {
 // stats waits for them.
 func (c *vmChurn) start(ctx context.Context) (stop func()) {
 	running, cancel := context.WithCancel(ctx)
-	// A step waits here while every worker is busy; one more is skipped.
+	// Up to churnWorkers steps wait here while every worker is busy;
+	// beyond them a step is skipped.
 	steps := make(chan struct{}, churnWorkers)
 	for range churnWorkers {
 		c.wg.Go(func() {

@@ -24,6 +24,10 @@ type Options struct {
 	// Kubeconfig reaches the cluster whose Nodes and Pods are watched;
 	// empty means $KUBECONFIG, ~/.kube/config or in-cluster.
 	Kubeconfig string
+	// KubeAPIQPS and KubeAPIBurst bound the requests to that cluster's
+	// API server (ledger writes, pod reads).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// Framework and GrantsURL select two-level mode.
 	Framework string
 	GrantsURL string
@@ -53,12 +57,18 @@ type Options struct {
 const (
 	DefaultListen      = "127.0.0.1:8091"
 	DefaultSyncTimeout = 2 * time.Minute
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst bound the requests to the
+	// API server: in ledger mode every VM is at least one ledger write.
+	DefaultKubeAPIQPS   = 50
+	DefaultKubeAPIBurst = 100
 )
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
 		Listen:        DefaultListen,
+		KubeAPIQPS:    DefaultKubeAPIQPS,
+		KubeAPIBurst:  DefaultKubeAPIBurst,
 		Owner:         manager.DefaultOwner,
 		LedgerPlacer:  manager.DefaultLedgerPlacer,
 		LedgerRequire: []string{manager.DefaultLedgerRequire},
@@ -73,6 +83,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", o.Listen, "host:port of the HTTP listener serving the admin API, the ExternalWorkloads, /demand and /metrics (port 0 picks a free port)")
 	fs.StringVar(&o.AddressFile, "address-file", o.AddressFile, "write the bound host:port to this file once listening")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the cluster whose Nodes and Pods are watched (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the cluster's API server")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of requests to the cluster's API server")
 	fs.StringVar(&o.Framework, "framework", o.Framework, "two-level mode: this manager's framework name under the allocator (needs --grants-url)")
 	fs.StringVar(&o.GrantsURL, "grants-url", o.GrantsURL, "two-level mode: base URL of the allocator serving Grants (needs --framework)")
 	fs.StringVar(&o.Owner, "owner", o.Owner, "spec.owner of the published ExternalWorkloads")
@@ -90,6 +102,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 func (o *Options) Validate() error {
 	if o.Listen == "" {
 		return errors.New("--listen: required")
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
+		return fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d: must be positive", o.KubeAPIQPS, o.KubeAPIBurst)
 	}
 	if (o.Framework == "") != (o.GrantsURL == "") {
 		return errors.New("--framework and --grants-url: give both for two-level mode, or neither for hybrid mode")
