@@ -106,29 +106,32 @@ func (c *SchedulerCache) assumeLocked(t *framework.TaskInfo, nodeName string) {
 
 // AssumePods assumes the pods of one placement together, each on the node
 // placements maps its UID to, as AssumePod does one pod, and only if the
-// capacity the placement was decided on is still there: seen(node) is the
-// node as the deciding cycle saw it (its snapshot's NodeInfo), and a node
-// whose capacity for this scheduler has shrunk since fails the whole
-// placement with ErrCapacityShrank. Shrunk means: its allocatable is
-// smaller, its external usage larger, or its cap smaller (a capped node
-// seen uncapped counts as shrunk), in any resource.
+// decision still stands on the cache's latest state: seen(node) is the
+// node as the deciding cycle saw it (its snapshot's NodeInfo, with the
+// cycle's own placements on it), and a node whose capacity for this
+// scheduler has shrunk since by more than the room the decision left
+// there fails the whole placement with ErrCapacityShrank. Shrunk means:
+// allocatable smaller or external usage larger, by more than the free room
+// the cycle saw after its placements; or the cap smaller by more than what
+// the cap left (a capped node seen uncapped always counts), in a resource
+// the placement asks for there.
 //
 // This is the commit of a cycle against the cache's latest state, checked
 // and applied under one lock hold. A cycle decides on a snapshot taken at
 // its start; an allocator may shrink this framework's grant while the
 // cycle runs, and once the scheduler has told the allocator that it
 // applied the shrink (the demand report's observedGrants), no placement
-// decided under the old grant may still take effect. The check compares
-// the capacity only, not the fit rule (which is the plugins'): a cycle
-// whose view of every node it uses is still at most what the cache has
-// made a decision the plugins would make again.
+// decided under the old grant may take more than the new one allows. The
+// check compares amounts of capacity, not the fit rule (which is the
+// plugins'): a decision that still has its room is one the plugins would
+// make again.
 //
 // On any failure nothing is assumed. An error wraps ErrCapacityShrank, or
 // what AssumePod would fail with, and names the pod and node.
 func (c *SchedulerCache) AssumePods(pods []*v1.Pod, placements map[string]string, seen func(node string) *framework.NodeInfo) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	checked := map[string]bool{}
+	asked := map[string]resources.Resource{}
 	uids := make(map[types.UID]bool, len(pods))
 	for _, pod := range pods {
 		if pod == nil {
@@ -142,16 +145,22 @@ func (c *SchedulerCache) AssumePods(pods []*v1.Pod, placements map[string]string
 		if err := c.canAssumeLocked(pod, nodeName); err != nil {
 			return err
 		}
-		if checked[nodeName] {
-			continue
-		}
-		checked[nodeName] = true
-		if seen == nil {
-			continue
-		}
-		if was := seen(nodeName); was != nil {
-			if what := shrunk(was, c.nodes[nodeName].info); what != "" {
-				return fmt.Errorf("assuming pod %s on node %q: %w: %s", klog.KObj(pod), nodeName, ErrCapacityShrank, what)
+		a := asked[nodeName]
+		a.Add(c.tasks[pod.UID].Requests)
+		asked[nodeName] = a
+	}
+	if seen != nil {
+		for _, pod := range pods {
+			nodeName := placements[string(pod.UID)]
+			a, ok := asked[nodeName]
+			if !ok {
+				continue // checked already
+			}
+			delete(asked, nodeName)
+			if was := seen(nodeName); was != nil {
+				if what := shrunk(was, c.nodes[nodeName].info, a); what != "" {
+					return fmt.Errorf("assuming pod %s on node %q: %w: %s", klog.KObj(pod), nodeName, ErrCapacityShrank, what)
+				}
 			}
 		}
 	}
@@ -161,20 +170,76 @@ func (c *SchedulerCache) AssumePods(pods []*v1.Pod, placements map[string]string
 	return nil
 }
 
-// shrunk says how now has less capacity for this scheduler than was, or
-// "" if it has not.
-func shrunk(was, now *framework.NodeInfo) string {
+// shrunk says how now has lost, since was (the deciding cycle's view, its
+// placements on it), more capacity for this scheduler than was left free,
+// in a resource asked (what the placement asks on the node); "" when the
+// decision still stands.
+func shrunk(was, now *framework.NodeInfo, asked resources.Resource) string {
+	// The node: what it lost (allocatable gone, external usage come)
+	// against the room the cycle left on it.
+	lost := was.Schedulable.Clone()
+	lost.Sub(now.Schedulable)
+	lost.Add(now.External)
+	lost.Sub(was.External)
+	room := was.Schedulable.Clone()
+	room.Sub(was.Requested)
+	room.Sub(was.External)
+	if name, ok := beyond(lost, room, asked, true); ok {
+		return fmt.Sprintf("%s: the node lost %s (allocatable %s, was %s; external usage %s, was %s), the placement left %s",
+			name, amountOf(lost, name), now.Schedulable, was.Schedulable, now.External, was.External, amountOf(room, name))
+	}
+	// The cap: what it lost against what it left.
 	switch {
-	case now.Schedulable.AnyLess(was.Schedulable):
-		return fmt.Sprintf("allocatable %s, was %s", now.Schedulable, was.Schedulable)
-	case was.External.AnyLess(now.External):
-		return fmt.Sprintf("external usage %s, was %s", now.External, was.External)
-	case now.Cap != nil && was.Cap == nil:
+	case now.Cap == nil:
+		return ""
+	case was.Cap == nil:
 		return fmt.Sprintf("capped at %s, was uncapped", *now.Cap)
-	case now.Cap != nil && now.Cap.AnyLess(*was.Cap):
-		return fmt.Sprintf("cap %s, was %s", *now.Cap, *was.Cap)
+	}
+	capLost := was.Cap.Clone()
+	capLost.Sub(*now.Cap)
+	capRoom, _ := was.CapIdle()
+	if name, ok := beyond(capLost, capRoom, asked, false); ok {
+		return fmt.Sprintf("%s: the cap lost %s (cap %s, was %s), the placement left %s of it",
+			name, amountOf(capLost, name), *now.Cap, *was.Cap, amountOf(capRoom, name))
 	}
 	return ""
+}
+
+// beyond returns a resource asked for (the pod count only if withPods)
+// of which more was lost than room had, if there is one.
+func beyond(lost, room, asked resources.Resource, withPods bool) (v1.ResourceName, bool) {
+	check := func(a, l, r int64) bool { return a > 0 && l > 0 && l > r }
+	switch {
+	case withPods && check(asked.Pods, lost.Pods, room.Pods):
+		return v1.ResourcePods, true
+	case check(asked.MilliCPU, lost.MilliCPU, room.MilliCPU):
+		return v1.ResourceCPU, true
+	case check(asked.Memory, lost.Memory, room.Memory):
+		return v1.ResourceMemory, true
+	case check(asked.EphemeralStorage, lost.EphemeralStorage, room.EphemeralStorage):
+		return v1.ResourceEphemeralStorage, true
+	}
+	for name, a := range asked.Scalar {
+		if check(a, lost.Scalar[name], room.Scalar[name]) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// amountOf is r's amount of name, for messages.
+func amountOf(r resources.Resource, name v1.ResourceName) string {
+	switch name {
+	case v1.ResourceCPU:
+		return fmt.Sprintf("%dm cpu", r.MilliCPU)
+	case v1.ResourceMemory:
+		return fmt.Sprintf("%d bytes of memory", r.Memory)
+	case v1.ResourceEphemeralStorage:
+		return fmt.Sprintf("%d bytes of ephemeral storage", r.EphemeralStorage)
+	case v1.ResourcePods:
+		return fmt.Sprintf("%d pods", r.Pods)
+	}
+	return fmt.Sprintf("%d %s", r.Scalar[name], name)
 }
 
 // FinishBinding records that the bind call for an assumed pod succeeded.

@@ -11,8 +11,10 @@ import (
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
-// AssumePods commits a placement only against capacity that has not
-// shrunk since the snapshot it was decided on, and all or nothing.
+// AssumePods commits a placement only if the capacity it was decided on
+// has not shrunk since the snapshot by more than the room it left, and all
+// or nothing. The placement is a 1-cpu pod on each of n1 and n2 (10 cpu
+// each), so each node has 9 cpu of room after it.
 func TestAssumePods(t *testing.T) {
 	tests := []struct {
 		name string
@@ -29,20 +31,40 @@ func TestAssumePods(t *testing.T) {
 			wantErr: ErrCapacityShrank,
 		},
 		{
-			name: "the node's allocatable shrinks",
+			name: "the node's allocatable shrinks within the room left",
 			change: func(t *testing.T, c *SchedulerCache) {
-				n := st.MakeNode().Name("n1").Capacity(res{v1.ResourceCPU: "9", v1.ResourceMemory: "10Gi", v1.ResourcePods: "110"}).Obj()
+				n := st.MakeNode().Name("n1").Capacity(res{v1.ResourceCPU: "1", v1.ResourceMemory: "10Gi", v1.ResourcePods: "110"}).Obj()
+				n.ResourceVersion = "2"
+				mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(n))
+			},
+		},
+		{
+			name: "the node's allocatable shrinks below the placement",
+			change: func(t *testing.T, c *SchedulerCache) {
+				n := st.MakeNode().Name("n1").Capacity(res{v1.ResourceCPU: "500m", v1.ResourceMemory: "10Gi", v1.ResourcePods: "110"}).Obj()
 				n.ResourceVersion = "2"
 				mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(n))
 			},
 			wantErr: ErrCapacityShrank,
 		},
 		{
-			name: "external usage grows on a node of the placement",
+			name: "external usage grows within the room left",
 			change: func(t *testing.T, c *SchedulerCache) {
-				mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("vm-1", "n2", resources.Resource{MilliCPU: 500}))
+				mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("vm-1", "n2", resources.Resource{MilliCPU: 9000}))
+			},
+		},
+		{
+			name: "external usage grows beyond the room left",
+			change: func(t *testing.T, c *SchedulerCache) {
+				mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("vm-1", "n2", resources.Resource{MilliCPU: 9500}))
 			},
 			wantErr: ErrCapacityShrank,
+		},
+		{
+			name: "external usage grows in a resource the placement does not ask for",
+			change: func(t *testing.T, c *SchedulerCache) {
+				mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("vm-1", "n2", resources.Resource{Memory: 20 << 30}))
+			},
 		},
 		{
 			name: "external usage grows on another node",
@@ -69,10 +91,14 @@ func TestAssumePods(t *testing.T) {
 				info, _ := snap.Get(node)
 				return info
 			}
+			placements := map[string]string{string(pods[0].UID): "n1", string(pods[1].UID): "n2"}
+			// The cycle places the pods on its snapshot.
+			for _, p := range pods {
+				snap.AddPod(placements[string(p.UID)], p)
+			}
 			if tt.change != nil {
 				tt.change(t, c)
 			}
-			placements := map[string]string{string(pods[0].UID): "n1", string(pods[1].UID): "n2"}
 			err := c.AssumePods(pods, placements, seen)
 			checkInvariants(t, c)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
@@ -102,8 +128,11 @@ func TestAssumePodsAfterCapShrank(t *testing.T) {
 	mustNoErr(t, "SetNodeCap", c.SetNodeCap("n1", cpu(2000)))
 	snap := NewSnapshot()
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(snap))
-	mustNoErr(t, "SetNodeCap", c.SetNodeCap("n1", cpu(1000)))
 	placements := map[string]string{string(pods[0].UID): "n1", string(pods[1].UID): "n1"}
+	for _, p := range pods {
+		snap.AddPod("n1", p)
+	}
+	mustNoErr(t, "SetNodeCap", c.SetNodeCap("n1", cpu(1000)))
 	err := c.AssumePods(pods, placements, func(node string) *framework.NodeInfo {
 		info, _ := snap.Get(node)
 		return info
@@ -114,9 +143,15 @@ func TestAssumePodsAfterCapShrank(t *testing.T) {
 	if info, _ := c.NodeInfo("n1"); info.OwnRequested.MilliCPU != 0 {
 		t.Errorf("own requested on n1 = %dm after the failed commit, want 0", info.OwnRequested.MilliCPU)
 	}
-	// A grant that grows does not stop a commit.
+	// A grant that grows does not stop a commit, nor one that shrinks
+	// within what the placement left of it (4 cpu, 2 placed: 2 left).
 	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(snap))
 	mustNoErr(t, "SetNodeCap", c.SetNodeCap("n1", cpu(4000)))
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(snap))
+	for _, p := range pods {
+		snap.AddPod("n1", p)
+	}
+	mustNoErr(t, "SetNodeCap", c.SetNodeCap("n1", cpu(2000)))
 	mustNoErr(t, "AssumePods", c.AssumePods(pods, placements, func(node string) *framework.NodeInfo {
 		info, _ := snap.Get(node)
 		return info

@@ -68,7 +68,7 @@ func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 		}),
 		AssumeConflicts: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
 			Namespace: metrics.Namespace, Name: "assume_conflicts_total", StabilityLevel: k8smetrics.ALPHA,
-			Help: "Placements not committed to the cache because a node's capacity shrank after the cycle's snapshot (a grant, allocatable or external usage) or a pod changed; the job is tried again.",
+			Help: "Placements not committed to the cache because a node's capacity (a grant, allocatable or external usage) shrank after the cycle's snapshot by more than the room the placement left, or a pod changed; the job is tried again.",
 		}),
 		PodsBound: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
 			Namespace: metrics.Namespace, Name: "pods_bound_total", StabilityLevel: k8smetrics.BETA,
