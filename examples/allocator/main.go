@@ -190,7 +190,10 @@ func run(ctx context.Context, args []string) error {
 		cancel()
 	}()
 	runErr := a.Run(ctx) // closes the store, ending the watches
-	shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	// Shutdown closes a connection that never sent a request only once it
+	// is 5 s old (an HTTP client may dial one it then does not need), so
+	// it must be given longer than that.
+	shutdownCtx, stop := context.WithTimeout(context.Background(), 15*time.Second)
 	defer stop()
 	shutErr := srv.Shutdown(shutdownCtx)
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {

@@ -32,8 +32,11 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
 
-// shutdownTimeout bounds the HTTP server's graceful shutdown.
-const shutdownTimeout = 5 * time.Second
+// shutdownTimeout bounds the HTTP server's graceful shutdown. The server
+// closes a connection that never sent a request only once it is 5 s old
+// (an HTTP client may dial one it then does not need), so the bound must
+// be longer than that.
+const shutdownTimeout = 15 * time.Second
 
 // grantsInformer names the Grants informer in logs and metrics.
 const grantsInformer = "grants"
