@@ -33,8 +33,8 @@ func setUpAndRun(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "crds: installing the CRDs in %s: %v\n", crdDir, err)
 		return 1
 	}
-	if len(crds) != 3 {
-		fmt.Fprintf(os.Stderr, "crds: %s holds %d CRDs, want 3 (Grant, ExternalWorkload, Queue)\n", crdDir, len(crds))
+	if len(crds) != 4 {
+		fmt.Fprintf(os.Stderr, "crds: %s holds %d CRDs, want 4 (Grant, ExternalWorkload, Queue, NodeLedger)\n", crdDir, len(crds))
 		return 1
 	}
 	if client, err = versioned.NewForConfig(cp.Config); err != nil {
