@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 )
 
 // apiServerProcess is the kube-apiserver the control plane runs now:
@@ -165,6 +166,13 @@ func parentOf(pid int) int {
 // StopAPIServer, with the same command line (same port, certificates and
 // etcd data), and waits until it answers /readyz. Its output goes to
 // apiserver-<n>.log in Dir.
+//
+// A kube-apiserver that exits while starting is started again, up to
+// restartAttempts times in all: on a loaded machine its port can be held
+// for a moment by another process's outgoing connection (the port is
+// from the ephemeral range), or etcd can be slow to answer its first
+// check. Each failure is logged with the end of its log; the last one is
+// returned.
 func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	cp.apiMu.Lock()
 	defer cp.apiMu.Unlock()
@@ -175,18 +183,41 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	if p.pid != 0 {
 		return fmt.Errorf("restarting kube-apiserver: it is still running (pid %d)", p.pid)
 	}
+	const restartAttempts = 3
+	var err error
+	for attempt := 1; attempt <= restartAttempts; attempt++ {
+		var exitedEarly bool
+		exitedEarly, err = cp.startAPIServerLocked(ctx)
+		if !exitedEarly {
+			return err
+		}
+		klog.ErrorS(err, "kube-apiserver exited while starting", "attempt", attempt, "of", restartAttempts)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * time.Second):
+		}
+	}
+	return err
+}
+
+// startAPIServerLocked starts one kube-apiserver with p.args and waits
+// until it is ready. exitedEarly reports that it exited before (p.pid is
+// then 0 again). cp.apiMu is held.
+func (cp *ControlPlane) startAPIServerLocked(ctx context.Context) (exitedEarly bool, err error) {
+	p := &cp.api
 	p.starts++
 	logPath := filepath.Join(cp.Dir, fmt.Sprintf("apiserver-%d.log", p.starts))
 	out, err := os.Create(logPath)
 	if err != nil {
-		return fmt.Errorf("creating the kube-apiserver log %s: %w", logPath, err)
+		return false, fmt.Errorf("creating the kube-apiserver log %s: %w", logPath, err)
 	}
 	cmd := exec.Command(cp.env.ControlPlane.APIServer.Path, p.args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = out.Close()
-		return fmt.Errorf("starting kube-apiserver again: %w", err)
+		return false, fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -198,16 +229,20 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-exited:
-			return false, fmt.Errorf("kube-apiserver exited while starting (log: %s)", logPath)
+			exitedEarly = true
+			return false, fmt.Errorf("kube-apiserver exited while starting; its log %s ends with:\n%s", logPath, Tail(logPath, 20))
 		default:
 		}
 		body, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
-	if err != nil {
-		return fmt.Errorf("waiting for the restarted kube-apiserver to be ready: %w", err)
+	if exitedEarly {
+		p.pid = 0
 	}
-	return nil
+	if err != nil {
+		return exitedEarly, fmt.Errorf("waiting for the restarted kube-apiserver to be ready: %w", err)
+	}
+	return false, nil
 }
 
 // stopRestartedAPIServer stops a kube-apiserver RestartAPIServer started,

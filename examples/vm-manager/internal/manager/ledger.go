@@ -346,6 +346,12 @@ func (m *Manager) placePendingOnLedgers() {
 	}
 }
 
+// staleView reports whether why, a refusal on the informer's view of a
+// ledger, may not hold on the ledger as the API server has it.
+func staleView(why *refusal) bool {
+	return why.reason == ReasonLedgerNotJoined || why.reason == ReasonInsufficientCapacity
+}
+
 // placeOnLedgers chooses a host for v, which is being placed, from the
 // local view (first fit, or the requested host), and commits v's entry to
 // its ledger; when the ledger refuses for want of room or of a placer, it
@@ -358,6 +364,12 @@ func (m *Manager) placeOnLedgers(v *vm) (ledgerPlacement, error) {
 		c := m.snapshot(m.clock.Now())
 		c.rejected = rejected
 		host, why, err := c.place(v.RequestedHost, v.res)
+		if why != nil && v.RequestedHost != "" && staleView(why) {
+			// The view of the requested host's ledger may lag the API
+			// server (a placer joined, an entry left); its commit
+			// answers from the ledger itself.
+			host, why = v.RequestedHost, nil
+		}
 		if host != "" {
 			v.target, v.Message = host, "being placed on "+host
 		}

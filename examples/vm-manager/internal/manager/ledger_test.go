@@ -128,6 +128,32 @@ func TestLedgerPlacement(t *testing.T) {
 			wantEntries: []string{"Pod default/p"},
 		},
 		{
+			name:        "a stale view of the requested host: batch-scheduler joined, unseen by the informer",
+			nodes:       []*v1.Node{makeNode("node-1", "4", "16Gi")},
+			edits:       []ledgerEdit{{node: "node-1", hidden: true, change: joined("batch-scheduler")}},
+			req:         CreateRequest{Name: "vm", CPU: "2", Memory: "1Gi", Host: "node-1"},
+			wantHost:    "node-1",
+			wantLedger:  "node-1",
+			wantEntries: []string{"vm /vm"},
+		},
+		{
+			name:  "a stale view of the requested host: a pod's entry left, unseen by the informer",
+			nodes: []*v1.Node{makeNode("node-1", "4", "16Gi")},
+			edits: []ledgerEdit{
+				{node: "node-1", change: func(l *v1alpha1.NodeLedger) {
+					joined("batch-scheduler")(l)
+					withEntries(podEntry("p", "u-p", "3", "1Gi"))(l)
+				}},
+				{node: "node-1", hidden: true, change: func(l *v1alpha1.NodeLedger) {
+					ledger.RemoveIf(l, func(*v1alpha1.LedgerEntry) bool { return true })
+				}},
+			},
+			req:         CreateRequest{Name: "vm", CPU: "2", Memory: "1Gi", Host: "node-1"},
+			wantHost:    "node-1",
+			wantLedger:  "node-1",
+			wantEntries: []string{"vm /vm"},
+		},
+		{
 			name:  "a stale view, every host refuses: each host's reason is listed",
 			nodes: []*v1.Node{makeNode("node-a", "4", "16Gi"), makeNode("node-b", "4", "16Gi")},
 			edits: []ledgerEdit{
