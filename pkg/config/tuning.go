@@ -34,8 +34,9 @@ type rawTuning struct {
 	Parallelism              *int64 `yaml:"parallelism"`
 	PodInitialBackoffSeconds *int64 `yaml:"podInitialBackoffSeconds"`
 	PodMaxBackoffSeconds     *int64 `yaml:"podMaxBackoffSeconds"`
-	// PercentageOfNodesToScore: this scheduler filters and scores every
-	// node; 0 (kube-scheduler's adaptive default) and 100 are accepted.
+	// PercentageOfNodesToScore: the share of the nodes (0 to 100) a
+	// pod's Filter and Score look at in clusters of more than 100 nodes;
+	// 0 adapts it to the cluster's size, 100 looks at every node.
 	PercentageOfNodesToScore *int64 `yaml:"percentageOfNodesToScore"`
 }
 

@@ -25,7 +25,7 @@ import (
 // Objects are shared with the informer's store and with other handlers:
 // never mutate them. Copy with DeepCopy first.
 //
-// The dispatcher in pkg/cache recovers a panic in any method, logs it with
+// The dispatcher in pkg/cache/informerhost recovers a panic in any method, logs it with
 // the object's key, counts it, and goes on with the next event.
 
 // PodEventHandler receives Pod events.

@@ -306,15 +306,15 @@ func (s *Scheduler) bindFinished() {
 	}
 }
 
-// newCycle builds the cycle for qj; nil when nothing is left to place.
-// The job's pods come from the cache (Cache.CycleJob), the one home of
-// pending pods; qj only says which job the queue chose.
 // pluginMetricsSampleShare is the share of cycles whose plugin calls are
 // timed (batch_scheduler_plugin_execution_duration_seconds): enough for
 // percentiles within minutes on a busy scheduler, without timing every
 // Filter call on every node.
 const pluginMetricsSampleShare = 0.1
 
+// newCycle builds the cycle for qj; nil when nothing is left to place.
+// The job's pods come from the cache (Cache.CycleJob), the one home of
+// pending pods; qj only says which job the queue chose.
 func (s *Scheduler) newCycle(qj *framework.QueuedJob) (*cycle, error) {
 	job, ok := s.cache.CycleJob(qj.ID)
 	if !ok {

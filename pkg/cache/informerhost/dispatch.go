@@ -33,8 +33,9 @@ type handlerMethods struct {
 }
 
 // nativeMethods maps each native resource to the handler's methods for it.
-// It is the one place that knows which method handles which resource;
-// informers.go and custom.go both dispatch through it.
+// It is the one place that knows which method handles which resource:
+// the Host (host.go) registers every informer's handler, native or
+// custom, through Dispatchers.Handler, which reads it.
 var nativeMethods = map[framework.EventResource]func(h eventhandlers.Interface) handlerMethods{
 	framework.Pod: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddPod, h.UpdatePod, h.DeletePod}
