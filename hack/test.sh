@@ -22,11 +22,22 @@ mkdir -p _output/tmp
 export TMPDIR="${root}/_output/tmp"
 
 scope=${1:-all}
-# examples/vendor-handler is a module of its own: vendor_pkgs are its
-# packages in the same scope (its e2e tests are in e2e/).
+# A package is an e2e one if it is under a test/ directory or if its tests
+# import test/controlplane (they start etcd and kube-apiserver from bin/,
+# e.g. examples/allocator's): the unit scope must run on a machine that
+# has not built the control plane. examples/vendor-handler is a module of
+# its own: vendor_pkgs are its packages in the same scope (its e2e tests
+# are in e2e/).
+e2e_pkgs() {
+  local cp
+  cp="$(go list -m)/test/controlplane"
+  # shellcheck disable=SC2016
+  go list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... |
+    awk -v cp="${cp}" '$1 ~ /\/test\// { print $1; next } { for (i = 2; i <= NF; i++) if ($i == cp) { print $1; next } }'
+}
 case "${scope}" in
-  unit) pkgs=$(go list ./... | grep -v '/test/'); vendor_pkgs=$(cd examples/vendor-handler && go list ./... | grep -v '/e2e') ;;
-  e2e) pkgs=$(go list ./... | grep '/test/'); vendor_pkgs=$(cd examples/vendor-handler && go list ./... | grep '/e2e') ;;
+  unit) pkgs=$(go list ./... | grep -vxF -f <(e2e_pkgs)); vendor_pkgs=$(cd examples/vendor-handler && go list ./... | grep -v '/e2e') ;;
+  e2e) pkgs=$(e2e_pkgs); vendor_pkgs=$(cd examples/vendor-handler && go list ./... | grep '/e2e') ;;
   all) pkgs=$(go list ./...); vendor_pkgs=$(cd examples/vendor-handler && go list ./...) ;;
   *) echo "usage: $0 [unit|e2e|all]" >&2; exit 2 ;;
 esac
@@ -86,17 +97,22 @@ parallel=${TEST_PARALLEL:-4}
 status=0
 note() { [[ ${status} -ne 0 ]] || status=$1; }
 
-# test/image builds the image for linux/amd64 and linux/arm64 in its
-# TestMain. On a cold build cache the arm64 compile alone took 17 minutes
-# beside other test packages, close to the 20-minute package timeout
-# below: compile the arm64 binary's packages here first, with the flags of
-# hack/build-image.sh, so that the test finds them in the cache (seconds
-# when warm).
-if printf '%s\n' ${pkgs} | grep -q '/test/image$'; then
-  start=${SECONDS}
-  CGO_ENABLED=0 GOAMD64=v1 GOARM64=v8.0 GOOS=linux GOARCH=arm64 \
-    go build -trimpath -buildvcs=false -mod=readonly -o /dev/null ./cmd/batch-scheduler || note $?
-  echo "hack/test.sh: linux/arm64 packages for test/image compiled in $((SECONDS - start))s" >&2
+# test/image runs make image (static binaries for linux/amd64 and
+# linux/arm64) in its TestMain, and test/deploy runs make build in a fresh
+# clone: two compiles of the scheduler without the race detector, and for
+# arm64, that go test would run beside the test packages. On a cold build
+# cache, 4 packages at once, they took most of the 20-minute package
+# timeout. Compile them here once, first and alone, with the flags of
+# hack/build-image.sh (make build's -trimpath build shares the amd64
+# packages: -trimpath keeps the checkout's path out of their cache keys),
+# so that both tests find the packages in the cache and only link.
+if printf '%s\n' ${pkgs} | grep -Eq '/test/(image|deploy)$'; then
+  for arch in amd64 arm64; do
+    start=${SECONDS}
+    CGO_ENABLED=0 GOAMD64=v1 GOARM64=v8.0 GOOS=linux GOARCH=${arch} \
+      go build -trimpath -buildvcs=false -mod=readonly -o /dev/null ./cmd/batch-scheduler || note $?
+    echo "hack/test.sh: linux/${arch} packages for test/image and test/deploy compiled in $((SECONDS - start))s" >&2
+  done
 fi
 # shellcheck disable=SC2086
 go test ${race[@]+"${race[@]}"} "${flags[@]}" -p "${parallel}" -timeout 20m ${pkgs} || note $?
