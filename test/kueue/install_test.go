@@ -137,14 +137,7 @@ func webhookAddress() (string, error) {
 }
 
 // freePort returns a TCP port free on host at the moment.
-func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port on %s: %w", host, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort(host string) (int, error) { return controlplane.FreePort(host) }
 
 // installKueue creates what Kueue's release manifests hold but the
 // Deployment, its ConfigMap and the visibility API (APIServices, their
