@@ -73,7 +73,7 @@ short_pkgs=""
 # first (minutes each, against a control plane: measured in make test), so
 # that the many short packages fill the cores at the end instead of one
 # long package running alone.
-longest="test/workloads test/chaos test/e2e test/controlplane test/dialects pkg/custominformer test/kueue test/twolevel test/operators pkg/cache test/differential"
+longest="test/workloads test/chaos test/demo test/e2e test/controlplane test/dialects pkg/custominformer test/kueue test/twolevel test/operators pkg/cache test/differential"
 module=$(go list -m)
 ordered=""
 for p in ${longest}; do

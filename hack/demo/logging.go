@@ -9,7 +9,13 @@ import (
 
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 )
+
+// schedulerVerbosity is the in-process scheduler's -v: 2 logs every
+// placement and every unschedulable job.
+const schedulerVerbosity = "2"
 
 // redirectLogs sends everything klog would print — client-go's, and
 // envtest's through controller-runtime's logger — to a fresh file at path
@@ -38,6 +44,15 @@ func redirectLogs(path string) (logFile io.Writer, closeLog func(), err error) {
 		}
 	}
 	klog.SetOutput(f)
+	// The in-process scheduler applies its logging flags when it starts,
+	// and klog's logger is process-wide: applied then, the change would
+	// race with the goroutines already logging (informers, the pod
+	// watch). Applied here, before any of them runs, the command finds
+	// the same settings and leaves them.
+	if err := app.ApplyLoggingTo(f, "-v", schedulerVerbosity); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("applying the scheduler's logging settings: %w", err)
+	}
 	ctrllog.SetLogger(klog.Background())
 	return f, func() {
 		klog.Flush()

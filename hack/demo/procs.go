@@ -26,7 +26,10 @@ const (
 
 // buildExamples builds the example programs the demo runs (pkgs, e.g.
 // "./examples/vm-manager") into binDir with the go command of $GO (set by
-// make) or the one on $PATH, and returns binDir.
+// make) or the one on $PATH, and returns binDir. $DEMO_GO_BUILD_FLAGS,
+// split on spaces, are added to go build's flags (test/demo sets -race
+// when it has it, so that the build reuses the packages its own build
+// compiled).
 func buildExamples(ctx context.Context, pkgs ...string) (string, error) {
 	goCmd := os.Getenv("GO")
 	if goCmd == "" {
@@ -35,7 +38,8 @@ func buildExamples(ctx context.Context, pkgs ...string) (string, error) {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", binDir, err)
 	}
-	args := append([]string{"build", "-o", binDir + string(filepath.Separator)}, pkgs...)
+	args := append([]string{"build", "-o", binDir + string(filepath.Separator)}, strings.Fields(os.Getenv("DEMO_GO_BUILD_FLAGS"))...)
+	args = append(args, pkgs...)
 	cmd := exec.CommandContext(ctx, goCmd, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,7 +98,7 @@ func startScheduler(ctx context.Context, cp *controlplane.ControlPlane, addr, co
 	// Leader election off: a single replica schedules as soon as its cache
 	// has synced, instead of first acquiring a Lease. -v 2 logs every
 	// placement and every unschedulable job (to the log file).
-	cmd.SetArgs(append([]string{"--kubeconfig", cp.KubeconfigPath, "--config-path", configPath, "--leader-elect=false", "-v", "2",
+	cmd.SetArgs(append([]string{"--kubeconfig", cp.KubeconfigPath, "--config-path", configPath, "--leader-elect=false", "-v", schedulerVerbosity,
 		"--bind-address", host, "--secure-port", port, "--tls-cert-file", certFile, "--tls-private-key-file", keyFile}, extraArgs...))
 	cmd.SetContext(ctx)
 	cmd.SetErr(&s.stderr)
@@ -239,10 +240,9 @@ func (s *scheduler) poll(ctx context.Context, what string, check func() (bool, e
 // freeLoopbackAddress returns a loopback address with a port that was free
 // a moment ago.
 func freeLoopbackAddress() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := controlplane.FreePort("127.0.0.1")
 	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
+		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 }

@@ -118,7 +118,12 @@ func printVersionIfRequested(fs *pflag.FlagSet, out io.Writer) bool {
 // while other goroutines already log, such as a test, calls it first, so
 // that the state is set before anything reads it; the command then finds
 // it applied. Other flags in args are an error.
-func ApplyLogging(args ...string) error {
+func ApplyLogging(args ...string) error { return ApplyLoggingTo(nil, args...) }
+
+// ApplyLoggingTo is ApplyLogging with the logs sent to output (stderr if
+// nil), as WithLogOutput(output) does for the command: a program that
+// runs the command with WithLogOutput applies the same output first.
+func ApplyLoggingTo(output io.Writer, args ...string) error {
 	o := NewOptions()
 	fs := pflag.NewFlagSet("batch-scheduler", pflag.ContinueOnError)
 	logsapi.AddFlags(o.Logs, fs)
@@ -126,7 +131,7 @@ func ApplyLogging(args ...string) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}
-	if err := applyLogging(o, nil); err != nil {
+	if err := applyLogging(o, output); err != nil {
 		return usageError(err)
 	}
 	return nil
