@@ -105,6 +105,13 @@ type Watcher struct {
 	// GangOf groups the pods into gangs; AnnotatedGang by default.
 	GangOf GangOf
 
+	// now is the clock every time the Watcher records or judges is read
+	// from, and newTicker paces the quorum checks. New sets them to the
+	// wall clock and a time.Ticker; the package's tests swap them to play
+	// events at instants they choose.
+	now       func() time.Time
+	newTicker func(time.Duration) (<-chan time.Time, func())
+
 	// mu guards everything below; observe, the checks and the accessors
 	// take it, the watch loop does not hold it while it waits.
 	mu         sync.Mutex
@@ -150,6 +157,7 @@ type GangStats struct {
 // over-commit check.
 func New(client kubernetes.Interface, ns string, nodes map[string]Capacity, external ExternalUsage) *Watcher {
 	return &Watcher{client: client, ns: ns, nodes: nodes, external: external, Settle: 10 * time.Second, GangOf: AnnotatedGang,
+		now: time.Now, newTicker: wallTicker,
 		pods: map[types.UID]*podState{}, seen: map[types.UID]bool{}, boundTo: map[string]string{}, retired: map[string]bool{},
 		gangs: map[string]*gangState{}}
 }
@@ -164,9 +172,15 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return nil
 }
 
+// wallTicker is the default newTicker.
+func wallTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
 func (w *Watcher) run(ctx context.Context) {
-	ticker := time.NewTicker(w.Settle / 10)
-	defer ticker.Stop()
+	tick, stop := w.newTicker(w.Settle / 10)
+	defer stop()
 	for ctx.Err() == nil {
 		w.mu.Lock()
 		rv := w.rv
@@ -181,7 +195,7 @@ func (w *Watcher) run(ctx context.Context) {
 			continue
 		}
 		w.setLive(true)
-		expired := w.consume(ctx, wi, ticker.C)
+		expired := w.consume(ctx, wi, tick)
 		wi.Stop()
 		w.setLive(false)
 		if expired {
@@ -190,36 +204,69 @@ func (w *Watcher) run(ctx context.Context) {
 	}
 }
 
+// maxCatchUp bounds how many waiting events a quorum check applies
+// before it judges, so that a watch that never pauses cannot hold the
+// checks off for good.
+const maxCatchUp = 1000
+
 // consume handles the events of one watch until it ends; it returns true
 // if it ended with 410.
+//
+// A quorum check judges what the Watcher knows, so before it runs,
+// consume applies the events the watch has already delivered. Otherwise
+// a tick and an event ready together would be taken in random order
+// (select), and once the loop had been held up for longer than Settle (a
+// loaded machine, a GC pause) the check could run between the bind that
+// left a gang below its quorum and the bind, already waiting in the
+// channel, that made it whole, and report the gang below its quorum.
 func (w *Watcher) consume(ctx context.Context, wi watch.Interface, tick <-chan time.Time) bool {
 	for {
 		select {
 		case <-ctx.Done():
 			return false
-		case now := <-tick:
-			w.checkQuorums(now)
-		case ev, ok := <-wi.ResultChan():
-			if !ok {
-				return false
+		case <-tick:
+		catchUp:
+			for range maxCatchUp {
+				select {
+				case ev, ok := <-wi.ResultChan():
+					if done, expired := w.handle(ev, ok); done {
+						return expired
+					}
+				default:
+					break catchUp
+				}
 			}
-			switch ev.Type {
-			case watch.Error:
-				status, _ := ev.Object.(*metav1.Status)
-				return status != nil && status.Code == 410
-			case watch.Bookmark:
-				if pod, ok := ev.Object.(*v1.Pod); ok {
-					w.mu.Lock()
-					w.rv = pod.ResourceVersion
-					w.mu.Unlock()
-				}
-			default:
-				if pod, ok := ev.Object.(*v1.Pod); ok {
-					w.observe(pod, ev.Type == watch.Deleted)
-				}
+			w.checkQuorums()
+		case ev, ok := <-wi.ResultChan():
+			if done, expired := w.handle(ev, ok); done {
+				return expired
 			}
 		}
 	}
+}
+
+// handle applies one event of a watch (ok false: the watch ended); done
+// says the watch is over, and expired that it ended with 410.
+func (w *Watcher) handle(ev watch.Event, ok bool) (done, expired bool) {
+	if !ok {
+		return true, false
+	}
+	switch ev.Type {
+	case watch.Error:
+		status, _ := ev.Object.(*metav1.Status)
+		return true, status != nil && status.Code == 410
+	case watch.Bookmark:
+		if pod, ok := ev.Object.(*v1.Pod); ok {
+			w.mu.Lock()
+			w.rv = pod.ResourceVersion
+			w.mu.Unlock()
+		}
+	default:
+		if pod, ok := ev.Object.(*v1.Pod); ok {
+			w.observe(pod, ev.Type == watch.Deleted)
+		}
+	}
+	return false, false
 }
 
 func (w *Watcher) relistUntilDone(ctx context.Context) {
@@ -272,7 +319,7 @@ func (w *Watcher) observe(pod *v1.Pod, deleted bool) {
 	if deleted {
 		delete(w.pods, pod.UID)
 		if old != nil {
-			w.updateGang(nil, old, time.Now())
+			w.updateGang(nil, old, w.now())
 		}
 		return
 	}
@@ -280,7 +327,7 @@ func (w *Watcher) observe(pod *v1.Pod, deleted bool) {
 		terminal: pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed}
 	cur.gang, cur.quorum = w.GangOf(pod)
 	w.pods[pod.UID] = cur
-	defer w.updateGang(cur, old, time.Now())
+	defer w.updateGang(cur, old, w.now())
 	oldNode := ""
 	if old != nil {
 		oldNode = old.node
@@ -291,7 +338,7 @@ func (w *Watcher) observe(pod *v1.Pod, deleted bool) {
 	case oldNode == "" && cur.node != "":
 		w.binds++
 		w.boundTo[key] = cur.node
-		w.checkNode(cur.node, time.Now())
+		w.checkNode(cur.node, w.now())
 	}
 }
 
@@ -371,10 +418,13 @@ func (w *Watcher) closeWindow(name string, g *gangState, now time.Time) {
 }
 
 // checkQuorums records the gangs whose window has been open for longer
-// than Settle.
-func (w *Watcher) checkQuorums(now time.Time) {
+// than Settle. It reads the time from w.now, the clock the windows were
+// opened on, not from the tick, whose value is when it fired and lags
+// when the loop took it late.
+func (w *Watcher) checkQuorums() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := w.now()
 	for name, g := range w.gangs {
 		w.closeWindow(name, g, now)
 		if g.below.IsZero() || g.flagged || now.Sub(g.below) <= w.Settle {
@@ -389,7 +439,7 @@ func (w *Watcher) checkQuorums(now time.Time) {
 func (w *Watcher) Gangs() map[string]GangStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := time.Now()
+	now := w.now()
 	out := make(map[string]GangStats, len(w.gangs))
 	for name, g := range w.gangs {
 		below := g.belowFor
@@ -403,7 +453,7 @@ func (w *Watcher) Gangs() map[string]GangStats {
 
 // violate records a violation. w.mu is held.
 func (w *Watcher) violate(kind, format string, args ...any) {
-	v := Violation{Kind: kind, At: time.Now(), Message: fmt.Sprintf(format, args...)}
+	v := Violation{Kind: kind, At: w.now(), Message: fmt.Sprintf(format, args...)}
 	klog.ErrorS(nil, "Pod watcher saw a violation", "kind", kind, "message", v.Message)
 	w.violations = append(w.violations, v)
 }
@@ -475,7 +525,7 @@ func (w *Watcher) Violations(created []types.UID) []Violation {
 	out := append([]Violation(nil), w.violations...)
 	for _, uid := range created {
 		if !w.seen[uid] {
-			out = append(out, Violation{Kind: "missed", At: time.Now(), Message: fmt.Sprintf("pod uid %s was created by the load but never seen", uid)})
+			out = append(out, Violation{Kind: "missed", At: w.now(), Message: fmt.Sprintf("pod uid %s was created by the load but never seen", uid)})
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -32,8 +34,79 @@ func phase(p *v1.Pod, phase v1.PodPhase) *v1.Pod {
 	return p
 }
 
+// patience bounds the waits for the watcher to make progress (see the
+// pods, open its watch). It is only a ceiling: the waits end as soon as the
+// progress is there, and a loaded CI machine can hold a -race binary up
+// for seconds.
+const patience = 30 * time.Second
+
+// testClock is a clock that moves only when the test says.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// onTestClock makes w read the time from a testClock and run its quorum
+// checks on the ticks the test sends on the returned channel, which holds
+// up to buffered of them like a time.Ticker's channel holds one. Call it
+// before Start.
+func onTestClock(w *Watcher, buffered int) (*testClock, chan time.Time) {
+	clock := &testClock{t: time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)}
+	ticks := make(chan time.Time, buffered)
+	w.now = clock.Now
+	w.newTicker = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
+	return clock, ticks
+}
+
+// check sends a tick at now and returns once the watcher has finished the
+// quorum checks of it and of every earlier tick. The channel holds
+// cap(ticks) waiting ticks, so the last of cap+1 sends after that tick
+// goes through only once the loop took one of them, that is after it had
+// come back from the check of the tick.
+func check(t *testing.T, ticks chan time.Time, now time.Time) {
+	t.Helper()
+	for range 1 + cap(ticks) + 1 {
+		select {
+		case ticks <- now:
+		case <-time.After(patience):
+			t.Fatal("the watcher stopped taking ticks")
+		}
+	}
+}
+
+// waitEvents waits until w has applied n pod states.
+func waitEvents(ctx context.Context, t *testing.T, w *Watcher, n int) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, patience, true, func(context.Context) (bool, error) {
+		return w.Stats().Events >= n, nil
+	}); err != nil {
+		t.Fatalf("the watcher applied %d of the %d pod states", w.Stats().Events, n)
+	}
+}
+
 // The watcher reports each broken guarantee, and nothing for a sound
 // sequence.
+//
+// The steps all happen at one instant of the watcher's clock, and the
+// verdict is a quorum check made once that clock has moved past Settle:
+// "bound together" means at the same moment for the watcher, as the gang
+// cases intend. On the wall clock the steps were API calls of the fake
+// clientset, each tens of milliseconds under -race and far more on a
+// loaded machine, so a gang bound in two steps could really run below its
+// quorum for longer than Settle, and restart_whole or gang_whole would
+// then get a below-quorum they do not deserve.
 func TestWatcherReportsViolations(t *testing.T) {
 	tests := []struct {
 		name string
@@ -67,12 +140,13 @@ func TestWatcherReportsViolations(t *testing.T) {
 			ext := func(string, time.Time) Capacity { return tc.external }
 			w := New(client, "ns", map[string]Capacity{"n1": {MilliCPU: 2000, Memory: 1 << 30, Pods: 10}, "n2": {MilliCPU: 2000, Memory: 1 << 30, Pods: 10}}, ext)
 			w.Settle = 200 * time.Millisecond
+			clock, ticks := onTestClock(w, 0)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			if err := w.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) { return w.Live(), nil }); err != nil {
+			if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, patience, true, func(context.Context) (bool, error) { return w.Live(), nil }); err != nil {
 				t.Fatal("the watcher never watched")
 			}
 			pods := client.CoreV1().Pods("ns")
@@ -87,12 +161,12 @@ func TestWatcherReportsViolations(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// Let the events arrive and a quorum check pass its settle time.
-			var got []Violation
-			_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Second, true, func(context.Context) (bool, error) {
-				got = w.Violations(nil)
-				return tc.want != "" && len(got) > 0, nil
-			})
+			// Judge once the watcher has applied every step and a quorum
+			// check has run past Settle.
+			waitEvents(ctx, t, w, len(tc.steps))
+			clock.Advance(2 * w.Settle)
+			check(t, ticks, clock.Now())
+			got := w.Violations(nil)
 			switch {
 			case tc.want == "" && len(got) > 0:
 				t.Errorf("violations %v, want none", got)
@@ -124,7 +198,7 @@ func TestWatcherGangStats(t *testing.T) {
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) { return w.Live(), nil }); err != nil {
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, patience, true, func(context.Context) (bool, error) { return w.Live(), nil }); err != nil {
 		t.Fatal("the watcher never watched")
 	}
 	for i, node := range []string{"n1", "n2"} {
@@ -135,11 +209,95 @@ func TestWatcherGangStats(t *testing.T) {
 		}
 	}
 	var got GangStats
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, patience, true, func(context.Context) (bool, error) {
 		got = w.Gangs()["j"]
 		return got.Running == 2 && got.BelowQuorum > 0, nil
 	})
 	if err != nil || got.Quorum != 3 || got.Peak != 2 {
 		t.Errorf("Gangs()[j] = %+v, want quorum 3, 2 running, peak 2, some time below quorum", got)
+	}
+}
+
+// A quorum check applies the events the watch already delivered before it
+// judges. Each round plays restart_whole up to the bind of the first
+// replacement, then holds the watcher up (it waits on its lock while
+// applying an unrelated pod) while the clock moves an hour, the bind that
+// makes the gang whole arrives and a tick comes due: when the watcher
+// resumes, both are waiting. A check that ran first would see the gang
+// below its quorum for an hour; select picks at random, so the rounds
+// catch that with near certainty.
+func TestWatcherChecksAfterDeliveredEvents(t *testing.T) {
+	for round := range 20 {
+		w := New(fake.NewClientset(), "ns", nil, nil)
+		w.Settle = 200 * time.Millisecond
+		clock, ticks := onTestClock(w, 1)
+		wi := watch.NewFakeWithChanSize(10, false)
+		ctx, cancel := context.WithCancel(t.Context())
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			w.consume(ctx, wi, ticks)
+		}()
+
+		wi.Add(watchedPod("g-0", "1", "n1", "100m", "g"))
+		wi.Add(watchedPod("g-1", "2", "n2", "100m", "g"))
+		wi.Modify(phase(watchedPod("g-1", "2", "n2", "100m", "g"), v1.PodFailed))
+		wi.Modify(phase(watchedPod("g-0", "1", "n1", "100m", "g"), v1.PodFailed))
+		wi.Add(watchedPod("g-2", "3", "n2", "100m", "g"))
+		waitEvents(ctx, t, w, 5) // g-2 alone: a window is open
+
+		w.mu.Lock()
+		wi.Add(watchedPod("other", "9", "", "100m", ""))
+		// The watcher took the pod once the channel is empty, and then
+		// waits for the lock.
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, patience, true, func(context.Context) (bool, error) {
+			return len(wi.ResultChan()) == 0, nil
+		}); err != nil {
+			w.mu.Unlock()
+			t.Fatal("the watcher never took the event")
+		}
+		wi.Add(watchedPod("g-3", "4", "n1", "100m", "g"))
+		clock.Advance(time.Hour)
+		ticks <- clock.Now()
+		w.mu.Unlock()
+
+		check(t, ticks, clock.Now())
+		if got := w.Violations(nil); len(got) > 0 {
+			t.Errorf("round %d: violations %v, want none", round, got)
+		}
+		if g := w.Gangs()["g"]; g.Running != 2 {
+			t.Errorf("round %d: gang g runs %d pods, want 2", round, g.Running)
+		}
+		cancel()
+		<-ended
+	}
+}
+
+// On the wall clock and its own ticker, the watcher reports a gang left
+// below its quorum once Settle has passed.
+func TestWatcherReportsBelowQuorumInRealTime(t *testing.T) {
+	client := fake.NewClientset()
+	w := New(client, "ns", nil, nil)
+	w.Settle = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, patience, true, func(context.Context) (bool, error) { return w.Live(), nil }); err != nil {
+		t.Fatal("the watcher never watched")
+	}
+	for _, p := range []*v1.Pod{watchedPod("g-0", "1", "n1", "100m", "g"), watchedPod("g-1", "2", "", "100m", "g")} {
+		if _, err := client.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []Violation
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, patience, true, func(context.Context) (bool, error) {
+		got = w.Violations(nil)
+		return len(got) > 0, nil
+	})
+	if len(got) == 0 || got[0].Kind != "below-quorum" {
+		t.Errorf("violations %v, want one of kind below-quorum", got)
 	}
 }
