@@ -17,14 +17,10 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
-// Queue sources, in the order of precedence when two define a queue of the
-// same name: the project's own Queues, then Volcano's.
-const (
-	QueueSourceOwn     = "batch-scheduler.io"
-	QueueSourceVolcano = "scheduling.volcano.sh"
-)
-
-var queueSources = []string{QueueSourceOwn, QueueSourceVolcano}
+// queueSources are the sources of queues in the order of precedence when
+// two define a queue of the same name: the project's own Queues, then
+// Volcano's.
+var queueSources = []string{framework.QueueSourceOwn, framework.QueueSourceVolcano}
 
 // DefaultQueueRefresh is the default of Options.QueueRefresh.
 const DefaultQueueRefresh = 200 * time.Millisecond
@@ -109,8 +105,8 @@ type queueShares struct {
 	snap *framework.QueueSnapshot
 }
 
-// SetQueue records what a queue object of source (QueueSourceOwn,
-// QueueSourceVolcano) says; spec nil forgets the queue of name. Waiting
+// SetQueue records what a queue object of source (framework.QueueSourceOwn,
+// framework.QueueSourceVolcano) says; spec nil forgets the queue of name. Waiting
 // jobs are retried (EventQueueChange) when anything changed.
 func (c *SchedulerCache) SetQueue(source, name string, spec *framework.QueueSpec) {
 	if spec != nil {

@@ -67,7 +67,7 @@ func TestQueueSnapshotOnlyWithQueues(t *testing.T) {
 func TestQueueUsageFollowsPods(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "8")))
-	c.SetQueue(QueueSourceOwn, "a", queueSpec("a", "", 1))
+	c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
 	p := queuedPod("p", "a", "2")
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(p))
 	releasing := int64(0)
@@ -118,8 +118,8 @@ func TestQueueUsageFollowsPods(t *testing.T) {
 func TestGroupPolicyQueueMovesTheGang(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "8")))
-	c.SetQueue(QueueSourceOwn, "a", queueSpec("a", "", 1))
-	c.SetQueue(QueueSourceVolcano, "b", queueSpec("b", "", 1))
+	c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
+	c.SetQueue(framework.QueueSourceVolcano, "b", queueSpec("b", "", 1))
 	pods := []*v1.Pod{
 		st.MakePod().Name("g-0").UID("g-0").Group("g").MinAvailable("2").Label(framework.QueueLabel, "a").Req(res{v1.ResourceCPU: "1"}).Obj(),
 		st.MakePod().Name("g-1").UID("g-1").Group("g").MinAvailable("2").Label(framework.QueueLabel, "a").Req(res{v1.ResourceCPU: "1"}).Obj(),
@@ -152,8 +152,8 @@ func TestGroupPolicyQueueMovesTheGang(t *testing.T) {
 func TestSharesFollowDemandAtOnce(t *testing.T) {
 	c, _ := newTestCache(t, Options{QueueRefresh: time.Hour})
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "4")))
-	c.SetQueue(QueueSourceOwn, "a", queueSpec("a", "", 1))
-	c.SetQueue(QueueSourceOwn, "b", queueSpec("b", "", 1))
+	c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
+	c.SetQueue(framework.QueueSourceOwn, "b", queueSpec("b", "", 1))
 	for _, name := range []string{"a1", "a2", "a3", "a4"} {
 		mustNoErr(t, "AddPendingPod", c.AddPendingPod(queuedPod(name, "a", "1")))
 	}
@@ -183,7 +183,7 @@ func TestQueueCapacity(t *testing.T) {
 	mustNoErr(t, "AddPod", c.AddPod(foreign))
 	mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("vm", "n2", resourcesOf(t, "cpu", "3")))
 	mustNoErr(t, "SetNodeCap", c.SetNodeCap("n3", resourcesOf(t, "cpu", "2")))
-	c.SetQueue(QueueSourceOwn, "a", queueSpec("a", "", 1))
+	c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
 	clk.Step(time.Minute)
 	if got := milliCPU(c.QueueSnapshot().Capacity); got != 3000+1000+2000 {
 		t.Errorf("capacity %dm, want 6000m (n1 4-1, n2 4-3, n3 capped at 2)", got)
@@ -199,14 +199,14 @@ func TestQueueSpecsPrecedenceAndInvalid(t *testing.T) {
 	own := queueSpec("a", "", 3)
 	volcano := queueSpec("a", "", 7)
 	volcano.Source = "Queue.scheduling.volcano.sh a"
-	c.SetQueue(QueueSourceVolcano, "a", volcano)
-	c.SetQueue(QueueSourceOwn, "a", own)
-	c.SetQueue(QueueSourceOwn, "orphan", queueSpec("orphan", "nowhere", 1))
+	c.SetQueue(framework.QueueSourceVolcano, "a", volcano)
+	c.SetQueue(framework.QueueSourceOwn, "a", own)
+	c.SetQueue(framework.QueueSourceOwn, "orphan", queueSpec("orphan", "nowhere", 1))
 	bad := queueSpec("broken", "", 1)
 	bad.Err = errors.New("spec.weight: must be between 1 and 1000000")
-	c.SetQueue(QueueSourceOwn, "broken", bad)
+	c.SetQueue(framework.QueueSourceOwn, "broken", bad)
 	s := c.QueueSnapshot()
-	if q := s.Queues["a"]; q == nil || q.Weight != 3 || q.API != QueueSourceOwn {
+	if q := s.Queues["a"]; q == nil || q.Weight != 3 || q.API != framework.QueueSourceOwn {
 		t.Errorf("queue a = %+v, want the project's own (weight 3)", q)
 	}
 	if err := s.Invalid["orphan"]; err == nil || !strings.Contains(err.Error(), "nowhere") {
@@ -224,9 +224,9 @@ func TestQueueSpecsPrecedenceAndInvalid(t *testing.T) {
 		t.Errorf("QueueStatuses names %v, want a, broken, default, orphan", names)
 	}
 	for _, name := range []string{"a", "orphan", "broken"} {
-		c.SetQueue(QueueSourceOwn, name, nil)
+		c.SetQueue(framework.QueueSourceOwn, name, nil)
 	}
-	c.SetQueue(QueueSourceVolcano, "a", nil)
+	c.SetQueue(framework.QueueSourceVolcano, "a", nil)
 	if s := c.QueueSnapshot(); s != nil {
 		t.Errorf("after every queue was deleted: %+v, want nil", s)
 	}
@@ -240,8 +240,8 @@ func TestQueueFurthestBelowShareGoesFirst(t *testing.T) {
 		c, _ := newTestCache(t, Options{})
 		mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "4")))
 		if withQueues {
-			c.SetQueue(QueueSourceOwn, "a", queueSpec("a", "", 1))
-			c.SetQueue(QueueSourceOwn, "b", queueSpec("b", "", 1))
+			c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
+			c.SetQueue(framework.QueueSourceOwn, "b", queueSpec("b", "", 1))
 		}
 		// Queue a runs 3 of 4 cpus and has an old, high-priority job
 		// waiting; queue b runs nothing and has a young, low-priority one.

@@ -29,6 +29,14 @@ const (
 	KueueQueueLabel = "kueue.x-k8s.io/queue-name"
 )
 
+// Sources of tenant queues: the API group of the objects that define them
+// (framework.QueueSpec.API). The cache gives the first precedence when
+// both define a queue of the same name.
+const (
+	QueueSourceOwn     = "batch-scheduler.io"
+	QueueSourceVolcano = "scheduling.volcano.sh"
+)
+
 // DefaultQueue is the queue of jobs that name none. Without a Queue of
 // that name it is a child of the root with weight 1 and neither
 // guarantee nor limit.

@@ -97,7 +97,7 @@ func benchPlainPods(b *testing.B, without []string, queues int, frameworkMetrics
 	}
 	for i := range queues {
 		name := fmt.Sprintf("q%d", i)
-		c.SetQueue(cache.QueueSourceOwn, name, &framework.QueueSpec{Name: name, Weight: int64(1 + i%3), Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + name})
+		c.SetQueue(framework.QueueSourceOwn, name, &framework.QueueSpec{Name: name, Weight: int64(1 + i%3), Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + name})
 	}
 	pods := make([]*v1.Pod, b.N)
 	for i := range pods {

@@ -28,7 +28,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
@@ -170,7 +169,7 @@ func TestVictimSearchRunsPreFilterPodOnce(t *testing.T) {
 			ev := newEvictions(h)
 			queue := func(p *v1.Pod) *v1.Pod { return p }
 			if tt.queue {
-				h.cache.SetQueue(cache.QueueSourceOwn, "q", &framework.QueueSpec{Name: "q", Weight: 1, Borrow: true, Lend: true, Source: "Queue q"})
+				h.cache.SetQueue(framework.QueueSourceOwn, "q", &framework.QueueSpec{Name: "q", Weight: 1, Borrow: true, Lend: true, Source: "Queue q"})
 				queue = func(p *v1.Pod) *v1.Pod { p.Labels[framework.QueueLabel] = "q"; return p }
 			}
 			for i := range 4 {

@@ -460,7 +460,7 @@ func queueSource(c *cache.SchedulerCache) func() []queuestatus.Queue {
 		in := c.QueueStatuses()
 		out := make([]queuestatus.Queue, len(in))
 		for i, q := range in {
-			out[i] = queuestatus.Queue{Name: q.Name, Own: q.API == cache.QueueSourceOwn, State: q.State, Err: q.Err}
+			out[i] = queuestatus.Queue{Name: q.Name, Own: q.API == framework.QueueSourceOwn, State: q.State, Err: q.Err}
 		}
 		return out
 	}

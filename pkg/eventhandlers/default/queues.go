@@ -26,15 +26,9 @@ import (
 // AddDynamic, UpdateDynamic and DeleteDynamic, and the handler turns each
 // into a framework.QueueSpec for the cache (eventhandlers.QueueCache).
 
-// Sources of queues, as the cache names them (pkg/cache QueueSource*).
-const (
-	queueSourceOwn     = "batch-scheduler.io"
-	queueSourceVolcano = "scheduling.volcano.sh"
-)
-
 var (
 	ownQueueGVR     = v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.QueuesResource)
-	volcanoQueueGVR = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "queues"}
+	volcanoQueueGVR = schema.GroupVersionResource{Group: framework.QueueSourceVolcano, Version: "v1beta1", Resource: "queues"}
 )
 
 // volcanoRootQueue is the Queue Volcano creates as the root of its
@@ -52,8 +46,8 @@ type queueResource struct {
 }
 
 var queueResourceList = []queueResource{
-	{gvr: ownQueueGVR, source: queueSourceOwn, spec: ownQueueSpec},
-	{gvr: volcanoQueueGVR, source: queueSourceVolcano, spec: volcanoQueueSpec, root: volcanoRootQueue},
+	{gvr: ownQueueGVR, source: framework.QueueSourceOwn, spec: ownQueueSpec},
+	{gvr: volcanoQueueGVR, source: framework.QueueSourceVolcano, spec: volcanoQueueSpec, root: volcanoRootQueue},
 }
 
 func (h *Handler) queueResourceFor(gvr schema.GroupVersionResource) (queueResource, bool) {
