@@ -147,8 +147,11 @@ func (e ClusterEvent) String() string {
 //	EventNodeAdd, EventNode*Change, the event handler, for the node events
 //	  EventNodeBecameSchedulable   its informer delivers (the default
 //	                               handler: pkg/eventhandlers/default)
-//	EventNodeDelete                nobody yet: a node going away frees
-//	                               nothing a pending pod could use
+//	EventNodeDelete                the event handler, when a node is
+//	                               deleted or its policy stops accepting
+//	                               it (the default handler), with the old
+//	                               node as oldObj: it frees nothing, but
+//	                               can remove a spread constraint's domain
 //	EventAssignedPodAdd,           the event handler, for the pod events its
 //	  EventAssignedPodLabelChange  informer delivers
 //	EventAssignedPodScaleDown      the event handler, when a counted pod's

@@ -675,27 +675,7 @@ type hintGap struct {
 // fixed yet. They are reported, not failed; the test fails instead when
 // one of them is no longer seen, so that its entry goes with the fix.
 // Each is narrow on purpose: a new disagreement elsewhere fails the test.
-var knownHintGaps = []hintGap{
-	{plugin: "VolumeRestrictions", dim: "holder", from: "gce-other-ns",
-		why: "podDeletedHint skips a deleted pod of another namespace, but in-tree disks (GCE PD, EBS, RBD, iSCSI) are not " +
-			"namespaced: Filter counts that pod's disk as a conflict, so its going away can admit the pod"},
-	{plugin: "NodeVolumeLimits", dim: "csinode", to: []string{"no-count", "no-driver"},
-		why: "csiNodeUpdatedHint counts a driver without an attach limit as a limit of 0, Filter as no limit: " +
-			"a limit lifted from a CSINode is skipped"},
-	{plugin: "NodeVolumeLimits", dim: "csinode", to: []string{"none"},
-		why: "CSINode deletions are not registered, and without a CSINode Filter applies no limit (a CSINode goes with its node; " +
-			"kubelet recreates one deleted alone, and that Add is registered)"},
-	{plugin: "NodeVolumeLimits", dim: "holder", from: "none", to: []string{"c1"},
-		why: "a pod bound to the node with a volume the pending pod wants makes that volume attached already, so it no longer " +
-			"counts against the limit; AssignedPodAdd is not registered (nor by kube-scheduler's plugin)"},
-	{plugin: "VolumeBinding", dim: "driver", from: "tracks-capacity", to: []string{"none"},
-		why: "CSIDriver deletions are not registered (only updates), and without its CSIDriver a provisioned volume's " +
-			"storage capacity is not checked"},
-	{plugin: "PodTopologySpread", dim: "n2", to: []string{"none"},
-		why: "deleting a node can remove the domain that held the global minimum, admitting the pod elsewhere; nothing " +
-			"raises EventNodeDelete (the default handler raises nothing for node deletions) and the plugin does not " +
-			"register it, where kube-scheduler's PodTopologySpread registers node deletions"},
-}
+var knownHintGaps = []hintGap{}
 
 // knownGap returns the index of the known gap that accounts for plugin
 // leaving a job parked after m.

@@ -57,8 +57,12 @@
 // transition times are ignored). An update that changes none of these, such
 // as a heartbeat or an annotation, raises nothing.
 //
-// Deleting a node raises nothing, as in kube-scheduler: a node going away
-// takes capacity away and cannot make waiting work fit.
+// Deleting a node, or an update after which the policy no longer accepts
+// it, raises framework.EventNodeDelete with the old node. It frees no
+// capacity, but it can remove the topology domain that held a spread
+// constraint's minimum, so that a pod fits elsewhere; kube-scheduler's
+// PodTopologySpread registers node deletions for the same reason. Only
+// plugins that register it run their hints.
 //
 // Every event carries the objects it is about (the old and new node of an
 // update), so that the plugins' queueing hints can tell whether it may

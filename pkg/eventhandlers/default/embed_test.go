@@ -104,7 +104,7 @@ func TestVendorPolicyHasNoLeak(t *testing.T) {
 		{"node tombstone", func(h eventhandlers.Interface) { h.DeleteNode(tombstone(otherNode("1").Obj())) }, nil},
 		{"node relabelled out of the pool leaves", func(h eventhandlers.Interface) {
 			h.UpdateNode(acmeNode("1").Obj(), otherNode("2").Obj())
-		}, []string{"RemoveNode n1"}},
+		}, []string{"RemoveNode n1", "MoveAll NodeDelete"}},
 		{"node relabelled into the pool enters", func(h eventhandlers.Interface) {
 			h.UpdateNode(otherNode("1").Obj(), acmeNode("2").Obj())
 		}, []string{"AddOrUpdateNode n1", "MoveAll NodeAdd"}},

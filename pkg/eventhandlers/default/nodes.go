@@ -85,19 +85,26 @@ func (h *Handler) UpdateNode(oldObj, newObj any) {
 	}
 }
 
-// DeleteNode forgets the node. It raises nothing: losing a node cannot make
-// waiting work fit. Pods still on the node are removed by their own delete
-// events.
+// DeleteNode forgets the node and raises EventNodeDelete with it. Losing a
+// node frees no resources, but it can still let waiting work fit: the
+// domain it alone made up goes away, which can raise the minimum a pod
+// topology spread constraint measures its skew against. Pods still on the
+// node are removed by their own delete events.
 func (h *Handler) DeleteNode(obj any) {
 	if node := h.node(obj); node != nil {
 		h.removeNode(node)
 	}
 }
 
+// removeNode takes node out of the cache and raises EventNodeDelete, the
+// old node as oldObj: for the scheduler, a node the policy stops accepting
+// is gone as surely as a deleted one. The event is raised even when the
+// cache call failed, as for additions and updates.
 func (h *Handler) removeNode(node *v1.Node) {
 	if err := h.cache.RemoveNode(node); err != nil {
 		klog.ErrorS(err, "Failed to remove node from the cache", "node", klog.KObj(node))
 	}
+	h.raise(framework.EventNodeDelete, node, nil)
 }
 
 // nodeChanges lists the node properties the scheduler uses, each with the

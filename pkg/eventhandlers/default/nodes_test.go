@@ -213,9 +213,17 @@ func TestDeleteNode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h, fc := newHandler(t)
 			h.DeleteNode(tt.obj)
-			// Losing a node helps no waiting job: nothing is raised.
-			if d := diffCalls(fc.Calls(), []string{"RemoveNode n1"}); d != "" {
+			// Losing a node frees nothing, but it can take a topology
+			// domain away: EventNodeDelete is raised, with the old node.
+			if d := diffCalls(fc.Calls(), []string{"RemoveNode n1", "MoveAll NodeDelete"}); d != "" {
 				t.Error(d)
+			}
+			moves := fc.Moves()
+			if len(moves) != 1 || moves[0].Event != framework.EventNodeDelete || moves[0].NewObj != nil {
+				t.Fatalf("moves = %+v, want one EventNodeDelete with no new object", moves)
+			}
+			if gone, ok := moves[0].OldObj.(*v1.Node); !ok || gone.Name != "n1" {
+				t.Errorf("EventNodeDelete raised with %T %v as the old object, want the deleted node n1", moves[0].OldObj, moves[0].OldObj)
 			}
 		})
 	}
@@ -223,7 +231,7 @@ func TestDeleteNode(t *testing.T) {
 		h, fc := newHandler(t)
 		fc.err = errors.New("cache is broken")
 		h.DeleteNode(node1("1").Obj())
-		if d := diffCalls(fc.Calls(), []string{"RemoveNode n1"}); d != "" {
+		if d := diffCalls(fc.Calls(), []string{"RemoveNode n1", "MoveAll NodeDelete"}); d != "" {
 			t.Error(d)
 		}
 	})
@@ -239,7 +247,7 @@ func TestDeleteNode(t *testing.T) {
 		h.DeleteNode(tombstone(node1("1").Obj()))
 		h.DeletePod(tombstone(runningPod("1").Obj()))
 		h.DeletePod(finished)
-		want := []string{"RemoveNode n1", "DeletePod default/p", moveAssignedPodDelete, "DeletePod default/done"}
+		want := []string{"RemoveNode n1", "MoveAll NodeDelete", "DeletePod default/p", moveAssignedPodDelete, "DeletePod default/done"}
 		if d := diffCalls(fc.Effects(), want); d != "" {
 			t.Error(d)
 		}

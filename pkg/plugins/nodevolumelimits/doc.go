@@ -30,6 +30,8 @@
 //
 // Args: none; non-empty args are an error.
 //
-// Events: a CSINode added, or updated with a higher limit; an assigned pod
-// with claims deleted; a claim a pending pod uses added.
+// Events: a CSINode added, updated with a limit raised or lifted, or
+// deleted while it set a limit; an assigned pod with claims deleted; a pod
+// bound to a node with a volume a pending pod uses (that volume then
+// counts as attached there already); a claim a pending pod uses added.
 package nodevolumelimits

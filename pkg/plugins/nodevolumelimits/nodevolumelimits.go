@@ -238,27 +238,96 @@ func limitsOf(csiNode *storagev1.CSINode) map[string]int64 {
 }
 
 // EventsToRegister implements framework.EnqueueExtensions.
-func (*NodeVolumeLimits) EventsToRegister() []framework.ClusterEventWithHint {
+func (pl *NodeVolumeLimits) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Add}},
 		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.UpdateGeneric}, QueueingHintFn: csiNodeUpdatedHint},
+		// Without a CSINode, Filter enforces no limit on the node.
+		{Event: framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Delete}, QueueingHintFn: csiNodeDeletedHint},
 		{Event: framework.EventAssignedPodDelete, QueueingHintFn: podDeletedHint},
+		// A volume attached to a node counts once, however many pods use
+		// it: a pod bound next to the pending pod's volume takes that
+		// volume off the pending pod's count.
+		{Event: framework.EventAssignedPodAdd, QueueingHintFn: pl.podAddedHint},
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add}, QueueingHintFn: volumeutil.ClaimHint},
 	}
 }
 
-// csiNodeUpdatedHint: Queue when a driver's limit grew (a driver without a
-// count counts as 0 here).
+// csiNodeUpdatedHint: Queue when some driver's attach limit was raised or
+// lifted. As in Filter, a driver that has no count, or that the CSINode
+// does not list, has no limit at all; so a limit that goes away helps,
+// and a limit that appears where there was none does not.
 func csiNodeUpdatedHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, newObj any) (framework.QueueingHint, error) {
 	old, ok1 := oldObj.(*storagev1.CSINode)
 	cur, ok2 := newObj.(*storagev1.CSINode)
 	if !ok1 || !ok2 || old == nil || cur == nil {
 		return framework.Queue, fmt.Errorf("queueing hint: want two *storagev1.CSINode, got %T and %T", oldObj, newObj)
 	}
-	before := limitsOf(old)
-	for driver, limit := range limitsOf(cur) {
-		if limit > before[driver] {
+	after := limitsOf(cur)
+	for driver, before := range limitsOf(old) {
+		limit, limited := after[driver]
+		if !limited || limit > before {
 			return framework.Queue, nil
+		}
+	}
+	return framework.QueueSkip, nil
+}
+
+// csiNodeDeletedHint: Queue when the deleted CSINode set some limit, since
+// Filter enforces none on a node without a CSINode. One that set no limit
+// leaves Filter's verdict as it was.
+func csiNodeDeletedHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, _ any) (framework.QueueingHint, error) {
+	old, ok := oldObj.(*storagev1.CSINode)
+	if !ok || old == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the deleted *storagev1.CSINode, got %T", oldObj)
+	}
+	if len(limitsOf(old)) > 0 {
+		return framework.Queue, nil
+	}
+	return framework.QueueSkip, nil
+}
+
+// podAddedHint: Queue when the pod that appeared on a node uses a volume
+// (the same driver and handle, as Filter identifies volumes) that a
+// pending pod of the job uses too: once attached there, that volume no
+// longer counts against the node's limit for the pending pod. Volumes are
+// resolved through the listers, as Filter resolves them; a pending pod
+// whose volumes cannot be resolved is retried.
+func (pl *NodeVolumeLimits) podAddedHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (framework.QueueingHint, error) {
+	added, err := pluginutil.PodOf(newObj, "added")
+	if err != nil {
+		return framework.Queue, err
+	}
+	if !framework.PodCountedOnNode(added) {
+		return framework.QueueSkip, nil
+	}
+	hasClaim := false
+	for i := range added.Spec.Volumes {
+		if _, _, ok := volumeutil.ClaimName(added, &added.Spec.Volumes[i]); ok {
+			hasClaim = true
+			break
+		}
+	}
+	if !hasClaim {
+		return framework.QueueSkip, nil
+	}
+	attached := map[string]string{}
+	if err := pl.volumesOf(logger, added, false, attached); err != nil {
+		return framework.Queue, fmt.Errorf("volumes of the added pod %s: %w", klog.KObj(added), err)
+	}
+	if len(attached) == 0 {
+		return framework.QueueSkip, nil
+	}
+	for _, pod := range job.Pods {
+		wanted := map[string]string{}
+		if err := pl.volumesOf(logger, pod, false, wanted); err != nil {
+			return framework.Queue, fmt.Errorf("volumes of pending pod %s: %w", klog.KObj(pod), err)
+		}
+		for id := range wanted {
+			if _, ok := attached[id]; ok {
+				logger.V(5).Info("A pod using a volume of a pending pod was bound", "pod", klog.KObj(pod), "added", klog.KObj(added), "volume", id)
+				return framework.Queue, nil
+			}
 		}
 	}
 	return framework.QueueSkip, nil

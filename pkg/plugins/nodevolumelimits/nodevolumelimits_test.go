@@ -149,6 +149,16 @@ func TestHints(t *testing.T) {
 	}{
 		{"limit raised", csiNodeUpdatedHint, csiNode("n", 1), csiNode("n", 2), framework.Queue},
 		{"limit lowered", csiNodeUpdatedHint, csiNode("n", 2), csiNode("n", 1), framework.QueueSkip},
+		// Filter takes a driver without a count, or one the CSINode does
+		// not list, as unlimited: a limit going away helps, one appearing
+		// does not.
+		{"limit lifted: count removed", csiNodeUpdatedHint, csiNode("n", 1), withoutCount(csiNode("n", 1)), framework.Queue},
+		{"limit lifted: driver removed", csiNodeUpdatedHint, csiNode("n", 1), withoutDrivers(csiNode("n", 1)), framework.Queue},
+		{"limit set where there was none", csiNodeUpdatedHint, withoutCount(csiNode("n", 1)), csiNode("n", 1), framework.QueueSkip},
+		{"driver with a limit added", csiNodeUpdatedHint, withoutDrivers(csiNode("n", 1)), csiNode("n", 1), framework.QueueSkip},
+		{"limit unchanged", csiNodeUpdatedHint, csiNode("n", 1), csiNode("n", 1), framework.QueueSkip},
+		{"CSINode with a limit deleted", csiNodeDeletedHint, csiNode("n", 1), nil, framework.Queue},
+		{"CSINode without a limit deleted", csiNodeDeletedHint, withoutCount(csiNode("n", 1)), nil, framework.QueueSkip},
 		{"pod with claims deleted", podDeletedHint, onNode, nil, framework.Queue},
 		{"pod without volumes deleted", podDeletedHint, noVolumes, nil, framework.QueueSkip},
 		{"unassigned pod deleted", podDeletedHint, pod("z", "d"), nil, framework.QueueSkip},
@@ -158,6 +168,90 @@ func TestHints(t *testing.T) {
 		got, err := tc.hint(klog.Background(), job, tc.old, tc.new)
 		if err != nil || got != tc.want {
 			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// withoutCount returns c with no attach count for any driver.
+func withoutCount(c *storagev1.CSINode) *storagev1.CSINode {
+	c = c.DeepCopy()
+	for i := range c.Spec.Drivers {
+		c.Spec.Drivers[i].Allocatable = nil
+	}
+	return c
+}
+
+// withoutDrivers returns c listing no driver.
+func withoutDrivers(c *storagev1.CSINode) *storagev1.CSINode {
+	c = c.DeepCopy()
+	c.Spec.Drivers = nil
+	return c
+}
+
+// The events the handler raises for CSINode deletions and pods bound to a
+// node reach the plugin's hints: each is registered, and its hint answers
+// as Filter would change its verdict.
+func TestRegisteredHints(t *testing.T) {
+	var objs []runtime.Object
+	for _, c := range []struct{ name, drv, handle string }{
+		{"c", driver, "h1"}, {"c-same-handle", driver, "h1"}, {"d", driver, "h2"},
+	} {
+		objs = append(objs, bound(c.name, c.drv, c.handle)...)
+	}
+	otherNS := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "c"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv-d"}}
+	objs = append(objs, otherNS, unbound("new", "fast"), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: driver})
+	pl := newPlugin(t, objs...)
+
+	assigned := func(p *v1.Pod) *v1.Pod {
+		p.Spec.NodeName = "n"
+		p.Status.Phase = v1.PodRunning
+		return p
+	}
+	finished := assigned(pod("f", "c"))
+	finished.Status.Phase = v1.PodSucceeded
+	inOtherNS := assigned(pod("o", "c"))
+	inOtherNS.Namespace = "other"
+
+	csiNodeDelete := framework.ClusterEvent{Resource: framework.CSINode, ActionType: framework.Delete, Label: "CSINodeDelete"}
+	job := &framework.QueuedJob{Pods: []*v1.Pod{pod("p", "c", "new")}}
+	for _, tc := range []struct {
+		name     string
+		event    framework.ClusterEvent
+		old, new any
+		want     framework.QueueingHint
+	}{
+		{"CSINode with a limit deleted", csiNodeDelete, csiNode("n", 1), nil, framework.Queue},
+		{"CSINode without a limit deleted", csiNodeDelete, withoutCount(csiNode("n", 1)), nil, framework.QueueSkip},
+		{"pod bound with the pending pod's claim", framework.EventAssignedPodAdd, nil, assigned(pod("x", "c")), framework.Queue},
+		{"pod bound with another claim of the same volume", framework.EventAssignedPodAdd, nil, assigned(pod("x", "c-same-handle")), framework.Queue},
+		{"pod bound with the pending pod's unbound claim", framework.EventAssignedPodAdd, nil, assigned(pod("x", "new")), framework.Queue},
+		{"pod bound with another volume", framework.EventAssignedPodAdd, nil, assigned(pod("x", "d")), framework.QueueSkip},
+		{"pod bound with a claim of the same name in another namespace", framework.EventAssignedPodAdd, nil, inOtherNS, framework.QueueSkip},
+		{"pod bound without volumes", framework.EventAssignedPodAdd, nil, assigned(pod("x")), framework.QueueSkip},
+		{"pod not bound", framework.EventAssignedPodAdd, nil, pod("x", "c"), framework.QueueSkip},
+		{"finished pod", framework.EventAssignedPodAdd, nil, finished, framework.QueueSkip},
+	} {
+		var hint framework.QueueingHint
+		matched := false
+		for _, e := range pl.EventsToRegister() {
+			h, ok, err := framework.PluginEvent{Plugin: Name, ClusterEventWithHint: e}.Hint(klog.Background(), tc.event, job, tc.old, tc.new)
+			if !ok {
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			matched = true
+			if h == framework.Queue {
+				hint = h
+			}
+		}
+		if !matched {
+			t.Errorf("%s: %v is not registered", tc.name, tc.event)
+			continue
+		}
+		if hint != tc.want {
+			t.Errorf("%s: %v; want %v", tc.name, hint, tc.want)
 		}
 	}
 }

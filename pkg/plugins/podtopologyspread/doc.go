@@ -81,7 +81,9 @@
 // one, which may raise the global minimum or fill a domain minDomains
 // needs; an assigned pod there relabelled so that it starts or stops
 // matching one; a node added, or whose labels or taints changed, that has
-// all the constraints' topology keys (or had them).
+// all the constraints' topology keys (or had them); a node deleted that
+// had them all, which may take away the domain holding the global
+// minimum.
 //
 // Args: none of its own. kube-scheduler's are accepted as it writes them
 // by default (defaultingType System, no defaultConstraints) and with

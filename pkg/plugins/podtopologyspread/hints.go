@@ -1,6 +1,9 @@
 package podtopologyspread
 
 import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
@@ -28,6 +31,11 @@ import (
 //     (or had) all the topology keys of a pending pod's constraints and the
 //     change may add or move a domain or change which nodes count
 //     (nodeHint).
+//   - A node deleted (NodeDelete) helps when it had all the topology keys
+//     of a pending pod's constraints: its domain may go with it, and if
+//     that domain held the global minimum, the minimum rises and other
+//     domains may fit (nodeDeletedHint). A node that lacked a key was in
+//     no domain, so its going changes no count.
 func (*PodTopologySpread) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.EventAssignedPodDelete, QueueingHintFn: podDeletedHint},
@@ -36,7 +44,30 @@ func (*PodTopologySpread) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.EventNodeAdd, QueueingHintFn: nodeHint},
 		{Event: framework.EventNodeLabelChange, QueueingHintFn: nodeHint},
 		{Event: framework.EventNodeTaintChange, QueueingHintFn: nodeHint},
+		{Event: framework.EventNodeDelete, QueueingHintFn: nodeDeletedHint},
 	}
+}
+
+// nodeDeletedHint is the queueing hint of framework.EventNodeDelete,
+// raised with the deleted node as oldObj. Only nodes with every topology
+// key of a pod's constraints make up domains (as PreFilterPod counts
+// them), so only such a node's deletion can change what Filter sees.
+func nodeDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any) (framework.QueueingHint, error) {
+	gone, ok := oldObj.(*v1.Node)
+	if !ok || gone == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the deleted *v1.Node of a node event, got %T", oldObj)
+	}
+	for _, pod := range job.Pods {
+		cs, err := hardConstraints(pod)
+		if err != nil {
+			return framework.Queue, err
+		}
+		if len(cs) > 0 && hasAllTopologyKeys(gone.Labels, cs) {
+			logger.V(5).Info("A deleted node was in a domain of a pending pod's topology spread constraints", "pod", klog.KObj(pod), "node", klog.KObj(gone))
+			return framework.Queue, nil
+		}
+	}
+	return framework.QueueSkip, nil
 }
 
 // podDeletedHint is the queueing hint of framework.EventAssignedPodDelete,

@@ -357,10 +357,65 @@ func TestHints(t *testing.T) {
 		{"node got a taint", nodeHint, zoned, st.MakeNode().Name("n").Label(zoneKey, "a").Taint("k", "v", v1.TaintEffectNoSchedule).Obj(), framework.Queue},
 		{"keyless node changed", nodeHint, st.MakeNode().Name("n").Obj(), st.MakeNode().Name("n").Label("x", "y").Obj(), framework.QueueSkip},
 		{"wrong object", nodeHint, nil, "node", framework.Queue},
+		// A deleted node may take the domain holding the global minimum
+		// with it; one without the key was in no domain.
+		{"node with the key deleted", nodeDeletedHint, zoned, nil, framework.Queue},
+		{"node without the key deleted", nodeDeletedHint, st.MakeNode().Name("n").Label("x", "y").Obj(), nil, framework.QueueSkip},
+		{"node deleted without the node", nodeDeletedHint, "node", nil, framework.Queue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, _ := tt.fn(logger, &framework.QueuedJob{Pods: []*v1.Pod{pending}}, tt.old, tt.new)
+			if got != tt.want {
+				t.Errorf("hint = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNodeDeleteHints: the plugin registers the node deletions the event
+// handler raises, and retries a job when the deleted node had every
+// topology key of one of its pods' constraints (it was in their domains).
+func TestNodeDeleteHints(t *testing.T) {
+	twoKeys := podWith("p2", "x", spread(zoneKey, 1, "x"), spread(hostKey, 1, "x"))
+	for _, tt := range []struct {
+		name string
+		pods []*v1.Pod
+		gone *v1.Node
+		want framework.QueueingHint
+	}{
+		{"node in the pod's zone domain", []*v1.Pod{podWith("p", "x", spread(zoneKey, 1, "x"))},
+			st.MakeNode().Name("n").Label(zoneKey, "a").Obj(), framework.Queue},
+		{"node without the pod's key", []*v1.Pod{podWith("p", "x", spread(zoneKey, 1, "x"))},
+			st.MakeNode().Name("n").Label(hostKey, "n").Obj(), framework.QueueSkip},
+		{"pod without constraints", []*v1.Pod{podWith("p", "x")},
+			st.MakeNode().Name("n").Label(zoneKey, "a").Obj(), framework.QueueSkip},
+		{"node with both keys of two constraints", []*v1.Pod{twoKeys},
+			st.MakeNode().Name("n").Label(zoneKey, "a").Label(hostKey, "n").Obj(), framework.Queue},
+		{"node with one key of two constraints counted in no domain", []*v1.Pod{twoKeys},
+			st.MakeNode().Name("n").Label(zoneKey, "a").Obj(), framework.QueueSkip},
+		{"second pod of the job concerned", []*v1.Pod{podWith("p", "x"), podWith("q", "x", spread(zoneKey, 1, "x"))},
+			st.MakeNode().Name("n").Label(zoneKey, "a").Obj(), framework.Queue},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			job := &framework.QueuedJob{Pods: tt.pods}
+			matched, got := false, framework.QueueSkip
+			for _, e := range (&PodTopologySpread{}).EventsToRegister() {
+				h, ok, err := framework.PluginEvent{Plugin: Name, ClusterEventWithHint: e}.Hint(klog.Background(), framework.EventNodeDelete, job, tt.gone, nil)
+				if !ok {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				matched = true
+				if h == framework.Queue {
+					got = h
+				}
+			}
+			if !matched {
+				t.Fatalf("%v is not registered", framework.EventNodeDelete)
+			}
 			if got != tt.want {
 				t.Errorf("hint = %v, want %v", got, tt.want)
 			}

@@ -58,7 +58,7 @@
 //
 // Events: PersistentVolumeClaim and PersistentVolume adds and updates,
 // StorageClass adds and updates, node adds and label changes, CSIDriver
-// updates, CSIStorageCapacity adds and updates, with queueing hints that
-// retry a job only for claims its pods use (PVC events), and for
-// StorageClass, CSIDriver changes that may matter.
+// updates and deletes, CSIStorageCapacity adds and updates, with queueing
+// hints that retry a job only for claims its pods use (PVC events), and
+// for StorageClass, CSIDriver changes that may matter.
 package volumebinding

@@ -13,8 +13,8 @@ import (
 
 // EventsToRegister implements framework.EnqueueExtensions. Claims and
 // volumes being created or bound, classes and storage capacity appearing
-// or changing, and nodes appearing or being relabelled may let a rejected
-// pod fit.
+// or changing, nodes appearing or being relabelled, and CSI drivers
+// ceasing to track capacity (or going away) may let a rejected pod fit.
 func (*VolumeBinding) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{
 		{Event: framework.ClusterEvent{Resource: framework.PersistentVolumeClaim, ActionType: framework.Add | framework.UpdateGeneric}, QueueingHintFn: volumeutil.ClaimHint},
@@ -23,6 +23,9 @@ func (*VolumeBinding) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.EventNodeAdd},
 		{Event: framework.EventNodeLabelChange},
 		{Event: framework.ClusterEvent{Resource: framework.CSIDriver, ActionType: framework.UpdateGeneric}, QueueingHintFn: driverHint},
+		// Without its CSIDriver object, a provisioner's storage capacity
+		// is not checked at all.
+		{Event: framework.ClusterEvent{Resource: framework.CSIDriver, ActionType: framework.Delete}, QueueingHintFn: driverDeletedHint},
 		{Event: framework.ClusterEvent{Resource: framework.CSIStorageCapacity, ActionType: framework.Add | framework.UpdateGeneric}},
 	}
 }
@@ -52,9 +55,28 @@ func driverHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, newObj any) (fram
 	if !ok || !ok2 || cur == nil || old == nil {
 		return framework.Queue, fmt.Errorf("queueing hint: want two *storagev1.CSIDriver, got %T and %T", oldObj, newObj)
 	}
-	tracks := func(d *storagev1.CSIDriver) bool { return d.Spec.StorageCapacity != nil && *d.Spec.StorageCapacity }
-	if tracks(old) && !tracks(cur) {
+	if tracksCapacity(old) && !tracksCapacity(cur) {
 		return framework.Queue, nil
 	}
 	return framework.QueueSkip, nil
+}
+
+// driverDeletedHint: Queue when the deleted CSI driver tracked storage
+// capacity: with it gone, Filter no longer asks for a CSIStorageCapacity.
+// A driver that did not track capacity imposed no check to lift.
+func driverDeletedHint(_ klog.Logger, _ *framework.QueuedJob, oldObj, _ any) (framework.QueueingHint, error) {
+	old, ok := oldObj.(*storagev1.CSIDriver)
+	if !ok || old == nil {
+		return framework.Queue, fmt.Errorf("queueing hint: want the deleted *storagev1.CSIDriver, got %T", oldObj)
+	}
+	if tracksCapacity(old) {
+		return framework.Queue, nil
+	}
+	return framework.QueueSkip, nil
+}
+
+// tracksCapacity reports whether d asks the scheduler to check storage
+// capacity, as Filter reads it.
+func tracksCapacity(d *storagev1.CSIDriver) bool {
+	return d.Spec.StorageCapacity != nil && *d.Spec.StorageCapacity
 }

@@ -442,3 +442,52 @@ func TestClaimHint(t *testing.T) {
 		t.Error("ClaimHint accepted a string")
 	}
 }
+
+// TestDriverHints: the CSIDriver events the handler raises reach the
+// plugin's hints, which retry a job when a driver's storage-capacity check
+// goes away, by an update or by the driver's deletion.
+func TestDriverHints(t *testing.T) {
+	driver := func(tracks *bool) *storagev1.CSIDriver {
+		return &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "tracked.example.com"}, Spec: storagev1.CSIDriverSpec{StorageCapacity: tracks}}
+	}
+	update := framework.ClusterEvent{Resource: framework.CSIDriver, ActionType: framework.UpdateGeneric, Label: "CSIDriverUpdate"}
+	del := framework.ClusterEvent{Resource: framework.CSIDriver, ActionType: framework.Delete, Label: "CSIDriverDelete"}
+	job := &framework.QueuedJob{Pods: []*v1.Pod{podWith("p", "data")}}
+	for _, tc := range []struct {
+		name     string
+		event    framework.ClusterEvent
+		old, new any
+		want     framework.QueueingHint
+	}{
+		{"stopped tracking capacity", update, driver(ptrTo(true)), driver(ptrTo(false)), framework.Queue},
+		{"tracking unset", update, driver(ptrTo(true)), driver(nil), framework.Queue},
+		{"started tracking capacity", update, driver(ptrTo(false)), driver(ptrTo(true)), framework.QueueSkip},
+		{"still tracking capacity", update, driver(ptrTo(true)), driver(ptrTo(true)), framework.QueueSkip},
+		{"driver tracking capacity deleted", del, driver(ptrTo(true)), nil, framework.Queue},
+		{"driver not tracking capacity deleted", del, driver(ptrTo(false)), nil, framework.QueueSkip},
+		{"driver without the field deleted", del, driver(nil), nil, framework.QueueSkip},
+	} {
+		var hint framework.QueueingHint
+		matched := false
+		for _, e := range (&VolumeBinding{}).EventsToRegister() {
+			h, ok, err := framework.PluginEvent{Plugin: Name, ClusterEventWithHint: e}.Hint(klog.Background(), tc.event, job, tc.old, tc.new)
+			if !ok {
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			matched = true
+			if h == framework.Queue {
+				hint = h
+			}
+		}
+		if !matched {
+			t.Errorf("%s: %v is not registered", tc.name, tc.event)
+			continue
+		}
+		if hint != tc.want {
+			t.Errorf("%s: %v; want %v", tc.name, hint, tc.want)
+		}
+	}
+}

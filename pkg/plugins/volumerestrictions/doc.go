@@ -24,6 +24,7 @@
 // Args: none; non-empty args are an error.
 //
 // Events: an assigned pod deleted (a hint retries the job only when the pod
-// used a disk or claim of a pending pod), a node added, and a claim added
-// that a pending pod uses.
+// used a disk conflicting with a pending pod's, in any namespace since
+// in-tree disks are not namespaced, or a claim of a pending pod), a node
+// added, and a claim added that a pending pod uses.
 package volumerestrictions

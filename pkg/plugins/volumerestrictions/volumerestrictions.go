@@ -190,21 +190,25 @@ func (*VolumeRestrictions) EventsToRegister() []framework.ClusterEventWithHint {
 
 // podDeletedHint: Queue when the pod that went away used an in-tree disk
 // conflicting with a pending pod's, or a claim a pending pod uses.
+//
+// In-tree disks are cluster-wide objects (a GCE PD or an EBS volume is
+// named by the cloud, not by a namespace), and Filter counts every pod on
+// the node whatever its namespace; so a disk conflict is looked for in
+// pods of any namespace. Claims, on the other hand, belong to a
+// namespace: only a pod of the pending pod's namespace can release one.
 func podDeletedHint(_ klog.Logger, job *framework.QueuedJob, oldObj, _ any) (framework.QueueingHint, error) {
 	gone, err := pluginutil.PodOf(oldObj, "deleted")
 	if err != nil {
 		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
-		if pod.Namespace != gone.Namespace {
-			continue
-		}
+		sameNamespace := pod.Namespace == gone.Namespace
 		for i := range pod.Spec.Volumes {
 			v := &pod.Spec.Volumes[i]
 			if hasInTreeDisk(v) && diskConflict(v, gone) {
 				return framework.Queue, nil
 			}
-			if v.PersistentVolumeClaim == nil {
+			if v.PersistentVolumeClaim == nil || !sameNamespace {
 				continue
 			}
 			for j := range gone.Spec.Volumes {

@@ -27,6 +27,12 @@ func pod(name string, vols ...v1.VolumeSource) *v1.Pod {
 	return p
 }
 
+// inNamespace returns p moved to namespace ns.
+func inNamespace(ns string, p *v1.Pod) *v1.Pod {
+	p.Namespace = ns
+	return p
+}
+
 func pvcVol(name string) v1.VolumeSource {
 	return v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: name}}
 }
@@ -136,7 +142,7 @@ func TestGangSharingReadWriteOncePod(t *testing.T) {
 }
 
 func TestHints(t *testing.T) {
-	job := &framework.QueuedJob{Pods: []*v1.Pod{pod("p", pvcVol("c"), gce("d", false))}}
+	job := &framework.QueuedJob{Pods: []*v1.Pod{pod("p", pvcVol("c"), gce("d", false), ebs("e"))}}
 	for _, tc := range []struct {
 		name string
 		hint framework.QueueingHintFn
@@ -147,6 +153,15 @@ func TestHints(t *testing.T) {
 		{"deleted pod used the claim", podDeletedHint, pod("x", pvcVol("c")), nil, framework.Queue},
 		{"deleted pod used the disk", podDeletedHint, pod("x", gce("d", true)), nil, framework.Queue},
 		{"deleted pod unrelated", podDeletedHint, pod("x", pvcVol("other")), nil, framework.QueueSkip},
+		// In-tree disks are not namespaced: a pod of another namespace
+		// holding the disk blocks the pending pod in Filter, so its
+		// deletion must retry it.
+		{"deleted pod of another namespace used the disk", podDeletedHint, inNamespace("other", pod("x", gce("d", false))), nil, framework.Queue},
+		{"deleted pod of another namespace used an EBS disk", podDeletedHint, inNamespace("other", pod("x", ebs("e"))), nil, framework.Queue},
+		// Claims are namespaced: a claim of the same name in another
+		// namespace is another claim.
+		{"deleted pod of another namespace used a claim of the same name", podDeletedHint, inNamespace("other", pod("x", pvcVol("c"))), nil, framework.QueueSkip},
+		{"deleted pod of another namespace used another disk", podDeletedHint, inNamespace("other", pod("x", gce("z", false))), nil, framework.QueueSkip},
 		{"claim added", volumeutil.ClaimHint, nil, claim("c"), framework.Queue},
 		{"other claim added", volumeutil.ClaimHint, nil, claim("z"), framework.QueueSkip},
 	} {
