@@ -13,7 +13,8 @@ set -o errexit -o nounset -o pipefail
 #
 # Usage: hack/bench-coldstart.sh [quick]
 #   (none)  5000 nodes, 150000 pods: seeding takes minutes on 2 cores
-#   quick   200 nodes, 3000 pods (the size TestColdStart runs in make test)
+#   quick   200 nodes, 3000 pods (TestColdStart's size; CI runs that test
+#           in hack/test-benchmarks.sh, make test skips it)
 # Env:
 #   BENCH_NODES, BENCH_PODS     the size
 #   BENCH_NAMESPACES (50)       namespaces of the bound pods

@@ -130,4 +130,10 @@ fi
 if [[ "${scope}" != e2e ]]; then
   (cd test/plugindiff && go test ${race[@]+"${race[@]}"} "${flags[@]}" -timeout 10m ./...) || note $?
 fi
+# Every benchmark once, at a tiny size, so that none rots unseen
+# (hack/test-benchmarks.sh; docs/testing.md). The benchmarks of
+# test/benchmark and test/perfsuite need the control plane.
+if [[ "${scope}" != unit ]]; then
+  hack/test-benchmarks.sh || note $?
+fi
 exit "${status}"

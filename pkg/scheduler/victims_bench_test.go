@@ -47,11 +47,16 @@ import (
 // the PreFilter state per victim; rerun is the same profile with their
 // PodPreFilterExtensions hidden, so that every check runs PreFilterPod
 // over the whole cluster again (the search before the extensions): the
-// baseline.
+// baseline. With -short (hack/test-benchmarks.sh's smoke run) only the
+// 20-node cluster: rerun at 100 nodes takes half a minute.
 //
 //	go test -run '^$' -bench BenchmarkVictimSearchAffinity -benchtime 3x ./pkg/scheduler/
 func BenchmarkVictimSearchAffinity(b *testing.B) {
-	for _, nodes := range []int{20, 100} {
+	sizes := []int{20, 100}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	for _, nodes := range sizes {
 		for _, variant := range []struct {
 			name     string
 			registry func(testing.TB) *frameworkruntime.Registry

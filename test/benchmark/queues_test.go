@@ -94,13 +94,15 @@ type queueSettings struct {
 func loadQueueSettings(b testing.TB) queueSettings {
 	b.Helper()
 	s := queueSettings{settings: loadCommonSettings(b)}
-	s.nodes = envInt(b, "BENCH_QUEUE_NODES", 500)
-	s.pods = envInt(b, "BENCH_QUEUE_PODS", 10000)
-	s.fairFor = time.Duration(envInt(b, "BENCH_QUEUE_FAIR_SECONDS", 120)) * time.Second
-	s.fairSkip = time.Duration(envInt(b, "BENCH_QUEUE_SKIP_SECONDS", 30)) * time.Second
+	// With -short (hack/test-benchmarks.sh's smoke run): 20 nodes, 160
+	// pods, 10 s of fairness, 2 reclaims.
+	s.nodes = envInt(b, "BENCH_QUEUE_NODES", smoke(500, 20))
+	s.pods = envInt(b, "BENCH_QUEUE_PODS", smoke(10000, 160))
+	s.fairFor = time.Duration(envInt(b, "BENCH_QUEUE_FAIR_SECONDS", smoke(120, 10))) * time.Second
+	s.fairSkip = time.Duration(envInt(b, "BENCH_QUEUE_SKIP_SECONDS", smoke(30, 2))) * time.Second
 	s.fairControl = envInt(b, "BENCH_QUEUE_FAIR_CONTROL", 1) != 0
 	s.backlog = int64(envInt(b, "BENCH_QUEUE_BACKLOG_CPU", max(24, s.nodes*queueNodeCPU/10))) * 1000
-	s.reps = envInt(b, "BENCH_QUEUE_RECLAIM_REPS", 5)
+	s.reps = envInt(b, "BENCH_QUEUE_RECLAIM_REPS", smoke(5, 2))
 	s.seed = uint64(envInt(b, "BENCH_QUEUE_SEED", 1))
 	s.settle = time.Duration(envInt(b, "BENCH_QUEUE_SETTLE_SECONDS", 10)) * time.Second
 	s.phases = map[string]bool{}

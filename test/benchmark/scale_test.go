@@ -64,6 +64,14 @@ func loadScaleSettings(b testing.TB, def scaleSettings) scaleSettings {
 // backlog of 10,000 pending pods.
 var fullScale = scaleSettings{settings: settings{nodes: 5000, pods: 10000}, bound: 150000, clients: 8, workers: 32}
 
+// smallScale is TestSchedulingAtScaleSmall's size; smokeScale is the
+// benchmark's with -short (hack/test-benchmarks.sh), smaller still: the
+// test checks the run, the smoke run only that the benchmark works.
+var (
+	smallScale = scaleSettings{settings: settings{nodes: 200, pods: 300, binders: []int{16, 64}}, bound: 2000, clients: 2, workers: 16}
+	smokeScale = scaleSettings{settings: settings{nodes: 20, pods: 80, binders: []int{16, 64}}, bound: 200, clients: 1, workers: 8}
+)
+
 // scaleRun is the outcome of one run at scale.
 type scaleRun struct {
 	ceils ceilings
@@ -100,10 +108,11 @@ type scaleRun struct {
 // variables of BenchmarkScheduling (BENCH_QPS, BENCH_BIND_CONCURRENCY,
 // BENCH_CPUPROFILE, ...) apply; the diagnostic events phase does not run.
 //
-// Full size: hack/bench-scheduling.sh scale (make bench-scheduling-scale). A small
-// version runs in CI as TestSchedulingAtScaleSmall.
+// Full size: hack/bench-scheduling.sh scale (make bench-scheduling-scale).
+// With -short it runs at smokeScale. A small version runs as
+// TestSchedulingAtScaleSmall; CI runs both (hack/test-benchmarks.sh).
 func BenchmarkSchedulingAtScale(b *testing.B) {
-	s := loadScaleSettings(b, fullScale)
+	s := loadScaleSettings(b, smoke(fullScale, smokeScale))
 	var runs []scaleRun
 	for b.Loop() {
 		runs = append(runs, runScaleOnce(b, s))
@@ -127,15 +136,17 @@ func BenchmarkSchedulingAtScale(b *testing.B) {
 }
 
 // TestSchedulingAtScaleSmall runs BenchmarkSchedulingAtScale's run at a
-// small size (200 nodes, 2,000 bound pods, 300 pending; the BENCH_SCALE_*
-// variables override it), so that CI checks that the benchmark works and
-// that every pod is bound once with no node over its allocatable. It
-// checks no rate: CI machines are too noisy for that. Skipped with -short.
+// small size (smallScale: 200 nodes, 2,000 bound pods, 300 pending; the
+// BENCH_SCALE_* variables override it), so that CI checks that the
+// benchmark works and that every pod is bound once with no node over its
+// allocatable. It checks no rate: CI machines are too noisy for that.
+// Skipped with -short: make test runs this package with -short, and CI
+// runs it in hack/test-benchmarks.sh, without -short.
 func TestSchedulingAtScaleSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane; skipped with -short")
 	}
-	s := loadScaleSettings(t, scaleSettings{settings: settings{nodes: 200, pods: 300, binders: []int{16, 64}}, bound: 2000, clients: 2, workers: 16})
+	s := loadScaleSettings(t, smallScale)
 	r := runScaleOnce(t, s)
 	if r.sched.pods != s.pods || r.sched.elapsed <= 0 {
 		t.Errorf("scheduler phase: %d pods in %s, want %d in a positive time", r.sched.pods, r.sched.elapsed, s.pods)

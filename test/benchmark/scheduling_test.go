@@ -6,7 +6,9 @@
 // Plain `go test ./...` (and make test) runs no benchmark, only the small
 // tests: TestHistogramQuantile, and TestColdStart (coldstart_test.go),
 // TestSchedulingAtScaleSmall and TestSchedulingHybridSmall, which start a
-// control plane and are skipped with -short.
+// control plane and are skipped with -short (make test runs this package
+// with -short; CI runs them in hack/test-benchmarks.sh, which also runs
+// every benchmark once with -short, at a tiny size: see smoke).
 // Run the benchmarks with hack/bench-scheduling.sh, hack/bench-coldstart.sh, or:
 //
 //	go test -run '^$' -bench Scheduling -benchtime 1x -timeout 60m ./test/benchmark
@@ -114,8 +116,8 @@ type settings struct {
 func loadSettings(b testing.TB) settings {
 	b.Helper()
 	s := loadCommonSettings(b)
-	s.nodes = envInt(b, "BENCH_NODES", 500)
-	s.pods = envInt(b, "BENCH_PODS", 10000)
+	s.nodes = envInt(b, "BENCH_NODES", smoke(500, 20))
+	s.pods = envInt(b, "BENCH_PODS", smoke(10000, 160))
 	s.eventsCeiling = os.Getenv("BENCH_EVENTS_CEILING") != "0"
 	if s.nodes <= 0 || s.pods <= 0 {
 		b.Fatalf("BENCH_NODES (%d) and BENCH_PODS (%d) must be positive", s.nodes, s.pods)
@@ -175,6 +177,18 @@ func envInts(b testing.TB, name string, def []int) []int {
 		out = append(out, n)
 	}
 	return out
+}
+
+// smoke returns full, or small when the test binary runs with -short. A
+// benchmark takes its default size from it: hack/test-benchmarks.sh (CI)
+// runs every benchmark once with -short, to check that it still works, at
+// a size that takes seconds; make bench and hack/bench-*.sh run without
+// -short, at full size. The BENCH_* variables override either.
+func smoke[T any](full, small T) T {
+	if testing.Short() {
+		return small
+	}
+	return full
 }
 
 func envInt(b testing.TB, name string, def int) int {

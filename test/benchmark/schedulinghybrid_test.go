@@ -133,6 +133,13 @@ func loadHybridSettings(tb testing.TB, def hybridSettings) hybridSettings {
 // in ledger mode at this size (see BenchmarkSchedulingHybrid).
 var fullHybrid = hybridSettings{settings: settings{nodes: 500, pods: 10000}, vmsPerMinute: 30}
 
+// smallHybrid is TestSchedulingHybridSmall's size; smokeHybrid is the
+// benchmark's with -short (hack/test-benchmarks.sh), smaller still.
+var (
+	smallHybrid = hybridSettings{settings: settings{nodes: 20, pods: 200}, vmsPerMinute: 600}
+	smokeHybrid = hybridSettings{settings: settings{nodes: 10, pods: 80}, vmsPerMinute: 600}
+)
+
 // hybridRun is the outcome of one phase.
 type hybridRun struct {
 	schedulerRun
@@ -217,9 +224,10 @@ type hybridRun struct {
 // placer) and the API requests.
 //
 // Full size: hack/bench-scheduling.sh hybrid (make bench-scheduling-hybrid).
-// A small version runs as TestSchedulingHybridSmall.
+// With -short it runs at smokeHybrid. A small version runs as
+// TestSchedulingHybridSmall; CI runs both (hack/test-benchmarks.sh).
 func BenchmarkSchedulingHybrid(b *testing.B) {
-	s := loadHybridSettings(b, fullHybrid)
+	s := loadHybridSettings(b, smoke(fullHybrid, smokeHybrid))
 	vmBin := buildVMManager(b)
 	var runs [][]hybridRun
 	for b.Loop() {
@@ -267,12 +275,14 @@ func BenchmarkSchedulingHybrid(b *testing.B) {
 // variables override it), so that CI checks that the benchmark works: the
 // checks of every phase (each pod bound once, no host over-committed by
 // pods and VMs, the ledgers' contents) and that each phase measured what
-// it claims. It checks no rate. Skipped with -short.
+// it claims. It checks no rate. Skipped with -short: make test runs this
+// package with -short, and CI runs it in hack/test-benchmarks.sh, without
+// -short.
 func TestSchedulingHybridSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and the VM manager; skipped with -short")
 	}
-	s := loadHybridSettings(t, hybridSettings{settings: settings{nodes: 20, pods: 200}, vmsPerMinute: 600})
+	s := loadHybridSettings(t, smallHybrid)
 	runs := runHybridOnce(t, s, buildVMManager(t))
 	if len(runs) != len(hybridPhases) {
 		t.Fatalf("%d phases measured, want %d", len(runs), len(hybridPhases))

@@ -64,13 +64,17 @@ type traceSettings struct {
 func loadTraceSettings(b testing.TB) traceSettings {
 	b.Helper()
 	s := traceSettings{settings: loadCommonSettings(b)}
-	s.nodes = envInt(b, "BENCH_TRACE_NODES", 1000)
+	// With -short (hack/test-benchmarks.sh's smoke run): the smallest
+	// cluster a trace fits (twice the largest gang), arrivals over 5 s at
+	// a fifth of the load, run times ÷ 1000 (seed 1: 8 Jobs, one of them
+	// a gang of 256, none longer than 9 s).
+	s.nodes = envInt(b, "BENCH_TRACE_NODES", smoke(1000, 2*traceMaxSize/traceNodePods))
 	s.spec = traceSpec{
 		seed:     uint64(envInt(b, "BENCH_TRACE_SEED", 1)),
 		capacity: s.nodes * traceNodePods,
-		window:   time.Duration(envInt(b, "BENCH_TRACE_SECONDS", 120)) * time.Second,
-		load:     float64(envInt(b, "BENCH_TRACE_LOAD_PERCENT", 90)) / 100,
-		scale:    float64(envInt(b, "BENCH_TRACE_SCALE", 100)),
+		window:   time.Duration(envInt(b, "BENCH_TRACE_SECONDS", smoke(120, 5))) * time.Second,
+		load:     float64(envInt(b, "BENCH_TRACE_LOAD_PERCENT", smoke(90, 20))) / 100,
+		scale:    float64(envInt(b, "BENCH_TRACE_SCALE", smoke(100, 1000))),
 	}
 	if err := s.spec.validate(); err != nil {
 		b.Fatalf("BENCH_TRACE_NODES=%d and the other BENCH_TRACE_* settings: %v", s.nodes, err)

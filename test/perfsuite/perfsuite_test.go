@@ -283,10 +283,22 @@ func TestSideBySide(t *testing.T) {
 // regexp of TestCase/workload), PERF_SUITE_TIMEOUT_SECONDS (600),
 // PERF_SUITE_PROFILE_DIR (a CPU profile of each scheduler over the first
 // PERF_SUITE_PROFILE_SECONDS, 10, of each measured window).
+//
+// With -short (the smoke run of hack/test-benchmarks.sh, in CI) it runs
+// one small workload, SchedulingBasic/5Nodes (PERF_SUITE_MAX_NODES 10 and
+// that PERF_SUITE_RUN, unless set), and a workload that fails fails the
+// benchmark: a full run reports it in the table instead and goes on.
 func BenchmarkPerfSuite(b *testing.B) {
 	dir, cases := loadUpstream(b)
-	set := Set{Full: os.Getenv("PERF_SUITE_SET") == "full", MaxNodes: envInt(b, "PERF_SUITE_MAX_NODES", 500)}
-	if re := os.Getenv("PERF_SUITE_RUN"); re != "" {
+	maxNodes, re := 500, os.Getenv("PERF_SUITE_RUN")
+	if testing.Short() {
+		maxNodes = 10
+		if re == "" {
+			re = `^SchedulingBasic/5Nodes$`
+		}
+	}
+	set := Set{Full: os.Getenv("PERF_SUITE_SET") == "full", MaxNodes: envInt(b, "PERF_SUITE_MAX_NODES", maxNodes)}
+	if re != "" {
 		set.Match = regexp.MustCompile(re)
 	}
 	kube, ours := buildSchedulers(b)
@@ -300,12 +312,16 @@ func BenchmarkPerfSuite(b *testing.B) {
 		o.ProfileDir, o.ProfileFor = d, time.Duration(envInt(b, "PERF_SUITE_PROFILE_SECONDS", 10))*time.Second
 	}
 	out := os.Getenv("PERF_SUITE_OUT")
+	sels := set.Select(cases)
+	if len(sels) == 0 {
+		b.Fatalf("no workload selected (PERF_SUITE_RUN=%q, PERF_SUITE_MAX_NODES=%d)", re, set.MaxNodes)
+	}
 	for i := 0; i < b.N; i++ {
 		var (
 			mu   sync.Mutex
 			rows []Row
 		)
-		for k, sel := range set.Select(cases) {
+		for k, sel := range sels {
 			row := Row{Sel: sel}
 			if sel.Skip == "" {
 				// Alternate which runs first, so that a drift of the
@@ -317,7 +333,9 @@ func BenchmarkPerfSuite(b *testing.B) {
 				for _, which := range order {
 					o.Logf("%s: %s: %s", time.Now().Format(time.TimeOnly), sel.Name(), which)
 					res := Run(context.Background(), o, sel, which)
-					if res.Err != nil {
+					if res.Err != nil && testing.Short() {
+						b.Errorf("%s with %s: %v", sel.Name(), which, res.Err)
+					} else if res.Err != nil {
 						o.Logf("%s with %s: %v", sel.Name(), which, res.Err)
 					}
 					if which == KubeScheduler {

@@ -92,11 +92,16 @@ func writerWait(c *cache.SchedulerCache, stop <-chan struct{}) func() time.Durat
 // and, as the baseline, one /debug/cache dump (DumpCache and its JSON) of
 // the same cache: both read the whole cache through View. Both report the longest time a concurrent writer of the
 // cache (what the event handlers and the scheduling loop are) waited for
-// the lock; Verify also reports its own longest lock hold.
+// the lock; Verify also reports its own longest lock hold. With -short
+// (hack/test-benchmarks.sh's smoke run) only the smaller cache.
 //
 //	go test -run '^$' -bench 'BenchmarkVerify/5000nodes' -benchtime 5x ./pkg/cache/debugger
 func BenchmarkVerify(b *testing.B) {
-	for _, size := range []struct{ nodes, pods int }{{500, 15000}, {5000, 150000}} {
+	sizes := []struct{ nodes, pods int }{{500, 15000}, {5000, 150000}}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	for _, size := range sizes {
 		b.Run(fmt.Sprintf("%dnodes-%dpods", size.nodes, size.pods), func(b *testing.B) {
 			c := benchCluster(b, size.nodes, size.pods)
 			b.Run("verify", func(b *testing.B) {

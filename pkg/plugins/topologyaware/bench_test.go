@@ -15,11 +15,16 @@ import (
 // required rack at 5,000 nodes (50 blocks of 2 racks of 50 nodes, 30 pods
 // on each node), against a baseline in the same run: one pass over the
 // nodes reading what each has idle, the least any room-based search does.
+// With -short (hack/test-benchmarks.sh's smoke run), 500 nodes.
 //
 //	go test -run '^$' -bench BenchmarkPlacements ./pkg/plugins/topologyaware/
 func BenchmarkPlacements(b *testing.B) {
+	size := 5000
+	if testing.Short() {
+		size = 500
+	}
 	var nodes []*framework.NodeInfo
-	for i := range 5000 {
+	for i := range size {
 		name := fmt.Sprintf("n%d", i)
 		n := framework.NewNodeInfo(st.MakeNode().Name(name).Label(HostnameLabel, name).
 			Label(RackLabel, fmt.Sprintf("r%d", i/50)).Label(BlockLabel, fmt.Sprintf("b%d", i/100)).
