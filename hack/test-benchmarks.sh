@@ -32,7 +32,7 @@
 # and compiling costs little more than linking. BENCH_SMOKE_RACE=0 turns it
 # off; BENCH_SMOKE_LANES=1 runs lane A before lane B instead of beside it.
 # The lanes take about as long as each other (4 to 6 minutes each on 2
-# cores); side by side they took 6.5 minutes, one after the other 8.5
+# cores); side by side they took 6.5 to 7.5 minutes, one after the other 8.5
 # (docs/testing.md).
 #
 # Each go test call's output goes to _output/test-benchmarks/STEP.txt,

@@ -6,7 +6,9 @@
 #                       hack/build-control-plane.sh), including the short
 #                       chaos suite (test/chaos; the full one is
 #                       hack/test-chaos.sh); test/benchmark runs with
-#                       -short (its long runs are make bench's)
+#                       -short (its long runs are make bench's), then
+#                       every benchmark once at a tiny size
+#                       (hack/test-benchmarks.sh)
 # Outside macOS the race detector needs cgo, hence a C compiler. Without one
 # the tests run without -race, after a one-line notice; REQUIRE_RACE=1
 # makes that an error instead (for CI).
