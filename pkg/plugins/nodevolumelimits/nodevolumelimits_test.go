@@ -231,20 +231,9 @@ func TestRegisteredHints(t *testing.T) {
 		{"pod not bound", framework.EventAssignedPodAdd, nil, pod("x", "c"), framework.QueueSkip},
 		{"finished pod", framework.EventAssignedPodAdd, nil, finished, framework.QueueSkip},
 	} {
-		var hint framework.QueueingHint
-		matched := false
-		for _, e := range pl.EventsToRegister() {
-			h, ok, err := framework.PluginEvent{Plugin: Name, ClusterEventWithHint: e}.Hint(klog.Background(), tc.event, job, tc.old, tc.new)
-			if !ok {
-				continue
-			}
-			if err != nil {
-				t.Errorf("%s: %v", tc.name, err)
-			}
-			matched = true
-			if h == framework.Queue {
-				hint = h
-			}
+		hint, matched, err := testutil.RegisteredHint(Name, pl.EventsToRegister(), tc.event, job, tc.old, tc.new)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 		if !matched {
 			t.Errorf("%s: %v is not registered", tc.name, tc.event)

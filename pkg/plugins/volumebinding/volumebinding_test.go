@@ -467,20 +467,9 @@ func TestDriverHints(t *testing.T) {
 		{"driver not tracking capacity deleted", del, driver(ptrTo(false)), nil, framework.QueueSkip},
 		{"driver without the field deleted", del, driver(nil), nil, framework.QueueSkip},
 	} {
-		var hint framework.QueueingHint
-		matched := false
-		for _, e := range (&VolumeBinding{}).EventsToRegister() {
-			h, ok, err := framework.PluginEvent{Plugin: Name, ClusterEventWithHint: e}.Hint(klog.Background(), tc.event, job, tc.old, tc.new)
-			if !ok {
-				continue
-			}
-			if err != nil {
-				t.Errorf("%s: %v", tc.name, err)
-			}
-			matched = true
-			if h == framework.Queue {
-				hint = h
-			}
+		hint, matched, err := testutil.RegisteredHint(Name, (&VolumeBinding{}).EventsToRegister(), tc.event, job, tc.old, tc.new)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 		if !matched {
 			t.Errorf("%s: %v is not registered", tc.name, tc.event)
