@@ -104,6 +104,9 @@ func TestPolicyOnEveryNodePath(t *testing.T) {
 			name:   "update that relabels out of the pool removes the node",
 			before: func(h eventhandlers.Interface) { h.AddNode(pooled("1")) },
 			do:     func(h eventhandlers.Interface) { h.UpdateNode(pooled("1"), unpooled("2")) },
+			// A node that leaves raises NodeDelete (PodTopologySpread
+			// retries the jobs a domain held back).
+			wantEvents: []string{"NodeDelete"},
 		},
 		{
 			name: "update outside the pool",
@@ -141,6 +144,9 @@ func TestPolicyOnEveryNodePath(t *testing.T) {
 			name:   "delete in the pool",
 			before: func(h eventhandlers.Interface) { h.AddNode(pooled("1")) },
 			do:     func(h eventhandlers.Interface) { h.DeleteNode(pooled("1")) },
+			// A node that leaves raises NodeDelete (PodTopologySpread
+			// retries the jobs a domain held back).
+			wantEvents: []string{"NodeDelete"},
 		},
 		{
 			name:   "tombstone in the pool",
@@ -148,6 +154,9 @@ func TestPolicyOnEveryNodePath(t *testing.T) {
 			do: func(h eventhandlers.Interface) {
 				h.DeleteNode(cache.DeletedFinalStateUnknown{Key: "n1", Obj: pooled("1")})
 			},
+			// A node that leaves raises NodeDelete (PodTopologySpread
+			// retries the jobs a domain held back).
+			wantEvents: []string{"NodeDelete"},
 		},
 		{
 			// The policy keeps the delete from reaching the cache
