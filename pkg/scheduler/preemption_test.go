@@ -23,6 +23,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -163,7 +164,7 @@ func TestPreemptionGangOfFourLands(t *testing.T) {
 	if len(h.bindings()) != 0 {
 		t.Fatalf("bound %v before the victims left", h.boundTo())
 	}
-	if got := h.preemptionAttempts(preemptionPreempted); got != 1 {
+	if got := h.preemptionAttempts(preemption.ResultPreempted); got != 1 {
 		t.Errorf("PreemptionAttempts{preempted} = %v, want 1", got)
 	}
 	if got := metricstest.CounterValue(t, h.metrics.PreemptionVictims); got != 2 {
@@ -328,10 +329,10 @@ func TestPreemptionThatCannotHelpEvictsNothing(t *testing.T) {
 			if got := ev.attempted(); len(got) != 0 {
 				t.Errorf("evictions asked %v, want none", got)
 			}
-			if got := h.preemptionAttempts(preemptionUnhelpful); (got == 1) != tt.wantUnhelpful {
+			if got := h.preemptionAttempts(preemption.ResultUnhelpful); (got == 1) != tt.wantUnhelpful {
 				t.Errorf("PreemptionAttempts{unhelpful} = %v, want it tried and unhelpful: %v", got, tt.wantUnhelpful)
 			}
-			if got := h.preemptionAttempts(preemptionPreempted); got != 0 {
+			if got := h.preemptionAttempts(preemption.ResultPreempted); got != 0 {
 				t.Errorf("PreemptionAttempts{preempted} = %v, want 0", got)
 			}
 			for _, p := range tt.pods {
@@ -382,7 +383,7 @@ func TestPreemptionPodDisruptionBudgets(t *testing.T) {
 		if got := ev.attempted(); len(got) != 1 || got[0] != "db-0" {
 			t.Errorf("evictions asked %v, want only the first, refused, one", got)
 		}
-		if got := h.preemptionAttempts(preemptionFailed); got != 1 {
+		if got := h.preemptionAttempts(preemption.ResultFailed); got != 1 {
 			t.Errorf("PreemptionAttempts{failed} = %v, want 1", got)
 		}
 		if got := metricstest.CounterValue(t, h.metrics.PreemptionVictims); got != 0 {
@@ -394,7 +395,7 @@ func TestPreemptionPodDisruptionBudgets(t *testing.T) {
 		if got := h.apiPod(pre).Status.NominatedNodeName; got != "" {
 			t.Errorf("nominated node %q after a failed preemption, want none", got)
 		}
-		if h.sched.nominated.has(framework.JobIDForPod(pre)) {
+		if h.sched.nominated.Has(framework.JobIDForPod(pre)) {
 			t.Errorf("the failed preemption's nomination is kept")
 		}
 	})
@@ -424,7 +425,7 @@ func TestPreemptionHoldsNominatedRoom(t *testing.T) {
 			if got := ev.evicted(); !slices.Equal(got, []string{"victim"}) {
 				t.Fatalf("evicted %v, want [victim]", got)
 			}
-			if n := h.sched.nominated.nodeOf(pre.UID); n != "n1" {
+			if n := h.sched.nominated.NodeOf(pre.UID); n != "n1" {
 				t.Fatalf("pre nominated to %q, want n1", n)
 			}
 			// The victim is gone, but pre stays parked: the other pod is
@@ -446,7 +447,7 @@ func TestPreemptionHoldsNominatedRoom(t *testing.T) {
 			if got := h.boundTo(); got["pre"] != "n1" {
 				t.Errorf("bound %v, want pre on n1", got)
 			}
-			if h.sched.nominated.has(framework.JobIDForPod(pre)) {
+			if h.sched.nominated.Has(framework.JobIDForPod(pre)) {
 				t.Errorf("pre's nomination outlived its placement")
 			}
 		})
@@ -521,7 +522,7 @@ func TestPreemptionNominatesAPlacementThatNeedsNoVictims(t *testing.T) {
 	if got := ev.attempted(); len(got) != 0 {
 		t.Errorf("evictions asked %v, want none", got)
 	}
-	if a, b := h.sched.nominated.nodeOf(small.UID), h.sched.nominated.nodeOf(big.UID); a != "a-node" || b != "b-node" {
+	if a, b := h.sched.nominated.NodeOf(small.UID), h.sched.nominated.NodeOf(big.UID); a != "a-node" || b != "b-node" {
 		t.Errorf("nominated g-a to %q and g-b to %q, want a-node and b-node", a, b)
 	}
 	h.requeueAll()
@@ -570,12 +571,12 @@ func TestPreemptionGivingUpReleasesTheRoom(t *testing.T) {
 	if got := h.cache.Queue().Lengths(); got.Unschedulable != 2 || got.Active != 0 {
 		t.Fatalf("queue %+v, want pre and low parked (low kept out by the held room)", got)
 	}
-	h.sched.giveUp(t.Context(), framework.JobIDForPod(pre))
+	h.sched.preemption.GiveUp(t.Context(), framework.JobIDForPod(pre))
 	h.sched.bindWG.Wait()
 	if got := h.cache.Queue().Lengths(); got.Active != 2 {
 		t.Errorf("queue %+v after giving the room up, want both jobs active again", got)
 	}
-	if h.sched.nominated.has(framework.JobIDForPod(pre)) {
+	if h.sched.nominated.Has(framework.JobIDForPod(pre)) {
 		t.Errorf("pre keeps its nomination")
 	}
 	if got := h.apiPod(pre).Status.NominatedNodeName; got != "" {

@@ -1,13 +1,9 @@
 package scheduler
 
 import (
-	"context"
-	"fmt"
-
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 )
 
 // minNodesToFind is the fewest nodes a pod's window holds: clusters up to
@@ -28,33 +24,28 @@ func numNodesToFind(all, percentage int) int {
 	return min(all, max(all*percentage/100, minNodesToFind))
 }
 
-// findFeasibleNodes runs Filter for pod on a window of the nodes: in a
+// nodeWindow returns the window of nodes the Filter plugins try first for
+// pod (frameworkruntime.FilterScope.First), nil for all of nodes: in a
 // large cluster, scoring every node costs the loop more than a better
 // choice among them is worth (5,000 nodes are ten times the work of 500
 // per pod). The window (numNodesToFind nodes) starts where the previous
 // pod's ended, so successive pods look at different nodes and spread over
-// all of them. When no node of the window fits, every node is tried, so a
-// pod that fits somewhere is placed, and one that fits nowhere gets the
-// diagnosis of every node. A pod with a nominated node (preemption made
-// room for it there) looks at every node, so that its node is among them.
-func (s *Scheduler) findFeasibleNodes(ctx context.Context, c *cycle, pod *v1.Pod, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, frameworkruntime.Diagnosis, error) {
+// all of them. When no node of the window fits, the filter path tries
+// every node, so a pod that fits somewhere is placed, and one that fits
+// nowhere gets the diagnosis of every node. A pod with a nominated node
+// (preemption made room for it there) looks at every node, so that its
+// node is among them.
+func (s *Scheduler) nodeWindow(c *cycle, pod *v1.Pod, nodes []*framework.NodeInfo) []*framework.NodeInfo {
 	k := numNodesToFind(len(nodes), s.percentageOfNodesToScore(c.profile))
 	if k >= len(nodes) || s.nominatedNode(pod) != "" {
-		return c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
+		return nil
 	}
 	start := s.nextStartNode % len(nodes)
 	s.nextStartNode = (start + k) % len(nodes)
 	window := append(s.window[:0], nodes[start:min(start+k, len(nodes))]...)
 	window = append(window, nodes[:k-len(window)]...)
 	s.window = window
-	feasible, diagnosis, err := c.fwk.FindFeasibleNodes(ctx, c.state, pod, window)
-	if err != nil {
-		return nil, diagnosis, fmt.Errorf("filtering a window of %d of %d nodes: %w", k, len(nodes), err)
-	}
-	if len(feasible) > 0 {
-		return feasible, diagnosis, nil
-	}
-	return c.fwk.FindFeasibleNodes(ctx, c.state, pod, nodes)
+	return window
 }
 
 // percentageOfNodesToScore is the share of the nodes the pods of profile

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 
@@ -59,7 +60,7 @@ type Options struct {
 	// and Score look at in clusters of more than 100 nodes, as
 	// kube-scheduler's percentageOfNodesToScore: 0 (the default) adapts
 	// it to the cluster (50% less 1% per 125 nodes, at least 5% and at
-	// least 100 nodes), 100 looks at every node. See findFeasibleNodes.
+	// least 100 nodes), 100 looks at every node. See nodeWindow.
 	PercentageOfNodesToScore int
 	// ProfilePercentageOfNodesToScore overrides PercentageOfNodesToScore
 	// for the profiles (scheduler names) it lists.
@@ -82,7 +83,10 @@ type Scheduler struct {
 	// attempts caches children of metrics (see attemptTimers).
 	attempts attemptTimers
 	// nominated holds the room preemption made for pending pods.
-	nominated *nominator
+	nominated *queue.Nominator
+	// preemption is the preemption library's engine, whose RoomMaker the
+	// PostFilter plugins make room through.
+	preemption *preemption.Engine
 	// ignored remembers the pods told about ignored annotations.
 	ignored *ignoredReports
 	// conditions writes the pending pods' PodScheduled conditions.
@@ -93,7 +97,7 @@ type Scheduler struct {
 	binds  *bindLimiter
 	bindWG sync.WaitGroup
 	// nextStartNode is where the next pod's window of nodes starts
-	// (findFeasibleNodes); window is that window's buffer. Only the loop
+	// (nodeWindow); window is that window's buffer. Only the loop
 	// uses them.
 	nextStartNode int
 	window        []*framework.NodeInfo
@@ -135,12 +139,19 @@ func New(opts Options) (*Scheduler, error) {
 		snapshot:  cache.NewSnapshot(),
 		metrics:   opts.Metrics,
 		attempts:  newAttemptTimers(opts.Profiles),
-		nominated: newNominator(),
+		nominated: queue.NewNominator(opts.Queue),
 		ignored:   newIgnoredReports(),
 		binds:     newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
 		bindDone:  make(chan struct{}, 1),
 	}
 	s.conditions = newConditionWriter(s)
+	engine, err := preemption.New(preemption.Options{Client: opts.Client, Recorder: opts.Recorder, PDBLister: opts.PDBLister,
+		Snapshot: s.snapshot, Jobs: opts.Cache, Nominator: s.nominated, Background: background{s: s},
+		Metrics: preemption.Metrics{Attempts: opts.Metrics.PreemptionAttempts, Victims: opts.Metrics.PreemptionVictims}})
+	if err != nil {
+		return nil, fmt.Errorf("creating the scheduler: %w", err)
+	}
+	s.preemption = engine
 	return s, nil
 }
 
@@ -266,7 +277,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		s.unschedulable(ctx, c, "")
 		return
 	}
-	s.nominated.placed(c.job.ID, c.placed)
+	s.nominated.Placed(c.job.ID, c.placed)
 	s.assumeAndBind(ctx, c)
 }
 
@@ -344,24 +355,20 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		c.noNodes = true
 		return nil
 	}
-	if c.fwk.HasPodPreFilterPlugins() {
-		// The nodes hold the job's pods placed so far in this cycle. The
-		// plugins count what they look at over the whole cluster (a
-		// spread over zones, say), whichever nodes the pod may take.
-		if st := c.fwk.RunPreFilterPodPlugins(ctx, c.state, pod, all); !st.IsSuccess() {
-			if !st.IsRejected() {
-				return fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), st.AsError())
-			}
-			// As kube-scheduler words a PreFilter rejection.
-			c.failures[podKey(pod)] = fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), st.Message())
-			c.noteRejection(st)
-			return nil
-		}
-	}
-	feasible, diagnosis, err := s.findFeasibleNodes(ctx, c, pod, nodes)
+	// The nodes hold the job's pods placed so far in this cycle; the
+	// per-pod PreFilter plugins count what they look at over the whole
+	// cluster (a spread over zones, say), whichever nodes the pod may take.
+	found, err := c.fwk.FilterPod(ctx, c.state, pod, frameworkruntime.FilterScope{All: all, Nodes: nodes, First: s.nodeWindow(c, pod, nodes)})
 	if err != nil {
-		return fmt.Errorf("filtering nodes for pod %s: %w", podKey(pod), err)
+		return err
 	}
+	if st := found.PreFilter; st != nil {
+		// As kube-scheduler words a PreFilter rejection.
+		c.failures[podKey(pod)] = fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), st.Message())
+		c.noteRejection(st)
+		return nil
+	}
+	feasible, diagnosis := found.Feasible, found.Diagnosis
 	if len(feasible) == 0 {
 		c.failures[podKey(pod)] = diagnosis.Message(len(nodes))
 		for _, name := range diagnosis.RejectingPlugins() {

@@ -23,14 +23,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	k8smetrics "k8s.io/component-base/metrics"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
@@ -38,7 +39,8 @@ import (
 )
 
 // BenchmarkVictimSearchAffinity measures the victim search (the
-// simulation of MakeRoom, without the evictions) of kube-scheduler's
+// preemption library's simulation, Engine.Simulate, without the
+// evictions) of kube-scheduler's
 // GangPreemptionAffinity workload: on each node one anchor pod of high
 // priority and 10 low-priority pods, all matching the gang's required pod
 // affinity (hostname); a gang as large as the cluster whose pods each
@@ -150,17 +152,18 @@ func benchVictimSearch(b *testing.B, registry *frameworkruntime.Registry, nodes,
 	if st := fwk.RunPreFilterPlugins(b.Context(), cy.state, cy.job); !st.IsSuccess() {
 		b.Fatalf("PreFilter: %v", st)
 	}
-	policy := func(t *framework.TaskInfo) bool { return podPriority(t.Pod) < 8888888 }
+	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.Pod) < 8888888 }
+	pc := &preemption.Cycle{Framework: fwk, State: cy.state, Job: cy.job, Placements: cy.roomPlacements()}
 
 	b.ResetTimer()
 	for range b.N {
-		res, err := s.simulate(b.Context(), cy, searchBounds{policy: policy}, nil, map[types.UID]bool{})
+		res, err := s.preemption.Simulate(b.Context(), pc, preemption.SearchBounds{Victims: policy}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if !res.ok || len(res.order) != nodes*podsPerNode || len(res.placed) != nodes {
+		if !res.Fits || len(res.Victims) != nodes*podsPerNode || len(res.Placed) != nodes {
 			b.Fatalf("simulation: fits %v with %d victims and %d pods placed, want every low-priority pod (%d) gone and the gang (%d) placed",
-				res.ok, len(res.order), len(res.placed), nodes*podsPerNode, nodes)
+				res.Fits, len(res.Victims), len(res.Placed), nodes*podsPerNode, nodes)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 )
 
 // ReclaimName is the Reclaim plugin's name in profiles.
@@ -24,11 +25,12 @@ type ReclaimArgs struct {
 }
 
 // Reclaim takes back, for a job whose queue stays within its share with
-// the job started, what other queues use above theirs: at PostFilter it
-// asks the scheduler's RoomMaker to evict pods of queues above their fair
-// share (whose queue is reclaimable), with the same simulation, gang
-// rules (a victim gang never left below its quorum), PodDisruptionBudgets,
-// nomination and Eviction API as preemption by priority. It does nothing
+// the job started, what other queues use above theirs: at PostFilter its
+// policy (preemption.Policy) has the preemption library evict pods of
+// queues above their fair share (whose queue is reclaimable), with the
+// same simulation, gang rules (a victim gang never left below its
+// quorum), PodDisruptionBudgets, nomination and Eviction API as
+// preemption by priority. It does nothing
 // while no Queue exists.
 type Reclaim struct {
 	guaranteeOnly bool
@@ -37,6 +39,7 @@ type Reclaim struct {
 var (
 	_ framework.PostFilterPlugin  = &Reclaim{}
 	_ framework.EnqueueExtensions = &Reclaim{}
+	_ preemption.Policy           = &Reclaim{}
 )
 
 // NewReclaim builds the plugin from its args.
@@ -66,15 +69,24 @@ func (*Reclaim) EventsToRegister() []framework.ClusterEventWithHint {
 	return []framework.ClusterEventWithHint{{Event: framework.EventQueueChange}}
 }
 
-// PostFilter implements framework.PostFilterPlugin.
-func (r *Reclaim) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+// PostFilter implements framework.PostFilterPlugin: the preemption
+// library runs the search with the plugin's policy (Bounds, Messages).
+func (r *Reclaim) PostFilter(ctx context.Context, state *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	return preemption.Evaluator{Policy: r}.PostFilter(ctx, state, job, room)
+}
+
+// Bounds implements preemption.Policy: pods of the queues above their
+// fair share that compete with the job's queue, each such queue giving
+// back no more than its excess (reclaimBudget); nothing while the job's
+// queue would exceed its share (or guarantee) with the job started.
+func (r *Reclaim) Bounds(_ context.Context, job *framework.Job, room framework.RoomMaker) (preemption.SearchBounds, *framework.Status) {
 	qs := job.Queues
 	if qs == nil || job.Err != nil || len(job.Pending) == 0 {
-		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable)
+		return preemption.SearchBounds{}, framework.NewStatus(framework.UnschedulableAndUnresolvable)
 	}
 	path := qs.Path(job.Queue)
 	if len(path) == 0 {
-		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable)
+		return preemption.SearchBounds{}, framework.NewStatus(framework.UnschedulableAndUnresolvable)
 	}
 	need := quorumRequest(job)
 	for _, a := range path {
@@ -84,7 +96,7 @@ func (r *Reclaim) PostFilter(ctx context.Context, _ *framework.CycleState, job *
 		}
 		after := sumAmounts(a.Allocated, need)
 		if name, over := exceedsAll(after, bound, need); over {
-			return nil, framework.NewStatus(framework.Unschedulable,
+			return preemption.SearchBounds{}, framework.NewStatus(framework.Unschedulable,
 				fmt.Sprintf("queue %s would exceed its %s (%s %s/%s): nothing to reclaim", a.Name, what, name,
 					framework.FormatAmount(name, after[name]), framework.FormatAmount(name, bound[name])))
 		}
@@ -94,18 +106,17 @@ func (r *Reclaim) PostFilter(ctx context.Context, _ *framework.CycleState, job *
 		v := b.competitor(t)
 		return v != nil && overShare(v, need, nil)
 	}
-	out, err := room.MakeRoomWithin(ctx, policy, b)
-	switch {
-	case err != nil:
-		return nil, framework.AsStatus(fmt.Errorf("reclaim for job %s: %w", job.ID, err))
-	case out.Waiting > 0:
-		return &framework.PostFilterResult{Message: fmt.Sprintf("reclaim: waiting for %d reclaimed pods to terminate", out.Waiting)}, nil
-	case !out.Fits:
-		return nil, framework.NewStatus(framework.Unschedulable, "no queue above its fair share whose pods' eviction makes room")
-	case out.Victims == 0:
-		return &framework.PostFilterResult{}, nil
+	return preemption.SearchBounds{Victims: policy, Budget: b}, nil
+}
+
+// Messages implements preemption.Policy.
+func (*Reclaim) Messages(job *framework.Job) preemption.Messages {
+	return preemption.Messages{
+		Action:    "reclaim",
+		Waiting:   "reclaim: waiting for %d reclaimed pods to terminate",
+		Unhelpful: "no queue above its fair share whose pods' eviction makes room",
+		Evicting:  "reclaim: queue " + job.Queue + " takes back %d pods from queues above their fair share",
 	}
-	return &framework.PostFilterResult{Message: fmt.Sprintf("reclaim: queue %s takes back %d pods from queues above their fair share", job.Queue, out.Victims)}, nil
 }
 
 // reclaimBudget is the victim budget of one reclaim: a pod's group is the

@@ -13,14 +13,16 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
 // Name is the plugin's name in profiles.
 const Name = "DefaultPreemption"
 
-// DefaultPreemption brings the policy of preemption by priority; the
-// scheduler's RoomMaker does the simulation, nomination and eviction.
+// DefaultPreemption brings the policy of preemption by priority
+// (preemption.Policy); the preemption library (pkg/framework/preemption)
+// does the simulation, nomination and eviction.
 type DefaultPreemption struct {
 	// sample bounds the victim search, from the args.
 	sample framework.CandidateSample
@@ -29,6 +31,7 @@ type DefaultPreemption struct {
 var (
 	_ framework.PostFilterPlugin  = &DefaultPreemption{}
 	_ framework.EnqueueExtensions = &DefaultPreemption{}
+	_ preemption.Policy           = &DefaultPreemption{}
 )
 
 // Args are the plugin's args, kube-scheduler's DefaultPreemptionArgs:
@@ -75,18 +78,26 @@ func (*DefaultPreemption) EventsToRegister() []framework.ClusterEventWithHint { 
 
 // PostFilter makes room for job by evicting pods of strictly lower
 // priority than its highest-priority pending pod (of its own queue, while
-// queues exist), unless one of its pods
-// says preemptionPolicy: Never (a gang is one decision, so one such pod
-// keeps the whole gang from preempting).
-func (pl *DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+// queues exist), unless one of its pods says preemptionPolicy: Never (a
+// gang is one decision, so one such pod keeps the whole gang from
+// preempting). The preemption library runs the search with the plugin's
+// policy (Bounds, Messages).
+func (pl *DefaultPreemption) PostFilter(ctx context.Context, state *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	return preemption.Evaluator{Policy: pl}.PostFilter(ctx, state, job, room)
+}
+
+// Bounds implements preemption.Policy: pods of strictly lower priority
+// (within the job's queue while queues exist), over the plugin's sample
+// of the nodes.
+func (pl *DefaultPreemption) Bounds(_ context.Context, job *framework.Job, room framework.RoomMaker) (preemption.SearchBounds, *framework.Status) {
 	if job.Err != nil || len(job.Pending) == 0 {
-		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable)
+		return preemption.SearchBounds{}, framework.NewStatus(framework.UnschedulableAndUnresolvable)
 	}
 	if !policyAllows(job.Pending) {
-		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, "a pod of the job has preemptionPolicy Never")
+		return preemption.SearchBounds{}, framework.NewStatus(framework.UnschedulableAndUnresolvable, "a pod of the job has preemptionPolicy Never")
 	}
 	priority := jobPriority(job.Pending)
-	out, err := room.WithSample(pl.sample).MakeRoom(ctx, func(t *framework.TaskInfo) bool {
+	victims := func(t *framework.TaskInfo) bool {
 		if corev1helpers.PodPriority(t.Pod) >= priority {
 			return false
 		}
@@ -97,19 +108,18 @@ func (pl *DefaultPreemption) PostFilter(ctx context.Context, _ *framework.CycleS
 		// another queue is Reclaim's, by its rule.
 		j, ok := room.Job(t.Job)
 		return ok && j.QueueName() == job.Queue
-	})
-	switch {
-	case err != nil:
-		return nil, framework.AsStatus(fmt.Errorf("preemption for job %s: %w", job.ID, err))
-	case out.Waiting > 0:
-		return &framework.PostFilterResult{Message: fmt.Sprintf("preemption: waiting for %d preempted pods to terminate", out.Waiting)}, nil
-	case !out.Fits:
-		return nil, framework.NewStatus(framework.Unschedulable, "no pods of lower priority whose eviction makes room")
-	case out.Victims == 0:
-		// It fits as the cluster is, placed differently: nothing to say.
-		return &framework.PostFilterResult{}, nil
 	}
-	return &framework.PostFilterResult{Message: fmt.Sprintf("preemption: preempting %d pods of lower priority", out.Victims)}, nil
+	return preemption.SearchBounds{Victims: victims, Sample: pl.sample}, nil
+}
+
+// Messages implements preemption.Policy.
+func (*DefaultPreemption) Messages(*framework.Job) preemption.Messages {
+	return preemption.Messages{
+		Action:    "preemption",
+		Waiting:   "preemption: waiting for %d preempted pods to terminate",
+		Unhelpful: "no pods of lower priority whose eviction makes room",
+		Evicting:  "preemption: preempting %d pods of lower priority",
+	}
 }
 
 // policyAllows reports whether no pod of pods says preemptionPolicy Never.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package scheduler
+package preemption
 
 import (
 	"context"
@@ -57,11 +57,11 @@ func (sim *simulation) newPodFit(ctx context.Context, pod *v1.Pod, preFilter *fr
 	if !preFilter.IsSuccess() {
 		return f
 	}
-	if err := sim.c.fwk.PreFilterPodUpdatable(sim.c.state, pod); err != nil {
+	if err := sim.c.Framework.PreFilterPodUpdatable(sim.c.State, pod); err != nil {
 		klog.FromContext(ctx).V(5).Info("Victim search runs the per-pod PreFilter plugins again for each check", "pod", klog.KObj(pod), "reason", err)
 		return f
 	}
-	f.base = sim.c.state
+	f.base = sim.c.State
 	return f
 }
 
@@ -91,8 +91,8 @@ func (c *fitCheck) removed(ctx context.Context, t *framework.TaskInfo, node *fra
 	if c.state == nil {
 		return nil
 	}
-	if st := c.f.sim.c.fwk.RunPreFilterPodRemovePod(ctx, c.state, c.f.pod, t, node); !st.IsSuccess() {
-		return fmt.Errorf("pre-filter state of pod %s without pod %s on node %s: %w", podKey(c.f.pod), podKey(t.Pod), node.Name(), st.AsError())
+	if st := c.f.sim.c.Framework.RunPreFilterPodRemovePod(ctx, c.state, c.f.pod, t, node); !st.IsSuccess() {
+		return fmt.Errorf("pre-filter state of pod %s without pod %s on node %s: %w", klog.KObj(c.f.pod), klog.KObj(t.Pod), node.Name(), st.AsError())
 	}
 	return nil
 }
@@ -102,8 +102,8 @@ func (c *fitCheck) added(ctx context.Context, t *framework.TaskInfo, node *frame
 	if c.state == nil {
 		return nil
 	}
-	if st := c.f.sim.c.fwk.RunPreFilterPodAddPod(ctx, c.state, c.f.pod, t, node); !st.IsSuccess() {
-		return fmt.Errorf("pre-filter state of pod %s with pod %s on node %s: %w", podKey(c.f.pod), podKey(t.Pod), node.Name(), st.AsError())
+	if st := c.f.sim.c.Framework.RunPreFilterPodAddPod(ctx, c.state, c.f.pod, t, node); !st.IsSuccess() {
+		return fmt.Errorf("pre-filter state of pod %s with pod %s on node %s: %w", klog.KObj(c.f.pod), klog.KObj(t.Pod), node.Name(), st.AsError())
 	}
 	return nil
 }
@@ -112,8 +112,9 @@ func (c *fitCheck) added(ctx context.Context, t *framework.TaskInfo, node *frame
 // the snapshot as it is now (and, without an updatable state, the per-pod
 // PreFilter plugins run again over it first).
 func (c *fitCheck) fits(ctx context.Context, node *framework.NodeInfo) (bool, error) {
+	sim := c.f.sim
 	if c.state == nil {
-		return c.f.sim.fits(ctx, c.f.pod, node)
+		return sim.c.Framework.PodFitsOn(ctx, sim.c.State, c.f.pod, sim.snapshot.NodeInfos(), node, true)
 	}
-	return c.f.sim.filter(ctx, c.state, c.f.pod, node)
+	return sim.c.Framework.PodFitsOn(ctx, c.state, c.f.pod, nil, node, false)
 }

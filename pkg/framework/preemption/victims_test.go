@@ -1,16 +1,37 @@
-package scheduler
+package preemption
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
+
+// t0 is the creation time of the oldest pods of the tests.
+var t0 = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
+// running returns a pod bound to node with priority, requesting cpu,
+// created minutes after t0.
+func running(name, node string, priority int32, cpu string, minutes int) *st.PodWrapper {
+	return st.MakePod().Name(name).Node(node).Phase(v1.PodRunning).Priority(priority).
+		Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu}).Created(metav1.NewTime(t0.Add(time.Duration(minutes) * time.Minute)))
+}
+
+func pdb(name string, allowed int32, matchLabels map[string]string) *policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: matchLabels}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	}
+}
 
 // tasks returns bound tasks of pods with the given priorities, created the
 // given minutes after t0 (the same index).
@@ -118,11 +139,11 @@ func TestBudgetMatches(t *testing.T) {
 // together, so that a gang spread over many nodes does not lose its pods
 // over the whole preemption.
 func TestSortedVictimsGangByGang(t *testing.T) {
-	victim := func(name, gang, node string, pdb bool) *plannedVictim {
+	victim := func(name, gang, node string, pdb bool) *Victim {
 		pod := running(name, node, 1, "1", 0).Group(gang).Obj()
-		return &plannedVictim{task: framework.NewTaskInfo(pod), violatesPDB: pdb}
+		return &Victim{Task: framework.NewTaskInfo(pod), ViolatesPDB: pdb}
 	}
-	var plan []*plannedVictim
+	var plan []*Victim
 	for _, node := range []string{"n1", "n2", "n3"} {
 		plan = append(plan,
 			victim("b-"+node, "b", node, false),
@@ -132,13 +153,13 @@ func TestSortedVictimsGangByGang(t *testing.T) {
 	plan = append(plan, victim("guarded", "c", "n2", true))
 	var got []string
 	for _, v := range sortedVictims(plan) {
-		got = append(got, v.task.Pod.Name)
+		got = append(got, v.Task.Pod.Name)
 	}
 	want := []string{"guarded", "a-n1", "a-n2", "a-n3", "b-n1", "b-n2", "b-n3"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("eviction order %v, want %v", got, want)
 	}
-	if plan[0].task.Pod.Name != "b-n1" {
-		t.Errorf("sortedVictims reordered the plan itself: it starts with %s", plan[0].task.Pod.Name)
+	if plan[0].Task.Pod.Name != "b-n1" {
+		t.Errorf("sortedVictims reordered the plan itself: it starts with %s", plan[0].Task.Pod.Name)
 	}
 }

@@ -1,4 +1,4 @@
-package scheduler
+package queue
 
 import (
 	"slices"
@@ -21,13 +21,13 @@ func TestNominatorOthers(t *testing.T) {
 	jobB := framework.JobID{Namespace: "default", Name: "b", Gang: true}
 	jobC := framework.JobID{Namespace: "default", Name: "c", Gang: true}
 	a1, a2, a3, b1 := pod("a1"), pod("a2"), pod("a3"), pod("b1")
-	n := newNominator()
-	n.nominate(jobA, 10, []*v1.Pod{a2, a1}, map[string]string{"a1": "n1", "a2": "n2"}, nil)
-	n.nominate(jobB, 5, []*v1.Pod{b1}, map[string]string{"b1": "n1"}, map[types.UID]string{"v": "n1"})
-	names := func(noms []nomination) []string {
+	n := NewNominator(nil)
+	n.Nominate(jobA, 10, []*v1.Pod{a2, a1}, map[string]string{"a1": "n1", "a2": "n2"}, nil)
+	n.Nominate(jobB, 5, []*v1.Pod{b1}, map[string]string{"b1": "n1"}, map[types.UID]string{"v": "n1"})
+	names := func(noms []Nomination) []string {
 		var out []string
 		for _, nom := range noms {
-			out = append(out, nom.pod.Name)
+			out = append(out, nom.Pod.Name)
 		}
 		return out
 	}
@@ -41,18 +41,18 @@ func TestNominatorOthers(t *testing.T) {
 		{what: "every other job", job: jobC, priority: 0, want: []string{"a1", "a2", "b1"}},
 		{what: "not the cycle's own job", job: jobA, priority: 0, want: []string{"b1"}},
 		{what: "only at least the priority", job: jobC, priority: 6, want: []string{"a1", "a2"}},
-		{what: "after a drop", change: func() { n.drop("a1") }, job: jobC, want: []string{"a2", "b1"}},
+		{what: "after a drop", change: func() { n.Drop("a1") }, job: jobC, want: []string{"a2", "b1"}},
 		{what: "after a renomination", change: func() {
-			n.nominate(jobA, 10, []*v1.Pod{a3}, map[string]string{"a3": "n3"}, nil)
+			n.Nominate(jobA, 10, []*v1.Pod{a3}, map[string]string{"a3": "n3"}, nil)
 		}, job: jobC, want: []string{"a3", "b1"}},
-		{what: "after placing", change: func() { n.placed(jobB, []*v1.Pod{b1}) }, job: jobC, want: []string{"a3"}},
-		{what: "after clearing", change: func() { n.clear(jobA) }, job: jobC, want: nil},
+		{what: "after placing", change: func() { n.Placed(jobB, []*v1.Pod{b1}) }, job: jobC, want: []string{"a3"}},
+		{what: "after clearing", change: func() { n.Clear(jobA) }, job: jobC, want: nil},
 	}
 	for _, s := range steps {
 		if s.change != nil {
 			s.change()
 		}
-		if got := names(n.others(s.job, s.priority)); !slices.Equal(got, s.want) {
+		if got := names(n.Others(s.job, s.priority)); !slices.Equal(got, s.want) {
 			t.Errorf("%s: others = %v, want %v", s.what, got, s.want)
 		}
 	}
@@ -65,14 +65,14 @@ func TestNominatorOthers(t *testing.T) {
 // for the snapshot.
 func TestNominationTask(t *testing.T) {
 	p := st.MakePod().Name("p").UID("p").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1500m"}).Obj()
-	n := newNominator()
+	n := NewNominator(nil)
 	job := framework.JobIDForPod(p)
-	n.nominate(job, 0, []*v1.Pod{p}, map[string]string{"p": "n7"}, nil)
-	noms := n.others(framework.JobID{Name: "other"}, 0)
+	n.Nominate(job, 0, []*v1.Pod{p}, map[string]string{"p": "n7"}, nil)
+	noms := n.Others(framework.JobID{Name: "other"}, 0)
 	if len(noms) != 1 {
 		t.Fatalf("others = %d nominations, want 1", len(noms))
 	}
-	task := noms[0].task
+	task := noms[0].Task
 	if task == nil || task.Status != framework.TaskAssumed || task.NodeName != "n7" || task.Pod.Spec.NodeName != "n7" ||
 		task.Requests.MilliCPU != 1500 || task.Job != job || !task.Counted {
 		t.Errorf("task = %+v, want p assumed on n7 with 1500m CPU, counted, of job %v", task, job)

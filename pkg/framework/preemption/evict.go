@@ -1,4 +1,4 @@
-package scheduler
+package preemption
 
 import (
 	"context"
@@ -37,10 +37,10 @@ const (
 // flight at once.
 const maxParallelEvictions = 16
 
-// executePreemption acts on a preemption plan in the background (API calls
-// do not hold up the scheduling loop): it writes status.nominatedNodeName
-// of each placed preemptor pod, then evicts the victims through the
-// Eviction API, which honours PodDisruptionBudgets.
+// executePreemption acts on a simulation's plan in the background (API
+// calls do not hold up the scheduling loop): it writes
+// status.nominatedNodeName of each placed preemptor pod, then evicts the
+// victims through the Eviction API, which honours PodDisruptionBudgets.
 //
 // Victims a PDB is predicted to protect go first, one by one: when the
 // API refuses one (429), nothing else is evicted, the job's nominations
@@ -51,37 +51,38 @@ const maxParallelEvictions = 16
 // take. A refusal among them (the prediction was stale) does not stop
 // the rest: a victim gang whose eviction has begun is better finished
 // than left below its quorum.
-func (s *Scheduler) executePreemption(ctx context.Context, job framework.JobID, placed []*v1.Pod, placements map[string]string, victims []*plannedVictim) {
-	s.bindWG.Add(1)
-	go func() {
-		defer s.bindWG.Done()
-		s.binds.acquire()
-		defer s.binds.releaseNoSignal()
+func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, plan SimulationResult) {
+	placed, placements, victims := plan.Placed, plan.Placements, plan.Victims
+	e.opts.Background.Go(func() {
+		release := e.opts.Background.Acquire()
+		defer release()
 		logger := klog.FromContext(ctx)
 		for _, pod := range placed {
-			if err := s.patchNominatedNodeName(ctx, pod, placements[string(pod.UID)]); err != nil {
+			if err := e.patchNominatedNodeName(ctx, pod, placements[string(pod.UID)]); err != nil {
 				logger.Error(err, "Setting the nominated node of a preemptor pod", "pod", klog.KObj(pod))
 			}
 		}
 		var mu sync.Mutex // guards byPreemptor and refused
 		byPreemptor := map[types.UID][]string{}
 		var refused []string
-		evictOne := func(v *plannedVictim) bool {
-			victim := v.task.Pod
-			err := s.evict(ctx, victim)
+		evictOne := func(v *Victim) bool {
+			victim := v.Task.Pod
+			err := e.evict(ctx, victim)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				refused = append(refused, fmt.Sprintf("%s: %v", podKey(victim), err))
-				logger.Error(err, "Evicting a preemption victim", "victim", klog.KObj(victim), "preemptor", klog.KObj(v.preemptor))
+				logger.Error(err, "Evicting a preemption victim", "victim", klog.KObj(victim), "preemptor", klog.KObj(v.Preemptor))
 				return false
 			}
-			s.metrics.PreemptionVictims.Inc()
-			s.opts.Recorder.Eventf(victim, v.preemptor, v1.EventTypeNormal, ReasonPreempted, actionPreempting,
-				"Preempted by pod %s on node %s", v.preemptor.UID, v.node)
-			byPreemptor[v.preemptor.UID] = append(byPreemptor[v.preemptor.UID], podKey(victim))
-			logger.V(2).Info("Preempted a pod", "victim", klog.KObj(victim), "victimNode", v.task.NodeName,
-				"preemptor", klog.KObj(v.preemptor), "node", v.node)
+			if e.opts.Metrics.Victims != nil {
+				e.opts.Metrics.Victims.Inc()
+			}
+			e.opts.Recorder.Eventf(victim, v.Preemptor, v1.EventTypeNormal, ReasonPreempted, actionPreempting,
+				"Preempted by pod %s on node %s", v.Preemptor.UID, v.Node)
+			byPreemptor[v.Preemptor.UID] = append(byPreemptor[v.Preemptor.UID], podKey(victim))
+			logger.V(2).Info("Preempted a pod", "victim", klog.KObj(victim), "victimNode", v.Task.NodeName,
+				"preemptor", klog.KObj(v.Preemptor), "node", v.Node)
 			return true
 		}
 		// The victims a PDB is predicted to protect go one by one, and a
@@ -90,7 +91,7 @@ func (s *Scheduler) executePreemption(ctx context.Context, job framework.JobID, 
 		// allows.
 		ordered := sortedVictims(victims)
 		rest := ordered
-		for len(rest) > 0 && rest[0].violatesPDB {
+		for len(rest) > 0 && rest[0].ViolatesPDB {
 			if !evictOne(rest[0]) {
 				rest = nil
 				break
@@ -101,27 +102,27 @@ func (s *Scheduler) executePreemption(ctx context.Context, job framework.JobID, 
 		for _, pod := range placed {
 			if names := byPreemptor[pod.UID]; len(names) > 0 {
 				sort.Strings(names)
-				s.opts.Recorder.Eventf(pod, nil, v1.EventTypeNormal, ReasonPreempting, actionPreempting,
+				e.opts.Recorder.Eventf(pod, nil, v1.EventTypeNormal, ReasonPreempting, actionPreempting,
 					"Preempting %d pods of lower priority to make room on node %s: %s", len(names), placements[string(pod.UID)], strings.Join(names, ", "))
 			}
 		}
 		if len(refused) == 0 {
 			return
 		}
-		s.metrics.PreemptionAttempts.WithLabelValues(preemptionFailed).Inc()
+		e.count(ResultFailed)
 		if len(placed) > 0 {
-			s.opts.Recorder.Eventf(placed[0], nil, v1.EventTypeWarning, ReasonFailedPreemption, actionPreempting,
+			e.opts.Recorder.Eventf(placed[0], nil, v1.EventTypeWarning, ReasonFailedPreemption, actionPreempting,
 				"Preemption for job %s failed: %s", job, strings.Join(refused, "; "))
 		}
-		s.giveUp(ctx, job)
-	}()
+		e.GiveUp(ctx, job)
+	})
 }
 
 // evict evicts pod through the Eviction API; a pod already gone (or
 // replaced by one of the same name) counts as evicted, a refusal (429) is
 // an error.
-func (s *Scheduler) evict(ctx context.Context, pod *v1.Pod) error {
-	if err := eviction.Evict(ctx, s.opts.Client, pod); err != nil && !errors.Is(err, eviction.ErrGone) {
+func (e *Engine) evict(ctx context.Context, pod *v1.Pod) error {
+	if err := eviction.Evict(ctx, e.opts.Client, pod); err != nil && !errors.Is(err, eviction.ErrGone) {
 		return err
 	}
 	return nil
@@ -129,13 +130,13 @@ func (s *Scheduler) evict(ctx context.Context, pod *v1.Pod) error {
 
 // patchNominatedNodeName sets (node != "") or clears pod's
 // status.nominatedNodeName.
-func (s *Scheduler) patchNominatedNodeName(ctx context.Context, pod *v1.Pod, node string) error {
+func (e *Engine) patchNominatedNodeName(ctx context.Context, pod *v1.Pod, node string) error {
 	value := "null"
 	if node != "" {
 		value = fmt.Sprintf("%q", node)
 	}
 	patch := []byte(`{"status":{"nominatedNodeName":` + value + `}}`)
-	if _, err := s.opts.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+	if _, err := e.opts.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -144,19 +145,46 @@ func (s *Scheduler) patchNominatedNodeName(ctx context.Context, pod *v1.Pod, nod
 	return nil
 }
 
-// clearNominatedNodeNames clears status.nominatedNodeName of pods, whose
-// job gave up the room preemption made, in the background.
-func (s *Scheduler) clearNominatedNodeNames(ctx context.Context, pods []*v1.Pod) {
+// GiveUp drops job's nominations: the room they held is released and
+// their pods' status.nominatedNodeName cleared, in the background.
+func (e *Engine) GiveUp(ctx context.Context, job framework.JobID) {
+	pods := e.opts.Nominator.GiveUp(job)
 	if len(pods) == 0 {
 		return
 	}
-	s.bindWG.Add(1)
-	go func() {
-		defer s.bindWG.Done()
+	e.opts.Background.Go(func() {
 		for _, pod := range pods {
-			if err := s.patchNominatedNodeName(ctx, pod, ""); err != nil {
+			if err := e.patchNominatedNodeName(ctx, pod, ""); err != nil {
 				klog.FromContext(ctx).Error(err, "Clearing the nominated node of a pod", "pod", klog.KObj(pod))
 			}
 		}
-	}()
+	})
 }
+
+// sortedVictims returns victims in the order they are evicted: those a
+// PDB is predicted to protect first, so that a refusal stops the
+// preemption before anything else goes; then job by job, so that the
+// evictions of one victim gang are sent together and the gang spends as
+// little time below its quorum as its own evictions take, not as long as
+// the whole preemption's (a plan lists its victims node by node, and a
+// gang spread over many nodes would otherwise lose its pods from the
+// first call to the last); within a job, by node and name.
+func sortedVictims(victims []*Victim) []*Victim {
+	out := append([]*Victim(nil), victims...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.ViolatesPDB != b.ViolatesPDB {
+			return a.ViolatesPDB
+		}
+		if a.Task.Job != b.Task.Job {
+			return a.Task.Job.String() < b.Task.Job.String()
+		}
+		if a.Task.NodeName != b.Task.NodeName {
+			return a.Task.NodeName < b.Task.NodeName
+		}
+		return podKey(a.Task.Pod) < podKey(b.Task.Pod)
+	})
+	return out
+}
+
+func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }

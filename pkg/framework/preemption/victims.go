@@ -1,8 +1,23 @@
-package scheduler
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package preemption
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"math"
 	"sort"
@@ -55,16 +70,6 @@ func moreImportant(a, b *v1.Pod) bool {
 	return startTime(a).Before(startTime(b))
 }
 
-// job returns the cache's JobInfo of id, looked up once per preemption.
-func (sim *simulation) job(id framework.JobID) *framework.JobInfo {
-	if j, ok := sim.jobs[id]; ok {
-		return j
-	}
-	j, _ := sim.s.cache.Job(id)
-	sim.jobs[id] = j
-	return j
-}
-
 // eligible reports whether t may be preempted by sim's job: a bound pod
 // that still uses its node and is not already going (terminating, or
 // another preemption's victim), of another job, that the victim policy
@@ -74,7 +79,7 @@ func (sim *simulation) job(id framework.JobID) *framework.JobInfo {
 // since the gang may have to go whole.
 func (sim *simulation) eligible(t *framework.TaskInfo) bool {
 	if !t.Counted || t.Status != framework.TaskBound || t.Pod.DeletionTimestamp != nil || sim.going[t.Pod.UID] ||
-		t.Job == sim.c.job.ID || !sim.policy(t) {
+		t.Job == sim.c.Job.ID || !sim.policy(t) {
 		return false
 	}
 	if _, chosen := sim.victims[t.Pod.UID]; chosen {
@@ -98,35 +103,6 @@ func (sim *simulation) eligible(t *framework.TaskInfo) bool {
 		}
 	}
 	return true
-}
-
-// fits reports whether pod passes the per-pod PreFilter and the Filter
-// plugins on node, with the snapshot as it is now: it runs the per-pod
-// PreFilter plugins again over the whole snapshot, in sim's cycle state.
-func (sim *simulation) fits(ctx context.Context, pod *v1.Pod, node *framework.NodeInfo) (bool, error) {
-	fwk := sim.c.fwk
-	if fwk.HasPodPreFilterPlugins() {
-		st := fwk.RunPreFilterPodPlugins(ctx, sim.c.state, pod, sim.s.snapshot.NodeInfos())
-		if st.IsRejected() {
-			return false, nil
-		}
-		if !st.IsSuccess() {
-			return false, fmt.Errorf("pre-filter for pod %s: %w", podKey(pod), st.AsError())
-		}
-	}
-	return sim.filter(ctx, sim.c.state, pod, node)
-}
-
-// filter reports whether pod passes the Filter plugins on node with state.
-func (sim *simulation) filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (bool, error) {
-	st := sim.c.fwk.RunFilterPlugins(ctx, state, pod, node)
-	if st.IsSuccess() {
-		return true, nil
-	}
-	if st.IsRejected() {
-		return false, nil
-	}
-	return false, fmt.Errorf("filtering node %s for pod %s: %w", node.Name(), podKey(pod), st.AsError())
 }
 
 // aboveQuorum reports whether t is a pod of a gang that runs more pods than
@@ -185,7 +161,7 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 	}
 	check := pf.check()
 	for i, t := range potential {
-		sim.s.snapshot.RemovePod(name, t.Pod.UID)
+		sim.snapshot.RemovePod(name, t.Pod.UID)
 		if err := check.removed(ctx, t, node); err != nil {
 			restore(potential[:i+1])
 			return nil, err
@@ -219,7 +195,7 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 			return false, err
 		}
 		if !ok {
-			sim.s.snapshot.RemovePod(name, t.Pod.UID)
+			sim.snapshot.RemovePod(name, t.Pod.UID)
 			c.victims = append(c.victims, t)
 			if err := check.removed(ctx, t, node); err != nil {
 				return false, err

@@ -1,0 +1,316 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+)
+
+// simulation is one attempt to make room for a cycle's job: it places the
+// job's pending pods in the snapshot one after the other, each where it
+// fits as it is or else on the node where the cheapest set of victims
+// makes room, taking the victims off the snapshot as it goes. Every change
+// is logged so that rollback puts the snapshot back.
+type simulation struct {
+	e        *Engine
+	c        *Cycle
+	snapshot Snapshot
+	// policy says which pods may be victims (the PostFilter plugin's).
+	policy framework.VictimPolicy
+	pdbs   []budget
+	// pdbUsed counts, per entry of pdbs, the disruptions of the chosen
+	// victims.
+	pdbUsed []int32
+	// jobs caches the cache's JobInfos.
+	jobs map[framework.JobID]*framework.JobInfo
+	// victims are the chosen victims by UID; gangVictims counts them per
+	// gang.
+	victims     map[types.UID]*Victim
+	order       []*Victim
+	gangVictims map[framework.JobID]int
+	placements  map[string]string
+	placed      []*v1.Pod
+	undo        []func()
+	// nodes are the nodes the job's pods may take (one placement of the
+	// cycle's plan), nil for all.
+	nodes []*framework.NodeInfo
+	// going are the pods other jobs' preemptions are evicting that have
+	// not started terminating: no longer victims to choose.
+	going map[types.UID]bool
+	// budget, if set, bounds what the victims take from each group; taken
+	// sums, per group, the requests of the victims chosen so far and of
+	// the going pods.
+	budget framework.VictimBudget
+	taken  map[string]framework.ResourceAmounts
+	// sample bounds how many candidate nodes each pod's search finds.
+	sample framework.CandidateSample
+}
+
+// Victim is a pod to evict and the preemptor pod it makes room for.
+type Victim struct {
+	Task      *framework.TaskInfo
+	Preemptor *v1.Pod
+	// Node is the node the preemptor is nominated to.
+	Node string
+	// ViolatesPDB is the prediction that a PDB refuses its eviction.
+	ViolatesPDB bool
+}
+
+// SimulationResult is what a simulation found: whether the job can start
+// (Fits), the victims in the order chosen, and the job's pods placed with
+// their nodes (pod UID to node name).
+type SimulationResult struct {
+	Fits       bool
+	Victims    []*Victim
+	Placed     []*v1.Pod
+	Placements map[string]string
+}
+
+// Simulate runs the victim search for c's job on the snapshot within b,
+// with the going pods (other preemptions' victims whose eviction does not
+// show yet) already counted as leaving. It tries each of c's placements
+// in turn and puts the snapshot back as it was before returning; it
+// nominates and evicts nothing.
+func (e *Engine) Simulate(ctx context.Context, c *Cycle, b SearchBounds, going []*framework.TaskInfo) (SimulationResult, error) {
+	goingUIDs := make(map[types.UID]bool, len(going))
+	for _, t := range going {
+		goingUIDs[t.Pod.UID] = true
+	}
+	sim := &simulation{e: e, c: c, snapshot: e.opts.Snapshot, policy: b.Victims, jobs: map[framework.JobID]*framework.JobInfo{},
+		victims: map[types.UID]*Victim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{},
+		budget: b.Budget, taken: map[string]framework.ResourceAmounts{}, going: goingUIDs, sample: b.Sample}
+	for _, t := range going {
+		sim.charge(t, 1)
+	}
+	// Plugins that keep state of running pods (DynamicResources: the
+	// devices of their claims) treat a running pod the simulation takes
+	// off the snapshot as gone.
+	framework.MarkEvictionSimulation(c.State)
+	defer framework.UnmarkEvictionSimulation(c.State)
+	if e.opts.PDBLister != nil {
+		pdbs, err := e.opts.PDBLister.List(labels.Everything())
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Listing PodDisruptionBudgets for preemption; going on without them")
+		}
+		sim.pdbs = newBudgets(pdbs)
+		sim.pdbUsed = make([]int32, len(pdbs))
+	}
+	var ok bool
+	var err error
+	for _, nodes := range c.Placements {
+		// Each placement of a plan is tried on the snapshot as it is.
+		mark := len(sim.undo)
+		sim.nodes = nodes
+		if ok, err = sim.run(ctx); ok || err != nil {
+			break
+		}
+		sim.rollback(mark)
+	}
+	res := SimulationResult{Fits: ok, Victims: slices.Clone(sim.order), Placed: slices.Clone(sim.placed), Placements: maps.Clone(sim.placements)}
+	sim.rollback(0)
+	return res, err
+}
+
+// run places the job's pending pods, preempting where needed, and reports
+// whether the job could start: the Permit plugins accept the placements.
+func (sim *simulation) run(ctx context.Context) (bool, error) {
+	for _, pod := range sim.c.Job.Pending {
+		if err := sim.placePod(ctx, pod); err != nil {
+			return false, err
+		}
+	}
+	if len(sim.placed) == 0 {
+		return false, nil
+	}
+	st := sim.c.Framework.RunPermitPlugins(ctx, sim.c.State, sim.c.Job, sim.placements)
+	if st.IsSuccess() {
+		return true, nil
+	}
+	if st.IsRejected() {
+		return false, nil
+	}
+	return false, fmt.Errorf("permit after preemption: %w", st.AsError())
+}
+
+// placePod places pod where it fits as the snapshot is, or else on the
+// best node where victims make room; a pod that fits nowhere even so is
+// left out. Where it fits is the cycle's own filter path
+// (Framework.FilterPod) over the snapshot as the simulation left it.
+func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
+	all := sim.snapshot.NodeInfos()
+	nodes := all
+	if sim.nodes != nil {
+		nodes = sim.nodes
+	}
+	found, err := sim.c.Framework.FilterPod(ctx, sim.c.State, pod, frameworkruntime.FilterScope{All: all, Nodes: nodes})
+	if err != nil {
+		return err
+	}
+	if len(found.Feasible) > 0 {
+		sim.add(found.Feasible[0].Name(), pod)
+		return nil
+	}
+	statuses := found.Diagnosis.NodeToStatus
+	// The state PreFilterPod just left for pod, over the snapshot with
+	// every candidate victim on its node, is what each candidate node's
+	// search starts from (see podFit).
+	pf := sim.newPodFit(ctx, pod, found.PreFilter)
+	var best *candidate
+	limit, candidates, offset := sim.sample.Limit(len(nodes)), 0, 0
+	if limit < len(nodes) {
+		// A sample starts at a random node, so that successive
+		// preemptions spread over the cluster.
+		offset = rand.IntN(len(nodes))
+	}
+	for i := range nodes {
+		if candidates == limit {
+			break
+		}
+		node := nodes[(offset+i)%len(nodes)]
+		if st := statuses[node.Name()]; st != nil && st.Code() == framework.UnschedulableAndUnresolvable {
+			// Evicting pods cannot help there (e.g. a node selector).
+			continue
+		}
+		cand, err := sim.selectVictimsOnNode(ctx, pf, node)
+		if err != nil {
+			return err
+		}
+		if cand == nil {
+			continue
+		}
+		sim.expandGangs(cand)
+		if !sim.withinBudget(cand) {
+			continue
+		}
+		candidates++
+		if better(cand, best) {
+			best = cand
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	mark := len(sim.undo)
+	allowed := sim.pdbAllowed()
+	check := pf.check()
+	for _, t := range best.victims {
+		node, removed := sim.takeVictim(t, pod, best.node.Name(), allowed)
+		if !removed {
+			continue
+		}
+		if err := check.removed(ctx, t, node); err != nil {
+			sim.rollback(mark)
+			return err
+		}
+	}
+	// The rest of a victim gang may run elsewhere; check pod still fits
+	// (spreading constraints may mind pods leaving other nodes).
+	ok, err := check.fits(ctx, best.node)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		sim.rollback(mark)
+		return nil
+	}
+	sim.add(best.node.Name(), pod)
+	return nil
+}
+
+// takeVictim takes victim t off its node in the snapshot for preemptor
+// pod, nominated to node. It returns t's node and whether t was on it in
+// the snapshot (and is no longer).
+func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node string, allowed []int32) (*framework.NodeInfo, bool) {
+	v := &Victim{Task: t, Preemptor: pod, Node: node, ViolatesPDB: sim.consumePDBs(t.Pod, allowed)}
+	sim.victims[t.Pod.UID] = v
+	sim.order = append(sim.order, v)
+	if t.Job.Gang {
+		sim.gangVictims[t.Job]++
+	}
+	var used []int
+	for i, b := range sim.pdbs {
+		if b.matches(t.Pod) {
+			sim.pdbUsed[i]++
+			used = append(used, i)
+		}
+	}
+	removed := sim.snapshot.RemovePod(t.NodeName, t.Pod.UID)
+	sim.charge(t, 1)
+	sim.undo = append(sim.undo, func() {
+		sim.charge(t, -1)
+		if removed {
+			if ni, ok := sim.snapshot.Get(t.NodeName); ok {
+				ni.AddTask(t)
+			}
+		}
+		for _, i := range used {
+			sim.pdbUsed[i]--
+		}
+		if t.Job.Gang {
+			sim.gangVictims[t.Job]--
+		}
+		delete(sim.victims, t.Pod.UID)
+		sim.order = sim.order[:len(sim.order)-1]
+	})
+	if !removed {
+		return nil, false
+	}
+	ni, _ := sim.snapshot.Get(t.NodeName)
+	return ni, true
+}
+
+// add places pod on node in the snapshot.
+func (sim *simulation) add(node string, pod *v1.Pod) {
+	sim.snapshot.AddPod(node, pod)
+	sim.placements[string(pod.UID)] = node
+	sim.placed = append(sim.placed, pod)
+	sim.undo = append(sim.undo, func() {
+		sim.snapshot.RemovePod(node, pod.UID)
+		delete(sim.placements, string(pod.UID))
+		sim.placed = sim.placed[:len(sim.placed)-1]
+	})
+}
+
+// rollback undoes the changes after the first mark ones, newest first.
+func (sim *simulation) rollback(mark int) {
+	for i := len(sim.undo) - 1; i >= mark; i-- {
+		sim.undo[i]()
+	}
+	sim.undo = sim.undo[:mark]
+}
+
+// job returns the cache's JobInfo of id, looked up once per simulation.
+func (sim *simulation) job(id framework.JobID) *framework.JobInfo {
+	if j, ok := sim.jobs[id]; ok {
+		return j
+	}
+	j, _ := sim.e.opts.Jobs.Job(id)
+	sim.jobs[id] = j
+	return j
+}

@@ -1,0 +1,121 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// FilterScope is what the filter path of one pod looks at.
+type FilterScope struct {
+	// All are the snapshot's nodes: the per-pod PreFilter plugins count
+	// what they look at (a spread over zones, say) over all of them,
+	// whichever nodes the pod may take.
+	All []*framework.NodeInfo
+	// Nodes are the nodes the pod may take; nil for All.
+	Nodes []*framework.NodeInfo
+	// First, when not nil, is a part of Nodes the Filter plugins try
+	// first (the scheduling cycle's window of a large cluster); Nodes are
+	// tried only when no node of First fits, so that a pod that fits
+	// somewhere is placed and one that fits nowhere gets every node's
+	// diagnosis.
+	First []*framework.NodeInfo
+}
+
+// PodFilterResult is what the filter path found for one pod.
+type PodFilterResult struct {
+	// PreFilter is the per-pod PreFilter plugins' rejection, naming its
+	// plugin; nil when they passed (or none is enabled). After a
+	// rejection no Filter plugin ran: Feasible and Diagnosis are empty.
+	PreFilter *framework.Status
+	// Feasible are the nodes that passed the Filter plugins, in order.
+	Feasible []*framework.NodeInfo
+	// Diagnosis records why each other node tried was rejected.
+	Diagnosis Diagnosis
+}
+
+// FilterPod is the filter path of one pod, which the scheduling cycle
+// and preemption's simulation (pkg/framework/preemption) share: the
+// per-pod PreFilter plugins over scope.All, in state, then, unless they
+// rejected the pod, the Filter plugins on the nodes of scope in parallel
+// (FindFeasibleNodes). A rejection is a result; an error (a plugin's
+// Error, ctx ending) names the pod.
+func (f *Framework) FilterPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, scope FilterScope) (PodFilterResult, error) {
+	var res PodFilterResult
+	if f.HasPodPreFilterPlugins() {
+		if st := f.RunPreFilterPodPlugins(ctx, state, pod, scope.All); !st.IsSuccess() {
+			if !st.IsRejected() {
+				return res, fmt.Errorf("pre-filter for pod %s: %w", klog.KObj(pod), st.AsError())
+			}
+			res.PreFilter = st
+			return res, nil
+		}
+	}
+	nodes := scope.Nodes
+	if nodes == nil {
+		nodes = scope.All
+	}
+	var err error
+	if scope.First != nil {
+		res.Feasible, res.Diagnosis, err = f.FindFeasibleNodes(ctx, state, pod, scope.First)
+		if err != nil {
+			return PodFilterResult{}, fmt.Errorf("filtering nodes for pod %s: a window of %d of %d nodes: %w", klog.KObj(pod), len(scope.First), len(nodes), err)
+		}
+		if len(res.Feasible) > 0 {
+			return res, nil
+		}
+	}
+	res.Feasible, res.Diagnosis, err = f.FindFeasibleNodes(ctx, state, pod, nodes)
+	if err != nil {
+		return PodFilterResult{}, fmt.Errorf("filtering nodes for pod %s: %w", klog.KObj(pod), err)
+	}
+	return res, nil
+}
+
+// PodFitsOn reports whether pod passes the Filter plugins on node in
+// state: the check of one node of FilterPod's path, for a caller that
+// changes the nodes between checks (preemption's victim search takes pods
+// off node and puts them back). With preFilter set, the per-pod PreFilter
+// plugins run again first, over all (the nodes as they are now), and
+// their rejection is a misfit; without it, state holds their result,
+// kept up to date by the caller (RunPreFilterPodAddPod,
+// RunPreFilterPodRemovePod).
+func (f *Framework) PodFitsOn(ctx context.Context, state *framework.CycleState, pod *v1.Pod, all []*framework.NodeInfo, node *framework.NodeInfo, preFilter bool) (bool, error) {
+	if preFilter && f.HasPodPreFilterPlugins() {
+		st := f.RunPreFilterPodPlugins(ctx, state, pod, all)
+		if st.IsRejected() {
+			return false, nil
+		}
+		if !st.IsSuccess() {
+			return false, fmt.Errorf("pre-filter for pod %s: %w", klog.KObj(pod), st.AsError())
+		}
+	}
+	st := f.RunFilterPlugins(ctx, state, pod, node)
+	if st.IsSuccess() {
+		return true, nil
+	}
+	if st.IsRejected() {
+		return false, nil
+	}
+	return false, fmt.Errorf("filtering node %s for pod %s: %w", node.Name(), klog.KObj(pod), st.AsError())
+}

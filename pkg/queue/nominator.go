@@ -1,0 +1,261 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package queue
+
+import (
+	"sort"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// Nomination is a pending pod that preemption made room for on a node.
+type Nomination struct {
+	Pod      *v1.Pod
+	Node     string
+	Job      framework.JobID
+	Priority int32
+	// Task is Pod as assumed on Node, built once: the scheduling cycle
+	// puts it on its snapshot in every cycle while the nomination lasts.
+	Task *framework.TaskInfo
+}
+
+// Mover is what the Nominator needs of the scheduling queue: the move of
+// the jobs a cluster event may help (SchedulingQueue implements it).
+type Mover interface {
+	MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any)
+}
+
+// Nominator remembers, per preemptor job, where preemption made room for
+// its pods and which victims are still to go. The scheduling loop and the
+// preemption library (pkg/framework/preemption) read and write it; the
+// goroutine that evicts the victims gives the room up when an eviction
+// fails, hence the lock.
+//
+// A nomination holds capacity: a cycle for a job of lower or equal
+// priority sees the nominated pods of other jobs on their nodes (Others),
+// so it cannot take the room the victims leave. A nomination ends when its
+// pod is no longer pending (bound, assumed or deleted; checked lazily by
+// the cycle, which calls Drop), when its job's next preemption replaces it,
+// or when its job gives up (GiveUp).
+type Nominator struct {
+	// queue is told when room a nomination held is free again.
+	queue Mover
+	// mu guards the fields below; it is a leaf (nothing is called with it
+	// held).
+	mu sync.Mutex
+	// pods maps each nominated pod's UID to its nomination.
+	pods map[types.UID]Nomination
+	// victims maps a preemptor job to the victims it is waiting for, by
+	// UID, with their nodes.
+	victims map[framework.JobID]map[types.UID]string
+	// sorted are the values of pods sorted by pod name, rebuilt by Others
+	// after pods changed (stale set): every cycle reads them, few change
+	// them.
+	sorted []Nomination
+	stale  bool
+}
+
+// NewNominator returns an empty Nominator that tells q when the room of a
+// nomination is released.
+func NewNominator(q Mover) *Nominator {
+	return &Nominator{queue: q, pods: map[types.UID]Nomination{}, victims: map[framework.JobID]map[types.UID]string{}}
+}
+
+// Nominate replaces job's nominations with placements (pod UID → node) of
+// pods, waiting for victims (UID → node).
+func (n *Nominator) Nominate(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, victims map[types.UID]string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.clearLocked(job)
+	for _, pod := range pods {
+		if node, ok := placements[string(pod.UID)]; ok {
+			n.pods[pod.UID] = Nomination{Pod: pod, Node: node, Job: job, Priority: priority,
+				Task: framework.NewAssumedTaskInfo(pod, node, framework.NewTaskInfo(pod).Requests)}
+			n.stale = true
+		}
+	}
+	if len(victims) > 0 {
+		n.victims[job] = victims
+	}
+}
+
+// Clear drops job's nominations and returns them, sorted by pod name.
+func (n *Nominator) Clear(job framework.JobID) []Nomination {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.clearLocked(job)
+}
+
+func (n *Nominator) clearLocked(job framework.JobID) []Nomination {
+	var noms []Nomination
+	for uid, nom := range n.pods {
+		if nom.Job == job {
+			noms = append(noms, nom)
+			delete(n.pods, uid)
+			n.stale = true
+		}
+	}
+	delete(n.victims, job)
+	sort.Slice(noms, func(i, j int) bool { return noms[i].Pod.Name < noms[j].Pod.Name })
+	return noms
+}
+
+// GiveUp drops job's nominations, releases the room they held (Release)
+// and returns their pods, sorted by name, whose status.nominatedNodeName
+// the caller clears.
+func (n *Nominator) GiveUp(job framework.JobID) []*v1.Pod {
+	noms := n.Clear(job)
+	n.Release(noms)
+	pods := make([]*v1.Pod, len(noms))
+	for i, nom := range noms {
+		pods[i] = nom.Pod
+	}
+	return pods
+}
+
+// Release tells the queue that the room noms held is free: to the jobs it
+// kept out, that is as if a pod on each node went away.
+func (n *Nominator) Release(noms []Nomination) {
+	for _, nom := range noms {
+		held := *nom.Pod
+		held.Spec.NodeName = nom.Node
+		n.queue.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, &held, nil)
+	}
+}
+
+// NodeOf returns the node the pod with uid is nominated to, or "".
+func (n *Nominator) NodeOf(uid types.UID) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.pods[uid].Node
+}
+
+// Has reports whether job has a nomination.
+func (n *Nominator) Has(job framework.JobID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, nom := range n.pods {
+		if nom.Job == job {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitingFor counts the victims of job's last preemption that nodes (the
+// cycle's snapshot, by name) still has on their nodes, and forgets the
+// others.
+func (n *Nominator) WaitingFor(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	left := 0
+	for uid, node := range n.victims[job] {
+		if ni, ok := nodes(node); ok && hasTask(ni, uid) {
+			left++
+			continue
+		}
+		delete(n.victims[job], uid)
+	}
+	return left
+}
+
+// GoingVictims returns the victims every preemption waits for that nodes
+// (the cycle's snapshot, by name) still has on their nodes without a
+// deletion timestamp: their eviction is under way but does not show yet.
+func (n *Nominator) GoingVictims(nodes func(name string) (*framework.NodeInfo, bool)) []*framework.TaskInfo {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*framework.TaskInfo
+	for _, victims := range n.victims {
+		for uid, node := range victims {
+			ni, ok := nodes(node)
+			if !ok {
+				continue
+			}
+			for _, t := range ni.Pods {
+				if t.Pod.UID == uid && t.Pod.DeletionTimestamp == nil {
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func hasTask(ni *framework.NodeInfo, uid types.UID) bool {
+	for _, t := range ni.Pods {
+		if t.Pod.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// Others returns the nominations of jobs other than job whose priority is
+// at least priority, sorted by pod name for a stable order.
+func (n *Nominator) Others(job framework.JobID, priority int32) []Nomination {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stale {
+		n.sorted = n.sorted[:0]
+		for _, nom := range n.pods {
+			n.sorted = append(n.sorted, nom)
+		}
+		sort.Slice(n.sorted, func(i, j int) bool { return n.sorted[i].Pod.Name < n.sorted[j].Pod.Name })
+		n.stale = false
+	}
+	var out []Nomination
+	for _, nom := range n.sorted {
+		if nom.Job != job && nom.Priority >= priority {
+			out = append(out, nom)
+		}
+	}
+	return out
+}
+
+// Placed forgets the nominations of pods, which a cycle of job placed,
+// and, once none of job's is left, the victims it waited for.
+func (n *Nominator) Placed(job framework.JobID, pods []*v1.Pod) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, pod := range pods {
+		if _, ok := n.pods[pod.UID]; ok {
+			delete(n.pods, pod.UID)
+			n.stale = true
+		}
+	}
+	for _, nom := range n.pods {
+		if nom.Job == job {
+			return
+		}
+	}
+	delete(n.victims, job)
+}
+
+// Drop forgets the nomination of the pod with uid.
+func (n *Nominator) Drop(uid types.UID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.pods[uid]; ok {
+		delete(n.pods, uid)
+		n.stale = true
+	}
+}

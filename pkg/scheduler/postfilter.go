@@ -1,0 +1,113 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package scheduler
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+)
+
+// postFilter runs after a cycle found no placement for c's job (no pod,
+// or fewer than its quorum, placed; the cycle's placements are undone):
+// the profile's PostFilter plugins may make room, through the RoomMaker
+// of the preemption library's engine, and what they did ends the pods'
+// unschedulable messages (c.preemption). The job is parked by the caller
+// either way; the victims' deletion brings it back.
+func (s *Scheduler) postFilter(ctx context.Context, c *cycle) {
+	if !c.fwk.HasPostFilterPlugins() {
+		return
+	}
+	pc := &preemption.Cycle{Framework: c.fwk, State: c.state, Job: c.job, Placements: c.roomPlacements()}
+	res, st, waitOn := c.fwk.RunPostFilterPlugins(ctx, c.state, c.job, s.preemption.RoomMaker(pc))
+	if pc.FitsElsewhere() {
+		// The job's pods are nominated where they fit as the cluster is:
+		// no plugin rejected it for good, any event may help.
+		c.noNodes = true
+	}
+	if !st.IsSuccess() && !st.IsRejected() {
+		klog.FromContext(ctx).Error(st.AsError(), "PostFilter failed")
+	}
+	if st.IsRejected() {
+		// Every plugin declined: what those that may change their mind
+		// wait for (Reclaim's queue shares moving, say) may help the job
+		// too.
+		for _, name := range waitOn {
+			c.rejectedBy[name] = true
+		}
+	}
+	if res != nil {
+		c.preemption = res.Message
+	}
+}
+
+// nominatedNode is the node preemption chose for pod: this scheduler's
+// nomination, or, for one made before a restart, the pod's
+// status.nominatedNodeName.
+func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
+	if n := s.nominated.NodeOf(pod.UID); n != "" {
+		return n
+	}
+	return pod.Status.NominatedNodeName
+}
+
+// holdNominated places the nominated pods of other jobs of at least c's
+// priority on their nodes in the snapshot, so that c's cycle (its filter
+// path, and preemption's simulation on the same snapshot) cannot take the
+// room preemption made for them. Nominations whose pod is no longer
+// pending are dropped; the room of a deleted one is released. The
+// snapshot's next update takes the pods off.
+func (s *Scheduler) holdNominated(c *cycle) {
+	for _, nom := range s.nominated.Others(c.job.ID, c.qj.Priority) {
+		job, status, ok := s.cache.TaskState(nom.Pod.UID)
+		if !ok || job != nom.Job || status != framework.TaskPending {
+			s.nominated.Drop(nom.Pod.UID)
+			if !ok || job != nom.Job {
+				s.nominated.Release([]queue.Nomination{nom})
+			}
+			continue
+		}
+		s.snapshot.AddTask(nom.Node, nom.Task)
+	}
+}
+
+// background runs the preemption engine's API calls as the scheduler's
+// binds run: waited for on shutdown (bindWG), within the bound on calls
+// in flight (binds).
+type background struct{ s *Scheduler }
+
+// Go implements preemption.Background.
+func (b background) Go(f func()) {
+	b.s.bindWG.Add(1)
+	go func() {
+		defer b.s.bindWG.Done()
+		f()
+	}()
+}
+
+// Acquire implements preemption.Background. A preemption's evictions are
+// a batch whose outcome is not one call's: its place does not adapt the
+// bound.
+func (b background) Acquire() (release func()) {
+	b.s.binds.acquire()
+	return b.s.binds.releaseNoSignal
+}
