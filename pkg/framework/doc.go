@@ -16,5 +16,6 @@
 // gang is placed all or nothing; Filter, Score, Reserve and Bind see one
 // pod at a time. PostFilter runs only for a job the cycle could not
 // place: its plugins bring a policy (which pods may go) and make room
-// through the scheduler's RoomMaker.
+// through the RoomMaker of the preemption library (framework/preemption)
+// that the scheduler hands them.
 package framework

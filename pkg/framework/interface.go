@@ -229,7 +229,7 @@ type PermitPlugin interface {
 // PostFilterPlugin runs when a cycle found no placement for its job: the
 // Filter plugins left a pod without a node, or Permit rejected the
 // placements (a gang below its quorum). It may make room for the job,
-// typically by evicting other pods through the scheduler's RoomMaker, and
+// typically by evicting other pods through the RoomMaker it is handed, and
 // says what it did in its result's Message, which ends each pending pod's
 // unschedulable message. The job is parked as unschedulable whatever the
 // plugins do; the room they make (the victims' deletion) brings it back.
@@ -257,9 +257,11 @@ type PostFilterResult struct {
 // running member of its gang, since a gang goes whole.
 type VictimPolicy func(t *TaskInfo) bool
 
-// RoomMaker is the scheduler's machinery for making room for the cycle's
-// job, handed to the PostFilter plugins: the plugin brings the policy
-// (whether to try, which pods may go), the scheduler the rest.
+// RoomMaker is the machinery for making room for the cycle's job, handed
+// to the PostFilter plugins: the plugin brings the policy (whether to
+// try, which pods may go), the preemption library the rest (package
+// framework/preemption implements it, and its Evaluator runs a plugin's
+// policy through it).
 type RoomMaker interface {
 	// MakeRoom looks for the cheapest set of pods the policy allows whose
 	// eviction lets the job start: it places the pending pods one by one

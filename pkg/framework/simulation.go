@@ -16,7 +16,7 @@ limitations under the License.
 
 package framework
 
-// simulationKey marks a CycleState while the scheduler simulates
+// simulationKey marks a CycleState while the preemption library simulates
 // evictions for it (RoomMaker.MakeRoom).
 const simulationKey StateKey = "framework/eviction-simulation"
 
@@ -31,8 +31,9 @@ func (simulationMark) Clone() StateData { return simulationMark{} }
 // node) lack the pods the simulation took off as victims. A plugin that
 // keeps state of its own about running pods (e.g. the devices their
 // ResourceClaims hold) reads IsEvictionSimulation to treat a running pod
-// missing from the nodes as gone. The scheduler calls it when MakeRoom
-// starts and UnmarkEvictionSimulation when it ends.
+// missing from the nodes as gone. The preemption library (package
+// framework/preemption) calls it when a simulation starts and
+// UnmarkEvictionSimulation when it ends.
 func MarkEvictionSimulation(state *CycleState) { state.Write(simulationKey, simulationMark{}) }
 
 // UnmarkEvictionSimulation ends what MarkEvictionSimulation started.

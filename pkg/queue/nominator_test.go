@@ -81,3 +81,51 @@ func TestNominationTask(t *testing.T) {
 		t.Errorf("the nomination changed the pending pod")
 	}
 }
+
+// moves records the events a Nominator raises.
+type moves struct{ pods []string }
+
+func (m *moves) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, _ any) {
+	if event != framework.EventAssignedPodDelete {
+		return
+	}
+	pod := oldObj.(*v1.Pod)
+	m.pods = append(m.pods, pod.Name+"@"+pod.Spec.NodeName)
+}
+
+// Giving up drops the job's nominations and victims, releases the room
+// each held on its node (as if a pod there went away) and returns the
+// pods whose nominatedNodeName is to be cleared; other jobs keep theirs.
+func TestNominatorGiveUp(t *testing.T) {
+	pod := func(name string) *v1.Pod { return st.MakePod().Name(name).UID(name).Obj() }
+	jobA := framework.JobID{Namespace: "default", Name: "a", Gang: true}
+	jobB := framework.JobID{Namespace: "default", Name: "b", Gang: true}
+	m := &moves{}
+	n := NewNominator(m)
+	a1, a2, b1 := pod("a1"), pod("a2"), pod("b1")
+	n.Nominate(jobA, 10, []*v1.Pod{a2, a1}, map[string]string{"a1": "n1", "a2": "n2"}, map[types.UID]string{"v": "n1"})
+	n.Nominate(jobB, 10, []*v1.Pod{b1}, map[string]string{"b1": "n3"}, nil)
+	pods := n.GiveUp(jobA)
+	var got []string
+	for _, p := range pods {
+		got = append(got, p.Name)
+	}
+	if !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Errorf("GiveUp returned %v, want a1 and a2 by name", got)
+	}
+	if !slices.Equal(m.pods, []string{"a1@n1", "a2@n2"}) {
+		t.Errorf("released %v, want the room of a1 on n1 and of a2 on n2", m.pods)
+	}
+	if n.Has(jobA) || n.NodeOf("a1") != "" {
+		t.Errorf("job a still has nominations after giving up")
+	}
+	if _, waiting := n.victims[jobA]; waiting {
+		t.Errorf("job a still waits for its victims after giving up")
+	}
+	if n.NodeOf("b1") != "n3" {
+		t.Errorf("job b lost its nomination")
+	}
+	if pods := n.GiveUp(jobA); len(pods) != 0 || len(m.pods) != 2 {
+		t.Errorf("a second GiveUp returned %v and released %v, want nothing more", pods, m.pods)
+	}
+}

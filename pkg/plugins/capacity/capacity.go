@@ -2,8 +2,9 @@
 // keeps every queue within its limit and, for a queue that may not borrow,
 // within its entitled share, and tells a job at once when it can never
 // start; Reclaim, at PostFilter, takes back for a queue below its fair
-// share what other queues borrowed, through the scheduler's RoomMaker, the
-// same machinery DefaultPreemption uses with another victim rule.
+// share what other queues borrowed, through the preemption library
+// (pkg/framework/preemption), the same machinery DefaultPreemption uses
+// with another victim rule.
 package capacity
 
 import (

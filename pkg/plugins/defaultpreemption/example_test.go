@@ -7,33 +7,40 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 // TakeBack is a second PostFilter plugin of the kind docs/scheduling.md
 // describes: it makes room by evicting pods another team borrowed,
-// whatever their priority, through the same RoomMaker DefaultPreemption
-// uses.
+// whatever their priority. Like DefaultPreemption and Reclaim, it brings
+// a preemption.Policy and lets the preemption library's Evaluator run
+// it through the RoomMaker the scheduler hands it.
 type TakeBack struct{}
 
 func (TakeBack) Name() string { return "TakeBack" }
 
-func (TakeBack) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
-	out, err := room.MakeRoom(ctx, func(t *framework.TaskInfo) bool {
-		return t.Pod.Labels["acme.example/borrowed"] == "true"
-	})
-	switch {
-	case err != nil:
-		return nil, framework.AsStatus(err)
-	case out.Waiting > 0:
-		return &framework.PostFilterResult{Message: "take-back: waiting for evicted pods to go"}, nil
-	case !out.Fits:
-		return nil, framework.NewStatus(framework.Unschedulable, "nothing borrowed to take back")
-	}
-	return &framework.PostFilterResult{Message: fmt.Sprintf("take-back: evicting %d borrowed pods", out.Victims)}, nil
+func (p TakeBack) PostFilter(ctx context.Context, state *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	return preemption.Evaluator{Policy: p}.PostFilter(ctx, state, job, room)
 }
 
-// room stands in for the scheduler's machinery: it counts the running
+// Bounds lets any borrowed pod go, on every node, without a budget.
+func (TakeBack) Bounds(context.Context, *framework.Job, framework.RoomMaker) (preemption.SearchBounds, *framework.Status) {
+	return preemption.SearchBounds{Victims: func(t *framework.TaskInfo) bool {
+		return t.Pod.Labels["acme.example/borrowed"] == "true"
+	}}, nil
+}
+
+func (TakeBack) Messages(*framework.Job) preemption.Messages {
+	return preemption.Messages{
+		Action:    "take-back",
+		Waiting:   "take-back: waiting for %d evicted pods to go",
+		Unhelpful: "nothing borrowed to take back",
+		Evicting:  "take-back: evicting %d borrowed pods",
+	}
+}
+
+// room stands in for the preemption engine's RoomMaker: it counts the running
 // pods the policy lets go.
 type room struct{ running []*framework.TaskInfo }
 
