@@ -21,12 +21,16 @@
 // registered for. A bind that fails after its retries is rolled back
 // (ForgetPod, Unreserve) and the job is retried after backoff.
 //
-// Before such a job is parked, preemption may make room for it: its pods
-// are placed again in the snapshot, each where it fits or else on the node
-// where the cheapest set of lower-priority pods makes room (a victim gang
-// goes whole unless it keeps its quorum), and only if the whole job then
-// fits are the victims evicted through the Eviction API and the pods
-// nominated to their nodes. Nominated room is held against jobs of lower
-// or equal priority until the pods are placed or the job gives up. See
-// docs/preemption.md.
+// Before such a job is parked, the profile's PostFilter plugins may make
+// room for it through the preemption library (pkg/framework/preemption),
+// whose engine the scheduler builds and hands each cycle's plugins as a
+// framework.RoomMaker: its pods are placed again in the snapshot, through
+// the cycle's own filter path (Framework.FilterPod), each where it fits
+// or else on the node where the cheapest set of pods the plugin's policy
+// allows makes room (a victim gang goes whole unless it keeps its
+// quorum), and only if the whole job then fits are the victims evicted
+// through the Eviction API and the pods nominated to their nodes. The
+// nominations (pkg/queue's Nominator) are held against jobs of lower or
+// equal priority at the start of each cycle (holdNominated) until the pods
+// are placed or the job gives up. See docs/preemption.md.
 package scheduler

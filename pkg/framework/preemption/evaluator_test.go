@@ -31,7 +31,7 @@ type recordingRoom struct {
 	sample   framework.CandidateSample
 	sampled  bool
 	budget   framework.VictimBudget
-	withBudg bool
+	budgeted bool
 	calls    int
 }
 
@@ -42,7 +42,7 @@ func (r *recordingRoom) MakeRoom(context.Context, framework.VictimPolicy) (frame
 
 func (r *recordingRoom) MakeRoomWithin(_ context.Context, _ framework.VictimPolicy, b framework.VictimBudget) (framework.RoomOutcome, error) {
 	r.calls++
-	r.budget, r.withBudg = b, true
+	r.budget, r.budgeted = b, true
 	return r.out, r.err
 }
 
@@ -130,13 +130,13 @@ func TestEvaluator(t *testing.T) {
 		room := &recordingRoom{out: framework.RoomOutcome{Fits: true, Victims: 1}}
 		sample := framework.CandidateSample{Percentage: 10, Absolute: 5}
 		Evaluator{Policy: fixedPolicy{bounds: SearchBounds{Victims: anyPod, Sample: sample}}}.PostFilter(context.Background(), nil, job, room)
-		if !room.sampled || room.sample != sample || room.withBudg {
-			t.Errorf("sampled %v with %+v, budget asked %v; want the sample and MakeRoom", room.sampled, room.sample, room.withBudg)
+		if !room.sampled || room.sample != sample || room.budgeted {
+			t.Errorf("sampled %v with %+v, budget asked %v; want the sample and MakeRoom", room.sampled, room.sample, room.budgeted)
 		}
 		room = &recordingRoom{out: framework.RoomOutcome{Fits: true, Victims: 1}}
 		Evaluator{Policy: fixedPolicy{bounds: SearchBounds{Victims: anyPod, Budget: noBudget{}}}}.PostFilter(context.Background(), nil, job, room)
-		if room.sampled || !room.withBudg || room.budget == nil {
-			t.Errorf("sampled %v, budget asked %v with %v; want MakeRoomWithin with the budget and no sample", room.sampled, room.withBudg, room.budget)
+		if room.sampled || !room.budgeted || room.budget == nil {
+			t.Errorf("sampled %v, budget asked %v with %v; want MakeRoomWithin with the budget and no sample", room.sampled, room.budgeted, room.budget)
 		}
 	})
 }
