@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"iter"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -113,6 +114,18 @@ func (s OwnerKinds) Kinds() []GroupKind {
 		}
 	}
 	return out
+}
+
+// All yields the kinds in s in the order they are tried, as Kinds lists
+// them, without allocating.
+func (s OwnerKinds) All() iter.Seq[GroupKind] {
+	return func(yield func(GroupKind) bool) {
+		for _, k := range ownerKindOrder {
+			if s.Has(k) && !yield(k) {
+				return
+			}
+		}
+	}
 }
 
 // String renders s as its kinds, comma separated.
