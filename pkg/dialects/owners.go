@@ -12,7 +12,7 @@ import (
 
 // The quorum policies of the owner kinds gangs are inferred from (see
 // docs/scheduling.md, "Gangs inferred from the owner"), and the fields of
-// each kind that its informer keeps (slimmer). A policy never panics: a
+// each kind that its informer keeps (Dialect.Fields, see Slimmer). A policy never panics: a
 // field that is missing takes its kind's default, and one of the wrong
 // type or out of range is an error in the policy naming the object and
 // the field.
