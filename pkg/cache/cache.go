@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
@@ -153,6 +154,9 @@ type SchedulerCache struct {
 	// groupPolicies hold what group objects say about gangs (see
 	// SetGroupPolicy), whether or not their jobs have pods yet.
 	groupPolicies map[groupKey]*framework.GroupPolicy
+	// matcher says which groups a pod names: the rules of the gang
+	// dialects (see SetGroupMatcher; dialects.Builtin by default).
+	matcher framework.GroupMatcher
 	// ownerKinds are the owner kinds gangs are inferred from (see
 	// SetOwnerGangs), and ownerTasks index the tasks whose pods name no
 	// group explicitly by the owner object a gang of theirs is inferred
@@ -209,9 +213,10 @@ type SchedulerCache struct {
 }
 
 var (
-	_ eventhandlers.Cache            = &SchedulerCache{}
-	_ eventhandlers.JobSource        = &SchedulerCache{}
-	_ eventhandlers.GroupPolicyCache = &SchedulerCache{}
+	_ eventhandlers.Cache             = &SchedulerCache{}
+	_ eventhandlers.JobSource         = &SchedulerCache{}
+	_ eventhandlers.GroupPolicyCache  = &SchedulerCache{}
+	_ eventhandlers.GroupMatcherCache = &SchedulerCache{}
 )
 
 type cacheSizeGauges struct {
@@ -274,6 +279,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		jobs:          map[framework.JobID]*framework.JobInfo{},
 		jobless:       map[joblessKey]*framework.TaskInfo{},
 		groupPolicies: map[groupKey]*framework.GroupPolicy{},
+		matcher:       dialects.Builtin(),
 		ownerTasks:    map[groupKey]map[types.UID]struct{}{},
 		taskOwner:     map[types.UID]groupKey{},
 		ownerJobs:     map[groupKey]map[framework.JobID]struct{}{},

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,19 +18,33 @@ type groupKey struct {
 	name      string
 }
 
-// explicitGroupKinds are the kinds of group objects pods name explicitly;
-// the job of such an object has the object's name.
-var explicitGroupKinds = []framework.GroupKind{framework.GroupKindNative, framework.GroupKindCoscheduling,
-	framework.GroupKindVolcano, framework.GroupKindJob}
+// isExplicitGroupKindLocked reports whether kind is a kind of group object
+// pods name explicitly (by the cache's matcher): the job of such an object
+// has the object's name. The caller holds mu.
+func (c *SchedulerCache) isExplicitGroupKindLocked(kind framework.GroupKind) bool {
+	return slices.Contains(c.matcher.ExplicitKinds(), kind)
+}
 
-// isExplicitGroupKind reports whether kind is one of explicitGroupKinds.
-func isExplicitGroupKind(kind framework.GroupKind) bool {
-	for _, k := range explicitGroupKinds {
-		if k == kind {
-			return true
-		}
+// SetGroupMatcher implements eventhandlers.GroupMatcherCache: pods are put
+// in gangs by m's rules (the default handler gives its table of gang
+// dialects) instead of those of dialects.Builtin. It fails once the cache
+// runs or holds pods.
+func (c *SchedulerCache) SetGroupMatcher(m framework.GroupMatcher) error {
+	if m == nil {
+		return errors.New("setting the rules of the gang dialects: no rules given")
 	}
-	return false
+	// The host's lock and mu never nest (see doc.go), as in SetOwnerGangs.
+	if c.host.Running() {
+		return errors.New("setting the rules of the gang dialects: the cache is already running")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.tasks) > 0 {
+		return errors.New("setting the rules of the gang dialects: the cache already holds pods")
+	}
+	c.matcher = m
+	klog.V(2).InfoS("Reading gang dialects", "explicitKinds", m.ExplicitKinds())
+	return nil
 }
 
 // SetOwnerGangs implements eventhandlers.OwnerGangCache: pods that name no
@@ -52,16 +67,16 @@ func (c *SchedulerCache) SetOwnerGangs(kinds framework.OwnerKinds) error {
 	return nil
 }
 
-// resolverLocked returns the rule that puts pods in jobs: explicit
-// signals, then the owner kinds of SetOwnerGangs, whose policies may make
-// an owner's pods independent. The caller holds mu (for reading at
-// least) while it uses the resolver.
+// resolverLocked returns the rule that puts pods in jobs: the explicit
+// signals of the matcher's dialects, then the owner kinds of
+// SetOwnerGangs, whose policies may make an owner's pods independent. The
+// caller holds mu (for reading at least) while it uses the resolver.
 func (c *SchedulerCache) resolverLocked() framework.GroupResolver {
 	owners := c.inferredKindsLocked()
 	if owners == 0 {
-		return framework.GroupResolver{}
+		return framework.GroupResolver{Matcher: c.matcher}
 	}
-	return framework.GroupResolver{Owners: owners, Independent: c.independentLocked}
+	return framework.GroupResolver{Matcher: c.matcher, Owners: owners, Independent: c.independentLocked}
 }
 
 // inferredKindsLocked returns the owner kinds gangs are inferred from
@@ -123,13 +138,14 @@ func (c *SchedulerCache) membershipLocked(pod *v1.Pod) framework.Membership {
 // is inferred from an owner, whose policy may make its pods independent.
 func (c *SchedulerCache) JobIDForPod(pod *v1.Pod) framework.JobID {
 	c.mu.RLock()
-	kinds := c.inferredKindsLocked()
+	kinds, m := c.inferredKindsLocked(), c.matcher
 	c.mu.RUnlock()
-	if kinds == 0 || len(framework.PodGroupRefs(pod)) > 0 {
-		return framework.JobIDForPod(pod)
+	explicit := framework.GroupResolver{Matcher: m}
+	if kinds == 0 || len(m.Explicit(pod)) > 0 {
+		return explicit.JobID(pod)
 	}
-	if _, ok := framework.InferredGroupRef(pod, kinds); !ok {
-		return framework.JobIDForPod(pod)
+	if _, ok := m.Inferred(pod, kinds); !ok {
+		return explicit.JobID(pod)
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -152,7 +168,7 @@ func (c *SchedulerCache) ownerKeyLocked(t *framework.TaskInfo) (groupKey, bool) 
 		// Named explicitly: no owner is looked at.
 		return groupKey{}, false
 	}
-	ref, ok := framework.InferredGroupRef(t.Pod, c.ownerKinds)
+	ref, ok := c.matcher.Inferred(t.Pod, c.ownerKinds)
 	if !ok {
 		return groupKey{}, false
 	}
@@ -244,7 +260,7 @@ func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, nam
 		c.groupPolicies[key] = p
 	}
 	var changed []framework.JobID
-	if isExplicitGroupKind(kind) {
+	if c.isExplicitGroupKindLocked(kind) {
 		id := framework.JobID{Namespace: namespace, Name: name, Gang: true}
 		if job, ok := c.jobs[id]; ok {
 			c.changeJobLocked(job, "", func() { job.SetGroupPolicy(kind, p) })
@@ -333,7 +349,7 @@ func (c *SchedulerCache) applyGroupPoliciesLocked(job *framework.JobInfo, t *fra
 		}
 		return
 	}
-	for _, kind := range explicitGroupKinds {
+	for _, kind := range c.matcher.ExplicitKinds() {
 		if p, ok := c.groupPolicies[groupKey{kind: kind, namespace: job.ID.Namespace, name: job.ID.Name}]; ok {
 			job.SetGroupPolicy(kind, p)
 		}

@@ -170,7 +170,7 @@ type PodCache interface {
 // GroupPolicyCache is an optional interface of a Cache (pkg/cache
 // implements it): it records what the objects that define gangs say, so
 // that pods naming a group in a gang dialect get its quorum (see
-// framework.PodGroupRefs and docs/scheduling.md).
+// pkg/dialects and docs/scheduling.md).
 type GroupPolicyCache interface {
 	// SetGroupPolicy records what the group object of kind named name in
 	// namespace says (nil: it is gone) and raises
@@ -189,6 +189,17 @@ type OwnerGangCache interface {
 	// be called before the cache runs (it fails after): a pod's job
 	// depends on it.
 	SetOwnerGangs(kinds framework.OwnerKinds) error
+}
+
+// GroupMatcherCache is an optional interface of a Cache (pkg/cache
+// implements it): it puts pods in gangs by the rules of the gang dialects
+// given (the default handler gives its table of dialects, pkg/dialects)
+// rather than by the built-in ones.
+type GroupMatcherCache interface {
+	// SetGroupMatcher sets the rules that say which groups a pod names.
+	// It must be called before the cache runs (it fails after): a pod's
+	// job depends on it.
+	SetGroupMatcher(m framework.GroupMatcher) error
 }
 
 // JobSource is an optional interface of a Cache (pkg/cache implements it):

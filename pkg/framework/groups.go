@@ -68,18 +68,18 @@ type GroupRef struct {
 	// Inferred is set for a gang inferred from the pod's owner rather
 	// than named by the pod.
 	Inferred bool
-	// via says where the pod names it, e.g. "label
+	// Via says where the pod names it, e.g. "label
 	// scheduling.x-k8s.io/pod-group"; see Signal.
-	via string
+	Via string
 }
 
 // Signal says where and how the pod names the group, for messages, e.g.
 // "label scheduling.x-k8s.io/pod-group=train".
 func (r GroupRef) Signal() string {
 	if r.Kind == GroupKindJob || r.Inferred {
-		return r.via + " " + r.Object
+		return r.Via + " " + r.Object
 	}
-	return r.via + "=" + r.Name
+	return r.Via + "=" + r.Name
 }
 
 // GroupPolicy is what a group object says about its gang.
@@ -117,29 +117,29 @@ type GroupPolicy struct {
 func PodGroupRefs(pod *v1.Pod) []GroupRef {
 	var refs []GroupRef
 	if sg := pod.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindNative, Name: *sg.PodGroupName, Object: *sg.PodGroupName, via: "spec.schedulingGroup.podGroupName"})
+		refs = append(refs, GroupRef{Kind: GroupKindNative, Name: *sg.PodGroupName, Object: *sg.PodGroupName, Via: "spec.schedulingGroup.podGroupName"})
 	}
 	if v := pod.Labels[CoschedulingPodGroupLabel]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindCoscheduling, Name: v, Object: v, via: "label " + CoschedulingPodGroupLabel})
+		refs = append(refs, GroupRef{Kind: GroupKindCoscheduling, Name: v, Object: v, Via: "label " + CoschedulingPodGroupLabel})
 	}
 	if v := pod.Annotations[VolcanoGroupNameAnnotation]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Object: v, via: "annotation " + VolcanoGroupNameAnnotation})
+		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Object: v, Via: "annotation " + VolcanoGroupNameAnnotation})
 	}
 	if v := pod.Annotations[GroupNameAnnotation]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Object: v, via: "annotation " + GroupNameAnnotation})
+		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Object: v, Via: "annotation " + GroupNameAnnotation})
 	}
 	if pod.Annotations[JobGangAnnotation] == "true" {
 		if owner := metav1.GetControllerOfNoCopy(pod); owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
-			refs = append(refs, GroupRef{Kind: GroupKindJob, Name: owner.Name, Object: owner.Name, via: "annotation " + JobGangAnnotation + " with controller Job"})
+			refs = append(refs, GroupRef{Kind: GroupKindJob, Name: owner.Name, Object: owner.Name, Via: "annotation " + JobGangAnnotation + " with controller Job"})
 		}
 	}
 	return refs
 }
 
-// podGroup resolves the group of pod: the first of its refs, and a
-// conflict message when its refs name different groups.
-func podGroup(pod *v1.Pod) (ref GroupRef, ok bool, conflict string) {
-	refs := PodGroupRefs(pod)
+// podGroup resolves the group of pod from refs, the groups it names
+// explicitly: the first of them, and a conflict message when they name
+// different groups.
+func podGroup(pod *v1.Pod, refs []GroupRef) (ref GroupRef, ok bool, conflict string) {
 	if len(refs) == 0 {
 		return GroupRef{}, false, ""
 	}

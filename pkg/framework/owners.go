@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"iter"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -115,6 +116,18 @@ func (s OwnerKinds) Kinds() []GroupKind {
 	return out
 }
 
+// All yields the kinds in s in the order they are tried, as Kinds lists
+// them, without allocating.
+func (s OwnerKinds) All() iter.Seq[GroupKind] {
+	return func(yield func(GroupKind) bool) {
+		for _, k := range ownerKindOrder {
+			if s.Has(k) && !yield(k) {
+				return
+			}
+		}
+	}
+}
+
 // String renders s as its kinds, comma separated.
 func (s OwnerKinds) String() string {
 	names := make([]string, 0, len(ownerKindOrder))
@@ -160,7 +173,7 @@ func InferredGroupRef(pod *v1.Pod, s OwnerKinds) (GroupRef, bool) {
 		return GroupRef{}, false
 	}
 	ref := func(kind GroupKind, name, object, via string) (GroupRef, bool) {
-		return GroupRef{Kind: kind, Name: name, Object: object, Inferred: true, via: via}, true
+		return GroupRef{Kind: kind, Name: name, Object: object, Inferred: true, Via: via}, true
 	}
 	if s.Has(GroupKindJobSet) {
 		if v := pod.Labels[JobSetNameLabel]; v != "" {
@@ -222,9 +235,29 @@ func (m Membership) JobID(namespace, name string) JobID {
 	return id
 }
 
+// GroupMatcher says which groups a pod names, by the rules of the gang
+// dialects it knows. pkg/dialects builds one from its table of dialects;
+// a nil GroupMatcher in a GroupResolver stands for the built-in signals
+// (PodGroupRefs, InferredGroupRef).
+type GroupMatcher interface {
+	// Explicit returns every group pod names explicitly, in order of
+	// precedence.
+	Explicit(pod *v1.Pod) []GroupRef
+	// Inferred returns the gang pod's owner defines, of the first of the
+	// kinds in owners that applies.
+	Inferred(pod *v1.Pod, owners OwnerKinds) (GroupRef, bool)
+	// ExplicitKinds lists the kinds of group objects pods name
+	// explicitly, in order of precedence; the job of such an object has
+	// the object's name.
+	ExplicitKinds() []GroupKind
+}
+
 // GroupResolver decides which group a pod belongs to. The zero value
-// reads the explicit signals only (PodGroupRefs).
+// reads the built-in explicit signals only (PodGroupRefs).
 type GroupResolver struct {
+	// Matcher, when set, reads the pod's signals (explicit and
+	// inferred) instead of the built-in ones.
+	Matcher GroupMatcher
 	// Owners are the owner kinds gangs are inferred from.
 	Owners OwnerKinds
 	// Independent, when set, reports whether the pods of the owner object
@@ -240,10 +273,10 @@ type GroupResolver struct {
 // InferredGroupRef), unless its policy makes its pods independent;
 // otherwise the pod is on its own.
 func (r GroupResolver) Resolve(pod *v1.Pod) Membership {
-	if ref, ok, conflict := podGroup(pod); ok {
+	if ref, ok, conflict := podGroup(pod, r.explicit(pod)); ok {
 		return Membership{Ref: ref, Conflict: conflict}
 	}
-	ref, ok := InferredGroupRef(pod, r.Owners)
+	ref, ok := r.inferred(pod)
 	if !ok {
 		return Membership{}
 	}
@@ -256,4 +289,24 @@ func (r GroupResolver) Resolve(pod *v1.Pod) Membership {
 // JobID returns the job pod belongs to under r.
 func (r GroupResolver) JobID(pod *v1.Pod) JobID {
 	return r.Resolve(pod).JobID(pod.Namespace, pod.Name)
+}
+
+// explicit returns the groups pod names explicitly, by r's matcher.
+func (r GroupResolver) explicit(pod *v1.Pod) []GroupRef {
+	if r.Matcher != nil {
+		return r.Matcher.Explicit(pod)
+	}
+	return PodGroupRefs(pod)
+}
+
+// inferred returns the gang pod's owner defines among r's owner kinds, by
+// r's matcher.
+func (r GroupResolver) inferred(pod *v1.Pod) (GroupRef, bool) {
+	if r.Owners == 0 {
+		return GroupRef{}, false
+	}
+	if r.Matcher != nil {
+		return r.Matcher.Inferred(pod, r.Owners)
+	}
+	return InferredGroupRef(pod, r.Owners)
 }

@@ -4,6 +4,10 @@
 // scheduling.k8s.io PodGroup, and status.phase of scheduler-plugins and
 // Volcano PodGroups.
 //
+// Which kinds are written, and how, is the table of gang dialects'
+// (pkg/dialects, Dialect.Status): a StatusRule of this package per kind,
+// given to New.
+//
 // A Writer is fed by the event handler: the group objects it sees, and
 // the pods of their gangs as they change. A worker computes each group's
 // status from the scheduler cache's job and the pods' own conditions, and

@@ -29,7 +29,7 @@ func TestVolcanoUnschedulableCondition(t *testing.T) {
 	const never = "the job can never start: it needs cpu 64 but queue \"team-a\" is limited to cpu 32"
 	j := volcanoJob(job(2, 0, 0, 0, 0), never)
 	jobs := jobSource{j.ID: j}
-	w := New(client, jobs)
+	w := New(client, jobs, testRules)
 	k := Key{Kind: framework.GroupKindVolcano, Namespace: "ns", Name: "g"}
 	sync := func() *unstructured.Unstructured {
 		t.Helper()

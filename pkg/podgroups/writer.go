@@ -44,7 +44,9 @@ type Key struct {
 type Writer struct {
 	client dynamic.Interface
 	jobs   JobSource
-	queue  workqueue.TypedRateLimitingInterface[Key]
+	// rules are fixed by New.
+	rules Rules
+	queue workqueue.TypedRateLimitingInterface[Key]
 
 	// mu guards objects and written; it is held only to read or change
 	// them, never while writing to the API server.
@@ -63,22 +65,28 @@ type groupObject struct {
 	gvr schema.GroupVersionResource
 }
 
-// Writes reports whether the Writer writes the status of objects of
-// kind: the native, scheduler-plugins and Volcano PodGroups. Other kinds
-// (Jobs and the owners gangs are inferred from) are never written.
-func Writes(kind framework.GroupKind) bool {
-	switch kind {
-	case framework.GroupKindNative, framework.GroupKindCoscheduling, framework.GroupKindVolcano:
-		return true
-	}
-	return false
-}
+// StatusRule writes a gang's state into updated, a copy of its group
+// object, and returns a summary of what it set (compared with what was
+// last written, so that an object is not written twice for one state);
+// changed is false when the object already says it. The rules of the
+// dialects whose status is written are NativeCondition,
+// CoschedulingPhase and VolcanoStatus; the table of dialects
+// (pkg/dialects) says which dialect uses which.
+type StatusRule func(updated *unstructured.Unstructured, s GangState) (summary string, changed bool, err error)
+
+// GangState summarises a gang's pods for the status of its group object;
+// a StatusRule reads it.
+type GangState = gangState
+
+// Rules are the status rules by kind of group object: the objects of a
+// kind without one are never written.
+type Rules map[framework.GroupKind]StatusRule
 
 // New returns a Writer that writes the status of the group objects it is
-// given (see Writes) through client and reads jobs from jobs.
-func New(client dynamic.Interface, jobs JobSource) *Writer {
+// given through client, by rules, and reads jobs from jobs.
+func New(client dynamic.Interface, jobs JobSource, rules Rules) *Writer {
 	return &Writer{
-		client: client, jobs: jobs,
+		client: client, jobs: jobs, rules: rules,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[Key](),
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "podgroup-status"}),
 		objects: map[Key]groupObject{},
@@ -86,11 +94,14 @@ func New(client dynamic.Interface, jobs JobSource) *Writer {
 	}
 }
 
+// writes reports whether the Writer writes the status of objects of kind.
+func (w *Writer) writes(kind framework.GroupKind) bool { return w.rules[kind] != nil }
+
 // ObjectChanged records the group object u of kind, read from the
 // resource gvr (deleted: it is gone). Objects of kinds the Writer does not
 // write are ignored.
 func (w *Writer) ObjectChanged(kind framework.GroupKind, gvr schema.GroupVersionResource, u *unstructured.Unstructured, deleted bool) {
-	if !Writes(kind) {
+	if !w.writes(kind) {
 		return
 	}
 	k := Key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName()}
@@ -110,7 +121,7 @@ func (w *Writer) ObjectChanged(kind framework.GroupKind, gvr schema.GroupVersion
 // GangChanged says that a pod of the gang named name in namespace, defined
 // by an object of kind, changed.
 func (w *Writer) GangChanged(kind framework.GroupKind, namespace, name string) {
-	if !Writes(kind) {
+	if !w.writes(kind) {
 		return
 	}
 	w.queue.Add(Key{Kind: kind, Namespace: namespace, Name: name})
@@ -155,37 +166,16 @@ func (w *Writer) sync(ctx context.Context, k Key) error {
 	if !ok || job.GroupKind() != k.Kind || job.MinAvailable() < 1 {
 		return nil
 	}
-	s := stateOf(job, job.MinAvailable())
+	rule := w.rules[k.Kind]
+	if rule == nil {
+		return nil
+	}
 	updated := obj.DeepCopy()
-	var summary string
-	switch k.Kind {
-	case framework.GroupKindNative:
-		cond, ok := nativeCondition(s)
-		if !ok || !setCondition(updated, cond) {
-			return nil
-		}
-		summary = string(cond.Status) + "/" + cond.Reason + "/" + cond.Message
-	case framework.GroupKindCoscheduling, framework.GroupKindVolcano:
-		phase := coschedulingPhase(s)
-		changed := false
-		if k.Kind == framework.GroupKindVolcano {
-			phase = volcanoPhase(s)
-			if status, reason, msg, ok := volcanoCondition(s); ok && setVolcanoCondition(updated, status, reason, msg, time.Now()) {
-				changed = true
-				summary = "/" + status + "/" + reason + "/" + msg
-			}
-		}
-		if phase != currentPhase(obj) {
-			if err := unstructured.SetNestedField(updated.Object, phase, "status", "phase"); err != nil {
-				return fmt.Errorf("setting status.phase of %s %s/%s: %w", k.Kind, k.Namespace, k.Name, err)
-			}
-			changed = true
-		}
-		if !changed {
-			return nil
-		}
-		summary = phase + summary
-	default:
+	summary, changed, err := rule(updated, stateOf(job, job.MinAvailable()))
+	if err != nil {
+		return fmt.Errorf("the status of %s %s/%s: %w", k.Kind, k.Namespace, k.Name, err)
+	}
+	if !changed {
 		return nil
 	}
 	w.mu.Lock()
@@ -194,7 +184,7 @@ func (w *Writer) sync(ctx context.Context, k Key) error {
 	if same {
 		return nil
 	}
-	_, err := w.client.Resource(g.gvr).Namespace(k.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	_, err = w.client.Resource(g.gvr).Namespace(k.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
@@ -206,6 +196,51 @@ func (w *Writer) sync(ctx context.Context, k Key) error {
 	w.mu.Unlock()
 	klog.V(2).InfoS("Wrote the status of a gang's group object", "kind", k.Kind, "object", klog.KRef(k.Namespace, k.Name), "status", summary)
 	return nil
+}
+
+// NativeCondition is the status rule of a native scheduling.k8s.io
+// PodGroup: its PodGroupInitiallyScheduled condition, as kube-scheduler
+// writes it.
+func NativeCondition(updated *unstructured.Unstructured, s GangState) (string, bool, error) {
+	cond, ok := nativeCondition(s)
+	if !ok || !setCondition(updated, cond) {
+		return "", false, nil
+	}
+	return string(cond.Status) + "/" + cond.Reason + "/" + cond.Message, true, nil
+}
+
+// CoschedulingPhase is the status rule of a scheduler-plugins PodGroup:
+// its status.phase.
+func CoschedulingPhase(updated *unstructured.Unstructured, s GangState) (string, bool, error) {
+	return writePhase(updated, coschedulingPhase(s), "", false)
+}
+
+// VolcanoStatus is the status rule of a Volcano PodGroup: its
+// status.phase and its Unschedulable condition, as Volcano writes them.
+func VolcanoStatus(updated *unstructured.Unstructured, s GangState) (string, bool, error) {
+	var summary string
+	changed := false
+	if status, reason, msg, ok := volcanoCondition(s); ok && setVolcanoCondition(updated, status, reason, msg, time.Now()) {
+		changed = true
+		summary = "/" + status + "/" + reason + "/" + msg
+	}
+	return writePhase(updated, volcanoPhase(s), summary, changed)
+}
+
+// writePhase sets status.phase of updated to phase, and returns the
+// summary of the phase and the rest of the status (rest, restChanged).
+func writePhase(updated *unstructured.Unstructured, phase, rest string, restChanged bool) (string, bool, error) {
+	changed := restChanged
+	if phase != currentPhase(updated) {
+		if err := unstructured.SetNestedField(updated.Object, phase, "status", "phase"); err != nil {
+			return "", false, fmt.Errorf("setting status.phase: %w", err)
+		}
+		changed = true
+	}
+	if !changed {
+		return "", false, nil
+	}
+	return phase + rest, true, nil
 }
 
 // nativeCondition is the PodGroupInitiallyScheduled condition for s: True

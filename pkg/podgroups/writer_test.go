@@ -13,6 +13,14 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
+// testRules are the status rules of the dialects whose status is written,
+// as the table of pkg/dialects gives them.
+var testRules = Rules{
+	framework.GroupKindNative:       NativeCondition,
+	framework.GroupKindCoscheduling: CoschedulingPhase,
+	framework.GroupKindVolcano:      VolcanoStatus,
+}
+
 type jobSource map[framework.JobID]*framework.JobInfo
 
 func (s jobSource) Job(id framework.JobID) (*framework.JobInfo, bool) {
@@ -32,7 +40,7 @@ func TestWriterWritesOnlyChanges(t *testing.T) {
 		map[schema.GroupVersionResource]string{gvr: "PodGroupList"}, pg.DeepCopy())
 	j := job(0, 3, 0, 0, 0)
 	j.SetGroupPolicy(framework.GroupKindCoscheduling, &framework.GroupPolicy{MinMember: 3})
-	w := New(client, jobSource{j.ID: j})
+	w := New(client, jobSource{j.ID: j}, testRules)
 	w.ObjectChanged(framework.GroupKindCoscheduling, gvr, pg, false)
 	k := Key{Kind: framework.GroupKindCoscheduling, Namespace: "ns", Name: "g"}
 	updates := func() int {

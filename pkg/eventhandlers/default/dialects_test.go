@@ -1,142 +1,110 @@
-package defaulthandler
+package defaulthandler_test
 
 import (
-	"strings"
+	"errors"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
+	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
-func obj(spec map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "g", "namespace": "ns"},
-		"spec":     spec,
-	}}
+// A made-up dialect, added as one entry of the table: pods name their
+// gang with the label example.com/gang, and a Gang object of
+// gangs.v1.example.com gives its quorum in spec.size.
+var gangGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gangs"}
+
+const gangKind framework.GroupKind = "Gang.example.com"
+
+var exampleDialect = dialects.Dialect{
+	Kind:      gangKind,
+	Resources: []dialects.Resource{{GVR: gangGVR}},
+	Match: func(pod *v1.Pod) []framework.GroupRef {
+		if v := pod.Labels["example.com/gang"]; v != "" {
+			return []framework.GroupRef{{Kind: gangKind, Name: v, Object: v, Via: "label example.com/gang"}}
+		}
+		return nil
+	},
+	Policy: func(u *unstructured.Unstructured, _ bool) *framework.GroupPolicy {
+		p := &framework.GroupPolicy{Source: string(gangKind) + " " + u.GetNamespace() + "/" + u.GetName()}
+		n, found, err := dialects.IntField(u.Object, "", "spec", "size")
+		switch {
+		case err != nil:
+			p.Err = err
+		case !found || n < 1:
+			p.Err = errors.New("spec.size is not an integer >= 1")
+		default:
+			p.MinMember = int32(n)
+		}
+		return p
+	},
+	Fields: [][]string{{"spec", "size"}},
 }
 
-func TestDialectPolicies(t *testing.T) {
-	optIn := map[string]any{"metadata": map[string]any{"annotations": map[string]any{framework.JobGangAnnotation: "true"}}}
-	tests := []struct {
-		name    string
-		policy  func(*unstructured.Unstructured) *framework.GroupPolicy
-		spec    map[string]any
-		wantMin int32
-		wantErr string // substring; "" none
-		wantNil bool
-		timeout int32
-	}{
-		{name: "native gang", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(4)}}}, wantMin: 4},
-		{name: "native basic", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"basic": map[string]any{}}}, wantMin: 1},
-		{name: "native without policy", policy: nativePolicy, spec: map[string]any{}, wantErr: "neither spec.schedulingPolicy.gang.minCount"},
-		{name: "scheduler-plugins", policy: minMemberPolicy(framework.GroupKindCoscheduling), spec: map[string]any{"minMember": int64(3), "scheduleTimeoutSeconds": int64(30)}, wantMin: 3, timeout: 30},
-		{name: "volcano", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(2)}, wantMin: 2},
-		{name: "volcano minMember 0", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(0)}, wantErr: "PodGroup.scheduling.volcano.sh ns/g has no usable spec.minMember"},
-		{name: "volcano minMember as string", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": "2"}, wantErr: "no usable spec.minMember"},
-		{name: "job parallelism", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(4), "completions": int64(10), "template": optIn}, wantMin: 4},
-		{name: "job fewer completions", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(4), "completions": int64(2), "template": optIn}, wantMin: 2},
-		{name: "job default parallelism", policy: jobPolicy(false), spec: map[string]any{"template": optIn}, wantMin: 1},
-		{name: "job parallelism 0", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(0), "template": optIn}, wantErr: "runs no pods at once"},
-		{name: "job not opted in", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(4)}, wantNil: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := tt.policy(obj(tt.spec))
-			if tt.wantNil {
-				if p != nil {
-					t.Fatalf("policy %+v, want none", p)
-				}
-				return
-			}
-			if p == nil {
-				t.Fatal("no policy")
-			}
-			if tt.wantErr != "" {
-				if p.Err == nil || !strings.Contains(p.Err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", p.Err, tt.wantErr)
-				}
-				return
-			}
-			if p.Err != nil || p.MinMember != tt.wantMin || p.ScheduleTimeoutSeconds != tt.timeout {
-				t.Fatalf("policy %+v, want minMember %d timeout %d", p, tt.wantMin, tt.timeout)
-			}
-		})
-	}
-}
-
-func TestSlimGroupObject(t *testing.T) {
-	job := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "batch/v1", "kind": "Job",
-		"metadata": map[string]any{"name": "train", "namespace": "ns", "labels": map[string]any{"a": "b"}},
-		"spec": map[string]any{"parallelism": int64(3), "completions": int64(6), "template": map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{framework.JobGangAnnotation: "true", "other": "x"}},
-			"spec":     map[string]any{"containers": []any{map[string]any{"name": "main"}}},
-		}},
-	}}
-	slimmed, err := slimmer(jobFields...)(job)
+// Adding a dialect is one entry of the table: through the default handler
+// and the real cache, the pods that carry its label are one gang, whose
+// quorum its object gives; the handler watches its resource (slimmed).
+func TestMadeUpDialectThroughTheHandler(t *testing.T) {
+	c, err := cache.New(cache.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := slimmed.(*unstructured.Unstructured)
-	if p := jobPolicy(false)(u); p == nil || p.MinMember != 3 {
-		t.Fatalf("policy of the slimmed Job %+v, want minMember 3", p)
+	h, err := defaulthandler.New(t.Context(), c, nil, &rest.Config{Host: "https://127.0.0.1:1"},
+		defaulthandler.WithDialects(dialects.Builtin().With(exampleDialect)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec"); found || u.GetLabels() != nil {
-		t.Errorf("slimmed Job kept more than it needs: %v", u.Object)
+	var watched bool
+	for _, r := range h.DiscoveredResources() {
+		if r.GVR == gangGVR {
+			watched = r.Transform != nil
+		}
 	}
-	if u.GetName() != "train" || u.GetNamespace() != "ns" {
-		t.Errorf("slimmed Job lost its name: %v", u.Object)
+	if !watched {
+		t.Fatalf("the handler does not watch %v (slimmed): %+v", gangGVR, h.DiscoveredResources())
 	}
-}
-
-func TestDialectTopology(t *testing.T) {
-	gang := map[string]any{"gang": map[string]any{"minCount": int64(4)}}
-	native := func(topology any) map[string]any {
-		return map[string]any{"schedulingPolicy": gang, "schedulingConstraints": map[string]any{"topology": topology}}
+	for _, name := range []string{"a", "b", "c"} {
+		h.AddPod(st.MakePod().Namespace("ns").Name(name).UID(name).Label("example.com/gang", "train").Obj())
 	}
-	volcano := func(nt any) map[string]any { return map[string]any{"minMember": int64(4), "networkTopology": nt} }
-	volcanoPolicy := minMemberPolicy(framework.GroupKindVolcano)
-	tests := []struct {
-		name    string
-		policy  func(*unstructured.Unstructured) *framework.GroupPolicy
-		spec    map[string]any
-		want    *framework.TopologyConstraint
-		wantErr string
-	}{
-		{name: "native rack", policy: nativePolicy, spec: native([]any{map[string]any{"key": "topology.kubernetes.io/rack"}}),
-			want: &framework.TopologyConstraint{Key: "topology.kubernetes.io/rack", Required: true, Source: "PodGroup.scheduling.k8s.io ns/g spec.schedulingConstraints.topology"}},
-		{name: "native none", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": gang}},
-		{name: "native two keys", policy: nativePolicy, spec: native([]any{map[string]any{"key": "a"}, map[string]any{"key": "b"}}), wantErr: "has 2 entries; one is supported"},
-		{name: "native no key", policy: nativePolicy, spec: native([]any{map[string]any{}}), wantErr: "topology[0].key is missing"},
-		{name: "native bad key", policy: nativePolicy, spec: native([]any{map[string]any{"key": "no spaces please"}}), wantErr: `key "no spaces please" is not a label key`},
-		{name: "native not a list", policy: nativePolicy, spec: native("rack"), wantErr: "spec.schedulingConstraints.topology is not a list"},
-		{name: "volcano hard default tier", policy: volcanoPolicy, spec: volcano(map[string]any{"mode": "hard"}),
-			want: &framework.TopologyConstraint{Tier: 1, Required: true, Source: "PodGroup.scheduling.volcano.sh ns/g spec.networkTopology"}},
-		{name: "volcano soft tier 2", policy: volcanoPolicy, spec: volcano(map[string]any{"mode": "soft", "highestTierAllowed": int64(2)}),
-			want: &framework.TopologyConstraint{Tier: 2, Source: "PodGroup.scheduling.volcano.sh ns/g spec.networkTopology"}},
-		{name: "volcano bad mode", policy: volcanoPolicy, spec: volcano(map[string]any{"mode": "strict"}), wantErr: "spec.networkTopology.mode strict is neither hard nor soft"},
-		{name: "volcano bad tier", policy: volcanoPolicy, spec: volcano(map[string]any{"highestTierAllowed": int64(0)}), wantErr: "highestTierAllowed 0 is not an integer >= 1"},
-		{name: "volcano tier as string", policy: volcanoPolicy, spec: volcano(map[string]any{"highestTierAllowed": "2"}), wantErr: "highestTierAllowed 2 is not an integer"},
+	h.AddPod(st.MakePod().Namespace("ns").Name("alone").UID("alone").Obj())
+	id := framework.JobID{Namespace: "ns", Name: "train", Gang: true}
+	job, ok := c.Job(id)
+	if !ok || len(job.Tasks) != 3 || job.GroupKind() != gangKind {
+		t.Fatalf("job %v: found %v, %d tasks, kind %q; want the three labelled pods of kind %s", id, ok, len(job.Tasks), job.GroupKind(), gangKind)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := tt.policy(obj(tt.spec))
-			if tt.wantErr != "" {
-				if p.Err == nil || !strings.Contains(p.Err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", p.Err, tt.wantErr)
-				}
-				return
-			}
-			if p.Err != nil {
-				t.Fatalf("err %v", p.Err)
-			}
-			if (p.Topology == nil) != (tt.want == nil) || (p.Topology != nil && *p.Topology != *tt.want) {
-				t.Fatalf("topology %+v, want %+v", p.Topology, tt.want)
-			}
-			if p.MinMember != 4 {
-				t.Errorf("minMember %d, want 4 beside the topology", p.MinMember)
-			}
-		})
+	if job.ValidationError() == nil {
+		t.Fatal("the gang is scheduled before its Gang object gives a quorum")
+	}
+	gang := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Gang",
+		"metadata": map[string]any{"name": "train", "namespace": "ns", "resourceVersion": "1"},
+		"spec":     map[string]any{"size": int64(3), "image": "not read"},
+	}}
+	h.AddDynamic(gangGVR, gang)
+	if job, _ := c.Job(id); job.MinAvailable() != 3 || job.ValidationError() != nil {
+		t.Fatalf("after the Gang object: min %d, error %v; want 3 and none", job.MinAvailable(), job.ValidationError())
+	}
+	if _, ok := c.Job(framework.JobID{Namespace: "ns", Name: "alone"}); !ok {
+		t.Error("the pod without the label is not a job of its own")
+	}
+	// Without the entry, the same pods are single pods.
+	plain, err := cache.New(cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := defaulthandler.New(t.Context(), plain, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.AddPod(st.MakePod().Namespace("ns").Name("a").UID("a").Label("example.com/gang", "train").Obj())
+	if _, ok := plain.Job(id); ok {
+		t.Error("the built-in table groups pods by the made-up label")
 	}
 }

@@ -100,6 +100,9 @@
 //
 // # Gang dialects and gangs inferred from the owner
 //
+// What the dialects are, how pods name them and how their objects are
+// read is the table of pkg/dialects (dialects.Builtin, or the table of
+// WithDialects); the handler holds no dialect knowledge of its own.
 // The handler runs no informer of its own. It asks the cache
 // (eventhandlers.DiscoveredResourceRequester) to watch, where the API
 // server serves them, the objects that define gangs: those of the gang
@@ -112,7 +115,8 @@
 // through AddDynamic, UpdateDynamic and DeleteDynamic; the handler gives
 // the cache each object's quorum policy (eventhandlers.GroupPolicyCache),
 // tells it which owner kinds to infer gangs from
-// (eventhandlers.OwnerGangCache), and writes the PodGroups' status
+// (eventhandlers.OwnerGangCache) and the table's rules that put pods in
+// gangs (eventhandlers.GroupMatcherCache), and writes the PodGroups' status
 // (pkg/podgroups) from Run. A policy never panics on an odd object: a
 // field of the wrong type or out of range makes the policy an error that
 // names the object and the field, and the gang waits. See

@@ -9,79 +9,31 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/podgroups"
 )
 
 // The objects that define gangs, those of the gang dialects and the
-// owners gangs are inferred from, are watched by the cache, which asks
+// owners gangs are inferred from (the handler's table of dialects,
+// pkg/dialects, says which and how to read them), are watched by the cache, which asks
 // discovery which of them the API server serves (the handler is an
 // eventhandlers.DiscoveredResourceRequester), and reach the handler
 // through AddDynamic, UpdateDynamic and DeleteDynamic. The handler runs
 // no informer of its own.
 
-// groupResource is a resource whose objects define gangs.
-type groupResource struct {
-	gvr  schema.GroupVersionResource
-	kind framework.GroupKind
-	// policy reads an object's policy; nil: the object defines no gang.
-	policy func(u *unstructured.Unstructured) *framework.GroupPolicy
-	// transform, when set, keeps of each object only what policy reads.
-	transform toolscache.TransformFunc
-	// firstServedOnly: of the versions of this resource so marked, only
-	// the first served is watched.
-	firstServedOnly bool
-}
-
-// groupResources returns the group resources a handler watches: with
-// dialects, the PodGroups of the gang dialects and batch/v1 Jobs (whose
-// pods opt in); and those of the owner kinds in owners. The order is the
-// order of precedence between versions of one resource.
-func groupResources(dialects bool, owners framework.OwnerKinds) []groupResource {
-	var out []groupResource
-	if dialects {
-		out = append(out,
-			groupResource{gvr: nativeV1beta1GVR, kind: framework.GroupKindNative, policy: nativePolicy, firstServedOnly: true},
-			groupResource{gvr: nativeV1alpha3GVR, kind: framework.GroupKindNative, policy: nativePolicy, firstServedOnly: true},
-			groupResource{gvr: coschedulingGVR, kind: framework.GroupKindCoscheduling, policy: minMemberPolicy(framework.GroupKindCoscheduling)},
-			groupResource{gvr: volcanoGVR, kind: framework.GroupKindVolcano, policy: minMemberPolicy(framework.GroupKindVolcano)},
-		)
-	}
-	if dialects || owners.Has(framework.GroupKindJob) {
-		out = append(out, groupResource{gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
-			kind: framework.GroupKindJob, policy: jobPolicy(owners.Has(framework.GroupKindJob)), transform: slimmer(jobFields...)})
-	}
-	for _, o := range []groupResource{
-		{gvr: schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"},
-			kind: framework.GroupKindRayCluster, policy: rayClusterPolicy, transform: slimmer(rayClusterFields...)},
-		{gvr: schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"},
-			kind: framework.GroupKindJobSet, policy: jobSetPolicy, transform: slimmer(jobSetFields...)},
-		{gvr: schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"},
-			kind: framework.GroupKindLeaderWorkerSet, policy: leaderWorkerSetPolicy, transform: slimmer(leaderWorkerSetFields...)},
-		{gvr: schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"},
-			kind: framework.GroupKindMPIJob, policy: mpiJobPolicy, transform: slimmer(mpiJobFields...)},
-		{gvr: schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"},
-			kind: framework.GroupKindPyTorchJob, policy: pyTorchJobPolicy, transform: slimmer(pyTorchJobFields...)},
-	} {
-		if owners.Has(o.kind) {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 // DiscoveredResources implements eventhandlers.DiscoveredResourceRequester:
-// the resources of the gang dialects (unless disabled, or the handler has
-// no API server) and of the owner kinds of Args.OwnerGangs, each watched
-// where the API server serves it. The slice is the caller's.
+// the resources of the gang dialects of the handler's table (unless
+// disabled, or the handler has no API server) and of the owner kinds of
+// Args.OwnerGangs, each watched where the API server serves it. The slice
+// is the caller's.
 func (h *Handler) DiscoveredResources() []eventhandlers.DiscoveredResource {
 	out := make([]eventhandlers.DiscoveredResource, 0, len(h.groupResources))
 	for _, r := range h.groupResources {
-		out = append(out, eventhandlers.DiscoveredResource{GVR: r.gvr, Transform: r.transform, FirstServedVersionOnly: r.firstServedOnly})
+		out = append(out, eventhandlers.DiscoveredResource{GVR: r.GVR, Transform: r.Transform, FirstServedVersionOnly: r.FirstServedOnly})
 	}
 	if h.queues {
 		for _, r := range queueResourceList {
@@ -94,13 +46,13 @@ func (h *Handler) DiscoveredResources() []eventhandlers.DiscoveredResource {
 // groupResourceFor returns the group resource of gvr, if it is one the
 // handler asked for. The list is fixed when the handler is built, so no
 // lock is needed.
-func (h *Handler) groupResourceFor(gvr schema.GroupVersionResource) (groupResource, bool) {
+func (h *Handler) groupResourceFor(gvr schema.GroupVersionResource) (dialects.Watch, bool) {
 	for _, r := range h.groupResources {
-		if r.gvr == gvr {
+		if r.GVR == gvr {
 			return r, true
 		}
 	}
-	return groupResource{}, false
+	return dialects.Watch{}, false
 }
 
 // OwnerKinds returns the owner kinds the handler infers gangs from (see
@@ -124,9 +76,10 @@ func (h *Handler) Run(ctx context.Context) {
 	<-ctx.Done()
 }
 
-// newStatusWriter returns the writer of the PodGroups' status, through a
-// client of the API server h.dialectConfig reaches; nil without gang
-// dialects or when the cache cannot tell a gang's state.
+// newStatusWriter returns the writer of the PodGroups' status, by the
+// status rules of the handler's table, through a client of the API server
+// h.dialectConfig reaches; nil without gang dialects or when the cache
+// cannot tell a gang's state.
 func (h *Handler) newStatusWriter() (*podgroups.Writer, error) {
 	if h.dialectConfig == nil {
 		return nil, nil
@@ -140,7 +93,7 @@ func (h *Handler) newStatusWriter() (*podgroups.Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the client that writes the status of PodGroups: %w", err)
 	}
-	return podgroups.New(client, jobs), nil
+	return podgroups.New(client, jobs, h.dialects.StatusRules()), nil
 }
 
 // setGroup records the policy of obj (nil: deleted) in the cache. It
@@ -161,15 +114,15 @@ func (h *Handler) setGroup(gvr schema.GroupVersionResource, obj any, deleted boo
 	}
 	var p *framework.GroupPolicy
 	if !deleted {
-		p = r.policy(u)
+		p = r.Policy(u)
 	}
 	if p != nil && p.Err != nil {
-		klog.V(2).InfoS("Gang group object gives no usable quorum", "kind", r.kind, "object", klog.KObj(u), "err", p.Err)
+		klog.V(2).InfoS("Gang group object gives no usable quorum", "kind", r.Kind, "object", klog.KObj(u), "err", p.Err)
 	}
-	klog.V(4).InfoS("Gang group object changed", "kind", r.kind, "object", klog.KObj(u), "deleted", deleted, "policy", p)
-	gc.SetGroupPolicy(r.kind, u.GetNamespace(), u.GetName(), p)
+	klog.V(4).InfoS("Gang group object changed", "kind", r.Kind, "object", klog.KObj(u), "deleted", deleted, "policy", p)
+	gc.SetGroupPolicy(r.Kind, u.GetNamespace(), u.GetName(), p)
 	if h.statusWriter != nil {
-		h.statusWriter.ObjectChanged(r.kind, gvr, u, deleted)
+		h.statusWriter.ObjectChanged(r.Kind, gvr, u, deleted)
 	}
 	return true
 }
@@ -184,16 +137,16 @@ func (h *Handler) noteGang(obj any) {
 	if !ok || pod == nil {
 		return
 	}
-	if refs := framework.PodGroupRefs(pod); len(refs) > 0 {
+	if refs := h.dialects.Explicit(pod); len(refs) > 0 {
 		h.statusWriter.GangChanged(refs[0].Kind, pod.Namespace, refs[0].Name)
 	}
 }
 
 // groupKindsOf lists the kinds of rs, for logs.
-func groupKindsOf(rs []groupResource) []string {
+func groupKindsOf(rs []dialects.Watch) []string {
 	var out []string
 	for _, r := range rs {
-		if k := string(r.kind); !slices.Contains(out, k) {
+		if k := string(r.Kind); !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/podgroups"
@@ -89,6 +90,15 @@ type Policy struct {
 // Option configures the handler built by New or NewWithArgs.
 type Option func(*Handler)
 
+// WithDialects makes the handler read the gang dialects of t instead of
+// the built-in ones (dialects.Builtin): their objects become group
+// policies, their status rules drive the status writer, and the cache
+// (an eventhandlers.GroupMatcherCache) puts pods in gangs by t's rules.
+// Adding a dialect is an entry of t: dialects.Builtin().With(d).
+func WithDialects(t dialects.Table) Option {
+	return func(h *Handler) { h.dialects = t }
+}
+
 // WithPolicy makes the handler treat objects as p says.
 func WithPolicy(p Policy) Option {
 	return func(h *Handler) { h.policy = p }
@@ -116,6 +126,9 @@ type Handler struct {
 	// whose gang dialects are watched and whose PodGroups' status is
 	// written; nil: no gang dialects.
 	dialectConfig *rest.Config
+	// dialects is the table of gang dialects the handler reads
+	// (dialects.Builtin unless WithDialects).
+	dialects dialects.Table
 	// owners are the owner kinds gangs are inferred from.
 	owners framework.OwnerKinds
 	// queues: the queue resources are watched (queues.go), which needs
@@ -124,9 +137,9 @@ type Handler struct {
 	// groupResources are the resources whose objects define gangs, which
 	// the handler asks the cache to watch where served (see
 	// groupobjects.go), and statusWriter writes the status of the
-	// PodGroups among them (nil: none). Both are set when the handler is
-	// built and never change, so they need no lock.
-	groupResources []groupResource
+	// PodGroups among them (nil: none). Both, like dialects, are set
+	// when the handler is built and never change, so they need no lock.
+	groupResources []dialects.Watch
 	statusWriter   *podgroups.Writer
 }
 
@@ -195,13 +208,16 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 			return nil, fmt.Errorf("externalWorkloadNodeLabel %q is not a valid label key: %s", l, strings.Join(errs, "; "))
 		}
 	}
-	owners, err := args.OwnerGangs.ownerKinds()
-	if err != nil {
-		return nil, err
-	}
-	h := &Handler{cache: c, dynamic: gvrs, externalNodeLabel: args.ExternalWorkloadNodeLabel}
+	h := &Handler{cache: c, dynamic: gvrs, externalNodeLabel: args.ExternalWorkloadNodeLabel, dialects: dialects.Builtin()}
 	for _, opt := range opts {
 		opt(h)
+	}
+	if err := h.dialects.Validate(); err != nil {
+		return nil, fmt.Errorf("gang dialects: %w", err)
+	}
+	owners, err := args.OwnerGangs.ownerKinds(h.dialects)
+	if err != nil {
+		return nil, err
 	}
 	if _, ok := c.(eventhandlers.GroupPolicyCache); !ok {
 		if h.dialectConfig != nil {
@@ -217,8 +233,13 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 		klog.V(2).InfoS("The cache does not infer gangs from pod owners; ownerGangs is not applied")
 		owners = 0
 	}
+	if mc, ok := c.(eventhandlers.GroupMatcherCache); ok {
+		if err := mc.SetGroupMatcher(h.dialects); err != nil {
+			return nil, fmt.Errorf("gang dialects: %w", err)
+		}
+	}
 	h.owners = owners
-	h.groupResources = groupResources(h.dialectConfig != nil, owners)
+	h.groupResources = h.dialects.Watches(h.dialectConfig != nil, owners)
 	_, queueCache := c.(eventhandlers.QueueCache)
 	h.queues = h.apiServer && queueCache && !args.DisableQueues
 	if h.queues {

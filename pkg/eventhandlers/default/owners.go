@@ -2,39 +2,22 @@ package defaulthandler
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
-// ownerKindNames are the names of the owner kinds in Args.OwnerGangs.
-var ownerKindNames = map[string]framework.GroupKind{
-	"Job":             framework.GroupKindJob,
-	"RayCluster":      framework.GroupKindRayCluster,
-	"JobSet":          framework.GroupKindJobSet,
-	"LeaderWorkerSet": framework.GroupKindLeaderWorkerSet,
-	"MPIJob":          framework.GroupKindMPIJob,
-	"PyTorchJob":      framework.GroupKindPyTorchJob,
-}
-
-// knownOwnerKinds lists the names of ownerKindNames, sorted, for
+// knownOwnerKinds lists the owner kinds of the built-in dialects, for
 // messages.
-func knownOwnerKinds() string {
-	names := make([]string, 0, len(ownerKindNames))
-	for n := range ownerKindNames {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
+func knownOwnerKinds() string { return dialects.Builtin().OwnerNames() }
 
 // OwnerGangs says, per owner kind, whether the pods of an owner of that
 // kind that name no gang explicitly are one gang (see docs/scheduling.md,
 // "Gangs inferred from the owner"). Keys are kind names: Job, RayCluster,
-// JobSet, LeaderWorkerSet, MPIJob, PyTorchJob. A kind that is not listed
+// JobSet, LeaderWorkerSet, MPIJob, PyTorchJob (the OwnerNames of the
+// table of dialects, pkg/dialects). A kind that is not listed
 // keeps its default: every kind is inferred by default, each only where
 // the API server serves it.
 type OwnerGangs map[string]bool
@@ -54,7 +37,7 @@ func (g *OwnerGangs) UnmarshalYAML(node *yaml.Node) error {
 	var problems []string
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		k, v := node.Content[i], node.Content[i+1]
-		if _, ok := ownerKindNames[k.Value]; !ok {
+		if _, ok := dialects.Builtin().OwnerKind(k.Value); !ok {
 			problems = append(problems, fmt.Sprintf("line %d: ownerGangs: unknown kind %q (known: %s)", k.Line, k.Value, knownOwnerKinds()))
 			continue
 		}
@@ -94,24 +77,9 @@ func describeNode(n *yaml.Node) string {
 	return fmt.Sprintf("%q", v)
 }
 
-// ownerKinds checks g (which an embedder may have built in code) and
-// returns the owner kinds it enables over the defaults. Errors name the
-// field and the value.
-func (g OwnerGangs) ownerKinds() (framework.OwnerKinds, error) {
-	kinds := framework.AllOwnerKinds()
-	names := make([]string, 0, len(g))
-	for n := range g {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		kind, ok := ownerKindNames[n]
-		if !ok {
-			return 0, fmt.Errorf("ownerGangs: unknown kind %q (known: %s)", n, knownOwnerKinds())
-		}
-		if !g[n] {
-			kinds = kinds.Without(kind)
-		}
-	}
-	return kinds, nil
+// ownerKinds checks g (which an embedder may have built in code) against
+// the owner kinds of table and returns the owner kinds it enables over the
+// defaults. Errors name the field and the value.
+func (g OwnerGangs) ownerKinds(table dialects.Table) (framework.OwnerKinds, error) {
+	return table.OwnerKinds(g)
 }

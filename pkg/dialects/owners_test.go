@@ -1,4 +1,4 @@
-package defaulthandler
+package dialects
 
 import (
 	"strings"
@@ -41,7 +41,7 @@ func runPolicyCases(t *testing.T, kind string, policy func(*unstructured.Unstruc
 			p := policy(u)
 			// The informer stores slim objects: the policy of the slim
 			// object is the same.
-			slim, err := slimmer(fields...)(u.DeepCopy())
+			slim, err := Slimmer(fields...)(u.DeepCopy())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,7 +253,7 @@ func TestSlimmer(t *testing.T) {
 	}, map[string]any{"state": "ready"})
 	u.SetLabels(map[string]string{"a": "b"})
 	u.SetResourceVersion("7")
-	transform := slimmer(rayClusterFields...)
+	transform := Slimmer(rayClusterFields...)
 	out, err := transform(u)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package defaulthandler
+package dialects
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 // The quorum policies of the owner kinds gangs are inferred from (see
 // docs/scheduling.md, "Gangs inferred from the owner"), and the fields of
-// each kind that its informer keeps (slimmer). A policy never panics: a
+// each kind that its informer keeps (Dialect.Fields, see Slimmer). A policy never panics: a
 // field that is missing takes its kind's default, and one of the wrong
 // type or out of range is an error in the policy naming the object and
 // the field.
@@ -60,27 +60,27 @@ var jobFields = [][]string{
 // one pod at a time is Independent: its pods are not an inferred gang.
 func jobPolicy(infer bool) func(u *unstructured.Unstructured) *framework.GroupPolicy {
 	return func(u *unstructured.Unstructured) *framework.GroupPolicy {
-		optIn, _ := stringField(u.Object, "", "spec", "template", "metadata", "annotations", framework.JobGangAnnotation)
+		optIn, _ := StringField(u.Object, "", "spec", "template", "metadata", "annotations", framework.JobGangAnnotation)
 		if optIn != "true" && !infer {
 			return nil
 		}
 		b := newPolicy(framework.GroupKindJob, u)
-		parallelism, found, err := intField(u.Object, "", "spec", "parallelism")
+		parallelism, found, err := IntField(u.Object, "", "spec", "parallelism")
 		if err != nil {
 			return b.fail(err)
 		}
 		if !found {
 			parallelism = 1
 		}
-		completions, hasCompletions, err := intField(u.Object, "", "spec", "completions")
+		completions, hasCompletions, err := IntField(u.Object, "", "spec", "completions")
 		if err != nil {
 			return b.fail(err)
 		}
-		mode, err := stringField(u.Object, "", "spec", "completionMode")
+		mode, err := StringField(u.Object, "", "spec", "completionMode")
 		if err != nil {
 			return b.fail(err)
 		}
-		succeeded, _, err := intField(u.Object, "", "status", "succeeded")
+		succeeded, _, err := IntField(u.Object, "", "status", "succeeded")
 		if err != nil {
 			return b.fail(err)
 		}
@@ -101,9 +101,9 @@ func jobPolicy(infer bool) func(u *unstructured.Unstructured) *framework.GroupPo
 
 // RayCluster fields the RayCluster policy reads.
 var rayClusterFields = [][]string{
-	{"spec", "workerGroupSpecs", eachItem, "minReplicas"},
-	{"spec", "workerGroupSpecs", eachItem, "numOfHosts"},
-	{"spec", "workerGroupSpecs", eachItem, "suspend"},
+	{"spec", "workerGroupSpecs", EachItem, "minReplicas"},
+	{"spec", "workerGroupSpecs", EachItem, "numOfHosts"},
+	{"spec", "workerGroupSpecs", EachItem, "suspend"},
 }
 
 // rayClusterPolicy reads a KubeRay RayCluster: the head and, of each
@@ -111,29 +111,29 @@ var rayClusterFields = [][]string{
 // numOfHosts (default 1) pods each.
 func rayClusterPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	b := newPolicy(framework.GroupKindRayCluster, u)
-	groups, err := listField(u.Object, "spec", "workerGroupSpecs")
+	groups, err := ListField(u.Object, "spec", "workerGroupSpecs")
 	if err != nil {
 		return b.fail(err)
 	}
 	quorum := int64(1)
 	for i, g := range groups {
-		at := "spec.workerGroupSpecs" + index(i)
+		at := "spec.workerGroupSpecs" + Index(i)
 		m, ok := g.(map[string]any)
 		if !ok {
-			return b.fail(fmt.Errorf("%s is %s, not an object", at, typeName(g)))
+			return b.fail(fmt.Errorf("%s is %s, not an object", at, TypeName(g)))
 		}
-		suspended, err := boolField(m, at+".suspend", "suspend")
+		suspended, err := BoolField(m, at+".suspend", "suspend")
 		if err != nil {
 			return b.fail(err)
 		}
 		if suspended {
 			continue
 		}
-		minReplicas, _, err := intField(m, at+".minReplicas", "minReplicas")
+		minReplicas, _, err := IntField(m, at+".minReplicas", "minReplicas")
 		if err != nil {
 			return b.fail(err)
 		}
-		hosts, found, err := intField(m, at+".numOfHosts", "numOfHosts")
+		hosts, found, err := IntField(m, at+".numOfHosts", "numOfHosts")
 		if err != nil {
 			return b.fail(err)
 		}
@@ -149,13 +149,13 @@ func rayClusterPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 
 // JobSet fields the JobSet policy reads.
 var jobSetFields = [][]string{
-	{"spec", "replicatedJobs", eachItem, "name"},
-	{"spec", "replicatedJobs", eachItem, "replicas"},
-	{"spec", "replicatedJobs", eachItem, "template", "spec", "parallelism"},
-	{"spec", "replicatedJobs", eachItem, "template", "spec", "completions"},
+	{"spec", "replicatedJobs", EachItem, "name"},
+	{"spec", "replicatedJobs", EachItem, "replicas"},
+	{"spec", "replicatedJobs", EachItem, "template", "spec", "parallelism"},
+	{"spec", "replicatedJobs", EachItem, "template", "spec", "completions"},
 	{"spec", "startupPolicy", "startupPolicyOrder"},
-	{"status", "replicatedJobsStatus", eachItem, "name"},
-	{"status", "replicatedJobsStatus", eachItem, "succeeded"},
+	{"status", "replicatedJobsStatus", EachItem, "name"},
+	{"status", "replicatedJobsStatus", EachItem, "succeeded"},
 }
 
 // jobSetPolicy reads a JobSet: the sum over spec.replicatedJobs of
@@ -167,11 +167,11 @@ var jobSetFields = [][]string{
 // first is all or nothing: the quorum is its share.
 func jobSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	b := newPolicy(framework.GroupKindJobSet, u)
-	jobs, err := listField(u.Object, "spec", "replicatedJobs")
+	jobs, err := ListField(u.Object, "spec", "replicatedJobs")
 	if err != nil {
 		return b.fail(err)
 	}
-	order, err := stringField(u.Object, "", "spec", "startupPolicy", "startupPolicyOrder")
+	order, err := StringField(u.Object, "", "spec", "startupPolicy", "startupPolicyOrder")
 	if err != nil {
 		return b.fail(err)
 	}
@@ -181,30 +181,30 @@ func jobSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	}
 	var quorum, configured int64
 	for i, rj := range jobs {
-		at := "spec.replicatedJobs" + index(i)
+		at := "spec.replicatedJobs" + Index(i)
 		m, ok := rj.(map[string]any)
 		if !ok {
-			return b.fail(fmt.Errorf("%s is %s, not an object", at, typeName(rj)))
+			return b.fail(fmt.Errorf("%s is %s, not an object", at, TypeName(rj)))
 		}
-		name, err := stringField(m, at+".name", "name")
+		name, err := StringField(m, at+".name", "name")
 		if err != nil {
 			return b.fail(err)
 		}
-		replicas, found, err := intField(m, at+".replicas", "replicas")
+		replicas, found, err := IntField(m, at+".replicas", "replicas")
 		if err != nil {
 			return b.fail(err)
 		}
 		if !found {
 			replicas = 1
 		}
-		parallelism, found, err := intField(m, at+".template.spec.parallelism", "template", "spec", "parallelism")
+		parallelism, found, err := IntField(m, at+".template.spec.parallelism", "template", "spec", "parallelism")
 		if err != nil {
 			return b.fail(err)
 		}
 		if !found {
 			parallelism = 1
 		}
-		completions, hasCompletions, err := intField(m, at+".template.spec.completions", "template", "spec", "completions")
+		completions, hasCompletions, err := IntField(m, at+".template.spec.completions", "template", "spec", "completions")
 		if err != nil {
 			return b.fail(err)
 		}
@@ -232,22 +232,22 @@ func jobSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 // succeededJobs reads status.replicatedJobsStatus: the Jobs that
 // succeeded, by replicated Job name.
 func succeededJobs(obj map[string]any) (map[string]int64, error) {
-	statuses, err := listField(obj, "status", "replicatedJobsStatus")
+	statuses, err := ListField(obj, "status", "replicatedJobsStatus")
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int64{}
 	for i, s := range statuses {
-		at := "status.replicatedJobsStatus" + index(i)
+		at := "status.replicatedJobsStatus" + Index(i)
 		m, ok := s.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("%s is %s, not an object", at, typeName(s))
+			return nil, fmt.Errorf("%s is %s, not an object", at, TypeName(s))
 		}
-		name, err := stringField(m, at+".name", "name")
+		name, err := StringField(m, at+".name", "name")
 		if err != nil {
 			return nil, err
 		}
-		n, _, err := intField(m, at+".succeeded", "succeeded")
+		n, _, err := IntField(m, at+".succeeded", "succeeded")
 		if err != nil {
 			return nil, err
 		}
@@ -268,7 +268,7 @@ var leaderWorkerSetFields = [][]string{
 // the quorum is 1, the leader.
 func leaderWorkerSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	b := newPolicy(framework.GroupKindLeaderWorkerSet, u)
-	size, found, err := intField(u.Object, "", "spec", "leaderWorkerTemplate", "size")
+	size, found, err := IntField(u.Object, "", "spec", "leaderWorkerTemplate", "size")
 	if err != nil {
 		return b.fail(err)
 	}
@@ -278,7 +278,7 @@ func leaderWorkerSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy 
 	if size == 0 {
 		return b.fail(errors.New("spec.leaderWorkerTemplate.size is 0"))
 	}
-	startup, err := stringField(u.Object, "", "spec", "startupPolicy")
+	startup, err := StringField(u.Object, "", "spec", "startupPolicy")
 	if err != nil {
 		return b.fail(err)
 	}
@@ -292,12 +292,12 @@ func leaderWorkerSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy 
 var (
 	mpiJobFields = [][]string{
 		{"spec", "runPolicy", "schedulingPolicy", "minAvailable"},
-		{"spec", "mpiReplicaSpecs", eachValue, "replicas"},
+		{"spec", "mpiReplicaSpecs", EachValue, "replicas"},
 		{"spec", "launcherCreationPolicy"},
 	}
 	pyTorchJobFields = [][]string{
 		{"spec", "runPolicy", "schedulingPolicy", "minAvailable"},
-		{"spec", "pytorchReplicaSpecs", eachValue, "replicas"},
+		{"spec", "pytorchReplicaSpecs", EachValue, "replicas"},
 	}
 )
 
@@ -308,7 +308,7 @@ var (
 // once the workers are ready, so it is not counted.
 func mpiJobPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	b := newPolicy(framework.GroupKindMPIJob, u)
-	policy, err := stringField(u.Object, "", "spec", "launcherCreationPolicy")
+	policy, err := StringField(u.Object, "", "spec", "launcherCreationPolicy")
 	if err != nil {
 		return b.fail(err)
 	}
@@ -334,7 +334,7 @@ func pyTorchJobPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 // and whether it counts).
 func kubeflowPolicy(b policyBuilder, u *unstructured.Unstructured, specs string,
 	replicaType func(string) (def int64, counted bool)) *framework.GroupPolicy {
-	minAvailable, found, err := intField(u.Object, "", "spec", "runPolicy", "schedulingPolicy", "minAvailable")
+	minAvailable, found, err := IntField(u.Object, "", "spec", "runPolicy", "schedulingPolicy", "minAvailable")
 	switch {
 	case err != nil:
 		return b.fail(err)
@@ -343,7 +343,7 @@ func kubeflowPolicy(b policyBuilder, u *unstructured.Unstructured, specs string,
 	case found:
 		return b.quorum(minAvailable)
 	}
-	replicaSpecs, err := mapField(u.Object, "spec", specs)
+	replicaSpecs, err := MapField(u.Object, "spec", specs)
 	if err != nil {
 		return b.fail(err)
 	}
@@ -357,10 +357,10 @@ func kubeflowPolicy(b policyBuilder, u *unstructured.Unstructured, specs string,
 		at := "spec." + specs + "." + t
 		m, ok := replicaSpecs[t].(map[string]any)
 		if !ok {
-			return b.fail(fmt.Errorf("%s is %s, not an object", at, typeName(replicaSpecs[t])))
+			return b.fail(fmt.Errorf("%s is %s, not an object", at, TypeName(replicaSpecs[t])))
 		}
 		def, counted := replicaType(t)
-		replicas, found, err := intField(m, at+".replicas", "replicas")
+		replicas, found, err := IntField(m, at+".replicas", "replicas")
 		if err != nil {
 			return b.fail(err)
 		}

@@ -1,4 +1,4 @@
-package defaulthandler
+package dialects
 
 import (
 	"fmt"
@@ -10,15 +10,16 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// Reading the fields of group objects: objects of CRDs are whatever their
-// authors (or a broken client) stored, so every field a policy reads may
-// be missing, of the wrong type, negative or huge. The readers below
-// never panic; each problem becomes an error naming the field, which the
-// policy reports with the object (see GroupPolicy.Err).
+// Reading the fields of group objects, the one way every policy of the
+// table reads them: objects of CRDs are whatever their authors (or a
+// broken client) stored, so every field a policy reads may be missing,
+// of the wrong type, negative or huge. The readers below never panic;
+// each problem becomes an error naming the field, which the policy
+// reports with the object (see GroupPolicy.Err).
 
-// fieldPath renders a path of map keys and list indexes for messages:
+// FieldPath renders a path of map keys and list indexes for messages:
 // "spec.workerGroupSpecs[1].minReplicas".
-func fieldPath(path ...string) string {
+func FieldPath(path ...string) string {
 	var b strings.Builder
 	for i, p := range path {
 		if strings.HasPrefix(p, "[") {
@@ -33,11 +34,11 @@ func fieldPath(path ...string) string {
 	return b.String()
 }
 
-// index renders a list index as a path element.
-func index(i int) string { return "[" + strconv.Itoa(i) + "]" }
+// Index renders a list index as a path element.
+func Index(i int) string { return "[" + strconv.Itoa(i) + "]" }
 
-// typeName says what a JSON value is, for messages.
-func typeName(v any) string {
+// TypeName says what a JSON value is, for messages.
+func TypeName(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
@@ -56,15 +57,15 @@ func typeName(v any) string {
 	}
 }
 
-// lookup walks path (map keys only) from obj. found is false when a key
+// Lookup walks path (map keys only) from obj. found is false when a key
 // is missing or null; err is set when something on the way is not an
 // object.
-func lookup(obj map[string]any, path ...string) (v any, found bool, err error) {
+func Lookup(obj map[string]any, path ...string) (v any, found bool, err error) {
 	var cur any = obj
 	for i, key := range path {
 		m, ok := cur.(map[string]any)
 		if !ok {
-			return nil, false, fmt.Errorf("%s is %s, not an object", fieldPath(path[:i]...), typeName(cur))
+			return nil, false, fmt.Errorf("%s is %s, not an object", FieldPath(path[:i]...), TypeName(cur))
 		}
 		if cur, ok = m[key]; !ok || cur == nil {
 			return nil, false, nil
@@ -73,15 +74,15 @@ func lookup(obj map[string]any, path ...string) (v any, found bool, err error) {
 	return cur, true, nil
 }
 
-// intField reads the integer at path: found is false when it is absent;
+// IntField reads the integer at path: found is false when it is absent;
 // err says what is wrong with a value that is not an integer in
 // [0, MaxInt32]. display is how the path is named in errors (the path
 // itself when empty).
-func intField(obj map[string]any, display string, path ...string) (n int64, found bool, err error) {
+func IntField(obj map[string]any, display string, path ...string) (n int64, found bool, err error) {
 	if display == "" {
-		display = fieldPath(path...)
+		display = FieldPath(path...)
 	}
-	v, found, err := lookup(obj, path...)
+	v, found, err := Lookup(obj, path...)
 	if err != nil || !found {
 		return 0, false, err
 	}
@@ -101,7 +102,7 @@ func intField(obj map[string]any, display string, path ...string) (n int64, foun
 		}
 		n = int64(x)
 	default:
-		return 0, true, fmt.Errorf("%s is %s, not an integer", display, typeName(v))
+		return 0, true, fmt.Errorf("%s is %s, not an integer", display, TypeName(v))
 	}
 	if n < 0 || n > math.MaxInt32 {
 		return 0, true, outOfRange(display, strconv.FormatInt(n, 10), n < 0)
@@ -116,60 +117,60 @@ func outOfRange(display, value string, negative bool) error {
 	return fmt.Errorf("%s is too large (%s; at most %d)", display, value, math.MaxInt32)
 }
 
-// stringField reads the string at path, "" when absent.
-func stringField(obj map[string]any, display string, path ...string) (string, error) {
+// StringField reads the string at path, "" when absent.
+func StringField(obj map[string]any, display string, path ...string) (string, error) {
 	if display == "" {
-		display = fieldPath(path...)
+		display = FieldPath(path...)
 	}
-	v, found, err := lookup(obj, path...)
+	v, found, err := Lookup(obj, path...)
 	if err != nil || !found {
 		return "", err
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("%s is %s, not a string", display, typeName(v))
+		return "", fmt.Errorf("%s is %s, not a string", display, TypeName(v))
 	}
 	return s, nil
 }
 
-// boolField reads the boolean at path, false when absent.
-func boolField(obj map[string]any, display string, path ...string) (bool, error) {
+// BoolField reads the boolean at path, false when absent.
+func BoolField(obj map[string]any, display string, path ...string) (bool, error) {
 	if display == "" {
-		display = fieldPath(path...)
+		display = FieldPath(path...)
 	}
-	v, found, err := lookup(obj, path...)
+	v, found, err := Lookup(obj, path...)
 	if err != nil || !found {
 		return false, err
 	}
 	b, ok := v.(bool)
 	if !ok {
-		return false, fmt.Errorf("%s is %s, not true or false", display, typeName(v))
+		return false, fmt.Errorf("%s is %s, not true or false", display, TypeName(v))
 	}
 	return b, nil
 }
 
-// listField reads the list at path, nil when absent.
-func listField(obj map[string]any, path ...string) ([]any, error) {
-	v, found, err := lookup(obj, path...)
+// ListField reads the list at path, nil when absent.
+func ListField(obj map[string]any, path ...string) ([]any, error) {
+	v, found, err := Lookup(obj, path...)
 	if err != nil || !found {
 		return nil, err
 	}
 	l, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s is %s, not a list", fieldPath(path...), typeName(v))
+		return nil, fmt.Errorf("%s is %s, not a list", FieldPath(path...), TypeName(v))
 	}
 	return l, nil
 }
 
-// mapField reads the object at path, nil when absent.
-func mapField(obj map[string]any, path ...string) (map[string]any, error) {
-	v, found, err := lookup(obj, path...)
+// MapField reads the object at path, nil when absent.
+func MapField(obj map[string]any, path ...string) (map[string]any, error) {
+	v, found, err := Lookup(obj, path...)
 	if err != nil || !found {
 		return nil, err
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s is %s, not an object", fieldPath(path...), typeName(v))
+		return nil, fmt.Errorf("%s is %s, not an object", FieldPath(path...), TypeName(v))
 	}
 	return m, nil
 }
@@ -184,23 +185,23 @@ func quorumSum(sum, n int64, what string) (int64, error) {
 
 // Slimming objects: an informer stores every object of its resource, and
 // owner objects carry whole pod templates. A slim copy keeps the identity
-// of the object and only the fields its policy reads.
+// of the object and only the fields its policy reads (Dialect.Fields).
 
 // Path elements of slimPaths with a special meaning.
 const (
-	// eachItem stands for every item of a list.
-	eachItem = "[]"
-	// eachValue stands for every value of an object (a map keyed by
+	// EachItem stands for every item of a list.
+	EachItem = "[]"
+	// EachValue stands for every value of an object (a map keyed by
 	// replica type, say).
-	eachValue = "*"
+	EachValue = "*"
 )
 
-// slimmer returns an informer transform that keeps of an object of kind
+// Slimmer returns an informer transform that keeps of an object of kind
 // its apiVersion, kind, name, namespace, uid, resourceVersion and
-// generation, and the fields at paths (with eachItem and eachValue). A
+// generation, and the fields at paths (with EachItem and EachValue). A
 // field on a path that does not have the shape the path expects is kept
 // whole, so that the policy still sees what is wrong with it.
-func slimmer(paths ...[]string) toolscache.TransformFunc {
+func Slimmer(paths ...[]string) toolscache.TransformFunc {
 	var transform toolscache.TransformFunc
 	transform = func(obj any) (any, error) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -247,7 +248,7 @@ func copyPath(dst, src map[string]any, path []string) {
 		return
 	}
 	switch path[1] {
-	case eachItem:
+	case EachItem:
 		items, ok := v.([]any)
 		if !ok {
 			dst[key] = copyJSON(v)
@@ -271,7 +272,7 @@ func copyPath(dst, src map[string]any, path []string) {
 			out[i] = o
 		}
 		dst[key] = out
-	case eachValue:
+	case EachValue:
 		m, ok := v.(map[string]any)
 		if !ok {
 			dst[key] = copyJSON(v)

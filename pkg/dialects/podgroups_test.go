@@ -1,0 +1,173 @@
+package dialects
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+func obj(spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "g", "namespace": "ns"},
+		"spec":     spec,
+	}}
+}
+
+func TestDialectPolicies(t *testing.T) {
+	optIn := map[string]any{"metadata": map[string]any{"annotations": map[string]any{framework.JobGangAnnotation: "true"}}}
+	tests := []struct {
+		name    string
+		policy  func(*unstructured.Unstructured) *framework.GroupPolicy
+		spec    map[string]any
+		wantMin int32
+		wantErr string // substring; "" none
+		wantNil bool
+		timeout int32
+	}{
+		{name: "native gang", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(4)}}}, wantMin: 4},
+		{name: "native basic", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"basic": map[string]any{}}}, wantMin: 1},
+		{name: "native without policy", policy: nativePolicy, spec: map[string]any{}, wantErr: "neither spec.schedulingPolicy.gang.minCount"},
+		{name: "scheduler-plugins", policy: minMemberPolicy(framework.GroupKindCoscheduling), spec: map[string]any{"minMember": int64(3), "scheduleTimeoutSeconds": int64(30)}, wantMin: 3, timeout: 30},
+		{name: "volcano", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(2)}, wantMin: 2},
+		{name: "volcano minMember 0", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(0)}, wantErr: "PodGroup.scheduling.volcano.sh ns/g has no usable spec.minMember"},
+		{name: "volcano minMember as string", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": "2"}, wantErr: "no usable spec.minMember"},
+		{name: "job parallelism", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(4), "completions": int64(10), "template": optIn}, wantMin: 4},
+		{name: "job fewer completions", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(4), "completions": int64(2), "template": optIn}, wantMin: 2},
+		{name: "job default parallelism", policy: jobPolicy(false), spec: map[string]any{"template": optIn}, wantMin: 1},
+		{name: "job parallelism 0", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(0), "template": optIn}, wantErr: "runs no pods at once"},
+		{name: "job not opted in", policy: jobPolicy(false), spec: map[string]any{"parallelism": int64(4)}, wantNil: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.policy(obj(tt.spec))
+			if tt.wantNil {
+				if p != nil {
+					t.Fatalf("policy %+v, want none", p)
+				}
+				return
+			}
+			if p == nil {
+				t.Fatal("no policy")
+			}
+			if tt.wantErr != "" {
+				if p.Err == nil || !strings.Contains(p.Err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", p.Err, tt.wantErr)
+				}
+				return
+			}
+			if p.Err != nil || p.MinMember != tt.wantMin || p.ScheduleTimeoutSeconds != tt.timeout {
+				t.Fatalf("policy %+v, want minMember %d timeout %d", p, tt.wantMin, tt.timeout)
+			}
+		})
+	}
+}
+
+func TestSlimGroupObject(t *testing.T) {
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": "train", "namespace": "ns", "labels": map[string]any{"a": "b"}},
+		"spec": map[string]any{"parallelism": int64(3), "completions": int64(6), "template": map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{framework.JobGangAnnotation: "true", "other": "x"}},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": "main"}}},
+		}},
+	}}
+	slimmed, err := Slimmer(jobFields...)(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := slimmed.(*unstructured.Unstructured)
+	if p := jobPolicy(false)(u); p == nil || p.MinMember != 3 {
+		t.Fatalf("policy of the slimmed Job %+v, want minMember 3", p)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec"); found || u.GetLabels() != nil {
+		t.Errorf("slimmed Job kept more than it needs: %v", u.Object)
+	}
+	if u.GetName() != "train" || u.GetNamespace() != "ns" {
+		t.Errorf("slimmed Job lost its name: %v", u.Object)
+	}
+}
+
+func TestDialectTopology(t *testing.T) {
+	gang := map[string]any{"gang": map[string]any{"minCount": int64(4)}}
+	native := func(topology any) map[string]any {
+		return map[string]any{"schedulingPolicy": gang, "schedulingConstraints": map[string]any{"topology": topology}}
+	}
+	volcano := func(nt any) map[string]any { return map[string]any{"minMember": int64(4), "networkTopology": nt} }
+	volcanoPolicy := minMemberPolicy(framework.GroupKindVolcano)
+	tests := []struct {
+		name    string
+		policy  func(*unstructured.Unstructured) *framework.GroupPolicy
+		spec    map[string]any
+		want    *framework.TopologyConstraint
+		wantErr string
+	}{
+		{name: "native rack", policy: nativePolicy, spec: native([]any{map[string]any{"key": "topology.kubernetes.io/rack"}}),
+			want: &framework.TopologyConstraint{Key: "topology.kubernetes.io/rack", Required: true, Source: "PodGroup.scheduling.k8s.io ns/g spec.schedulingConstraints.topology"}},
+		{name: "native none", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": gang}},
+		{name: "native two keys", policy: nativePolicy, spec: native([]any{map[string]any{"key": "a"}, map[string]any{"key": "b"}}), wantErr: "has 2 entries; one is supported"},
+		{name: "native no key", policy: nativePolicy, spec: native([]any{map[string]any{}}), wantErr: "topology[0].key is missing"},
+		{name: "native bad key", policy: nativePolicy, spec: native([]any{map[string]any{"key": "no spaces please"}}), wantErr: `key "no spaces please" is not a label key`},
+		{name: "native not a list", policy: nativePolicy, spec: native("rack"), wantErr: "spec.schedulingConstraints.topology is not a list"},
+		{name: "volcano hard default tier", policy: volcanoPolicy, spec: volcano(map[string]any{"mode": "hard"}),
+			want: &framework.TopologyConstraint{Tier: 1, Required: true, Source: "PodGroup.scheduling.volcano.sh ns/g spec.networkTopology"}},
+		{name: "volcano soft tier 2", policy: volcanoPolicy, spec: volcano(map[string]any{"mode": "soft", "highestTierAllowed": int64(2)}),
+			want: &framework.TopologyConstraint{Tier: 2, Source: "PodGroup.scheduling.volcano.sh ns/g spec.networkTopology"}},
+		{name: "volcano bad mode", policy: volcanoPolicy, spec: volcano(map[string]any{"mode": "strict"}), wantErr: "spec.networkTopology.mode strict is neither hard nor soft"},
+		{name: "volcano bad tier", policy: volcanoPolicy, spec: volcano(map[string]any{"highestTierAllowed": int64(0)}), wantErr: "highestTierAllowed 0 is not an integer >= 1"},
+		{name: "volcano tier as string", policy: volcanoPolicy, spec: volcano(map[string]any{"highestTierAllowed": "2"}), wantErr: "highestTierAllowed 2 is not an integer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.policy(obj(tt.spec))
+			if tt.wantErr != "" {
+				if p.Err == nil || !strings.Contains(p.Err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", p.Err, tt.wantErr)
+				}
+				return
+			}
+			if p.Err != nil {
+				t.Fatalf("err %v", p.Err)
+			}
+			if (p.Topology == nil) != (tt.want == nil) || (p.Topology != nil && *p.Topology != *tt.want) {
+				t.Fatalf("topology %+v, want %+v", p.Topology, tt.want)
+			}
+			if p.MinMember != 4 {
+				t.Errorf("minMember %d, want 4 beside the topology", p.MinMember)
+			}
+		})
+	}
+}
+
+// A Volcano PodGroup names its job's queue in spec.queue; no other
+// dialect's group object names one.
+func TestPodGroupQueue(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy func(*unstructured.Unstructured) *framework.GroupPolicy
+		spec   map[string]any
+		want   string
+	}{
+		{name: "volcano", policy: minMemberPolicy(framework.GroupKindVolcano),
+			spec: map[string]any{"minMember": int64(2), "queue": "team-a"}, want: "team-a"},
+		{name: "volcano without a queue", policy: minMemberPolicy(framework.GroupKindVolcano),
+			spec: map[string]any{"minMember": int64(2)}},
+		{name: "volcano with a queue that is not a string", policy: minMemberPolicy(framework.GroupKindVolcano),
+			spec: map[string]any{"minMember": int64(2), "queue": int64(7)}},
+		{name: "scheduler-plugins", policy: minMemberPolicy(framework.GroupKindCoscheduling),
+			spec: map[string]any{"minMember": int64(2), "queue": "team-a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.policy(obj(tt.spec))
+			if p == nil || p.Err != nil || p.MinMember != 2 {
+				t.Fatalf("policy %+v, want minMember 2", p)
+			}
+			if p.Queue != tt.want {
+				t.Errorf("queue %q, want %q", p.Queue, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,177 @@
+package dialects
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// matchCorpus are pods with every signal of the built-in dialects, alone
+// and together.
+func matchCorpus() map[string]*v1.Pod {
+	name := "native"
+	native := st.MakePod().Name("native").Obj()
+	native.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
+	both := native.DeepCopy()
+	both.Labels = map[string]string{framework.CoschedulingPodGroupLabel: "other"}
+	return map[string]*v1.Pod{
+		"plain":        st.MakePod().Name("p").Obj(),
+		"native":       native,
+		"native+label": both,
+		"coscheduling": st.MakePod().Name("p").Label(framework.CoschedulingPodGroupLabel, "g").Obj(),
+		"volcano both annotations": st.MakePod().Name("p").Annotation(framework.VolcanoGroupNameAnnotation, "v").
+			Annotation(framework.GroupNameAnnotation, "w").Obj(),
+		"group annotation": st.MakePod().Name("p").Group("g").Obj(),
+		"job opt-in":       st.MakePod().Name("p").Annotation(framework.JobGangAnnotation, "true").ControlledBy("batch/v1", "Job", "j", "u").Obj(),
+		"job opt-in without a Job": st.MakePod().Name("p").Annotation(framework.JobGangAnnotation, "true").
+			ControlledBy("apps/v1", "ReplicaSet", "r", "u").Obj(),
+		"job opt-out": st.MakePod().Name("p").Annotation(framework.JobGangAnnotation, "false").ControlledBy("batch/v1", "Job", "j", "u").Obj(),
+		"job":         st.MakePod().Name("p").ControlledBy("batch/v1", "Job", "j", "u").Obj(),
+		"jobset": st.MakePod().Name("p").Label(framework.JobSetNameLabel, "js").
+			ControlledBy("batch/v1", "Job", "js-workers-0", "u").Obj(),
+		"lws": st.MakePod().Name("p").Label(framework.LeaderWorkerSetNameLabel, "l").
+			Label(framework.LeaderWorkerSetGroupIndexLabel, "2").ControlledBy("apps/v1", "StatefulSet", "l-2", "u").Obj(),
+		"lws without index": st.MakePod().Name("p").Label(framework.LeaderWorkerSetNameLabel, "l").Obj(),
+		"mpi launcher": st.MakePod().Name("p").Label(framework.KubeflowJobNameLabel, "m").
+			Label(framework.KubeflowOperatorNameLabel, framework.MPIOperatorName).ControlledBy("batch/v1", "Job", "m-launcher", "u").Obj(),
+		"mpi worker":         st.MakePod().Name("p").ControlledBy("kubeflow.org/v2beta1", "MPIJob", "m", "u").Obj(),
+		"pytorch":            st.MakePod().Name("p").ControlledBy("kubeflow.org/v1", "PyTorchJob", "pt", "u").Obj(),
+		"raycluster":         st.MakePod().Name("p").ControlledBy("ray.io/v1", "RayCluster", "rc", "u").Obj(),
+		"wrong group":        st.MakePod().Name("p").ControlledBy("example.com/v1", "RayCluster", "rc", "u").Obj(),
+		"explicit and owner": st.MakePod().Name("p").Group("g").ControlledBy("ray.io/v1", "RayCluster", "rc", "u").Obj(),
+	}
+}
+
+// The built-in table matches pods as the framework's built-in signals do
+// (the rules framework.NewTaskInfo uses for callers without a table), and
+// resolves them to the same jobs.
+func TestBuiltinMatchesTheFramework(t *testing.T) {
+	table := Builtin()
+	all := framework.AllOwnerKinds()
+	subsets := []framework.OwnerKinds{0, all, all.Without(framework.GroupKindJobSet), all.Without(framework.GroupKindMPIJob),
+		framework.OwnerKinds(0).With(framework.GroupKindJob)}
+	for name, pod := range matchCorpus() {
+		t.Run(name, func(t *testing.T) {
+			if got, want := table.Explicit(pod), framework.PodGroupRefs(pod); !reflect.DeepEqual(got, want) {
+				t.Errorf("explicit refs %+v, the framework's %+v", got, want)
+			}
+			for _, owners := range subsets {
+				gotRef, gotOK := table.Inferred(pod, owners)
+				wantRef, wantOK := framework.InferredGroupRef(pod, owners)
+				if gotOK != wantOK || gotRef != wantRef {
+					t.Errorf("owners %s: inferred %+v %v, the framework's %+v %v", owners, gotRef, gotOK, wantRef, wantOK)
+				}
+				r := framework.GroupResolver{Matcher: table, Owners: owners}
+				if got, want := r.JobID(pod), (framework.GroupResolver{Owners: owners}).JobID(pod); got != want {
+					t.Errorf("owners %s: job %v, the framework's %v", owners, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Inferred gangs are tried in the order of framework.OwnerKinds: a
+// JobSet's pod, whose controller is a Job, is in the JobSet's gang.
+func TestInferredOrder(t *testing.T) {
+	pod := matchCorpus()["jobset"]
+	ref, ok := Builtin().Inferred(pod, framework.AllOwnerKinds())
+	if !ok || ref.Kind != framework.GroupKindJobSet || ref.Name != "js" {
+		t.Fatalf("ref %+v %v, want the JobSet js", ref, ok)
+	}
+	ref, ok = Builtin().Inferred(pod, framework.AllOwnerKinds().Without(framework.GroupKindJobSet))
+	if !ok || ref.Kind != framework.GroupKindJob || ref.Name != "js-workers-0" {
+		t.Fatalf("ref %+v %v without JobSets, want the Job js-workers-0", ref, ok)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := Builtin().Validate(); err != nil {
+		t.Fatalf("the built-in table: %v", err)
+	}
+	policy := func(*unstructured.Unstructured, bool) *framework.GroupPolicy { return nil }
+	match := func(*v1.Pod) []framework.GroupRef { return nil }
+	res := []Resource{{GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gangs"}}}
+	tests := []struct {
+		name string
+		d    Dialect
+		want string
+	}{
+		{name: "no kind", d: Dialect{Resources: res, Match: match, Policy: policy}, want: "has no kind"},
+		{name: "kind twice", d: Dialect{Kind: framework.GroupKindVolcano, Resources: res, Match: match, Policy: policy}, want: "listed twice"},
+		{name: "no match", d: Dialect{Kind: "Gang.example.com", Resources: res, Policy: policy}, want: "neither Match nor Infer"},
+		{name: "no policy", d: Dialect{Kind: "Gang.example.com", Resources: res, Match: match}, want: "no Policy"},
+		{name: "no resources", d: Dialect{Kind: "Gang.example.com", Match: match, Policy: policy}, want: "no Resources"},
+		{name: "resource twice", d: Dialect{Kind: "Gang.example.com", Match: match, Policy: policy,
+			Resources: []Resource{{GVR: gvr("batch", "v1", "jobs")}}}, want: "already Job.batch's"},
+		{name: "inferred from an unknown owner kind", d: Dialect{Kind: "Gang.example.com", Resources: res, Policy: policy, OwnerName: "Gang",
+			Infer: func(*v1.Pod) (framework.GroupRef, bool) { return framework.GroupRef{}, false }}, want: "not one framework.OwnerKinds knows"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Builtin().With(tt.d).Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// What is watched follows the configuration: the explicit dialects with
+// gang dialects on, the owner kinds inferred; the objects whose status is
+// written are kept whole, the others slimmed.
+func TestWatches(t *testing.T) {
+	names := func(ws []Watch) string {
+		var out []string
+		for _, w := range ws {
+			n := w.GVR.Resource + "." + w.GVR.Group
+			if w.Transform != nil {
+				n += "(slim)"
+			}
+			out = append(out, n)
+		}
+		return strings.Join(out, " ")
+	}
+	table := Builtin()
+	if got, want := names(table.Watches(true, 0)),
+		"podgroups.scheduling.k8s.io podgroups.scheduling.k8s.io podgroups.scheduling.x-k8s.io podgroups.scheduling.volcano.sh jobs.batch(slim)"; got != want {
+		t.Errorf("explicit only:\n got %s\nwant %s", got, want)
+	}
+	if got, want := names(table.Watches(false, framework.OwnerKinds(0).With(framework.GroupKindRayCluster))), "rayclusters.ray.io(slim)"; got != want {
+		t.Errorf("RayClusters only: got %s, want %s", got, want)
+	}
+	rules := table.StatusRules()
+	if len(rules) != 3 || rules[framework.GroupKindNative] == nil || rules[framework.GroupKindJob] != nil {
+		t.Errorf("status rules of %d kinds, want the three PodGroups'", len(rules))
+	}
+	// A Job's policy says whether the Job is inferred from.
+	job := object("Job", map[string]any{"parallelism": int64(2)}, nil)
+	for _, w := range table.Watches(true, 0) {
+		if w.Kind == framework.GroupKindJob && w.Policy(job) != nil {
+			t.Error("a Job that does not opt in has a policy while Jobs are not inferred from")
+		}
+	}
+	for _, w := range table.Watches(false, framework.AllOwnerKinds()) {
+		if w.Kind == framework.GroupKindJob && w.Policy(job) == nil {
+			t.Error("a Job has no policy while Jobs are inferred from")
+		}
+	}
+}
+
+func TestOwnerKinds(t *testing.T) {
+	table := Builtin()
+	kinds, err := table.OwnerKinds(map[string]bool{"Job": false, "RayCluster": true})
+	if err != nil || kinds != framework.AllOwnerKinds().Without(framework.GroupKindJob) {
+		t.Fatalf("kinds %v, %v", kinds, err)
+	}
+	if _, err := table.OwnerKinds(map[string]bool{"Rays": true}); err == nil ||
+		!strings.Contains(err.Error(), `unknown kind "Rays" (known: Job, JobSet, LeaderWorkerSet, MPIJob, PyTorchJob, RayCluster)`) {
+		t.Fatalf("unknown kind: %v", err)
+	}
+}
