@@ -160,9 +160,14 @@ func (t Table) Inferred(pod *v1.Pod, owners framework.OwnerKinds) (framework.Gro
 		return framework.GroupRef{}, false
 	}
 	for kind := range owners.All() {
-		if d, ok := t.Dialect(kind); ok && d.Infer != nil {
-			if ref, ok := d.Infer(pod); ok {
-				return ref, true
+		for i := range t {
+			if d := &t[i]; d.Kind == kind {
+				if d.Infer != nil {
+					if ref, ok := d.Infer(pod); ok {
+						return ref, true
+					}
+				}
+				break
 			}
 		}
 	}
