@@ -219,10 +219,10 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	}
 	h.owners = owners
 	h.groupResources = groupResources(h.dialectConfig != nil, owners)
-	_, queueCache := c.(eventhandlers.QueueCache)
+	_, queueCache := c.(eventhandlers.TenantQueueCache)
 	h.queues = h.apiServer && queueCache && !args.DisableQueues
 	if h.queues {
-		c.(eventhandlers.QueueCache).WatchQueues()
+		c.(eventhandlers.TenantQueueCache).WatchTenantQueues()
 	}
 	if h.statusWriter, err = h.newStatusWriter(); err != nil {
 		return nil, err
