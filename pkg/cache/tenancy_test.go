@@ -220,7 +220,7 @@ func TestQueueSpecsPrecedenceAndInvalid(t *testing.T) {
 		names = append(names, st.Name)
 	}
 	if strings.Join(names, ",") != "a,broken,default,orphan" {
-		t.Errorf("QueueStatuses names %v, want a, broken, default, orphan", names)
+		t.Errorf("TenantQueueStatuses names %v, want a, broken, default, orphan", names)
 	}
 	for _, name := range []string{"a", "orphan", "broken"} {
 		c.SetTenantQueue(tenancy.SourceOwn, name, nil)
@@ -288,7 +288,7 @@ func resourcesOf(t *testing.T, name, quantity string) resources.Resource {
 
 // A cycle sees the ceiling (what this scheduler could use with every
 // other pod gone: pods of other schedulers do not lower it), counted once
-// per QueueRefresh and again at once after an event by which it may grow
+// per Tenancy.Refresh and again at once after an event by which it may grow
 // (the job that event wakes must not be judged by the count before).
 func TestCycleJobCeiling(t *testing.T) {
 	c, _ := newTestCache(t, Options{Tenancy: tenancy.Options{Refresh: time.Hour}})
@@ -311,7 +311,7 @@ func TestCycleJobCeiling(t *testing.T) {
 	}
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n2", "4")))
 	if got := ceiling(); got != 4000 {
-		t.Errorf("ceiling %dm before any event and within QueueRefresh, want the count before, 4000m", got)
+		t.Errorf("ceiling %dm before any event and within Tenancy.Refresh, want the count before, 4000m", got)
 	}
 	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
 	if got := ceiling(); got != 8000 {
