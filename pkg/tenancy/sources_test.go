@@ -234,4 +234,3 @@ func TestVolcanoQueueSpec(t *testing.T) {
 		},
 	})
 }
-

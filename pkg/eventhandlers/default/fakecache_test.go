@@ -54,7 +54,7 @@ type move struct {
 }
 
 var (
-	_ eventhandlers.Cache      = (*fakeCache)(nil)
+	_ eventhandlers.Cache            = (*fakeCache)(nil)
 	_ eventhandlers.TenantQueueCache = (*fakeCache)(nil)
 )
 
