@@ -337,6 +337,13 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, usageError(err)
 	}
+	if order := tuning.TenantQueueOrder; order != "" {
+		// The name's form is the file's validation's; whether a policy of
+		// that name is registered, the command's.
+		if _, err := regs.orderPolicies.Lookup(order); err != nil {
+			return nil, usageError(fmt.Errorf("%s: tenantQueueOrder: %w", cfg.Path, err))
+		}
+	}
 	resources := resourcesNeeded(profiles)
 	klog.V(2).InfoS("Informers needed by the profiles' plugins", "resources", resources)
 	c, err := cache.New(cache.Options{
@@ -351,9 +358,6 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 		Resources:       resources,
 	})
 	if err != nil {
-		if _, lookupErr := regs.orderPolicies.Lookup(orDefaultOrder(tuning.TenantQueueOrder)); lookupErr != nil {
-			return nil, usageError(fmt.Errorf("%s: tenantQueueOrder: %w", cfg.Path, lookupErr))
-		}
 		return nil, fmt.Errorf("creating the scheduler cache: %w", err)
 	}
 	h, err := eventhandlers.NewEventHandler(ctx, regs.handlers, o.EventHandler, c, cfg.HandlerArgs(o.EventHandler), restConfig)
@@ -469,15 +473,6 @@ func (s *server) schedule(ctx context.Context) error {
 func (s *server) lead(ctx context.Context) {
 	go s.queueStatus.Run(ctx)
 	s.scheduler.Run(ctx)
-}
-
-// orDefaultOrder is name, or the default tenant queue order policy when
-// the configuration names none.
-func orDefaultOrder(name string) string {
-	if name == "" {
-		return tenancy.DefaultOrderPolicy
-	}
-	return name
 }
 
 // demand is the report served at /demand: the cache's, named after the
