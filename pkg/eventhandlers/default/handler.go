@@ -118,8 +118,9 @@ type Handler struct {
 	dialectConfig *rest.Config
 	// owners are the owner kinds gangs are inferred from.
 	owners framework.OwnerKinds
-	// queues: the queue resources are watched (queues.go), which needs
-	// an API server (apiServer: New was given one, or WithGangDialects).
+	// queues: the tenant queue resources are watched (tenantqueues.go),
+	// which needs an API server (apiServer: New was given one, or
+	// WithGangDialects).
 	queues, apiServer bool
 	// groupResources are the resources whose objects define gangs, which
 	// the handler asks the cache to watch where served (see
