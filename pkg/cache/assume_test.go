@@ -19,6 +19,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -889,7 +890,7 @@ func TestTaskCounts(t *testing.T) {
 // in step. The caller holds c.mu.
 func checkQueueUsage(t *testing.T, c *SchedulerCache) {
 	t.Helper()
-	want := map[string]*queueUsage{}
+	want := map[string]*tenancy.Usage{}
 	for id, j := range c.jobs {
 		q, _ := j.Queue()
 		if j.QueueAccount != q {
@@ -909,33 +910,33 @@ func checkQueueUsage(t *testing.T, c *SchedulerCache) {
 		}
 		u := want[q]
 		if u == nil {
-			u = &queueUsage{}
+			u = &tenancy.Usage{}
 			want[q] = u
 		}
 		for _, task := range j.Tasks {
-			u.addTask(task, 1)
+			u.AddTask(task, 1)
 		}
-		u.addJob(pending > 0, running > 0, 1)
+		u.AddJob(pending > 0, running > 0, 1)
 	}
 	same := func(a, b resources.Resource) bool {
 		d := a.Clone()
 		d.Sub(b)
 		return d.IsZero()
 	}
-	for name, u := range c.queueUsage {
+	for name, u := range c.tenants.Usage() {
 		w := want[name]
 		if w == nil {
-			w = &queueUsage{}
+			w = &tenancy.Usage{}
 		}
-		if !same(u.allocated, w.allocated) || !same(u.pending, w.pending) || !same(u.releasing, w.releasing) || u.pendingJobs != w.pendingJobs || u.runningJobs != w.runningJobs {
+		if !same(u.Allocated, w.Allocated) || !same(u.Pending, w.Pending) || !same(u.Releasing, w.Releasing) || u.PendingJobs != w.PendingJobs || u.RunningJobs != w.RunningJobs {
 			t.Errorf("queue %q: the cache keeps allocated %v (releasing %v), pending %v, %d pending and %d running jobs; a recount gives %v (%v), %v, %d and %d",
-				name, u.allocated, u.releasing, u.pending, u.pendingJobs, u.runningJobs, w.allocated, w.releasing, w.pending, w.pendingJobs, w.runningJobs)
+				name, u.Allocated, u.Releasing, u.Pending, u.PendingJobs, u.RunningJobs, w.Allocated, w.Releasing, w.Pending, w.PendingJobs, w.RunningJobs)
 		}
 		delete(want, name)
 	}
 	for name, w := range want {
-		if !w.empty() {
-			t.Errorf("queue %q: the cache keeps no usage; a recount gives allocated %v, pending %v", name, w.allocated, w.pending)
+		if !w.Empty() {
+			t.Errorf("queue %q: the cache keeps no usage; a recount gives allocated %v, pending %v", name, w.Allocated, w.Pending)
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 )
 
 // DefaultSchedulerName is the scheduler name used when Options names none.
@@ -101,17 +102,16 @@ type Options struct {
 	// Queue configures the scheduling queue of pending jobs. Its Clock and
 	// Metrics default to the cache's.
 	Queue queue.Options
-	// QueueRefresh is how often, at most, the capacity the queues share is
-	// recounted (a walk over the nodes) and their shares recomputed for
-	// it; a change of a queue, or a queue that starts asking, recomputes
-	// the shares at the next cycle, and other changes of what the queues
-	// ask for within 50ms. Default: DefaultQueueRefresh.
-	QueueRefresh time.Duration
+	// Tenancy configures the tenant queues (pkg/tenancy): how often, at
+	// most, the capacity they share is recounted (a walk over the nodes;
+	// the ceiling of framework.Job is recounted as often), and the policy
+	// that orders them. Its Clock defaults to the cache's.
+	Tenancy tenancy.Options
 }
 
 // SchedulerCache is the scheduler's view of the cluster: nodes and their
 // accounting, jobs and their tasks, and the scheduling queue of pending
-// jobs. It implements eventhandlers.Cache, and Run feeds it from informers
+// jobs; it feeds the tenant queues (pkg/tenancy) the jobs' usage. It implements eventhandlers.Cache, and Run feeds it from informers
 // through an eventhandlers.Interface. See the package documentation for its
 // locks.
 type SchedulerCache struct {
@@ -187,27 +187,14 @@ type SchedulerCache struct {
 	numPlaceholders int
 	numPending      int
 	sizeGauges      cacheSizeGauges
-	// queueSpecs hold the queues handlers reported, by source and name
-	// (SetQueue); queueSpecGen counts their changes. queueUsage holds
-	// what the jobs of each queue name use and wait for (queues.go).
-	queueSpecs   map[string]map[string]*framework.QueueSpec
-	queueSpecGen int64
-	// queuesWatched is set by WatchQueues: a job naming a queue that no
-	// queue object defines waits for it.
-	queuesWatched bool
-	queueUsage    map[string]*queueUsage
-	// queueDemandGen counts changes of what the queues ask for (their
-	// allocated plus pending), queueAskGen the queues that start asking
-	// (see queueSnapshotLocked).
-	queueDemandGen, queueAskGen int64
+	// tenants are the tenant queues (pkg/tenancy), fed under mu (see
+	// changeJobLocked); set by New only. Their own lock nests inside mu.
+	tenants *tenancy.Tenants
 
-	// sharesMu guards shares, the last division of the capacity among the
-	// queues. It is taken with mu held (for reading or writing) and
-	// nothing but the scheduling queue's lock is taken under it.
-	sharesMu sync.Mutex
-	shares   *queueShares
+	// ceilingMu guards ceiling and ceilingAt. It is taken with mu held
+	// (for reading or writing), or alone, and nothing is taken under it.
+	ceilingMu sync.Mutex
 	// ceiling is ceilingLocked as of ceilingAt (framework.Job.Ceiling).
-	// Guarded by sharesMu.
 	ceiling   framework.ResourceAmounts
 	ceilingAt time.Time
 }
@@ -233,9 +220,6 @@ func New(opts Options) (*SchedulerCache, error) {
 	}
 	if opts.AssumedPodTTL == 0 {
 		opts.AssumedPodTTL = DefaultAssumedPodTTL
-	}
-	if opts.QueueRefresh == 0 {
-		opts.QueueRefresh = DefaultQueueRefresh
 	}
 	if opts.AssumedPodTTL < 0 {
 		return nil, fmt.Errorf("creating scheduler cache: negative assumed pod TTL %v", opts.AssumedPodTTL)
@@ -287,8 +271,6 @@ func New(opts Options) (*SchedulerCache, error) {
 		external:      map[string]externalUsage{},
 		caps:          map[string]*resources.Resource{},
 		capExceeded:   map[string]bool{},
-		queueSpecs:    map[string]map[string]*framework.QueueSpec{},
-		queueUsage:    map[string]*queueUsage{},
 		sizeGauges: cacheSizeGauges{
 			nodes:        size.WithLabelValues(metrics.CacheNodes),
 			placeholders: size.WithLabelValues(metrics.CachePlaceholderNodes),
@@ -299,6 +281,13 @@ func New(opts Options) (*SchedulerCache, error) {
 		},
 		expiredCounter: opts.Metrics.AssumedPodsExpired,
 	}
+	if opts.Tenancy.Clock == nil {
+		opts.Tenancy.Clock = opts.Clock
+	}
+	if c.tenants, err = tenancy.New(q, opts.Tenancy); err != nil {
+		return nil, fmt.Errorf("creating scheduler cache: %w", err)
+	}
+	c.opts.Tenancy = opts.Tenancy
 	host, err := informerhost.New(informerhost.Options{
 		SchedulerNames: opts.SchedulerNames, Client: opts.Client, DynamicClient: opts.DynamicClient,
 		Discovery: opts.Discovery, RediscoveryPeriod: opts.RediscoveryPeriod, ResyncPeriod: opts.ResyncPeriod,
@@ -326,12 +315,10 @@ func (c *SchedulerCache) IsResponsibleFor(pod *v1.Pod) bool {
 // count before.
 func (c *SchedulerCache) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any) {
 	if capacityGrows(event) {
-		c.sharesMu.Lock()
+		c.ceilingMu.Lock()
 		c.ceiling = nil
-		if c.shares != nil {
-			c.shares.at = time.Time{}
-		}
-		c.sharesMu.Unlock()
+		c.ceilingMu.Unlock()
+		c.tenants.CapacityMayGrow()
 	}
 	c.queue.MoveAllToActiveOrBackoffQueue(event, oldObj, newObj)
 }
@@ -362,7 +349,7 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 	out.Queue, out.QueueVia = j.Queue()
 	groupTopology := j.GroupTopology()
 	if len(out.Pending) > 0 {
-		out.Queues = c.queueSnapshotLocked(c.queuesWatched && out.Queue != framework.DefaultQueue)
+		out.Queues = c.tenants.SnapshotFor(out.Queue, c.capacityFuncLocked())
 		out.Ceiling = c.ceilingAmountsLocked()
 	}
 	c.mu.RUnlock()

@@ -18,14 +18,14 @@ func capacityGrows(event framework.ClusterEvent) bool {
 }
 
 // ceilingAmountsLocked is framework.Job.Ceiling: ceilingLocked as
-// amounts, recounted at most every Options.QueueRefresh and after an event
-// by which it may grow. The caller holds mu (for reading or writing); the
-// result must not be modified.
+// amounts, recounted at most every Options.Tenancy.Refresh and after an
+// event by which it may grow. The caller holds mu (for reading or
+// writing); the result must not be modified.
 func (c *SchedulerCache) ceilingAmountsLocked() framework.ResourceAmounts {
-	c.sharesMu.Lock()
-	defer c.sharesMu.Unlock()
+	c.ceilingMu.Lock()
+	defer c.ceilingMu.Unlock()
 	now := c.opts.Clock.Now()
-	if c.ceiling == nil || now.Sub(c.ceilingAt) >= c.opts.QueueRefresh {
+	if c.ceiling == nil || now.Sub(c.ceilingAt) >= c.tenants.Refresh() {
 		c.ceiling, c.ceilingAt = framework.AmountsOf(c.ceilingLocked()), now
 	}
 	return c.ceiling

@@ -24,7 +24,7 @@ func (c *SchedulerCache) Demand() *demand.Report {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var queues []demand.Queue
-	if snap := c.queueSnapshotLocked(false); snap != nil {
+	if snap := c.tenants.Snapshot(c.capacityFuncLocked()); snap != nil {
 		for name, q := range snap.Queues {
 			queues = append(queues, demand.Queue{Name: name, Parent: q.Parent, Allocated: q.Allocated.ToList(),
 				Pending: q.Pending.ToList(), FairShare: q.FairShare.ToList(), PendingJobs: q.PendingJobs})

@@ -60,13 +60,14 @@
 //     the custom ones, all with the same transform and filters) and
 //     dispatches their events to the handler; the cache starts its own
 //     loops beside it (the queue's flushes, the expiry of assumed pods).
-//   - Queues (queues.go): the tenant queues handlers report (SetQueue),
-//     what each queue's jobs use and wait for, kept in step with every
-//     task change (changeJobLocked), and the division of the capacity
-//     among them (pkg/fairshare), recomputed when a queue changes or
-//     starts asking, and otherwise at most every 50 ms; cycles read it as
-//     a framework.QueueSnapshot, and the scheduling queue gets the
-//     queues' order from it.
+//   - Tenant queues (tenancy.go): the Queue objects that divide the
+//     capacity among tenants are pkg/tenancy's (not to be confused with
+//     the scheduling queue above). The cache holds a *tenancy.Tenants,
+//     hands it the tenant queues handlers report (SetTenantQueue), keeps
+//     its usage in step with every task change (changeJobLocked, under
+//     mu), and gives it the capacity they share (capacityLocked); cycles
+//     read the tenant queues as a framework.QueueSnapshot (CycleJob), and
+//     Tenants gives the scheduling queue their order (its OrderPolicy).
 //   - View (view.go): a copy of all of the above for the tools that
 //     inspect the cache, taken in short sections of the lock, and Dump
 //     (dump.go), the same rendered as JSON for people. The tools
@@ -100,8 +101,9 @@
 //
 // # Lock discipline
 //
-// There are four locks. Two pairs nest, always in the order given; no
-// other lock is ever taken while one of them is held.
+// There are four locks (and, within the first, the tenant queues' and
+// the ceiling's). Two pairs nest, always in the order given; no other
+// lock is ever taken while one of them is held.
 //
 //  1. SchedulerCache.mu (sync.RWMutex) guards the node, task and job state:
 //     the nodes map and the generation-ordered list of nodeItems, the
@@ -118,13 +120,20 @@
 //     logs, and sets Prometheus gauges and counters — nothing else: never
 //     the event handler, an informer or a user-supplied function.
 //
-//     Within it, SchedulerCache.sharesMu (sync.Mutex) guards the last
-//     division of the capacity among the queues (queues.go): it is taken
-//     only with mu held, for reading or writing, by the readers of the
-//     queues (CycleJob, QueueSnapshot, QueueStatuses, Demand), and while
-//     holding it the cache calls only into the scheduling queue (step 2:
-//     the queues' order, the jobs waiting for room, and the event that the
-//     shares moved).
+//     Within it, tenancy.Tenants' lock (pkg/tenancy) guards the tenant
+//     queues: their specs, usage and the last division of the capacity.
+//     The cache takes it through Tenants with mu held: for writing in
+//     changeJobLocked, for reading in CycleJob, TenantQueueSnapshot,
+//     TenantQueueStatuses and Demand. Tenants takes it alone too
+//     (SetTenantQueue, WatchTenantQueues, and CapacityMayGrow from
+//     MoveAllToActiveOrBackoffQueue), never taking mu under it; while
+//     holding it, Tenants calls only into the scheduling queue (step 2:
+//     jobs' tenant queues, the tenant queues' order, the jobs waiting for
+//     room, and the event that the shares moved), the capacity function
+//     the cache passes (which reads nodes under the mu the caller holds),
+//     and its OrderPolicy. SchedulerCache.ceilingMu guards the ceiling
+//     (capacity.go); it is taken with mu held, or alone, and nothing is
+//     taken under it.
 //
 //  2. The scheduling queue's lock (pkg/queue; a sync.Mutex with a
 //     sync.Cond for Pop) guards all queue state: the jobs map, the active

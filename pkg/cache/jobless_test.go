@@ -89,8 +89,8 @@ func TestForeignPodsKeepNoJobRecord(t *testing.T) {
 		t.Errorf("a gang named like a jobless pod was found")
 	}
 	// Only our own pod uses a share (framework.TaskInfo.UsesShare).
-	if u := c.queueUsage[framework.DefaultQueue]; len(c.queueUsage) != 1 || u == nil || u.allocated.MilliCPU != 3000 || u.runningJobs != 1 {
-		t.Errorf("queue usage %v (default %+v), want only the default queue's 3000m of one job", c.queueUsage, u)
+	if usage := c.Tenants().Usage(); len(usage) != 1 || usage[framework.DefaultQueue].Allocated.MilliCPU != 3000 || usage[framework.DefaultQueue].RunningJobs != 1 {
+		t.Errorf("queue usage %v, want only the default queue's 3000m of one job", usage)
 	}
 
 	v := c.View()

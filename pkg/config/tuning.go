@@ -26,6 +26,9 @@ type Tuning struct {
 	// that set their own.
 	PercentageOfNodesToScore        int
 	ProfilePercentageOfNodesToScore map[string]int
+	// TenantQueueOrder names the policy that orders jobs across tenant
+	// queues (tenantQueueOrder; empty: the default).
+	TenantQueueOrder string
 }
 
 // rawTuning is Tuning as written, for the structural pass of Parse (the
@@ -38,6 +41,8 @@ type rawTuning struct {
 	// pod's Filter and Score look at in clusters of more than 100 nodes;
 	// 0 adapts it to the cluster's size, 100 looks at every node.
 	PercentageOfNodesToScore *int64 `yaml:"percentageOfNodesToScore"`
+	// TenantQueueOrder: the policy that orders jobs across tenant queues.
+	TenantQueueOrder *string `yaml:"tenantQueueOrder"`
 }
 
 // tuningOf reads the scheduler-wide settings of the decoded, defaulted
@@ -50,6 +55,9 @@ func tuningOf(cfg *configapi.SchedulerConfiguration) Tuning {
 		Parallelism:    int(cfg.Parallelism),
 		InitialBackoff: time.Duration(cfg.PodInitialBackoffSeconds) * time.Second,
 		MaxBackoff:     time.Duration(cfg.PodMaxBackoffSeconds) * time.Second,
+		// The policy's name is checked against the registry when the
+		// cache is built.
+		TenantQueueOrder: cfg.TenantQueueOrder,
 	}
 	if p := cfg.PercentageOfNodesToScore; p != nil {
 		t.PercentageOfNodesToScore = int(*p)

@@ -138,3 +138,18 @@ func TestPercentageOfNodesToScore(t *testing.T) {
 		t.Errorf("101: %v, want %q", err, want)
 	}
 }
+
+// tenantQueueOrder names the policy that orders jobs across tenant
+// queues; its form is checked here, whether it is registered when the
+// cache is built.
+func TestTenantQueueOrder(t *testing.T) {
+	header := "apiVersion: batch-scheduler.io/v1alpha1\nkind: SchedulerConfiguration\n"
+	f, err := Parse("x.yaml", []byte(header+"tenantQueueOrder: Unranked\n"))
+	if err != nil || f.Tuning.TenantQueueOrder != "Unranked" {
+		t.Fatalf("tenantQueueOrder: Unranked: %+v, %v; want the policy's name", f, err)
+	}
+	if _, err := Parse("x.yaml", []byte(header+"tenantQueueOrder: not a name\n")); err == nil ||
+		!strings.Contains(err.Error(), "line 3: tenantQueueOrder: Invalid value: \"not a name\"") {
+		t.Errorf("a tenantQueueOrder that is no name: %v", err)
+	}
+}

@@ -211,17 +211,19 @@ type JobSource interface {
 	Job(id framework.JobID) (*framework.JobInfo, bool)
 }
 
-// QueueCache is an optional interface of a Cache (pkg/cache implements
-// it): it records the queues jobs are divided into (see docs/queues.md).
-// source names the API the queue comes from (the cache gives the
-// project's own precedence over Volcano's when both define a name); spec
-// nil forgets the queue of that name. The cache raises
-// framework.EventQueueChange itself when something changed.
-type QueueCache interface {
-	SetQueue(source, name string, spec *framework.QueueSpec)
-	// WatchQueues tells the cache that queues are watched: a job that
-	// names a queue no queue object defines then waits for one. Until it
-	// is called, and while no queue is set, the queue jobs name is
-	// ignored.
-	WatchQueues()
+// TenantQueueCache is an optional interface of a Cache (pkg/cache
+// implements it, handing the calls to pkg/tenancy): it records the tenant
+// queues jobs are divided into (see docs/queues.md), not to be confused
+// with the scheduling queue of pending jobs. source names the API the
+// tenant queue comes from (tenancy.SourceOwn, tenancy.SourceVolcano; the
+// project's own wins when both define a name); spec nil forgets the
+// tenant queue of that name. framework.EventQueueChange is raised when
+// something changed.
+type TenantQueueCache interface {
+	SetTenantQueue(source, name string, spec *framework.QueueSpec)
+	// WatchTenantQueues tells the cache that tenant queues are watched: a
+	// job that names a tenant queue no object defines then waits for one.
+	// Until it is called, and while no tenant queue is set, the queue
+	// jobs name is ignored.
+	WatchTenantQueues()
 }

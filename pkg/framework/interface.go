@@ -57,8 +57,9 @@ type Job struct {
 	// Ceiling is what this scheduler could use with every other pod gone:
 	// per node, its allocatable less external usage, within the node's
 	// cap (the grants) where it has one. A job whose quorum asks for more
-	// can never start. Recounted at most every QueueRefresh, and after an
-	// event by which it may grow; nil when the cache does not count it.
+	// can never start. Recounted at most every tenancy.Options.Refresh,
+	// and after an event by which it may grow; nil when the cache does not
+	// count it.
 	Ceiling ResourceAmounts
 	// Topology is the network domain the job's pods must or should share
 	// (see JobTopology); nil for none. TopologyErr says why a

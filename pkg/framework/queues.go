@@ -29,14 +29,6 @@ const (
 	KueueQueueLabel = "kueue.x-k8s.io/queue-name"
 )
 
-// Sources of tenant queues: the API group of the objects that define them
-// (framework.QueueSpec.API). The cache gives the first precedence when
-// both define a queue of the same name.
-const (
-	QueueSourceOwn     = "batch-scheduler.io"
-	QueueSourceVolcano = "scheduling.volcano.sh"
-)
-
 // DefaultQueue is the queue of jobs that name none. Without a Queue of
 // that name it is a child of the root with weight 1 and neither
 // guarantee nor limit.
@@ -143,8 +135,13 @@ func (a ResourceAmounts) String() string {
 	return b.String()
 }
 
-// QueueSpec is a queue as an event handler reports it to the cache, from
-// a Queue of this project or of another scheduler's API.
+// The types below are tenant queues (Queue objects, owned by pkg/tenancy)
+// as a scheduling cycle sees them: "queue" in QueueSpec, QueueState,
+// QueueSnapshot and DefaultQueue names a tenant queue, never the
+// scheduling queue of pending jobs (pkg/queue; QueuedJob is its entry).
+
+// QueueSpec is a tenant queue as an event handler reports it to the cache,
+// from a Queue of this project or of another scheduler's API.
 type QueueSpec struct {
 	Name string
 	// Parent names the parent queue; empty for a child of the root.
@@ -163,7 +160,8 @@ type QueueSpec struct {
 	Borrow, Lend, Reclaimable bool
 	// Source names the object for messages, e.g. "Queue team-a" or
 	// "Queue.scheduling.volcano.sh team-a"; API is the API group it comes
-	// from (the cache sets it), empty for the implicit default queue.
+	// from (tenancy.SourceOwn, tenancy.SourceVolcano; pkg/tenancy sets
+	// it), empty for the implicit default queue.
 	Source, API string
 	// Err, when set, says why the object is unusable (e.g. a negative
 	// amount); the queue is left out and its jobs wait with this reason.
@@ -211,8 +209,8 @@ type RoomWaiter struct {
 	Since time.Time
 }
 
-// QueueSnapshot is every queue at one moment, as the cache computed it
-// for a scheduling cycle. It is immutable: do not modify it.
+// QueueSnapshot is every tenant queue at one moment, as pkg/tenancy
+// computed it for a scheduling cycle. It is immutable: do not modify it.
 type QueueSnapshot struct {
 	// Capacity is what the scheduler may use in total, the root's share:
 	// the nodes' allocatable less what others use there, within the node
@@ -278,9 +276,11 @@ func (s *QueueSnapshot) Ancestor(a, q string) bool {
 	return false
 }
 
-// EventQueueChange: a queue's spec, or the shares computed from what the
-// queues ask for and what the scheduler may use, changed. Raised by the
-// cache with a *QueueChange as newObj (oldObj nil).
+// EventQueueChange: a tenant queue's spec, or the shares computed from
+// what the tenant queues ask for and what the scheduler may use, changed.
+// Raised by pkg/tenancy (and by the scheduling queue when the first job
+// of a tenant queue waiting for room stops waiting) with a *QueueChange as
+// newObj (oldObj nil).
 var EventQueueChange = ClusterEvent{Resource: QueueResource, ActionType: Add | UpdateGeneric | Delete, Label: "QueueChange"}
 
 // QueueResource is the resource of EventQueueChange.

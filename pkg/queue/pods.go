@@ -30,7 +30,7 @@ func (q *SchedulingQueue) PodChanged(id framework.JobID, pod *v1.Pod, relevant b
 			now = created
 		}
 		e = &jobEntry{
-			QueuedJob: framework.QueuedJob{ID: id, Timestamp: now, InitialTimestamp: now, Queue: q.jobQueues[id]},
+			QueuedJob: framework.QueuedJob{ID: id, Timestamp: now, InitialTimestamp: now, Queue: q.jobTenantQueues[id]},
 			podIndex:  map[types.UID]int{},
 		}
 		e.setPod(pod)

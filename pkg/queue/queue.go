@@ -188,11 +188,11 @@ type SchedulingQueue struct {
 	inFlightEvents     []inFlightEvent
 	inFlightEventsLost bool
 	closed             bool
-	// jobQueues are the tenant queues of the jobs outside the default
-	// one (SetJobQueue), whether or not they are queued; queueRanks the
-	// order of the tenant queues (SetQueueRanks).
-	jobQueues  map[framework.JobID]string
-	queueRanks map[string]int
+	// jobTenantQueues are the tenant queues of the jobs outside the
+	// default one (SetJobTenantQueue), whether or not they are queued;
+	// tenantRanks the order of the tenant queues (SetTenantQueueRanks).
+	jobTenantQueues map[framework.JobID]string
+	tenantRanks     map[string]int
 	// roomWaiters index, per tenant queue ("" for the default one), the
 	// jobs whose last attempt waited for room; firstWaiter caches the
 	// first of each in precedence (see RoomWaiters), nil when unknown.
@@ -217,7 +217,7 @@ func New(opts Options) (*SchedulingQueue, error) {
 		unschedulable:        map[framework.JobID]*jobEntry{},
 		parkedInterest:       map[framework.EventResource]int{},
 		moveRequestCycle:     -1,
-		jobQueues:            map[framework.JobID]string{},
+		jobTenantQueues:      map[framework.JobID]string{},
 		roomWaiters:          map[string]map[framework.JobID]*jobEntry{},
 		firstWaiter:          map[string]*jobEntry{},
 		activeGauge:          opts.Metrics.PendingJobs.WithLabelValues(metrics.QueueActive),

@@ -9,27 +9,31 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
-// Jobs belong to queues of tenants (see docs/queues.md), and the active
-// queue pops the jobs of the tenant queue that is furthest below its fair
-// share first; the LessFunc orders the jobs of one tenant queue, and jobs
-// of tenant queues of equal rank. The cache computes the ranks from the
-// queues' shares and pushes them here (SetQueueRanks), with each job's
-// queue (SetJobQueue): the queue itself never calls back into the cache.
+// Jobs belong to tenant queues (Queue objects; see docs/queues.md and
+// pkg/tenancy), and the active queue pops the jobs of the tenant queue
+// of the lowest rank first (by default, the one furthest below its fair
+// share; the rank is the tenancy.OrderPolicy's); the LessFunc orders the
+// jobs of one tenant queue, and jobs of tenant queues of equal rank.
+// pkg/tenancy computes the ranks and pushes them here
+// (SetTenantQueueRanks), with each job's tenant queue
+// (SetJobTenantQueue): the scheduling queue never calls back into it.
+// The scheduling queue implements tenancy.SchedulingQueue.
 
-// SetJobQueue records the tenant queue of job id (framework.DefaultQueue
-// or "" for the default one). The cache calls it, under its lock, when a
-// job's queue is first known or changes, and with "" when the job leaves
-// the cache. Only jobs outside the default queue are remembered.
-func (q *SchedulingQueue) SetJobQueue(id framework.JobID, name string) {
+// SetJobTenantQueue records the tenant queue of job id
+// (framework.DefaultQueue or "" for the default one). pkg/tenancy calls
+// it, under the cache's lock and its own, when a job's tenant queue is
+// first known or changes, and with "" when the job leaves the cache. Only
+// jobs outside the default tenant queue are remembered.
+func (q *SchedulingQueue) SetJobTenantQueue(id framework.JobID, name string) {
 	if name == framework.DefaultQueue {
 		name = ""
 	}
 	q.lock.Lock()
 	defer q.lock.Unlock()
 	if name == "" {
-		delete(q.jobQueues, id)
+		delete(q.jobTenantQueues, id)
 	} else {
-		q.jobQueues[id] = name
+		q.jobTenantQueues[id] = name
 	}
 	e, ok := q.jobs[id]
 	if !ok || e.Queue == name {
@@ -44,25 +48,26 @@ func (q *SchedulingQueue) SetJobQueue(id framework.JobID, name string) {
 	}
 }
 
-// SetQueueRanks sets the order of the tenant queues: a job of a queue of
-// lower rank is popped before any job of a queue of higher rank. A queue
-// ranks is silent about ranks 0 (the default queue is ""); nil ranks
-// every queue equal. The active queue is reordered when the ranks change.
-func (q *SchedulingQueue) SetQueueRanks(ranks map[string]int) {
+// SetTenantQueueRanks sets the order of the tenant queues: a job of a
+// tenant queue of lower rank is popped before any job of a tenant queue
+// of higher rank. A tenant queue ranks is silent about ranks 0 (the
+// default tenant queue is ""); nil ranks every tenant queue equal. The
+// active queue is reordered when the ranks change.
+func (q *SchedulingQueue) SetTenantQueueRanks(ranks map[string]int) {
 	q.lock.Lock()
 	defer q.lock.Unlock()
-	if maps.Equal(q.queueRanks, ranks) {
+	if maps.Equal(q.tenantRanks, ranks) {
 		return
 	}
-	q.queueRanks = maps.Clone(ranks)
+	q.tenantRanks = maps.Clone(ranks)
 	heap.Init(&q.activeQ)
 }
 
 // lessActiveLocked orders the active queue: tenant queue rank, then the
 // LessFunc.
 func (q *SchedulingQueue) lessActiveLocked(a, b *jobEntry) bool {
-	if len(q.queueRanks) > 0 {
-		if ra, rb := q.queueRanks[a.Queue], q.queueRanks[b.Queue]; ra != rb {
+	if len(q.tenantRanks) > 0 {
+		if ra, rb := q.tenantRanks[a.Queue], q.tenantRanks[b.Queue]; ra != rb {
 			return ra < rb
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/podtopologyspread"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -97,7 +98,7 @@ func benchPlainPods(b *testing.B, without []string, queues int, frameworkMetrics
 	}
 	for i := range queues {
 		name := fmt.Sprintf("q%d", i)
-		c.SetQueue(framework.QueueSourceOwn, name, &framework.QueueSpec{Name: name, Weight: int64(1 + i%3), Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + name})
+		c.SetTenantQueue(tenancy.SourceOwn, name, &framework.QueueSpec{Name: name, Weight: int64(1 + i%3), Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + name})
 	}
 	pods := make([]*v1.Pod, b.N)
 	for i := range pods {

@@ -33,6 +33,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/interpodaffinity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/podtopologyspread"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -169,7 +170,7 @@ func TestVictimSearchRunsPreFilterPodOnce(t *testing.T) {
 			ev := newEvictions(h)
 			queue := func(p *v1.Pod) *v1.Pod { return p }
 			if tt.queue {
-				h.cache.SetQueue(framework.QueueSourceOwn, "q", &framework.QueueSpec{Name: "q", Weight: 1, Borrow: true, Lend: true, Source: "Queue q"})
+				h.cache.SetTenantQueue(tenancy.SourceOwn, "q", &framework.QueueSpec{Name: "q", Weight: 1, Borrow: true, Lend: true, Source: "Queue q"})
 				queue = func(p *v1.Pod) *v1.Pod { p.Labels[framework.QueueLabel] = "q"; return p }
 			}
 			for i := range 4 {

@@ -134,8 +134,8 @@ var needed = []permission{
 	{Group: "kubeflow.org", Resource: "mpijobs", Verb: "watch"},
 	{Group: "kubeflow.org", Resource: "pytorchjobs", Verb: "list"},
 	{Group: "kubeflow.org", Resource: "pytorchjobs", Verb: "watch"},
-	// pkg/eventhandlers/default/queues.go: the project's own Queues and
-	// Volcano's are watched; pkg/queuestatus writes the status of ours.
+	// pkg/tenancy/sources.go: the project's own Queues and
+	// Volcano's are watched; pkg/tenancy/status writes the status of ours.
 	{Group: "batch-scheduler.io", Resource: "queues", Verb: "list"},
 	{Group: "batch-scheduler.io", Resource: "queues", Verb: "watch"},
 	{Group: "scheduling.volcano.sh", Resource: "queues", Verb: "list"},

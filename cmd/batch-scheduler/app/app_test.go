@@ -33,6 +33,7 @@ import (
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/intree"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 )
 
 // execute runs the command with args and returns its exit code, stdout and
@@ -124,6 +125,11 @@ func TestCommandExitCodes(t *testing.T) {
 		{name: "unknown plugin in a profile", args: []string{master, "--config-path",
 			writeFile(t, header+"profiles:\n- schedulerName: batch-scheduler\n  plugins:\n    filter: [{name: Nope}]\n")}, code: 2,
 			stderr: []string{`"Nope"`}, oneLiner: true},
+		{name: "unknown tenant queue order", args: []string{master, "--config-path", writeFile(t, header+"tenantQueueOrder: StrictWeight\n")}, code: 2,
+			stderr: []string{"config.yaml: tenantQueueOrder", `unknown tenant queue order policy "StrictWeight"`, "FairShare, Unranked"}, oneLiner: true},
+		{name: "duplicate tenant queue order", args: []string{master},
+			opts: []Option{WithTenantQueueOrder(tenancy.FairShareOrder, tenancy.OrderPolicyFunc(tenancy.FairShare))}, code: 2,
+			stderr: []string{`"FairShare"`, "already registered"}, oneLiner: true},
 		{name: "bad leader election timing", args: []string{master, "--leader-elect-renew-deadline=20s"}, code: 2,
 			stderr: []string{"--leader-elect-lease-duration"}, oneLiner: true},
 		{name: "bad node selector", args: []string{master, "--node-selector", "a in (b"}, code: 2,

@@ -41,8 +41,9 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queuestatus"
 	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy/status"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/intree"
 )
@@ -54,6 +55,9 @@ type registries struct {
 	handlers *eventhandlers.Registry
 	sources  *custominformer.SourceRegistry
 	plugins  *frameworkruntime.Registry
+	// orderPolicies are the tenant queue order policies the
+	// configuration's tenantQueueOrder may name.
+	orderPolicies tenancy.OrderPolicies
 	// logOutput, if set, replaces stderr and stdout as the destination of
 	// logs (WithLogOutput).
 	logOutput io.Writer
@@ -68,6 +72,12 @@ func WithEventHandler(name string, factory eventhandlers.Factory) Option {
 // WithPlugin adds a scheduling plugin under name, for profiles to enable.
 func WithPlugin(name string, factory framework.PluginFactory) Option {
 	return func(r *registries) error { return r.plugins.Register(name, factory) }
+}
+
+// WithTenantQueueOrder adds a policy that orders jobs across tenant
+// queues under name, for the configuration's tenantQueueOrder to choose.
+func WithTenantQueueOrder(name string, policy tenancy.OrderPolicy) Option {
+	return func(r *registries) error { return r.orderPolicies.Register(name, policy) }
 }
 
 // WithCustomInformerSource adds a custom informer source type under name.
@@ -96,6 +106,9 @@ func NewSchedulerCommand(opts ...Option) *cobra.Command {
 		handlers: intree.NewRegistry(),
 		sources:  custominformer.NewInTreeSourceRegistry(),
 		plugins:  plugins.NewInTreeRegistry(),
+		// The tenant queue order policies: the in-tree ones, plus the
+		// options'.
+		orderPolicies: tenancy.InTreeOrderPolicies(),
 	}
 	optErr := regs.handlers.Merge(eventhandlers.GlobalRegistry())
 	if err := regs.sources.Merge(custominformer.GlobalSourceRegistry()); err != nil && optErr == nil {
@@ -261,7 +274,7 @@ type server struct {
 	apiHealth *apiHealth
 	// queueStatus publishes the queues' status and metrics while this
 	// instance leads.
-	queueStatus *queuestatus.Writer
+	queueStatus *status.Writer
 }
 
 // protobufConfig returns a copy of rc that speaks protobuf, as
@@ -324,6 +337,13 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, usageError(err)
 	}
+	if order := tuning.TenantQueueOrder; order != "" {
+		// The name's form is the file's validation's; whether a policy of
+		// that name is registered, the command's.
+		if _, err := regs.orderPolicies.Lookup(order); err != nil {
+			return nil, usageError(fmt.Errorf("%s: tenantQueueOrder: %w", cfg.Path, err))
+		}
+	}
 	resources := resourcesNeeded(profiles)
 	klog.V(2).InfoS("Informers needed by the profiles' plugins", "resources", resources)
 	c, err := cache.New(cache.Options{
@@ -334,6 +354,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 		InformerFactory: factory,
 		Metrics:         m,
 		Queue:           queue.Options{Less: queueSort, InitialBackoff: tuning.InitialBackoff, MaxBackoff: tuning.MaxBackoff},
+		Tenancy:         tenancy.Options{OrderPolicy: tuning.TenantQueueOrder, OrderPolicies: regs.orderPolicies},
 		Resources:       resources,
 	})
 	if err != nil {
@@ -369,7 +390,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if l, ok := h.(eventhandlers.ExternalWorkloadNodeLabeler); ok {
 		verify.ExternalWorkloadNodeLabel = l.ExternalWorkloadNodeLabel()
 	}
-	qs, err := queuestatus.New(queuestatus.Options{Queues: queueSource(c), Client: dyn, Metrics: m})
+	qs, err := status.New(status.Options{Queues: status.FromTenancy(c.TenantQueueStatuses), Client: dyn, Metrics: m})
 	if err != nil {
 		return nil, err
 	}
@@ -452,18 +473,6 @@ func (s *server) schedule(ctx context.Context) error {
 func (s *server) lead(ctx context.Context) {
 	go s.queueStatus.Run(ctx)
 	s.scheduler.Run(ctx)
-}
-
-// queueSource adapts the cache's queues for the status writer.
-func queueSource(c *cache.SchedulerCache) func() []queuestatus.Queue {
-	return func() []queuestatus.Queue {
-		in := c.QueueStatuses()
-		out := make([]queuestatus.Queue, len(in))
-		for i, q := range in {
-			out[i] = queuestatus.Queue{Name: q.Name, Own: q.API == framework.QueueSourceOwn, State: q.State, Err: q.Err}
-		}
-		return out
-	}
 }
 
 // demand is the report served at /demand: the cache's, named after the

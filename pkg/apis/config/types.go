@@ -21,6 +21,9 @@ type SchedulerConfiguration struct {
 	// pod's Filter and Score look at, as kube-scheduler's; nil or 0 adapt
 	// it to the cluster's size.
 	PercentageOfNodesToScore *int32
+	// TenantQueueOrder names the policy that orders jobs across tenant
+	// queues (a tenancy.OrderPolicy); empty for the default.
+	TenantQueueOrder string
 
 	// EventHandlers holds per-handler settings; only the entry of the
 	// handler chosen with --event-handler is used.

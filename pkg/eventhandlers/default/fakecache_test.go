@@ -40,7 +40,7 @@ type fakeCache struct {
 	queues []queueCall
 }
 
-// queueCall is one SetQueue call.
+// queueCall is one SetTenantQueue call.
 type queueCall struct {
 	Source, Name string
 	// Spec is nil for a queue the cache is to forget.
@@ -54,8 +54,8 @@ type move struct {
 }
 
 var (
-	_ eventhandlers.Cache      = (*fakeCache)(nil)
-	_ eventhandlers.QueueCache = (*fakeCache)(nil)
+	_ eventhandlers.Cache            = (*fakeCache)(nil)
+	_ eventhandlers.TenantQueueCache = (*fakeCache)(nil)
 )
 
 func newFakeCache(t *testing.T) *fakeCache {
@@ -161,17 +161,19 @@ func (f *fakeCache) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, 
 	f.moves = append(f.moves, move{Event: event, OldObj: oldObj, NewObj: newObj})
 }
 
-// SetQueue records the call as "SetQueue <source>/<name>" and keeps spec.
-func (f *fakeCache) WatchQueues() {}
+// WatchTenantQueues implements eventhandlers.TenantQueueCache.
+func (f *fakeCache) WatchTenantQueues() {}
 
-func (f *fakeCache) SetQueue(source, name string, spec *framework.QueueSpec) {
+// SetTenantQueue records the call as "SetQueue <source>/<name>" and keeps
+// spec.
+func (f *fakeCache) SetTenantQueue(source, name string, spec *framework.QueueSpec) {
 	f.record("SetQueue", source+"/"+name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.queues = append(f.queues, queueCall{Source: source, Name: name, Spec: spec})
 }
 
-// QueueCalls returns the recorded SetQueue calls.
+// QueueCalls returns the recorded SetTenantQueue calls.
 func (f *fakeCache) QueueCalls() []queueCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()

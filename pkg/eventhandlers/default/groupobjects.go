@@ -15,6 +15,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/podgroups"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 )
 
 // The objects that define gangs, those of the gang dialects and the
@@ -36,8 +37,8 @@ func (h *Handler) DiscoveredResources() []eventhandlers.DiscoveredResource {
 		out = append(out, eventhandlers.DiscoveredResource{GVR: r.GVR, Transform: r.Transform, FirstServedVersionOnly: r.FirstServedOnly})
 	}
 	if h.queues {
-		for _, r := range queueResourceList {
-			out = append(out, eventhandlers.DiscoveredResource{GVR: r.gvr})
+		for _, r := range tenancy.Sources {
+			out = append(out, eventhandlers.DiscoveredResource{GVR: r.Resource})
 		}
 	}
 	return out

@@ -131,8 +131,9 @@ type Handler struct {
 	dialects dialects.Table
 	// owners are the owner kinds gangs are inferred from.
 	owners framework.OwnerKinds
-	// queues: the queue resources are watched (queues.go), which needs
-	// an API server (apiServer: New was given one, or WithGangDialects).
+	// queues: the tenant queue resources are watched (tenantqueues.go),
+	// which needs an API server (apiServer: New was given one, or
+	// WithGangDialects).
 	queues, apiServer bool
 	// groupResources are the resources whose objects define gangs, which
 	// the handler asks the cache to watch where served (see
@@ -240,10 +241,10 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	}
 	h.owners = owners
 	h.groupResources = h.dialects.Watches(h.dialectConfig != nil, owners)
-	_, queueCache := c.(eventhandlers.QueueCache)
+	_, queueCache := c.(eventhandlers.TenantQueueCache)
 	h.queues = h.apiServer && queueCache && !args.DisableQueues
 	if h.queues {
-		c.(eventhandlers.QueueCache).WatchQueues()
+		c.(eventhandlers.TenantQueueCache).WatchTenantQueues()
 	}
 	if h.statusWriter, err = h.newStatusWriter(); err != nil {
 		return nil, err

@@ -251,7 +251,7 @@ func (h *Handler) AddDynamic(gvr schema.GroupVersionResource, obj any) {
 	if h.setGroup(gvr, obj, false) {
 		return
 	}
-	if h.setQueue(gvr, obj, false) {
+	if h.setTenantQueue(gvr, obj, false) {
 		return
 	}
 	raiseOnAdd[unstructured.Unstructured](h, dynamicEvents(gvr), obj)
@@ -262,7 +262,7 @@ func (h *Handler) UpdateDynamic(gvr schema.GroupVersionResource, oldObj, newObj 
 	if h.setGroup(gvr, newObj, false) {
 		return
 	}
-	if h.setQueue(gvr, newObj, false) {
+	if h.setTenantQueue(gvr, newObj, false) {
 		return
 	}
 	raiseOnUpdate[unstructured.Unstructured](h, dynamicEvents(gvr), oldObj, newObj)
@@ -273,7 +273,7 @@ func (h *Handler) DeleteDynamic(gvr schema.GroupVersionResource, obj any) {
 	if h.setGroup(gvr, obj, true) {
 		return
 	}
-	if h.setQueue(gvr, obj, true) {
+	if h.setTenantQueue(gvr, obj, true) {
 		return
 	}
 	raiseOnDelete[unstructured.Unstructured](h, dynamicEvents(gvr), obj)

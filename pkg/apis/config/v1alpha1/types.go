@@ -30,6 +30,12 @@ type SchedulerConfiguration struct {
 	// 1 % per 125 nodes, at least 5 % and 100 nodes), 100 looks at every
 	// node. A pod that fits on no node of its window is tried on all.
 	PercentageOfNodesToScore *int32 `json:"percentageOfNodesToScore,omitempty"`
+	// TenantQueueOrder names the policy that orders jobs across tenant
+	// queues (Queue objects, docs/queues.md): FairShare (the default)
+	// serves first the tenant queue furthest below its fair share;
+	// Unranked leaves the order to the QueueSort plugin alone. Out-of-tree
+	// builds may register more (pkg/tenancy OrderPolicy).
+	TenantQueueOrder string `json:"tenantQueueOrder,omitempty"`
 
 	// EventHandlers holds per-handler settings, in file order. Only the
 	// entry of the handler chosen with --event-handler is used; the others

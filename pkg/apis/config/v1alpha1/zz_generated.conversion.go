@@ -514,6 +514,7 @@ func autoConvert_v1alpha1_SchedulerConfiguration_To_config_SchedulerConfiguratio
 		return err
 	}
 	out.PercentageOfNodesToScore = (*int32)(unsafe.Pointer(in.PercentageOfNodesToScore))
+	out.TenantQueueOrder = in.TenantQueueOrder
 	out.EventHandlers = *(*[]config.EventHandler)(unsafe.Pointer(&in.EventHandlers))
 	out.CustomInformers = *(*[]config.CustomInformer)(unsafe.Pointer(&in.CustomInformers))
 	if in.Profiles != nil {
@@ -546,6 +547,7 @@ func autoConvert_config_SchedulerConfiguration_To_v1alpha1_SchedulerConfiguratio
 		return err
 	}
 	out.PercentageOfNodesToScore = (*int32)(unsafe.Pointer(in.PercentageOfNodesToScore))
+	out.TenantQueueOrder = in.TenantQueueOrder
 	out.EventHandlers = *(*[]EventHandler)(unsafe.Pointer(&in.EventHandlers))
 	out.CustomInformers = *(*[]CustomInformer)(unsafe.Pointer(&in.CustomInformers))
 	if in.Profiles != nil {

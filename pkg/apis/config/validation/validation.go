@@ -5,6 +5,8 @@
 package validation
 
 import (
+	"regexp"
+
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -82,8 +84,16 @@ func validateTuning(cfg *config.SchedulerConfiguration) field.ErrorList {
 			"must not be below podInitialBackoffSeconds (the default of the one left out is 1 for the initial backoff and 10 for the maximum)"))
 	}
 	errs = append(errs, validatePercentage(field.NewPath("percentageOfNodesToScore"), cfg.PercentageOfNodesToScore)...)
+	if o := cfg.TenantQueueOrder; o != "" && !orderPolicyName.MatchString(o) {
+		// Whether a policy of that name is registered is the command's to
+		// say: the registry is its (pkg/tenancy OrderPolicies).
+		errs = append(errs, field.Invalid(field.NewPath("tenantQueueOrder"), o, "must be the name of a tenant queue order policy, e.g. FairShare"))
+	}
 	return errs
 }
+
+// orderPolicyName is the form of a tenant queue order policy's name.
+var orderPolicyName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,62}$`)
 
 // validatePercentage checks a percentageOfNodesToScore: 0 to 100.
 func validatePercentage(p *field.Path, pct *int32) field.ErrorList {

@@ -1,4 +1,20 @@
-package defaulthandler
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package tenancy
 
 import (
 	"errors"
@@ -13,89 +29,62 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
-// Queues (docs/queues.md) come from the project's own Queue API and from
-// Volcano's, each watched where the API server serves it, like the gang
-// dialects' objects: the cache's dynamic informers deliver them to
-// AddDynamic, UpdateDynamic and DeleteDynamic, and the handler turns each
-// into a framework.QueueSpec for the cache (eventhandlers.QueueCache).
+// Tenant queues (docs/queues.md) come from the project's own Queue API
+// and from Volcano's. An event handler watches the resources of Sources
+// where the API server serves them, reads each object with its Source's
+// Spec, and reports the result to the cache (eventhandlers.TenantQueueCache),
+// which hands it to Tenants.SetQueue.
 
-var (
-	ownQueueGVR     = v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.QueuesResource)
-	volcanoQueueGVR = schema.GroupVersionResource{Group: framework.QueueSourceVolcano, Version: "v1beta1", Resource: "queues"}
+// The sources of tenant queues: the API group of the objects that define
+// them (framework.QueueSpec.API). When both define a tenant queue of the
+// same name, the first in Sources wins.
+const (
+	SourceOwn     = "batch-scheduler.io"
+	SourceVolcano = "scheduling.volcano.sh"
 )
 
-// volcanoRootQueue is the Queue Volcano creates as the root of its
+// VolcanoRootQueue is the Queue Volcano creates as the root of its
 // hierarchy; its children name it as their parent.
-const volcanoRootQueue = "root"
+const VolcanoRootQueue = "root"
 
-// queueResource is a resource whose objects are queues.
-type queueResource struct {
-	gvr    schema.GroupVersionResource
-	source string
-	spec   func(u *unstructured.Unstructured) *framework.QueueSpec
-	// root, when set, names the object that stands for the root of the
-	// queues, not a queue of its own: it is ignored.
-	root string
+// Source is one API whose objects define tenant queues.
+type Source struct {
+	// API is the API group (SourceOwn, SourceVolcano).
+	API string
+	// Resource is the resource of the objects.
+	Resource schema.GroupVersionResource
+	// Spec reads one object; a spec with Err set is reported all the
+	// same, so that its jobs wait with the reason.
+	Spec func(u *unstructured.Unstructured) *framework.QueueSpec
+	// Root, when set, names the object that stands for the root of the
+	// tenant queues, not a tenant queue of its own: it is ignored.
+	Root string
 }
 
-var queueResourceList = []queueResource{
-	{gvr: ownQueueGVR, source: framework.QueueSourceOwn, spec: ownQueueSpec},
-	{gvr: volcanoQueueGVR, source: framework.QueueSourceVolcano, spec: volcanoQueueSpec, root: volcanoRootQueue},
+// Sources are the sources of tenant queues in the order of precedence.
+var Sources = []Source{
+	{API: SourceOwn, Resource: v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.QueuesResource), Spec: OwnQueueSpec},
+	{API: SourceVolcano, Resource: schema.GroupVersionResource{Group: SourceVolcano, Version: "v1beta1", Resource: "queues"},
+		Spec: VolcanoQueueSpec, Root: VolcanoRootQueue},
 }
 
-func (h *Handler) queueResourceFor(gvr schema.GroupVersionResource) (queueResource, bool) {
-	if !h.queues {
-		return queueResource{}, false
-	}
-	for _, r := range queueResourceList {
-		if r.gvr == gvr {
-			return r, true
+// SourceFor returns the source whose resource is gvr.
+func SourceFor(gvr schema.GroupVersionResource) (Source, bool) {
+	for _, s := range Sources {
+		if s.Resource == gvr {
+			return s, true
 		}
 	}
-	return queueResource{}, false
+	return Source{}, false
 }
 
-// setQueue records the queue obj (deleted: forgets it) in the cache. It
-// reports whether gvr is a queue resource.
-func (h *Handler) setQueue(gvr schema.GroupVersionResource, obj any, deleted bool) bool {
-	r, ok := h.queueResourceFor(gvr)
-	if !ok {
-		return false
-	}
-	qc, ok := h.cache.(eventhandlers.QueueCache)
-	if !ok {
-		return true
-	}
-	u, ok := eventhandlers.ObjectAs[*unstructured.Unstructured](obj)
-	if !ok || u == nil {
-		klog.ErrorS(nil, "Ignoring an event of a queue that is not unstructured", "resource", eventhandlers.DynamicResourceName(gvr), "type", fmt.Sprintf("%T", obj))
-		return true
-	}
-	if r.root != "" && u.GetName() == r.root {
-		// The root is everything the scheduler may use, not a queue.
-		return true
-	}
-	if deleted {
-		qc.SetQueue(r.source, u.GetName(), nil)
-		return true
-	}
-	spec := r.spec(u)
-	if spec.Err != nil {
-		klog.InfoS("Queue is unusable; its jobs wait until it is fixed", "source", r.source, "queue", u.GetName(), "err", spec.Err)
-	}
-	qc.SetQueue(r.source, u.GetName(), spec)
-	return true
-}
-
-// ownQueueSpec reads a Queue of this project.
-func ownQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
+// OwnQueueSpec reads a Queue of this project.
+func OwnQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
 	spec := &framework.QueueSpec{Name: u.GetName(), Source: "Queue " + u.GetName(), Weight: 1, Borrow: true, Lend: true, Reclaimable: true}
 	var q v1alpha1.Queue
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q); err != nil {
@@ -165,12 +154,12 @@ func boolOr(b *bool, def bool) bool {
 	return *b
 }
 
-// volcanoQueueSpec reads a scheduling.volcano.sh/v1beta1 Queue:
+// VolcanoQueueSpec reads a scheduling.volcano.sh/v1beta1 Queue:
 // spec.weight, spec.capability (the limit), spec.guarantee.resource (the
 // guarantee; spec.deserved, which Volcano's capacity plugin reclaims up
 // to, counts as the guarantee where it is larger), spec.reclaimable and
 // spec.parent ("root" is the root).
-func volcanoQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
+func VolcanoQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
 	name := u.GetName()
 	spec := &framework.QueueSpec{Name: name, Source: "Queue.scheduling.volcano.sh " + name, Weight: 1, Borrow: true, Lend: true, Reclaimable: true}
 	var errs []error
@@ -239,7 +228,7 @@ func volcanoQueueSpec(u *unstructured.Unstructured) *framework.QueueSpec {
 	}
 	if p, found, err := unstructured.NestedString(u.Object, "spec", "parent"); err != nil {
 		errs = append(errs, fmt.Errorf("spec.parent: %w", err))
-	} else if found && p != volcanoRootQueue {
+	} else if found && p != VolcanoRootQueue {
 		spec.Parent = p
 	}
 	if len(errs) > 0 {

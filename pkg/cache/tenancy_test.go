@@ -14,6 +14,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -39,13 +40,13 @@ func TestQueueSnapshotOnlyWithQueues(t *testing.T) {
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "4")))
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("plain").UID("plain").Req(res{v1.ResourceCPU: "1"}).Obj()))
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(queuedPod("named", "research", "1")))
-	if s := c.QueueSnapshot(); s != nil {
+	if s := c.TenantQueueSnapshot(); s != nil {
 		t.Fatalf("QueueSnapshot without queues = %+v, want nil", s)
 	}
 	if named, _ := c.CycleJob(framework.JobID{Namespace: "default", Name: "named"}); named.Queues != nil {
 		t.Fatalf("a job naming a queue sees queues %v while queues are not watched; want none", named.Queues)
 	}
-	c.WatchQueues()
+	c.WatchTenantQueues()
 	plain, _ := c.CycleJob(framework.JobID{Namespace: "default", Name: "plain"})
 	if plain.Queues != nil || plain.Queue != framework.DefaultQueue {
 		t.Errorf("a job naming no queue: Queue %q, Queues %v; want the default queue and no queues", plain.Queue, plain.Queues)
@@ -67,14 +68,14 @@ func TestQueueSnapshotOnlyWithQueues(t *testing.T) {
 func TestQueueUsageFollowsPods(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "8")))
-	c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
+	c.SetTenantQueue(tenancy.SourceOwn, "a", queueSpec("a", "", 1))
 	p := queuedPod("p", "a", "2")
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(p))
 	releasing := int64(0)
 	check := func(step string, alloc, pend int64, pendingJobs, runningJobs int) {
 		t.Helper()
 		checkInvariants(t, c)
-		q := c.QueueSnapshot().Queues["a"]
+		q := c.TenantQueueSnapshot().Queues["a"]
 		if milliCPU(q.Allocated) != alloc || milliCPU(q.Pending) != pend || q.PendingJobs != pendingJobs || q.RunningJobs != runningJobs {
 			t.Errorf("%s: allocated %dm, pending %dm, %d pending and %d running jobs; want %dm, %dm, %d, %d", step,
 				milliCPU(q.Allocated), milliCPU(q.Pending), q.PendingJobs, q.RunningJobs, alloc, pend, pendingJobs, runningJobs)
@@ -105,9 +106,7 @@ func TestQueueUsageFollowsPods(t *testing.T) {
 	check("finished", 0, 0, 0, 0)
 	deletePod(c, done)
 	check("deleted", 0, 0, 0, 0)
-	c.mu.RLock()
-	n := len(c.queueUsage)
-	c.mu.RUnlock()
+	n := len(c.Tenants().Usage())
 	if n != 0 {
 		t.Errorf("%d queues keep usage after every pod left", n)
 	}
@@ -118,8 +117,8 @@ func TestQueueUsageFollowsPods(t *testing.T) {
 func TestGroupPolicyQueueMovesTheGang(t *testing.T) {
 	c, _ := newTestCache(t, Options{})
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "8")))
-	c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
-	c.SetQueue(framework.QueueSourceVolcano, "b", queueSpec("b", "", 1))
+	c.SetTenantQueue(tenancy.SourceOwn, "a", queueSpec("a", "", 1))
+	c.SetTenantQueue(tenancy.SourceVolcano, "b", queueSpec("b", "", 1))
 	pods := []*v1.Pod{
 		st.MakePod().Name("g-0").UID("g-0").Group("g").MinAvailable("2").Label(framework.QueueLabel, "a").Req(res{v1.ResourceCPU: "1"}).Obj(),
 		st.MakePod().Name("g-1").UID("g-1").Group("g").MinAvailable("2").Label(framework.QueueLabel, "a").Req(res{v1.ResourceCPU: "1"}).Obj(),
@@ -129,13 +128,13 @@ func TestGroupPolicyQueueMovesTheGang(t *testing.T) {
 	}
 	mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
 	checkInvariants(t, c)
-	s := c.QueueSnapshot()
+	s := c.TenantQueueSnapshot()
 	if got := milliCPU(s.Queues["a"].Allocated) + milliCPU(s.Queues["a"].Pending); got != 2000 {
 		t.Fatalf("queue a: allocated plus pending %dm, want 2000m", got)
 	}
 	c.SetGroupPolicy(framework.GroupKindVolcano, "default", "g", &framework.GroupPolicy{MinMember: 2, Source: "PodGroup.scheduling.volcano.sh default/g", Queue: "b"})
 	checkInvariants(t, c)
-	s = c.QueueSnapshot()
+	s = c.TenantQueueSnapshot()
 	if a, b := s.Queues["a"], s.Queues["b"]; milliCPU(a.Allocated)+milliCPU(a.Pending) != 0 || milliCPU(b.Allocated) != 1000 || milliCPU(b.Pending) != 1000 {
 		t.Errorf("after the PodGroup named queue b: a %v/%v, b %v/%v; want a empty, b 1 cpu allocated and 1 pending",
 			a.Allocated, a.Pending, b.Allocated, b.Pending)
@@ -150,14 +149,14 @@ func TestGroupPolicyQueueMovesTheGang(t *testing.T) {
 // refresh period: a queue whose first job just arrived has its share in
 // that job's cycle.
 func TestSharesFollowDemandAtOnce(t *testing.T) {
-	c, _ := newTestCache(t, Options{QueueRefresh: time.Hour})
+	c, _ := newTestCache(t, Options{Tenancy: tenancy.Options{Refresh: time.Hour}})
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "4")))
-	c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
-	c.SetQueue(framework.QueueSourceOwn, "b", queueSpec("b", "", 1))
+	c.SetTenantQueue(tenancy.SourceOwn, "a", queueSpec("a", "", 1))
+	c.SetTenantQueue(tenancy.SourceOwn, "b", queueSpec("b", "", 1))
 	for _, name := range []string{"a1", "a2", "a3", "a4"} {
 		mustNoErr(t, "AddPendingPod", c.AddPendingPod(queuedPod(name, "a", "1")))
 	}
-	s := c.QueueSnapshot()
+	s := c.TenantQueueSnapshot()
 	if got := milliCPU(s.Queues["a"].FairShare); got != 4000 {
 		t.Fatalf("queue a alone asks for 4 cpus: fair share %dm, want 4000m", got)
 	}
@@ -183,9 +182,9 @@ func TestQueueCapacity(t *testing.T) {
 	mustNoErr(t, "AddPod", c.AddPod(foreign))
 	mustNoErr(t, "SetExternalUsage", c.SetExternalUsage("vm", "n2", resourcesOf(t, "cpu", "3")))
 	mustNoErr(t, "SetNodeCap", c.SetNodeCap("n3", resourcesOf(t, "cpu", "2")))
-	c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
+	c.SetTenantQueue(tenancy.SourceOwn, "a", queueSpec("a", "", 1))
 	clk.Step(time.Minute)
-	if got := milliCPU(c.QueueSnapshot().Capacity); got != 3000+1000+2000 {
+	if got := milliCPU(c.TenantQueueSnapshot().Capacity); got != 3000+1000+2000 {
 		t.Errorf("capacity %dm, want 6000m (n1 4-1, n2 4-3, n3 capped at 2)", got)
 	}
 }
@@ -199,14 +198,14 @@ func TestQueueSpecsPrecedenceAndInvalid(t *testing.T) {
 	own := queueSpec("a", "", 3)
 	volcano := queueSpec("a", "", 7)
 	volcano.Source = "Queue.scheduling.volcano.sh a"
-	c.SetQueue(framework.QueueSourceVolcano, "a", volcano)
-	c.SetQueue(framework.QueueSourceOwn, "a", own)
-	c.SetQueue(framework.QueueSourceOwn, "orphan", queueSpec("orphan", "nowhere", 1))
+	c.SetTenantQueue(tenancy.SourceVolcano, "a", volcano)
+	c.SetTenantQueue(tenancy.SourceOwn, "a", own)
+	c.SetTenantQueue(tenancy.SourceOwn, "orphan", queueSpec("orphan", "nowhere", 1))
 	bad := queueSpec("broken", "", 1)
 	bad.Err = errors.New("spec.weight: must be between 1 and 1000000")
-	c.SetQueue(framework.QueueSourceOwn, "broken", bad)
-	s := c.QueueSnapshot()
-	if q := s.Queues["a"]; q == nil || q.Weight != 3 || q.API != framework.QueueSourceOwn {
+	c.SetTenantQueue(tenancy.SourceOwn, "broken", bad)
+	s := c.TenantQueueSnapshot()
+	if q := s.Queues["a"]; q == nil || q.Weight != 3 || q.API != tenancy.SourceOwn {
 		t.Errorf("queue a = %+v, want the project's own (weight 3)", q)
 	}
 	if err := s.Invalid["orphan"]; err == nil || !strings.Contains(err.Error(), "nowhere") {
@@ -215,19 +214,19 @@ func TestQueueSpecsPrecedenceAndInvalid(t *testing.T) {
 	if err := s.Invalid["broken"]; err == nil || !strings.Contains(err.Error(), "spec.weight") || !strings.Contains(err.Error(), "Queue broken") {
 		t.Errorf("queue broken: %v, want its own error with its source", err)
 	}
-	statuses := c.QueueStatuses()
+	statuses := c.TenantQueueStatuses()
 	names := []string{}
 	for _, st := range statuses {
 		names = append(names, st.Name)
 	}
 	if strings.Join(names, ",") != "a,broken,default,orphan" {
-		t.Errorf("QueueStatuses names %v, want a, broken, default, orphan", names)
+		t.Errorf("TenantQueueStatuses names %v, want a, broken, default, orphan", names)
 	}
 	for _, name := range []string{"a", "orphan", "broken"} {
-		c.SetQueue(framework.QueueSourceOwn, name, nil)
+		c.SetTenantQueue(tenancy.SourceOwn, name, nil)
 	}
-	c.SetQueue(framework.QueueSourceVolcano, "a", nil)
-	if s := c.QueueSnapshot(); s != nil {
+	c.SetTenantQueue(tenancy.SourceVolcano, "a", nil)
+	if s := c.TenantQueueSnapshot(); s != nil {
 		t.Errorf("after every queue was deleted: %+v, want nil", s)
 	}
 }
@@ -240,8 +239,8 @@ func TestQueueFurthestBelowShareGoesFirst(t *testing.T) {
 		c, _ := newTestCache(t, Options{})
 		mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "4")))
 		if withQueues {
-			c.SetQueue(framework.QueueSourceOwn, "a", queueSpec("a", "", 1))
-			c.SetQueue(framework.QueueSourceOwn, "b", queueSpec("b", "", 1))
+			c.SetTenantQueue(tenancy.SourceOwn, "a", queueSpec("a", "", 1))
+			c.SetTenantQueue(tenancy.SourceOwn, "b", queueSpec("b", "", 1))
 		}
 		// Queue a runs 3 of 4 cpus and has an old, high-priority job
 		// waiting; queue b runs nothing and has a young, low-priority one.
@@ -256,7 +255,7 @@ func TestQueueFurthestBelowShareGoesFirst(t *testing.T) {
 		mustNoErr(t, "AddPendingPod", c.AddPendingPod(bWaits))
 		// A cycle's snapshot computes the shares and hands the queues'
 		// order to the scheduling queue.
-		c.QueueSnapshot()
+		c.TenantQueueSnapshot()
 		want := "default/pod:a-waits"
 		if withQueues {
 			want = "default/pod:b-waits"
@@ -289,10 +288,10 @@ func resourcesOf(t *testing.T, name, quantity string) resources.Resource {
 
 // A cycle sees the ceiling (what this scheduler could use with every
 // other pod gone: pods of other schedulers do not lower it), counted once
-// per QueueRefresh and again at once after an event by which it may grow
+// per Tenancy.Refresh and again at once after an event by which it may grow
 // (the job that event wakes must not be judged by the count before).
 func TestCycleJobCeiling(t *testing.T) {
-	c, _ := newTestCache(t, Options{QueueRefresh: time.Hour})
+	c, _ := newTestCache(t, Options{Tenancy: tenancy.Options{Refresh: time.Hour}})
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n1", "4")))
 	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("theirs").UID("theirs").Scheduler("other").Node("n1").Req(res{v1.ResourceCPU: "3"}).Obj()))
 	for _, name := range []string{"g-0", "g-1"} {
@@ -312,7 +311,7 @@ func TestCycleJobCeiling(t *testing.T) {
 	}
 	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(cpuNode("n2", "4")))
 	if got := ceiling(); got != 4000 {
-		t.Errorf("ceiling %dm before any event and within QueueRefresh, want the count before, 4000m", got)
+		t.Errorf("ceiling %dm before any event and within Tenancy.Refresh, want the count before, 4000m", got)
 	}
 	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, nil)
 	if got := ceiling(); got != 8000 {

@@ -1,4 +1,4 @@
-package queuestatus
+package status
 
 import (
 	"context"

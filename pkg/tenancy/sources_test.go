@@ -1,4 +1,20 @@
-package defaulthandler
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package tenancy
 
 import (
 	"fmt"
@@ -101,7 +117,7 @@ func defaults(change func(*framework.QueueSpec)) *framework.QueueSpec {
 
 func TestOwnQueueSpec(t *testing.T) {
 	gi := int64(1 << 30)
-	runQueueSpecTests(t, ownQueueSpec, "Queue q", []queueSpecTest{
+	runQueueSpecTests(t, OwnQueueSpec, "Queue q", []queueSpecTest{
 		{name: "no spec", want: defaults(nil)},
 		{name: "an empty spec", spec: map[string]any{}, want: defaults(nil)},
 		{name: "weight 0 is the default", spec: map[string]any{"weight": int64(0)}, want: defaults(nil)},
@@ -158,7 +174,7 @@ func TestOwnQueueSpec(t *testing.T) {
 
 func TestVolcanoQueueSpec(t *testing.T) {
 	gi := int64(1 << 30)
-	runQueueSpecTests(t, volcanoQueueSpec, "Queue.scheduling.volcano.sh q", []queueSpecTest{
+	runQueueSpecTests(t, VolcanoQueueSpec, "Queue.scheduling.volcano.sh q", []queueSpecTest{
 		{name: "no spec", want: defaults(nil)},
 		{name: "weight 0 is the default", spec: map[string]any{"weight": int64(0)}, want: defaults(nil)},
 		{

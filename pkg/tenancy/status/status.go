@@ -1,8 +1,10 @@
-// Package queuestatus publishes what the scheduler knows about its queues
-// (docs/queues.md): the status of the project's own Queue objects
+// Package status publishes what the scheduler knows about its tenant
+// queues (docs/queues.md): the status of the project's own Queue objects
 // (allocated, pending, fair share, guaranteed, job counts, and a Valid
 // condition), written only when it changed, and the per-queue metrics.
-package queuestatus
+// It reads the tenant queues from pkg/tenancy (through the cache, which
+// holds the capacity they share); it never touches the scheduling queue.
+package status
 
 import (
 	"context"
@@ -21,6 +23,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 )
 
 // FieldManager is the field manager of the status the writer applies.
@@ -29,7 +32,7 @@ const FieldManager = "batch-scheduler"
 // DefaultPeriod is the default of Options.Period.
 const DefaultPeriod = 2 * time.Second
 
-// Queue is one queue as the writer publishes it.
+// Queue is one tenant queue as the writer publishes it.
 type Queue struct {
 	Name string
 	// Own is set for a Queue of this project, whose status is written.
@@ -40,9 +43,23 @@ type Queue struct {
 	Err   error
 }
 
+// FromTenancy adapts read, the tenant queues as pkg/tenancy reports them
+// (e.g. cache.SchedulerCache.TenantQueueStatuses), for Options.Queues: a
+// queue is the project's own when its API is tenancy.SourceOwn.
+func FromTenancy(read func() []tenancy.QueueStatus) func() []Queue {
+	return func() []Queue {
+		in := read()
+		out := make([]Queue, len(in))
+		for i, q := range in {
+			out[i] = Queue{Name: q.Name, Own: q.API == tenancy.SourceOwn, State: q.State, Err: q.Err}
+		}
+		return out
+	}
+}
+
 // Options configure Run.
 type Options struct {
-	// Queues returns the queues now (the cache's, converted).
+	// Queues returns the tenant queues now (see FromTenancy).
 	Queues func() []Queue
 	// Client writes the status of the project's own Queues; nil writes
 	// none (metrics only).
@@ -70,7 +87,7 @@ type writtenStatus struct {
 // New returns a writer; it checks opts.
 func New(opts Options) (*Writer, error) {
 	if opts.Queues == nil {
-		return nil, fmt.Errorf("queue status writer: no source of queues")
+		return nil, fmt.Errorf("tenant queue status writer: no source of queues")
 	}
 	if opts.Period <= 0 {
 		opts.Period = DefaultPeriod
