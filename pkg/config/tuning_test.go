@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 func TestTuning(t *testing.T) {
@@ -75,11 +77,11 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Tuning.Parallelism != 4 || len(f.Profiles) != 1 || !f.Profiles[0].Plugins.Get(ExtensionScore).Merge {
+	if f.Tuning.Parallelism != 4 || len(f.Profiles()) != 1 || f.Profiles()[0].Plugins.Get(configapi.ExtensionScore).Disabled[0].Name != "*" {
 		t.Fatalf("parsed %+v", f)
 	}
-	args := f.Profiles[0].PluginConfig[0].Args
-	r, err := WithoutTypeMeta(args.Clone(), "NodeResourcesFitArgs")
+	args := f.Profiles()[0].PluginConfig[0].Args.(*configapi.RawArgs)
+	r, err := WithoutTypeMeta(args.Reader(), "NodeResourcesFitArgs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err = WithoutTypeMeta(f.Profiles[0].PluginConfig[0].Args.Clone(), "NodeResourcesFitArgs")
+	r, err = WithoutTypeMeta(f.Profiles()[0].PluginConfig[0].Args.(*configapi.RawArgs).Reader(), "NodeResourcesFitArgs")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,11 @@
 package v1alpha1
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
@@ -15,6 +19,80 @@ func Convert_config_Plugin_To_v1alpha1_Plugin(in *config.Plugin, out *Plugin, s 
 	if in.Weight != 0 {
 		w := in.Weight
 		out.Weight = &w
+	}
+	return nil
+}
+
+// rawArgs reads settings the API has no type for as RawArgs; nil or
+// null are none. pkg/config replaces them with the file's own text, at
+// its lines.
+func rawArgs(in *runtime.RawExtension) *config.RawArgs {
+	if in == nil || len(in.Raw) == 0 || string(in.Raw) == "null" {
+		return nil
+	}
+	return config.NewRawArgs("", append([]byte(nil), in.Raw...))
+}
+
+// rawExtension writes RawArgs back; their YAML is converted to JSON.
+func rawExtension(in *config.RawArgs, out *runtime.RawExtension) error {
+	*out = runtime.RawExtension{}
+	if in == nil {
+		return nil
+	}
+	data, err := yaml.YAMLToJSON(in.YAML)
+	if err != nil {
+		return fmt.Errorf("args from %q: %w", in.Source, err)
+	}
+	out.Raw = data
+	return nil
+}
+
+// Convert_v1alpha1_EventHandler_To_config_EventHandler keeps the
+// handler's args raw, for its factory to decode.
+func Convert_v1alpha1_EventHandler_To_config_EventHandler(in *EventHandler, out *config.EventHandler, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.Name = in.Name
+	out.Args = rawArgs(&in.Args)
+	return nil
+}
+
+// Convert_config_EventHandler_To_v1alpha1_EventHandler writes the
+// handler's raw args back.
+func Convert_config_EventHandler_To_v1alpha1_EventHandler(in *config.EventHandler, out *EventHandler, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.Name = in.Name
+	return rawExtension(in.Args, &out.Args)
+}
+
+// Convert_v1alpha1_CustomInformer_To_config_CustomInformer splits source,
+// a mapping of one key, into the source type and its raw settings. A
+// source of another size converts to an empty type, which validation
+// refuses.
+func Convert_v1alpha1_CustomInformer_To_config_CustomInformer(in *CustomInformer, out *config.CustomInformer, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.Name = in.Name
+	out.Resource = in.Resource
+	out.ResyncPeriod = in.ResyncPeriod
+	out.SourceType, out.SourceArgs = "", nil
+	if len(in.Source) == 1 {
+		for typ, args := range in.Source {
+			out.SourceType = typ
+			out.SourceArgs = rawArgs(&args)
+		}
+	}
+	return nil
+}
+
+// Convert_config_CustomInformer_To_v1alpha1_CustomInformer joins the
+// source type and its settings into source.
+func Convert_config_CustomInformer_To_v1alpha1_CustomInformer(in *config.CustomInformer, out *CustomInformer, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.Name = in.Name
+	out.Resource = in.Resource
+	out.ResyncPeriod = in.ResyncPeriod
+	out.Source = nil
+	if in.SourceType != "" {
+		var args runtime.RawExtension
+		if err := rawExtension(in.SourceArgs, &args); err != nil {
+			return err
+		}
+		out.Source = map[string]runtime.RawExtension{in.SourceType: args}
 	}
 	return nil
 }
