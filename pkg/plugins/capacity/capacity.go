@@ -9,7 +9,6 @@ package capacity
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"sort"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -63,7 +63,7 @@ var (
 )
 
 // New builds the plugin from its args.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	a := CapacityArgs{}
 	if args != nil {
 		if err := config.DecodeStrict(args, &a); err != nil {

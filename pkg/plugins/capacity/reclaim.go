@@ -3,11 +3,11 @@ package capacity
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -40,7 +40,7 @@ var (
 )
 
 // NewReclaim builds the plugin from its args.
-func NewReclaim(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func NewReclaim(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	var a ReclaimArgs
 	if args != nil {
 		if err := config.DecodeStrict(args, &a); err != nil {

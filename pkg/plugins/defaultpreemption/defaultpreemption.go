@@ -7,10 +7,10 @@ package defaultpreemption
 import (
 	"context"
 	"fmt"
-	"io"
 
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
@@ -47,7 +47,7 @@ const (
 )
 
 // New builds the plugin from its args (Args, or none).
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	var a Args
 	if err := pluginutil.DecodeArgs(Name, args, &a); err != nil {
 		return nil, err

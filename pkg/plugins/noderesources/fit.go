@@ -3,11 +3,11 @@ package noderesources
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
@@ -47,7 +47,7 @@ var (
 
 // New is the plugin's framework.PluginFactory; see the package
 // documentation for its args.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	a, err := decodeArgs(args)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package podtopologyspread
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
@@ -54,7 +54,7 @@ var kubeDefaults = pluginutil.KubeDefaults{
 
 // New is the plugin's framework.PluginFactory. It takes no args of its
 // own; kube-scheduler's are accepted at their defaults (kubeDefaults).
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}

@@ -3,13 +3,13 @@ package topologyaware
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -34,7 +34,7 @@ var (
 )
 
 // New is the plugin's framework.PluginFactory.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	a, err := decodeArgs(args)
 	if err != nil {
 		return nil, err

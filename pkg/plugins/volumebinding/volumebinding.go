@@ -3,7 +3,6 @@ package volumebinding
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/component-helpers/storage/ephemeral"
 	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/volumeutil"
@@ -96,7 +96,7 @@ var kubeDefaults = pluginutil.KubeDefaults{"bindTimeoutSeconds": {"600"}}
 // New is the plugin's framework.PluginFactory. It takes no args of its
 // own (kube-scheduler's are accepted at their defaults, kubeDefaults) and
 // needs a Handle with a clientset and an informer factory.
-func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}

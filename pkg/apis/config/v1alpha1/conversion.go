@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
@@ -93,6 +94,57 @@ func Convert_config_CustomInformer_To_v1alpha1_CustomInformer(in *config.CustomI
 			return err
 		}
 		out.Source = map[string]runtime.RawExtension{in.SourceType: args}
+	}
+	return nil
+}
+
+// Convert_v1alpha1_NodeResourcesFitArgs_To_config_NodeResourcesFitArgs
+// reads either form of scoringStrategy. kube-scheduler's
+// RequestedToCapacityRatio, and resources given both beside the strategy
+// and in it, are refused with the field at fault (a *field.Error).
+func Convert_v1alpha1_NodeResourcesFitArgs_To_config_NodeResourcesFitArgs(in *NodeResourcesFitArgs, out *config.NodeResourcesFitArgs, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.ScoringStrategy = ""
+	out.Resources = convertResources(in.Resources)
+	if ss := in.ScoringStrategy; ss != nil {
+		if ss.RequestedToCapacityRatio != nil {
+			return field.Forbidden(field.NewPath("scoringStrategy", "requestedToCapacityRatio"),
+				fmt.Sprintf("is not supported (types: %s, %s)", config.LeastAllocated, config.MostAllocated))
+		}
+		if len(in.Resources) > 0 && len(ss.Resources) > 0 {
+			return field.Forbidden(field.NewPath("resources"), "are given twice, beside scoringStrategy and in it; keep one")
+		}
+		out.ScoringStrategy = config.ScoringStrategyType(ss.Type)
+		if len(ss.Resources) > 0 {
+			out.Resources = convertResources(ss.Resources)
+		}
+	}
+	return nil
+}
+
+func convertResources(in []ResourceSpec) []config.ResourceSpec {
+	if in == nil {
+		return nil
+	}
+	out := make([]config.ResourceSpec, len(in))
+	for i, r := range in {
+		out[i] = config.ResourceSpec{Name: r.Name, Weight: r.Weight}
+	}
+	return out
+}
+
+// Convert_config_NodeResourcesFitArgs_To_v1alpha1_NodeResourcesFitArgs
+// writes the strategy's name, with the resources beside it.
+func Convert_config_NodeResourcesFitArgs_To_v1alpha1_NodeResourcesFitArgs(in *config.NodeResourcesFitArgs, out *NodeResourcesFitArgs, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.ScoringStrategy = nil
+	if in.ScoringStrategy != "" {
+		out.ScoringStrategy = &ScoringStrategy{Type: ScoringStrategyType(in.ScoringStrategy)}
+	}
+	out.Resources = nil
+	if in.Resources != nil {
+		out.Resources = make([]ResourceSpec, len(in.Resources))
+		for i, r := range in.Resources {
+			out.Resources[i] = ResourceSpec{Name: r.Name, Weight: r.Weight}
+		}
 	}
 	return nil
 }

@@ -119,6 +119,7 @@ func validateProfile(p *field.Path, prof *config.Profile, seen sets.Set[string])
 	names := sets.New[string]()
 	for i, pc := range prof.PluginConfig {
 		errs = append(errs, validateName(configs.Index(i).Child("name"), pc.Name, names, "the plugin these args are for", nil)...)
+		errs = append(errs, ValidatePluginArgs(configs.Index(i).Child("args"), pc.Args)...)
 	}
 	return errs
 }
