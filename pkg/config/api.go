@@ -103,7 +103,7 @@ func fieldProblems(errs field.ErrorList, root *yaml.Node) []string {
 			if n := valueAtPath(root, m[1]+".name"); n != nil {
 				plugin = n.Value
 			}
-			out = append(out, fmt.Sprintf("line %d: %s args: %s: %s", line, plugin, m[2], e.Detail))
+			out = append(out, fmt.Sprintf("line %d: %s args: %s", line, plugin, argsFieldMessage(m[2], e.Detail)))
 			continue
 		}
 		msg := fmt.Sprintf("line %d: %s: %s", line, e.Field, e.ErrorBody())

@@ -64,12 +64,8 @@ func DecodePluginArgs(plugin string, raw *configapi.RawArgs) (runtime.Object, er
 		}
 		return nil, fmt.Errorf("%s args: %s", plugin, wrapSource(src, errors.New(strings.Join(msgs, "; "))))
 	}
-	if errs := validation.ValidatePluginArgs(nil, obj); len(errs) > 0 {
-		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msgs[i] = fmt.Sprintf("%s: %s", e.Field, e.Detail)
-		}
-		return nil, fmt.Errorf("%s args: %s", plugin, strings.Join(msgs, "; "))
+	if err := ValidatePluginArgs(plugin, obj); err != nil {
+		return nil, err
 	}
 	return obj, nil
 }
@@ -218,4 +214,49 @@ func keyLine(node *yaml.Node, path string) int {
 		}
 	}
 	return l
+}
+
+// CompletePluginArgs defaults and validates typed args built in code (the
+// internal version, as a plugin's factory gets them): fields left zero
+// take the defaults of the file's version, as if the file had left them
+// out. It returns a defaulted copy; args is not modified.
+func CompletePluginArgs(plugin string, args runtime.Object) (runtime.Object, error) {
+	versioned, err := scheme.Scheme.ConvertToVersion(args.DeepCopyObject(), v1alpha1.SchemeGroupVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%s args: %w", plugin, err)
+	}
+	scheme.Scheme.Default(versioned)
+	internal, err := scheme.Scheme.ConvertToVersion(versioned, configapi.SchemeGroupVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%s args: %w", plugin, err)
+	}
+	if err := ValidatePluginArgs(plugin, internal); err != nil {
+		return nil, err
+	}
+	return internal, nil
+}
+
+// ValidatePluginArgs checks typed args, naming the plugin and each bad
+// field, as "NodeResourcesFit args: resources[0].weight: must be
+// between 1 and 100, got 101".
+func ValidatePluginArgs(plugin string, args runtime.Object) error {
+	errs := validation.ValidatePluginArgs(nil, args)
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = argsFieldMessage(e.Field, e.Detail)
+	}
+	return fmt.Errorf("%s args: %s", plugin, strings.Join(msgs, "; "))
+}
+
+// argsFieldMessage renders a problem of a plugin's args after its field:
+// "field: detail", or "field detail" for a detail that starts with a
+// space (see pkg/apis/config/validation).
+func argsFieldMessage(field, detail string) string {
+	if strings.HasPrefix(detail, " ") {
+		return field + detail
+	}
+	return field + ": " + detail
 }

@@ -58,9 +58,9 @@ func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.
 // NewWithArgs builds the plugin from args, for callers that configure it in
 // code. Args are defaulted and validated.
 func NewWithArgs(args Args) (*Fit, error) {
-	args.Default()
-	if err := args.Validate(); err != nil {
-		return nil, fmt.Errorf("%s args: %w", Name, err)
+	args, err := complete(args)
+	if err != nil {
+		return nil, err
 	}
 	f := &Fit{args: args, score: leastAllocatedScore}
 	if args.ScoringStrategy == MostAllocated {

@@ -213,3 +213,29 @@ func InformerFactory(plugin string, h framework.Handle) (informers.SharedInforme
 	}
 	return h.SharedInformerFactory(), nil
 }
+
+// TypedArgs returns a plugin's typed args (T is its type in
+// pkg/apis/config, e.g. config.TopologyAwareArgs), for the factory of a
+// plugin the configuration API has a type for. A profile read from a file
+// gives them decoded, defaulted and validated; nil args (no pluginConfig
+// entry) give the defaults, and RawArgs (a configuration built in code)
+// are decoded as the file's would be (config.DecodePluginArgs). Args of
+// another type are an error naming the plugin.
+func TypedArgs[T any](plugin string, args runtime.Object) (*T, error) {
+	if a, ok := any(args).(*T); ok && a != nil {
+		return a, nil
+	}
+	switch a := args.(type) {
+	case nil, *configapi.RawArgs:
+		raw, _ := a.(*configapi.RawArgs)
+		obj, err := config.DecodePluginArgs(plugin, raw)
+		if err != nil {
+			return nil, err
+		}
+		if typed, ok := any(obj).(*T); ok {
+			return typed, nil
+		}
+		return nil, fmt.Errorf("%s args: the configuration API reads them as %T, not %T", plugin, obj, new(T))
+	}
+	return nil, fmt.Errorf("%s args: got %T, want %T", plugin, args, new(T))
+}

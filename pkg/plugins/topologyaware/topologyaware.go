@@ -139,18 +139,18 @@ func (pl *TopologyAware) resolve(t *framework.TopologyConstraint) (string, bool)
 func (pl *TopologyAware) searchOrder(key string, required bool) []level {
 	i := slices.Index(pl.args.Levels, key)
 	if i < 0 {
-		return []level{{key: key, limit: pl.args.MaxPlacements}}
+		return []level{{key: key, limit: int(pl.args.MaxPlacements)}}
 	}
 	var out []level
 	if pl.args.MaxNarrowerPlacements > 0 {
 		for j := len(pl.args.Levels) - 1; j > i; j-- {
-			out = append(out, level{key: pl.args.Levels[j], limit: pl.args.MaxNarrowerPlacements})
+			out = append(out, level{key: pl.args.Levels[j], limit: int(pl.args.MaxNarrowerPlacements)})
 		}
 	}
-	out = append(out, level{key: key, limit: pl.args.MaxPlacements})
+	out = append(out, level{key: key, limit: int(pl.args.MaxPlacements)})
 	if !required {
 		for j := i - 1; j >= 0; j-- {
-			out = append(out, level{key: pl.args.Levels[j], limit: pl.args.MaxNarrowerPlacements})
+			out = append(out, level{key: pl.args.Levels[j], limit: int(pl.args.MaxNarrowerPlacements)})
 		}
 	}
 	return out

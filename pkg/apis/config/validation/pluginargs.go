@@ -17,7 +17,9 @@ import (
 
 // The details of the plugin args' errors read after their field, as
 // "resources[0].weight: must be between 1 and 100, got 101"; pkg/config
-// renders them so, after the plugin's name.
+// renders them so, after the plugin's name. A detail that starts with a
+// space follows its field without a colon, as
+// "maxPlacements -2 must be at least 1".
 
 // ValidatePluginArgs returns every problem of a plugin's typed args,
 // defaulted, with field paths under p. Args the API has no type for
@@ -102,19 +104,19 @@ func ValidateTopologyAwareArgs(p *field.Path, a *config.TopologyAwareArgs) field
 	for i, l := range a.Levels {
 		lp := p.Child("levels").Index(i)
 		if msgs := validation.IsQualifiedName(l); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(lp, l, fmt.Sprintf("%q is not a node label key: %s", l, msgs[0])))
+			errs = append(errs, field.Invalid(lp, l, fmt.Sprintf(" %q is not a node label key: %s", l, msgs[0])))
 		} else if seen.Has(l) {
 			errs = append(errs, field.Duplicate(lp, l))
-			errs[len(errs)-1].Detail = fmt.Sprintf("%q is listed twice", l)
+			errs[len(errs)-1].Detail = fmt.Sprintf(" %q is listed twice", l)
 		}
 		seen.Insert(l)
 	}
 	if a.MaxPlacements < 1 {
-		errs = append(errs, field.Invalid(p.Child("maxPlacements"), a.MaxPlacements, fmt.Sprintf("%d must be at least 1", a.MaxPlacements)))
+		errs = append(errs, field.Invalid(p.Child("maxPlacements"), a.MaxPlacements, fmt.Sprintf(" %d must be at least 1", a.MaxPlacements)))
 	}
 	if a.MaxNarrowerPlacements < -1 {
 		errs = append(errs, field.Invalid(p.Child("maxNarrowerPlacements"), a.MaxNarrowerPlacements,
-			fmt.Sprintf("%d must be -1 (none) or more", a.MaxNarrowerPlacements)))
+			fmt.Sprintf(" %d must be -1 (none) or more", a.MaxNarrowerPlacements)))
 	}
 	return errs
 }
@@ -132,7 +134,7 @@ func ValidateDefaultPreemptionArgs(p *field.Path, a *config.DefaultPreemptionArg
 	}
 	if pct == 0 && abs == 0 {
 		errs = append(errs, field.Invalid(p.Child("minCandidateNodesPercentage"), pct,
-			"and minCandidateNodesAbsolute cannot both be 0"))
+			" and minCandidateNodesAbsolute cannot both be 0"))
 	}
 	return errs
 }
