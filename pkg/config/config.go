@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -404,4 +405,28 @@ func entryLine(root *yaml.Node, key string, i int) int {
 		}
 	}
 	return root.Line
+}
+
+// WrittenJSON returns, as JSON, what the file says at a field named by its
+// path in the API (e.g. "profiles[0].pluginConfig[1].args"), as written:
+// before defaults, read as YAML 1.2 as the rest of the file. ok is false
+// when the file does not have the field, or is null there.
+func (f *File) WrittenJSON(path string) (data []byte, ok bool, err error) {
+	if f == nil || f.root == nil {
+		return nil, false, nil
+	}
+	n, _ := walkPath(f.root, path)
+	if n == nil || isNull(n) {
+		return nil, false, nil
+	}
+	budget := maxJSONNodes
+	v, err := nodeValue(n, &budget)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %s: %w", f.Path, path, err)
+	}
+	data, err = json.Marshal(v)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %s: %w", f.Path, path, err)
+	}
+	return data, true, nil
 }

@@ -19,10 +19,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
-	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 // faultyManager serves a Store, except that queued responses replace the

@@ -24,8 +24,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 // ewYAML is an ExternalWorkload manifest (8 lines).

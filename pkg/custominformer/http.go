@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 // Source type names registered by this package.

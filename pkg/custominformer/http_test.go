@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
-	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 func newWorkloadStore(t *testing.T) *resourcemanager.Store {

@@ -14,9 +14,9 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 	"k8s.io/client-go/util/watchlist"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
-	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 func TestBuildRunsInformerFromRegisteredSource(t *testing.T) {

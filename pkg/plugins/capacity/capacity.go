@@ -16,13 +16,13 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // Name is the Capacity plugin's name in profiles.

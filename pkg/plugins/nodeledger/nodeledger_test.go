@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/ledger"
 	"github.com/batch-scheduler/batch-scheduler/pkg/ledger/ledgertest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
-	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 type res = map[v1.ResourceName]string

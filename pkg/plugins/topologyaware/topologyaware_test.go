@@ -3,9 +3,9 @@ package topologyaware
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
