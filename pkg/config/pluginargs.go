@@ -140,7 +140,14 @@ func decodeTypedArgs(plugin string, node *yaml.Node) (runtime.Object, []argsProb
 		}
 		var fe *field.Error
 		if errors.As(err, &fe) {
-			return nil, []argsProblem{{line(fe.Field), fe.Field + " " + fe.Detail}}
+			// The line of the value refused, where it starts.
+			l := line(fe.Field)
+			if node != nil {
+				if v, _ := walkPath(node, fe.Field); v != nil {
+					l = v.Line
+				}
+			}
+			return nil, []argsProblem{{l, fe.Field + " " + fe.Detail}}
 		}
 		return nil, []argsProblem{decodeProblem(err.Error(), line)}
 	}
