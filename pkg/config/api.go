@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -46,8 +47,42 @@ func decodeAPI(root *yaml.Node) (*configapi.SchedulerConfiguration, []string) {
 	if !ok {
 		return nil, []string{fmt.Sprintf("line %d: the file decodes to %T, not a scheduler configuration", root.Line, obj)}
 	}
+	if problems := typePluginArgs(cfg, root); len(problems) > 0 {
+		return nil, problems
+	}
 	return cfg, fieldProblems(validation.ValidateSchedulerConfiguration(cfg), root)
 }
+
+// typePluginArgs decodes the args of every pluginConfig entry whose
+// plugin the API has a type for into that type, defaulted (validation
+// follows with the rest of the file). Each problem is at its line.
+func typePluginArgs(cfg *configapi.SchedulerConfiguration, root *yaml.Node) []string {
+	var problems []string
+	for i := range cfg.Profiles {
+		for j := range cfg.Profiles[i].PluginConfig {
+			pc := &cfg.Profiles[i].PluginConfig[j]
+			if !HasTypedArgs(pc.Name) {
+				continue
+			}
+			node, _ := walkPath(root, fmt.Sprintf("profiles[%d].pluginConfig[%d].args", i, j))
+			if node != nil && isNull(node) {
+				node = nil
+			}
+			obj, errs := decodeTypedArgs(pc.Name, node)
+			for _, e := range errs {
+				if e.line <= 0 {
+					e.line = lineOfPath(root, fmt.Sprintf("profiles[%d].pluginConfig[%d]", i, j))
+				}
+				problems = append(problems, fmt.Sprintf("line %d: %s (%s args)", e.line, e.msg, pc.Name))
+			}
+			pc.Args = obj
+		}
+	}
+	return problems
+}
+
+// argsFieldRE matches the path of a field of a plugin's args.
+var argsFieldRE = regexp.MustCompile(`^(profiles\[\d+\]\.pluginConfig\[\d+\])\.args\.(.+)$`)
 
 // fieldProblems renders validation errors for a message: each prefixed
 // with the line its field is on.
@@ -61,6 +96,16 @@ func fieldProblems(errs field.ErrorList, root *yaml.Node) []string {
 			e = &short
 		}
 		node, line := walkPath(root, e.Field)
+		if m := argsFieldRE.FindStringSubmatch(e.Field); m != nil {
+			// A plugin's typed args: worded as the plugin's own errors
+			// were, after its name.
+			plugin := ""
+			if n := valueAtPath(root, m[1]+".name"); n != nil {
+				plugin = n.Value
+			}
+			out = append(out, fmt.Sprintf("line %d: %s args: %s", line, plugin, argsFieldMessage(m[2], e.Detail)))
+			continue
+		}
 		msg := fmt.Sprintf("line %d: %s: %s", line, e.Field, e.ErrorBody())
 		if node == nil && e.Type == field.ErrorTypeInvalid {
 			// A default, not something the file says: say so, since the

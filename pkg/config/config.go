@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
@@ -22,69 +24,60 @@ const (
 	Kind       = "SchedulerConfiguration"
 )
 
-// File is a decoded, validated configuration file.
+// File is a read, decoded and validated configuration file.
 type File struct {
 	// Path is where the file was read from; it prefixes every error.
 	Path string
-	// EventHandlers holds per-handler settings, in file order. Only the
-	// entry of the handler chosen with --event-handler is used; the others
-	// let one file serve several binaries.
-	EventHandlers []EventHandler
-	// CustomInformers declares informers whose objects come from external
-	// resource managers.
-	CustomInformers []CustomInformer
-	// Profiles are the scheduling profiles, in file order; nil when the
-	// file has none. Each names the plugins that schedule the pods of one
-	// spec.schedulerName, as overrides of the default profile.
-	Profiles []Profile
-	// Tuning holds the scheduler-wide settings (parallelism, backoffs),
-	// defaulted.
-	Tuning Tuning
 	// API is the file as the configuration API's internal version
-	// (pkg/apis/config): decoded strictly, defaulted and validated. The
-	// fields above are read from it, with the file's line numbers and
-	// each plugin's and handler's args as a Section.
+	// (pkg/apis/config), the only configuration types: decoded strictly,
+	// defaulted and validated. The args the API has no type for (event
+	// handlers', custom informer sources', out-of-tree plugins') are
+	// *configapi.RawArgs that keep the file's line numbers.
 	API *configapi.SchedulerConfiguration
+	// Tuning holds the scheduler-wide settings (parallelism, backoffs),
+	// defaulted, read from API.
+	Tuning Tuning
+	// root is the parsed document, for Line.
+	root *yaml.Node
 }
 
-// EventHandler is one entry of eventHandlers.
-type EventHandler struct {
-	Name string
-	// Args is the handler's own settings, nil when the entry has none.
-	Args *Section
-	// Line is the entry's line in the file.
-	Line int
+// Line returns the line in the file of a field named by its path in the
+// API (e.g. "profiles[1].pluginConfig[0]"), or of the deepest part of the
+// path the file has; 0 for a File not read from a file.
+func (f *File) Line(path string) int {
+	if f == nil || f.root == nil {
+		return 0
+	}
+	return lineOfPath(f.root, path)
 }
 
-// CustomInformer is one entry of customInformers.
-type CustomInformer struct {
-	// Name identifies the informer in logs, metrics and /readyz. It is a
-	// DNS-1123 label and unique in the file.
-	Name string
-	// Resource says what the informer's objects are and which handler
-	// methods receive them, e.g. "Node".
-	Resource string
-	// SourceType names the source kind (the single key under source:), and
-	// SourceArgs holds its settings.
-	SourceType string
-	SourceArgs *Section
-	// ResyncPeriod, when non-zero, re-delivers every object as an update at
-	// that interval.
-	ResyncPeriod time.Duration
-	// Line is the entry's line in the file.
-	Line int
+// Profiles returns the file's profiles (nil for none or a nil f).
+func (f *File) Profiles() []configapi.Profile {
+	if f == nil || f.API == nil || len(f.API.Profiles) == 0 {
+		return nil
+	}
+	return f.API.Profiles
+}
+
+// CustomInformers returns the file's custom informers (nil for none or
+// a nil f).
+func (f *File) CustomInformers() []configapi.CustomInformer {
+	if f == nil || f.API == nil {
+		return nil
+	}
+	return f.API.CustomInformers
 }
 
 // HandlerArgs returns the settings of the named event handler, or nil when
 // the file (or f itself) has none.
 func (f *File) HandlerArgs(name string) io.Reader {
-	if f == nil {
+	if f == nil || f.API == nil {
 		return nil
 	}
-	for _, h := range f.EventHandlers {
+	for _, h := range f.API.EventHandlers {
 		if h.Name == name && h.Args != nil {
-			// A fresh reader each time: a Section is read once.
-			return h.Args.Clone()
+			// A fresh reader each time.
+			return h.Args.Reader()
 		}
 	}
 	return nil
@@ -231,15 +224,22 @@ func checkSizes(n *yaml.Node) error {
 	return nil
 }
 
-type rawFile struct {
-	APIVersion      string              `yaml:"apiVersion"`
-	Kind            string              `yaml:"kind"`
+// rawHeader is the part of the file the structural pass reads into Go
+// types: its header. The rest is checked node by node and then decoded
+// through the API's scheme.
+type rawHeader struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+}
+
+// rawShape is the file's top level as written, decoded strictly only to
+// report unknown keys and wrong kinds in yaml.v3's words, at their lines.
+type rawShape struct {
+	rawHeader       `yaml:",inline"`
 	EventHandlers   []rawEventHandler   `yaml:"eventHandlers"`
 	CustomInformers []rawCustomInformer `yaml:"customInformers"`
-	// Profiles is decoded node by node (see profileParser), so that errors
-	// name each field's path.
-	Profiles  yaml.Node `yaml:"profiles"`
-	rawTuning `yaml:",inline"`
+	Profiles        yaml.Node           `yaml:"profiles"`
+	rawTuning       `yaml:",inline"`
 }
 
 type rawEventHandler struct {
@@ -273,7 +273,7 @@ func Parse(path string, data []byte) (*File, error) {
 	if err := kubeSchedulerOnlyFields(doc.Content[0]); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var raw rawFile
+	var raw rawShape
 	if err := DecodeStrict(bytes.NewReader(data), &raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -293,54 +293,37 @@ func Parse(path string, data []byte) (*File, error) {
 		bad(lineOf(root, "kind"), "kind is %s, want %q", quote(raw.Kind), want)
 	}
 
-	f := &File{Path: path}
 	for i, h := range raw.EventHandlers {
-		line := entryLine(root, "eventHandlers", i)
-		field := fmt.Sprintf("eventHandlers[%d]", i)
-		eh := EventHandler{Name: h.Name, Line: line}
-		if h.Args.Kind != 0 && !isNull(&h.Args) {
-			if h.Args.Kind != yaml.MappingNode {
-				bad(h.Args.Line, "%s.args must be a mapping", field)
-			} else {
-				eh.Args = newSection(path, data, &doc, &h.Args)
-			}
+		if h.Args.Kind != 0 && !isNull(&h.Args) && h.Args.Kind != yaml.MappingNode {
+			bad(h.Args.Line, "eventHandlers[%d].args must be a mapping", i)
 		}
-		f.EventHandlers = append(f.EventHandlers, eh)
 	}
-
 	for i, ci := range raw.CustomInformers {
 		line := entryLine(root, "customInformers", i)
 		field := fmt.Sprintf("customInformers[%d]", i)
 		if ci.Name != "" {
 			field = fmt.Sprintf("customInformers[%d] (%s)", i, shorten(ci.Name))
 		}
-		out := CustomInformer{Name: ci.Name, Resource: ci.Resource, ResyncPeriod: ci.ResyncPeriod, Line: line}
 		switch {
 		case ci.Source.Kind == 0 || isNull(&ci.Source):
 			bad(line, "%s.source is required: a mapping with exactly one key, the source type", field)
 		case ci.Source.Kind != yaml.MappingNode || len(ci.Source.Content) != 2:
 			bad(ci.Source.Line, "%s.source must have exactly one key, the source type (e.g. http:), got %d", field, len(ci.Source.Content)/2)
 		default:
-			out.SourceType = ci.Source.Content[0].Value
-			if args := ci.Source.Content[1]; !isNull(args) {
-				if args.Kind != yaml.MappingNode {
-					bad(args.Line, "%s.source.%s must be a mapping", field, out.SourceType)
-				} else {
-					out.SourceArgs = newSection(path, data, &doc, args)
-				}
+			if args := ci.Source.Content[1]; !isNull(args) && args.Kind != yaml.MappingNode {
+				bad(args.Line, "%s.source.%s must be a mapping", field, ci.Source.Content[0].Value)
 			}
 		}
-		f.CustomInformers = append(f.CustomInformers, out)
 	}
 	if n := valueOf(root, "profiles"); n != nil {
-		pp := &profileParser{path: path, data: data, doc: &doc, bad: bad}
-		f.Profiles = pp.parse(n)
+		(&profileChecker{bad: bad}).check(n)
 	}
+	var api *configapi.SchedulerConfiguration
 	if len(problems) == 0 {
 		// The file's structure is right: decode it through the API's
 		// scheme (defaults, conversion to the internal version) and
 		// validate what it says.
-		f.API, problems = decodeAPI(root)
+		api, problems = decodeAPI(root)
 	}
 	if len(problems) > maxProblems {
 		more := len(problems) - maxProblems
@@ -349,8 +332,48 @@ func Parse(path string, data []byte) (*File, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))
 	}
-	f.Tuning = tuningOf(f.API)
-	return f, nil
+	attachRawArgs(path, data, &doc, api)
+	return &File{Path: path, API: api, Tuning: tuningOf(api), root: root}, nil
+}
+
+// attachRawArgs replaces the raw args of api, which the scheme read as
+// JSON, with their text in the file, cut at the file's own lines, so that
+// the code that decodes them reports positions a user can find.
+func attachRawArgs(path string, data []byte, doc *yaml.Node, api *configapi.SchedulerConfiguration) {
+	root := doc.Content[0]
+	section := func(field string) *configapi.RawArgs {
+		n, _ := walkPath(root, field)
+		if n == nil || isNull(n) {
+			return nil
+		}
+		return configapi.NewRawArgs(path, newSection(path, data, doc, n).Bytes())
+	}
+	for i := range api.EventHandlers {
+		if api.EventHandlers[i].Args != nil {
+			api.EventHandlers[i].Args = section(fmt.Sprintf("eventHandlers[%d].args", i))
+		}
+	}
+	for i := range api.CustomInformers {
+		ci := &api.CustomInformers[i]
+		if ci.SourceArgs != nil {
+			ci.SourceArgs = section(fmt.Sprintf("customInformers[%d].source.%s", i, ci.SourceType))
+		}
+	}
+	for i := range api.Profiles {
+		for j := range api.Profiles[i].PluginConfig {
+			pc := &api.Profiles[i].PluginConfig[j]
+			switch pc.Args.(type) {
+			case *runtime.Unknown, *configapi.RawArgs:
+				// Not one of the API's typed args: the plugin decodes
+				// them.
+				if raw := section(fmt.Sprintf("profiles[%d].pluginConfig[%d].args", i, j)); raw != nil {
+					pc.Args = raw
+				} else {
+					pc.Args = nil
+				}
+			}
+		}
+	}
 }
 
 func isNull(n *yaml.Node) bool {
@@ -382,4 +405,28 @@ func entryLine(root *yaml.Node, key string, i int) int {
 		}
 	}
 	return root.Line
+}
+
+// WrittenJSON returns, as JSON, what the file says at a field named by its
+// path in the API (e.g. "profiles[0].pluginConfig[1].args"), as written:
+// before defaults, read as YAML 1.2 as the rest of the file. ok is false
+// when the file does not have the field, or is null there.
+func (f *File) WrittenJSON(path string) (data []byte, ok bool, err error) {
+	if f == nil || f.root == nil {
+		return nil, false, nil
+	}
+	n, _ := walkPath(f.root, path)
+	if n == nil || isNull(n) {
+		return nil, false, nil
+	}
+	budget := maxJSONNodes
+	v, err := nodeValue(n, &budget)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %s: %w", f.Path, path, err)
+	}
+	data, err = json.Marshal(v)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %s: %w", f.Path, path, err)
+	}
+	return data, true, nil
 }

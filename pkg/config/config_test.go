@@ -55,17 +55,17 @@ func TestParseGood(t *testing.T) {
 	if r := f.HandlerArgs("absent"); r != nil {
 		t.Errorf("HandlerArgs(absent) = %v, want nil", r)
 	}
-	if len(f.CustomInformers) != 1 {
-		t.Fatalf("custom informers = %+v", f.CustomInformers)
+	if len(f.CustomInformers()) != 1 {
+		t.Fatalf("custom informers = %+v", f.CustomInformers())
 	}
-	ci := f.CustomInformers[0]
-	if ci.Name != "vm-manager" || ci.Resource != "Node" || ci.SourceType != "http" || ci.ResyncPeriod != 30*time.Second || ci.Line != 13 {
+	ci := f.CustomInformers()[0]
+	if ci.Name != "vm-manager" || ci.Resource != "Node" || ci.SourceType != "http" || ci.ResyncPeriod.Duration != 30*time.Second || f.Line("customInformers[0]") != 13 {
 		t.Errorf("custom informer = %+v", ci)
 	}
 	var src struct {
 		URL string `yaml:"url"`
 	}
-	if err := DecodeStrict(ci.SourceArgs.Clone(), &src); err != nil || src.URL != "http://127.0.0.1:8080" {
+	if err := DecodeStrict(ci.SourceArgs.Reader(), &src); err != nil || src.URL != "http://127.0.0.1:8080" {
 		t.Errorf("source args = %+v, %v", src, err)
 	}
 }
@@ -156,7 +156,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, err := Load(p)
-	if err != nil || f.Path != p || len(f.EventHandlers) != 3 {
+	if err != nil || f.Path != p || len(f.API.EventHandlers) != 3 {
 		t.Fatalf("Load = %+v, %v", f, err)
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {

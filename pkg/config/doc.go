@@ -1,12 +1,19 @@
 // Package config reads the scheduler's configuration file (--config-path):
 // one YAML document with apiVersion and kind, and sections for event
-// handlers, custom informers and scheduling profiles.
+// handlers, custom informers and scheduling profiles. It holds no
+// configuration types of its own: a File's API is the internal version of
+// the configuration API (pkg/apis/config), which every consumer reads.
 //
-// Decoding is strict everywhere. An unknown field or a bad value is an error
-// that names the field and its line in the file. Each event handler's
-// section is handed to its factory as a *Section: an io.Reader over YAML
-// that keeps the file's own line and column numbers, so that the factory's
-// DecodeStrict reports positions a user can find in the file. The args of
-// a profile's pluginConfig entries are handed to plugin factories the
-// same way.
+// Reading is strict everywhere. The file's shape is checked node by node
+// first, then it is decoded through the API's scheme (v1alpha1, defaults,
+// conversion to the internal version), the args of the plugins the API
+// has a type for are decoded into those types the same way, and the
+// result is validated. Every problem names its field and its line in the
+// file.
+//
+// Settings the API has no type for (an event handler's args, a custom
+// informer source's, an out-of-tree plugin's) are kept as
+// *config.RawArgs whose YAML keeps the file's own line and column numbers,
+// so that their owner's DecodeStrict reports positions a user can find in
+// the file.
 package config

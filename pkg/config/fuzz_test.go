@@ -71,24 +71,28 @@ func checkFile(t *testing.T, file *File, data []byte) {
 			t.Errorf("%s: line %d is outside the file's %d lines", what, line, lines)
 		}
 	}
-	checkSection := func(what string, s *Section) {
+	checkSection := func(what string, s *configapi.RawArgs) {
 		t.Helper()
 		if s == nil {
 			return
 		}
-		if s.Source() != fuzzPath {
-			t.Errorf("%s: section source = %q, want %q", what, s.Source(), fuzzPath)
+		if s.Source != fuzzPath {
+			t.Errorf("%s: section source = %q, want %q", what, s.Source, fuzzPath)
 		}
 		// Decoding a section may fail (its owner decides what it
 		// accepts), but must not panic, and an error must name the file.
 		var anything any
-		if err := DecodeStrict(s.Clone(), &anything); err != nil && !strings.HasPrefix(err.Error(), fuzzPath+": ") {
+		if err := DecodeStrict(s.Reader(), &anything); err != nil && !strings.HasPrefix(err.Error(), fuzzPath+": ") {
 			t.Errorf("%s: section error does not name the file: %v", what, err)
 		}
 	}
 
+	api := file.API
+	if api == nil {
+		t.Fatal("File.API is nil for an accepted file")
+	}
 	handlers := map[string]bool{}
-	for i, h := range file.EventHandlers {
+	for i, h := range api.EventHandlers {
 		what := "eventHandlers[" + h.Name + "]"
 		if h.Name == "" {
 			t.Errorf("eventHandlers entry %d has no name", i)
@@ -97,7 +101,7 @@ func checkFile(t *testing.T, file *File, data []byte) {
 			t.Errorf("%s: duplicate name accepted", what)
 		}
 		handlers[h.Name] = true
-		checkLine(what, h.Line)
+		checkLine(what, file.Line(fmt.Sprintf("eventHandlers[%d]", i)))
 		checkSection(what, h.Args)
 		// HandlerArgs hands out a fresh reader every time.
 		if h.Args != nil {
@@ -108,7 +112,7 @@ func checkFile(t *testing.T, file *File, data []byte) {
 	}
 
 	informers := map[string]bool{}
-	for i, ci := range file.CustomInformers {
+	for i, ci := range api.CustomInformers {
 		what := "customInformers[" + ci.Name + "]"
 		if ci.Name == "" {
 			t.Errorf("customInformers entry %d has no name", i)
@@ -123,18 +127,20 @@ func checkFile(t *testing.T, file *File, data []byte) {
 		if ci.Resource == "" {
 			t.Errorf("%s: empty resource accepted", what)
 		}
-		if ci.ResyncPeriod < 0 {
-			t.Errorf("%s: negative resyncPeriod %s accepted", what, ci.ResyncPeriod)
+		if ci.SourceType == "" {
+			t.Errorf("%s: empty source type accepted", what)
 		}
-		checkLine(what, ci.Line)
+		if ci.ResyncPeriod.Duration < 0 {
+			t.Errorf("%s: negative resyncPeriod %s accepted", what, ci.ResyncPeriod.Duration)
+		}
+		checkLine(what, file.Line(fmt.Sprintf("customInformers[%d]", i)))
 		checkSection(what+".source."+ci.SourceType, ci.SourceArgs)
 	}
 
-	checkAPI(t, file)
-
 	profiles := map[string]bool{}
-	for i, p := range file.Profiles {
+	for i, p := range api.Profiles {
 		what := "profiles[" + p.SchedulerName + "]"
+		path := fmt.Sprintf("profiles[%d]", i)
 		if p.SchedulerName == "" {
 			t.Errorf("profiles entry %d has no schedulerName", i)
 		}
@@ -145,30 +151,35 @@ func checkFile(t *testing.T, file *File, data []byte) {
 			t.Errorf("%s: duplicate schedulerName accepted", what)
 		}
 		profiles[p.SchedulerName] = true
-		checkLine(what, p.Line)
-		for _, key := range extensionKeys {
-			list := p.Plugins.Get(key)
-			if list == nil {
+		checkLine(what, file.Line(path))
+		for _, key := range slices.Concat(extensionKeys, []string{configapi.ExtensionMultiPoint}) {
+			set := p.Plugins.Get(key)
+			if set == nil {
 				continue
 			}
-			checkLine(what+".plugins."+key, list.Line)
+			checkLine(what+".plugins."+key, file.Line(path+".plugins."+key))
 			names := map[string]bool{}
-			for _, pl := range list.Plugins {
-				if pl.Name == "" {
-					t.Errorf("%s.plugins.%s: plugin without a name accepted", what, key)
+			for j, pl := range set.Enabled {
+				if pl.Name == "" || pl.Name == "*" {
+					t.Errorf("%s.plugins.%s: plugin named %q enabled", what, key, pl.Name)
 				}
 				if names[pl.Name] {
 					t.Errorf("%s.plugins.%s: duplicate plugin %q accepted", what, key, pl.Name)
 				}
 				names[pl.Name] = true
-				checkLine(what+".plugins."+key+"."+pl.Name, pl.Line)
-				if pl.Weight < 0 || (pl.Weight != 0 && key != ExtensionScore) {
+				checkLine(what+".plugins."+key+"."+pl.Name, file.Line(fmt.Sprintf("%s.plugins.%s.enabled[%d]", path, key, j)))
+				if pl.Weight < 0 || (pl.Weight != 0 && key != configapi.ExtensionScore && key != configapi.ExtensionMultiPoint) {
 					t.Errorf("%s.plugins.%s: plugin %q has weight %d", what, key, pl.Name, pl.Weight)
+				}
+			}
+			for _, pl := range set.Disabled {
+				if pl.Name == "" || pl.Weight != 0 {
+					t.Errorf("%s.plugins.%s: disabled plugin %+v accepted", what, key, pl)
 				}
 			}
 		}
 		configs := map[string]bool{}
-		for _, pc := range p.PluginConfig {
+		for j, pc := range p.PluginConfig {
 			if pc.Name == "" {
 				t.Errorf("%s.pluginConfig: entry without a name accepted", what)
 			}
@@ -176,84 +187,10 @@ func checkFile(t *testing.T, file *File, data []byte) {
 				t.Errorf("%s.pluginConfig: duplicate %q accepted", what, pc.Name)
 			}
 			configs[pc.Name] = true
-			checkLine(what+".pluginConfig."+pc.Name, pc.Line)
-			checkSection(what+".pluginConfig."+pc.Name, pc.Args)
-		}
-	}
-}
-
-// checkAPI checks that the file's API object, decoded through the scheme,
-// says what the structural pass read: the same entries, names and
-// plugins.
-func checkAPI(t *testing.T, file *File) {
-	t.Helper()
-	api := file.API
-	if api == nil {
-		t.Fatal("File.API is nil for an accepted file")
-	}
-	if len(api.EventHandlers) != len(file.EventHandlers) || len(api.CustomInformers) != len(file.CustomInformers) || len(api.Profiles) != len(file.Profiles) {
-		t.Fatalf("API has %d handlers, %d informers, %d profiles; the file %d, %d, %d", len(api.EventHandlers), len(api.CustomInformers),
-			len(api.Profiles), len(file.EventHandlers), len(file.CustomInformers), len(file.Profiles))
-	}
-	for i, h := range file.EventHandlers {
-		if api.EventHandlers[i].Name != h.Name {
-			t.Errorf("eventHandlers[%d]: API name %q, file %q", i, api.EventHandlers[i].Name, h.Name)
-		}
-	}
-	for i, ci := range file.CustomInformers {
-		a := api.CustomInformers[i]
-		if a.Name != ci.Name || a.Resource != ci.Resource || a.ResyncPeriod.Duration != ci.ResyncPeriod {
-			t.Errorf("customInformers[%d]: API %s/%s/%s, file %s/%s/%s", i, a.Name, a.Resource, a.ResyncPeriod.Duration, ci.Name, ci.Resource, ci.ResyncPeriod)
-		}
-		if _, ok := a.Source[ci.SourceType]; !ok || len(a.Source) != 1 {
-			t.Errorf("customInformers[%d]: API source %v, file %q", i, a.Source, ci.SourceType)
-		}
-	}
-	for i, p := range file.Profiles {
-		a := api.Profiles[i]
-		if a.SchedulerName != p.SchedulerName {
-			t.Errorf("profiles[%d]: API schedulerName %q, file %q", i, a.SchedulerName, p.SchedulerName)
-		}
-		for _, key := range extensionKeys {
-			list, set := p.Plugins.Get(key), apiPluginSet(a.Plugins, key)
-			if (list == nil) != (set == nil) {
-				t.Errorf("profiles[%d].plugins.%s: in the file %v, in the API %v", i, key, list != nil, set != nil)
-				continue
-			}
-			if list == nil {
-				continue
-			}
-			var want, got []string
-			for _, pl := range list.Plugins {
-				want = append(want, fmt.Sprintf("%s/%d", pl.Name, pl.Weight))
-			}
-			for _, pl := range set.Enabled {
-				got = append(got, fmt.Sprintf("%s/%d", pl.Name, pl.Weight))
-			}
-			disabled := list.Disabled
-			if !list.Merge {
-				disabled = []string{"*"} // the list form replaces the defaults
-			}
-			var gotDisabled []string
-			for _, pl := range set.Disabled {
-				gotDisabled = append(gotDisabled, pl.Name)
-			}
-			if !slices.Equal(want, got) || !slices.Equal(disabled, gotDisabled) {
-				t.Errorf("profiles[%d].plugins.%s: file enables %v and disables %v, the API %v and %v", i, key, want, disabled, got, gotDisabled)
+			checkLine(what+".pluginConfig."+pc.Name, file.Line(fmt.Sprintf("%s.pluginConfig[%d]", path, j)))
+			if raw, ok := pc.Args.(*configapi.RawArgs); ok {
+				checkSection(what+".pluginConfig."+pc.Name, raw)
 			}
 		}
-		if len(a.PluginConfig) != len(p.PluginConfig) {
-			t.Errorf("profiles[%d]: API has %d pluginConfig entries, the file %d", i, len(a.PluginConfig), len(p.PluginConfig))
-		}
 	}
-}
-
-func apiPluginSet(p *configapi.Plugins, key string) *configapi.PluginSet {
-	if p == nil {
-		return nil
-	}
-	return map[string]*configapi.PluginSet{
-		ExtensionQueueSort: p.QueueSort, ExtensionPreFilter: p.PreFilter, ExtensionFilter: p.Filter, ExtensionPreScore: p.PreScore,
-		ExtensionScore: p.Score, ExtensionReserve: p.Reserve, ExtensionPermit: p.Permit, ExtensionPostFilter: p.PostFilter, ExtensionBind: p.Bind,
-	}[key]
 }

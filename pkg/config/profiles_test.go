@@ -1,9 +1,15 @@
 package config
 
 import (
+	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 const withProfiles = `apiVersion: batch-scheduler.io/v1alpha1
@@ -22,7 +28,7 @@ profiles:
   - name: GPUTopology
     args:
       limit: 2
-  - name: NodeResourcesFit
+  - name: GPUSpread
     args: {limit: 5}
   - name: NoArgs
 `
@@ -32,34 +38,36 @@ func TestParseProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	if len(f.Profiles) != 2 {
-		t.Fatalf("profiles = %+v", f.Profiles)
+	if len(f.Profiles()) != 2 {
+		t.Fatalf("profiles = %+v", f.Profiles())
 	}
-	def := f.Profiles[0]
-	if def.SchedulerName != "batch-scheduler" || def.Line != 4 || !reflect.DeepEqual(def.Plugins, Plugins{}) || def.PluginConfig != nil {
+	def := f.Profiles()[0]
+	if def.SchedulerName != "batch-scheduler" || f.Line("profiles[0]") != 4 || def.Plugins != nil || def.PluginConfig != nil {
 		t.Errorf("profile 0 = %+v, want only a name, on line 4", def)
 	}
-	gpu := f.Profiles[1]
-	if gpu.SchedulerName != "gpu-scheduler" || gpu.Line != 5 {
-		t.Errorf("profile 1 = %q on line %d", gpu.SchedulerName, gpu.Line)
+	gpu := f.Profiles()[1]
+	if gpu.SchedulerName != "gpu-scheduler" || f.Line("profiles[1]") != 5 {
+		t.Errorf("profile 1 = %q on line %d", gpu.SchedulerName, f.Line("profiles[1]"))
 	}
 	// Absent points are nil (defaults apply), an empty list is non-nil.
-	for _, key := range []string{ExtensionQueueSort, ExtensionPreFilter, ExtensionPreScore, ExtensionReserve, ExtensionPermit} {
+	for _, key := range []string{configapi.ExtensionQueueSort, configapi.ExtensionPreFilter, configapi.ExtensionPreScore, configapi.ExtensionReserve, configapi.ExtensionPermit} {
 		if l := gpu.Plugins.Get(key); l != nil {
 			t.Errorf("%s = %+v, want nil (absent)", key, l)
 		}
 	}
-	if l := gpu.Plugins.Filter; l == nil || len(l.Plugins) != 0 || l.Line != 7 {
+	star := []configapi.Plugin{{Name: "*"}} // a plain list replaces the defaults
+	if l := gpu.Plugins.Filter; l == nil || len(l.Enabled) != 0 || !reflect.DeepEqual(l.Disabled, star) || f.Line("profiles[1].plugins.filter") != 7 {
 		t.Errorf("filter = %+v, want an empty list on line 7", l)
 	}
-	wantScore := &PluginList{Line: 8, Plugins: []Plugin{
-		{Name: "NodeResourcesFit", Weight: 3, Line: 9},
-		{Name: "GPUTopology", Weight: 0, Line: 11},
+	wantScore := &configapi.PluginSet{Disabled: star, Enabled: []configapi.Plugin{
+		{Name: "NodeResourcesFit", Weight: 3},
+		{Name: "GPUTopology", Weight: 0},
 	}}
-	if !reflect.DeepEqual(gpu.Plugins.Score, wantScore) || gpu.Plugins.Get(ExtensionScore) != gpu.Plugins.Score {
-		t.Errorf("score = %+v, want %+v", gpu.Plugins.Score, wantScore)
+	if !reflect.DeepEqual(gpu.Plugins.Score, wantScore) || gpu.Plugins.Get(configapi.ExtensionScore) != gpu.Plugins.Score ||
+		f.Line("profiles[1].plugins.score") != 8 || f.Line("profiles[1].plugins.score.enabled[0]") != 9 || f.Line("profiles[1].plugins.score.enabled[1]") != 11 {
+		t.Errorf("score = %+v, want %+v on lines 8, 9 and 11", gpu.Plugins.Score, wantScore)
 	}
-	if l := gpu.Plugins.Bind; l == nil || !reflect.DeepEqual(l.Plugins, []Plugin{{Name: "DefaultBinder", Line: 12}}) {
+	if l := gpu.Plugins.Bind; l == nil || !reflect.DeepEqual(l.Enabled, []configapi.Plugin{{Name: "DefaultBinder"}}) || f.Line("profiles[1].plugins.bind.enabled[0]") != 12 {
 		t.Errorf("bind = %+v", l)
 	}
 	if gpu.Plugins.Get("unknown") != nil {
@@ -72,19 +80,31 @@ func TestParseProfiles(t *testing.T) {
 		name  string
 		line  int
 		limit int
-	}{{"GPUTopology", 14, 2}, {"NodeResourcesFit", 17, 5}} {
+	}{{"GPUTopology", 14, 2}, {"GPUSpread", 17, 5}} {
 		pc := gpu.PluginConfig[i]
 		var a handlerArgs
-		if pc.Name != want.name || pc.Line != want.line {
-			t.Errorf("pluginConfig[%d] = %q on line %d, want %q on line %d", i, pc.Name, pc.Line, want.name, want.line)
+		line := f.Line(fmt.Sprintf("profiles[1].pluginConfig[%d]", i))
+		if pc.Name != want.name || line != want.line {
+			t.Errorf("pluginConfig[%d] = %q on line %d, want %q on line %d", i, pc.Name, line, want.name, want.line)
 		}
-		if err := DecodeStrict(pc.Args.Clone(), &a); err != nil || a.Limit != want.limit {
+		if err := DecodeStrict(rawArgs(t, pc.Args), &a); err != nil || a.Limit != want.limit {
 			t.Errorf("pluginConfig[%d] args = %+v, %v", i, a, err)
 		}
 	}
 	if pc := gpu.PluginConfig[2]; pc.Name != "NoArgs" || pc.Args != nil {
 		t.Errorf("pluginConfig[2] = %+v, want no args", pc)
 	}
+}
+
+// rawArgs returns a reader over the raw args of a plugin the API has no
+// type for.
+func rawArgs(t *testing.T, args runtime.Object) io.Reader {
+	t.Helper()
+	raw, ok := args.(*configapi.RawArgs)
+	if !ok {
+		t.Fatalf("args are %T, want *RawArgs", args)
+	}
+	return raw.Reader()
 }
 
 // A plugin's strict decoding of its args reports the file and the line in
@@ -97,11 +117,11 @@ func TestPluginArgsKeepFileLines(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	var a handlerArgs
-	err = DecodeStrict(f.Profiles[1].PluginConfig[0].Args.Clone(), &a)
+	err = DecodeStrict(rawArgs(t, f.Profiles()[1].PluginConfig[0].Args), &a)
 	if err == nil || !strings.Contains(err.Error(), "sched.yaml: line 17") || !strings.Contains(err.Error(), "limt") {
 		t.Errorf("block args error = %v, want one naming limt on line 17 of sched.yaml", err)
 	}
-	err = DecodeStrict(f.Profiles[1].PluginConfig[1].Args.Clone(), &a)
+	err = DecodeStrict(rawArgs(t, f.Profiles()[1].PluginConfig[1].Args), &a)
 	if err == nil || !strings.Contains(err.Error(), "sched.yaml: line 19") {
 		t.Errorf("flow args error = %v, want one on line 19 of sched.yaml", err)
 	}
@@ -111,7 +131,7 @@ func TestParseProfilesEmpty(t *testing.T) {
 	header := "apiVersion: batch-scheduler.io/v1alpha1\nkind: SchedulerConfiguration\n"
 	for _, in := range []string{header, header + "profiles:\n", header + "profiles: []\n"} {
 		f, err := Parse("x.yaml", []byte(in))
-		if err != nil || f.Profiles != nil {
+		if err != nil || f.Profiles() != nil {
 			t.Errorf("Parse(%q) = %+v, %v; want no profiles", in, f, err)
 		}
 	}
@@ -122,11 +142,11 @@ func TestParseProfilesEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	if p := f.Profiles[0]; !reflect.DeepEqual(p.Plugins, Plugins{}) || p.PluginConfig != nil {
+	if p := f.Profiles()[0]; p.Plugins != nil || p.PluginConfig != nil {
 		t.Errorf("profile a = %+v", p)
 	}
-	p := f.Profiles[1]
-	if p.Plugins.PreFilter == nil || len(p.Plugins.PreFilter.Plugins) != 1 || p.Plugins.PreFilter.Plugins[0].Name != "X" {
+	p := f.Profiles()[1]
+	if p.Plugins.PreFilter == nil || len(p.Plugins.PreFilter.Enabled) != 1 || p.Plugins.PreFilter.Enabled[0].Name != "X" {
 		t.Errorf("aliased preFilter = %+v", p.Plugins.PreFilter)
 	}
 	if len(p.PluginConfig) != 1 || p.PluginConfig[0].Args != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 func TestTuning(t *testing.T) {
@@ -75,33 +77,19 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Tuning.Parallelism != 4 || len(f.Profiles) != 1 || !f.Profiles[0].Plugins.Get(ExtensionScore).Merge {
+	if f.Tuning.Parallelism != 4 || len(f.Profiles()) != 1 || f.Profiles()[0].Plugins.Get(configapi.ExtensionScore).Disabled[0].Name != "*" {
 		t.Fatalf("parsed %+v", f)
 	}
-	args := f.Profiles[0].PluginConfig[0].Args
-	r, err := WithoutTypeMeta(args.Clone(), "NodeResourcesFitArgs")
-	if err != nil {
-		t.Fatal(err)
+	// The args, with their apiVersion and kind, decode into the plugin's
+	// typed args.
+	args, ok := f.Profiles()[0].PluginConfig[0].Args.(*configapi.NodeResourcesFitArgs)
+	if !ok || args.ScoringStrategy != configapi.MostAllocated {
+		t.Errorf("args with their type meta decode to %+v", f.Profiles()[0].PluginConfig[0].Args)
 	}
-	var out struct {
-		ScoringStrategy struct {
-			Type string `yaml:"type"`
-		} `yaml:"scoringStrategy"`
-	}
-	if err := DecodeStrict(r, &out); err != nil || out.ScoringStrategy.Type != "MostAllocated" {
-		t.Errorf("args without their type meta decode to %+v, %v", out, err)
-	}
-	// A bad field after the dropped lines is still reported at its line.
+	// A bad field after the type meta is reported at its line.
 	bad := strings.Replace(file, "type: MostAllocated", "typ: MostAllocated", 1)
-	f, err = Parse("kube.yaml", []byte(bad))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err = WithoutTypeMeta(f.Profiles[0].PluginConfig[0].Args.Clone(), "NodeResourcesFitArgs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := DecodeStrict(r, &out); err == nil || !strings.Contains(err.Error(), "kube.yaml: line 19: field typ not found") {
+	_, err = Parse("kube.yaml", []byte(bad))
+	if err == nil || !strings.Contains(err.Error(), "kube.yaml: line 19: field typ not found") {
 		t.Errorf("bad field: %v, want it at kube.yaml line 19", err)
 	}
 	// The kind must be the plugin's, the version kube-scheduler's, and

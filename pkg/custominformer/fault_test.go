@@ -19,7 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -291,9 +291,9 @@ func TestHTTPSourceRejectsBadData(t *testing.T) {
 // buildWithMetrics builds the http source with args, reporting to m.
 func buildWithMetrics(t *testing.T, args string, m *Metrics) Built {
 	t.Helper()
-	ci := config.CustomInformer{Name: "workloads", Resource: "ExternalWorkload", SourceType: "http",
-		SourceArgs: config.NewSection("c.yaml", []byte(args)), Line: 2}
-	b, err := Build(context.Background(), NewInTreeSourceRegistry(), "c.yaml", ci, WithMetrics(m))
+	ci := configapi.CustomInformer{Name: "workloads", Resource: "ExternalWorkload", SourceType: "http",
+		SourceArgs: configapi.NewRawArgs("c.yaml", []byte(args))}
+	b, err := Build(context.Background(), NewInTreeSourceRegistry(), "c.yaml", 2, ci, WithMetrics(m))
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 )
 
@@ -135,10 +136,10 @@ var fileScopes = map[schema.GroupKind]bool{
 	v1alpha1.SchemeGroupVersion.WithKind("ExternalWorkload").GroupKind(): false,
 }
 
-func newFileSource(_ context.Context, ci config.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
+func newFileSource(_ context.Context, ci configapi.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
 	var args FileArgs
 	if ci.SourceArgs != nil {
-		if err := config.DecodeStrict(ci.SourceArgs.Clone(), &args); err != nil {
+		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
 			return nil, err
 		}
 	}

@@ -24,7 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -80,8 +80,8 @@ func buildFilePolling(t *testing.T, dir, poll string) Built {
 // fileLW builds the file source's ListerWatcher directly.
 func fileLW(t *testing.T, dir string) *inventory {
 	t.Helper()
-	ci := config.CustomInformer{Name: "inv", Resource: "ExternalWorkload", SourceType: FileSource,
-		SourceArgs: config.NewSection("c.yaml", []byte("directory: "+dir+"\npollInterval: 200ms\n"))}
+	ci := configapi.CustomInformer{Name: "inv", Resource: "ExternalWorkload", SourceType: FileSource,
+		SourceArgs: configapi.NewRawArgs("c.yaml", []byte("directory: "+dir+"\npollInterval: 200ms\n"))}
 	lw, err := newFileSource(context.Background(), ci, &v1alpha1.ExternalWorkload{})
 	if err != nil {
 		t.Fatal(err)
@@ -668,9 +668,9 @@ func TestFileSourceChurnDeliversEveryChangeOnce(t *testing.T) {
 
 func TestFileSourceNodesAndPods(t *testing.T) {
 	build := func(resource, dir string) Built {
-		ci := config.CustomInformer{Name: strings.ToLower(resource) + "s", Resource: resource, SourceType: FileSource,
-			SourceArgs: config.NewSection("c.yaml", []byte("directory: "+dir+"\n")), Line: 2}
-		b, err := Build(context.Background(), NewInTreeSourceRegistry(), "c.yaml", ci)
+		ci := configapi.CustomInformer{Name: strings.ToLower(resource) + "s", Resource: resource, SourceType: FileSource,
+			SourceArgs: configapi.NewRawArgs("c.yaml", []byte("directory: "+dir+"\n"))}
+		b, err := Build(context.Background(), NewInTreeSourceRegistry(), "c.yaml", 2, ci)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -952,8 +952,8 @@ func TestFileSourceArgErrors(t *testing.T) {
 	if inv.poll != 200*time.Millisecond {
 		t.Errorf("poll = %v", inv.poll)
 	}
-	lw, err := newFileSource(context.Background(), config.CustomInformer{Name: "x", Resource: "Node",
-		SourceArgs: config.NewSection("c.yaml", []byte("directory: "+dir+"\n"))}, &v1.Node{})
+	lw, err := newFileSource(context.Background(), configapi.CustomInformer{Name: "x", Resource: "Node",
+		SourceArgs: configapi.NewRawArgs("c.yaml", []byte("directory: "+dir+"\n"))}, &v1.Node{})
 	if err != nil {
 		t.Fatal(err)
 	}

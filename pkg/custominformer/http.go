@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
@@ -112,7 +113,7 @@ func init() {
 	}
 }
 
-func gvrFor(ci config.CustomInformer) (schema.GroupVersionResource, error) {
+func gvrFor(ci configapi.CustomInformer) (schema.GroupVersionResource, error) {
 	rt, ok := exampleObjects[framework.EventResource(ci.Resource)]
 	if !ok {
 		return schema.GroupVersionResource{}, fmt.Errorf("resource %q cannot come from a custom informer (supported: %s)", ci.Resource, supportedResources())
@@ -120,10 +121,10 @@ func gvrFor(ci config.CustomInformer) (schema.GroupVersionResource, error) {
 	return rt.gvr, nil
 }
 
-func newHTTPSource(_ context.Context, ci config.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
+func newHTTPSource(_ context.Context, ci configapi.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
 	var args HTTPArgs
 	if ci.SourceArgs != nil {
-		if err := config.DecodeStrict(ci.SourceArgs.Clone(), &args); err != nil {
+		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
 			return nil, err
 		}
 	}
@@ -237,10 +238,10 @@ func checkRate(qps float32, burst int) error {
 	return nil
 }
 
-func newKubeconfigSource(_ context.Context, ci config.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
+func newKubeconfigSource(_ context.Context, ci configapi.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
 	var args KubeconfigArgs
 	if ci.SourceArgs != nil {
-		if err := config.DecodeStrict(ci.SourceArgs.Clone(), &args); err != nil {
+		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
 			return nil, err
 		}
 	}

@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
 )
@@ -56,9 +56,9 @@ func workload(ns, name, owner string) *v1alpha1.ExternalWorkload {
 
 func buildSource(t *testing.T, sourceType, args string) (Built, error) {
 	t.Helper()
-	ci := config.CustomInformer{Name: "workloads", Resource: "ExternalWorkload", SourceType: sourceType,
-		SourceArgs: config.NewSection("c.yaml", []byte(args)), Line: 2}
-	return Build(context.Background(), NewInTreeSourceRegistry(), "c.yaml", ci)
+	ci := configapi.CustomInformer{Name: "workloads", Resource: "ExternalWorkload", SourceType: sourceType,
+		SourceArgs: configapi.NewRawArgs("c.yaml", []byte(args))}
+	return Build(context.Background(), NewInTreeSourceRegistry(), "c.yaml", 2, ci)
 }
 
 func buildHTTP(t *testing.T, args string) Built {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
@@ -94,10 +95,10 @@ var unregisteredMetrics = sync.OnceValue(func() *Metrics {
 })
 
 // SourceFactory builds the ListerWatcher of one custom informer from its
-// configuration entry (ci.SourceArgs holds the source's own settings;
-// decode them with config.DecodeStrict). example is a zero object of the
+// configuration entry (ci.SourceArgs holds the source's own settings, raw:
+// decode them with config.DecodeStrict(ci.SourceArgs.Reader(), ...)). example is a zero object of the
 // informer's type, for decoding. ctx bounds set-up work only.
-type SourceFactory func(ctx context.Context, ci config.CustomInformer, example runtime.Object) (cache.ListerWatcher, error)
+type SourceFactory func(ctx context.Context, ci configapi.CustomInformer, example runtime.Object) (cache.ListerWatcher, error)
 
 // SourceRegistry is a set of named source types.
 type SourceRegistry = registry.Registry[SourceFactory]
@@ -187,9 +188,13 @@ func WithMetrics(m *Metrics) BuildOption {
 }
 
 // Build turns one customInformers entry into an informer, using the source
-// type registered in reg. Errors name the informer and its line.
-func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.CustomInformer, opts ...BuildOption) (Built, error) {
-	where := fmt.Sprintf("%s: line %d: custom informer %q", path, ci.Line, ci.Name)
+// type registered in reg. Errors name the informer, the file (path) and
+// the entry's line there (0: unknown).
+func Build(ctx context.Context, reg *SourceRegistry, path string, line int, ci configapi.CustomInformer, opts ...BuildOption) (Built, error) {
+	where := fmt.Sprintf("%s: custom informer %q", path, ci.Name)
+	if line > 0 {
+		where = fmt.Sprintf("%s: line %d: custom informer %q", path, line, ci.Name)
+	}
 	rt, ok := exampleObjects[framework.EventResource(ci.Resource)]
 	newObj := rt.newObj
 	if !ok {
@@ -209,7 +214,7 @@ func Build(ctx context.Context, reg *SourceRegistry, path string, ci config.Cust
 		}
 		return Built{}, fmt.Errorf("%s: source %s: %w", where, ci.SourceType, err)
 	}
-	o := Options{Name: ci.Name, ResyncPeriod: ci.ResyncPeriod}
+	o := Options{Name: ci.Name, ResyncPeriod: ci.ResyncPeriod.Duration}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -14,6 +14,7 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 	"k8s.io/client-go/util/watchlist"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -25,14 +26,14 @@ func TestBuildRunsInformerFromRegisteredSource(t *testing.T) {
 
 	reg := NewSourceRegistry()
 	var gotArgs string
-	if err := reg.Register("fake", func(_ context.Context, ci config.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
+	if err := reg.Register("fake", func(_ context.Context, ci configapi.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
 		if _, ok := example.(*v1.Node); !ok {
 			t.Errorf("example object is %T, want *v1.Node", example)
 		}
 		var args struct {
 			Token string `yaml:"token"`
 		}
-		if err := config.DecodeStrict(ci.SourceArgs, &args); err != nil {
+		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
 			return nil, err
 		}
 		gotArgs = args.Token
@@ -40,9 +41,9 @@ func TestBuildRunsInformerFromRegisteredSource(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ci := config.CustomInformer{Name: "hosts", Resource: "Node", SourceType: "fake",
-		SourceArgs: config.NewSection("c.yaml", []byte("token: abc\n")), Line: 3}
-	b, err := Build(context.Background(), reg, "c.yaml", ci)
+	ci := configapi.CustomInformer{Name: "hosts", Resource: "Node", SourceType: "fake",
+		SourceArgs: configapi.NewRawArgs("c.yaml", []byte("token: abc\n"))}
+	b, err := Build(context.Background(), reg, "c.yaml", 3, ci)
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -67,25 +68,26 @@ func TestBuildRunsInformerFromRegisteredSource(t *testing.T) {
 func TestBuildErrors(t *testing.T) {
 	reg := NewSourceRegistry()
 	boom := errors.New("boom")
-	_ = reg.Register("broken", func(context.Context, config.CustomInformer, runtime.Object) (cache.ListerWatcher, error) {
+	_ = reg.Register("broken", func(context.Context, configapi.CustomInformer, runtime.Object) (cache.ListerWatcher, error) {
 		return nil, boom
 	})
 	tests := []struct {
 		name string
-		ci   config.CustomInformer
+		ci   configapi.CustomInformer
+		line int
 		want []string
 		is   error
 	}{
-		{"unsupported resource", config.CustomInformer{Name: "a", Resource: "Secret", SourceType: "broken", Line: 4},
+		{"unsupported resource", configapi.CustomInformer{Name: "a", Resource: "Secret", SourceType: "broken"}, 4,
 			[]string{"c.yaml: line 4", `"a"`, `resource "Secret"`, "ExternalWorkload, Grant, Node, Pod"}, nil},
-		{"unknown source", config.CustomInformer{Name: "b", Resource: "Node", SourceType: "http", Line: 9},
+		{"unknown source", configapi.CustomInformer{Name: "b", Resource: "Node", SourceType: "http"}, 9,
 			[]string{"line 9", `"http"`, "registered: broken"}, nil},
-		{"factory error", config.CustomInformer{Name: "c", Resource: "Pod", SourceType: "broken", Line: 2},
+		{"factory error", configapi.CustomInformer{Name: "c", Resource: "Pod", SourceType: "broken"}, 2,
 			[]string{"line 2", "source broken", "boom"}, boom},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Build(context.Background(), reg, "c.yaml", tt.ci)
+			_, err := Build(context.Background(), reg, "c.yaml", tt.line, tt.ci)
 			if err == nil {
 				t.Fatal("expected an error")
 			}
@@ -121,7 +123,7 @@ func TestRegisterSourcePanics(t *testing.T) {
 					t.Errorf("RegisterSource(%q) did not panic", name)
 				}
 			}()
-			f := func(context.Context, config.CustomInformer, runtime.Object) (cache.ListerWatcher, error) {
+			f := func(context.Context, configapi.CustomInformer, runtime.Object) (cache.ListerWatcher, error) {
 				return nil, nil
 			}
 			if name == "dup" {

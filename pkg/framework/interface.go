@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -417,6 +417,11 @@ type SharedStore interface {
 	Shared(key string, create func() (any, error)) (any, error)
 }
 
-// PluginFactory builds a plugin. args is the plugin's section of the
-// profile's pluginConfig (decode it with config.DecodeStrict), or nil.
-type PluginFactory func(ctx context.Context, args io.Reader, h Handle) (Plugin, error)
+// PluginFactory builds a plugin. args is the plugin's args from the
+// profile's pluginConfig, or nil when it has none: for an in-tree plugin
+// with typed args, its typed object of pkg/apis/config, already decoded,
+// defaulted and validated (type-assert it); for any other plugin a
+// *config.RawArgs of pkg/apis/config, which the plugin decodes itself
+// (pkg/plugins/pluginutil.DecodeArgs). args may be shared by the
+// frameworks of several profiles: a factory must not modify it.
+type PluginFactory func(ctx context.Context, args runtime.Object, h Handle) (Plugin, error)

@@ -2,15 +2,15 @@ package plugins_test
 
 import (
 	"fmt"
-	"io"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	testingclock "k8s.io/utils/clock/testing"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -122,9 +122,9 @@ func TestQueueingHintsAgreeWithFilters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var args io.Reader
+		var args runtime.Object
 		if a, ok := requiredArgs[name]; ok {
-			args = strings.NewReader(a)
+			args = configapi.NewRawArgs("", []byte(a))
 		}
 		pl, err := factory(t.Context(), args, testutil.NewHandle())
 		if err != nil {

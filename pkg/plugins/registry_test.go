@@ -2,14 +2,15 @@ package plugins
 
 import (
 	"context"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
 
-	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 )
 
@@ -27,9 +28,9 @@ func TestNewInTreeRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var args io.Reader
+		var args runtime.Object
 		if a, ok := required[name]; ok {
-			args = strings.NewReader(a)
+			args = configapi.NewRawArgs("", []byte(a))
 		}
 		p, err := f(t.Context(), args, h)
 		if err != nil {
@@ -42,7 +43,7 @@ func TestNewInTreeRegistry(t *testing.T) {
 		if _, ok := p.(framework.EnqueueExtensions); !ok {
 			t.Errorf("%s does not implement EnqueueExtensions, so it would be assumed to need every event", name)
 		}
-		if _, err := f(t.Context(), strings.NewReader("bogusField: 1"), h); err == nil || !strings.Contains(err.Error(), name+" args") {
+		if _, err := f(t.Context(), configapi.NewRawArgs("", []byte("bogusField: 1")), h); err == nil || !strings.Contains(err.Error(), name+" args") {
 			t.Errorf("%s accepted an unknown arg: %v", name, err)
 		}
 	}
@@ -64,7 +65,7 @@ func TestMustRegisterPanics(t *testing.T) {
 	mustRegister(NewInTreeRegistry(), []namedFactory{{"Gang", r2Factory}})
 }
 
-func r2Factory(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) {
+func r2Factory(context.Context, runtime.Object, framework.Handle) (framework.Plugin, error) {
 	return nil, nil
 }
 

@@ -2,19 +2,14 @@ package scheduler
 
 import (
 	"context"
-	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
-	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
-	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -24,8 +19,12 @@ import (
 	k8smetrics "k8s.io/component-base/metrics"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -98,7 +97,7 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	}
 	spec := plugins.DefaultProfile(testSchedulerName)
 	if cfg.hook != nil {
-		if err := reg.Register(hookName, func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) {
+		if err := reg.Register(hookName, func(context.Context, runtime.Object, framework.Handle) (framework.Plugin, error) {
 			return cfg.hook, nil
 		}); err != nil {
 			t.Fatalf("registering the hook plugin: %v", err)
@@ -109,7 +108,7 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 		spec.Plugins[frameworkruntime.BindPoint] = append(frameworkruntime.PluginSet{{Name: hookName}}, spec.Plugins[frameworkruntime.BindPoint]...)
 	}
 	for _, p := range cfg.extra {
-		if err := reg.Register(p.Name(), func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) {
+		if err := reg.Register(p.Name(), func(context.Context, runtime.Object, framework.Handle) (framework.Plugin, error) {
 			return p, nil
 		}); err != nil {
 			t.Fatalf("registering plugin %s: %v", p.Name(), err)

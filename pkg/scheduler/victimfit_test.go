@@ -19,7 +19,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -27,6 +26,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
@@ -64,7 +64,7 @@ func registryWrapping(t testing.TB, wrap func(framework.Plugin) framework.Plugin
 		}
 		if name == interpodaffinity.Name || name == podtopologyspread.Name {
 			inner := factory
-			factory = func(ctx context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+			factory = func(ctx context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
 				p, err := inner(ctx, args, h)
 				if err != nil {
 					return nil, err

@@ -26,8 +26,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
@@ -605,14 +605,13 @@ func (h *httpSide) setup(b *testing.B, ctx context.Context, kind ciKind, seq *ci
 		}
 		storeHandler.ServeHTTP(w, r)
 	}))
-	ci := config.CustomInformer{
+	ci := configapi.CustomInformer{
 		Name:       "bench-http",
 		Resource:   string(kind.resource),
 		SourceType: custominformer.HTTPSource,
-		SourceArgs: config.NewSection("bench-custominformer.yaml", []byte("url: "+h.srv.URL+"\n")),
-		Line:       1,
+		SourceArgs: configapi.NewRawArgs("bench-custominformer.yaml", []byte("url: "+h.srv.URL+"\n")),
 	}
-	built, err := custominformer.Build(ctx, custominformer.NewInTreeSourceRegistry(), "bench-custominformer.yaml", ci)
+	built, err := custominformer.Build(ctx, custominformer.NewInTreeSourceRegistry(), "bench-custominformer.yaml", 1, ci)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func TestConfigMap(t *testing.T) {
 	// rbac.yaml grants list and watch on ExternalWorkloads for this
 	// informer.
 	var inCluster int
-	for _, ci := range f.CustomInformers {
+	for _, ci := range f.CustomInformers() {
 		if ci.SourceType != "kubeconfig" {
 			continue
 		}
@@ -211,7 +211,7 @@ func TestConfigMap(t *testing.T) {
 			inCluster++
 		}
 		var args custominformer.KubeconfigArgs
-		if err := config.DecodeStrict(ci.SourceArgs.Clone(), &args); err != nil {
+		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
 			t.Fatalf("custom informer %s: %v", ci.Name, err)
 		}
 		kcKey, ok := strings.CutPrefix(args.Kubeconfig, mountDir+"/")

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -87,7 +87,7 @@ profiles:
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
-	plugin := app.WithPlugin("DeleteBeforeBind", func(_ context.Context, _ io.Reader, h framework.Handle) (framework.Plugin, error) {
+	plugin := app.WithPlugin("DeleteBeforeBind", func(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
 		return &deleteBeforeBind{h: h, release: release}, nil
 	})
 	s := startSchedulerWith(t, []app.Option{plugin}, cp.KubeconfigPath, "--node-selector", poolLabel+"="+pool(t), "--config-path", cfg)

@@ -365,14 +365,14 @@ func TestExamplesAreValid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(f.EventHandlers) == 0 {
+			if len(f.API.EventHandlers) == 0 {
 				t.Fatal("example configures no event handler")
 			}
 			c, err := cache.New(cache.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, eh := range f.EventHandlers {
+			for _, eh := range f.API.EventHandlers {
 				if _, err := eventhandlers.NewEventHandler(t.Context(), intree.NewRegistry(), eh.Name, c, f.HandlerArgs(eh.Name), nil); err != nil {
 					t.Errorf("handler %q rejects the example: %v", eh.Name, err)
 				}
@@ -402,7 +402,7 @@ func TestDeployConfigIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Profiles) == 0 {
+	if len(f.Profiles()) == 0 {
 		t.Fatal("the deployed config has no profile")
 	}
 	profiles, _, err := buildProfiles(t.Context(), []string{"batch-scheduler"}, f, plugins.NewInTreeRegistry(), testHandle())

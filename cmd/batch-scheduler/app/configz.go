@@ -112,36 +112,44 @@ func newEffectiveConfig(o *Options, cfg *config.File, profiles map[string]*frame
 		}
 		out.PercentageOfNodesToScore = cfg.Tuning.PercentageOfNodesToScore
 	}
-	args := map[string]map[string]*config.Section{} // scheduler name → plugin → args
+	args := map[string]map[string]json.RawMessage{} // scheduler name → plugin → args as written
 	if cfg != nil {
-		for _, h := range cfg.EventHandlers {
+		for i, h := range cfg.API.EventHandlers {
 			if h.Name == o.EventHandler && h.Args != nil {
-				raw, err := redactedJSON(h.Args)
+				raw, err := redactedJSON(cfg, fmt.Sprintf("eventHandlers[%d].args", i))
 				if err != nil {
-					return nil, fmt.Errorf("eventHandlers entry %q (line %d): %w", h.Name, h.Line, err)
+					return nil, fmt.Errorf("eventHandlers entry %q (line %d): %w", h.Name, cfg.Line(fmt.Sprintf("eventHandlers[%d]", i)), err)
 				}
 				out.EventHandlerArgs = raw
 			}
 		}
-		for _, ci := range cfg.CustomInformers {
+		for i, ci := range cfg.CustomInformers() {
 			c := customInformerOut{Name: ci.Name, Resource: ci.Resource, Source: ci.SourceType}
-			if ci.ResyncPeriod > 0 {
-				c.ResyncPeriod = ci.ResyncPeriod.String()
+			if ci.ResyncPeriod.Duration > 0 {
+				c.ResyncPeriod = ci.ResyncPeriod.Duration.String()
 			}
 			if ci.SourceArgs != nil {
-				raw, err := redactedJSON(ci.SourceArgs)
+				raw, err := redactedJSON(cfg, fmt.Sprintf("customInformers[%d].source.%s", i, ci.SourceType))
 				if err != nil {
-					return nil, fmt.Errorf("customInformers entry %q (line %d): %w", ci.Name, ci.Line, err)
+					return nil, fmt.Errorf("customInformers entry %q (line %d): %w", ci.Name, cfg.Line(fmt.Sprintf("customInformers[%d]", i)), err)
 				}
 				c.SourceArgs = raw
 			}
 			out.CustomInformers = append(out.CustomInformers, c)
 		}
-		for _, p := range cfg.Profiles {
-			m := map[string]*config.Section{}
-			for _, pc := range p.PluginConfig {
-				if pc.Args != nil {
-					m[pc.Name] = pc.Args
+		for i, p := range cfg.Profiles() {
+			m := map[string]json.RawMessage{}
+			for j, pc := range p.PluginConfig {
+				path := fmt.Sprintf("profiles[%d].pluginConfig[%d].args", i, j)
+				if pc.Args == nil {
+					continue
+				}
+				raw, err := redactedJSON(cfg, path)
+				if err != nil {
+					return nil, fmt.Errorf("profile %q, pluginConfig %q: %w", p.SchedulerName, pc.Name, err)
+				}
+				if raw != nil {
+					m[pc.Name] = raw
 				}
 			}
 			args[p.SchedulerName] = m
@@ -159,11 +167,7 @@ func newEffectiveConfig(o *Options, cfg *config.File, profiles map[string]*frame
 				p.Plugins[string(point)] = append(p.Plugins[string(point)], pluginOut{Name: pl.Name, Weight: pl.Weight})
 			}
 		}
-		for plugin, sec := range args[name] {
-			raw, err := redactedJSON(sec)
-			if err != nil {
-				return nil, fmt.Errorf("profile %q, pluginConfig %q: %w", name, plugin, err)
-			}
+		for plugin, raw := range args[name] {
 			if p.PluginConfig == nil {
 				p.PluginConfig = map[string]json.RawMessage{}
 			}
@@ -178,12 +182,16 @@ func newEffectiveConfig(o *Options, cfg *config.File, profiles map[string]*frame
 // credentials. Paths to them ("tokenFile", "passwordFile") are shown.
 var secretKey = regexp.MustCompile(`(?i)(token|password|secret|credential)s?$`)
 
-// redactedJSON converts a section of the file to JSON, with the string
-// values of credential-like keys replaced.
-func redactedJSON(sec *config.Section) (json.RawMessage, error) {
-	data, err := sec.JSON()
+// redactedJSON converts what the file says at a field path (args, as
+// written) to JSON, with the string values of credential-like keys
+// replaced; nil when the file has nothing there.
+func redactedJSON(cfg *config.File, path string) (json.RawMessage, error) {
+	data, ok, err := cfg.WrittenJSON(path)
 	if err != nil {
 		return nil, fmt.Errorf("converting to JSON: %w", err)
+	}
+	if !ok {
+		return nil, nil
 	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {

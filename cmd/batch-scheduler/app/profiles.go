@@ -7,16 +7,16 @@ import (
 	"strings"
 	"sync"
 
-	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
-
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 )
 
@@ -72,20 +72,29 @@ func (h *handle) Shared(key string, create func() (any, error)) (any, error) {
 // plugin, as there is one queue; queueSort is that plugin's Less, taken
 // from the first name's profile.
 func buildProfiles(ctx context.Context, names []string, cfg *config.File, reg *frameworkruntime.Registry, h framework.Handle, opts ...frameworkruntime.Option) (profiles map[string]*frameworkruntime.Framework, queueSort framework.LessFunc, err error) {
-	byName := map[string]*config.Profile{}
+	byName := map[string]*configapi.Profile{}
+	lines := map[string]frameworkruntime.LineFunc{}
 	if cfg != nil {
-		for i := range cfg.Profiles {
-			p := &cfg.Profiles[i]
+		profiles := cfg.Profiles()
+		for i := range profiles {
+			p := &profiles[i]
+			at := fmt.Sprintf("profiles[%d]", i)
 			if !slices.Contains(names, p.SchedulerName) {
-				return nil, nil, fmt.Errorf("%s: line %d: profile %q is not one of --scheduler-name (%s)", cfg.Path, p.Line, p.SchedulerName, strings.Join(names, ", "))
+				return nil, nil, fmt.Errorf("%s: line %d: profile %q is not one of --scheduler-name (%s)", cfg.Path, cfg.Line(at), p.SchedulerName, strings.Join(names, ", "))
 			}
 			byName[p.SchedulerName] = p
+			lines[p.SchedulerName] = func(field string) int {
+				if field == "" {
+					return cfg.Line(at)
+				}
+				return cfg.Line(at + "." + field)
+			}
 		}
 	}
 	out := make(map[string]*frameworkruntime.Framework, len(names))
 	queueSortPlugin := ""
 	for i, name := range names {
-		spec, err := frameworkruntime.ResolveProfile(plugins.DefaultProfile(name), byName[name])
+		spec, err := frameworkruntime.ResolveProfile(plugins.DefaultProfile(name), byName[name], lines[name])
 		if err != nil {
 			return nil, nil, fmt.Errorf("profile %q: %w", name, err)
 		}

@@ -2,10 +2,10 @@ package app
 
 import (
 	"context"
-	"io"
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
 // orderedSort is a QueueSort plugin whose args choose the order: all
@@ -25,11 +26,15 @@ func (o *orderedSort) Less(a, b *framework.QueuedJob) bool {
 	return (a.Priority > b.Priority) != o.reverse
 }
 
-func newOrderedSort(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func newOrderedSort(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	var a struct {
 		Reverse bool `yaml:"reverse"`
 	}
-	if err := config.DecodeStrict(args, &a); err != nil {
+	r, err := pluginutil.ArgsReader("Ordered", args)
+	if err != nil {
+		return nil, err
+	}
+	if err := config.DecodeStrict(r, &a); err != nil {
 		return nil, err
 	}
 	return &orderedSort{reverse: a.Reverse}, nil

@@ -364,14 +364,14 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	if err != nil {
 		return nil, usageError(err)
 	}
-	if cfg != nil && len(cfg.CustomInformers) > 0 {
-		for _, ci := range cfg.CustomInformers {
-			b, err := custominformer.Build(ctx, regs.sources, cfg.Path, ci, custominformer.WithMetrics(all.CustomInformers))
+	if cfg != nil && len(cfg.CustomInformers()) > 0 {
+		for i, ci := range cfg.CustomInformers() {
+			b, err := custominformer.Build(ctx, regs.sources, cfg.Path, cfg.Line(fmt.Sprintf("customInformers[%d]", i)), ci, custominformer.WithMetrics(all.CustomInformers))
 			if err != nil {
 				return nil, usageError(err)
 			}
 			if err := c.AddCustomInformer(cache.CustomInformer{Name: b.Name, Resource: b.Resource, Informer: b.Informer, ListerWatcher: b.ListerWatcher}); err != nil {
-				return nil, usageError(fmt.Errorf("%s: line %d: %w", cfg.Path, ci.Line, err))
+				return nil, usageError(fmt.Errorf("%s: line %d: %w", cfg.Path, cfg.Line(fmt.Sprintf("customInformers[%d]", i)), err))
 			}
 		}
 	}

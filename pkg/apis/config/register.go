@@ -20,6 +20,14 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &SchedulerConfiguration{})
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&SchedulerConfiguration{},
+		&NodeResourcesFitArgs{},
+		&NodeLedgerArgs{},
+		&TopologyAwareArgs{},
+		&DefaultPreemptionArgs{},
+		&CapacityArgs{},
+		&ReclaimArgs{},
+	)
 	return nil
 }

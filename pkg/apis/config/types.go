@@ -38,16 +38,24 @@ type SchedulerConfiguration struct {
 // EventHandler is one entry of eventHandlers.
 type EventHandler struct {
 	Name string
-	// Args is the handler's own settings, decoded by its factory.
-	Args runtime.RawExtension
+	// Args is the handler's own settings, decoded by its factory (see
+	// RawArgs); nil when the entry has none.
+	Args *RawArgs
 }
 
 // CustomInformer is one entry of customInformers.
 type CustomInformer struct {
-	Name     string
+	// Name identifies the informer in logs, metrics and /readyz.
+	Name string
+	// Resource says what the informer's objects are, e.g. "Node".
 	Resource string
-	// Source has exactly one entry: the source type and its settings.
-	Source       map[string]runtime.RawExtension
+	// SourceType is the source kind (the single key under source:, e.g.
+	// http), and SourceArgs its settings, decoded by that source (see
+	// RawArgs); nil when the file gives none.
+	SourceType string
+	SourceArgs *RawArgs
+	// ResyncPeriod, when non-zero, re-delivers every object as an update
+	// at that interval.
 	ResyncPeriod metav1.Duration
 }
 
@@ -98,5 +106,65 @@ type Plugin struct {
 // PluginConfig holds one plugin's args.
 type PluginConfig struct {
 	Name string
-	Args runtime.RawExtension
+	// Args is the plugin's args: for an in-tree plugin with typed args
+	// (types_pluginargs.go) its typed object, decoded, defaulted and
+	// validated with the rest of the file; for any other plugin a
+	// *RawArgs its factory decodes; nil when the entry has none.
+	Args runtime.Object
+}
+
+// Extension point keys under a profile's plugins:, in the order a
+// scheduling cycle runs them.
+const (
+	ExtensionQueueSort = "queueSort"
+	ExtensionPreFilter = "preFilter"
+	ExtensionFilter    = "filter"
+	ExtensionPreScore  = "preScore"
+	ExtensionScore     = "score"
+	ExtensionReserve   = "reserve"
+	ExtensionPermit    = "permit"
+	// ExtensionPostFilter runs only when a cycle found no placement.
+	ExtensionPostFilter = "postFilter"
+	ExtensionBind       = "bind"
+	// ExtensionMultiPoint is not a point of its own: its plugins are
+	// enabled at every point whose interface they implement.
+	ExtensionMultiPoint = "multiPoint"
+)
+
+// ExtensionPoints lists the extension points, in cycle order (without
+// multiPoint).
+var ExtensionPoints = []string{
+	ExtensionQueueSort, ExtensionPreFilter, ExtensionFilter, ExtensionPreScore,
+	ExtensionScore, ExtensionReserve, ExtensionPermit, ExtensionPostFilter, ExtensionBind,
+}
+
+// Get returns the set of the extension point named by key (one of the
+// Extension* constants), or nil when the point is absent or key unknown.
+func (p *Plugins) Get(key string) *PluginSet {
+	if p == nil {
+		return nil
+	}
+	switch key {
+	case ExtensionQueueSort:
+		return p.QueueSort
+	case ExtensionPreFilter:
+		return p.PreFilter
+	case ExtensionFilter:
+		return p.Filter
+	case ExtensionPreScore:
+		return p.PreScore
+	case ExtensionScore:
+		return p.Score
+	case ExtensionReserve:
+		return p.Reserve
+	case ExtensionPermit:
+		return p.Permit
+	case ExtensionPostFilter:
+		return p.PostFilter
+	case ExtensionBind:
+		return p.Bind
+	case ExtensionMultiPoint:
+		return p.MultiPoint
+	}
+	return nil
 }

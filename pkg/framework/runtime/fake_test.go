@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -206,10 +207,11 @@ func newTestRegistry(t *testing.T, plugins ...framework.Plugin) *testRegistry {
 	t.Helper()
 	r := &testRegistry{Registry: NewRegistry(), builds: map[string]int{}}
 	for _, p := range plugins {
-		r.add(t, p.Name(), func(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+		r.add(t, p.Name(), func(_ context.Context, args apiruntime.Object, h framework.Handle) (framework.Plugin, error) {
 			if fp, ok := p.(*fakePlugin); ok {
 				fp.gotArgs = args != nil
-				if err := config.DecodeStrict(args, &fp.args); err != nil {
+				raw, _ := args.(*configapi.RawArgs)
+				if err := config.DecodeStrict(raw.Reader(), &fp.args); err != nil {
 					return nil, err
 				}
 			}
@@ -222,7 +224,7 @@ func newTestRegistry(t *testing.T, plugins ...framework.Plugin) *testRegistry {
 // add registers factory under name, counting its runs.
 func (r *testRegistry) add(t *testing.T, name string, factory framework.PluginFactory) {
 	t.Helper()
-	err := r.Register(name, func(ctx context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+	err := r.Register(name, func(ctx context.Context, args apiruntime.Object, h framework.Handle) (framework.Plugin, error) {
 		r.mu.Lock()
 		r.builds[name]++
 		r.mu.Unlock()

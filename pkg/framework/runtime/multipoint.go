@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -119,11 +118,7 @@ func buildMultiPoint(ctx context.Context, reg *Registry, spec ProfileSpec, h fra
 			errs = append(errs, fmt.Errorf("enabled at multiPoint: %w", err))
 			continue
 		}
-		var args io.Reader
-		if sec := spec.PluginArgs[m.Name]; sec != nil {
-			args = sec.Clone()
-		}
-		p, err := runFactory(ctx, factory, m.Name, args, h)
+		p, err := runFactory(ctx, factory, m.Name, spec.PluginArgs[m.Name], h)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -2,10 +2,11 @@ package runtime
 
 import (
 	"context"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
+
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -22,7 +23,7 @@ func resolveFromFile(t *testing.T, defaults ProfileSpec, plugins string) Profile
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := ResolveProfile(defaults, &f.Profiles[0])
+	spec, err := ResolveProfile(defaults, &f.Profiles()[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,9 @@ func TestMultiPointDisabled(t *testing.T) {
 
 func TestMultiPointErrors(t *testing.T) {
 	reg := baseRegistry(t, nil, &plainFilter{name: "pf"})
-	reg.add(t, "nameOnly", func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) { return nameOnly{}, nil })
+	reg.add(t, "nameOnly", func(context.Context, apiruntime.Object, framework.Handle) (framework.Plugin, error) {
+		return nameOnly{}, nil
+	})
 	for _, tt := range []struct {
 		name  string
 		multi PluginSet

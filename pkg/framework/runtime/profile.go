@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 // ExtensionPoint names a point of the scheduling cycle where plugins run.
@@ -65,9 +66,10 @@ type ProfileSpec struct {
 	// Plugins are the plugins per extension point. A point that is absent,
 	// or has an empty set, runs no plugin.
 	Plugins map[ExtensionPoint]PluginSet
-	// PluginArgs holds each plugin's settings by plugin name, handed to its
-	// factory. A plugin without an entry gets nil.
-	PluginArgs map[string]*config.Section
+	// PluginArgs holds each plugin's args by plugin name (typed args of
+	// pkg/apis/config, or *config.RawArgs), handed to its factory. A
+	// plugin without an entry gets nil.
+	PluginArgs map[string]apiruntime.Object
 	// MultiPoint are plugins enabled at every extension point whose
 	// interface they implement (kube-scheduler's multiPoint), placed by
 	// NewFramework once they are built; see expandMultiPoint.
@@ -83,7 +85,7 @@ type ProfileSpec struct {
 }
 
 // Clone returns a copy of s that shares nothing mutable with it but the
-// args sections, which are only ever read through clones.
+// args, which factories only read.
 func (s ProfileSpec) Clone() ProfileSpec {
 	out := ProfileSpec{SchedulerName: s.SchedulerName}
 	if s.Plugins != nil {
@@ -126,14 +128,23 @@ func cloneNames(m map[ExtensionPoint][]string) map[ExtensionPoint][]string {
 	return out
 }
 
+// LineFunc returns the line in the configuration file of a field of a
+// profile, named by its path in the profile (e.g. "pluginConfig[1]"; ""
+// is the profile itself), or 0 when it is unknown (a profile built in
+// code).
+type LineFunc func(field string) int
+
 // ResolveProfile merges the configuration file's profile cfg over the
 // defaults the caller passes in (the in-tree default profile) and returns
-// the result, which shares no slices or maps with either.
+// the result, which shares no slices or maps with either. line, which may
+// be nil, places errors in the file.
 //
 //   - The scheduler name is cfg's.
-//   - An extension point cfg lists replaces the default list of that point
-//     entirely; an empty list means no plugin. A point cfg does not list
-//     keeps the default.
+//   - An extension point cfg sets changes the default plugins of that
+//     point: its disabled plugins are removed ("*" removes them all) and
+//     its enabled ones added (a plain list in the file is "*" disabled
+//     and the list enabled, which replaces the defaults; an empty one
+//     means no plugin). A point cfg does not set keeps the default.
 //   - Args come from cfg's pluginConfig, overriding defaults' args of the
 //     same plugin; an entry without args means the plugin gets none. The
 //     defaults' args of plugins that cfg disabled are dropped, but a
@@ -142,45 +153,55 @@ func cloneNames(m map[ExtensionPoint][]string) map[ExtensionPoint][]string {
 //
 // A nil cfg returns a copy of defaults. The result is not validated beyond
 // that; NewFramework does it.
-func ResolveProfile(defaults ProfileSpec, cfg *config.Profile) (ProfileSpec, error) {
+func ResolveProfile(defaults ProfileSpec, cfg *config.Profile, line LineFunc) (ProfileSpec, error) {
 	if cfg == nil {
 		return defaults.Clone(), nil
+	}
+	if line == nil {
+		line = func(string) int { return 0 }
+	}
+	at := func(field string) string {
+		if l := line(field); l > 0 {
+			return fmt.Sprintf("line %d: ", l)
+		}
+		return ""
 	}
 	out := ProfileSpec{
 		SchedulerName: cfg.SchedulerName,
 		Plugins:       map[ExtensionPoint]PluginSet{},
-		PluginArgs:    map[string]*config.Section{},
+		PluginArgs:    map[string]apiruntime.Object{},
+	}
+	plugins := cfg.Plugins
+	if plugins == nil {
+		plugins = &config.Plugins{}
 	}
 	// multiPoint: its enabled plugins are placed by NewFramework; its
 	// disabled ones leave the defaults of every point.
 	var disabledEverywhere []string
-	if mp := cfg.Plugins.MultiPoint; mp != nil {
-		for _, p := range mp.Plugins {
-			out.MultiPoint = append(out.MultiPoint, PluginRef{Name: p.Name, Weight: p.Weight})
+	if mp := plugins.MultiPoint; mp != nil {
+		for _, p := range mp.Enabled {
+			out.MultiPoint = append(out.MultiPoint, PluginRef{Name: p.Name, Weight: int64(p.Weight)})
 		}
-		disabledEverywhere = mp.Disabled
+		disabledEverywhere = disabledNames(mp)
 	}
 	for _, point := range extensionPoints {
 		base := defaults.Plugins[point]
 		if len(disabledEverywhere) > 0 {
 			base = mergePlugins(base, nil, disabledEverywhere)
 		}
-		list := cfg.Plugins.Get(string(point))
+		list := plugins.Get(string(point))
 		if list == nil {
 			if len(base) > 0 {
 				out.Plugins[point] = slices.Clone(base)
 			}
 			continue
 		}
-		set := make(PluginSet, 0, len(list.Plugins))
-		for _, p := range list.Plugins {
-			set = append(set, PluginRef{Name: p.Name, Weight: p.Weight})
+		set := make(PluginSet, 0, len(list.Enabled))
+		for _, p := range list.Enabled {
+			set = append(set, PluginRef{Name: p.Name, Weight: int64(p.Weight)})
 		}
-		skip := []string{AllPlugins} // a plain list replaces the point
-		if list.Merge {
-			set = mergePlugins(base, set, list.Disabled)
-			skip = slices.Clone(list.Disabled)
-		}
+		skip := disabledNames(list)
+		set = mergePlugins(base, set, skip)
 		if len(out.MultiPoint) > 0 {
 			if len(skip) > 0 {
 				if out.MultiPointSkip == nil {
@@ -188,11 +209,11 @@ func ResolveProfile(defaults ProfileSpec, cfg *config.Profile) (ProfileSpec, err
 				}
 				out.MultiPointSkip[point] = skip
 			}
-			if len(list.Plugins) > 0 {
+			if len(list.Enabled) > 0 {
 				if out.MultiPointExplicit == nil {
 					out.MultiPointExplicit = map[ExtensionPoint][]string{}
 				}
-				for _, p := range list.Plugins {
+				for _, p := range list.Enabled {
 					out.MultiPointExplicit[point] = append(out.MultiPointExplicit[point], p.Name)
 				}
 			}
@@ -210,8 +231,8 @@ func ResolveProfile(defaults ProfileSpec, cfg *config.Profile) (ProfileSpec, err
 	var errs []error
 	for i, pc := range cfg.PluginConfig {
 		if !enabled[pc.Name] {
-			errs = append(errs, fmt.Errorf("line %d: pluginConfig[%d] gives args for plugin %q, which is not enabled at any extension point (enabled: %s)",
-				pc.Line, i, pc.Name, orNone(slices.Sorted(maps.Keys(enabled)))))
+			errs = append(errs, fmt.Errorf("%spluginConfig[%d] gives args for plugin %q, which is not enabled at any extension point (enabled: %s)",
+				at(fmt.Sprintf("pluginConfig[%d]", i)), i, pc.Name, orNone(slices.Sorted(maps.Keys(enabled)))))
 			continue
 		}
 		if pc.Args == nil {
@@ -221,9 +242,22 @@ func ResolveProfile(defaults ProfileSpec, cfg *config.Profile) (ProfileSpec, err
 		}
 	}
 	if err := utilerrors.NewAggregate(errs); err != nil {
-		return ProfileSpec{}, fmt.Errorf("profile %q (line %d): %w", cfg.SchedulerName, cfg.Line, err)
+		where := ""
+		if l := line(""); l > 0 {
+			where = fmt.Sprintf(" (line %d)", l)
+		}
+		return ProfileSpec{}, fmt.Errorf("profile %q%s: %w", cfg.SchedulerName, where, err)
 	}
 	return out, nil
+}
+
+// disabledNames returns the names of a point's disabled plugins.
+func disabledNames(set *config.PluginSet) []string {
+	var names []string
+	for _, p := range set.Disabled {
+		names = append(names, p.Name)
+	}
+	return names
 }
 
 // mergePlugins applies an extension point's enabled and disabled plugins

@@ -38,7 +38,7 @@ func TestResolveProfileEnabledDisabled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec, err := ResolveProfile(defaults, &f.Profiles[0])
+			spec, err := ResolveProfile(defaults, &f.Profiles()[0], nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
 
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 
@@ -155,13 +155,7 @@ func NewFramework(ctx context.Context, reg *Registry, spec ProfileSpec, h framew
 			f.plugins[name] = p
 			continue
 		}
-		var args io.Reader
-		if sec := spec.PluginArgs[name]; sec != nil {
-			// A fresh reader: a Section is read once, and a spec may build
-			// several frameworks.
-			args = sec.Clone()
-		}
-		p, err := runFactory(ctx, factories[name], name, args, h)
+		p, err := runFactory(ctx, factories[name], name, spec.PluginArgs[name], h)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -261,7 +255,7 @@ func (f *Framework) validateSpec(spec ProfileSpec) []error {
 
 // runFactory builds the plugin name, turning a panic, a nil plugin or a
 // plugin that calls itself something else into an error naming it.
-func runFactory(ctx context.Context, factory framework.PluginFactory, name string, args io.Reader, h framework.Handle) (p framework.Plugin, err error) {
+func runFactory(ctx context.Context, factory framework.PluginFactory, name string, args apiruntime.Object, h framework.Handle) (p framework.Plugin, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("initializing plugin %q: factory panicked: %v", name, r)

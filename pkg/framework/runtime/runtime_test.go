@@ -3,18 +3,20 @@ package runtime
 import (
 	"context"
 	"errors"
-	"io"
 	"math"
 	"reflect"
 	"strings"
 	"testing"
 
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 func TestNewFrameworkValidation(t *testing.T) {
-	section := config.NewSection("sched.yaml", []byte("value: x\n"))
+	section := configapi.NewRawArgs("sched.yaml", []byte("value: x\n"))
 	tests := []struct {
 		name string
 		spec ProfileSpec
@@ -110,7 +112,7 @@ func TestNewFrameworkValidation(t *testing.T) {
 			name: "args for a plugin that is not enabled",
 			spec: func() ProfileSpec {
 				s := baseSpec(nil)
-				s.PluginArgs = map[string]*config.Section{"a": section}
+				s.PluginArgs = map[string]apiruntime.Object{"a": section}
 				return s
 			}(),
 			want: []string{`args are given for plugin "a", which is not enabled at any extension point`},
@@ -119,7 +121,9 @@ func TestNewFrameworkValidation(t *testing.T) {
 			name: "factory error",
 			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "broken"}}}),
 			registry: func(t *testing.T, r *testRegistry) {
-				r.add(t, "broken", func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) { return nil, errBoom })
+				r.add(t, "broken", func(context.Context, apiruntime.Object, framework.Handle) (framework.Plugin, error) {
+					return nil, errBoom
+				})
 			},
 			want:   []string{`initializing plugin "broken": boom`},
 			wantIs: errBoom,
@@ -128,7 +132,7 @@ func TestNewFrameworkValidation(t *testing.T) {
 			name: "factory panics",
 			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "panicky"}}}),
 			registry: func(t *testing.T, r *testRegistry) {
-				r.add(t, "panicky", func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) { panic("oops") })
+				r.add(t, "panicky", func(context.Context, apiruntime.Object, framework.Handle) (framework.Plugin, error) { panic("oops") })
 			},
 			want: []string{`initializing plugin "panicky": factory panicked: oops`},
 		},
@@ -136,7 +140,7 @@ func TestNewFrameworkValidation(t *testing.T) {
 			name: "factory returns nothing",
 			spec: baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "empty"}}}),
 			registry: func(t *testing.T, r *testRegistry) {
-				r.add(t, "empty", func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) {
+				r.add(t, "empty", func(context.Context, apiruntime.Object, framework.Handle) (framework.Plugin, error) {
 					return (*fakePlugin)(nil), nil
 				})
 			},
@@ -195,7 +199,7 @@ func TestNewFrameworkNilRegistry(t *testing.T) {
 
 // factoryOf returns a factory of p.
 func factoryOf(p framework.Plugin) framework.PluginFactory {
-	return func(context.Context, io.Reader, framework.Handle) (framework.Plugin, error) { return p, nil }
+	return func(context.Context, apiruntime.Object, framework.Handle) (framework.Plugin, error) { return p, nil }
 }
 
 // No factory runs when the profile is malformed or names an unknown
@@ -229,9 +233,9 @@ func TestNewFrameworkInstancesArgsAndWeights(t *testing.T) {
 		ScorePoint:     {{Name: "multi"}, {Name: "other", Weight: 5}},
 		ReservePoint:   {{Name: "multi"}},
 	})
-	spec.PluginArgs = map[string]*config.Section{"multi": config.NewSection("sched.yaml", []byte("value: hello\n"))}
+	spec.PluginArgs = map[string]apiruntime.Object{"multi": configapi.NewRawArgs("sched.yaml", []byte("value: hello\n"))}
 	var handle framework.Handle
-	reg.add(t, "handle-check", func(_ context.Context, _ io.Reader, h framework.Handle) (framework.Plugin, error) {
+	reg.add(t, "handle-check", func(_ context.Context, _ apiruntime.Object, h framework.Handle) (framework.Plugin, error) {
 		handle = h
 		return &fakePlugin{name: "handle-check"}, nil
 	})
@@ -296,8 +300,8 @@ func TestNewFrameworkWeightAtLimit(t *testing.T) {
 }
 
 func TestResolveProfile(t *testing.T) {
-	defArgs := config.NewSection("defaults", []byte("value: default\n"))
-	cfgArgs := config.NewSection("sched.yaml", []byte("value: file\n"))
+	defArgs := configapi.NewRawArgs("defaults", []byte("value: default\n"))
+	cfgArgs := configapi.NewRawArgs("sched.yaml", []byte("value: file\n"))
 	defaults := ProfileSpec{
 		SchedulerName: "default-name",
 		Plugins: map[ExtensionPoint]PluginSet{
@@ -306,18 +310,22 @@ func TestResolveProfile(t *testing.T) {
 			ScorePoint:     {{Name: "s1", Weight: 2}},
 			BindPoint:      {{Name: "binder"}},
 		},
-		PluginArgs: map[string]*config.Section{"f1": defArgs, "s1": defArgs},
+		PluginArgs: map[string]apiruntime.Object{"f1": defArgs, "s1": defArgs},
 	}
-	list := func(names ...string) *config.PluginList {
-		l := &config.PluginList{Plugins: []config.Plugin{}}
+	// The list form of an extension point: "*" disabled, the list
+	// enabled.
+	star := []configapi.Plugin{{Name: "*"}}
+	list := func(names ...string) *configapi.PluginSet {
+		l := &configapi.PluginSet{Enabled: []configapi.Plugin{}, Disabled: star}
 		for _, n := range names {
-			l.Plugins = append(l.Plugins, config.Plugin{Name: n})
+			l.Enabled = append(l.Enabled, configapi.Plugin{Name: n})
 		}
 		return l
 	}
 	tests := []struct {
 		name    string
-		cfg     *config.Profile
+		cfg     *configapi.Profile
+		lines   map[string]int // the file's line of each field of cfg
 		want    ProfileSpec
 		wantErr []string
 	}{
@@ -328,14 +336,14 @@ func TestResolveProfile(t *testing.T) {
 		},
 		{
 			name: "absent points keep the defaults",
-			cfg:  &config.Profile{SchedulerName: "gpu"},
+			cfg:  &configapi.Profile{SchedulerName: "gpu"},
 			want: ProfileSpec{SchedulerName: "gpu", Plugins: defaults.Plugins, PluginArgs: defaults.PluginArgs},
 		},
 		{
 			name: "a listed point replaces the default list",
-			cfg: &config.Profile{SchedulerName: "gpu", Plugins: config.Plugins{
+			cfg: &configapi.Profile{SchedulerName: "gpu", Plugins: &configapi.Plugins{
 				Filter: list("f3", "f1"),
-				Score:  &config.PluginList{Plugins: []config.Plugin{{Name: "s2", Weight: 7}}},
+				Score:  &configapi.PluginSet{Enabled: []configapi.Plugin{{Name: "s2", Weight: 7}}, Disabled: star},
 			}},
 			want: ProfileSpec{SchedulerName: "gpu",
 				Plugins: map[ExtensionPoint]PluginSet{
@@ -345,20 +353,20 @@ func TestResolveProfile(t *testing.T) {
 					BindPoint:      {{Name: "binder"}},
 				},
 				// s1 is disabled, so its default args are dropped.
-				PluginArgs: map[string]*config.Section{"f1": defArgs},
+				PluginArgs: map[string]apiruntime.Object{"f1": defArgs},
 			},
 		},
 		{
 			name: "an empty list means none",
-			cfg:  &config.Profile{SchedulerName: "gpu", Plugins: config.Plugins{Filter: list(), Score: list()}},
+			cfg:  &configapi.Profile{SchedulerName: "gpu", Plugins: &configapi.Plugins{Filter: list(), Score: list()}},
 			want: ProfileSpec{SchedulerName: "gpu",
 				Plugins:    map[ExtensionPoint]PluginSet{QueueSortPoint: {{Name: "sort"}}, BindPoint: {{Name: "binder"}}},
-				PluginArgs: map[string]*config.Section{},
+				PluginArgs: map[string]apiruntime.Object{},
 			},
 		},
 		{
 			name: "every point can be replaced",
-			cfg: &config.Profile{SchedulerName: "gpu", Plugins: config.Plugins{
+			cfg: &configapi.Profile{SchedulerName: "gpu", Plugins: &configapi.Plugins{
 				QueueSort: list("q"), PreFilter: list("pf"), Filter: list("f"), PreScore: list("ps"),
 				Score: list("s"), Reserve: list("r"), Permit: list("pm"), Bind: list("b"),
 			}},
@@ -367,40 +375,42 @@ func TestResolveProfile(t *testing.T) {
 					QueueSortPoint: {{Name: "q"}}, PreFilterPoint: {{Name: "pf"}}, FilterPoint: {{Name: "f"}}, PreScorePoint: {{Name: "ps"}},
 					ScorePoint: {{Name: "s"}}, ReservePoint: {{Name: "r"}}, PermitPoint: {{Name: "pm"}}, BindPoint: {{Name: "b"}},
 				},
-				PluginArgs: map[string]*config.Section{},
+				PluginArgs: map[string]apiruntime.Object{},
 			},
 		},
 		{
 			name: "pluginConfig overrides and clears default args",
-			cfg: &config.Profile{SchedulerName: "gpu", PluginConfig: []config.PluginConfig{
+			cfg: &configapi.Profile{SchedulerName: "gpu", PluginConfig: []configapi.PluginConfig{
 				{Name: "f2", Args: cfgArgs},
 				{Name: "f1"}, // no args: f1 gets none, not the default
 			}},
 			want: ProfileSpec{SchedulerName: "gpu", Plugins: defaults.Plugins,
-				PluginArgs: map[string]*config.Section{"f2": cfgArgs, "s1": defArgs}},
+				PluginArgs: map[string]apiruntime.Object{"f2": cfgArgs, "s1": defArgs}},
 		},
 		{
 			name: "args for a plugin disabled by the profile",
-			cfg: &config.Profile{SchedulerName: "gpu", Line: 4,
-				Plugins:      config.Plugins{Score: list()},
-				PluginConfig: []config.PluginConfig{{Name: "ok", Line: 9}, {Name: "s1", Args: cfgArgs, Line: 12}, {Name: "typo", Line: 15}},
+			cfg: &configapi.Profile{SchedulerName: "gpu",
+				Plugins:      &configapi.Plugins{Score: list()},
+				PluginConfig: []configapi.PluginConfig{{Name: "ok"}, {Name: "s1", Args: cfgArgs}, {Name: "typo"}},
 			},
+			lines: map[string]int{"": 4, "pluginConfig[0]": 9, "pluginConfig[1]": 12, "pluginConfig[2]": 15},
 			wantErr: []string{`profile "gpu" (line 4): `,
 				`line 12: pluginConfig[1] gives args for plugin "s1", which is not enabled at any extension point (enabled: binder, f1, f2, sort)`,
 				`line 15: pluginConfig[2] gives args for plugin "typo"`},
 		},
 		{
 			name: "no plugins enabled at all",
-			cfg: &config.Profile{SchedulerName: "gpu", Line: 4,
-				Plugins:      config.Plugins{QueueSort: list(), Filter: list(), Score: list(), Bind: list()},
-				PluginConfig: []config.PluginConfig{{Name: "x", Line: 5}},
+			cfg: &configapi.Profile{SchedulerName: "gpu",
+				Plugins:      &configapi.Plugins{QueueSort: list(), Filter: list(), Score: list(), Bind: list()},
+				PluginConfig: []configapi.PluginConfig{{Name: "x"}},
 			},
+			lines:   map[string]int{"": 4, "pluginConfig[0]": 5},
 			wantErr: []string{"(enabled: none)"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ResolveProfile(defaults, tt.cfg)
+			got, err := ResolveProfile(defaults, tt.cfg, func(field string) int { return tt.lines[field] })
 			if len(tt.wantErr) > 0 {
 				if err == nil {
 					t.Fatalf("ResolveProfile = %+v, want an error", got)
@@ -457,7 +467,7 @@ profiles:
 		t.Fatal(err)
 	}
 	defaults := baseSpec(map[ExtensionPoint]PluginSet{FilterPoint: {{Name: "a"}}})
-	spec, err := ResolveProfile(defaults, &f.Profiles[0])
+	spec, err := ResolveProfile(defaults, &f.Profiles()[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +489,7 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err = ResolveProfile(defaults, &f.Profiles[0])
+	spec, err = ResolveProfile(defaults, &f.Profiles()[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

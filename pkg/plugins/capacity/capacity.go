@@ -10,7 +10,6 @@ package capacity
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"sort"
 	"strings"
@@ -18,10 +17,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
@@ -34,14 +35,12 @@ const stateKey framework.StateKey = Name + "/reserved"
 // DefaultStarvationAfter is the default of CapacityArgs.StarvationAfter.
 const DefaultStarvationAfter = 5 * time.Minute
 
-// CapacityArgs are the Capacity plugin's arguments (its pluginConfig).
-type CapacityArgs struct {
-	// StarvationAfter is how long a job may wait for room before the jobs
-	// behind it in its queue (lower priority, or the same and younger)
-	// stop starting, so that the room it needs frees up: e.g. "5m" (the
-	// default); "0" turns anti-starvation off.
-	StarvationAfter string `yaml:"starvationAfter"`
-}
+// CapacityArgs are the Capacity plugin's arguments (its pluginConfig),
+// typed in the configuration API (config.CapacityArgs). StarvationAfter
+// is how long a job may wait for room before the jobs behind it in its
+// queue stop starting: e.g. "5m" (the default); "0" turns anti-starvation
+// off.
+type CapacityArgs = config.CapacityArgs
 
 // Capacity checks a job against its queue before it is placed
 // (PreFilter), and each pod against the room its queue and the queue's
@@ -64,22 +63,17 @@ var (
 )
 
 // New builds the plugin from its args.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
-	a := CapacityArgs{}
-	if args != nil {
-		if err := config.DecodeStrict(args, &a); err != nil {
-			return nil, fmt.Errorf("%s args: %w", Name, err)
-		}
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
+	a, err := pluginutil.TypedArgs[CapacityArgs](Name, args)
+	if err != nil {
+		return nil, err
 	}
-	p := &Capacity{starvationAfter: DefaultStarvationAfter, now: time.Now}
-	if a.StarvationAfter != "" {
-		d, err := time.ParseDuration(a.StarvationAfter)
-		if err != nil || d < 0 {
-			return nil, fmt.Errorf("%s args: starvationAfter: %q is not a duration of 0 or more, such as 5m", Name, a.StarvationAfter)
-		}
-		p.starvationAfter = d
+	d, err := time.ParseDuration(a.StarvationAfter)
+	if err != nil {
+		// Validation parsed it already.
+		return nil, fmt.Errorf("%s args: starvationAfter: %w", Name, err)
 	}
-	return p, nil
+	return &Capacity{starvationAfter: d, now: time.Now}, nil
 }
 
 // Name implements framework.Plugin.

@@ -3,26 +3,26 @@ package capacity
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
 // ReclaimName is the Reclaim plugin's name in profiles.
 const ReclaimName = "Reclaim"
 
-// ReclaimArgs are the Reclaim plugin's arguments (its pluginConfig).
-type ReclaimArgs struct {
-	// Below is the share a queue's waiting job reclaims up to: "FairShare"
-	// (the default), or "Guarantee" (only what the queue is guaranteed).
-	Below string `yaml:"below"`
-}
+// ReclaimArgs are the Reclaim plugin's arguments (its pluginConfig),
+// typed in the configuration API (config.ReclaimArgs). Below is the share
+// a queue's waiting job reclaims up to: "FairShare" (the default), or
+// "Guarantee" (only what the queue is guaranteed).
+type ReclaimArgs = config.ReclaimArgs
 
 // Reclaim takes back, for a job whose queue stays within its share with
 // the job started, what other queues use above theirs: at PostFilter its
@@ -43,20 +43,12 @@ var (
 )
 
 // NewReclaim builds the plugin from its args.
-func NewReclaim(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
-	var a ReclaimArgs
-	if args != nil {
-		if err := config.DecodeStrict(args, &a); err != nil {
-			return nil, fmt.Errorf("%s args: %w", ReclaimName, err)
-		}
+func NewReclaim(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
+	a, err := pluginutil.TypedArgs[ReclaimArgs](ReclaimName, args)
+	if err != nil {
+		return nil, err
 	}
-	switch a.Below {
-	case "", "FairShare":
-		return &Reclaim{}, nil
-	case "Guarantee":
-		return &Reclaim{guaranteeOnly: true}, nil
-	}
-	return nil, fmt.Errorf("%s args: below: %q is not one of FairShare, Guarantee", ReclaimName, a.Below)
+	return &Reclaim{guaranteeOnly: a.Below == config.ReclaimBelowGuarantee}, nil
 }
 
 // Name implements framework.Plugin.

@@ -3,12 +3,13 @@ package capacity
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -354,9 +355,9 @@ func TestNewReclaim(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var args io.Reader
+			var args runtime.Object
 			if tt.args != "" {
-				args = strings.NewReader(tt.args)
+				args = configapi.NewRawArgs("", []byte(tt.args))
 			}
 			p, err := NewReclaim(context.Background(), args, nil)
 			if len(tt.wantErr) > 0 {

@@ -15,6 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -99,7 +100,7 @@ func (nilClientHandle) SharedInformerFactory() informers.SharedInformerFactory {
 
 func TestNew(t *testing.T) {
 	h := testutil.NewHandle()
-	p, err := New(context.Background(), strings.NewReader(""), h)
+	p, err := New(context.Background(), configapi.NewRawArgs("", []byte("")), h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestNew(t *testing.T) {
 	if ev := p.(framework.EnqueueExtensions).EventsToRegister(); len(ev) != 0 {
 		t.Errorf("EventsToRegister = %#v, want an empty list", ev)
 	}
-	if _, err := New(context.Background(), strings.NewReader("retries: 3"), h); err == nil || !strings.Contains(err.Error(), "DefaultBinder args") {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("retries: 3")), h); err == nil || !strings.Contains(err.Error(), "DefaultBinder args") {
 		t.Errorf("args accepted: %v", err)
 	}
 	if _, err := New(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "DefaultBinder: no framework handle") {

@@ -7,11 +7,13 @@ package defaultpreemption
 import (
 	"context"
 	"fmt"
-	"io"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
@@ -34,34 +36,26 @@ var (
 	_ preemption.Policy           = &DefaultPreemption{}
 )
 
-// Args are the plugin's args, kube-scheduler's DefaultPreemptionArgs:
-// how many nodes the victim search tries for each pod that fits nowhere
+// Args are the plugin's args, kube-scheduler's DefaultPreemptionArgs,
+// typed in the configuration API (config.DefaultPreemptionArgs): how many
+// nodes the victim search tries for each pod that fits nowhere
 // (framework.CandidateSample). Unset fields take kube-scheduler's
 // defaults, 10 % and 100.
-type Args struct {
-	MinCandidateNodesPercentage *int32 `yaml:"minCandidateNodesPercentage"`
-	MinCandidateNodesAbsolute   *int32 `yaml:"minCandidateNodesAbsolute"`
-}
+type Args = config.DefaultPreemptionArgs
 
-// Default search bounds, kube-scheduler's.
+// Default search bounds, kube-scheduler's (the configuration API's).
 const (
-	DefaultMinCandidateNodesPercentage = 10
-	DefaultMinCandidateNodesAbsolute   = 100
+	DefaultMinCandidateNodesPercentage = v1alpha1.DefaultMinCandidateNodesPercentage
+	DefaultMinCandidateNodesAbsolute   = v1alpha1.DefaultMinCandidateNodesAbsolute
 )
 
 // New builds the plugin from its args (Args, or none).
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
-	var a Args
-	if err := pluginutil.DecodeArgs(Name, args, &a); err != nil {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
+	a, err := pluginutil.TypedArgs[Args](Name, args)
+	if err != nil {
 		return nil, err
 	}
-	sample := framework.CandidateSample{Percentage: DefaultMinCandidateNodesPercentage, Absolute: DefaultMinCandidateNodesAbsolute}
-	if a.MinCandidateNodesPercentage != nil {
-		sample.Percentage = *a.MinCandidateNodesPercentage
-	}
-	if a.MinCandidateNodesAbsolute != nil {
-		sample.Absolute = *a.MinCandidateNodesAbsolute
-	}
+	sample := framework.CandidateSample{Percentage: a.MinCandidateNodesPercentage, Absolute: a.MinCandidateNodesAbsolute}
 	if err := sample.Validate(); err != nil {
 		return nil, fmt.Errorf("%s args: %w", Name, err)
 	}

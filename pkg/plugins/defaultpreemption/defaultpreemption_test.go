@@ -3,13 +3,13 @@ package defaultpreemption
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -148,9 +148,9 @@ func TestArgs(t *testing.T) {
 		{name: "another plugin's kind", args: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: NodeResourcesFitArgs\n", wantErr: "NodeResourcesFitArgs"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var r io.Reader
+			var r runtime.Object
 			if tt.args != "" {
-				r = config.NewSection("sched.yaml", []byte(tt.args))
+				r = config.NewRawArgs("sched.yaml", []byte(tt.args))
 			}
 			p, err := New(context.Background(), r, nil)
 			if tt.wantErr != "" {

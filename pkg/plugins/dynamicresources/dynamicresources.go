@@ -20,13 +20,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -106,7 +106,7 @@ var kubeDefaults = pluginutil.KubeDefaults{"filterTimeout": {`"0s"`}}
 // New is the plugin's framework.PluginFactory. It takes no args of its
 // own (kube-scheduler's are accepted at kubeDefaults) and needs a Handle
 // with an informer factory (and a clientset to bind).
-func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}

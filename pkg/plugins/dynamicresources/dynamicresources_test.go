@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 )
@@ -315,7 +316,7 @@ func TestArgs(t *testing.T) {
 		{"filterTimeout: 10s", false},
 		{"bogus: 1", false},
 	} {
-		_, err := New(t.Context(), strings.NewReader(tt.args), testutil.NewHandle())
+		_, err := New(t.Context(), configapi.NewRawArgs("", []byte(tt.args)), testutil.NewHandle())
 		if (err == nil) != tt.ok {
 			t.Errorf("args %q: err = %v, want ok %v", tt.args, err, tt.ok)
 		}

@@ -3,8 +3,8 @@ package gang
 import (
 	"context"
 	"fmt"
-	"io"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -24,7 +24,7 @@ var (
 )
 
 // New is the plugin's framework.PluginFactory. It takes no args.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -116,14 +117,14 @@ func TestPermit(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	p, err := New(context.Background(), strings.NewReader("{}"), nil)
+	p, err := New(context.Background(), configapi.NewRawArgs("", []byte("{}")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Name() != "Gang" {
 		t.Errorf("Name = %q", p.Name())
 	}
-	if _, err := New(context.Background(), strings.NewReader("timeout: 5s"), nil); err == nil || !strings.Contains(err.Error(), "Gang args") {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("timeout: 5s")), nil); err == nil || !strings.Contains(err.Error(), "Gang args") {
 		t.Errorf("args accepted: %v", err)
 	}
 	// A gang the plugin rejected waits for pods of its own, which retry it

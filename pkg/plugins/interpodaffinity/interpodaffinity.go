@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
@@ -71,7 +71,7 @@ var kubeDefaults = pluginutil.KubeDefaults{
 // own; kube-scheduler's are accepted at their defaults (kubeDefaults).
 // It asks h's informer factory for the Namespace informer, which the
 // scheduler cache starts with the factory.
-func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -370,7 +371,7 @@ func TestPreFilterPodErrors(t *testing.T) {
 		t.Errorf("no namespace selector, unsynced namespaces: PreFilterPod = %v, want success", s)
 	}
 
-	if _, err := New(context.Background(), strings.NewReader("foo: 1"), h); err == nil {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("foo: 1")), h); err == nil {
 		t.Error("New accepted args")
 	}
 }

@@ -3,9 +3,9 @@ package nodeaffinity
 import (
 	"context"
 	"fmt"
-	"io"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
@@ -40,7 +40,7 @@ var kubeDefaults = pluginutil.KubeDefaults{"addedAffinity": {"null", "{}"}}
 
 // New is the plugin's framework.PluginFactory. It takes no args of its
 // own; kube-scheduler's are accepted at their defaults (kubeDefaults).
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -206,10 +207,10 @@ func TestNew(t *testing.T) {
 	}
 	// kube-scheduler's args at their default are accepted, anything else
 	// is refused naming the field.
-	if _, err := New(context.Background(), strings.NewReader("addedAffinity: {}"), nil); err != nil {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("addedAffinity: {}")), nil); err != nil {
 		t.Errorf("kube-scheduler's default args refused: %v", err)
 	}
-	if _, err := New(context.Background(), strings.NewReader("addedAffinity: {preferredDuringSchedulingIgnoredDuringExecution: []}"), nil); err == nil || !strings.Contains(err.Error(), "NodeAffinity args: line 1: addedAffinity") {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("addedAffinity: {preferredDuringSchedulingIgnoredDuringExecution: []}")), nil); err == nil || !strings.Contains(err.Error(), "NodeAffinity args: line 1: addedAffinity") {
 		t.Errorf("args accepted: %v", err)
 	}
 	var events []framework.ClusterEvent

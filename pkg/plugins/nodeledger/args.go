@@ -1,78 +1,43 @@
 package nodeledger
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
-// Defaults of Args.
+// Defaults of Args, those of the configuration API.
 const (
 	// DefaultPlacer is the name batch-scheduler joins ledgers under.
-	DefaultPlacer = "batch-scheduler"
+	DefaultPlacer = v1alpha1.DefaultNodeLedgerPlacer
 	// DefaultReleaseInterval is how often the entries of pods that are
 	// gone are released, and shared nodes not yet joined are joined.
-	DefaultReleaseInterval = 500 * time.Millisecond
+	DefaultReleaseInterval = v1alpha1.DefaultNodeLedgerReleaseInterval
 )
 
-// Args are the plugin's args.
-type Args struct {
-	// NodeSelector selects the shared nodes, in label selector syntax
-	// ("batch-scheduler.io/shared=vms"). Required: the VM manager places
-	// VMs on the same nodes (its --host-selector).
-	NodeSelector string `yaml:"nodeSelector"`
-	// Placer is the name this scheduler joins ledgers and records its
-	// pods under (the VM manager's --ledger-require names it); default
-	// DefaultPlacer.
-	Placer string `yaml:"placer"`
-	// ReleaseInterval is how often released pods' entries are removed;
-	// default DefaultReleaseInterval.
-	ReleaseInterval time.Duration `yaml:"releaseInterval"`
-}
+// Args are the plugin's args, typed in the configuration API
+// (config.NodeLedgerArgs: defaults in its v1alpha1 version, validation in
+// its validation package). NodeSelector is required: the VM manager
+// places VMs on the same nodes (its --host-selector).
+type Args = config.NodeLedgerArgs
 
-// decodeArgs reads args strictly, fills in defaults and validates.
-func decodeArgs(r io.Reader) (Args, labels.Selector, error) {
-	var a Args
-	if r != nil {
-		if err := pluginutil.DecodeArgs(Name, r, &a); err != nil {
-			return Args{}, nil, err
-		}
-	}
-	if a.Placer == "" {
-		a.Placer = DefaultPlacer
-	}
-	if a.ReleaseInterval == 0 {
-		a.ReleaseInterval = DefaultReleaseInterval
-	}
-	sel, err := a.validate()
+// decodeArgs returns the plugin's args from its factory's (validated
+// typed args, or raw args decoded as the file's would be) and their node
+// selector.
+func decodeArgs(args runtime.Object) (Args, labels.Selector, error) {
+	a, err := pluginutil.TypedArgs[Args](Name, args)
 	if err != nil {
-		return Args{}, nil, fmt.Errorf("%s args: %w", Name, err)
-	}
-	return a, sel, nil
-}
-
-func (a Args) validate() (labels.Selector, error) {
-	if a.NodeSelector == "" {
-		return nil, errors.New("nodeSelector: required (the label selector of the nodes shared with a VM manager)")
+		return Args{}, nil, err
 	}
 	sel, err := labels.Parse(a.NodeSelector)
 	if err != nil {
-		return nil, fmt.Errorf("nodeSelector %q: %w", a.NodeSelector, err)
+		// Validation parsed it already.
+		return Args{}, nil, fmt.Errorf("%s args: nodeSelector %q: %w", Name, a.NodeSelector, err)
 	}
-	if sel.Empty() {
-		return nil, fmt.Errorf("nodeSelector %q selects every node; name the label of the shared ones", a.NodeSelector)
-	}
-	if errs := validation.IsDNS1123Subdomain(a.Placer); len(errs) > 0 {
-		return nil, fmt.Errorf("placer %q: %s", a.Placer, errs[0])
-	}
-	if a.ReleaseInterval < 0 {
-		return nil, fmt.Errorf("releaseInterval %s: must not be negative", a.ReleaseInterval)
-	}
-	return sel, nil
+	return *a.DeepCopy(), sel, nil
 }

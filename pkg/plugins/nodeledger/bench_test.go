@@ -26,7 +26,7 @@ func BenchmarkBind(b *testing.B) {
 		b.Run(fmt.Sprintf("shared=%t", shared), func(b *testing.B) {
 			h := testutil.NewHandle(node("n1", true), node("n2", false))
 			store := ledgertest.NewClient()
-			a := Args{NodeSelector: sharedLabel + "=vms", Placer: DefaultPlacer, ReleaseInterval: time.Hour}
+			a := Args{NodeSelector: sharedLabel + "=vms", Placer: DefaultPlacer, ReleaseInterval: metav1.Duration{Duration: time.Hour}}
 			sel, _ := labels.Parse(a.NodeSelector)
 			pl, err := build(b.Context(), a, sel, h, func() (ledger.Client, error) { return store, nil })
 			if err != nil {

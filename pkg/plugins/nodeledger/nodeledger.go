@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
@@ -35,7 +35,7 @@ var (
 // clientset, the scheduler's informers and framework.RESTConfigProvider
 // (for the NodeLedger client); with framework.SharedStore, every profile's
 // instance shares one placer.
-func New(ctx context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+func New(ctx context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	a, sel, err := decodeArgs(args)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/ledger"
 	"github.com/batch-scheduler/batch-scheduler/pkg/ledger/ledgertest"
@@ -57,7 +58,7 @@ func newFixture(t *testing.T, objs ...*v1.Pod) *fixture {
 		}
 	}
 	store := ledgertest.NewClient()
-	a := Args{NodeSelector: sharedLabel + "=vms", Placer: DefaultPlacer, ReleaseInterval: time.Hour}
+	a := Args{NodeSelector: sharedLabel + "=vms", Placer: DefaultPlacer, ReleaseInterval: metav1.Duration{Duration: time.Hour}}
 	sel, err := labels.Parse(a.NodeSelector)
 	if err != nil {
 		t.Fatal(err)
@@ -244,17 +245,17 @@ func TestArgs(t *testing.T) {
 		{"nodeSelector: shared=vms\nreleaseInterval: 2s", ""},
 	}
 	for _, tt := range tests {
-		a, _, err := decodeArgs(strings.NewReader(tt.args))
+		a, _, err := decodeArgs(configapi.NewRawArgs("", []byte(tt.args)))
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("args %q: %v", tt.args, err)
-		case tt.want == "" && (a.Placer != DefaultPlacer || a.ReleaseInterval != 2*time.Second):
+		case tt.want == "" && (a.Placer != DefaultPlacer || a.ReleaseInterval.Duration != 2*time.Second):
 			t.Errorf("args %q decoded to %+v", tt.args, a)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), Name+" args")):
 			t.Errorf("args %q: error %v, want one naming %q", tt.args, err, tt.want)
 		}
 	}
-	if _, err := New(t.Context(), strings.NewReader("nodeSelector: shared=vms"), nil); err == nil || errors.Is(err, nil) {
+	if _, err := New(t.Context(), configapi.NewRawArgs("", []byte("nodeSelector: shared=vms")), nil); err == nil || errors.Is(err, nil) {
 		t.Errorf("New without a handle = %v, want an error", err)
 	}
 }

@@ -280,7 +280,7 @@ func (p *placer) run(ctx context.Context) {
 		return
 	}
 	logger.V(2).Info("Joining and releasing the ledgers of the shared nodes", "nodeSelector", p.selector.String(), "placer", p.args.Placer)
-	wait.UntilWithContext(ctx, func(ctx context.Context) { p.tick(klog.NewContext(ctx, logger)) }, p.args.ReleaseInterval)
+	wait.UntilWithContext(ctx, func(ctx context.Context) { p.tick(klog.NewContext(ctx, logger)) }, p.args.ReleaseInterval.Duration)
 }
 
 // tick forgets reservations whose binds are seen, and commits to every

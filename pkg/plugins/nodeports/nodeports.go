@@ -2,9 +2,9 @@ package nodeports
 
 import (
 	"context"
-	"io"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -35,7 +35,7 @@ var (
 )
 
 // New is the plugin's framework.PluginFactory. The plugin takes no args.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
 		return nil, err
 	}

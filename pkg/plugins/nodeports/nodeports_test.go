@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -243,7 +244,7 @@ func TestNew(t *testing.T) {
 	if err != nil || p.Name() != Name {
 		t.Fatalf("New = %v, %v", p, err)
 	}
-	if _, err := New(context.Background(), strings.NewReader("foo: 1"), nil); err == nil || !strings.Contains(err.Error(), Name+" args") {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("foo: 1")), nil); err == nil || !strings.Contains(err.Error(), Name+" args") {
 		t.Errorf("New with args = %v, want an error naming the plugin", err)
 	}
 }

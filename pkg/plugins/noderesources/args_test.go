@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 func TestArgsDecoding(t *testing.T) {
@@ -24,12 +26,12 @@ func TestArgsDecoding(t *testing.T) {
 		{name: "explicit least allocated", args: "scoringStrategy: LeastAllocated", want: defaults},
 		{name: "resources replace the defaults",
 			args: "resources:\n- name: nvidia.com/gpu\n  weight: 5\n- name: cpu\n",
-			want: Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{"nvidia.com/gpu", 5}, {v1.ResourceCPU, 1}}}},
+			want: Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{Name: "nvidia.com/gpu", Weight: 5}, {Name: v1.ResourceCPU, Weight: 1}}}},
 		{name: "weight 0 means 1", args: "resources: [{name: memory, weight: 0}]",
-			want: Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{v1.ResourceMemory, 1}}}},
+			want: Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{Name: v1.ResourceMemory, Weight: 1}}}},
 		{name: "empty resources mean the defaults", args: "resources: []", want: defaults},
 		{name: "max weight", args: "resources: [{name: pods, weight: 100}, {name: ephemeral-storage, weight: 1}, {name: hugepages-2Mi}]",
-			want: Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{v1.ResourcePods, 100}, {v1.ResourceEphemeralStorage, 1}, {"hugepages-2Mi", 1}}}},
+			want: Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{Name: v1.ResourcePods, Weight: 100}, {Name: v1.ResourceEphemeralStorage, Weight: 1}, {Name: "hugepages-2Mi", Weight: 1}}}},
 
 		{name: "unknown strategy", args: "scoringStrategy: Balanced",
 			wantErr: `NodeResourcesFit args: scoringStrategy: unknown strategy "Balanced" (want LeastAllocated or MostAllocated)`},
@@ -47,7 +49,7 @@ func TestArgsDecoding(t *testing.T) {
 		// kube-scheduler's shape, as a KubeSchedulerConfiguration profile
 		// writes it.
 		{name: "kube-scheduler's shape", args: "scoringStrategy:\n  type: MostAllocated\n  resources:\n  - {name: cpu, weight: 3}\n  - {name: nvidia.com/gpu, weight: 1}\n",
-			want: Args{ScoringStrategy: MostAllocated, Resources: []ResourceWeight{{v1.ResourceCPU, 3}, {"nvidia.com/gpu", 1}}}},
+			want: Args{ScoringStrategy: MostAllocated, Resources: []ResourceWeight{{Name: v1.ResourceCPU, Weight: 3}, {Name: "nvidia.com/gpu", Weight: 1}}}},
 		{name: "kube-scheduler's shape, type only", args: "scoringStrategy: {type: MostAllocated}",
 			want: Args{ScoringStrategy: MostAllocated, Resources: defaults.Resources}},
 		{name: "kube-scheduler's shape, defaults", args: "scoringStrategy: {}", want: defaults},
@@ -66,7 +68,7 @@ func TestArgsDecoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(context.Background(), strings.NewReader(tt.args), nil)
+			p, err := New(context.Background(), configapi.NewRawArgs("", []byte(tt.args)), nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("New(%q) error = %v, want one containing %q", tt.args, err, tt.wantErr)
@@ -89,7 +91,7 @@ func TestNewWithArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{v1.ResourceCPU, 1}}}
+	want := Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{Name: v1.ResourceCPU, Weight: 1}}}
 	if got := f.Args(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Args = %+v, want %+v", got, want)
 	}
@@ -105,11 +107,11 @@ func TestNewWithArgs(t *testing.T) {
 		t.Errorf("bad strategy: %v", err)
 	}
 	bad := Args{ScoringStrategy: LeastAllocated}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "resources: at least one") {
+	if err := Validate(&bad); err == nil || !strings.Contains(err.Error(), "resources: at least one") {
 		t.Errorf("Validate of no resources = %v", err)
 	}
 	zero := Args{ScoringStrategy: LeastAllocated, Resources: []ResourceWeight{{Name: "cpu"}}}
-	if err := zero.Validate(); err == nil || !strings.Contains(err.Error(), "resources[0].weight") {
+	if err := Validate(&zero); err == nil || !strings.Contains(err.Error(), "resources[0].weight") {
 		t.Errorf("Validate of an undefaulted weight = %v", err)
 	}
 }

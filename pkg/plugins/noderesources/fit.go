@@ -3,10 +3,10 @@ package noderesources
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -47,7 +47,7 @@ var (
 
 // New is the plugin's framework.PluginFactory; see the package
 // documentation for its args.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	a, err := decodeArgs(args)
 	if err != nil {
 		return nil, err
@@ -58,9 +58,9 @@ func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugi
 // NewWithArgs builds the plugin from args, for callers that configure it in
 // code. Args are defaulted and validated.
 func NewWithArgs(args Args) (*Fit, error) {
-	args.Default()
-	if err := args.Validate(); err != nil {
-		return nil, fmt.Errorf("%s args: %w", Name, err)
+	args, err := complete(args)
+	if err != nil {
+		return nil, err
 	}
 	f := &Fit{args: args, score: leastAllocatedScore}
 	if args.ScoringStrategy == MostAllocated {

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -28,7 +29,7 @@ func pod(name string, req res) *v1.Pod {
 
 func newFit(t *testing.T, args string) *Fit {
 	t.Helper()
-	p, err := New(context.Background(), strings.NewReader(args), nil)
+	p, err := New(context.Background(), configapi.NewRawArgs("", []byte(args)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

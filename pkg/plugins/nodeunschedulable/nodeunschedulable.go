@@ -2,9 +2,9 @@ package nodeunschedulable
 
 import (
 	"context"
-	"io"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
@@ -30,7 +30,7 @@ var (
 )
 
 // New is the plugin's framework.PluginFactory. It takes no args.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
 		return nil, err
 	}

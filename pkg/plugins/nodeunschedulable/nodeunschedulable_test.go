@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -62,7 +63,7 @@ func TestNew(t *testing.T) {
 	if p.Name() != "NodeUnschedulable" {
 		t.Errorf("Name = %q", p.Name())
 	}
-	if _, err := New(context.Background(), strings.NewReader("strict: true"), nil); err == nil || !strings.Contains(err.Error(), "NodeUnschedulable args") {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("strict: true")), nil); err == nil || !strings.Contains(err.Error(), "NodeUnschedulable args") {
 		t.Errorf("args accepted: %v", err)
 	}
 	events := p.(framework.EnqueueExtensions).EventsToRegister()

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -51,7 +51,7 @@ var (
 
 // New is the plugin's framework.PluginFactory. It takes no args and needs
 // a Handle with an informer factory.
-func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
@@ -23,7 +24,7 @@ type zoneArgs struct {
 // waiting job's pods retry it.
 func Example() {
 	args := zoneArgs{Zone: "any"}
-	if err := pluginutil.DecodeArgs("AcmeZone", strings.NewReader("zone: eu-1\n"), &args); err != nil {
+	if err := pluginutil.DecodeArgs("AcmeZone", configapi.NewRawArgs("", []byte("zone: eu-1\n")), &args); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -41,7 +42,7 @@ func Example() {
 	fmt.Println("node moved into the zone:", moved)
 	fmt.Println("node moved out of it:", back)
 
-	err := pluginutil.DecodeArgs("AcmeZone", strings.NewReader("zones: [eu-1]\n"), &args)
+	err := pluginutil.DecodeArgs("AcmeZone", configapi.NewRawArgs("", []byte("zones: [eu-1]\n")), &args)
 	fmt.Println("misspelt field rejected:", err != nil && strings.Contains(err.Error(), "AcmeZone args"))
 	// Output:
 	// node moved into the zone: Queue

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 )
@@ -26,8 +27,12 @@ type KubeDefaults map[string][]string
 // defaults, with one of the values listed there. Any other value is an
 // error naming the field, its line, what was given and what is
 // supported; any other field is an error as in DecodeNoArgs.
-func DecodeKubeDefaultArgs(plugin string, args io.Reader, defaults KubeDefaults) error {
-	args, err := config.WithoutTypeMeta(args, plugin+"Args")
+func DecodeKubeDefaultArgs(plugin string, raw runtime.Object, defaults KubeDefaults) error {
+	args, err := ArgsReader(plugin, raw)
+	if err != nil {
+		return err
+	}
+	args, err = config.WithoutTypeMeta(args, plugin+"Args")
 	if err != nil {
 		return fmt.Errorf("%s args: %w", plugin, err)
 	}
@@ -42,7 +47,7 @@ func DecodeKubeDefaultArgs(plugin string, args io.Reader, defaults KubeDefaults)
 	var doc yaml.Node
 	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		// Empty, null, not a mapping or not YAML: DecodeNoArgs says.
-		return DecodeNoArgs(plugin, config.NewSection(src, data))
+		return decodeNoArgs(plugin, config.NewSection(src, data))
 	}
 	m := doc.Content[0]
 	where := func(line int) string {

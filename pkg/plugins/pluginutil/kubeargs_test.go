@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 func TestDecodeKubeDefaultArgs(t *testing.T) {
 	defaults := KubeDefaults{"hardPodAffinityWeight": {"1"}, "mode": {`"System"`}, "extra": {"[]", "null"}}
-	section := func(yaml string) *config.Section {
+	section := func(yaml string) *configapi.RawArgs {
 		// Two blank lines: the section starts on line 3 of the file.
-		return config.NewSection("sched.yaml", []byte("\n\n"+yaml))
+		return configapi.NewRawArgs("sched.yaml", []byte("\n\n"+yaml))
 	}
 	for _, tt := range []struct {
 		name, args, want string

@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"io"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 )
@@ -31,9 +33,35 @@ const ErrReasonNodeNotFound = "node(s) not found"
 // this scheduler does not honour them either.
 const EnableTaintTolerationComparisonOperators = false
 
+// ArgsReader returns a reader over args a plugin decodes itself: the
+// *config.RawArgs (pkg/apis/config) a profile gives a plugin the
+// configuration API has no type for. Its errors name the configuration
+// file and its lines. nil args give a nil reader; args of any other type
+// (typed args meant for another plugin) are an error naming the plugin.
+func ArgsReader(plugin string, args runtime.Object) (io.Reader, error) {
+	switch a := args.(type) {
+	case nil:
+		return nil, nil
+	case *configapi.RawArgs:
+		if a == nil {
+			return nil, nil
+		}
+		return a.Reader(), nil
+	}
+	return nil, fmt.Errorf("%s args: got %T, which the plugin cannot read: it decodes its args itself from the file's YAML (a *config.RawArgs)", plugin, args)
+}
+
 // DecodeNoArgs accepts empty args (nil, blank, "{}" or "null") and rejects
 // anything else, for plugins that take no args. The error names the plugin.
-func DecodeNoArgs(plugin string, args io.Reader) error {
+func DecodeNoArgs(plugin string, args runtime.Object) error {
+	r, err := ArgsReader(plugin, args)
+	if err != nil {
+		return err
+	}
+	return decodeNoArgs(plugin, r)
+}
+
+func decodeNoArgs(plugin string, args io.Reader) error {
 	args, err := config.WithoutTypeMeta(args, plugin+"Args")
 	if err != nil {
 		return fmt.Errorf("%s args: %w", plugin, err)
@@ -45,16 +73,21 @@ func DecodeNoArgs(plugin string, args io.Reader) error {
 	return nil
 }
 
-// DecodeArgs strictly decodes args into out (which holds the defaults) and
-// names the plugin in the error. The apiVersion and kind a kube-scheduler
-// configuration may give args (kubescheduler.config.k8s.io/v1,
+// DecodeArgs strictly decodes the raw args of a plugin the configuration
+// API has no type for (an out-of-tree plugin's) into out, which holds the
+// defaults, and names the plugin in the error. The apiVersion and kind a
+// kube-scheduler configuration may give args (kubescheduler.config.k8s.io/v1,
 // <plugin>Args) are accepted and dropped (config.WithoutTypeMeta).
-func DecodeArgs(plugin string, args io.Reader, out any) error {
-	args, err := config.WithoutTypeMeta(args, plugin+"Args")
+func DecodeArgs(plugin string, args runtime.Object, out any) error {
+	r, err := ArgsReader(plugin, args)
+	if err != nil {
+		return err
+	}
+	r, err = config.WithoutTypeMeta(r, plugin+"Args")
 	if err != nil {
 		return fmt.Errorf("%s args: %w", plugin, err)
 	}
-	if err := config.DecodeStrict(args, out); err != nil {
+	if err := config.DecodeStrict(r, out); err != nil {
 		return fmt.Errorf("%s args: %w", plugin, err)
 	}
 	return nil
@@ -179,4 +212,30 @@ func InformerFactory(plugin string, h framework.Handle) (informers.SharedInforme
 		return nil, fmt.Errorf("%s: the framework handle has no informer factory", plugin)
 	}
 	return h.SharedInformerFactory(), nil
+}
+
+// TypedArgs returns a plugin's typed args (T is its type in
+// pkg/apis/config, e.g. config.TopologyAwareArgs), for the factory of a
+// plugin the configuration API has a type for. A profile read from a file
+// gives them decoded, defaulted and validated; nil args (no pluginConfig
+// entry) give the defaults, and RawArgs (a configuration built in code)
+// are decoded as the file's would be (config.DecodePluginArgs). Args of
+// another type are an error naming the plugin.
+func TypedArgs[T any](plugin string, args runtime.Object) (*T, error) {
+	if a, ok := any(args).(*T); ok && a != nil {
+		return a, nil
+	}
+	switch a := args.(type) {
+	case nil, *configapi.RawArgs:
+		raw, _ := a.(*configapi.RawArgs)
+		obj, err := config.DecodePluginArgs(plugin, raw)
+		if err != nil {
+			return nil, err
+		}
+		if typed, ok := any(obj).(*T); ok {
+			return typed, nil
+		}
+		return nil, fmt.Errorf("%s args: the configuration API reads them as %T, not %T", plugin, obj, new(T))
+	}
+	return nil, fmt.Errorf("%s args: got %T, want %T", plugin, args, new(T))
 }

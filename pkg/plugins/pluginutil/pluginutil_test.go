@@ -1,19 +1,19 @@
 package pluginutil
 
 import (
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
-	"testing/iotest"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	v1 "k8s.io/api/core/v1"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 func TestDecodeNoArgs(t *testing.T) {
 	for _, ok := range []string{"", "  \n", "{}", "null", "# only a comment\n"} {
-		if err := DecodeNoArgs("P", strings.NewReader(ok)); err != nil {
+		if err := DecodeNoArgs("P", configapi.NewRawArgs("", []byte(ok))); err != nil {
 			t.Errorf("DecodeNoArgs(%q) = %v, want nil", ok, err)
 		}
 	}
@@ -21,13 +21,15 @@ func TestDecodeNoArgs(t *testing.T) {
 		t.Errorf("DecodeNoArgs(nil) = %v", err)
 	}
 	for _, bad := range []string{"foo: 1", "just-a-string", "[1, 2]", "{}\n---\n{}\n"} {
-		err := DecodeNoArgs("MyPlugin", strings.NewReader(bad))
+		err := DecodeNoArgs("MyPlugin", configapi.NewRawArgs("", []byte(bad)))
 		if err == nil || !strings.Contains(err.Error(), "MyPlugin args: the plugin takes no args") {
 			t.Errorf("DecodeNoArgs(%q) = %v, want an error naming the plugin", bad, err)
 		}
 	}
-	if err := DecodeNoArgs("P", iotest.ErrReader(errors.New("boom"))); err == nil || !strings.Contains(err.Error(), "boom") {
-		t.Errorf("a read error was not reported: %v", err)
+	// Args of a type the plugin does not read (another plugin's typed
+	// args) are refused, naming the plugin.
+	if err := DecodeNoArgs("P", &configapi.TopologyAwareArgs{}); err == nil || !strings.Contains(err.Error(), "P args: got *config.TopologyAwareArgs") {
+		t.Errorf("typed args were not refused: %v", err)
 	}
 }
 
@@ -39,10 +41,10 @@ func TestDecodeArgs(t *testing.T) {
 	if err := DecodeArgs("P", nil, &out); err != nil || out.A != 7 {
 		t.Fatalf("nil args: %v, %+v (defaults must stay)", err, out)
 	}
-	if err := DecodeArgs("P", strings.NewReader("a: 3"), &out); err != nil || out.A != 3 {
+	if err := DecodeArgs("P", configapi.NewRawArgs("", []byte("a: 3")), &out); err != nil || out.A != 3 {
 		t.Fatalf("a: 3 gave %v, %+v", err, out)
 	}
-	err := DecodeArgs("P", strings.NewReader("b: 3"), &out)
+	err := DecodeArgs("P", configapi.NewRawArgs("", []byte("b: 3")), &out)
 	if err == nil || !strings.HasPrefix(err.Error(), "P args: ") || !strings.Contains(err.Error(), "field b not found") {
 		t.Errorf("unknown field: %v", err)
 	}

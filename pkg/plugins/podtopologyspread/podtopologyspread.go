@@ -3,12 +3,12 @@ package podtopologyspread
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -54,7 +54,7 @@ var kubeDefaults = pluginutil.KubeDefaults{
 
 // New is the plugin's framework.PluginFactory. It takes no args of its
 // own; kube-scheduler's are accepted at their defaults (kubeDefaults).
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}

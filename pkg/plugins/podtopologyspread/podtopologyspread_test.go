@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -298,19 +299,19 @@ func TestErrors(t *testing.T) {
 	if s := pl.Filter(t.Context(), framework.NewCycleState(), podWith("p", "x"), nodes[0]); !s.IsSuccess() {
 		t.Errorf("Filter without state of a plain pod = %v, want success", s)
 	}
-	if _, err := New(t.Context(), strings.NewReader("defaultingType: System\ndefaultConstraints: []"), nil); err != nil {
+	if _, err := New(t.Context(), configapi.NewRawArgs("", []byte("defaultingType: System\ndefaultConstraints: []")), nil); err != nil {
 		t.Errorf("kube-scheduler's default args refused: %v", err)
 	}
 	// List with no default constraints is what this plugin does with
 	// either: the system defaults are never scored here.
-	if _, err := New(t.Context(), strings.NewReader("defaultingType: List\ndefaultConstraints: []"), nil); err != nil {
+	if _, err := New(t.Context(), configapi.NewRawArgs("", []byte("defaultingType: List\ndefaultConstraints: []")), nil); err != nil {
 		t.Errorf("defaultingType List without constraints refused: %v", err)
 	}
-	if _, err := New(t.Context(), strings.NewReader("defaultingType: Custom"), nil); err == nil || !strings.Contains(err.Error(), `defaultingType "Custom" is not supported`) {
+	if _, err := New(t.Context(), configapi.NewRawArgs("", []byte("defaultingType: Custom")), nil); err == nil || !strings.Contains(err.Error(), `defaultingType "Custom" is not supported`) {
 		t.Errorf("New accepted an unknown defaultingType: %v", err)
 	}
 	list := "defaultingType: List\ndefaultConstraints:\n- maxSkew: 1\n  topologyKey: zone\n  whenUnsatisfiable: ScheduleAnyway\n"
-	if _, err := New(t.Context(), strings.NewReader(list), nil); err == nil || !strings.Contains(err.Error(), "defaultConstraints") {
+	if _, err := New(t.Context(), configapi.NewRawArgs("", []byte(list)), nil); err == nil || !strings.Contains(err.Error(), "defaultConstraints") {
 		t.Errorf("New accepted default constraints it would not apply: %v", err)
 	}
 }

@@ -2,10 +2,10 @@ package prioritysort
 
 import (
 	"context"
-	"io"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Name is the plugin's name in the registry and in profiles.
@@ -20,7 +20,7 @@ var (
 )
 
 // New is the plugin's framework.PluginFactory. It takes no args.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeNoArgs(Name, args); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
@@ -69,10 +70,10 @@ func TestNew(t *testing.T) {
 	if ev := ext.EventsToRegister(); len(ev) != 0 {
 		t.Errorf("EventsToRegister = %#v, want an empty list", ev)
 	}
-	if _, err := New(context.Background(), strings.NewReader("{}"), nil); err != nil {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("{}")), nil); err != nil {
 		t.Errorf("empty args rejected: %v", err)
 	}
-	if _, err := New(context.Background(), strings.NewReader("order: reverse"), nil); err == nil || !strings.Contains(err.Error(), "PrioritySort args") {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("order: reverse")), nil); err == nil || !strings.Contains(err.Error(), "PrioritySort args") {
 		t.Errorf("args accepted or error does not name the plugin: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -116,14 +117,14 @@ func TestScore(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	p, err := New(context.Background(), strings.NewReader(""), nil)
+	p, err := New(context.Background(), configapi.NewRawArgs("", []byte("")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Name() != "TaintToleration" {
 		t.Errorf("Name = %q", p.Name())
 	}
-	if _, err := New(context.Background(), strings.NewReader("ignore: [a]"), nil); err == nil || !strings.Contains(err.Error(), "TaintToleration args") {
+	if _, err := New(context.Background(), configapi.NewRawArgs("", []byte("ignore: [a]")), nil); err == nil || !strings.Contains(err.Error(), "TaintToleration args") {
 		t.Errorf("args accepted: %v", err)
 	}
 	var events []framework.ClusterEvent

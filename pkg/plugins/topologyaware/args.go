@@ -1,11 +1,10 @@
 package topologyaware
 
 import (
-	"fmt"
-	"io"
+	"k8s.io/apimachinery/pkg/runtime"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 )
 
@@ -18,83 +17,42 @@ const (
 	HostnameLabel = "kubernetes.io/hostname"
 )
 
-// Defaults of Args.
+// Defaults of Args, those of the configuration API.
 const (
 	// DefaultMaxPlacements bounds how many domains of the constraint's
 	// own level one cycle tries.
-	DefaultMaxPlacements = 8
+	DefaultMaxPlacements = v1alpha1.DefaultMaxPlacements
 	// DefaultMaxNarrowerPlacements bounds how many domains of each level
 	// narrower than the constraint's one cycle tries first.
-	DefaultMaxNarrowerPlacements = 2
+	DefaultMaxNarrowerPlacements = v1alpha1.DefaultMaxNarrowerPlacements
 	// roomPlacements is how many domains preemption tries.
 	roomPlacements = 3
 )
 
-// Args are the plugin's args.
-type Args struct {
-	// Levels are the node labels of the topology levels, widest first
-	// (e.g. block, rack, hostname). A constraint on a level tries the
-	// narrower levels first, so that a gang that fits in one rack of the
-	// block it asked for gets that rack; a Volcano network tier t is the
-	// t-th level counted from the narrowest but the hostname.
-	Levels []string `yaml:"levels"`
-	// MaxPlacements bounds the domains of the constraint's level tried in
-	// one cycle, best fit first; 0 means DefaultMaxPlacements.
-	MaxPlacements int `yaml:"maxPlacements"`
-	// MaxNarrowerPlacements bounds the domains of each narrower level
-	// tried before them; 0 means DefaultMaxNarrowerPlacements, -1 none.
-	MaxNarrowerPlacements int `yaml:"maxNarrowerPlacements"`
-}
+// Args are the plugin's args, typed in the configuration API
+// (config.TopologyAwareArgs: defaults in its v1alpha1 version, validation
+// in its validation package). Levels are the node labels of the topology
+// levels, widest first; a constraint on a level tries the narrower levels
+// first.
+type Args = config.TopologyAwareArgs
 
 // DefaultArgs returns the args used when none are given.
 func DefaultArgs() Args {
-	return Args{
-		Levels:                []string{BlockLabel, RackLabel, HostnameLabel},
-		MaxPlacements:         DefaultMaxPlacements,
-		MaxNarrowerPlacements: DefaultMaxNarrowerPlacements,
+	a, err := decodeArgs(nil)
+	if err != nil {
+		// The API's defaults are valid; TestDefaultArgs guards it.
+		panic(err)
 	}
+	return a
 }
 
-// decodeArgs reads args strictly, fills in defaults and validates.
-func decodeArgs(r io.Reader) (Args, error) {
-	var a Args
-	if r != nil {
-		if err := pluginutil.DecodeArgs(Name, r, &a); err != nil {
-			return Args{}, err
-		}
+// decodeArgs returns the plugin's args from its factory's: typed args as
+// the configuration file gives them (decoded, defaulted, validated), the
+// defaults for none, or raw args decoded as the file's would be.
+func decodeArgs(args runtime.Object) (Args, error) {
+	a, err := pluginutil.TypedArgs[Args](Name, args)
+	if err != nil {
+		return Args{}, err
 	}
-	d := DefaultArgs()
-	if len(a.Levels) == 0 {
-		a.Levels = d.Levels
-	}
-	if a.MaxPlacements == 0 {
-		a.MaxPlacements = d.MaxPlacements
-	}
-	if a.MaxNarrowerPlacements == 0 {
-		a.MaxNarrowerPlacements = d.MaxNarrowerPlacements
-	}
-	if err := a.validate(); err != nil {
-		return Args{}, fmt.Errorf("%s args: %w", Name, err)
-	}
-	return a, nil
-}
-
-func (a Args) validate() error {
-	seen := map[string]bool{}
-	for i, l := range a.Levels {
-		if errs := validation.IsQualifiedName(l); len(errs) > 0 {
-			return fmt.Errorf("levels[%d] %q is not a node label key: %s", i, l, errs[0])
-		}
-		if seen[l] {
-			return fmt.Errorf("levels[%d] %q is listed twice", i, l)
-		}
-		seen[l] = true
-	}
-	if a.MaxPlacements < 1 {
-		return fmt.Errorf("maxPlacements %d must be at least 1", a.MaxPlacements)
-	}
-	if a.MaxNarrowerPlacements < -1 {
-		return fmt.Errorf("maxNarrowerPlacements %d must be -1 (none) or more", a.MaxNarrowerPlacements)
-	}
-	return nil
+	return *a.DeepCopy(), nil
 }

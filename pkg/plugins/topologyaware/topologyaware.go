@@ -3,13 +3,13 @@ package topologyaware
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -34,7 +34,7 @@ var (
 )
 
 // New is the plugin's framework.PluginFactory.
-func New(_ context.Context, args io.Reader, _ framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.Plugin, error) {
 	a, err := decodeArgs(args)
 	if err != nil {
 		return nil, err
@@ -139,18 +139,18 @@ func (pl *TopologyAware) resolve(t *framework.TopologyConstraint) (string, bool)
 func (pl *TopologyAware) searchOrder(key string, required bool) []level {
 	i := slices.Index(pl.args.Levels, key)
 	if i < 0 {
-		return []level{{key: key, limit: pl.args.MaxPlacements}}
+		return []level{{key: key, limit: int(pl.args.MaxPlacements)}}
 	}
 	var out []level
 	if pl.args.MaxNarrowerPlacements > 0 {
 		for j := len(pl.args.Levels) - 1; j > i; j-- {
-			out = append(out, level{key: pl.args.Levels[j], limit: pl.args.MaxNarrowerPlacements})
+			out = append(out, level{key: pl.args.Levels[j], limit: int(pl.args.MaxNarrowerPlacements)})
 		}
 	}
-	out = append(out, level{key: key, limit: pl.args.MaxPlacements})
+	out = append(out, level{key: key, limit: int(pl.args.MaxPlacements)})
 	if !required {
 		for j := i - 1; j >= 0; j-- {
-			out = append(out, level{key: pl.args.Levels[j], limit: pl.args.MaxNarrowerPlacements})
+			out = append(out, level{key: pl.args.Levels[j], limit: int(pl.args.MaxNarrowerPlacements)})
 		}
 	}
 	return out

@@ -3,12 +3,13 @@ package topologyaware
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -41,9 +42,9 @@ func gangJob(n int, t *framework.TopologyConstraint) *framework.Job {
 
 func newPlugin(t testing.TB, args string) *TopologyAware {
 	t.Helper()
-	var r *config.Section
+	var r *config.RawArgs
 	if args != "" {
-		r = config.NewSection("test", []byte(args))
+		r = config.NewRawArgs("test", []byte(args))
 	}
 	var p framework.Plugin
 	var err error
@@ -195,7 +196,7 @@ func TestArgs(t *testing.T) {
 		{"maxNarrowerPlacements: -3", "maxNarrowerPlacements -3 must be -1 (none) or more"},
 		{"level: [x]", "level"},
 	} {
-		_, err := New(context.Background(), config.NewSection("test", []byte(tt.args)), nil)
+		_, err := New(context.Background(), config.NewRawArgs("test", []byte(tt.args)), nil)
 		if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), Name+" args") {
 			t.Errorf("New(%q) error = %v, want one naming %s args and %q", tt.args, err, Name, tt.wantErr)
 		}
@@ -203,5 +204,13 @@ func TestArgs(t *testing.T) {
 	pl := newPlugin(t, "levels: [example.com/block, example.com/rack]")
 	if got := strings.Join(pl.narrowFirst, ","); got != "example.com/rack,example.com/block" {
 		t.Errorf("tiers %s, want the rack then the block", got)
+	}
+}
+
+// The defaults are the API's, and valid.
+func TestDefaultArgs(t *testing.T) {
+	a := DefaultArgs()
+	if !slices.Equal(a.Levels, []string{BlockLabel, RackLabel, HostnameLabel}) || a.MaxPlacements != DefaultMaxPlacements || a.MaxNarrowerPlacements != DefaultMaxNarrowerPlacements {
+		t.Errorf("DefaultArgs() = %+v", a)
 	}
 }

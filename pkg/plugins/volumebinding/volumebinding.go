@@ -3,7 +3,6 @@ package volumebinding
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -96,7 +96,7 @@ var kubeDefaults = pluginutil.KubeDefaults{"bindTimeoutSeconds": {"600"}}
 // New is the plugin's framework.PluginFactory. It takes no args of its
 // own (kube-scheduler's are accepted at their defaults, kubeDefaults) and
 // needs a Handle with a clientset and an informer factory.
-func New(_ context.Context, args io.Reader, h framework.Handle) (framework.Plugin, error) {
+func New(_ context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
 	if err := pluginutil.DecodeKubeDefaultArgs(Name, args, kubeDefaults); err != nil {
 		return nil, err
 	}

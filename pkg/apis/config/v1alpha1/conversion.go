@@ -1,7 +1,12 @@
 package v1alpha1
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
@@ -15,6 +20,131 @@ func Convert_config_Plugin_To_v1alpha1_Plugin(in *config.Plugin, out *Plugin, s 
 	if in.Weight != 0 {
 		w := in.Weight
 		out.Weight = &w
+	}
+	return nil
+}
+
+// rawArgs reads settings the API has no type for as RawArgs; nil or
+// null are none. pkg/config replaces them with the file's own text, at
+// its lines.
+func rawArgs(in *runtime.RawExtension) *config.RawArgs {
+	if in == nil || len(in.Raw) == 0 || string(in.Raw) == "null" {
+		return nil
+	}
+	return config.NewRawArgs("", append([]byte(nil), in.Raw...))
+}
+
+// rawExtension writes RawArgs back; their YAML is converted to JSON.
+func rawExtension(in *config.RawArgs, out *runtime.RawExtension) error {
+	*out = runtime.RawExtension{}
+	if in == nil {
+		return nil
+	}
+	data, err := yaml.YAMLToJSON(in.YAML)
+	if err != nil {
+		return fmt.Errorf("args from %q: %w", in.Source, err)
+	}
+	out.Raw = data
+	return nil
+}
+
+// Convert_v1alpha1_EventHandler_To_config_EventHandler keeps the
+// handler's args raw, for its factory to decode.
+func Convert_v1alpha1_EventHandler_To_config_EventHandler(in *EventHandler, out *config.EventHandler, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.Name = in.Name
+	out.Args = rawArgs(&in.Args)
+	return nil
+}
+
+// Convert_config_EventHandler_To_v1alpha1_EventHandler writes the
+// handler's raw args back.
+func Convert_config_EventHandler_To_v1alpha1_EventHandler(in *config.EventHandler, out *EventHandler, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.Name = in.Name
+	return rawExtension(in.Args, &out.Args)
+}
+
+// Convert_v1alpha1_CustomInformer_To_config_CustomInformer splits source,
+// a mapping of one key, into the source type and its raw settings. A
+// source of another size converts to an empty type, which validation
+// refuses.
+func Convert_v1alpha1_CustomInformer_To_config_CustomInformer(in *CustomInformer, out *config.CustomInformer, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.Name = in.Name
+	out.Resource = in.Resource
+	out.ResyncPeriod = in.ResyncPeriod
+	out.SourceType, out.SourceArgs = "", nil
+	if len(in.Source) == 1 {
+		for typ, args := range in.Source {
+			out.SourceType = typ
+			out.SourceArgs = rawArgs(&args)
+		}
+	}
+	return nil
+}
+
+// Convert_config_CustomInformer_To_v1alpha1_CustomInformer joins the
+// source type and its settings into source.
+func Convert_config_CustomInformer_To_v1alpha1_CustomInformer(in *config.CustomInformer, out *CustomInformer, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.Name = in.Name
+	out.Resource = in.Resource
+	out.ResyncPeriod = in.ResyncPeriod
+	out.Source = nil
+	if in.SourceType != "" {
+		var args runtime.RawExtension
+		if err := rawExtension(in.SourceArgs, &args); err != nil {
+			return err
+		}
+		out.Source = map[string]runtime.RawExtension{in.SourceType: args}
+	}
+	return nil
+}
+
+// Convert_v1alpha1_NodeResourcesFitArgs_To_config_NodeResourcesFitArgs
+// reads either form of scoringStrategy. kube-scheduler's
+// RequestedToCapacityRatio, and resources given both beside the strategy
+// and in it, are refused with the field at fault (a *field.Error).
+func Convert_v1alpha1_NodeResourcesFitArgs_To_config_NodeResourcesFitArgs(in *NodeResourcesFitArgs, out *config.NodeResourcesFitArgs, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.ScoringStrategy = ""
+	out.Resources = convertResources(in.Resources)
+	if ss := in.ScoringStrategy; ss != nil {
+		if ss.RequestedToCapacityRatio != nil {
+			return field.Forbidden(field.NewPath("scoringStrategy", "requestedToCapacityRatio"),
+				fmt.Sprintf("is not supported (types: %s, %s)", config.LeastAllocated, config.MostAllocated))
+		}
+		if len(in.Resources) > 0 && len(ss.Resources) > 0 {
+			return field.Forbidden(field.NewPath("resources"), "are given twice, beside scoringStrategy and in it; keep one")
+		}
+		out.ScoringStrategy = config.ScoringStrategyType(ss.Type)
+		if len(ss.Resources) > 0 {
+			out.Resources = convertResources(ss.Resources)
+		}
+	}
+	return nil
+}
+
+func convertResources(in []ResourceSpec) []config.ResourceSpec {
+	if in == nil {
+		return nil
+	}
+	out := make([]config.ResourceSpec, len(in))
+	for i, r := range in {
+		out[i] = config.ResourceSpec{Name: r.Name, Weight: r.Weight}
+	}
+	return out
+}
+
+// Convert_config_NodeResourcesFitArgs_To_v1alpha1_NodeResourcesFitArgs
+// writes the strategy's name, with the resources beside it.
+func Convert_config_NodeResourcesFitArgs_To_v1alpha1_NodeResourcesFitArgs(in *config.NodeResourcesFitArgs, out *NodeResourcesFitArgs, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+	out.ScoringStrategy = nil
+	if in.ScoringStrategy != "" {
+		out.ScoringStrategy = &ScoringStrategy{Type: ScoringStrategyType(in.ScoringStrategy)}
+	}
+	out.Resources = nil
+	if in.Resources != nil {
+		out.Resources = make([]ResourceSpec, len(in.Resources))
+		for i, r := range in.Resources {
+			out.Resources[i] = ResourceSpec{Name: r.Name, Weight: r.Weight}
+		}
 	}
 	return nil
 }

@@ -1,6 +1,13 @@
 package v1alpha1
 
-import "k8s.io/utils/ptr"
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
 
 // Defaults of the scheduler-wide settings; they match those of the
 // framework and the scheduling queue when no file is given.
@@ -21,5 +28,117 @@ func SetDefaults_SchedulerConfiguration(obj *SchedulerConfiguration) { //nolint:
 	}
 	if obj.PodMaxBackoffSeconds == nil {
 		obj.PodMaxBackoffSeconds = ptr.To(DefaultPodMaxBackoffSeconds)
+	}
+}
+
+// Defaults of the in-tree plugins' args.
+const (
+	// DefaultScoringStrategy is NodeResourcesFit's strategy, spreading.
+	DefaultScoringStrategy ScoringStrategyType = "LeastAllocated"
+	// DefaultResourceWeight is the weight of a scored resource that gives
+	// none.
+	DefaultResourceWeight int64 = 1
+
+	// DefaultNodeLedgerPlacer is the name batch-scheduler joins ledgers
+	// under.
+	DefaultNodeLedgerPlacer = "batch-scheduler"
+	// DefaultNodeLedgerReleaseInterval is how often NodeLedger releases
+	// the entries of pods that are gone.
+	DefaultNodeLedgerReleaseInterval = 500 * time.Millisecond
+
+	// DefaultMaxPlacements bounds how many domains of a constraint's own
+	// level TopologyAware tries in one cycle.
+	DefaultMaxPlacements int32 = 8
+	// DefaultMaxNarrowerPlacements bounds how many domains of each level
+	// narrower than the constraint's TopologyAware tries first.
+	DefaultMaxNarrowerPlacements int32 = 2
+
+	// DefaultMinCandidateNodesPercentage and
+	// DefaultMinCandidateNodesAbsolute bound DefaultPreemption's victim
+	// search, kube-scheduler's defaults.
+	DefaultMinCandidateNodesPercentage int32 = 10
+	DefaultMinCandidateNodesAbsolute   int32 = 100
+
+	// DefaultStarvationAfter is Capacity's anti-starvation delay.
+	DefaultStarvationAfter = "5m"
+	// DefaultReclaimBelow is the share Reclaim takes back up to.
+	DefaultReclaimBelow = "FairShare"
+)
+
+// DefaultTopologyLevels are TopologyAware's levels, widest first: a block
+// (racks under one spine), a rack, a node.
+var DefaultTopologyLevels = []string{"topology.kubernetes.io/block", "topology.kubernetes.io/rack", "kubernetes.io/hostname"}
+
+// DefaultScoredResources are the resources NodeResourcesFit scores when
+// the args name none.
+var DefaultScoredResources = []ResourceSpec{{Name: v1.ResourceCPU, Weight: 1}, {Name: v1.ResourceMemory, Weight: 1}}
+
+// SetDefaults_NodeResourcesFitArgs fills in the strategy, the resources
+// (when neither list names any) and zero weights.
+func SetDefaults_NodeResourcesFitArgs(obj *NodeResourcesFitArgs) { //nolint:revive // the name defaulter-gen looks for
+	if obj.ScoringStrategy == nil {
+		obj.ScoringStrategy = &ScoringStrategy{}
+	}
+	if obj.ScoringStrategy.Type == "" {
+		obj.ScoringStrategy.Type = DefaultScoringStrategy
+	}
+	if len(obj.Resources) == 0 && len(obj.ScoringStrategy.Resources) == 0 {
+		obj.Resources = slices.Clone(DefaultScoredResources)
+	}
+	for _, list := range [][]ResourceSpec{obj.Resources, obj.ScoringStrategy.Resources} {
+		for i := range list {
+			if list[i].Weight == 0 {
+				list[i].Weight = DefaultResourceWeight
+			}
+		}
+	}
+}
+
+// SetDefaults_NodeLedgerArgs fills in the placer and the release
+// interval.
+func SetDefaults_NodeLedgerArgs(obj *NodeLedgerArgs) { //nolint:revive // the name defaulter-gen looks for
+	if obj.Placer == "" {
+		obj.Placer = DefaultNodeLedgerPlacer
+	}
+	if obj.ReleaseInterval == nil || obj.ReleaseInterval.Duration == 0 {
+		obj.ReleaseInterval = &metav1.Duration{Duration: DefaultNodeLedgerReleaseInterval}
+	}
+}
+
+// SetDefaults_TopologyAwareArgs fills in the levels and the placement
+// bounds.
+func SetDefaults_TopologyAwareArgs(obj *TopologyAwareArgs) { //nolint:revive // the name defaulter-gen looks for
+	if len(obj.Levels) == 0 {
+		obj.Levels = slices.Clone(DefaultTopologyLevels)
+	}
+	if obj.MaxPlacements == 0 {
+		obj.MaxPlacements = DefaultMaxPlacements
+	}
+	if obj.MaxNarrowerPlacements == 0 {
+		obj.MaxNarrowerPlacements = DefaultMaxNarrowerPlacements
+	}
+}
+
+// SetDefaults_DefaultPreemptionArgs fills in kube-scheduler's bounds.
+func SetDefaults_DefaultPreemptionArgs(obj *DefaultPreemptionArgs) { //nolint:revive // the name defaulter-gen looks for
+	if obj.MinCandidateNodesPercentage == nil {
+		obj.MinCandidateNodesPercentage = ptr.To(DefaultMinCandidateNodesPercentage)
+	}
+	if obj.MinCandidateNodesAbsolute == nil {
+		obj.MinCandidateNodesAbsolute = ptr.To(DefaultMinCandidateNodesAbsolute)
+	}
+}
+
+// SetDefaults_CapacityArgs fills in the anti-starvation delay.
+func SetDefaults_CapacityArgs(obj *CapacityArgs) { //nolint:revive // the name defaulter-gen looks for
+	if obj.StarvationAfter == "" {
+		obj.StarvationAfter = DefaultStarvationAfter
+	}
+}
+
+// SetDefaults_ReclaimArgs fills in the share reclaimed up to.
+func SetDefaults_ReclaimArgs(obj *ReclaimArgs) { //nolint:revive // the name defaulter-gen looks for
+	if obj.Below == "" {
+		obj.Below = DefaultReclaimBelow
 	}
 }

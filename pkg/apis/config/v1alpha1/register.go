@@ -31,8 +31,22 @@ func init() {
 	localSchemeBuilder.Register(RegisterConversions)
 }
 
+// pluginArgs are the typed args of the in-tree plugins, each registered
+// as kind <plugin>Args.
+func pluginArgs() []runtime.Object {
+	return []runtime.Object{
+		&NodeResourcesFitArgs{},
+		&NodeLedgerArgs{},
+		&TopologyAwareArgs{},
+		&DefaultPreemptionArgs{},
+		&CapacityArgs{},
+		&ReclaimArgs{},
+	}
+}
+
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, &SchedulerConfiguration{})
+	scheme.AddKnownTypes(SchemeGroupVersion, pluginArgs()...)
 	scheme.AddKnownTypeWithName(KubeSchedulerGroupVersion.WithKind(KubeSchedulerKind), &SchedulerConfiguration{})
 	return nil
 }

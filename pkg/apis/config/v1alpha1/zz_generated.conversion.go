@@ -37,23 +37,33 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
-	if err := s.AddGeneratedConversionFunc((*CustomInformer)(nil), (*config.CustomInformer)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_v1alpha1_CustomInformer_To_config_CustomInformer(a.(*CustomInformer), b.(*config.CustomInformer), scope)
+	if err := s.AddGeneratedConversionFunc((*CapacityArgs)(nil), (*config.CapacityArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CapacityArgs_To_config_CapacityArgs(a.(*CapacityArgs), b.(*config.CapacityArgs), scope)
 	}); err != nil {
 		return err
 	}
-	if err := s.AddGeneratedConversionFunc((*config.CustomInformer)(nil), (*CustomInformer)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_config_CustomInformer_To_v1alpha1_CustomInformer(a.(*config.CustomInformer), b.(*CustomInformer), scope)
+	if err := s.AddGeneratedConversionFunc((*config.CapacityArgs)(nil), (*CapacityArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_CapacityArgs_To_v1alpha1_CapacityArgs(a.(*config.CapacityArgs), b.(*CapacityArgs), scope)
 	}); err != nil {
 		return err
 	}
-	if err := s.AddGeneratedConversionFunc((*EventHandler)(nil), (*config.EventHandler)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_v1alpha1_EventHandler_To_config_EventHandler(a.(*EventHandler), b.(*config.EventHandler), scope)
+	if err := s.AddGeneratedConversionFunc((*DefaultPreemptionArgs)(nil), (*config.DefaultPreemptionArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DefaultPreemptionArgs_To_config_DefaultPreemptionArgs(a.(*DefaultPreemptionArgs), b.(*config.DefaultPreemptionArgs), scope)
 	}); err != nil {
 		return err
 	}
-	if err := s.AddGeneratedConversionFunc((*config.EventHandler)(nil), (*EventHandler)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_config_EventHandler_To_v1alpha1_EventHandler(a.(*config.EventHandler), b.(*EventHandler), scope)
+	if err := s.AddGeneratedConversionFunc((*config.DefaultPreemptionArgs)(nil), (*DefaultPreemptionArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_DefaultPreemptionArgs_To_v1alpha1_DefaultPreemptionArgs(a.(*config.DefaultPreemptionArgs), b.(*DefaultPreemptionArgs), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*NodeLedgerArgs)(nil), (*config.NodeLedgerArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_NodeLedgerArgs_To_config_NodeLedgerArgs(a.(*NodeLedgerArgs), b.(*config.NodeLedgerArgs), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*config.NodeLedgerArgs)(nil), (*NodeLedgerArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_NodeLedgerArgs_To_v1alpha1_NodeLedgerArgs(a.(*config.NodeLedgerArgs), b.(*NodeLedgerArgs), scope)
 	}); err != nil {
 		return err
 	}
@@ -102,6 +112,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ReclaimArgs)(nil), (*config.ReclaimArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ReclaimArgs_To_config_ReclaimArgs(a.(*ReclaimArgs), b.(*config.ReclaimArgs), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*config.ReclaimArgs)(nil), (*ReclaimArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_ReclaimArgs_To_v1alpha1_ReclaimArgs(a.(*config.ReclaimArgs), b.(*ReclaimArgs), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ResourceSpec)(nil), (*config.ResourceSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ResourceSpec_To_config_ResourceSpec(a.(*ResourceSpec), b.(*config.ResourceSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*config.ResourceSpec)(nil), (*ResourceSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_ResourceSpec_To_v1alpha1_ResourceSpec(a.(*config.ResourceSpec), b.(*ResourceSpec), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*SchedulerConfiguration)(nil), (*config.SchedulerConfiguration)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_SchedulerConfiguration_To_config_SchedulerConfiguration(a.(*SchedulerConfiguration), b.(*config.SchedulerConfiguration), scope)
 	}); err != nil {
@@ -112,52 +142,171 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*TopologyAwareArgs)(nil), (*config.TopologyAwareArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_TopologyAwareArgs_To_config_TopologyAwareArgs(a.(*TopologyAwareArgs), b.(*config.TopologyAwareArgs), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*config.TopologyAwareArgs)(nil), (*TopologyAwareArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_TopologyAwareArgs_To_v1alpha1_TopologyAwareArgs(a.(*config.TopologyAwareArgs), b.(*TopologyAwareArgs), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*config.CustomInformer)(nil), (*CustomInformer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_CustomInformer_To_v1alpha1_CustomInformer(a.(*config.CustomInformer), b.(*CustomInformer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*config.EventHandler)(nil), (*EventHandler)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_EventHandler_To_v1alpha1_EventHandler(a.(*config.EventHandler), b.(*EventHandler), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*config.NodeResourcesFitArgs)(nil), (*NodeResourcesFitArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_config_NodeResourcesFitArgs_To_v1alpha1_NodeResourcesFitArgs(a.(*config.NodeResourcesFitArgs), b.(*NodeResourcesFitArgs), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*config.Plugin)(nil), (*Plugin)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_config_Plugin_To_v1alpha1_Plugin(a.(*config.Plugin), b.(*Plugin), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CustomInformer)(nil), (*config.CustomInformer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_CustomInformer_To_config_CustomInformer(a.(*CustomInformer), b.(*config.CustomInformer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*EventHandler)(nil), (*config.EventHandler)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_EventHandler_To_config_EventHandler(a.(*EventHandler), b.(*config.EventHandler), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*NodeResourcesFitArgs)(nil), (*config.NodeResourcesFitArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_NodeResourcesFitArgs_To_config_NodeResourcesFitArgs(a.(*NodeResourcesFitArgs), b.(*config.NodeResourcesFitArgs), scope)
 	}); err != nil {
 		return err
 	}
 	return nil
 }
 
-func autoConvert_v1alpha1_CustomInformer_To_config_CustomInformer(in *CustomInformer, out *config.CustomInformer, s conversion.Scope) error {
-	*out = *(*config.CustomInformer)(unsafe.Pointer(in))
+func autoConvert_v1alpha1_CapacityArgs_To_config_CapacityArgs(in *CapacityArgs, out *config.CapacityArgs, s conversion.Scope) error {
+	out.StarvationAfter = in.StarvationAfter
 	return nil
 }
 
-// Convert_v1alpha1_CustomInformer_To_config_CustomInformer is an autogenerated conversion function.
-func Convert_v1alpha1_CustomInformer_To_config_CustomInformer(in *CustomInformer, out *config.CustomInformer, s conversion.Scope) error {
-	return autoConvert_v1alpha1_CustomInformer_To_config_CustomInformer(in, out, s)
+// Convert_v1alpha1_CapacityArgs_To_config_CapacityArgs is an autogenerated conversion function.
+func Convert_v1alpha1_CapacityArgs_To_config_CapacityArgs(in *CapacityArgs, out *config.CapacityArgs, s conversion.Scope) error {
+	return autoConvert_v1alpha1_CapacityArgs_To_config_CapacityArgs(in, out, s)
+}
+
+func autoConvert_config_CapacityArgs_To_v1alpha1_CapacityArgs(in *config.CapacityArgs, out *CapacityArgs, s conversion.Scope) error {
+	out.StarvationAfter = in.StarvationAfter
+	return nil
+}
+
+// Convert_config_CapacityArgs_To_v1alpha1_CapacityArgs is an autogenerated conversion function.
+func Convert_config_CapacityArgs_To_v1alpha1_CapacityArgs(in *config.CapacityArgs, out *CapacityArgs, s conversion.Scope) error {
+	return autoConvert_config_CapacityArgs_To_v1alpha1_CapacityArgs(in, out, s)
+}
+
+func autoConvert_v1alpha1_CustomInformer_To_config_CustomInformer(in *CustomInformer, out *config.CustomInformer, s conversion.Scope) error {
+	out.Name = in.Name
+	out.Resource = in.Resource
+	// WARNING: in.Source requires manual conversion: does not exist in peer-type
+	out.ResyncPeriod = in.ResyncPeriod
+	return nil
 }
 
 func autoConvert_config_CustomInformer_To_v1alpha1_CustomInformer(in *config.CustomInformer, out *CustomInformer, s conversion.Scope) error {
-	*out = *(*CustomInformer)(unsafe.Pointer(in))
+	out.Name = in.Name
+	out.Resource = in.Resource
+	// WARNING: in.SourceType requires manual conversion: does not exist in peer-type
+	// WARNING: in.SourceArgs requires manual conversion: does not exist in peer-type
+	out.ResyncPeriod = in.ResyncPeriod
 	return nil
 }
 
-// Convert_config_CustomInformer_To_v1alpha1_CustomInformer is an autogenerated conversion function.
-func Convert_config_CustomInformer_To_v1alpha1_CustomInformer(in *config.CustomInformer, out *CustomInformer, s conversion.Scope) error {
-	return autoConvert_config_CustomInformer_To_v1alpha1_CustomInformer(in, out, s)
+func autoConvert_v1alpha1_DefaultPreemptionArgs_To_config_DefaultPreemptionArgs(in *DefaultPreemptionArgs, out *config.DefaultPreemptionArgs, s conversion.Scope) error {
+	if err := v1.Convert_Pointer_int32_To_int32(&in.MinCandidateNodesPercentage, &out.MinCandidateNodesPercentage, s); err != nil {
+		return err
+	}
+	if err := v1.Convert_Pointer_int32_To_int32(&in.MinCandidateNodesAbsolute, &out.MinCandidateNodesAbsolute, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_DefaultPreemptionArgs_To_config_DefaultPreemptionArgs is an autogenerated conversion function.
+func Convert_v1alpha1_DefaultPreemptionArgs_To_config_DefaultPreemptionArgs(in *DefaultPreemptionArgs, out *config.DefaultPreemptionArgs, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DefaultPreemptionArgs_To_config_DefaultPreemptionArgs(in, out, s)
+}
+
+func autoConvert_config_DefaultPreemptionArgs_To_v1alpha1_DefaultPreemptionArgs(in *config.DefaultPreemptionArgs, out *DefaultPreemptionArgs, s conversion.Scope) error {
+	if err := v1.Convert_int32_To_Pointer_int32(&in.MinCandidateNodesPercentage, &out.MinCandidateNodesPercentage, s); err != nil {
+		return err
+	}
+	if err := v1.Convert_int32_To_Pointer_int32(&in.MinCandidateNodesAbsolute, &out.MinCandidateNodesAbsolute, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_config_DefaultPreemptionArgs_To_v1alpha1_DefaultPreemptionArgs is an autogenerated conversion function.
+func Convert_config_DefaultPreemptionArgs_To_v1alpha1_DefaultPreemptionArgs(in *config.DefaultPreemptionArgs, out *DefaultPreemptionArgs, s conversion.Scope) error {
+	return autoConvert_config_DefaultPreemptionArgs_To_v1alpha1_DefaultPreemptionArgs(in, out, s)
 }
 
 func autoConvert_v1alpha1_EventHandler_To_config_EventHandler(in *EventHandler, out *config.EventHandler, s conversion.Scope) error {
-	*out = *(*config.EventHandler)(unsafe.Pointer(in))
+	out.Name = in.Name
+	// WARNING: in.Args requires manual conversion: inconvertible types (k8s.io/apimachinery/pkg/runtime.RawExtension vs *github.com/batch-scheduler/batch-scheduler/pkg/apis/config.RawArgs)
 	return nil
-}
-
-// Convert_v1alpha1_EventHandler_To_config_EventHandler is an autogenerated conversion function.
-func Convert_v1alpha1_EventHandler_To_config_EventHandler(in *EventHandler, out *config.EventHandler, s conversion.Scope) error {
-	return autoConvert_v1alpha1_EventHandler_To_config_EventHandler(in, out, s)
 }
 
 func autoConvert_config_EventHandler_To_v1alpha1_EventHandler(in *config.EventHandler, out *EventHandler, s conversion.Scope) error {
-	*out = *(*EventHandler)(unsafe.Pointer(in))
+	out.Name = in.Name
+	// WARNING: in.Args requires manual conversion: inconvertible types (*github.com/batch-scheduler/batch-scheduler/pkg/apis/config.RawArgs vs k8s.io/apimachinery/pkg/runtime.RawExtension)
 	return nil
 }
 
-// Convert_config_EventHandler_To_v1alpha1_EventHandler is an autogenerated conversion function.
-func Convert_config_EventHandler_To_v1alpha1_EventHandler(in *config.EventHandler, out *EventHandler, s conversion.Scope) error {
-	return autoConvert_config_EventHandler_To_v1alpha1_EventHandler(in, out, s)
+func autoConvert_v1alpha1_NodeLedgerArgs_To_config_NodeLedgerArgs(in *NodeLedgerArgs, out *config.NodeLedgerArgs, s conversion.Scope) error {
+	out.NodeSelector = in.NodeSelector
+	out.Placer = in.Placer
+	if err := v1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.ReleaseInterval, &out.ReleaseInterval, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_NodeLedgerArgs_To_config_NodeLedgerArgs is an autogenerated conversion function.
+func Convert_v1alpha1_NodeLedgerArgs_To_config_NodeLedgerArgs(in *NodeLedgerArgs, out *config.NodeLedgerArgs, s conversion.Scope) error {
+	return autoConvert_v1alpha1_NodeLedgerArgs_To_config_NodeLedgerArgs(in, out, s)
+}
+
+func autoConvert_config_NodeLedgerArgs_To_v1alpha1_NodeLedgerArgs(in *config.NodeLedgerArgs, out *NodeLedgerArgs, s conversion.Scope) error {
+	out.NodeSelector = in.NodeSelector
+	out.Placer = in.Placer
+	if err := v1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.ReleaseInterval, &out.ReleaseInterval, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_config_NodeLedgerArgs_To_v1alpha1_NodeLedgerArgs is an autogenerated conversion function.
+func Convert_config_NodeLedgerArgs_To_v1alpha1_NodeLedgerArgs(in *config.NodeLedgerArgs, out *NodeLedgerArgs, s conversion.Scope) error {
+	return autoConvert_config_NodeLedgerArgs_To_v1alpha1_NodeLedgerArgs(in, out, s)
+}
+
+func autoConvert_v1alpha1_NodeResourcesFitArgs_To_config_NodeResourcesFitArgs(in *NodeResourcesFitArgs, out *config.NodeResourcesFitArgs, s conversion.Scope) error {
+	// WARNING: in.ScoringStrategy requires manual conversion: inconvertible types (*github.com/batch-scheduler/batch-scheduler/pkg/apis/config/v1alpha1.ScoringStrategy vs github.com/batch-scheduler/batch-scheduler/pkg/apis/config.ScoringStrategyType)
+	out.Resources = *(*[]config.ResourceSpec)(unsafe.Pointer(&in.Resources))
+	return nil
+}
+
+func autoConvert_config_NodeResourcesFitArgs_To_v1alpha1_NodeResourcesFitArgs(in *config.NodeResourcesFitArgs, out *NodeResourcesFitArgs, s conversion.Scope) error {
+	// WARNING: in.ScoringStrategy requires manual conversion: inconvertible types (github.com/batch-scheduler/batch-scheduler/pkg/apis/config.ScoringStrategyType vs *github.com/batch-scheduler/batch-scheduler/pkg/apis/config/v1alpha1.ScoringStrategy)
+	out.Resources = *(*[]ResourceSpec)(unsafe.Pointer(&in.Resources))
+	return nil
 }
 
 func autoConvert_v1alpha1_Plugin_To_config_Plugin(in *Plugin, out *config.Plugin, s conversion.Scope) error {
@@ -182,7 +331,10 @@ func autoConvert_config_Plugin_To_v1alpha1_Plugin(in *config.Plugin, out *Plugin
 }
 
 func autoConvert_v1alpha1_PluginConfig_To_config_PluginConfig(in *PluginConfig, out *config.PluginConfig, s conversion.Scope) error {
-	*out = *(*config.PluginConfig)(unsafe.Pointer(in))
+	out.Name = in.Name
+	if err := runtime.Convert_runtime_RawExtension_To_runtime_Object(&in.Args, &out.Args, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -192,7 +344,10 @@ func Convert_v1alpha1_PluginConfig_To_config_PluginConfig(in *PluginConfig, out 
 }
 
 func autoConvert_config_PluginConfig_To_v1alpha1_PluginConfig(in *config.PluginConfig, out *PluginConfig, s conversion.Scope) error {
-	*out = *(*PluginConfig)(unsafe.Pointer(in))
+	out.Name = in.Name
+	if err := runtime.Convert_runtime_Object_To_runtime_RawExtension(&in.Args, &out.Args, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -472,7 +627,17 @@ func autoConvert_v1alpha1_Profile_To_config_Profile(in *Profile, out *config.Pro
 	} else {
 		out.Plugins = nil
 	}
-	out.PluginConfig = *(*[]config.PluginConfig)(unsafe.Pointer(&in.PluginConfig))
+	if in.PluginConfig != nil {
+		in, out := &in.PluginConfig, &out.PluginConfig
+		*out = make([]config.PluginConfig, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_PluginConfig_To_config_PluginConfig(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.PluginConfig = nil
+	}
 	out.PercentageOfNodesToScore = (*int32)(unsafe.Pointer(in.PercentageOfNodesToScore))
 	return nil
 }
@@ -493,7 +658,17 @@ func autoConvert_config_Profile_To_v1alpha1_Profile(in *config.Profile, out *Pro
 	} else {
 		out.Plugins = nil
 	}
-	out.PluginConfig = *(*[]PluginConfig)(unsafe.Pointer(&in.PluginConfig))
+	if in.PluginConfig != nil {
+		in, out := &in.PluginConfig, &out.PluginConfig
+		*out = make([]PluginConfig, len(*in))
+		for i := range *in {
+			if err := Convert_config_PluginConfig_To_v1alpha1_PluginConfig(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.PluginConfig = nil
+	}
 	out.PercentageOfNodesToScore = (*int32)(unsafe.Pointer(in.PercentageOfNodesToScore))
 	return nil
 }
@@ -501,6 +676,46 @@ func autoConvert_config_Profile_To_v1alpha1_Profile(in *config.Profile, out *Pro
 // Convert_config_Profile_To_v1alpha1_Profile is an autogenerated conversion function.
 func Convert_config_Profile_To_v1alpha1_Profile(in *config.Profile, out *Profile, s conversion.Scope) error {
 	return autoConvert_config_Profile_To_v1alpha1_Profile(in, out, s)
+}
+
+func autoConvert_v1alpha1_ReclaimArgs_To_config_ReclaimArgs(in *ReclaimArgs, out *config.ReclaimArgs, s conversion.Scope) error {
+	out.Below = in.Below
+	return nil
+}
+
+// Convert_v1alpha1_ReclaimArgs_To_config_ReclaimArgs is an autogenerated conversion function.
+func Convert_v1alpha1_ReclaimArgs_To_config_ReclaimArgs(in *ReclaimArgs, out *config.ReclaimArgs, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ReclaimArgs_To_config_ReclaimArgs(in, out, s)
+}
+
+func autoConvert_config_ReclaimArgs_To_v1alpha1_ReclaimArgs(in *config.ReclaimArgs, out *ReclaimArgs, s conversion.Scope) error {
+	out.Below = in.Below
+	return nil
+}
+
+// Convert_config_ReclaimArgs_To_v1alpha1_ReclaimArgs is an autogenerated conversion function.
+func Convert_config_ReclaimArgs_To_v1alpha1_ReclaimArgs(in *config.ReclaimArgs, out *ReclaimArgs, s conversion.Scope) error {
+	return autoConvert_config_ReclaimArgs_To_v1alpha1_ReclaimArgs(in, out, s)
+}
+
+func autoConvert_v1alpha1_ResourceSpec_To_config_ResourceSpec(in *ResourceSpec, out *config.ResourceSpec, s conversion.Scope) error {
+	*out = *(*config.ResourceSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_ResourceSpec_To_config_ResourceSpec is an autogenerated conversion function.
+func Convert_v1alpha1_ResourceSpec_To_config_ResourceSpec(in *ResourceSpec, out *config.ResourceSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ResourceSpec_To_config_ResourceSpec(in, out, s)
+}
+
+func autoConvert_config_ResourceSpec_To_v1alpha1_ResourceSpec(in *config.ResourceSpec, out *ResourceSpec, s conversion.Scope) error {
+	*out = *(*ResourceSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_config_ResourceSpec_To_v1alpha1_ResourceSpec is an autogenerated conversion function.
+func Convert_config_ResourceSpec_To_v1alpha1_ResourceSpec(in *config.ResourceSpec, out *ResourceSpec, s conversion.Scope) error {
+	return autoConvert_config_ResourceSpec_To_v1alpha1_ResourceSpec(in, out, s)
 }
 
 func autoConvert_v1alpha1_SchedulerConfiguration_To_config_SchedulerConfiguration(in *SchedulerConfiguration, out *config.SchedulerConfiguration, s conversion.Scope) error {
@@ -515,8 +730,28 @@ func autoConvert_v1alpha1_SchedulerConfiguration_To_config_SchedulerConfiguratio
 	}
 	out.PercentageOfNodesToScore = (*int32)(unsafe.Pointer(in.PercentageOfNodesToScore))
 	out.TenantQueueOrder = in.TenantQueueOrder
-	out.EventHandlers = *(*[]config.EventHandler)(unsafe.Pointer(&in.EventHandlers))
-	out.CustomInformers = *(*[]config.CustomInformer)(unsafe.Pointer(&in.CustomInformers))
+	if in.EventHandlers != nil {
+		in, out := &in.EventHandlers, &out.EventHandlers
+		*out = make([]config.EventHandler, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_EventHandler_To_config_EventHandler(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.EventHandlers = nil
+	}
+	if in.CustomInformers != nil {
+		in, out := &in.CustomInformers, &out.CustomInformers
+		*out = make([]config.CustomInformer, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_CustomInformer_To_config_CustomInformer(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.CustomInformers = nil
+	}
 	if in.Profiles != nil {
 		in, out := &in.Profiles, &out.Profiles
 		*out = make([]config.Profile, len(*in))
@@ -548,8 +783,28 @@ func autoConvert_config_SchedulerConfiguration_To_v1alpha1_SchedulerConfiguratio
 	}
 	out.PercentageOfNodesToScore = (*int32)(unsafe.Pointer(in.PercentageOfNodesToScore))
 	out.TenantQueueOrder = in.TenantQueueOrder
-	out.EventHandlers = *(*[]EventHandler)(unsafe.Pointer(&in.EventHandlers))
-	out.CustomInformers = *(*[]CustomInformer)(unsafe.Pointer(&in.CustomInformers))
+	if in.EventHandlers != nil {
+		in, out := &in.EventHandlers, &out.EventHandlers
+		*out = make([]EventHandler, len(*in))
+		for i := range *in {
+			if err := Convert_config_EventHandler_To_v1alpha1_EventHandler(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.EventHandlers = nil
+	}
+	if in.CustomInformers != nil {
+		in, out := &in.CustomInformers, &out.CustomInformers
+		*out = make([]CustomInformer, len(*in))
+		for i := range *in {
+			if err := Convert_config_CustomInformer_To_v1alpha1_CustomInformer(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.CustomInformers = nil
+	}
 	if in.Profiles != nil {
 		in, out := &in.Profiles, &out.Profiles
 		*out = make([]Profile, len(*in))
@@ -567,4 +822,28 @@ func autoConvert_config_SchedulerConfiguration_To_v1alpha1_SchedulerConfiguratio
 // Convert_config_SchedulerConfiguration_To_v1alpha1_SchedulerConfiguration is an autogenerated conversion function.
 func Convert_config_SchedulerConfiguration_To_v1alpha1_SchedulerConfiguration(in *config.SchedulerConfiguration, out *SchedulerConfiguration, s conversion.Scope) error {
 	return autoConvert_config_SchedulerConfiguration_To_v1alpha1_SchedulerConfiguration(in, out, s)
+}
+
+func autoConvert_v1alpha1_TopologyAwareArgs_To_config_TopologyAwareArgs(in *TopologyAwareArgs, out *config.TopologyAwareArgs, s conversion.Scope) error {
+	out.Levels = *(*[]string)(unsafe.Pointer(&in.Levels))
+	out.MaxPlacements = in.MaxPlacements
+	out.MaxNarrowerPlacements = in.MaxNarrowerPlacements
+	return nil
+}
+
+// Convert_v1alpha1_TopologyAwareArgs_To_config_TopologyAwareArgs is an autogenerated conversion function.
+func Convert_v1alpha1_TopologyAwareArgs_To_config_TopologyAwareArgs(in *TopologyAwareArgs, out *config.TopologyAwareArgs, s conversion.Scope) error {
+	return autoConvert_v1alpha1_TopologyAwareArgs_To_config_TopologyAwareArgs(in, out, s)
+}
+
+func autoConvert_config_TopologyAwareArgs_To_v1alpha1_TopologyAwareArgs(in *config.TopologyAwareArgs, out *TopologyAwareArgs, s conversion.Scope) error {
+	out.Levels = *(*[]string)(unsafe.Pointer(&in.Levels))
+	out.MaxPlacements = in.MaxPlacements
+	out.MaxNarrowerPlacements = in.MaxNarrowerPlacements
+	return nil
+}
+
+// Convert_config_TopologyAwareArgs_To_v1alpha1_TopologyAwareArgs is an autogenerated conversion function.
+func Convert_config_TopologyAwareArgs_To_v1alpha1_TopologyAwareArgs(in *config.TopologyAwareArgs, out *TopologyAwareArgs, s conversion.Scope) error {
+	return autoConvert_config_TopologyAwareArgs_To_v1alpha1_TopologyAwareArgs(in, out, s)
 }

@@ -29,10 +29,40 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&CapacityArgs{}, func(obj interface{}) { SetObjectDefaults_CapacityArgs(obj.(*CapacityArgs)) })
+	scheme.AddTypeDefaultingFunc(&DefaultPreemptionArgs{}, func(obj interface{}) { SetObjectDefaults_DefaultPreemptionArgs(obj.(*DefaultPreemptionArgs)) })
+	scheme.AddTypeDefaultingFunc(&NodeLedgerArgs{}, func(obj interface{}) { SetObjectDefaults_NodeLedgerArgs(obj.(*NodeLedgerArgs)) })
+	scheme.AddTypeDefaultingFunc(&NodeResourcesFitArgs{}, func(obj interface{}) { SetObjectDefaults_NodeResourcesFitArgs(obj.(*NodeResourcesFitArgs)) })
+	scheme.AddTypeDefaultingFunc(&ReclaimArgs{}, func(obj interface{}) { SetObjectDefaults_ReclaimArgs(obj.(*ReclaimArgs)) })
 	scheme.AddTypeDefaultingFunc(&SchedulerConfiguration{}, func(obj interface{}) { SetObjectDefaults_SchedulerConfiguration(obj.(*SchedulerConfiguration)) })
+	scheme.AddTypeDefaultingFunc(&TopologyAwareArgs{}, func(obj interface{}) { SetObjectDefaults_TopologyAwareArgs(obj.(*TopologyAwareArgs)) })
 	return nil
+}
+
+func SetObjectDefaults_CapacityArgs(in *CapacityArgs) {
+	SetDefaults_CapacityArgs(in)
+}
+
+func SetObjectDefaults_DefaultPreemptionArgs(in *DefaultPreemptionArgs) {
+	SetDefaults_DefaultPreemptionArgs(in)
+}
+
+func SetObjectDefaults_NodeLedgerArgs(in *NodeLedgerArgs) {
+	SetDefaults_NodeLedgerArgs(in)
+}
+
+func SetObjectDefaults_NodeResourcesFitArgs(in *NodeResourcesFitArgs) {
+	SetDefaults_NodeResourcesFitArgs(in)
+}
+
+func SetObjectDefaults_ReclaimArgs(in *ReclaimArgs) {
+	SetDefaults_ReclaimArgs(in)
 }
 
 func SetObjectDefaults_SchedulerConfiguration(in *SchedulerConfiguration) {
 	SetDefaults_SchedulerConfiguration(in)
+}
+
+func SetObjectDefaults_TopologyAwareArgs(in *TopologyAwareArgs) {
+	SetDefaults_TopologyAwareArgs(in)
 }

@@ -48,8 +48,8 @@ func ValidateSchedulerConfiguration(cfg *config.SchedulerConfiguration) field.Er
 		if ci.Resource == "" {
 			errs = append(errs, field.Required(p.Child("resource"), "what the informer's objects are, e.g. Node"))
 		}
-		if len(ci.Source) != 1 {
-			errs = append(errs, field.Invalid(p.Child("source"), len(ci.Source), "must have exactly one key, the source type (e.g. http)"))
+		if ci.SourceType == "" {
+			errs = append(errs, field.Required(p.Child("source"), "a mapping with exactly one key, the source type (e.g. http)"))
 		}
 		if ci.ResyncPeriod.Duration < 0 {
 			errs = append(errs, field.Invalid(p.Child("resyncPeriod"), ci.ResyncPeriod.Duration.String(), "must not be negative"))
@@ -129,6 +129,7 @@ func validateProfile(p *field.Path, prof *config.Profile, seen sets.Set[string])
 	names := sets.New[string]()
 	for i, pc := range prof.PluginConfig {
 		errs = append(errs, validateName(configs.Index(i).Child("name"), pc.Name, names, "the plugin these args are for", nil)...)
+		errs = append(errs, ValidatePluginArgs(configs.Index(i).Child("args"), pc.Args)...)
 	}
 	return errs
 }

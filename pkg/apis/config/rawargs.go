@@ -1,0 +1,58 @@
+package config
+
+import (
+	"bytes"
+	"io"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// RawArgs holds settings the configuration API has no type for: the args
+// of an out-of-tree plugin, an event handler's args and a custom
+// informer source's settings. They are kept as written, for the code that
+// owns them to decode strictly itself (pkg/config.DecodeStrict,
+// pkg/plugins/pluginutil.DecodeArgs).
+//
+// YAML keeps the file's line and column numbers: pkg/config cuts the
+// section out of the file and precedes it with empty lines, so that a
+// decoder's "line 12" is line 12 of the file named by Source.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type RawArgs struct {
+	// Source names the file the settings come from; "" when they were
+	// built in code.
+	Source string
+	// YAML is the settings, a YAML mapping (JSON is YAML too).
+	YAML []byte
+}
+
+// NewRawArgs returns settings read from source, for callers that build a
+// configuration in code and for tests.
+func NewRawArgs(source string, yaml []byte) *RawArgs {
+	return &RawArgs{Source: source, YAML: yaml}
+}
+
+// GetObjectKind implements runtime.Object: raw settings have no kind.
+func (*RawArgs) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+var _ runtime.Object = &RawArgs{}
+
+// Reader returns an unread reader over the settings that names their
+// source (a Source method), so that decoding errors name the file; nil
+// for nil args.
+func (a *RawArgs) Reader() io.Reader {
+	if a == nil {
+		return nil
+	}
+	return &rawReader{Reader: bytes.NewReader(a.YAML), source: a.Source}
+}
+
+// rawReader is an io.Reader over RawArgs that names their file.
+type rawReader struct {
+	*bytes.Reader
+	source string
+}
+
+// Source names the file the settings come from.
+func (r *rawReader) Source() string { return r.source }

@@ -1,0 +1,125 @@
+package config
+
+import (
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The typed args of the in-tree plugins that take args. A profile's
+// pluginConfig entry for one of these plugins decodes into its type (kind
+// <plugin>Args), defaulted and validated with the rest of the file; the
+// plugin's factory receives it as its args. Other plugins' args stay
+// RawArgs.
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NodeResourcesFitArgs are the args of NodeResourcesFit.
+type NodeResourcesFitArgs struct {
+	metav1.TypeMeta
+
+	// ScoringStrategy says which nodes Score prefers.
+	ScoringStrategy ScoringStrategyType
+	// Resources are the resources Score looks at, with their weight in
+	// the average.
+	Resources []ResourceSpec
+}
+
+// ScoringStrategyType is a NodeResourcesFit scoring strategy.
+type ScoringStrategyType string
+
+const (
+	// LeastAllocated prefers the nodes with the most free resources left
+	// after placing the pod (spreading).
+	LeastAllocated ScoringStrategyType = "LeastAllocated"
+	// MostAllocated prefers the nodes with the least free resources left
+	// after placing the pod (bin packing).
+	MostAllocated ScoringStrategyType = "MostAllocated"
+)
+
+// Weight bounds of a resource NodeResourcesFit scores.
+const (
+	MinResourceWeight int64 = 1
+	MaxResourceWeight int64 = 100
+)
+
+// ResourceSpec is a resource NodeResourcesFit's Score looks at, and its
+// weight (MinResourceWeight to MaxResourceWeight).
+type ResourceSpec struct {
+	Name   v1.ResourceName
+	Weight int64
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NodeLedgerArgs are the args of NodeLedger.
+type NodeLedgerArgs struct {
+	metav1.TypeMeta
+
+	// NodeSelector selects the nodes shared with a VM manager, in label
+	// selector syntax.
+	NodeSelector string
+	// Placer is the name this scheduler joins ledgers and records its
+	// pods under.
+	Placer string
+	// ReleaseInterval is how often the entries of pods that are gone are
+	// released.
+	ReleaseInterval metav1.Duration
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// TopologyAwareArgs are the args of TopologyAware.
+type TopologyAwareArgs struct {
+	metav1.TypeMeta
+
+	// Levels are the node labels of the topology levels, widest first.
+	Levels []string
+	// MaxPlacements bounds the domains of the constraint's level tried in
+	// one cycle.
+	MaxPlacements int32
+	// MaxNarrowerPlacements bounds the domains of each narrower level
+	// tried before them; -1 tries none.
+	MaxNarrowerPlacements int32
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// DefaultPreemptionArgs are the args of DefaultPreemption, as
+// kube-scheduler's: how many nodes the victim search tries for each pod
+// that fits nowhere.
+type DefaultPreemptionArgs struct {
+	metav1.TypeMeta
+
+	MinCandidateNodesPercentage int32
+	MinCandidateNodesAbsolute   int32
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CapacityArgs are the args of Capacity.
+type CapacityArgs struct {
+	metav1.TypeMeta
+
+	// StarvationAfter is how long a job may wait for room before the jobs
+	// behind it in its queue stop starting, as a duration ("5m"); "0"
+	// turns anti-starvation off.
+	StarvationAfter string
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReclaimArgs are the args of Reclaim.
+type ReclaimArgs struct {
+	metav1.TypeMeta
+
+	// Below is the share a queue's waiting job reclaims up to: its fair
+	// share (ReclaimBelowFairShare) or only what it is guaranteed
+	// (ReclaimBelowGuarantee).
+	Below string
+}
+
+// The values of ReclaimArgs.Below.
+const (
+	ReclaimBelowFairShare = "FairShare"
+	ReclaimBelowGuarantee = "Guarantee"
+)

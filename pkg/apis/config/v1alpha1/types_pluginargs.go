@@ -1,0 +1,158 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The typed args of the in-tree plugins that take args: a pluginConfig
+// entry of one of these plugins is read as its kind, <plugin>Args. The
+// apiVersion and kind may be left out; kube-scheduler's
+// (kubescheduler.config.k8s.io/v1) are accepted for the plugins both
+// schedulers share.
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NodeResourcesFitArgs are the args of NodeResourcesFit.
+type NodeResourcesFitArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// ScoringStrategy says which nodes Score prefers: LeastAllocated (the
+	// default, spreading) or MostAllocated (bin packing). kube-scheduler's
+	// form, a mapping of type and resources, is read too.
+	ScoringStrategy *ScoringStrategy `json:"scoringStrategy,omitempty"`
+	// Resources are the resources Score looks at and their weights (1 to
+	// 100; 0 means 1). Default: cpu and memory, weight 1.
+	Resources []ResourceSpec `json:"resources,omitempty"`
+}
+
+// ScoringStrategyType is a NodeResourcesFit scoring strategy.
+type ScoringStrategyType string
+
+// ScoringStrategy is NodeResourcesFit's scoringStrategy: a strategy name
+// ("MostAllocated"), or kube-scheduler's mapping {type, resources}.
+type ScoringStrategy struct {
+	Type      ScoringStrategyType `json:"type,omitempty"`
+	Resources []ResourceSpec      `json:"resources,omitempty"`
+	// RequestedToCapacityRatio is kube-scheduler's third strategy, read
+	// only to be refused.
+	RequestedToCapacityRatio *runtime.RawExtension `json:"requestedToCapacityRatio,omitempty"`
+}
+
+// scoringStrategyFields are the keys of the mapping form.
+var scoringStrategyFields = []string{"type", "resources", "requestedToCapacityRatio"}
+
+// UnmarshalJSON reads either form of scoringStrategy, strictly.
+func (s *ScoringStrategy) UnmarshalJSON(data []byte) error {
+	var name string
+	if json.Unmarshal(data, &name) == nil {
+		*s = ScoringStrategy{Type: ScoringStrategyType(name)}
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return fmt.Errorf("scoringStrategy: a strategy name or a mapping of type and resources: %w", err)
+	}
+	for k := range fields {
+		if !slices.Contains(scoringStrategyFields, k) {
+			return fmt.Errorf("scoringStrategy: field %s not found (known: type, resources)", k)
+		}
+	}
+	type plain ScoringStrategy
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("scoringStrategy: %w", err)
+	}
+	*s = ScoringStrategy(p)
+	return nil
+}
+
+// ResourceSpec is a resource NodeResourcesFit scores and its weight.
+type ResourceSpec struct {
+	Name v1.ResourceName `json:"name"`
+	// Weight is 1 to 100; 0 (or left out) means 1.
+	Weight int64 `json:"weight,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NodeLedgerArgs are the args of NodeLedger.
+type NodeLedgerArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// NodeSelector selects the shared nodes, in label selector syntax
+	// ("batch-scheduler.io/shared=vms"). Required: the VM manager places
+	// VMs on the same nodes (its --host-selector).
+	NodeSelector string `json:"nodeSelector,omitempty"`
+	// Placer is the name this scheduler joins ledgers and records its
+	// pods under (the VM manager's --ledger-require names it). Default
+	// batch-scheduler.
+	Placer string `json:"placer,omitempty"`
+	// ReleaseInterval is how often the entries of pods that are gone are
+	// released, and shared nodes not yet joined are joined. Default 500ms.
+	ReleaseInterval *metav1.Duration `json:"releaseInterval,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// TopologyAwareArgs are the args of TopologyAware.
+type TopologyAwareArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Levels are the node labels of the topology levels, widest first
+	// (e.g. block, rack, hostname). A constraint on a level tries the
+	// narrower levels first, so that a gang that fits in one rack of the
+	// block it asked for gets that rack; a Volcano network tier t is the
+	// t-th level counted from the narrowest but the hostname. Default:
+	// topology.kubernetes.io/block, topology.kubernetes.io/rack,
+	// kubernetes.io/hostname.
+	Levels []string `json:"levels,omitempty"`
+	// MaxPlacements bounds the domains of the constraint's level tried in
+	// one cycle, best fit first; 0 or left out means 8.
+	MaxPlacements int32 `json:"maxPlacements,omitempty"`
+	// MaxNarrowerPlacements bounds the domains of each narrower level
+	// tried before them; 0 or left out means 2, -1 none.
+	MaxNarrowerPlacements int32 `json:"maxNarrowerPlacements,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// DefaultPreemptionArgs are the args of DefaultPreemption,
+// kube-scheduler's: how many nodes the victim search tries for each pod
+// that fits nowhere, at least the percentage of the nodes and at least
+// the absolute number. Defaults 10 and 100, kube-scheduler's.
+type DefaultPreemptionArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	MinCandidateNodesPercentage *int32 `json:"minCandidateNodesPercentage,omitempty"`
+	MinCandidateNodesAbsolute   *int32 `json:"minCandidateNodesAbsolute,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CapacityArgs are the args of Capacity.
+type CapacityArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// StarvationAfter is how long a job may wait for room before the jobs
+	// behind it in its queue (lower priority, or the same and younger)
+	// stop starting, so that the room it needs frees up: e.g. "5m" (the
+	// default); "0" turns anti-starvation off.
+	StarvationAfter string `json:"starvationAfter,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReclaimArgs are the args of Reclaim.
+type ReclaimArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Below is the share a queue's waiting job reclaims up to: "FairShare"
+	// (the default), or "Guarantee" (only what the queue is guaranteed).
+	Below string `json:"below,omitempty"`
+}
