@@ -13,9 +13,9 @@ import (
 // Build builds the packages pkgs (as the go command names them, e.g.
 // "./examples/vm-manager") into outDir with the go command of $GO (set by
 // make) or the one on $PATH, run in dir. The binaries get the race
-// detector when the calling binary has it (see controlplane.GoBuild), and
-// the flags of $HARNESS_GO_BUILD_FLAGS, split on spaces: a program that is
-// not a test (the demo) is told so by the test that built it.
+// detector exactly when the calling binary has it (see
+// controlplane.GoBuild): a demo built with -race by its test builds its
+// programs with -race too, reusing the packages already compiled.
 func Build(ctx context.Context, dir, outDir string, pkgs ...string) error {
 	goCmd := os.Getenv("GO")
 	if goCmd == "" {
@@ -28,7 +28,7 @@ func Build(ctx context.Context, dir, outDir string, pkgs ...string) error {
 	if controlplane.RaceEnabled {
 		args = append(args, "-race")
 	}
-	args = append(append(args, strings.Fields(os.Getenv("HARNESS_GO_BUILD_FLAGS"))...), pkgs...)
+	args = append(args, pkgs...)
 	cmd := exec.CommandContext(ctx, goCmd, args...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
