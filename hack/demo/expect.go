@@ -4,18 +4,12 @@ package main
 // the API, and how the two and the scheduler's cache are compared.
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // outcome is what a group of pods should show after a step: ours, where
@@ -47,8 +41,9 @@ type outcome struct {
 	// why are substrings of every pod's PodScheduled=False/Unschedulable
 	// message, when none is bound.
 	why []string
-	// because explains the outcome to the reader.
-	because string
+	// because explains the outcome to the reader; want, if set, is the
+	// outcome in words, for what the pods do not show (checked apart).
+	because, want string
 }
 
 // bound reports whether the group's pods should be bound.
@@ -65,6 +60,9 @@ func (o outcome) wantPhase() v1.PodPhase {
 // expectation renders where the group should be, e.g. "large, Running",
 // "2 on jobs-1, 2 on jobs-2, Succeeded", "not bound" or "gone".
 func (o outcome) expectation() string {
+	if o.want != "" || o.name == "" {
+		return o.want
+	}
 	var parts []string
 	switch {
 	case o.gone:
@@ -84,25 +82,6 @@ func (o outcome) expectation() string {
 		}
 	}
 	return strings.Join(append(parts, string(o.wantPhase())), ", ")
-}
-
-// step is one stage of the demo: a change to the cluster (none for the
-// first), or just time passing, and the outcome it should lead to.
-type step struct {
-	title string
-	// apply makes the change, if any; then the pods of creates and the
-	// Jobs of jobs are created.
-	apply   func(context.Context, *env) error
-	creates []*v1.Pod
-	jobs    []gangJob
-	// expect is the whole expected outcome after the step; shown names
-	// the groups whose outcome the step changes (all of them for the
-	// first), which are printed before waiting.
-	expect []outcome
-	shown  []string
-	// since says what the time to the outcome is counted from, when it
-	// is neither the scheduler's start nor a change.
-	since string
 }
 
 func keys(ns string, names ...string) []string {
@@ -176,55 +155,6 @@ func checkScript(ss []step, ours []string) error {
 	return nil
 }
 
-// podState is what the API says of a pod.
-type podState struct {
-	key       string
-	scheduler string
-	node      string
-	phase     v1.PodPhase
-	// deleting: the pod has a deletion timestamp.
-	deleting bool
-	// job is the "namespace/name" of the batch/v1 Job that controls the
-	// pod, if one does.
-	job string
-	// requests is what the pod requests on its node.
-	requests resources.Resource
-	// unschedulable: PodScheduled=False with reason Unschedulable, and
-	// its message.
-	unschedulable bool
-	message       string
-}
-
-// counted reports whether the pod takes room on a node: bound and not
-// finished.
-func (s podState) counted() bool {
-	return s.node != "" && s.phase != v1.PodSucceeded && s.phase != v1.PodFailed
-}
-
-// observe lists every pod through the API.
-func observe(ctx context.Context, client kubernetes.Interface) (map[string]podState, error) {
-	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	out := make(map[string]podState, len(list.Items))
-	for i := range list.Items {
-		p := &list.Items[i]
-		s := podState{key: p.Namespace + "/" + p.Name, scheduler: p.Spec.SchedulerName, node: p.Spec.NodeName,
-			phase: p.Status.Phase, deleting: p.DeletionTimestamp != nil, requests: resources.PodRequests(p)}
-		if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
-			s.job = p.Namespace + "/" + owner.Name
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
-				s.unschedulable, s.message = true, c.Message
-			}
-		}
-		out[s.key] = s
-	}
-	return out, nil
-}
-
 // podsOf returns the keys of o's pods: its own, or those of its Job in
 // states, sorted.
 func podsOf(o outcome, states map[string]podState) []string {
@@ -233,7 +163,7 @@ func podsOf(o outcome, states map[string]podState) []string {
 	}
 	var out []string
 	for key, s := range states {
-		if s.job == o.job {
+		if s.Job == o.job {
 			out = append(out, key)
 		}
 	}
@@ -261,7 +191,7 @@ func compare(expect []outcome, states map[string]podState) (pending, final []str
 		if o.gone {
 			for _, key := range o.pods {
 				if s, ok := states[key]; ok {
-					pending = append(pending, fmt.Sprintf("%s still exists (phase %s, being deleted %t)", key, phaseOf(s), s.deleting))
+					pending = append(pending, fmt.Sprintf("%s still exists (phase %s, being deleted %t)", key, phaseOf(s), s.Deleting))
 				}
 			}
 			continue
@@ -283,35 +213,35 @@ func compare(expect []outcome, states map[string]podState) (pending, final []str
 			case !ok:
 				final = append(final, key+" is gone")
 				allBound = false
-			case o.anywhere && s.node == "":
-				pending = append(pending, fmt.Sprintf("%s is not bound yet (%s)", key, s.message))
-			case o.anywhere && s.node == o.avoid:
-				final = append(final, fmt.Sprintf("%s is bound to %s; expected anywhere but there", key, s.node))
+			case o.anywhere && s.Node == "":
+				pending = append(pending, fmt.Sprintf("%s is not bound yet (%s)", key, s.Message))
+			case o.anywhere && s.Node == o.avoid:
+				final = append(final, fmt.Sprintf("%s is bound to %s; expected anywhere but there", key, s.Node))
 			case o.anywhere:
-			case o.on == nil && s.node != "":
-				final = append(final, fmt.Sprintf("%s is bound to %s; expected not bound", key, s.node))
-			case o.on == nil && !s.unschedulable:
+			case o.on == nil && s.Node != "":
+				final = append(final, fmt.Sprintf("%s is bound to %s; expected not bound", key, s.Node))
+			case o.on == nil && !s.Unschedulable:
 				pending = append(pending, key+" has no PodScheduled=False/Unschedulable condition yet")
 			case o.on == nil:
 				for _, w := range o.why {
-					if !strings.Contains(s.message, w) {
-						pending = append(pending, fmt.Sprintf("%s is Unschedulable with %q, which does not contain %q", key, s.message, w))
+					if !strings.Contains(s.Message, w) {
+						pending = append(pending, fmt.Sprintf("%s is Unschedulable with %q, which does not contain %q", key, s.Message, w))
 					}
 				}
-			case s.node == "":
+			case s.Node == "":
 				allBound = false
-				if s.unschedulable {
-					pending = append(pending, fmt.Sprintf("%s is not bound (expected on %s): %s", key, o.expectation(), s.message))
+				if s.Unschedulable {
+					pending = append(pending, fmt.Sprintf("%s is not bound (expected on %s): %s", key, o.expectation(), s.Message))
 				} else {
 					pending = append(pending, fmt.Sprintf("%s is not bound yet (expected on %s)", key, o.expectation()))
 				}
-			case o.on[s.node] == 0:
-				final = append(final, fmt.Sprintf("%s is bound to %s; expected on %s", key, s.node, o.expectation()))
+			case o.on[s.Node] == 0:
+				final = append(final, fmt.Sprintf("%s is bound to %s; expected on %s", key, s.Node, o.expectation()))
 				allBound = false
 			default:
-				counts[s.node]++
+				counts[s.Node]++
 			}
-			if ok && s.node != "" && o.bound() {
+			if ok && s.Node != "" && o.bound() {
 				p, f := comparePhase(key, s, o.wantPhase())
 				pending, final = append(pending, p...), append(final, f...)
 			}
@@ -347,78 +277,11 @@ func uncovered(expect []outcome, states map[string]podState) []string {
 	}
 	var out []string
 	for key, s := range states {
-		if s.scheduler == ourScheduler && !covered[key] {
+		if s.Scheduler == ourScheduler && !covered[key] {
 			out = append(out, key+" is a pod of batch-scheduler that the demo does not expect")
 		}
 	}
 	slices.Sort(out)
-	return out
-}
-
-// cacheAgrees reports whether /debug/cache holds on each node exactly the
-// pods the API has bound there, none of them merely assumed, and counts
-// what the API's unfinished pods there request: a finished pod's room is
-// free.
-func cacheAgrees(d *cache.Dump, states map[string]podState) bool {
-	want := map[string][]string{}
-	requested := map[string]resources.Resource{}
-	for _, s := range states {
-		if s.node != "" {
-			want[s.node] = append(want[s.node], s.key)
-		}
-		if s.counted() {
-			r := requested[s.node]
-			r.Add(s.requests)
-			requested[s.node] = r
-		}
-	}
-	for _, n := range d.Nodes {
-		if len(n.AssumedPods) > 0 || !sameKeys(n.Pods, want[n.Name]) || !sameAmounts(n.Requested, requested[n.Name]) {
-			return false
-		}
-		delete(want, n.Name)
-	}
-	return len(want) == 0
-}
-
-// sameAmounts reports whether a and b request the same cpu, memory and
-// extended resources.
-func sameAmounts(a, b resources.Resource) bool {
-	return a.MilliCPU == b.MilliCPU && a.Memory == b.Memory && maps.Equal(nonZero(a.Scalar), nonZero(b.Scalar))
-}
-
-func nonZero(m map[v1.ResourceName]int64) map[v1.ResourceName]int64 {
-	out := map[v1.ResourceName]int64{}
-	for k, v := range m {
-		if v != 0 {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// overcommitted returns the nodes of d whose unfinished pods (as the API
-// shows them) and external usage need more than the node has.
-func overcommitted(d *cache.Dump, states map[string]podState) []string {
-	used := map[string]resources.Resource{}
-	for _, s := range states {
-		if s.counted() {
-			r := used[s.node]
-			r.Add(s.requests)
-			used[s.node] = r
-		}
-	}
-	var out []string
-	for _, n := range d.Nodes {
-		if n.Placeholder {
-			continue // pods bound to a node that has not joined yet
-		}
-		u := used[n.Name]
-		u.Add(n.External)
-		if !n.Schedulable.Fits(u) {
-			out = append(out, fmt.Sprintf("node %s: its pods and external usage need %s, more than its %s", n.Name, amounts(u), amounts(n.Schedulable)))
-		}
-	}
 	return out
 }
 

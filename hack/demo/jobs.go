@@ -78,15 +78,13 @@ func (j gangJob) obj() *batchv1.Job {
 }
 
 // createJob creates j; the Job controller then creates its pods.
-func createJob(j gangJob) func(context.Context, *env) error {
-	return func(ctx context.Context, e *env) error {
-		return progress("creating Job "+j.String(), func() error {
-			if _, err := e.client.BatchV1().Jobs(j.namespace).Create(ctx, j.obj(), metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating Job %s: %w", j.key(), err)
-			}
-			return nil
-		})
-	}
+func createJob(ctx context.Context, e *env, j gangJob) error {
+	return progress("creating Job "+j.String(), func() error {
+		if _, err := e.cp.Client.BatchV1().Jobs(j.namespace).Create(ctx, j.obj(), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Job %s: %w", j.key(), err)
+		}
+		return nil
+	})
 }
 
 // jobOutcome is the outcome of the pods of Job j: placed per on, every
@@ -198,7 +196,7 @@ func printJobs(jobs map[string]jobState, states map[string]podState) {
 		s := jobs[key]
 		phases := map[v1.PodPhase]int{}
 		for _, p := range states {
-			if p.job == key {
+			if p.Job == key {
 				phases[phaseOf(p)]++
 			}
 		}
@@ -219,10 +217,10 @@ func printJobs(jobs map[string]jobState, states map[string]podState) {
 
 // phaseOf is the pod's phase, Pending when the API has none yet.
 func phaseOf(s podState) v1.PodPhase {
-	if s.phase == "" {
+	if s.Phase == "" {
 		return v1.PodPending
 	}
-	return s.phase
+	return s.Phase
 }
 
 // joinOr joins parts with ", ", or returns none when there are none.

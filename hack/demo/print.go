@@ -18,14 +18,12 @@ import (
 // whyWidth is where the WHY column wraps.
 const whyWidth = 90
 
-// printExpected prints the outcome of the groups named shown.
-func printExpected(expect []outcome, shown []string) {
+// printExpected prints the expected outcomes.
+func printExpected(expect []outcome) {
 	fmt.Println("expected:")
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	for _, o := range expect {
-		if slices.Contains(shown, o.name) {
-			fmt.Fprintf(w, "  %s\t%s\t%s\n", o.name, o.expectation(), o.because)
-		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", o.name, o.expectation(), o.because)
 	}
 	w.Flush()
 }
@@ -46,7 +44,7 @@ func printPlacements(states map[string]podState, d *cache.Dump) {
 	fmt.Fprintln(w, "NAMESPACE/POD\tJOB\tNODE\tPHASE\tWHY")
 	for _, key := range slices.Sorted(maps.Keys(states)) {
 		s := states[key]
-		job, node := jobs[key], s.node
+		job, node := jobs[key], s.Node
 		if job == "" {
 			job = "-"
 		}
@@ -65,18 +63,18 @@ func printPlacements(states map[string]podState, d *cache.Dump) {
 // why says why a pod is where it is.
 func why(s podState) string {
 	switch {
-	case s.deleting:
+	case s.Deleting:
 		return "being deleted"
-	case s.node != "" && !s.counted():
+	case s.Node != "" && !s.Counted():
 		return "finished: no longer counts on its node"
-	case s.scheduler != ourScheduler && s.node != "":
-		return "bound by " + s.scheduler
-	case s.scheduler != ourScheduler:
-		return "pending for " + s.scheduler + ": not ours"
-	case s.node != "":
+	case s.Scheduler != ourScheduler && s.Node != "":
+		return "bound by " + s.Scheduler
+	case s.Scheduler != ourScheduler:
+		return "pending for " + s.Scheduler + ": not ours"
+	case s.Node != "":
 		return "bound"
-	case s.unschedulable:
-		return s.message
+	case s.Unschedulable:
+		return s.Message
 	}
 	return "pending, not tried yet"
 }
@@ -113,13 +111,13 @@ func printNodes(prev, d *cache.Dump, states map[string]podState) {
 	}
 	phases := map[string]map[v1.PodPhase]int{}
 	for _, s := range states {
-		if s.node == "" {
+		if s.Node == "" {
 			continue
 		}
-		if phases[s.node] == nil {
-			phases[s.node] = map[v1.PodPhase]int{}
+		if phases[s.Node] == nil {
+			phases[s.Node] = map[v1.PodPhase]int{}
 		}
-		phases[s.node][phaseOf(s)]++
+		phases[s.Node][phaseOf(s)]++
 	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NODE\tALLOCATABLE\tREQUESTED\tEXTERNAL\tIDLE BEFORE\tIDLE NOW\tPODS")

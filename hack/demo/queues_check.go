@@ -12,56 +12,36 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
+	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
-
-// observeQueueStory reads the pods, the Jobs and the Queues through the
-// API, and /debug/cache.
-func observeQueueStory(ctx context.Context, e *qEnv) (*qSnapshot, error) {
-	s := &qSnapshot{queues: map[string]v1alpha1.Queue{}}
-	var err error
-	if s.pods, err = observe(ctx, e.client); err != nil {
-		return nil, err
-	}
-	if s.jobs, err = observeJobs(ctx, e.client); err != nil {
-		return nil, err
-	}
-	list, err := e.queues.BatchSchedulerV1alpha1().Queues().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing Queues: %w", err)
-	}
-	for _, q := range list.Items {
-		s.queues[q.Name] = q
-	}
-	if s.dump, err = e.sched.dump(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
 
 // verdict collects how a snapshot differs from a step's outcome: what
 // may still come (wait) and what cannot be undone (fail).
-type verdict struct{ pending, final []string }
+type queueVerdict struct{ pending, final []string }
 
-func (v *verdict) wait(format string, args ...any) {
+func (v *queueVerdict) wait(format string, args ...any) {
 	v.pending = append(v.pending, fmt.Sprintf(format, args...))
 }
 
-func (v *verdict) fail(format string, args ...any) {
+func (v *queueVerdict) fail(format string, args ...any) {
 	v.final = append(v.final, fmt.Sprintf(format, args...))
 }
 
 // err is nil when the outcome is as expected.
-func (v *verdict) err() error {
+func (v *queueVerdict) err() error {
 	switch {
 	case len(v.final) > 0:
-		return finalError{errors.New(strings.Join(v.final, "; "))}
+		return harness.Final(errors.New(strings.Join(v.final, "; ")))
 	case len(v.pending) > 0:
 		return errors.New(strings.Join(v.pending, "; "))
 	}
@@ -70,11 +50,11 @@ func (v *verdict) err() error {
 
 // currentPods are the pods of Job key that count for it now: not
 // finished and not being deleted, sorted.
-func currentPods(s *qSnapshot, key string) []podState {
+func currentPods(s *snapshot, key string) []podState {
 	var out []podState
 	for _, k := range slices.Sorted(maps.Keys(s.pods)) {
 		p := s.pods[k]
-		if p.job == key && !p.deleting && p.phase != v1.PodSucceeded && p.phase != v1.PodFailed {
+		if p.Job == key && !p.Deleting && p.Phase != v1.PodSucceeded && p.Phase != v1.PodFailed {
 			out = append(out, p)
 		}
 	}
@@ -83,12 +63,12 @@ func currentPods(s *qSnapshot, key string) []podState {
 
 // lostPods reports whether Job key lost pods that did not succeed: an
 // eviction under way or done.
-func lostPods(s *qSnapshot, key string) bool {
+func lostPods(s *snapshot, key string) bool {
 	if j, ok := s.jobs[key]; ok && j.failed > 0 {
 		return true
 	}
 	for _, p := range s.pods {
-		if p.job == key && (p.deleting || p.phase == v1.PodFailed) {
+		if p.Job == key && (p.Deleting || p.Phase == v1.PodFailed) {
 			return true
 		}
 	}
@@ -97,7 +77,7 @@ func lostPods(s *qSnapshot, key string) bool {
 
 // jobState checks the Job's counts: failed pods as expected (more is
 // final), not Failed. It returns the Job, and false if it is not there.
-func jobCounts(v *verdict, s *qSnapshot, key string, failed int32) (jobState, bool) {
+func jobCounts(v *queueVerdict, s *snapshot, key string, failed int32) (jobState, bool) {
 	j, ok := s.jobs[key]
 	switch {
 	case !ok:
@@ -116,7 +96,7 @@ func jobCounts(v *verdict, s *qSnapshot, key string, failed int32) (jobState, bo
 }
 
 // jobRuns: Job key runs all its pods, having lost failed.
-func jobRuns(v *verdict, s *qSnapshot, key string, failed int32) {
+func jobRuns(v *queueVerdict, s *snapshot, key string, failed int32) {
 	j, ok := jobCounts(v, s, key, failed)
 	if !ok {
 		return
@@ -132,38 +112,38 @@ func jobRuns(v *verdict, s *qSnapshot, key string, failed int32) {
 	}
 	for _, p := range pods {
 		switch {
-		case p.node == "" && p.unschedulable:
-			v.wait("%s is not bound: %s", p.key, p.message)
-		case p.node == "":
-			v.wait("%s is not bound yet", p.key)
+		case p.Node == "" && p.Unschedulable:
+			v.wait("%s is not bound: %s", p.Key, p.Message)
+		case p.Node == "":
+			v.wait("%s is not bound yet", p.Key)
 		case phaseOf(p) != v1.PodRunning:
-			v.wait("%s is %s, not Running yet", p.key, phaseOf(p))
+			v.wait("%s is %s, not Running yet", p.Key, phaseOf(p))
 		}
 	}
 }
 
 // jobEvicted: Job key lost both pods of its gang, none left running;
 // replacements, if the Job controller created them yet, are not bound.
-func jobEvicted(v *verdict, s *qSnapshot, key string) {
+func jobEvicted(v *queueVerdict, s *snapshot, key string) {
 	if _, ok := jobCounts(v, s, key, gangSize); !ok {
 		return
 	}
 	for _, p := range s.pods {
 		switch {
-		case p.job != key:
-		case p.deleting || p.phase == v1.PodFailed:
-			v.wait("%s is evicted but not removed yet", p.key)
-		case p.node != "" && p.phase == v1.PodRunning:
-			v.wait("%s of an evicted gang still runs", p.key)
-		case p.node != "":
-			v.fail("%s, a replacement, is bound to %s; expected it to wait", p.key, p.node)
+		case p.Job != key:
+		case p.Deleting || p.Phase == v1.PodFailed:
+			v.wait("%s is evicted but not removed yet", p.Key)
+		case p.Node != "" && p.Phase == v1.PodRunning:
+			v.wait("%s of an evicted gang still runs", p.Key)
+		case p.Node != "":
+			v.fail("%s, a replacement, is bound to %s; expected it to wait", p.Key, p.Node)
 		}
 	}
 }
 
 // jobPodsWait: Job key's (replacement) pods all exist and wait, their
 // PodScheduled message containing each of why.
-func jobPodsWait(v *verdict, s *qSnapshot, key string, why ...string) {
+func jobPodsWait(v *queueVerdict, s *snapshot, key string, why ...string) {
 	if _, ok := jobCounts(v, s, key, gangSize); !ok {
 		return
 	}
@@ -174,14 +154,14 @@ func jobPodsWait(v *verdict, s *qSnapshot, key string, why ...string) {
 	}
 	for _, p := range pods {
 		switch {
-		case p.node != "":
-			v.fail("%s is bound to %s; expected it to wait", p.key, p.node)
-		case !p.unschedulable:
-			v.wait("%s has no PodScheduled=False/Unschedulable condition yet", p.key)
+		case p.Node != "":
+			v.fail("%s is bound to %s; expected it to wait", p.Key, p.Node)
+		case !p.Unschedulable:
+			v.wait("%s has no PodScheduled=False/Unschedulable condition yet", p.Key)
 		default:
 			for _, w := range why {
-				if !strings.Contains(p.message, w) {
-					v.wait("%s is Unschedulable with %q, which does not contain %q", p.key, p.message, w)
+				if !strings.Contains(p.Message, w) {
+					v.wait("%s is Unschedulable with %q, which does not contain %q", p.Key, p.Message, w)
 				}
 			}
 		}
@@ -190,7 +170,7 @@ func jobPodsWait(v *verdict, s *qSnapshot, key string, why ...string) {
 
 // jobDone: Job key is Complete, all its pods succeeded, having lost
 // failed on the way.
-func jobDone(v *verdict, s *qSnapshot, key string, failed int32) {
+func jobDone(v *queueVerdict, s *snapshot, key string, failed int32) {
 	j, ok := jobCounts(v, s, key, failed)
 	if !ok {
 		return
@@ -208,7 +188,7 @@ type queueWant struct {
 }
 
 // queueValid: the scheduler has written the status of queue name, Valid.
-func queueValid(s *qSnapshot, name string) error {
+func queueValid(s *snapshot, name string) error {
 	q, ok := s.queues[name]
 	if !ok {
 		return fmt.Errorf("Queue %s is gone", name)
@@ -216,7 +196,7 @@ func queueValid(s *qSnapshot, name string) error {
 	for _, c := range q.Status.Conditions {
 		if c.Type == "Valid" {
 			if c.Status != metav1.ConditionTrue {
-				return finalError{fmt.Errorf("Queue %s is not Valid: %s", name, c.Message)}
+				return harness.Final(fmt.Errorf("Queue %s is not Valid: %s", name, c.Message))
 			}
 			return nil
 		}
@@ -225,7 +205,7 @@ func queueValid(s *qSnapshot, name string) error {
 }
 
 // queueIs checks the status of queue name against want.
-func queueIs(v *verdict, s *qSnapshot, name string, want queueWant) {
+func queueIs(v *queueVerdict, s *snapshot, name string, want queueWant) {
 	if err := queueValid(s, name); err != nil {
 		v.wait("%v", err)
 		return
@@ -264,18 +244,11 @@ func quantities(l v1.ResourceList) string {
 	return joinOr(parts, "0")
 }
 
-// printQExpect prints what a step expects.
-func printQExpect(expect []qExpect) {
-	fmt.Println("expected:")
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	for _, x := range expect {
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", x.name, x.want, x.because)
-	}
-	w.Flush()
-}
+// ql is a line of what a step of the queues story expects.
+func ql(name, want, because string) outcome { return outcome{name: name, want: want, because: because} }
 
 // printQueueStory prints the pods, the Jobs, the nodes and the queues.
-func printQueueStory(s *qSnapshot) {
+func printQueueStory(s *snapshot) {
 	printPlacements(s.pods, s.dump)
 	fmt.Println()
 	printJobs(s.jobs, s.pods)
@@ -287,7 +260,7 @@ func printQueueStory(s *qSnapshot) {
 
 // printQueueNodes prints each node's cpu as /debug/cache sees it, with
 // the pods the API shows bound there, by Job and phase.
-func printQueueNodes(s *qSnapshot) {
+func printQueueNodes(s *snapshot) {
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NODE\tCPU\tREQUESTED\tIDLE\tPODS")
 	for _, n := range s.dump.Nodes {
@@ -295,12 +268,12 @@ func printQueueNodes(s *qSnapshot) {
 		type group struct{ job, phase string }
 		count := map[group]int{}
 		for _, p := range s.pods {
-			if p.node != n.Name {
+			if p.Node != n.Name {
 				continue
 			}
-			job := p.job
+			job := p.Job
 			if job == "" {
-				job = p.key
+				job = p.Key
 			}
 			count[group{job, string(phaseOf(p))}]++
 		}
@@ -337,4 +310,53 @@ func printQueues(queues map[string]v1alpha1.Queue) {
 			quantities(st.FairShare), quantities(st.Pending), st.PendingJobs, st.RunningJobs, valid)
 	}
 	w.Flush()
+}
+
+// queueWatch is the pod watch of the queues story (test/podwatch): it
+// sees every transition of the pods and records the guarantees it saw
+// broken. A gang (the pods of a Job) runs whole or not at all: some but
+// fewer than its quorum of pods running for longer than gangSettle, after
+// a bind (a partial start) or an eviction (a partial eviction), is a
+// violation; members that succeed one by one are not. No node holds pods
+// that request more than it has.
+type queueWatch struct{ w *podwatch.Watcher }
+
+// startWatch starts the pod watch of every namespace.
+func startWatch(ctx context.Context, client kubernetes.Interface) (*queueWatch, error) {
+	nodes := map[string]podwatch.Capacity{}
+	for _, name := range queueNodeNames {
+		n := queueNode(name).Status.Capacity
+		nodes[name] = podwatch.Capacity{MilliCPU: n.Cpu().MilliValue(), Memory: n.Memory().Value(), Pods: n.Pods().Value()}
+	}
+	w := podwatch.New(client, metav1.NamespaceAll, nodes, nil)
+	w.GangOf = podwatch.ControllerGang("Job", func(string) int { return gangSize })
+	w.Settle, w.Evictions = gangSettle, true
+	return &queueWatch{w}, w.Start(ctx)
+}
+
+// verdict returns the guarantees broken so far, nil if none.
+func (q *queueWatch) verdict() error {
+	var broken []string
+	for _, v := range q.w.Violations(nil) {
+		broken = append(broken, v.String())
+	}
+	if len(broken) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the pod watch saw a guarantee broken: %s", strings.Join(broken, "; "))
+}
+
+// summary says what the watch saw, one line per guarantee.
+func (q *queueWatch) summary() []string {
+	binds, _ := q.w.Bound()
+	gangs := q.w.Gangs()
+	var longest time.Duration
+	for _, g := range gangs {
+		longest = max(longest, g.BelowQuorum)
+	}
+	return []string{
+		fmt.Sprintf("no gang ran below its quorum: %d gangs and %d binds seen; the longest a gang ran some but not all of its pods was %s (allowed: %s at a time)",
+			len(gangs), binds, longest.Round(time.Millisecond), gangSettle),
+		fmt.Sprintf("no node held more than it has (%d nodes watched)", len(queueNodeNames)),
+	}
 }

@@ -5,7 +5,6 @@ package main
 // invariants every step checks, and the tables it prints.
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -15,42 +14,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
-
-// snapshot is what the demo observes of the cluster at one moment.
-type snapshot struct {
-	pods   map[string]podState
-	dump   *cache.Dump
-	alloc  *allocation
-	vms    []vm
-	demand *demand.Report
-}
-
-// observeAll reads the API, the scheduler, the allocator and the VM
-// manager.
-func observeAll(ctx context.Context, e *env) (*snapshot, error) {
-	s := &snapshot{}
-	var err error
-	if s.pods, err = observe(ctx, e.client); err != nil {
-		return nil, err
-	}
-	if s.dump, err = e.sched.dump(ctx); err != nil {
-		return nil, err
-	}
-	if s.alloc, err = e.alloc.allocation(ctx); err != nil {
-		return nil, err
-	}
-	if s.vms, err = e.vms.list(ctx); err != nil {
-		return nil, err
-	}
-	if s.demand, err = demand.Fetch(ctx, httpClient, e.demandURL); err != nil {
-		return nil, fmt.Errorf("reading the scheduler's demand report: %w", err)
-	}
-	return s, nil
-}
 
 // vmsAre checks the VMs: name → host, "" for pending.
 func vmsAre(s *snapshot, want map[string]string) error {
@@ -73,7 +39,7 @@ func grantsUnchanged(s *snapshot) error {
 		for _, f := range []string{frameworkBatch, frameworkVMs} {
 			g := resources.FromList(s.alloc.Frameworks[f].Grants[node])
 			if g.MilliCPU != 4000 {
-				return finalError{fmt.Errorf("%s's grant on %s moved to %s while both frameworks wait", f, node, short(g))}
+				return harness.Final(fmt.Errorf("%s's grant on %s moved to %s while both frameworks wait", f, node, short(g)))
 			}
 		}
 	}
@@ -111,16 +77,16 @@ func invariants(s *snapshot) error {
 			return fmt.Errorf("node %s: the scheduler's cap %s is not batch's grant %s yet", n.Name, short(*n.Cap), short(grant))
 		}
 		if !revoked && (n.CapExceeded || !n.Cap.Fits(n.OwnRequested)) {
-			return finalError{fmt.Errorf("node %s: batch's pods request %s, over its grant %s", n.Name, short(n.OwnRequested), short(*n.Cap))}
+			return harness.Final(fmt.Errorf("node %s: batch's pods request %s, over its grant %s", n.Name, short(n.OwnRequested), short(*n.Cap)))
 		}
 		vmGrant := resources.FromList(vmsStatus.Grants[n.Name])
 		if u := vmUse[n.Name]; u.MilliCPU > vmGrant.MilliCPU || u.Memory > vmGrant.Memory {
-			return finalError{fmt.Errorf("node %s: VMs use %s, over vms's grant %s", n.Name, short(u), short(vmGrant))}
+			return harness.Final(fmt.Errorf("node %s: VMs use %s, over vms's grant %s", n.Name, short(u), short(vmGrant)))
 		}
 		total := n.Requested
 		total.Add(n.External)
 		if !n.Schedulable.Fits(total) {
-			return finalError{fmt.Errorf("node %s: pods and VMs use %s, over %s", n.Name, short(total), short(n.Schedulable))}
+			return harness.Final(fmt.Errorf("node %s: pods and VMs use %s, over %s", n.Name, short(total), short(n.Schedulable)))
 		}
 	}
 	return nil
