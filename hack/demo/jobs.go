@@ -18,11 +18,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // gangJob is a Job of the story: n pods that must start together
@@ -90,99 +90,17 @@ func createJob(ctx context.Context, e *env, j gangJob) error {
 // jobOutcome is the outcome of the pods of Job j: placed per on, every
 // pod in phase (Running or Succeeded).
 func jobOutcome(j gangJob, on map[string]int, phase v1.PodPhase, because string) outcome {
-	return outcome{name: "Job " + j.key(), job: j.key(), count: int(j.n), on: on, phase: phase, because: because}
+	return outcome{Name: "Job " + j.key(), Job: j.key(), Count: int(j.n), On: on, Phase: phase, Because: because}
 }
 
 // jobWaits is the outcome of the pods of Job j when none is placed: every
 // pod's unschedulable message contains each of why.
 func jobWaits(j gangJob, why []string, because string) outcome {
-	return outcome{name: "Job " + j.key(), job: j.key(), count: int(j.n), why: why, because: because}
+	return outcome{Name: "Job " + j.key(), Job: j.key(), Count: int(j.n), Why: why, Because: because}
 }
 
 // jobState is what the API says of a Job.
-type jobState struct {
-	key                       string
-	completions               int32
-	active, succeeded, failed int32
-	// complete and failedCond: the conditions Complete and Failed are
-	// True.
-	complete, failedCond bool
-}
-
-// observeJobs lists every batch/v1 Job through the API.
-func observeJobs(ctx context.Context, client kubernetes.Interface) (map[string]jobState, error) {
-	list, err := client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing Jobs: %w", err)
-	}
-	out := make(map[string]jobState, len(list.Items))
-	for _, j := range list.Items {
-		s := jobState{key: j.Namespace + "/" + j.Name, active: j.Status.Active, succeeded: j.Status.Succeeded, failed: j.Status.Failed}
-		if j.Spec.Completions != nil {
-			s.completions = *j.Spec.Completions
-		}
-		for _, c := range j.Status.Conditions {
-			switch {
-			case c.Status != v1.ConditionTrue:
-			case c.Type == batchv1.JobComplete:
-				s.complete = true
-			case c.Type == batchv1.JobFailed:
-				s.failedCond = true
-			}
-		}
-		out[s.key] = s
-	}
-	return out, nil
-}
-
-// compareJobs returns how the Jobs differ from the outcomes of expect
-// that name one: not placed or Running, the Job has every pod active;
-// Succeeded, every pod succeeded and the Job is Complete. A failed pod or
-// Job, or a Job Complete too early, is final.
-func compareJobs(expect []outcome, jobs map[string]jobState) (pending, final []string) {
-	for _, o := range expect {
-		if o.job == "" {
-			continue
-		}
-		s, ok := jobs[o.job]
-		switch {
-		case !ok:
-			final = append(final, "Job "+o.job+" is gone")
-			continue
-		case s.failed > 0 || s.failedCond:
-			final = append(final, fmt.Sprintf("Job %s failed (%d pods failed)", o.job, s.failed))
-			continue
-		}
-		active, succeeded, complete := int32(o.count), int32(0), false
-		if o.on != nil && o.phase == v1.PodSucceeded {
-			active, succeeded, complete = 0, int32(o.count), true
-		}
-		if s.complete && !complete {
-			final = append(final, fmt.Sprintf("Job %s is already Complete; expected it still running", o.job))
-			continue
-		}
-		if s.active != active || s.succeeded != succeeded || s.complete != complete {
-			pending = append(pending, fmt.Sprintf("Job %s shows %s; expected %s", o.job, s.status(), jobState{active: active, succeeded: succeeded, complete: complete}.status()))
-		}
-	}
-	return pending, final
-}
-
-// status renders the Job's counts and conditions, e.g. "active 4,
-// succeeded 0" or "active 0, succeeded 4, Complete".
-func (s jobState) status() string {
-	out := fmt.Sprintf("active %d, succeeded %d", s.active, s.succeeded)
-	if s.failed > 0 {
-		out += fmt.Sprintf(", failed %d", s.failed)
-	}
-	switch {
-	case s.complete:
-		out += ", Complete"
-	case s.failedCond:
-		out += ", Failed"
-	}
-	return out
-}
+type jobState = harness.Job
 
 // printJobs prints the Jobs as kubectl get jobs would, with the phases of
 // their pods.
@@ -197,7 +115,7 @@ func printJobs(jobs map[string]jobState, states map[string]podState) {
 		phases := map[v1.PodPhase]int{}
 		for _, p := range states {
 			if p.Job == key {
-				phases[phaseOf(p)]++
+				phases[harness.PhaseOf(p)]++
 			}
 		}
 		var pods []string
@@ -207,20 +125,12 @@ func printJobs(jobs map[string]jobState, states map[string]podState) {
 			}
 		}
 		complete := "-"
-		if s.complete {
+		if s.Complete {
 			complete = "True"
 		}
-		fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%d\t%s\t%s\n", key, s.succeeded, s.completions, s.active, s.succeeded, s.failed, complete, joinOr(pods, "no pods yet"))
+		fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%d\t%s\t%s\n", key, s.Succeeded, s.Completions, s.Active, s.Succeeded, s.Failed, complete, joinOr(pods, "no pods yet"))
 	}
 	w.Flush()
-}
-
-// phaseOf is the pod's phase, Pending when the API has none yet.
-func phaseOf(s podState) v1.PodPhase {
-	if s.Phase == "" {
-		return v1.PodPending
-	}
-	return s.Phase
 }
 
 // joinOr joins parts with ", ", or returns none when there are none.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // whyWidth is where the WHY column wraps.
@@ -23,7 +24,7 @@ func printExpected(expect []outcome) {
 	fmt.Println("expected:")
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	for _, o := range expect {
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", o.name, o.expectation(), o.because)
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", o.Name, o.Expectation(), o.Because)
 	}
 	w.Flush()
 }
@@ -52,7 +53,7 @@ func printPlacements(states map[string]podState, d *cache.Dump) {
 			node = "-"
 		}
 		lines := wrap(why(s), whyWidth)
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", key, job, node, phaseOf(s), lines[0])
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", key, job, node, harness.PhaseOf(s), lines[0])
 		for _, l := range lines[1:] {
 			fmt.Fprintf(w, "\t\t\t\t  %s\n", l)
 		}
@@ -117,7 +118,7 @@ func printNodes(prev, d *cache.Dump, states map[string]podState) {
 		if phases[s.Node] == nil {
 			phases[s.Node] = map[v1.PodPhase]int{}
 		}
-		phases[s.Node][phaseOf(s)]++
+		phases[s.Node][harness.PhaseOf(s)]++
 	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NODE\tALLOCATABLE\tREQUESTED\tEXTERNAL\tIDLE BEFORE\tIDLE NOW\tPODS")

@@ -189,7 +189,7 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 		return 0, err
 	}
 	if err := progress("watching every pod of batch-scheduler (test/podwatch): each bind, eviction and end, for the gangs' quorum and the nodes' CPUs", func() (err error) {
-		e.watch, err = startWatch(ctx, cp.Client)
+		e.watch, err = startWatch(ctx, e)
 		return err
 	}); err != nil {
 		return 0, err

@@ -17,7 +17,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -64,7 +63,7 @@ func currentPods(s *snapshot, key string) []podState {
 // lostPods reports whether Job key lost pods that did not succeed: an
 // eviction under way or done.
 func lostPods(s *snapshot, key string) bool {
-	if j, ok := s.jobs[key]; ok && j.failed > 0 {
+	if j, ok := s.jobs[key]; ok && j.Failed > 0 {
 		return true
 	}
 	for _, p := range s.pods {
@@ -83,14 +82,14 @@ func jobCounts(v *queueVerdict, s *snapshot, key string, failed int32) (jobState
 	case !ok:
 		v.fail("Job %s is gone", key)
 		return j, false
-	case j.failedCond:
+	case j.FailedCond:
 		v.fail("Job %s Failed", key)
 		return j, false
-	case j.failed > failed:
-		v.fail("Job %s has %d failed pods; expected %d", key, j.failed, failed)
+	case j.Failed > failed:
+		v.fail("Job %s has %d failed pods; expected %d", key, j.Failed, failed)
 		return j, false
-	case j.failed < failed:
-		v.wait("Job %s has %d failed pods so far; expected %d", key, j.failed, failed)
+	case j.Failed < failed:
+		v.wait("Job %s has %d failed pods so far; expected %d", key, j.Failed, failed)
 	}
 	return j, true
 }
@@ -101,13 +100,13 @@ func jobRuns(v *queueVerdict, s *snapshot, key string, failed int32) {
 	if !ok {
 		return
 	}
-	if j.complete {
+	if j.Complete {
 		v.fail("Job %s is already Complete; expected it running", key)
 		return
 	}
 	pods := currentPods(s, key)
-	if len(pods) != gangSize || j.active != gangSize {
-		v.wait("Job %s has %d pods (active %d); expected %d running", key, len(pods), j.active, gangSize)
+	if len(pods) != gangSize || j.Active != gangSize {
+		v.wait("Job %s has %d pods (active %d); expected %d running", key, len(pods), j.Active, gangSize)
 		return
 	}
 	for _, p := range pods {
@@ -116,8 +115,8 @@ func jobRuns(v *queueVerdict, s *snapshot, key string, failed int32) {
 			v.wait("%s is not bound: %s", p.Key, p.Message)
 		case p.Node == "":
 			v.wait("%s is not bound yet", p.Key)
-		case phaseOf(p) != v1.PodRunning:
-			v.wait("%s is %s, not Running yet", p.Key, phaseOf(p))
+		case harness.PhaseOf(p) != v1.PodRunning:
+			v.wait("%s is %s, not Running yet", p.Key, harness.PhaseOf(p))
 		}
 	}
 }
@@ -175,8 +174,8 @@ func jobDone(v *queueVerdict, s *snapshot, key string, failed int32) {
 	if !ok {
 		return
 	}
-	if !j.complete || j.succeeded != gangSize || j.active != 0 {
-		v.wait("Job %s shows %s; expected active 0, succeeded %d, Complete", key, j.status(), gangSize)
+	if !j.Complete || j.Succeeded != gangSize || j.Active != 0 {
+		v.wait("Job %s shows %s; expected active 0, succeeded %d, Complete", key, j.Status(), gangSize)
 	}
 }
 
@@ -245,7 +244,7 @@ func quantities(l v1.ResourceList) string {
 }
 
 // ql is a line of what a step of the queues story expects.
-func ql(name, want, because string) outcome { return outcome{name: name, want: want, because: because} }
+func ql(name, want, because string) outcome { return outcome{Name: name, Want: want, Because: because} }
 
 // printQueueStory prints the pods, the Jobs, the nodes and the queues.
 func printQueueStory(s *snapshot) {
@@ -275,7 +274,7 @@ func printQueueNodes(s *snapshot) {
 			if job == "" {
 				job = p.Key
 			}
-			count[group{job, string(phaseOf(p))}]++
+			count[group{job, string(harness.PhaseOf(p))}]++
 		}
 		var pods []string
 		for _, g := range slices.SortedFunc(maps.Keys(count), func(a, b group) int {
@@ -321,14 +320,17 @@ func printQueues(queues map[string]v1alpha1.Queue) {
 // that request more than it has.
 type queueWatch struct{ w *podwatch.Watcher }
 
-// startWatch starts the pod watch of every namespace.
-func startWatch(ctx context.Context, client kubernetes.Interface) (*queueWatch, error) {
+// startWatch starts the pod watch of every namespace, until the story
+// ends (its watch must end before the control plane stops).
+func startWatch(ctx context.Context, e *env) (*queueWatch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	e.stops = append(e.stops, func() error { cancel(); return nil })
 	nodes := map[string]podwatch.Capacity{}
 	for _, name := range queueNodeNames {
 		n := queueNode(name).Status.Capacity
 		nodes[name] = podwatch.Capacity{MilliCPU: n.Cpu().MilliValue(), Memory: n.Memory().Value(), Pods: n.Pods().Value()}
 	}
-	w := podwatch.New(client, metav1.NamespaceAll, nodes, nil)
+	w := podwatch.New(e.cp.Client, metav1.NamespaceAll, nodes, nil)
 	w.GangOf = podwatch.ControllerGang("Job", func(string) int { return gangSize })
 	w.Settle, w.Evictions = gangSettle, true
 	return &queueWatch{w}, w.Start(ctx)

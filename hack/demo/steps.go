@@ -71,7 +71,7 @@ func observe(ctx context.Context, e *env) (*snapshot, error) {
 	if s.pods, err = harness.ObservePods(ctx, e.cp.Client); err != nil {
 		return nil, err
 	}
-	if s.jobs, err = observeJobs(ctx, e.cp.Client); err != nil {
+	if s.jobs, err = harness.ObserveJobs(ctx, e.cp.Client); err != nil {
 		return nil, err
 	}
 	if s.dump, err = e.sched.Dump(ctx); err != nil {
@@ -125,7 +125,7 @@ func runStep(ctx context.Context, e *env, n int, st step, prev *snapshot) (*snap
 	if st.lines != nil {
 		expected = st.lines()
 	} else if st.shown != nil {
-		expected = slices.DeleteFunc(slices.Clone(st.expect), func(o outcome) bool { return !slices.Contains(st.shown, o.name) })
+		expected = slices.DeleteFunc(slices.Clone(st.expect), func(o outcome) bool { return !slices.Contains(st.shown, o.Name) })
 	}
 	if len(expected) > 0 {
 		fmt.Println()
@@ -200,11 +200,11 @@ func verdict(ctx context.Context, e *env, st step, snap *snapshot) error {
 			return harness.Final(err)
 		}
 	}
-	pending, final := compare(st.expect, snap.pods)
-	jobsPending, jobsFinal := compareJobs(st.expect, snap.jobs)
+	pending, final := harness.Compare(st.expect, snap.pods)
+	jobsPending, jobsFinal := harness.CompareJobs(st.expect, snap.jobs)
 	pending, final = append(pending, jobsPending...), append(final, jobsFinal...)
 	if e.strict {
-		pending = append(pending, uncovered(st.expect, snap.pods)...)
+		pending = append(pending, harness.Uncovered(st.expect, snap.pods, ourScheduler)...)
 	}
 	switch {
 	case len(final) > 0:

@@ -185,15 +185,15 @@ func runTwoLevel(ctx context.Context, e *env) (int, error) {
 // twoLevelSteps is the two-level story.
 func twoLevelSteps() []step {
 	var revoked string // chosen in step 5
-	gangWaits := outcome{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"),
-		why:     []string{"gang ml/train", "min-available 4"},
-		because: "8 cpu in all: batch's grants have at most 2 × 2 cpu left"}
+	gangWaits := outcome{Name: "ml/train-0..3", Pods: keys("ml", "train-0", "train-1", "train-2", "train-3"),
+		Why:     []string{"gang ml/train", "min-available 4"},
+		Because: "8 cpu in all: batch's grants have at most 2 × 2 cpu left"}
 	placed := []outcome{
-		{name: "etl/sort", pods: keys("etl", "sort"), anywhere: true, because: "3 cpu: inside batch's 4 cpu grant on a node"},
-		{name: "etl/ingest-0,1", pods: keys("etl", "ingest-0", "ingest-1"), anywhere: true, because: "gang of 2 × 2 cpu: fits inside batch's grants"},
+		{Name: "etl/sort", Pods: keys("etl", "sort"), Anywhere: true, Because: "3 cpu: inside batch's 4 cpu grant on a node"},
+		{Name: "etl/ingest-0,1", Pods: keys("etl", "ingest-0", "ingest-1"), Anywhere: true, Because: "gang of 2 × 2 cpu: fits inside batch's grants"},
 	}
-	gangLands := outcome{name: "ml/train-0..3", pods: gangWaits.pods, anywhere: true,
-		because: "batch's grants grew by vms's idle capacity"}
+	gangLands := outcome{Name: "ml/train-0..3", Pods: gangWaits.Pods, Anywhere: true,
+		Because: "batch's grants grew by vms's idle capacity"}
 	return []step{
 		{
 			title: "Three nodes join (8 cpu, 16Gi each). The allocator divides each between batch and vms\n" +
@@ -313,7 +313,7 @@ func twoLevelSteps() []step {
 			expect: append(slices.Clone(placed), gangLands),
 			shown:  []string{},
 			check: func(s *snapshot) error {
-				pending, final := compare(revokedOutcome(revoked), s.pods)
+				pending, final := harness.Compare(revokedOutcome(revoked), s.pods)
 				if len(final) > 0 {
 					return harness.Final(errors.New(strings.Join(final, "; ")))
 				}
@@ -343,10 +343,10 @@ func twoLevelSteps() []step {
 // revokedOutcome is step 5's expected outcome of the late pods.
 func revokedOutcome(revoked string) []outcome {
 	return []outcome{
-		{name: "etl/late-0,1", pods: keys("etl", "late-0", "late-1"), anywhere: true, avoid: revoked,
-			because: "bound inside batch's grants, not on " + revoked},
-		{name: "etl/pinned", pods: keys("etl", "pinned"), why: []string{"1 No grant on node"},
-			because: "selects " + revoked + ", where batch has no grant now"},
+		{Name: "etl/late-0,1", Pods: keys("etl", "late-0", "late-1"), Anywhere: true, Avoid: revoked,
+			Because: "bound inside batch's grants, not on " + revoked},
+		{Name: "etl/pinned", Pods: keys("etl", "pinned"), Why: []string{"1 No grant on node"},
+			Because: "selects " + revoked + ", where batch has no grant now"},
 	}
 }
 

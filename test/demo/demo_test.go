@@ -30,9 +30,6 @@ func TestDemoScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "TMPDIR="+t.TempDir())
-	if controlplane.RaceEnabled {
-		env = append(env, "DEMO_GO_BUILD_FLAGS=-race")
-	}
 	// The scenarios run one after the other: each writes its logs and
 	// the example programs into _output/demo, as make demo does.
 	for _, tc := range []struct {
