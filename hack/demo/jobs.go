@@ -8,11 +8,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -102,35 +99,9 @@ func jobWaits(j gangJob, why []string, because string) outcome {
 // jobState is what the API says of a Job.
 type jobState = harness.Job
 
-// printJobs prints the Jobs as kubectl get jobs would, with the phases of
-// their pods.
+// printJobs prints the Jobs.
 func printJobs(jobs map[string]jobState, states map[string]podState) {
-	if len(jobs) == 0 {
-		return
-	}
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB (batch/v1)\tCOMPLETIONS\tACTIVE\tSUCCEEDED\tFAILED\tCOMPLETE\tPODS")
-	for _, key := range slices.Sorted(maps.Keys(jobs)) {
-		s := jobs[key]
-		phases := map[v1.PodPhase]int{}
-		for _, p := range states {
-			if p.Job == key {
-				phases[harness.PhaseOf(p)]++
-			}
-		}
-		var pods []string
-		for _, ph := range []v1.PodPhase{v1.PodPending, v1.PodRunning, v1.PodSucceeded, v1.PodFailed} {
-			if phases[ph] > 0 {
-				pods = append(pods, fmt.Sprintf("%d %s", phases[ph], ph))
-			}
-		}
-		complete := "-"
-		if s.Complete {
-			complete = "True"
-		}
-		fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%d\t%s\t%s\n", key, s.Succeeded, s.Completions, s.Active, s.Succeeded, s.Failed, complete, joinOr(pods, "no pods yet"))
-	}
-	w.Flush()
+	harness.WriteJobs(os.Stdout, jobs, states)
 }
 
 // joinOr joins parts with ", ", or returns none when there are none.

@@ -51,6 +51,9 @@ const (
 	// waitTimeout bounds every wait of the demo but those of steps that
 	// say otherwise.
 	waitTimeout = 30 * time.Second
+	// schedulerVerbosity is the scheduler's -v: 2 logs every placement
+	// and every unschedulable job.
+	schedulerVerbosity = "2"
 )
 
 var scenarios = map[string]func(context.Context, *env) (int, error){
@@ -113,7 +116,7 @@ func run(ctx context.Context, scenario string) (err error) {
 			return fmt.Errorf("creating TMPDIR: %w", err)
 		}
 	}
-	logFile, closeLog, err := redirectLogs(logPath)
+	logFile, closeLog, err := harness.RedirectLogs(logPath, schedulerVerbosity)
 	if err != nil {
 		return err
 	}

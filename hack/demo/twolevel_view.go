@@ -151,7 +151,7 @@ func printTwoLevel(s *snapshot) {
 		if why == "" {
 			why = "-"
 		}
-		lines := wrap(why, whyWidth)
+		lines := harness.Wrap(why, 90)
 		fmt.Fprintf(out, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, host, v.CPU.String(), v.Memory.String(), v.Phase, lines[0])
 		for _, l := range lines[1:] {
 			fmt.Fprintf(out, "\t\t\t\t\t  %s\n", l)
