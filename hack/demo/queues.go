@@ -11,31 +11,14 @@ package main
 //
 // Every Job is a gang of 2 pods (batch-scheduler.io/job-gang: "true",
 // parallelism = completions = 2: quorum 2) in the namespace of its team,
-// whose pods name the team's queue (label batch-scheduler.io/queue).
-//
-//  1. team-a submits a1..a4 (runs aRunFor). team-b asks for nothing, so
-//     team-a may use everything: its fair share is all 8 CPUs, team-b's
-//     guarantee included (lent while idle), and all 4 gangs run.
-//  2. team-b submits b1 and b2 (runs bRunFor). Both teams now ask for
-//     more than half: with equal weights their fair shares are 4 and 4
-//     (team-b's guarantee of 2 is within its 4). team-a uses 8, above its
-//     share, and nothing is free, so Reclaim evicts team-a's work for
-//     team-b: two of its gangs, each whole (which two is not fixed: any
-//     two are accepted), and b1 and b2 run.
-//  3. The Job controller replaces the evicted pods (after its back-off,
-//     jobBackoff for the 2 failed pods of a gang). They wait: the nodes
-//     are full, and team-a, at its fair share, may not reclaim from
-//     team-b (that would take it above its share).
-//  4. b1 and b2 finish (bRunFor), and so do team-a's two gangs that were
-//     never evicted (aRunFor): team-a's waiting gangs take the room back.
-//  5. They finish too: every Job is Complete, nothing is allocated.
-//
-// bRunFor outlasts the Job controller's back-off, so that the evicted
-// gangs' new pods are seen waiting beside b1 and b2 (step 3).
-//
-// Throughout, a pod watch (queues_watch.go) checks that no gang runs
-// below its quorum (a partial start, or a partial eviction, lasting
-// longer than a moment) and that no node holds more than its CPUs.
+// whose pods name the team's queue (label batch-scheduler.io/queue). The
+// step titles (queueSteps) tell the story: team-a borrows the whole
+// cluster, team-b's gangs arrive and Reclaim evicts two of team-a's gangs,
+// each whole; their new pods wait until team-b's work is done, then run,
+// and every Job completes. bRunFor outlasts the Job controller's back-off,
+// so that the evicted gangs' new pods are seen waiting beside b1 and b2.
+// Throughout, a pod watch (queueWatch) checks that no gang runs below its
+// quorum and that no node holds more than its CPUs.
 
 import (
 	"context"

@@ -24,25 +24,12 @@ import (
 // The two-level story. Three equal nodes (8 cpu, 16Gi) are divided by the
 // allocator between two frameworks of weight 1: batch (batch-scheduler,
 // two-level handler) and vms (the VM manager in two-level mode). Each
-// framework gets half of each node: 4 cpu, 8Gi.
-//
-//  1. The nodes join; the grants appear and reach the scheduler as caps.
-//  2. VMs: vm-a and vm-b (2 cpu, 4Gi each) fill vms's grant on node-1
-//     (first fit, by name); vm-big (6 cpu) fits in no grant of vms (4 cpu
-//     per node) and waits. vms now has unmet demand.
-//  3. Pods: sort (3 cpu) and the gang ingest (2 × 2 cpu) land inside
-//     batch's grants; the gang train (4 × 2 cpu, 4Gi; 8 cpu in all) does
-//     not fit in what is left of them (at most 2 tasks) and waits. Its
-//     demand shows on the scheduler's /demand. Both frameworks wait, so
-//     nothing moves: the allocator never takes capacity from a framework
-//     with unmet demand.
-//  4. vm-big is deleted: vms no longer waits, and its grants on node-2 and
-//     node-3 have been unused longer than --idle-timeout. The allocator
-//     moves them to batch (4 units of 2 cpu, 4Gi), and the gang lands.
-//  5. batch's grant on the node where most of its pods run is revoked:
-//     the pods stay (evictOnRevoke is off) but the node is over batch's
-//     cap. New pods land elsewhere; a pod pinned to that node waits with
-//     "No grant on node".
+// framework gets half of each node: 4 cpu, 8Gi. The step titles
+// (twoLevelSteps) tell the rest: VMs fill vms's grant and one waits; pods
+// land inside batch's grants and a gang waits, so nothing moves; the
+// waiting VM is deleted and vms's idle grants move to batch, where the
+// gang lands; batch's busiest grant is revoked, its pods stay, and a pod
+// pinned to that node waits with "No grant on node".
 
 const (
 	frameworkBatch = "batch"
@@ -213,7 +200,7 @@ func twoLevelSteps() []step {
 					for _, f := range []string{frameworkBatch, frameworkVMs} {
 						g := resources.FromList(s.alloc.Frameworks[f].Grants[node])
 						if g.MilliCPU != half.MilliCPU || g.Memory != half.Memory {
-							return fmt.Errorf("%s's grant on %s is %s; expected 4 cpu, 8Gi", f, node, short(g))
+							return fmt.Errorf("%s's grant on %s is %s; expected 4 cpu, 8Gi", f, node, harness.Short(g))
 						}
 					}
 				}

@@ -4,15 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"text/tabwriter"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bsv1 "github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // Framework is one entry of the allocator's registry.
@@ -132,4 +138,51 @@ func (a *Allocator) Grants(ctx context.Context) ([]bsv1.Grant, error) {
 		return nil, err
 	}
 	return l.Items, nil
+}
+
+// Write writes the allocation to w: each node's grants by framework
+// (revoked ones with their message), then each framework's total,
+// dominant share and unmet demand.
+func (a *Allocation) Write(w io.Writer) {
+	out := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fws := slices.Sorted(maps.Keys(a.Frameworks))
+	fmt.Fprintf(out, "GRANTS (allocator, round %d)\tALLOCATABLE", a.Round)
+	for _, f := range fws {
+		fmt.Fprintf(out, "\t%s", f)
+	}
+	fmt.Fprintln(out)
+	for _, node := range slices.Sorted(maps.Keys(a.Nodes)) {
+		fmt.Fprintf(out, "%s\t%s", node, ShortList(a.Nodes[node]))
+		for _, f := range fws {
+			st := a.Frameworks[f]
+			cell := ShortList(st.Grants[node])
+			if msg, ok := st.Revoked[node]; ok {
+				cell = "REVOKED (" + msg + ")"
+			}
+			fmt.Fprintf(out, "\t%s", cell)
+		}
+		fmt.Fprintln(out)
+	}
+	for _, f := range fws {
+		st := a.Frameworks[f]
+		hungry := "no"
+		if st.Hungry {
+			hungry = "yes, unmet " + ShortList(st.Unmet)
+		}
+		fmt.Fprintf(out, "  %s\ttotal %s\tdominant share %.2f, waiting: %s\n", f, ShortList(st.Granted), st.DominantShare, hungry)
+	}
+	out.Flush()
+}
+
+// Short renders cpu and memory, e.g. "4 cpu, 8Gi".
+func Short(r resources.Resource) string {
+	return fmt.Sprintf("%s cpu, %s", resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI), resource.NewQuantity(r.Memory, resource.BinarySI))
+}
+
+// ShortList renders a resource list as Short does, "-" when empty.
+func ShortList(l v1.ResourceList) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	return Short(resources.FromList(l))
 }

@@ -119,7 +119,11 @@ func (p *Process) Restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	children.Lock()
+	delete(children.all, n)
 	*p = *n
+	children.all[p] = true
+	children.Unlock()
 	return nil
 }
 

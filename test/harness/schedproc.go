@@ -52,5 +52,3 @@ func (s *SchedulerProcess) DemandURL() string { return s.URL + demand.Path }
 func (s *SchedulerProcess) Get(ctx context.Context, path string) (int, []byte, error) {
 	return get(ctx, httpClient, s.URL+path)
 }
-
-

@@ -203,8 +203,20 @@ func (s *Scheduler) Restart(ctx context.Context) error {
 	if err := s.Stop(); err != nil {
 		return err
 	}
-	s.launch(ctx)
+	s.Start(ctx)
 	return nil
+}
+
+// Start runs the command again with the same flags, after Stop.
+func (s *Scheduler) Start(ctx context.Context) {
+	s.launch(ctx)
+}
+
+// Stderr is what the command printed on stderr (its error) so far.
+func (s *Scheduler) Stderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.String()
 }
 
 // Get fetches path from the scheduler's endpoints.

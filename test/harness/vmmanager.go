@@ -3,7 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"text/tabwriter"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -140,4 +142,28 @@ func (m *VMManager) Hosts(ctx context.Context) ([]Host, error) {
 		return nil, err
 	}
 	return out.Items, nil
+}
+
+// WriteVMs writes the VMs to w, with why those that wait do.
+func WriteVMs(w io.Writer, vms []VM) {
+	out := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(out, "VM (vm-manager)\tHOST\tCPU\tMEMORY\tPHASE\tWHY")
+	if len(vms) == 0 {
+		fmt.Fprintln(out, "(none)\t\t\t\t\t")
+	}
+	for _, v := range vms {
+		host, why := v.Host, v.Message
+		if host == "" {
+			host = "-"
+		}
+		if why == "" {
+			why = "-"
+		}
+		lines := Wrap(why, whyWidth)
+		fmt.Fprintf(out, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, host, v.CPU.String(), v.Memory.String(), v.Phase, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(out, "\t\t\t\t\t  %s\n", l)
+		}
+	}
+	out.Flush()
 }
