@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -235,27 +234,15 @@ func seed(ctx context.Context, client kubernetes.Interface, classes []*schedulin
 // waitRunning waits until every pod of pods bound to one of nodes is
 // Running.
 func waitRunning(ctx context.Context, client kubernetes.Interface, nodes []*v1.Node, pods []*v1.Pod) error {
-	var waiting []string
-	err := wait.PollUntilContextTimeout(ctx, harness.PollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		waiting = nil
+	return harness.Poll(ctx, waitTimeout, "the simulated kubelets to run the pods bound to the seeded nodes", nil, func() (bool, error) {
+		states, err := harness.ObservePods(ctx, client)
 		for _, p := range pods {
-			if !slices.ContainsFunc(nodes, func(n *v1.Node) bool { return n.Name == p.Spec.NodeName }) {
-				continue
-			}
-			got, err := client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, fmt.Errorf("reading pod %s/%s: %w", p.Namespace, p.Name, err)
-			}
-			if got.Status.Phase != v1.PodRunning {
-				waiting = append(waiting, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, got.Status.Phase))
+			if s := states[p.Namespace+"/"+p.Name]; err == nil && slices.ContainsFunc(nodes, func(n *v1.Node) bool { return n.Name == p.Spec.NodeName }) && s.Phase != v1.PodRunning {
+				return false, fmt.Errorf("%s is %s", s.Key, harness.PhaseOf(s))
 			}
 		}
-		return len(waiting) == 0, nil
+		return err == nil, err
 	})
-	if err != nil {
-		return fmt.Errorf("waiting for the simulated kubelets to run %v: %w", waiting, err)
-	}
-	return nil
 }
 
 // createNamespaces creates the namespaces of pods.

@@ -8,7 +8,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +32,9 @@ type gangJob struct {
 	n               int32
 	req             res
 	runFor          time.Duration
+	// queue, when set, is the tenant queue its pods name; otherwise they
+	// go to the jobs pool.
+	queue string
 }
 
 // nightly runs first on the jobs pool: two of its pods fill each node's
@@ -46,31 +51,36 @@ var (
 func (j gangJob) key() string { return j.namespace + "/" + j.name }
 
 func (j gangJob) String() string {
-	return fmt.Sprintf("%s (%d pods × %s cpu, %s; each runs %s)", j.key(), j.n, j.req["cpu"], j.req["memory"], j.runFor)
+	in := ""
+	if j.queue != "" {
+		in = " in queue " + j.queue
+	}
+	return fmt.Sprintf("%s%s (%d pods × %s, one gang; each runs %s)", j.key(), in, j.n, strings.Join(slices.Sorted(maps.Values(j.req)), " "), j.runFor)
 }
 
 // obj is the Job: its pod template opts into one gang
-// (framework.JobGangAnnotation), selects the jobs pool and tolerates its
-// taint, and tells the simulated kubelet how long the pod runs
-// (controlplane.RunForAnnotation). A failed pod fails the Job
-// (backoffLimit 0) rather than being replaced.
+// (framework.JobGangAnnotation) and tells the simulated kubelet how long
+// the pod runs (controlplane.RunForAnnotation). In a queue, its pods name
+// the queue (framework.QueueLabel), and an evicted pod counts as a failure
+// of the Job, which replaces it (the default back-off limit, 6, leaves
+// room for an eviction or two). Otherwise they select the jobs pool and
+// tolerate its taint, and a failed pod fails the Job (backoffLimit 0)
+// rather than being replaced.
 func (j gangJob) obj() *batchv1.Job {
-	pod := st.MakePod().Req(j.req).
-		NodeSelector(map[string]string{"pool": jobsPool}).Toleration(jobsTaintKey, jobsPool, v1.TaintEffectNoSchedule).
-		Annotation(framework.JobGangAnnotation, "true").Annotation(controlplane.RunForAnnotation, j.runFor.String()).Obj()
-	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod := st.MakePod().Req(j.req).Annotation(framework.JobGangAnnotation, "true").Annotation(controlplane.RunForAnnotation, j.runFor.String()).Obj()
 	n, zero := j.n, int32(0)
+	backoff := &zero
+	if j.queue != "" {
+		pod.Labels, backoff = map[string]string{framework.QueueLabel: j.queue}, nil
+	} else {
+		pod.Spec.NodeSelector = map[string]string{"pool": jobsPool}
+		pod.Spec.Tolerations = []v1.Toleration{{Key: jobsTaintKey, Operator: v1.TolerationOpEqual, Value: jobsPool, Effect: v1.TaintEffectNoSchedule}}
+	}
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: j.namespace, Name: j.name},
-		Spec: batchv1.JobSpec{
-			Parallelism:  &n,
-			Completions:  &n,
-			BackoffLimit: &zero,
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: pod.Annotations},
-				Spec:       pod.Spec,
-			},
-		},
+		Spec: batchv1.JobSpec{Parallelism: &n, Completions: &n, BackoffLimit: backoff,
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec}},
 	}
 }
 

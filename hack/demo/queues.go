@@ -27,14 +27,12 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/generated/clientset/versioned"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
@@ -78,41 +76,14 @@ func queueNode(name string) *v1.Node {
 
 // teamJob is a Job of the story: gangSize pods of 1 cpu in the namespace
 // named after its queue, each running runFor once started.
-type teamJob struct {
-	queue, name string
-	runFor      time.Duration
+func teamJob(queue, name string, runFor time.Duration) gangJob {
+	return gangJob{namespace: queue, name: name, n: gangSize, req: res{"cpu": "1"}, runFor: runFor, queue: queue}
 }
 
 var (
-	aJobs = []teamJob{{teamA, "a1", aRunFor}, {teamA, "a2", aRunFor}, {teamA, "a3", aRunFor}, {teamA, "a4", aRunFor}}
-	bJobs = []teamJob{{teamB, "b1", bRunFor}, {teamB, "b2", bRunFor}}
+	aJobs = []gangJob{teamJob(teamA, "a1", aRunFor), teamJob(teamA, "a2", aRunFor), teamJob(teamA, "a3", aRunFor), teamJob(teamA, "a4", aRunFor)}
+	bJobs = []gangJob{teamJob(teamB, "b1", bRunFor), teamJob(teamB, "b2", bRunFor)}
 )
-
-// key is the Job's "namespace/name".
-func (j teamJob) key() string { return j.queue + "/" + j.name }
-
-// obj is the Job: its pods name the queue (framework.QueueLabel), opt
-// into one gang (framework.JobGangAnnotation) and tell the simulated
-// kubelet how long they run. An evicted pod counts as a failure of the
-// Job, which replaces it: the back-off limit (6 by default) leaves room
-// for an eviction or two.
-func (j teamJob) obj() *batchv1.Job {
-	pod := st.MakePod().Req(res{"cpu": "1"}).Label(framework.QueueLabel, j.queue).
-		Annotation(framework.JobGangAnnotation, "true").Annotation(controlplane.RunForAnnotation, j.runFor.String()).Obj()
-	pod.Spec.RestartPolicy = v1.RestartPolicyNever
-	n := int32(gangSize)
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: j.queue, Name: j.name},
-		Spec: batchv1.JobSpec{
-			Parallelism: &n,
-			Completions: &n,
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations},
-				Spec:       pod.Spec,
-			},
-		},
-	}
-}
 
 // queueSpecs are the story's queues.
 func queueSpecs() []*v1alpha1.Queue {
@@ -225,16 +196,10 @@ func describeQueueSpec(q *v1alpha1.Queue) string {
 }
 
 // createJobs creates jobs; the Job controller then creates their pods.
-func createJobs(jobs ...teamJob) func(context.Context, *env) error {
+func createJobs(jobs ...gangJob) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
 		for _, j := range jobs {
-			err := progress(fmt.Sprintf("creating Job %s in queue %s (%d pods × 1 cpu, one gang; each runs %s)", j.key(), j.queue, gangSize, j.runFor), func() error {
-				if _, err := e.cp.Client.BatchV1().Jobs(j.queue).Create(ctx, j.obj(), metav1.CreateOptions{}); err != nil {
-					return fmt.Errorf("creating Job %s: %w", j.key(), err)
-				}
-				return nil
-			})
-			if err != nil {
+			if err := createJob(ctx, e, j); err != nil {
 				return err
 			}
 		}
@@ -402,7 +367,7 @@ func queueSteps() []step {
 	}
 }
 
-func jobKeys(jobs []teamJob) []string {
+func jobKeys(jobs []gangJob) []string {
 	var out []string
 	for _, j := range jobs {
 		out = append(out, j.key())
