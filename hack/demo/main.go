@@ -154,7 +154,7 @@ func run(ctx context.Context, scenario string) (err error) {
 func startScheduler(ctx context.Context, e *env, args ...string) error {
 	o := harness.SchedulerOptions{Kubeconfig: e.cp.KubeconfigPath, Secure: e.cp, LogOutput: e.logFile,
 		Args: append([]string{"--config-path", configPath, "-v", schedulerVerbosity}, args...)}
-	return progress(fmt.Sprintf("starting batch-scheduler --leader-elect=false --config-path %s %s and waiting for /readyz (log: %s)", configPath, strings.Join(args, " "), logPath), func() (err error) {
+	return progress(fmt.Sprintf("starting batch-scheduler %s and waiting for /readyz (log: %s)", strings.Join(append([]string{"--leader-elect=false --config-path", configPath}, args...), " "), logPath), func() (err error) {
 		if e.sched, err = harness.StartScheduler(ctx, o); err != nil {
 			return err
 		}
