@@ -64,10 +64,10 @@ func checkScript(ss []step, ours []string) error {
 				covered = append(covered, o.Pods...)
 			}
 		}
-		if !sameKeys(covered, ours) {
+		if !harness.SameKeys(covered, ours) {
 			return fmt.Errorf("step %d: the expected outcome covers %v, not the pods of batch-scheduler %v", i+1, covered, ours)
 		}
-		if !sameKeys(coveredJobs, jobs) {
+		if !harness.SameKeys(coveredJobs, jobs) {
 			return fmt.Errorf("step %d: the expected outcome covers the Jobs %v, not those created %v", i+1, coveredJobs, jobs)
 		}
 		for _, name := range s.shown {
@@ -77,12 +77,4 @@ func checkScript(ss []step, ours []string) error {
 		}
 	}
 	return nil
-}
-
-// sameKeys reports whether a and b hold the same keys, in any order.
-func sameKeys(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }

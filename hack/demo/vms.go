@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,7 +60,7 @@ func waitForVMsInCache(ctx context.Context, e *env) error {
 		}
 		for _, n := range d.Nodes {
 			w := want[n.Name]
-			if !slices.Equal(slices.Sorted(slices.Values(n.ExternalKeys)), slices.Sorted(slices.Values(w.Keys))) || n.External.String() != w.Usage.String() {
+			if !harness.SameKeys(n.ExternalKeys, w.Keys) || n.External.String() != w.Usage.String() {
 				return false, nil
 			}
 		}

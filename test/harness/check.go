@@ -98,14 +98,14 @@ func Consistent(d *cache.Dump, pods map[string]Pod, external map[string]External
 		switch {
 		case len(n.AssumedPods) > 0:
 			return fmt.Errorf("/debug/cache: node %s has assumed pods %v", n.Name, n.AssumedPods)
-		case !sameKeys(n.Pods, want[n.Name]):
+		case !SameKeys(n.Pods, want[n.Name]):
 			return fmt.Errorf("/debug/cache: node %s holds pods %v; the API binds %v there", n.Name, n.Pods, want[n.Name])
 		case !sameAmounts(n.Requested, requested[n.Name]):
 			return fmt.Errorf("/debug/cache: node %s counts %s requested; its pods request %s", n.Name, Amounts(n.Requested), Amounts(requested[n.Name]))
 		}
 		if external != nil {
 			w := external[n.Name]
-			if !sameKeys(n.ExternalKeys, w.Keys) || n.External.String() != w.Usage.String() {
+			if !SameKeys(n.ExternalKeys, w.Keys) || n.External.String() != w.Usage.String() {
 				return fmt.Errorf("/debug/cache: node %s counts external usage %v (%s); expected %v (%s)", n.Name, n.ExternalKeys, Amounts(n.External), w.Keys, Amounts(w.Usage))
 			}
 		}
@@ -149,8 +149,8 @@ func nonZero(m map[v1.ResourceName]int64) map[v1.ResourceName]int64 {
 	return out
 }
 
-// sameKeys reports whether a and b hold the same keys, in any order.
-func sameKeys(a, b []string) bool {
+// SameKeys reports whether a and b hold the same keys, in any order.
+func SameKeys(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
 	slices.Sort(a)
 	slices.Sort(b)
