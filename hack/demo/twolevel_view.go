@@ -42,50 +42,10 @@ func grantsUnchanged(s *snapshot) error {
 	return nil
 }
 
-// invariants are what two-level scheduling guarantees at every moment,
-// read from the scheduler, the allocator and the VM manager:
-//   - on every node the scheduler caps, pods of batch request no more than
-//     the cap, except on a node whose grant was revoked under them;
-//   - the scheduler's cap on a node is batch's live grant there;
-//   - the VMs on a host use no more than vms's grant there;
-//   - pods and VMs together fit in the node.
+// invariants are what two-level scheduling guarantees at every moment
+// (harness.TwoLevelConsistent).
 func invariants(s *snapshot) error {
-	batch, vmsStatus := s.alloc.Frameworks[frameworkBatch], s.alloc.Frameworks[frameworkVMs]
-	vmUse := map[string]resources.Resource{}
-	for _, v := range s.vms {
-		if v.Phase == "Running" {
-			u := vmUse[v.Host]
-			u.MilliCPU += v.CPU.MilliValue()
-			u.Memory += v.Memory.Value()
-			vmUse[v.Host] = u
-		}
-	}
-	for _, n := range s.dump.Nodes {
-		_, revoked := batch.Revoked[n.Name]
-		if n.Cap == nil {
-			return fmt.Errorf("/debug/cache: node %s has no cap", n.Name)
-		}
-		grant := resources.FromList(batch.Grants[n.Name])
-		if revoked {
-			grant = resources.Resource{}
-		}
-		if n.Cap.MilliCPU != grant.MilliCPU || n.Cap.Memory != grant.Memory {
-			return fmt.Errorf("node %s: the scheduler's cap %s is not batch's grant %s yet", n.Name, harness.Short(*n.Cap), harness.Short(grant))
-		}
-		if !revoked && (n.CapExceeded || !n.Cap.Fits(n.OwnRequested)) {
-			return harness.Final(fmt.Errorf("node %s: batch's pods request %s, over its grant %s", n.Name, harness.Short(n.OwnRequested), harness.Short(*n.Cap)))
-		}
-		vmGrant := resources.FromList(vmsStatus.Grants[n.Name])
-		if u := vmUse[n.Name]; u.MilliCPU > vmGrant.MilliCPU || u.Memory > vmGrant.Memory {
-			return harness.Final(fmt.Errorf("node %s: VMs use %s, over vms's grant %s", n.Name, harness.Short(u), harness.Short(vmGrant)))
-		}
-		total := n.Requested
-		total.Add(n.External)
-		if !n.Schedulable.Fits(total) {
-			return harness.Final(fmt.Errorf("node %s: pods and VMs use %s, over %s", n.Name, harness.Short(total), harness.Short(n.Schedulable)))
-		}
-	}
-	return nil
+	return harness.TwoLevelConsistent(s.dump, s.alloc, s.vms, frameworkBatch, frameworkVMs)
 }
 
 // printTwoLevel prints the grants, the VMs, the pods, the scheduler's

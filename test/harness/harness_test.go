@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -121,5 +122,50 @@ func TestPoll(t *testing.T) {
 	}
 	if err := Poll(ctx, time.Minute, "the end", nil, func() (bool, error) { return true, nil }); err != nil {
 		t.Errorf("Poll: %v, want nil", err)
+	}
+}
+
+func TestTwoLevelConsistent(t *testing.T) {
+	res := func(cpu string) v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)} }
+	half := resources.Resource{MilliCPU: 4000}
+	alloc := &Allocation{Frameworks: map[string]FrameworkStatus{
+		"batch": {Grants: map[string]v1.ResourceList{"n1": res("4")}},
+		"vms":   {Grants: map[string]v1.ResourceList{"n1": res("4")}},
+	}}
+	node := func(mod func(*cache.NodeDump)) *cache.Dump {
+		n := cache.NodeDump{Name: "n1", Schedulable: resources.Resource{MilliCPU: 8000}, Cap: &half,
+			OwnRequested: resources.Resource{MilliCPU: 3000}, Requested: resources.Resource{MilliCPU: 3000}}
+		if mod != nil {
+			mod(&n)
+		}
+		return &cache.Dump{Nodes: []cache.NodeDump{n}}
+	}
+	vm := func(cpu string) []VM {
+		return []VM{{Name: "vm", Host: "n1", Phase: "Running", CPU: resource.MustParse(cpu)}}
+	}
+	for _, tc := range []struct {
+		name  string
+		dump  *cache.Dump
+		vms   []VM
+		want  string
+		final bool
+	}{
+		{name: "holds", dump: node(nil), vms: vm("4")},
+		{name: "cap not the grant yet", dump: node(func(n *cache.NodeDump) { n.Cap = &resources.Resource{MilliCPU: 2000} }), want: "is not batch's grant"},
+		{name: "pods over the grant", dump: node(func(n *cache.NodeDump) { n.OwnRequested = resources.Resource{MilliCPU: 5000} }), want: "over its grant", final: true},
+		{name: "VMs over their grant", dump: node(nil), vms: vm("5"), want: "over vms's grant", final: true},
+		{name: "node over-committed", dump: node(func(n *cache.NodeDump) { n.External = resources.Resource{MilliCPU: 6000} }), want: "pods and VMs use", final: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := TwoLevelConsistent(tc.dump, alloc, tc.vms, "batch", "vms")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("TwoLevelConsistent: %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("TwoLevelConsistent: %v, want an error with %q", err, tc.want)
+			case err != nil && IsFinal(err) != tc.final:
+				t.Fatalf("TwoLevelConsistent: %v: final %t, want %t", err, IsFinal(err), tc.final)
+			}
+		})
 	}
 }
