@@ -29,14 +29,6 @@ func replace(base []outcome, with ...outcome) []outcome {
 	return out
 }
 
-func names(outcomes []outcome) []string {
-	var out []string
-	for _, o := range outcomes {
-		out = append(out, o.Name)
-	}
-	return out
-}
-
 // checkScript verifies that every step's outcome covers each of our pods
 // exactly once, so that no pod goes unchecked: those seeded (ours) and
 // those the step or an earlier one creates; and each Job created so far

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -226,9 +225,6 @@ func verdict(ctx context.Context, e *env, st step, snap *snapshot) error {
 	}
 	return e.sched.Verify(ctx)
 }
-
-// sortedKeys returns the keys of m, sorted.
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // createPod creates p through the API.
 func createPod(ctx context.Context, e *env, p *v1.Pod) (*v1.Pod, error) {
