@@ -18,8 +18,12 @@
 //   - the consistency check: Consistent compares the scheduler's
 //     /debug/cache with the pods as the API shows them (every bound pod on
 //     its node with its requests, nothing merely assumed, no node
-//     over-committed), and Scheduler.Verify runs its own checker,
-//     /debug/cache/verify.
+//     over-committed), TwoLevelConsistent holds two-level scheduling to
+//     its guarantees (grants, caps, VMs), and Scheduler.Verify runs the
+//     scheduler's own checker, /debug/cache/verify;
+//   - expected outcomes: Outcome and Compare (pods bound where, in which
+//     phase, or unschedulable with which message), Job and CompareJobs,
+//     Poll and Final to wait on them, and tables to print what was seen.
 //
 // Every launcher returns errors rather than failing a test, so that the
 // demo (a program) and the tests (through their t.Fatal) use the same
