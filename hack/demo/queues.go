@@ -23,6 +23,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -159,7 +160,7 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 				return false, err
 			}
 			for _, q := range specs {
-				if err := queueValid(snap, q.Name); err != nil {
+				if err := snap.check().QueueValid(q.Name); err != nil {
 					return false, err
 				}
 			}
@@ -169,7 +170,7 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 		return 0, err
 	}
 	fmt.Println()
-	printQueues(snap.queues)
+	harness.WriteQueues(os.Stdout, snap.queues)
 	e.print = func(s, _ *snapshot) { printQueueStory(s) }
 	n, err := runSteps(ctx, e, queueSteps())
 	if err != nil {
@@ -190,7 +191,7 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 func describeQueueSpec(q *v1alpha1.Queue) string {
 	parts := []string{fmt.Sprintf("weight %d", q.Spec.Weight)}
 	if len(q.Spec.Guaranteed) > 0 {
-		parts = append(parts, "guaranteed "+quantities(q.Spec.Guaranteed))
+		parts = append(parts, "guaranteed "+harness.Quantities(q.Spec.Guaranteed))
 	}
 	return q.Name + " (" + strings.Join(parts, ", ") + ")"
 }
@@ -233,13 +234,13 @@ func queueSteps() []step {
 			},
 			within: waitTimeout,
 			check: func(s *snapshot) error {
-				var v queueVerdict
+				v := s.check()
 				for _, k := range aKeys {
-					jobRuns(&v, s, k, 0)
+					v.JobRuns(k, 0)
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "8", fairShare: "8", pending: "0", runningJobs: 4})
-				queueIs(&v, s, teamB, queueWant{allocated: "0", fairShare: "0", pending: "0"})
-				return v.err()
+				v.Queue(teamA, harness.QueueWant{Allocated: "8", FairShare: "8", Pending: "0", RunningJobs: 4})
+				v.Queue(teamB, harness.QueueWant{Allocated: "0", FairShare: "0", Pending: "0"})
+				return v.Err()
 			},
 		},
 		{
@@ -258,13 +259,13 @@ func queueSteps() []step {
 			},
 			within: waitTimeout,
 			check: func(s *snapshot) error {
-				var v queueVerdict
+				v := s.check()
 				for _, k := range bKeys {
-					jobRuns(&v, s, k, 0)
+					v.JobRuns(k, 0)
 				}
 				var touched, untouched []string
 				for _, k := range aKeys {
-					if lostPods(s, k) {
+					if v.LostPods(k) {
 						touched = append(touched, k)
 					} else {
 						untouched = append(untouched, k)
@@ -272,20 +273,20 @@ func queueSteps() []step {
 				}
 				switch {
 				case len(touched) > 2:
-					v.fail("%d of team-a's gangs lost pods (%s); team-b needed 2 gangs' room", len(touched), both(touched))
+					v.Fail("%d of team-a's gangs lost pods (%s); team-b needed 2 gangs' room", len(touched), both(touched))
 				case len(touched) < 2:
-					v.wait("%d of team-a's gangs evicted so far; expected 2", len(touched))
+					v.Wait("%d of team-a's gangs evicted so far; expected 2", len(touched))
 				}
 				for _, k := range touched {
-					jobEvicted(&v, s, k)
+					v.JobEvicted(k)
 				}
 				for _, k := range untouched {
-					jobRuns(&v, s, k, 0)
+					v.JobRuns(k, 0)
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "4", fairShare: "4", pending: "any", pendingJobs: -1, runningJobs: 2})
-				queueIs(&v, s, teamB, queueWant{allocated: "4", fairShare: "4", pending: "0", runningJobs: 2})
+				v.Queue(teamA, harness.QueueWant{Allocated: "4", FairShare: "4", PendingJobs: harness.AnyCount, RunningJobs: 2})
+				v.Queue(teamB, harness.QueueWant{Allocated: "4", FairShare: "4", Pending: "0", RunningJobs: 2})
 				evicted, kept = touched, untouched
-				return v.err()
+				return v.Err()
 			},
 		},
 		{
@@ -303,16 +304,16 @@ func queueSteps() []step {
 			},
 			within: jobBackoff + waitTimeout,
 			check: func(s *snapshot) error {
-				var v queueVerdict
+				v := s.check()
 				for _, k := range evicted {
-					jobPodsWait(&v, s, k, waitWhy(k)...)
+					v.JobPodsWait(k, waitWhy(k)...)
 				}
 				for _, k := range append(slices.Clone(kept), bKeys...) {
-					jobRuns(&v, s, k, 0)
+					v.JobRuns(k, 0)
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "4", fairShare: "4", pending: "4", pendingJobs: 2, runningJobs: 2})
-				queueIs(&v, s, teamB, queueWant{allocated: "4", fairShare: "4", pending: "0", runningJobs: 2})
-				return v.err()
+				v.Queue(teamA, harness.QueueWant{Allocated: "4", FairShare: "4", Pending: "4", PendingJobs: 2, RunningJobs: 2})
+				v.Queue(teamB, harness.QueueWant{Allocated: "4", FairShare: "4", Pending: "0", RunningJobs: 2})
+				return v.Err()
 			},
 		},
 		{
@@ -329,16 +330,16 @@ func queueSteps() []step {
 			},
 			within: aRunFor + waitTimeout,
 			check: func(s *snapshot) error {
-				var v queueVerdict
+				v := s.check()
 				for _, k := range append(slices.Clone(bKeys), kept...) {
-					jobDone(&v, s, k, 0)
+					v.JobDone(k, 0)
 				}
 				for _, k := range evicted {
-					jobRuns(&v, s, k, gangSize)
+					v.JobRuns(k, gangSize)
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "4", fairShare: "4", pending: "0", runningJobs: 2})
-				queueIs(&v, s, teamB, queueWant{allocated: "0", fairShare: "0", pending: "0"})
-				return v.err()
+				v.Queue(teamA, harness.QueueWant{Allocated: "4", FairShare: "4", Pending: "0", RunningJobs: 2})
+				v.Queue(teamB, harness.QueueWant{Allocated: "0", FairShare: "0", Pending: "0"})
+				return v.Err()
 			},
 		},
 		{
@@ -351,17 +352,17 @@ func queueSteps() []step {
 			},
 			within: aRunFor + waitTimeout,
 			check: func(s *snapshot) error {
-				var v queueVerdict
+				v := s.check()
 				for _, k := range append(slices.Clone(aKeys), bKeys...) {
 					failed := 0
 					if slices.Contains(evicted, k) {
 						failed = gangSize
 					}
-					jobDone(&v, s, k, int32(failed))
+					v.JobDone(k, int32(failed))
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "0", fairShare: "0", pending: "0"})
-				queueIs(&v, s, teamB, queueWant{allocated: "0", fairShare: "0", pending: "0"})
-				return v.err()
+				v.Queue(teamA, harness.QueueWant{Allocated: "0", FairShare: "0", Pending: "0"})
+				v.Queue(teamB, harness.QueueWant{Allocated: "0", FairShare: "0", Pending: "0"})
+				return v.Err()
 			},
 		},
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
@@ -90,16 +89,16 @@ func observe(ctx context.Context, e *env) (*snapshot, error) {
 		}
 	}
 	if e.queues != nil {
-		list, err := e.queues.BatchSchedulerV1alpha1().Queues().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("listing Queues: %w", err)
-		}
-		s.queues = map[string]v1alpha1.Queue{}
-		for _, q := range list.Items {
-			s.queues[q.Name] = q
+		if s.queues, err = harness.ObserveQueues(ctx, e.queues); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// check starts a check of what s shows.
+func (s *snapshot) check() *harness.Check {
+	return &harness.Check{Pods: s.pods, Jobs: s.jobs, Queues: s.queues}
 }
 
 // runSteps runs the steps of a story in order and returns how many ran.

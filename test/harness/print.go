@@ -4,6 +4,7 @@ package harness
 // prints them after each step, a test when it fails.
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -11,8 +12,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // whyWidth is where the WHY column wraps.
@@ -172,4 +177,53 @@ func joinOr(parts []string, none string) string {
 		return none
 	}
 	return strings.Join(parts, ", ")
+}
+
+// WriteQueues writes the Queues to out as the scheduler's status shows
+// them.
+func WriteQueues(out io.Writer, queues map[string]v1alpha1.Queue) {
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "QUEUE\tWEIGHT\tGUARANTEED\tALLOCATED\tFAIR SHARE\tPENDING\tPENDING JOBS\tRUNNING JOBS\tVALID")
+	for _, name := range slices.Sorted(maps.Keys(queues)) {
+		q := queues[name]
+		valid := "-"
+		for _, c := range q.Status.Conditions {
+			if c.Type == "Valid" {
+				valid = string(c.Status)
+			}
+		}
+		st := q.Status
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, q.Spec.Weight, Quantities(st.Guaranteed), Quantities(st.Allocated),
+			Quantities(st.FairShare), Quantities(st.Pending), st.PendingJobs, st.RunningJobs, valid)
+	}
+	w.Flush()
+}
+
+// WriteNodeCPU writes each node's cpu as the cache d sees it to out,
+// with the pods the API shows bound there counted by Job (or pod) and
+// phase, e.g. "team-a/a1: 2 Running".
+func WriteNodeCPU(out io.Writer, d *cache.Dump, pods map[string]Pod) {
+	type group struct{ job, phase string }
+	cpu := func(r resources.Resource) string {
+		return resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI).String()
+	}
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tCPU\tREQUESTED\tIDLE\tPODS")
+	for _, n := range d.Nodes {
+		count := map[group]int{}
+		for _, p := range pods {
+			if p.Node == n.Name {
+				job := cmp.Or(p.Job, p.Key)
+				count[group{job, string(PhaseOf(p))}]++
+			}
+		}
+		var held []string
+		for _, g := range slices.SortedFunc(maps.Keys(count), func(a, b group) int {
+			return strings.Compare(a.job+" "+a.phase, b.job+" "+b.phase)
+		}) {
+			held = append(held, fmt.Sprintf("%s: %d %s", g.job, count[g], g.phase))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", n.Name, cpu(n.Schedulable), cpu(n.Requested), cpu(n.Idle), joinOr(held, "none"))
+	}
+	w.Flush()
 }
