@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -61,10 +62,10 @@ func runHybrid(ctx context.Context, e *env) (int, error) {
 // printHybrid prints every pod, the Jobs, and the nodes' idle room before
 // and after the step.
 func printHybrid(s, prev *snapshot) {
-	printPlacements(s.pods, s.dump)
+	harness.WritePods(os.Stdout, s.pods, s.dump, ourScheduler)
 	if len(s.jobs) > 0 {
 		fmt.Println()
-		printJobs(s.jobs, s.pods)
+		harness.WriteJobs(os.Stdout, s.jobs, s.pods)
 	}
 	fmt.Println()
 	var before *cache.Dump

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
-	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // gangJob is a Job of the story: n pods that must start together
@@ -104,20 +102,4 @@ func jobOutcome(j gangJob, on map[string]int, phase v1.PodPhase, because string)
 // pod's unschedulable message contains each of why.
 func jobWaits(j gangJob, why []string, because string) outcome {
 	return outcome{Name: "Job " + j.key(), Job: j.key(), Count: int(j.n), Why: why, Because: because}
-}
-
-// jobState is what the API says of a Job.
-type jobState = harness.Job
-
-// printJobs prints the Jobs.
-func printJobs(jobs map[string]jobState, states map[string]podState) {
-	harness.WriteJobs(os.Stdout, jobs, states)
-}
-
-// joinOr joins parts with ", ", or returns none when there are none.
-func joinOr(parts []string, none string) string {
-	if len(parts) == 0 {
-		return none
-	}
-	return strings.Join(parts, ", ")
 }

@@ -101,7 +101,7 @@ type env struct {
 	// queues reads the Queues, and watch judges every pod transition
 	// (queues story).
 	queues versioned.Interface
-	watch  *queueWatch
+	watch  *harness.GangWatch
 	// print shows a step's snapshot; prev is the previous step's.
 	print func(s, prev *snapshot)
 }
@@ -133,7 +133,8 @@ func run(ctx context.Context, scenario string) (err error) {
 	}); err != nil {
 		return err
 	}
-	defer forceStopOnSignal(e.cp)()
+	// A second signal, or a minute, stops the control plane at once.
+	defer harness.ForceStopOnSignal("demo", time.Minute, e.cp.Stop, stopSignals...)()
 	defer func() { err = errors.Join(err, progress("stopping the control plane", e.cp.Stop)) }()
 	defer func() {
 		for _, stop := range slices.Backward(e.stops) {
@@ -179,39 +180,6 @@ func startProgram[P interface{ Stop() error }](e *env, what, name string, start 
 
 // stopSignals end the demo.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
-
-// forceStopOnSignal is the backup for an interrupted demo whose orderly
-// cleanup is stuck: after a first signal (which cancels run's context and
-// so starts that cleanup), a second signal, or a minute, kills the child
-// processes, stops the control plane at once and exits with 130. The
-// returned function removes the handler.
-func forceStopOnSignal(cp *controlplane.ControlPlane) (cancel func()) {
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, stopSignals...)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ch:
-		case <-done:
-			return
-		}
-		select {
-		case sig := <-ch:
-			fmt.Fprintf(os.Stderr, "\ndemo: %s again: stopping the control plane now\n", sig)
-		case <-time.After(time.Minute):
-			fmt.Fprintln(os.Stderr, "\ndemo: the cleanup is taking longer than a minute: stopping the control plane now")
-		case <-done:
-			return
-		}
-		harness.KillAll()
-		_ = cp.Stop() // safe while the cleanup calls it too
-		os.Exit(130)
-	}()
-	return func() {
-		signal.Stop(ch)
-		close(done)
-	}
-}
 
 // progress prints a progress line for what fn does, then how it went.
 func progress(what string, fn func() error) error {

@@ -19,14 +19,9 @@ func printExpected(expect []outcome) {
 	w.Flush()
 }
 
-// printPlacements prints every pod.
-func printPlacements(states map[string]podState, d *cache.Dump) {
-	harness.WritePods(os.Stdout, states, d, ourScheduler)
-}
-
 // printNodes prints the nodes as the cache sees them (idle before the
 // step as prev left it), then the external usage's keys and the queue.
-func printNodes(prev, d *cache.Dump, states map[string]podState) {
+func printNodes(prev, d *cache.Dump, states map[string]harness.Pod) {
 	harness.WriteNodes(os.Stdout, prev, d, states)
 	if note := externalNote(d); note != "" {
 		fmt.Println("external usage (custom informer " + vmInformer + "): " + note)

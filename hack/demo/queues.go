@@ -144,7 +144,13 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 		return 0, err
 	}
 	if err := progress("watching every pod of batch-scheduler (test/podwatch): each bind, eviction and end, for the gangs' quorum and the nodes' CPUs", func() (err error) {
-		e.watch, err = startWatch(ctx, e)
+		ctx, cancel := context.WithCancel(ctx)
+		e.stops = append(e.stops, func() error { cancel(); return nil })
+		var nodes []*v1.Node
+		for _, name := range queueNodeNames {
+			nodes = append(nodes, queueNode(name))
+		}
+		e.watch, err = harness.WatchJobGangs(ctx, e.cp.Client, nodes, gangSize, gangSettle)
 		return err
 	}); err != nil {
 		return 0, err
@@ -177,10 +183,10 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 		return 0, err
 	}
 	fmt.Println()
-	if err := e.watch.verdict(); err != nil {
+	if err := e.watch.Err(); err != nil {
 		return 0, err
 	}
-	for _, line := range e.watch.summary() {
+	for _, line := range e.watch.Summary() {
 		fmt.Println("guarantee held: " + line)
 	}
 	return n, nil
@@ -374,4 +380,18 @@ func jobKeys(jobs []gangJob) []string {
 		out = append(out, j.key())
 	}
 	return out
+}
+
+// ql is a line of what a step of the queues story expects.
+func ql(name, want, because string) outcome { return outcome{Name: name, Want: want, Because: because} }
+
+// printQueueStory prints the pods, the Jobs, the nodes and the queues.
+func printQueueStory(s *snapshot) {
+	harness.WritePods(os.Stdout, s.pods, s.dump, ourScheduler)
+	fmt.Println()
+	harness.WriteJobs(os.Stdout, s.jobs, s.pods)
+	fmt.Println()
+	harness.WriteNodeCPU(os.Stdout, s.dump, s.pods)
+	fmt.Println()
+	harness.WriteQueues(os.Stdout, s.queues)
 }

@@ -6,10 +6,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,9 +18,6 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
-
-// podState is what the API says of a pod.
-type podState = harness.Pod
 
 // step is one stage of a story: a change to the cluster (none for the
 // first), or just time passing, and the outcome it should lead to.
@@ -53,8 +48,8 @@ type step struct {
 // snapshot is what the demo observes at one moment: the API, the
 // scheduler, and the programs that run.
 type snapshot struct {
-	pods   map[string]podState
-	jobs   map[string]jobState
+	pods   map[string]harness.Pod
+	jobs   map[string]harness.Job
 	dump   *cache.Dump
 	alloc  *harness.Allocation
 	vms    []harness.VM
@@ -194,21 +189,19 @@ func runStep(ctx context.Context, e *env, n int, st step, prev *snapshot) (*snap
 // scheduler's own checker (/debug/cache/verify) finds no difference.
 func verdict(ctx context.Context, e *env, st step, snap *snapshot) error {
 	if e.watch != nil {
-		if err := e.watch.verdict(); err != nil {
+		if err := e.watch.Err(); err != nil {
 			return harness.Final(err)
 		}
 	}
-	pending, final := harness.Compare(st.expect, snap.pods)
-	jobsPending, jobsFinal := harness.CompareJobs(st.expect, snap.jobs)
-	pending, final = append(pending, jobsPending...), append(final, jobsFinal...)
+	c := snap.check()
+	c.Outcomes(st.expect)
 	if e.strict {
-		pending = append(pending, harness.Uncovered(st.expect, snap.pods, ourScheduler)...)
+		for _, u := range harness.Uncovered(st.expect, snap.pods, ourScheduler) {
+			c.Wait("%s", u)
+		}
 	}
-	switch {
-	case len(final) > 0:
-		return harness.Final(errors.New(strings.Join(final, "; ")))
-	case len(pending) > 0:
-		return errors.New(strings.Join(pending, "; "))
+	if err := c.Err(); err != nil {
+		return err
 	}
 	var external map[string]harness.External
 	if e.strict && e.vms != nil {

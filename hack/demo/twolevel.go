@@ -300,12 +300,9 @@ func twoLevelSteps() []step {
 			expect: append(slices.Clone(placed), gangLands),
 			shown:  []string{},
 			check: func(s *snapshot) error {
-				pending, final := harness.Compare(revokedOutcome(revoked), s.pods)
-				if len(final) > 0 {
-					return harness.Final(errors.New(strings.Join(final, "; ")))
-				}
-				if len(pending) > 0 {
-					return errors.New(strings.Join(pending, "; "))
+				c := s.check()
+				if c.Outcomes(revokedOutcome(revoked)); c.Err() != nil {
+					return c.Err()
 				}
 				batch := s.alloc.Frameworks[frameworkBatch]
 				if _, ok := batch.Revoked[revoked]; !ok {

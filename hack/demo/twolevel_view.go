@@ -58,7 +58,7 @@ func printTwoLevel(s *snapshot) {
 	fmt.Println()
 
 	if len(s.pods) > 0 {
-		printPlacements(s.pods, s.dump)
+		harness.WritePods(os.Stdout, s.pods, s.dump, ourScheduler)
 		fmt.Println()
 	}
 

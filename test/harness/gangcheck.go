@@ -275,3 +275,12 @@ func Quantities(l v1.ResourceList) string {
 	}
 	return joinOr(parts, "0")
 }
+
+// Outcomes compares the pods and Jobs with expect (Compare and
+// CompareJobs).
+func (c *Check) Outcomes(expect []Outcome) {
+	pending, final := Compare(expect, c.Pods)
+	jobsPending, jobsFinal := CompareJobs(expect, c.Jobs)
+	c.pending = append(append(c.pending, pending...), jobsPending...)
+	c.final = append(append(c.final, final...), jobsFinal...)
+}
