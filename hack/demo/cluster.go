@@ -10,11 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // res is a resource list literal, e.g. res{"cpu": "2"}.
@@ -203,11 +203,8 @@ func describeNode(n *v1.Node) string {
 // checks that the API server resolved every priority class, and waits
 // until the simulated kubelets run the pods bound to the nodes.
 func seed(ctx context.Context, client kubernetes.Interface, classes []*schedulingv1.PriorityClass, nodes []*v1.Node, pods []*v1.Pod) error {
-	for _, ns := range namespacesOf(pods) {
-		obj := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if _, err := client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating namespace %s: %w", ns, err)
-		}
+	if err := createNamespaces(ctx, client, pods); err != nil {
+		return err
 	}
 	values := map[string]int32{}
 	for _, pc := range classes {
@@ -237,37 +234,31 @@ func seed(ctx context.Context, client kubernetes.Interface, classes []*schedulin
 // waitRunning waits until every pod of pods bound to one of nodes is
 // Running.
 func waitRunning(ctx context.Context, client kubernetes.Interface, nodes []*v1.Node, pods []*v1.Pod) error {
-	var waiting []string
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		waiting = nil
+	return harness.Poll(ctx, waitTimeout, "the simulated kubelets to run the pods bound to the seeded nodes", nil, func() (bool, error) {
+		states, err := harness.ObservePods(ctx, client)
 		for _, p := range pods {
-			if !slices.ContainsFunc(nodes, func(n *v1.Node) bool { return n.Name == p.Spec.NodeName }) {
-				continue
-			}
-			got, err := client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, fmt.Errorf("reading pod %s/%s: %w", p.Namespace, p.Name, err)
-			}
-			if got.Status.Phase != v1.PodRunning {
-				waiting = append(waiting, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, got.Status.Phase))
+			if s := states[p.Namespace+"/"+p.Name]; err == nil && slices.ContainsFunc(nodes, func(n *v1.Node) bool { return n.Name == p.Spec.NodeName }) && s.Phase != v1.PodRunning {
+				return false, fmt.Errorf("%s is %s", s.Key, harness.PhaseOf(s))
 			}
 		}
-		return len(waiting) == 0, nil
+		return err == nil, err
 	})
-	if err != nil {
-		return fmt.Errorf("waiting for the simulated kubelets to run %v: %w", waiting, err)
-	}
-	return nil
 }
 
-// namespacesOf returns the namespaces of pods, sorted, without duplicates.
-func namespacesOf(pods []*v1.Pod) []string {
+// createNamespaces creates the namespaces of pods.
+func createNamespaces(ctx context.Context, client kubernetes.Interface, pods []*v1.Pod) error {
 	var names []string
 	for _, p := range pods {
 		names = append(names, p.Namespace)
 	}
 	slices.Sort(names)
-	return slices.Compact(names)
+	for _, ns := range slices.Compact(names) {
+		obj := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		if _, err := client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+	return nil
 }
 
 // ourPods returns the "namespace/name" keys of the pods batch-scheduler
@@ -286,7 +277,7 @@ func ourPods(pods []*v1.Pod) []string {
 // once it is Ready.
 func addNode(node *v1.Node) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
-		_, err := controlplane.CreateKwokNode(ctx, e.client, node)
+		_, err := controlplane.CreateKwokNode(ctx, e.cp.Client, node)
 		return err
 	}
 }

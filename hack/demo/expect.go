@@ -4,132 +4,27 @@ package main
 // the API, and how the two and the scheduler's cache are compared.
 
 import (
-	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
-// outcome is what a group of pods should show after a step: ours, where
-// batch-scheduler put them or why not; or another scheduler's, where they
-// run or that they are gone.
-type outcome struct {
-	// name shows the group, e.g. "ml/train-0..3".
-	name string
-	// pods are the group's "namespace/name" keys.
-	pods []string
-	// job, when set, names the batch/v1 Job ("namespace/name") whose pods
-	// are the group, count of them, created by the Job controller under
-	// names not known in advance.
-	job   string
-	count int
-	// on maps each node to how many of the pods are bound there; nil means
-	// that none is bound.
-	on map[string]int
-	// anywhere: every pod is bound, on any node but avoid (when set).
-	anywhere bool
-	avoid    string
-	// phase is what every bound pod of the group should show: Running
-	// when empty (the simulated kubelets run what is bound), or Succeeded.
-	phase v1.PodPhase
-	// theirs: the pods are another scheduler's, bound already; on and
-	// phase are checked as for ours. gone: none of the pods exists any
-	// more (another scheduler's, evicted and removed).
-	theirs, gone bool
-	// why are substrings of every pod's PodScheduled=False/Unschedulable
-	// message, when none is bound.
-	why []string
-	// because explains the outcome to the reader.
-	because string
-}
+// outcome is what a group of pods should show after a step.
+type outcome = harness.Outcome
 
-// bound reports whether the group's pods should be bound.
-func (o outcome) bound() bool { return o.anywhere || o.on != nil }
-
-// wantPhase is the phase every bound pod of the group should show.
-func (o outcome) wantPhase() v1.PodPhase {
-	if o.phase == "" {
-		return v1.PodRunning
-	}
-	return o.phase
-}
-
-// expectation renders where the group should be, e.g. "large, Running",
-// "2 on jobs-1, 2 on jobs-2, Succeeded", "not bound" or "gone".
-func (o outcome) expectation() string {
-	var parts []string
-	switch {
-	case o.gone:
-		return "gone"
-	case o.anywhere && o.avoid != "":
-		parts = append(parts, "bound, not on "+o.avoid)
-	case o.anywhere:
-		parts = append(parts, "bound")
-	case o.on == nil:
-		return "not bound"
-	}
-	for _, n := range slices.Sorted(maps.Keys(o.on)) {
-		if len(o.pods) == 1 || len(o.on) == 1 {
-			parts = append(parts, n)
-		} else {
-			parts = append(parts, fmt.Sprintf("%d on %s", o.on[n], n))
-		}
-	}
-	return strings.Join(append(parts, string(o.wantPhase())), ", ")
-}
-
-// step is one stage of the demo: a change to the cluster (none for the
-// first), or just time passing, and the outcome it should lead to.
-type step struct {
-	title string
-	// apply makes the change, if any; then the pods of creates and the
-	// Jobs of jobs are created.
-	apply   func(context.Context, *env) error
-	creates []*v1.Pod
-	jobs    []gangJob
-	// expect is the whole expected outcome after the step; shown names
-	// the groups whose outcome the step changes (all of them for the
-	// first), which are printed before waiting.
-	expect []outcome
-	shown  []string
-	// since says what the time to the outcome is counted from, when it
-	// is neither the scheduler's start nor a change.
-	since string
-}
-
-func keys(ns string, names ...string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = ns + "/" + n
-	}
-	return out
-}
+// keys are the "namespace/name" keys of the pods names of ns.
+var keys = harness.Keys
 
 // replace returns base with the outcomes of the same names replaced.
 func replace(base []outcome, with ...outcome) []outcome {
 	out := slices.Clone(base)
 	for _, w := range with {
-		i := slices.IndexFunc(out, func(o outcome) bool { return o.name == w.name })
+		i := slices.IndexFunc(out, func(o outcome) bool { return o.Name == w.Name })
 		if i < 0 {
-			panic("demo: no outcome named " + w.name)
+			panic("demo: no outcome named " + w.Name)
 		}
 		out[i] = w
-	}
-	return out
-}
-
-func names(outcomes []outcome) []string {
-	var out []string
-	for _, o := range outcomes {
-		out = append(out, o.name)
 	}
 	return out
 }
@@ -151,281 +46,27 @@ func checkScript(ss []step, ours []string) error {
 		var covered, coveredJobs []string
 		for _, o := range s.expect {
 			switch {
-			case o.gone || o.theirs:
-			case o.job != "":
-				coveredJobs = append(coveredJobs, o.job)
-				if o.count != sizes[o.job] {
-					return fmt.Errorf("step %d: the outcome of Job %s counts %d pods, not %d", i+1, o.job, o.count, sizes[o.job])
+			case o.Gone || o.Theirs:
+			case o.Job != "":
+				coveredJobs = append(coveredJobs, o.Job)
+				if o.Count != sizes[o.Job] {
+					return fmt.Errorf("step %d: the outcome of Job %s counts %d pods, not %d", i+1, o.Job, o.Count, sizes[o.Job])
 				}
 			default:
-				covered = append(covered, o.pods...)
+				covered = append(covered, o.Pods...)
 			}
 		}
-		if !sameKeys(covered, ours) {
+		if !harness.SameKeys(covered, ours) {
 			return fmt.Errorf("step %d: the expected outcome covers %v, not the pods of batch-scheduler %v", i+1, covered, ours)
 		}
-		if !sameKeys(coveredJobs, jobs) {
+		if !harness.SameKeys(coveredJobs, jobs) {
 			return fmt.Errorf("step %d: the expected outcome covers the Jobs %v, not those created %v", i+1, coveredJobs, jobs)
 		}
 		for _, name := range s.shown {
-			if !slices.ContainsFunc(s.expect, func(o outcome) bool { return o.name == name }) {
+			if !slices.ContainsFunc(s.expect, func(o outcome) bool { return o.Name == name }) {
 				return fmt.Errorf("step %d: no outcome named %s", i+1, name)
 			}
 		}
 	}
 	return nil
-}
-
-// podState is what the API says of a pod.
-type podState struct {
-	key       string
-	scheduler string
-	node      string
-	phase     v1.PodPhase
-	// deleting: the pod has a deletion timestamp.
-	deleting bool
-	// job is the "namespace/name" of the batch/v1 Job that controls the
-	// pod, if one does.
-	job string
-	// requests is what the pod requests on its node.
-	requests resources.Resource
-	// unschedulable: PodScheduled=False with reason Unschedulable, and
-	// its message.
-	unschedulable bool
-	message       string
-}
-
-// counted reports whether the pod takes room on a node: bound and not
-// finished.
-func (s podState) counted() bool {
-	return s.node != "" && s.phase != v1.PodSucceeded && s.phase != v1.PodFailed
-}
-
-// observe lists every pod through the API.
-func observe(ctx context.Context, client kubernetes.Interface) (map[string]podState, error) {
-	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	out := make(map[string]podState, len(list.Items))
-	for i := range list.Items {
-		p := &list.Items[i]
-		s := podState{key: p.Namespace + "/" + p.Name, scheduler: p.Spec.SchedulerName, node: p.Spec.NodeName,
-			phase: p.Status.Phase, deleting: p.DeletionTimestamp != nil, requests: resources.PodRequests(p)}
-		if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
-			s.job = p.Namespace + "/" + owner.Name
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
-				s.unschedulable, s.message = true, c.Message
-			}
-		}
-		out[s.key] = s
-	}
-	return out, nil
-}
-
-// podsOf returns the keys of o's pods: its own, or those of its Job in
-// states, sorted.
-func podsOf(o outcome, states map[string]podState) []string {
-	if o.job == "" {
-		return o.pods
-	}
-	var out []string
-	for key, s := range states {
-		if s.job == o.job {
-			out = append(out, key)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// phaseRank orders the phases a pod goes through.
-func phaseRank(p v1.PodPhase) int {
-	switch p {
-	case v1.PodRunning:
-		return 1
-	case v1.PodSucceeded, v1.PodFailed:
-		return 2
-	}
-	return 0
-}
-
-// compare returns how states differ from expect: mismatches that may
-// still resolve (a pod not placed or not running yet, a message not
-// updated yet), and final ones that cannot (a pod bound where it should
-// not be: bindings are not undone; a pod past the expected phase).
-func compare(expect []outcome, states map[string]podState) (pending, final []string) {
-	for _, o := range expect {
-		if o.gone {
-			for _, key := range o.pods {
-				if s, ok := states[key]; ok {
-					pending = append(pending, fmt.Sprintf("%s still exists (phase %s, being deleted %t)", key, phaseOf(s), s.deleting))
-				}
-			}
-			continue
-		}
-		pods := podsOf(o, states)
-		switch {
-		case o.job != "" && len(pods) < o.count:
-			pending = append(pending, fmt.Sprintf("the Job controller has created %d of the %d pods of Job %s so far", len(pods), o.count, o.job))
-			continue
-		case o.job != "" && len(pods) > o.count:
-			final = append(final, fmt.Sprintf("Job %s has %d pods, not %d: one was replaced", o.job, len(pods), o.count))
-			continue
-		}
-		counts := map[string]int{}
-		allBound := true // and where expected
-		for _, key := range pods {
-			s, ok := states[key]
-			switch {
-			case !ok:
-				final = append(final, key+" is gone")
-				allBound = false
-			case o.anywhere && s.node == "":
-				pending = append(pending, fmt.Sprintf("%s is not bound yet (%s)", key, s.message))
-			case o.anywhere && s.node == o.avoid:
-				final = append(final, fmt.Sprintf("%s is bound to %s; expected anywhere but there", key, s.node))
-			case o.anywhere:
-			case o.on == nil && s.node != "":
-				final = append(final, fmt.Sprintf("%s is bound to %s; expected not bound", key, s.node))
-			case o.on == nil && !s.unschedulable:
-				pending = append(pending, key+" has no PodScheduled=False/Unschedulable condition yet")
-			case o.on == nil:
-				for _, w := range o.why {
-					if !strings.Contains(s.message, w) {
-						pending = append(pending, fmt.Sprintf("%s is Unschedulable with %q, which does not contain %q", key, s.message, w))
-					}
-				}
-			case s.node == "":
-				allBound = false
-				if s.unschedulable {
-					pending = append(pending, fmt.Sprintf("%s is not bound (expected on %s): %s", key, o.expectation(), s.message))
-				} else {
-					pending = append(pending, fmt.Sprintf("%s is not bound yet (expected on %s)", key, o.expectation()))
-				}
-			case o.on[s.node] == 0:
-				final = append(final, fmt.Sprintf("%s is bound to %s; expected on %s", key, s.node, o.expectation()))
-				allBound = false
-			default:
-				counts[s.node]++
-			}
-			if ok && s.node != "" && o.bound() {
-				p, f := comparePhase(key, s, o.wantPhase())
-				pending, final = append(pending, p...), append(final, f...)
-			}
-		}
-		if o.on != nil && allBound && !maps.Equal(counts, o.on) {
-			final = append(final, fmt.Sprintf("%s are bound %v; expected %s", o.name, counts, o.expectation()))
-		}
-	}
-	return pending, final
-}
-
-// comparePhase compares a bound pod's phase with want. A pod runs, then
-// finishes: one that is past want, or that failed, will not come back.
-func comparePhase(key string, s podState, want v1.PodPhase) (pending, final []string) {
-	got := phaseOf(s)
-	switch {
-	case got == want:
-		return nil, nil
-	case got == v1.PodFailed || phaseRank(got) > phaseRank(want):
-		return nil, []string{fmt.Sprintf("%s is %s; expected %s", key, got, want)}
-	}
-	return []string{fmt.Sprintf("%s is %s, not %s yet", key, got, want)}, nil
-}
-
-// uncovered returns the pods of batch-scheduler that no outcome of
-// expect covers, e.g. a pod a Job controller created unexpectedly.
-func uncovered(expect []outcome, states map[string]podState) []string {
-	covered := map[string]bool{}
-	for _, o := range expect {
-		for _, key := range podsOf(o, states) {
-			covered[key] = true
-		}
-	}
-	var out []string
-	for key, s := range states {
-		if s.scheduler == ourScheduler && !covered[key] {
-			out = append(out, key+" is a pod of batch-scheduler that the demo does not expect")
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// cacheAgrees reports whether /debug/cache holds on each node exactly the
-// pods the API has bound there, none of them merely assumed, and counts
-// what the API's unfinished pods there request: a finished pod's room is
-// free.
-func cacheAgrees(d *cache.Dump, states map[string]podState) bool {
-	want := map[string][]string{}
-	requested := map[string]resources.Resource{}
-	for _, s := range states {
-		if s.node != "" {
-			want[s.node] = append(want[s.node], s.key)
-		}
-		if s.counted() {
-			r := requested[s.node]
-			r.Add(s.requests)
-			requested[s.node] = r
-		}
-	}
-	for _, n := range d.Nodes {
-		if len(n.AssumedPods) > 0 || !sameKeys(n.Pods, want[n.Name]) || !sameAmounts(n.Requested, requested[n.Name]) {
-			return false
-		}
-		delete(want, n.Name)
-	}
-	return len(want) == 0
-}
-
-// sameAmounts reports whether a and b request the same cpu, memory and
-// extended resources.
-func sameAmounts(a, b resources.Resource) bool {
-	return a.MilliCPU == b.MilliCPU && a.Memory == b.Memory && maps.Equal(nonZero(a.Scalar), nonZero(b.Scalar))
-}
-
-func nonZero(m map[v1.ResourceName]int64) map[v1.ResourceName]int64 {
-	out := map[v1.ResourceName]int64{}
-	for k, v := range m {
-		if v != 0 {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// overcommitted returns the nodes of d whose unfinished pods (as the API
-// shows them) and external usage need more than the node has.
-func overcommitted(d *cache.Dump, states map[string]podState) []string {
-	used := map[string]resources.Resource{}
-	for _, s := range states {
-		if s.counted() {
-			r := used[s.node]
-			r.Add(s.requests)
-			used[s.node] = r
-		}
-	}
-	var out []string
-	for _, n := range d.Nodes {
-		if n.Placeholder {
-			continue // pods bound to a node that has not joined yet
-		}
-		u := used[n.Name]
-		u.Add(n.External)
-		if !n.Schedulable.Fits(u) {
-			out = append(out, fmt.Sprintf("node %s: its pods and external usage need %s, more than its %s", n.Name, amounts(u), amounts(n.Schedulable)))
-		}
-	}
-	return out
-}
-
-// sameKeys reports whether a and b hold the same keys, in any order.
-func sameKeys(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }

@@ -7,29 +7,27 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
+	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // runHybrid runs the hybrid story and returns the number of steps run.
-func runHybrid(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Writer, bins string) (n int, err error) {
+func runHybrid(ctx context.Context, e *env) (int, error) {
 	classes, nodes, pods := priorityClasses(), seedNodes(), seedPods()
 	script := steps()
 	if err := checkScript(script, ourPods(pods)); err != nil {
 		return 0, err
 	}
 	if err := progress(fmt.Sprintf("seeding %d priority classes, %d nodes (simulated kubelets) and %d pods through the API", len(classes), len(nodes), len(pods)), func() error {
-		return seed(ctx, cp.Client, classes, nodes, pods)
+		return seed(ctx, e.cp.Client, classes, nodes, pods)
 	}); err != nil {
 		return 0, err
 	}
@@ -39,145 +37,50 @@ func runHybrid(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Wr
 	for _, pc := range classes {
 		fmt.Printf("    priority class %s: %d\n", pc.Name, pc.Value)
 	}
-
-	// The VM manager is stopped after the scheduler (defers run last in,
-	// first out), so that the scheduler's watch ends first.
-	var vms *vmManager
-	if err := progress("starting examples/vm-manager (hybrid mode: first fit on the hosts' free room) as a process", func() (err error) {
-		vms, err = startVMManager(ctx, filepath.Join(bins, "vm-manager"), cp.KubeconfigPath, "", "")
-		return err
-	}); err != nil {
-		return 0, err
-	}
-	defer func() {
-		err = errors.Join(err, progress("stopping the VM manager", vms.stop))
-	}()
-	fmt.Printf("    VM manager: %s (admin API /vms, ExternalWorkloads, log %s), no VMs yet\n", vms.url(), vms.logPath)
-	if err := progress(fmt.Sprintf("writing %s (custom informer %s: resource ExternalWorkload, source http)", configPath, vmInformer), func() error {
-		return writeConfig(configPath, []informer{{name: vmInformer, resource: "ExternalWorkload", url: vms.url()}})
-	}); err != nil {
-		return 0, err
-	}
-
-	s, stopScheduler, err := launchScheduler(ctx, cp, logFile)
-	defer func() { err = errors.Join(err, stopScheduler()) }()
+	// The VM manager is stopped after the scheduler, so that the
+	// scheduler's watch ends first.
+	var err error
+	e.vms, err = startProgram(e, "examples/vm-manager (hybrid mode: first fit on the hosts' free room)", "VM manager", func() (*harness.VMManager, error) {
+		return harness.StartVMManager(ctx, harness.VMManagerOptions{Bin: filepath.Join(binDir, "vm-manager"), Dir: outDir, Kubeconfig: e.cp.KubeconfigPath, RetryInterval: "1s"})
+	})
 	if err != nil {
 		return 0, err
 	}
-
-	e := &env{client: cp.Client, sched: s, vms: vms}
-	for i, st := range script {
-		if err := runStep(ctx, e, i+1, st); err != nil {
-			return 0, err
-		}
+	fmt.Printf("    VM manager: %s (admin API /vms, ExternalWorkloads, log %s), no VMs yet\n", e.vms.URL(), e.vms.LogPath)
+	if err := progress(fmt.Sprintf("writing %s (custom informer %s: resource ExternalWorkload, source http)", configPath, vmInformer), func() error {
+		return writeConfig(configPath, []informer{{name: vmInformer, resource: "ExternalWorkload", url: e.vms.URL()}})
+	}); err != nil {
+		return 0, err
 	}
-	return len(script), nil
+	if err := startScheduler(ctx, e); err != nil {
+		return 0, err
+	}
+	e.strict, e.print = true, printHybrid
+	return runSteps(ctx, e, script)
 }
 
-// runStep prints what st should lead to, applies its change, waits until
-// the API shows that outcome (pods and Jobs) and /debug/cache agrees
-// (pods, their requests and the VMs), and prints the pods, the Jobs and
-// the nodes. If the outcome differs, it prints what it saw and fails.
-func runStep(ctx context.Context, e *env, n int, st step) error {
-	s, client := e.sched, e.client
-	fmt.Printf("\n== %d. %s\n\n", n, st.title)
-	printExpected(st.expect, st.shown)
-	start := time.Now()
-	if st.apply != nil {
-		if err := st.apply(ctx, e); err != nil {
-			return fmt.Errorf("step %d: %w", n, err)
-		}
-	}
-	for _, p := range st.creates {
-		if _, err := controlplane.CreatePod(ctx, client, p); err != nil {
-			return fmt.Errorf("step %d: %w", n, err)
-		}
-	}
-	if len(st.jobs) > 0 {
+// printHybrid prints every pod, the Jobs, and the nodes' idle room before
+// and after the step.
+func printHybrid(s, prev *snapshot) {
+	harness.WritePods(os.Stdout, s.pods, s.dump, ourScheduler)
+	if len(s.jobs) > 0 {
 		fmt.Println()
-	}
-	for _, j := range st.jobs {
-		if err := createJob(j)(ctx, e); err != nil {
-			return fmt.Errorf("step %d: %w", n, err)
-		}
-	}
-	var (
-		states map[string]podState
-		jobs   map[string]jobState
-		d      *cache.Dump
-	)
-	err := s.poll(ctx, "the expected outcome, and /debug/cache to agree", func() (bool, error) {
-		var err error
-		if states, err = observe(ctx, client); err != nil {
-			return false, err
-		}
-		if jobs, err = observeJobs(ctx, client); err != nil {
-			return false, err
-		}
-		pending, final := compare(st.expect, states)
-		jobsPending, jobsFinal := compareJobs(st.expect, jobs)
-		pending = append(append(pending, jobsPending...), uncovered(st.expect, states)...)
-		final = append(final, jobsFinal...)
-		switch {
-		case len(final) > 0:
-			return false, finalError{errors.New(strings.Join(final, "; "))}
-		case len(pending) > 0:
-			return false, errors.New(strings.Join(pending, "; "))
-		}
-		wantVMs, err := e.vms.expected(ctx)
-		if err != nil {
-			return false, err
-		}
-		if d, err = s.dump(ctx); err != nil {
-			return false, err
-		}
-		if !cacheAgrees(d, states) || !externalAgrees(d, wantVMs) {
-			return false, errors.New("/debug/cache does not hold every bound pod on its node with its requests, none merely assumed, and the VMs' usage, yet")
-		}
-		if over := overcommitted(d, states); len(over) > 0 {
-			return false, finalError{errors.New(strings.Join(over, "; "))}
-		}
-		return true, nil
-	})
-	took := time.Since(start)
-	if err != nil {
-		if states != nil && ctx.Err() == nil {
-			d, _ := s.dump(ctx)
-			fmt.Println("\nactual:")
-			printPlacements(states, d)
-			if len(jobs) > 0 {
-				fmt.Println()
-				printJobs(jobs, states)
-			}
-		}
-		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
+		harness.WriteJobs(os.Stdout, s.jobs, s.pods)
 	}
 	fmt.Println()
-	printPlacements(states, d)
-	if len(jobs) > 0 {
-		fmt.Println()
-		printJobs(jobs, states)
+	var before *cache.Dump
+	if prev != nil {
+		before = prev.dump
 	}
-	fmt.Println()
-	printNodes(e.lastDump, d, states)
-	e.lastDump = d
-	since := "the scheduler was ready"
-	switch {
-	case st.since != "":
-		since = st.since
-	case st.apply != nil || len(st.creates) > 0 || len(st.jobs) > 0:
-		since = "the change"
-	}
-	fmt.Printf("\n-> as expected, %.1fs after %s\n", took.Seconds(), since)
-	return nil
+	printNodes(before, s.dump, s.pods)
 }
 
 // analyticsVM starts on node edge in a live change and is deleted later.
-var analyticsVM = vmSpec{name: "vm-analytics", node: "edge", cpu: "3", memory: "4Gi"}
+var analyticsVM = harness.VMSpec{Name: "vm-analytics", Host: "edge", CPU: "3", Memory: "4Gi"}
 
 // crowdedVM asks for node large, whose memory the pods use up: the VM
 // manager refuses it.
-var crowdedVM = vmSpec{name: "vm-crowded", node: "large", cpu: "1", memory: "1Gi"}
+var crowdedVM = harness.VMSpec{Name: "vm-crowded", Host: "large", CPU: "1", Memory: "1Gi"}
 
 const (
 	gangFourMsg = "gang ml/train: 3 of 4 tasks could be placed, min-available 4"
@@ -187,61 +90,61 @@ const (
 // steps is the hybrid story.
 func steps() []step {
 	first := []outcome{
-		{name: "etl/big-sort", pods: keys("etl", "big-sort"), on: map[string]int{"large": 1},
-			because: "4 cpu: more than small has free; gpu and the jobs pool are tainted"},
-		{name: "etl/ingest-0,1", pods: keys("etl", "ingest-0", "ingest-1"), on: map[string]int{"large": 2},
-			because: "gang of 2, min-available 2, 1500m cpu each: fits on large"},
-		{name: "etl/warehouse", pods: keys("etl", "warehouse"),
-			why:     []string{"0/5 nodes are available: 3 Insufficient cpu, 3 Insufficient memory, 2 node(s) had untolerated taint(s)."},
-			because: "20 cpu, 80Gi: bigger than any node (it tolerates the GPU taint)"},
-		{name: "ml/retrain", pods: keys("ml", "retrain"), on: map[string]int{"gpu": 1},
-			because: "priority 1000, selects pool=gpu, tolerates the taint: gets the last 2 free GPUs"},
-		{name: "ml/finetune", pods: keys("ml", "finetune"), on: map[string]int{"gpu": 1},
-			because: "priority 100: loses the free GPUs to retrain, so it preempts ml/notebook (priority 0) and takes its GPUs"},
-		{name: "web/cache-1", pods: keys("web", "cache-1"), theirs: true, on: map[string]int{"edge": 1}, phase: v1.PodPending,
-			because: "bound by default-scheduler to edge, which has not joined: nothing runs it, and the cache keeps a placeholder"},
-		{name: "ml/notebook", pods: keys("ml", "notebook"), gone: true,
-			because: "default-scheduler's pod, evicted for finetune: its simulated kubelet stops it, and it is removed"},
-		{name: "ml/inference", pods: keys("ml", "inference"),
-			why:     []string{"0/5 nodes are available: 3 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node affinity/selector."},
-			because: "selects pool=gpu but does not tolerate its taint"},
-		{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"),
-			why:     []string{gangFourMsg},
-			because: "gang of 4, min-available 4, 16Gi each: large has room for 3, so none is bound"},
-		{name: "ml/eval-0,1", pods: keys("ml", "eval-0", "eval-1"),
-			why:     []string{evalInvalid},
-			because: `min-available "three" is not a number: a gang without a usable quorum never starts, not even partly`},
+		{Name: "etl/big-sort", Pods: keys("etl", "big-sort"), On: map[string]int{"large": 1},
+			Because: "4 cpu: more than small has free; gpu and the jobs pool are tainted"},
+		{Name: "etl/ingest-0,1", Pods: keys("etl", "ingest-0", "ingest-1"), On: map[string]int{"large": 2},
+			Because: "gang of 2, min-available 2, 1500m cpu each: fits on large"},
+		{Name: "etl/warehouse", Pods: keys("etl", "warehouse"),
+			Why:     []string{"0/5 nodes are available: 3 Insufficient cpu, 3 Insufficient memory, 2 node(s) had untolerated taint(s)."},
+			Because: "20 cpu, 80Gi: bigger than any node (it tolerates the GPU taint)"},
+		{Name: "ml/retrain", Pods: keys("ml", "retrain"), On: map[string]int{"gpu": 1},
+			Because: "priority 1000, selects pool=gpu, tolerates the taint: gets the last 2 free GPUs"},
+		{Name: "ml/finetune", Pods: keys("ml", "finetune"), On: map[string]int{"gpu": 1},
+			Because: "priority 100: loses the free GPUs to retrain, so it preempts ml/notebook (priority 0) and takes its GPUs"},
+		{Name: "web/cache-1", Pods: keys("web", "cache-1"), Theirs: true, On: map[string]int{"edge": 1}, Phase: v1.PodPending,
+			Because: "bound by default-scheduler to edge, which has not joined: nothing runs it, and the cache keeps a placeholder"},
+		{Name: "ml/notebook", Pods: keys("ml", "notebook"), Gone: true,
+			Because: "default-scheduler's pod, evicted for finetune: its simulated kubelet stops it, and it is removed"},
+		{Name: "ml/inference", Pods: keys("ml", "inference"),
+			Why:     []string{"0/5 nodes are available: 3 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node affinity/selector."},
+			Because: "selects pool=gpu but does not tolerate its taint"},
+		{Name: "ml/train-0..3", Pods: keys("ml", "train-0", "train-1", "train-2", "train-3"),
+			Why:     []string{gangFourMsg},
+			Because: "gang of 4, min-available 4, 16Gi each: large has room for 3, so none is bound"},
+		{Name: "ml/eval-0,1", Pods: keys("ml", "eval-0", "eval-1"),
+			Why:     []string{evalInvalid},
+			Because: `min-available "three" is not a number: a gang without a usable quorum never starts, not even partly`},
 	}
 	second := replace(first,
-		outcome{name: "web/cache-1", pods: keys("web", "cache-1"), theirs: true, on: map[string]int{"edge": 1},
-			because: "edge's simulated kubelet runs it"},
-		outcome{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"), on: map[string]int{"large": 3, "edge": 1},
-			because: "edge has 22Gi free: room for the 4th task, so all 4 are bound at once"},
+		outcome{Name: "web/cache-1", Pods: keys("web", "cache-1"), Theirs: true, On: map[string]int{"edge": 1},
+			Because: "edge's simulated kubelet runs it"},
+		outcome{Name: "ml/train-0..3", Pods: keys("ml", "train-0", "train-1", "train-2", "train-3"), On: map[string]int{"large": 3, "edge": 1},
+			Because: "edge has 22Gi free: room for the 4th task, so all 4 are bound at once"},
 		// TaintToleration rejected inference on gpu and the jobs pool,
 		// warehouse on the jobs pool, and edge has no taint: its hint says
 		// this node may help, so both are retried (and NodeAffinity,
 		// NodeResourcesFit reject edge). eval's plugin sees that edge
 		// cannot help it.
-		outcome{name: "ml/inference", pods: keys("ml", "inference"),
-			why:     []string{"0/6 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 3 node(s) had untolerated taint(s)."},
-			because: "retried: edge has no taint, but does not match pool=gpu either"},
-		outcome{name: "etl/warehouse", pods: keys("etl", "warehouse"),
-			why:     []string{"0/6 nodes are available: 4 Insufficient cpu, 4 Insufficient memory, 2 node(s) had untolerated taint(s)."},
-			because: "retried: edge has no taint, but is too small"},
+		outcome{Name: "ml/inference", Pods: keys("ml", "inference"),
+			Why:     []string{"0/6 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 3 node(s) had untolerated taint(s)."},
+			Because: "retried: edge has no taint, but does not match pool=gpu either"},
+		outcome{Name: "etl/warehouse", Pods: keys("etl", "warehouse"),
+			Why:     []string{"0/6 nodes are available: 4 Insufficient cpu, 4 Insufficient memory, 2 node(s) had untolerated taint(s)."},
+			Because: "retried: edge has no taint, but is too small"},
 	)
 	// A VM on edge takes the room that etl/report, created after it,
 	// would have had there.
 	vm := analyticsVM
 	third := append(slices.Clone(second),
-		outcome{name: "etl/report", pods: keys("etl", "report"),
-			why:     []string{"0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s), 1 Insufficient memory."},
-			because: fmt.Sprintf("4 cpu, 2Gi: only edge had room (6 cpu idle), but %s leaves it 3", vm.name)},
+		outcome{Name: "etl/report", Pods: keys("etl", "report"),
+			Why:     []string{"0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s), 1 Insufficient memory."},
+			Because: fmt.Sprintf("4 cpu, 2Gi: only edge had room (6 cpu idle), but %s leaves it 3", vm.Name)},
 	)
 	// Usage that shrinks may help any job waiting for room: those are
 	// retried, and only report fits.
 	fourth := replace(third,
-		outcome{name: "etl/report", pods: keys("etl", "report"), on: map[string]int{"edge": 1},
-			because: fmt.Sprintf("%s's %s cpu are free again: edge has 6 cpu idle", vm.name, vm.cpu)},
+		outcome{Name: "etl/report", Pods: keys("etl", "report"), On: map[string]int{"edge": 1},
+			Because: fmt.Sprintf("%s's %s cpu are free again: edge has 6 cpu idle", vm.Name, vm.CPU)},
 	)
 	pool := fmt.Sprintf("%s and %s", jobsNodes[0], jobsNodes[1])
 	fifth := append(slices.Clone(fourth),
@@ -265,7 +168,7 @@ func steps() []step {
 			title: "batch-scheduler schedules the seeded pods (leader election is off, so it starts at once).\n" +
 				"   KWOK's simulated kubelets run every bound pod, and stop and remove a pod that is evicted.",
 			expect: first,
-			shown:  names(first),
+			since:  "the scheduler was ready",
 		},
 		{
 			title: "Node edge joins (8 cpu, 24Gi, pool=edge): web/cache-1, bound there by default-scheduler,\n" +
@@ -286,7 +189,7 @@ func steps() []step {
 			shown:   []string{"etl/report"},
 		},
 		{
-			title: fmt.Sprintf("%s is deleted (DELETE /vms/%s): its room on %s is free again.\n", vm.name, vm.name, vm.node) +
+			title: fmt.Sprintf("%s is deleted (DELETE /vms/%s): its room on %s is free again.\n", vm.Name, vm.Name, vm.Host) +
 				"   Usage that shrinks may help any job waiting for room, so those are retried.",
 			apply:  applyAll(deleteVM(vm)),
 			expect: fourth,

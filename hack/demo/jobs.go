@@ -9,16 +9,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -33,6 +30,9 @@ type gangJob struct {
 	n               int32
 	req             res
 	runFor          time.Duration
+	// queue, when set, is the tenant queue its pods name; otherwise they
+	// go to the jobs pool.
+	queue string
 }
 
 // nightly runs first on the jobs pool: two of its pods fill each node's
@@ -49,186 +49,57 @@ var (
 func (j gangJob) key() string { return j.namespace + "/" + j.name }
 
 func (j gangJob) String() string {
-	return fmt.Sprintf("%s (%d pods × %s cpu, %s; each runs %s)", j.key(), j.n, j.req["cpu"], j.req["memory"], j.runFor)
+	in := ""
+	if j.queue != "" {
+		in = " in queue " + j.queue
+	}
+	return fmt.Sprintf("%s%s (%d pods × %s, one gang; each runs %s)", j.key(), in, j.n, strings.Join(slices.Sorted(maps.Values(j.req)), " "), j.runFor)
 }
 
 // obj is the Job: its pod template opts into one gang
-// (framework.JobGangAnnotation), selects the jobs pool and tolerates its
-// taint, and tells the simulated kubelet how long the pod runs
-// (controlplane.RunForAnnotation). A failed pod fails the Job
-// (backoffLimit 0) rather than being replaced.
+// (framework.JobGangAnnotation) and tells the simulated kubelet how long
+// the pod runs (controlplane.RunForAnnotation). In a queue, its pods name
+// the queue (framework.QueueLabel), and an evicted pod counts as a failure
+// of the Job, which replaces it (the default back-off limit, 6, leaves
+// room for an eviction or two). Otherwise they select the jobs pool and
+// tolerate its taint, and a failed pod fails the Job (backoffLimit 0)
+// rather than being replaced.
 func (j gangJob) obj() *batchv1.Job {
-	pod := st.MakePod().Req(j.req).
-		NodeSelector(map[string]string{"pool": jobsPool}).Toleration(jobsTaintKey, jobsPool, v1.TaintEffectNoSchedule).
-		Annotation(framework.JobGangAnnotation, "true").Annotation(controlplane.RunForAnnotation, j.runFor.String()).Obj()
-	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod := st.MakePod().Req(j.req).Annotation(framework.JobGangAnnotation, "true").Annotation(controlplane.RunForAnnotation, j.runFor.String()).Obj()
 	n, zero := j.n, int32(0)
+	backoff := &zero
+	if j.queue != "" {
+		pod.Labels, backoff = map[string]string{framework.QueueLabel: j.queue}, nil
+	} else {
+		pod.Spec.NodeSelector = map[string]string{"pool": jobsPool}
+		pod.Spec.Tolerations = []v1.Toleration{{Key: jobsTaintKey, Operator: v1.TolerationOpEqual, Value: jobsPool, Effect: v1.TaintEffectNoSchedule}}
+	}
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: j.namespace, Name: j.name},
-		Spec: batchv1.JobSpec{
-			Parallelism:  &n,
-			Completions:  &n,
-			BackoffLimit: &zero,
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: pod.Annotations},
-				Spec:       pod.Spec,
-			},
-		},
+		Spec: batchv1.JobSpec{Parallelism: &n, Completions: &n, BackoffLimit: backoff,
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec}},
 	}
 }
 
 // createJob creates j; the Job controller then creates its pods.
-func createJob(j gangJob) func(context.Context, *env) error {
-	return func(ctx context.Context, e *env) error {
-		return progress("creating Job "+j.String(), func() error {
-			if _, err := e.client.BatchV1().Jobs(j.namespace).Create(ctx, j.obj(), metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating Job %s: %w", j.key(), err)
-			}
-			return nil
-		})
-	}
+func createJob(ctx context.Context, e *env, j gangJob) error {
+	return progress("creating Job "+j.String(), func() error {
+		if _, err := e.cp.Client.BatchV1().Jobs(j.namespace).Create(ctx, j.obj(), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Job %s: %w", j.key(), err)
+		}
+		return nil
+	})
 }
 
 // jobOutcome is the outcome of the pods of Job j: placed per on, every
 // pod in phase (Running or Succeeded).
 func jobOutcome(j gangJob, on map[string]int, phase v1.PodPhase, because string) outcome {
-	return outcome{name: "Job " + j.key(), job: j.key(), count: int(j.n), on: on, phase: phase, because: because}
+	return outcome{Name: "Job " + j.key(), Job: j.key(), Count: int(j.n), On: on, Phase: phase, Because: because}
 }
 
 // jobWaits is the outcome of the pods of Job j when none is placed: every
 // pod's unschedulable message contains each of why.
 func jobWaits(j gangJob, why []string, because string) outcome {
-	return outcome{name: "Job " + j.key(), job: j.key(), count: int(j.n), why: why, because: because}
-}
-
-// jobState is what the API says of a Job.
-type jobState struct {
-	key                       string
-	completions               int32
-	active, succeeded, failed int32
-	// complete and failedCond: the conditions Complete and Failed are
-	// True.
-	complete, failedCond bool
-}
-
-// observeJobs lists every batch/v1 Job through the API.
-func observeJobs(ctx context.Context, client kubernetes.Interface) (map[string]jobState, error) {
-	list, err := client.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing Jobs: %w", err)
-	}
-	out := make(map[string]jobState, len(list.Items))
-	for _, j := range list.Items {
-		s := jobState{key: j.Namespace + "/" + j.Name, active: j.Status.Active, succeeded: j.Status.Succeeded, failed: j.Status.Failed}
-		if j.Spec.Completions != nil {
-			s.completions = *j.Spec.Completions
-		}
-		for _, c := range j.Status.Conditions {
-			switch {
-			case c.Status != v1.ConditionTrue:
-			case c.Type == batchv1.JobComplete:
-				s.complete = true
-			case c.Type == batchv1.JobFailed:
-				s.failedCond = true
-			}
-		}
-		out[s.key] = s
-	}
-	return out, nil
-}
-
-// compareJobs returns how the Jobs differ from the outcomes of expect
-// that name one: not placed or Running, the Job has every pod active;
-// Succeeded, every pod succeeded and the Job is Complete. A failed pod or
-// Job, or a Job Complete too early, is final.
-func compareJobs(expect []outcome, jobs map[string]jobState) (pending, final []string) {
-	for _, o := range expect {
-		if o.job == "" {
-			continue
-		}
-		s, ok := jobs[o.job]
-		switch {
-		case !ok:
-			final = append(final, "Job "+o.job+" is gone")
-			continue
-		case s.failed > 0 || s.failedCond:
-			final = append(final, fmt.Sprintf("Job %s failed (%d pods failed)", o.job, s.failed))
-			continue
-		}
-		active, succeeded, complete := int32(o.count), int32(0), false
-		if o.on != nil && o.phase == v1.PodSucceeded {
-			active, succeeded, complete = 0, int32(o.count), true
-		}
-		if s.complete && !complete {
-			final = append(final, fmt.Sprintf("Job %s is already Complete; expected it still running", o.job))
-			continue
-		}
-		if s.active != active || s.succeeded != succeeded || s.complete != complete {
-			pending = append(pending, fmt.Sprintf("Job %s shows %s; expected %s", o.job, s.status(), jobState{active: active, succeeded: succeeded, complete: complete}.status()))
-		}
-	}
-	return pending, final
-}
-
-// status renders the Job's counts and conditions, e.g. "active 4,
-// succeeded 0" or "active 0, succeeded 4, Complete".
-func (s jobState) status() string {
-	out := fmt.Sprintf("active %d, succeeded %d", s.active, s.succeeded)
-	if s.failed > 0 {
-		out += fmt.Sprintf(", failed %d", s.failed)
-	}
-	switch {
-	case s.complete:
-		out += ", Complete"
-	case s.failedCond:
-		out += ", Failed"
-	}
-	return out
-}
-
-// printJobs prints the Jobs as kubectl get jobs would, with the phases of
-// their pods.
-func printJobs(jobs map[string]jobState, states map[string]podState) {
-	if len(jobs) == 0 {
-		return
-	}
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB (batch/v1)\tCOMPLETIONS\tACTIVE\tSUCCEEDED\tFAILED\tCOMPLETE\tPODS")
-	for _, key := range slices.Sorted(maps.Keys(jobs)) {
-		s := jobs[key]
-		phases := map[v1.PodPhase]int{}
-		for _, p := range states {
-			if p.job == key {
-				phases[phaseOf(p)]++
-			}
-		}
-		var pods []string
-		for _, ph := range []v1.PodPhase{v1.PodPending, v1.PodRunning, v1.PodSucceeded, v1.PodFailed} {
-			if phases[ph] > 0 {
-				pods = append(pods, fmt.Sprintf("%d %s", phases[ph], ph))
-			}
-		}
-		complete := "-"
-		if s.complete {
-			complete = "True"
-		}
-		fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%d\t%s\t%s\n", key, s.succeeded, s.completions, s.active, s.succeeded, s.failed, complete, joinOr(pods, "no pods yet"))
-	}
-	w.Flush()
-}
-
-// phaseOf is the pod's phase, Pending when the API has none yet.
-func phaseOf(s podState) v1.PodPhase {
-	if s.phase == "" {
-		return v1.PodPending
-	}
-	return s.phase
-}
-
-// joinOr joins parts with ", ", or returns none when there are none.
-func joinOr(parts []string, none string) string {
-	if len(parts) == 0 {
-		return none
-	}
-	return strings.Join(parts, ", ")
+	return outcome{Name: "Job " + j.key(), Job: j.key(), Count: int(j.n), Why: why, Because: because}
 }

@@ -11,57 +11,33 @@ package main
 //
 // Every Job is a gang of 2 pods (batch-scheduler.io/job-gang: "true",
 // parallelism = completions = 2: quorum 2) in the namespace of its team,
-// whose pods name the team's queue (label batch-scheduler.io/queue).
-//
-//  1. team-a submits a1..a4 (runs aRunFor). team-b asks for nothing, so
-//     team-a may use everything: its fair share is all 8 CPUs, team-b's
-//     guarantee included (lent while idle), and all 4 gangs run.
-//  2. team-b submits b1 and b2 (runs bRunFor). Both teams now ask for
-//     more than half: with equal weights their fair shares are 4 and 4
-//     (team-b's guarantee of 2 is within its 4). team-a uses 8, above its
-//     share, and nothing is free, so Reclaim evicts team-a's work for
-//     team-b: two of its gangs, each whole (which two is not fixed: any
-//     two are accepted), and b1 and b2 run.
-//  3. The Job controller replaces the evicted pods (after its back-off,
-//     jobBackoff for the 2 failed pods of a gang). They wait: the nodes
-//     are full, and team-a, at its fair share, may not reclaim from
-//     team-b (that would take it above its share).
-//  4. b1 and b2 finish (bRunFor), and so do team-a's two gangs that were
-//     never evicted (aRunFor): team-a's waiting gangs take the room back.
-//  5. They finish too: every Job is Complete, nothing is allocated.
-//
-// bRunFor outlasts the Job controller's back-off, so that the evicted
-// gangs' new pods are seen waiting beside b1 and b2 (step 3).
-//
-// Throughout, a pod watch (queues_watch.go) checks that no gang runs
-// below its quorum (a partial start, or a partial eviction, lasting
-// longer than a moment) and that no node holds more than its CPUs.
+// whose pods name the team's queue (label batch-scheduler.io/queue). The
+// step titles (queueSteps) tell the story: team-a borrows the whole
+// cluster, team-b's gangs arrive and Reclaim evicts two of team-a's gangs,
+// each whole; their new pods wait until team-b's work is done, then run,
+// and every Job completes. bRunFor outlasts the Job controller's back-off,
+// so that the evicted gangs' new pods are seen waiting beside b1 and b2.
+// Throughout, a pod watch (queueWatch) checks that no gang runs below its
+// quorum and that no node holds more than its CPUs.
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/generated/clientset/versioned"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 const (
@@ -101,41 +77,14 @@ func queueNode(name string) *v1.Node {
 
 // teamJob is a Job of the story: gangSize pods of 1 cpu in the namespace
 // named after its queue, each running runFor once started.
-type teamJob struct {
-	queue, name string
-	runFor      time.Duration
+func teamJob(queue, name string, runFor time.Duration) gangJob {
+	return gangJob{namespace: queue, name: name, n: gangSize, req: res{"cpu": "1"}, runFor: runFor, queue: queue}
 }
 
 var (
-	aJobs = []teamJob{{teamA, "a1", aRunFor}, {teamA, "a2", aRunFor}, {teamA, "a3", aRunFor}, {teamA, "a4", aRunFor}}
-	bJobs = []teamJob{{teamB, "b1", bRunFor}, {teamB, "b2", bRunFor}}
+	aJobs = []gangJob{teamJob(teamA, "a1", aRunFor), teamJob(teamA, "a2", aRunFor), teamJob(teamA, "a3", aRunFor), teamJob(teamA, "a4", aRunFor)}
+	bJobs = []gangJob{teamJob(teamB, "b1", bRunFor), teamJob(teamB, "b2", bRunFor)}
 )
-
-// key is the Job's "namespace/name".
-func (j teamJob) key() string { return j.queue + "/" + j.name }
-
-// obj is the Job: its pods name the queue (framework.QueueLabel), opt
-// into one gang (framework.JobGangAnnotation) and tell the simulated
-// kubelet how long they run. An evicted pod counts as a failure of the
-// Job, which replaces it: the back-off limit (6 by default) leaves room
-// for an eviction or two.
-func (j teamJob) obj() *batchv1.Job {
-	pod := st.MakePod().Req(res{"cpu": "1"}).Label(framework.QueueLabel, j.queue).
-		Annotation(framework.JobGangAnnotation, "true").Annotation(controlplane.RunForAnnotation, j.runFor.String()).Obj()
-	pod.Spec.RestartPolicy = v1.RestartPolicyNever
-	n := int32(gangSize)
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: j.queue, Name: j.name},
-		Spec: batchv1.JobSpec{
-			Parallelism: &n,
-			Completions: &n,
-			Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations},
-				Spec:       pod.Spec,
-			},
-		},
-	}
-}
 
 // queueSpecs are the story's queues.
 func queueSpecs() []*v1alpha1.Queue {
@@ -146,50 +95,14 @@ func queueSpecs() []*v1alpha1.Queue {
 	}
 }
 
-// qEnv is what the queues story changes and watches.
-type qEnv struct {
-	client kubernetes.Interface
-	queues versioned.Interface
-	sched  *scheduler
-	gangs  *gangWatch
-}
-
-// qSnapshot is the cluster as the API and the scheduler show it at one
-// moment.
-type qSnapshot struct {
-	pods   map[string]podState
-	jobs   map[string]jobState
-	queues map[string]v1alpha1.Queue
-	dump   *cache.Dump
-}
-
-// qExpect is one line of what a step expects.
-type qExpect struct{ name, want, because string }
-
-// qStep is a step of the queues story.
-type qStep struct {
-	title string
-	// apply makes the change, if any.
-	apply func(context.Context, *qEnv) error
-	// expect is printed before the change; a function, as it may name
-	// what an earlier step decided (which gangs were evicted).
-	expect func() []qExpect
-	// within bounds the wait for the outcome: steps wait for pods that
-	// run tens of seconds.
-	within time.Duration
-	// check returns what is not as expected yet (a finalError when it
-	// cannot become so), nil once all is.
-	check func(*qSnapshot) error
-}
-
 // runQueues is the queues story; it returns the number of steps.
-func runQueues(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Writer) (n int, err error) {
+func runQueues(ctx context.Context, e *env) (int, error) {
+	cp := e.cp
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
 		return 0, fmt.Errorf("creating a dynamic client: %w", err)
 	}
-	queues, err := versioned.NewForConfig(cp.Config)
-	if err != nil {
+	if e.queues, err = versioned.NewForConfig(cp.Config); err != nil {
 		return 0, fmt.Errorf("creating a client of batch-scheduler.io: %w", err)
 	}
 	if err := progress("installing the Queue CRD ("+queueCRD+") and waiting until it is served", func() error {
@@ -198,11 +111,8 @@ func runQueues(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Wr
 		return 0, err
 	}
 	if err := progress(fmt.Sprintf("creating the namespaces %s and %s and %d nodes of %s cpu (simulated kubelets)", teamA, teamB, len(queueNodeNames), queueNodeCPU), func() error {
-		for _, ns := range []string{teamA, teamB} {
-			obj := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-			if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating namespace %s: %w", ns, err)
-			}
+		if err := createNamespaces(ctx, cp.Client, []*v1.Pod{st.MakePod().Namespace(teamA).Obj(), st.MakePod().Namespace(teamB).Obj()}); err != nil {
+			return err
 		}
 		for _, name := range queueNodeNames {
 			if _, err := controlplane.CreateKwokNode(ctx, cp.Client, queueNode(name)); err != nil {
@@ -220,7 +130,7 @@ func runQueues(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Wr
 	}
 	if err := progress("creating the Queues (batch-scheduler.io/v1alpha1, cluster-scoped): "+strings.Join(described, "; "), func() error {
 		for _, q := range specs {
-			if _, err := queues.BatchSchedulerV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
+			if _, err := e.queues.BatchSchedulerV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("creating Queue %s: %w", q.Name, err)
 			}
 		}
@@ -229,44 +139,34 @@ func runQueues(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Wr
 		return 0, err
 	}
 	if err := progress(fmt.Sprintf("writing %s (the default profile: Capacity and Reclaim; queues are on once a Queue exists)", configPath), func() error {
-		return writeQueueConfig(configPath)
+		return writeConfig(configPath, nil)
 	}); err != nil {
 		return 0, err
 	}
-
-	capacity := map[string]int64{}
-	nodeCPU := resource.MustParse(queueNodeCPU)
-	for _, name := range queueNodeNames {
-		capacity[name] = nodeCPU.MilliValue()
-	}
-	quorums := map[string]int{}
-	for _, j := range append(slices.Clone(aJobs), bJobs...) {
-		quorums[j.key()] = gangSize
-	}
-	gangs := newGangWatch(quorums, capacity, gangSettle)
-	defer gangs.stop()
-	if err := progress("watching every pod of batch-scheduler: each bind, eviction and end, for the gangs' quorum and the nodes' CPUs", func() error {
-		return gangs.start(ctx, cp.Client)
+	if err := progress("watching every pod of batch-scheduler (test/podwatch): each bind, eviction and end, for the gangs' quorum and the nodes' CPUs", func() (err error) {
+		ctx, cancel := context.WithCancel(ctx)
+		e.stops = append(e.stops, func() error { cancel(); return nil })
+		var nodes []*v1.Node
+		for _, name := range queueNodeNames {
+			nodes = append(nodes, queueNode(name))
+		}
+		e.watch, err = harness.WatchJobGangs(ctx, e.cp.Client, nodes, gangSize, gangSettle)
+		return err
 	}); err != nil {
 		return 0, err
 	}
-
-	s, stopScheduler, err := launchScheduler(ctx, cp, logFile)
-	defer func() { err = errors.Join(err, stopScheduler()) }()
-	if err != nil {
+	if err := startScheduler(ctx, e); err != nil {
 		return 0, err
 	}
-	e := &qEnv{client: cp.Client, queues: queues, sched: s, gangs: gangs}
-
-	var snap *qSnapshot
+	var snap *snapshot
 	if err := progress("waiting for batch-scheduler to write both Queues' status (every 2s, when it changed)", func() error {
-		return qPoll(ctx, e, waitTimeout, "both Queues' status", func() (bool, error) {
+		return harness.Poll(ctx, waitTimeout, "both Queues' status", e.sched.Alive, func() (bool, error) {
 			var err error
-			if snap, err = observeQueueStory(ctx, e); err != nil {
+			if snap, err = observe(ctx, e); err != nil {
 				return false, err
 			}
 			for _, q := range specs {
-				if err := queueValid(snap, q.Name); err != nil {
+				if err := snap.check().QueueValid(q.Name); err != nil {
 					return false, err
 				}
 			}
@@ -276,22 +176,20 @@ func runQueues(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Wr
 		return 0, err
 	}
 	fmt.Println()
-	printQueues(snap.queues)
-
-	script := queueSteps()
-	for i, st := range script {
-		if err := runQStep(ctx, e, i+1, st); err != nil {
-			return 0, err
-		}
-	}
-	fmt.Println()
-	if err := gangs.verdict(); err != nil {
+	harness.WriteQueues(os.Stdout, snap.queues)
+	e.print = func(s, _ *snapshot) { printQueueStory(s) }
+	n, err := runSteps(ctx, e, queueSteps())
+	if err != nil {
 		return 0, err
 	}
-	for _, line := range gangs.summary() {
+	fmt.Println()
+	if err := e.watch.Err(); err != nil {
+		return 0, err
+	}
+	for _, line := range e.watch.Summary() {
 		fmt.Println("guarantee held: " + line)
 	}
-	return len(script), nil
+	return n, nil
 }
 
 // describeQueueSpec renders a queue's spec, e.g. "team-b (weight 1,
@@ -299,42 +197,16 @@ func runQueues(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Wr
 func describeQueueSpec(q *v1alpha1.Queue) string {
 	parts := []string{fmt.Sprintf("weight %d", q.Spec.Weight)}
 	if len(q.Spec.Guaranteed) > 0 {
-		parts = append(parts, "guaranteed "+quantities(q.Spec.Guaranteed))
+		parts = append(parts, "guaranteed "+harness.Quantities(q.Spec.Guaranteed))
 	}
 	return q.Name + " (" + strings.Join(parts, ", ") + ")"
 }
 
-// writeQueueConfig writes the scheduler's configuration for the story:
-// the defaults, which include the Capacity and Reclaim plugins.
-func writeQueueConfig(path string) error {
-	text := strings.Join([]string{
-		"# Written by the demo (hack/demo), scenario queues. See docs/queues.md.",
-		"# The defaults: the default event handler watches Queues (found by",
-		"# discovery at start-up), and the default profile runs Capacity and Reclaim.",
-		"apiVersion: batch-scheduler.io/v1alpha1",
-		"kind: SchedulerConfiguration",
-		"",
-	}, "\n")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("creating the config directory: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		return fmt.Errorf("writing the scheduler config %s: %w", path, err)
-	}
-	return nil
-}
-
 // createJobs creates jobs; the Job controller then creates their pods.
-func createJobs(jobs ...teamJob) func(context.Context, *qEnv) error {
-	return func(ctx context.Context, e *qEnv) error {
+func createJobs(jobs ...gangJob) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
 		for _, j := range jobs {
-			err := progress(fmt.Sprintf("creating Job %s in queue %s (%d pods × 1 cpu, one gang; each runs %s)", j.key(), j.queue, gangSize, j.runFor), func() error {
-				if _, err := e.client.BatchV1().Jobs(j.queue).Create(ctx, j.obj(), metav1.CreateOptions{}); err != nil {
-					return fmt.Errorf("creating Job %s: %w", j.key(), err)
-				}
-				return nil
-			})
-			if err != nil {
+			if err := createJob(ctx, e, j); err != nil {
 				return err
 			}
 		}
@@ -343,7 +215,7 @@ func createJobs(jobs ...teamJob) func(context.Context, *qEnv) error {
 }
 
 // queueSteps is the queues story.
-func queueSteps() []qStep {
+func queueSteps() []step {
 	// evicted and kept are team-a's Jobs that Reclaim evicted in step 2,
 	// and the others: which is not fixed, so step 2 finds out.
 	var evicted, kept []string
@@ -354,27 +226,27 @@ func queueSteps() []qStep {
 		return []string{fmt.Sprintf("gang %s: 0 of %d tasks could be placed, min-available %d", key, gangSize, gangSize),
 			fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu", len(queueNodeNames), len(queueNodeNames))}
 	}
-	return []qStep{
+	return []step{
 		{
 			title: fmt.Sprintf("team-a submits 4 Jobs (%s): gangs of %d one-cpu pods, each running %s.\n", both(aKeys), gangSize, aRunFor) +
 				"   team-b asks for nothing: team-a may borrow its share, guarantee included (lent while idle).",
 			apply: createJobs(aJobs...),
-			expect: func() []qExpect {
-				return []qExpect{
-					{"Jobs " + both(aKeys), "each 2 pods bound, Running", "8 one-cpu pods on 8 cpus: all 4 gangs fit"},
-					{"Queue team-a", "allocated cpu 8, fair share cpu 8", "the only queue that asks: its fair share is everything"},
-					{"Queue team-b", "allocated 0, fair share 0", "asks for nothing; its guarantee (cpu 2) is lent to team-a"},
+			lines: func() []outcome {
+				return []outcome{
+					ql("Jobs "+both(aKeys), "each 2 pods bound, Running", "8 one-cpu pods on 8 cpus: all 4 gangs fit"),
+					ql("Queue team-a", "allocated cpu 8, fair share cpu 8", "the only queue that asks: its fair share is everything"),
+					ql("Queue team-b", "allocated 0, fair share 0", "asks for nothing; its guarantee (cpu 2) is lent to team-a"),
 				}
 			},
 			within: waitTimeout,
-			check: func(s *qSnapshot) error {
-				var v verdict
+			check: func(s *snapshot) error {
+				v := s.check()
 				for _, k := range aKeys {
-					jobRuns(&v, s, k, 0)
+					v.JobRuns(k, 0)
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "8", fairShare: "8", pending: "0", runningJobs: 4})
-				queueIs(&v, s, teamB, queueWant{allocated: "0", fairShare: "0", pending: "0"})
-				return v.err()
+				v.Queue(teamA, harness.QueueWant{Allocated: "8", FairShare: "8", Pending: "0", RunningJobs: 4})
+				v.Queue(teamB, harness.QueueWant{Allocated: "0", FairShare: "0", Pending: "0"})
+				return v.Err()
 			},
 		},
 		{
@@ -382,24 +254,24 @@ func queueSteps() []qStep {
 				"   now ask for more than half: with equal weights, fair shares are cpu 4 each. team-a uses 8, so Reclaim\n" +
 				"   evicts team-a's gangs for team-b's, each whole (which two is not fixed).",
 			apply: createJobs(bJobs...),
-			expect: func() []qExpect {
-				return []qExpect{
-					{"Jobs " + both(bKeys), "each 2 pods bound, Running", "team-b is below its fair share (cpu 4): Reclaim makes room"},
-					{"two of team-a's Jobs", "both pods evicted, none left running", "2 gangs of 2 cpu make room for team-b's 4; a gang is never left below its quorum"},
-					{"the other two", "still 2 pods Running", "team-a keeps its fair share, cpu 4"},
-					{"Queue team-a", "allocated cpu 4, fair share cpu 4", "back at its fair share"},
-					{"Queue team-b", "allocated cpu 4, fair share cpu 4", "its guarantee (cpu 2) plus its equal part of the rest"},
+			lines: func() []outcome {
+				return []outcome{
+					ql("Jobs "+both(bKeys), "each 2 pods bound, Running", "team-b is below its fair share (cpu 4): Reclaim makes room"),
+					ql("two of team-a's Jobs", "both pods evicted, none left running", "2 gangs of 2 cpu make room for team-b's 4; a gang is never left below its quorum"),
+					ql("the other two", "still 2 pods Running", "team-a keeps its fair share, cpu 4"),
+					ql("Queue team-a", "allocated cpu 4, fair share cpu 4", "back at its fair share"),
+					ql("Queue team-b", "allocated cpu 4, fair share cpu 4", "its guarantee (cpu 2) plus its equal part of the rest"),
 				}
 			},
 			within: waitTimeout,
-			check: func(s *qSnapshot) error {
-				var v verdict
+			check: func(s *snapshot) error {
+				v := s.check()
 				for _, k := range bKeys {
-					jobRuns(&v, s, k, 0)
+					v.JobRuns(k, 0)
 				}
 				var touched, untouched []string
 				for _, k := range aKeys {
-					if lostPods(s, k) {
+					if v.LostPods(k) {
 						touched = append(touched, k)
 					} else {
 						untouched = append(untouched, k)
@@ -407,102 +279,102 @@ func queueSteps() []qStep {
 				}
 				switch {
 				case len(touched) > 2:
-					v.fail("%d of team-a's gangs lost pods (%s); team-b needed 2 gangs' room", len(touched), both(touched))
+					v.Fail("%d of team-a's gangs lost pods (%s); team-b needed 2 gangs' room", len(touched), both(touched))
 				case len(touched) < 2:
-					v.wait("%d of team-a's gangs evicted so far; expected 2", len(touched))
+					v.Wait("%d of team-a's gangs evicted so far; expected 2", len(touched))
 				}
 				for _, k := range touched {
-					jobEvicted(&v, s, k)
+					v.JobEvicted(k)
 				}
 				for _, k := range untouched {
-					jobRuns(&v, s, k, 0)
+					v.JobRuns(k, 0)
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "4", fairShare: "4", pending: "any", pendingJobs: -1, runningJobs: 2})
-				queueIs(&v, s, teamB, queueWant{allocated: "4", fairShare: "4", pending: "0", runningJobs: 2})
+				v.Queue(teamA, harness.QueueWant{Allocated: "4", FairShare: "4", PendingJobs: harness.AnyCount, RunningJobs: 2})
+				v.Queue(teamB, harness.QueueWant{Allocated: "4", FairShare: "4", Pending: "0", RunningJobs: 2})
 				evicted, kept = touched, untouched
-				return v.err()
+				return v.Err()
 			},
 		},
 		{
 			title: fmt.Sprintf("Nothing is changed: the Job controller replaces the evicted pods, after its back-off (%s for\n", jobBackoff) +
 				"   a gang's 2 failed pods). The new pods wait: the nodes are full, and team-a, at its fair share,\n" +
 				"   may not reclaim from team-b.",
-			expect: func() []qExpect {
-				return []qExpect{
-					{"Jobs " + both(evicted), "2 new pods each, not bound", fmt.Sprintf("%q: the nodes are full; Reclaim declines,", waitWhy("<job>")[1])},
-					{"", "", "as team-a would go above its fair share (cpu 6 of 4)"},
-					{"Jobs " + both(kept) + ", " + both(bKeys), "each 2 pods Running", "unchanged"},
-					{"Queue team-a", "allocated cpu 4, fair share cpu 4, pending cpu 4, 2 pending jobs", "asks for 8, gets its fair share"},
-					{"Queue team-b", "allocated cpu 4, fair share cpu 4", "unchanged"},
+			lines: func() []outcome {
+				return []outcome{
+					ql("Jobs "+both(evicted), "2 new pods each, not bound", fmt.Sprintf("%q: the nodes are full; Reclaim declines,", waitWhy("<job>")[1])),
+					ql("", "", "as team-a would go above its fair share (cpu 6 of 4)"),
+					ql("Jobs "+both(kept)+", "+both(bKeys), "each 2 pods Running", "unchanged"),
+					ql("Queue team-a", "allocated cpu 4, fair share cpu 4, pending cpu 4, 2 pending jobs", "asks for 8, gets its fair share"),
+					ql("Queue team-b", "allocated cpu 4, fair share cpu 4", "unchanged"),
 				}
 			},
 			within: jobBackoff + waitTimeout,
-			check: func(s *qSnapshot) error {
-				var v verdict
+			check: func(s *snapshot) error {
+				v := s.check()
 				for _, k := range evicted {
-					jobPodsWait(&v, s, k, waitWhy(k)...)
+					v.JobPodsWait(k, waitWhy(k)...)
 				}
 				for _, k := range append(slices.Clone(kept), bKeys...) {
-					jobRuns(&v, s, k, 0)
+					v.JobRuns(k, 0)
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "4", fairShare: "4", pending: "4", pendingJobs: 2, runningJobs: 2})
-				queueIs(&v, s, teamB, queueWant{allocated: "4", fairShare: "4", pending: "0", runningJobs: 2})
-				return v.err()
+				v.Queue(teamA, harness.QueueWant{Allocated: "4", FairShare: "4", Pending: "4", PendingJobs: 2, RunningJobs: 2})
+				v.Queue(teamB, harness.QueueWant{Allocated: "4", FairShare: "4", Pending: "0", RunningJobs: 2})
+				return v.Err()
 			},
 		},
 		{
 			title: fmt.Sprintf("Nothing is changed: team-b's pods finish (%s after they started), and so do team-a's two\n", bRunFor) +
 				fmt.Sprintf("   gangs that kept running (%s). team-a's waiting gangs take the room back.", aRunFor),
-			expect: func() []qExpect {
-				return []qExpect{
-					{"Jobs " + both(bKeys), "Complete", "ran " + bRunFor.String()},
-					{"Jobs " + both(kept), "Complete", "ran " + aRunFor.String()},
-					{"Jobs " + both(evicted), "2 pods bound, Running", "room is free again: they start, whole"},
-					{"Queue team-a", "allocated cpu 4, fair share cpu 4", "a queue's fair share is at most what it asks for"},
-					{"Queue team-b", "allocated 0, fair share 0", "asks for nothing"},
+			lines: func() []outcome {
+				return []outcome{
+					ql("Jobs "+both(bKeys), "Complete", "ran "+bRunFor.String()),
+					ql("Jobs "+both(kept), "Complete", "ran "+aRunFor.String()),
+					ql("Jobs "+both(evicted), "2 pods bound, Running", "room is free again: they start, whole"),
+					ql("Queue team-a", "allocated cpu 4, fair share cpu 4", "a queue's fair share is at most what it asks for"),
+					ql("Queue team-b", "allocated 0, fair share 0", "asks for nothing"),
 				}
 			},
 			within: aRunFor + waitTimeout,
-			check: func(s *qSnapshot) error {
-				var v verdict
+			check: func(s *snapshot) error {
+				v := s.check()
 				for _, k := range append(slices.Clone(bKeys), kept...) {
-					jobDone(&v, s, k, 0)
+					v.JobDone(k, 0)
 				}
 				for _, k := range evicted {
-					jobRuns(&v, s, k, gangSize)
+					v.JobRuns(k, gangSize)
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "4", fairShare: "4", pending: "0", runningJobs: 2})
-				queueIs(&v, s, teamB, queueWant{allocated: "0", fairShare: "0", pending: "0"})
-				return v.err()
+				v.Queue(teamA, harness.QueueWant{Allocated: "4", FairShare: "4", Pending: "0", RunningJobs: 2})
+				v.Queue(teamB, harness.QueueWant{Allocated: "0", FairShare: "0", Pending: "0"})
+				return v.Err()
 			},
 		},
 		{
 			title: fmt.Sprintf("Nothing is changed: the re-run gangs finish (%s). Every Job is Complete.", aRunFor),
-			expect: func() []qExpect {
-				return []qExpect{
-					{"all 6 Jobs", "Complete", fmt.Sprintf("the evicted ones with %d failed (evicted) pods and 2 succeeded", gangSize)},
-					{"Queues team-a, team-b", "allocated 0, pending 0, no jobs", "all work done"},
+			lines: func() []outcome {
+				return []outcome{
+					ql("all 6 Jobs", "Complete", fmt.Sprintf("the evicted ones with %d failed (evicted) pods and 2 succeeded", gangSize)),
+					ql("Queues team-a, team-b", "allocated 0, pending 0, no jobs", "all work done"),
 				}
 			},
 			within: aRunFor + waitTimeout,
-			check: func(s *qSnapshot) error {
-				var v verdict
+			check: func(s *snapshot) error {
+				v := s.check()
 				for _, k := range append(slices.Clone(aKeys), bKeys...) {
 					failed := 0
 					if slices.Contains(evicted, k) {
 						failed = gangSize
 					}
-					jobDone(&v, s, k, int32(failed))
+					v.JobDone(k, int32(failed))
 				}
-				queueIs(&v, s, teamA, queueWant{allocated: "0", fairShare: "0", pending: "0"})
-				queueIs(&v, s, teamB, queueWant{allocated: "0", fairShare: "0", pending: "0"})
-				return v.err()
+				v.Queue(teamA, harness.QueueWant{Allocated: "0", FairShare: "0", Pending: "0"})
+				v.Queue(teamB, harness.QueueWant{Allocated: "0", FairShare: "0", Pending: "0"})
+				return v.Err()
 			},
 		},
 	}
 }
 
-func jobKeys(jobs []teamJob) []string {
+func jobKeys(jobs []gangJob) []string {
 	var out []string
 	for _, j := range jobs {
 		out = append(out, j.key())
@@ -510,89 +382,16 @@ func jobKeys(jobs []teamJob) []string {
 	return out
 }
 
-// runQStep applies st, waits until the API (pods, Jobs, Queue status)
-// shows its outcome, /debug/cache agrees and the pod watch saw no broken
-// guarantee, and prints the tables. If the outcome differs, it prints
-// what it saw and fails.
-func runQStep(ctx context.Context, e *qEnv, n int, st qStep) error {
-	fmt.Printf("\n== %d. %s\n\n", n, st.title)
-	printQExpect(st.expect())
-	start := time.Now()
-	if st.apply != nil {
-		fmt.Println()
-		if err := st.apply(ctx, e); err != nil {
-			return fmt.Errorf("step %d: %w", n, err)
-		}
-	}
-	var snap *qSnapshot
-	err := qPoll(ctx, e, st.within, "the expected outcome", func() (bool, error) {
-		var err error
-		if snap, err = observeQueueStory(ctx, e); err != nil {
-			return false, err
-		}
-		if err := e.gangs.verdict(); err != nil {
-			return false, finalError{err}
-		}
-		if err := st.check(snap); err != nil {
-			return false, err
-		}
-		if !cacheAgrees(snap.dump, snap.pods) {
-			return false, errors.New("/debug/cache does not hold every bound pod on its node with its requests, none merely assumed, yet")
-		}
-		if over := overcommitted(snap.dump, snap.pods); len(over) > 0 {
-			return false, finalError{errors.New(strings.Join(over, "; "))}
-		}
-		return true, nil
-	})
-	took := time.Since(start)
-	if snap != nil && ctx.Err() == nil {
-		fmt.Println()
-		if err != nil {
-			fmt.Println("actual:")
-		}
-		printQueueStory(snap)
-	}
-	if err != nil {
-		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
-	}
-	since := "the step began"
-	if st.apply != nil {
-		since = "the change"
-	}
-	fmt.Printf("\n-> as expected, %.1fs after %s\n", took.Seconds(), since)
-	return nil
-}
+// ql is a line of what a step of the queues story expects.
+func ql(name, want, because string) outcome { return outcome{Name: name, Want: want, Because: because} }
 
-// qPoll is scheduler.poll with its own bound: it calls check every
-// pollInterval until it reports true, the scheduler exits, ctx is done
-// or within passes. A finalError from check ends the wait at once; other
-// errors say what is not as expected yet, and the last is reported.
-func qPoll(ctx context.Context, e *qEnv, within time.Duration, what string, check func() (bool, error)) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, within, true, func(context.Context) (bool, error) {
-		if e.sched.exited() {
-			return false, errExited
-		}
-		ok, err := check()
-		last = err
-		if fe := (finalError{}); errors.As(err, &fe) {
-			return false, err
-		}
-		return ok, nil
-	})
-	var fe finalError
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.As(err, &fe):
-		return fmt.Errorf("while waiting for %s: %w", what, fe.error)
-	case e.sched.exited():
-		return fmt.Errorf("batch-scheduler exited while the demo waited for %s", what)
-	case last != nil:
-		return fmt.Errorf("timed out after %s waiting for %s (last: %w)", within, what, last)
-	default:
-		return fmt.Errorf("timed out after %s waiting for %s", within, what)
-	}
+// printQueueStory prints the pods, the Jobs, the nodes and the queues.
+func printQueueStory(s *snapshot) {
+	harness.WritePods(os.Stdout, s.pods, s.dump, ourScheduler)
+	fmt.Println()
+	harness.WriteJobs(os.Stdout, s.jobs, s.pods)
+	fmt.Println()
+	harness.WriteNodeCPU(os.Stdout, s.dump, s.pods)
+	fmt.Println()
+	harness.WriteQueues(os.Stdout, s.queues)
 }

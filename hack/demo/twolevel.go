@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -14,41 +12,34 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // The two-level story. Three equal nodes (8 cpu, 16Gi) are divided by the
 // allocator between two frameworks of weight 1: batch (batch-scheduler,
 // two-level handler) and vms (the VM manager in two-level mode). Each
-// framework gets half of each node: 4 cpu, 8Gi.
-//
-//  1. The nodes join; the grants appear and reach the scheduler as caps.
-//  2. VMs: vm-a and vm-b (2 cpu, 4Gi each) fill vms's grant on node-1
-//     (first fit, by name); vm-big (6 cpu) fits in no grant of vms (4 cpu
-//     per node) and waits. vms now has unmet demand.
-//  3. Pods: sort (3 cpu) and the gang ingest (2 × 2 cpu) land inside
-//     batch's grants; the gang train (4 × 2 cpu, 4Gi; 8 cpu in all) does
-//     not fit in what is left of them (at most 2 tasks) and waits. Its
-//     demand shows on the scheduler's /demand. Both frameworks wait, so
-//     nothing moves: the allocator never takes capacity from a framework
-//     with unmet demand.
-//  4. vm-big is deleted: vms no longer waits, and its grants on node-2 and
-//     node-3 have been unused longer than --idle-timeout. The allocator
-//     moves them to batch (4 units of 2 cpu, 4Gi), and the gang lands.
-//  5. batch's grant on the node where most of its pods run is revoked:
-//     the pods stay (evictOnRevoke is off) but the node is over batch's
-//     cap. New pods land elsewhere; a pod pinned to that node waits with
-//     "No grant on node".
+// framework gets half of each node: 4 cpu, 8Gi. The step titles
+// (twoLevelSteps) tell the rest: VMs fill vms's grant and one waits; pods
+// land inside batch's grants and a gang waits, so nothing moves; the
+// waiting VM is deleted and vms's idle grants move to batch, where the
+// gang lands; batch's busiest grant is revoked, its pods stay, and a pod
+// pinned to that node waits with "No grant on node".
 
 const (
 	frameworkBatch = "batch"
 	frameworkVMs   = "vms"
+	// allocatorInterval is the allocator's --interval: a round at least
+	// this often. idleTimeout is its --idle-timeout: how long granted
+	// capacity must stay unused before it can move to a framework whose
+	// jobs wait.
+	allocatorInterval = time.Second
+	idleTimeout       = 5 * time.Second
 )
 
 var twoLevelNodes = []string{"node-1", "node-2", "node-3"}
@@ -60,9 +51,9 @@ func twoLevelNode(name string) *v1.Node {
 }
 
 var (
-	vmA   = vmSpec{name: "vm-a", cpu: "2", memory: "4Gi"}
-	vmB   = vmSpec{name: "vm-b", cpu: "2", memory: "4Gi"}
-	vmBig = vmSpec{name: "vm-big", cpu: "6", memory: "8Gi"}
+	vmA   = harness.VMSpec{Name: "vm-a", CPU: "2", Memory: "4Gi"}
+	vmB   = harness.VMSpec{Name: "vm-b", CPU: "2", Memory: "4Gi"}
+	vmBig = harness.VMSpec{Name: "vm-big", CPU: "6", Memory: "8Gi"}
 )
 
 // twoLevelPods arrive in step 3.
@@ -91,94 +82,65 @@ func latePods(revoked string) []*v1.Pod {
 	}
 }
 
-// tlStep is a step of the two-level story: a change, what it should lead
-// to (pods, and check for the rest), and a description of both.
-type tlStep struct {
-	title   string
-	apply   func(context.Context, *env) error
-	creates []*v1.Pod
-	expect  []outcome
-	// shown names the outcomes of expect printed before the change (all
-	// when nil).
-	shown []string
-	// check returns what is not yet as expected (nil when all is).
-	check func(*snapshot) error
-}
-
 // runTwoLevel is the two-level story; it returns the number of steps.
-func runTwoLevel(ctx context.Context, cp *controlplane.ControlPlane, logFile io.Writer, bins string) (n int, err error) {
+func runTwoLevel(ctx context.Context, e *env) (int, error) {
 	fmt.Println("    the cluster has no nodes yet: the programs start first, the nodes join in step 1")
-	var alloc *allocator
-	if err := progress(fmt.Sprintf("starting examples/allocator as a process (--interval %s --idle-timeout %s, no frameworks yet)", allocatorInterval, idleTimeout), func() (err error) {
-		alloc, err = startAllocator(ctx, filepath.Join(bins, "allocator"), cp.KubeconfigPath)
-		return err
-	}); err != nil {
-		return 0, err
-	}
+	var err error
 	// Stopped last: the others' watches of the grants end first.
-	defer func() { err = errors.Join(err, progress("stopping the allocator", alloc.stop)) }()
-	fmt.Printf("    allocator: %s (grants, admin API /frameworks /allocation /grants/{name}/revoke, log %s)\n", alloc.url(), alloc.logPath)
-
-	var vms *vmManager
-	if err := progress(fmt.Sprintf("starting examples/vm-manager as a process (two-level mode: --framework %s --grants-url %s)", frameworkVMs, alloc.url()), func() (err error) {
-		vms, err = startVMManager(ctx, filepath.Join(bins, "vm-manager"), cp.KubeconfigPath, frameworkVMs, alloc.url())
-		return err
-	}); err != nil {
+	e.alloc, err = startProgram(e, fmt.Sprintf("examples/allocator (--interval %s --idle-timeout %s, no frameworks yet)", allocatorInterval, idleTimeout), "allocator", func() (*harness.Allocator, error) {
+		return harness.StartAllocator(ctx, harness.AllocatorOptions{Bin: filepath.Join(binDir, "allocator"), Dir: outDir, Kubeconfig: e.cp.KubeconfigPath,
+			Interval: allocatorInterval, IdleTimeout: idleTimeout})
+	})
+	if err != nil {
 		return 0, err
 	}
-	defer func() { err = errors.Join(err, progress("stopping the VM manager", vms.stop)) }()
-	fmt.Printf("    VM manager: %s (admin API /vms, ExternalWorkloads, /demand, log %s)\n", vms.url(), vms.logPath)
-
+	fmt.Printf("    allocator: %s (grants, admin API /frameworks /allocation /grants/{name}/revoke, log %s)\n", e.alloc.URL(), e.alloc.LogPath)
+	e.vms, err = startProgram(e, fmt.Sprintf("examples/vm-manager (two-level mode: --framework %s --grants-url %s)", frameworkVMs, e.alloc.URL()), "VM manager", func() (*harness.VMManager, error) {
+		return harness.StartVMManager(ctx, harness.VMManagerOptions{Bin: filepath.Join(binDir, "vm-manager"), Dir: outDir, Kubeconfig: e.cp.KubeconfigPath,
+			Framework: frameworkVMs, GrantsURL: e.alloc.URL(), RetryInterval: "1s"})
+	})
+	if err != nil {
+		return 0, err
+	}
+	fmt.Printf("    VM manager: %s (admin API /vms, ExternalWorkloads, /demand, log %s)\n", e.vms.URL(), e.vms.LogPath)
 	handler := []string{
 		"- name: two-level",
 		"  args: {framework: " + frameworkBatch + ", evictOnRevoke: false}",
 	}
 	if err := progress(fmt.Sprintf("writing %s (event handler two-level, framework %s; custom informers %s: Grant, %s: ExternalWorkload)", configPath, frameworkBatch, grantInformer, vmInformer), func() error {
 		return writeConfig(configPath, []informer{
-			{name: grantInformer, resource: "Grant", url: alloc.url()},
-			{name: vmInformer, resource: "ExternalWorkload", url: vms.url()},
+			{name: grantInformer, resource: "Grant", url: e.alloc.URL()},
+			{name: vmInformer, resource: "ExternalWorkload", url: e.vms.URL()},
 		}, handler...)
 	}); err != nil {
 		return 0, err
 	}
-	insecure, err := freeLoopbackAddress()
+	insecure, err := harness.FreeAddress()
 	if err != nil {
 		return 0, err
 	}
-	_, insecurePort, err := net.SplitHostPort(insecure)
-	if err != nil {
-		return 0, fmt.Errorf("splitting %s: %w", insecure, err)
-	}
-	s, stopScheduler, err := launchScheduler(ctx, cp, logFile, "--event-handler=two-level", "--insecure-port", insecurePort)
-	defer func() { err = errors.Join(err, stopScheduler()) }()
-	if err != nil {
+	_, insecurePort, _ := strings.Cut(insecure, ":")
+	if err := startScheduler(ctx, e, "--event-handler=two-level", "--insecure-port", insecurePort); err != nil {
 		return 0, err
 	}
-	e := &env{client: cp.Client, sched: s, vms: vms, alloc: alloc, demandURL: "http://" + insecure + demand.Path}
+	demandURL := "http://" + insecure + demand.Path
 	if err := progress("creating the namespaces etl and ml", func() error {
-		for _, ns := range namespacesOf(append(twoLevelPods(), latePods("")...)) {
-			obj := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-			if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating namespace %s: %w", ns, err)
-			}
-		}
-		return nil
+		return createNamespaces(ctx, e.cp.Client, append(twoLevelPods(), latePods("")...))
 	}); err != nil {
 		return 0, err
 	}
-
 	if err := progress(fmt.Sprintf("registering the frameworks with the allocator: PUT /frameworks/%s (weight 1, demandURL %s), PUT /frameworks/%s (weight 1, demandURL %s)",
-		frameworkBatch, e.demandURL, frameworkVMs, vms.url()+demand.Path), func() error {
-		if err := alloc.register(ctx, frameworkBatch, 1, e.demandURL); err != nil {
+		frameworkBatch, demandURL, frameworkVMs, e.vms.URL()+demand.Path), func() error {
+		if err := e.alloc.Register(ctx, harness.Framework{Name: frameworkBatch, Weight: 1, DemandURL: demandURL}); err != nil {
 			return err
 		}
-		if err := alloc.register(ctx, frameworkVMs, 1, vms.url()+demand.Path); err != nil {
+		if err := e.alloc.Register(ctx, harness.Framework{Name: frameworkVMs, Weight: 1, DemandURL: e.vms.URL() + demand.Path}); err != nil {
 			return err
 		}
 		// Both reports read in one round: from then on, a new node is
 		// split between both at once.
-		return s.poll(ctx, "the allocator to read both demand reports", func() (bool, error) {
-			a, err := alloc.allocation(ctx)
+		return harness.Poll(ctx, waitTimeout, "the allocator to read both demand reports", e.sched.Alive, func() (bool, error) {
+			a, err := e.alloc.Allocation(ctx)
 			if err != nil {
 				return false, err
 			}
@@ -193,102 +155,40 @@ func runTwoLevel(ctx context.Context, cp *controlplane.ControlPlane, logFile io.
 	}); err != nil {
 		return 0, err
 	}
-
+	e.print = func(s, _ *snapshot) { printTwoLevel(s) }
 	script := twoLevelSteps()
-	for i, st := range script {
-		if err := runTLStep(ctx, e, i+1, st); err != nil {
-			return 0, err
-		}
-	}
-	return len(script), nil
-}
-
-// runTLStep applies st, waits until the pods and st.check show the
-// expected outcome and the invariants of two-level scheduling hold, and
-// prints the tables. If the outcome differs, it prints what it saw and
-// fails.
-func runTLStep(ctx context.Context, e *env, n int, st tlStep) error {
-	fmt.Printf("\n== %d. %s\n", n, st.title)
-	shown := st.shown
-	if shown == nil {
-		shown = names(st.expect)
-	}
-	if len(shown) > 0 {
-		fmt.Println()
-		printExpected(st.expect, shown)
-	}
-	start := time.Now()
-	if st.apply != nil {
-		if err := st.apply(ctx, e); err != nil {
-			return fmt.Errorf("step %d: %w", n, err)
-		}
-	}
-	for _, p := range st.creates {
-		if _, err := controlplane.CreatePod(ctx, e.client, p); err != nil {
-			return fmt.Errorf("step %d: %w", n, err)
-		}
-	}
-	var snap *snapshot
-	err := e.sched.poll(ctx, "the expected outcome", func() (bool, error) {
-		var err error
-		if snap, err = observeAll(ctx, e); err != nil {
-			return false, err
-		}
-		pending, final := compare(st.expect, snap.pods)
-		switch {
-		case len(final) > 0:
-			return false, finalError{errors.New(strings.Join(final, "; "))}
-		case len(pending) > 0:
-			return false, errors.New(strings.Join(pending, "; "))
-		}
-		if !cacheAgrees(snap.dump, snap.pods) {
-			return false, errors.New("/debug/cache does not hold every bound pod on its node yet")
-		}
-		if err := invariants(snap); err != nil {
-			return false, err
-		}
-		if st.check != nil {
-			if err := st.check(snap); err != nil {
-				return false, err
+	for i := range script {
+		check := script[i].check
+		script[i].check = func(s *snapshot) error {
+			if err := invariants(s); err != nil || check == nil {
+				return err
 			}
+			return check(s)
 		}
-		return true, nil
-	})
-	took := time.Since(start)
-	if snap != nil && ctx.Err() == nil {
-		fmt.Println()
-		if err != nil {
-			fmt.Println("actual:")
-		}
-		printTwoLevel(snap)
 	}
-	if err != nil {
-		return fmt.Errorf("step %d: the outcome differs from the expected one: %w", n, err)
-	}
-	fmt.Printf("\n-> as expected, %.1fs after the change\n", took.Seconds())
-	return nil
+	return runSteps(ctx, e, script)
 }
 
 // twoLevelSteps is the two-level story.
-func twoLevelSteps() []tlStep {
+func twoLevelSteps() []step {
 	var revoked string // chosen in step 5
-	gangWaits := outcome{name: "ml/train-0..3", pods: keys("ml", "train-0", "train-1", "train-2", "train-3"),
-		why:     []string{"gang ml/train", "min-available 4"},
-		because: "8 cpu in all: batch's grants have at most 2 × 2 cpu left"}
+	gangWaits := outcome{Name: "ml/train-0..3", Pods: keys("ml", "train-0", "train-1", "train-2", "train-3"),
+		Why:     []string{"gang ml/train", "min-available 4"},
+		Because: "8 cpu in all: batch's grants have at most 2 × 2 cpu left"}
 	placed := []outcome{
-		{name: "etl/sort", pods: keys("etl", "sort"), anywhere: true, because: "3 cpu: inside batch's 4 cpu grant on a node"},
-		{name: "etl/ingest-0,1", pods: keys("etl", "ingest-0", "ingest-1"), anywhere: true, because: "gang of 2 × 2 cpu: fits inside batch's grants"},
+		{Name: "etl/sort", Pods: keys("etl", "sort"), Anywhere: true, Because: "3 cpu: inside batch's 4 cpu grant on a node"},
+		{Name: "etl/ingest-0,1", Pods: keys("etl", "ingest-0", "ingest-1"), Anywhere: true, Because: "gang of 2 × 2 cpu: fits inside batch's grants"},
 	}
-	gangLands := outcome{name: "ml/train-0..3", pods: gangWaits.pods, anywhere: true,
-		because: "batch's grants grew by vms's idle capacity"}
-	return []tlStep{
+	gangLands := outcome{Name: "ml/train-0..3", Pods: gangWaits.Pods, Anywhere: true,
+		Because: "batch's grants grew by vms's idle capacity"}
+	return []step{
 		{
 			title: "Three nodes join (8 cpu, 16Gi each). The allocator divides each between batch and vms\n" +
 				"   (weights 1:1, weighted DRF): 4 cpu and 8Gi each. batch-scheduler's two-level handler\n" +
 				"   turns batch's grants into caps on the nodes.",
 			apply: func(ctx context.Context, e *env) error {
 				for _, name := range twoLevelNodes {
-					if _, err := controlplane.CreateKwokNode(ctx, e.client, twoLevelNode(name)); err != nil {
+					if _, err := controlplane.CreateKwokNode(ctx, e.cp.Client, twoLevelNode(name)); err != nil {
 						return err
 					}
 				}
@@ -300,7 +200,7 @@ func twoLevelSteps() []tlStep {
 					for _, f := range []string{frameworkBatch, frameworkVMs} {
 						g := resources.FromList(s.alloc.Frameworks[f].Grants[node])
 						if g.MilliCPU != half.MilliCPU || g.Memory != half.Memory {
-							return fmt.Errorf("%s's grant on %s is %s; expected 4 cpu, 8Gi", f, node, short(g))
+							return fmt.Errorf("%s's grant on %s is %s; expected 4 cpu, 8Gi", f, node, harness.Short(g))
 						}
 					}
 				}
@@ -344,7 +244,7 @@ func twoLevelSteps() []tlStep {
 			title: fmt.Sprintf("vm-big is deleted (DELETE /vms/vm-big): vms no longer waits, and its grants on node-2\n"+
 				"   and node-3 have been unused for longer than --idle-timeout (%s). The allocator moves them to\n"+
 				"   batch, preferring a node where the whole gang fits, and ml/train lands at once.", idleTimeout),
-			apply:  applyAll(deleteVMOnly(vmBig)),
+			apply:  applyAll(deleteVM(vmBig)),
 			expect: append(slices.Clone(placed), gangLands),
 			check: func(s *snapshot) error {
 				if err := vmsAre(s, map[string]string{"vm-a": "node-1", "vm-b": "node-1"}); err != nil {
@@ -365,32 +265,31 @@ func twoLevelSteps() []tlStep {
 				"   batch's cap and nothing new of batch goes there; the allocator gives its share to vms.\n" +
 				"   Then etl/late-0,1 arrive, and etl/pinned, which selects that node.",
 			apply: func(ctx context.Context, e *env) error {
-				s, err := observeAll(ctx, e)
+				s, err := observe(ctx, e)
 				if err != nil {
 					return err
 				}
 				revoked = busiestNode(s)
 				fmt.Println()
-				printExpected(revokedOutcome(revoked), names(revokedOutcome(revoked)))
+				printExpected(revokedOutcome(revoked))
 				fmt.Println()
 				if err := progress(fmt.Sprintf("POST /grants/%s.%s/revoke", frameworkBatch, revoked), func() error {
-					if err := e.alloc.revoke(ctx, frameworkBatch, revoked, "maintenance (demo)"); err != nil {
+					if err := e.alloc.Revoke(ctx, frameworkBatch, revoked, "maintenance (demo)"); err != nil {
 						return err
 					}
-					_, err := e.sched.waitForDump(ctx, "no grant for batch on "+revoked, func(d *cache.Dump) bool {
-						for _, n := range d.Nodes {
-							if n.Name == revoked {
-								return n.Cap != nil && n.Cap.IsZero()
-							}
+					return harness.Poll(ctx, waitTimeout, "/debug/cache to show no grant for batch on "+revoked, e.sched.Alive, func() (bool, error) {
+						d, err := e.sched.Dump(ctx)
+						if err != nil {
+							return false, err
 						}
-						return false
+						i := slices.IndexFunc(d.Nodes, func(n cache.NodeDump) bool { return n.Name == revoked })
+						return i >= 0 && d.Nodes[i].Cap != nil && d.Nodes[i].Cap.IsZero(), nil
 					})
-					return err
 				}); err != nil {
 					return err
 				}
 				for _, p := range latePods(revoked) {
-					if _, err := controlplane.CreatePod(ctx, e.client, p); err != nil {
+					if _, err := createPod(ctx, e, p); err != nil {
 						return err
 					}
 				}
@@ -401,12 +300,9 @@ func twoLevelSteps() []tlStep {
 			expect: append(slices.Clone(placed), gangLands),
 			shown:  []string{},
 			check: func(s *snapshot) error {
-				pending, final := compare(revokedOutcome(revoked), s.pods)
-				if len(final) > 0 {
-					return finalError{errors.New(strings.Join(final, "; "))}
-				}
-				if len(pending) > 0 {
-					return errors.New(strings.Join(pending, "; "))
+				c := s.check()
+				if c.Outcomes(revokedOutcome(revoked)); c.Err() != nil {
+					return c.Err()
 				}
 				batch := s.alloc.Frameworks[frameworkBatch]
 				if _, ok := batch.Revoked[revoked]; !ok {
@@ -431,10 +327,10 @@ func twoLevelSteps() []tlStep {
 // revokedOutcome is step 5's expected outcome of the late pods.
 func revokedOutcome(revoked string) []outcome {
 	return []outcome{
-		{name: "etl/late-0,1", pods: keys("etl", "late-0", "late-1"), anywhere: true, avoid: revoked,
-			because: "bound inside batch's grants, not on " + revoked},
-		{name: "etl/pinned", pods: keys("etl", "pinned"), why: []string{"1 No grant on node"},
-			because: "selects " + revoked + ", where batch has no grant now"},
+		{Name: "etl/late-0,1", Pods: keys("etl", "late-0", "late-1"), Anywhere: true, Avoid: revoked,
+			Because: "bound inside batch's grants, not on " + revoked},
+		{Name: "etl/pinned", Pods: keys("etl", "pinned"), Why: []string{"1 No grant on node"},
+			Because: "selects " + revoked + ", where batch has no grant now"},
 	}
 }
 
@@ -443,8 +339,8 @@ func revokedOutcome(revoked string) []outcome {
 func busiestNode(s *snapshot) string {
 	count := map[string]int{}
 	for _, p := range s.pods {
-		if p.node != "" {
-			count[p.node]++
+		if p.Node != "" {
+			count[p.Node]++
 		}
 	}
 	best := twoLevelNodes[0]
@@ -458,18 +354,17 @@ func busiestNode(s *snapshot) string {
 
 // createVM asks the VM manager for v and expects status (201 placed, 202
 // pending); it prints where the VM went or why it waits.
-func createVM(v vmSpec, status int) func(context.Context, *env) error {
+func createVM(v harness.VMSpec, status int) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
-		var got *vm
+		var got *harness.VM
 		err := progress("POST /vms "+v.String(), func() error {
 			var code int
 			var err error
-			got, code, err = e.vms.create(ctx, v)
-			if err != nil {
+			if got, code, err = e.vms.Create(ctx, v); err != nil {
 				return err
 			}
 			if code != status {
-				return fmt.Errorf("VM %s: answer %d (phase %s, host %q, %s); expected %d", v.name, code, got.Phase, got.Host, got.Message, status)
+				return fmt.Errorf("VM %s: answer %d (phase %s, host %q, %s); expected %d", v.Name, code, got.Phase, got.Host, got.Message, status)
 			}
 			return nil
 		})
@@ -482,12 +377,5 @@ func createVM(v vmSpec, status int) func(context.Context, *env) error {
 			fmt.Printf("    %s: %s: %s\n", got.Name, got.Phase, got.Message)
 		}
 		return nil
-	}
-}
-
-// deleteVMOnly deletes v through the admin API.
-func deleteVMOnly(v vmSpec) func(context.Context, *env) error {
-	return func(ctx context.Context, e *env) error {
-		return progress("DELETE /vms/"+v.name, func() error { return e.vms.remove(ctx, v.name) })
 	}
 }

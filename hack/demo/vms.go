@@ -1,24 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
-	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 const (
@@ -32,213 +28,57 @@ const (
 	grantInformer = "allocator"
 )
 
-// httpClient talks to the example programs' plain HTTP APIs on loopback.
-var httpClient = &http.Client{Timeout: 5 * time.Second}
-
-// apiError is a 4xx or 5xx answer of an example program's admin API.
-type apiError struct {
-	method, url string
-	status      int
-	// body is the answer, e.g. {"error": "...", "reason": "..."}.
-	body string
-	// Error and Reason are decoded from body when it is such a JSON.
-	Message string `json:"error"`
-	Reason  string `json:"reason"`
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("%s %s: %d %s", e.method, e.url, e.status, strings.TrimSpace(e.body))
-}
-
-// callJSON sends in (if not nil) as JSON to url and decodes a 2xx answer
-// into out (if not nil). It returns the status; other statuses are an
-// *apiError.
-func callJSON(ctx context.Context, method, url string, in, out any) (int, error) {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return 0, fmt.Errorf("%s %s: encoding the request: %w", method, url, err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, body)
-	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w", method, url, err)
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, fmt.Errorf("%s %s: reading the answer: %w", method, url, err)
-	}
-	if resp.StatusCode >= 300 {
-		e := &apiError{method: method, url: url, status: resp.StatusCode, body: string(b)}
-		_ = json.Unmarshal(b, e)
-		return resp.StatusCode, e
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: decoding the answer: %w", method, url, err)
-		}
-	}
-	return resp.StatusCode, nil
-}
-
-// vmManager is examples/vm-manager, run as a separate process and driven
-// through its admin API (POST /vms, DELETE /vms/{name}, GET /vms). It
-// publishes every running VM as an ExternalWorkload, which the scheduler
-// reads through a custom informer (source http).
-type vmManager struct {
-	*process
-}
-
-// startVMManager starts bin on a free loopback port, watching the cluster
-// of kubeconfig. With framework and grantsURL set it runs in two-level
-// mode (it places VMs only inside its grants); otherwise hybrid.
-func startVMManager(ctx context.Context, bin, kubeconfig, framework, grantsURL string) (*vmManager, error) {
-	args := []string{"--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "-v", "2", "--retry-interval", "1s"}
-	if framework != "" {
-		args = append(args, "--framework", framework, "--grants-url", grantsURL)
-	}
-	p, err := startProcess(ctx, "vm-manager", bin, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &vmManager{p}, nil
-}
-
-// vmSpec is what the demo asks of a VM; node is optional.
-type vmSpec struct {
-	name, node  string
-	cpu, memory string
-}
-
-func (v vmSpec) String() string {
-	where := ""
-	if v.node != "" {
-		where = " on " + v.node
-	}
-	return fmt.Sprintf("%s%s (%s cpu, %s)", v.name, where, v.cpu, v.memory)
-}
-
-// vm is a VM as the manager's API shows it.
-type vm struct {
-	Name    string            `json:"name"`
-	CPU     resource.Quantity `json:"cpu"`
-	Memory  resource.Quantity `json:"memory"`
-	Host    string            `json:"host,omitempty"`
-	Phase   string            `json:"phase"`
-	Message string            `json:"message,omitempty"`
-	Created metav1.Time       `json:"created"`
-}
-
-// create asks for a VM: POST /vms. It returns the VM (201 placed, 202
-// pending) or the manager's refusal as an *apiError.
-func (m *vmManager) create(ctx context.Context, v vmSpec) (*vm, int, error) {
-	body := map[string]string{"name": v.name, "cpu": v.cpu, "memory": v.memory}
-	if v.node != "" {
-		body["host"] = v.node
-	}
-	out := &vm{}
-	status, err := callJSON(ctx, http.MethodPost, m.url()+"/vms", body, out)
-	if err != nil {
-		return nil, status, err
-	}
-	return out, status, nil
-}
-
-// remove deletes a VM: DELETE /vms/{name}.
-func (m *vmManager) remove(ctx context.Context, name string) error {
-	_, err := callJSON(ctx, http.MethodDelete, m.url()+"/vms/"+name, nil, nil)
-	return err
-}
-
-// list returns the VMs, sorted by name: GET /vms.
-func (m *vmManager) list(ctx context.Context) ([]vm, error) {
-	var out struct {
-		Items []vm `json:"items"`
-	}
-	if _, err := callJSON(ctx, http.MethodGet, m.url()+"/vms", nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
-}
-
-// externalUsage is what the cache should count on one node for the VMs.
-type externalUsage struct {
-	keys  []string
-	usage resources.Resource
-}
-
-// expected returns, by node, the usage the scheduler should account for
-// the manager's VMs: every Running VM, on its host, under
-// defaulthandler.ExternalWorkloadKey.
-func (m *vmManager) expected(ctx context.Context) (map[string]externalUsage, error) {
-	vms, err := m.list(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]externalUsage{}
+// vmUsage is, by node, the usage the scheduler should count for the VMs:
+// every Running VM, on its host, under defaulthandler.ExternalWorkloadKey.
+func vmUsage(vms []harness.VM) map[string]harness.External {
+	out := map[string]harness.External{}
 	for _, v := range vms {
 		if v.Phase != "Running" {
 			continue
 		}
 		e := out[v.Host]
-		e.keys = append(e.keys, defaulthandler.ExternalWorkloadKey(&v1alpha1.ExternalWorkload{ObjectMeta: metav1.ObjectMeta{Name: v.Name}}))
-		e.usage.MilliCPU += v.CPU.MilliValue()
-		e.usage.Memory += v.Memory.Value()
+		e.Keys = append(e.Keys, defaulthandler.ExternalWorkloadKey(&v1alpha1.ExternalWorkload{ObjectMeta: metav1.ObjectMeta{Name: v.Name}}))
+		e.Usage.MilliCPU += v.CPU.MilliValue()
+		e.Usage.Memory += v.Memory.Value()
 		out[v.Host] = e
 	}
-	return out, nil
-}
-
-// externalAgrees reports whether /debug/cache counts exactly the usage of
-// want on each node: the same keys and the same amounts.
-func externalAgrees(d *cache.Dump, want map[string]externalUsage) bool {
-	seen := 0
-	for _, n := range d.Nodes {
-		w, ok := want[n.Name]
-		if ok {
-			seen++
-		}
-		if !sameKeys(n.ExternalKeys, w.keys) || n.External.String() != w.usage.String() {
-			return false
-		}
-	}
-	return seen == len(want)
+	return out
 }
 
 // waitForVMsInCache waits until /debug/cache counts the manager's running
-// VMs as it lists them.
+// VMs as it lists them, and nothing else of outside Kubernetes.
 func waitForVMsInCache(ctx context.Context, e *env) error {
-	want, err := e.vms.expected(ctx)
+	vms, err := e.vms.List(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = e.sched.waitForDump(ctx, "the VMs' usage as the VM manager lists them", func(d *cache.Dump) bool {
-		return externalAgrees(d, want)
+	want := vmUsage(vms)
+	return harness.Poll(ctx, waitTimeout, "/debug/cache to count the VMs' usage as the VM manager lists them", e.sched.Alive, func() (bool, error) {
+		d, err := e.sched.Dump(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, n := range d.Nodes {
+			w := want[n.Name]
+			if !harness.SameKeys(n.ExternalKeys, w.Keys) || n.External.String() != w.Usage.String() {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
-	return err
 }
 
-// startVM asks the VM manager for v on its node and expects it placed
+// startVM asks the VM manager for v on its host and expects it placed
 // (201), then waits until /debug/cache counts it.
-func startVM(v vmSpec) func(context.Context, *env) error {
+func startVM(v harness.VMSpec) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
 		return progress(fmt.Sprintf("POST /vms %s: the VM manager places it and publishes its ExternalWorkload; waiting for /debug/cache to count it", v), func() error {
-			got, status, err := e.vms.create(ctx, v)
+			got, status, err := e.vms.Create(ctx, v)
 			if err != nil {
 				return err
 			}
-			if status != http.StatusCreated || got.Host != v.node {
-				return fmt.Errorf("VM %s: answer %d, host %q, phase %s (%s); expected 201 on %s", v.name, status, got.Host, got.Phase, got.Message, v.node)
+			if status != http.StatusCreated || got.Host != v.Host {
+				return fmt.Errorf("VM %s: answer %d, host %q, phase %s (%s); expected 201 on %s", v.Name, status, got.Host, got.Phase, got.Message, v.Host)
 			}
 			return waitForVMsInCache(ctx, e)
 		})
@@ -247,14 +87,14 @@ func startVM(v vmSpec) func(context.Context, *env) error {
 
 // refuseVM asks the VM manager for v and expects a refusal (409) whose
 // message contains want, which it prints.
-func refuseVM(v vmSpec, want string) func(context.Context, *env) error {
+func refuseVM(v harness.VMSpec, want string) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
 		var refusal string
 		err := progress(fmt.Sprintf("POST /vms %s: the VM manager should refuse it", v), func() error {
-			_, status, err := e.vms.create(ctx, v)
-			ae, ok := err.(*apiError)
-			if !ok || status != http.StatusConflict || !strings.Contains(ae.Message, want) {
-				return fmt.Errorf("VM %s: answer %d (%v); expected 409 with %q", v.name, status, err, want)
+			_, status, err := e.vms.Create(ctx, v)
+			var ae *harness.APIError
+			if !errors.As(err, &ae) || status != http.StatusConflict || !strings.Contains(ae.Message, want) {
+				return fmt.Errorf("VM %s: answer %d (%v); expected 409 with %q", v.Name, status, err, want)
 			}
 			refusal = fmt.Sprintf("%s: %s", ae.Reason, ae.Message)
 			return nil
@@ -266,12 +106,12 @@ func refuseVM(v vmSpec, want string) func(context.Context, *env) error {
 	}
 }
 
-// deleteVM deletes v through the admin API and waits until /debug/cache
-// no longer counts it.
-func deleteVM(v vmSpec) func(context.Context, *env) error {
+// deleteVM deletes v through the admin API and, in the hybrid story,
+// waits until /debug/cache no longer counts it.
+func deleteVM(v harness.VMSpec) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
-		return progress(fmt.Sprintf("DELETE /vms/%s: its ExternalWorkload is deleted; waiting for /debug/cache to free its room", v.name), func() error {
-			if err := e.vms.remove(ctx, v.name); err != nil {
+		return progress(fmt.Sprintf("DELETE /vms/%s: its ExternalWorkload is deleted", v.Name), func() error {
+			if err := e.vms.Delete(ctx, v.Name); err != nil || e.alloc != nil {
 				return err
 			}
 			return waitForVMsInCache(ctx, e)

@@ -1,7 +1,8 @@
 // Package demo runs hack/demo's scenarios as tests: make demo is the
 // story a new user reads first, and each of its steps checks the outcome
 // it prints (pods, Jobs, VMs, grants, Queues, /debug/cache), so a demo
-// that exits 0 has had every outcome it printed confirmed.
+// that exits 0 has had every outcome it printed confirmed. The demo runs
+// on the tests' harness (test/harness), which also builds it here.
 package demo
 
 import (
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // finished is the demo's last line on success.
@@ -26,13 +28,10 @@ func TestDemoScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	if err := controlplane.GoBuild(root, bin, "./hack/demo"); err != nil {
+	if err := harness.Build(t.Context(), root, bin, "./hack/demo"); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "TMPDIR="+t.TempDir())
-	if controlplane.RaceEnabled {
-		env = append(env, "DEMO_GO_BUILD_FLAGS=-race")
-	}
 	// The scenarios run one after the other: each writes its logs and
 	// the example programs into _output/demo, as make demo does.
 	for _, tc := range []struct {

@@ -21,7 +21,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
-	"github.com/batch-scheduler/batch-scheduler/test/inproc"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 var (
@@ -102,7 +102,7 @@ func installCRD(ctx context.Context, file string) error {
 // ends, with no serving port.
 func startScheduler(t *testing.T) {
 	t.Helper()
-	inproc.StartScheduler(t, cp.KubeconfigPath)
+	harness.InProcess(t, cp.KubeconfigPath)
 }
 
 // setup makes a namespace and nodes of cpu CPUs each for one test.

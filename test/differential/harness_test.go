@@ -19,7 +19,7 @@ import (
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
-	"github.com/batch-scheduler/batch-scheduler/test/inproc"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // scenario is one cluster state and the pods both schedulers get.
@@ -154,7 +154,7 @@ func startKubeScheduler(t *testing.T) (stop func()) {
 // with its default profile.
 func startBatchScheduler(t *testing.T) (stop func()) {
 	t.Helper()
-	return inproc.StartScheduler(t, cp.KubeconfigPath, "--kube-api-qps=1000", "--kube-api-burst=1000")
+	return harness.InProcess(t, cp.KubeconfigPath, "--kube-api-qps=1000", "--kube-api-burst=1000")
 }
 
 // objectClient reaches the control plane with any built-in type.

@@ -5,7 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/batch-scheduler/batch-scheduler/test/inproc"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // scheduler is one of the two schedulers a Job is run under.
@@ -34,5 +34,5 @@ func startKubeScheduler(t *testing.T) (stop func()) {
 // with its default profile.
 func startBatchScheduler(t *testing.T) (stop func()) {
 	t.Helper()
-	return inproc.StartScheduler(t, cp.KubeconfigPath)
+	return harness.InProcess(t, cp.KubeconfigPath)
 }

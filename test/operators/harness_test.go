@@ -21,7 +21,7 @@ import (
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
-	"github.com/batch-scheduler/batch-scheduler/test/inproc"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
 
@@ -362,7 +362,7 @@ func startScheduler(t *testing.T, nodeSelector string) {
 	for _, in := range integrations {
 		args = append(args, "--scheduler-name", in.schedulerName)
 	}
-	inproc.StartScheduler(t, cp.KubeconfigPath, args...)
+	harness.InProcess(t, cp.KubeconfigPath, args...)
 }
 
 // operator is a running bin/kuberay-operator.

@@ -51,6 +51,8 @@ type podState struct {
 	gang     string
 	quorum   int
 	terminal bool
+	// succeeded: the pod finished with phase Succeeded.
+	succeeded bool
 }
 
 // GangOf says which gang pod belongs to and the gang's quorum; an empty
@@ -104,6 +106,12 @@ type Watcher struct {
 	Settle time.Duration
 	// GangOf groups the pods into gangs; AnnotatedGang by default.
 	GangOf GangOf
+	// Evictions: a member that stops running without succeeding (it
+	// failed or was deleted: an eviction) and leaves its gang with some
+	// but fewer than its quorum of pods running opens a window too, so
+	// that a gang evicted in part is reported. Set it before Start, for
+	// a scheduler that evicts whole gangs.
+	Evictions bool
 
 	// now is the clock every time the Watcher records or judges is read
 	// from, and newTicker paces the quorum checks. New sets them to the
@@ -324,7 +332,7 @@ func (w *Watcher) observe(pod *v1.Pod, deleted bool) {
 		return
 	}
 	cur := &podState{key: key, node: pod.Spec.NodeName, req: requestsOf(pod),
-		terminal: pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed}
+		terminal: pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed, succeeded: pod.Status.Phase == v1.PodSucceeded}
 	cur.gang, cur.quorum = w.GangOf(pod)
 	w.pods[pod.UID] = cur
 	defer w.updateGang(cur, old, w.now())
@@ -372,7 +380,8 @@ func (w *Watcher) checkNode(node string, now time.Time) {
 
 // updateGang recounts the gang of a pod that changed from old to cur
 // (either may be nil), and opens a window when a bind left it below its
-// quorum. w.mu is held.
+// quorum (or, with Evictions, a member that stopped without succeeding).
+// w.mu is held.
 func (w *Watcher) updateGang(cur, old *podState, now time.Time) {
 	live := func(p *podState) bool { return p != nil && p.node != "" && !p.terminal }
 	name := ""
@@ -400,7 +409,8 @@ func (w *Watcher) updateGang(cur, old *podState, now time.Time) {
 	}
 	g.peak = max(g.peak, g.live)
 	bind := cur != nil && cur.node != "" && (old == nil || old.node == "")
-	if bind && g.below.IsZero() && g.live > 0 && g.live < g.quorum {
+	evicted := w.Evictions && live(old) && !live(cur) && (cur == nil || !cur.succeeded)
+	if (bind || evicted) && g.below.IsZero() && g.live > 0 && g.live < g.quorum {
 		g.below = now
 	}
 	w.closeWindow(name, g, now)

@@ -114,7 +114,9 @@ func TestWatcherReportsViolations(t *testing.T) {
 		// change = update); deleted names are deleted.
 		steps    []*v1.Pod
 		external Capacity
-		want     string // violation kind, "" for none
+		// evictions sets Watcher.Evictions.
+		evictions bool
+		want      string // violation kind, "" for none
 	}{
 		{name: "sound", steps: []*v1.Pod{watchedPod("a", "1", "", "1", ""), watchedPod("a", "1", "n1", "1", "")}},
 		{name: "moved", steps: []*v1.Pod{watchedPod("a", "1", "n1", "1", ""), watchedPod("a", "1", "n2", "1", "")}, want: "double-bind"},
@@ -125,6 +127,14 @@ func TestWatcherReportsViolations(t *testing.T) {
 		// A member of a whole gang that fails is not a start below quorum.
 		{name: "member ends", steps: []*v1.Pod{watchedPod("g-0", "1", "n1", "100m", "g"), watchedPod("g-1", "2", "n2", "100m", "g"),
 			phase(watchedPod("g-1", "2", "n2", "100m", "g"), v1.PodFailed)}},
+		// With Evictions, a member that fails while the other runs is a
+		// gang evicted in part; both failing together is a whole one.
+		{name: "partial eviction", evictions: true, steps: []*v1.Pod{watchedPod("g-0", "1", "n1", "100m", "g"), watchedPod("g-1", "2", "n2", "100m", "g"),
+			phase(watchedPod("g-1", "2", "n2", "100m", "g"), v1.PodFailed)}, want: "below-quorum"},
+		{name: "whole eviction", evictions: true, steps: []*v1.Pod{watchedPod("g-0", "1", "n1", "100m", "g"), watchedPod("g-1", "2", "n2", "100m", "g"),
+			phase(watchedPod("g-1", "2", "n2", "100m", "g"), v1.PodFailed), phase(watchedPod("g-0", "1", "n1", "100m", "g"), v1.PodFailed)}},
+		{name: "members succeed", evictions: true, steps: []*v1.Pod{watchedPod("g-0", "1", "n1", "100m", "g"), watchedPod("g-1", "2", "n2", "100m", "g"),
+			phase(watchedPod("g-1", "2", "n2", "100m", "g"), v1.PodSucceeded)}},
 		// Its replacement bound while the others of the gang are gone is.
 		{name: "restart below quorum", steps: []*v1.Pod{watchedPod("g-0", "1", "n1", "100m", "g"), watchedPod("g-1", "2", "n2", "100m", "g"),
 			phase(watchedPod("g-1", "2", "n2", "100m", "g"), v1.PodFailed), phase(watchedPod("g-0", "1", "n1", "100m", "g"), v1.PodSucceeded),
@@ -140,6 +150,7 @@ func TestWatcherReportsViolations(t *testing.T) {
 			ext := func(string, time.Time) Capacity { return tc.external }
 			w := New(client, "ns", map[string]Capacity{"n1": {MilliCPU: 2000, Memory: 1 << 30, Pods: 10}, "n2": {MilliCPU: 2000, Memory: 1 << 30, Pods: 10}}, ext)
 			w.Settle = 200 * time.Millisecond
+			w.Evictions = tc.evictions
 			clock, ticks := onTestClock(w, 0)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()

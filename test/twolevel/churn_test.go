@@ -570,7 +570,7 @@ func TestRestartsConverge(t *testing.T) {
 
 	// The scheduler restarts; pods created while it is down wait for it.
 	if code := s.stop(t); code != 0 {
-		t.Fatalf("batch-scheduler exited with %d: %s", code, s.stderr.String())
+		t.Fatalf("batch-scheduler exited with %d: %s", code, s.Stderr())
 	}
 	createPods(4, "1")
 	mustCreate(t, pod(ns, "big", name, "2"))

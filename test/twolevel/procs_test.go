@@ -7,136 +7,61 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	bsv1 "github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
-	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // httpClient is used for every call to the programs.
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
-// process is one of the built programs running as a child process. Its
-// output goes to a file, printed when the test fails.
-type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-	err     error // set before exited is closed
-}
+// process is one of the built programs running as a child process
+// (harness.Process), stopped when the test ends; its log is printed when
+// the test fails.
+type process struct{ *harness.Process }
 
-// startProcess runs bin with args; the process is stopped (SIGTERM, then
-// SIGKILL after 20s) when the test ends.
-func startProcess(t *testing.T, name, bin string, args ...string) *process {
+// manage stops p (SIGTERM, then SIGKILL) when the test ends.
+func manage(t *testing.T, p *harness.Process) process {
 	t.Helper()
-	logFile, err := os.CreateTemp(t.TempDir(), name+"-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &process{name: name, logPath: logFile.Name(), exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout = logFile
-	p.cmd.Stderr = logFile
-	if err := p.cmd.Start(); err != nil {
-		_ = logFile.Close()
-		t.Fatalf("starting %s (%s): %v", name, bin, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		_ = logFile.Close()
-		close(p.exited)
-	}()
 	t.Cleanup(func() {
-		p.terminate(t)
+		process{p}.terminate(t)
 		if t.Failed() {
-			p.logTail(t, 60)
+			process{p}.logTail(t, 60)
 		}
 	})
-	return p
+	return process{p}
 }
 
-// terminate sends SIGTERM and waits for the exit (SIGKILL after 20s); it
-// returns at once if the process has exited already.
-func (p *process) terminate(t *testing.T) {
+// terminate stops the process (SIGTERM, then SIGKILL); it returns at once
+// if the process has exited already.
+func (p process) terminate(t *testing.T) {
 	t.Helper()
-	select {
-	case <-p.exited:
+	if p.Exited() {
 		return
-	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		if p.err != nil {
-			t.Errorf("%s exited with %v after SIGTERM", p.name, p.err)
-		}
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		t.Errorf("%s did not stop within 20s of SIGTERM; killed", p.name)
+	if err := p.Stop(); err != nil {
+		t.Error(err)
 	}
 }
 
 // kill sends SIGKILL and waits for the exit.
-func (p *process) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
+func (p process) kill() { p.Kill() }
 
 // logTail logs the last n lines of the process's output.
-func (p *process) logTail(t *testing.T, n int) {
+func (p process) logTail(t *testing.T, n int) {
 	t.Helper()
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		t.Logf("reading the output of %s: %v", p.name, err)
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	t.Logf("last %d lines of %s's output:\n%s", len(lines), p.name, strings.Join(lines, "\n"))
-}
-
-// waitAddress waits for the address file the program writes once it
-// listens, and returns "http://host:port".
-func (p *process) waitAddress(t *testing.T, path string) string {
-	t.Helper()
-	var addr string
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		select {
-		case <-p.exited:
-			return false, fmt.Errorf("%s exited: %v", p.name, p.err)
-		default:
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return false, nil
-		}
-		addr = strings.TrimSpace(string(b))
-		return addr != "", nil
-	})
-	if err != nil {
-		p.logTail(t, 40)
-		t.Fatalf("waiting for %s to listen (address file %s): %v", p.name, path, err)
-	}
-	return "http://" + addr
+	t.Logf("last lines of %s's output:\n%s", p.Spec.Name, p.Tail(n))
 }
 
 // call sends method url with body (JSON, may be empty) and returns the
@@ -179,25 +104,12 @@ func mustCall(t *testing.T, method, url, body string, want ...int) []byte {
 
 // getJSON fetches url into v.
 func getJSON(ctx context.Context, url string, v any) error {
-	code, b, err := call(ctx, http.MethodGet, url, "")
-	if err != nil {
-		return err
-	}
-	if code != http.StatusOK {
-		return fmt.Errorf("GET %s: HTTP %d %.300s", url, code, b)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("GET %s: decoding the answer: %w", url, err)
-	}
-	return nil
+	_, err := harness.CallJSON(ctx, http.MethodGet, url, nil, v)
+	return err
 }
 
 // framework is one entry of the allocator's registry.
-type framework struct {
-	Name      string  `json:"name"`
-	Weight    float64 `json:"weight,omitempty"`
-	DemandURL string  `json:"demandURL,omitempty"`
-}
+type framework = harness.Framework
 
 // allocatorOptions are the flags of one allocator run.
 type allocatorOptions struct {
@@ -214,7 +126,8 @@ type allocatorOptions struct {
 
 // allocatorProc is a running allocator.
 type allocatorProc struct {
-	*process
+	process
+	*harness.Allocator
 	url  string
 	opts allocatorOptions
 }
@@ -222,48 +135,19 @@ type allocatorProc struct {
 // startAllocator runs the allocator binary against the control plane.
 func startAllocator(t *testing.T, o allocatorOptions) *allocatorProc {
 	t.Helper()
-	dir := t.TempDir()
-	if o.listen == "" {
-		o.listen = "127.0.0.1:0"
-	}
 	if o.interval == 0 {
 		o.interval = 300 * time.Millisecond
 	}
-	cfg, err := json.Marshal(map[string]any{"frameworks": o.frameworks})
+	a, err := harness.StartAllocator(t.Context(), harness.AllocatorOptions{Bin: allocatorBin, Dir: t.TempDir(), Kubeconfig: cp.KubeconfigPath,
+		Listen: o.listen, Frameworks: o.frameworks, StateFile: o.stateFile, Interval: o.interval, IdleTimeout: o.idleTimeout, GrantTTL: o.grantTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// JSON is YAML.
-	cfgPath := filepath.Join(dir, "frameworks.yaml")
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addrFile := filepath.Join(dir, "address")
-	args := []string{"--kubeconfig", cp.KubeconfigPath, "--config", cfgPath, "--listen", o.listen,
-		"--address-file", addrFile, "--interval", o.interval.String(), "-v=2"}
-	if o.stateFile != "" {
-		args = append(args, "--state-file", o.stateFile)
-	}
-	if o.idleTimeout > 0 {
-		args = append(args, "--idle-timeout", o.idleTimeout.String())
-	}
-	if o.grantTTL > 0 {
-		args = append(args, "--grant-ttl", o.grantTTL.String())
-	}
-	p := startProcess(t, "allocator", allocatorBin, args...)
-	a := &allocatorProc{process: p, opts: o}
-	a.url = p.waitAddress(t, addrFile)
-	return a
+	return &allocatorProc{process: manage(t, a.Process), Allocator: a, url: a.URL(), opts: o}
 }
 
 // grants lists the allocator's grants.
-func (a *allocatorProc) grants(ctx context.Context) ([]bsv1.Grant, error) {
-	var l bsv1.GrantList
-	if err := getJSON(ctx, a.url+"/apis/batch-scheduler.io/v1alpha1/grants", &l); err != nil {
-		return nil, err
-	}
-	return l.Items, nil
-}
+func (a *allocatorProc) grants(ctx context.Context) ([]bsv1.Grant, error) { return a.Grants(ctx) }
 
 // liveGrant is the cpu (milli) of framework's live grant on node at now:
 // zero when there is none or it is revoked or expired.
@@ -319,22 +203,23 @@ func describeGrants(gs []bsv1.Grant) string {
 // revoke revokes grant name ("<framework>.<node>").
 func (a *allocatorProc) revoke(t *testing.T, name string) {
 	t.Helper()
-	mustCall(t, http.MethodPost, a.url+"/grants/"+name+"/revoke", `{"message":"e2e revocation"}`, http.StatusOK, http.StatusNoContent)
-}
-
-// setWeight registers or replaces a framework.
-func (a *allocatorProc) putFramework(t *testing.T, f framework) {
-	t.Helper()
-	b, err := json.Marshal(map[string]any{"weight": f.Weight, "demandURL": f.DemandURL})
-	if err != nil {
+	if _, err := harness.CallJSON(t.Context(), http.MethodPost, a.url+"/grants/"+name+"/revoke", map[string]string{"message": "e2e revocation"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	mustCall(t, http.MethodPut, a.url+"/frameworks/"+f.Name, string(b), http.StatusOK, http.StatusCreated)
+}
+
+// putFramework registers or replaces a framework.
+func (a *allocatorProc) putFramework(t *testing.T, f framework) {
+	t.Helper()
+	if err := a.Register(t.Context(), f); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // vmManagerProc is a running VM manager.
 type vmManagerProc struct {
-	*process
+	process
+	m    *harness.VMManager
 	url  string
 	opts vmManagerOptions
 }
@@ -365,27 +250,12 @@ func startVMManager(t *testing.T, listen, framework, grantsURL string) *vmManage
 // startVMManagerWith runs the VM manager binary with o.
 func startVMManagerWith(t *testing.T, o vmManagerOptions) *vmManagerProc {
 	t.Helper()
-	listen := o.listen
-	if listen == "" {
-		listen = "127.0.0.1:0"
+	m, err := harness.StartVMManager(t.Context(), harness.VMManagerOptions{Bin: vmManagerBin, Dir: t.TempDir(), Kubeconfig: cp.KubeconfigPath,
+		Listen: o.listen, Framework: o.framework, GrantsURL: o.grantsURL, StateFile: o.stateFile, Ledger: o.ledger, HostSelector: o.hostSelector})
+	if err != nil {
+		t.Fatal(err)
 	}
-	addrFile := filepath.Join(t.TempDir(), "address")
-	args := []string{"--kubeconfig", cp.KubeconfigPath, "--listen", listen, "--address-file", addrFile,
-		"--retry-interval", "500ms", "--sync-timeout", "60s", "-v=2"}
-	if o.framework != "" {
-		args = append(args, "--framework", o.framework, "--grants-url", o.grantsURL)
-	}
-	if o.stateFile != "" {
-		args = append(args, "--state-file", o.stateFile)
-	}
-	if o.ledger {
-		args = append(args, "--ledger")
-	}
-	if o.hostSelector != "" {
-		args = append(args, "--host-selector", o.hostSelector)
-	}
-	p := startProcess(t, "vm-manager", vmManagerBin, args...)
-	return &vmManagerProc{process: p, url: p.waitAddress(t, addrFile), opts: o}
+	return &vmManagerProc{process: manage(t, m.Process), m: m, url: m.URL(), opts: o}
 }
 
 // restart starts the manager again with the same flags, after it was
@@ -396,7 +266,7 @@ func (m *vmManagerProc) restart(t *testing.T) {
 	if n.url != m.url {
 		t.Fatalf("the restarted VM manager listens on %s, not %s: give it a fixed address", n.url, m.url)
 	}
-	m.process = n.process
+	m.process, m.m = n.process, n.m
 }
 
 // vmInfo is a VM as the manager's API shows it.
@@ -440,17 +310,12 @@ func (m *vmManagerProc) waitHostPods(t *testing.T, node, podCPU string) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		var l struct {
-			Items []struct {
-				Name string          `json:"name"`
-				Pods v1.ResourceList `json:"pods"`
-			} `json:"items"`
-		}
-		if err := getJSON(ctx, m.url+"/hosts", &l); err != nil {
+		hosts, err := m.m.Hosts(ctx)
+		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		for _, h := range l.Items {
+		for _, h := range hosts {
 			if h.Name == node {
 				last = "pods use " + h.Pods.Cpu().String() + " cpu"
 				return h.Pods.Cpu().Cmp(resource.MustParse(podCPU)) == 0, nil
@@ -474,17 +339,13 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-// scheduler is a batch-scheduler command running in this process with
-// its endpoints on a plain HTTP loopback port (--insecure-port).
+// scheduler is a batch-scheduler command running in this process
+// (harness.Scheduler) with its endpoints on a plain HTTP loopback port
+// (--insecure-port).
 type scheduler struct {
+	*harness.Scheduler
 	name string
 	url  string
-	args []string
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan int
-	stderr *st.SyncBuffer
 }
 
 // twoLevelConfig writes the configuration of a two-level scheduler of
@@ -533,15 +394,16 @@ func startScheduler(t *testing.T, name, pool string, port int, args ...string) *
 // launchScheduler is startScheduler without the wait for /readyz.
 func launchScheduler(t *testing.T, name, pool string, port int, args ...string) *scheduler {
 	t.Helper()
-	s := &scheduler{name: name, url: "http://127.0.0.1:" + strconv.Itoa(port)}
-	// Leader election would only add the wait for a lease.
-	s.args = append([]string{"--kubeconfig", cp.KubeconfigPath, "--leader-elect=false",
-		"--secure-port=0", "--insecure-bind-address=127.0.0.1", "--insecure-port", strconv.Itoa(port),
-		"--scheduler-name", name, "--node-selector", poolLabel + "=" + pool}, args...)
-	s.launch()
+	hs, err := harness.StartScheduler(context.Background(), harness.SchedulerOptions{Kubeconfig: cp.KubeconfigPath,
+		InsecureAddr: "127.0.0.1:" + strconv.Itoa(port),
+		Args:         append([]string{"--scheduler-name", name, "--node-selector", poolLabel + "=" + pool}, args...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &scheduler{Scheduler: hs, name: name, url: hs.URL}
 	t.Cleanup(func() {
 		if code := s.stop(t); code != 0 {
-			t.Errorf("batch-scheduler %s exited with %d: %s", name, code, s.stderr.String())
+			t.Errorf("batch-scheduler %s exited with %d: %s", name, code, s.Stderr())
 		}
 	})
 	return s
@@ -615,94 +477,47 @@ func startFrameworks[S twoLevelScheduler](t *testing.T, o allocatorOptions, then
 	return a, scheds
 }
 
-// start runs the command with s.args and waits until it is ready.
+// start runs the command again with its flags and waits until it is
+// ready.
 func (s *scheduler) start(t *testing.T) {
 	t.Helper()
-	s.launch()
+	s.Start(context.Background())
 	s.waitReady(t)
-}
-
-// launch runs the command with s.args.
-func (s *scheduler) launch() {
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := app.NewSchedulerCommand()
-	cmd.SetArgs(s.args)
-	cmd.SetContext(ctx)
-	stderr := &st.SyncBuffer{}
-	cmd.SetErr(stderr)
-	done := make(chan int, 1)
-	s.mu.Lock()
-	s.cancel, s.done, s.stderr = cancel, done, stderr
-	s.mu.Unlock()
-	go func() { done <- app.Execute(cmd) }()
 }
 
 // waitReady polls /readyz until it answers 200.
 func (s *scheduler) waitReady(t *testing.T) {
 	t.Helper()
-	s.mu.Lock()
-	done, stderr := s.done, s.stderr
-	s.mu.Unlock()
-	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		select {
-		case code := <-done:
-			done <- code
-			return false, fmt.Errorf("batch-scheduler %s exited with %d: %s", s.name, code, stderr.String())
-		default:
-		}
-		code, body, err := call(ctx, http.MethodGet, s.url+"/readyz", "")
-		last = fmt.Sprintf("%d %s %v", code, body, err)
-		return code == http.StatusOK, nil
-	})
-	if err != nil {
-		t.Fatalf("batch-scheduler %s never became ready: %v; last /readyz: %s", s.name, err, last)
+	if err := s.WaitReady(t.Context(), 60*time.Second); err != nil {
+		t.Fatalf("batch-scheduler %s never became ready: %v", s.name, err)
 	}
 }
 
-// stop cancels the command and returns its exit code; 0 when it is not
-// running.
+// stop cancels the command and returns its exit code: 0 when it stopped
+// cleanly or was not running, 1 otherwise (Stderr says why).
 func (s *scheduler) stop(t *testing.T) int {
 	t.Helper()
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.cancel, s.done = nil, nil
-	s.mu.Unlock()
-	if cancel == nil {
-		return 0
+	if err := s.Stop(); err != nil {
+		t.Log(err)
+		return 1
 	}
-	cancel()
-	select {
-	case code := <-done:
-		return code
-	case <-time.After(30 * time.Second):
-		t.Errorf("batch-scheduler %s did not stop within 30s of being cancelled", s.name)
-		return -1
-	}
+	return 0
 }
 
 // restart stops the scheduler and starts it again with the same flags.
 func (s *scheduler) restart(t *testing.T) {
 	t.Helper()
 	if code := s.stop(t); code != 0 {
-		t.Fatalf("batch-scheduler %s exited with %d on stop: %s", s.name, code, s.stderr.String())
+		t.Fatalf("batch-scheduler %s exited with %d on stop: %s", s.name, code, s.Stderr())
 	}
 	s.start(t)
 }
 
 // demandURL is where the allocator reads the scheduler's demand.
-func (s *scheduler) demandURL() string { return s.url + demand.Path }
+func (s *scheduler) demandURL() string { return s.DemandURL() }
 
 // demand fetches the scheduler's demand report.
-func (s *scheduler) demand(ctx context.Context) (*demand.Report, error) {
-	return demand.Fetch(ctx, httpClient, s.demandURL())
-}
+func (s *scheduler) demand(ctx context.Context) (*demand.Report, error) { return s.Demand(ctx) }
 
 // dump fetches /debug/cache.
-func (s *scheduler) dump(ctx context.Context) (*cache.Dump, error) {
-	var d cache.Dump
-	if err := getJSON(ctx, s.url+"/debug/cache", &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
-}
+func (s *scheduler) dump(ctx context.Context) (*cache.Dump, error) { return s.Dump(ctx) }

@@ -2,8 +2,6 @@ package twolevel
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -11,15 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
-// schedulerProc is batch-scheduler running as a child process, for the
-// tests that kill it (SIGKILL) and start it again.
+// schedulerProc is batch-scheduler running as a child process
+// (harness.SchedulerProcess), for the tests that kill it (SIGKILL) and
+// start it again.
 type schedulerProc struct {
-	*process
+	process
+	sp   *harness.SchedulerProcess
 	name string
 	url  string
-	args []string
 }
 
 // launchSchedulerProc starts batch-scheduler named name as a process on
@@ -27,42 +27,33 @@ type schedulerProc struct {
 // to be ready. It is stopped when the test ends.
 func launchSchedulerProc(t *testing.T, name, pool string, port int, args ...string) *schedulerProc {
 	t.Helper()
-	s := &schedulerProc{name: name, url: "http://127.0.0.1:" + strconv.Itoa(port)}
-	s.args = append([]string{"--kubeconfig", cp.KubeconfigPath, "--leader-elect=false",
-		"--secure-port=0", "--insecure-bind-address=127.0.0.1", "--insecure-port", strconv.Itoa(port),
-		"--scheduler-name", name, "--node-selector", poolLabel + "=" + pool, "-v=2"}, args...)
-	s.process = startProcess(t, "batch-scheduler-"+name, schedulerBin, s.args...)
-	return s
+	sp, err := harness.StartSchedulerProcess(t.Context(), "batch-scheduler-"+name, schedulerBin, t.TempDir(), cp.KubeconfigPath, "127.0.0.1:"+strconv.Itoa(port),
+		append([]string{"--scheduler-name", name, "--node-selector", poolLabel + "=" + pool, "-v=2"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &schedulerProc{process: manage(t, sp.Process), sp: sp, name: name, url: sp.URL}
 }
 
 // restart starts the scheduler again with the same flags after it was
 // killed, and waits until it is ready.
 func (s *schedulerProc) restart(t *testing.T) {
 	t.Helper()
-	s.process = startProcess(t, "batch-scheduler-"+s.name, schedulerBin, s.args...)
+	if err := s.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	s.waitReady(t)
 }
 
 // demandURL is where the allocator reads the scheduler's demand.
-func (s *schedulerProc) demandURL() string { return s.url + demand.Path }
+func (s *schedulerProc) demandURL() string { return s.sp.DemandURL() }
 
 // waitReady polls /readyz until it answers 200.
 func (s *schedulerProc) waitReady(t *testing.T) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-s.exited:
-			return false, fmt.Errorf("batch-scheduler %s exited: %v", s.name, s.err)
-		default:
-		}
-		code, body, err := call(ctx, http.MethodGet, s.url+"/readyz", "")
-		last = fmt.Sprintf("%d %s %v", code, body, err)
-		return code == http.StatusOK, nil
-	})
-	if err != nil {
+	if err := s.sp.WaitReady(t.Context(), 90*time.Second); err != nil {
 		s.logTail(t, 40)
-		t.Fatalf("batch-scheduler %s never became ready: %v; last /readyz: %s", s.name, err, last)
+		t.Fatalf("batch-scheduler %s never became ready: %v", s.name, err)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
-	"github.com/batch-scheduler/batch-scheduler/test/inproc"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
 )
 
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 // ends, with no serving port.
 func startScheduler(t *testing.T, args ...string) {
 	t.Helper()
-	inproc.StartScheduler(t, cp.KubeconfigPath, args...)
+	harness.InProcess(t, cp.KubeconfigPath, args...)
 }
 
 // setup makes a namespace, and nodes of the simulated kubelets with cpu

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"flag"
@@ -13,17 +13,14 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 )
 
-// schedulerVerbosity is the in-process scheduler's -v: 2 logs every
-// placement and every unschedulable job.
-const schedulerVerbosity = "2"
-
-// redirectLogs sends everything klog would print — client-go's, and
-// envtest's through controller-runtime's logger — to a fresh file at path
-// instead of stderr, so that the demo's tables stay readable. It returns
+// RedirectLogs sends everything klog would print — client-go's, and
+// controller-runtime's logger — to a fresh file at path instead of stderr,
+// for a program whose output is for a reader (the demo's tables), with
+// the in-process scheduler's logging settings applied at -v verbosity. It returns
 // the file, for the in-process scheduler: its logging, applied from its
 // own flags (-v), replaces klog's output, so it is given the file with
 // app.WithLogOutput. The returned function flushes and closes the file.
-func redirectLogs(path string) (logFile io.Writer, closeLog func(), err error) {
+func RedirectLogs(path, verbosity string) (logFile io.Writer, closeLog func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("creating the log directory: %w", err)
 	}
@@ -49,7 +46,7 @@ func redirectLogs(path string) (logFile io.Writer, closeLog func(), err error) {
 	// race with the goroutines already logging (informers, the pod
 	// watch). Applied here, before any of them runs, the command finds
 	// the same settings and leaves them.
-	if err := app.ApplyLoggingTo(f, "-v", schedulerVerbosity); err != nil {
+	if err := app.ApplyLoggingTo(f, "-v", verbosity); err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("applying the scheduler's logging settings: %w", err)
 	}

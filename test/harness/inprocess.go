@@ -1,8 +1,4 @@
-// Package inproc runs the batch-scheduler command in the test's own
-// process, as end-to-end tests do when they need neither a separate binary
-// (the chaos suite SIGKILLs one) nor the serving port: the real command,
-// its flags and wiring, stopped when the test ends.
-package inproc
+package harness
 
 import (
 	"context"
@@ -14,15 +10,16 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 )
 
-// StartScheduler runs the command against kubeconfig with leader
-// election and the serving port off, and the extra args. The returned
-// stop cancels it and waits (at most 30 s) for it to exit; the test fails
-// if it does not exit, or exits with an error. stop also runs when the
-// test ends, and may be called more than once.
+// InProcess runs the command in the test's own process against kubeconfig
+// with leader election and the serving port off, and the extra args: for
+// tests that need neither a separate binary nor an endpoint. The returned
+// stop cancels it and waits (at most SchedulerStopTimeout) for it to exit;
+// the test fails if it does not exit, or exits with an error. stop also
+// runs when the test ends, and may be called more than once.
 //
 // The command's process-wide logging must be set before any test starts
 // it (app.ApplyLogging in TestMain).
-func StartScheduler(t testing.TB, kubeconfig string, args ...string) (stop func()) {
+func InProcess(t testing.TB, kubeconfig string, args ...string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := app.NewSchedulerCommand()
@@ -42,8 +39,8 @@ func StartScheduler(t testing.TB, kubeconfig string, args ...string) (stop func(
 				if code != 0 {
 					t.Errorf("batch-scheduler exited with %d: %s", code, stderr.String())
 				}
-			case <-time.After(30 * time.Second):
-				t.Error("batch-scheduler did not stop within 30s of being cancelled")
+			case <-time.After(SchedulerStopTimeout):
+				t.Errorf("batch-scheduler did not stop within %s of being cancelled", SchedulerStopTimeout)
 			}
 		})
 	}
