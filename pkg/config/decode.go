@@ -185,7 +185,7 @@ func goKind(t string) string {
 		return "a list"
 	case strings.HasPrefix(t, "map["):
 		return "a mapping"
-	case t == "time.Duration":
+	case t == "time.Duration" || strings.HasSuffix(t, ".Duration") || strings.HasSuffix(t, ".DurationString"):
 		return "a duration such as 30s or 5m"
 	case t == "string":
 		return "a string"

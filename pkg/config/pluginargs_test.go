@@ -67,3 +67,29 @@ func TestDecodePluginArgs(t *testing.T) {
 		t.Errorf("vendor args = %#v, %v; want them unchanged", obj, err)
 	}
 }
+
+// A duration YAML reads as a number is taken as its text: 0 turns
+// Capacity's anti-starvation off, as "0" does; 5 has no unit and is
+// refused by validation; a bool is refused at its line.
+func TestDurationArgsWrittenAsNumbers(t *testing.T) {
+	const head = "apiVersion: batch-scheduler.io/v1alpha1\nkind: SchedulerConfiguration\nprofiles:\n- schedulerName: a\n  pluginConfig:\n  - name: Capacity\n    args:\n"
+	for _, v := range []string{"0", `"0"`} {
+		f, err := Parse("t.yaml", []byte(head+"      starvationAfter: "+v+"\n"))
+		if err != nil {
+			t.Fatalf("starvationAfter: %s: %v", v, err)
+		}
+		if ca, ok := f.Profiles()[0].PluginConfig[0].Args.(*configapi.CapacityArgs); !ok || ca.StarvationAfter != "0" {
+			t.Errorf("starvationAfter: %s gives %#v, want \"0\"", v, f.Profiles()[0].PluginConfig[0].Args)
+		}
+	}
+	for v, want := range map[string]string{
+		"5":    `t.yaml: line 8: Capacity args: starvationAfter: "5" is not a duration of 0 or more`,
+		"true": "t.yaml: line 8: starvationAfter: expected a duration such as 30s or 5m, got a boolean (Capacity args)",
+		"[1]":  "t.yaml: line 8: starvationAfter: expected a duration such as 30s or 5m, got a list (Capacity args)",
+	} {
+		_, err := Parse("t.yaml", []byte(head+"      starvationAfter: "+v+"\n"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("starvationAfter: %s: error %v, want %q", v, err, want)
+		}
+	}
+}

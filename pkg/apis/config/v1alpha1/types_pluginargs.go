@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -143,7 +144,47 @@ type CapacityArgs struct {
 	// behind it in its queue (lower priority, or the same and younger)
 	// stop starting, so that the room it needs frees up: e.g. "5m" (the
 	// default); "0" turns anti-starvation off.
-	StarvationAfter string `json:"starvationAfter,omitempty"`
+	StarvationAfter DurationString `json:"starvationAfter,omitempty"`
+}
+
+// DurationString is a duration as time.ParseDuration reads it ("5m",
+// "90s", "0"). YAML reads a bare 0 as a number, so a number is taken as
+// its decimal text: `starvationAfter: 0` is "0" (off), and `5` is "5",
+// which validation refuses for its missing unit. Anything else (true, a
+// list, a mapping) is refused here.
+type DurationString string
+
+// jsonKind names the kind of the JSON value b starts.
+func jsonKind(b []byte) string {
+	switch b[0] {
+	case 't', 'f':
+		return "bool"
+	case '[':
+		return "array"
+	case '{':
+		return "object"
+	}
+	return "value"
+}
+
+// UnmarshalJSON reads a JSON string or number.
+func (d *DurationString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '"' && string(b) != "null" {
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			// A type error, so that the decoder names the field and the
+			// file's line is found.
+			return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[DurationString]()}
+		}
+		*d = DurationString(n.String())
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*d = DurationString(s)
+	return nil
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -191,7 +191,7 @@ func RegisterConversions(s *runtime.Scheme) error {
 }
 
 func autoConvert_v1alpha1_CapacityArgs_To_config_CapacityArgs(in *CapacityArgs, out *config.CapacityArgs, s conversion.Scope) error {
-	out.StarvationAfter = in.StarvationAfter
+	out.StarvationAfter = string(in.StarvationAfter)
 	return nil
 }
 
@@ -201,7 +201,7 @@ func Convert_v1alpha1_CapacityArgs_To_config_CapacityArgs(in *CapacityArgs, out 
 }
 
 func autoConvert_config_CapacityArgs_To_v1alpha1_CapacityArgs(in *config.CapacityArgs, out *CapacityArgs, s conversion.Scope) error {
-	out.StarvationAfter = in.StarvationAfter
+	out.StarvationAfter = DurationString(in.StarvationAfter)
 	return nil
 }
 
