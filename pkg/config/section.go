@@ -2,6 +2,8 @@ package config
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -59,8 +61,7 @@ func newSection(source string, file []byte, doc, node *yaml.Node) *Section {
 			cut[0] = strings.Repeat(" ", col) + cut[0][col:]
 		}
 		text := strings.Repeat("\n", first-1) + strings.Join(cut, "\n") + "\n"
-		var probe yaml.Node
-		if yaml.Unmarshal([]byte(text), &probe) == nil && len(probe.Content) == 1 && probe.Content[0].Kind == node.Kind {
+		if oneDocumentOf(text, node.Kind) {
 			return NewSection(source, []byte(text))
 		}
 	}
@@ -121,4 +122,19 @@ func within(target, n *yaml.Node) bool {
 		}
 	}
 	return false
+}
+
+// oneDocumentOf reports whether text is exactly one YAML document whose
+// root is of kind. A cut of a flow mapping written on its key's line
+// ("source: {http: {url: x}}") keeps the outer mapping's closing brace,
+// which a decoder reads as the start of a second document: such a cut is
+// not the node's text.
+func oneDocumentOf(text string, kind yaml.Kind) bool {
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	var probe yaml.Node
+	if dec.Decode(&probe) != nil || len(probe.Content) != 1 || probe.Content[0].Kind != kind {
+		return false
+	}
+	var rest yaml.Node
+	return errors.Is(dec.Decode(&rest), io.EOF)
 }

@@ -1,0 +1,46 @@
+package config
+
+import (
+	"testing"
+)
+
+// Settings written in flow style, on the line of their key and inside
+// another flow mapping, reach their owner as one document that decodes
+// strictly.
+func TestFlowStyleRawArgs(t *testing.T) {
+	f, err := Parse("t.yaml", []byte(`apiVersion: batch-scheduler.io/v1alpha1
+kind: SchedulerConfiguration
+eventHandlers:
+- name: two-level
+  args: {framework: batch, evictOnRevoke: true}
+customInformers:
+- name: allocator
+  resource: Grant
+  source: {http: {url: "http://127.0.0.1:1/x"}}
+- name: vms
+  resource: ExternalWorkload
+  source: {http: {url: "http://127.0.0.1:2/y"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ci := range f.CustomInformers() {
+		var v struct {
+			URL string `yaml:"url"`
+		}
+		if err := DecodeStrict(ci.SourceArgs.Reader(), &v); err != nil || v.URL == "" {
+			t.Errorf("informer %d: source args %q decode to %+v, %v", i, ci.SourceArgs.YAML, v, err)
+		}
+	}
+	var h struct {
+		Framework     string `yaml:"framework"`
+		EvictOnRevoke bool   `yaml:"evictOnRevoke"`
+	}
+	raw := f.HandlerArgs("two-level")
+	if raw == nil {
+		t.Fatal("no handler args")
+	}
+	if err := DecodeStrict(raw, &h); err != nil || h.Framework != "batch" || !h.EvictOnRevoke {
+		t.Errorf("handler args decode to %+v, %v", h, err)
+	}
+}
