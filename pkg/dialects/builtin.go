@@ -123,8 +123,9 @@ func always(policy func(u *unstructured.Unstructured) *framework.GroupPolicy) fu
 // gang from owners: a pod is in the group it names explicitly (the first
 // in precedence when it names several) or on its own. It is for callers
 // that have no table of their own; set Owners on the result to infer
-// gangs too. The scheduler's cache resolves by the table its event
-// handler gives it instead.
+// gangs too. Its matcher is the built-in table itself, shared and never
+// changed. The scheduler's cache resolves by the table its event handler
+// gives it instead.
 func Resolver() framework.GroupResolver {
 	return framework.GroupResolver{Matcher: builtin}
 }
