@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
@@ -172,7 +173,7 @@ func idleCPU(t *testing.T, c *SchedulerCache, node string) int64 {
 
 func taskOf(t *testing.T, c *SchedulerCache, pod *v1.Pod) *framework.TaskInfo {
 	t.Helper()
-	j, ok := c.Job(framework.JobIDForPod(pod))
+	j, ok := c.Job(dialects.Resolver().JobID(pod))
 	if !ok {
 		t.Fatalf("no job for pod %s", pod.Name)
 	}
@@ -227,7 +228,7 @@ func TestAssumePodAccountsAtOnce(t *testing.T) {
 	if pods[0].Spec.NodeName != "" {
 		t.Error("AssumePod modified the caller's pod")
 	}
-	j, _ := c.Job(framework.JobIDForPod(pods[0]))
+	j, _ := c.Job(dialects.Resolver().JobID(pods[0]))
 	if p, b := countTasks(j); p != 1 || b != 1 {
 		t.Errorf("Count = %d pending, %d bound; want 1, 1", p, b)
 	}
@@ -246,7 +247,7 @@ func TestAssumePodAccountsAtOnce(t *testing.T) {
 		t.Errorf("n1 in the snapshot = %+v, want the assumed pod", n1)
 	}
 	// The pod stays queued, with its job, awaiting binding.
-	c.Queue().Done(framework.JobIDForPod(pods[0]))
+	c.Queue().Done(dialects.Resolver().JobID(pods[0]))
 	if l := c.Queue().Lengths(); l.AwaitingBinding != 1 {
 		t.Errorf("queue = %+v, want the job awaiting binding", l)
 	}
@@ -262,7 +263,7 @@ func TestAssumePodAccountsAtOnce(t *testing.T) {
 // gone.
 func TestTaskState(t *testing.T) {
 	c, _, pods := gangFixture(t, Options{})
-	id := framework.JobIDForPod(pods[0])
+	id := dialects.Resolver().JobID(pods[0])
 	check := func(when string, wantStatus framework.TaskStatus, wantOK bool) {
 		t.Helper()
 		job, status, ok := c.TaskState(pods[0].UID)
@@ -405,7 +406,7 @@ func TestAssumedPodConfirmed(t *testing.T) {
 			c, clk, pods := gangFixture(t, Options{})
 			a := pods[0]
 			mustNoErr(t, "AssumePod", c.AssumePod(a, "n1"))
-			c.Queue().Done(framework.JobIDForPod(a))
+			c.Queue().Done(dialects.Resolver().JobID(a))
 			if tt.finish {
 				mustNoErr(t, "FinishBinding", c.FinishBinding(a))
 			}
@@ -447,7 +448,7 @@ func TestAssumedPodConfirmed(t *testing.T) {
 func TestForgetPod(t *testing.T) {
 	c, _, pods := gangFixture(t, Options{})
 	q := c.Queue()
-	id := framework.JobIDForPod(pods[0])
+	id := dialects.Resolver().JobID(pods[0])
 	for _, p := range pods {
 		mustNoErr(t, "AssumePod", c.AssumePod(p, "n1"))
 	}
@@ -533,7 +534,7 @@ func TestAssumedPodExpires(t *testing.T) {
 				ttl = DefaultAssumedPodTTL
 			}
 			a := pods[0]
-			id := framework.JobIDForPod(a)
+			id := dialects.Resolver().JobID(a)
 			mustNoErr(t, "AssumePod", c.AssumePod(a, "n1"))
 			c.Queue().Done(id)
 			// Before FinishBinding nothing expires, however long the bind.
@@ -641,7 +642,7 @@ func TestAssumptionExpiredQueueStates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, clk, pods := gangFixture(t, Options{})
-			id := framework.JobIDForPod(pods[0])
+			id := dialects.Resolver().JobID(pods[0])
 			mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
 			mustNoErr(t, "FinishBinding", c.FinishBinding(pods[0]))
 			tt.setup(t, c.Queue(), id, pods)
@@ -699,7 +700,7 @@ func TestAssumedPodDeletedInFlight(t *testing.T) {
 			c, _, pods := gangFixture(t, Options{})
 			a := pods[0]
 			mustNoErr(t, "AssumePod", c.AssumePod(a, "n1"))
-			c.Queue().Done(framework.JobIDForPod(a))
+			c.Queue().Done(dialects.Resolver().JobID(a))
 			tt.del(t, c, a)
 			checkInvariants(t, c)
 			if tt.forget {
@@ -713,7 +714,7 @@ func TestAssumedPodDeletedInFlight(t *testing.T) {
 			if got := idleCPU(t, c, "n1"); got != 10000 {
 				t.Errorf("idle CPU = %dm, want 10000m", got)
 			}
-			j, _ := c.Job(framework.JobIDForPod(a))
+			j, _ := c.Job(dialects.Resolver().JobID(a))
 			if _, ok := j.Tasks[a.UID]; ok || len(j.Tasks) != 1 {
 				t.Errorf("job tasks = %v, want only b", j.Tasks)
 			}
@@ -741,7 +742,7 @@ func TestAssumedPodDeletedInFlight(t *testing.T) {
 func TestUpdatePendingPodOfAssumedPod(t *testing.T) {
 	c, _, pods := gangFixture(t, Options{})
 	a := pods[0]
-	id := framework.JobIDForPod(a)
+	id := dialects.Resolver().JobID(a)
 	q := c.Queue()
 	mustNoErr(t, "AssumePod", c.AssumePod(a, "n1"))
 	q.Done(id)
@@ -776,7 +777,7 @@ func TestUpdatePendingPodOfAssumedPod(t *testing.T) {
 	delete(solo.Annotations, framework.GroupNameAnnotation)
 	mustNoErr(t, "UpdatePendingPod", c.UpdatePendingPod(labelled, solo))
 	checkInvariants(t, c)
-	if task := taskOf(t, c, solo); task.Status != framework.TaskAssumed || task.Job != framework.JobIDForPod(solo) {
+	if task := taskOf(t, c, solo); task.Status != framework.TaskAssumed || task.Job != dialects.Resolver().JobID(solo) {
 		t.Errorf("task = %+v", task)
 	}
 	if j, _ := c.Job(id); len(j.Tasks) != 1 {
@@ -875,7 +876,7 @@ func TestTaskCounts(t *testing.T) {
 	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("running").Group("g").Node("n2").Phase(v1.PodRunning).Obj()))
 	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("done").Group("g").Node("n2").Phase(v1.PodSucceeded).Obj()))
 	mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
-	j, _ := c.Job(framework.JobIDForPod(pods[0]))
+	j, _ := c.Job(dialects.Resolver().JobID(pods[0]))
 	want := framework.TaskCounts{Pending: 1, Assumed: 1, Bound: 2, Finished: 1}
 	if got := j.Counts(); got != want || got.Running() != 2 {
 		t.Errorf("Counts = %+v (running %d), want %+v (running 2)", got, got.Running(), want)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
@@ -174,7 +175,7 @@ func TestAccounting(t *testing.T) {
 			if idle, _ := nodeIdle(c, "n1"); idle.MilliCPU != 10000 || idle.Pods != 110 {
 				t.Errorf("idle after RemovePod = %v, want the whole node", idle)
 			}
-			if _, ok := c.Job(framework.JobIDForPod(tt.pod)); ok {
+			if _, ok := c.Job(dialects.Resolver().JobID(tt.pod)); ok {
 				t.Error("job still there after its only pod was removed")
 			}
 		})

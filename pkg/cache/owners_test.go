@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -193,10 +194,10 @@ func checkOwnerIndex(t *testing.T, c *SchedulerCache) {
 	for uid, task := range c.tasks {
 		// The owner, from the pod alone.
 		var key groupKey
-		if len(framework.PodGroupRefs(task.Pod)) > 0 {
+		if len(dialects.Builtin().Explicit(task.Pod)) > 0 {
 			continue
 		}
-		ref, ok := framework.InferredGroupRef(task.Pod, c.ownerKinds)
+		ref, ok := dialects.Builtin().Inferred(task.Pod, c.ownerKinds)
 		if !ok {
 			continue
 		}

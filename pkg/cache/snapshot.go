@@ -44,12 +44,13 @@ func (s *Snapshot) Get(name string) (*framework.NodeInfo, bool) {
 	return n, ok
 }
 
-// AddPod places pod on the named node of the snapshot, tentatively: a
-// scheduling cycle that places several pods (the tasks of a gang) does so
-// that later placements see earlier ones. The change lasts until the next
-// UpdateSnapshot, which puts the cache's state back, with whatever the
-// scheduler has assumed in the cache meanwhile (AssumePod). It reports
-// whether the node is in the snapshot.
+// AddPod places pod on the named node of the snapshot, tentatively, as a
+// task in a job of its own (see framework.NodeInfo.AddPod). The change
+// lasts until the next UpdateSnapshot, which puts the cache's state back,
+// with whatever the scheduler has assumed in the cache meanwhile
+// (AssumePod). It reports whether the node is in the snapshot. The
+// scheduling cycle, which knows the job of the pods it places, uses
+// AddTask; AddPod serves tests.
 func (s *Snapshot) AddPod(nodeName string, pod *v1.Pod) bool {
 	n, ok := s.nodeInfoMap[nodeName]
 	if !ok {
@@ -60,9 +61,11 @@ func (s *Snapshot) AddPod(nodeName string, pod *v1.Pod) bool {
 	return true
 }
 
-// AddTask is AddPod for a task built already (an assumed task of a pod
-// pending in the cache, say), which the snapshot shares: a caller that
-// puts the same pod on it in every cycle builds the task once.
+// AddTask is AddPod for a task built already, which the snapshot shares:
+// a scheduling cycle placing several pods (the tasks of a gang) adds each
+// placement's task (framework.NewAssumedTaskInfo) so that later
+// placements see earlier ones, and a caller that puts the same pod on it
+// in every cycle (a nominated pod) builds the task once.
 func (s *Snapshot) AddTask(nodeName string, t *framework.TaskInfo) bool {
 	n, ok := s.nodeInfoMap[nodeName]
 	if !ok {

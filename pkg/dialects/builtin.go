@@ -119,10 +119,20 @@ func always(policy func(u *unstructured.Unstructured) *framework.GroupPolicy) fu
 	return func(u *unstructured.Unstructured, _ bool) *framework.GroupPolicy { return policy(u) }
 }
 
-// Matching pods to the built-in dialects. The framework keeps the same
-// rules for the callers that have no table (framework.PodGroupRefs,
-// framework.InferredGroupRef, used by framework.NewTaskInfo);
-// TestBuiltinMatchesTheFramework holds the two to each other.
+// Resolver returns a resolver over the built-in table that infers no
+// gang from owners: a pod is in the group it names explicitly (the first
+// in precedence when it names several) or on its own. It is for callers
+// that have no table of their own; set Owners on the result to infer
+// gangs too. Its matcher is the built-in table itself, shared and never
+// changed. The scheduler's cache resolves by the table its event handler
+// gives it instead.
+func Resolver() framework.GroupResolver {
+	return framework.GroupResolver{Matcher: builtin}
+}
+
+// Matching pods to the built-in dialects: the only copy of these rules.
+// The framework names the labels and annotations but reads none of them;
+// it resolves pods by a GroupMatcher, a Table.
 
 // explicitRef is the ref of a group a pod names explicitly.
 func explicitRef(kind framework.GroupKind, name, via string) framework.GroupRef {

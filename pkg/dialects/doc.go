@@ -36,6 +36,14 @@ limitations under the License.
 // framework.GroupMatcher. Objects are read with the readers of fields.go
 // only, which never panic and name the field in their errors.
 //
+// This package is the only home of the rules that match a pod to a gang:
+// the table's Match and Infer, and IgnoredGroupSignals (the signals the
+// scheduler ignores, and why). pkg/framework, which this package imports,
+// names the labels and annotations but reads none of them; it resolves a
+// pod's group by the GroupMatcher it is handed, and a GroupResolver
+// without one matches no group. A caller with no table of its own uses
+// Resolver, the built-in table without inferred gangs.
+//
 // Adding a dialect is one entry: dialects.Builtin().With(d) given to the
 // handler with defaulthandler.WithDialects, or an entry of builtin.go.
 package dialects

@@ -1,7 +1,8 @@
 package dialects
 
 import (
-	"reflect"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,28 +50,122 @@ func matchCorpus() map[string]*v1.Pod {
 	}
 }
 
-// The built-in table matches pods as the framework's built-in signals do
-// (the rules framework.NewTaskInfo uses for callers without a table), and
-// resolves them to the same jobs.
-func TestBuiltinMatchesTheFramework(t *testing.T) {
-	table := Builtin()
+// renderRef renders a ref for TestBuiltinMatching.
+func renderRef(r framework.GroupRef) string {
+	s := fmt.Sprintf("%s %s", r.Kind, r.Name)
+	if r.Object != r.Name {
+		s += " object " + r.Object
+	}
+	if r.Inferred {
+		s += " inferred"
+	}
+	return s + " via " + r.Via
+}
+
+// The built-in table matches every pod of the corpus to the groups it
+// names explicitly (in order of precedence), to the gang inferred from its
+// owner for each set of owner kinds (none, all, all but JobSet, all but
+// MPIJob, Job only), and resolves it to the job the cache files it under.
+// These are the only matching rules of the scheduler; this golden table
+// pins them.
+func TestBuiltinMatching(t *testing.T) {
 	all := framework.AllOwnerKinds()
-	subsets := []framework.OwnerKinds{0, all, all.Without(framework.GroupKindJobSet), all.Without(framework.GroupKindMPIJob),
+	subsets := [5]framework.OwnerKinds{0, all, all.Without(framework.GroupKindJobSet), all.Without(framework.GroupKindMPIJob),
 		framework.OwnerKinds(0).With(framework.GroupKindJob)}
-	for name, pod := range matchCorpus() {
+	type want struct {
+		explicit []string
+		inferred [5]string
+		jobs     [5]string
+	}
+	wants := map[string]want{
+		"coscheduling": {explicit: []string{"PodGroup.scheduling.x-k8s.io g via label scheduling.x-k8s.io/pod-group"},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/g", "default/g", "default/g", "default/g", "default/g"}},
+		"explicit and owner": {explicit: []string{"PodGroup.scheduling.volcano.sh g via annotation scheduling.k8s.io/group-name"},
+			inferred: [5]string{"", "RayCluster.ray.io rc inferred via controller RayCluster", "RayCluster.ray.io rc inferred via controller RayCluster", "RayCluster.ray.io rc inferred via controller RayCluster", ""},
+			jobs:     [5]string{"default/g", "default/g", "default/g", "default/g", "default/g"}},
+		"group annotation": {explicit: []string{"PodGroup.scheduling.volcano.sh g via annotation scheduling.k8s.io/group-name"},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/g", "default/g", "default/g", "default/g", "default/g"}},
+		"job": {explicit: []string{},
+			inferred: [5]string{"", "Job.batch j inferred via controller Job", "Job.batch j inferred via controller Job", "Job.batch j inferred via controller Job", "Job.batch j inferred via controller Job"},
+			jobs:     [5]string{"default/pod:p", "default/Job.batch:j", "default/Job.batch:j", "default/Job.batch:j", "default/Job.batch:j"}},
+		"job opt-in": {explicit: []string{"Job.batch j via annotation batch-scheduler.io/job-gang with controller Job"},
+			inferred: [5]string{"", "Job.batch j inferred via controller Job", "Job.batch j inferred via controller Job", "Job.batch j inferred via controller Job", "Job.batch j inferred via controller Job"},
+			jobs:     [5]string{"default/j", "default/j", "default/j", "default/j", "default/j"}},
+		"job opt-in without a Job": {explicit: []string{},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p"}},
+		"job opt-out": {explicit: []string{},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p"}},
+		"jobset": {explicit: []string{},
+			inferred: [5]string{"", "JobSet.jobset.x-k8s.io js inferred via label jobset.sigs.k8s.io/jobset-name", "Job.batch js-workers-0 inferred via controller Job", "JobSet.jobset.x-k8s.io js inferred via label jobset.sigs.k8s.io/jobset-name", "Job.batch js-workers-0 inferred via controller Job"},
+			jobs:     [5]string{"default/pod:p", "default/JobSet.jobset.x-k8s.io:js", "default/Job.batch:js-workers-0", "default/JobSet.jobset.x-k8s.io:js", "default/Job.batch:js-workers-0"}},
+		"lws": {explicit: []string{},
+			inferred: [5]string{"", "LeaderWorkerSet.leaderworkerset.x-k8s.io l-2 object l inferred via labels leaderworkerset.sigs.k8s.io/name and leaderworkerset.sigs.k8s.io/group-index=2 of LeaderWorkerSet", "LeaderWorkerSet.leaderworkerset.x-k8s.io l-2 object l inferred via labels leaderworkerset.sigs.k8s.io/name and leaderworkerset.sigs.k8s.io/group-index=2 of LeaderWorkerSet", "LeaderWorkerSet.leaderworkerset.x-k8s.io l-2 object l inferred via labels leaderworkerset.sigs.k8s.io/name and leaderworkerset.sigs.k8s.io/group-index=2 of LeaderWorkerSet", ""},
+			jobs:     [5]string{"default/pod:p", "default/LeaderWorkerSet.leaderworkerset.x-k8s.io:l-2", "default/LeaderWorkerSet.leaderworkerset.x-k8s.io:l-2", "default/LeaderWorkerSet.leaderworkerset.x-k8s.io:l-2", "default/pod:p"}},
+		"lws without index": {explicit: []string{},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p"}},
+		"mpi launcher": {explicit: []string{},
+			inferred: [5]string{"", "MPIJob.kubeflow.org m inferred via label training.kubeflow.org/job-name of MPIJob", "MPIJob.kubeflow.org m inferred via label training.kubeflow.org/job-name of MPIJob", "Job.batch m-launcher inferred via controller Job", "Job.batch m-launcher inferred via controller Job"},
+			jobs:     [5]string{"default/pod:p", "default/MPIJob.kubeflow.org:m", "default/MPIJob.kubeflow.org:m", "default/Job.batch:m-launcher", "default/Job.batch:m-launcher"}},
+		"mpi worker": {explicit: []string{},
+			inferred: [5]string{"", "MPIJob.kubeflow.org m inferred via controller MPIJob", "MPIJob.kubeflow.org m inferred via controller MPIJob", "", ""},
+			jobs:     [5]string{"default/pod:p", "default/MPIJob.kubeflow.org:m", "default/MPIJob.kubeflow.org:m", "default/pod:p", "default/pod:p"}},
+		"native": {explicit: []string{"PodGroup.scheduling.k8s.io native via spec.schedulingGroup.podGroupName"},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/native", "default/native", "default/native", "default/native", "default/native"}},
+		"native+label": {explicit: []string{"PodGroup.scheduling.k8s.io native via spec.schedulingGroup.podGroupName", "PodGroup.scheduling.x-k8s.io other via label scheduling.x-k8s.io/pod-group"},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/native", "default/native", "default/native", "default/native", "default/native"}},
+		"plain": {explicit: []string{},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p"}},
+		"pytorch": {explicit: []string{},
+			inferred: [5]string{"", "PyTorchJob.kubeflow.org pt inferred via controller PyTorchJob", "PyTorchJob.kubeflow.org pt inferred via controller PyTorchJob", "PyTorchJob.kubeflow.org pt inferred via controller PyTorchJob", ""},
+			jobs:     [5]string{"default/pod:p", "default/PyTorchJob.kubeflow.org:pt", "default/PyTorchJob.kubeflow.org:pt", "default/PyTorchJob.kubeflow.org:pt", "default/pod:p"}},
+		"raycluster": {explicit: []string{},
+			inferred: [5]string{"", "RayCluster.ray.io rc inferred via controller RayCluster", "RayCluster.ray.io rc inferred via controller RayCluster", "RayCluster.ray.io rc inferred via controller RayCluster", ""},
+			jobs:     [5]string{"default/pod:p", "default/RayCluster.ray.io:rc", "default/RayCluster.ray.io:rc", "default/RayCluster.ray.io:rc", "default/pod:p"}},
+		"volcano both annotations": {explicit: []string{"PodGroup.scheduling.volcano.sh v via annotation scheduling.volcano.sh/group-name", "PodGroup.scheduling.volcano.sh w via annotation scheduling.k8s.io/group-name"},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/v", "default/v", "default/v", "default/v", "default/v"}},
+		"wrong group": {explicit: []string{},
+			inferred: [5]string{"", "", "", "", ""},
+			jobs:     [5]string{"default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p", "default/pod:p"}},
+	}
+	table := Builtin()
+	corpus := matchCorpus()
+	if len(corpus) != len(wants) {
+		t.Fatalf("%d pods in the corpus, %d expected results", len(corpus), len(wants))
+	}
+	for name, pod := range corpus {
 		t.Run(name, func(t *testing.T) {
-			if got, want := table.Explicit(pod), framework.PodGroupRefs(pod); !reflect.DeepEqual(got, want) {
-				t.Errorf("explicit refs %+v, the framework's %+v", got, want)
+			w, ok := wants[name]
+			if !ok {
+				t.Fatal("no expected result")
 			}
-			for _, owners := range subsets {
-				gotRef, gotOK := table.Inferred(pod, owners)
-				wantRef, wantOK := framework.InferredGroupRef(pod, owners)
-				if gotOK != wantOK || gotRef != wantRef {
-					t.Errorf("owners %s: inferred %+v %v, the framework's %+v %v", owners, gotRef, gotOK, wantRef, wantOK)
+			var explicit []string
+			for _, r := range table.Explicit(pod) {
+				explicit = append(explicit, renderRef(r))
+			}
+			if !slices.Equal(explicit, w.explicit) {
+				t.Errorf("explicit refs %q, want %q", explicit, w.explicit)
+			}
+			for i, owners := range subsets {
+				ref, ok := table.Inferred(pod, owners)
+				got := ""
+				if ok {
+					got = renderRef(ref)
+				}
+				if got != w.inferred[i] {
+					t.Errorf("owners %s: inferred %q, want %q", owners, got, w.inferred[i])
 				}
 				r := framework.GroupResolver{Matcher: table, Owners: owners}
-				if got, want := r.JobID(pod), (framework.GroupResolver{Owners: owners}).JobID(pod); got != want {
-					t.Errorf("owners %s: job %v, the framework's %v", owners, got, want)
+				if got := r.JobID(pod).String(); got != w.jobs[i] {
+					t.Errorf("owners %s: job %s, want %s", owners, got, w.jobs[i])
 				}
 			}
 		})

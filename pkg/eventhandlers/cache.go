@@ -122,8 +122,9 @@ type CapExceeded struct {
 	// is bound or assumed, and its requests. A handler that must keep
 	// gangs whole reads their other members with JobSource.Job. The
 	// tasks are shared and immutable (see framework.TaskInfo): never
-	// modify them. A Cache that leaves Tasks nil gives no job but the one
-	// a pod's own annotations name (framework.JobIDForPod).
+	// modify them. A Cache that leaves Tasks nil gives no job: a handler
+	// then resolves the pods' jobs by its own table of dialects (the
+	// groups they name explicitly).
 	Tasks []*framework.TaskInfo
 }
 

@@ -12,6 +12,16 @@
 // runtime that runs them (package framework/runtime) all import it, never
 // the other way round.
 //
+// It holds no rules that match a pod to a gang: those are pkg/dialects',
+// which imports it. The framework names the dialects' labels and
+// annotations and keeps the types (GroupRef, Membership, OwnerKinds); a
+// GroupResolver reads a pod's groups through the GroupMatcher it is
+// handed (a dialects.Table) and matches no group without one, so every
+// caller that needs a pod's gang says explicitly by which rules: the
+// cache by its handler's table, tests by dialects.Resolver(), and the
+// scheduling cycle, preemption and the nominator by the job they already
+// know (NewAssumedTaskInfo).
+//
 // A cycle schedules one job. PreFilter and Permit see the whole job, so a
 // gang is placed all or nothing; Filter, Score, Reserve and Bind see one
 // pod at a time. PostFilter runs only for a job the cycle could not

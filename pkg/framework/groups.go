@@ -6,14 +6,14 @@ import (
 	"strconv"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 )
 
 // Pod fields of the gang dialects other than the project's own annotations
-// (GroupNameAnnotation, MinAvailableAnnotation). See docs/scheduling.md.
+// (GroupNameAnnotation, MinAvailableAnnotation). The framework only names
+// them; the rules that read them from a pod are pkg/dialects'. See
+// docs/scheduling.md.
 const (
 	// CoschedulingPodGroupLabel is the label of scheduler-plugins'
 	// coscheduling: the name of a scheduling.x-k8s.io PodGroup.
@@ -26,9 +26,8 @@ const (
 	// makes the pods of the batch/v1 Job that controls the pod one gang
 	// whose quorum is the Job's parallelism (at most the completions
 	// left), an explicit signal. Set to "false", it keeps the Job's pods
-	// single pods even where gangs are inferred from Jobs (see
-	// InferredGroupRef). Without it a Job's pods are single pods unless
-	// gangs are inferred from Jobs.
+	// single pods even where gangs are inferred from Jobs. Without it a
+	// Job's pods are single pods unless gangs are inferred from Jobs.
 	JobGangAnnotation = "batch-scheduler.io/job-gang"
 )
 
@@ -55,7 +54,7 @@ const (
 )
 
 // GroupRef is a group a pod names in one dialect, or the gang it is
-// inferred to belong to from its owner (see InferredGroupRef).
+// inferred to belong to from its owner, as a GroupMatcher reads them.
 type GroupRef struct {
 	Kind GroupKind
 	// Name is the gang's name, the JobID's Name.
@@ -111,53 +110,6 @@ type GroupPolicy struct {
 	Topology *TopologyConstraint
 }
 
-// PodGroupRefs returns every group pod names explicitly, in order of
-// precedence. A gang inferred from the pod's owner is not among them (see
-// GroupResolver).
-func PodGroupRefs(pod *v1.Pod) []GroupRef {
-	var refs []GroupRef
-	if sg := pod.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindNative, Name: *sg.PodGroupName, Object: *sg.PodGroupName, Via: "spec.schedulingGroup.podGroupName"})
-	}
-	if v := pod.Labels[CoschedulingPodGroupLabel]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindCoscheduling, Name: v, Object: v, Via: "label " + CoschedulingPodGroupLabel})
-	}
-	if v := pod.Annotations[VolcanoGroupNameAnnotation]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Object: v, Via: "annotation " + VolcanoGroupNameAnnotation})
-	}
-	if v := pod.Annotations[GroupNameAnnotation]; v != "" {
-		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Object: v, Via: "annotation " + GroupNameAnnotation})
-	}
-	if pod.Annotations[JobGangAnnotation] == "true" {
-		if owner := metav1.GetControllerOfNoCopy(pod); owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
-			refs = append(refs, GroupRef{Kind: GroupKindJob, Name: owner.Name, Object: owner.Name, Via: "annotation " + JobGangAnnotation + " with controller Job"})
-		}
-	}
-	return refs
-}
-
-// podGroup resolves the group of pod from refs, the groups it names
-// explicitly: the first of them, and a conflict message when they name
-// different groups.
-func podGroup(pod *v1.Pod, refs []GroupRef) (ref GroupRef, ok bool, conflict string) {
-	if len(refs) == 0 {
-		return GroupRef{}, false, ""
-	}
-	ref = refs[0]
-	var differ []string
-	for _, r := range refs[1:] {
-		if r.Name != ref.Name {
-			differ = append(differ, r.Signal())
-		}
-	}
-	// Several dialects naming the same group name one group; precedence
-	// picks the object that defines it.
-	if len(differ) > 0 {
-		conflict = fmt.Sprintf("pod %s/%s names different groups: %s and %s", pod.Namespace, pod.Name, ref.Signal(), strings.Join(differ, " and "))
-	}
-	return ref, true, conflict
-}
-
 // groupRef renders a gang's namespace and name for a message: the name
 // as is when it is valid (at most 253 bytes), else quoted and bounded
 // (QuoteValue).
@@ -166,41 +118,6 @@ func groupRef(id JobID) string {
 		return id.Namespace + "/" + id.Name
 	}
 	return id.Namespace + "/" + QuoteValue(id.Name)
-}
-
-// IgnoredGroupSignals lists, one message each, the gang annotations and
-// labels of pod that the scheduler ignores, with why: an empty group
-// name, a quorum on a pod that names no group, a job-gang opt-in that is
-// not "true" or whose pod no Job controls. A pod that carries them is
-// scheduled as if they were absent, which is rarely what its author
-// meant, so the scheduler reports them on the pod (see the scheduler's
-// IgnoredAnnotation event). Problems that stop a gang from being
-// scheduled are not listed here: they are the job's ValidationError.
-func IgnoredGroupSignals(pod *v1.Pod) []string {
-	var out []string
-	for _, key := range []string{GroupNameAnnotation, VolcanoGroupNameAnnotation} {
-		if v, ok := pod.Annotations[key]; ok && v == "" {
-			out = append(out, fmt.Sprintf("annotation %s is empty, so it names no gang; the pod is scheduled on its own", key))
-		}
-	}
-	if v, ok := pod.Labels[CoschedulingPodGroupLabel]; ok && v == "" {
-		out = append(out, fmt.Sprintf("label %s is empty, so it names no gang; the pod is scheduled on its own", CoschedulingPodGroupLabel))
-	}
-	if v, ok := pod.Annotations[JobGangAnnotation]; ok {
-		owner := metav1.GetControllerOfNoCopy(pod)
-		switch {
-		case v == "false":
-			// Opts the Job's pods out of an inferred gang.
-		case v != "true":
-			out = append(out, fmt.Sprintf("annotation %s=%s is ignored: only \"true\" opts the pods of a Job into one gang, and \"false\" out", JobGangAnnotation, QuoteValue(v)))
-		case owner == nil || owner.Kind != "Job" || !strings.HasPrefix(owner.APIVersion, "batch/"):
-			out = append(out, fmt.Sprintf("annotation %s=true is ignored: no batch/v1 Job controls the pod", JobGangAnnotation))
-		}
-	}
-	if v, ok := pod.Annotations[MinAvailableAnnotation]; ok && len(PodGroupRefs(pod)) == 0 {
-		out = append(out, fmt.Sprintf("annotation %s=%s is ignored: the pod names no gang (set %s too)", MinAvailableAnnotation, QuoteValue(v), GroupNameAnnotation))
-	}
-	return out
 }
 
 // GangGroup is the resource of EventGangGroupChange.

@@ -33,48 +33,49 @@ func ownedByJob(name string) podOpt {
 	}
 }
 
-func TestJobIDForPodDialects(t *testing.T) {
-	tests := []struct {
-		name     string
-		pod      *v1.Pod
-		want     JobID
-		kind     GroupKind
-		conflict string // substring; empty: none
-	}{
-		{name: "single pod", pod: mkPod("p"), want: JobID{Namespace: "ns", Name: "p"}},
-		{name: "own annotation", pod: mkPod("p", annotation(GroupNameAnnotation, "g")),
-			want: JobID{Namespace: "ns", Name: "g", Gang: true}, kind: GroupKindVolcano},
-		{name: "volcano annotation", pod: mkPod("p", annotation(VolcanoGroupNameAnnotation, "g")),
-			want: JobID{Namespace: "ns", Name: "g", Gang: true}, kind: GroupKindVolcano},
-		{name: "scheduler-plugins label", pod: mkPod("p", label(CoschedulingPodGroupLabel, "g")),
-			want: JobID{Namespace: "ns", Name: "g", Gang: true}, kind: GroupKindCoscheduling},
-		{name: "native", pod: mkPod("p", native("g")),
-			want: JobID{Namespace: "ns", Name: "g", Gang: true}, kind: GroupKindNative},
-		{name: "job opted in", pod: mkPod("p", ownedByJob("train"), annotation(JobGangAnnotation, "true")),
-			want: JobID{Namespace: "ns", Name: "train", Gang: true}, kind: GroupKindJob},
-		{name: "job not opted in", pod: mkPod("p", ownedByJob("train")), want: JobID{Namespace: "ns", Name: "p"}},
-		{name: "opt-in without a Job", pod: mkPod("p", annotation(JobGangAnnotation, "true")), want: JobID{Namespace: "ns", Name: "p"}},
-		{name: "same name in two dialects: precedence", pod: mkPod("p", native("g"), label(CoschedulingPodGroupLabel, "g")),
-			want: JobID{Namespace: "ns", Name: "g", Gang: true}, kind: GroupKindNative},
-		{name: "different names conflict", pod: mkPod("p", label(CoschedulingPodGroupLabel, "a"), annotation(GroupNameAnnotation, "b")),
-			want: JobID{Namespace: "ns", Name: "a", Gang: true}, kind: GroupKindCoscheduling,
-			conflict: "names different groups: label scheduling.x-k8s.io/pod-group=a and annotation scheduling.k8s.io/group-name=b"},
-		{name: "job and annotation conflict", pod: mkPod("p", ownedByJob("train"), annotation(JobGangAnnotation, "true"), annotation(GroupNameAnnotation, "g")),
-			want: JobID{Namespace: "ns", Name: "g", Gang: true}, kind: GroupKindVolcano, conflict: "controller Job train"},
+// testMatcher is a stand-in for a table of pkg/dialects, which holds the
+// rules that match pods to gangs and imports this package: it reads the
+// three explicit signals the tests of JobInfo use (the native group, the
+// coscheduling label and the group-name annotation, in that order) and
+// infers no gang. pkg/dialects tests the real rules.
+type testMatcher struct{}
+
+func (testMatcher) Explicit(pod *v1.Pod) []GroupRef {
+	var refs []GroupRef
+	if sg := pod.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
+		refs = append(refs, GroupRef{Kind: GroupKindNative, Name: *sg.PodGroupName, Object: *sg.PodGroupName, Via: "spec.schedulingGroup.podGroupName"})
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := JobIDForPod(tt.pod); got != tt.want {
-				t.Errorf("JobIDForPod = %v, want %v", got, tt.want)
-			}
-			task := NewTaskInfo(tt.pod)
-			if task.Job != tt.want || task.GroupKind != tt.kind {
-				t.Errorf("task job %v kind %q, want %v %q", task.Job, task.GroupKind, tt.want, tt.kind)
-			}
-			if (tt.conflict == "") != (task.GroupConflict == "") || !strings.Contains(task.GroupConflict, tt.conflict) {
-				t.Errorf("GroupConflict = %q, want one containing %q", task.GroupConflict, tt.conflict)
-			}
-		})
+	if v := pod.Labels[CoschedulingPodGroupLabel]; v != "" {
+		refs = append(refs, GroupRef{Kind: GroupKindCoscheduling, Name: v, Object: v, Via: "label " + CoschedulingPodGroupLabel})
+	}
+	if v := pod.Annotations[GroupNameAnnotation]; v != "" {
+		refs = append(refs, GroupRef{Kind: GroupKindVolcano, Name: v, Object: v, Via: "annotation " + GroupNameAnnotation})
+	}
+	return refs
+}
+
+func (testMatcher) Inferred(*v1.Pod, OwnerKinds) (GroupRef, bool) { return GroupRef{}, false }
+
+func (testMatcher) ExplicitKinds() []GroupKind {
+	return []GroupKind{GroupKindNative, GroupKindCoscheduling, GroupKindVolcano}
+}
+
+// testTask is the task of p in the group testMatcher reads.
+func testTask(p *v1.Pod) *TaskInfo { return NewTaskInfo(p, GroupResolver{Matcher: testMatcher{}}) }
+
+// Without a matcher a resolver matches no group: every pod is on its own,
+// whatever it names.
+func TestResolverWithoutMatcher(t *testing.T) {
+	p := mkPod("p", native("g"), label(CoschedulingPodGroupLabel, "g"), annotation(GroupNameAnnotation, "g"), ownedByJob("train"))
+	r := GroupResolver{Owners: AllOwnerKinds()}
+	if m := r.Resolve(p); m.Gang() || m.Conflict != "" {
+		t.Errorf("membership %+v, want none", m)
+	}
+	if got, want := NewTaskInfo(p, GroupResolver{}).Job, (JobID{Namespace: "ns", Name: "p"}); got != want {
+		t.Errorf("job %v, want %v", got, want)
+	}
+	if got := testTask(p); got.Job != (JobID{Namespace: "ns", Name: "g", Gang: true}) || got.GroupKind != GroupKindNative {
+		t.Errorf("with a matcher: job %v kind %q, want ns/g of the native PodGroup", got.Job, got.GroupKind)
 	}
 }
 
@@ -119,7 +120,7 @@ func TestQuorumPrecedence(t *testing.T) {
 				j.SetGroupPolicy(tt.kind, tt.policy)
 			}
 			for _, p := range tt.pods {
-				j.SetTask(NewTaskInfo(p))
+				j.SetTask(testTask(p))
 			}
 			check := func(when string, j *JobInfo) {
 				t.Helper()
@@ -144,7 +145,7 @@ func TestQuorumPrecedence(t *testing.T) {
 				t.Errorf("bookkeeping left after removing every task: kinds %v conflicts %v", j.kinds, j.conflicts)
 			}
 			for _, p := range tt.pods {
-				j.SetTask(NewTaskInfo(p))
+				j.SetTask(testTask(p))
 			}
 			check("re-added", j)
 		})
@@ -154,7 +155,7 @@ func TestQuorumPrecedence(t *testing.T) {
 // A PodGroup that appears, changes and goes away re-validates the job.
 func TestGroupPolicyLifecycle(t *testing.T) {
 	j := NewJobInfo(JobID{Namespace: "ns", Name: "g", Gang: true})
-	j.SetTask(NewTaskInfo(mkPod("a", label(CoschedulingPodGroupLabel, "g"))))
+	j.SetTask(testTask(mkPod("a", label(CoschedulingPodGroupLabel, "g"))))
 	if j.ValidationError() == nil {
 		t.Fatal("no error without a PodGroup")
 	}

@@ -33,7 +33,7 @@ type JobID struct {
 	Name      string
 	Gang      bool
 	// Owner is the kind of the owner a gang was inferred from (see
-	// InferredGroupRef), and empty for a gang its pods name explicitly and
+	// GroupMatcher.Inferred), and empty for a gang its pods name explicitly and
 	// for a single pod. Inferred gangs are keyed apart from explicit ones,
 	// so that a gang inferred from, say, a RayCluster never shares a job
 	// with pods that name a group of the same name.
@@ -68,14 +68,6 @@ func (id JobID) String() string {
 
 // MarshalText makes a JobID render as its String in JSON, also as a map key.
 func (id JobID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
-
-// JobIDForPod returns the job pod belongs to by its explicit signals: the
-// group it names in any gang dialect (see PodGroupRefs; the first in
-// precedence when it names several), or the pod alone. It infers no gang
-// from the pod's owner; GroupResolver.JobID does.
-func JobIDForPod(pod *v1.Pod) JobID {
-	return GroupResolver{}.JobID(pod)
-}
 
 // TaskStatus says where a task of a job is.
 type TaskStatus string
@@ -140,21 +132,18 @@ func (t *TaskInfo) setGroup(m Membership) {
 }
 
 // NewTaskInfo returns the task of pod as an informer reports it: bound to
-// its spec.nodeName if that is set, pending otherwise. Its job is the one
-// the pod's explicit signals name (JobIDForPod).
-func NewTaskInfo(pod *v1.Pod) *TaskInfo {
-	return NewTaskInfoWithRequests(pod, resources.PodRequests(pod))
+// its spec.nodeName if that is set, pending otherwise, in the group r
+// resolves. The framework reads no gang signals itself: r's Matcher does
+// (a table of pkg/dialects; without one, every pod is on its own, see
+// GroupResolver).
+func NewTaskInfo(pod *v1.Pod, r GroupResolver) *TaskInfo {
+	return NewTaskInfoInGroup(pod, resources.PodRequests(pod), r.Resolve(pod))
 }
 
-// NewTaskInfoWithRequests is NewTaskInfo for a caller that knows pod's
+// NewTaskInfoInGroup is NewTaskInfo for a caller that knows pod's
 // requests (resources.PodRequests(pod)) already, e.g. from an earlier
-// version of the pod whose requests did not change.
-func NewTaskInfoWithRequests(pod *v1.Pod, requests resources.Resource) *TaskInfo {
-	return NewTaskInfoInGroup(pod, requests, GroupResolver{}.Resolve(pod))
-}
-
-// NewTaskInfoInGroup is NewTaskInfoWithRequests for a pod whose group a
-// GroupResolver resolved (m), e.g. with gangs inferred from owners.
+// version of the pod whose requests did not change, and whose group a
+// GroupResolver resolved (m).
 func NewTaskInfoInGroup(pod *v1.Pod, requests resources.Resource, m Membership) *TaskInfo {
 	t := &TaskInfo{
 		Pod:      pod,
@@ -172,14 +161,21 @@ func NewTaskInfoInGroup(pod *v1.Pod, requests resources.Resource, m Membership) 
 }
 
 // NewAssumedTaskInfo returns the task of pending, a pod the informer
-// reports pending, as assumed on node. requests are pending's requests.
-// Its job is the one the pod's explicit signals name (JobIDForPod).
-func NewAssumedTaskInfo(pending *v1.Pod, node string, requests resources.Resource) *TaskInfo {
-	return NewAssumedTaskInfoInGroup(pending, node, requests, GroupResolver{}.Resolve(pending))
+// reports pending, as assumed on node, in job: for a caller that knows
+// the pod's job but resolves no groups, such as the scheduling cycle and
+// preemption's simulation placing the pods of the job they schedule, and
+// the nominator holding the room made for them. The task names no group
+// object (GroupKind, GroupObject are empty): only the cache's jobs read
+// those, and the cache builds its tasks with NewAssumedTaskInfoInGroup.
+func NewAssumedTaskInfo(pending *v1.Pod, node string, job JobID) *TaskInfo {
+	t := NewAssumedTaskInfoInGroup(pending, node, resources.PodRequests(pending), Membership{})
+	t.Job = job
+	return t
 }
 
-// NewAssumedTaskInfoInGroup is NewAssumedTaskInfo for a pod whose group a
-// GroupResolver resolved (m).
+// NewAssumedTaskInfoInGroup returns the task of pending, a pod the
+// informer reports pending, as assumed on node, in the group a
+// GroupResolver resolved (m). requests are pending's requests.
 func NewAssumedTaskInfoInGroup(pending *v1.Pod, node string, requests resources.Resource, m Membership) *TaskInfo {
 	// A shallow copy: the cache never modifies pods, so sharing everything
 	// but the top-level struct is safe.

@@ -64,8 +64,9 @@ type NodeInfo struct {
 }
 
 // NewNodeInfo returns a NodeInfo for node with pods on it, accounted as
-// the cache accounts them (see AddPod). It is how tests of plugins build
-// their input. A nil node gives a placeholder without a name.
+// the cache accounts them (see AddPod), each in a job of its own. It is
+// how tests of plugins build their input. A nil node gives a placeholder
+// without a name.
 func NewNodeInfo(node *v1.Node, pods ...*v1.Pod) *NodeInfo {
 	n := &NodeInfo{}
 	if node != nil {
@@ -171,15 +172,21 @@ func (n *NodeInfo) CloneInto(c *NodeInfo) {
 // n's name and as a task assumed on n otherwise; its requests count
 // against n unless it has finished. n's Generation does not change.
 //
-// It is for clones only: a scheduling cycle that places several pods (the
-// tasks of a gang) on its snapshot, so that later placements see earlier
-// ones (see the cache's Snapshot.AddPod), and tests.
+// The task is in a job of its own, whatever gang the pod names: n reads
+// no gang signals (see GroupResolver). A caller for whom the task's job
+// matters builds the task and uses AddTask: the scheduling cycle and
+// preemption's simulation, placing the pods of the job they schedule,
+// add NewAssumedTaskInfo's tasks; a test that puts gangs on nodes adds
+// NewTaskInfo's, with a resolver of pkg/dialects.
+//
+// It is for clones only, and for tests.
 func (n *NodeInfo) AddPod(pod *v1.Pod) {
-	t := NewTaskInfo(pod)
-	if t.Status != TaskBound || t.NodeName != n.name {
-		t = NewAssumedTaskInfo(pod, n.name, t.Requests)
+	requests := resources.PodRequests(pod)
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName == n.name {
+		n.AddTask(NewTaskInfoInGroup(pod, requests, Membership{}))
+		return
 	}
-	n.AddTask(t)
+	n.AddTask(NewAssumedTaskInfoInGroup(pod, n.name, requests, Membership{}))
 }
 
 // RemovePod takes the pod with uid off n, undoing AddPod, and reports

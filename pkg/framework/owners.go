@@ -1,18 +1,19 @@
 package framework
 
 import (
+	"fmt"
 	"iter"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Gangs inferred from a pod's owner: a pod that names no group in any
-// dialect (no explicit signal, see PodGroupRefs) but belongs to a
-// workload whose kind says how many of its pods must start together is
-// put in that workload's gang. Which kinds are inferred is configured
-// (OwnerKinds); see docs/scheduling.md, "Gangs inferred from the owner".
+// dialect (no explicit signal) but belongs to a workload whose kind says
+// how many of its pods must start together is put in that workload's
+// gang. Which kinds are inferred is configured (OwnerKinds); how a pod is
+// matched to its owner's gang is the rule of the owner kind's dialect in
+// pkg/dialects. See docs/scheduling.md, "Gangs inferred from the owner".
 
 // The kinds of owner objects a gang can be inferred from. GroupKindJob,
 // the batch/v1 Job, is both an explicit dialect (pods opt in with
@@ -56,11 +57,12 @@ const (
 	MPIOperatorName = "mpi-operator"
 )
 
-// ownerKindOrder lists the owner kinds in the order InferredGroupRef
-// tries them: the kinds read from labels first, because their pods'
-// controller is an intermediate object (a Job of a JobSet or of an
-// MPIJob's launcher, a StatefulSet of a LeaderWorkerSet), then the kinds
-// that control their pods directly.
+// ownerKindOrder lists the owner kinds OwnerKinds knows, one bit each, in
+// the order a GroupMatcher tries them (OwnerKinds.All): the kinds read
+// from labels first, because their pods' controller is an intermediate
+// object (a Job of a JobSet or of an MPIJob's launcher, a StatefulSet of
+// a LeaderWorkerSet), then the kinds that control their pods directly.
+// It reads no pod: the rules that do are pkg/dialects'.
 var ownerKindOrder = []GroupKind{GroupKindJobSet, GroupKindLeaderWorkerSet, GroupKindMPIJob,
 	GroupKindPyTorchJob, GroupKindRayCluster, GroupKindJob}
 
@@ -137,76 +139,6 @@ func (s OwnerKinds) String() string {
 	return strings.Join(names, ",")
 }
 
-// apiGroup returns the group of an apiVersion ("" for the core group).
-func apiGroup(apiVersion string) string {
-	if i := strings.IndexByte(apiVersion, '/'); i >= 0 {
-		return apiVersion[:i]
-	}
-	return ""
-}
-
-// isController reports whether owner (pod's controller, or nil) is an
-// object of kind in group with a name.
-func isController(owner *metav1.OwnerReference, group, kind string) bool {
-	return owner != nil && owner.Kind == kind && owner.Name != "" && apiGroup(owner.APIVersion) == group
-}
-
-// InferredGroupRef returns the gang pod's owner defines, of the first of
-// the kinds in s that applies (see ownerKindOrder):
-//
-//   - JobSet: the label JobSetNameLabel names it;
-//   - LeaderWorkerSet: the labels LeaderWorkerSetNameLabel and
-//     LeaderWorkerSetGroupIndexLabel; the gang is the group,
-//     "<name>-<index>";
-//   - MPIJob: the labels KubeflowOperatorNameLabel=MPIOperatorName and
-//     KubeflowJobNameLabel (its launcher's controller is a Job), or a
-//     kubeflow.org MPIJob controller;
-//   - PyTorchJob, RayCluster, Job: a controller owner reference to a
-//     kubeflow.org PyTorchJob, a ray.io RayCluster or a batch Job; a
-//     Job's pod whose JobGangAnnotation is "false" opts out.
-//
-// It does not look at the explicit signals: ResolveGroup does, and they
-// win. The ref's Object is the owner object's name, whose policy
-// defines the quorum.
-func InferredGroupRef(pod *v1.Pod, s OwnerKinds) (GroupRef, bool) {
-	if s == 0 || pod == nil {
-		return GroupRef{}, false
-	}
-	ref := func(kind GroupKind, name, object, via string) (GroupRef, bool) {
-		return GroupRef{Kind: kind, Name: name, Object: object, Inferred: true, Via: via}, true
-	}
-	if s.Has(GroupKindJobSet) {
-		if v := pod.Labels[JobSetNameLabel]; v != "" {
-			return ref(GroupKindJobSet, v, v, "label "+JobSetNameLabel)
-		}
-	}
-	if s.Has(GroupKindLeaderWorkerSet) {
-		name, index := pod.Labels[LeaderWorkerSetNameLabel], pod.Labels[LeaderWorkerSetGroupIndexLabel]
-		if name != "" && index != "" {
-			return ref(GroupKindLeaderWorkerSet, name+"-"+index, name,
-				"labels "+LeaderWorkerSetNameLabel+" and "+LeaderWorkerSetGroupIndexLabel+"="+index+" of LeaderWorkerSet")
-		}
-	}
-	if s.Has(GroupKindMPIJob) {
-		if v := pod.Labels[KubeflowJobNameLabel]; v != "" && pod.Labels[KubeflowOperatorNameLabel] == MPIOperatorName {
-			return ref(GroupKindMPIJob, v, v, "label "+KubeflowJobNameLabel+" of MPIJob")
-		}
-	}
-	owner := metav1.GetControllerOfNoCopy(pod)
-	switch {
-	case owner == nil:
-	case s.Has(GroupKindMPIJob) && isController(owner, "kubeflow.org", "MPIJob"):
-		return ref(GroupKindMPIJob, owner.Name, owner.Name, "controller MPIJob")
-	case s.Has(GroupKindPyTorchJob) && isController(owner, "kubeflow.org", "PyTorchJob"):
-		return ref(GroupKindPyTorchJob, owner.Name, owner.Name, "controller PyTorchJob")
-	case s.Has(GroupKindRayCluster) && isController(owner, "ray.io", "RayCluster"):
-		return ref(GroupKindRayCluster, owner.Name, owner.Name, "controller RayCluster")
-	case s.Has(GroupKindJob) && isController(owner, "batch", "Job") && pod.Annotations[JobGangAnnotation] != "false":
-		return ref(GroupKindJob, owner.Name, owner.Name, "controller Job")
-	}
-	return GroupRef{}, false
-}
-
 // Membership is the group a pod belongs to, as GroupResolver.Resolve
 // decided: Ref is the group (its Kind is empty for a pod scheduled on its
 // own), Conflict says that the pod's explicit signals name different
@@ -236,9 +168,10 @@ func (m Membership) JobID(namespace, name string) JobID {
 }
 
 // GroupMatcher says which groups a pod names, by the rules of the gang
-// dialects it knows. pkg/dialects builds one from its table of dialects;
-// a nil GroupMatcher in a GroupResolver stands for the built-in signals
-// (PodGroupRefs, InferredGroupRef).
+// dialects it knows. pkg/dialects, the one home of those rules, builds
+// one from its table of dialects (dialects.Builtin, dialects.Resolver);
+// the framework has no rules of its own and cannot import pkg/dialects,
+// so whoever needs a pod's group hands the framework a matcher.
 type GroupMatcher interface {
 	// Explicit returns every group pod names explicitly, in order of
 	// precedence.
@@ -252,11 +185,15 @@ type GroupMatcher interface {
 	ExplicitKinds() []GroupKind
 }
 
-// GroupResolver decides which group a pod belongs to. The zero value
-// reads the built-in explicit signals only (PodGroupRefs).
+// GroupResolver decides which group a pod belongs to, by the rules of its
+// Matcher. Matcher is required: a resolver without one matches no group,
+// so the zero GroupResolver puts every pod on its own. That is the right
+// answer only for pods known to name no gang (tests of single pods); the
+// scheduler's resolvers all have a matcher (the cache's is the handler's
+// table, dialects.Builtin by default).
 type GroupResolver struct {
-	// Matcher, when set, reads the pod's signals (explicit and
-	// inferred) instead of the built-in ones.
+	// Matcher reads the pod's signals, explicit and inferred; nil
+	// matches nothing.
 	Matcher GroupMatcher
 	// Owners are the owner kinds gangs are inferred from.
 	Owners OwnerKinds
@@ -268,12 +205,12 @@ type GroupResolver struct {
 }
 
 // Resolve returns pod's membership. Precedence: the explicit signals
-// (PodGroupRefs, in their own order of precedence) always win, and only
-// they are compared for conflicts; without any, the owner (see
-// InferredGroupRef), unless its policy makes its pods independent;
+// (Matcher.Explicit, in their own order of precedence) always win, and
+// only they are compared for conflicts; without any, the owner
+// (Matcher.Inferred), unless its policy makes its pods independent;
 // otherwise the pod is on its own.
 func (r GroupResolver) Resolve(pod *v1.Pod) Membership {
-	if ref, ok, conflict := podGroup(pod, r.explicit(pod)); ok {
+	if ref, ok, conflict := firstGroup(pod, r.explicit(pod)); ok {
 		return Membership{Ref: ref, Conflict: conflict}
 	}
 	ref, ok := r.inferred(pod)
@@ -291,22 +228,43 @@ func (r GroupResolver) JobID(pod *v1.Pod) JobID {
 	return r.Resolve(pod).JobID(pod.Namespace, pod.Name)
 }
 
-// explicit returns the groups pod names explicitly, by r's matcher.
-func (r GroupResolver) explicit(pod *v1.Pod) []GroupRef {
-	if r.Matcher != nil {
-		return r.Matcher.Explicit(pod)
+// firstGroup picks the group of pod from refs, the groups it names
+// explicitly in order of precedence: the first of them, and a conflict
+// message when they name different groups. It reads refs only, whatever
+// dialects they come from.
+func firstGroup(pod *v1.Pod, refs []GroupRef) (ref GroupRef, ok bool, conflict string) {
+	if len(refs) == 0 {
+		return GroupRef{}, false, ""
 	}
-	return PodGroupRefs(pod)
+	ref = refs[0]
+	var differ []string
+	for _, r := range refs[1:] {
+		if r.Name != ref.Name {
+			differ = append(differ, r.Signal())
+		}
+	}
+	// Several dialects naming the same group name one group; precedence
+	// picks the object that defines it.
+	if len(differ) > 0 {
+		conflict = fmt.Sprintf("pod %s/%s names different groups: %s and %s", pod.Namespace, pod.Name, ref.Signal(), strings.Join(differ, " and "))
+	}
+	return ref, true, conflict
+}
+
+// explicit returns the groups pod names explicitly, by r's matcher; none
+// without one.
+func (r GroupResolver) explicit(pod *v1.Pod) []GroupRef {
+	if r.Matcher == nil {
+		return nil
+	}
+	return r.Matcher.Explicit(pod)
 }
 
 // inferred returns the gang pod's owner defines among r's owner kinds, by
-// r's matcher.
+// r's matcher; none without one.
 func (r GroupResolver) inferred(pod *v1.Pod) (GroupRef, bool) {
-	if r.Owners == 0 {
+	if r.Owners == 0 || r.Matcher == nil {
 		return GroupRef{}, false
 	}
-	if r.Matcher != nil {
-		return r.Matcher.Inferred(pod, r.Owners)
-	}
-	return InferredGroupRef(pod, r.Owners)
+	return r.Matcher.Inferred(pod, r.Owners)
 }

@@ -49,7 +49,7 @@ func TestPodRules(t *testing.T) {
 			if got := framework.PodCountedOnNode(tc.pod); got != tc.counted {
 				t.Errorf("PodCountedOnNode = %v, want %v", got, tc.counted)
 			}
-			if got := framework.NewTaskInfo(tc.pod); tc.state == framework.PodAssigned && got.Counted != tc.counted {
+			if got := framework.NewTaskInfo(tc.pod, framework.GroupResolver{}); tc.state == framework.PodAssigned && got.Counted != tc.counted {
 				t.Errorf("NewTaskInfo(...).Counted = %v, want %v (PodCountedOnNode)", got.Counted, tc.counted)
 			}
 		})

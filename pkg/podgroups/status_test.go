@@ -9,7 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
+
+// inGroup is the task of p in the gang "g" of kind. The tests of the
+// status writer give each task its group: the rules that match pods to
+// gangs are pkg/dialects', which imports this package.
+func inGroup(p *v1.Pod, kind framework.GroupKind) *framework.TaskInfo {
+	m := framework.Membership{Ref: framework.GroupRef{Kind: kind, Name: "g", Object: "g", Via: "test"}}
+	return framework.NewTaskInfoInGroup(p, resources.PodRequests(p), m)
+}
 
 // job builds a gang of pending, bound (onNode) and finished pods; running
 // of the bound ones have phase Running.
@@ -21,7 +30,7 @@ func job(pending, bound, running, succeeded, failed int) *framework.JobInfo {
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: string(rune('a' + n)), UID: types.UID(rune('a' + n)),
 			Labels: map[string]string{framework.CoschedulingPodGroupLabel: "g"}},
 			Spec: v1.PodSpec{NodeName: node}, Status: v1.PodStatus{Phase: phase}}
-		j.SetTask(framework.NewTaskInfo(p))
+		j.SetTask(inGroup(p, framework.GroupKindCoscheduling))
 	}
 	for range pending {
 		add("", v1.PodPending)

@@ -106,7 +106,7 @@ func volcanoJob(j *framework.JobInfo, msg string) *framework.JobInfo {
 		if msg != "" {
 			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg}}
 		}
-		out.SetTask(framework.NewTaskInfo(p))
+		out.SetTask(inGroup(p, framework.GroupKindVolcano))
 	}
 	out.SetGroupPolicy(framework.GroupKindVolcano, &framework.GroupPolicy{MinMember: 2})
 	return out

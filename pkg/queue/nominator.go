@@ -88,7 +88,7 @@ func (n *Nominator) Nominate(job framework.JobID, priority int32, pods []*v1.Pod
 	for _, pod := range pods {
 		if node, ok := placements[string(pod.UID)]; ok {
 			n.pods[pod.UID] = Nomination{Pod: pod, Node: node, Job: job, Priority: priority,
-				Task: framework.NewAssumedTaskInfo(pod, node, framework.NewTaskInfo(pod).Requests)}
+				Task: framework.NewAssumedTaskInfo(pod, node, job)}
 			n.stale = true
 		}
 	}

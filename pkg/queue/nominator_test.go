@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -66,7 +67,7 @@ func TestNominatorOthers(t *testing.T) {
 func TestNominationTask(t *testing.T) {
 	p := st.MakePod().Name("p").UID("p").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1500m"}).Obj()
 	n := NewNominator(nil)
-	job := framework.JobIDForPod(p)
+	job := dialects.Resolver().JobID(p)
 	n.Nominate(job, 0, []*v1.Pod{p}, map[string]string{"p": "n7"}, nil)
 	noms := n.Others(framework.JobID{Name: "other"}, 0)
 	if len(noms) != 1 {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -299,7 +300,7 @@ func TestInFlightCount(t *testing.T) {
 	q.Done(qa.ID)
 	q.Done(qa.ID) // no-op
 	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qb, Attempt{Err: errors.New("boom")}))
-	q.PodRemoved(framework.JobIDForPod(pods[2]), pods[2].UID)
+	q.PodRemoved(dialects.Resolver().JobID(pods[2]), pods[2].UID)
 	if q.numInFlight != 0 {
 		t.Errorf("in flight = %d, want 0", q.numInFlight)
 	}

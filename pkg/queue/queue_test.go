@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -27,7 +28,7 @@ func newTestQueue(t *testing.T, less framework.LessFunc) (*SchedulingQueue, *tes
 // add adds pending pods to q as the cache would.
 func add(q *SchedulingQueue, pods ...*v1.Pod) {
 	for _, p := range pods {
-		q.PodChanged(framework.JobIDForPod(p), p, true)
+		q.PodChanged(dialects.Resolver().JobID(p), p, true)
 	}
 }
 
@@ -133,7 +134,7 @@ func TestQueuePriorityFollowsPods(t *testing.T) {
 	a := st.MakePod().Name("a").Group("g").Priority(1).Obj()
 	b := st.MakePod().Name("b").Group("g").Priority(9).Obj()
 	add(q, a, b)
-	id := framework.JobIDForPod(a)
+	id := dialects.Resolver().JobID(a)
 	if p := q.jobs[id].Priority; p != 9 {
 		t.Fatalf("priority = %d, want 9", p)
 	}
@@ -191,14 +192,14 @@ func TestAddUnschedulable(t *testing.T) {
 			during: func(q *SchedulingQueue, pod *v1.Pod) {
 				changed := pod.DeepCopy()
 				changed.Spec.NodeSelector = map[string]string{"zone": "a"}
-				q.PodChanged(framework.JobIDForPod(pod), changed, true)
+				q.PodChanged(dialects.Resolver().JobID(pod), changed, true)
 			},
 			want: inBackoff,
 		},
 		{
 			name: "a status-only change during the cycle does not count",
 			during: func(q *SchedulingQueue, pod *v1.Pod) {
-				q.PodChanged(framework.JobIDForPod(pod), pod, false)
+				q.PodChanged(dialects.Resolver().JobID(pod), pod, false)
 			},
 			want: inUnschedulable,
 		},

@@ -12,7 +12,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -68,7 +68,7 @@ func TestPendingJobOldest(t *testing.T) {
 
 	// Both bound: they leave the queue.
 	q.PodRemoved(qj.ID, b.UID)
-	q.PodRemoved(framework.JobIDForPod(a), a.UID)
+	q.PodRemoved(dialects.Resolver().JobID(a), a.UID)
 	check("every job left", 0)
 	if l := q.Lengths(); l != (Lengths{}) {
 		t.Errorf("lengths after every pod left: %+v, want none", l)

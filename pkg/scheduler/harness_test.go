@@ -20,6 +20,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
@@ -274,7 +275,7 @@ func eventsWith(evts []string, prefix string) []string {
 // task returns the cache's task of pod.
 func (h *harness) task(pod *v1.Pod) *framework.TaskInfo {
 	h.t.Helper()
-	job, ok := h.cache.Job(framework.JobIDForPod(pod))
+	job, ok := h.cache.Job(dialects.Resolver().JobID(pod))
 	if !ok {
 		h.t.Fatalf("job of pod %s is not in the cache", pod.Name)
 	}

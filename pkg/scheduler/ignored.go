@@ -8,12 +8,13 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/lru"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // ReasonIgnoredAnnotation is the reason of the Warning event that says
 // which gang annotations or labels of a pod the scheduler ignores (see
-// framework.IgnoredGroupSignals).
+// dialects.IgnoredGroupSignals).
 const ReasonIgnoredAnnotation = "IgnoredAnnotation"
 
 // maxIgnoredReports bounds the pods whose last report is remembered; a
@@ -36,7 +37,7 @@ func newIgnoredReports() *ignoredReports {
 // the same report was already made for that pod.
 func (s *Scheduler) reportIgnoredSignals(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
-		problems := framework.IgnoredGroupSignals(pod)
+		problems := dialects.IgnoredGroupSignals(pod)
 		if len(problems) == 0 {
 			continue
 		}

@@ -22,6 +22,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
@@ -395,7 +396,7 @@ func TestPreemptionPodDisruptionBudgets(t *testing.T) {
 		if got := h.apiPod(pre).Status.NominatedNodeName; got != "" {
 			t.Errorf("nominated node %q after a failed preemption, want none", got)
 		}
-		if h.sched.nominated.Has(framework.JobIDForPod(pre)) {
+		if h.sched.nominated.Has(dialects.Resolver().JobID(pre)) {
 			t.Errorf("the failed preemption's nomination is kept")
 		}
 	})
@@ -447,7 +448,7 @@ func TestPreemptionHoldsNominatedRoom(t *testing.T) {
 			if got := h.boundTo(); got["pre"] != "n1" {
 				t.Errorf("bound %v, want pre on n1", got)
 			}
-			if h.sched.nominated.Has(framework.JobIDForPod(pre)) {
+			if h.sched.nominated.Has(dialects.Resolver().JobID(pre)) {
 				t.Errorf("pre's nomination outlived its placement")
 			}
 		})
@@ -571,12 +572,12 @@ func TestPreemptionGivingUpReleasesTheRoom(t *testing.T) {
 	if got := h.cache.Queue().Lengths(); got.Unschedulable != 2 || got.Active != 0 {
 		t.Fatalf("queue %+v, want pre and low parked (low kept out by the held room)", got)
 	}
-	h.sched.preemption.GiveUp(t.Context(), framework.JobIDForPod(pre))
+	h.sched.preemption.GiveUp(t.Context(), dialects.Resolver().JobID(pre))
 	h.sched.bindWG.Wait()
 	if got := h.cache.Queue().Lengths(); got.Active != 2 {
 		t.Errorf("queue %+v after giving the room up, want both jobs active again", got)
 	}
-	if h.sched.nominated.Has(framework.JobIDForPod(pre)) {
+	if h.sched.nominated.Has(dialects.Resolver().JobID(pre)) {
 		t.Errorf("pre keeps its nomination")
 	}
 	if got := h.apiPod(pre).Status.NominatedNodeName; got != "" {

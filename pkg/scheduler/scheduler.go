@@ -399,7 +399,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		return fmt.Errorf("reserving node %s for pod %s: %w", node.Name(), podKey(pod), st.AsError())
 	}
 	// Later pods of the job see this one on the node.
-	s.snapshot.AddPod(node.Name(), pod)
+	s.snapshot.AddTask(node.Name(), framework.NewAssumedTaskInfo(pod, node.Name(), c.job.ID))
 	c.placements[string(pod.UID)] = node.Name()
 	c.placed = append(c.placed, pod)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -20,7 +21,7 @@ func TestCompareJobsRecordsAndJobless(t *testing.T) {
 		if gang {
 			p = p.Group("g").MinAvailable("1")
 		}
-		t := framework.NewTaskInfo(p.Obj())
+		t := framework.NewTaskInfo(p.Obj(), dialects.Resolver())
 		t.Own = scheduler == cache.DefaultSchedulerName // as the cache sets it
 		return t
 	}

@@ -11,6 +11,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
@@ -83,7 +84,7 @@ func TestGatedPodIsNeverPoppedAndIsPoppedOnceUngated(t *testing.T) {
 	gatedV1 := withGates(st.MakePod().Name("solo").RV("1").Obj(), "example.com/a", "example.com/b")
 	f.h.AddPod(gatedV1)
 	f.assertNothingToPop(t)
-	if _, ok := f.c.Job(framework.JobIDForPod(gatedV1)); ok {
+	if _, ok := f.c.Job(dialects.Resolver().JobID(gatedV1)); ok {
 		t.Error("the cache has a job for a gated pod")
 	}
 

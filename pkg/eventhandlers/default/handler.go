@@ -280,6 +280,12 @@ func parseDynamicResources(names []string) ([]schema.GroupVersionResource, error
 // Cache returns the cache the handler updates, for embedders.
 func (h *Handler) Cache() eventhandlers.Cache { return h.cache }
 
+// Dialects returns the table of gang dialects the handler reads and gives
+// the cache (dialects.Builtin unless WithDialects), for embedders that
+// put pods in gangs themselves: framework.GroupResolver{Matcher:
+// h.Dialects()}. The table is shared: do not modify it.
+func (h *Handler) Dialects() dialects.Table { return h.dialects }
+
 // DynamicResources returns the resources listed in Args.DynamicResources, in
 // their order. It implements eventhandlers.DynamicResourceRequester. The
 // slice is the caller's.

@@ -114,7 +114,7 @@ func (w *watcher) evictAbove(ctx context.Context, e eventhandlers.CapExceeded) {
 	}
 	left := e.Used.Clone()
 	var candidates []*framework.TaskInfo
-	for _, t := range tasksOf(e) {
+	for _, t := range tasksOf(e, framework.GroupResolver{Matcher: w.h.Dialects()}) {
 		if w.going(t) {
 			left.Sub(t.Requests)
 			continue
@@ -138,15 +138,15 @@ func (w *watcher) evictAbove(ctx context.Context, e eventhandlers.CapExceeded) {
 }
 
 // tasksOf returns e's tasks: the cache's, or, from a Cache that gives
-// none, tasks built from the pods with the jobs their own annotations
-// name.
-func tasksOf(e eventhandlers.CapExceeded) []*framework.TaskInfo {
+// none, tasks built from the pods with the jobs r resolves (the groups
+// they name explicitly in the handler's dialects).
+func tasksOf(e eventhandlers.CapExceeded, r framework.GroupResolver) []*framework.TaskInfo {
 	if len(e.Tasks) == len(e.Pods) {
 		return e.Tasks
 	}
 	out := make([]*framework.TaskInfo, len(e.Pods))
 	for i, pod := range e.Pods {
-		t := framework.NewTaskInfo(pod)
+		t := framework.NewTaskInfo(pod, r)
 		t.Own = true
 		out[i] = t
 	}

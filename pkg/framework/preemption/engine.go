@@ -50,7 +50,8 @@ const (
 type Snapshot interface {
 	NodeInfos() []*framework.NodeInfo
 	Get(name string) (*framework.NodeInfo, bool)
-	AddPod(node string, pod *v1.Pod) bool
+	// AddTask places a task (of the job the simulation places) on node.
+	AddTask(node string, t *framework.TaskInfo) bool
 	RemovePod(node string, uid types.UID) bool
 }
 

@@ -287,7 +287,7 @@ func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node strin
 
 // add places pod on node in the snapshot.
 func (sim *simulation) add(node string, pod *v1.Pod) {
-	sim.snapshot.AddPod(node, pod)
+	sim.snapshot.AddTask(node, framework.NewAssumedTaskInfo(pod, node, sim.c.Job.ID))
 	sim.placements[string(pod.UID)] = node
 	sim.placed = append(sim.placed, pod)
 	sim.undo = append(sim.undo, func() {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -42,7 +43,7 @@ func tasks(priorities []int32, minutes ...int) []*framework.TaskInfo {
 		if i < len(minutes) {
 			m = minutes[i]
 		}
-		out = append(out, framework.NewTaskInfo(running("p", "n", p, "1", m).Obj()))
+		out = append(out, framework.NewTaskInfo(running("p", "n", p, "1", m).Obj(), dialects.Resolver()))
 	}
 	return out
 }
@@ -141,7 +142,7 @@ func TestBudgetMatches(t *testing.T) {
 func TestSortedVictimsGangByGang(t *testing.T) {
 	victim := func(name, gang, node string, pdb bool) *Victim {
 		pod := running(name, node, 1, "1", 0).Group(gang).Obj()
-		return &Victim{Task: framework.NewTaskInfo(pod), ViolatesPDB: pdb}
+		return &Victim{Task: framework.NewTaskInfo(pod, dialects.Resolver()), ViolatesPDB: pdb}
 	}
 	var plan []*Victim
 	for _, node := range []string{"n1", "n2", "n3"} {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -256,7 +257,7 @@ func TestReclaimVictimPolicy(t *testing.T) {
 		// name.
 		j := framework.NewJobInfo(framework.JobID{Namespace: "other", Name: "labelled", Gang: true})
 		j.SetTask(framework.NewTaskInfo(st.MakePod().Namespace("other").Name("labelled-0").Group("labelled").
-			Label(framework.QueueLabel, "over").Node("node-1").Obj()))
+			Label(framework.QueueLabel, "over").Node("node-1").Obj(), dialects.Resolver()))
 		room.jobs[j.ID] = j
 		if !room.policy(victim(j)) {
 			t.Error("a pod of a job of queue over, named by its pods, may not be evicted")

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -209,7 +210,7 @@ func TestPolicyKeepsToTheJobsQueue(t *testing.T) {
 	// Not yet accounted by the cache: its pods name its queue.
 	labelled := framework.NewJobInfo(framework.JobID{Namespace: "default", Name: "labelled", Gang: true})
 	labelled.SetTask(framework.NewTaskInfo(st.MakePod().Name("labelled-0").Group("labelled").
-		Label(framework.QueueLabel, "team-a").Node("node-1").Obj()))
+		Label(framework.QueueLabel, "team-a").Node("node-1").Obj(), dialects.Resolver()))
 	unknown := running("unknown", "team-a")
 	room := &fakeRoom{out: framework.RoomOutcome{Fits: true, Victims: 1},
 		jobs: map[framework.JobID]*framework.JobInfo{same.ID: same, other.ID: other, labelled.ID: labelled}}

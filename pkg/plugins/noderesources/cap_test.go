@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -22,7 +23,7 @@ func capped(t *testing.T, limit res, ownCPU string) *framework.NodeInfo {
 	n := framework.NewNodeInfo(node(res{"cpu": "8", "memory": "16Gi", "pods": "10"}),
 		st.MakePod().Name("other").Node("n1").Req(res{"cpu": "2"}).Obj())
 	if ownCPU != "" {
-		own := framework.NewTaskInfo(st.MakePod().Name("own").Node("n1").Req(res{"cpu": ownCPU, "memory": "1Gi"}).Obj())
+		own := framework.NewTaskInfo(st.MakePod().Name("own").Node("n1").Req(res{"cpu": ownCPU, "memory": "1Gi"}).Obj(), dialects.Resolver())
 		own.Own = true
 		n.AddTask(own)
 	}

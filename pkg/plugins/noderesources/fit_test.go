@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
@@ -118,7 +119,7 @@ func TestFilter(t *testing.T) {
 			for _, withPreFilter := range []bool{false, true} {
 				state := framework.NewCycleState()
 				if withPreFilter {
-					job := &framework.Job{ID: framework.JobIDForPod(tt.pod), MinAvailable: 1, Pending: []*v1.Pod{tt.pod}}
+					job := &framework.Job{ID: dialects.Resolver().JobID(tt.pod), MinAvailable: 1, Pending: []*v1.Pod{tt.pod}}
 					if s := pl.PreFilter(context.Background(), state, job); !s.IsSuccess() {
 						t.Fatalf("PreFilter = %v", s)
 					}
