@@ -31,8 +31,9 @@ type File struct {
 	// API is the file as the configuration API's internal version
 	// (pkg/apis/config), the only configuration types: decoded strictly,
 	// defaulted and validated. The args the API has no type for (event
-	// handlers', custom informer sources', out-of-tree plugins') are
-	// *configapi.RawArgs that keep the file's line numbers.
+	// handlers', custom informer sources other than http and file,
+	// out-of-tree plugins') are *configapi.RawArgs that keep the file's
+	// line numbers.
 	API *configapi.SchedulerConfiguration
 	// Tuning holds the scheduler-wide settings (parallelism, backoffs),
 	// defaulted, read from API.
@@ -355,8 +356,14 @@ func attachRawArgs(path string, data []byte, doc *yaml.Node, api *configapi.Sche
 	}
 	for i := range api.CustomInformers {
 		ci := &api.CustomInformers[i]
-		if ci.SourceArgs != nil {
-			ci.SourceArgs = section(fmt.Sprintf("customInformers[%d].source.%s", i, ci.SourceType))
+		if _, ok := ci.SourceArgs.(*configapi.RawArgs); ok {
+			// Not one of the API's typed settings: the source decodes
+			// them.
+			if raw := section(fmt.Sprintf("customInformers[%d].source.%s", i, ci.SourceType)); raw != nil {
+				ci.SourceArgs = raw
+			} else {
+				ci.SourceArgs = nil
+			}
 		}
 	}
 	for i := range api.Profiles {

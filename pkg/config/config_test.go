@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 type handlerArgs struct {
@@ -62,11 +64,9 @@ func TestParseGood(t *testing.T) {
 	if ci.Name != "vm-manager" || ci.Resource != "Node" || ci.SourceType != "http" || ci.ResyncPeriod.Duration != 30*time.Second || f.Line("customInformers[0]") != 13 {
 		t.Errorf("custom informer = %+v", ci)
 	}
-	var src struct {
-		URL string `yaml:"url"`
-	}
-	if err := DecodeStrict(ci.SourceArgs.Reader(), &src); err != nil || src.URL != "http://127.0.0.1:8080" {
-		t.Errorf("source args = %+v, %v", src, err)
+	// The http source's settings are typed, defaulted.
+	if src, ok := ci.SourceArgs.(*configapi.HTTPSourceArgs); !ok || src.URL != "http://127.0.0.1:8080" || src.Timeout.Duration != configapi.DefaultHTTPSourceTimeout {
+		t.Errorf("source args = %#v", ci.SourceArgs)
 	}
 }
 

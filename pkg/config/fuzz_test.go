@@ -134,7 +134,15 @@ func checkFile(t *testing.T, file *File, data []byte) {
 			t.Errorf("%s: negative resyncPeriod %s accepted", what, ci.ResyncPeriod.Duration)
 		}
 		checkLine(what, file.Line(fmt.Sprintf("customInformers[%d]", i)))
-		checkSection(what+".source."+ci.SourceType, ci.SourceArgs)
+		switch a := ci.SourceArgs.(type) {
+		case *configapi.RawArgs:
+			checkSection(what+".source."+ci.SourceType, a)
+		case nil:
+		default:
+			if !HasTypedSourceArgs(ci.SourceType) {
+				t.Errorf("%s: settings of type %T for an untyped source", what, a)
+			}
+		}
 	}
 
 	profiles := map[string]bool{}

@@ -33,7 +33,7 @@ func TestBuildRunsInformerFromRegisteredSource(t *testing.T) {
 		var args struct {
 			Token string `yaml:"token"`
 		}
-		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
+		if err := config.DecodeStrict(configapi.ReaderOf(ci.SourceArgs), &args); err != nil {
 			return nil, err
 		}
 		gotArgs = args.Token

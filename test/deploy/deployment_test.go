@@ -211,7 +211,7 @@ func TestConfigMap(t *testing.T) {
 			inCluster++
 		}
 		var args custominformer.KubeconfigArgs
-		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
+		if err := config.DecodeStrict(configapi.ReaderOf(ci.SourceArgs), &args); err != nil {
 			t.Fatalf("custom informer %s: %v", ci.Name, err)
 		}
 		kcKey, ok := strings.CutPrefix(args.Kubeconfig, mountDir+"/")

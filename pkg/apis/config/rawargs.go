@@ -56,3 +56,14 @@ type rawReader struct {
 
 // Source names the file the settings come from.
 func (r *rawReader) Source() string { return r.source }
+
+// ReaderOf returns the reader of settings that are RawArgs (see Reader),
+// and nil for none or for typed settings, which need no decoding: the way
+// a vendor's source reads CustomInformer.SourceArgs, as
+// config.DecodeStrict(configapi.ReaderOf(ci.SourceArgs), &settings).
+func ReaderOf(obj runtime.Object) io.Reader {
+	if raw, ok := obj.(*RawArgs); ok {
+		return raw.Reader()
+	}
+	return nil
+}

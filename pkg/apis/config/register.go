@@ -28,6 +28,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&DefaultPreemptionArgs{},
 		&CapacityArgs{},
 		&ReclaimArgs{},
+		&HTTPSourceArgs{},
+		&FileSourceArgs{},
 	)
 	return nil
 }

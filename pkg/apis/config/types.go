@@ -50,10 +50,13 @@ type CustomInformer struct {
 	// Resource says what the informer's objects are, e.g. "Node".
 	Resource string
 	// SourceType is the source kind (the single key under source:, e.g.
-	// http), and SourceArgs its settings, decoded by that source (see
-	// RawArgs); nil when the file gives none.
+	// http), and SourceArgs its settings: for a built-in source with
+	// typed settings (types_sourceargs.go: http, file) its typed object,
+	// decoded, defaulted and validated with the rest of the file; for any
+	// other source a *RawArgs its factory decodes; nil when the file
+	// gives none.
 	SourceType string
-	SourceArgs *RawArgs
+	SourceArgs runtime.Object
 	// ResyncPeriod, when non-zero, re-delivers every object as an update
 	// at that interval.
 	ResyncPeriod metav1.Duration

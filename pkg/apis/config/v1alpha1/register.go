@@ -44,9 +44,19 @@ func pluginArgs() []runtime.Object {
 	}
 }
 
+// sourceArgs are the typed settings of the built-in custom informer
+// sources, each registered as kind <Type>SourceArgs.
+func sourceArgs() []runtime.Object {
+	return []runtime.Object{
+		&HTTPSourceArgs{},
+		&FileSourceArgs{},
+	}
+}
+
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, &SchedulerConfiguration{})
 	scheme.AddKnownTypes(SchemeGroupVersion, pluginArgs()...)
+	scheme.AddKnownTypes(SchemeGroupVersion, sourceArgs()...)
 	scheme.AddKnownTypeWithName(KubeSchedulerGroupVersion.WithKind(KubeSchedulerKind), &SchedulerConfiguration{})
 	return nil
 }

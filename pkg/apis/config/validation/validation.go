@@ -50,6 +50,8 @@ func ValidateSchedulerConfiguration(cfg *config.SchedulerConfiguration) field.Er
 		}
 		if ci.SourceType == "" {
 			errs = append(errs, field.Required(p.Child("source"), "a mapping with exactly one key, the source type (e.g. http)"))
+		} else {
+			errs = append(errs, ValidateSourceArgs(p.Child("source", ci.SourceType), ci.SourceArgs)...)
 		}
 		if ci.ResyncPeriod.Duration < 0 {
 			errs = append(errs, field.Invalid(p.Child("resyncPeriod"), ci.ResyncPeriod.Duration.String(), "must not be negative"))
