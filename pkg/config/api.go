@@ -48,6 +48,7 @@ func decodeAPI(root *yaml.Node) (*configapi.SchedulerConfiguration, []string) {
 		return nil, []string{fmt.Sprintf("line %d: the file decodes to %T, not a scheduler configuration", root.Line, obj)}
 	}
 	problems := typePluginArgs(cfg, root)
+	problems = append(problems, typeHandlerArgs(cfg, root)...)
 	problems = append(problems, typeSourceArgs(cfg, root)...)
 	if len(problems) > 0 {
 		return nil, problems
@@ -110,6 +111,11 @@ func fieldProblems(errs field.ErrorList, root *yaml.Node) []string {
 				plugin = n.Value
 			}
 			out = append(out, fmt.Sprintf("line %d: %s args: %s", line, plugin, argsFieldMessage(m[2], e.Detail)))
+			continue
+		}
+		if msg, ok := handlerFieldProblem(root, e, line); ok {
+			// A built-in handler's typed args, after its name.
+			out = append(out, msg)
 			continue
 		}
 		if msg, ok := sourceFieldProblem(root, e, line); ok {

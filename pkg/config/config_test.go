@@ -18,7 +18,7 @@ type handlerArgs struct {
 const good = `apiVersion: batch-scheduler.io/v1alpha1
 kind: SchedulerConfiguration
 eventHandlers:
-- name: default
+- name: acme
   args:
     dynamicResources:
     - widgets.v1.example.com
@@ -41,11 +41,11 @@ func TestParseGood(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	var a handlerArgs
-	if err := DecodeStrict(f.HandlerArgs("default"), &a); err != nil {
-		t.Fatalf("decoding default args: %v", err)
+	if err := DecodeStrict(f.HandlerArgs("acme"), &a); err != nil {
+		t.Fatalf("decoding acme args: %v", err)
 	}
 	if len(a.DynamicResources) != 1 || a.DynamicResources[0] != "widgets.v1.example.com" || a.Limit != 3 {
-		t.Errorf("default args = %+v", a)
+		t.Errorf("acme args = %+v", a)
 	}
 	var b handlerArgs
 	if err := DecodeStrict(f.HandlerArgs("flow"), &b); err != nil || b.Limit != 7 {
@@ -79,7 +79,7 @@ func TestSectionKeepsFileLines(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	var a handlerArgs
-	err = DecodeStrict(f.HandlerArgs("default"), &a)
+	err = DecodeStrict(f.HandlerArgs("acme"), &a)
 	if err == nil {
 		t.Fatal("expected an unknown-field error")
 	}

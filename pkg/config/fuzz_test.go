@@ -102,7 +102,11 @@ func checkFile(t *testing.T, file *File, data []byte) {
 		}
 		handlers[h.Name] = true
 		checkLine(what, file.Line(fmt.Sprintf("eventHandlers[%d]", i)))
-		checkSection(what, h.Args)
+		if raw, ok := h.Args.(*configapi.RawArgs); ok {
+			checkSection(what, raw)
+		} else if h.Args != nil && !HasTypedHandlerArgs(h.Name) {
+			t.Errorf("%s: args of type %T for a handler without typed args", what, h.Args)
+		}
 		// HandlerArgs hands out a fresh reader every time.
 		if h.Args != nil {
 			if r := file.HandlerArgs(h.Name); r == nil {

@@ -122,6 +122,11 @@ func decodeTypedKind(kind string, node *yaml.Node) (runtime.Object, []argsProble
 				}
 			}
 		}
+		if check := nodeChecks[kind]; check != nil {
+			if problems := check(node); len(problems) > 0 {
+				return nil, problems
+			}
+		}
 		budget := maxJSONNodes
 		v, err := nodeValue(node, &budget)
 		if err != nil {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 
@@ -64,38 +63,7 @@ func DecodeSourceArgs(sourceType string, raw *configapi.RawArgs) (runtime.Object
 	if raw != nil {
 		data, src = raw.YAML, raw.Source
 	}
-	var doc yaml.Node
-	if len(bytes.TrimSpace(data)) > 0 {
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, wrapSource(src, flattenYAMLError(data, err))
-		}
-	}
-	var node *yaml.Node
-	if len(doc.Content) > 0 && !isNull(doc.Content[0]) {
-		node = doc.Content[0]
-	}
-	obj, problems := decodeTypedKind(kind, node)
-	if len(problems) > 0 {
-		msgs := make([]string, len(problems))
-		for i, p := range problems {
-			msgs[i] = p.String()
-		}
-		return nil, wrapSource(src, &DecodeError{Problems: msgs})
-	}
-	if errs := validation.ValidateSourceArgs(nil, obj); len(errs) > 0 {
-		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msg := argsFieldMessage(e.Field, e.Detail)
-			if node != nil {
-				if l := keyLine(node, e.Field); l > 0 {
-					msg = fmt.Sprintf("line %d: %s", l, msg)
-				}
-			}
-			msgs[i] = msg
-		}
-		return nil, wrapSource(src, &DecodeError{Problems: msgs})
-	}
-	return obj, nil
+	return decodeArgsYAML(kind, src, data, validation.ValidateSourceArgs)
 }
 
 // typeSourceArgs decodes the settings of every customInformers entry

@@ -30,6 +30,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ReclaimArgs{},
 		&HTTPSourceArgs{},
 		&FileSourceArgs{},
+		&DefaultHandlerArgs{},
+		&TwoLevelHandlerArgs{},
 	)
 	return nil
 }

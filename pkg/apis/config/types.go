@@ -38,9 +38,12 @@ type SchedulerConfiguration struct {
 // EventHandler is one entry of eventHandlers.
 type EventHandler struct {
 	Name string
-	// Args is the handler's own settings, decoded by its factory (see
-	// RawArgs); nil when the entry has none.
-	Args *RawArgs
+	// Args is the handler's args: for a built-in handler with typed args
+	// (types_handlerargs.go: default, two-level) its typed object,
+	// decoded, defaulted and validated with the rest of the file; for
+	// any other handler a *RawArgs its factory decodes; nil when the
+	// entry has none.
+	Args runtime.Object
 }
 
 // CustomInformer is one entry of customInformers.

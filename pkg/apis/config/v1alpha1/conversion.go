@@ -53,15 +53,22 @@ func rawExtension(in *config.RawArgs, out *runtime.RawExtension) error {
 // handler's args raw, for its factory to decode.
 func Convert_v1alpha1_EventHandler_To_config_EventHandler(in *EventHandler, out *config.EventHandler, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
 	out.Name = in.Name
-	out.Args = rawArgs(&in.Args)
+	out.Args = nil
+	if raw := rawArgs(&in.Args); raw != nil {
+		// pkg/config decodes a built-in handler's args into their type.
+		out.Args = raw
+	}
 	return nil
 }
 
 // Convert_config_EventHandler_To_v1alpha1_EventHandler writes the
-// handler's raw args back.
-func Convert_config_EventHandler_To_v1alpha1_EventHandler(in *config.EventHandler, out *EventHandler, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+// handler's args back.
+func Convert_config_EventHandler_To_v1alpha1_EventHandler(in *config.EventHandler, out *EventHandler, s conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
 	out.Name = in.Name
-	return rawExtension(in.Args, &out.Args)
+	if err := objectExtension(in.Args, &out.Args, s); err != nil {
+		return fmt.Errorf("event handler %s args: %w", in.Name, err)
+	}
+	return nil
 }
 
 // Convert_v1alpha1_CustomInformer_To_config_CustomInformer splits source,
@@ -104,7 +111,7 @@ func Convert_config_CustomInformer_To_v1alpha1_CustomInformer(in *config.CustomI
 }
 
 // objectExtension writes settings that are RawArgs or one of the API's
-// typed objects (a built-in source's) back as JSON, in the file's
+// typed objects (a built-in source's or handler's) back as JSON, in the file's
 // version.
 func objectExtension(in runtime.Object, out *runtime.RawExtension, s conversion.Scope) error {
 	*out = runtime.RawExtension{}
@@ -123,6 +130,18 @@ func objectExtension(in runtime.Object, out *runtime.RawExtension, s conversion.
 	case *config.FileSourceArgs:
 		v := &FileSourceArgs{}
 		if err := Convert_config_FileSourceArgs_To_v1alpha1_FileSourceArgs(a, v, s); err != nil {
+			return err
+		}
+		versioned = v
+	case *config.DefaultHandlerArgs:
+		v := &DefaultHandlerArgs{}
+		if err := Convert_config_DefaultHandlerArgs_To_v1alpha1_DefaultHandlerArgs(a, v, s); err != nil {
+			return err
+		}
+		versioned = v
+	case *config.TwoLevelHandlerArgs:
+		v := &TwoLevelHandlerArgs{}
+		if err := Convert_config_TwoLevelHandlerArgs_To_v1alpha1_TwoLevelHandlerArgs(a, v, s); err != nil {
 			return err
 		}
 		versioned = v

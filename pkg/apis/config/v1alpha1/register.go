@@ -45,11 +45,13 @@ func pluginArgs() []runtime.Object {
 }
 
 // sourceArgs are the typed settings of the built-in custom informer
-// sources, each registered as kind <Type>SourceArgs.
+// sources (kind <Type>SourceArgs) and event handlers.
 func sourceArgs() []runtime.Object {
 	return []runtime.Object{
 		&HTTPSourceArgs{},
 		&FileSourceArgs{},
+		&DefaultHandlerArgs{},
+		&TwoLevelHandlerArgs{},
 	}
 }
 

@@ -38,6 +38,7 @@ func ValidateSchedulerConfiguration(cfg *config.SchedulerConfiguration) field.Er
 	seen := sets.New[string]()
 	for i, h := range cfg.EventHandlers {
 		errs = append(errs, validateName(handlers.Index(i).Child("name"), h.Name, seen, "the name of a registered event handler", nil)...)
+		errs = append(errs, ValidateHandlerArgs(handlers.Index(i).Child("args"), h.Args)...)
 	}
 
 	informers := field.NewPath("customInformers")
