@@ -177,13 +177,13 @@ func NewHandlerArgsReader(args runtime.Object) (io.Reader, error) {
 func DecodeHandlerArgs(handler string, r io.Reader) (runtime.Object, error) {
 	kind, ok := handlerKinds[handler]
 	if t, typed := r.(typedArgs); typed && ok {
-		return completeArgs(kind, t.Args())
+		return completeArgs(kind, t.Args(), validation.ValidateHandlerArgs)
 	}
 	if r == nil {
 		if !ok {
 			return nil, nil
 		}
-		return completeArgs(kind, nil)
+		return completeArgs(kind, nil, validation.ValidateHandlerArgs)
 	}
 	src := ""
 	if s, named := r.(namedSource); named {
@@ -200,10 +200,10 @@ func DecodeHandlerArgs(handler string, r io.Reader) (runtime.Object, error) {
 }
 
 // completeArgs defaults and validates typed args of kind given in code
-// (nil: none), as the file's are.
-func completeArgs(kind string, args runtime.Object) (runtime.Object, error) {
+// (nil: none) with validate, as the file's are.
+func completeArgs(kind string, args runtime.Object, validate func(*field.Path, runtime.Object) field.ErrorList) (runtime.Object, error) {
 	if args == nil {
-		return decodeArgsYAML(kind, "", nil, validation.ValidateHandlerArgs)
+		return decodeArgsYAML(kind, "", nil, validate)
 	}
 	if got := args.GetObjectKind().GroupVersionKind().Kind; got != "" && got != kind {
 		return nil, fmt.Errorf("args of kind %s, want %s", got, kind)
@@ -217,7 +217,7 @@ func completeArgs(kind string, args runtime.Object) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errs := validation.ValidateHandlerArgs(nil, internal); len(errs) > 0 {
+	if errs := validate(nil, internal); len(errs) > 0 {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {
 			msgs[i] = argsFieldMessage(e.Field, e.Detail)

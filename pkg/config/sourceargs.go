@@ -66,6 +66,19 @@ func DecodeSourceArgs(sourceType string, raw *configapi.RawArgs) (runtime.Object
 	return decodeArgsYAML(kind, src, data, validation.ValidateSourceArgs)
 }
 
+// CompleteSourceArgs defaults and validates a built-in source's typed
+// settings built in code (fields left zero take the defaults of the
+// file's version), as the file's are; it returns a defaulted copy. RawArgs
+// and nil are decoded as DecodeSourceArgs does.
+func CompleteSourceArgs(sourceType string, args runtime.Object) (runtime.Object, error) {
+	kind, ok := sourceKinds[sourceType]
+	raw, isRaw := args.(*configapi.RawArgs)
+	if !ok || isRaw || args == nil {
+		return DecodeSourceArgs(sourceType, raw)
+	}
+	return completeArgs(kind, args, validation.ValidateSourceArgs)
+}
+
 // typeSourceArgs decodes the settings of every customInformers entry
 // whose source the API has a type for into that type, defaulted
 // (validation follows with the rest of the file). Each problem is at its

@@ -109,17 +109,14 @@ func newHTTPSource(_ context.Context, ci configapi.CustomInformer, example runti
 	return NewListWatchWithLimits(cfg, gvr, args.Path, timeout, example, Limits{MaxObjectBytes: args.MaxObjectBytes, MaxListBytes: args.MaxListBytes})
 }
 
-// typedSourceArgs returns a built-in source's typed settings: those of
-// the file, which pkg/config has decoded, defaulted and validated, or
-// RawArgs (nil: none) built in code, decoded the same way.
+// typedSourceArgs returns a built-in source's typed settings, defaulted
+// and validated as the file's are: those of the file, typed settings
+// built in code, or RawArgs (nil: none) decoded the same way.
 func typedSourceArgs[T runtime.Object](sourceType string, ci configapi.CustomInformer) (T, error) {
 	var zero T
-	obj := ci.SourceArgs
-	if raw, ok := obj.(*configapi.RawArgs); ok || obj == nil {
-		var err error
-		if obj, err = config.DecodeSourceArgs(sourceType, raw); err != nil {
-			return zero, err
-		}
+	obj, err := config.CompleteSourceArgs(sourceType, ci.SourceArgs)
+	if err != nil {
+		return zero, err
 	}
 	a, ok := obj.(T)
 	if !ok || registry.IsNil(a) {

@@ -58,8 +58,8 @@ type DefaultHandlerArgs struct {
 type OwnerGangs map[string]bool
 
 // OwnerGangKinds are the owner kinds gangs are inferred from, sorted: the
-// OwnerNames of the built-in gang dialects (pkg/dialects, whose tests
-// check the two agree).
+// OwnerNames of the built-in gang dialects (pkg/dialects; the default
+// handler's tests check the two agree).
 var OwnerGangKinds = []string{"Job", "JobSet", "LeaderWorkerSet", "MPIJob", "PyTorchJob", "RayCluster"}
 
 // IsOwnerGangKind reports whether kind is one of OwnerGangKinds.
