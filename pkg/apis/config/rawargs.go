@@ -9,9 +9,10 @@ import (
 )
 
 // RawArgs holds settings the configuration API has no type for: the args
-// of an out-of-tree plugin, an event handler's args and a custom
-// informer source's settings. They are kept as written, for the code that
-// owns them to decode strictly itself (pkg/config.DecodeStrict,
+// of an out-of-tree plugin or of a vendor's event handler, and the
+// settings of a custom informer source other than the built-in http and
+// file ones. They are kept as written, for the code that owns them to
+// decode strictly itself (pkg/config.DecodeStrict,
 // pkg/plugins/pluginutil.DecodeArgs).
 //
 // YAML keeps the file's line and column numbers: pkg/config cuts the
