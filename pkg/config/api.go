@@ -47,7 +47,10 @@ func decodeAPI(root *yaml.Node) (*configapi.SchedulerConfiguration, []string) {
 	if !ok {
 		return nil, []string{fmt.Sprintf("line %d: the file decodes to %T, not a scheduler configuration", root.Line, obj)}
 	}
-	if problems := typePluginArgs(cfg, root); len(problems) > 0 {
+	problems := typePluginArgs(cfg, root)
+	problems = append(problems, typeHandlerArgs(cfg, root)...)
+	problems = append(problems, typeSourceArgs(cfg, root)...)
+	if len(problems) > 0 {
 		return nil, problems
 	}
 	return cfg, fieldProblems(validation.ValidateSchedulerConfiguration(cfg), root)
@@ -84,6 +87,10 @@ func typePluginArgs(cfg *configapi.SchedulerConfiguration, root *yaml.Node) []st
 // argsFieldRE matches the path of a field of a plugin's args.
 var argsFieldRE = regexp.MustCompile(`^(profiles\[\d+\]\.pluginConfig\[\d+\])\.args\.(.+)$`)
 
+// sourceFieldRE matches the path of a field of a custom informer source's
+// typed settings: the entry's index, the source type and the field.
+var sourceFieldRE = regexp.MustCompile(`^customInformers\[(\d+)\]\.source\.([^.]+)\.(.+)$`)
+
 // fieldProblems renders validation errors for a message: each prefixed
 // with the line its field is on.
 func fieldProblems(errs field.ErrorList, root *yaml.Node) []string {
@@ -104,6 +111,17 @@ func fieldProblems(errs field.ErrorList, root *yaml.Node) []string {
 				plugin = n.Value
 			}
 			out = append(out, fmt.Sprintf("line %d: %s args: %s", line, plugin, argsFieldMessage(m[2], e.Detail)))
+			continue
+		}
+		if msg, ok := handlerFieldProblem(root, e, line); ok {
+			// A built-in handler's typed args, after its name.
+			out = append(out, msg)
+			continue
+		}
+		if msg, ok := sourceFieldProblem(root, e, line); ok {
+			// A built-in source's typed settings: worded as the
+			// source's own errors are.
+			out = append(out, msg)
 			continue
 		}
 		msg := fmt.Sprintf("line %d: %s: %s", line, e.Field, e.ErrorBody())

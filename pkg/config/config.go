@@ -31,14 +31,18 @@ type File struct {
 	// API is the file as the configuration API's internal version
 	// (pkg/apis/config), the only configuration types: decoded strictly,
 	// defaulted and validated. The args the API has no type for (event
-	// handlers', custom informer sources', out-of-tree plugins') are
-	// *configapi.RawArgs that keep the file's line numbers.
+	// handlers', custom informer sources other than http and file,
+	// out-of-tree plugins') are *configapi.RawArgs that keep the file's
+	// line numbers.
 	API *configapi.SchedulerConfiguration
 	// Tuning holds the scheduler-wide settings (parallelism, backoffs),
 	// defaulted, read from API.
 	Tuning Tuning
 	// root is the parsed document, for Line.
 	root *yaml.Node
+	// handlerText holds, by eventHandlers index, the text of the typed
+	// args of the built-in handlers, for HandlerArgs.
+	handlerText map[int]*configapi.RawArgs
 }
 
 // Line returns the line in the file of a field named by its path in the
@@ -68,17 +72,28 @@ func (f *File) CustomInformers() []configapi.CustomInformer {
 	return f.API.CustomInformers
 }
 
-// HandlerArgs returns the settings of the named event handler, or nil when
-// the file (or f itself) has none.
+// HandlerArgs returns the args of the named event handler, for its
+// factory, or nil when the file (or f itself) has none. The reader reads
+// them as the file writes them, at the file's lines (a vendor's handler
+// decodes them with DecodeStrict); for a built-in handler with typed args
+// it also holds them typed, which DecodeHandlerArgs returns.
 func (f *File) HandlerArgs(name string) io.Reader {
 	if f == nil || f.API == nil {
 		return nil
 	}
-	for _, h := range f.API.EventHandlers {
-		if h.Name == name && h.Args != nil {
-			// A fresh reader each time.
-			return h.Args.Reader()
+	for i, h := range f.API.EventHandlers {
+		if h.Name != name || h.Args == nil {
+			continue
 		}
+		// A fresh reader each time.
+		if raw, ok := h.Args.(*configapi.RawArgs); ok {
+			return raw.Reader()
+		}
+		text := f.handlerText[i]
+		if text == nil {
+			text = &configapi.RawArgs{}
+		}
+		return &argsReader{Reader: bytes.NewReader(text.YAML), source: text.Source, args: h.Args}
 	}
 	return nil
 }
@@ -332,14 +347,15 @@ func Parse(path string, data []byte) (*File, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))
 	}
-	attachRawArgs(path, data, &doc, api)
-	return &File{Path: path, API: api, Tuning: tuningOf(api), root: root}, nil
+	handlerText := attachRawArgs(path, data, &doc, api)
+	return &File{Path: path, API: api, Tuning: tuningOf(api), root: root, handlerText: handlerText}, nil
 }
 
 // attachRawArgs replaces the raw args of api, which the scheme read as
 // JSON, with their text in the file, cut at the file's own lines, so that
-// the code that decodes them reports positions a user can find.
-func attachRawArgs(path string, data []byte, doc *yaml.Node, api *configapi.SchedulerConfiguration) {
+// the code that decodes them reports positions a user can find. It
+// returns the text of the built-in handlers' typed args, by index.
+func attachRawArgs(path string, data []byte, doc *yaml.Node, api *configapi.SchedulerConfiguration) map[int]*configapi.RawArgs {
 	root := doc.Content[0]
 	section := func(field string) *configapi.RawArgs {
 		n, _ := walkPath(root, field)
@@ -348,15 +364,33 @@ func attachRawArgs(path string, data []byte, doc *yaml.Node, api *configapi.Sche
 		}
 		return configapi.NewRawArgs(path, newSection(path, data, doc, n).Bytes())
 	}
+	handlerText := map[int]*configapi.RawArgs{}
 	for i := range api.EventHandlers {
-		if api.EventHandlers[i].Args != nil {
-			api.EventHandlers[i].Args = section(fmt.Sprintf("eventHandlers[%d].args", i))
+		h := &api.EventHandlers[i]
+		switch h.Args.(type) {
+		case nil:
+		case *configapi.RawArgs:
+			// Not one of the API's typed args: the handler decodes
+			// them.
+			if raw := section(fmt.Sprintf("eventHandlers[%d].args", i)); raw != nil {
+				h.Args = raw
+			} else {
+				h.Args = nil
+			}
+		default:
+			handlerText[i] = section(fmt.Sprintf("eventHandlers[%d].args", i))
 		}
 	}
 	for i := range api.CustomInformers {
 		ci := &api.CustomInformers[i]
-		if ci.SourceArgs != nil {
-			ci.SourceArgs = section(fmt.Sprintf("customInformers[%d].source.%s", i, ci.SourceType))
+		if _, ok := ci.SourceArgs.(*configapi.RawArgs); ok {
+			// Not one of the API's typed settings: the source decodes
+			// them.
+			if raw := section(fmt.Sprintf("customInformers[%d].source.%s", i, ci.SourceType)); raw != nil {
+				ci.SourceArgs = raw
+			} else {
+				ci.SourceArgs = nil
+			}
 		}
 	}
 	for i := range api.Profiles {
@@ -374,6 +408,7 @@ func attachRawArgs(path string, data []byte, doc *yaml.Node, api *configapi.Sche
 			}
 		}
 	}
+	return handlerText
 }
 
 func isNull(n *yaml.Node) bool {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 type handlerArgs struct {
@@ -16,7 +18,7 @@ type handlerArgs struct {
 const good = `apiVersion: batch-scheduler.io/v1alpha1
 kind: SchedulerConfiguration
 eventHandlers:
-- name: default
+- name: acme
   args:
     dynamicResources:
     - widgets.v1.example.com
@@ -39,11 +41,11 @@ func TestParseGood(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	var a handlerArgs
-	if err := DecodeStrict(f.HandlerArgs("default"), &a); err != nil {
-		t.Fatalf("decoding default args: %v", err)
+	if err := DecodeStrict(f.HandlerArgs("acme"), &a); err != nil {
+		t.Fatalf("decoding acme args: %v", err)
 	}
 	if len(a.DynamicResources) != 1 || a.DynamicResources[0] != "widgets.v1.example.com" || a.Limit != 3 {
-		t.Errorf("default args = %+v", a)
+		t.Errorf("acme args = %+v", a)
 	}
 	var b handlerArgs
 	if err := DecodeStrict(f.HandlerArgs("flow"), &b); err != nil || b.Limit != 7 {
@@ -62,11 +64,9 @@ func TestParseGood(t *testing.T) {
 	if ci.Name != "vm-manager" || ci.Resource != "Node" || ci.SourceType != "http" || ci.ResyncPeriod.Duration != 30*time.Second || f.Line("customInformers[0]") != 13 {
 		t.Errorf("custom informer = %+v", ci)
 	}
-	var src struct {
-		URL string `yaml:"url"`
-	}
-	if err := DecodeStrict(ci.SourceArgs.Reader(), &src); err != nil || src.URL != "http://127.0.0.1:8080" {
-		t.Errorf("source args = %+v, %v", src, err)
+	// The http source's settings are typed, defaulted.
+	if src, ok := ci.SourceArgs.(*configapi.HTTPSourceArgs); !ok || src.URL != "http://127.0.0.1:8080" || src.Timeout.Duration != configapi.DefaultHTTPSourceTimeout {
+		t.Errorf("source args = %#v", ci.SourceArgs)
 	}
 }
 
@@ -79,7 +79,7 @@ func TestSectionKeepsFileLines(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	var a handlerArgs
-	err = DecodeStrict(f.HandlerArgs("default"), &a)
+	err = DecodeStrict(f.HandlerArgs("acme"), &a)
 	if err == nil {
 		t.Fatal("expected an unknown-field error")
 	}

@@ -102,7 +102,11 @@ func checkFile(t *testing.T, file *File, data []byte) {
 		}
 		handlers[h.Name] = true
 		checkLine(what, file.Line(fmt.Sprintf("eventHandlers[%d]", i)))
-		checkSection(what, h.Args)
+		if raw, ok := h.Args.(*configapi.RawArgs); ok {
+			checkSection(what, raw)
+		} else if h.Args != nil && !HasTypedHandlerArgs(h.Name) {
+			t.Errorf("%s: args of type %T for a handler without typed args", what, h.Args)
+		}
 		// HandlerArgs hands out a fresh reader every time.
 		if h.Args != nil {
 			if r := file.HandlerArgs(h.Name); r == nil {
@@ -134,7 +138,15 @@ func checkFile(t *testing.T, file *File, data []byte) {
 			t.Errorf("%s: negative resyncPeriod %s accepted", what, ci.ResyncPeriod.Duration)
 		}
 		checkLine(what, file.Line(fmt.Sprintf("customInformers[%d]", i)))
-		checkSection(what+".source."+ci.SourceType, ci.SourceArgs)
+		switch a := ci.SourceArgs.(type) {
+		case *configapi.RawArgs:
+			checkSection(what+".source."+ci.SourceType, a)
+		case nil:
+		default:
+			if !HasTypedSourceArgs(ci.SourceType) {
+				t.Errorf("%s: settings of type %T for an untyped source", what, a)
+			}
+		}
 	}
 
 	profiles := map[string]bool{}

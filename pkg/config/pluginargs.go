@@ -88,7 +88,12 @@ func (p argsProblem) String() string {
 // API has a type for into its internal type, defaulted. Problems are
 // placed at the line of their field under node.
 func decodeTypedArgs(plugin string, node *yaml.Node) (runtime.Object, []argsProblem) {
-	kind := plugin + "Args"
+	return decodeTypedKind(plugin+"Args", node)
+}
+
+// decodeTypedKind decodes the mapping under node (nil: none) into the
+// API's kind, defaulted, as decodeTypedArgs does.
+func decodeTypedKind(kind string, node *yaml.Node) (runtime.Object, []argsProblem) {
 	gvk := v1alpha1.SchemeGroupVersion.WithKind(kind)
 	data := []byte("{}")
 	line := func(path string) int {
@@ -115,6 +120,11 @@ func decodeTypedArgs(plugin string, node *yaml.Node) (runtime.Object, []argsProb
 				if v.Value != kind {
 					return nil, []argsProblem{{k.Line, fmt.Sprintf("kind is %s, want %q (or leave it out)", quote(v.Value), kind)}}
 				}
+			}
+		}
+		if check := nodeChecks[kind]; check != nil {
+			if problems := check(node); len(problems) > 0 {
+				return nil, problems
 			}
 		}
 		budget := maxJSONNodes
@@ -149,9 +159,41 @@ func decodeTypedArgs(plugin string, node *yaml.Node) (runtime.Object, []argsProb
 			}
 			return nil, []argsProblem{{l, fe.Field + " " + fe.Detail}}
 		}
-		return nil, []argsProblem{decodeProblem(err.Error(), line)}
+		p := decodeProblem(err.Error(), line)
+		if m := invalidDurationRE.FindStringSubmatch(err.Error()); m != nil && p.line == 0 && node != nil {
+			// A duration's own reader does not name its field: find the
+			// value in the mapping.
+			if key := keyOfValue(node, m[1]); key != nil {
+				p = argsProblem{key.Line, fmt.Sprintf("%s: %q is not a duration, such as 30s", key.Value, m[1])}
+			}
+		}
+		return nil, []argsProblem{p}
 	}
 	return obj, nil
+}
+
+// invalidDurationRE matches time.ParseDuration's error.
+var invalidDurationRE = regexp.MustCompile(`time: invalid duration "(.*)"`)
+
+// keyOfValue returns the key, in the mappings under node, whose value is
+// the scalar value; nil when there is none.
+func keyOfValue(node *yaml.Node, value string) *yaml.Node {
+	node = resolveAlias(node)
+	if node.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			if v := resolveAlias(node.Content[i+1]); v.Kind == yaml.ScalarNode && v.Value == value {
+				return node.Content[i]
+			}
+		}
+	}
+	for _, c := range node.Content {
+		if c.Kind == yaml.MappingNode || c.Kind == yaml.SequenceNode {
+			if k := keyOfValue(c, value); k != nil {
+				return k
+			}
+		}
+	}
+	return nil
 }
 
 var (

@@ -2,11 +2,9 @@ package custominformer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
-	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 )
 
 // FileSource is the source type that reads a static inventory: a directory
@@ -82,49 +79,31 @@ const FileSource = "file"
 const (
 	// DefaultFilePollInterval is how often the file source re-scans its
 	// directory when pollInterval is not set.
-	DefaultFilePollInterval = 5 * time.Second
+	DefaultFilePollInterval = configapi.DefaultFileSourcePollInterval
 	// MinFilePollInterval is the shortest pollInterval accepted.
-	MinFilePollInterval = 100 * time.Millisecond
+	MinFilePollInterval = configapi.MinFileSourcePollInterval
 )
 
 // FileMaxBytes is the largest manifest file the file source reads.
 const FileMaxBytes = 16 << 20
 
-// FileArgs are the settings of the file source.
-type FileArgs struct {
-	// Directory holds the manifests. Required; it must exist and be a
-	// directory when the informer is built.
-	Directory string `yaml:"directory"`
-	// PollInterval is how often the directory is re-scanned while the
-	// informer watches, besides re-scans on change notifications
-	// (DefaultFilePollInterval if zero, at least MinFilePollInterval).
-	PollInterval time.Duration `yaml:"pollInterval"`
-}
+// FileArgs are the settings of the file source: the configuration API's
+// type (pkg/apis/config), decoded, defaulted and validated by
+// pkg/config.
+type FileArgs = configapi.FileSourceArgs
 
-// validate checks the settings and fills in defaults. Errors name the
+// checkDirectory checks what the settings name on this machine: a
+// directory. It returns the directory's clean path. Errors name the
 // field.
-func (a *FileArgs) validate() error {
-	if a.Directory == "" {
-		return errors.New("directory: required")
-	}
+func checkDirectory(a *FileArgs) (string, error) {
 	fi, err := os.Stat(a.Directory)
 	if err != nil {
-		return fmt.Errorf("directory: %s: %w", a.Directory, unwrapPathError(err))
+		return "", fmt.Errorf("directory: %s: %w", a.Directory, unwrapPathError(err))
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("directory: %s: not a directory", a.Directory)
+		return "", fmt.Errorf("directory: %s: not a directory", a.Directory)
 	}
-	a.Directory = filepath.Clean(a.Directory)
-	switch {
-	case a.PollInterval < 0:
-		return fmt.Errorf("pollInterval: must not be negative, got %s", a.PollInterval)
-	case a.PollInterval == 0:
-		a.PollInterval = DefaultFilePollInterval
-	case a.PollInterval < MinFilePollInterval:
-		return fmt.Errorf("pollInterval: must be at least %s (or unset for %s), got %s",
-			MinFilePollInterval, DefaultFilePollInterval, a.PollInterval)
-	}
-	return nil
+	return filepath.Clean(a.Directory), nil
 }
 
 // fileScopes says, for the types a custom informer can produce, whether
@@ -137,20 +116,19 @@ var fileScopes = map[schema.GroupKind]bool{
 }
 
 func newFileSource(_ context.Context, ci configapi.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
-	var args FileArgs
-	if ci.SourceArgs != nil {
-		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
-			return nil, err
-		}
+	args, err := typedSourceArgs[*FileArgs](FileSource, ci)
+	if err != nil {
+		return nil, err
 	}
-	if err := args.validate(); err != nil {
+	dir, err := checkDirectory(args)
+	if err != nil {
 		return nil, err
 	}
 	gvks, _, err := scheme.ObjectKinds(example)
 	if err != nil {
 		return nil, err
 	}
-	inv, err := newInventory(ci.Name, args, gvks[0], example)
+	inv, err := newInventory(ci.Name, dir, args.PollInterval.Duration, gvks[0], example)
 	if err != nil {
 		return nil, err
 	}

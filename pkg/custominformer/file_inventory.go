@@ -67,7 +67,7 @@ var (
 	_ cache.ListerWatcherWithContext = &inventory{}
 )
 
-func newInventory(informer string, args FileArgs, gvk schema.GroupVersionKind, example runtime.Object) (*inventory, error) {
+func newInventory(informer, dir string, poll time.Duration, gvk schema.GroupVersionKind, example runtime.Object) (*inventory, error) {
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	store, err := resourcemanager.New(resourcemanager.Options{
 		GroupVersionKind: gvk,
@@ -90,8 +90,8 @@ func newInventory(informer string, args FileArgs, gvk schema.GroupVersionKind, e
 	scoped, known := fileScopes[gvk.GroupKind()]
 	return &inventory{
 		informer: informer,
-		dir:      args.Directory,
-		poll:     args.PollInterval,
+		dir:      dir,
+		poll:     poll,
 		gvk:      gvk,
 		example:  example.DeepCopyObject(),
 		decoder: jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme,

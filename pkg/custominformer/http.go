@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +24,7 @@ import (
 	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/registry"
 )
 
 // Source type names registered by this package.
@@ -40,48 +39,17 @@ const (
 
 // DefaultListTimeout bounds one list request when the http source's
 // timeout is not set.
-const DefaultListTimeout = time.Minute
+const DefaultListTimeout = configapi.DefaultHTTPSourceTimeout
 
-// HTTPArgs are the settings of the http source.
-type HTTPArgs struct {
-	// URL is the base URL of the manager (http or https). Required.
-	URL string `yaml:"url"`
-	// Path overrides the resource path, which is otherwise derived from the
-	// resource like an apiserver's: /api/v1/nodes,
-	// /apis/batch-scheduler.io/v1alpha1/grants. It is joined to URL's path.
-	Path string `yaml:"path"`
-	// CAFile is a PEM bundle of the CAs that sign the manager's certificate;
-	// without it the system roots are used.
-	CAFile string `yaml:"caFile"`
-	// CertFile and KeyFile are the client certificate and key, both or
-	// neither.
-	CertFile string `yaml:"certFile"`
-	KeyFile  string `yaml:"keyFile"`
-	// BearerTokenFile holds a token sent as "Authorization: Bearer". The
-	// file is re-read when it changes and after a 401, so a rotated token
-	// is used from the next request on.
-	BearerTokenFile string `yaml:"bearerTokenFile"`
-	// InsecureSkipTLSVerify disables server certificate checks. Discouraged.
-	InsecureSkipTLSVerify bool `yaml:"insecureSkipTLSVerify"`
-	// Timeout bounds one list request (DefaultListTimeout if zero). Watches
-	// are bounded by the reflector's timeoutSeconds instead.
-	Timeout time.Duration `yaml:"timeout"`
-	// QPS and Burst rate-limit requests (client-go defaults if zero).
-	QPS   float32 `yaml:"qps"`
-	Burst int     `yaml:"burst"`
-	// MaxObjectBytes is the largest watch event accepted
-	// (DefaultMaxObjectBytes if zero). A larger one ends the watch with an
-	// error and the informer lists again.
-	MaxObjectBytes int64 `yaml:"maxObjectBytes"`
-	// MaxListBytes is the largest list response accepted
-	// (DefaultMaxListBytes if zero). A larger one fails the list.
-	MaxListBytes int64 `yaml:"maxListBytes"`
-}
+// HTTPArgs are the settings of the http source: the configuration API's
+// type (pkg/apis/config), decoded, defaulted and validated by
+// pkg/config.
+type HTTPArgs = configapi.HTTPSourceArgs
 
 // Size limits of the http source when its settings leave them zero.
 const (
-	DefaultMaxObjectBytes = 4 << 20
-	DefaultMaxListBytes   = 256 << 20
+	DefaultMaxObjectBytes = configapi.DefaultHTTPSourceMaxObjectBytes
+	DefaultMaxListBytes   = configapi.DefaultHTTPSourceMaxListBytes
 )
 
 // KubeconfigArgs are the settings of the kubeconfig source. A user token
@@ -122,13 +90,11 @@ func gvrFor(ci configapi.CustomInformer) (schema.GroupVersionResource, error) {
 }
 
 func newHTTPSource(_ context.Context, ci configapi.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
-	var args HTTPArgs
-	if ci.SourceArgs != nil {
-		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
-			return nil, err
-		}
+	args, err := typedSourceArgs[*HTTPArgs](HTTPSource, ci)
+	if err != nil {
+		return nil, err
 	}
-	cfg, err := args.restConfig()
+	cfg, err := restConfig(args)
 	if err != nil {
 		return nil, err
 	}
@@ -136,55 +102,35 @@ func newHTTPSource(_ context.Context, ci configapi.CustomInformer, example runti
 	if err != nil {
 		return nil, err
 	}
-	timeout := args.Timeout
+	timeout := args.Timeout.Duration
 	if timeout == 0 {
 		timeout = DefaultListTimeout
 	}
 	return NewListWatchWithLimits(cfg, gvr, args.Path, timeout, example, Limits{MaxObjectBytes: args.MaxObjectBytes, MaxListBytes: args.MaxListBytes})
 }
 
-// restConfig validates the args and turns them into a rest.Config. Errors
-// name the offending field.
-func (a HTTPArgs) restConfig() (*rest.Config, error) {
-	if a.URL == "" {
-		return nil, errors.New("url: required")
-	}
-	u, err := url.Parse(a.URL)
+// typedSourceArgs returns a built-in source's typed settings, defaulted
+// and validated as the file's are: those of the file, typed settings
+// built in code, or RawArgs (nil: none) decoded the same way.
+func typedSourceArgs[T runtime.Object](sourceType string, ci configapi.CustomInformer) (T, error) {
+	var zero T
+	obj, err := config.CompleteSourceArgs(sourceType, ci.SourceArgs)
 	if err != nil {
-		return nil, fmt.Errorf("url: %w", err)
+		return zero, err
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("url: must be http(s), not %q", a.URL)
+	a, ok := obj.(T)
+	if !ok || registry.IsNil(a) {
+		return zero, fmt.Errorf("settings of type %T, want %T", ci.SourceArgs, zero)
 	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("url: %q has no host", a.URL)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("url: %q must not have a query or fragment", a.URL)
-	}
-	if a.Path != "" && !strings.HasPrefix(a.Path, "/") {
-		return nil, fmt.Errorf("path: %q must start with /", a.Path)
-	}
-	if a.Timeout < 0 {
-		return nil, fmt.Errorf("timeout: must not be negative")
-	}
-	if err := checkRate(a.QPS, a.Burst); err != nil {
-		return nil, err
-	}
-	if a.MaxObjectBytes < 0 {
-		return nil, errors.New("maxObjectBytes: must not be negative")
-	}
-	if a.MaxListBytes < 0 {
-		return nil, errors.New("maxListBytes: must not be negative")
-	}
-	cfg := &rest.Config{Host: a.URL, QPS: a.QPS, Burst: a.Burst}
-	if u.Scheme == "http" && (a.CAFile != "" || a.CertFile != "" || a.InsecureSkipTLSVerify) {
-		return nil, errors.New("caFile, certFile, keyFile and insecureSkipTLSVerify need an https url")
-	}
+	return a, nil
+}
+
+// restConfig turns the settings, validated, into a rest.Config, checking
+// what they name on this machine: the CA bundle, the client certificate
+// and the token file. Errors name the offending field.
+func restConfig(a *HTTPArgs) (*rest.Config, error) {
+	cfg := &rest.Config{Host: a.URL, QPS: a.QPS, Burst: int(a.Burst)}
 	if a.CAFile != "" {
-		if a.InsecureSkipTLSVerify {
-			return nil, errors.New("insecureSkipTLSVerify: cannot be used with caFile")
-		}
 		pem, err := os.ReadFile(a.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("caFile: reading %s: %w", a.CAFile, unwrapPathError(err))
@@ -194,12 +140,7 @@ func (a HTTPArgs) restConfig() (*rest.Config, error) {
 		}
 		cfg.TLSClientConfig.CAFile = a.CAFile
 	}
-	switch {
-	case a.CertFile != "" && a.KeyFile == "":
-		return nil, errors.New("keyFile: required with certFile")
-	case a.CertFile == "" && a.KeyFile != "":
-		return nil, errors.New("certFile: required with keyFile")
-	case a.CertFile != "":
+	if a.CertFile != "" {
 		if _, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile); err != nil {
 			return nil, fmt.Errorf("certFile/keyFile: %w", err)
 		}
@@ -241,7 +182,11 @@ func checkRate(qps float32, burst int) error {
 func newKubeconfigSource(_ context.Context, ci configapi.CustomInformer, example runtime.Object) (cache.ListerWatcher, error) {
 	var args KubeconfigArgs
 	if ci.SourceArgs != nil {
-		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
+		raw, ok := ci.SourceArgs.(*configapi.RawArgs)
+		if !ok {
+			return nil, fmt.Errorf("settings of type %T, want raw settings", ci.SourceArgs)
+		}
+		if err := config.DecodeStrict(raw.Reader(), &args); err != nil {
 			return nil, err
 		}
 	}

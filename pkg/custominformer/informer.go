@@ -95,8 +95,11 @@ var unregisteredMetrics = sync.OnceValue(func() *Metrics {
 })
 
 // SourceFactory builds the ListerWatcher of one custom informer from its
-// configuration entry (ci.SourceArgs holds the source's own settings, raw:
-// decode them with config.DecodeStrict(ci.SourceArgs.Reader(), ...)). example is a zero object of the
+// configuration entry. ci.SourceArgs holds the source's own settings:
+// for a vendor's source a *configapi.RawArgs to decode with
+// config.DecodeStrict(configapi.ReaderOf(ci.SourceArgs), ...); the built-in http and file
+// sources get their typed settings (configapi.HTTPSourceArgs,
+// FileSourceArgs), or RawArgs from callers that build an entry in code. example is a zero object of the
 // informer's type, for decoding. ctx bounds set-up work only.
 type SourceFactory func(ctx context.Context, ci configapi.CustomInformer, example runtime.Object) (cache.ListerWatcher, error)
 

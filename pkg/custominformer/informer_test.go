@@ -33,7 +33,7 @@ func TestBuildRunsInformerFromRegisteredSource(t *testing.T) {
 		var args struct {
 			Token string `yaml:"token"`
 		}
-		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
+		if err := config.DecodeStrict(configapi.ReaderOf(ci.SourceArgs), &args); err != nil {
 			return nil, err
 		}
 		gotArgs = args.Token
@@ -135,5 +135,39 @@ func TestRegisterSourcePanics(t *testing.T) {
 	}
 	if !GlobalSourceRegistry().Has("dup-" + t.Name()) {
 		t.Error("first registration was lost")
+	}
+}
+
+// pkg/config types the settings of the built-in sources under the names
+// they register, and the sources take what Parse typed.
+func TestSourceSettingsFromTheFile(t *testing.T) {
+	for _, s := range []string{HTTPSource, FileSource} {
+		if !config.HasTypedSourceArgs(s) {
+			t.Errorf("pkg/config has no typed settings for source %q", s)
+		}
+	}
+	if config.HasTypedSourceArgs(KubeconfigSource) {
+		t.Errorf("source %q is typed; its factory reads raw settings", KubeconfigSource)
+	}
+	dir := t.TempDir()
+	f, err := config.Parse("c.yaml", []byte("apiVersion: batch-scheduler.io/v1alpha1\nkind: SchedulerConfiguration\ncustomInformers:\n- name: inv\n  resource: Node\n  source:\n    file: {directory: "+dir+", pollInterval: 300ms}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := f.CustomInformers()[0]
+	if _, ok := ci.SourceArgs.(*configapi.FileSourceArgs); !ok {
+		t.Fatalf("settings = %T, want typed", ci.SourceArgs)
+	}
+	b, err := Build(t.Context(), NewInTreeSourceRegistry(), "c.yaml", 4, ci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv, ok := b.ListerWatcher.(*inventory); !ok || inv.poll != 300*time.Millisecond || inv.dir != dir {
+		t.Errorf("file source = %#v", b.ListerWatcher)
+	}
+	// A directory that is gone is the source's to find, when it is built.
+	ci.SourceArgs = &configapi.FileSourceArgs{Directory: dir + "/gone"}
+	if _, err := Build(t.Context(), NewInTreeSourceRegistry(), "c.yaml", 4, ci); err == nil || !strings.Contains(err.Error(), "directory: "+dir+"/gone") {
+		t.Errorf("Build with a missing directory: %v", err)
 	}
 }

@@ -18,7 +18,10 @@ import (
 //   - config is the handler's own section of the --config-path file, as
 //     YAML, or nil when the file has none. Decode it with
 //     config.DecodeStrict so that an unknown field is an error that names
-//     the file and line.
+//     the file and line. For a built-in handler whose args the
+//     configuration API types (default, two-level) the reader also holds
+//     them typed, as the file's loading decoded and validated them, and
+//     its factory reads them with config.DecodeHandlerArgs.
 //   - restConfig reaches the cluster, for handlers that need a client of
 //     their own. It may be nil in tests.
 //

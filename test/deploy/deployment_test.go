@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 )
@@ -211,7 +212,7 @@ func TestConfigMap(t *testing.T) {
 			inCluster++
 		}
 		var args custominformer.KubeconfigArgs
-		if err := config.DecodeStrict(ci.SourceArgs.Reader(), &args); err != nil {
+		if err := config.DecodeStrict(configapi.ReaderOf(ci.SourceArgs), &args); err != nil {
 			t.Fatalf("custom informer %s: %v", ci.Name, err)
 		}
 		kcKey, ok := strings.CutPrefix(args.Kubeconfig, mountDir+"/")

@@ -112,7 +112,7 @@ func TestCommandExitCodes(t *testing.T) {
 			stderr: []string{"config.yaml", "line 3", "eventHandler"}, oneLiner: true},
 		{name: "handler rejects its args", args: []string{master, "--config-path",
 			writeFile(t, header+"eventHandlers:\n- name: default\n  args:\n    dynamicResources: [widgets]\n")}, code: 2,
-			stderr: []string{`initializing event handler "default"`, "widgets"}, oneLiner: true},
+			stderr: []string{"line 6: default handler args: dynamicResources[0]", "widgets"}, oneLiner: true},
 		{name: "failing factory", args: []string{master, "--event-handler", "acme"},
 			opts: []Option{WithEventHandler("acme", failingFactory)}, code: 2,
 			stderr: []string{`initializing event handler "acme"`, "license key missing"}, oneLiner: true},

@@ -18,7 +18,9 @@ import (
 
 // /configz shows the flags' settings, every profile's plugins as
 // resolved (the file's changes to the default profile applied), the
-// file's plugin, handler and source args, and hides inline credentials.
+// file's plugin, handler and source args, and hides inline credentials
+// (of a vendor's source: the http source's typed settings have no inline
+// credential).
 func TestConfigz(t *testing.T) {
 	const file = `apiVersion: batch-scheduler.io/v1alpha1
 kind: SchedulerConfiguration
@@ -33,7 +35,7 @@ customInformers:
 - name: vms
   resource: ExternalWorkload
   source:
-    http:
+    acme:
       url: http://127.0.0.1:1/vms
       bearerTokenFile: /var/run/token
       token: s3cr3t

@@ -9,9 +9,10 @@ import (
 )
 
 // RawArgs holds settings the configuration API has no type for: the args
-// of an out-of-tree plugin, an event handler's args and a custom
-// informer source's settings. They are kept as written, for the code that
-// owns them to decode strictly itself (pkg/config.DecodeStrict,
+// of an out-of-tree plugin or of a vendor's event handler, and the
+// settings of a custom informer source other than the built-in http and
+// file ones. They are kept as written, for the code that owns them to
+// decode strictly itself (pkg/config.DecodeStrict,
 // pkg/plugins/pluginutil.DecodeArgs).
 //
 // YAML keeps the file's line and column numbers: pkg/config cuts the
@@ -56,3 +57,14 @@ type rawReader struct {
 
 // Source names the file the settings come from.
 func (r *rawReader) Source() string { return r.source }
+
+// ReaderOf returns the reader of settings that are RawArgs (see Reader),
+// and nil for none or for typed settings, which need no decoding: the way
+// a vendor's source reads CustomInformer.SourceArgs, as
+// config.DecodeStrict(configapi.ReaderOf(ci.SourceArgs), &settings).
+func ReaderOf(obj runtime.Object) io.Reader {
+	if raw, ok := obj.(*RawArgs); ok {
+		return raw.Reader()
+	}
+	return nil
+}

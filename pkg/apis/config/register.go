@@ -28,6 +28,10 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&DefaultPreemptionArgs{},
 		&CapacityArgs{},
 		&ReclaimArgs{},
+		&HTTPSourceArgs{},
+		&FileSourceArgs{},
+		&DefaultHandlerArgs{},
+		&TwoLevelHandlerArgs{},
 	)
 	return nil
 }

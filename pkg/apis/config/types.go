@@ -38,9 +38,12 @@ type SchedulerConfiguration struct {
 // EventHandler is one entry of eventHandlers.
 type EventHandler struct {
 	Name string
-	// Args is the handler's own settings, decoded by its factory (see
-	// RawArgs); nil when the entry has none.
-	Args *RawArgs
+	// Args is the handler's args: for a built-in handler with typed args
+	// (types_handlerargs.go: default, two-level) its typed object,
+	// decoded, defaulted and validated with the rest of the file; for
+	// any other handler a *RawArgs its factory decodes; nil when the
+	// entry has none.
+	Args runtime.Object
 }
 
 // CustomInformer is one entry of customInformers.
@@ -50,10 +53,13 @@ type CustomInformer struct {
 	// Resource says what the informer's objects are, e.g. "Node".
 	Resource string
 	// SourceType is the source kind (the single key under source:, e.g.
-	// http), and SourceArgs its settings, decoded by that source (see
-	// RawArgs); nil when the file gives none.
+	// http), and SourceArgs its settings: for a built-in source with
+	// typed settings (types_sourceargs.go: http, file) its typed object,
+	// decoded, defaulted and validated with the rest of the file; for any
+	// other source a *RawArgs its factory decodes; nil when the file
+	// gives none.
 	SourceType string
-	SourceArgs *RawArgs
+	SourceArgs runtime.Object
 	// ResyncPeriod, when non-zero, re-delivers every object as an update
 	// at that interval.
 	ResyncPeriod metav1.Duration

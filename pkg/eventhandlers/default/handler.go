@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
@@ -27,36 +28,11 @@ import (
 // --event-handler that selects it.
 const Name = "default"
 
-// Args is the handler's section of the configuration file.
-type Args struct {
-	// DynamicResources lists resources, as "<plural>.<version>.<group>"
-	// (e.g. "widgets.v1alpha1.example.com"), that the cache watches with
-	// dynamic informers. Each of their events raises a cluster event.
-	DynamicResources []string `yaml:"dynamicResources"`
-	// ExternalWorkloadNodeLabel, when set, names a label on
-	// ExternalWorkload objects whose value is the name of the node the
-	// workload's usage is accounted to. Workloads without the label (or
-	// with an empty value) fall back to spec.nodeName. Empty (the default):
-	// spec.nodeName only.
-	ExternalWorkloadNodeLabel string `yaml:"externalWorkloadNodeLabel"`
-	// DisableGangDialects stops the handler from watching the objects of
-	// the gang dialects (native, scheduler-plugins and Volcano PodGroups,
-	// opted-in Jobs; see docs/scheduling.md). By default each one the API
-	// server serves is watched (found by discovery at start-up and
-	// periodically after).
-	DisableGangDialects bool `yaml:"disableGangDialects"`
-	// OwnerGangs turns the inference of gangs from pods' owners on or off
-	// per owner kind (Job, RayCluster, JobSet, LeaderWorkerSet, MPIJob,
-	// PyTorchJob); every kind is on by default, and watched where the API
-	// server serves it. A pod that names its gang explicitly (any gang
-	// dialect) is never in an inferred gang. See docs/scheduling.md,
-	// "Gangs inferred from the owner".
-	OwnerGangs OwnerGangs `yaml:"ownerGangs"`
-	// DisableQueues stops the handler from watching queues (the
-	// project's Queues and Volcano's; see docs/queues.md). By default each
-	// one the API server serves is watched.
-	DisableQueues bool `yaml:"disableQueues"`
-}
+// Args are the handler's args: the configuration API's type
+// (pkg/apis/config), which pkg/config decodes, defaults and validates from
+// the file's eventHandlers entry. Its YAML names let an embedder inline
+// these fields in a section it decodes itself.
+type Args = configapi.DefaultHandlerArgs
 
 // Policy changes how the handler treats nodes, pods and external
 // workloads, in one place that every event path obeys: add, both versions
@@ -162,15 +138,18 @@ func Factory(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest
 	return h, nil
 }
 
-// New builds the default handler from its configuration section cfg, which
-// is decoded strictly into Args; a nil cfg means defaults. c must not be nil.
-// With rc, unless Args.DisableGangDialects, the API server is asked which
-// gang dialects it serves (see WithGangDialects). ctx is not used.
+// New builds the default handler from its args cfg: the reader
+// config.File.HandlerArgs or config.NewHandlerArgsReader gives, which
+// holds them typed, or YAML, decoded strictly into Args as the file is
+// (config.DecodeHandlerArgs); a nil cfg means defaults. c must not be
+// nil. With rc, unless Args.DisableGangDialects, the API server is asked
+// which gang dialects it serves (see WithGangDialects). ctx is not used.
 func New(_ context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config, opts ...Option) (*Handler, error) {
-	var args Args
-	if err := config.DecodeStrict(cfg, &args); err != nil {
+	obj, err := config.DecodeHandlerArgs(Name, cfg)
+	if err != nil {
 		return nil, fmt.Errorf("decoding config: %w", err)
 	}
+	args := *obj.(*Args)
 	if rc != nil && !args.DisableGangDialects {
 		opts = append([]Option{WithGangDialects(rc)}, opts...)
 	}
@@ -216,7 +195,7 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	if err := h.dialects.Validate(); err != nil {
 		return nil, fmt.Errorf("gang dialects: %w", err)
 	}
-	owners, err := args.OwnerGangs.ownerKinds(h.dialects)
+	owners, err := ownerKinds(args.OwnerGangs, h.dialects)
 	if err != nil {
 		return nil, err
 	}

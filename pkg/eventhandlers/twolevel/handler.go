@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
@@ -27,30 +28,11 @@ const Name = "two-level"
 // grant this scheduler's pods exceed.
 const DefaultCheckInterval = time.Second
 
-// Args is the handler's section of the configuration file.
-type Args struct {
-	// Framework is the name the allocator grants capacity to; grants
-	// whose spec.framework differs are ignored. Required; a DNS label.
-	Framework string `yaml:"framework"`
-	// EvictOnRevoke makes the handler evict this scheduler's pods above a
-	// shrunken grant through the Eviction API: whole gangs at a time, never
-	// one below its quorum, lowest priority first (see the package
-	// documentation).
-	EvictOnRevoke bool `yaml:"evictOnRevoke"`
-	// Args are the default handler's arguments.
-	defaulthandler.Args `yaml:",inline"`
-}
-
-// Validate reports the first thing wrong in a.
-func (a *Args) Validate() error {
-	if a.Framework == "" {
-		return errors.New("framework: required (the framework name grants are issued to)")
-	}
-	if errs := validation.IsDNS1123Label(a.Framework); len(errs) > 0 {
-		return fmt.Errorf("framework %q: %s", a.Framework, errs[0])
-	}
-	return nil
-}
+// Args are the handler's args: the configuration API's type
+// (pkg/apis/config), its own fields and the default handler's inline,
+// which pkg/config decodes, defaults and validates from the file's
+// eventHandlers entry.
+type Args = configapi.TwoLevelHandlerArgs
 
 // Handler is the two-level handler. Build it with New.
 type Handler struct {
@@ -109,10 +91,11 @@ func WithDefaultOptions(opts ...defaulthandler.Option) Option {
 
 // Factory is the handler's eventhandlers.Factory.
 func Factory(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest.Config) (eventhandlers.Interface, error) {
-	var args Args
-	if err := config.DecodeStrict(cfg, &args); err != nil {
+	obj, err := config.DecodeHandlerArgs(Name, cfg)
+	if err != nil {
 		return nil, fmt.Errorf("decoding config: %w", err)
 	}
+	args := *obj.(*Args)
 	var opts []Option
 	if rc != nil {
 		client, err := kubernetes.NewForConfig(rc)
@@ -128,13 +111,25 @@ func Factory(ctx context.Context, c eventhandlers.Cache, cfg io.Reader, rc *rest
 	return h, nil
 }
 
+// validateArgs checks args built in code, which the configuration file's
+// validation has not seen: the framework. Errors name the field.
+func validateArgs(a *Args) error {
+	if a.Framework == "" {
+		return errors.New("framework: required (the framework name grants are issued to)")
+	}
+	if errs := validation.IsDNS1123Label(a.Framework); len(errs) > 0 {
+		return fmt.Errorf("framework %q: %s", a.Framework, errs[0])
+	}
+	return nil
+}
+
 // New builds the handler and makes the cache require caps: until a grant
 // arrives, no node has room for this scheduler.
 func New(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, error) {
 	if c == nil {
 		return nil, errors.New("no cache given")
 	}
-	if err := args.Validate(); err != nil {
+	if err := validateArgs(&args); err != nil {
 		return nil, err
 	}
 	h := &Handler{
@@ -155,7 +150,7 @@ func New(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, error) {
 	if h.checkInterval <= 0 {
 		return nil, fmt.Errorf("check interval %v: must be positive", h.checkInterval)
 	}
-	d, err := defaulthandler.NewWithArgs(c, args.Args, h.defaultOpts...)
+	d, err := defaulthandler.NewWithArgs(c, args.DefaultHandlerArgs, h.defaultOpts...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package twolevel
 
 import (
 	"context"
+	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"strings"
 	"sync"
 	"testing"
@@ -258,5 +259,28 @@ func TestEvictOnRevoke(t *testing.T) {
 	defer mu.Unlock()
 	if strings.Join(evicted, ",") != "low-new,low-old" {
 		t.Errorf("evicted %v, want low-new then low-old and nothing else", evicted)
+	}
+}
+
+// The configuration API types the handler's args under the name it
+// registers; the factory takes the args Parse typed.
+func TestArgsFromTheFile(t *testing.T) {
+	if !config.HasTypedHandlerArgs(Name) {
+		t.Fatalf("pkg/config has no typed args for handler %q", Name)
+	}
+	f, err := config.Parse("c.yaml", []byte("apiVersion: batch-scheduler.io/v1alpha1\nkind: SchedulerConfiguration\neventHandlers:\n- name: two-level\n  args: {framework: batch, evictOnRevoke: true, dynamicResources: [w.v1.example.com]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.New(cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Factory(t.Context(), c, f.HandlerArgs(Name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.(*Handler); got.Framework() != "batch" || !got.evict || len(got.DynamicResources()) != 1 {
+		t.Errorf("handler = framework %q, evict %v, dynamic resources %v", got.Framework(), got.evict, got.DynamicResources())
 	}
 }

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/conversion"
@@ -52,15 +53,22 @@ func rawExtension(in *config.RawArgs, out *runtime.RawExtension) error {
 // handler's args raw, for its factory to decode.
 func Convert_v1alpha1_EventHandler_To_config_EventHandler(in *EventHandler, out *config.EventHandler, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
 	out.Name = in.Name
-	out.Args = rawArgs(&in.Args)
+	out.Args = nil
+	if raw := rawArgs(&in.Args); raw != nil {
+		// pkg/config decodes a built-in handler's args into their type.
+		out.Args = raw
+	}
 	return nil
 }
 
 // Convert_config_EventHandler_To_v1alpha1_EventHandler writes the
-// handler's raw args back.
-func Convert_config_EventHandler_To_v1alpha1_EventHandler(in *config.EventHandler, out *EventHandler, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+// handler's args back.
+func Convert_config_EventHandler_To_v1alpha1_EventHandler(in *config.EventHandler, out *EventHandler, s conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
 	out.Name = in.Name
-	return rawExtension(in.Args, &out.Args)
+	if err := objectExtension(in.Args, &out.Args, s); err != nil {
+		return fmt.Errorf("event handler %s args: %w", in.Name, err)
+	}
+	return nil
 }
 
 // Convert_v1alpha1_CustomInformer_To_config_CustomInformer splits source,
@@ -75,7 +83,11 @@ func Convert_v1alpha1_CustomInformer_To_config_CustomInformer(in *CustomInformer
 	if len(in.Source) == 1 {
 		for typ, args := range in.Source {
 			out.SourceType = typ
-			out.SourceArgs = rawArgs(&args)
+			if raw := rawArgs(&args); raw != nil {
+				// pkg/config decodes a built-in source's settings into
+				// their type.
+				out.SourceArgs = raw
+			}
 		}
 	}
 	return nil
@@ -83,18 +95,64 @@ func Convert_v1alpha1_CustomInformer_To_config_CustomInformer(in *CustomInformer
 
 // Convert_config_CustomInformer_To_v1alpha1_CustomInformer joins the
 // source type and its settings into source.
-func Convert_config_CustomInformer_To_v1alpha1_CustomInformer(in *config.CustomInformer, out *CustomInformer, _ conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
+func Convert_config_CustomInformer_To_v1alpha1_CustomInformer(in *config.CustomInformer, out *CustomInformer, s conversion.Scope) error { //nolint:revive // the name conversion-gen looks for
 	out.Name = in.Name
 	out.Resource = in.Resource
 	out.ResyncPeriod = in.ResyncPeriod
 	out.Source = nil
 	if in.SourceType != "" {
 		var args runtime.RawExtension
-		if err := rawExtension(in.SourceArgs, &args); err != nil {
-			return err
+		if err := objectExtension(in.SourceArgs, &args, s); err != nil {
+			return fmt.Errorf("source %s: %w", in.SourceType, err)
 		}
 		out.Source = map[string]runtime.RawExtension{in.SourceType: args}
 	}
+	return nil
+}
+
+// objectExtension writes settings that are RawArgs or one of the API's
+// typed objects (a built-in source's or handler's) back as JSON, in the file's
+// version.
+func objectExtension(in runtime.Object, out *runtime.RawExtension, s conversion.Scope) error {
+	*out = runtime.RawExtension{}
+	var versioned any
+	switch a := in.(type) {
+	case nil:
+		return nil
+	case *config.RawArgs:
+		return rawExtension(a, out)
+	case *config.HTTPSourceArgs:
+		v := &HTTPSourceArgs{}
+		if err := Convert_config_HTTPSourceArgs_To_v1alpha1_HTTPSourceArgs(a, v, s); err != nil {
+			return err
+		}
+		versioned = v
+	case *config.FileSourceArgs:
+		v := &FileSourceArgs{}
+		if err := Convert_config_FileSourceArgs_To_v1alpha1_FileSourceArgs(a, v, s); err != nil {
+			return err
+		}
+		versioned = v
+	case *config.DefaultHandlerArgs:
+		v := &DefaultHandlerArgs{}
+		if err := Convert_config_DefaultHandlerArgs_To_v1alpha1_DefaultHandlerArgs(a, v, s); err != nil {
+			return err
+		}
+		versioned = v
+	case *config.TwoLevelHandlerArgs:
+		v := &TwoLevelHandlerArgs{}
+		if err := Convert_config_TwoLevelHandlerArgs_To_v1alpha1_TwoLevelHandlerArgs(a, v, s); err != nil {
+			return err
+		}
+		versioned = v
+	default:
+		return fmt.Errorf("settings of type %T have no version to write", in)
+	}
+	data, err := json.Marshal(versioned)
+	if err != nil {
+		return err
+	}
+	out.Raw = data
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 )
 
 // Defaults of the scheduler-wide settings; they match those of the
@@ -140,5 +142,27 @@ func SetDefaults_CapacityArgs(obj *CapacityArgs) { //nolint:revive // the name d
 func SetDefaults_ReclaimArgs(obj *ReclaimArgs) { //nolint:revive // the name defaulter-gen looks for
 	if obj.Below == "" {
 		obj.Below = DefaultReclaimBelow
+	}
+}
+
+// SetDefaults_HTTPSourceArgs fills in the list timeout and the size
+// limits; a value of 0 takes the default too, as it always has.
+func SetDefaults_HTTPSourceArgs(obj *HTTPSourceArgs) { //nolint:revive // the name defaulter-gen looks for
+	if obj.Timeout == nil || obj.Timeout.Duration == 0 {
+		obj.Timeout = &metav1.Duration{Duration: config.DefaultHTTPSourceTimeout}
+	}
+	if obj.MaxObjectBytes == 0 {
+		obj.MaxObjectBytes = config.DefaultHTTPSourceMaxObjectBytes
+	}
+	if obj.MaxListBytes == 0 {
+		obj.MaxListBytes = config.DefaultHTTPSourceMaxListBytes
+	}
+}
+
+// SetDefaults_FileSourceArgs fills in the poll interval; 0 takes the
+// default too.
+func SetDefaults_FileSourceArgs(obj *FileSourceArgs) { //nolint:revive // the name defaulter-gen looks for
+	if obj.PollInterval == nil || obj.PollInterval.Duration == 0 {
+		obj.PollInterval = &metav1.Duration{Duration: config.DefaultFileSourcePollInterval}
 	}
 }

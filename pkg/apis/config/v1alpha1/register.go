@@ -44,9 +44,21 @@ func pluginArgs() []runtime.Object {
 	}
 }
 
+// sourceArgs are the typed settings of the built-in custom informer
+// sources (kind <Type>SourceArgs) and event handlers.
+func sourceArgs() []runtime.Object {
+	return []runtime.Object{
+		&HTTPSourceArgs{},
+		&FileSourceArgs{},
+		&DefaultHandlerArgs{},
+		&TwoLevelHandlerArgs{},
+	}
+}
+
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, &SchedulerConfiguration{})
 	scheme.AddKnownTypes(SchemeGroupVersion, pluginArgs()...)
+	scheme.AddKnownTypes(SchemeGroupVersion, sourceArgs()...)
 	scheme.AddKnownTypeWithName(KubeSchedulerGroupVersion.WithKind(KubeSchedulerKind), &SchedulerConfiguration{})
 	return nil
 }

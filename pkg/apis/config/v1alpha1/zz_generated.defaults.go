@@ -31,6 +31,8 @@ import (
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&CapacityArgs{}, func(obj interface{}) { SetObjectDefaults_CapacityArgs(obj.(*CapacityArgs)) })
 	scheme.AddTypeDefaultingFunc(&DefaultPreemptionArgs{}, func(obj interface{}) { SetObjectDefaults_DefaultPreemptionArgs(obj.(*DefaultPreemptionArgs)) })
+	scheme.AddTypeDefaultingFunc(&FileSourceArgs{}, func(obj interface{}) { SetObjectDefaults_FileSourceArgs(obj.(*FileSourceArgs)) })
+	scheme.AddTypeDefaultingFunc(&HTTPSourceArgs{}, func(obj interface{}) { SetObjectDefaults_HTTPSourceArgs(obj.(*HTTPSourceArgs)) })
 	scheme.AddTypeDefaultingFunc(&NodeLedgerArgs{}, func(obj interface{}) { SetObjectDefaults_NodeLedgerArgs(obj.(*NodeLedgerArgs)) })
 	scheme.AddTypeDefaultingFunc(&NodeResourcesFitArgs{}, func(obj interface{}) { SetObjectDefaults_NodeResourcesFitArgs(obj.(*NodeResourcesFitArgs)) })
 	scheme.AddTypeDefaultingFunc(&ReclaimArgs{}, func(obj interface{}) { SetObjectDefaults_ReclaimArgs(obj.(*ReclaimArgs)) })
@@ -45,6 +47,14 @@ func SetObjectDefaults_CapacityArgs(in *CapacityArgs) {
 
 func SetObjectDefaults_DefaultPreemptionArgs(in *DefaultPreemptionArgs) {
 	SetDefaults_DefaultPreemptionArgs(in)
+}
+
+func SetObjectDefaults_FileSourceArgs(in *FileSourceArgs) {
+	SetDefaults_FileSourceArgs(in)
+}
+
+func SetObjectDefaults_HTTPSourceArgs(in *HTTPSourceArgs) {
+	SetDefaults_HTTPSourceArgs(in)
 }
 
 func SetObjectDefaults_NodeLedgerArgs(in *NodeLedgerArgs) {

@@ -38,6 +38,7 @@ func ValidateSchedulerConfiguration(cfg *config.SchedulerConfiguration) field.Er
 	seen := sets.New[string]()
 	for i, h := range cfg.EventHandlers {
 		errs = append(errs, validateName(handlers.Index(i).Child("name"), h.Name, seen, "the name of a registered event handler", nil)...)
+		errs = append(errs, ValidateHandlerArgs(handlers.Index(i).Child("args"), h.Args)...)
 	}
 
 	informers := field.NewPath("customInformers")
@@ -50,6 +51,8 @@ func ValidateSchedulerConfiguration(cfg *config.SchedulerConfiguration) field.Er
 		}
 		if ci.SourceType == "" {
 			errs = append(errs, field.Required(p.Child("source"), "a mapping with exactly one key, the source type (e.g. http)"))
+		} else {
+			errs = append(errs, ValidateSourceArgs(p.Child("source", ci.SourceType), ci.SourceArgs)...)
 		}
 		if ci.ResyncPeriod.Duration < 0 {
 			errs = append(errs, field.Invalid(p.Child("resyncPeriod"), ci.ResyncPeriod.Duration.String(), "must not be negative"))
