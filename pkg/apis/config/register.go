@@ -28,6 +28,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&DefaultPreemptionArgs{},
 		&CapacityArgs{},
 		&ReclaimArgs{},
+		&ReservationArgs{},
 	)
 	return nil
 }

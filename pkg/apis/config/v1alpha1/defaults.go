@@ -63,6 +63,13 @@ const (
 	DefaultStarvationAfter = "5m"
 	// DefaultReclaimBelow is the share Reclaim takes back up to.
 	DefaultReclaimBelow = "FairShare"
+
+	// DefaultMaxReservations, DefaultReclaimAfter, DefaultMaxHold and
+	// DefaultOverrunGrace are Reservation's defaults.
+	DefaultMaxReservations int32 = 4
+	DefaultReclaimAfter          = "2m"
+	DefaultMaxHold               = "15m"
+	DefaultOverrunGrace          = "30s"
 )
 
 // DefaultTopologyLevels are TopologyAware's levels, widest first: a block
@@ -140,5 +147,22 @@ func SetDefaults_CapacityArgs(obj *CapacityArgs) { //nolint:revive // the name d
 func SetDefaults_ReclaimArgs(obj *ReclaimArgs) { //nolint:revive // the name defaulter-gen looks for
 	if obj.Below == "" {
 		obj.Below = DefaultReclaimBelow
+	}
+}
+
+// SetDefaults_ReservationArgs fills in Reservation's bounds.
+func SetDefaults_ReservationArgs(obj *ReservationArgs) { //nolint:revive // the name defaulter-gen looks for
+	if obj.MaxReservations == nil {
+		n := DefaultMaxReservations
+		obj.MaxReservations = &n
+	}
+	if obj.ReclaimAfter == "" {
+		obj.ReclaimAfter = DefaultReclaimAfter
+	}
+	if obj.MaxHold == "" {
+		obj.MaxHold = DefaultMaxHold
+	}
+	if obj.OverrunGrace == "" {
+		obj.OverrunGrace = DefaultOverrunGrace
 	}
 }
