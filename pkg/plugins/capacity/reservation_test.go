@@ -31,7 +31,9 @@ func (r *reserveRoom) Reserve(_ context.Context, policy framework.ReservePolicy)
 	return r.res, nil
 }
 
-func (r *reserveRoom) Release(_ context.Context, job framework.JobID) { r.released = append(r.released, job) }
+func (r *reserveRoom) Release(_ context.Context, job framework.JobID) {
+	r.released = append(r.released, job)
+}
 
 // newTestReservation builds the plugin with args (defaults where zero)
 // and a clock at now.
