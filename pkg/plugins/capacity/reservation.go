@@ -35,8 +35,8 @@ type ReservationArgs = config.ReservationArgs
 // and it has waited ReclaimAfter.
 //
 // Who reserves: a job the cycle could not place whose queue (with every
-// ancestor) stays within its fair share with the job's quorum started;
-// with no Queue, any job. At most one job per queue, the one ahead in the
+// ancestor) uses no more than its fair share and has a share its quorum
+// fits in; with no Queue, any job. At most one job per queue, the one ahead in the
 // queue's order (priority, then age), and MaxReservations in all.
 //
 // A reservation ends when its job starts, is deleted or no longer fits
@@ -308,9 +308,12 @@ func reservationMessage(r framework.Reservation, now time.Time) string {
 		strings.Join(nodes, ", "), more, r.WaitFor, start)
 }
 
-// overShareWith says why job's queue (or an ancestor) would exceed its
-// fair share with the job's quorum started; "" when it would not, or
-// when there are no queues.
+// overShareWith says why job's queue may not reserve: the queue (or an
+// ancestor) already uses more than its fair share of a resource the job
+// needs (it borrows; the room it would hold is others'), or its share is
+// too small for the job's quorum alone. "" when it may, or when there are
+// no queues. What the queue's own running jobs use is not held against
+// it: the room they free is what the reservation waits for.
 func overShareWith(job *framework.Job) string {
 	qs := job.Queues
 	if qs == nil {
@@ -322,10 +325,12 @@ func overShareWith(job *framework.Job) string {
 	}
 	need := quorumRequest(job)
 	for _, a := range path {
-		after := sumAmounts(a.Allocated, need)
-		if name, over := exceedsAll(after, a.FairShare, need); over {
-			return fmt.Sprintf("queue %s would exceed its fair share (%s %s/%s)", a.Name, name,
-				framework.FormatAmount(name, after[name]), framework.FormatAmount(name, a.FairShare[name]))
+		if name, over := exceedsAll(need, a.FairShare, need); over {
+			return fmt.Sprintf("the job's quorum exceeds queue %s's fair share (%s %s/%s)", a.Name, name,
+				framework.FormatAmount(name, need[name]), framework.FormatAmount(name, a.FairShare[name]))
+		}
+		if overShare(a, need, nil) {
+			return fmt.Sprintf("queue %s uses more than its fair share", a.Name)
 		}
 	}
 	return ""

@@ -162,9 +162,14 @@ func TestReservationPostFilter(t *testing.T) {
 		clock := now
 		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
 		room := &reserveRoom{res: soon}
-		qs := snapshot(cores(8), queue("a", "", fairShare(cores(2)), allocated(cores(2))))
+		qs := snapshot(cores(8), queue("a", "", fairShare(cores(2)), allocated(cores(3))))
 		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "j", "a", qs, 0, now), room); st.IsSuccess() || room.reserves != 0 {
 			t.Fatalf("%v (reserves %d), want declined without a reservation", st, room.reserves)
+		}
+		// At its share, busy with its own jobs: it waits for them.
+		full := snapshot(cores(8), queue("a", "", fairShare(cores(2)), allocated(cores(2))))
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "k", "a", full, 0, now), room); !st.IsSuccess() {
+			t.Fatalf("at its share: %v, want a reservation", st)
 		}
 	})
 
