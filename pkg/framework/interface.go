@@ -285,6 +285,68 @@ type RoomMaker interface {
 	// search looks at a sample of the nodes (see CandidateSample). The
 	// RoomMaker handed to a plugin searches every node.
 	WithSample(sample CandidateSample) RoomMaker
+	// Reserve holds room for the job on the nodes where it fits soonest
+	// as running pods end, evicting nothing: the search of MakeRoom with
+	// every running pod of another job as a pod to wait for, where those
+	// expected to end soonest (policy.End) are waited for first, and a
+	// node is better the sooner its pods are expected to free the room
+	// (those without an estimate count as ending last, then the fewer
+	// the better). The pods are nominated there as a reservation: cycles
+	// of jobs of at most the job's priority see the room as taken, except
+	// those that backfill (see Reservation.Backfills). A job that fits as
+	// the cluster is has its pods nominated as MakeRoom does, not
+	// reserved (Reservation.FitsNow).
+	Reserve(ctx context.Context, policy ReservePolicy) (Reservation, error)
+	// Release drops the nominations of job (the cycle's or another),
+	// reserved or not, and gives their room back to the jobs they kept
+	// out.
+	Release(ctx context.Context, job JobID)
+}
+
+// ReservePolicy is what a reservation waits by.
+type ReservePolicy struct {
+	// Now is the time the estimates are made at.
+	Now time.Time
+	// End returns when the running pod of t is expected to end; false
+	// when nothing says.
+	End func(t *TaskInfo) (time.Time, bool)
+	// Defer, when set, is asked about each running pod of another job:
+	// if it holds for one, the job is better served by evicting (a pod
+	// of lower priority it may preempt, say) and nothing is reserved
+	// (Reservation.Deferred).
+	Defer func(t *TaskInfo) bool
+}
+
+// Reservation is the room held for a job until running pods end.
+type Reservation struct {
+	// Fits: the job can start once the WaitFor pods have ended; false
+	// when it does not fit even with every running pod gone, and nothing
+	// was reserved.
+	Fits bool
+	// FitsNow: the job fits as the cluster is, placed differently than
+	// its cycle placed it; its pods are nominated there, nothing is
+	// reserved.
+	FitsNow bool
+	// Deferred: the policy's Defer held for a running pod; nothing was
+	// tried.
+	Deferred bool
+	// Start is when the job is expected to start: when the last pod it
+	// waits for is expected to end. StartKnown is false when one of them
+	// gives no estimate.
+	Start      time.Time
+	StartKnown bool
+	// WaitFor counts the running pods whose end the job waits for.
+	WaitFor int
+	// Nodes are the nodes the room is held on, sorted.
+	Nodes []string
+}
+
+// Backfills reports whether a job whose pods are expected to run at most
+// runtime, started at now, ends before the reservation needs its room: a
+// backfill job may use the reserved room in the meantime. Without a known
+// start nothing backfills.
+func (r Reservation) Backfills(now time.Time, runtime time.Duration) bool {
+	return r.StartKnown && !now.Add(runtime).After(r.Start)
 }
 
 // CandidateSample bounds the victim search of MakeRoom the way

@@ -52,6 +52,7 @@ var inTree = []namedFactory{
 	{topologyaware.Name, topologyaware.New},
 	{capacity.Name, capacity.New},
 	{capacity.ReclaimName, capacity.NewReclaim},
+	{capacity.ReservationName, capacity.NewReservation},
 	{defaultpreemption.Name, defaultpreemption.New},
 	{nodeledger.Name, nodeledger.New},
 	{defaultbinder.Name, defaultbinder.New},

@@ -35,6 +35,10 @@ type Nomination struct {
 	// Task is Pod as assumed on Node, built once: the scheduling cycle
 	// puts it on its snapshot in every cycle while the nomination lasts.
 	Task *framework.TaskInfo
+	// Reserved is set when the room is reserved, waiting for running
+	// pods to end, rather than made by evicting victims: a job that ends
+	// before Reserved.Start may use it meanwhile (backfill).
+	Reserved *framework.Reservation
 }
 
 // Mover is what the Nominator needs of the scheduling queue: the move of
@@ -84,16 +88,29 @@ func NewNominator(q Mover) *Nominator {
 func (n *Nominator) Nominate(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, victims map[types.UID]string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.nominateLocked(job, priority, pods, placements, nil)
+	if len(victims) > 0 {
+		n.victims[job] = victims
+	}
+}
+
+// Reserve replaces job's nominations with placements (pod UID → node) of
+// pods that hold room reserved as r says, waiting for running pods to end
+// rather than for victims.
+func (n *Nominator) Reserve(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r framework.Reservation) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.nominateLocked(job, priority, pods, placements, &r)
+}
+
+func (n *Nominator) nominateLocked(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r *framework.Reservation) {
 	n.clearLocked(job)
 	for _, pod := range pods {
 		if node, ok := placements[string(pod.UID)]; ok {
-			n.pods[pod.UID] = Nomination{Pod: pod, Node: node, Job: job, Priority: priority,
+			n.pods[pod.UID] = Nomination{Pod: pod, Node: node, Job: job, Priority: priority, Reserved: r,
 				Task: framework.NewAssumedTaskInfo(pod, node, job)}
 			n.stale = true
 		}
-	}
-	if len(victims) > 0 {
-		n.victims[job] = victims
 	}
 }
 
@@ -119,16 +136,32 @@ func (n *Nominator) clearLocked(job framework.JobID) []Nomination {
 }
 
 // GiveUp drops job's nominations, releases the room they held (Release)
-// and returns their pods, sorted by name, whose status.nominatedNodeName
-// the caller clears.
+// and returns the pods, sorted by name, whose status.nominatedNodeName
+// the caller clears: those preemption nominated (a reservation's pods do
+// not have it set).
 func (n *Nominator) GiveUp(job framework.JobID) []*v1.Pod {
 	noms := n.Clear(job)
 	n.Release(noms)
-	pods := make([]*v1.Pod, len(noms))
-	for i, nom := range noms {
-		pods[i] = nom.Pod
+	var pods []*v1.Pod
+	for _, nom := range noms {
+		if nom.Reserved == nil {
+			pods = append(pods, nom.Pod)
+		}
 	}
 	return pods
+}
+
+// Reservation returns the reservation job's nominations hold, if they
+// hold one.
+func (n *Nominator) Reservation(job framework.JobID) (framework.Reservation, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, nom := range n.pods {
+		if nom.Job == job && nom.Reserved != nil {
+			return *nom.Reserved, true
+		}
+	}
+	return framework.Reservation{}, false
 }
 
 // Release tells the queue that the room noms held is free: to the jobs it

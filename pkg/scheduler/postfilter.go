@@ -18,6 +18,7 @@ package scheduler
 
 import (
 	"context"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -76,7 +77,14 @@ func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
 // room preemption made for them. Nominations whose pod is no longer
 // pending are dropped; the room of a deleted one is released. The
 // snapshot's next update takes the pods off.
+//
+// A reservation's room is not held from a job that backfills: one whose
+// pods all say how long they run (framework.ExpectedRuntime) and end,
+// started now, before the reservation expects its job to start.
 func (s *Scheduler) holdNominated(c *cycle) {
+	now := time.Now()
+	runtime, estimated := jobRuntime(c.job.Pending)
+	c.backfilled = c.backfilled[:0]
 	for _, nom := range s.nominated.Others(c.job.ID, c.qj.Priority) {
 		job, status, ok := s.cache.TaskState(nom.Pod.UID)
 		if !ok || job != nom.Job || status != framework.TaskPending {
@@ -86,8 +94,26 @@ func (s *Scheduler) holdNominated(c *cycle) {
 			}
 			continue
 		}
+		if nom.Reserved != nil && estimated && nom.Reserved.Backfills(now, runtime) {
+			c.backfilled = append(c.backfilled, nom.Node)
+			continue
+		}
 		s.snapshot.AddTask(nom.Node, nom.Task)
 	}
+}
+
+// jobRuntime returns the longest expected runtime of pods; false when one
+// of them gives none.
+func jobRuntime(pods []*v1.Pod) (time.Duration, bool) {
+	var longest time.Duration
+	for _, pod := range pods {
+		d, ok, _ := framework.ExpectedRuntime(pod)
+		if !ok {
+			return 0, false
+		}
+		longest = max(longest, d)
+	}
+	return longest, len(pods) > 0
 }
 
 // background runs the preemption engine's API calls as the scheduler's

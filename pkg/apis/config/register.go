@@ -32,6 +32,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&FileSourceArgs{},
 		&DefaultHandlerArgs{},
 		&TwoLevelHandlerArgs{},
+		&ReservationArgs{},
 	)
 	return nil
 }

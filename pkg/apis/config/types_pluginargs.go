@@ -123,3 +123,27 @@ const (
 	ReclaimBelowFairShare = "FairShare"
 	ReclaimBelowGuarantee = "Guarantee"
 )
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReservationArgs are the args of Reservation.
+type ReservationArgs struct {
+	metav1.TypeMeta
+
+	// MaxReservations is how many jobs may hold reservations at once (one
+	// per queue at most); 0 turns reservations off.
+	MaxReservations int32
+	// ReclaimAfter is how long a reserving job waits for running pods to
+	// end before the PostFilter plugins after Reservation (Reclaim,
+	// DefaultPreemption) may evict for it: as a duration ("2m"). A job
+	// expected to start later than that, or whose start is unknown and
+	// that has waited that long, is handed on to them.
+	ReclaimAfter string
+	// MaxHold bounds how long one job holds a reservation, as a duration;
+	// it then gives it up and does not reserve again for as long.
+	MaxHold string
+	// OverrunGrace is how late a reservation's job may start before the
+	// pods on its nodes that overran their expected runtime are evicted
+	// for it, as a duration.
+	OverrunGrace string
+}

@@ -62,9 +62,15 @@ type Nominator interface {
 	// Nominate replaces job's nominations with placements (pod UID →
 	// node) of pods, waiting for victims (UID → node).
 	Nominate(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, victims map[types.UID]string)
+	// Reserve replaces job's nominations with placements of pods that
+	// hold room reserved as r says (no victims).
+	Reserve(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r framework.Reservation)
 	// GiveUp drops job's nominations, releases their room and returns
-	// their pods.
+	// the pods whose status.nominatedNodeName is to be cleared.
 	GiveUp(job framework.JobID) []*v1.Pod
+	// Reservation returns the reservation job's nominations hold, if
+	// any.
+	Reservation(job framework.JobID) (framework.Reservation, bool)
 	// WaitingFor counts the victims of job's last preemption still on
 	// their nodes (looked up by nodes).
 	WaitingFor(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) int
@@ -203,6 +209,16 @@ func (r *roomMaker) MakeRoomWithin(ctx context.Context, policy framework.VictimP
 	return r.e.makeRoom(ctx, r.c, SearchBounds{Victims: policy, Budget: budget, Sample: r.sample})
 }
 
+// Reserve implements framework.RoomMaker.
+func (r *roomMaker) Reserve(ctx context.Context, policy framework.ReservePolicy) (framework.Reservation, error) {
+	return r.e.reserve(ctx, r.c, policy)
+}
+
+// Release implements framework.RoomMaker.
+func (r *roomMaker) Release(ctx context.Context, job framework.JobID) {
+	r.e.GiveUp(ctx, job)
+}
+
 // SearchBounds are what a PostFilter plugin bounds the victim search
 // with: which pods may go (Victims), how much each group may lose
 // (Budget, nil for no bound) and how many nodes to try (Sample, zero for
@@ -234,7 +250,7 @@ func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds) (framew
 	if !anyEligible(snapshot.NodeInfos(), c.Job.ID, b.Victims, goingUIDs) {
 		// The common case of a cluster of one priority: nothing to try.
 		e.count(ResultUnhelpful)
-		e.GiveUp(ctx, c.Job.ID)
+		e.giveUpUnlessReserved(ctx, c.Job.ID)
 		return framework.RoomOutcome{}, nil
 	}
 	res, err := e.Simulate(ctx, c, b, going)
@@ -253,7 +269,7 @@ func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds) (framew
 	}
 	if !res.Fits {
 		e.count(ResultUnhelpful)
-		e.GiveUp(ctx, c.Job.ID)
+		e.giveUpUnlessReserved(ctx, c.Job.ID)
 		logger.V(2).Info("Preemption cannot make room for the job", "priority", c.Job.Priority)
 		return framework.RoomOutcome{}, nil
 	}
@@ -266,6 +282,16 @@ func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds) (framew
 	logger.V(2).Info("Preempting pods to make room for the job", "victims", len(res.Victims), "placements", len(res.Placements))
 	e.executePreemption(ctx, c.Job.ID, res)
 	return framework.RoomOutcome{Fits: true, Victims: len(res.Victims)}, nil
+}
+
+// giveUpUnlessReserved drops job's nominations unless they hold a
+// reservation: a PostFilter plugin that finds no victims does not undo
+// the room an earlier one reserved.
+func (e *Engine) giveUpUnlessReserved(ctx context.Context, job framework.JobID) {
+	if _, ok := e.opts.Nominator.Reservation(job); ok {
+		return
+	}
+	e.GiveUp(ctx, job)
 }
 
 // count counts an attempt with result.

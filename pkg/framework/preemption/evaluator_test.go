@@ -53,6 +53,14 @@ func (r *recordingRoom) WithSample(s framework.CandidateSample) framework.RoomMa
 	return r
 }
 
+// Reserve reserves nothing: the plugins under test do not reserve.
+func (r *recordingRoom) Reserve(context.Context, framework.ReservePolicy) (framework.Reservation, error) {
+	return framework.Reservation{}, nil
+}
+
+// Release has nothing to release.
+func (r *recordingRoom) Release(context.Context, framework.JobID) {}
+
 // fixedPolicy returns bounds and decline, with fixed messages.
 type fixedPolicy struct {
 	bounds  SearchBounds

@@ -70,6 +70,9 @@ type simulation struct {
 	taken  map[string]framework.ResourceAmounts
 	// sample bounds how many candidate nodes each pod's search finds.
 	sample framework.CandidateSample
+	// wait, when set, makes the search a reservation's (see reserve.go):
+	// the pods taken off are waited for, not evicted.
+	wait *waitMode
 }
 
 // Victim is a pod to evict and the preemptor pod it makes room for.
@@ -90,6 +93,8 @@ type SimulationResult struct {
 	Victims    []*Victim
 	Placed     []*v1.Pod
 	Placements map[string]string
+	// ends are the expected ends of the pods a reservation waits for.
+	ends map[types.UID]expectedEnd
 }
 
 // Simulate runs the victim search for c's job on the snapshot within b,
@@ -98,13 +103,18 @@ type SimulationResult struct {
 // in turn and puts the snapshot back as it was before returning; it
 // nominates and evicts nothing.
 func (e *Engine) Simulate(ctx context.Context, c *Cycle, b SearchBounds, going []*framework.TaskInfo) (SimulationResult, error) {
+	return e.simulate(ctx, c, b, going, nil)
+}
+
+// simulate is Simulate, run as a reservation's wait when wait is set.
+func (e *Engine) simulate(ctx context.Context, c *Cycle, b SearchBounds, going []*framework.TaskInfo, wait *waitMode) (SimulationResult, error) {
 	goingUIDs := make(map[types.UID]bool, len(going))
 	for _, t := range going {
 		goingUIDs[t.Pod.UID] = true
 	}
 	sim := &simulation{e: e, c: c, snapshot: e.opts.Snapshot, policy: b.Victims, jobs: map[framework.JobID]*framework.JobInfo{},
 		victims: map[types.UID]*Victim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{},
-		budget: b.Budget, taken: map[string]framework.ResourceAmounts{}, going: goingUIDs, sample: b.Sample}
+		budget: b.Budget, taken: map[string]framework.ResourceAmounts{}, going: goingUIDs, sample: b.Sample, wait: wait}
 	for _, t := range going {
 		sim.charge(t, 1)
 	}
@@ -113,7 +123,7 @@ func (e *Engine) Simulate(ctx context.Context, c *Cycle, b SearchBounds, going [
 	// off the snapshot as gone.
 	framework.MarkEvictionSimulation(c.State)
 	defer framework.UnmarkEvictionSimulation(c.State)
-	if e.opts.PDBLister != nil {
+	if e.opts.PDBLister != nil && wait == nil {
 		pdbs, err := e.opts.PDBLister.List(labels.Everything())
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Listing PodDisruptionBudgets for preemption; going on without them")
@@ -133,6 +143,9 @@ func (e *Engine) Simulate(ctx context.Context, c *Cycle, b SearchBounds, going [
 		sim.rollback(mark)
 	}
 	res := SimulationResult{Fits: ok, Victims: slices.Clone(sim.order), Placed: slices.Clone(sim.placed), Placements: maps.Clone(sim.placements)}
+	if wait != nil {
+		res.ends = wait.ends
+	}
 	sim.rollback(0)
 	return res, err
 }
@@ -204,12 +217,14 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 		if cand == nil {
 			continue
 		}
-		sim.expandGangs(cand)
-		if !sim.withinBudget(cand) {
-			continue
+		if sim.wait == nil {
+			sim.expandGangs(cand)
+			if !sim.withinBudget(cand) {
+				continue
+			}
 		}
 		candidates++
-		if better(cand, best) {
+		if sim.wait != nil && sim.betterWait(cand, best) || sim.wait == nil && better(cand, best) {
 			best = cand
 		}
 	}

@@ -78,6 +78,9 @@ func moreImportant(a, b *v1.Pod) bool {
 // gang member is eligible only if every running member of its gang is,
 // since the gang may have to go whole.
 func (sim *simulation) eligible(t *framework.TaskInfo) bool {
+	if sim.wait != nil {
+		return sim.waitEligible(t)
+	}
 	if !t.Counted || t.Status != framework.TaskBound || t.Pod.DeletionTimestamp != nil || sim.going[t.Pod.UID] ||
 		t.Job == sim.c.Job.ID || !sim.policy(t) {
 		return false
@@ -178,6 +181,10 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 	}
 	sort.SliceStable(potential, func(i, j int) bool {
 		a, b := potential[i], potential[j]
+		if sim.wait != nil {
+			// A reservation waits for the pods that end soonest.
+			return sim.endsLater(a, b)
+		}
 		if sa, sb := spare[a.Pod.UID], spare[b.Pod.UID]; sa != sb {
 			return sb
 		}

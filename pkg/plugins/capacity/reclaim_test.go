@@ -41,6 +41,14 @@ func (r *fakeRoom) WithSample(framework.CandidateSample) framework.RoomMaker {
 	panic("Reclaim asked for a candidate sample")
 }
 
+// Reserve reserves nothing: the plugins under test do not reserve.
+func (r *fakeRoom) Reserve(context.Context, framework.ReservePolicy) (framework.Reservation, error) {
+	return framework.Reservation{}, nil
+}
+
+// Release has nothing to release.
+func (r *fakeRoom) Release(context.Context, framework.JobID) {}
+
 func (r *fakeRoom) Job(id framework.JobID) (*framework.JobInfo, bool) {
 	j, ok := r.jobs[id]
 	return j, ok

@@ -31,6 +31,14 @@ func (r *fakeRoom) WithSample(s framework.CandidateSample) framework.RoomMaker {
 	return r
 }
 
+// Reserve reserves nothing: the plugins under test do not reserve.
+func (r *fakeRoom) Reserve(context.Context, framework.ReservePolicy) (framework.Reservation, error) {
+	return framework.Reservation{}, nil
+}
+
+// Release has nothing to release.
+func (r *fakeRoom) Release(context.Context, framework.JobID) {}
+
 func (r *fakeRoom) MakeRoom(_ context.Context, policy framework.VictimPolicy) (framework.RoomOutcome, error) {
 	r.calls++
 	r.policy = policy

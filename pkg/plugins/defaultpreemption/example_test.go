@@ -62,6 +62,14 @@ func (r room) MakeRoomWithin(ctx context.Context, policy framework.VictimPolicy,
 // WithSample is the room itself: the example has no nodes to sample.
 func (r room) WithSample(framework.CandidateSample) framework.RoomMaker { return r }
 
+// Reserve reserves nothing: the plugins under test do not reserve.
+func (r room) Reserve(context.Context, framework.ReservePolicy) (framework.Reservation, error) {
+	return framework.Reservation{}, nil
+}
+
+// Release has nothing to release.
+func (r room) Release(context.Context, framework.JobID) {}
+
 // Job knows no jobs: the example's policy looks at pods only.
 func (r room) Job(framework.JobID) (*framework.JobInfo, bool) { return nil, false }
 

@@ -65,6 +65,13 @@ const (
 	DefaultStarvationAfter = "5m"
 	// DefaultReclaimBelow is the share Reclaim takes back up to.
 	DefaultReclaimBelow = "FairShare"
+
+	// DefaultMaxReservations, DefaultReclaimAfter, DefaultMaxHold and
+	// DefaultOverrunGrace are Reservation's defaults.
+	DefaultMaxReservations int32 = 4
+	DefaultReclaimAfter          = "2m"
+	DefaultMaxHold               = "15m"
+	DefaultOverrunGrace          = "30s"
 )
 
 // DefaultTopologyLevels are TopologyAware's levels, widest first: a block
@@ -164,5 +171,22 @@ func SetDefaults_HTTPSourceArgs(obj *HTTPSourceArgs) { //nolint:revive // the na
 func SetDefaults_FileSourceArgs(obj *FileSourceArgs) { //nolint:revive // the name defaulter-gen looks for
 	if obj.PollInterval == nil || obj.PollInterval.Duration == 0 {
 		obj.PollInterval = &metav1.Duration{Duration: config.DefaultFileSourcePollInterval}
+	}
+}
+
+// SetDefaults_ReservationArgs fills in Reservation's bounds.
+func SetDefaults_ReservationArgs(obj *ReservationArgs) { //nolint:revive // the name defaulter-gen looks for
+	if obj.MaxReservations == nil {
+		n := DefaultMaxReservations
+		obj.MaxReservations = &n
+	}
+	if obj.ReclaimAfter == "" {
+		obj.ReclaimAfter = DefaultReclaimAfter
+	}
+	if obj.MaxHold == "" {
+		obj.MaxHold = DefaultMaxHold
+	}
+	if obj.OverrunGrace == "" {
+		obj.OverrunGrace = DefaultOverrunGrace
 	}
 }

@@ -41,6 +41,7 @@ func pluginArgs() []runtime.Object {
 		&DefaultPreemptionArgs{},
 		&CapacityArgs{},
 		&ReclaimArgs{},
+		&ReservationArgs{},
 	}
 }
 

@@ -189,6 +189,30 @@ func (d *DurationString) UnmarshalJSON(b []byte) error {
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// ReservationArgs are the args of Reservation.
+type ReservationArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// MaxReservations is how many jobs may hold reservations at once, at
+	// most one per queue (default 4); 0 turns reservations off.
+	MaxReservations *int32 `json:"maxReservations,omitempty"`
+	// ReclaimAfter is how long a reserving job waits for running pods to
+	// end before the PostFilter plugins after Reservation (Reclaim,
+	// DefaultPreemption) may evict for it (default "2m"). A job expected
+	// to start later than that, or whose start is unknown and that has
+	// waited that long, is handed on to them.
+	ReclaimAfter DurationString `json:"reclaimAfter,omitempty"`
+	// MaxHold bounds how long one job holds a reservation (default
+	// "15m"); it then gives it up and does not reserve again for as long.
+	MaxHold DurationString `json:"maxHold,omitempty"`
+	// OverrunGrace is how late a reservation's job may start before the
+	// pods on its nodes that overran their expected runtime are evicted
+	// for it (default "30s").
+	OverrunGrace DurationString `json:"overrunGrace,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // ReclaimArgs are the args of Reclaim.
 type ReclaimArgs struct {
 	metav1.TypeMeta `json:",inline"`

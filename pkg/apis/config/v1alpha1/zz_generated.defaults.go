@@ -36,6 +36,7 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&NodeLedgerArgs{}, func(obj interface{}) { SetObjectDefaults_NodeLedgerArgs(obj.(*NodeLedgerArgs)) })
 	scheme.AddTypeDefaultingFunc(&NodeResourcesFitArgs{}, func(obj interface{}) { SetObjectDefaults_NodeResourcesFitArgs(obj.(*NodeResourcesFitArgs)) })
 	scheme.AddTypeDefaultingFunc(&ReclaimArgs{}, func(obj interface{}) { SetObjectDefaults_ReclaimArgs(obj.(*ReclaimArgs)) })
+	scheme.AddTypeDefaultingFunc(&ReservationArgs{}, func(obj interface{}) { SetObjectDefaults_ReservationArgs(obj.(*ReservationArgs)) })
 	scheme.AddTypeDefaultingFunc(&SchedulerConfiguration{}, func(obj interface{}) { SetObjectDefaults_SchedulerConfiguration(obj.(*SchedulerConfiguration)) })
 	scheme.AddTypeDefaultingFunc(&TopologyAwareArgs{}, func(obj interface{}) { SetObjectDefaults_TopologyAwareArgs(obj.(*TopologyAwareArgs)) })
 	return nil
@@ -67,6 +68,10 @@ func SetObjectDefaults_NodeResourcesFitArgs(in *NodeResourcesFitArgs) {
 
 func SetObjectDefaults_ReclaimArgs(in *ReclaimArgs) {
 	SetDefaults_ReclaimArgs(in)
+}
+
+func SetObjectDefaults_ReservationArgs(in *ReservationArgs) {
+	SetDefaults_ReservationArgs(in)
 }
 
 func SetObjectDefaults_SchedulerConfiguration(in *SchedulerConfiguration) {

@@ -38,6 +38,8 @@ func ValidatePluginArgs(p *field.Path, args runtime.Object) field.ErrorList {
 		return ValidateCapacityArgs(p, a)
 	case *config.ReclaimArgs:
 		return ValidateReclaimArgs(p, a)
+	case *config.ReservationArgs:
+		return ValidateReservationArgs(p, a)
 	}
 	return nil
 }
@@ -156,4 +158,25 @@ func ValidateReclaimArgs(p *field.Path, a *config.ReclaimArgs) field.ErrorList {
 	}
 	return field.ErrorList{field.Invalid(p.Child("below"), a.Below,
 		fmt.Sprintf("%q is not one of %s, %s", a.Below, config.ReclaimBelowFairShare, config.ReclaimBelowGuarantee))}
+}
+
+// ValidateReservationArgs checks Reservation's args.
+func ValidateReservationArgs(p *field.Path, a *config.ReservationArgs) field.ErrorList {
+	var errs field.ErrorList
+	if a.MaxReservations < 0 {
+		errs = append(errs, field.Invalid(p.Child("maxReservations"), a.MaxReservations, "must be 0 (off) or more"))
+	}
+	for _, d := range []struct {
+		name, value string
+		positive    bool
+	}{{"reclaimAfter", a.ReclaimAfter, false}, {"maxHold", a.MaxHold, true}, {"overrunGrace", a.OverrunGrace, false}} {
+		v, err := time.ParseDuration(d.value)
+		switch {
+		case err != nil || v < 0:
+			errs = append(errs, field.Invalid(p.Child(d.name), d.value, fmt.Sprintf("%q is not a duration of 0 or more, such as 2m", d.value)))
+		case d.positive && v == 0:
+			errs = append(errs, field.Invalid(p.Child(d.name), d.value, "must be more than 0"))
+		}
+	}
+	return errs
 }

@@ -1,0 +1,196 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package preemption
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// A reservation is the victim search run as a wait: the pods taken off
+// the snapshot are not evicted but waited for, so every running pod of
+// another job is a candidate (gangs are not taken whole: their pods end
+// on their own; PodDisruptionBudgets do not apply), those expected to end
+// soonest are taken first, and the best node is the one whose pods are
+// expected to free the room soonest.
+
+// waitMode is a simulation's reservation policy.
+type waitMode struct {
+	policy framework.ReservePolicy
+	// ends caches each candidate's expected end.
+	ends map[types.UID]expectedEnd
+}
+
+// expectedEnd is when a running pod is expected to end; known is false
+// when nothing says.
+type expectedEnd struct {
+	at    time.Time
+	known bool
+}
+
+// end returns t's expected end: now for a pod already going (terminating,
+// or another preemption's victim), else the policy's estimate.
+func (sim *simulation) end(t *framework.TaskInfo) expectedEnd {
+	if e, ok := sim.wait.ends[t.Pod.UID]; ok {
+		return e
+	}
+	var e expectedEnd
+	switch {
+	case t.Pod.DeletionTimestamp != nil || sim.going[t.Pod.UID]:
+		e = expectedEnd{at: sim.wait.policy.Now, known: true}
+	case sim.wait.policy.End != nil:
+		e.at, e.known = sim.wait.policy.End(t)
+		if e.known && e.at.Before(sim.wait.policy.Now) {
+			// Overdue: it may end any moment, but no sooner than now.
+			e.at = sim.wait.policy.Now
+		}
+	}
+	sim.wait.ends[t.Pod.UID] = e
+	return e
+}
+
+// endsLater orders the pods to wait for: the one expected to end later
+// first (kept running first by the reprieve of selectVictimsOnNode). A
+// pod without an estimate ends after any with one; of two without, the
+// one that started later ends later.
+func (sim *simulation) endsLater(a, b *framework.TaskInfo) bool {
+	ea, eb := sim.end(a), sim.end(b)
+	if ea.known != eb.known {
+		return !ea.known
+	}
+	if ea.known && !ea.at.Equal(eb.at) {
+		return ea.at.After(eb.at)
+	}
+	return startTime(a.Pod).After(startTime(b.Pod))
+}
+
+// waitEligible reports whether t is a pod a reservation may wait for: a
+// counted pod of another job on its node, not chosen already.
+func (sim *simulation) waitEligible(t *framework.TaskInfo) bool {
+	if !t.Counted || t.Status != framework.TaskBound || t.Job == sim.c.Job.ID {
+		return false
+	}
+	_, chosen := sim.victims[t.Pod.UID]
+	return !chosen
+}
+
+// waitCost is what a reservation candidate costs: how many of the pods it
+// waits for give no estimate, then when the last of those that do is
+// expected to end, then how many there are.
+type waitCost struct {
+	unknown int
+	last    time.Time
+	pods    int
+}
+
+func (sim *simulation) waitCost(ts []*framework.TaskInfo) waitCost {
+	c := waitCost{pods: len(ts)}
+	for _, t := range ts {
+		e := sim.end(t)
+		if !e.known {
+			c.unknown++
+			continue
+		}
+		if e.at.After(c.last) {
+			c.last = e.at
+		}
+	}
+	return c
+}
+
+// betterWait reports whether a is a better reservation candidate than b:
+// the room frees sooner.
+func (sim *simulation) betterWait(a, b *candidate) bool {
+	if b == nil {
+		return true
+	}
+	ca, cb := sim.waitCost(a.victims), sim.waitCost(b.victims)
+	if ca.unknown != cb.unknown {
+		return ca.unknown < cb.unknown
+	}
+	if !ca.last.Equal(cb.last) {
+		return ca.last.Before(cb.last)
+	}
+	return ca.pods < cb.pods
+}
+
+// reserve is Reserve for cycle c.
+func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.ReservePolicy) (framework.Reservation, error) {
+	logger := klog.FromContext(ctx)
+	snapshot, nominator := e.opts.Snapshot, e.opts.Nominator
+	if c.Job.Err != nil || len(c.Job.Pending) == 0 || len(snapshot.NodeInfos()) == 0 {
+		return framework.Reservation{}, nil
+	}
+	if policy.Now.IsZero() {
+		return framework.Reservation{}, errors.New("reserving: the policy has no time")
+	}
+	going := nominator.GoingVictims(snapshot.Get)
+	if policy.Defer != nil {
+		goingUIDs := make(map[types.UID]bool, len(going))
+		for _, t := range going {
+			goingUIDs[t.Pod.UID] = true
+		}
+		if anyEligible(snapshot.NodeInfos(), c.Job.ID, policy.Defer, goingUIDs) {
+			return framework.Reservation{Deferred: true}, nil
+		}
+	}
+	res, err := e.simulate(ctx, c, SearchBounds{}, going, &waitMode{policy: policy, ends: map[types.UID]expectedEnd{}})
+	if err != nil {
+		return framework.Reservation{}, err
+	}
+	if !res.Fits {
+		logger.V(3).Info("The job does not fit even with every running pod gone; nothing reserved")
+		return framework.Reservation{}, nil
+	}
+	if len(res.Victims) == 0 {
+		nominator.Nominate(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, nil)
+		c.fitsElsewhere = true
+		logger.V(2).Info("Job fits without waiting when placed differently; nominating its pods", "placements", len(res.Placements))
+		return framework.Reservation{Fits: true, FitsNow: true}, nil
+	}
+	r := framework.Reservation{Fits: true, StartKnown: true, Start: policy.Now, WaitFor: len(res.Victims)}
+	for _, v := range res.Victims {
+		end := res.ends[v.Task.Pod.UID]
+		if !end.known {
+			r.StartKnown = false
+			continue
+		}
+		if end.at.After(r.Start) {
+			r.Start = end.at
+		}
+	}
+	if !r.StartKnown {
+		r.Start = time.Time{}
+	}
+	for _, node := range res.Placements {
+		r.Nodes = append(r.Nodes, node)
+	}
+	sort.Strings(r.Nodes)
+	r.Nodes = slices.Compact(r.Nodes)
+	nominator.Reserve(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, r)
+	logger.V(2).Info("Reserved room for the job until running pods end", "nodes", r.Nodes, "waitFor", r.WaitFor,
+		"startKnown", r.StartKnown, "start", r.Start)
+	return r, nil
+}

@@ -1,0 +1,337 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/pluginutil"
+)
+
+// ReservationName is the Reservation plugin's name in profiles.
+const ReservationName = "Reservation"
+
+// ReservationArgs are the Reservation plugin's arguments, typed in the
+// configuration API (config.ReservationArgs).
+type ReservationArgs = config.ReservationArgs
+
+// Reservation holds room for a job that waits for it, so that the room
+// running pods free goes to that job rather than to the jobs behind it:
+// at PostFilter, before Reclaim and DefaultPreemption, it asks the
+// preemption library to reserve (framework.RoomMaker.Reserve) the nodes
+// where the job fits soonest as running pods end. Jobs of at most the
+// job's priority then see that room as taken, except those that end
+// before the job is expected to start (backfill). Eviction is left to
+// the plugins after it, and only when waiting is not enough: the job is
+// expected to start more than ReclaimAfter from now, or nothing says when
+// and it has waited ReclaimAfter.
+//
+// Who reserves: a job the cycle could not place whose queue (with every
+// ancestor) uses no more than its fair share and has a share its quorum
+// fits in; with no Queue, any job. At most one job per queue, the one ahead in the
+// queue's order (priority, then age), and MaxReservations in all.
+//
+// A reservation ends when its job starts, is deleted or no longer fits
+// even with every running pod gone, when a job ahead of it in its queue
+// takes the queue's reservation, or after MaxHold (the job then does not
+// reserve again for as long). A job of higher priority is not held back
+// by it. Pods on the reserved nodes that overran their expected runtime
+// are evicted for the job once it is OverrunGrace late.
+type Reservation struct {
+	max                                 int
+	reclaimAfter, maxHold, overrunGrace time.Duration
+	now                                 func() time.Time
+	*reservations
+}
+
+// reservations is the table of reservations, one per scheduler: the
+// plugins of every profile share it (framework.SharedStore).
+type reservations struct {
+	// mu guards held and cooldown: the scheduling loop writes them
+	// (PostFilter), readers (Reservations) may run beside it. Nothing is
+	// called with it held but the RoomMaker, which takes only the
+	// nominator's lock.
+	mu   sync.Mutex
+	held map[framework.JobID]*heldRoom
+	// cooldown holds the jobs that gave up a reservation after MaxHold,
+	// with when they may reserve again.
+	cooldown map[framework.JobID]time.Time
+}
+
+func newReservations() *reservations {
+	return &reservations{held: map[framework.JobID]*heldRoom{}, cooldown: map[framework.JobID]time.Time{}}
+}
+
+// heldRoom is one job's reservation.
+type heldRoom struct {
+	queue    string
+	priority int32
+	// created is when the job entered the scheduling queue, since when it
+	// first reserved.
+	created, since time.Time
+	r              framework.Reservation
+}
+
+var _ framework.PostFilterPlugin = &Reservation{}
+
+// NewReservation builds the plugin from its args.
+func NewReservation(_ context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	a, err := pluginutil.TypedArgs[ReservationArgs](ReservationName, args)
+	if err != nil {
+		return nil, err
+	}
+	p := &Reservation{max: int(a.MaxReservations), now: time.Now, reservations: newReservations()}
+	if store, ok := h.(framework.SharedStore); ok {
+		shared, err := store.Shared(ReservationName, func() (any, error) { return p.reservations, nil })
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ReservationName, err)
+		}
+		p.reservations = shared.(*reservations)
+	}
+	for _, d := range []struct {
+		name, value string
+		into        *time.Duration
+	}{{"reclaimAfter", a.ReclaimAfter, &p.reclaimAfter}, {"maxHold", a.MaxHold, &p.maxHold}, {"overrunGrace", a.OverrunGrace, &p.overrunGrace}} {
+		v, err := time.ParseDuration(d.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s args: %s: %w", ReservationName, d.name, err)
+		}
+		*d.into = v
+	}
+	return p, nil
+}
+
+// Name implements framework.Plugin.
+func (*Reservation) Name() string { return ReservationName }
+
+// decline hands the job on to the next PostFilter plugin.
+func decline(format string, args ...any) *framework.Status {
+	return framework.NewStatus(framework.Unschedulable, fmt.Sprintf(format, args...))
+}
+
+// PostFilter implements framework.PostFilterPlugin.
+func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	if p.max == 0 || job.Err != nil || len(job.Pending) == 0 {
+		return nil, framework.NewStatus(framework.Unschedulable)
+	}
+	if why := overShareWith(job); why != "" {
+		return nil, decline("%s: nothing to reserve", why)
+	}
+	now := p.now()
+	logger := klog.FromContext(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.forgetEndedLocked(room, now)
+	h := p.held[job.ID]
+	if h != nil && now.Sub(h.since) > p.maxHold {
+		room.Release(ctx, job.ID)
+		delete(p.held, job.ID)
+		p.cooldown[job.ID] = now.Add(p.maxHold)
+		logger.V(2).Info("Reservation held too long; given up", "heldFor", now.Sub(h.since).Round(time.Second))
+		return nil, decline("held a reservation for %s; gave it up for as long", now.Sub(h.since).Round(time.Second))
+	}
+	if until, ok := p.cooldown[job.ID]; ok {
+		if now.Before(until) {
+			return nil, decline("gave up a reservation; may reserve again in %s", until.Sub(now).Round(time.Second))
+		}
+		delete(p.cooldown, job.ID)
+	}
+	if h == nil {
+		if st := p.makeSlotLocked(ctx, job, room); st != nil {
+			return nil, st
+		}
+	}
+	if h != nil && h.r.StartKnown && now.After(h.r.Start.Add(p.overrunGrace)) {
+		if res, ok := p.evictOverrun(ctx, h, room, now); ok {
+			return res, nil
+		}
+	}
+	r, err := room.Reserve(ctx, framework.ReservePolicy{Now: now,
+		End:   func(t *framework.TaskInfo) (time.Time, bool) { return framework.ExpectedEnd(t.Pod, now) },
+		Defer: preemptible(job, room)})
+	if err != nil {
+		return nil, framework.AsStatus(fmt.Errorf("reserving room for job %s: %w", job.ID, err))
+	}
+	switch {
+	case r.Deferred:
+		return nil, decline("pods of lower priority may be preempted instead")
+	case !r.Fits:
+		if h != nil {
+			room.Release(ctx, job.ID)
+			delete(p.held, job.ID)
+		}
+		return nil, decline("the job does not fit even with every running pod gone")
+	case r.FitsNow:
+		// Nominated where it fits as the cluster is: nothing held.
+		delete(p.held, job.ID)
+		return &framework.PostFilterResult{}, nil
+	}
+	if h == nil {
+		h = &heldRoom{queue: job.Queue, priority: job.Priority, created: job.Since, since: now}
+		p.held[job.ID] = h
+	}
+	h.r = r
+	msg := reservationMessage(r, now)
+	if r.StartKnown && r.Start.Sub(now) > p.reclaimAfter || !r.StartKnown && now.Sub(job.Since) > p.reclaimAfter {
+		// Waiting is not enough: the plugins after this one may evict.
+		return &framework.PostFilterResult{Message: msg}, decline("waiting for running pods is expected to take more than %s", p.reclaimAfter)
+	}
+	return &framework.PostFilterResult{Message: msg}, nil
+}
+
+// makeSlotLocked makes room in the table for job, which holds no
+// reservation: it may take its queue's from a job behind it, and must
+// find the table below MaxReservations. A status is the reason it may
+// not reserve.
+func (p *Reservation) makeSlotLocked(ctx context.Context, job *framework.Job, room framework.RoomMaker) *framework.Status {
+	for id, other := range p.held {
+		if other.queue != job.Queue {
+			continue
+		}
+		if other.priority > job.Priority || other.priority == job.Priority && !job.Since.Before(other.created) {
+			return decline("job %s, ahead in queue %s, holds its reservation", id, job.Queue)
+		}
+		room.Release(ctx, id)
+		delete(p.held, id)
+		klog.FromContext(ctx).V(2).Info("Taking over the queue's reservation from a job behind", "queue", job.Queue, "from", id.String())
+	}
+	if len(p.held) >= p.max {
+		return decline("%d jobs hold reservations, the most allowed", len(p.held))
+	}
+	return nil
+}
+
+// forgetEndedLocked drops the reservations of jobs that are gone or have
+// nothing left to place, and whose nominations are gone.
+func (p *Reservation) forgetEndedLocked(room framework.RoomMaker, now time.Time) {
+	for id := range p.held {
+		if info, ok := room.Job(id); !ok || !hasPending(info) {
+			delete(p.held, id)
+		}
+	}
+	for id, until := range p.cooldown {
+		if now.After(until) {
+			delete(p.cooldown, id)
+		}
+	}
+}
+
+func hasPending(j *framework.JobInfo) bool {
+	for _, t := range j.Tasks {
+		if t.Status == framework.TaskPending {
+			return true
+		}
+	}
+	return false
+}
+
+// evictOverrun evicts, for h's late job, the pods on its reserved nodes
+// that ran past their expected end, when that lets it start.
+func (p *Reservation) evictOverrun(ctx context.Context, h *heldRoom, room framework.RoomMaker, now time.Time) (*framework.PostFilterResult, bool) {
+	nodes := make(map[string]bool, len(h.r.Nodes))
+	for _, n := range h.r.Nodes {
+		nodes[n] = true
+	}
+	overran := func(t *framework.TaskInfo) bool {
+		end, ok := framework.ExpectedEnd(t.Pod, now)
+		return ok && end.Before(now) && nodes[t.NodeName]
+	}
+	out, err := room.MakeRoom(ctx, overran)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Evicting pods that overran their expected runtime on reserved nodes")
+		return nil, false
+	}
+	if !out.Fits || out.Victims == 0 {
+		return nil, false
+	}
+	return &framework.PostFilterResult{Message: fmt.Sprintf(
+		"reservation: evicting %d pods that overran their expected runtime on the reserved nodes", out.Victims)}, true
+}
+
+// Held is a reservation as Reservations lists it.
+type Held struct {
+	Job   framework.JobID
+	Queue string
+	Since time.Time
+	framework.Reservation
+}
+
+// Reservations lists the reservations held, by job.
+func (p *reservations) Reservations() []Held {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Held, 0, len(p.held))
+	for id, h := range p.held {
+		out = append(out, Held{Job: id, Queue: h.queue, Since: h.since, Reservation: h.r})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Job.String() < out[j].Job.String() })
+	return out
+}
+
+// preemptible reports the running pods DefaultPreemption may take for
+// job: of lower priority and, with queues, of the job's queue. While one
+// runs, preemption by priority goes first, as it does without
+// reservations.
+func preemptible(job *framework.Job, room framework.RoomMaker) func(t *framework.TaskInfo) bool {
+	return func(t *framework.TaskInfo) bool {
+		if t.Pod.Spec.Priority == nil && job.Priority <= 0 || t.Pod.Spec.Priority != nil && *t.Pod.Spec.Priority >= job.Priority {
+			return false
+		}
+		if job.Queues == nil {
+			return true
+		}
+		j, ok := room.Job(t.Job)
+		return ok && j.QueueName() == job.Queue
+	}
+}
+
+// reservationMessage words r for the pods' condition.
+func reservationMessage(r framework.Reservation, now time.Time) string {
+	nodes := r.Nodes
+	more := ""
+	if len(nodes) > 3 {
+		nodes, more = nodes[:3], fmt.Sprintf(" and %d more", len(r.Nodes)-3)
+	}
+	start := "start time unknown (a running pod it waits for gives no expected runtime)"
+	if r.StartKnown {
+		start = fmt.Sprintf("expected to start in %s (at %s)", r.Start.Sub(now).Round(time.Second), r.Start.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("reservation: room held on %s%s until %d running pods end; %s",
+		strings.Join(nodes, ", "), more, r.WaitFor, start)
+}
+
+// overShareWith says why job's queue may not reserve: the queue (or an
+// ancestor) already uses more than its fair share of a resource the job
+// needs (it borrows; the room it would hold is others'), or its share is
+// too small for the job's quorum alone. "" when it may, or when there are
+// no queues. What the queue's own running jobs use is not held against
+// it: the room they free is what the reservation waits for.
+func overShareWith(job *framework.Job) string {
+	qs := job.Queues
+	if qs == nil {
+		return ""
+	}
+	path := qs.Path(job.Queue)
+	if len(path) == 0 {
+		return "queue " + job.Queue + " is unknown"
+	}
+	need := quorumRequest(job)
+	for _, a := range path {
+		if name, over := exceedsAll(need, a.FairShare, need); over {
+			return fmt.Sprintf("the job's quorum exceeds queue %s's fair share (%s %s/%s)", a.Name, name,
+				framework.FormatAmount(name, need[name]), framework.FormatAmount(name, a.FairShare[name]))
+		}
+		if overShare(a, need, nil) {
+			return fmt.Sprintf("queue %s uses more than its fair share", a.Name)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,272 @@
+package capacity
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+)
+
+// reserveRoom is a RoomMaker that answers Reserve with res (recording the
+// policy) and MakeRoom with out (recording the victim policy), and records
+// what it was asked to release.
+type reserveRoom struct {
+	fakeRoom
+	res      framework.Reservation
+	reserves int
+	reserve  framework.ReservePolicy
+	released []framework.JobID
+}
+
+func (r *reserveRoom) Reserve(_ context.Context, policy framework.ReservePolicy) (framework.Reservation, error) {
+	r.reserves++
+	r.reserve = policy
+	return r.res, nil
+}
+
+func (r *reserveRoom) Release(_ context.Context, job framework.JobID) {
+	r.released = append(r.released, job)
+}
+
+// newTestReservation builds the plugin with args (defaults where zero)
+// and a clock at now.
+func newTestReservation(t *testing.T, args configapi.ReservationArgs, now *time.Time) *Reservation {
+	t.Helper()
+	if args.ReclaimAfter == "" {
+		args.ReclaimAfter = "2m"
+	}
+	if args.MaxHold == "" {
+		args.MaxHold = "15m"
+	}
+	if args.OverrunGrace == "" {
+		args.OverrunGrace = "30s"
+	}
+	pl, err := NewReservation(t.Context(), &args, nil)
+	if err != nil {
+		t.Fatalf("NewReservation: %v", err)
+	}
+	p := pl.(*Reservation)
+	p.now = func() time.Time { return *now }
+	return p
+}
+
+// pendingJob is a pending gang of queue q named name, created at since,
+// known to room as pending.
+func pendingJob(room *reserveRoom, name, q string, qs *framework.QueueSnapshot, priority int32, since time.Time) *framework.Job {
+	j := job(q, qs, 1, cpuPod(name+"-0", "1"))
+	j.ID.Name, j.Priority, j.Since = name, priority, since
+	if room.jobs == nil {
+		room.jobs = map[framework.JobID]*framework.JobInfo{}
+	}
+	room.jobs[j.ID] = &framework.JobInfo{Tasks: map[types.UID]*framework.TaskInfo{"0": {Status: framework.TaskPending}}}
+	return j
+}
+
+func TestReservationPostFilter(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	soon := framework.Reservation{Fits: true, StartKnown: true, Start: now.Add(time.Minute), WaitFor: 2, Nodes: []string{"n1", "n2"}}
+	two := func() *framework.QueueSnapshot {
+		return snapshot(cores(8), queue("a", "", fairShare(cores(4))), queue("b", "", fairShare(cores(4))))
+	}
+
+	t.Run("reserves and holds while the start is near", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+		room := &reserveRoom{res: soon}
+		res, st := p.PostFilter(t.Context(), nil, pendingJob(room, "j", "a", two(), 0, now), room)
+		if !st.IsSuccess() || res == nil || !strings.Contains(res.Message, "room held on n1, n2 until 2 running pods end; expected to start in 1m0s") {
+			t.Fatalf("PostFilter = %+v, %v; want success with the reservation's message", res, st)
+		}
+		if len(p.Reservations()) != 1 {
+			t.Errorf("Reservations() = %v, want the job's", p.Reservations())
+		}
+		// The policy's estimate comes from the pod's expected runtime.
+		pod := cpuPod("r", "1")
+		pod.Annotations = map[string]string{framework.ExpectedRuntimeAnnotation: "90s"}
+		started := metav1.NewTime(now.Add(-30 * time.Second))
+		pod.Status.StartTime = &started
+		if end, ok := room.reserve.End(&framework.TaskInfo{Pod: pod}); !ok || !end.Equal(now.Add(time.Minute)) {
+			t.Errorf("End = %v, %v; want start + 90s", end, ok)
+		}
+	})
+
+	t.Run("hands on to reclaim when the start is far or unknown after a wait", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+		far := soon
+		far.Start = now.Add(10 * time.Minute)
+		room := &reserveRoom{res: far}
+		res, st := p.PostFilter(t.Context(), nil, pendingJob(room, "far", "a", two(), 0, now), room)
+		if st.Code() != framework.Unschedulable || res == nil || !strings.Contains(res.Message, "expected to start in 10m0s") {
+			t.Fatalf("far start: %+v, %v; want the reservation kept, the job handed on (Unschedulable)", res, st)
+		}
+		unknown := framework.Reservation{Fits: true, WaitFor: 1, Nodes: []string{"n1"}}
+		room2 := &reserveRoom{res: unknown}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room2, "fresh", "b", two(), 0, now.Add(-time.Minute)), room2); !st.IsSuccess() {
+			t.Errorf("unknown start, waited 1m: %v, want held", st)
+		}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room2, "old", "b", two(), 0, now.Add(-3*time.Minute)), room2); st.IsSuccess() {
+			// "fresh" holds queue b's reservation and is younger, so "old"
+			// (ahead of it) takes it over and then waits too long.
+			t.Errorf("unknown start, waited 3m: success, want handed on")
+		}
+		if len(room2.released) != 1 || room2.released[0].Name != "fresh" {
+			t.Errorf("released %v, want fresh's reservation taken over by old, ahead in queue b", room2.released)
+		}
+	})
+
+	t.Run("one per queue, the job ahead keeps it", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+		room := &reserveRoom{res: soon}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "first", "a", two(), 5, now), room); !st.IsSuccess() {
+			t.Fatalf("first: %v", st)
+		}
+		_, st := p.PostFilter(t.Context(), nil, pendingJob(room, "behind", "a", two(), 5, now.Add(time.Second)), room)
+		if st.IsSuccess() || !strings.Contains(st.Message(), "ahead in queue a, holds its reservation") {
+			t.Fatalf("behind: %v, want declined: first holds the queue's reservation", st)
+		}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "urgent", "a", two(), 9, now.Add(time.Minute)), room); !st.IsSuccess() {
+			t.Fatalf("urgent (higher priority): %v, want it to take the queue's reservation", st)
+		}
+		if len(room.released) != 1 || room.released[0].Name != "first" {
+			t.Errorf("released %v, want first's", room.released)
+		}
+	})
+
+	t.Run("at most MaxReservations", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 1}, &clock)
+		room := &reserveRoom{res: soon}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "x", "a", two(), 0, now), room); !st.IsSuccess() {
+			t.Fatalf("x: %v", st)
+		}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "y", "b", two(), 0, now), room); st.IsSuccess() || !strings.Contains(st.Message(), "1 jobs hold reservations") {
+			t.Fatalf("y: %v, want declined at the bound", st)
+		}
+		// x starts: its slot frees.
+		room.jobs[framework.JobID{Namespace: "default", Name: "x", Gang: true}].Tasks[types.UID("0")].Status = framework.TaskBound
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "y", "b", two(), 0, now), room); !st.IsSuccess() {
+			t.Fatalf("y after x started: %v", st)
+		}
+	})
+
+	t.Run("a queue over its fair share does not reserve", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+		room := &reserveRoom{res: soon}
+		qs := snapshot(cores(8), queue("a", "", fairShare(cores(2)), allocated(cores(3))))
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "j", "a", qs, 0, now), room); st.IsSuccess() || room.reserves != 0 {
+			t.Fatalf("%v (reserves %d), want declined without a reservation", st, room.reserves)
+		}
+		// At its share, busy with its own jobs: it waits for them.
+		full := snapshot(cores(8), queue("a", "", fairShare(cores(2)), allocated(cores(2))))
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "k", "a", full, 0, now), room); !st.IsSuccess() {
+			t.Fatalf("at its share: %v, want a reservation", st)
+		}
+	})
+
+	t.Run("MaxHold ends it, and it waits as long to reserve again", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4, MaxHold: "10m"}, &clock)
+		room := &reserveRoom{res: soon}
+		j := pendingJob(room, "j", "a", two(), 0, now)
+		if _, st := p.PostFilter(t.Context(), nil, j, room); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		clock = now.Add(11 * time.Minute)
+		if _, st := p.PostFilter(t.Context(), nil, j, room); st.IsSuccess() || len(room.released) != 1 {
+			t.Fatalf("after 11m: %v, released %v; want it given up", st, room.released)
+		}
+		clock = now.Add(15 * time.Minute)
+		if _, st := p.PostFilter(t.Context(), nil, j, room); st.IsSuccess() || !strings.Contains(st.Message(), "may reserve again in") {
+			t.Fatalf("in the cool-down: %v", st)
+		}
+		clock = now.Add(22 * time.Minute)
+		if _, st := p.PostFilter(t.Context(), nil, j, room); !st.IsSuccess() {
+			t.Fatalf("after the cool-down: %v, want a new reservation", st)
+		}
+	})
+
+	t.Run("a late job has the pods that overran on its nodes evicted", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+		room := &reserveRoom{res: soon}
+		j := pendingJob(room, "j", "a", two(), 0, now)
+		if _, st := p.PostFilter(t.Context(), nil, j, room); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		clock = now.Add(2 * time.Minute) // a minute late, past the 30s grace
+		room.out = framework.RoomOutcome{Fits: true, Victims: 1}
+		res, st := p.PostFilter(t.Context(), nil, j, room)
+		if !st.IsSuccess() || res == nil || !strings.Contains(res.Message, "evicting 1 pods that overran") {
+			t.Fatalf("late: %+v, %v", res, st)
+		}
+		overran := func(node, runtime string, started time.Duration) *framework.TaskInfo {
+			pod := cpuPod("p", "1")
+			pod.Annotations = map[string]string{framework.ExpectedRuntimeAnnotation: runtime}
+			s := metav1.NewTime(clock.Add(-started))
+			pod.Status.StartTime = &s
+			return &framework.TaskInfo{Pod: pod, NodeName: node}
+		}
+		for _, tc := range []struct {
+			task *framework.TaskInfo
+			want bool
+		}{
+			{overran("n1", "1m", 5*time.Minute), true},
+			{overran("n1", "10m", 5*time.Minute), false},
+			{overran("n9", "1m", 5*time.Minute), false},
+			{&framework.TaskInfo{Pod: cpuPod("q", "1"), NodeName: "n1"}, false},
+		} {
+			if got := room.fakeRoom.policy(tc.task); got != tc.want {
+				t.Errorf("victim policy(%s on %s, %s) = %v, want %v", tc.task.Pod.Name, tc.task.NodeName,
+					tc.task.Pod.Annotations[framework.ExpectedRuntimeAnnotation], got, tc.want)
+			}
+		}
+	})
+
+	t.Run("no fit at all, and preemption first", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+		room := &reserveRoom{res: framework.Reservation{}}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "huge", "a", two(), 0, now), room); st.IsSuccess() ||
+			!strings.Contains(st.Message(), "does not fit even with every running pod gone") {
+			t.Fatalf("%v", st)
+		}
+		room = &reserveRoom{res: framework.Reservation{Deferred: true}}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "hi", "a", two(), 0, now), room); st.IsSuccess() ||
+			!strings.Contains(st.Message(), "may be preempted instead") {
+			t.Fatalf("%v", st)
+		}
+	})
+
+	t.Run("off at 0", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 0}, &clock)
+		room := &reserveRoom{res: soon}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "j", "a", two(), 0, now), room); st.IsSuccess() || room.reserves != 0 {
+			t.Fatalf("%v, reserves %d", st, room.reserves)
+		}
+	})
+}
+
+func TestPreemptible(t *testing.T) {
+	prio := func(v int32) *v1.Pod {
+		p := cpuPod("p", "1")
+		p.Spec.Priority = &v
+		return p
+	}
+	j := &framework.Job{Priority: 10}
+	room := &reserveRoom{}
+	f := preemptible(j, room)
+	if !f(&framework.TaskInfo{Pod: prio(5)}) || f(&framework.TaskInfo{Pod: prio(10)}) || f(&framework.TaskInfo{Pod: prio(20)}) {
+		t.Errorf("without queues: want only lower priority preemptible")
+	}
+}
