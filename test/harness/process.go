@@ -193,6 +193,24 @@ func (p *Process) Stop() error {
 	return nil
 }
 
+// Done is closed once the process has exited; ExitError then says how.
+func (p *Process) Done() <-chan struct{} { return p.r.done }
+
+// ExitError is what waiting for the process returned (nil for status 0),
+// once Done is closed; nil while it runs.
+func (p *Process) ExitError() error {
+	if !p.Exited() {
+		return nil
+	}
+	return p.r.err
+}
+
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.r.cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.r.cmd.Process.Signal(sig) }
+
 // Kill sends SIGKILL and waits for the exit.
 func (p *Process) Kill() {
 	defer forget(p)

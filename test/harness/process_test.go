@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -51,6 +52,20 @@ func TestProcessEnv(t *testing.T) {
 			if !strings.HasPrefix(line, tc.want) {
 				t.Errorf("the shell printed %q, want %q", line, tc.want)
 			}
+			if p.Pid() <= 0 || p.ExitError() != nil {
+				t.Errorf("running: pid %d, exit error %v", p.Pid(), p.ExitError())
+			}
+			if tc.name == "inherited" {
+				// SIGUSR1 ends sleep: Signal reaches the program.
+				if err := p.Signal(syscall.SIGUSR1); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-p.Done():
+				case <-time.After(10 * time.Second):
+					t.Error("SIGUSR1 did not end the program within 10s")
+				}
+			}
 			p.Kill()
 			if err := p.Stop(); err != nil {
 				t.Errorf("Stop after Kill: %v, want nil", err)
@@ -71,10 +86,13 @@ func TestProcessStopAfterOwnExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.r.done:
+	case <-p.Done():
 	case <-time.After(10 * time.Second):
 		p.Kill()
 		t.Fatal("sh -c 'exit 3' did not exit within 10s")
+	}
+	if err := p.ExitError(); err == nil || !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("ExitError: %v, want exit status 3", err)
 	}
 	if err := p.Stop(); err == nil || !strings.Contains(err.Error(), "exited on its own") {
 		t.Errorf("Stop: %v, want an error saying it exited on its own", err)
