@@ -426,11 +426,8 @@ func TestCustomInformerManagerDownThenUp(t *testing.T) {
 	}
 	checkInformerMetric(t, s, "synced", `informer="vms"`, "0", eq(0))
 	checkInformerMetric(t, s, "list_errors_total", `informer="vms"`, "at least 1", atLeast(1))
-	select {
-	case code := <-s.done:
-		s.done <- code // for the cleanup's stop
+	if code, exited := s.h.ExitCode(); exited {
 		t.Fatalf("batch-scheduler exited with %d while the manager was down", code)
-	default:
 	}
 
 	ln, err := net.Listen("tcp", addr)
