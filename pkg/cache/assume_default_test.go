@@ -17,7 +17,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/custominformer"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -151,12 +151,12 @@ func TestDefaultHandlerConfirmsAssumedPod(t *testing.T) {
 				t.Errorf("task a = %s on %q, want Bound on %q", ta.Status, ta.NodeName, tt.node)
 			}
 			// b's bind is still in flight: the job waits, holding b only.
-			if l := c.Queue().Lengths(); l != (queue.Lengths{AwaitingBinding: 1}) {
+			if l := c.Queue().Lengths(); l != (schedulingqueue.Lengths{AwaitingBinding: 1}) {
 				t.Errorf("queue = %+v, want the job awaiting binding", l)
 			}
 			// b is confirmed too: the job leaves the queue.
 			h.UpdatePod(b, boundTo(b, "n1", "3"))
-			if l := c.Queue().Lengths(); l != (queue.Lengths{}) {
+			if l := c.Queue().Lengths(); l != (schedulingqueue.Lengths{}) {
 				t.Errorf("queue = %+v, want empty", l)
 			}
 			if idle := nodeIdleCPU(c, "n1"); idle != tt.wantIdle {
@@ -234,7 +234,7 @@ func TestInformerConfirmsAndDeletesAssumedPods(t *testing.T) {
 	if err := c.ForgetPod(b); err == nil {
 		t.Error("ForgetPod of the deleted pod: no error")
 	}
-	if l := c.Queue().Lengths(); l != (queue.Lengths{}) {
+	if l := c.Queue().Lengths(); l != (schedulingqueue.Lengths{}) {
 		t.Errorf("queue = %+v, want empty", l)
 	}
 	d := c.Dump()

@@ -18,8 +18,8 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -146,7 +146,7 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 	checkQueueUsage(t, c)
 	d := c.queue.Dump()
 	dumped := map[string]int{}
-	for _, jobs := range [][]queue.JobDump{d.Active, d.Backoff, d.Unschedulable, d.InFlight, d.AwaitingBinding} {
+	for _, jobs := range [][]schedulingqueue.JobDump{d.Active, d.Backoff, d.Unschedulable, d.InFlight, d.AwaitingBinding} {
 		for _, jd := range jobs {
 			dumped[jd.ID] = jd.PendingPods
 		}
@@ -476,7 +476,7 @@ func TestForgetPod(t *testing.T) {
 	if l := q.Lengths(); l.AwaitingBinding != 1 {
 		t.Fatalf("queue = %+v, want awaiting binding", l)
 	}
-	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, queue.Attempt{Reason: "binding failed", Err: errors.New("conflict")}))
+	mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, schedulingqueue.Attempt{Reason: "binding failed", Err: errors.New("conflict")}))
 	if l := q.Lengths(); l.Backoff != 1 {
 		t.Fatalf("queue = %+v, want backoff", l)
 	}
@@ -583,7 +583,7 @@ func TestAssumedPodExpires(t *testing.T) {
 			defer cancel()
 			go c.Queue().Run(ctx)
 			waitFor(t, "the job to leave backoff", func() bool {
-				clk.Step(queue.DefaultInitialBackoff)
+				clk.Step(schedulingqueue.DefaultInitialBackoff)
 				return c.Queue().Lengths().Active == 1
 			})
 			qj := mustPop(t, c.Queue(), "default/g")
@@ -598,18 +598,18 @@ func TestAssumedPodExpires(t *testing.T) {
 func TestAssumptionExpiredQueueStates(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID, pods []*v1.Pod)
-		check func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID)
+		setup func(t *testing.T, q *schedulingqueue.SchedulingQueue, id framework.JobID, pods []*v1.Pod)
+		check func(t *testing.T, q *schedulingqueue.SchedulingQueue, id framework.JobID)
 	}{
 		{
 			name: "in flight again: retried when its cycle ends",
-			setup: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID, pods []*v1.Pod) {
+			setup: func(t *testing.T, q *schedulingqueue.SchedulingQueue, id framework.JobID, pods []*v1.Pod) {
 				q.Done(id)
 				// A relevant change of a pending pod retries the job.
 				q.PodChanged(id, pods[1], true)
 				mustPop(t, q, "default/g")
 			},
-			check: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID) {
+			check: func(t *testing.T, q *schedulingqueue.SchedulingQueue, id framework.JobID) {
 				q.Done(id)
 				if l := q.Lengths(); l.Active != 1 {
 					t.Errorf("after Done: %+v, want active", l)
@@ -618,10 +618,10 @@ func TestAssumptionExpiredQueueStates(t *testing.T) {
 		},
 		{
 			name: "unschedulable: requeued",
-			setup: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID, _ []*v1.Pod) {
-				mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(&framework.QueuedJob{ID: id, Cycle: 1}, queue.Attempt{Reason: "no fit"}))
+			setup: func(t *testing.T, q *schedulingqueue.SchedulingQueue, id framework.JobID, _ []*v1.Pod) {
+				mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(&framework.QueuedJob{ID: id, Cycle: 1}, schedulingqueue.Attempt{Reason: "no fit"}))
 			},
-			check: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID) {
+			check: func(t *testing.T, q *schedulingqueue.SchedulingQueue, id framework.JobID) {
 				if l := q.Lengths(); l.Unschedulable != 0 || l.Backoff+l.Active != 1 {
 					t.Errorf("queue = %+v, want the job requeued", l)
 				}
@@ -629,10 +629,10 @@ func TestAssumptionExpiredQueueStates(t *testing.T) {
 		},
 		{
 			name: "in backoff: stays",
-			setup: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID, _ []*v1.Pod) {
-				mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(&framework.QueuedJob{ID: id, Cycle: 1}, queue.Attempt{Err: errors.New("boom")}))
+			setup: func(t *testing.T, q *schedulingqueue.SchedulingQueue, id framework.JobID, _ []*v1.Pod) {
+				mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(&framework.QueuedJob{ID: id, Cycle: 1}, schedulingqueue.Attempt{Err: errors.New("boom")}))
 			},
-			check: func(t *testing.T, q *queue.SchedulingQueue, id framework.JobID) {
+			check: func(t *testing.T, q *schedulingqueue.SchedulingQueue, id framework.JobID) {
 				if l := q.Lengths(); l.Backoff != 1 {
 					t.Errorf("queue = %+v, want backoff", l)
 				}

@@ -22,8 +22,8 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 )
 
@@ -101,7 +101,7 @@ type Options struct {
 
 	// Queue configures the scheduling queue of pending jobs. Its Clock and
 	// Metrics default to the cache's.
-	Queue queue.Options
+	Queue schedulingqueue.Options
 	// Tenancy configures the tenant queues (pkg/tenancy): how often, at
 	// most, the capacity they share is recounted (a walk over the nodes;
 	// the ceiling of framework.Job is recounted as often), and the policy
@@ -117,7 +117,7 @@ type Options struct {
 type SchedulerCache struct {
 	opts       Options
 	schedulers map[string]bool
-	queue      *queue.SchedulingQueue
+	queue      *schedulingqueue.SchedulingQueue
 	metrics    *metrics.Metrics
 	// host runs the informers that feed the handler, which feeds the
 	// cache. Like the fields above, set by New only.
@@ -246,7 +246,7 @@ func New(opts Options) (*SchedulerCache, error) {
 	if opts.Queue.Metrics == nil {
 		opts.Queue.Metrics = opts.Metrics
 	}
-	q, err := queue.New(opts.Queue)
+	q, err := schedulingqueue.New(opts.Queue)
 	if err != nil {
 		return nil, fmt.Errorf("creating scheduler cache: %w", err)
 	}
@@ -302,7 +302,7 @@ func New(opts Options) (*SchedulerCache, error) {
 }
 
 // Queue returns the scheduling queue of pending jobs.
-func (c *SchedulerCache) Queue() *queue.SchedulingQueue { return c.queue }
+func (c *SchedulerCache) Queue() *schedulingqueue.SchedulingQueue { return c.queue }
 
 // IsResponsibleFor implements eventhandlers.Cache.
 func (c *SchedulerCache) IsResponsibleFor(pod *v1.Pod) bool {

@@ -17,8 +17,8 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -57,8 +57,8 @@ func TestNewValidatesOptions(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"negative backoff", Options{Queue: queue.Options{InitialBackoff: -time.Second}}, "must not be negative"},
-		{"initial above max", Options{Queue: queue.Options{InitialBackoff: time.Minute, MaxBackoff: time.Second}}, "exceeds max backoff"},
+		{"negative backoff", Options{Queue: schedulingqueue.Options{InitialBackoff: -time.Second}}, "must not be negative"},
+		{"initial above max", Options{Queue: schedulingqueue.Options{InitialBackoff: time.Minute, MaxBackoff: time.Second}}, "exceeds max backoff"},
 		{"negative assumed pod TTL", Options{AssumedPodTTL: -time.Second}, "negative assumed pod TTL"},
 		{"negative resync", Options{ResyncPeriod: -time.Second}, "negative resync period"},
 		{"empty scheduler name", Options{SchedulerNames: []string{"a", ""}}, "empty scheduler name"},
@@ -540,11 +540,11 @@ func TestPendingToAssigned(t *testing.T) {
 	if p, b := countTasks(j); p != 0 || b != 2 {
 		t.Errorf("pending, bound = %d, %d; want 0, 2", p, b)
 	}
-	if l := c.Queue().Lengths(); l != (queue.Lengths{}) {
+	if l := c.Queue().Lengths(); l != (schedulingqueue.Lengths{}) {
 		t.Errorf("queue lengths = %+v, want empty", l)
 	}
 	d := c.Dump()
-	if d.Queue.Lengths != (queue.Lengths{}) || len(d.Jobs) != 1 || len(d.Jobs[0].Tasks) != 2 {
+	if d.Queue.Lengths != (schedulingqueue.Lengths{}) || len(d.Jobs) != 1 || len(d.Jobs[0].Tasks) != 2 {
 		t.Errorf("dump = %+v", d)
 	}
 
@@ -643,7 +643,7 @@ func countTasks(j *framework.JobInfo) (pending, onNode int) {
 	return c.Pending, c.Assumed + c.Bound
 }
 
-func mustPop(t *testing.T, q *queue.SchedulingQueue, want string) *framework.QueuedJob {
+func mustPop(t *testing.T, q *schedulingqueue.SchedulingQueue, want string) *framework.QueuedJob {
 	t.Helper()
 	if q.Lengths().Active == 0 {
 		t.Fatalf("Pop: active queue is empty, want %s", want)

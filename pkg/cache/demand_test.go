@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -27,7 +27,7 @@ func TestDemand(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		qj, err := c.Queue().Pop(t.Context())
 		mustNoErr(t, "Pop", err)
-		mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, queue.Attempt{Reason: "no room for " + qj.ID.String()}))
+		mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, schedulingqueue.Attempt{Reason: "no room for " + qj.ID.String()}))
 	}
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(st.MakePod().Name("fresh").Scheduler("batch").Req(res{"cpu": "7"}).Obj()))
 

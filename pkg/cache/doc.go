@@ -34,9 +34,9 @@
 //   - Assumed pods (assume.go): the scheduler's placements whose bind is
 //     in flight, accounted on their node before the informer reports them
 //     bound; see below.
-//   - The scheduling queue (pkg/queue), owned by the cache: the cache tells
-//     it which pods are pending (PodChanged, PodRemoved) under its own
-//     lock, so the queue and the jobs never disagree.
+//   - The scheduling queue (pkg/schedulingqueue), owned by the cache: the
+//     cache tells it which pods are pending (PodChanged, PodRemoved) under
+//     its own lock, so the queue and the jobs never disagree.
 //   - Gangs (groups.go): what group objects say about their gangs
 //     (SetGroupPolicy), and the owner kinds whose pods, when they name no
 //     group explicitly, are put in their owner's gang (SetOwnerGangs; the
@@ -135,8 +135,8 @@
 //     (capacity.go); it is taken with mu held, or alone, and nothing is
 //     taken under it.
 //
-//  2. The scheduling queue's lock (pkg/queue; a sync.Mutex with a
-//     sync.Cond for Pop) guards all queue state: the jobs map, the active
+//  2. The scheduling queue's lock (pkg/schedulingqueue; a sync.Mutex with
+//     a sync.Cond for Pop) guards all queue state: the jobs map, the active
 //     and backoff heaps, the unschedulable map and the cycle counters. It
 //     is a leaf: nothing called while it is held takes another lock of
 //     this project. The LessFunc and the plugins' QueueingHintFns run

@@ -10,8 +10,8 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 )
 
 // Dump is a JSON-serialisable picture of the cache for debugging, as
@@ -30,7 +30,7 @@ type Dump struct {
 	// bound pods outside any gang have none and appear on their nodes
 	// only.
 	Jobs     []JobDump                  `json:"jobs"`
-	Queue    queue.Dump                 `json:"queue"`
+	Queue    schedulingqueue.Dump       `json:"queue"`
 	Handlers HandlersStatus             `json:"handlers"`
 	Events   []informerhost.EventCounts `json:"events"`
 }

@@ -8,7 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -28,9 +28,9 @@ func dumpFixture(t *testing.T) *SchedulerCache {
 		qj, err := q.Pop(t.Context())
 		mustNoErr(t, "Pop", err)
 		if qj.ID.Name == "solo" {
-			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, queue.Attempt{Reason: "0/1 nodes fit"}))
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, schedulingqueue.Attempt{Reason: "0/1 nodes fit"}))
 		} else {
-			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, queue.Attempt{Err: errors.New("boom")}))
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, schedulingqueue.Attempt{Err: errors.New("boom")}))
 		}
 	}
 	return c
@@ -69,7 +69,7 @@ func TestDump(t *testing.T) {
 		t.Errorf("train = %+v", train)
 	}
 
-	if d.Queue.Lengths != (queue.Lengths{Backoff: 2, Unschedulable: 1}) {
+	if d.Queue.Lengths != (schedulingqueue.Lengths{Backoff: 2, Unschedulable: 1}) {
 		t.Errorf("queue lengths = %+v", d.Queue.Lengths)
 	}
 	if len(d.Queue.Unschedulable) != 1 || d.Queue.Unschedulable[0].ID != "default/pod:solo" || d.Queue.Unschedulable[0].Priority != -1 {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -39,8 +39,8 @@ func TestCacheMoveAll(t *testing.T) {
 		return framework.Queue, nil
 	}
 	events := []framework.PluginEvent{{Plugin: "P", ClusterEventWithHint: framework.ClusterEventWithHint{Event: framework.EventNodeAdd, QueueingHintFn: hint}}}
-	mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, queue.Attempt{Reason: "no fit", Events: events}))
-	clk.Step(queue.DefaultMaxBackoff)
+	mustNoErr(t, "AddUnschedulable", c.Queue().AddUnschedulable(qj, schedulingqueue.Attempt{Reason: "no fit", Events: events}))
+	clk.Step(schedulingqueue.DefaultMaxBackoff)
 	c.MoveAllToActiveOrBackoffQueue(framework.EventNodeAdd, nil, "no help")
 	if l := c.Queue().Lengths(); l.Unschedulable != 1 {
 		t.Errorf("lengths = %+v, want still unschedulable", l)

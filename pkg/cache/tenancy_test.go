@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -266,7 +266,7 @@ func TestQueueFurthestBelowShareGoesFirst(t *testing.T) {
 	}
 }
 
-func mustPopJob(t *testing.T, q *queue.SchedulingQueue) *framework.QueuedJob {
+func mustPopJob(t *testing.T, q *schedulingqueue.SchedulingQueue) *framework.QueuedJob {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -8,8 +8,8 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 )
 
 // Sizes of the sections in which View copies nodes and jobs, each under
@@ -58,7 +58,7 @@ type View struct {
 	CapExceeded map[string]bool
 	// Queue is where each job is in the scheduling queue, copied under
 	// the queue's own lock after the rest.
-	Queue map[framework.JobID]queue.Membership
+	Queue map[framework.JobID]schedulingqueue.Membership
 	// LongestHold is the longest time the copy held the cache's lock (or
 	// the queue's) in one go.
 	LongestHold time.Duration

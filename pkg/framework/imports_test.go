@@ -81,7 +81,7 @@ func packagesUnder(t *testing.T, root, path string) []string {
 // debugger.
 func TestImportDirection(t *testing.T) {
 	root := repoRoot(t)
-	forbidden := []string{module + "/pkg/cache", module + "/pkg/queue", module + "/pkg/scheduler", module + "/cmd"}
+	forbidden := []string{module + "/pkg/cache", module + "/pkg/schedulingqueue", module + "/pkg/scheduler", module + "/cmd"}
 	var checked int
 	for _, tree := range []string{module + "/pkg/framework", module + "/pkg/plugins", module + "/pkg/eventhandlers"} {
 		for _, pkg := range packagesUnder(t, root, tree) {

@@ -138,7 +138,8 @@ func (a ResourceAmounts) String() string {
 // The types below are tenant queues (Queue objects, owned by pkg/tenancy)
 // as a scheduling cycle sees them: "queue" in QueueSpec, QueueState,
 // QueueSnapshot and DefaultQueue names a tenant queue, never the
-// scheduling queue of pending jobs (pkg/queue; QueuedJob is its entry).
+// scheduling queue of pending jobs (pkg/schedulingqueue; QueuedJob is its
+// entry).
 
 // QueueSpec is a tenant queue as an event handler reports it to the cache,
 // from a Queue of this project or of another scheduler's API.

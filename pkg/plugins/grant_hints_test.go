@@ -16,7 +16,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -153,8 +153,8 @@ func (e *grantEnv) park(pod *v1.Pod, fit framework.FilterPlugin) {
 	for _, ev := range fit.(framework.EnqueueExtensions).EventsToRegister() {
 		events = append(events, framework.PluginEvent{Plugin: "NodeResourcesFit", ClusterEventWithHint: ev})
 	}
-	if err := e.c.Queue().AddUnschedulable(qj, queue.Attempt{Reason: "rejected", Events: events}); err != nil {
+	if err := e.c.Queue().AddUnschedulable(qj, schedulingqueue.Attempt{Reason: "rejected", Events: events}); err != nil {
 		e.t.Fatal(err)
 	}
-	e.clk.Step(queue.DefaultMaxBackoff)
+	e.clk.Step(schedulingqueue.DefaultMaxBackoff)
 }

@@ -29,7 +29,7 @@ import (
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 )
 
 // This file holds the machinery of the exploration of plugins whose
@@ -322,14 +322,14 @@ func runChange(t *testing.T, reg *frameworkruntime.Registry, put pluginUnderTest
 			t.Fatalf("popped a job of unknown pods %v", qj.ID)
 		}
 		j.id = qj.ID
-		if err := e.c.Queue().AddUnschedulable(qj, queue.Attempt{Reason: "rejected by " + plugin, Events: events}); err != nil {
+		if err := e.c.Queue().AddUnschedulable(qj, schedulingqueue.Attempt{Reason: "rejected by " + plugin, Events: events}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := e.c.Queue().Lengths().Unschedulable; n != len(jobs) {
 		t.Fatalf("%d jobs parked, want %d: %+v", n, len(jobs), e.c.Queue().Lengths())
 	}
-	e.clk.Step(queue.DefaultMaxBackoff)
+	e.clk.Step(schedulingqueue.DefaultMaxBackoff)
 
 	for _, o := range ch.deleted {
 		res.changed[resourceOf(t, o)] = true

@@ -17,7 +17,7 @@ import (
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -374,14 +374,14 @@ func retriedAfter(t *testing.T, plugin string, p framework.FilterPlugin, pod *v1
 	for _, e := range p.(framework.EnqueueExtensions).EventsToRegister() {
 		events = append(events, framework.PluginEvent{Plugin: plugin, ClusterEventWithHint: e})
 	}
-	attempt := queue.Attempt{Reason: "rejected by " + plugin, Events: events}
+	attempt := schedulingqueue.Attempt{Reason: "rejected by " + plugin, Events: events}
 	if err := c.Queue().AddUnschedulable(qj, attempt); err != nil {
 		t.Fatal(err)
 	}
 	if c.Queue().Lengths().Unschedulable != 1 {
 		t.Fatalf("the job is not parked: %+v", c.Queue().Lengths())
 	}
-	clk.Step(queue.DefaultMaxBackoff)
+	clk.Step(schedulingqueue.DefaultMaxBackoff)
 	if oldNode == nil {
 		h.AddNode(newNode)
 	} else {

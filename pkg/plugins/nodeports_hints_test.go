@@ -12,7 +12,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/internal/testutil"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -82,13 +82,13 @@ func TestNodePortsRetriedWhenThePortIsFreed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Queue().AddUnschedulable(qj, queue.Attempt{Reason: "rejected by NodePorts", Events: events}); err != nil {
+			if err := c.Queue().AddUnschedulable(qj, schedulingqueue.Attempt{Reason: "rejected by NodePorts", Events: events}); err != nil {
 				t.Fatal(err)
 			}
 			if c.Queue().Lengths().Unschedulable != 1 {
 				t.Fatalf("the job is not parked: %+v", c.Queue().Lengths())
 			}
-			clk.Step(queue.DefaultMaxBackoff)
+			clk.Step(schedulingqueue.DefaultMaxBackoff)
 			if tt.finish {
 				h.UpdatePod(holder, finished(holder))
 			} else {

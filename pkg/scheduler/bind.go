@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 )
 
 // assumeAndBind takes the capacity of every placement in the cache at once,
@@ -126,7 +126,7 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 		return
 	}
 	s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Binding", "Binding rejected: %v", err)
-	if qerr := s.queue.AddUnschedulable(c.qj, cacheAttemptForBindError(err)); errors.Is(qerr, queue.ErrAlreadyQueued) {
+	if qerr := s.queue.AddUnschedulable(c.qj, cacheAttemptForBindError(err)); errors.Is(qerr, schedulingqueue.ErrAlreadyQueued) {
 		logger.V(4).Info("Job of a pod whose bind failed is already waiting", "pod", klog.KObj(pod))
 	} else if qerr != nil {
 		logger.Error(qerr, "Requeueing a job after a failed bind")

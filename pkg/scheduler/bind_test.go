@@ -20,7 +20,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -79,27 +79,27 @@ func TestBindFailures(t *testing.T) {
 		// wantEvent is the FailedScheduling event, if any.
 		wantEvent string
 		// wantQueue is where the job ends up.
-		wantQueue queue.Lengths
+		wantQueue schedulingqueue.Lengths
 	}{
 		{
 			name: "fails twice, then binds",
 			fail: 2, err: internal,
 			wantCalls: 3, wantBindErrors: 2, wantBound: true,
-			wantQueue: queue.Lengths{AwaitingBinding: 1},
+			wantQueue: schedulingqueue.Lengths{AwaitingBinding: 1},
 		},
 		{
 			name: "fails every time: rolled back and retried after backoff",
 			fail: -1, err: internal,
 			wantCalls: 3, wantBindErrors: 3,
 			wantEvent: "Warning FailedScheduling Binding rejected: running Bind plugin \"DefaultBinder\" for pod default/p on node \"n1\": binding pod default/p to node n1: Internal error occurred: etcd is down",
-			wantQueue: queue.Lengths{Backoff: 1},
+			wantQueue: schedulingqueue.Lengths{Backoff: 1},
 		},
 		{
 			name: "conflict: bound by someone else, not retried",
 			fail: -1, err: apierrors.NewConflict(podsResource, "p", errors.New("already assigned")),
 			wantCalls: 1, wantBindErrors: 1,
 			wantEvent: "Warning FailedScheduling Binding rejected: ",
-			wantQueue: queue.Lengths{Backoff: 1},
+			wantQueue: schedulingqueue.Lengths{Backoff: 1},
 		},
 		{
 			name:      "pod deleted in flight: not retried, not reported",
@@ -107,7 +107,7 @@ func TestBindFailures(t *testing.T) {
 			wantCalls: 1, wantBindErrors: 1,
 			// The informer's delete, which would take the job out of the
 			// queue, has not come yet.
-			wantQueue: queue.Lengths{AwaitingBinding: 1},
+			wantQueue: schedulingqueue.Lengths{AwaitingBinding: 1},
 		},
 	}
 	for _, tt := range tests {
@@ -227,7 +227,7 @@ func TestGangBindFailureRollsBackOnlyTheFailedPod(t *testing.T) {
 	if got := len(eventsWith(h.events(), "Warning FailedScheduling Binding rejected: ")); got != 1 {
 		t.Errorf("got %d binding failure events, want 1", got)
 	}
-	if got := h.cache.Queue().Lengths(); got != (queue.Lengths{Backoff: 1}) {
+	if got := h.cache.Queue().Lengths(); got != (schedulingqueue.Lengths{Backoff: 1}) {
 		t.Errorf("queue lengths = %+v, want the gang backing off", got)
 	}
 	if got := metricstest.CounterValue(t, h.metrics.PodsBound); got != 2 {

@@ -30,7 +30,7 @@
 // allows makes room (a victim gang goes whole unless it keeps its
 // quorum), and only if the whole job then fits are the victims evicted
 // through the Eviction API and the pods nominated to their nodes. The
-// nominations (pkg/queue's Nominator) are held against jobs of lower or
-// equal priority at the start of each cycle (holdNominated) until the pods
-// are placed or the job gives up. See docs/preemption.md.
+// nominations (pkg/schedulingqueue's Nominator) are held against jobs of
+// lower or equal priority at the start of each cycle (holdNominated) until
+// the pods are placed or the job gives up. See docs/preemption.md.
 package scheduler

@@ -8,7 +8,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 )
 
 // Cache is what the scheduling loop needs of the scheduler cache
@@ -28,15 +28,15 @@ type Cache interface {
 }
 
 // Queue is what the scheduling loop needs of the scheduling queue
-// (pkg/queue implements it).
+// (pkg/schedulingqueue implements it).
 type Queue interface {
 	Pop(ctx context.Context) (*framework.QueuedJob, error)
 	Done(id framework.JobID)
-	AddUnschedulable(job *framework.QueuedJob, attempt queue.Attempt) error
+	AddUnschedulable(job *framework.QueuedJob, attempt schedulingqueue.Attempt) error
 	MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any)
 }
 
 var (
 	_ Cache = &cache.SchedulerCache{}
-	_ Queue = &queue.SchedulingQueue{}
+	_ Queue = &schedulingqueue.SchedulingQueue{}
 )

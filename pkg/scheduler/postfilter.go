@@ -25,7 +25,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 )
 
 // postFilter runs after a cycle found no placement for c's job (no pod,
@@ -90,7 +90,7 @@ func (s *Scheduler) holdNominated(c *cycle) {
 		if !ok || job != nom.Job || status != framework.TaskPending {
 			s.nominated.Drop(nom.Pod.UID)
 			if !ok || job != nom.Job {
-				s.nominated.Release([]queue.Nomination{nom})
+				s.nominated.Release([]schedulingqueue.Nomination{nom})
 			}
 			continue
 		}

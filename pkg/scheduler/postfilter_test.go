@@ -11,7 +11,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/defaultpreemption"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -149,7 +149,7 @@ func TestDecliningPostFilterPluginsAddTheirEvents(t *testing.T) {
 	postFilterCluster(h)
 	h.cycle()
 	d := h.cache.Dump().Queue
-	if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
+	if d.Lengths != (schedulingqueue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths = %+v, want the job unschedulable", d.Lengths)
 	}
 	events := d.Unschedulable[0].Events

@@ -13,7 +13,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -83,7 +83,7 @@ type Scheduler struct {
 	// attempts caches children of metrics (see attemptTimers).
 	attempts attemptTimers
 	// nominated holds the room preemption made for pending pods.
-	nominated *queue.Nominator
+	nominated *schedulingqueue.Nominator
 	// preemption is the preemption library's engine, whose RoomMaker the
 	// PostFilter plugins make room through.
 	preemption *preemption.Engine
@@ -139,7 +139,7 @@ func New(opts Options) (*Scheduler, error) {
 		snapshot:  cache.NewSnapshot(),
 		metrics:   opts.Metrics,
 		attempts:  newAttemptTimers(opts.Profiles),
-		nominated: queue.NewNominator(opts.Queue),
+		nominated: schedulingqueue.NewNominator(opts.Queue),
 		ignored:   newIgnoredReports(),
 		binds:     newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
 		bindDone:  make(chan struct{}, 1),
@@ -536,7 +536,7 @@ func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessa
 	}
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Job is unschedulable", "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
-	attempt := queue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: c.waitsForRoom(pluginNames),
+	attempt := schedulingqueue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: c.waitsForRoom(pluginNames),
 		Plugins: pluginNames, Profile: c.profile}
 	if err := s.queue.AddUnschedulable(c.qj, attempt); err != nil {
 		logger.Error(err, "Parking an unschedulable job")
@@ -575,7 +575,7 @@ func (s *Scheduler) requeue(ctx context.Context, c *cycle, qj *framework.QueuedJ
 	s.recordAttempt(resultError, profile, start)
 	logger := klog.FromContext(ctx)
 	logger.Error(err, "Scheduling cycle failed; retrying after backoff")
-	if qerr := s.queue.AddUnschedulable(qj, queue.Attempt{Reason: err.Error(), Err: err}); qerr != nil {
+	if qerr := s.queue.AddUnschedulable(qj, schedulingqueue.Attempt{Reason: err.Error(), Err: err}); qerr != nil {
 		logger.Error(qerr, "Requeueing a job")
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -92,7 +92,7 @@ func TestScheduleOneBindsAPodThatFits(t *testing.T) {
 			if got, want := h.requestedCPU(tt.wantNode), before+1000; got != want {
 				t.Errorf("requested cpu on %s = %dm, want %dm", tt.wantNode, got, want)
 			}
-			if got := h.cache.Queue().Lengths(); got != (queue.Lengths{AwaitingBinding: 1}) {
+			if got := h.cache.Queue().Lengths(); got != (schedulingqueue.Lengths{AwaitingBinding: 1}) {
 				t.Errorf("queue lengths = %+v, want the job awaiting binding", got)
 			}
 
@@ -208,7 +208,7 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 			}
 
 			d := h.cache.Dump().Queue
-			if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
+			if d.Lengths != (schedulingqueue.Lengths{Unschedulable: 1}) {
 				t.Fatalf("queue lengths = %+v, want the job unschedulable", d.Lengths)
 			}
 			// Gang's Permit rejects every job with a pod left unplaced; it
@@ -254,7 +254,7 @@ func TestUnschedulablePatchesOnlyChanges(t *testing.T) {
 	if err := h.cache.UpdatePendingPod(pod, patched); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.cache.Queue().Lengths(); got != (queue.Lengths{Unschedulable: 1}) {
+	if got := h.cache.Queue().Lengths(); got != (schedulingqueue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths after the status update = %+v, want the job still unschedulable", got)
 	}
 
@@ -344,7 +344,7 @@ func TestGangAllOrNothing(t *testing.T) {
 		t.Errorf("got %d status patches, want 4", n)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
+	if d.Lengths != (schedulingqueue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths = %+v, want the gang unschedulable", d.Lengths)
 	}
 	if got := d.Unschedulable[0].LastFailure; got != jobMsg {
@@ -412,7 +412,7 @@ func TestGangWaitsForItsTasks(t *testing.T) {
 		t.Errorf("events = %q, want %q", evts, want)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
+	if d.Lengths != (schedulingqueue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths = %+v, want the gang unschedulable", d.Lengths)
 	}
 	// Only the Gang plugin rejected it. A gang waiting for its own pods
@@ -474,7 +474,7 @@ func TestGangPartialPlacement(t *testing.T) {
 		t.Errorf("Attempts{scheduled} = %v, want 1", got)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
+	if d.Lengths != (schedulingqueue.Lengths{Unschedulable: 1}) {
 		t.Fatalf("queue lengths = %+v, want the job parked for w-2", d.Lengths)
 	}
 	// Only NodeResourcesFit rejected anything (Gang's Permit passed): the
@@ -546,7 +546,7 @@ func TestNoProfileRequeuesWithError(t *testing.T) {
 		t.Errorf(`Attempts{error, "other"} = %v, want 1`, got)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (queue.Lengths{Backoff: 1}) {
+	if d.Lengths != (schedulingqueue.Lengths{Backoff: 1}) {
 		t.Fatalf("queue lengths = %+v, want the job backing off", d.Lengths)
 	}
 	if want := `no profile for scheduler name "other"`; !strings.Contains(d.Backoff[0].LastFailure, want) {
@@ -637,7 +637,7 @@ func TestCycleErrorsRequeue(t *testing.T) {
 				t.Errorf("Attempts{error} = %v, want 1", got)
 			}
 			d := h.cache.Dump().Queue
-			if d.Lengths != (queue.Lengths{Backoff: 1}) {
+			if d.Lengths != (schedulingqueue.Lengths{Backoff: 1}) {
 				t.Fatalf("queue lengths = %+v, want the job backing off", d.Lengths)
 			}
 			if !strings.Contains(d.Backoff[0].LastFailure, tt.wantFailure) || !strings.Contains(d.Backoff[0].LastFailure, "boom") {
@@ -692,7 +692,7 @@ func TestReserveAndPermitRejections(t *testing.T) {
 				t.Errorf("task = %s, want pending", got)
 			}
 			d := h.cache.Dump().Queue
-			if d.Lengths != (queue.Lengths{Unschedulable: 1}) {
+			if d.Lengths != (schedulingqueue.Lengths{Unschedulable: 1}) {
 				t.Fatalf("queue lengths = %+v, want the job unschedulable", d.Lengths)
 			}
 			if got := sorted(d.Unschedulable[0].Events); !slices.Equal(got, tt.wantEvents) {
@@ -750,7 +750,7 @@ func TestAssumeFailureRollsBack(t *testing.T) {
 		t.Errorf("Attempts{scheduled} = %v, want 0", got)
 	}
 	d := h.cache.Dump().Queue
-	if d.Lengths != (queue.Lengths{Backoff: 1}) {
+	if d.Lengths != (schedulingqueue.Lengths{Backoff: 1}) {
 		t.Fatalf("queue lengths = %+v, want the job backing off", d.Lengths)
 	}
 	if want := "assuming pod default/w-1"; !strings.Contains(d.Backoff[0].LastFailure, want) {
@@ -783,7 +783,7 @@ func TestNothingLeftToPlace(t *testing.T) {
 	if got := h.attempts(resultScheduled) + h.attempts(resultUnschedulable) + h.attempts(resultError); got != 1 {
 		t.Errorf("attempts in all = %v, want 1: the empty cycle is not an attempt", got)
 	}
-	if got := h.cache.Queue().Lengths(); got != (queue.Lengths{AwaitingBinding: 1}) {
+	if got := h.cache.Queue().Lengths(); got != (schedulingqueue.Lengths{AwaitingBinding: 1}) {
 		t.Errorf("queue lengths = %+v, want the job awaiting binding", got)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -339,6 +339,6 @@ func (s *Scheduler) patchCondition(ctx context.Context, pod *v1.Pod, current *v1
 
 // cacheAttemptForBindError is the queue attempt for a job whose bind
 // failed: an error, retried after backoff.
-func cacheAttemptForBindError(err error) queue.Attempt {
-	return queue.Attempt{Reason: "binding failed: " + err.Error(), Err: err}
+func cacheAttemptForBindError(err error) schedulingqueue.Attempt {
+	return schedulingqueue.Attempt{Reason: "binding failed: " + err.Error(), Err: err}
 }

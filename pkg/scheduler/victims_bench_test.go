@@ -34,7 +34,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -80,7 +80,7 @@ var gangAffinityLabels = map[string]string{"app": "blue", "label1": "value1", "l
 func benchVictimSearch(b *testing.B, registry *frameworkruntime.Registry, nodes, podsPerNode int) {
 	client := fake.NewClientset()
 	factory := informerhost.NewInformerFactory(client, 0)
-	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: queue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
+	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: schedulingqueue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,8 +22,8 @@ limitations under the License.
 //
 // A tenant queue is a Queue object: a share of the capacity, its
 // hierarchy, guarantee, limit and weight, and the jobs that name it. The
-// scheduling queue (pkg/queue, SchedulingQueue) is the queue of pending
-// jobs the scheduling loop pops from. In this package, and wherever the
+// scheduling queue (pkg/schedulingqueue, SchedulingQueue) is the queue of
+// pending jobs the scheduling loop pops from. In this package, and wherever the
 // two meet, "tenant queue" names the first and "scheduling queue" the
 // second; framework.QueueSpec, QueueState and QueueSnapshot are tenant
 // queues as a cycle sees them.

@@ -41,8 +41,8 @@ const DefaultRefresh = 200 * time.Millisecond
 const demandRefresh = 50 * time.Millisecond
 
 // SchedulingQueue is what Tenants needs of the scheduling queue of
-// pending jobs (pkg/queue's SchedulingQueue implements it): the tenant
-// queue of each job, the order of the tenant queues, the first job of
+// pending jobs (pkg/schedulingqueue's SchedulingQueue implements it): the
+// tenant queue of each job, the order of the tenant queues, the first job of
 // each tenant queue that waits for room, and retrying waiting jobs. Its
 // methods take the scheduling queue's lock, a leaf: they never call back
 // into Tenants.

@@ -35,6 +35,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // Environment of the cold start (see TestColdStart and BenchmarkColdStart).
@@ -762,54 +763,43 @@ func watchBind(tb testing.TB, client kubernetes.Interface, pod *v1.Pod) *bindWat
 	return w
 }
 
-// process is a scheduler running as a child process.
+// process is a program running as a child process (harness.Process),
+// with its exit error delivered once on exited.
 type process struct {
-	cmd     *exec.Cmd
+	*harness.Process
 	exited  chan error
-	logPath string
 	stopped bool
 }
 
-func startProcess(tb testing.TB, name, dir string, cmd *exec.Cmd) *process {
+// startProcess starts the program of spec (Name, Bin, Args, Dir, and Env
+// when set) and fails tb if it cannot.
+func startProcess(tb testing.TB, spec harness.ProcessSpec) *process {
 	tb.Helper()
-	logPath := filepath.Join(dir, name+".log")
-	logFile, err := os.Create(logPath)
+	hp, err := harness.StartProcess(context.Background(), spec)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Killed with this process, whatever happens to it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		tb.Fatalf("starting %s: %v", name, err)
-	}
-	p := &process{cmd: cmd, exited: make(chan error, 1), logPath: logPath}
+	p := &process{Process: hp, exited: make(chan error, 1)}
 	go func() {
-		p.exited <- cmd.Wait()
-		logFile.Close()
+		<-hp.Done()
+		p.exited <- hp.ExitError()
 	}()
 	return p
 }
 
-// stop sends SIGTERM and waits up to 30s before it kills the process.
+// stop sends SIGTERM and waits up to harness.StopTimeout before it kills
+// the process.
 func (p *process) stop() {
 	if p.stopped {
 		return
 	}
 	p.stopped = true
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
+	_ = p.Stop()
 }
 
 // logTail is the end of the process's log, for failures.
 func (p *process) logTail() string {
-	data, _ := os.ReadFile(p.logPath)
+	data, _ := os.ReadFile(p.LogPath)
 	if len(data) > 4000 {
 		data = data[len(data)-4000:]
 	}
@@ -843,7 +833,7 @@ func measureColdStart(tb testing.TB, s coldSettings, name string, p *process, st
 		p.stop()
 		tb.Fatalf("%s: pending pod not bound within %s\n%s log (end):\n%s", name, s.timeout, name, p.logTail())
 	}
-	pid := p.cmd.Process.Pid
+	pid := p.Pid()
 	run := coldRun{name: name, bound: w.at.Sub(started)}
 	var err error
 	if run.peakRSS, run.rss, err = memoryOf(pid); err != nil {
@@ -922,20 +912,17 @@ func coldStartBatch(tb testing.TB, s coldSettings, cp *controlplane.ControlPlane
 		"--leader-elect=" + strconv.FormatBool(s.leaderElect),
 		"-v", strconv.Itoa(s.verbosity),
 	}
-	var cmd *exec.Cmd
+	spec := harness.ProcessSpec{Name: fmt.Sprintf("batch-scheduler-%d", i), Bin: bin, Args: args, Dir: logDirOf(s, dir)}
 	var profileDir string
 	if bin == "" {
 		profileDir = filepath.Join(s.profileDir, fmt.Sprintf("batch-scheduler-%d", i))
 		if err := os.MkdirAll(profileDir, 0o755); err != nil {
 			tb.Fatal(err)
 		}
-		cmd = exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), coldChildEnv+"="+profileDir)
-	} else {
-		cmd = exec.Command(bin, args...)
+		spec.Bin, spec.Env = os.Args[0], append(os.Environ(), coldChildEnv+"="+profileDir)
 	}
 	started := time.Now()
-	p := startProcess(tb, fmt.Sprintf("batch-scheduler-%d", i), logDirOf(s, dir), cmd)
+	p := startProcess(tb, spec)
 	var beforeStop func()
 	if profileDir != "" {
 		beforeStop = func() { requestHeapProfile(tb, p, filepath.Join(profileDir, "heap.pprof")) }
@@ -951,7 +938,7 @@ func coldStartBatch(tb testing.TB, s coldSettings, cp *controlplane.ControlPlane
 // and waits until it is written.
 func requestHeapProfile(tb testing.TB, p *process, path string) {
 	tb.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+	if err := p.Signal(syscall.SIGUSR1); err != nil {
 		tb.Fatalf("asking for a heap profile: %v", err)
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -987,11 +974,11 @@ func coldStartKube(tb testing.TB, s coldSettings, cp *controlplane.ControlPlane,
 	w := watchBind(tb, cp.Client, pendingPod(fmt.Sprintf("kube-pending-%d", i), v1.DefaultSchedulerName))
 	addr := freeAddressTB(tb)
 	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, "--config", cfgPath,
+	args := []string{"--config", cfgPath,
 		"--bind-address=127.0.0.1", "--secure-port", port, "--cert-dir", filepath.Join(dir, "certs"),
-		"-v", strconv.Itoa(s.verbosity))
+		"-v", strconv.Itoa(s.verbosity)}
 	started := time.Now()
-	p := startProcess(tb, fmt.Sprintf("kube-scheduler-%d", i), logDirOf(s, dir), cmd)
+	p := startProcess(tb, harness.ProcessSpec{Name: fmt.Sprintf("kube-scheduler-%d", i), Bin: bin, Args: args, Dir: logDirOf(s, dir)})
 	return measureColdStart(tb, s, "kube-scheduler", p, started, addr, w, nodes, nil)
 }
 

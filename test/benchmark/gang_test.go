@@ -8,11 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // gangSize is the size and the quorum of every gang of BenchmarkGang.
@@ -243,13 +242,6 @@ func runKubeScheduler(b *testing.B, s settings, cp *controlplane.ControlPlane, a
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, kubeSchedulerConfig, cp.KubeconfigPath, s.qps, s.burst), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	logPath := filepath.Join(dir, "kube-scheduler.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer logFile.Close()
-
 	w := watchBinds(b, admin, ns, s.pods)
 	addr := freeAddress(b)
 	_, port, err := net.SplitHostPort(addr)
@@ -260,46 +252,24 @@ func runKubeScheduler(b *testing.B, s settings, cp *controlplane.ControlPlane, a
 	// /readyz is allowed without credentials (kube-scheduler's
 	// --authorization-always-allow-paths default); its serving certificate
 	// is self-signed into --cert-dir.
-	cmd := exec.Command(bin, "--config", cfgPath, "--feature-gates=GenericWorkload=true",
-		"--bind-address=127.0.0.1", "--secure-port", port, "--cert-dir", filepath.Join(dir, "certs"),
-		"-v", strconv.Itoa(s.verbosity))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("starting %s: %v", bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}
+	p := startProcess(b, harness.ProcessSpec{Name: "kube-scheduler", Bin: bin, Dir: dir,
+		Args: []string{"--config", cfgPath, "--feature-gates=GenericWorkload=true",
+			"--bind-address=127.0.0.1", "--secure-port", port, "--cert-dir", filepath.Join(dir, "certs"),
+			"-v", strconv.Itoa(s.verbosity)}})
+	stop := p.stop
 	defer stop()
 	fail := func(format string, args ...any) {
 		stop()
-		data, _ := os.ReadFile(logPath)
-		if len(data) > 4000 {
-			data = data[len(data)-4000:]
-		}
-		b.Fatalf(format+"\nkube-scheduler log (end):\n%s", append(args, data)...)
+		b.Fatalf(format+"\nkube-scheduler log (end):\n%s", append(args, p.logTail())...)
 	}
 
 	// With a large backlog of gang pods, kube-scheduler takes minutes to
 	// sync its event handlers; the wait is bounded like a phase.
-	ready, err := waitKubeSchedulerReady(addr, exited, s.timeout)
+	ready, err := waitKubeSchedulerReady(addr, p.exited, s.timeout)
 	if err != nil {
 		fail("kube-scheduler: %v", err)
 	}
-	withKube := map[string]int{"kube-scheduler": cmd.Process.Pid}
+	withKube := map[string]int{"kube-scheduler": p.Pid()}
 	for k, v := range procs {
 		withKube[k] = v
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -32,6 +31,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // The nodes of BenchmarkQueues: simulated kubelets (KWOK) that run the
@@ -292,7 +292,7 @@ type queueEnv struct {
 
 // withScheduler is e.procs plus the scheduler process of qs.
 func (e queueEnv) withScheduler(qs *queueScheduler) map[string]int {
-	out := map[string]int{"batch-scheduler": qs.p.cmd.Process.Pid}
+	out := map[string]int{"batch-scheduler": qs.p.Pid()}
 	for k, v := range e.procs {
 		out[k] = v
 	}
@@ -566,10 +566,8 @@ func startQueueScheduler(b testing.TB, e queueEnv, name string, extra ...string)
 		"-v", strconv.Itoa(e.s.verbosity),
 	}
 	args = append(args, extra...)
-	var cmd *exec.Cmd
-	if e.bin != "" {
-		cmd = exec.Command(e.bin, args...)
-	} else {
+	spec := harness.ProcessSpec{Name: name, Bin: e.bin, Args: args, Dir: e.logDir}
+	if e.bin == "" {
 		// This test binary re-executed runs the command (TestMain, as
 		// the profiled cold start does): the code under test, with no
 		// build, under a CPU profile written when it stops.
@@ -577,11 +575,10 @@ func startQueueScheduler(b testing.TB, e queueEnv, name string, extra ...string)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		cmd = exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), coldChildEnv+"="+dir)
+		spec.Bin, spec.Env = os.Args[0], append(os.Environ(), coldChildEnv+"="+dir)
 	}
 	qs := &queueScheduler{name: name, addr: addr, started: time.Now()}
-	qs.p = startProcess(b, name, e.logDir, cmd)
+	qs.p = startProcess(b, spec)
 	b.Cleanup(func() { qs.stop(b) })
 	client := &http.Client{Timeout: time.Second}
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(5 * time.Millisecond) {

@@ -11,7 +11,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -36,6 +35,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // The hybrid cluster of BenchmarkSchedulingHybrid.
@@ -486,7 +486,7 @@ func runHybridPhase(tb testing.TB, env hybridEnv, name string, mode hybridMode) 
 	vm := startVMManager(tb, env.vmBin, dir, env.cp.KubeconfigPath, env.shared, mode == hybridLedger)
 	defer vm.proc.stop()
 	procs := maps.Clone(env.procs)
-	procs["vm-manager"] = vm.proc.cmd.Process.Pid
+	procs["vm-manager"] = vm.proc.Pid()
 
 	cfg := filepath.Join(dir, "batch-scheduler.yaml")
 	if err := os.WriteFile(cfg, []byte(hybridConfig(vm.url, "bench-"+name, mode)), 0o600); err != nil {
@@ -602,24 +602,20 @@ func startVMManager(tb testing.TB, bin, dir, kubeconfig string, shared []string,
 	if ledgerMode {
 		args = append(args, "--ledger", "--ledger-require", nodeledger.DefaultPlacer)
 	}
-	p := startProcess(tb, "vm-manager", dir, exec.Command(bin, args...))
+	p := startProcess(tb, harness.ProcessSpec{Name: "vm-manager", Bin: bin, Args: args, Dir: dir})
 	tb.Cleanup(p.stop)
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		if data, err := os.ReadFile(addrFile); err == nil && len(bytes.TrimSpace(data)) > 0 {
-			return &vmManager{proc: p, url: "http://" + string(bytes.TrimSpace(data)),
-				client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: churnWorkers + 2}}}
-		}
-		select {
-		case err := <-p.exited:
-			tb.Fatalf("the VM manager exited before serving: %v\n%s", err, p.logTail())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			tb.Fatalf("the VM manager did not serve within 3 minutes\n%s", p.logTail())
-		}
+	var addr string
+	err := harness.Poll(tb.Context(), 3*time.Minute, "the VM manager to serve", p.Alive, func() (bool, error) {
+		data, err := os.ReadFile(addrFile)
+		addr = string(bytes.TrimSpace(data))
+		return err == nil && addr != "", nil
+	})
+	if err != nil {
+		p.stop()
+		tb.Fatalf("%v\n%s", err, p.logTail())
 	}
+	return &vmManager{proc: p, url: "http://" + addr,
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: churnWorkers + 2}}}
 }
 
 // vmStateFile is the VM manager's state file (examples/vm-manager,

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // The schedulers BenchmarkTrace compares (BENCH_TRACE_SCHEDULERS).
@@ -427,7 +427,7 @@ func startTraceKubeScheduler(b *testing.B, s traceSettings, cp *controlplane.Con
 	if gangs {
 		args = append(args, "--feature-gates=GenericWorkload=true")
 	}
-	p := startProcess(b, name, s.logDir, exec.Command(bin, args...))
+	p := startProcess(b, harness.ProcessSpec{Name: name, Bin: bin, Args: args, Dir: s.logDir})
 	b.Cleanup(p.stop)
 	if _, err := waitKubeSchedulerReady(addr, p.exited, 5*time.Minute); err != nil {
 		p.stop()

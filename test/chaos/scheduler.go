@@ -9,23 +9,25 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/debugger"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// Scheduler is a batch-scheduler binary running as a child process, so
-// that it can be killed with SIGKILL. It serves its endpoints on plain
-// HTTP on a loopback port (--insecure-port) and logs to a file.
+// Scheduler is a batch-scheduler binary running as a child process
+// (harness.Process), so that it can be killed with SIGKILL. It serves its
+// endpoints on plain HTTP on a loopback port (--insecure-port) and logs to
+// a file.
 type Scheduler struct {
 	// Binary and Args start it (Args without --insecure-port).
 	Binary string
@@ -38,22 +40,25 @@ type Scheduler struct {
 	Env []string
 
 	client *http.Client
+	spec   harness.ProcessSpec
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	// exitErr is what cmd.Wait returned, once exited is closed.
-	exitErr error
+	// mu guards p, which Start replaces.
+	mu sync.Mutex
+	p  *harness.Process
 }
 
 // StartScheduler starts binary with args and env (added to this
-// process's environment) on a free loopback port.
+// process's environment) on a free loopback port, logging to logPath
+// (a file name ending in .log).
 func StartScheduler(binary, logPath string, env []string, args ...string) (*Scheduler, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	s := &Scheduler{Binary: binary, Args: args, Env: env, LogPath: logPath, Port: port, client: &http.Client{Timeout: 90 * time.Second}}
+	s.spec = harness.ProcessSpec{Name: strings.TrimSuffix(filepath.Base(logPath), ".log"), Dir: filepath.Dir(logPath), Bin: binary,
+		Args: append([]string{"--insecure-port", strconv.Itoa(port), "--insecure-bind-address", "127.0.0.1"}, args...),
+		Env:  append(os.Environ(), env...)}
 	if err := s.Start(); err != nil {
 		return nil, err
 	}
@@ -64,90 +69,60 @@ func StartScheduler(binary, logPath string, env []string, args ...string) (*Sche
 func (s *Scheduler) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
-		select {
-		case <-s.exited:
-		default:
-			return fmt.Errorf("starting %s: it is still running (pid %d)", s.Binary, s.cmd.Process.Pid)
-		}
+	if s.p != nil && !s.p.Exited() {
+		return fmt.Errorf("starting %s: it is still running", s.Binary)
 	}
-	out, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	p, err := harness.StartProcess(context.Background(), s.spec)
 	if err != nil {
-		return fmt.Errorf("opening the scheduler log %s: %w", s.LogPath, err)
+		return err
 	}
-	args := append([]string{"--insecure-port", strconv.Itoa(s.Port), "--insecure-bind-address", "127.0.0.1"}, s.Args...)
-	cmd := exec.Command(s.Binary, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(), s.Env...)
-	// Its own process group: a Ctrl-C of the test does not reach it
-	// first, and Kill reaches only it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = out.Close()
-		return fmt.Errorf("starting %s: %w", s.Binary, err)
-	}
-	exited := make(chan struct{})
-	s.cmd, s.exited = cmd, exited
-	go func() {
-		err := cmd.Wait()
-		_ = out.Close()
-		s.mu.Lock()
-		s.exitErr = err
-		s.mu.Unlock()
-		close(exited)
-	}()
+	s.p = p
 	return nil
 }
 
-// Kill sends SIGKILL and waits for the process to exit.
-func (s *Scheduler) Kill() error { return s.signal(syscall.SIGKILL, 10*time.Second) }
-
-// Stop sends SIGTERM and waits up to 30 s for the process to exit, then
-// kills it.
-func (s *Scheduler) Stop() error {
-	err := s.signal(syscall.SIGTERM, 30*time.Second)
-	if err != nil {
-		_ = s.Kill()
-	}
-	return err
+func (s *Scheduler) proc() *harness.Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p
 }
 
-func (s *Scheduler) signal(sig syscall.Signal, timeout time.Duration) error {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.mu.Unlock()
-	if cmd == nil {
+// Kill sends SIGKILL and waits for the process to exit.
+func (s *Scheduler) Kill() error {
+	if p := s.proc(); p != nil {
+		p.Kill()
+	}
+	return nil
+}
+
+// Stop sends SIGTERM and waits up to harness.StopTimeout for the process
+// to exit, then kills it. Stopping a process that has exited (killed, or
+// on its own) does nothing.
+func (s *Scheduler) Stop() error {
+	p := s.proc()
+	if p == nil || p.Exited() {
 		return nil
 	}
-	select {
-	case <-exited:
-		return nil
-	default:
-	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("sending %s to the scheduler (pid %d): %w", sig, cmd.Process.Pid, err)
-	}
-	select {
-	case <-exited:
-		return nil
-	case <-time.After(timeout):
-		return fmt.Errorf("the scheduler (pid %d) did not exit within %s of %s", cmd.Process.Pid, timeout, sig)
-	}
+	return p.Stop()
 }
 
 // Exited says whether the process has exited, and how.
 func (s *Scheduler) Exited() (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
+	p := s.proc()
+	if p == nil {
 		return true, nil
 	}
-	select {
-	case <-s.exited:
-		return true, s.exitErr
-	default:
+	if !p.Exited() {
 		return false, nil
 	}
+	return true, p.Alive()
+}
+
+// alive is the alive function of harness.Poll.
+func (s *Scheduler) alive() error {
+	if done, err := s.Exited(); done {
+		return fmt.Errorf("the scheduler exited (%v)", err)
+	}
+	return nil
 }
 
 // Log returns what the process wrote so far.
@@ -177,10 +152,7 @@ func (s *Scheduler) Get(ctx context.Context, path string) (int, []byte, error) {
 // WaitReady polls /readyz until it answers 200 or timeout passes.
 func (s *Scheduler) WaitReady(ctx context.Context, timeout time.Duration) error {
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if done, err := s.Exited(); done {
-			return false, fmt.Errorf("the scheduler exited (%v)", err)
-		}
+	err := harness.Poll(ctx, timeout, "/readyz to answer 200", s.alive, func() (bool, error) {
 		code, body, err := s.Get(ctx, "/readyz")
 		last = fmt.Sprintf("%d %s %v", code, body, err)
 		return code == http.StatusOK, nil

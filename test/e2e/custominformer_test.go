@@ -27,8 +27,8 @@ import (
 
 	bsv1 "github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resourcemanager"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -146,10 +146,10 @@ func checkNoOvercommit(t *testing.T, d *cache.Dump, names ...string) {
 
 // queuedJob finds id in any sub-queue of the dump, with the sub-queue's
 // name.
-func queuedJob(d *cache.Dump, id string) (string, *queue.JobDump) {
+func queuedJob(d *cache.Dump, id string) (string, *schedulingqueue.JobDump) {
 	for _, q := range []struct {
 		name string
-		jobs []queue.JobDump
+		jobs []schedulingqueue.JobDump
 	}{{"active", d.Queue.Active}, {"backoff", d.Queue.Backoff}, {"unschedulable", d.Queue.Unschedulable},
 		{"inFlight", d.Queue.InFlight}, {"awaitingBinding", d.Queue.AwaitingBinding}} {
 		for i := range q.jobs {
@@ -426,11 +426,8 @@ func TestCustomInformerManagerDownThenUp(t *testing.T) {
 	}
 	checkInformerMetric(t, s, "synced", `informer="vms"`, "0", eq(0))
 	checkInformerMetric(t, s, "list_errors_total", `informer="vms"`, "at least 1", atLeast(1))
-	select {
-	case code := <-s.done:
-		s.done <- code // for the cleanup's stop
+	if code, exited := s.h.ExitCode(); exited {
 		t.Fatalf("batch-scheduler exited with %d while the manager was down", code)
-	default:
 	}
 
 	ln, err := net.Listen("tcp", addr)

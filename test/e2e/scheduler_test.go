@@ -14,19 +14,19 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/batch-scheduler/batch-scheduler/cmd/batch-scheduler/app"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
-// scheduler is a batch-scheduler command running in this process.
+// scheduler is a batch-scheduler command running in this process
+// (harness.Scheduler), its secure port read with the tokens of
+// endpointAccess.
 type scheduler struct {
-	// addr is the host:port of its secure port.
-	addr   string
-	cancel context.CancelFunc
-	done   chan int
-	access *endpointAccess
+	h       *harness.Scheduler
+	access  *endpointAccess
+	stopped bool
 }
 
 // startScheduler runs the real command with kubeconfig and args, and stops
@@ -41,30 +41,26 @@ func startScheduler(t *testing.T, kubeconfig string, args ...string) *scheduler 
 func startSchedulerWith(t *testing.T, opts []app.Option, kubeconfig string, args ...string) *scheduler {
 	t.Helper()
 	access := endpoints(t)
-	s := &scheduler{addr: freeAddress(t), done: make(chan int, 1), access: access}
-	_, port, err := net.SplitHostPort(s.addr)
+	// Leader election is tested on its own (the harness turns it off);
+	// elsewhere it would only add the wait for a lease released by the
+	// previous test's scheduler. Tokens are reviewed by the API server
+	// directly, also when kubeconfig goes through a proxy (see
+	// TestReadyzWaitsForTheSyncBarrier).
+	h, err := harness.StartScheduler(context.Background(), harness.SchedulerOptions{
+		Kubeconfig: kubeconfig,
+		Secure:     cp,
+		Serving:    &harness.Serving{CertFile: access.certFile, KeyFile: access.keyFile, Client: access.client},
+		Args: append([]string{"--authentication-kubeconfig", cp.KubeconfigPath, "--authorization-kubeconfig", cp.KubeconfigPath},
+			args...),
+		AppOptions: opts,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	cmd := app.NewSchedulerCommand(opts...)
-	// Leader election is tested on its own; elsewhere it would only add
-	// the wait for a lease released by the previous test's scheduler.
-	// Tokens are reviewed by the API server directly, also when
-	// kubeconfig goes through a proxy (see TestReadyzWaitsForTheSyncBarrier).
-	base := []string{"--kubeconfig", kubeconfig, "--leader-elect=false",
-		"--bind-address=127.0.0.1", "--secure-port", port,
-		"--tls-cert-file", access.certFile, "--tls-private-key-file", access.keyFile,
-		"--authentication-kubeconfig", cp.KubeconfigPath, "--authorization-kubeconfig", cp.KubeconfigPath}
-	cmd.SetArgs(append(base, args...))
-	cmd.SetContext(ctx)
-	var stderr strings.Builder
-	cmd.SetErr(&stderr)
-	go func() { s.done <- app.Execute(cmd) }()
+	s := &scheduler{h: h, access: access}
 	t.Cleanup(func() {
 		if code := s.stop(t); code != 0 {
-			t.Errorf("batch-scheduler exited with %d: %s", code, stderr.String())
+			t.Errorf("batch-scheduler exited with %d: %s", code, h.Stderr())
 		}
 	})
 	return s
@@ -74,18 +70,16 @@ func startSchedulerWith(t *testing.T, opts []app.Option, kubeconfig string, args
 // returns 0.
 func (s *scheduler) stop(t *testing.T) int {
 	t.Helper()
-	s.cancel()
-	select {
-	case code, ok := <-s.done:
-		if ok {
-			close(s.done)
-			return code
-		}
+	if s.stopped {
 		return 0
-	case <-time.After(30 * time.Second):
-		t.Fatal("batch-scheduler did not stop within 30s of being cancelled")
-		return -1
 	}
+	s.stopped = true
+	_ = s.h.Stop() // its error says what ExitCode tells
+	code, exited := s.h.ExitCode()
+	if !exited {
+		t.Fatalf("batch-scheduler did not stop within %s of being cancelled", harness.SchedulerStopTimeout)
+	}
+	return code
 }
 
 // get fetches path from the secure port with the token of a
@@ -97,7 +91,7 @@ func (s *scheduler) get(path string) (int, []byte, error) {
 // getAs fetches path from the secure port with token; an empty token
 // sends no credentials.
 func (s *scheduler) getAs(token, path string) (int, []byte, error) {
-	req, err := http.NewRequest(http.MethodGet, "https://"+s.addr+path, nil)
+	req, err := http.NewRequest(http.MethodGet, s.h.URL+path, nil)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -131,13 +125,13 @@ func (s *scheduler) dump(t *testing.T) *cache.Dump {
 func (s *scheduler) waitReady(t *testing.T) {
 	t.Helper()
 	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+	err := harness.Poll(t.Context(), 60*time.Second, "/readyz to answer 200", s.h.Alive, func() (bool, error) {
 		code, body, err := s.get("/readyz")
 		last = fmt.Sprintf("%d %s %v", code, body, err)
 		return code == http.StatusOK, nil
 	})
 	if err != nil {
-		t.Fatalf("/readyz never became ready; last answer: %s", last)
+		t.Fatalf("/readyz never became ready (%v); last answer: %s", err, last)
 	}
 }
 
@@ -146,7 +140,7 @@ func (s *scheduler) waitReady(t *testing.T) {
 func (s *scheduler) waitForDump(t *testing.T, what string, cond func(d *cache.Dump) bool) *cache.Dump {
 	t.Helper()
 	var last *cache.Dump
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := harness.Poll(t.Context(), 30*time.Second, what, s.h.Alive, func() (bool, error) {
 		last = s.dump(t)
 		return cond(last), nil
 	})

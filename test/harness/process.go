@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -36,6 +37,10 @@ type ProcessSpec struct {
 	// Start wait until the program wrote the host:port it listens on
 	// there (the example programs do once they are ready).
 	AddressFile bool
+	// Env is the program's environment, as exec.Cmd.Env: nil inherits
+	// this process's, an empty (non-nil) slice starts it with none. To
+	// add variables, pass append(os.Environ(), ...).
+	Env []string
 }
 
 // Process is a program started as a child process in its own process
@@ -48,11 +53,19 @@ type Process struct {
 	// address file, if it was asked to.
 	LogPath, Addr string
 
+	// r is the current run, replaced by Restart.
+	r *run
+}
+
+// run is one start of a Process's program.
+type run struct {
 	cmd *exec.Cmd
-	// done is closed when the process has exited, with Wait's error in
+	// done is closed when the program has exited, with Wait's error in
 	// err.
 	done chan struct{}
 	err  error
+	// killed is set by Kill, before the exit it causes.
+	killed atomic.Bool
 }
 
 // children are the processes started and not yet stopped, for KillAll.
@@ -68,7 +81,7 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 	if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the directory of %s: %w", spec.Name, err)
 	}
-	p := &Process{Spec: spec, LogPath: filepath.Join(spec.Dir, spec.Name+".log"), done: make(chan struct{})}
+	p := &Process{Spec: spec, LogPath: filepath.Join(spec.Dir, spec.Name+".log"), r: &run{done: make(chan struct{})}}
 	args := spec.Args
 	addrFile := filepath.Join(spec.Dir, spec.Name+".addr")
 	if spec.AddressFile {
@@ -82,18 +95,20 @@ func StartProcess(ctx context.Context, spec ProcessSpec) (*Process, error) {
 		return nil, fmt.Errorf("creating the log file of %s: %w", spec.Name, err)
 	}
 	defer logFile.Close() // the child keeps its own descriptor
-	p.cmd = exec.Command(spec.Bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = childProcAttr()
-	if err := p.cmd.Start(); err != nil {
+	p.r.cmd = exec.Command(spec.Bin, args...)
+	p.r.cmd.Stdout, p.r.cmd.Stderr = logFile, logFile
+	p.r.cmd.Env = spec.Env
+	p.r.cmd.SysProcAttr = childProcAttr()
+	if err := p.r.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", spec.Name, spec.Bin, err)
 	}
 	children.Lock()
 	children.all[p] = true
 	children.Unlock()
+	r := p.r
 	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
+		r.err = r.cmd.Wait()
+		close(r.done)
 	}()
 	if !spec.AddressFile {
 		return p, nil
@@ -133,7 +148,7 @@ func (p *Process) URL() string { return "http://" + p.Addr }
 // Exited reports whether the process has exited.
 func (p *Process) Exited() bool {
 	select {
-	case <-p.done:
+	case <-p.r.done:
 		return true
 	default:
 		return false
@@ -146,38 +161,62 @@ func (p *Process) Alive() error {
 	if !p.Exited() {
 		return nil
 	}
-	return fmt.Errorf("%s exited (%v); see %s", p.Spec.Name, p.err, p.LogPath)
+	return fmt.Errorf("%s exited (%v); see %s", p.Spec.Name, p.r.err, p.LogPath)
 }
 
 // Stop sends SIGTERM, waits up to StopTimeout for a clean exit, then
 // kills the process. A process that had exited on its own, or that does
-// not exit with status 0 after SIGTERM, is an error naming its log.
+// not exit with status 0 after SIGTERM, is an error naming its log;
+// stopping a process Kill ended is not.
 func (p *Process) Stop() error {
 	defer forget(p)
-	if p.Exited() {
-		return fmt.Errorf("%s had exited on its own (%v); see %s", p.Spec.Name, p.err, p.LogPath)
+	if p.r.killed.Load() {
+		<-p.r.done
+		return nil
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if p.Exited() {
+		return fmt.Errorf("%s had exited on its own (%v); see %s", p.Spec.Name, p.r.err, p.LogPath)
+	}
+	if err := p.r.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("sending SIGTERM to %s: %w", p.Spec.Name, err)
 	}
 	select {
-	case <-p.done:
+	case <-p.r.done:
 	case <-time.After(StopTimeout):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+		_ = p.r.cmd.Process.Kill()
+		<-p.r.done
 		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed; see %s", p.Spec.Name, StopTimeout, p.LogPath)
 	}
-	if p.err != nil {
-		return fmt.Errorf("%s exited after SIGTERM: %w; see %s", p.Spec.Name, p.err, p.LogPath)
+	if p.r.err != nil {
+		return fmt.Errorf("%s exited after SIGTERM: %w; see %s", p.Spec.Name, p.r.err, p.LogPath)
 	}
 	return nil
 }
 
+// Done is closed once the process has exited; ExitError then says how.
+func (p *Process) Done() <-chan struct{} { return p.r.done }
+
+// ExitError is what waiting for the process returned (nil for status 0),
+// once Done is closed; nil while it runs.
+func (p *Process) ExitError() error {
+	if !p.Exited() {
+		return nil
+	}
+	return p.r.err
+}
+
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.r.cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.r.cmd.Process.Signal(sig) }
+
 // Kill sends SIGKILL and waits for the exit.
 func (p *Process) Kill() {
 	defer forget(p)
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	p.r.killed.Store(true)
+	_ = p.r.cmd.Process.Kill()
+	<-p.r.done
 }
 
 // Tail is the last n lines of the process's log.
@@ -205,6 +244,6 @@ func KillAll() {
 	children.Lock()
 	defer children.Unlock()
 	for p := range children.all {
-		_ = p.cmd.Process.Kill()
+		_ = p.r.cmd.Process.Kill()
 	}
 }

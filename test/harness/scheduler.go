@@ -41,6 +41,10 @@ type SchedulerOptions struct {
 	// certificate of its kubeconfig, which belongs to system:masters. The
 	// insecure port is then off unless Args set it.
 	Secure *controlplane.ControlPlane
+	// Serving, with Secure, serves the secure port with the caller's
+	// certificate instead of a generated one, read with the caller's
+	// client (for endpoints read with other credentials than the admin's).
+	Serving *Serving
 	// InsecureAddr is --insecure-port's loopback address
 	// ("127.0.0.1:<port>") when Secure is nil; empty picks a free port.
 	// The secure port is off then.
@@ -51,6 +55,16 @@ type SchedulerOptions struct {
 	// AppOptions build an out-of-tree command.
 	LogOutput  io.Writer
 	AppOptions []app.Option
+}
+
+// Serving is a serving certificate and the client that reads the
+// endpoints served with it.
+type Serving struct {
+	// CertFile and KeyFile are --tls-cert-file and --tls-private-key-file.
+	CertFile, KeyFile string
+	// Client trusts the certificate; the caller adds its credentials to
+	// each request (a token), or sets them in its transport.
+	Client *http.Client
 }
 
 // Scheduler is the batch-scheduler command running in this process.
@@ -82,11 +96,17 @@ func StartScheduler(ctx context.Context, o SchedulerOptions) (*Scheduler, error)
 			return nil, err
 		}
 		host, port, _ := net.SplitHostPort(addr)
-		certFile, keyFile, tlsConfig, err := adminTLS(o.Secure, host)
-		if err != nil {
-			return nil, err
+		s.URL = "https://" + addr
+		var certFile, keyFile string
+		if o.Serving != nil {
+			certFile, keyFile, s.client = o.Serving.CertFile, o.Serving.KeyFile, o.Serving.Client
+		} else {
+			var tlsConfig *tls.Config
+			if certFile, keyFile, tlsConfig, err = adminTLS(o.Secure, host); err != nil {
+				return nil, err
+			}
+			s.client.Transport = &http.Transport{TLSClientConfig: tlsConfig}
 		}
-		s.URL, s.client.Transport = "https://"+addr, &http.Transport{TLSClientConfig: tlsConfig}
 		s.Flags = append(s.Flags, "--bind-address", host, "--secure-port", port, "--tls-cert-file", certFile, "--tls-private-key-file", keyFile)
 	} else {
 		addr := o.InsecureAddr
@@ -210,6 +230,22 @@ func (s *Scheduler) Restart(ctx context.Context) error {
 // Start runs the command again with the same flags, after Stop.
 func (s *Scheduler) Start(ctx context.Context) {
 	s.launch(ctx)
+}
+
+// ExitCode is the code the command returned with, and whether it has
+// returned, since it was last started.
+func (s *Scheduler) ExitCode() (code int, exited bool) {
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	select {
+	case <-done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.code, true
+	default:
+		return 0, false
+	}
 }
 
 // Stderr is what the command printed on stderr (its error) so far.

@@ -7,18 +7,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // hostBinary writes the binary of the host's platform, taken out of its
@@ -111,9 +109,9 @@ func TestSchedulesAPod(t *testing.T) {
 		_ = cp.Client.CoreV1().Pods(ns.Name).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
 
-	stderr := startScheduler(t, bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port=0")
+	sched := startScheduler(t, bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port=0")
 	var boundTo string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := harness.Poll(ctx, 90*time.Second, "the pending pod to be bound", sched.Alive, func() (bool, error) {
 		p, err := cp.Client.CoreV1().Pods(ns.Name).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -122,36 +120,25 @@ func TestSchedulesAPod(t *testing.T) {
 		return boundTo != "", nil
 	})
 	if err != nil || boundTo != nodeName {
-		t.Fatalf("pod %s/%s bound to %q, want %s: %v; batch-scheduler's log:\n%s", ns.Name, pod.Name, boundTo, nodeName, err, stderr.String())
+		t.Fatalf("pod %s/%s bound to %q, want %s: %v; batch-scheduler's log:\n%s", ns.Name, pod.Name, boundTo, nodeName, err, sched.Tail(200))
 	}
 }
 
 // startScheduler runs bin with args and an empty environment until the
-// test ends, then stops it with SIGTERM (SIGKILL after 15 s) and fails the
-// test if it did not exit cleanly. It returns the process's error output.
-func startScheduler(t *testing.T, bin string, args ...string) *st.SyncBuffer {
+// test ends, then stops it with SIGTERM (SIGKILL after
+// harness.StopTimeout) and fails the test if it did not exit cleanly. Its
+// output goes to a log file in a temporary directory.
+func startScheduler(t *testing.T, bin string, args ...string) *harness.Process {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{}
-	stderr := &st.SyncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
+	p, err := harness.StartProcess(t.Context(), harness.ProcessSpec{Name: "batch-scheduler", Bin: bin, Args: args,
+		Dir: t.TempDir(), Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("batch-scheduler did not exit cleanly on SIGTERM: %v; its log:\n%s", err, stderr.String())
-			}
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Errorf("batch-scheduler did not exit within 15s of SIGTERM; killed it. Its log:\n%s", stderr.String())
+		if err := p.Stop(); err != nil {
+			t.Errorf("batch-scheduler did not exit cleanly on SIGTERM: %v; its log:\n%s", err, p.Tail(200))
 		}
 	})
-	return stderr
+	return p
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 )
 
 // ConfigzPath serves the effective configuration, behind the secure
@@ -78,12 +78,12 @@ type pluginOut struct {
 // given).
 func checkBackoffs(t config.Tuning) error {
 	switch {
-	case t.InitialBackoff > 0 && t.MaxBackoff == 0 && t.InitialBackoff > queue.DefaultMaxBackoff:
+	case t.InitialBackoff > 0 && t.MaxBackoff == 0 && t.InitialBackoff > schedulingqueue.DefaultMaxBackoff:
 		return fmt.Errorf("podInitialBackoffSeconds %d is above the default podMaxBackoffSeconds (%d): set podMaxBackoffSeconds too",
-			int(t.InitialBackoff.Seconds()), int(queue.DefaultMaxBackoff.Seconds()))
-	case t.MaxBackoff > 0 && t.InitialBackoff == 0 && t.MaxBackoff < queue.DefaultInitialBackoff:
+			int(t.InitialBackoff.Seconds()), int(schedulingqueue.DefaultMaxBackoff.Seconds()))
+	case t.MaxBackoff > 0 && t.InitialBackoff == 0 && t.MaxBackoff < schedulingqueue.DefaultInitialBackoff:
 		return fmt.Errorf("podMaxBackoffSeconds %d is below the default podInitialBackoffSeconds (%d)",
-			int(t.MaxBackoff.Seconds()), int(queue.DefaultInitialBackoff.Seconds()))
+			int(t.MaxBackoff.Seconds()), int(schedulingqueue.DefaultInitialBackoff.Seconds()))
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func newEffectiveConfig(o *Options, cfg *config.File, profiles map[string]*frame
 			RetryPeriod: le.RetryPeriod.String(), Lease: le.ResourceNamespace + "/" + le.ResourceName},
 	}
 	out.Parallelism = frameworkruntime.DefaultParallelism
-	out.PodInitialBackoffSeconds, out.PodMaxBackoffSeconds = int64(queue.DefaultInitialBackoff.Seconds()), int64(queue.DefaultMaxBackoff.Seconds())
+	out.PodInitialBackoffSeconds, out.PodMaxBackoffSeconds = int64(schedulingqueue.DefaultInitialBackoff.Seconds()), int64(schedulingqueue.DefaultMaxBackoff.Seconds())
 	if cfg != nil {
 		if t := cfg.Tuning; t.Parallelism > 0 {
 			out.Parallelism = t.Parallelism

@@ -15,7 +15,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
@@ -353,7 +353,7 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 		DynamicClient:   dyn,
 		InformerFactory: factory,
 		Metrics:         m,
-		Queue:           queue.Options{Less: queueSort, InitialBackoff: tuning.InitialBackoff, MaxBackoff: tuning.MaxBackoff},
+		Queue:           schedulingqueue.Options{Less: queueSort, InitialBackoff: tuning.InitialBackoff, MaxBackoff: tuning.MaxBackoff},
 		Tenancy:         tenancy.Options{OrderPolicy: tuning.TenantQueueOrder, OrderPolicies: regs.orderPolicies},
 		Resources:       resources,
 	})

@@ -14,7 +14,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	defaulthandler "github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers/default"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/queue"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -126,7 +126,7 @@ func TestGangWithGatedMemberWaitsUntilUngated(t *testing.T) {
 		t.Fatalf("pending tasks %d, min-available %d; want 1 of 2", n, quorum)
 	}
 	// The Gang plugin rejects it; it waits for its own pods to change.
-	if err := f.c.Queue().AddUnschedulable(job, queue.Attempt{Reason: "waiting for tasks: 1 of min-available 2 exist"}); err != nil {
+	if err := f.c.Queue().AddUnschedulable(job, schedulingqueue.Attempt{Reason: "waiting for tasks: 1 of min-available 2 exist"}); err != nil {
 		t.Fatalf("AddUnschedulable: %v", err)
 	}
 	f.clock.Step(time.Minute) // past its backoff, far from the unschedulable timeout

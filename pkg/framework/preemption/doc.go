@@ -29,7 +29,7 @@ limitations under the License.
 //	    cycle's own filter path (frameworkruntime.Framework.FilterPod),
 //	    else on the best node where victims make room (whole victim gangs,
 //	    PodDisruptionBudgets spared where it can), then the Permit plugins;
-//	nominates the pods to their nodes (a Nominator: pkg/queue's);
+//	nominates the pods to their nodes (a Nominator: pkg/schedulingqueue's);
 //	evicts the victims through the Eviction API, off the scheduling loop.
 //
 // The package knows the cache, the queue and the scheduler only through

@@ -56,8 +56,8 @@ type Snapshot interface {
 }
 
 // Nominator holds the room preemption made for pending pods and the
-// victims each preemptor job waits for (pkg/queue's Nominator, beside the
-// scheduling queue, implements it).
+// victims each preemptor job waits for (pkg/schedulingqueue's Nominator,
+// beside the scheduling queue, implements it).
 type Nominator interface {
 	// Nominate replaces job's nominations with placements (pod UID →
 	// node) of pods, waiting for victims (UID → node).

@@ -1,4 +1,4 @@
-package queue
+package schedulingqueue
 
 import (
 	"errors"
@@ -79,7 +79,7 @@ func TestPendingJobOldest(t *testing.T) {
 // PendingJobOldest gauge, which holds the queue's lock. Measured on
 // 2 shared cores: 20 µs at 1,000 jobs, 0.35 ms at 10,000.
 //
-//	go test -run '^$' -bench BenchmarkOldestPendingSeconds ./pkg/queue/
+//	go test -run '^$' -bench BenchmarkOldestPendingSeconds ./pkg/schedulingqueue/
 func BenchmarkOldestPendingSeconds(b *testing.B) {
 	for _, jobs := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {

@@ -1,4 +1,4 @@
-package queue
+package schedulingqueue
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // With parkedInterest the cost no longer grows with the parked jobs
 // (measured: 27 µs per event at 1,000 parked jobs before, 26 ns after).
 //
-//	go test -run '^$' -bench BenchmarkEventNobodyWaitsFor ./pkg/queue/
+//	go test -run '^$' -bench BenchmarkEventNobodyWaitsFor ./pkg/schedulingqueue/
 func BenchmarkEventNobodyWaitsFor(b *testing.B) {
 	for _, parked := range []int{0, 100, 1000} {
 		b.Run(fmt.Sprintf("parked=%d", parked), func(b *testing.B) {

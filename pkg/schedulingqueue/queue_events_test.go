@@ -1,4 +1,4 @@
-package queue
+package schedulingqueue
 
 import (
 	"errors"

@@ -1,8 +1,8 @@
-// Package queue is the scheduling queue: the jobs (gangs, and single pods
-// as jobs of one) that have pending pods, each queued as one unit, in an
-// active heap ordered by the profile's QueueSort, a backoff heap for jobs
-// whose last attempt failed, and an unschedulable set of jobs that wait for
-// a cluster event that may help them.
+// Package schedulingqueue is the scheduling queue: the jobs (gangs, and
+// single pods as jobs of one) that have pending pods, each queued as one
+// unit, in an active heap ordered by the profile's QueueSort, a backoff
+// heap for jobs whose last attempt failed, and an unschedulable set of jobs
+// that wait for a cluster event that may help them.
 //
 // Which event helps whom is decided by the plugins: the scheduler records,
 // for a job it could not place, the events registered by the plugins that
@@ -16,4 +16,4 @@
 // AssumptionExpired), calling it under the cache's own lock; the queue's
 // lock is therefore a leaf and is never held while calling out, except
 // into the LessFunc and the queueing hints, which must not call back.
-package queue
+package schedulingqueue

@@ -1,4 +1,4 @@
-package queue
+package schedulingqueue
 
 import (
 	"k8s.io/klog/v2"
