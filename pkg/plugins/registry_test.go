@@ -16,7 +16,7 @@ import (
 
 func TestNewInTreeRegistry(t *testing.T) {
 	r := NewInTreeRegistry()
-	want := []string{"Capacity", "DefaultBinder", "DefaultPreemption", "DynamicResources", "Gang", "InterPodAffinity", "NodeAffinity", "NodeLedger", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "Reclaim", "TaintToleration", "TopologyAware", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
+	want := []string{"Capacity", "DefaultBinder", "DefaultPreemption", "DynamicResources", "Gang", "InterPodAffinity", "NodeAffinity", "NodeLedger", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "NodeVolumeLimits", "PodTopologySpread", "PrioritySort", "Reclaim", "Reservation", "TaintToleration", "TopologyAware", "VolumeBinding", "VolumeRestrictions", "VolumeZone"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}

@@ -80,7 +80,10 @@ type heldRoom struct {
 	r              framework.Reservation
 }
 
-var _ framework.PostFilterPlugin = &Reservation{}
+var (
+	_ framework.PostFilterPlugin  = &Reservation{}
+	_ framework.EnqueueExtensions = &Reservation{}
+)
 
 // NewReservation builds the plugin from its args.
 func NewReservation(_ context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
@@ -111,6 +114,14 @@ func NewReservation(_ context.Context, args runtime.Object, h framework.Handle) 
 
 // Name implements framework.Plugin.
 func (*Reservation) Name() string { return ReservationName }
+
+// EventsToRegister implements framework.EnqueueExtensions: a job that
+// may not reserve because of its queue's share may once the shares move.
+// The room a reservation waits for is the Filter plugins' events (pods
+// ending), not this plugin's.
+func (*Reservation) EventsToRegister() []framework.ClusterEventWithHint {
+	return []framework.ClusterEventWithHint{{Event: framework.EventQueueChange}}
+}
 
 // decline hands the job on to the next PostFilter plugin.
 func decline(format string, args ...any) *framework.Status {
