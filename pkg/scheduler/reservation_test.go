@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/capacity"
+	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -155,5 +157,44 @@ func TestReservationDefersToPreemptionByPriority(t *testing.T) {
 	}
 	if _, ok := h.sched.nominated.Reservation(framework.JobID{Namespace: "default", Name: "pre"}); ok {
 		t.Errorf("pre holds a reservation; want its nomination by preemption only")
+	}
+}
+
+// With queues: a gang of a queue busy with its own singles reserves (the
+// room they free is its own queue's), and the singles that follow, of the
+// same queue, do not take it.
+func TestReservationWithinItsQueue(t *testing.T) {
+	h := newHarnessWith(t, harnessConfig{postFilter: reservationPostFilter})
+	h.cache.SetTenantQueue(tenancy.SourceOwn, "q", &framework.QueueSpec{Name: "q", Weight: 1, Borrow: true, Lend: true, Reclaimable: true, Source: "Queue q"})
+	inQ := func(p *v1.Pod) *v1.Pod {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[framework.QueueLabel] = "q"
+		return p
+	}
+	var singles []*v1.Pod
+	for i := range 4 {
+		node := fmt.Sprintf("n%d", i)
+		h.addNode(node, "1")
+		p := inQ(runningFor(fmt.Sprintf("s-%d", i), node, "1", time.Duration(i)*time.Second, ""))
+		singles = append(singles, p)
+		h.addPod(p)
+	}
+	gang := gangPods("big", 4, "4", 0, "1")
+	for _, p := range gang {
+		h.addPod(inQ(p))
+	}
+	h.cycle()
+	cond := podScheduledCondition(h.apiPod(gang[0]))
+	if cond == nil || !strings.Contains(cond.Message, "reservation: room held on n0, n1, n2 and 1 more until 4 running pods end") {
+		t.Fatalf("gang's condition %+v, want a reservation of the 4 nodes", cond)
+	}
+	h.cache.DeletePod(singles[0])
+	next := inQ(st.MakePod().Name("next").Req(res{v1.ResourceCPU: "1"}).Obj())
+	h.addPod(next)
+	h.cycle()
+	if got := h.boundTo(); got["next"] != "" {
+		t.Fatalf("next single bound to %s: it took the gang's reserved room", got["next"])
 	}
 }

@@ -536,8 +536,9 @@ func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessa
 	}
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Job is unschedulable", "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
+	_, reserved := s.nominated.Reservation(c.job.ID)
 	attempt := schedulingqueue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: c.waitsForRoom(pluginNames),
-		Plugins: pluginNames, Profile: c.profile}
+		Reserved: reserved, Plugins: pluginNames, Profile: c.profile}
 	if err := s.queue.AddUnschedulable(c.qj, attempt); err != nil {
 		logger.Error(err, "Parking an unschedulable job")
 	}

@@ -151,6 +151,19 @@ func (n *Nominator) GiveUp(job framework.JobID) []*v1.Pod {
 	return pods
 }
 
+// Placements returns where job's pods are nominated, pod UID to node.
+func (n *Nominator) Placements(job framework.JobID) map[types.UID]string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[types.UID]string{}
+	for uid, nom := range n.pods {
+		if nom.Job == job {
+			out[uid] = nom.Node
+		}
+	}
+	return out
+}
+
 // Reservation returns the reservation job's nominations hold, if they
 // hold one.
 func (n *Nominator) Reservation(job framework.JobID) (framework.Reservation, bool) {

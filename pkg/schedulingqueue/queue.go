@@ -62,6 +62,11 @@ type Attempt struct {
 	// starved by smaller jobs taking the room it needs (see
 	// RoomWaiters).
 	ForRoom bool
+	// Reserved says that room is held for the job until running pods end
+	// (a reservation): waiting for it is not failing, so its backoff stays
+	// at the initial one however often it was tried, and it is retried
+	// soon after the room frees.
+	Reserved bool
 	// Plugins are the plugins that rejected the job in this attempt, for
 	// the unschedulable_jobs metric.
 	Plugins []string
@@ -307,7 +312,11 @@ func (q *SchedulingQueue) AddUnschedulable(job *framework.QueuedJob, attempt Att
 	}
 	now := q.clock.Now()
 	e.Timestamp = now
-	e.backoffExpiry = now.Add(q.backoffDuration(e.Attempts))
+	backoff := q.backoffDuration(e.Attempts)
+	if attempt.Reserved {
+		backoff = q.initialBackoff
+	}
+	e.backoffExpiry = now.Add(backoff)
 	e.strictBackoff = attempt.Err != nil
 	e.lastFailure = attempt.Reason
 	if attempt.Err != nil && e.lastFailure == "" {

@@ -165,6 +165,32 @@ func TestBackoffDuration(t *testing.T) {
 	}
 }
 
+// A job that holds a reservation is not failing when it waits: however
+// often it was tried, it backs off the initial second, where a job without
+// one backs off more each time.
+func TestReservedJobKeepsTheInitialBackoff(t *testing.T) {
+	for _, reserved := range []bool{false, true} {
+		q, clock := newTestQueue(t, nil)
+		pod := st.MakePod().Name("g").Obj()
+		add(q, pod)
+		for range 5 {
+			qj := mustPop(t, q, "default/pod:g")
+			mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{AnyEvent: true, Reserved: reserved}))
+			q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, nil, nil)
+			clock.Step(10 * time.Second)
+			q.flushBackoffCompleted()
+		}
+		qj := mustPop(t, q, "default/pod:g")
+		mustNoErr(t, "AddUnschedulable", q.AddUnschedulable(qj, Attempt{AnyEvent: true, Reserved: reserved}))
+		q.MoveAllToActiveOrBackoffQueue(framework.EventAssignedPodDelete, nil, nil)
+		clock.Step(1500 * time.Millisecond)
+		q.flushBackoffCompleted()
+		if got, want := q.Lengths().Active, map[bool]int{false: 0, true: 1}[reserved]; got != want {
+			t.Errorf("reserved=%v: %d active 1.5s after the sixth failure, want %d", reserved, got, want)
+		}
+	}
+}
+
 func TestAddUnschedulable(t *testing.T) {
 	tests := []struct {
 		name string

@@ -71,6 +71,9 @@ type Nominator interface {
 	// Reservation returns the reservation job's nominations hold, if
 	// any.
 	Reservation(job framework.JobID) (framework.Reservation, bool)
+	// Placements returns where job's pods are nominated, pod UID to
+	// node.
+	Placements(job framework.JobID) map[types.UID]string
 	// WaitingFor counts the victims of job's last preemption still on
 	// their nodes (looked up by nodes).
 	WaitingFor(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) int
@@ -216,6 +219,14 @@ func (r *roomMaker) Reserve(ctx context.Context, policy framework.ReservePolicy)
 
 // Release implements framework.RoomMaker.
 func (r *roomMaker) Release(ctx context.Context, job framework.JobID) {
+	// The cycle's snapshot holds the room of other jobs' nominations
+	// (the scheduler put their pods there): what is released is free for
+	// the rest of this cycle too.
+	if job != r.c.Job.ID {
+		for uid, node := range r.e.opts.Nominator.Placements(job) {
+			r.e.opts.Snapshot.RemovePod(node, uid)
+		}
+	}
 	r.e.GiveUp(ctx, job)
 }
 

@@ -34,10 +34,12 @@ type ReservationArgs = config.ReservationArgs
 // expected to start more than ReclaimAfter from now, or nothing says when
 // and it has waited ReclaimAfter.
 //
-// Who reserves: a job the cycle could not place whose queue (with every
+// Who reserves: a gang the cycle could not place whose queue (with every
 // ancestor) uses no more than its fair share and has a share its quorum
-// fits in; with no Queue, any job. At most one job per queue, the one ahead in the
-// queue's order (priority, then age), and MaxReservations in all.
+// fits in; with no Queue, any gang. Single pods do not: they take the
+// room that frees as their turn comes. At most one job per queue, the
+// one ahead in the queue's order (priority, then age), and
+// MaxReservations in all.
 //
 // A reservation ends when its job starts, is deleted or no longer fits
 // even with every running pod gone, when a job ahead of it in its queue
@@ -131,6 +133,11 @@ func decline(format string, args ...any) *framework.Status {
 // PostFilter implements framework.PostFilterPlugin.
 func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
 	if p.max == 0 || job.Err != nil || len(job.Pending) == 0 {
+		return nil, framework.NewStatus(framework.Unschedulable)
+	}
+	if !job.ID.Gang {
+		// A single pod takes the room that frees as its turn comes; a
+		// reservation is for what needs room on several nodes at once.
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
 	if why := overShareWith(job); why != "" {
