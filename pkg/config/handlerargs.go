@@ -247,11 +247,7 @@ func decodeArgsYAML(kind, src string, data []byte, validate func(*field.Path, ru
 	}
 	obj, problems := decodeTypedKind(kind, node)
 	if len(problems) > 0 {
-		msgs := make([]string, len(problems))
-		for i, p := range problems {
-			msgs[i] = p.String()
-		}
-		return nil, wrapSource(src, &DecodeError{Problems: msgs})
+		return nil, wrapSource(src, &DecodeError{Problems: problemMessages(problems)})
 	}
 	if errs := validate(nil, obj); len(errs) > 0 {
 		msgs := make([]string, len(errs))

@@ -58,11 +58,7 @@ func DecodePluginArgs(plugin string, raw *configapi.RawArgs) (runtime.Object, er
 	}
 	obj, problems := decodeTypedArgs(plugin, node)
 	if len(problems) > 0 {
-		msgs := make([]string, len(problems))
-		for i, p := range problems {
-			msgs[i] = p.String()
-		}
-		return nil, fmt.Errorf("%s args: %s", plugin, wrapSource(src, errors.New(strings.Join(msgs, "; "))))
+		return nil, fmt.Errorf("%s args: %s", plugin, wrapSource(src, errors.New(strings.Join(problemMessages(problems), "; "))))
 	}
 	if err := ValidatePluginArgs(plugin, obj); err != nil {
 		return nil, err
@@ -87,6 +83,15 @@ func (p argsProblem) String() string {
 // decodeTypedArgs decodes the args under node (nil: none) of a plugin the
 // API has a type for into its internal type, defaulted. Problems are
 // placed at the line of their field under node.
+// problemMessages words each of problems.
+func problemMessages(problems []argsProblem) []string {
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.String()
+	}
+	return msgs
+}
+
 func decodeTypedArgs(plugin string, node *yaml.Node) (runtime.Object, []argsProblem) {
 	return decodeTypedKind(plugin+"Args", node)
 }
