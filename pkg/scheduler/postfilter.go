@@ -84,7 +84,6 @@ func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
 func (s *Scheduler) holdNominated(c *cycle) {
 	now := time.Now()
 	runtime, estimated := jobRuntime(c.job.Pending)
-	c.backfilled = c.backfilled[:0]
 	for _, nom := range s.nominated.Others(c.job.ID, c.qj.Priority) {
 		job, status, ok := s.cache.TaskState(nom.Pod.UID)
 		if !ok || job != nom.Job || status != framework.TaskPending {
@@ -95,7 +94,6 @@ func (s *Scheduler) holdNominated(c *cycle) {
 			continue
 		}
 		if nom.Reserved != nil && estimated && nom.Reserved.Backfills(now, runtime) {
-			c.backfilled = append(c.backfilled, nom.Node)
 			continue
 		}
 		s.snapshot.AddTask(nom.Node, nom.Task)

@@ -197,10 +197,6 @@ type cycle struct {
 	planBy    string
 	nodes     []*framework.NodeInfo
 	placement string
-	// backfilled are the nodes of the reservations whose room the job may
-	// use because it ends before they need it (holdNominated), one entry
-	// per reserved pod.
-	backfilled []string
 }
 
 // scheduleOne runs one cycle: pop a job, place it, assume and bind or
