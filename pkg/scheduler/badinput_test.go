@@ -31,6 +31,10 @@ func TestIgnoredAnnotationsAreReported(t *testing.T) {
 			`="yes" is ignored: only "true"`},
 		{"job-gang without a Job", st.MakePod().Name("p").UID("p").Req(res{v1.ResourceCPU: "1"}).Annotation(framework.JobGangAnnotation, "true").Obj(),
 			"no batch/v1 Job controls the pod"},
+		{"unreadable expected runtime", st.MakePod().Name("p").UID("p").Req(res{v1.ResourceCPU: "1"}).Annotation(framework.ExpectedRuntimeAnnotation, "soon").Obj(),
+			"annotation " + framework.ExpectedRuntimeAnnotation + `="soon": not a duration (e.g. 90s, 1h30m) or a number of seconds is ignored`},
+		{"negative expected runtime", st.MakePod().Name("p").UID("p").Req(res{v1.ResourceCPU: "1"}).Annotation(framework.ExpectedRuntimeAnnotation, "-5m").Obj(),
+			`="-5m": not positive is ignored`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

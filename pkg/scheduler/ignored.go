@@ -33,11 +33,17 @@ func newIgnoredReports() *ignoredReports {
 }
 
 // reportIgnoredSignals records an IgnoredAnnotation event on each pod
-// that carries gang annotations or labels the scheduler ignores, unless
-// the same report was already made for that pod.
+// that carries gang annotations or labels the scheduler ignores, or an
+// expected runtime it cannot read, unless the same report was already
+// made for that pod.
 func (s *Scheduler) reportIgnoredSignals(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
 		problems := dialects.IgnoredGroupSignals(pod)
+		if _, _, err := framework.ExpectedRuntime(pod); err != nil {
+			// Without a readable estimate the pod neither backfills nor
+			// gives reservations a start time.
+			problems = append(problems, err.Error()+" is ignored")
+		}
 		if len(problems) == 0 {
 			continue
 		}
