@@ -88,7 +88,8 @@ cover:
 ## demo: start a local control plane, seed a small cluster, run batch-scheduler on it
 ##       (SCENARIO=hybrid, the default: pods beside a VM manager; SCENARIO=two-level:
 ##       batch-scheduler and the VM manager as frameworks under the allocator;
-##       SCENARIO=queues: two teams' gang Jobs share the cluster through tenant queues)
+##       SCENARIO=queues: two teams' gang Jobs share the cluster through tenant queues,
+##       then a big gang reserves room and short Jobs backfill around it)
 SCENARIO ?= hybrid
 DEMO_SCENARIOS := hybrid two-level queues# keep in step with the case below
 demo: demo-scenario cluster

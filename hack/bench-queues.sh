@@ -3,8 +3,8 @@ set -o errexit -o nounset -o pipefail
 
 # Tenant queues benchmark (test/benchmark, BenchmarkQueues): the real
 # batch-scheduler against a real kube-apiserver and etcd with simulated
-# kubelets (KWOK), in three phases on one control plane (they run in the
-# order reclaim, throughput, fairness; each phase's queues, pods and
+# kubelets (KWOK), in phases on one control plane (they run in the order
+# reclaim, throughput, fairness, backlog; each phase's queues, pods and
 # namespace are deleted before the next):
 #   fairness    4 queues of weights 1, 1, 2, 4 each keep a backlog of gangs
 #               (1-8 pods of 1 CPU, 5-15 s); the time-averaged share of
@@ -18,6 +18,16 @@ set -o errexit -o nounset -o pipefail
 #               its quorum (in this phase or in fairness) fails the run
 #   throughput  10000 pending single pods without queues, over 10 queues,
 #               without queues again (goal: ratio >= 0.90)
+#   backlog     opt-in (BENCH_QUEUE_PHASES=...,backlog; about 10 more
+#               minutes at 100 nodes): queues big (weight 3, gangs of
+#               4-32), small-a (2, single pods and gangs of 1-4), small-b
+#               (1, single pods), 1 CPU pods of 5-60 s, all backlogged;
+#               run twice, reservations on (the default profile) and
+#               off (Reservation left out of the PostFilter plugins): shares
+#               ÷ fair share, evictions per 100 completed pods, bound
+#               utilization, waits of gangs >= 16 vs single pods,
+#               scheduler CPU per pod, error of /debug/standing's start
+#               estimates
 # The output is also kept in _output/bench-queues.txt.
 #
 # Usage: hack/bench-queues.sh [quick]
@@ -33,10 +43,13 @@ set -o errexit -o nounset -o pipefail
 #   BENCH_QUEUE_RECLAIM_REPS (5), BENCH_QUEUE_SEED (1),
 #   BENCH_QUEUE_SETTLE_SECONDS (10: how long a gang may have some but
 #                               fewer than its quorum of pods bound),
-#   BENCH_QUEUE_PHASES (fairness,reclaim,throughput),
+#   BENCH_QUEUE_PHASES (fairness,reclaim,throughput; backlog is opt-in),
+#   BENCH_QUEUE_BACKLOG_SECONDS (240 per variant),
+#   BENCH_QUEUE_BACKLOG_SKIP_SECONDS (60), BENCH_QUEUE_BACKLOG_VARIANTS
+#   (off,on),
 #   BENCH_QUEUE_FAIR_CONTROL (1; 0 skips the fairness phase's control),
-#   BENCH_QUEUE_LOGS=DIR (keep the logs and CPU profiles of the fairness
-#                         and reclaim phases' schedulers, which run as
+#   BENCH_QUEUE_LOGS=DIR (keep the logs and CPU profiles of the fairness,
+#                         reclaim and backlog phases' schedulers, which run as
 #                         child processes: DIR/batch-scheduler-PHASE.log,
 #                         DIR/batch-scheduler-PHASE/cpu.pprof),
 #   BENCH_BATCH_SCHEDULER=PATH (a binary for those phases instead of the

@@ -102,6 +102,22 @@ func start(t *testing.T, args ...string) *started {
 		cancel()
 		t.Fatalf("waiting for the address file: %v", err)
 	}
+	// Grants are served once the first round has published; before, 503.
+	var code int
+	var body string
+	err = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if code, body = s.do(t, http.MethodGet, "/readyz", ""); code == http.StatusOK {
+			return true, nil
+		}
+		if code != http.StatusServiceUnavailable {
+			return false, fmt.Errorf("/readyz: HTTP %d %s, want 200 or 503", code, body)
+		}
+		return false, nil
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("waiting for the allocator's first round: %v (last: HTTP %d %s)", err, code, body)
+	}
 	return s
 }
 

@@ -33,6 +33,9 @@ type gangJob struct {
 	// queue, when set, is the tenant queue its pods name; otherwise they
 	// go to the jobs pool.
 	queue string
+	// expected, when set, is the runtime its pods say they need
+	// (framework.ExpectedRuntimeAnnotation).
+	expected time.Duration
 }
 
 // nightly runs first on the jobs pool: two of its pods fill each node's
@@ -53,19 +56,27 @@ func (j gangJob) String() string {
 	if j.queue != "" {
 		in = " in queue " + j.queue
 	}
-	return fmt.Sprintf("%s%s (%d pods × %s, one gang; each runs %s)", j.key(), in, j.n, strings.Join(slices.Sorted(maps.Values(j.req)), " "), j.runFor)
+	says := ""
+	if j.expected > 0 {
+		says = ", expected-runtime " + j.expected.String()
+	}
+	return fmt.Sprintf("%s%s (%d pods × %s, one gang; each runs %s%s)", j.key(), in, j.n, strings.Join(slices.Sorted(maps.Values(j.req)), " "), j.runFor, says)
 }
 
 // obj is the Job: its pod template opts into one gang
-// (framework.JobGangAnnotation) and tells the simulated kubelet how long
-// the pod runs (controlplane.RunForAnnotation). In a queue, its pods name
-// the queue (framework.QueueLabel), and an evicted pod counts as a failure
-// of the Job, which replaces it (the default back-off limit, 6, leaves
-// room for an eviction or two). Otherwise they select the jobs pool and
-// tolerate its taint, and a failed pod fails the Job (backoffLimit 0)
-// rather than being replaced.
+// (framework.JobGangAnnotation), tells the simulated kubelet how long the
+// pod runs (controlplane.RunForAnnotation) and, if expected is set, the
+// scheduler how long it is expected to (framework.ExpectedRuntimeAnnotation).
+// In a queue, its pods name the queue (framework.QueueLabel), and an
+// evicted pod counts as a failure of the Job, which replaces it (the
+// default back-off limit, 6, leaves room for an eviction or two).
+// Otherwise they select the jobs pool and tolerate its taint, and a failed
+// pod fails the Job (backoffLimit 0) rather than being replaced.
 func (j gangJob) obj() *batchv1.Job {
 	pod := st.MakePod().Req(j.req).Annotation(framework.JobGangAnnotation, "true").Annotation(controlplane.RunForAnnotation, j.runFor.String()).Obj()
+	if j.expected > 0 {
+		pod.Annotations[framework.ExpectedRuntimeAnnotation] = j.expected.String()
+	}
 	n, zero := j.n, int32(0)
 	backoff := &zero
 	if j.queue != "" {

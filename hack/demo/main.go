@@ -11,7 +11,8 @@
 // hybrid (the default; hybrid.go: pods, gangs, preemption and Jobs beside a
 // VM manager), two-level (twolevel.go: batch-scheduler and the VM manager
 // as frameworks under the allocator) and queues (queues.go: two teams'
-// gang Jobs share the cluster through tenant queues). After each step it
+// gang Jobs share the cluster through tenant queues, then a big gang
+// reserves room and short Jobs backfill around it). After each step it
 // waits (polling, bounded) until the API, the programs' endpoints and
 // /debug/cache show exactly the outcome it printed, and the scheduler's
 // own checker (/debug/cache/verify) finds no difference; then it prints

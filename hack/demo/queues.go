@@ -1,22 +1,33 @@
 package main
 
 // The queues story: two teams share four nodes through tenant queues
-// (docs/queues.md). batch-scheduler runs with its default configuration;
-// queues are on because Queue objects exist.
+// (docs/queues.md). batch-scheduler runs with its default profile
+// (queueConfig), whose PostFilter plugins are Reservation, Reclaim and
+// DefaultPreemption; queues are on because Queue objects exist.
 //
-//	node-1 .. node-4   2 cpu each, 8 in all; every pod of the story asks
-//	                   for 1 cpu, so the cluster holds 8 of them
+//	node-1 .. node-4   2 cpu each, 8 in all
 //	Queue team-a       weight 1
 //	Queue team-b       weight 1, guaranteed cpu 2
 //
-// Every Job is a gang of 2 pods (batch-scheduler.io/job-gang: "true",
-// parallelism = completions = 2: quorum 2) in the namespace of its team,
-// whose pods name the team's queue (label batch-scheduler.io/queue). The
-// step titles (queueSteps) tell the story: team-a borrows the whole
+// Act 1, reclaim. Every Job is a gang of 2 pods of 1 cpu
+// (batch-scheduler.io/job-gang: "true", parallelism = completions = 2:
+// quorum 2) in the namespace of its team, whose pods name the team's
+// queue (label batch-scheduler.io/queue); the cluster holds 8 of them.
+// The step titles (queueSteps) tell the story: team-a borrows the whole
 // cluster, team-b's gangs arrive and Reclaim evicts two of team-a's gangs,
 // each whole; their new pods wait until team-b's work is done, then run,
 // and every Job completes. bRunFor outlasts the Job controller's back-off,
 // so that the evicted gangs' new pods are seen waiting beside b1 and b2.
+// team-a's pods say nothing of their runtime, so team-b's gangs, which
+// reserve the room first, cannot tell when it frees: Reservation hands
+// them on to Reclaim at once (waitWithoutEstimate 0s, the default), as
+// without reservations.
+//
+// Act 2, reservation and backfill (queues_backfill.go, backfillSteps):
+// team-a's Jobs say how long they run; a gang of the whole cluster
+// reserves it and is told when it starts, a short Job backfills the room
+// held for it, and the gang starts when it was told.
+//
 // Throughout, a pod watch (queueWatch) checks that no gang runs below its
 // quorum and that no node holds more than its CPUs.
 
@@ -24,6 +35,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -138,8 +150,8 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 	}); err != nil {
 		return 0, err
 	}
-	if err := progress(fmt.Sprintf("writing %s (the default profile: Capacity and Reclaim; queues are on once a Queue exists)", configPath), func() error {
-		return writeConfig(configPath, nil)
+	if err := progress(fmt.Sprintf("writing %s (the default profile: Reservation, Reclaim and DefaultPreemption make room; queues are on once a Queue exists)", configPath), func() error {
+		return writeConfigLines(configPath, queueConfig())
 	}); err != nil {
 		return 0, err
 	}
@@ -150,7 +162,7 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 		for _, name := range queueNodeNames {
 			nodes = append(nodes, queueNode(name))
 		}
-		e.watch, err = harness.WatchJobGangs(ctx, e.cp.Client, nodes, gangSize, gangSettle)
+		e.watch, err = harness.WatchJobGangs(ctx, e.cp.Client, nodes, storyQuorum, gangSettle)
 		return err
 	}); err != nil {
 		return 0, err
@@ -178,7 +190,7 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 	fmt.Println()
 	harness.WriteQueues(os.Stdout, snap.queues)
 	e.print = func(s, _ *snapshot) { printQueueStory(s) }
-	n, err := runSteps(ctx, e, queueSteps())
+	n, err := runSteps(ctx, e, append(queueSteps(), backfillSteps()...))
 	if err != nil {
 		return 0, err
 	}
@@ -190,6 +202,29 @@ func runQueues(ctx context.Context, e *env) (int, error) {
 		fmt.Println("guarantee held: " + line)
 	}
 	return n, nil
+}
+
+// queueConfig is the story's scheduler configuration: the default
+// profile, Reservation first among the PostFilter plugins, before Reclaim
+// and DefaultPreemption (docs/queues.md, "Reservations and backfill").
+func queueConfig() []string {
+	return []string{
+		"# Written by the demo (hack/demo). See docs/queues.md.",
+		"apiVersion: batch-scheduler.io/v1alpha1",
+		"kind: SchedulerConfiguration",
+		"profiles:",
+		"- schedulerName: " + ourScheduler,
+	}
+}
+
+// storyQuorum is the quorum of the story's Job name: all its pods.
+func storyQuorum(name string) int {
+	for _, j := range slices.Concat(aJobs, bJobs, fillJobs, []gangJob{bigJob, shortJob, longJob, untimedJob}) {
+		if j.name == name {
+			return int(j.n)
+		}
+	}
+	return gangSize
 }
 
 // describeQueueSpec renders a queue's spec, e.g. "team-b (weight 1,
@@ -213,6 +248,10 @@ func createJobs(jobs ...gangJob) func(context.Context, *env) error {
 		return nil
 	}
 }
+
+// unknownStart is the clause of a pod whose job reserved room that pods
+// of no expected runtime hold (reservationMessage in pkg/plugins/capacity).
+var unknownStart = regexp.MustCompile(`reservation: room held on .+ until [0-9]+ running pods end; start time unknown`)
 
 // queueSteps is the queues story.
 func queueSteps() []step {
@@ -257,6 +296,7 @@ func queueSteps() []step {
 			lines: func() []outcome {
 				return []outcome{
 					ql("Jobs "+both(bKeys), "each 2 pods bound, Running", "team-b is below its fair share (cpu 4): Reclaim makes room"),
+					ql("", "", "(Reservation, first, cannot tell when team-a's pods end: it hands them on at once)"),
 					ql("two of team-a's Jobs", "both pods evicted, none left running", "2 gangs of 2 cpu make room for team-b's 4; a gang is never left below its quorum"),
 					ql("the other two", "still 2 pods Running", "team-a keeps its fair share, cpu 4"),
 					ql("Queue team-a", "allocated cpu 4, fair share cpu 4", "back at its fair share"),
@@ -303,6 +343,8 @@ func queueSteps() []step {
 				return []outcome{
 					ql("Jobs "+both(evicted), "2 new pods each, not bound", fmt.Sprintf("%q: the nodes are full; Reclaim declines,", waitWhy("<job>")[1])),
 					ql("", "", "as team-a would go above its fair share (cpu 6 of 4)"),
+					ql("", "one of them adds \"reservation: room held on <node> ...;", "team-a's first job in line holds the room that frees;"),
+					ql("", "start time unknown ...\"", "the pods it waits for say nothing of their runtime"),
 					ql("Jobs "+both(kept)+", "+both(bKeys), "each 2 pods Running", "unchanged"),
 					ql("Queue team-a", "allocated cpu 4, fair share cpu 4, pending cpu 4, 2 pending jobs", "asks for 8, gets its fair share"),
 					ql("Queue team-b", "allocated cpu 4, fair share cpu 4", "unchanged"),
@@ -311,8 +353,15 @@ func queueSteps() []step {
 			within: jobBackoff + waitTimeout,
 			check: func(s *snapshot) error {
 				v := s.check()
+				reserving := 0
 				for _, k := range evicted {
 					v.JobPodsWait(k, waitWhy(k)...)
+					if pods := v.CurrentPods(k); len(pods) > 0 && !slices.ContainsFunc(pods, func(p harness.Pod) bool { return !unknownStart.MatchString(p.Message) }) {
+						reserving++
+					}
+				}
+				if reserving != 1 {
+					v.Wait("%d of team-a's waiting Jobs hold a reservation of unknown start; expected 1", reserving)
 				}
 				for _, k := range append(slices.Clone(kept), bKeys...) {
 					v.JobRuns(k, 0)

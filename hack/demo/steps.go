@@ -43,6 +43,9 @@ type step struct {
 	// or the start of the step.
 	within time.Duration
 	since  string
+	// done, if set, says what the step found out (a time it measured,
+	// say), printed after its outcome.
+	done func() string
 }
 
 // snapshot is what the demo observes at one moment: the API, the
@@ -179,6 +182,9 @@ func runStep(ctx context.Context, e *env, n int, st step, prev *snapshot) (*snap
 		since = "the step began"
 	}
 	fmt.Printf("\n-> as expected, %.1fs after %s\n", took.Seconds(), since)
+	if st.done != nil {
+		fmt.Println("-> " + st.done())
+	}
 	return snap, nil
 }
 

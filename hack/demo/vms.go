@@ -158,6 +158,11 @@ func writeConfig(path string, informers []informer, handlers ...string) error {
 			"    http:",
 			"      url: "+i.url)
 	}
+	return writeConfigLines(path, lines)
+}
+
+// writeConfigLines writes the lines of a scheduler configuration to path.
+func writeConfigLines(path string, lines []string) error {
 	text := strings.Join(append(lines, ""), "\n")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("creating the config directory: %w", err)

@@ -94,6 +94,7 @@ func (c *SchedulerCache) assumeLocked(t *framework.TaskInfo, nodeName string) {
 	pod := t.Pod
 	item := c.nodes[nodeName]
 	at := framework.NewAssumedTaskInfoInGroup(t.Pod, nodeName, t.Requests, c.membershipLocked(t.Pod))
+	at.RuntimeBounds = c.runtimeBounds
 	c.assumed[pod.UID] = &assumedPod{pending: t.Pod}
 	c.tasks[pod.UID] = at
 	c.numPending--
@@ -339,6 +340,7 @@ func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Po
 	a := c.assumed[uid]
 	prev := a.pending
 	t := framework.NewAssumedTaskInfoInGroup(pod, old.NodeName, resources.PodRequests(pod), c.membershipLocked(pod))
+	t.RuntimeBounds = c.runtimeBounds
 	if old.Job != t.Job {
 		c.removeFromJobLocked(old)
 		if prev != nil {

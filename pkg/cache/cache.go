@@ -154,6 +154,10 @@ type SchedulerCache struct {
 	// groupPolicies hold what group objects say about gangs (see
 	// SetGroupPolicy), whether or not their jobs have pods yet.
 	groupPolicies map[groupKey]*framework.GroupPolicy
+	// runtimeBounds hold what batch Jobs say about when their pods end
+	// (SetRuntimeBound); every task the cache builds, and every cycle
+	// job, points to it. It has its own lock: mu does not guard it.
+	runtimeBounds *framework.RuntimeBounds
 	// matcher says which groups a pod names: the rules of the gang
 	// dialects (see SetGroupMatcher; dialects.Builtin by default).
 	matcher framework.GroupMatcher
@@ -204,6 +208,7 @@ var (
 	_ eventhandlers.JobSource         = &SchedulerCache{}
 	_ eventhandlers.GroupPolicyCache  = &SchedulerCache{}
 	_ eventhandlers.GroupMatcherCache = &SchedulerCache{}
+	_ eventhandlers.RuntimeBoundCache = &SchedulerCache{}
 )
 
 type cacheSizeGauges struct {
@@ -263,6 +268,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		jobs:          map[framework.JobID]*framework.JobInfo{},
 		jobless:       map[joblessKey]*framework.TaskInfo{},
 		groupPolicies: map[groupKey]*framework.GroupPolicy{},
+		runtimeBounds: &framework.RuntimeBounds{},
 		matcher:       dialects.Builtin(),
 		ownerTasks:    map[groupKey]map[types.UID]struct{}{},
 		taskOwner:     map[types.UID]groupKey{},
@@ -337,7 +343,8 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 		c.mu.RUnlock()
 		return nil, false
 	}
-	out := &framework.Job{ID: id, MinAvailable: j.MinAvailable(), Err: j.ValidationError(), Bound: j.Counts().Running()}
+	out := &framework.Job{ID: id, MinAvailable: j.MinAvailable(), Err: j.ValidationError(), Bound: j.Counts().Running(),
+		RuntimeBounds: c.runtimeBounds}
 	for _, t := range j.Tasks {
 		switch {
 		case t.Status == framework.TaskPending:

@@ -131,6 +131,7 @@ func (c *SchedulerCache) ownTask(pod *v1.Pod) *framework.TaskInfo {
 		t = framework.NewTaskInfoInGroup(pod, podRequests(pod), m)
 	}
 	t.Own = c.schedulers[pod.Spec.SchedulerName]
+	t.RuntimeBounds = c.runtimeBounds
 	return t
 }
 

@@ -233,6 +233,34 @@ func (c *SchedulerCache) indexOwnerJobLocked(t *framework.TaskInfo, add bool) {
 	}
 }
 
+// SetRuntimeBound implements eventhandlers.RuntimeBoundCache. The bound
+// reaches the estimates of the Job's pods at once, whether the cache has
+// them yet or not: their tasks read it when asked (TaskInfo.ExpectedEnd).
+// When the estimates change, the Job's pending pods are retried as if
+// they had changed (a pod that may now backfill would otherwise wait for
+// another event): those of the gang inferred from the Job or of its
+// gang named explicitly (the Job dialect), which the cache indexes.
+func (c *SchedulerCache) SetRuntimeBound(namespace, name string, b *framework.RuntimeBound) {
+	if !c.runtimeBounds.Set(namespace, name, b) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	retry := func(t *framework.TaskInfo) {
+		if t != nil && t.Status == framework.TaskPending {
+			c.queue.PodChanged(t.Job, t.Pod, true)
+		}
+	}
+	for uid := range c.ownerTasks[groupKey{kind: framework.GroupKindJob, namespace: namespace, name: name}] {
+		retry(c.tasks[uid])
+	}
+	if job, ok := c.jobs[framework.JobID{Namespace: namespace, Name: name, Gang: true}]; ok && job.GroupKind() == framework.GroupKindJob {
+		for _, t := range job.Tasks {
+			retry(t)
+		}
+	}
+}
+
 // SetGroupPolicy implements eventhandlers.GroupPolicyCache: it records
 // what the group object of kind named name in namespace says about its
 // gangs (nil: the object is gone), re-validates them, and raises
@@ -323,6 +351,7 @@ func (c *SchedulerCache) rekeyOwnerLocked(key groupKey) {
 func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
 	uid := t.Pod.UID
 	nt := framework.NewAssumedTaskInfoInGroup(t.Pod, t.NodeName, t.Requests, c.membershipLocked(t.Pod))
+	nt.RuntimeBounds = c.runtimeBounds
 	c.removeFromJobLocked(t)
 	c.tasks[uid] = nt
 	c.indexOwnerLocked(uid, nt)

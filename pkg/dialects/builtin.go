@@ -17,6 +17,7 @@ limitations under the License.
 package dialects
 
 import (
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -65,7 +66,8 @@ var builtin = Table{
 		Policy: func(u *unstructured.Unstructured, inferred bool) *framework.GroupPolicy {
 			return jobPolicy(inferred)(u)
 		},
-		Fields: jobFields,
+		Fields:  slices.Concat(jobFields, jobRuntimeFields),
+		Runtime: JobRuntimeBound,
 	},
 	{
 		Kind:      framework.GroupKindRayCluster,

@@ -67,6 +67,11 @@ type Dialect struct {
 	// Status, when set, writes the gang's state into the object's status
 	// (pkg/podgroups); nil: the status is never written.
 	Status podgroups.StatusRule
+	// Runtime, when set, reads what an object of Kind, as the owner of
+	// pods, says about when they end (only batch Jobs say, see
+	// JobRuntimeBound); Fields must keep what it reads. It must never
+	// panic.
+	Runtime func(u *unstructured.Unstructured) *framework.RuntimeBound
 }
 
 // Resource is a resource of a dialect.
@@ -196,6 +201,9 @@ type Watch struct {
 	Transform toolscache.TransformFunc
 	// Policy reads an object's policy; nil: the object defines no gang.
 	Policy func(u *unstructured.Unstructured) *framework.GroupPolicy
+	// Runtime is Dialect.Runtime: nil for kinds whose objects bound no
+	// runtime.
+	Runtime func(u *unstructured.Unstructured) *framework.RuntimeBound
 }
 
 // Watches returns the resources to watch: with explicit on, those of
@@ -215,7 +223,7 @@ func (t Table) Watches(explicit bool, owners framework.OwnerKinds) []Watch {
 		policy := d.Policy
 		read := func(u *unstructured.Unstructured) *framework.GroupPolicy { return policy(u, inferred) }
 		for _, r := range d.Resources {
-			out = append(out, Watch{GVR: r.GVR, Kind: d.Kind, FirstServedOnly: r.FirstServedOnly, Transform: transform, Policy: read})
+			out = append(out, Watch{GVR: r.GVR, Kind: d.Kind, FirstServedOnly: r.FirstServedOnly, Transform: transform, Policy: read, Runtime: d.Runtime})
 		}
 	}
 	return out

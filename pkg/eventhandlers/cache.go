@@ -179,6 +179,17 @@ type GroupPolicyCache interface {
 	SetGroupPolicy(kind framework.GroupKind, namespace, name string, p *framework.GroupPolicy)
 }
 
+// RuntimeBoundCache is an optional interface of a Cache (pkg/cache
+// implements it): it records what the owners of pods (batch Jobs) say
+// about when their pods end, which runtime estimates read (see
+// framework.RuntimeBound and docs/queues.md, "Reservations and
+// backfill").
+type RuntimeBoundCache interface {
+	// SetRuntimeBound records the bound of the Job named name in
+	// namespace; nil: it has none, or is gone.
+	SetRuntimeBound(namespace, name string, b *framework.RuntimeBound)
+}
+
 // OwnerGangCache is an optional interface of a Cache (pkg/cache
 // implements it): it infers gangs from the owners of pods that name no
 // group explicitly (see framework.GroupResolver and docs/scheduling.md,

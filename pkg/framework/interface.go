@@ -70,6 +70,9 @@ type Job struct {
 	// have not finished, one entry per task: where a topology constraint
 	// has already put the job.
 	PlacedNodes []string
+	// RuntimeBounds, when set, holds what the owners of the pending pods
+	// say about when they end (see EstimatedRuntime); nil: nothing.
+	RuntimeBounds *RuntimeBounds
 }
 
 // QueueSortPlugin orders the jobs in the active queue. A profile has
@@ -315,6 +318,10 @@ type ReservePolicy struct {
 	// of lower priority it may preempt, say) and nothing is reserved
 	// (Reservation.Deferred).
 	Defer func(t *TaskInfo) bool
+	// Probe, when set, only finds when and where the job could start:
+	// nothing is nominated or held (a job that waits without holding
+	// room, a single pod say).
+	Probe bool
 }
 
 // Reservation is the room held for a job until running pods end.
@@ -339,6 +346,10 @@ type Reservation struct {
 	WaitFor int
 	// Nodes are the nodes the room is held on, sorted.
 	Nodes []string
+	// HeldSince is, for each of Nodes, since when the job's reservation
+	// has held it without a break (set by the nominator: a re-reservation
+	// that keeps a node keeps its time).
+	HeldSince map[string]time.Time
 }
 
 // Backfills reports whether a job whose pods are expected to run at most

@@ -121,6 +121,9 @@ type TaskInfo struct {
 	// The job's queue may come from its group object instead (see
 	// JobInfo.Queue).
 	Queue string
+	// RuntimeBounds, when set, holds what the pod's owner says about when
+	// it ends (the cache's, see RuntimeBounds); ExpectedEnd reads it.
+	RuntimeBounds *RuntimeBounds
 }
 
 // setGroup fills the group fields of t from m.

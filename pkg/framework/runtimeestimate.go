@@ -18,6 +18,7 @@ package framework
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -32,22 +33,27 @@ import (
 const ExpectedRuntimeAnnotation = "batch-scheduler.io/expected-runtime"
 
 // ExpectedRuntime returns how long pod is expected to run, from what its
-// author wrote: ExpectedRuntimeAnnotation, else spec.activeDeadlineSeconds
-// (the kubelet ends the pod by then). ok is false when neither says, and
-// err names what is wrong with an annotation that cannot be read (the pod
-// then has no estimate).
+// author wrote on the pod: ExpectedRuntimeAnnotation and
+// spec.activeDeadlineSeconds (the kubelet ends the pod by then), the
+// shorter of the two when both are set. ok is false when neither says,
+// and err names what is wrong with an annotation that cannot be read
+// (the annotation is then ignored; the deadline still counts). What the
+// pod's owner says (RuntimeBound) is not read here: see EstimatedEnd.
 func ExpectedRuntime(pod *v1.Pod) (d time.Duration, ok bool, err error) {
 	if v, set := pod.Annotations[ExpectedRuntimeAnnotation]; set {
-		d, err := parseRuntime(v)
-		if err != nil {
-			return 0, false, fmt.Errorf("annotation %s=%q: %w", ExpectedRuntimeAnnotation, v, err)
+		a, perr := parseRuntime(v)
+		if perr != nil {
+			err = fmt.Errorf("annotation %s=%q: %w", ExpectedRuntimeAnnotation, v, perr)
+		} else {
+			d, ok = a, true
 		}
-		return d, true, nil
 	}
-	if s := pod.Spec.ActiveDeadlineSeconds; s != nil && *s > 0 {
-		return time.Duration(*s) * time.Second, true, nil
+	if s := pod.Spec.ActiveDeadlineSeconds; s != nil && *s > 0 && *s <= math.MaxInt64/int64(time.Second) {
+		if limit := time.Duration(*s) * time.Second; !ok || limit < d {
+			d, ok = limit, true
+		}
 	}
-	return 0, false, nil
+	return d, ok, err
 }
 
 // maxRuntime bounds an estimate: a week is longer than any estimate a
@@ -75,18 +81,51 @@ func parseRuntime(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// ExpectedEnd returns when the bound pod is expected to end: its start
-// (status.startTime; now for a pod no kubelet reported started yet, which
-// starts about now) plus its ExpectedRuntime. ok is false when the pod
-// gives no estimate.
+// ExpectedEnd returns when the bound pod is expected to end by what it
+// says itself: its start (status.startTime; now for a pod no kubelet
+// reported started yet, which starts about now) plus its
+// ExpectedRuntime. ok is false when the pod gives no estimate. Callers
+// that know the pod's owner use EstimatedEnd (or TaskInfo.ExpectedEnd).
 func ExpectedEnd(pod *v1.Pod, now time.Time) (time.Time, bool) {
 	d, ok, _ := ExpectedRuntime(pod)
 	if !ok {
 		return time.Time{}, false
 	}
-	start := now
+	return podStart(pod, now).Add(d), true
+}
+
+// podStart is when pod started: status.startTime, now when no kubelet
+// reported it started.
+func podStart(pod *v1.Pod, now time.Time) time.Time {
 	if pod.Status.StartTime != nil {
-		start = pod.Status.StartTime.Time
+		return pod.Status.StartTime.Time
 	}
-	return start.Add(d), true
+	return now
+}
+
+// EstimatedEnd returns when pod is expected to end: the earliest of what
+// the pod says (ExpectedEnd) and what its owner says (owner, nil for
+// none: RuntimeBound.End). ok is false when neither gives an estimate.
+func EstimatedEnd(pod *v1.Pod, owner *RuntimeBound, now time.Time) (time.Time, bool) {
+	end, ok := ExpectedEnd(pod, now)
+	if oe, set := owner.End(pod, now); set && (!ok || oe.Before(end)) {
+		end, ok = oe, true
+	}
+	return end, ok
+}
+
+// EstimatedRuntime returns how long pod, started now, is expected to run
+// (see EstimatedEnd): zero when its owner's deadline has passed already.
+func EstimatedRuntime(pod *v1.Pod, owner *RuntimeBound, now time.Time) (time.Duration, bool) {
+	end, ok := EstimatedEnd(pod, owner, now)
+	if !ok {
+		return 0, false
+	}
+	return max(end.Sub(now), 0), true
+}
+
+// ExpectedEnd returns when t's pod is expected to end: EstimatedEnd with
+// the bound t.RuntimeBounds holds for the pod's owner.
+func (t *TaskInfo) ExpectedEnd(now time.Time) (time.Time, bool) {
+	return EstimatedEnd(t.Pod, t.RuntimeBounds.Of(t.Pod), now)
 }

@@ -145,7 +145,7 @@ func DefaultProfile(schedulerName string) frameworkruntime.ProfileSpec {
 			},
 			frameworkruntime.ReservePoint:    refs(capacity.Name, volumebinding.Name, dynamicresources.Name),
 			frameworkruntime.PermitPoint:     refs(gang.Name),
-			frameworkruntime.PostFilterPoint: refs(capacity.ReclaimName, defaultpreemption.Name),
+			frameworkruntime.PostFilterPoint: refs(capacity.ReservationName, capacity.ReclaimName, defaultpreemption.Name),
 			frameworkruntime.BindPoint:       refs(volumebinding.Name, dynamicresources.Name, defaultbinder.Name),
 		},
 	}

@@ -91,7 +91,7 @@ func TestDefaultProfile(t *testing.T) {
 		frameworkruntime.ScorePoint:      {{Name: "NodeResourcesFit", Weight: 1}, {Name: "NodeAffinity", Weight: 1}, {Name: "TaintToleration", Weight: 1}, {Name: "InterPodAffinity", Weight: 1}, {Name: "PodTopologySpread", Weight: 1}},
 		frameworkruntime.ReservePoint:    ref("Capacity", "VolumeBinding", "DynamicResources"),
 		frameworkruntime.PermitPoint:     ref("Gang"),
-		frameworkruntime.PostFilterPoint: ref("Reclaim", "DefaultPreemption"),
+		frameworkruntime.PostFilterPoint: ref("Reservation", "Reclaim", "DefaultPreemption"),
 		frameworkruntime.BindPoint:       ref("VolumeBinding", "DynamicResources", "DefaultBinder"),
 	}
 	if !reflect.DeepEqual(p.Plugins, want) {

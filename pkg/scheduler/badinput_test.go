@@ -3,9 +3,12 @@ package scheduler
 import (
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
@@ -51,6 +54,38 @@ func TestIgnoredAnnotationsAreReported(t *testing.T) {
 				t.Errorf("pod bound to %q, want n1: an ignored annotation does not stop scheduling", got)
 			}
 		})
+	}
+}
+
+// TestUnreadableJobRuntimeIsReported: a Kueue maximum execution time (and
+// a start) on the pod's Job that cannot be read are ignored, and the pod
+// is told so, naming the Job and each value; the Job's deadline still
+// counts.
+func TestUnreadableJobRuntimeIsReported(t *testing.T) {
+	h := newHarness(t)
+	h.addNode("n1", "1")
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": "train", "namespace": "default", "uid": "job-uid",
+			"labels": map[string]any{framework.KueueMaxExecTimeLabel: "an hour"}},
+		"spec":   map[string]any{"activeDeadlineSeconds": int64(60)},
+		"status": map[string]any{"startTime": "yesterday"},
+	}}
+	bound := dialects.JobRuntimeBound(job)
+	h.cache.SetRuntimeBound("default", "train", bound)
+	h.addPod(st.MakePod().Name("p").UID("p").Req(res{v1.ResourceCPU: "1"}).ControlledBy("batch/v1", "Job", "train", "job-uid").Obj())
+	h.cycle()
+	want := "label " + framework.KueueMaxExecTimeLabel + `="an hour" of Job default/train: not a positive whole number of seconds is ignored`
+	ignored := eventsWith(h.events(), "Warning "+ReasonIgnoredAnnotation+" ")
+	want += `; status.startTime "yesterday" of Job default/train: not a time is ignored`
+	if len(ignored) != 1 || !strings.Contains(ignored[0], want) {
+		t.Errorf("events = %q, want one %s event containing %q", h.events(), ReasonIgnoredAnnotation, want)
+	}
+	if got := h.boundTo()["p"]; got != "n1" {
+		t.Errorf("pod bound to %q, want n1", got)
+	}
+	if bound == nil || bound.Limit != time.Minute {
+		t.Errorf("bound %+v: the Job's deadline no longer counts", bound)
 	}
 }
 

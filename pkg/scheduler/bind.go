@@ -49,7 +49,7 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 		// Done would leave the pods that found no node waiting for a change
 		// of their own, which may never come: they say why instead, and
 		// their job waits for an event that may help them.
-		s.park(ctx, c, unplaced, "")
+		s.park(ctx, c, unplaced, "", false)
 	}
 
 	for _, pod := range c.placed {

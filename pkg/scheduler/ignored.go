@@ -32,17 +32,33 @@ func newIgnoredReports() *ignoredReports {
 	return &ignoredReports{last: lru.New(maxIgnoredReports)}
 }
 
+// joinedErrors is an error of errors.Join: a RuntimeBound's Err names
+// each value it ignored in one of them.
+type joinedErrors interface{ Unwrap() []error }
+
 // reportIgnoredSignals records an IgnoredAnnotation event on each pod
 // that carries gang annotations or labels the scheduler ignores, or an
-// expected runtime it cannot read, unless the same report was already
-// made for that pod.
-func (s *Scheduler) reportIgnoredSignals(ctx context.Context, pods []*v1.Pod) {
+// expected runtime it cannot read, its own or its Job's (bounds: see
+// framework.RuntimeBound), unless the same report was already made for
+// that pod.
+func (s *Scheduler) reportIgnoredSignals(ctx context.Context, pods []*v1.Pod, bounds *framework.RuntimeBounds) {
 	for _, pod := range pods {
 		problems := dialects.IgnoredGroupSignals(pod)
 		if _, _, err := framework.ExpectedRuntime(pod); err != nil {
 			// Without a readable estimate the pod neither backfills nor
 			// gives reservations a start time.
 			problems = append(problems, err.Error()+" is ignored")
+		}
+		if b := bounds.Of(pod); b != nil && b.Err != nil {
+			// The values of the pod's Job that cannot be read, each
+			// ignored.
+			errs := []error{b.Err}
+			if joined, ok := b.Err.(joinedErrors); ok {
+				errs = joined.Unwrap()
+			}
+			for _, err := range errs {
+				problems = append(problems, err.Error()+" is ignored")
+			}
 		}
 		if len(problems) == 0 {
 			continue

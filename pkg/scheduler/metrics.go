@@ -42,6 +42,12 @@ type Metrics struct {
 	PreemptionAttempts *k8smetrics.CounterVec
 	// PreemptionVictims counts the pods evicted by preemption.
 	PreemptionVictims *k8smetrics.Counter
+	// StartEstimateError is how far a job's start was from the estimate
+	// its last failed attempt told it (pkg/standing), by basis
+	// (reservation, capacity) and direction (late, early).
+	StartEstimateError *k8smetrics.HistogramVec
+	// Reservations counts the jobs holding a reservation.
+	Reservations *k8smetrics.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -86,8 +92,17 @@ func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 			Namespace: metrics.Namespace, Name: "preemption_victims_total", StabilityLevel: k8smetrics.ALPHA,
 			Help: "Pods evicted by preemption.",
 		}),
+		StartEstimateError: k8smetrics.NewHistogramVec(&k8smetrics.HistogramOpts{
+			Namespace: metrics.Namespace, Name: "start_estimate_error_seconds", StabilityLevel: k8smetrics.ALPHA,
+			Help:    "How far a job's start (its placement) was from the start its last failed attempt estimated, by basis (reservation: the room it held; capacity: the running pods' expected ends) and direction (late: it started after the estimate; early: before).",
+			Buckets: k8smetrics.ExponentialBuckets(0.5, 2, 14),
+		}, []string{"basis", "direction"}),
+		Reservations: k8smetrics.NewGauge(&k8smetrics.GaugeOpts{
+			Namespace: metrics.Namespace, Name: "reservations", StabilityLevel: k8smetrics.ALPHA,
+			Help: "Jobs holding a reservation: room on chosen nodes kept for them until running pods end (the Reservation plugin).",
+		}),
 	}
-	if err := metrics.Register(reg, m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.AssumeConflicts, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims); err != nil {
+	if err := metrics.Register(reg, m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.AssumeConflicts, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims, m.StartEstimateError, m.Reservations); err != nil {
 		return nil, fmt.Errorf("registering the scheduling metrics: %w", err)
 	}
 	return m, nil

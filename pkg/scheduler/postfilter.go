@@ -79,11 +79,12 @@ func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
 // snapshot's next update takes the pods off.
 //
 // A reservation's room is not held from a job that backfills: one whose
-// pods all say how long they run (framework.ExpectedRuntime) and end,
-// started now, before the reservation expects its job to start.
+// pods all have an expected runtime (framework.EstimatedRuntime: what
+// they or their Job say) and end, started now, before the reservation
+// expects its job to start.
 func (s *Scheduler) holdNominated(c *cycle) {
 	now := time.Now()
-	runtime, estimated := jobRuntime(c.job.Pending)
+	runtime, estimated := jobRuntime(c.job, now)
 	for _, nom := range s.nominated.Others(c.job.ID, c.qj.Priority) {
 		job, status, ok := s.cache.TaskState(nom.Pod.UID)
 		if !ok || job != nom.Job || status != framework.TaskPending {
@@ -100,18 +101,18 @@ func (s *Scheduler) holdNominated(c *cycle) {
 	}
 }
 
-// jobRuntime returns the longest expected runtime of pods; false when one
-// of them gives none.
-func jobRuntime(pods []*v1.Pod) (time.Duration, bool) {
+// jobRuntime returns the longest expected runtime of job's pending pods,
+// started at now; false when one of them has none.
+func jobRuntime(job *framework.Job, now time.Time) (time.Duration, bool) {
 	var longest time.Duration
-	for _, pod := range pods {
-		d, ok, _ := framework.ExpectedRuntime(pod)
+	for _, pod := range job.Pending {
+		d, ok := framework.EstimatedRuntime(pod, job.RuntimeBounds.Of(pod), now)
 		if !ok {
 			return 0, false
 		}
 		longest = max(longest, d)
 	}
-	return longest, len(pods) > 0
+	return longest, len(job.Pending) > 0
 }
 
 // background runs the preemption engine's API calls as the scheduler's

@@ -116,28 +116,41 @@ func TestReservationHoldsRoomAndLetsShortJobsBackfill(t *testing.T) {
 	}
 }
 
-// Without a reservation (the default profile), the same room goes to the
-// first pod that fits, whatever its runtime: the control for the test
-// above.
-func TestWithoutReservationFreedRoomGoesToTheNextPod(t *testing.T) {
-	h := newHarness(t)
-	for _, n := range []string{"n1", "n2"} {
-		h.addNode(n, "2")
-	}
-	n1 := runningFor("n1-a", "n1", "2", time.Minute, "1h")
-	n2a, n2b := runningFor("n2-a", "n2", "1", time.Minute, "2m"), runningFor("n2-b", "n2", "1", time.Minute, "2m")
-	for _, p := range []*v1.Pod{n1, n2a, n2b} {
-		h.addPod(p)
-	}
-	gang := gangPods("big", 1, "1", 0, "2")
-	h.addPod(gang[0])
-	h.cycle()
-	h.cache.DeletePod(n2a)
-	long := st.MakePod().Name("long").Req(res{v1.ResourceCPU: "1"}).Obj()
-	h.addPod(long)
-	h.cycle()
-	if got := h.boundTo(); got["long"] != "n2" {
-		t.Fatalf("long bound to %q, want n2: nothing is reserved by default", got["long"])
+// The room a pod frees goes to a gang that waits for it with the default
+// profile (Reservation first among the PostFilter plugins), and to the
+// next pod that fits, whatever its runtime, with Reservation left out:
+// the control for the test above.
+func TestFreedRoomWithAndWithoutReservation(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		postFilter []string
+		wantLong   string // where the pod that gives no runtime binds
+	}{
+		{name: "default profile", wantLong: ""},
+		{name: "Reservation left out", postFilter: []string{capacity.ReclaimName, "DefaultPreemption"}, wantLong: "n2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarnessWith(t, harnessConfig{postFilter: tc.postFilter})
+			for _, n := range []string{"n1", "n2"} {
+				h.addNode(n, "2")
+			}
+			n1 := runningFor("n1-a", "n1", "2", time.Minute, "1h")
+			n2a, n2b := runningFor("n2-a", "n2", "1", time.Minute, "2m"), runningFor("n2-b", "n2", "1", time.Minute, "2m")
+			for _, p := range []*v1.Pod{n1, n2a, n2b} {
+				h.addPod(p)
+			}
+			for _, p := range gangPods("big", 2, "2", 0, "1") {
+				h.addPod(p)
+			}
+			h.cycle()
+			h.cache.DeletePod(n2a)
+			long := st.MakePod().Name("long").Req(res{v1.ResourceCPU: "1"}).Obj()
+			h.addPod(long)
+			h.cycle()
+			if got := h.boundTo(); got["long"] != tc.wantLong {
+				t.Fatalf("long bound to %q, want %q", got["long"], tc.wantLong)
+			}
+		})
 	}
 }
 
@@ -196,5 +209,97 @@ func TestReservationWithinItsQueue(t *testing.T) {
 	h.cycle()
 	if got := h.boundTo(); got["next"] != "" {
 		t.Fatalf("next single bound to %s: it took the gang's reserved room", got["next"])
+	}
+}
+
+// Gangs with placement rules reserve within them: a gang that must share
+// a rack reserves the rack where it fits soonest, not the nodes that free
+// soonest across racks; an elastic gang reserves for its quorum, not for
+// every pod it could run.
+func TestReservationOfTopologyAndElasticGangs(t *testing.T) {
+	t.Run("required rack", func(t *testing.T) {
+		h := newHarness(t)
+		h.addRack("b1", "rack-a", 4, "1")
+		h.addRack("b1", "rack-b", 4, "1")
+		// rack-a: three nodes free in 10 s, one in an hour; rack-b: all
+		// four in a minute. Across racks, the soonest four would be
+		// rack-a's three and one of rack-b.
+		for i, runtime := range []string{"70s", "70s", "70s", "1h"} {
+			h.addPod(runningFor(fmt.Sprintf("a%d", i), fmt.Sprintf("rack-a-%d", i), "1", time.Minute, runtime))
+		}
+		for i := range 4 {
+			h.addPod(runningFor(fmt.Sprintf("b%d", i), fmt.Sprintf("rack-b-%d", i), "1", time.Minute, "2m"))
+		}
+		pods := h.addTopologyGang("train", 4, "1", framework.TopologyRequiredAnnotation, rackKey)
+		h.cycle()
+		cond := podScheduledCondition(h.apiPod(pods[0]))
+		if cond == nil || !strings.Contains(cond.Message, "reservation: room held on rack-b-0, rack-b-1, rack-b-2 and 1 more until 4 running pods end; expected to start in 1m0s") {
+			t.Fatalf("gang's condition %+v, want rack-b reserved whole (the gang must share a rack)", cond)
+		}
+	})
+	t.Run("elastic", func(t *testing.T) {
+		h := newHarness(t)
+		for _, n := range []string{"n1", "n2", "n3", "n4"} {
+			h.addNode(n, "1")
+		}
+		for i, runtime := range []string{"2m", "2m", "1h", "1h"} {
+			h.addPod(runningFor(fmt.Sprintf("r%d", i), fmt.Sprintf("n%d", i+1), "1", time.Minute, runtime))
+		}
+		pods := gangPods("elastic", 4, "2", 0, "1")
+		for _, p := range pods {
+			h.addPod(p)
+		}
+		h.cycle()
+		cond := podScheduledCondition(h.apiPod(pods[0]))
+		if cond == nil || !strings.Contains(cond.Message, "reservation: room held on n1, n2 until 2 running pods end; expected to start in") {
+			t.Fatalf("gang's condition %+v, want n1 and n2 reserved for its quorum of 2", cond)
+		}
+	})
+}
+
+// A single pod of a queue owed room waits for it rather than have Reclaim
+// evict, when the pods in the way say they end within reclaimAfter; when
+// nothing says when they end, Reclaim evicts at once, as without
+// reservations.
+func TestSinglePodWaitsRatherThanReclaimWhenRoomFreesSoon(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		runtime     string // of queue b's running pods; "" for none
+		wantEvicted int
+	}{
+		{name: "b's pods end in a minute", runtime: "2m", wantEvicted: 0},
+		{name: "b's pods say nothing", runtime: "", wantEvicted: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			ev := newEvictions(h)
+			for _, q := range []string{"a", "b"} {
+				h.cache.SetTenantQueue(tenancy.SourceOwn, q, &framework.QueueSpec{Name: q, Weight: 1, Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + q})
+			}
+			in := func(q string, p *v1.Pod) *v1.Pod {
+				if p.Labels == nil {
+					p.Labels = map[string]string{}
+				}
+				p.Labels[framework.QueueLabel] = q
+				return p
+			}
+			for i := range 4 {
+				node := fmt.Sprintf("n%d", i)
+				h.addNode(node, "1")
+				h.addPod(in("b", runningFor(fmt.Sprintf("b-%d", i), node, "1", time.Minute, tc.runtime)))
+			}
+			single := in("a", st.MakePod().Name("a-0").Req(res{v1.ResourceCPU: "1"}).Obj())
+			h.addPod(single)
+			h.cycle()
+			if got := ev.evicted(); len(got) != tc.wantEvicted {
+				t.Fatalf("evicted %v, want %d pods of b", got, tc.wantEvicted)
+			}
+			if tc.wantEvicted == 0 {
+				cond := podScheduledCondition(h.apiPod(single))
+				if cond == nil || !strings.Contains(cond.Message, "waiting for 1 running pods to end rather than evicting: expected to start in 1m0s") {
+					t.Errorf("a-0's condition %+v, want the wait said", cond)
+				}
+			}
+		})
 	}
 }

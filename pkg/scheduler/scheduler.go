@@ -91,6 +91,8 @@ type Scheduler struct {
 	ignored *ignoredReports
 	// conditions writes the pending pods' PodScheduled conditions.
 	conditions *conditionWriter
+	// standing is where the pending jobs stand (standing.go).
+	standing *standings
 
 	// binds bounds concurrent binds (and status updates and evictions);
 	// bindWG waits for them on shutdown.
@@ -141,6 +143,7 @@ func New(opts Options) (*Scheduler, error) {
 		attempts:  newAttemptTimers(opts.Profiles),
 		nominated: schedulingqueue.NewNominator(opts.Queue),
 		ignored:   newIgnoredReports(),
+		standing:  newStandings(opts.Queue),
 		binds:     newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
 		bindDone:  make(chan struct{}, 1),
 	}
@@ -229,7 +232,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		s.queue.Done(qj.ID)
 		return
 	}
-	s.reportIgnoredSignals(ctx, c.job.Pending)
+	s.reportIgnoredSignals(ctx, c.job.Pending, c.job.RuntimeBounds)
 	logger.V(3).Info("Attempting to schedule job", "pending", len(c.job.Pending), "bound", c.job.Bound, "minAvailable", c.job.MinAvailable)
 
 	if err := s.cache.UpdateSnapshot(s.snapshot); err != nil {
@@ -278,6 +281,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		return
 	}
 	s.nominated.Placed(c.job.ID, c.placed)
+	s.started(c.job.ID, time.Now())
 	s.assumeAndBind(ctx, c)
 }
 
@@ -507,18 +511,27 @@ func (c *cycle) waitsForRoom(pluginNames []string) bool {
 // an event its rejecting plugins care about.
 func (s *Scheduler) unschedulable(ctx context.Context, c *cycle, jobMessage string) {
 	s.recordAttempt(resultUnschedulable, c.profile, c.start)
-	s.park(ctx, c, c.job.Pending, jobMessage)
+	s.park(ctx, c, c.job.Pending, jobMessage, true)
 }
 
 // park reports why pods, pending pods of the job, were not placed and
-// parks the job until an event its rejecting plugins care about.
-func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessage string) {
+// parks the job until an event its rejecting plugins care about. With
+// standing, a job that waits for room (or holds a reservation) is also
+// told where it stands (standingOf); one that waits for something else
+// (its own pods, a rule it breaks) is not: no room would start it.
+func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessage string, standing bool) {
 	var pluginNames []string
 	for p := range c.rejectedBy {
 		pluginNames = append(pluginNames, p)
 	}
 	sort.Strings(pluginNames)
 	events := c.fwk.EventsToRegisterFor(pluginNames...)
+	forRoom := c.waitsForRoom(pluginNames)
+	_, reserved := s.nominated.Reservation(c.job.ID)
+	clause := ""
+	if standing && (forRoom || reserved) {
+		clause = s.standingOf(c)
+	}
 	summary := ""
 	if c.job.ID.Gang {
 		summary = jobMessage
@@ -528,12 +541,12 @@ func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessa
 		if summary == "" {
 			summary = msg
 		}
+		msg = withSentence(msg, clause)
 		s.reportUnschedulable(ctx, pod, msg)
 	}
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Job is unschedulable", "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
-	_, reserved := s.nominated.Reservation(c.job.ID)
-	attempt := schedulingqueue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: c.waitsForRoom(pluginNames),
+	attempt := schedulingqueue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: forRoom,
 		Reserved: reserved, Plugins: pluginNames, Profile: c.profile}
 	if err := s.queue.AddUnschedulable(c.qj, attempt); err != nil {
 		logger.Error(err, "Parking an unschedulable job")

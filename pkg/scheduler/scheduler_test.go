@@ -150,13 +150,13 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 			// No plugin rejected anything: any event may help.
 			name:       "no nodes",
 			wantMsg:    "no nodes available to schedule pods",
-			wantEvents: withGang("*"),
+			wantEvents: withReservation(withGang("*")...),
 		},
 		{
 			name:       "insufficient cpu everywhere",
 			nodes:      []*v1.Node{small("n1"), small("n2"), small("n3")},
 			wantMsg:    "0/3 nodes are available: 3 Insufficient cpu.",
-			wantEvents: withGang(fitEvents...),
+			wantEvents: withReservation(withGang(fitEvents...)...),
 		},
 		{
 			name: "several reasons, most frequent first",
@@ -166,7 +166,7 @@ func TestScheduleOneUnschedulable(t *testing.T) {
 				small("n3"),
 			},
 			wantMsg:    "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) were unschedulable.",
-			wantEvents: withGang(append(slices.Clone(fitEvents), "NodeUnschedulable:NodeAdd", "NodeUnschedulable:NodeBecameSchedulable")...),
+			wantEvents: withReservation(withGang(append(slices.Clone(fitEvents), "NodeUnschedulable:NodeAdd", "NodeUnschedulable:NodeBecameSchedulable")...)...),
 		},
 	}
 	for _, tt := range tests {
@@ -389,6 +389,13 @@ var fitEvents = []string{"NodeResourcesFit:AssignedPodDelete", "NodeResourcesFit
 // gangEvents are the events the Gang plugin registers, sorted: a change of
 // the gang's own group object, and a grown grant.
 var gangEvents = []string{"Gang:GangGroupChange", "Gang:GrantIncrease"}
+
+// withReservation returns events with the Reservation plugin's (a
+// PostFilter plugin of the default profile), sorted: a job that may not
+// reserve for its queue's share may once the shares move.
+func withReservation(events ...string) []string {
+	return sorted(append(slices.Clone(events), "Reservation:QueueChange"))
+}
 
 // withGang returns events with gangEvents, sorted.
 func withGang(events ...string) []string { return sorted(append(events, gangEvents...)) }
@@ -664,13 +671,13 @@ func TestReserveAndPermitRejections(t *testing.T) {
 			name:       "reserve",
 			hook:       &hookPlugin{reserve: func(*v1.Pod, string) *framework.Status { return reject("no lease") }},
 			wantMsg:    "no lease",
-			wantEvents: withGang("TestHook:NodeLabelChange"),
+			wantEvents: withReservation(withGang("TestHook:NodeLabelChange")...),
 		},
 		{
 			name:       "permit",
 			hook:       &hookPlugin{permit: func(*framework.Job, map[string]string) *framework.Status { return reject("not now") }},
 			wantMsg:    "not now",
-			wantEvents: []string{"TestHook:NodeLabelChange"},
+			wantEvents: withReservation("TestHook:NodeLabelChange"),
 		},
 	}
 	for _, tt := range tests {

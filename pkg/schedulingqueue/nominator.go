@@ -19,6 +19,7 @@ package schedulingqueue
 import (
 	"sort"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,6 +105,26 @@ func (n *Nominator) Reserve(job framework.JobID, priority int32, pods []*v1.Pod,
 }
 
 func (n *Nominator) nominateLocked(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r *framework.Reservation) {
+	if r != nil {
+		// Nodes the job's reservation held before and still holds keep
+		// the time since when.
+		var before map[string]time.Time
+		for _, nom := range n.pods {
+			if nom.Job == job && nom.Reserved != nil {
+				before = nom.Reserved.HeldSince
+				break
+			}
+		}
+		now := time.Now()
+		r.HeldSince = make(map[string]time.Time, len(r.Nodes))
+		for _, node := range r.Nodes {
+			if t, ok := before[node]; ok {
+				r.HeldSince[node] = t
+			} else {
+				r.HeldSince[node] = now
+			}
+		}
+	}
 	n.clearLocked(job)
 	for _, pod := range pods {
 		if node, ok := placements[string(pod.UID)]; ok {
@@ -175,6 +196,19 @@ func (n *Nominator) Reservation(job framework.JobID) (framework.Reservation, boo
 		}
 	}
 	return framework.Reservation{}, false
+}
+
+// Reservations returns every reservation held, by job.
+func (n *Nominator) Reservations() map[framework.JobID]framework.Reservation {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[framework.JobID]framework.Reservation{}
+	for _, nom := range n.pods {
+		if nom.Reserved != nil {
+			out[nom.Job] = *nom.Reserved
+		}
+	}
+	return out
 }
 
 // Release tells the queue that the room noms held is free: to the jobs it

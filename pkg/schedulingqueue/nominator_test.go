@@ -3,6 +3,7 @@ package schedulingqueue
 import (
 	"slices"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -128,5 +129,34 @@ func TestNominatorGiveUp(t *testing.T) {
 	}
 	if pods := n.GiveUp(jobA); len(pods) != 0 || len(m.pods) != 2 {
 		t.Errorf("a second GiveUp returned %v and released %v, want nothing more", pods, m.pods)
+	}
+}
+
+// A re-reservation keeps, for each node it still holds, the time since
+// when it has held it; a node newly held starts now.
+func TestReservationHeldSince(t *testing.T) {
+	pod := func(name string) *v1.Pod { return st.MakePod().Name(name).UID(name).Obj() }
+	job := framework.JobID{Namespace: "default", Name: "g", Gang: true}
+	p1, p2 := pod("p1"), pod("p2")
+	n := NewNominator(nil)
+	n.Reserve(job, 0, []*v1.Pod{p1, p2}, map[string]string{"p1": "a", "p2": "b"}, framework.Reservation{Fits: true, Nodes: []string{"a", "b"}})
+	first, ok := n.Reservation(job)
+	if !ok || len(first.HeldSince) != 2 {
+		t.Fatalf("Reservation = %+v, %v; want a and b held", first, ok)
+	}
+	time.Sleep(2 * time.Millisecond)
+	n.Reserve(job, 0, []*v1.Pod{p1, p2}, map[string]string{"p1": "b", "p2": "c"}, framework.Reservation{Fits: true, Nodes: []string{"b", "c"}})
+	second, _ := n.Reservation(job)
+	if !second.HeldSince["b"].Equal(first.HeldSince["b"]) {
+		t.Errorf("b held since %v, want %v: it was held without a break", second.HeldSince["b"], first.HeldSince["b"])
+	}
+	if _, ok := second.HeldSince["a"]; ok || !second.HeldSince["c"].After(first.HeldSince["b"]) {
+		t.Errorf("HeldSince = %v, want b kept, c new, a gone", second.HeldSince)
+	}
+	// Given up and reserved again: a break, so everything starts anew.
+	n.Clear(job)
+	n.Reserve(job, 0, []*v1.Pod{p1}, map[string]string{"p1": "b"}, framework.Reservation{Fits: true, Nodes: []string{"b"}})
+	if third, _ := n.Reservation(job); !third.HeldSince["b"].After(first.HeldSince["b"]) {
+		t.Errorf("b held since %v after a break, want a new time", third.HeldSince["b"])
 	}
 }

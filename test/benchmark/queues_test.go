@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,13 +19,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/batchscheduler/v1alpha1"
-	"github.com/batch-scheduler/batch-scheduler/pkg/fairshare"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
@@ -70,6 +68,8 @@ const (
 	phaseFairness   = "fairness"
 	phaseReclaim    = "reclaim"
 	phaseThroughput = "throughput"
+	// phaseBacklog is in queues_backlog_test.go.
+	phaseBacklog = "backlog"
 )
 
 // queueSettings are BenchmarkQueues' knobs.
@@ -89,6 +89,10 @@ type queueSettings struct {
 	// fairControl runs the fairness workload once more without queues
 	// first (BENCH_QUEUE_FAIR_CONTROL, 1).
 	fairControl bool
+	// backlogFor and backlogSkip are the backlog phase's time per variant
+	// and the part of it left out; backlogVariants its variants, in order.
+	backlogFor, backlogSkip time.Duration
+	backlogVariants         []string
 }
 
 func loadQueueSettings(b testing.TB) queueSettings {
@@ -105,17 +109,20 @@ func loadQueueSettings(b testing.TB) queueSettings {
 	s.reps = envInt(b, "BENCH_QUEUE_RECLAIM_REPS", smoke(5, 2))
 	s.seed = uint64(envInt(b, "BENCH_QUEUE_SEED", 1))
 	s.settle = time.Duration(envInt(b, "BENCH_QUEUE_SETTLE_SECONDS", 10)) * time.Second
+	loadBacklogSettings(b, &s)
 	s.phases = map[string]bool{}
 	phases := os.Getenv("BENCH_QUEUE_PHASES")
 	if phases == "" {
-		phases = strings.Join([]string{phaseFairness, phaseReclaim, phaseThroughput}, ",")
+		// The backlog phase is opt-in at full size (it doubles the run
+		// time); the smoke run includes it.
+		phases = strings.Join(smoke([]string{phaseFairness, phaseReclaim, phaseThroughput}, []string{phaseFairness, phaseReclaim, phaseThroughput, phaseBacklog}), ",")
 	}
 	for p := range strings.SplitSeq(phases, ",") {
 		switch p = strings.TrimSpace(p); p {
-		case phaseFairness, phaseReclaim, phaseThroughput:
+		case phaseFairness, phaseReclaim, phaseThroughput, phaseBacklog:
 			s.phases[p] = true
 		default:
-			b.Fatalf("BENCH_QUEUE_PHASES=%q: %q is not one of %s, %s, %s", phases, p, phaseFairness, phaseReclaim, phaseThroughput)
+			b.Fatalf("BENCH_QUEUE_PHASES=%q: %q is not one of %s, %s, %s, %s", phases, p, phaseFairness, phaseReclaim, phaseThroughput, phaseBacklog)
 		}
 	}
 	if s.nodes <= 0 || s.pods <= 0 || s.reps <= 0 || s.fairFor <= s.fairSkip {
@@ -124,12 +131,12 @@ func loadQueueSettings(b testing.TB) queueSettings {
 	}
 	// The throughput pods (100m each) must fit, with room to spare, so
 	// that placement never fails for lack of CPU or pod slots.
-	if s.pods > s.nodes*queueNodeCPU*10*8/10 || s.pods > s.nodes*queueNodePods*8/10 {
+	if s.phases[phaseThroughput] && (s.pods > s.nodes*queueNodeCPU*10*8/10 || s.pods > s.nodes*queueNodePods*8/10) {
 		b.Fatalf("BENCH_QUEUE_PODS=%d is too many for BENCH_QUEUE_NODES=%d: keep it ≤ %d", s.pods, s.nodes, s.nodes*queueNodeCPU*10*8/10)
 	}
 	// The guaranteed queue's gangs stay within its guarantee (a quarter
 	// of the cluster).
-	if s.reps*reclaimGangSize > s.nodes*queueNodeCPU/4 {
+	if s.phases[phaseReclaim] && s.reps*reclaimGangSize > s.nodes*queueNodeCPU/4 {
 		b.Fatalf("BENCH_QUEUE_RECLAIM_REPS=%d: %d gangs of %d do not fit in a guarantee of %d CPUs", s.reps, s.reps, reclaimGangSize, s.nodes*queueNodeCPU/4)
 	}
 	return s
@@ -151,7 +158,7 @@ func qlogf(format string, args ...any) {
 // (client QPS and burst, --node-selector, no leader election), one
 // instance per phase: in this process for the throughput phase (as
 // BenchmarkScheduling's scheduler phase), and as a child process for the
-// fairness and reclaim phases (this test binary re-executed, as the
+// fairness, reclaim and backlog phases (this test binary re-executed, as the
 // profiled cold start does, so under a CPU profile; or the binary
 // BENCH_BATCH_SCHEDULER), so that a crash of the scheduler fails its
 // phase, with the excerpt of its log, and the next phases still run
@@ -213,11 +220,35 @@ func qlogf(format string, args ...any) {
 //     object; the pods name no queue), b (10 Queues of weight 1, the pods
 //     spread over them), a again. Reported: noqueues-pods/s (the mean of
 //     both a), queues-pods/s and queues-ratio = b ÷ a (goal ≥ 0.9).
+//  4. Backlog (issue 36; queues_backlog_test.go, opt-in but in the -short
+//     smoke run): queues big (weight 3, gangs of 4 to 32 pods, quorum the
+//     size), small-a (weight 2, single pods and gangs of 1 to 4) and
+//     small-b (weight 1, single pods), every pod 1 CPU running 5 to 60 s
+//     and saying so (batch-scheduler.io/expected-runtime, so that it may
+//     backfill), each queue backlogged as in the fairness phase. Run
+//     BENCH_QUEUE_BACKLOG_VARIANTS (off,on), each with its own scheduler
+//     and namespace for BENCH_QUEUE_BACKLOG_SECONDS (240), the first
+//     BENCH_QUEUE_BACKLOG_SKIP_SECONDS (60) left out: on is the default
+//     profile (Reservation first among the PostFilter plugins), off
+//     leaves Reservation out (backlogNoReservationConfig). Reported per variant
+//     (backlog-off-..., backlog-on-...): per queue the time-averaged bound
+//     and running share ÷ fair share, worst-dev-bound, evictions/100pods
+//     (evicted ÷ Succeeded in the window), utilization-bound, the wait
+//     (first pod seen → quorum bound; single pods: → bound) of the jobs
+//     started in the window, p50 and p99 of gangs ≥ 16 pods and p99 of
+//     single pods (the table adds those still waiting at the end),
+//     sched-cpu-ms/pod (the scheduler's CPU ÷ pods bound), and the error
+//     of the start estimates of the scheduler's GET /debug/standing,
+//     polled every second: per gang started in the window, real start −
+//     the first and the last estimate seen before it, median and p90 of
+//     |error| by basis (est-first-reservation-p50-s...; n/a where the
+//     endpoint answers 404).
 //
-// They run in the order reclaim, throughput, fairness (the most churn
-// last; each waits until the API server takes fewer than 10 pod status
-// writes a second). BENCH_QUEUE_PHASES (fairness,reclaim,throughput)
-// selects the phases. A summary table goes to stdout.
+// They run in the order reclaim, throughput, fairness, backlog (the most
+// churn last; each waits until the API server takes fewer than 10 pod
+// status writes a second). BENCH_QUEUE_PHASES (fairness,reclaim,throughput;
+// with -short backlog too) selects the phases. A summary table goes to
+// stdout.
 func BenchmarkQueues(b *testing.B) {
 	s := loadQueueSettings(b)
 	var runs []queueRun
@@ -254,6 +285,9 @@ func BenchmarkQueues(b *testing.B) {
 		b.ReportMetric(mean(func(r queueRun) float64 { return r.reclaim.p50.Seconds() }), "reclaim-p50-s")
 		b.ReportMetric(mean(func(r queueRun) float64 { return r.reclaim.max.Seconds() }), "reclaim-max-s")
 	}
+	if s.phases[phaseBacklog] {
+		reportBacklog(b, s, runs)
+	}
 	if s.phases[phaseThroughput] {
 		a := mean(func(r queueRun) float64 { return r.tput.noQueues() })
 		q := mean(func(r queueRun) float64 { return r.tput.queues.podsPerSecond() })
@@ -270,6 +304,8 @@ type queueRun struct {
 	fair, control fairnessResult
 	reclaim       reclaimResult
 	tput          queueThroughput
+	// backlog has one result per variant of the backlog phase.
+	backlog []backlogResult
 }
 
 // queueEnv is what the phases of one run share.
@@ -315,7 +351,7 @@ func runQueuesOnce(b *testing.B, s queueSettings) queueRun {
 	}
 	e := queueEnv{s: s, cp: cp, admin: admin, pods: seedClients(b, cp.Config, 1)[0], dyn: dyn, procs: queueProcesses(), nodes: createKwokNodes(b, ctx, admin, s.nodes)}
 	qlogf("setup: %d KWOK nodes of %d CPUs and the Queue CRD in %s", s.nodes, queueNodeCPU, time.Since(setupStart).Round(time.Millisecond))
-	if s.phases[phaseFairness] || s.phases[phaseReclaim] {
+	if s.phases[phaseFairness] || s.phases[phaseReclaim] || s.phases[phaseBacklog] {
 		e.bin = os.Getenv("BENCH_BATCH_SCHEDULER")
 		if e.logDir = os.Getenv("BENCH_QUEUE_LOGS"); e.logDir == "" {
 			e.logDir = b.TempDir()
@@ -343,6 +379,12 @@ func runQueuesOnce(b *testing.B, s queueSettings) queueRun {
 		}
 		waitQuiet(b, admin)
 		r.fair = runFairness(b, e, false)
+	}
+	if s.phases[phaseBacklog] {
+		for _, v := range s.backlogVariants {
+			waitQuiet(b, admin)
+			r.backlog = append(r.backlog, runBacklog(b, e, v))
+		}
 	}
 	printQueuesSummary(os.Stdout, s, r, time.Since(runStart))
 	return r
@@ -527,14 +569,55 @@ func queuePod(ns, name, queue, gang string, quorum int, cpu, runFor string) *v1.
 // createGang creates the size pods of gang (quorum size, 1 CPU each) at
 // once.
 func createGang(ctx context.Context, client kubernetes.Interface, ns, queue, gang string, size int, runFor string) error {
-	return parallel(size, size, func(i int) error {
-		_, err := client.CoreV1().Pods(ns).Create(ctx, queuePod(ns, fmt.Sprintf("%s-%d", gang, i), queue, gang, size, "1", runFor), metav1.CreateOptions{})
+	return createQueueJob(ctx, client, ns, queue, gang, queueJob{size: size, runFor: runFor})
+}
+
+// queueJob is one job of a generator: size pods of cpu each (1 CPU if
+// empty) that run for runFor, a gang of quorum size; or, single, one pod
+// that names no gang. With expected, its pods say runFor in
+// framework.ExpectedRuntimeAnnotation too, so that they may backfill
+// reserved room.
+type queueJob struct {
+	size             int
+	cpu              string
+	runFor           string
+	single, expected bool
+}
+
+// milli is the job's CPU in milli-CPU.
+func (j queueJob) milli() int64 {
+	cpu := j.cpu
+	if cpu == "" {
+		cpu = "1"
+	}
+	q := resource.MustParse(cpu)
+	return int64(j.size) * q.MilliValue()
+}
+
+// createQueueJob creates the pods of job name at once: name-0, name-1...
+// for a gang, name for a single pod.
+func createQueueJob(ctx context.Context, client kubernetes.Interface, ns, queue, name string, j queueJob) error {
+	cpu := j.cpu
+	if cpu == "" {
+		cpu = "1"
+	}
+	return parallel(j.size, j.size, func(i int) error {
+		var pod *v1.Pod
+		if j.single {
+			pod = queuePod(ns, name, queue, "", 0, cpu, j.runFor)
+		} else {
+			pod = queuePod(ns, fmt.Sprintf("%s-%d", name, i), queue, name, j.size, cpu, j.runFor)
+		}
+		if j.expected {
+			pod.Annotations[framework.ExpectedRuntimeAnnotation] = j.runFor
+		}
+		_, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	})
 }
 
 // queueScheduler is batch-scheduler running as a child process for the
-// fairness or the reclaim phase: a crash of the scheduler then fails that
+// fairness, reclaim or backlog phase: a crash of the scheduler then fails that
 // phase, with its log, and the benchmark goes on with the next phases.
 type queueScheduler struct {
 	name string
@@ -638,7 +721,7 @@ func crashExcerpt(log string) string {
 	return log
 }
 
-// generator keeps at least target milli-CPU of gangs of queue pending,
+// generator keeps at least target milli-CPU of jobs of queue pending,
 // and enough for the queue's bound and pending pods together to reach
 // floor.
 type generator struct {
@@ -649,8 +732,8 @@ type generator struct {
 	floor  int64
 	tr     *queueTracker
 	rng    *rand.Rand
-	// next draws a gang's size and run time.
-	next func(rng *rand.Rand) (size int, runFor string)
+	// next draws a job: its size, CPU and run time, single pod or gang.
+	next func(rng *rand.Rand) queueJob
 
 	gangs int
 	// asked is the milli-CPU of the pods asked for; base the milli-CPU of
@@ -684,7 +767,8 @@ func (g *generator) run(ctx context.Context) {
 			if pending >= g.target && bound+pending >= g.floor {
 				break
 			}
-			size, runFor := g.next(g.rng)
+			job := g.next(g.rng)
+			milli := job.milli()
 			name := fmt.Sprintf("%s-%05d", g.queue, g.gangs)
 			g.gangs++
 			select {
@@ -692,10 +776,10 @@ func (g *generator) run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			}
-			g.asked.Add(int64(size) * 1000)
+			g.asked.Add(milli)
 			wg.Go(func() {
 				defer func() { <-sem }()
-				if err := createGang(ctx, g.client, g.ns, g.queue, name, size, runFor); err != nil {
+				if err := createQueueJob(ctx, g.client, g.ns, g.queue, name, job); err != nil {
 					if ctx.Err() != nil {
 						return
 					}
@@ -705,10 +789,10 @@ func (g *generator) run(ctx context.Context) {
 						g.err = err
 					}
 					g.errMu.Unlock()
-					g.asked.Add(-int64(size) * 1000)
+					g.asked.Add(-milli)
 					return
 				}
-				g.created.Add(int64(size))
+				g.created.Add(int64(job.size))
 			})
 		}
 		select {
@@ -763,519 +847,6 @@ func (d *terminalDeleter) close() {
 	d.wg.Wait()
 }
 
-// fairQueueResult is one queue of the fairness phase.
-type fairQueueResult struct {
-	name   string
-	weight int64
-	// fair is the queue's fair share of the cluster's CPU from
-	// pkg/fairshare; measured the time-averaged share of the cluster's
-	// CPU its running pods took, bound the same for its bound pods, and
-	// ofUsed its part of the running CPU (measured / utilization).
-	fair, measured, bound, ofUsed float64
-	// schedFair is the fair share (CPUs) the scheduler computed last, from
-	// its metrics; -1 if absent.
-	schedFair float64
-	// minPending and meanPending are the least and the mean CPU (milli)
-	// the queue had pending at a sample of the measured window.
-	minPending, meanPending int64
-	// minDemand is the least, over the samples, of what the queue had
-	// bound and pending ÷ its fair share: above 1, it always asked for
-	// more than its share.
-	minDemand float64
-	evicted   int
-	created   int64
-}
-
-type fairnessResult struct {
-	// crash says how the scheduler crashed, if it did: the figures are
-	// then those of the samples before it.
-	crash  string
-	queues []fairQueueResult
-	// worst is the largest |measured/fair - 1|, worstBound the same with
-	// the bound pods' shares (the scheduler's side, without the simulated
-	// kubelets' lag); utilization the mean running CPU ÷ capacity,
-	// boundUtil the same for bound pods.
-	worst, worstBound, utilization, boundUtil float64
-	samples                                   int
-	startLagP50, startLagP99                  time.Duration
-	violations                                []string
-	deleted, gone                             int64
-	cpu                                       cpuTimes
-	elapsed                                   time.Duration
-	metrics                                   map[string]float64
-	// requests are the API server's requests during the phase.
-	requests map[string]float64
-}
-
-// expectedShares computes the fair shares of queues (name → weight) from
-// pkg/fairshare, every queue demanding more than capacity: the fraction of
-// capacity each gets.
-func expectedShares(capacity int64, names []string, weights []int64) map[string]float64 {
-	var in []fairshare.Queue
-	for i, name := range names {
-		in = append(in, fairshare.Queue{Name: name, Weight: weights[i], Borrow: true, Lend: true,
-			Demand: fairshare.Vector{v1.ResourceCPU: 2 * capacity}})
-	}
-	res := fairshare.Compute(fairshare.Vector{v1.ResourceCPU: capacity}, in)
-	out := map[string]float64{}
-	for _, name := range names {
-		if sh, ok := res.Shares[name]; ok {
-			out[name] = float64(sh.FairShare[v1.ResourceCPU]) / float64(capacity)
-		}
-	}
-	return out
-}
-
-// runFairness runs phase 1 (see BenchmarkQueues). With control, it runs
-// the same workload with the scheduler's queues disabled (no Queue object,
-// the queue names on the pods ignored): the baseline of utilization and
-// of what the division is without queues.
-func runFairness(b *testing.B, e queueEnv, control bool) fairnessResult {
-	s := e.s
-	start := time.Now()
-	ns := queueFairNamespace
-	if control {
-		ns += "-control"
-	}
-	createNamespace(b, e.admin, ns)
-	var names []string
-	var weights []int64
-	for _, q := range fairQueues {
-		if !control {
-			createQueue(b, e.dyn, q.name, map[string]any{"weight": q.weight, "borrow": true})
-		}
-		names = append(names, q.name)
-		weights = append(weights, q.weight)
-	}
-	var sched *queueScheduler
-	if control {
-		cfg := filepath.Join(b.TempDir(), "no-queues.yaml")
-		if err := os.WriteFile(cfg, []byte("apiVersion: batch-scheduler.io/v1alpha1\nkind: SchedulerConfiguration\neventHandlers:\n- name: default\n  args: {disableQueues: true}\n"), 0o600); err != nil {
-			b.Fatal(err)
-		}
-		sched = startQueueScheduler(b, e, "batch-scheduler-fairness-control", "--config-path", cfg)
-	} else {
-		sched = startQueueScheduler(b, e, "batch-scheduler-fairness")
-	}
-	label := "fairness"
-	if control {
-		label = "fairness (control, no queues)"
-	}
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	deleter := startTerminalDeleter(ctx, e.pods, ns, 4)
-	tr := newQueueTracker(b, e.pods, ns, s.settle, deleter.add)
-
-	// Every queue demands (bound and pending) more than its fair share
-	// at all times: a quarter more, and at least the backlog pending.
-	fair := expectedShares(s.capacityMilli(), names, weights)
-	gens := make([]*generator, len(fairQueues))
-	var wg sync.WaitGroup
-	for i, q := range fairQueues {
-		floor := int64(fair[q.name] * float64(s.capacityMilli()) * 5 / 4)
-		gens[i] = &generator{client: e.pods, ns: ns, queue: q.name, target: s.backlog, floor: floor, tr: tr,
-			rng: rand.New(rand.NewPCG(s.seed, uint64(i))),
-			next: func(rng *rand.Rand) (int, string) {
-				return 1 + rng.IntN(8), fmt.Sprintf("%ds", 5+rng.IntN(11))
-			}}
-		wg.Go(func() { gens[i].run(ctx) })
-	}
-	procs := e.withScheduler(sched)
-	cpu0 := readCPU(procs)
-	req0 := apiRequests(b, e.admin)
-	phaseStart := time.Now()
-	qlogf(label+": queues %v of weights %v, a backlog of %d CPUs each, %s (the first %s left out)", names, weights, s.backlog/1000, s.fairFor, s.fairSkip)
-	var samples []queueSample
-	tick := time.NewTicker(time.Second)
-	for time.Since(phaseStart) < s.fairFor && !sched.crashed() {
-		<-tick.C
-		smp := tr.sample()
-		if smp.at.Sub(phaseStart) >= s.fairSkip {
-			samples = append(samples, smp)
-		}
-		if n := len(samples); n > 0 && n%30 == 0 {
-			qlogf(label+": %s: running %d of %d CPUs: %s", smp.at.Sub(phaseStart).Round(time.Second), smp.runningTotal/1000, s.capacityMilli()/1000, perQueue(names, smp.running))
-		}
-	}
-	tick.Stop()
-	elapsed := time.Since(phaseStart)
-	cancel()
-	wg.Wait()
-	cpu := readCPU(procs).sub(cpu0)
-	reqs := subCounts(apiRequests(b, e.admin), req0)
-	metrics, crash := sched.stop(b)
-	violations := tr.finish()
-	tr.close()
-	deleter.close()
-
-	r := fairnessResult{crash: crash, samples: len(samples), violations: violations, deleted: deleter.deleted.Load(), gone: deleter.gone.Load(), cpu: cpu, elapsed: elapsed, metrics: metrics, requests: reqs}
-	r.startLagP50, r.startLagP99, _ = tr.startLagQuantiles()
-	capacity := float64(s.capacityMilli())
-	for _, smp := range samples {
-		r.utilization += float64(smp.runningTotal) / capacity
-		r.boundUtil += float64(smp.boundTotal) / capacity
-	}
-	n := float64(max(len(samples), 1))
-	r.utilization /= n
-	r.boundUtil /= n
-	for i, q := range fairQueues {
-		qr := fairQueueResult{name: q.name, weight: q.weight, fair: fair[q.name], minPending: math.MaxInt64, minDemand: math.Inf(1), schedFair: -1,
-			evicted: len(tr.evictionsSince(q.name, start)), created: gens[i].created.Load()}
-		for _, smp := range samples {
-			qr.measured += float64(smp.running[q.name]) / capacity
-			qr.bound += float64(smp.bound[q.name]) / capacity
-			if smp.runningTotal > 0 {
-				qr.ofUsed += float64(smp.running[q.name]) / float64(smp.runningTotal)
-			}
-			qr.minPending = min(qr.minPending, smp.pending[q.name])
-			qr.minDemand = min(qr.minDemand, float64(smp.bound[q.name]+smp.pending[q.name])/(qr.fair*capacity))
-			qr.meanPending += smp.pending[q.name]
-		}
-		qr.measured /= n
-		qr.bound /= n
-		qr.ofUsed /= n
-		qr.meanPending /= int64(n)
-		if len(samples) == 0 {
-			qr.minPending, qr.minDemand = 0, 0
-		}
-		if v, ok := queueMetric(metrics, q.name, "fair_share"); ok {
-			qr.schedFair = v
-		}
-		r.worst = max(r.worst, math.Abs(qr.measured/qr.fair-1))
-		r.worstBound = max(r.worstBound, math.Abs(qr.bound/qr.fair-1))
-		r.queues = append(r.queues, qr)
-		if errs := gens[i].errs.Load(); errs > 0 {
-			b.Errorf(label+": %d gangs of %s could not be created, the first: %v", errs, q.name, gens[i].err)
-		}
-	}
-	for _, v := range violations {
-		b.Errorf(label+": %s", v)
-	}
-	if crash != "" {
-		b.Errorf(label+": %s", crash)
-	}
-	qlogf(label+": %d samples; utilization %.3f; worst |measured/fair - 1| %.3f; %d finished pods deleted", len(samples), r.utilization, r.worst, r.deleted)
-	clearNamespace(b, e.pods, ns)
-	deleteQueues(b, e.dyn, names...)
-	qlogf(label+": done in %s", time.Since(start).Round(time.Second))
-	return r
-}
-
-// perQueue renders amounts (milli-CPU) per queue in CPUs.
-func perQueue(names []string, m map[string]int64) string {
-	var parts []string
-	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s %d", n, m[n]/1000))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// queueMetric reads batch_scheduler_queue_resources of queue, resource
-// cpu and kind from the scheduler's metrics.
-func queueMetric(m map[string]float64, queue, kind string) (float64, bool) {
-	for k, v := range m {
-		rest, ok := strings.CutPrefix(k, "batch_scheduler_queue_resources{")
-		if ok && strings.Contains(rest, `queue="`+queue+`"`) && strings.Contains(rest, `kind="`+kind+`"`) && strings.Contains(rest, `resource="cpu"`) {
-			return v, true
-		}
-	}
-	return 0, false
-}
-
-// sumMetric sums the samples of metric name (any labels).
-func sumMetric(m map[string]float64, name string) float64 {
-	var sum float64
-	for k, v := range m {
-		if k == name || strings.HasPrefix(k, name+"{") {
-			sum += v
-		}
-	}
-	return sum
-}
-
-// requestRates lists the API requests of reqs at 1/s or more (and the
-// failed ones), most first, per second of elapsed.
-func requestRates(reqs map[string]float64, elapsed time.Duration) string {
-	type kv struct {
-		k string
-		v float64
-	}
-	var list []kv
-	for k, v := range reqs {
-		if v/elapsed.Seconds() >= 1 || strings.Contains(k, "code") {
-			list = append(list, kv{k, v / elapsed.Seconds()})
-		}
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v || list[i].v == list[j].v && list[i].k < list[j].k })
-	var parts []string
-	for _, e := range list {
-		parts = append(parts, fmt.Sprintf("%s %.1f", e.k, e.v))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// reclaimRep is one gang of the guaranteed queue.
-type reclaimRep struct {
-	// latency is from before its first create call to its 8th pod seen
-	// Running; bound to its last pod seen bound; firstEviction to the
-	// first eviction of a borrower's pod seen after the creation (0:
-	// none).
-	latency, bound, firstEviction time.Duration
-	evicted                       int
-	// settle is how long the cluster took to be full again before it.
-	settle time.Duration
-	full   bool
-}
-
-type reclaimResult struct {
-	crash                   string
-	reps                    []reclaimRep
-	p50, max                time.Duration
-	fill                    time.Duration
-	gangsLost, podsLost     int
-	maxBelow                time.Duration
-	violations              []string
-	startLagP50, startLag99 time.Duration
-	metrics                 map[string]float64
-	cpu                     cpuTimes
-	requests                map[string]float64
-	elapsed                 time.Duration
-}
-
-// runReclaim runs phase 2 (see BenchmarkQueues).
-func runReclaim(b *testing.B, e queueEnv) reclaimResult {
-	s := e.s
-	start := time.Now()
-	ns := queueReclaimNamespace
-	createNamespace(b, e.admin, ns)
-	capacity := s.capacityMilli()
-	guarantee := capacity / 4
-	createQueue(b, e.dyn, guaranteedQueue, map[string]any{"weight": int64(1), "guaranteed": map[string]any{"cpu": fmt.Sprintf("%dm", guarantee)}})
-	createQueue(b, e.dyn, borrowerQueue, map[string]any{"weight": int64(1)})
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	tr := newQueueTracker(b, e.pods, ns, s.settle, nil)
-
-	// The borrower fills the cluster, and 2 gangs more wait. Its pods are
-	// all there when the scheduler starts: created while it runs, the
-	// gangs' first pods would each be told that the rest is missing, and
-	// the scheduler crashes once it has written that to more than 1024
-	// pods (pkg/scheduler/status.go: maybeSweep drops the entry it has
-	// just added, and run dereferences it; the fairness phase shows it).
-	gangs := int(capacity/1000)/reclaimGangSize + 2
-	err := parallel(gangs*reclaimGangSize, setupWorkers, func(i int) error {
-		gang := fmt.Sprintf("%s-%05d", borrowerQueue, i/reclaimGangSize)
-		pod := queuePod(ns, fmt.Sprintf("%s-%d", gang, i%reclaimGangSize), borrowerQueue, gang, reclaimGangSize, "1", queueRunForever)
-		_, err := e.pods.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sched := startQueueScheduler(b, e, "batch-scheduler-reclaim")
-	procs := e.withScheduler(sched)
-	cpu0 := readCPU(procs)
-	req0 := apiRequests(b, e.admin)
-	reclaimStart := time.Now()
-	fillStart := time.Now()
-	var r reclaimResult
-	if _, ok := waitFull(tr, sched, capacity, 5*time.Minute); !ok {
-		smp := tr.sample()
-		if _, crash := sched.stop(b); crash != "" {
-			b.Fatalf("reclaim: %s", crash)
-		}
-		b.Fatalf("reclaim: the borrower's %d gangs never filled the cluster: %d of %d CPUs running after 5 minutes", gangs, smp.runningTotal/1000, capacity/1000)
-	}
-	r.fill = time.Since(fillStart)
-	qlogf("reclaim: the borrower's %d gangs of %d, pending, filled %d CPUs in %s from the scheduler's start; a guarantee of %d CPUs", gangs-2, reclaimGangSize, capacity/1000, r.fill.Round(time.Millisecond), guarantee/1000)
-	// It keeps 2 gangs pending: what reclaim frees beyond the guaranteed
-	// gang's need is filled again.
-	gen := &generator{client: e.pods, ns: ns, queue: borrowerQueue, target: 2 * reclaimGangSize * 1000, tr: tr,
-		rng:  rand.New(rand.NewPCG(s.seed, 100)),
-		next: func(*rand.Rand) (int, string) { return reclaimGangSize, queueRunForever }, gangs: gangs}
-	var wg sync.WaitGroup
-	wg.Go(func() { gen.run(ctx) })
-
-	for i := range s.reps {
-		if sched.crashed() {
-			break
-		}
-		settle, full := waitFull(tr, sched, capacity, 2*time.Minute)
-		if !full {
-			smp := tr.sample()
-			qlogf("reclaim: the cluster was not full again after %s (%d of %d CPUs running, %d pods being deleted); going on", settle.Round(time.Millisecond),
-				smp.runningTotal/1000, capacity/1000, smp.deleting)
-		}
-		gang := fmt.Sprintf("%s-%d", guaranteedQueue, i)
-		t0 := time.Now()
-		if err := createGang(ctx, e.pods, ns, guaranteedQueue, gang, reclaimGangSize, queueRunForever); err != nil {
-			b.Fatal(err)
-		}
-		var boundAt, runningAt time.Time
-		ok := false
-		deadline := t0.Add(3 * time.Minute)
-		for !ok && time.Now().Before(deadline) && !sched.crashed() {
-			time.Sleep(20 * time.Millisecond)
-			boundAt, runningAt, _, ok = tr.gangTimes(gang, reclaimGangSize)
-		}
-		if sched.crashed() {
-			break
-		}
-		if !ok {
-			_, _, n, _ := tr.gangTimes(gang, reclaimGangSize)
-			b.Errorf("reclaim: gang %s had %d of %d pods Running 3 minutes after its creation; its pods say: %s", gang, n, reclaimGangSize, podMessages(b, e.admin, ns, gang))
-			break
-		}
-		rep := reclaimRep{latency: runningAt.Sub(t0), bound: boundAt.Sub(t0), settle: settle, full: full}
-		ev := tr.evictionsSince(borrowerQueue, t0)
-		rep.evicted = len(ev)
-		if len(ev) > 0 {
-			rep.firstEviction = ev[0].Sub(t0)
-		}
-		r.reps = append(r.reps, rep)
-		qlogf("reclaim %d: gang %s Running after %s (bound after %s, first eviction after %s, %d borrower pods evicted; cluster full again after %s)", i+1, gang,
-			rep.latency.Round(time.Millisecond), rep.bound.Round(time.Millisecond), rep.firstEviction.Round(time.Millisecond), rep.evicted, settle.Round(time.Millisecond))
-	}
-	// Evictions still in flight end; then a gang below its quorum is one
-	// that lost part of its pods for good.
-	waitFull(tr, sched, capacity, time.Minute)
-	time.Sleep(time.Second)
-	cancel()
-	wg.Wait()
-	r.cpu = readCPU(procs).sub(cpu0)
-	r.requests = subCounts(apiRequests(b, e.admin), req0)
-	r.elapsed = time.Since(reclaimStart)
-	r.metrics, r.crash = sched.stop(b)
-	if r.crash != "" {
-		b.Errorf("reclaim: %s", r.crash)
-	}
-	r.violations = tr.finishStrict()
-	tr.close()
-	r.gangsLost, r.podsLost, r.maxBelow = tr.gangLosses(borrowerQueue)
-	r.startLagP50, r.startLag99, _ = tr.startLagQuantiles()
-	for _, v := range r.violations {
-		b.Errorf("reclaim: %s", v)
-	}
-	if errs := gen.errs.Load(); errs > 0 {
-		b.Errorf("reclaim: %d of the borrower's gangs could not be created, the first: %v", errs, gen.err)
-	}
-	if len(r.reps) > 0 {
-		lat := make([]time.Duration, len(r.reps))
-		for i, rep := range r.reps {
-			lat[i] = rep.latency
-		}
-		slices.Sort(lat)
-		r.p50, r.max = lat[(len(lat)-1)/2], lat[len(lat)-1]
-	}
-	clearNamespace(b, e.pods, ns)
-	deleteQueues(b, e.dyn, guaranteedQueue, borrowerQueue)
-	qlogf("reclaim: done in %s", time.Since(start).Round(time.Second))
-	return r
-}
-
-// waitFull waits until the running pods take the whole capacity and no
-// pod is being deleted, and returns how long it waited; it gives up early
-// when the scheduler crashed.
-func waitFull(tr *queueTracker, sched *queueScheduler, capacity int64, timeout time.Duration) (time.Duration, bool) {
-	start := time.Now()
-	for time.Since(start) < timeout && !sched.crashed() {
-		if smp := tr.sample(); smp.runningTotal >= capacity && smp.deleting == 0 {
-			return time.Since(start), true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start), false
-}
-
-// podMessages lists the PodScheduled messages of the pods of gang.
-func podMessages(b testing.TB, client kubernetes.Interface, ns, gang string) string {
-	list, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		return err.Error()
-	}
-	var out []string
-	for _, p := range list.Items {
-		if p.Annotations[framework.GroupNameAnnotation] != gang {
-			continue
-		}
-		msg := string(p.Status.Phase)
-		for _, c := range p.Status.Conditions {
-			if c.Type == v1.PodScheduled {
-				msg += " " + c.Reason + ": " + c.Message
-			}
-		}
-		out = append(out, fmt.Sprintf("%s on %q: %s", p.Name, p.Spec.NodeName, msg))
-	}
-	sort.Strings(out)
-	return strings.Join(out, "; ")
-}
-
-// queueThroughput is phase 3: a, b, a.
-type queueThroughput struct {
-	a1, queues, a2 schedulerRun
-}
-
-func (t queueThroughput) noQueues() float64 {
-	return (t.a1.podsPerSecond() + t.a2.podsPerSecond()) / 2
-}
-
-func (t queueThroughput) ratio() float64 { return t.queues.podsPerSecond() / t.noQueues() }
-
-// tputQueues is the number of queues of the throughput phase with queues.
-const tputQueues = 10
-
-// runQueueThroughput runs phase 3 (see BenchmarkQueues).
-func runQueueThroughput(b *testing.B, e queueEnv) queueThroughput {
-	start := time.Now()
-	var queues []string
-	for i := range tputQueues {
-		queues = append(queues, fmt.Sprintf("tput-%02d", i))
-	}
-	phases := []struct {
-		name   string
-		queues []string
-	}{{"no-queues-1", nil}, {"queues", queues}, {"no-queues-2", nil}}
-	runs := make([]schedulerRun, len(phases))
-	for i, p := range phases {
-		ns := "tput-" + p.name
-		createNamespace(b, e.admin, ns)
-		for _, q := range p.queues {
-			createQueue(b, e.dyn, q, map[string]any{"weight": int64(1)})
-		}
-		setup := time.Now()
-		err := parallel(e.s.pods, setupWorkers, func(j int) error {
-			queue := ""
-			if len(p.queues) > 0 {
-				queue = p.queues[j%len(p.queues)]
-			}
-			_, err := e.pods.CoreV1().Pods(ns).Create(b.Context(), queuePod(ns, fmt.Sprintf("pod-%05d", j), queue, "", 0, "100m", queueRunForever), metav1.CreateOptions{})
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		qlogf("throughput %s: %d pending pods created in %s", p.name, e.s.pods, time.Since(setup).Round(time.Millisecond))
-		waitQuiet(b, e.admin)
-		ps := e.s.settings
-		if ps.cpuProfile != "" {
-			ps.cpuProfile = e.s.cpuProfile + "-" + p.name + ".pprof"
-		}
-		runs[i] = runScheduler(b, ps, e.cp, e.admin, e.procs, ns, e.nodes, schedulerPhase{name: p.name, schedulerName: schedulerName})
-		r := runs[i]
-		qlogf("throughput %s: %d pods in %s: %.0f pods/s (start-up %s, first bind after %s)", p.name, r.pods, r.elapsed.Round(time.Millisecond),
-			r.podsPerSecond(), r.startup.Round(time.Millisecond), r.firstBind.Round(time.Millisecond))
-		clearNamespace(b, e.pods, ns)
-		if len(p.queues) > 0 {
-			deleteQueues(b, e.dyn, p.queues...)
-		}
-	}
-	qlogf("throughput: done in %s", time.Since(start).Round(time.Second))
-	return queueThroughput{a1: runs[0], queues: runs[1], a2: runs[2]}
-}
-
 // printQueuesSummary prints the tables of one run.
 func printQueuesSummary(out io.Writer, s queueSettings, r queueRun, total time.Duration) {
 	fmt.Fprintf(out, "\nqueues: %d KWOK nodes of %d CPUs (%d CPUs), client QPS %.0f burst %d, seed %d\n", s.nodes, queueNodeCPU, s.capacityMilli()/1000, s.qps, s.burst, s.seed)
@@ -1324,6 +895,9 @@ func printQueuesSummary(out io.Writer, s queueSettings, r queueRun, total time.D
 				p.cpu.fmt("kube-apiserver"), p.cpu.fmt("etcd"), p.cpu.fmt("kwok"), p.cpu.fmt("self"), selfMS, meanCycle(p.metrics), p.startup.Round(time.Millisecond))
 		}
 		fmt.Fprintf(out, "no queues (mean of both) %.0f pods/s; %d queues %.0f pods/s; ratio %.3f (goal ≥ 0.90)\n", t.noQueues(), tputQueues, t.queues.podsPerSecond(), t.ratio())
+	}
+	if s.phases[phaseBacklog] {
+		printBacklog(out, s, r.backlog)
 	}
 	fmt.Fprintf(out, "run time %s\n\n", total.Round(time.Second))
 }

@@ -62,6 +62,11 @@ type queueTracker struct {
 	// simulated kubelets' lag, plus the informer's.
 	startLags  []time.Duration
 	violations []string
+	// starts are the jobs that started: each gang when it first had its
+	// quorum live, each single pod (no gang) when first bound. binds
+	// counts the pods first seen bound, succeeded those seen Succeeded.
+	starts           []jobStart
+	binds, succeeded int64
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -76,10 +81,20 @@ type trackedPod struct {
 	node     string
 	phase    v1.PodPhase
 	deleting bool
-	// boundAt and runningAt are when the informer first reported the
-	// pod bound and Running (zero: not yet); evictedAt when it first
+	// seenAt, boundAt and runningAt are when the informer first reported
+	// the pod, bound and Running (zero: not yet); evictedAt when it first
 	// reported a deletion timestamp on it while bound and not finished.
-	boundAt, runningAt, evictedAt time.Time
+	seenAt, boundAt, runningAt, evictedAt time.Time
+}
+
+// jobStart is one job's way to its start: a gang's from its first pod
+// seen to its quorum live, a single pod's from seen to bound. started is
+// zero for a job still waiting.
+type jobStart struct {
+	job, queue       string
+	size             int
+	single           bool
+	created, started time.Time
 }
 
 func (p *trackedPod) finished() bool {
@@ -96,12 +111,15 @@ type trackedGang struct {
 	// live is how many of its pods are live (bound, not finished, not
 	// being deleted); reached says it once had its quorum live; ending
 	// that one of its pods finished.
-	live             int
-	reached, ending  bool
-	lost             int // pods evicted
-	below            time.Time
-	belowUp, flagged bool
-	maxBelow         time.Duration
+	live            int
+	reached, ending bool
+	lost            int // pods evicted
+	// firstSeen is when its first pod was seen, started when it first
+	// had its quorum live.
+	firstSeen, started time.Time
+	below              time.Time
+	belowUp, flagged   bool
+	maxBelow           time.Duration
 }
 
 // newQueueTracker starts the informer on ns and returns once it listed
@@ -146,8 +164,9 @@ func (t *queueTracker) observe(obj any, deleted bool) {
 		cur = &trackedPod{node: pod.Spec.NodeName, phase: pod.Status.Phase, deleting: pod.DeletionTimestamp != nil}
 		if old != nil {
 			cur.queue, cur.gang, cur.quorum, cur.milli = old.queue, old.gang, old.quorum, old.milli
-			cur.boundAt, cur.runningAt, cur.evictedAt = old.boundAt, old.runningAt, old.evictedAt
+			cur.seenAt, cur.boundAt, cur.runningAt, cur.evictedAt = old.seenAt, old.boundAt, old.runningAt, old.evictedAt
 		} else {
+			cur.seenAt = now
 			cur.queue, _ = framework.QueueNameForPod(pod)
 			cur.gang = pod.Annotations[framework.GroupNameAnnotation]
 			cur.quorum, _ = strconv.Atoi(pod.Annotations[framework.MinAvailableAnnotation])
@@ -158,6 +177,13 @@ func (t *queueTracker) observe(obj any, deleted bool) {
 		}
 		if cur.node != "" && cur.boundAt.IsZero() {
 			cur.boundAt = now
+			t.binds++
+			if cur.gang == "" {
+				t.starts = append(t.starts, jobStart{job: pod.Name, queue: cur.queue, size: 1, single: true, created: cur.seenAt, started: now})
+			}
+		}
+		if cur.phase == v1.PodSucceeded && (old == nil || old.phase != v1.PodSucceeded) {
+			t.succeeded++
 		}
 		if cur.phase == v1.PodRunning && cur.runningAt.IsZero() {
 			cur.runningAt = now
@@ -225,7 +251,7 @@ func (t *queueTracker) gangChangeLocked(name string, old, cur *trackedPod, now t
 		if p == nil {
 			p = old
 		}
-		g = &trackedGang{queue: p.queue, quorum: max(p.quorum, 1)}
+		g = &trackedGang{queue: p.queue, quorum: max(p.quorum, 1), firstSeen: now}
 		t.gangs[name] = g
 	}
 	if cur != nil && !cur.evictedAt.IsZero() && (old == nil || old.evictedAt.IsZero()) {
@@ -245,6 +271,10 @@ func (t *queueTracker) gangChangeLocked(name string, old, cur *trackedPod, now t
 	}
 	switch {
 	case g.live >= g.quorum:
+		if !g.reached {
+			g.started = now
+			t.starts = append(t.starts, jobStart{job: name, queue: g.queue, size: g.quorum, created: g.firstSeen, started: now})
+		}
 		g.reached = true
 		t.closeWindowLocked(name, g, now)
 	case g.live == 0 || g.ending:
@@ -373,6 +403,32 @@ func (t *queueTracker) gangLosses(queue string) (gangs, pods int, maxBelow time.
 		maxBelow = max(maxBelow, g.maxBelow)
 	}
 	return gangs, pods, maxBelow
+}
+
+// jobStarts returns the jobs that started, in order, and those still
+// waiting (started zero): gangs that never had their quorum live, and
+// single pods not bound, not finished and not being deleted.
+func (t *queueTracker) jobStarts() (started, waiting []jobStart) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, g := range t.gangs {
+		if !g.reached {
+			waiting = append(waiting, jobStart{job: name, queue: g.queue, size: g.quorum, created: g.firstSeen})
+		}
+	}
+	for name, p := range t.pods {
+		if p.gang == "" && p.isPending() {
+			waiting = append(waiting, jobStart{job: name, queue: p.queue, size: 1, single: true, created: p.seenAt})
+		}
+	}
+	return slices.Clone(t.starts), waiting
+}
+
+// counts returns how many pods were seen bound, and Succeeded, so far.
+func (t *queueTracker) counts() (binds, succeeded int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.binds, t.succeeded
 }
 
 // finish judges the windows still open and returns the violations.

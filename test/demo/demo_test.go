@@ -42,7 +42,7 @@ func TestDemoScenarios(t *testing.T) {
 	}{
 		{scenario: "hybrid", minSteps: 8},
 		{scenario: "two-level", minSteps: 5},
-		{scenario: "queues", minSteps: 4},
+		{scenario: "queues", minSteps: 10},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), filepath.Join(bin, "demo"), "--scenario", tc.scenario)

@@ -84,8 +84,21 @@ func StartAllocator(ctx context.Context, o AllocatorOptions) (*Allocator, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Allocator{Process: p, Options: o}, nil
+	a := &Allocator{Process: p, Options: o}
+	// The allocator serves its grants once its first round has published
+	// (503 before): callers get one that answers.
+	if err := Poll(ctx, allocatorReadyTimeout, "the allocator's first round (/readyz)", p.Alive, func() (bool, error) {
+		code, err := CallJSON(ctx, http.MethodGet, a.URL()+"/readyz", nil, nil)
+		return err == nil && code == http.StatusOK, err
+	}); err != nil {
+		p.Kill()
+		return nil, err
+	}
+	return a, nil
 }
+
+// allocatorReadyTimeout bounds StartAllocator's wait for the first round.
+const allocatorReadyTimeout = 60 * time.Second
 
 // Register registers (or replaces) a framework: PUT /frameworks/{name}.
 func (a *Allocator) Register(ctx context.Context, f Framework) error {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,6 +35,9 @@ type Pod struct {
 	// its message.
 	Unschedulable bool
 	Message       string
+	// Started is status.startTime: when its kubelet started it (to the
+	// second); zero before.
+	Started time.Time
 }
 
 // Counted reports whether the pod takes room on a node: bound and not
@@ -55,6 +59,9 @@ func ObservePods(ctx context.Context, client kubernetes.Interface) (map[string]P
 			Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil, Requests: resources.PodRequests(p)}
 		if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Job" && strings.HasPrefix(owner.APIVersion, "batch/") {
 			s.Job = p.Namespace + "/" + owner.Name
+		}
+		if p.Status.StartTime != nil {
+			s.Started = p.Status.StartTime.Time
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {

@@ -26,16 +26,17 @@ type GangWatch struct {
 	settle time.Duration
 }
 
-// WatchJobGangs starts a GangWatch of nodes, every Job a gang of quorum
-// pods, until ctx ends (which must be before the control plane stops).
-func WatchJobGangs(ctx context.Context, client kubernetes.Interface, nodes []*v1.Node, quorum int, settle time.Duration) (*GangWatch, error) {
+// WatchJobGangs starts a GangWatch of nodes, every Job a gang of
+// quorum(its name) pods, until ctx ends (which must be before the control
+// plane stops).
+func WatchJobGangs(ctx context.Context, client kubernetes.Interface, nodes []*v1.Node, quorum func(job string) int, settle time.Duration) (*GangWatch, error) {
 	capacity := map[string]podwatch.Capacity{}
 	for _, n := range nodes {
 		c := n.Status.Capacity
 		capacity[n.Name] = podwatch.Capacity{MilliCPU: c.Cpu().MilliValue(), Memory: c.Memory().Value(), Pods: c.Pods().Value()}
 	}
 	w := podwatch.New(client, metav1.NamespaceAll, capacity, nil)
-	w.GangOf = podwatch.ControllerGang("Job", func(string) int { return quorum })
+	w.GangOf = podwatch.ControllerGang("Job", quorum)
 	w.Settle, w.Evictions = settle, true
 	return &GangWatch{w, len(nodes), settle}, w.Start(ctx)
 }

@@ -263,7 +263,14 @@ func TestAntiStarvationLetsABigGangStart(t *testing.T) {
 		{name: "off", starvationAfter: "0", wantStart: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, started := bigGangAmidSingles(t, `  pluginConfig:
+			// Reservations (on in the default profile) are left out: this
+			// is anti-starvation alone, and the "off" run the control of
+			// TestReservationLetsABigGangStart.
+			_, started := bigGangAmidSingles(t, `  plugins:
+    postFilter:
+      disabled:
+      - name: Reservation
+  pluginConfig:
   - name: Capacity
     args:
       starvationAfter: `+tc.starvationAfter+"\n")
@@ -350,8 +357,8 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// The same scene, anti-starvation off, but with the Reservation plugin
-// first among the PostFilter plugins: the gang reserves the nodes whose
+// The same scene, anti-starvation off, with the default profile's
+// Reservation plugin first among the PostFilter plugins: the gang reserves the nodes whose
 // singles end first, the singles that follow may not take the room that
 // frees there (they give no runtime, so they cannot backfill), and the
 // gang starts within seconds, with nothing evicted. The control is the
@@ -359,15 +366,7 @@ func writeFile(t *testing.T, path, content string) {
 // it.
 func TestReservationLetsABigGangStart(t *testing.T) {
 	installQueueCRDs(t)
-	ns, started := bigGangAmidSingles(t, `  plugins:
-    postFilter:
-      disabled:
-      - name: "*"
-      enabled:
-      - name: Reservation
-      - name: Reclaim
-      - name: DefaultPreemption
-  pluginConfig:
+	ns, started := bigGangAmidSingles(t, `  pluginConfig:
   - name: Capacity
     args:
       starvationAfter: "0"

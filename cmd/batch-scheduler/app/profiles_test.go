@@ -92,8 +92,9 @@ func testHandle() *handle {
 	return &handle{client: client, informers: informers.NewSharedInformerFactory(client, 0)}
 }
 
-// Preemption is the default profile's PostFilter plugin; a profile that
-// lists postFilter: [] turns it off, one that leaves the key out keeps it.
+// Reservation and preemption are the default profile's PostFilter
+// plugins; a profile that lists postFilter: [] turns them off, one that
+// leaves the key out keeps them.
 func TestProfilePostFilter(t *testing.T) {
 	file := `apiVersion: batch-scheduler.io/v1alpha1
 kind: SchedulerConfiguration
@@ -111,8 +112,8 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := profiles["default"].ListPlugins()[frameworkruntime.PostFilterPoint].Names(); !slices.Equal(got, []string{"Reclaim", "DefaultPreemption"}) {
-		t.Errorf("default profile's postFilter = %v, want [Reclaim DefaultPreemption]", got)
+	if got := profiles["default"].ListPlugins()[frameworkruntime.PostFilterPoint].Names(); !slices.Equal(got, []string{"Reservation", "Reclaim", "DefaultPreemption"}) {
+		t.Errorf("default profile's postFilter = %v, want [Reservation Reclaim DefaultPreemption]", got)
 	}
 	if profiles["no-preemption"].HasPostFilterPlugins() {
 		t.Errorf("postFilter: [] left %v", profiles["no-preemption"].ListPlugins()[frameworkruntime.PostFilterPoint])

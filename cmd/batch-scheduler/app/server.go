@@ -42,6 +42,7 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/scheduler"
+	"github.com/batch-scheduler/batch-scheduler/pkg/standing"
 	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy/status"
 
@@ -510,6 +511,7 @@ func (s *server) serve(ctx context.Context, serving *servingConfig) (stop func()
 		debugger.DumpPath:   debugger.DumpHandler(s.cache),
 		debugger.VerifyPath: debugger.VerifyHandler(s.cache, s.verify),
 		demand.Path:         demand.Handler(s.demand),
+		standing.Path:       standing.Handler(s.scheduler.Standing),
 		ConfigzPath:         s.configz,
 	}
 	maps.Copy(handlers, s.opts.Serving.debugHandlers())

@@ -133,12 +133,16 @@ type ReservationArgs struct {
 	// MaxReservations is how many jobs may hold reservations at once (one
 	// per queue at most); 0 turns reservations off.
 	MaxReservations int32
-	// ReclaimAfter is how long a reserving job waits for running pods to
-	// end before the PostFilter plugins after Reservation (Reclaim,
-	// DefaultPreemption) may evict for it: as a duration ("2m"). A job
-	// expected to start later than that, or whose start is unknown and
-	// that has waited that long, is handed on to them.
+	// ReclaimAfter is how far off a reserving job's expected start may be
+	// for it to wait for running pods to end rather than let the
+	// PostFilter plugins after Reservation (Reclaim, DefaultPreemption)
+	// evict for it: as a duration ("2m").
 	ReclaimAfter string
+	// WaitWithoutEstimate is how long a reserving job whose start nothing
+	// tells (the pods it waits for give no runtime) waits before the
+	// plugins after Reservation may evict for it, as a duration; 0 hands
+	// it on at once.
+	WaitWithoutEstimate string
 	// MaxHold bounds how long one job holds a reservation, as a duration;
 	// it then gives it up and does not reserve again for as long.
 	MaxHold string

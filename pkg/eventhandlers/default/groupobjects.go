@@ -104,13 +104,14 @@ func (h *Handler) setGroup(gvr schema.GroupVersionResource, obj any, deleted boo
 	if !ok {
 		return false
 	}
-	gc, ok := h.cache.(eventhandlers.GroupPolicyCache)
-	if !ok {
-		return true
-	}
 	u, ok := eventhandlers.ObjectAs[*unstructured.Unstructured](obj)
 	if !ok || u == nil {
 		klog.ErrorS(nil, "Ignoring an event of a gang group object that is not unstructured", "resource", eventhandlers.DynamicResourceName(gvr), "type", fmt.Sprintf("%T", obj))
+		return true
+	}
+	h.setRuntimeBound(r, u, deleted)
+	gc, ok := h.cache.(eventhandlers.GroupPolicyCache)
+	if !ok {
 		return true
 	}
 	var p *framework.GroupPolicy
@@ -126,6 +127,28 @@ func (h *Handler) setGroup(gvr schema.GroupVersionResource, obj any, deleted boo
 		h.statusWriter.ObjectChanged(r.Kind, gvr, u, deleted)
 	}
 	return true
+}
+
+// setRuntimeBound records in the cache what u, an owner of pods of r's
+// kind, says about when its pods end (see dialects.Dialect.Runtime);
+// nothing for a kind that says nothing, or a cache that does not keep it.
+func (h *Handler) setRuntimeBound(r dialects.Watch, u *unstructured.Unstructured, deleted bool) {
+	if r.Runtime == nil {
+		return
+	}
+	rc, ok := h.cache.(eventhandlers.RuntimeBoundCache)
+	if !ok {
+		return
+	}
+	var b *framework.RuntimeBound
+	if !deleted {
+		b = r.Runtime(u)
+	}
+	if b != nil {
+		klog.V(5).InfoS("Owner bounds the runtime of its pods", "kind", r.Kind, "object", klog.KObj(u),
+			"start", b.Start, "limit", b.Limit, "err", b.Err)
+	}
+	rc.SetRuntimeBound(u.GetNamespace(), u.GetName(), b)
 }
 
 // noteGang tells the status writer that a pod of a gang changed, after the

@@ -41,6 +41,11 @@ type waitMode struct {
 	policy framework.ReservePolicy
 	// ends caches each candidate's expected end.
 	ends map[types.UID]expectedEnd
+	// held are the nodes the job's reservation holds now: of two places
+	// as good, the held one is kept, so that a reservation does not
+	// wander from one cycle to the next and leave room behind for others
+	// to take.
+	held map[string]bool
 }
 
 // expectedEnd is when a running pod is expected to end; known is false
@@ -120,6 +125,19 @@ func (sim *simulation) waitCost(ts []*framework.TaskInfo) waitCost {
 	return c
 }
 
+// less reports whether waiting for c frees the room sooner than for d:
+// fewer pods without an estimate, then an earlier last end, then fewer
+// pods.
+func (c waitCost) less(d waitCost) bool {
+	if c.unknown != d.unknown {
+		return c.unknown < d.unknown
+	}
+	if !c.last.Equal(d.last) {
+		return c.last.Before(d.last)
+	}
+	return c.pods < d.pods
+}
+
 // betterWait reports whether a is a better reservation candidate than b:
 // the room frees sooner.
 func (sim *simulation) betterWait(a, b *candidate) bool {
@@ -127,13 +145,10 @@ func (sim *simulation) betterWait(a, b *candidate) bool {
 		return true
 	}
 	ca, cb := sim.waitCost(a.victims), sim.waitCost(b.victims)
-	if ca.unknown != cb.unknown {
-		return ca.unknown < cb.unknown
+	if ca.less(cb) || cb.less(ca) {
+		return ca.less(cb)
 	}
-	if !ca.last.Equal(cb.last) {
-		return ca.last.Before(cb.last)
-	}
-	return ca.pods < cb.pods
+	return sim.wait.held[a.node.Name()] && !sim.wait.held[b.node.Name()]
 }
 
 // reserve is Reserve for cycle c.
@@ -156,7 +171,13 @@ func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.Reserve
 			return framework.Reservation{Deferred: true}, nil
 		}
 	}
-	res, err := e.simulate(ctx, c, SearchBounds{}, going, &waitMode{policy: policy, ends: map[types.UID]expectedEnd{}})
+	held := map[string]bool{}
+	if _, ok := nominator.Reservation(c.Job.ID); ok {
+		for _, node := range nominator.Placements(c.Job.ID) {
+			held[node] = true
+		}
+	}
+	res, err := e.simulate(ctx, c, SearchBounds{}, going, &waitMode{policy: policy, ends: map[types.UID]expectedEnd{}, held: held})
 	if err != nil {
 		return framework.Reservation{}, err
 	}
@@ -165,6 +186,9 @@ func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.Reserve
 		return framework.Reservation{}, nil
 	}
 	if len(res.Victims) == 0 {
+		if policy.Probe {
+			return framework.Reservation{Fits: true, FitsNow: true}, nil
+		}
 		nominator.Nominate(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, nil)
 		c.fitsElsewhere = true
 		logger.V(2).Info("Job fits without waiting when placed differently; nominating its pods", "placements", len(res.Placements))
@@ -189,6 +213,9 @@ func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.Reserve
 	}
 	sort.Strings(r.Nodes)
 	r.Nodes = slices.Compact(r.Nodes)
+	if policy.Probe {
+		return r, nil
+	}
 	nominator.Reserve(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, r)
 	logger.V(2).Info("Reserved room for the job until running pods end", "nodes", r.Nodes, "waitFor", r.WaitFor,
 		"startKnown", r.StartKnown, "start", r.Start)

@@ -133,21 +133,51 @@ func (e *Engine) simulate(ctx context.Context, c *Cycle, b SearchBounds, going [
 	}
 	var ok bool
 	var err error
+	var best *SimulationResult
+	var bestCost waitCost
 	for _, nodes := range c.Placements {
 		// Each placement of a plan is tried on the snapshot as it is.
 		mark := len(sim.undo)
 		sim.nodes = nodes
-		if ok, err = sim.run(ctx); ok || err != nil {
+		if ok, err = sim.run(ctx); err != nil || ok && wait == nil {
 			break
+		}
+		if ok {
+			// A wait tries every placement and keeps the one whose room
+			// frees soonest (a gang that must share a rack waits for the
+			// rack that frees first, not for the first rack of the plan).
+			if cost := sim.waitCost(victimTasks(sim.order)); best == nil || cost.less(bestCost) {
+				r := sim.result(true)
+				best, bestCost = &r, cost
+			}
+			ok = false
 		}
 		sim.rollback(mark)
 	}
-	res := SimulationResult{Fits: ok, Victims: slices.Clone(sim.order), Placed: slices.Clone(sim.placed), Placements: maps.Clone(sim.placements)}
-	if wait != nil {
-		res.ends = wait.ends
+	res := sim.result(ok)
+	if best != nil && err == nil {
+		res = *best
 	}
 	sim.rollback(0)
 	return res, err
+}
+
+// result is the simulation's state as a SimulationResult.
+func (sim *simulation) result(fits bool) SimulationResult {
+	res := SimulationResult{Fits: fits, Victims: slices.Clone(sim.order), Placed: slices.Clone(sim.placed), Placements: maps.Clone(sim.placements)}
+	if sim.wait != nil {
+		res.ends = sim.wait.ends
+	}
+	return res
+}
+
+// victimTasks returns the victims' tasks.
+func victimTasks(vs []*Victim) []*framework.TaskInfo {
+	out := make([]*framework.TaskInfo, len(vs))
+	for i, v := range vs {
+		out[i] = v.Task
+	}
+	return out
 }
 
 // run places the job's pending pods, preempting where needed, and reports
@@ -156,6 +186,14 @@ func (sim *simulation) run(ctx context.Context) (bool, error) {
 	for _, pod := range sim.c.Job.Pending {
 		if err := sim.placePod(ctx, pod); err != nil {
 			return false, err
+		}
+		if sim.wait != nil && len(sim.placed) > 0 && len(sim.placed) < len(sim.c.Job.Pending) {
+			// A wait is for what lets the job start: once the Permit
+			// plugins accept (an elastic gang's quorum), the pods left
+			// would only make it wait for more.
+			if st := sim.c.Framework.RunPermitPlugins(ctx, sim.c.State, sim.c.Job, sim.placements); st.IsSuccess() {
+				return true, nil
+			}
 		}
 	}
 	if len(sim.placed) == 0 {
@@ -186,7 +224,17 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 		return err
 	}
 	if len(found.Feasible) > 0 {
-		sim.add(found.Feasible[0].Name(), pod)
+		node := found.Feasible[0].Name()
+		if sim.wait != nil {
+			// A wait keeps to the nodes its reservation holds.
+			for _, n := range found.Feasible {
+				if sim.wait.held[n.Name()] {
+					node = n.Name()
+					break
+				}
+			}
+		}
+		sim.add(node, pod)
 		return nil
 	}
 	statuses := found.Diagnosis.NodeToStatus

@@ -36,8 +36,10 @@ type ReservationArgs = config.ReservationArgs
 //
 // Who reserves: a gang the cycle could not place whose queue (with every
 // ancestor) uses no more than its fair share and has a share its quorum
-// fits in; with no Queue, any gang. Single pods do not: they take the
-// room that frees as their turn comes. At most one job per queue, the
+// fits in; with no Queue, any gang of quorum 2 or more. Single pods,
+// gangs of quorum 1 and the pods of an elastic gang beyond its running
+// quorum do not: they take the room that frees as their turn comes. A
+// gang reserves for its quorum, not for every pod it could run. At most one job per queue, the
 // one ahead in the queue's order (priority, then age), and
 // MaxReservations in all.
 //
@@ -45,12 +47,14 @@ type ReservationArgs = config.ReservationArgs
 // even with every running pod gone, when a job ahead of it in its queue
 // takes the queue's reservation, or after MaxHold (the job then does not
 // reserve again for as long). A job of higher priority is not held back
-// by it. Pods on the reserved nodes that overran their expected runtime
-// are evicted for the job once it is OverrunGrace late.
+// by it. Pods that backfilled the reserved nodes and overran their
+// expected runtime are evicted for the job once it is OverrunGrace late.
 type Reservation struct {
 	max                                 int
 	reclaimAfter, maxHold, overrunGrace time.Duration
-	now                                 func() time.Time
+	// waitBlind is WaitWithoutEstimate.
+	waitBlind time.Duration
+	now       func() time.Time
 	*reservations
 }
 
@@ -104,7 +108,7 @@ func NewReservation(_ context.Context, args runtime.Object, h framework.Handle) 
 	for _, d := range []struct {
 		name, value string
 		into        *time.Duration
-	}{{"reclaimAfter", a.ReclaimAfter, &p.reclaimAfter}, {"maxHold", a.MaxHold, &p.maxHold}, {"overrunGrace", a.OverrunGrace, &p.overrunGrace}} {
+	}{{"reclaimAfter", a.ReclaimAfter, &p.reclaimAfter}, {"waitWithoutEstimate", a.WaitWithoutEstimate, &p.waitBlind}, {"maxHold", a.MaxHold, &p.maxHold}, {"overrunGrace", a.OverrunGrace, &p.overrunGrace}} {
 		v, err := time.ParseDuration(d.value)
 		if err != nil {
 			return nil, fmt.Errorf("%s args: %s: %w", ReservationName, d.name, err)
@@ -135,9 +139,15 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 	if p.max == 0 || job.Err != nil || len(job.Pending) == 0 {
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
-	if !job.ID.Gang {
-		// A single pod takes the room that frees as its turn comes; a
+	if !job.ID.Gang || job.MinAvailable <= 1 {
+		// A single pod (or a gang of quorum 1, a Job of one pod at a
+		// time, say) takes the room that frees as its turn comes; a
 		// reservation is for what needs room on several nodes at once.
+		return p.waitUnheld(ctx, job, room)
+	}
+	if info, ok := room.Job(job.ID); ok && int32(info.Counts().Running()) >= job.MinAvailable {
+		// An elastic gang that runs its quorum: the pods beyond it take
+		// the room that frees as single pods do.
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
 	if why := overShareWith(job); why != "" {
@@ -173,7 +183,7 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 		}
 	}
 	r, err := room.Reserve(ctx, framework.ReservePolicy{Now: now,
-		End:   func(t *framework.TaskInfo) (time.Time, bool) { return framework.ExpectedEnd(t.Pod, now) },
+		End:   func(t *framework.TaskInfo) (time.Time, bool) { return t.ExpectedEnd(now) },
 		Defer: preemptible(job, room)})
 	if err != nil {
 		return nil, framework.AsStatus(fmt.Errorf("reserving room for job %s: %w", job.ID, err))
@@ -198,11 +208,42 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 	}
 	h.r = r
 	msg := reservationMessage(r, now)
-	if r.StartKnown && r.Start.Sub(now) > p.reclaimAfter || !r.StartKnown && now.Sub(job.Since) > p.reclaimAfter {
+	switch {
+	case r.StartKnown && r.Start.Sub(now) > p.reclaimAfter:
 		// Waiting is not enough: the plugins after this one may evict.
 		return &framework.PostFilterResult{Message: msg}, decline("waiting for running pods is expected to take more than %s", p.reclaimAfter)
+	case !r.StartKnown && now.Sub(job.Since) >= p.waitBlind:
+		// Nothing says waiting is enough: they may evict too.
+		return &framework.PostFilterResult{Message: msg}, decline("nothing tells when the running pods end (waited %s)", now.Sub(job.Since).Round(time.Second))
 	}
 	return &framework.PostFilterResult{Message: msg}, nil
+}
+
+// waitUnheld decides, for a job that does not reserve (a single pod),
+// between waiting for running pods to end and handing it on to the
+// plugins after this one (Reclaim, DefaultPreemption): it waits, holding
+// nothing, when its queue is owed the room and the room it needs is
+// expected to free within ReclaimAfter, as a reserving job would. The
+// scheduling queue tries the neediest queue's jobs first, so the room
+// that frees comes to it without an eviction.
+func (p *Reservation) waitUnheld(ctx context.Context, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+	if job.Queues == nil || overShareWith(job) != "" {
+		// Without queues nothing is reclaimed for it; above its share,
+		// nothing is owed to it.
+		return nil, framework.NewStatus(framework.Unschedulable)
+	}
+	now := p.now()
+	r, err := room.Reserve(ctx, framework.ReservePolicy{Now: now, Probe: true,
+		End:   func(t *framework.TaskInfo) (time.Time, bool) { return t.ExpectedEnd(now) },
+		Defer: preemptible(job, room)})
+	if err != nil {
+		return nil, framework.AsStatus(fmt.Errorf("finding when job %s could start: %w", job.ID, err))
+	}
+	if !r.Fits || r.FitsNow || r.Deferred || !r.StartKnown || r.Start.Sub(now) > p.reclaimAfter {
+		return nil, framework.NewStatus(framework.Unschedulable)
+	}
+	return &framework.PostFilterResult{Message: fmt.Sprintf("waiting for %d running pods to end rather than evicting: expected to start in %s",
+		r.WaitFor, r.Start.Sub(now).Round(time.Second))}, nil
 }
 
 // makeSlotLocked makes room in the table for job, which holds no
@@ -251,16 +292,26 @@ func hasPending(j *framework.JobInfo) bool {
 	return false
 }
 
-// evictOverrun evicts, for h's late job, the pods on its reserved nodes
-// that ran past their expected end, when that lets it start.
+// evictOverrun evicts, for h's late job, the pods that started on its
+// reserved nodes after it reserved them (they came in on the promise of
+// their runtime: backfill) and ran past their expected end, when that
+// lets it start. Pods that ran there before are waited for, late or not:
+// the reservation was planned around them, and evicting them would throw
+// away more work than it saves.
 func (p *Reservation) evictOverrun(ctx context.Context, h *heldRoom, room framework.RoomMaker, now time.Time) (*framework.PostFilterResult, bool) {
 	nodes := make(map[string]bool, len(h.r.Nodes))
 	for _, n := range h.r.Nodes {
 		nodes[n] = true
 	}
 	overran := func(t *framework.TaskInfo) bool {
-		end, ok := framework.ExpectedEnd(t.Pod, now)
-		return ok && end.Before(now) && nodes[t.NodeName]
+		if !nodes[t.NodeName] {
+			return false
+		}
+		if s := t.Pod.Status.StartTime; s != nil && !s.After(h.since) {
+			return false // there before the reservation
+		}
+		end, ok := t.ExpectedEnd(now)
+		return ok && end.Before(now)
 	}
 	out, err := room.MakeRoom(ctx, overran)
 	if err != nil {

@@ -42,6 +42,9 @@ func newTestReservation(t *testing.T, args configapi.ReservationArgs, now *time.
 	if args.ReclaimAfter == "" {
 		args.ReclaimAfter = "2m"
 	}
+	if args.WaitWithoutEstimate == "" {
+		args.WaitWithoutEstimate = "0s"
+	}
 	if args.MaxHold == "" {
 		args.MaxHold = "15m"
 	}
@@ -60,7 +63,7 @@ func newTestReservation(t *testing.T, args configapi.ReservationArgs, now *time.
 // pendingJob is a pending gang of queue q named name, created at since,
 // known to room as pending.
 func pendingJob(room *reserveRoom, name, q string, qs *framework.QueueSnapshot, priority int32, since time.Time) *framework.Job {
-	j := job(q, qs, 1, cpuPod(name+"-0", "1"))
+	j := job(q, qs, 2, cpuPod(name+"-0", "1"), cpuPod(name+"-1", "1"))
 	j.ID.Name, j.Priority, j.Since = name, priority, since
 	if room.jobs == nil {
 		room.jobs = map[framework.JobID]*framework.JobInfo{}
@@ -69,12 +72,79 @@ func pendingJob(room *reserveRoom, name, q string, qs *framework.QueueSnapshot, 
 	return j
 }
 
+// holds reports whether job name holds a reservation of p.
+func holds(p *Reservation, name string) bool {
+	for _, h := range p.Reservations() {
+		if h.Job.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func TestReservationPostFilter(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	soon := framework.Reservation{Fits: true, StartKnown: true, Start: now.Add(time.Minute), WaitFor: 2, Nodes: []string{"n1", "n2"}}
 	two := func() *framework.QueueSnapshot {
 		return snapshot(cores(8), queue("a", "", fairShare(cores(4))), queue("b", "", fairShare(cores(4))))
 	}
+
+	t.Run("a gang of quorum 1 does not reserve; it waits unheld when room frees soon", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+		far, unknown := soon, framework.Reservation{Fits: true, WaitFor: 1, Nodes: []string{"n1"}}
+		far.Start = now.Add(10 * time.Minute)
+		over := func() *framework.QueueSnapshot {
+			qs := two()
+			qs.Queues["a"].Allocated = cores(5) // above its fair share of 4
+			return qs
+		}
+		for _, tc := range []struct {
+			name     string
+			res      framework.Reservation
+			queues   func() *framework.QueueSnapshot
+			wantWait bool
+		}{
+			{"room frees in 1m", soon, two, true},
+			{"room frees in 10m", far, two, false},
+			{"nobody says when", unknown, two, false},
+			{"its queue is above its share", soon, over, false},
+			{"no queues", soon, nil, false},
+		} {
+			room := &reserveRoom{res: tc.res}
+			var qs *framework.QueueSnapshot
+			if tc.queues != nil {
+				qs = tc.queues()
+			}
+			j := pendingJob(room, "one", "a", qs, 0, now)
+			j.MinAvailable = 1
+			res, st := p.PostFilter(t.Context(), nil, j, room)
+			if got := st.IsSuccess(); got != tc.wantWait || len(p.Reservations()) != 0 || room.reserves > 0 && !room.reserve.Probe {
+				t.Errorf("%s: PostFilter = %+v, %v, reservations %v, probe %v; want waiting %v, nothing held",
+					tc.name, res, st, p.Reservations(), room.reserve.Probe, tc.wantWait)
+			}
+			if tc.wantWait && (res == nil || !strings.Contains(res.Message, "waiting for 2 running pods to end rather than evicting: expected to start in 1m0s")) {
+				t.Errorf("%s: result %+v, want the wait said", tc.name, res)
+			}
+		}
+	})
+
+	t.Run("an elastic gang running its quorum does not reserve for the rest", func(t *testing.T) {
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+		room := &reserveRoom{res: soon}
+		j := pendingJob(room, "elastic", "a", two(), 0, now)
+		room.jobs[j.ID].Tasks["1"] = &framework.TaskInfo{Status: framework.TaskBound, Counted: true}
+		room.jobs[j.ID].Tasks["2"] = &framework.TaskInfo{Status: framework.TaskBound, Counted: true}
+		if res, st := p.PostFilter(t.Context(), nil, j, room); st.IsSuccess() || res != nil || room.reserves != 0 {
+			t.Errorf("PostFilter = %+v, %v after %d reserves; want declined without reserving", res, st, room.reserves)
+		}
+		// One of its quorum finished: it reserves again.
+		room.jobs[j.ID].Tasks["2"] = &framework.TaskInfo{Status: framework.TaskBound, Counted: false}
+		if _, st := p.PostFilter(t.Context(), nil, j, room); !st.IsSuccess() || !holds(p, "elastic") {
+			t.Errorf("below its quorum: %v, want a reservation", st)
+		}
+	})
 
 	t.Run("reserves and holds while the start is near", func(t *testing.T) {
 		clock := now
@@ -97,7 +167,7 @@ func TestReservationPostFilter(t *testing.T) {
 		}
 	})
 
-	t.Run("hands on to reclaim when the start is far or unknown after a wait", func(t *testing.T) {
+	t.Run("hands on to reclaim when the start is far or unknown", func(t *testing.T) {
 		clock := now
 		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
 		far := soon
@@ -107,15 +177,24 @@ func TestReservationPostFilter(t *testing.T) {
 		if st.Code() != framework.Unschedulable || res == nil || !strings.Contains(res.Message, "expected to start in 10m0s") {
 			t.Fatalf("far start: %+v, %v; want the reservation kept, the job handed on (Unschedulable)", res, st)
 		}
+		// By default a job whose start is unknown is handed on at once,
+		// its room kept.
 		unknown := framework.Reservation{Fits: true, WaitFor: 1, Nodes: []string{"n1"}}
+		room1 := &reserveRoom{res: unknown}
+		res, st = p.PostFilter(t.Context(), nil, pendingJob(room1, "blind", "b", two(), 0, now), room1)
+		if st.Code() != framework.Unschedulable || res == nil || !strings.Contains(res.Message, "start time unknown") || !holds(p, "blind") {
+			t.Errorf("unknown start, waitWithoutEstimate 0s: %+v, %v, reservations %v; want handed on with its room kept", res, st, p.Reservations())
+		}
+		// With waitWithoutEstimate, it waits that long first.
+		p = newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4, WaitWithoutEstimate: "2m"}, &clock)
 		room2 := &reserveRoom{res: unknown}
 		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room2, "fresh", "b", two(), 0, now.Add(-time.Minute)), room2); !st.IsSuccess() {
-			t.Errorf("unknown start, waited 1m: %v, want held", st)
+			t.Errorf("unknown start, waited 1m of 2m: %v, want held", st)
 		}
 		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room2, "old", "b", two(), 0, now.Add(-3*time.Minute)), room2); st.IsSuccess() {
 			// "fresh" holds queue b's reservation and is younger, so "old"
 			// (ahead of it) takes it over and then waits too long.
-			t.Errorf("unknown start, waited 3m: success, want handed on")
+			t.Errorf("unknown start, waited 3m of 2m: success, want handed on")
 		}
 		if len(room2.released) != 1 || room2.released[0].Name != "fresh" {
 			t.Errorf("released %v, want fresh's reservation taken over by old, ahead in queue b", room2.released)
@@ -195,7 +274,7 @@ func TestReservationPostFilter(t *testing.T) {
 		}
 	})
 
-	t.Run("a late job has the pods that overran on its nodes evicted", func(t *testing.T) {
+	t.Run("a late job has the pods that backfilled its nodes and overran evicted", func(t *testing.T) {
 		clock := now
 		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
 		room := &reserveRoom{res: soon}
@@ -220,9 +299,12 @@ func TestReservationPostFilter(t *testing.T) {
 			task *framework.TaskInfo
 			want bool
 		}{
-			{overran("n1", "1m", 5*time.Minute), true},
-			{overran("n1", "10m", 5*time.Minute), false},
-			{overran("n9", "1m", 5*time.Minute), false},
+			// Backfilled: started after the reservation, 1m ago.
+			{overran("n1", "30s", time.Minute), true},
+			{overran("n1", "5m", time.Minute), false},
+			{overran("n9", "30s", time.Minute), false},
+			// There before the reservation (5m ago): waited for, even late.
+			{overran("n1", "1m", 5*time.Minute), false},
 			{&framework.TaskInfo{Pod: cpuPod("q", "1"), NodeName: "n1"}, false},
 		} {
 			if got := room.fakeRoom.policy(tc.task); got != tc.want {

@@ -38,22 +38,47 @@ type apiError struct {
 //	POST   /grants/{name}/revoke                      revoke a grant
 //	DELETE /grants/{name}/revocation                  lift a revocation
 //	GET    /healthz                                   liveness
+//	GET    /readyz                                    200 once the first round has published
 //	GET    /metrics                                   Prometheus metrics
+//
+// Until the first round since the start has published, the grants and
+// /allocation answer 503: a restarted allocator's store is empty until
+// that round publishes again what the state file restored, and a
+// framework or checker that read it meanwhile would take "no grants" for
+// the allocator's word. Their clients keep what they last read and retry.
 func (a *Allocator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/apis/", a.store.Handler())
+	mux.Handle("/apis/", a.whenReady(a.store.Handler()))
 	mux.HandleFunc("GET /frameworks", a.listFrameworks)
 	mux.HandleFunc("PUT /frameworks/{name}", a.putFramework)
 	mux.HandleFunc("DELETE /frameworks/{name}", a.deleteFramework)
-	mux.HandleFunc("GET /allocation", a.getAllocation)
+	mux.Handle("GET /allocation", a.whenReady(http.HandlerFunc(a.getAllocation)))
 	mux.HandleFunc("POST /grants/{name}/revoke", a.revoke)
 	mux.HandleFunc("DELETE /grants/{name}/revocation", a.unrevoke)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
 	})
+	mux.Handle("GET /readyz", a.whenReady(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "ok\n")
+	})))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// whenReady serves h once the first round has published, and 503 with a
+// Retry-After before.
+func (a *Allocator) whenReady(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.ready.Load() {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "",
+				"allocator %s has not finished its first round since it started: its grants are not published yet", a.opts.Name)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -96,6 +97,9 @@ type Allocator struct {
 	synced    map[string]*demand.Report  // latest synced report of each framework ever registered
 	published map[string]*v1alpha1.Grant // by grant name
 	ledger    *held.Ledger
+
+	// ready is set once the first round has published (see Handler).
+	ready atomic.Bool
 }
 
 // New returns an Allocator for the nodes client lists, registering the
@@ -301,6 +305,9 @@ func (a *Allocator) round(ctx context.Context) {
 	after := a.holdings(in.Now, used)
 	a.persistAfter(after)
 	a.record(in, res, revoked, errs, used, after)
+	if !a.ready.Swap(true) {
+		klog.InfoS("First round published: serving grants", "grants", len(a.published))
+	}
 }
 
 // fetchReports reads the demand report of every framework with a demand

@@ -179,6 +179,13 @@ func (h *harness) status() Status {
 	return h.a.status
 }
 
+// get serves GET path with the allocator's handler.
+func (h *harness) get(path string) (int, string) {
+	rec := httptest.NewRecorder()
+	h.a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
 // metrics is the text of the allocator's /metrics.
 func (h *harness) metrics() string {
 	rec := httptest.NewRecorder()

@@ -255,9 +255,22 @@ func TestRestartKeepsHeld(t *testing.T) {
 	}
 
 	h2 := newHarness(t, setup{nodes: []*v1.Node{makeNode("n1", "4")}, registry: f, stateFile: state})
+	// Until its first round, the restarted allocator's store is empty:
+	// it must not serve that as its grants, nor an empty /allocation.
+	for _, path := range []string{"/apis/batch-scheduler.io/v1alpha1/grants", "/allocation", "/readyz"} {
+		if code, body := h2.get(path); code != http.StatusServiceUnavailable || !strings.Contains(body, "first round") {
+			t.Errorf("GET %s before the first round after the restart: HTTP %d %s, want 503 saying why", path, code, body)
+		}
+	}
 	// The registry's demand URLs are h's: the frameworks report there.
 	h.report("a", MakeReport().Used("n1", "1").Ack("a.n1", oldAck).Obj())
 	h2.round()
+	if code, body := h2.get("/apis/batch-scheduler.io/v1alpha1/grants"); code != http.StatusOK || !strings.Contains(body, `"a.n1"`) {
+		t.Errorf("grants after the first round: HTTP %d %s, want 200 listing a.n1", code, body)
+	}
+	if code, _ := h2.get("/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz after the first round: HTTP %d, want 200", code)
+	}
 	if got := h2.cpu("b.n1"); got > 1500 {
 		t.Errorf("first round after the restart: b.n1 = %dm, want at most the 1500m a did not hold", got)
 	}

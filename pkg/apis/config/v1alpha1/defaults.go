@@ -66,12 +66,14 @@ const (
 	// DefaultReclaimBelow is the share Reclaim takes back up to.
 	DefaultReclaimBelow = "FairShare"
 
-	// DefaultMaxReservations, DefaultReclaimAfter, DefaultMaxHold and
-	// DefaultOverrunGrace are Reservation's defaults.
-	DefaultMaxReservations int32 = 4
-	DefaultReclaimAfter          = "2m"
-	DefaultMaxHold               = "15m"
-	DefaultOverrunGrace          = "30s"
+	// DefaultMaxReservations, DefaultReclaimAfter,
+	// DefaultWaitWithoutEstimate, DefaultMaxHold and DefaultOverrunGrace
+	// are Reservation's defaults.
+	DefaultMaxReservations     int32 = 4
+	DefaultReclaimAfter              = "2m"
+	DefaultWaitWithoutEstimate       = "0s"
+	DefaultMaxHold                   = "15m"
+	DefaultOverrunGrace              = "30s"
 )
 
 // DefaultTopologyLevels are TopologyAware's levels, widest first: a block
@@ -182,6 +184,9 @@ func SetDefaults_ReservationArgs(obj *ReservationArgs) { //nolint:revive // the 
 	}
 	if obj.ReclaimAfter == "" {
 		obj.ReclaimAfter = DefaultReclaimAfter
+	}
+	if obj.WaitWithoutEstimate == "" {
+		obj.WaitWithoutEstimate = DefaultWaitWithoutEstimate
 	}
 	if obj.MaxHold == "" {
 		obj.MaxHold = DefaultMaxHold

@@ -196,12 +196,16 @@ type ReservationArgs struct {
 	// MaxReservations is how many jobs may hold reservations at once, at
 	// most one per queue (default 4); 0 turns reservations off.
 	MaxReservations *int32 `json:"maxReservations,omitempty"`
-	// ReclaimAfter is how long a reserving job waits for running pods to
-	// end before the PostFilter plugins after Reservation (Reclaim,
-	// DefaultPreemption) may evict for it (default "2m"). A job expected
-	// to start later than that, or whose start is unknown and that has
-	// waited that long, is handed on to them.
+	// ReclaimAfter is how far off a reserving job's expected start may be
+	// for it to wait for running pods to end rather than let the
+	// PostFilter plugins after Reservation (Reclaim, DefaultPreemption)
+	// evict for it (default "2m").
 	ReclaimAfter DurationString `json:"reclaimAfter,omitempty"`
+	// WaitWithoutEstimate is how long a reserving job whose start nothing
+	// tells (the pods it waits for give no runtime) waits before the
+	// plugins after Reservation may evict for it (default "0s": at once;
+	// waiting blind would make reclaim as slow as the longest pod).
+	WaitWithoutEstimate DurationString `json:"waitWithoutEstimate,omitempty"`
 	// MaxHold bounds how long one job holds a reservation (default
 	// "15m"); it then gives it up and does not reserve again for as long.
 	MaxHold DurationString `json:"maxHold,omitempty"`

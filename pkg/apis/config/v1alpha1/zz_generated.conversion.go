@@ -857,6 +857,7 @@ func autoConvert_v1alpha1_ReservationArgs_To_config_ReservationArgs(in *Reservat
 		return err
 	}
 	out.ReclaimAfter = string(in.ReclaimAfter)
+	out.WaitWithoutEstimate = string(in.WaitWithoutEstimate)
 	out.MaxHold = string(in.MaxHold)
 	out.OverrunGrace = string(in.OverrunGrace)
 	return nil
@@ -872,6 +873,7 @@ func autoConvert_config_ReservationArgs_To_v1alpha1_ReservationArgs(in *config.R
 		return err
 	}
 	out.ReclaimAfter = DurationString(in.ReclaimAfter)
+	out.WaitWithoutEstimate = DurationString(in.WaitWithoutEstimate)
 	out.MaxHold = DurationString(in.MaxHold)
 	out.OverrunGrace = DurationString(in.OverrunGrace)
 	return nil

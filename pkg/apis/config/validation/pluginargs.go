@@ -169,7 +169,7 @@ func ValidateReservationArgs(p *field.Path, a *config.ReservationArgs) field.Err
 	for _, d := range []struct {
 		name, value string
 		positive    bool
-	}{{"reclaimAfter", a.ReclaimAfter, false}, {"maxHold", a.MaxHold, true}, {"overrunGrace", a.OverrunGrace, false}} {
+	}{{"reclaimAfter", a.ReclaimAfter, false}, {"waitWithoutEstimate", a.WaitWithoutEstimate, false}, {"maxHold", a.MaxHold, true}, {"overrunGrace", a.OverrunGrace, false}} {
 		v, err := time.ParseDuration(d.value)
 		switch {
 		case err != nil || v < 0:
