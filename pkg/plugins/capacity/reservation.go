@@ -45,7 +45,8 @@ type ReservationArgs = config.ReservationArgs
 //
 // A reservation ends when its job starts, is deleted or no longer fits
 // even with every running pod gone, when a job ahead of it in its queue
-// takes the queue's reservation, or after MaxHold (the job then does not
+// takes the queue's reservation, when its queue comes to use more than
+// its fair share, or after MaxHold (the job then does not
 // reserve again for as long). A job of higher priority is not held back
 // by it. Pods that backfilled the reserved nodes and overran their
 // expected runtime are evicted for the job once it is OverrunGrace late.
@@ -83,7 +84,10 @@ type heldRoom struct {
 	// created is when the job entered the scheduling queue, since when it
 	// first reserved.
 	created, since time.Time
-	r              framework.Reservation
+	// need is what the job's quorum asks for: its queue holds the room
+	// only while it uses no more than its fair share of it.
+	need framework.ResourceAmounts
+	r    framework.Reservation
 }
 
 var (
@@ -150,14 +154,14 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 		// the room that frees as single pods do.
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
-	if why := overShareWith(job); why != "" {
-		return nil, decline("%s: nothing to reserve", why)
-	}
 	now := p.now()
 	logger := klog.FromContext(ctx)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.forgetEndedLocked(room, now)
+	p.forgetEndedLocked(ctx, room, job.Queues, now)
+	if why := overShareWith(job); why != "" {
+		return nil, decline("%s: nothing to reserve", why)
+	}
 	h := p.held[job.ID]
 	if h != nil && now.Sub(h.since) > p.maxHold {
 		room.Release(ctx, job.ID)
@@ -203,7 +207,7 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 		return &framework.PostFilterResult{}, nil
 	}
 	if h == nil {
-		h = &heldRoom{queue: job.Queue, priority: job.Priority, created: job.Since, since: now}
+		h = &heldRoom{queue: job.Queue, priority: job.Priority, created: job.Since, since: now, need: quorumRequest(job)}
 		p.held[job.ID] = h
 	}
 	h.r = r
@@ -269,11 +273,28 @@ func (p *Reservation) makeSlotLocked(ctx context.Context, job *framework.Job, ro
 }
 
 // forgetEndedLocked drops the reservations of jobs that are gone or have
-// nothing left to place, and whose nominations are gone.
-func (p *Reservation) forgetEndedLocked(room framework.RoomMaker, now time.Time) {
-	for id := range p.held {
+// nothing left to place, and whose nominations are gone; and releases
+// those of jobs whose queue now uses more than its fair share by qs (the
+// cycle's queue snapshot; nil: no queues): a queue that was alone when
+// its job reserved owes the room to the queues that came since, and a
+// held reservation would keep it from them (their reclaim would plan
+// around room nobody may use).
+func (p *Reservation) forgetEndedLocked(ctx context.Context, room framework.RoomMaker, qs *framework.QueueSnapshot, now time.Time) {
+	for id, h := range p.held {
 		if info, ok := room.Job(id); !ok || !hasPending(info) {
 			delete(p.held, id)
+			continue
+		}
+		if qs == nil || h.queue == "" {
+			continue
+		}
+		for _, a := range qs.Path(h.queue) {
+			if overShare(a, h.need, nil) {
+				room.Release(ctx, id)
+				delete(p.held, id)
+				klog.FromContext(ctx).V(2).Info("Released a reservation: its queue uses more than its fair share", "job", id.String(), "queue", a.Name)
+				break
+			}
 		}
 	}
 	for id, until := range p.cooldown {

@@ -237,6 +237,30 @@ func TestReservationPostFilter(t *testing.T) {
 		}
 	})
 
+	t.Run("a queue that comes to use more than its share gives its reservation up", func(t *testing.T) {
+		// Queue b reserved while alone (its share was the whole cluster);
+		// queue a came, b now uses more than its share: the next cycle,
+		// of any job, releases b's room, so that a's reclaim does not
+		// plan around room nobody may use.
+		clock := now
+		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+		room := &reserveRoom{res: soon}
+		alone := snapshot(cores(8), queue("b", "", fairShare(cores(8))))
+		alone.Queues["b"].Allocated = cores(8)
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "borrower", "b", alone, 0, now), room); !st.IsSuccess() || !holds(p, "borrower") {
+			t.Fatalf("borrower alone: %v, want a reservation", st)
+		}
+		shared := two()
+		shared.Queues["b"].Allocated = cores(8)
+		room.res = framework.Reservation{Fits: true, WaitFor: 2, Nodes: []string{"n3", "n4"}}
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "owed", "a", shared, 0, now), room); st.Code() != framework.Unschedulable || !holds(p, "owed") {
+			t.Fatalf("owed: %v, want its own reservation and handed on to reclaim", st)
+		}
+		if holds(p, "borrower") || len(room.released) != 1 || room.released[0].Name != "borrower" {
+			t.Errorf("reservations %v, released %v; want borrower's released", p.Reservations(), room.released)
+		}
+	})
+
 	t.Run("a queue over its fair share does not reserve", func(t *testing.T) {
 		clock := now
 		p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
