@@ -337,6 +337,10 @@ type Reservation struct {
 	// Deferred: the policy's Defer held for a running pod; nothing was
 	// tried.
 	Deferred bool
+	// Evicting counts the pods an earlier eviction for the job (reclaim,
+	// preemption) took that are still terminating: nothing was tried, and
+	// the job's nominations, which name them, are kept.
+	Evicting int
 	// Start is when the job is expected to start: when the last pod it
 	// waits for is expected to end. StartKnown is false when one of them
 	// gives no estimate.

@@ -303,3 +303,47 @@ func TestSinglePodWaitsRatherThanReclaimWhenRoomFreesSoon(t *testing.T) {
 		})
 	}
 }
+
+// A gang whose reclaim's victims are still terminating does not reserve
+// again: a reservation would replace the nominations that name the
+// victims, and Reclaim, after it, would evict as many again.
+func TestReservationKeepsReclaimWaitingForItsVictims(t *testing.T) {
+	h := newHarness(t)
+	ev := newEvictions(h)
+	for _, q := range []string{"a", "b"} {
+		h.cache.SetTenantQueue(tenancy.SourceOwn, q, &framework.QueueSpec{Name: q, Weight: 1, Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + q})
+	}
+	in := func(q string, p *v1.Pod) *v1.Pod {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[framework.QueueLabel] = q
+		return p
+	}
+	for i := range 6 {
+		node := fmt.Sprintf("n%d", i)
+		h.addNode(node, "1")
+		h.addPod(in("b", runningFor(fmt.Sprintf("b-%d", i), node, "1", time.Minute, "")))
+	}
+	gang := gangPods("a", 2, "2", 0, "1")
+	for _, p := range gang {
+		h.addPod(in("a", p))
+	}
+	h.cycle()
+	if got := ev.evicted(); len(got) != 2 {
+		t.Fatalf("evicted %v, want 2 pods of b (nothing says when they end)", got)
+	}
+	// The victims are still in the cache (terminating): the next cycles
+	// wait for them.
+	for range 2 {
+		h.requeueAll()
+		h.cycle()
+	}
+	if got := ev.attempted(); len(got) != 2 {
+		t.Errorf("evictions asked %v, want no more while the victims terminate", got)
+	}
+	cond := podScheduledCondition(h.apiPod(gang[0]))
+	if cond == nil || !strings.Contains(cond.Message, "reclaim: waiting for 2 reclaimed pods to terminate") {
+		t.Errorf("a-0's condition %+v, want the wait for the victims said", cond)
+	}
+}

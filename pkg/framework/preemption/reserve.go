@@ -161,6 +161,11 @@ func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.Reserve
 	if policy.Now.IsZero() {
 		return framework.Reservation{}, errors.New("reserving: the policy has no time")
 	}
+	if left := nominator.WaitingFor(c.Job.ID, snapshot.Get); left > 0 {
+		// Reserving now would replace the nominations that name them,
+		// and the plugin that evicted would evict again.
+		return framework.Reservation{Evicting: left}, nil
+	}
 	going := nominator.GoingVictims(snapshot.Get)
 	if policy.Defer != nil {
 		goingUIDs := make(map[types.UID]bool, len(going))

@@ -193,6 +193,9 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 		return nil, framework.AsStatus(fmt.Errorf("reserving room for job %s: %w", job.ID, err))
 	}
 	switch {
+	case r.Evicting > 0:
+		// The plugin that evicted them says so (its Waiting message).
+		return nil, decline("%d pods evicted for it are still terminating", r.Evicting)
 	case r.Deferred:
 		return nil, decline("pods of lower priority may be preempted instead")
 	case !r.Fits:
@@ -243,7 +246,7 @@ func (p *Reservation) waitUnheld(ctx context.Context, job *framework.Job, room f
 	if err != nil {
 		return nil, framework.AsStatus(fmt.Errorf("finding when job %s could start: %w", job.ID, err))
 	}
-	if !r.Fits || r.FitsNow || r.Deferred || !r.StartKnown || r.Start.Sub(now) > p.reclaimAfter {
+	if !r.Fits || r.FitsNow || r.Deferred || r.Evicting > 0 || !r.StartKnown || r.Start.Sub(now) > p.reclaimAfter {
 		return nil, framework.NewStatus(framework.Unschedulable)
 	}
 	return &framework.PostFilterResult{Message: fmt.Sprintf("waiting for %d running pods to end rather than evicting: expected to start in %s",
