@@ -273,16 +273,7 @@ func TestSinglePodWaitsRatherThanReclaimWhenRoomFreesSoon(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			ev := newEvictions(h)
-			for _, q := range []string{"a", "b"} {
-				h.cache.SetTenantQueue(tenancy.SourceOwn, q, &framework.QueueSpec{Name: q, Weight: 1, Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + q})
-			}
-			in := func(q string, p *v1.Pod) *v1.Pod {
-				if p.Labels == nil {
-					p.Labels = map[string]string{}
-				}
-				p.Labels[framework.QueueLabel] = q
-				return p
-			}
+			in := twoQueues(h)
 			for i := range 4 {
 				node := fmt.Sprintf("n%d", i)
 				h.addNode(node, "1")
@@ -310,16 +301,7 @@ func TestSinglePodWaitsRatherThanReclaimWhenRoomFreesSoon(t *testing.T) {
 func TestReservationKeepsReclaimWaitingForItsVictims(t *testing.T) {
 	h := newHarness(t)
 	ev := newEvictions(h)
-	for _, q := range []string{"a", "b"} {
-		h.cache.SetTenantQueue(tenancy.SourceOwn, q, &framework.QueueSpec{Name: q, Weight: 1, Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + q})
-	}
-	in := func(q string, p *v1.Pod) *v1.Pod {
-		if p.Labels == nil {
-			p.Labels = map[string]string{}
-		}
-		p.Labels[framework.QueueLabel] = q
-		return p
-	}
+	in := twoQueues(h)
 	for i := range 6 {
 		node := fmt.Sprintf("n%d", i)
 		h.addNode(node, "1")
@@ -345,5 +327,20 @@ func TestReservationKeepsReclaimWaitingForItsVictims(t *testing.T) {
 	cond := podScheduledCondition(h.apiPod(gang[0]))
 	if cond == nil || !strings.Contains(cond.Message, "reclaim: waiting for 2 reclaimed pods to terminate") {
 		t.Errorf("a-0's condition %+v, want the wait for the victims said", cond)
+	}
+}
+
+// twoQueues sets up queues a and b of equal weight, both reclaimable,
+// and returns what puts a pod in one of them.
+func twoQueues(h *harness) func(q string, p *v1.Pod) *v1.Pod {
+	for _, q := range []string{"a", "b"} {
+		h.cache.SetTenantQueue(tenancy.SourceOwn, q, &framework.QueueSpec{Name: q, Weight: 1, Borrow: true, Lend: true, Reclaimable: true, Source: "Queue " + q})
+	}
+	return func(q string, p *v1.Pod) *v1.Pod {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[framework.QueueLabel] = q
+		return p
 	}
 }
