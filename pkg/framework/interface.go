@@ -318,6 +318,10 @@ type ReservePolicy struct {
 	// of lower priority it may preempt, say) and nothing is reserved
 	// (Reservation.Deferred).
 	Defer func(t *TaskInfo) bool
+	// WaitOnly, when set, bounds the running pods the job may wait for
+	// (those of its own queue, when its queue would exceed its fair
+	// share with the job started): the others' room is not its to hold.
+	WaitOnly func(t *TaskInfo) bool
 	// Probe, when set, only finds when and where the job could start:
 	// nothing is nominated or held (a job that waits without holding
 	// room, a single pod say).

@@ -97,6 +97,9 @@ func (sim *simulation) waitEligible(t *framework.TaskInfo) bool {
 	if !t.Counted || t.Status != framework.TaskBound || t.Job == sim.c.Job.ID {
 		return false
 	}
+	if only := sim.wait.policy.WaitOnly; only != nil && !only(t) {
+		return false
+	}
 	_, chosen := sim.victims[t.Pod.UID]
 	return !chosen
 }

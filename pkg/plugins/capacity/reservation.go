@@ -187,8 +187,9 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 		}
 	}
 	r, err := room.Reserve(ctx, framework.ReservePolicy{Now: now,
-		End:   func(t *framework.TaskInfo) (time.Time, bool) { return t.ExpectedEnd(now) },
-		Defer: preemptible(job, room)})
+		End:      func(t *framework.TaskInfo) (time.Time, bool) { return t.ExpectedEnd(now) },
+		Defer:    preemptible(job, room),
+		WaitOnly: ownQueueBeyondShare(job, room)})
 	if err != nil {
 		return nil, framework.AsStatus(fmt.Errorf("reserving room for job %s: %w", job.ID, err))
 	}
@@ -427,4 +428,32 @@ func overShareWith(job *framework.Job) string {
 		}
 	}
 	return ""
+}
+
+// ownQueueBeyondShare returns, when job's queue (or an ancestor) would
+// use more than its fair share with the job's quorum started, the rule
+// that it waits only for pods of its own queue: the room other queues'
+// pods free is not its to hold (a queue at its share that reserved it
+// would keep it from a queue owed room, whose reclaim may take no more).
+// nil when there are no queues or the job fits within the share.
+func ownQueueBeyondShare(job *framework.Job, room framework.RoomMaker) func(t *framework.TaskInfo) bool {
+	qs := job.Queues
+	if qs == nil {
+		return nil
+	}
+	need := quorumRequest(job)
+	beyond := false
+	for _, a := range qs.Path(job.Queue) {
+		if _, over := exceedsAll(sumAmounts(a.Allocated, need), a.FairShare, need); over {
+			beyond = true
+			break
+		}
+	}
+	if !beyond {
+		return nil
+	}
+	return func(t *framework.TaskInfo) bool {
+		j, ok := room.Job(t.Job)
+		return ok && j.QueueName() == job.Queue
+	}
 }

@@ -376,3 +376,36 @@ func TestPreemptible(t *testing.T) {
 		t.Errorf("without queues: want only lower priority preemptible")
 	}
 }
+
+// A gang whose queue would exceed its fair share with it started waits
+// only for its own queue's pods; within its share, for anyone's.
+func TestReservationWaitsForOthersOnlyWithinItsShare(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clock := now
+	p := newTestReservation(t, configapi.ReservationArgs{MaxReservations: 4}, &clock)
+	own := &framework.TaskInfo{Job: framework.JobID{Namespace: "default", Name: "mine"}}
+	other := &framework.TaskInfo{Job: framework.JobID{Namespace: "default", Name: "theirs"}}
+	for _, tc := range []struct {
+		name      string
+		allocated int64
+		wantOnly  bool
+	}{
+		{"room for its quorum within its share", 2, false},
+		{"at its share", 4, true},
+	} {
+		room := &reserveRoom{res: framework.Reservation{Fits: true, WaitFor: 1, Nodes: []string{"n1"}}}
+		qs := snapshot(cores(8), queue("a", "", fairShare(cores(4))), queue("b", "", fairShare(cores(4))))
+		qs.Queues["a"].Allocated = cores(tc.allocated)
+		j := pendingJob(room, "g-"+tc.name, "a", qs, 0, now)
+		room.jobs[own.Job] = &framework.JobInfo{QueueAccount: "a"}
+		room.jobs[other.Job] = &framework.JobInfo{QueueAccount: "b"}
+		p.PostFilter(t.Context(), nil, j, room)
+		only := room.reserve.WaitOnly
+		if got := only != nil; got != tc.wantOnly {
+			t.Fatalf("%s: WaitOnly set %v, want %v", tc.name, got, tc.wantOnly)
+		}
+		if only != nil && (!only(own) || only(other)) {
+			t.Errorf("%s: WaitOnly(own) %v, WaitOnly(other) %v; want only its own queue's pods", tc.name, only(own), only(other))
+		}
+	}
+}
