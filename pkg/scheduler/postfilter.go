@@ -21,10 +21,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 )
 
@@ -82,9 +84,17 @@ func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
 // pods all have an expected runtime (framework.EstimatedRuntime: what
 // they or their Job say) and end, started now, before the reservation
 // expects its job to start.
+//
+// A reservation's pods on a node are its room as it will be once the
+// running pods it awaits there have ended; while those run, their room
+// is the reservation's already, so only the reserved pods beyond what
+// they still use are placed (counting both would hold the room twice,
+// and take from another job room the reservation left it: the room of a
+// pod evicted for that job, say).
 func (s *Scheduler) holdNominated(c *cycle) {
 	now := time.Now()
 	runtime, estimated := jobRuntime(c.job, now)
+	var covers map[reservedOn]*resources.Resource
 	for _, nom := range s.nominated.Others(c.job.ID, c.qj.Priority) {
 		job, status, ok := s.cache.TaskState(nom.Pod.UID)
 		if !ok || job != nom.Job || status != framework.TaskPending {
@@ -94,11 +104,51 @@ func (s *Scheduler) holdNominated(c *cycle) {
 			}
 			continue
 		}
-		if nom.Reserved != nil && estimated && nom.Reserved.Backfills(now, runtime) {
-			continue
+		if nom.Reserved != nil {
+			if estimated && nom.Reserved.Backfills(now, runtime) {
+				continue
+			}
+			k := reservedOn{nom.Job, nom.Node}
+			cover, ok := covers[k]
+			if !ok {
+				if covers == nil {
+					covers = map[reservedOn]*resources.Resource{}
+				}
+				cover = s.awaitedUse(nom.Node, nom.Awaits)
+				covers[k] = cover
+			}
+			if cover.Fits(nom.Task.Requests) {
+				cover.Sub(nom.Task.Requests)
+				continue
+			}
 		}
 		s.snapshot.AddTask(nom.Node, nom.Task)
 	}
+}
+
+// reservedOn is a job's reservation on one node.
+type reservedOn struct {
+	job  framework.JobID
+	node string
+}
+
+// awaitedUse sums what the pods of awaits (UID → node) still running on
+// node, as the snapshot has it, request.
+func (s *Scheduler) awaitedUse(node string, awaits map[types.UID]string) *resources.Resource {
+	var use resources.Resource
+	if len(awaits) == 0 {
+		return &use
+	}
+	ni, ok := s.snapshot.Get(node)
+	if !ok {
+		return &use
+	}
+	for _, t := range ni.Pods {
+		if t.Counted && awaits[t.Pod.UID] == node {
+			use.Add(t.Requests)
+		}
+	}
+	return &use
 }
 
 // jobRuntime returns the longest expected runtime of job's pending pods,

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -342,5 +343,58 @@ func twoQueues(h *harness) func(q string, p *v1.Pod) *v1.Pod {
 		}
 		p.Labels[framework.QueueLabel] = q
 		return p
+	}
+}
+
+// A reservation's pods on a node count only beyond what the running pods
+// it awaits there still use. Here queue b is back at its share after
+// reclaim evicted a pod for queue a's pod, which is nominated to the
+// room; b's gang then reserves, waiting for b's own pods, one of them on
+// the victim's node. Counting both the reserved pod and the pod it
+// awaits there would fill that node twice over and keep a's pod out of
+// the room reclaim made for it, while b, at its share, could be
+// reclaimed from no more: a's pod would never start.
+func TestReservationDoesNotHoldTheRoomItAwaitsTwice(t *testing.T) {
+	h := newHarnessWith(t, harnessConfig{postFilter: reservationPostFilter})
+	in := twoQueues(h)
+	h.addNode("n0", "2")
+	h.addNode("n1", "2")
+	// b-young is the pod reclaim takes (the one that started last); b-0
+	// ends first of the rest, so b's gang waits for it on n0.
+	young := in("b", runningFor("b-young", "n0", "1", time.Minute, ""))
+	for _, p := range []*v1.Pod{young,
+		in("b", runningFor("b-0", "n0", "1", 10*time.Minute, "1h")),
+		in("b", runningFor("b-1", "n1", "1", 10*time.Minute, "")),
+		in("b", runningFor("b-2", "n1", "1", 10*time.Minute, ""))} {
+		h.addPod(p)
+	}
+	ev := newEvictions(h)
+	a := in("a", st.MakePod().Name("a-0").Req(res{v1.ResourceCPU: "1"}).Obj())
+	h.addPod(a)
+	h.cycle()
+	if got := ev.evicted(); !slices.Equal(got, []string{young.Name}) {
+		t.Fatalf("evicted %v, want [%s]", got, young.Name)
+	}
+	if _, err := h.cache.DeletePod(young); err != nil {
+		t.Fatal(err)
+	}
+	gang := gangPods("g", 2, "2", 0, "1")
+	for _, p := range gang {
+		h.addPod(in("b", p))
+	}
+	h.cycle()
+	cond := podScheduledCondition(h.apiPod(gang[0]))
+	if cond == nil || !strings.Contains(cond.Message, "reservation: room held on n0, n1 until 2 running pods end") {
+		t.Fatalf("b's gang's condition %+v, want a reservation of n0 and n1", cond)
+	}
+	h.requeueAll()
+	for range 2 {
+		if h.cache.Queue().Lengths().Active == 0 {
+			break
+		}
+		h.cycle()
+	}
+	if got := h.boundTo(); got[a.Name] != "n0" {
+		t.Errorf("a-0 bound to %q, want n0, the room reclaim made for it (bound: %v)", got[a.Name], got)
 	}
 }

@@ -40,6 +40,12 @@ type Nomination struct {
 	// pods to end, rather than made by evicting victims: a job that ends
 	// before Reserved.Start may use it meanwhile (backfill).
 	Reserved *framework.Reservation
+	// Awaits are, for a reservation, the running pods it waits for (UID
+	// → node), shared by the job's nominations and never changed: while
+	// they run, the room they use is the room the reservation holds, so
+	// a cycle counts the reserved pods on a node only beyond what its
+	// awaited pods still use there (pkg/scheduler's holdNominated).
+	Awaits map[types.UID]string
 }
 
 // Mover is what the Nominator needs of the scheduling queue: the move of
@@ -89,7 +95,7 @@ func NewNominator(q Mover) *Nominator {
 func (n *Nominator) Nominate(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, victims map[types.UID]string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.nominateLocked(job, priority, pods, placements, nil)
+	n.nominateLocked(job, priority, pods, placements, nil, nil)
 	if len(victims) > 0 {
 		n.victims[job] = victims
 	}
@@ -98,13 +104,13 @@ func (n *Nominator) Nominate(job framework.JobID, priority int32, pods []*v1.Pod
 // Reserve replaces job's nominations with placements (pod UID → node) of
 // pods that hold room reserved as r says, waiting for running pods to end
 // rather than for victims.
-func (n *Nominator) Reserve(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r framework.Reservation) {
+func (n *Nominator) Reserve(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r framework.Reservation, awaits map[types.UID]string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.nominateLocked(job, priority, pods, placements, &r)
+	n.nominateLocked(job, priority, pods, placements, &r, awaits)
 }
 
-func (n *Nominator) nominateLocked(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r *framework.Reservation) {
+func (n *Nominator) nominateLocked(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r *framework.Reservation, awaits map[types.UID]string) {
 	if r != nil {
 		// Nodes the job's reservation held before and still holds keep
 		// the time since when.
@@ -128,7 +134,7 @@ func (n *Nominator) nominateLocked(job framework.JobID, priority int32, pods []*
 	n.clearLocked(job)
 	for _, pod := range pods {
 		if node, ok := placements[string(pod.UID)]; ok {
-			n.pods[pod.UID] = Nomination{Pod: pod, Node: node, Job: job, Priority: priority, Reserved: r,
+			n.pods[pod.UID] = Nomination{Pod: pod, Node: node, Job: job, Priority: priority, Reserved: r, Awaits: awaits,
 				Task: framework.NewAssumedTaskInfo(pod, node, job)}
 			n.stale = true
 		}

@@ -139,13 +139,13 @@ func TestReservationHeldSince(t *testing.T) {
 	job := framework.JobID{Namespace: "default", Name: "g", Gang: true}
 	p1, p2 := pod("p1"), pod("p2")
 	n := NewNominator(nil)
-	n.Reserve(job, 0, []*v1.Pod{p1, p2}, map[string]string{"p1": "a", "p2": "b"}, framework.Reservation{Fits: true, Nodes: []string{"a", "b"}})
+	n.Reserve(job, 0, []*v1.Pod{p1, p2}, map[string]string{"p1": "a", "p2": "b"}, framework.Reservation{Fits: true, Nodes: []string{"a", "b"}}, nil)
 	first, ok := n.Reservation(job)
 	if !ok || len(first.HeldSince) != 2 {
 		t.Fatalf("Reservation = %+v, %v; want a and b held", first, ok)
 	}
 	time.Sleep(2 * time.Millisecond)
-	n.Reserve(job, 0, []*v1.Pod{p1, p2}, map[string]string{"p1": "b", "p2": "c"}, framework.Reservation{Fits: true, Nodes: []string{"b", "c"}})
+	n.Reserve(job, 0, []*v1.Pod{p1, p2}, map[string]string{"p1": "b", "p2": "c"}, framework.Reservation{Fits: true, Nodes: []string{"b", "c"}}, nil)
 	second, _ := n.Reservation(job)
 	if !second.HeldSince["b"].Equal(first.HeldSince["b"]) {
 		t.Errorf("b held since %v, want %v: it was held without a break", second.HeldSince["b"], first.HeldSince["b"])
@@ -155,7 +155,7 @@ func TestReservationHeldSince(t *testing.T) {
 	}
 	// Given up and reserved again: a break, so everything starts anew.
 	n.Clear(job)
-	n.Reserve(job, 0, []*v1.Pod{p1}, map[string]string{"p1": "b"}, framework.Reservation{Fits: true, Nodes: []string{"b"}})
+	n.Reserve(job, 0, []*v1.Pod{p1}, map[string]string{"p1": "b"}, framework.Reservation{Fits: true, Nodes: []string{"b"}}, nil)
 	if third, _ := n.Reservation(job); !third.HeldSince["b"].After(first.HeldSince["b"]) {
 		t.Errorf("b held since %v after a break, want a new time", third.HeldSince["b"])
 	}

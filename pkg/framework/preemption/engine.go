@@ -63,8 +63,9 @@ type Nominator interface {
 	// node) of pods, waiting for victims (UID → node).
 	Nominate(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, victims map[types.UID]string)
 	// Reserve replaces job's nominations with placements of pods that
-	// hold room reserved as r says (no victims).
-	Reserve(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r framework.Reservation)
+	// hold room reserved as r says (no victims), the room the running
+	// pods awaits (UID → node) free once they end.
+	Reserve(job framework.JobID, priority int32, pods []*v1.Pod, placements map[string]string, r framework.Reservation, awaits map[types.UID]string)
 	// GiveUp drops job's nominations, releases their room and returns
 	// the pods whose status.nominatedNodeName is to be cleared.
 	GiveUp(job framework.JobID) []*v1.Pod

@@ -224,7 +224,11 @@ func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.Reserve
 	if policy.Probe {
 		return r, nil
 	}
-	nominator.Reserve(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, r)
+	awaits := make(map[types.UID]string, len(res.Victims))
+	for _, v := range res.Victims {
+		awaits[v.Task.Pod.UID] = v.Task.NodeName
+	}
+	nominator.Reserve(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, r, awaits)
 	logger.V(2).Info("Reserved room for the job until running pods end", "nodes", r.Nodes, "waitFor", r.WaitFor,
 		"startKnown", r.StartKnown, "start", r.Start)
 	return r, nil
