@@ -78,7 +78,9 @@ func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
 // path, and preemption's simulation on the same snapshot) cannot take the
 // room preemption made for them. Nominations whose pod is no longer
 // pending are dropped; the room of a deleted one is released. The
-// snapshot's next update takes the pods off.
+// snapshot's next update takes the pods off. The cycle's state lists the
+// pods placed (framework.WriteNominated), for the plugins that hold what
+// the NodeInfos do not show: the devices of their ResourceClaims.
 //
 // A reservation's room is not held from a job that backfills: one whose
 // pods all have an expected runtime (framework.EstimatedRuntime: what
@@ -95,6 +97,8 @@ func (s *Scheduler) holdNominated(c *cycle) {
 	now := time.Now()
 	runtime, estimated := jobRuntime(c.job, now)
 	var covers map[reservedOn]*resources.Resource
+	var held []*framework.TaskInfo
+	defer func() { framework.WriteNominated(c.state, held) }()
 	for _, nom := range s.nominated.Others(c.job.ID, c.qj.Priority) {
 		job, status, ok := s.cache.TaskState(nom.Pod.UID)
 		if !ok || job != nom.Job || status != framework.TaskPending {
@@ -123,6 +127,7 @@ func (s *Scheduler) holdNominated(c *cycle) {
 			}
 		}
 		s.snapshot.AddTask(nom.Node, nom.Task)
+		held = append(held, nom.Task)
 	}
 }
 

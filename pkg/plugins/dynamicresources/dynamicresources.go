@@ -214,6 +214,9 @@ func (pl *DynamicResources) PreFilterPod(ctx context.Context, state *framework.C
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("%s: listing resourceslices for pod %s: %w", Name, klog.KObj(pod), err))
 		}
+		if allocated, err = pl.holdNominated(ctx, state, allocated, slices, nodes); err != nil {
+			return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
+		}
 		a, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: allocated},
 			classLister{pl.classes}, slices, pl.celCache)
 		if err != nil {
@@ -342,6 +345,78 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v
 		}
 	}
 	return taken, nil
+}
+
+// holdNominated returns taken with the devices the nominated pods of
+// other jobs on nodes (framework.Nominated: preemption's or a
+// reservation's) will need where they are nominated, so that the room
+// held for them holds their devices as it holds their CPU and memory. A
+// nominated pod's claims that are allocated (or in flight) are in taken
+// already; the others are allocated here as Filter would, one pod after
+// the other. A pod whose claims cannot be resolved or allocated on its
+// node holds nothing (its next attempt finds out why). taken is not
+// changed: a copy is returned when something is added.
+func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.CycleState, taken sets.Set[structured.DeviceID],
+	slices []*resourceapi.ResourceSlice, nodes []*framework.NodeInfo) (sets.Set[structured.DeviceID], error) {
+	noms := framework.Nominated(state)
+	var byName map[string]*framework.NodeInfo
+	owned := false
+	for _, t := range noms {
+		if len(t.Pod.Spec.ResourceClaims) == 0 {
+			continue
+		}
+		claims, st := pl.podClaims(t.Pod)
+		if st != nil {
+			continue
+		}
+		var toAllocate []*resourceapi.ResourceClaim
+		for _, c := range claims {
+			if c.Status.Allocation == nil && pl.inFlight.allocation(c.UID) == nil {
+				toAllocate = append(toAllocate, c)
+			}
+		}
+		if len(toAllocate) == 0 {
+			continue
+		}
+		if byName == nil {
+			byName = make(map[string]*framework.NodeInfo, len(nodes))
+			for _, n := range nodes {
+				byName[n.Name()] = n
+			}
+		}
+		ni := byName[t.NodeName]
+		if ni == nil || ni.Node == nil || !hasPod(ni, t.Pod.UID) {
+			// Not a node this pod may take, or released meanwhile.
+			continue
+		}
+		a, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: taken},
+			classLister{pl.classes}, slices, pl.celCache)
+		if err != nil {
+			return nil, fmt.Errorf("preparing the device allocator for nominated pod %s: %w", klog.KObj(t.Pod), err)
+		}
+		results, err := a.Allocate(ctx, ni.Node, toAllocate)
+		if err != nil || len(results) == 0 {
+			klog.FromContext(ctx).V(4).Info("Nominated pod's devices cannot be held", "nominated", klog.KObj(t.Pod), "node", t.NodeName, "err", err)
+			continue
+		}
+		if !owned {
+			taken, owned = taken.Clone(), true
+		}
+		for i := range results {
+			taken.Insert(allocationDevices(&results[i])...)
+		}
+	}
+	return taken, nil
+}
+
+// hasPod reports whether ni holds the pod of uid.
+func hasPod(ni *framework.NodeInfo, uid types.UID) bool {
+	for _, t := range ni.Pods {
+		if t.Pod.UID == uid {
+			return true
+		}
+	}
+	return false
 }
 
 // pruneInFlight forgets the allocations in flight the informer caught up

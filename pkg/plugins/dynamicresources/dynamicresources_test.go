@@ -354,3 +354,55 @@ func TestEvictionSimulationGang(t *testing.T) {
 		t.Errorf("Filter p2 = %v, want Unschedulable: p1 was placed with those devices", st)
 	}
 }
+
+// TestNominatedPodsHoldTheirDevices: a pod of another job nominated to a
+// node (by preemption or a reservation) holds the devices its claims will
+// need there, as it holds the node's CPU; once its nomination is released
+// (it is off the node), it holds nothing; the running pod a simulation
+// takes off frees its device for the pod being placed, not the held one.
+func TestNominatedPodsHoldTheirDevices(t *testing.T) {
+	run := podWith("run", "rc")
+	run.Spec.NodeName = "n1"
+	rc := allocated(claim("rc", "gpu", 1), "n1", []string{"gpu-0"}, run)
+	nom := podWith("nom", "nc")
+	objs := []runtime.Object{gpuClass(), slice("n1", 2), rc, run, nom, claim("nc", "gpu", 1), claim("want", "gpu", 1)}
+	e := newEnv(t, []*v1.Node{gpuNode("n1")}, objs...)
+	nomTask := framework.NewAssumedTaskInfo(nom, "n1", framework.JobID{Namespace: ns, Name: "nom"})
+	withNominated := func(onNode bool, sim bool) *framework.CycleState {
+		state := framework.NewCycleState()
+		pods := []*v1.Pod{run}
+		if sim {
+			pods = nil // the simulation took run off n1
+			framework.MarkEvictionSimulation(state)
+		}
+		if onNode {
+			pods = append(pods, nomTask.Pod)
+		}
+		e.nodes = []*framework.NodeInfo{testutil.NodeInfo(t, gpuNode("n1"), pods...)}
+		framework.WriteNominated(state, []*framework.TaskInfo{nomTask})
+		return state
+	}
+
+	// fits runs PreFilterPod and Filter on n1 for a pod that wants a
+	// device, reserving nothing.
+	fits := func(state *framework.CycleState) *framework.Status {
+		p := podWith("p", "want")
+		if st := e.pl.PreFilterPod(t.Context(), state, p, e.nodes); !st.IsSuccess() {
+			return st
+		}
+		return e.pl.Filter(t.Context(), state, p, e.nodes[0])
+	}
+	e.nodes = []*framework.NodeInfo{testutil.NodeInfo(t, gpuNode("n1"), run)}
+	if st := fits(framework.NewCycleState()); !st.IsSuccess() {
+		t.Fatalf("without the nomination, p does not fit n1's free device: %v", st)
+	}
+	if st := fits(withNominated(true, false)); st.Code() != framework.Unschedulable {
+		t.Fatalf("with nom nominated to n1, p: %v; want Unschedulable: nom holds n1's free device", st)
+	}
+	if st := fits(withNominated(false, false)); !st.IsSuccess() {
+		t.Fatalf("with nom's nomination released, p does not fit n1: %v", st)
+	}
+	if st := fits(withNominated(true, true)); !st.IsSuccess() {
+		t.Fatalf("in a simulation that took run off n1, p does not fit (run's device): %v", st)
+	}
+}
