@@ -261,6 +261,15 @@ type PostFilterResult struct {
 // running member of its gang, since a gang goes whole.
 type VictimPolicy func(t *TaskInfo) bool
 
+// PluginRoomMaker is a RoomMaker that tells the plugins it serves apart:
+// the framework runtime hands each PostFilter plugin ForPlugin(its name),
+// so that what a plugin evicts is counted as its (the victims metric's
+// plugin label).
+type PluginRoomMaker interface {
+	RoomMaker
+	ForPlugin(name string) RoomMaker
+}
+
 // RoomMaker is the machinery for making room for the cycle's job, handed
 // to the PostFilter plugins: the plugin brings the policy (whether to
 // try, which pods may go), the preemption library the rest (package

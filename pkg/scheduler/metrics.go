@@ -40,8 +40,8 @@ type Metrics struct {
 	BindLimit *k8smetrics.Gauge
 	// PreemptionAttempts counts preemption attempts by result.
 	PreemptionAttempts *k8smetrics.CounterVec
-	// PreemptionVictims counts the pods evicted by preemption.
-	PreemptionVictims *k8smetrics.Counter
+	// PreemptionVictims counts the pods evicted by preemption, by plugin.
+	PreemptionVictims *k8smetrics.CounterVec
 	// StartEstimateError is how far a job's start was from the estimate
 	// its last failed attempt told it (pkg/standing), by basis
 	// (reservation, capacity) and direction (late, early).
@@ -88,10 +88,10 @@ func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 			Namespace: metrics.Namespace, Name: "preemption_attempts_total", StabilityLevel: k8smetrics.ALPHA,
 			Help: "Preemption attempts for jobs that did not fit, by result (preempted, unhelpful: nothing evicted as the job would not fit anyway, failed: an eviction was refused, error).",
 		}, []string{"result"}),
-		PreemptionVictims: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+		PreemptionVictims: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 			Namespace: metrics.Namespace, Name: "preemption_victims_total", StabilityLevel: k8smetrics.ALPHA,
-			Help: "Pods evicted by preemption.",
-		}),
+			Help: "Pods evicted by preemption, by the PostFilter plugin that evicted them (Reclaim, DefaultPreemption, Reservation for overrunning pods, or a vendor's).",
+		}, []string{"plugin"}),
 		StartEstimateError: k8smetrics.NewHistogramVec(&k8smetrics.HistogramOpts{
 			Namespace: metrics.Namespace, Name: "start_estimate_error_seconds", StabilityLevel: k8smetrics.ALPHA,
 			Help:    "How far a job's start (its placement) was from the start its last failed attempt estimated, by basis (reservation: the room it held; capacity: the running pods' expected ends) and direction (late: it started after the estimate; early: before).",

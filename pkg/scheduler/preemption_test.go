@@ -168,7 +168,7 @@ func TestPreemptionGangOfFourLands(t *testing.T) {
 	if got := h.preemptionAttempts(preemption.ResultPreempted); got != 1 {
 		t.Errorf("PreemptionAttempts{preempted} = %v, want 1", got)
 	}
-	if got := metricstest.CounterValue(t, h.metrics.PreemptionVictims); got != 2 {
+	if got := metricstest.CounterValue(t, h.metrics.PreemptionVictims.WithLabelValues("DefaultPreemption")); got != 2 {
 		t.Errorf("PreemptionVictims = %v, want 2", got)
 	}
 	nominated := map[string]string{}
@@ -387,7 +387,7 @@ func TestPreemptionPodDisruptionBudgets(t *testing.T) {
 		if got := h.preemptionAttempts(preemption.ResultFailed); got != 1 {
 			t.Errorf("PreemptionAttempts{failed} = %v, want 1", got)
 		}
-		if got := metricstest.CounterValue(t, h.metrics.PreemptionVictims); got != 0 {
+		if got := metricstest.CounterValue(t, h.metrics.PreemptionVictims.WithLabelValues("DefaultPreemption")); got != 0 {
 			t.Errorf("PreemptionVictims = %v, want 0", got)
 		}
 		if got := eventsWith(h.events(), "Warning FailedPreemption "); len(got) != 1 {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/capacity"
 	"github.com/batch-scheduler/batch-scheduler/pkg/tenancy"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -324,6 +325,9 @@ func TestReservationKeepsReclaimWaitingForItsVictims(t *testing.T) {
 	}
 	if got := ev.attempted(); len(got) != 2 {
 		t.Errorf("evictions asked %v, want no more while the victims terminate", got)
+	}
+	if got := metricstest.CounterValue(t, h.metrics.PreemptionVictims.WithLabelValues(capacity.ReclaimName)); got != 2 {
+		t.Errorf("PreemptionVictims{Reclaim} = %v, want 2: the victims are counted as the plugin's that evicted them", got)
 	}
 	cond := podScheduledCondition(h.apiPod(gang[0]))
 	if cond == nil || !strings.Contains(cond.Message, "reclaim: waiting for 2 reclaimed pods to terminate") {

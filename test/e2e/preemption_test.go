@@ -148,7 +148,7 @@ func TestPreemptionGangOfFour(t *testing.T) {
 		t.Errorf("pods left %v, want %v (exactly low-a and low-b preempted)", p, want)
 	}
 	waitEvent(t, ns, "low-a", "Preempted", "Preempted by pod ")
-	if v := metricValue(t, s, `batch_scheduler_preemption_victims_total`); v != 2 {
+	if v := metricValue(t, s, `batch_scheduler_preemption_victims_total{plugin="DefaultPreemption"}`); v != 2 {
 		t.Errorf("preemption_victims_total = %v, want 2", v)
 	}
 	if maxBound := checkQuorums(t, w); maxBound["high"] != 4 {
@@ -320,7 +320,7 @@ func TestPreemptionRefusedByAPDB(t *testing.T) {
 	if v := metricValue(t, s, `batch_scheduler_preemption_attempts_total{result="failed"}`); v < 1 {
 		t.Errorf(`preemption_attempts_total{result="failed"} = %v, want at least 1`, v)
 	}
-	if v := metricValue(t, s, `batch_scheduler_preemption_victims_total`); v != 0 {
+	if v := metricValue(t, s, `batch_scheduler_preemption_victims_total{plugin="DefaultPreemption"}`); v != 0 {
 		t.Errorf("preemption_victims_total = %v, want 0", v)
 	}
 	if p := present(t, ns); !slices.Equal(p, []string{"db", "high"}) {

@@ -101,8 +101,9 @@ type Background interface {
 type Metrics struct {
 	// Attempts counts preemption attempts by result (Result*).
 	Attempts *k8smetrics.CounterVec
-	// Victims counts the pods evicted.
-	Victims *k8smetrics.Counter
+	// Victims counts the pods evicted, by the PostFilter plugin that
+	// asked ("" when none said: see framework.PluginRoomMaker).
+	Victims *k8smetrics.CounterVec
 }
 
 // Options are an Engine's collaborators. All but PDBLister and Metrics
@@ -177,11 +178,18 @@ type roomMaker struct {
 	jobs map[framework.JobID]*framework.JobInfo
 	// sample bounds the victim search (WithSample); zero for every node.
 	sample framework.CandidateSample
+	// plugin is the PostFilter plugin served (ForPlugin), "" for none.
+	plugin string
 }
 
 // WithSample implements framework.RoomMaker.
 func (r *roomMaker) WithSample(sample framework.CandidateSample) framework.RoomMaker {
-	return &roomMaker{e: r.e, c: r.c, jobs: r.jobs, sample: sample}
+	return &roomMaker{e: r.e, c: r.c, jobs: r.jobs, sample: sample, plugin: r.plugin}
+}
+
+// ForPlugin implements framework.PluginRoomMaker.
+func (r *roomMaker) ForPlugin(name string) framework.RoomMaker {
+	return &roomMaker{e: r.e, c: r.c, jobs: r.jobs, sample: r.sample, plugin: name}
 }
 
 // Job implements framework.RoomMaker.
@@ -210,7 +218,7 @@ func (r *roomMaker) MakeRoomWithin(ctx context.Context, policy framework.VictimP
 	if policy == nil {
 		return framework.RoomOutcome{}, errors.New("making room: no victim policy")
 	}
-	return r.e.makeRoom(ctx, r.c, SearchBounds{Victims: policy, Budget: budget, Sample: r.sample})
+	return r.e.makeRoom(ctx, r.c, SearchBounds{Victims: policy, Budget: budget, Sample: r.sample}, r.plugin)
 }
 
 // Reserve implements framework.RoomMaker.
@@ -241,8 +249,8 @@ type SearchBounds struct {
 	Sample  framework.CandidateSample
 }
 
-// makeRoom is MakeRoom for cycle c.
-func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds) (framework.RoomOutcome, error) {
+// makeRoom is MakeRoom for cycle c, asked by plugin.
+func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds, plugin string) (framework.RoomOutcome, error) {
 	logger := klog.FromContext(ctx)
 	snapshot, nominator := e.opts.Snapshot, e.opts.Nominator
 	if c.Job.Err != nil || len(snapshot.NodeInfos()) == 0 {
@@ -292,7 +300,7 @@ func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds) (framew
 	nominator.Nominate(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, victims)
 	e.count(ResultPreempted)
 	logger.V(2).Info("Preempting pods to make room for the job", "victims", len(res.Victims), "placements", len(res.Placements))
-	e.executePreemption(ctx, c.Job.ID, res)
+	e.executePreemption(ctx, c.Job.ID, res, plugin)
 	return framework.RoomOutcome{Fits: true, Victims: len(res.Victims)}, nil
 }
 

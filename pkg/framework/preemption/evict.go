@@ -50,8 +50,9 @@ const maxParallelEvictions = 16
 // victim gang is not left below its quorum for longer than the calls
 // take. A refusal among them (the prediction was stale) does not stop
 // the rest: a victim gang whose eviction has begun is better finished
-// than left below its quorum.
-func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, plan SimulationResult) {
+// than left below its quorum. plugin is the PostFilter plugin that asked,
+// for the victims metric.
+func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, plan SimulationResult, plugin string) {
 	placed, placements, victims := plan.Placed, plan.Placements, plan.Victims
 	e.opts.Background.Go(func() {
 		release := e.opts.Background.Acquire()
@@ -76,7 +77,7 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 				return false
 			}
 			if e.opts.Metrics.Victims != nil {
-				e.opts.Metrics.Victims.Inc()
+				e.opts.Metrics.Victims.WithLabelValues(plugin).Inc()
 			}
 			e.opts.Recorder.Eventf(victim, v.Preemptor, v1.EventTypeNormal, ReasonPreempted, actionPreempting,
 				"Preempted by pod %s on node %s", v.Preemptor.UID, v.Node)

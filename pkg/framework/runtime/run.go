@@ -528,9 +528,14 @@ func (f *Framework) RunPostFilterPlugins(ctx context.Context, state *framework.C
 	defer f.observePoint(metricPostFilter, time.Now(), &st)
 	var last *framework.PostFilterResult
 	var reasons []string
+	pr, perPlugin := room.(framework.PluginRoomMaker)
 	for _, pl := range f.postFilter {
+		r := room
+		if perPlugin {
+			r = pr.ForPlugin(pl.Name())
+		}
 		start := f.pluginClock(state)
-		res, s := pl.PostFilter(ctx, state, job, room)
+		res, s := pl.PostFilter(ctx, state, job, r)
 		f.observePlugin(start, pl.Name(), metricPostFilter, s)
 		switch {
 		case s.IsSuccess():
