@@ -444,8 +444,9 @@ func printBacklog(out io.Writer, s queueSettings, rs []backlogResult) {
 				fmt.Fprintf(out, "  %-20s n %4d  |error| p50 %7.1f  p90 %7.1f  mean error %+7.1f\n", k, st.n, st.p50, st.p90, st.bias)
 			}
 		}
-		fmt.Fprintf(out, "%s: %s; preemption attempts %.0f, victims %.0f; CPU s: kube-apiserver %s, etcd %s, kwok %s, batch-scheduler %s, self %s; finished pods deleted %d; gangs below quorum: %d\n",
+		fmt.Fprintf(out, "%s: %s; preemption attempts %.0f, victims %.0f%s; CPU s: kube-apiserver %s, etcd %s, kwok %s, batch-scheduler %s, self %s; finished pods deleted %d; gangs below quorum: %d\n",
 			title, attempts(r.metrics), sumMetric(r.metrics, "batch_scheduler_preemption_attempts_total"), sumMetric(r.metrics, "batch_scheduler_preemption_victims_total"),
+			byLabel(r.metrics, "batch_scheduler_preemption_victims_total"),
 			r.cpu.fmt("kube-apiserver"), r.cpu.fmt("etcd"), r.cpu.fmt("kwok"), r.cpu.fmt("batch-scheduler"), r.cpu.fmt("self"), r.deleted, len(r.violations))
 		if r.crash != "" {
 			fmt.Fprintf(out, "%s: THE SCHEDULER CRASHED; the figures above are those of the samples before: %s\n", title, r.crash)

@@ -253,6 +253,31 @@ func sumMetric(m map[string]float64, name string) float64 {
 	return sum
 }
 
+// byLabel renders the series of metric name in m by their labels, most
+// first, as " (plugin=Reclaim 12, plugin=Reservation 3)"; "" when it has
+// no labelled series.
+func byLabel(m map[string]float64, name string) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var list []kv
+	for k, v := range m {
+		if labels, ok := strings.CutPrefix(k, name+"{"); ok && v > 0 {
+			list = append(list, kv{strings.ReplaceAll(strings.TrimSuffix(labels, "}"), `"`, ""), v})
+		}
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v || list[i].v == list[j].v && list[i].k < list[j].k })
+	parts := make([]string, len(list))
+	for i, e := range list {
+		parts[i] = fmt.Sprintf("%s %.0f", e.k, e.v)
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // requestRates lists the API requests of reqs at 1/s or more (and the
 // failed ones), most first, per second of elapsed.
 func requestRates(reqs map[string]float64, elapsed time.Duration) string {

@@ -874,8 +874,9 @@ func printQueuesSummary(out io.Writer, s queueSettings, r queueRun, total time.D
 		}
 		fmt.Fprintf(out, "reclaim p50 %.2fs max %.2fs (goal p50 < 5s at 500 nodes); borrower gangs that lost pods %d (%d pods), longest below quorum %s; gangs below quorum: %d; start lag p50 %s p99 %s\n",
 			c.p50.Seconds(), c.max.Seconds(), c.gangsLost, c.podsLost, c.maxBelow.Round(time.Millisecond), len(c.violations), c.startLagP50.Round(time.Millisecond), c.startLag99.Round(time.Millisecond))
-		fmt.Fprintf(out, "reclaim: %s; preemption attempts %.0f, victims %.0f; CPU s: kube-apiserver %s, etcd %s, kwok %s, batch-scheduler %s, self %s\n",
+		fmt.Fprintf(out, "reclaim: %s; preemption attempts %.0f, victims %.0f%s; CPU s: kube-apiserver %s, etcd %s, kwok %s, batch-scheduler %s, self %s\n",
 			attempts(c.metrics), sumMetric(c.metrics, "batch_scheduler_preemption_attempts_total"), sumMetric(c.metrics, "batch_scheduler_preemption_victims_total"),
+			byLabel(c.metrics, "batch_scheduler_preemption_victims_total"),
 			c.cpu.fmt("kube-apiserver"), c.cpu.fmt("etcd"), c.cpu.fmt("kwok"), c.cpu.fmt("batch-scheduler"), c.cpu.fmt("self"))
 		if c.crash != "" {
 			fmt.Fprintf(out, "reclaim: THE SCHEDULER CRASHED: %s\n", c.crash)
@@ -918,8 +919,9 @@ func printFairness(out io.Writer, s queueSettings, title string, f fairnessResul
 	}
 	fmt.Fprintf(out, "worst |measured/fair - 1| %.3f (goal ≤ 0.05), with the bound pods %.3f; utilization (running) %.3f (goal ≥ 0.95), bound %.3f; start lag (bound → Running seen) p50 %s p99 %s; finished pods deleted %d (%d already gone)\n",
 		f.worst, f.worstBound, f.utilization, f.boundUtil, f.startLagP50.Round(time.Millisecond), f.startLagP99.Round(time.Millisecond), f.deleted, f.gone)
-	fmt.Fprintf(out, "%s: %s; preemption attempts %.0f, victims %.0f; CPU s: kube-apiserver %s, etcd %s, kwok %s, batch-scheduler %s, self %s over %s; gangs below quorum: %d\n",
+	fmt.Fprintf(out, "%s: %s; preemption attempts %.0f, victims %.0f%s; CPU s: kube-apiserver %s, etcd %s, kwok %s, batch-scheduler %s, self %s over %s; gangs below quorum: %d\n",
 		title, attempts(f.metrics), sumMetric(f.metrics, "batch_scheduler_preemption_attempts_total"), sumMetric(f.metrics, "batch_scheduler_preemption_victims_total"),
+		byLabel(f.metrics, "batch_scheduler_preemption_victims_total"),
 		f.cpu.fmt("kube-apiserver"), f.cpu.fmt("etcd"), f.cpu.fmt("kwok"), f.cpu.fmt("batch-scheduler"), f.cpu.fmt("self"), f.elapsed.Round(time.Second), len(f.violations))
 	if f.crash != "" {
 		fmt.Fprintf(out, "%s: THE SCHEDULER CRASHED; the figures above are those of the samples before: %s\n", title, f.crash)
