@@ -236,6 +236,16 @@ func (n *NodeInfo) countAffinity(pod *v1.Pod, delta int) {
 	}
 }
 
+// HasPod reports whether the node holds the task of the pod with uid.
+func (n *NodeInfo) HasPod(uid types.UID) bool {
+	for _, t := range n.Pods {
+		if t.Pod.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
 // RemoveTask removes the task of the pod with uid and reports whether it
 // was there. Nodes hold tens of pods, so a scan is cheaper than an index.
 func (n *NodeInfo) RemoveTask(uid types.UID) bool {

@@ -254,7 +254,7 @@ func (n *Nominator) WaitingFor(job framework.JobID, nodes func(name string) (*fr
 	defer n.mu.Unlock()
 	left := 0
 	for uid, node := range n.victims[job] {
-		if ni, ok := nodes(node); ok && hasTask(ni, uid) {
+		if ni, ok := nodes(node); ok && ni.HasPod(uid) {
 			left++
 			continue
 		}
@@ -284,15 +284,6 @@ func (n *Nominator) GoingVictims(nodes func(name string) (*framework.NodeInfo, b
 		}
 	}
 	return out
-}
-
-func hasTask(ni *framework.NodeInfo, uid types.UID) bool {
-	for _, t := range ni.Pods {
-		if t.Pod.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // Others returns the nominations of jobs other than job whose priority is

@@ -385,7 +385,7 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 			}
 		}
 		ni := byName[t.NodeName]
-		if ni == nil || ni.Node == nil || !hasPod(ni, t.Pod.UID) {
+		if ni == nil || ni.Node == nil || !ni.HasPod(t.Pod.UID) {
 			// Not a node this pod may take, or released meanwhile.
 			continue
 		}
@@ -407,16 +407,6 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 		}
 	}
 	return taken, nil
-}
-
-// hasPod reports whether ni holds the pod of uid.
-func hasPod(ni *framework.NodeInfo, uid types.UID) bool {
-	for _, t := range ni.Pods {
-		if t.Pod.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 // pruneInFlight forgets the allocations in flight the informer caught up
