@@ -147,7 +147,7 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 		// A single pod (or a gang of quorum 1, a Job of one pod at a
 		// time, say) takes the room that frees as its turn comes; a
 		// reservation is for what needs room on several nodes at once.
-		return p.waitUnheld(ctx, job, room)
+		return p.waitUnheld(ctx, job, room, nil)
 	}
 	if info, ok := room.Job(job.ID); ok && int32(info.Counts().Running()) >= job.MinAvailable {
 		// An elastic gang that runs its quorum: the pods beyond it take
@@ -178,7 +178,12 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 	}
 	if h == nil {
 		if st := p.makeSlotLocked(ctx, job, room); st != nil {
-			return nil, st
+			// It may not reserve (the job ahead in its queue holds the
+			// queue's reservation, or the table is full). Reclaiming for
+			// it would evict for a job that is not the next to go, so it
+			// waits as a single pod does, holding nothing, when the room
+			// it needs frees within ReclaimAfter.
+			return p.waitUnheld(ctx, job, room, st)
 		}
 	}
 	if h != nil && h.r.StartKnown && now.After(h.r.Start.Add(p.overrunGrace)) {
@@ -227,18 +232,23 @@ func (p *Reservation) PostFilter(ctx context.Context, _ *framework.CycleState, j
 	return &framework.PostFilterResult{Message: msg}, nil
 }
 
-// waitUnheld decides, for a job that does not reserve (a single pod),
-// between waiting for running pods to end and handing it on to the
-// plugins after this one (Reclaim, DefaultPreemption): it waits, holding
-// nothing, when its queue is owed the room and the room it needs is
-// expected to free within ReclaimAfter, as a reserving job would. The
-// scheduling queue tries the neediest queue's jobs first, so the room
-// that frees comes to it without an eviction.
-func (p *Reservation) waitUnheld(ctx context.Context, job *framework.Job, room framework.RoomMaker) (*framework.PostFilterResult, *framework.Status) {
+// waitUnheld decides, for a job that does not reserve (a single pod, or
+// a gang that may not: declined says why, nil for a single pod), between
+// waiting for running pods to end and handing it on to the plugins after
+// this one (Reclaim, DefaultPreemption, with declined as this plugin's
+// reason): it waits, holding nothing, when its queue is owed the room and
+// the room it needs is expected to free within ReclaimAfter, as a
+// reserving job would. The scheduling queue tries the neediest queue's
+// jobs first, so the room that frees comes to it without an eviction.
+func (p *Reservation) waitUnheld(ctx context.Context, job *framework.Job, room framework.RoomMaker, declined *framework.Status) (*framework.PostFilterResult, *framework.Status) {
+	notWaiting := declined
+	if notWaiting == nil {
+		notWaiting = framework.NewStatus(framework.Unschedulable)
+	}
 	if job.Queues == nil || overShareWith(job) != "" {
 		// Without queues nothing is reclaimed for it; above its share,
 		// nothing is owed to it.
-		return nil, framework.NewStatus(framework.Unschedulable)
+		return nil, notWaiting
 	}
 	now := p.now()
 	r, err := room.Reserve(ctx, framework.ReservePolicy{Now: now, Probe: true,
@@ -248,10 +258,14 @@ func (p *Reservation) waitUnheld(ctx context.Context, job *framework.Job, room f
 		return nil, framework.AsStatus(fmt.Errorf("finding when job %s could start: %w", job.ID, err))
 	}
 	if !r.Fits || r.FitsNow || r.Deferred || r.Evicting > 0 || !r.StartKnown || r.Start.Sub(now) > p.reclaimAfter {
-		return nil, framework.NewStatus(framework.Unschedulable)
+		return nil, notWaiting
 	}
-	return &framework.PostFilterResult{Message: fmt.Sprintf("waiting for %d running pods to end rather than evicting: expected to start in %s",
-		r.WaitFor, r.Start.Sub(now).Round(time.Second))}, nil
+	msg := fmt.Sprintf("waiting for %d running pods to end rather than evicting: expected to start in %s",
+		r.WaitFor, r.Start.Sub(now).Round(time.Second))
+	if declined != nil {
+		msg += "; no reservation: " + declined.Message()
+	}
+	return &framework.PostFilterResult{Message: msg}, nil
 }
 
 // makeSlotLocked makes room in the table for job, which holds no

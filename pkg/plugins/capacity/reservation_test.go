@@ -208,10 +208,23 @@ func TestReservationPostFilter(t *testing.T) {
 		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "first", "a", two(), 5, now), room); !st.IsSuccess() {
 			t.Fatalf("first: %v", st)
 		}
-		_, st := p.PostFilter(t.Context(), nil, pendingJob(room, "behind", "a", two(), 5, now.Add(time.Second)), room)
-		if st.IsSuccess() || !strings.Contains(st.Message(), "ahead in queue a, holds its reservation") {
-			t.Fatalf("behind: %v, want declined: first holds the queue's reservation", st)
+		// The job behind may not reserve; its room frees within
+		// reclaimAfter, so it waits, holding nothing, rather than being
+		// handed to Reclaim.
+		res, st := p.PostFilter(t.Context(), nil, pendingJob(room, "behind", "a", two(), 5, now.Add(time.Second)), room)
+		if !st.IsSuccess() || res == nil || !room.reserve.Probe || holds(p, "behind") ||
+			!strings.Contains(res.Message, "waiting for 2 running pods to end rather than evicting: expected to start in 1m0s; no reservation: job") ||
+			!strings.Contains(res.Message, "ahead in queue a, holds its reservation") {
+			t.Fatalf("behind: %+v, %v (probe %v, reservations %v); want it to wait unheld: first holds the queue's reservation", res, st, room.reserve.Probe, p.Reservations())
 		}
+		// When its room frees later than that, it is handed on, saying why
+		// it holds nothing.
+		room.res.Start = now.Add(10 * time.Minute)
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "behind", "a", two(), 5, now.Add(time.Second)), room); st.IsSuccess() ||
+			!strings.Contains(st.Message(), "ahead in queue a, holds its reservation") {
+			t.Fatalf("behind, room in 10m: %v, want declined: first holds the queue's reservation", st)
+		}
+		room.res = soon
 		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "urgent", "a", two(), 9, now.Add(time.Minute)), room); !st.IsSuccess() {
 			t.Fatalf("urgent (higher priority): %v, want it to take the queue's reservation", st)
 		}
@@ -227,9 +240,15 @@ func TestReservationPostFilter(t *testing.T) {
 		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "x", "a", two(), 0, now), room); !st.IsSuccess() {
 			t.Fatalf("x: %v", st)
 		}
-		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "y", "b", two(), 0, now), room); st.IsSuccess() || !strings.Contains(st.Message(), "1 jobs hold reservations") {
-			t.Fatalf("y: %v, want declined at the bound", st)
+		if res, st := p.PostFilter(t.Context(), nil, pendingJob(room, "y", "b", two(), 0, now), room); !st.IsSuccess() || holds(p, "y") ||
+			res == nil || !strings.Contains(res.Message, "no reservation: 1 jobs hold reservations") {
+			t.Fatalf("y: %+v, %v; want it to wait unheld at the bound (its room frees in 1m)", res, st)
 		}
+		room.res.Start = now.Add(10 * time.Minute)
+		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "y", "b", two(), 0, now), room); st.IsSuccess() || !strings.Contains(st.Message(), "1 jobs hold reservations") {
+			t.Fatalf("y, room in 10m: %v, want declined at the bound", st)
+		}
+		room.res = soon
 		// x starts: its slot frees.
 		room.jobs[framework.JobID{Namespace: "default", Name: "x", Gang: true}].Tasks[types.UID("0")].Status = framework.TaskBound
 		if _, st := p.PostFilter(t.Context(), nil, pendingJob(room, "y", "b", two(), 0, now), room); !st.IsSuccess() {
