@@ -121,11 +121,14 @@ func TestAdminAPI(t *testing.T) {
 func TestUnreadableReportKeepsGrants(t *testing.T) {
 	var healthy atomic.Bool
 	healthy.Store(true)
-	var a *Allocator
+	// started is the allocator once newTest returned it: it may read the
+	// report before (its first round starts inside newTest).
+	var started atomic.Pointer[Allocator]
 	// a applies every grant as soon as it is published and acknowledges
 	// it in its next report.
 	demandSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if !healthy.Load() {
+		a := started.Load()
+		if !healthy.Load() || a == nil {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
@@ -143,6 +146,7 @@ func TestUnreadableReportKeepsGrants(t *testing.T) {
 	a, srv, client := newTest(t, &frameworks.File{Frameworks: []frameworks.Framework{
 		{Name: "a", DemandURL: demandSrv.URL + "/demand"}, {Name: "b"},
 	}}, "")
+	started.Store(a)
 	cpu := func(name string) int64 {
 		o, ok := a.Store().Get("", name)
 		if !ok {
