@@ -239,7 +239,8 @@ func New(opts Options) (*SchedulingQueue, error) {
 
 // Pop removes and returns the job at the head of the active queue, waiting
 // until there is one. When the active queue is empty, a job backing off
-// after an attempt where it did not fit is taken before its backoff ends:
+// after an attempt where it did not fit (the neediest tenant queue's
+// oldest, see firstLenientBackoffLocked) is taken before its backoff ends:
 // the backoff keeps it from crowding out other jobs, and there are none,
 // while capacity an event just freed would otherwise stay idle until it
 // ends (up to MaxBackoff). Jobs backing off after an error wait it out.
@@ -264,7 +265,7 @@ func (q *SchedulingQueue) Pop(ctx context.Context) (*framework.QueuedJob, error)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waiting for a job in the scheduling queue: %w", context.Cause(ctx))
 		}
-		if e := q.earliestLenientBackoffLocked(); e != nil {
+		if e := q.firstLenientBackoffLocked(); e != nil {
 			q.moveToActiveLocked(e)
 			break
 		}
@@ -496,18 +497,43 @@ func (q *SchedulingQueue) moveToBackoffLocked(e *jobEntry) {
 	}
 }
 
-// earliestLenientBackoffLocked returns the job of the backoff queue whose
-// backoff ends first among those that did not fail with an error, or
-// nil. It scans the backoff queue, which Pop does only when the active
-// queue is empty.
-func (q *SchedulingQueue) earliestLenientBackoffLocked() *jobEntry {
+// firstLenientBackoffLocked returns, among the jobs of the backoff
+// queue that did not fail with an error, the first by leniently (the
+// tenant queue of the lowest rank, then the highest priority, then the
+// job that first entered the queue longest ago, then the backoff that
+// ends first), or nil. The rank comes first as it does in the active
+// queue: room an event frees while nothing is active goes to the
+// neediest queue's jobs, not to whichever job's backoff is shortest (a
+// queue of many small jobs would otherwise take turns by number, not by
+// share). Within a queue the oldest job goes first, as its standing says:
+// by backoff, the jobs that failed least often (the newest) would take
+// every freed room and the oldest wait for the anti-starvation rule. Each
+// job in the backoff queue was moved there by an event that may help it,
+// so this retries a job once per such event, not in a loop. It scans the
+// backoff queue, which Pop does only when the active queue is empty.
+func (q *SchedulingQueue) firstLenientBackoffLocked() *jobEntry {
 	var best *jobEntry
 	for _, e := range q.backoffQ.items {
-		if !e.strictBackoff && (best == nil || e.backoffExpiry.Before(best.backoffExpiry)) {
+		if !e.strictBackoff && (best == nil || q.leniently(e, best)) {
 			best = e
 		}
 	}
 	return best
+}
+
+// leniently orders the jobs of the backoff queue for a Pop that finds the
+// active queue empty (firstLenientBackoffLocked).
+func (q *SchedulingQueue) leniently(a, b *jobEntry) bool {
+	if ra, rb := q.tenantRanks[a.Queue], q.tenantRanks[b.Queue]; ra != rb {
+		return ra < rb
+	}
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if !a.InitialTimestamp.Equal(b.InitialTimestamp) {
+		return a.InitialTimestamp.Before(b.InitialTimestamp)
+	}
+	return a.backoffExpiry.Before(b.backoffExpiry)
 }
 
 // detachLocked takes e out of the heap or map that holds it. Its where is
