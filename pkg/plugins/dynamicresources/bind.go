@@ -37,6 +37,9 @@ import (
 // reservedClaim is one claim of a placed pod, as Reserve recorded it for
 // Bind and Unreserve.
 type reservedClaim struct {
+	// claim is the claim; for the pod's extended-resource claim, the
+	// in-memory one until Bind created it, then the created one (guarded
+	// by reservations.mu).
 	claim *resourceapi.ResourceClaim
 	// allocation is what Bind writes when the claim is not allocated yet;
 	// nil for a claim the API showed allocated.
@@ -46,11 +49,16 @@ type reservedClaim struct {
 	// wrote: Bind added the pod to the claim's reservedFor. Set by Bind,
 	// read by Unreserve; guarded by reservations.mu.
 	wrote bool
+	// ext is set for the pod's extended-resource claim, which Bind
+	// creates; created: Bind created it (Unreserve deletes it). created is
+	// guarded by reservations.mu.
+	ext     *extendedClaim
+	created bool
 }
 
 // reservations holds the claims of each placed pod of the cycle.
 type reservations struct {
-	mu    sync.Mutex // guards byPod and its reservedClaims' wrote and allocated
+	mu    sync.Mutex // guards byPod and its reservedClaims' claim, wrote and created
 	byPod map[types.UID][]*reservedClaim
 }
 
@@ -78,15 +86,20 @@ func (pl *DynamicResources) Reserve(_ context.Context, state *framework.CycleSta
 	if s == nil {
 		return nil
 	}
-	var results []resourceapi.AllocationResult
-	if len(s.toAllocate) > 0 {
+	var na nodeAllocation
+	if len(s.toAllocate) > 0 || s.ext != nil {
 		s.mu.Lock()
-		results = s.byNode[nodeName]
+		na = s.byNode[nodeName]
 		s.mu.Unlock()
-		if len(results) != len(s.toAllocate) {
+		want := len(s.toAllocate)
+		if na.ext != nil {
+			want++
+		}
+		if len(na.results) != want {
 			return framework.AsStatus(fmt.Errorf("%s: no allocation of pod %s's claims on node %q", Name, klog.KObj(pod), nodeName))
 		}
 	}
+	results := na.results
 	var out []*reservedClaim
 	undo := func() {
 		for _, rc := range out {
@@ -116,6 +129,16 @@ func (pl *DynamicResources) Reserve(_ context.Context, state *framework.CycleSta
 			rc.allocation, rc.tracked = ci.allocation, true
 		}
 		out = append(out, rc)
+	}
+	if na.ext != nil {
+		// Held like a claim of the pod's own: later pods of the gang and
+		// later cycles count its devices as taken.
+		a := &results[len(s.toAllocate)]
+		if !pl.inFlight.reserve(na.ext.claim, a, pod.UID) {
+			undo()
+			return framework.AsStatus(fmt.Errorf("%s: the extended-resource claim of pod %s is in flight already", Name, klog.KObj(pod)))
+		}
+		out = append(out, &reservedClaim{claim: na.ext.claim, allocation: a, tracked: true, ext: na.ext})
 	}
 	r := reservationsOf(state)
 	r.mu.Lock()
@@ -147,7 +170,8 @@ func take(state *framework.CycleState, pod *v1.Pod, remove bool) (*reservations,
 // held for the pod and, when Bind already wrote the pod into a claim's
 // reservedFor (the pod's own bind failed later), takes it out again and,
 // for a claim this scheduler allocated, drops the allocation when no
-// other consumer is left.
+// other consumer is left. The extended-resource claim Bind created for
+// the pod is deleted.
 func (pl *DynamicResources) Unreserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, _ string) {
 	r, claims := take(state, pod, true)
 	if len(claims) == 0 {
@@ -156,20 +180,35 @@ func (pl *DynamicResources) Unreserve(ctx context.Context, state *framework.Cycl
 	logger := klog.FromContext(ctx)
 	for _, rc := range claims {
 		r.mu.Lock()
-		wrote := rc.wrote
+		claim, wrote, created := rc.claim, rc.wrote, rc.created
 		r.mu.Unlock()
-		if wrote {
+		switch {
+		case created:
+			if err := pl.deleteCreated(ctx, claim); err != nil {
+				logger.Error(err, "Deleting the extended-resource claim of a pod whose binding failed",
+					"pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim))
+			}
+		case wrote:
 			// A claim this scheduler allocated (this pod's Bind or a
 			// gang mate's) loses its allocation with its last consumer.
-			if err := pl.unwrite(ctx, rc.claim, pod, rc.allocation != nil); err != nil {
+			if err := pl.unwrite(ctx, claim, pod, rc.allocation != nil); err != nil {
 				logger.Error(err, "Undoing the reservation of a resourceclaim for a pod whose binding failed",
-					"pod", klog.KObj(pod), "resourceclaim", klog.KObj(rc.claim))
+					"pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim))
 			}
 		}
 		if rc.tracked {
-			pl.inFlight.release(rc.claim.UID, pod.UID)
+			pl.inFlight.release(claim.UID, pod.UID)
 		}
 	}
+}
+
+// deleteCreated deletes a claim Bind created.
+func (pl *DynamicResources) deleteCreated(ctx context.Context, claim *resourceapi.ResourceClaim) error {
+	client := pl.handle.ClientSet()
+	if client == nil {
+		return fmt.Errorf("no clientset")
+	}
+	return deleteClaim(ctx, client, claim)
 }
 
 // consumer is pod as an entry of a claim's reservedFor.
@@ -195,35 +234,50 @@ func (pl *DynamicResources) Bind(ctx context.Context, state *framework.CycleStat
 	}
 	logger := klog.FromContext(ctx)
 	for _, rc := range claims {
-		allocated, rv, err := reserveFor(ctx, client, rc, pod)
+		if rc.ext != nil {
+			if err := pl.createExtendedClaim(ctx, client, r, rc); err != nil {
+				return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
+			}
+		}
+		r.mu.Lock()
+		claim := rc.claim
+		r.mu.Unlock()
+		allocated, rv, err := reserveFor(ctx, client, claim, rc.allocation, pod)
 		if err != nil {
-			return framework.AsStatus(fmt.Errorf("reserving resourceclaim %s for pod %s: %w", klog.KObj(rc.claim), klog.KObj(pod), err))
+			return framework.AsStatus(fmt.Errorf("reserving resourceclaim %s for pod %s: %w", klog.KObj(claim), klog.KObj(pod), err))
 		}
 		r.mu.Lock()
 		rc.wrote = true
 		r.mu.Unlock()
 		if rc.tracked {
-			pl.inFlight.written(rc.claim.UID, pod.UID, rv)
+			pl.inFlight.written(claim.UID, pod.UID, rv)
 		}
-		logger.V(2).Info("Reserved resourceclaim for pod", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(rc.claim), "allocated", allocated)
+		if rc.ext != nil {
+			if err := writeExtendedStatus(ctx, client, pod, claim, rc.ext.mappings); err != nil {
+				return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
+			}
+		}
+		logger.V(2).Info("Reserved resourceclaim for pod", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim), "allocated", allocated,
+			"extendedResources", rc.ext != nil)
 	}
 	return framework.NewStatus(framework.Skip)
 }
 
-// reserveFor writes rc's allocation if the claim has none and adds pod to
-// its reservedFor; allocated reports whether it wrote the allocation, rv
-// is the claim's resourceVersion after the write (or as read, when there
-// was nothing to write).
-func reserveFor(ctx context.Context, client kubernetes.Interface, rc *reservedClaim, pod *v1.Pod) (allocated bool, rv string, err error) {
-	claims := client.ResourceV1().ResourceClaims(rc.claim.Namespace)
+// reserveFor writes allocation into claim if the claim has none and adds
+// pod to its reservedFor; allocated reports whether it wrote the
+// allocation, rv is the claim's resourceVersion after the write (or as
+// read, when there was nothing to write).
+func reserveFor(ctx context.Context, client kubernetes.Interface, claim *resourceapi.ResourceClaim, allocation *resourceapi.AllocationResult,
+	pod *v1.Pod) (allocated bool, rv string, err error) {
+	claims := client.ResourceV1().ResourceClaims(claim.Namespace)
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		allocated = false
-		cur, err := claims.Get(ctx, rc.claim.Name, metav1.GetOptions{})
+		cur, err := claims.Get(ctx, claim.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		rv = cur.ResourceVersion
-		if cur.UID != rc.claim.UID {
+		if cur.UID != claim.UID {
 			return fmt.Errorf("the claim was deleted and created again")
 		}
 		if cur.DeletionTimestamp != nil {
@@ -233,7 +287,7 @@ func reserveFor(ctx context.Context, client kubernetes.Interface, rc *reservedCl
 			return nil
 		}
 		if cur.Status.Allocation == nil {
-			if rc.allocation == nil {
+			if allocation == nil {
 				return fmt.Errorf("the claim's allocation was removed meanwhile")
 			}
 			if !slices.Contains(cur.Finalizers, resourceapi.Finalizer) {
@@ -244,7 +298,7 @@ func reserveFor(ctx context.Context, client kubernetes.Interface, rc *reservedCl
 				}
 			}
 			cur = cur.DeepCopy()
-			cur.Status.Allocation = rc.allocation.DeepCopy()
+			cur.Status.Allocation = allocation.DeepCopy()
 			allocated = true
 		} else {
 			cur = cur.DeepCopy()

@@ -70,18 +70,45 @@ limitations under the License.
 // found for the preempting job's other pods, where the simulation placed
 // them (it does not Reserve), count as taken.
 //
-// Not supported: kube-scheduler's scoring of allocations, extended
-// resources backed by DRA, binding conditions, the allocators' alpha
-// features (consumable capacity, ...), and reserving a PodGroup's claim
-// for the PodGroup (its pods are reserved one by one; see
-// docs/scheduling.md).
+// Extended resources backed by DRA (extended.go): a container may ask for
+// an extended resource (example.com/gpu: 1) that a DeviceClass maps, by
+// its spec.extendedResourceName or by the implicit name
+// deviceclass.resource.kubernetes.io/<class> (of several classes naming
+// the same resource, the newest wins). On a node that lists the resource
+// in its allocatable its device plugin serves it, as before; on a node
+// that does not, this plugin allocates devices of the class.
+// PreFilterPod finds the mapped resources and leaves them in the cycle
+// state (pluginutil.DRAExtended), where NodeResourcesFit reads them so as
+// not to count them as missing on such a node. Filter hands the allocator,
+// with the pod's claims, an in-memory claim of one request per container
+// and resource (count: the quantity; a plain init container reuses the
+// devices of the containers started after it); a node whose devices do
+// not suffice rejects the pod with "cannot allocate devices for extended
+// resources <names>". Reserve holds its allocation in flight like any
+// claim's, so the later pods of a gang count its devices as taken. Bind
+// creates the claim (generated name <pod>-extended-resources-, owned by
+// the pod, annotation resource.kubernetes.io/extended-resource-claim:
+// "true", the delete-protection finalizer), writes its allocation with
+// the pod in reservedFor, and names it with its request mappings in the
+// pod's status.extendedResourceClaimStatus; Unreserve deletes a claim
+// Bind created. A claim of the pod left by an earlier attempt (created,
+// then neither bound nor deleted) keeps the pod waiting while it is
+// deleted; its deletion retries the pod. The API feature
+// (DRAExtendedResource) is GA and always on in Kubernetes 1.37, so this
+// plugin has no switch for it.
+//
+// Not supported: kube-scheduler's scoring of allocations, binding
+// conditions, the allocators' alpha features (consumable capacity, ...),
+// and reserving a PodGroup's claim for the PodGroup (its pods are
+// reserved one by one; see docs/scheduling.md).
 //
 // Args: none of its own; kube-scheduler's DynamicResourcesArgs are
 // accepted with filterTimeout: 0s (no limit, what this plugin does); any
 // other value or field is an error.
 //
 // Events: ResourceClaim adds, updates and deletes (a hint retries a job
-// for its pods' claims and for claims whose devices were freed),
+// for its pods' claims, for claims whose devices were freed, and for the
+// deletion of its pods' extended-resource claims),
 // ResourceSlice and DeviceClass adds and updates, node adds and label
 // changes. Registering them makes the scheduler start the three
 // resource.k8s.io/v1 informers, which are otherwise off.

@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -88,6 +90,8 @@ type DynamicResources struct {
 	inFlight *inFlight
 	// allocated holds the devices the store's claims have allocated.
 	allocated *allocatedIndex
+	// stale are the deletions under way of claims left behind.
+	stale *staleDeletes
 }
 
 var (
@@ -123,6 +127,7 @@ func New(_ context.Context, args runtime.Object, h framework.Handle) (framework.
 		celCache:  cel.NewCache(celCacheSize, cel.Features{}),
 		inFlight:  newInFlight(),
 		allocated: newAllocatedIndex(),
+		stale:     &staleDeletes{inProgress: map[types.UID]bool{}},
 	}, nil
 }
 
@@ -148,33 +153,52 @@ type podState struct {
 	claims []claimInfo
 	// toAllocate are the claims without an allocation, in claims' order.
 	toAllocate []*resourceapi.ResourceClaim
-	allocator  structured.Allocator
+	// ext are the pod's DRA-backed extended resources; nil when it has
+	// none, or every node serves them by a device plugin.
+	ext       *podExtended
+	allocator structured.Allocator
 
 	mu sync.Mutex // guards byNode, written by Filter on many nodes at once
-	// byNode holds, per node that passed, the allocation of each claim of
-	// toAllocate.
-	byNode map[string][]resourceapi.AllocationResult
+	// byNode holds what Filter allocated on each node that passed.
+	byNode map[string]nodeAllocation
+}
+
+// nodeAllocation is what Filter allocated for a pod on one node.
+type nodeAllocation struct {
+	// results hold the allocation of each claim of toAllocate, then, with
+	// ext set, of the extended-resource claim.
+	results []resourceapi.AllocationResult
+	// ext is the pod's extended-resource claim on the node; nil when the
+	// node needs none.
+	ext *extendedClaim
 }
 
 // Clone implements framework.StateData; the state is per pod and shared.
 func (s *podState) Clone() framework.StateData { return s }
 
 // PreFilterPod implements framework.PodPreFilterPlugin: it resolves the
-// pod's claims and, when some must be allocated, prepares the allocator
-// with the devices already taken.
+// pod's claims and its DRA-backed extended resources (extended.go) and,
+// when some must be allocated, prepares the allocator with the devices
+// already taken.
 func (pl *DynamicResources) PreFilterPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
-	if len(pod.Spec.ResourceClaims) == 0 {
-		return framework.NewStatus(framework.Skip)
-	}
-	claims, st := pl.podClaims(pod)
+	ext, st := pl.preFilterExtended(ctx, state, pod, nodes)
 	if st != nil {
 		return st
 	}
-	if len(claims) == 0 {
+	if len(pod.Spec.ResourceClaims) == 0 && ext == nil {
+		return framework.NewStatus(framework.Skip)
+	}
+	var claims []*resourceapi.ResourceClaim
+	if len(pod.Spec.ResourceClaims) > 0 {
+		if claims, st = pl.podClaims(pod); st != nil {
+			return st
+		}
+	}
+	if len(claims) == 0 && ext == nil {
 		return framework.NewStatus(framework.Skip)
 	}
 	pl.pruneInFlight()
-	s := &podState{uid: pod.UID, byNode: map[string][]resourceapi.AllocationResult{}}
+	s := &podState{uid: pod.UID, ext: ext, byNode: map[string]nodeAllocation{}}
 	for _, claim := range claims {
 		ci := claimInfo{claim: claim, allocation: claim.Status.Allocation}
 		if ci.allocation == nil {
@@ -205,7 +229,7 @@ func (pl *DynamicResources) PreFilterPod(ctx context.Context, state *framework.C
 		}
 		s.claims = append(s.claims, ci)
 	}
-	if len(s.toAllocate) > 0 {
+	if len(s.toAllocate) > 0 || s.ext != nil {
 		allocated, err := pl.allocatedDevices(state, pod, nodes)
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
@@ -352,8 +376,9 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v
 // reservation's) will need where they are nominated, so that the room
 // held for them holds their devices as it holds their CPU and memory. A
 // nominated pod's claims that are allocated (or in flight) are in taken
-// already; the others are allocated here as Filter would, one pod after
-// the other. A pod whose claims cannot be resolved or allocated on its
+// already; the others, and the claim of its DRA-backed extended resources
+// where its node lacks them, are allocated here as Filter would, one pod
+// after the other. A pod whose claims cannot be resolved or allocated on its
 // node holds nothing (its next attempt finds out why). taken is not
 // changed: a copy is returned when something is added.
 func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.CycleState, taken sets.Set[structured.DeviceID],
@@ -362,20 +387,8 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 	var byName map[string]*framework.NodeInfo
 	owned := false
 	for _, t := range noms {
-		if len(t.Pod.Spec.ResourceClaims) == 0 {
-			continue
-		}
-		claims, st := pl.podClaims(t.Pod)
-		if st != nil {
-			continue
-		}
-		var toAllocate []*resourceapi.ResourceClaim
-		for _, c := range claims {
-			if c.Status.Allocation == nil && pl.inFlight.allocation(c.UID) == nil {
-				toAllocate = append(toAllocate, c)
-			}
-		}
-		if len(toAllocate) == 0 {
+		ext, err := pl.extendedOf(t.Pod)
+		if err != nil || len(t.Pod.Spec.ResourceClaims) == 0 && ext == nil {
 			continue
 		}
 		if byName == nil {
@@ -387,6 +400,28 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 		ni := byName[t.NodeName]
 		if ni == nil || ni.Node == nil || !ni.HasPod(t.Pod.UID) {
 			// Not a node this pod may take, or released meanwhile.
+			continue
+		}
+		var toAllocate []*resourceapi.ResourceClaim
+		if len(t.Pod.Spec.ResourceClaims) > 0 {
+			claims, st := pl.podClaims(t.Pod)
+			if st != nil {
+				continue
+			}
+			for _, c := range claims {
+				if c.Status.Allocation == nil && pl.inFlight.allocation(c.UID) == nil {
+					toAllocate = append(toAllocate, c)
+				}
+			}
+		}
+		if ec := ext.forNode(ni); ec != nil {
+			// A claim of its extended resources that exists already
+			// holds its own devices, if any.
+			if existing, err := pl.extendedClaimOf(t.Pod); err == nil && existing == nil {
+				toAllocate = append(toAllocate, ec.claim)
+			}
+		}
+		if len(toAllocate) == 0 {
 			continue
 		}
 		a, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: taken},
@@ -484,15 +519,12 @@ func stateOf(state *framework.CycleState, pod *v1.Pod) (*podState, error) {
 // selectors must admit the node, and the allocator must find devices on
 // it for the others.
 func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeInfo *framework.NodeInfo) *framework.Status {
-	if len(pod.Spec.ResourceClaims) == 0 {
+	s, _ := stateOf(state, pod)
+	if s == nil {
 		return nil
 	}
 	if nodeInfo.Node == nil || nodeInfo.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
-	}
-	s, _ := stateOf(state, pod)
-	if s == nil {
-		return nil
 	}
 	node := nodeInfo.Node
 	for _, ci := range s.claims {
@@ -500,11 +532,19 @@ func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleSt
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNotAvailable)
 		}
 	}
-	if len(s.toAllocate) == 0 {
+	var ext *extendedClaim
+	if s.ext != nil {
+		ext = s.ext.forNode(nodeInfo)
+	}
+	if len(s.toAllocate) == 0 && ext == nil {
 		return nil
 	}
+	claims := s.toAllocate
+	if ext != nil {
+		claims = append(slices.Clip(claims), ext.claim)
+	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", node.Name)
-	results, err := s.allocator.Allocate(klog.NewContext(ctx, logger), node, s.toAllocate)
+	results, err := s.allocator.Allocate(klog.NewContext(ctx, logger), node, claims)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return framework.AsStatus(fmt.Errorf("%s: allocating devices for pod %s on node %q: %w", Name, klog.KObj(pod), node.Name, err))
@@ -515,12 +555,14 @@ func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleSt
 		// the same on every node, and only a change of the claim or class
 		// helps.
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
-			fmt.Sprintf("resourceclaims %s: %v", claimNames(s.toAllocate), err))
+			fmt.Sprintf("resourceclaims %s: %v", claimNames(claims), err))
+	case results == nil && len(s.toAllocate) == 0:
+		return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("%s %s", ErrReasonCannotAllocateExtended, resourceNames(ext.resources)))
 	case results == nil:
 		return framework.NewStatus(framework.Unschedulable, ErrReasonCannotAllocate)
 	}
 	s.mu.Lock()
-	s.byNode[node.Name] = results
+	s.byNode[node.Name] = nodeAllocation{results: results, ext: ext}
 	s.mu.Unlock()
 	if framework.IsEvictionSimulation(state) {
 		simulatedOf(state).record(pod.UID, node.Name, results)
@@ -528,62 +570,13 @@ func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleSt
 	return nil
 }
 
-// simulated holds, inside an eviction simulation, the allocations Filter
-// found for each pod per node: the simulation places the preempting job's
-// pods one after the other without Reserve, and a later pod must not
-// count on the devices an earlier one was placed with.
-type simulated struct {
-	mu    sync.Mutex // guards byPod; Filter runs on many nodes at once
-	byPod map[types.UID]map[string][]resourceapi.AllocationResult
-}
-
-// Clone implements framework.StateData; one store serves the cycle.
-func (s *simulated) Clone() framework.StateData { return s }
-
-// simulatedOf returns the cycle's store, creating it. The scheduler runs
-// a simulation's PreFilterPod calls one at a time, so two never race to
-// create it.
-func simulatedOf(state *framework.CycleState) *simulated {
-	if d, ok := state.Read(simulatedKey); ok {
-		if s, ok := d.(*simulated); ok {
-			return s
-		}
+// resourceNames renders resource names for messages: "a", or "a, b".
+func resourceNames(names []v1.ResourceName) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
 	}
-	s := &simulated{byPod: map[types.UID]map[string][]resourceapi.AllocationResult{}}
-	state.Write(simulatedKey, s)
-	return s
-}
-
-// record notes the allocation Filter found for pod on node, the last one
-// it found there: that of the victims the simulation settled on.
-func (s *simulated) record(pod types.UID, node string, results []resourceapi.AllocationResult) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byPod[pod] == nil {
-		s.byPod[pod] = map[string][]resourceapi.AllocationResult{}
-	}
-	s.byPod[pod][node] = results
-}
-
-// addPlaced adds to taken the devices of the other pods the simulation
-// placed on nodes (they are on a node there, and Filter found an
-// allocation for them on it).
-func (s *simulated) addPlaced(taken sets.Set[structured.DeviceID], pod *v1.Pod, nodes []*framework.NodeInfo) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.byPod) == 0 {
-		return
-	}
-	for _, n := range nodes {
-		for _, t := range n.Pods {
-			if t.Pod.UID == pod.UID {
-				continue
-			}
-			for i := range s.byPod[t.Pod.UID][n.Name()] {
-				taken.Insert(allocationDevices(&s.byPod[t.Pod.UID][n.Name()][i])...)
-			}
-		}
-	}
+	return strings.Join(out, ", ")
 }
 
 // claimNames renders claims' names for messages: "a", or "a, b".

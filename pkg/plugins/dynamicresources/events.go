@@ -52,8 +52,10 @@ func claimHint(logger klog.Logger, job *framework.QueuedJob, oldObj, newObj any)
 	case oldClaim == nil && newClaim == nil:
 		return framework.Queue, fmt.Errorf("queueing hint: want a *resourceapi.ResourceClaim, got %T and %T", oldObj, newObj)
 	case newClaim == nil:
-		// Deleted: its devices are free if it held any.
-		if oldClaim.Status.Allocation != nil {
+		// Deleted: its devices are free if it held any; a pod whose
+		// extended-resource claim, left by an earlier attempt, was
+		// deleted may try again.
+		if oldClaim.Status.Allocation != nil || ownedByJob(job, oldClaim) {
 			return framework.Queue, nil
 		}
 		return framework.QueueSkip, nil
@@ -77,4 +79,22 @@ func claimHint(logger klog.Logger, job *framework.QueuedJob, oldObj, newObj any)
 		}
 	}
 	return framework.QueueSkip, nil
+}
+
+// ownedByJob reports whether c is the extended-resource claim of one of
+// job's pods (nil: any job's).
+func ownedByJob(job *framework.QueuedJob, c *resourceapi.ResourceClaim) bool {
+	owner := extendedClaimOwner(c)
+	if owner == "" {
+		return false
+	}
+	if job == nil {
+		return true
+	}
+	for _, pod := range job.Pods {
+		if pod.UID == owner {
+			return true
+		}
+	}
+	return false
 }

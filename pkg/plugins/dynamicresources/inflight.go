@@ -109,6 +109,22 @@ func (f *inFlight) written(uid, pod types.UID, rv string) {
 	}
 }
 
+// created moves the entry of an in-memory claim (a pod's
+// extended-resource claim, under its temporary uid) to claim, the object
+// Bind created for it, so that the entry is forgotten once the informer
+// shows that claim (pendingView.caughtUp).
+func (f *inFlight) created(uid types.UID, claim *resourceapi.ResourceClaim) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.byClaim[uid]
+	if p == nil {
+		return
+	}
+	delete(f.byClaim, uid)
+	p.namespace, p.name = claim.Namespace, claim.Name
+	f.byClaim[claim.UID] = p
+}
+
 // newerRV reports whether resourceVersion a is newer than b. Resource
 // versions are opaque, but the API server's are etcd revisions: they are
 // compared as numbers where both are; otherwise only equality is known.

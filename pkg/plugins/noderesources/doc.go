@@ -16,7 +16,12 @@
 // ephemeral-storage", "Insufficient nvidia.com/gpu", ... Only resources
 // the pod requests are checked (and always the pod count), so a pod that
 // requests no memory still fits on a node whose memory is over-committed.
-// A NodeInfo without a node (a placeholder) is
+// An extended resource backed by DRA (a DeviceClass maps its name; the
+// DynamicResources plugin says so in the cycle state, see
+// pluginutil.DRAExtended) is not checked on a node that does not list it
+// in its allocatable: DynamicResources allocates its devices there. A node
+// that lists it serves it by its device plugin and is checked as any
+// other. A NodeInfo without a node (a placeholder) is
 // UnschedulableAndUnresolvable with "node(s) not found".
 //
 // Score rates the node from 0 to 100 by the weighted average, over the

@@ -169,23 +169,25 @@ func requestsOf(state *framework.CycleState, pod *v1.Pod) resources.Resource {
 
 // Filter implements framework.FilterPlugin.
 func (*Fit) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
-	return filter(ctx, pod, requestsOf(state, pod), node)
+	return filter(ctx, pod, requestsOf(state, pod), pluginutil.DRAExtendedOf(state, pod), node)
 }
 
 // PrepareFilter implements framework.FilterPreparer: pod's requests are
 // read from state once, not on every node.
 func (*Fit) PrepareFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod) framework.NodeFilter {
-	req := requestsOf(state, pod)
+	req, dra := requestsOf(state, pod), pluginutil.DRAExtendedOf(state, pod)
 	return func(ctx context.Context, node *framework.NodeInfo) *framework.Status {
-		return filter(ctx, pod, req, node)
+		return filter(ctx, pod, req, dra, node)
 	}
 }
 
-// filter is Filter for pod, whose requests are req.
-func filter(ctx context.Context, pod *v1.Pod, req resources.Resource, node *framework.NodeInfo) *framework.Status {
+// filter is Filter for pod, whose requests are req; dra are the extended
+// resources of req a DeviceClass maps (pluginutil.DRAExtended).
+func filter(ctx context.Context, pod *v1.Pod, req resources.Resource, dra map[v1.ResourceName]bool, node *framework.NodeInfo) *framework.Status {
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
+	req = withoutDRA(req, dra, node)
 	if fits(req, node) {
 		return nil
 	}
@@ -199,6 +201,26 @@ func filter(ctx context.Context, pod *v1.Pod, req resources.Resource, node *fram
 	}
 	klog.FromContext(ctx).V(5).Info("Pod does not fit on node", "pod", klog.KObj(pod), "node", node.Name(), "reasons", reasons)
 	return framework.NewStatus(framework.Unschedulable, reasons...)
+}
+
+// withoutDRA returns req without the resources of dra that node does not
+// list in its allocatable: there the DynamicResources plugin allocates
+// their devices through DRA (as kube-scheduler's fit plugin, this one
+// leaves them to it). A node that lists one serves it by its device
+// plugin, and req keeps it. req is not changed: a copy is returned when
+// something is left out.
+func withoutDRA(req resources.Resource, dra map[v1.ResourceName]bool, node *framework.NodeInfo) resources.Resource {
+	copied := false
+	for name := range dra {
+		if req.Scalar[name] <= 0 || node.Schedulable.Scalar[name] > 0 {
+			continue
+		}
+		if !copied {
+			req, copied = req.Clone(), true
+		}
+		delete(req.Scalar, name)
+	}
+	return req
 }
 
 // capReasons words why req does not fit in node's cap when it fits in the
