@@ -95,6 +95,7 @@ func (pl *TopologyAware) Placements(_ context.Context, _ *framework.CycleState, 
 	pinned := placedNodes(job)
 	plan := &framework.PlacementPlan{Anywhere: !required}
 	rooms := roomsOf(nodes)
+	need = withoutUnlisted(need, rooms)
 	var own []*domain
 	for _, lv := range pl.searchOrder(key, required) {
 		if lv.key == HostnameLabel && lv.key != key && pinned == nil {
@@ -347,6 +348,33 @@ func quorumNeed(job *framework.Job) resources.Resource {
 		r := resources.PodRequests(pod)
 		r.Pods = 1
 		need.Add(r)
+	}
+	return need
+}
+
+// withoutUnlisted returns need without the extended resources that no
+// node lists in its allocatable: a domain's room cannot be measured in
+// them. Such a resource is served through Dynamic Resource Allocation (a
+// DeviceClass maps it; DynamicResources allocates its devices in Filter)
+// or by nothing, and Filter judges both on each node. need is not
+// changed: a copy is returned when something is left out.
+func withoutUnlisted(need resources.Resource, rooms []nodeRoom) resources.Resource {
+	copied := false
+	for name := range need.Scalar {
+		listed := false
+		for i := range rooms {
+			if rooms[i].allocatable.Scalar[name] > 0 {
+				listed = true
+				break
+			}
+		}
+		if listed {
+			continue
+		}
+		if !copied {
+			need, copied = need.Clone(), true
+		}
+		delete(need.Scalar, name)
 	}
 	return need
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -212,5 +213,42 @@ func TestDefaultArgs(t *testing.T) {
 	a := DefaultArgs()
 	if !slices.Equal(a.Levels, []string{BlockLabel, RackLabel, HostnameLabel}) || a.MaxPlacements != DefaultMaxPlacements || a.MaxNarrowerPlacements != DefaultMaxNarrowerPlacements {
 		t.Errorf("DefaultArgs() = %+v", a)
+	}
+}
+
+// A gang asking for an extended resource that no node lists (one a
+// DeviceClass maps, served through Dynamic Resource Allocation) is sized
+// by its other resources: DynamicResources judges the devices in Filter.
+// A resource some node lists still sizes the domains.
+func TestPlacementsLeaveUnlistedResourcesToFilter(t *testing.T) {
+	const gpu v1.ResourceName = "example.com/gpu"
+	job := gangJob(3, &framework.TopologyConstraint{Key: RackLabel, Required: true, Source: "test"})
+	for i, p := range job.Pending {
+		job.Pending[i] = st.MakePod().Name(p.Name).Req(res{v1.ResourceCPU: "1", gpu: "1"}).Obj()
+	}
+	nodes := cluster(map[string][2]string{"r1": {"b1", "4"}, "r2": {"b1", "3"}})
+	plan, s := newPlugin(t, "").Placements(context.Background(), nil, job, nodes)
+	if !s.IsSuccess() {
+		t.Fatal(s.AsError())
+	}
+	got := names(plan)
+	slices.Sort(got)
+	if want := []string{RackLabel + "=r1", RackLabel + "=r2"}; !slices.Equal(got, want) {
+		t.Fatalf("placements %v with %s listed on no node; want %v, the racks whose cpu holds the quorum", got, gpu, want)
+	}
+
+	// r2's nodes list two each (a device plugin), r1's none: the GPUs
+	// size the racks, and only r2 holds the quorum's.
+	for _, n := range nodes {
+		if strings.HasPrefix(n.Node.Name, "r2-") {
+			node := n.Node.DeepCopy()
+			node.Status.Allocatable[gpu] = resource.MustParse("2")
+			node.Status.Capacity[gpu] = resource.MustParse("2")
+			n.SetNode(node)
+		}
+	}
+	plan, _ = newPlugin(t, "").Placements(context.Background(), nil, job, nodes)
+	if got := names(plan); !slices.Equal(got, []string{RackLabel + "=r2"}) {
+		t.Fatalf("placements %v with %s listed on r2's nodes; want only r2", got, gpu)
 	}
 }
