@@ -54,6 +54,10 @@ type allocatedIndex struct {
 	// next change starts from a copy.
 	taken sets.Set[structured.DeviceID]
 	lent  bool
+	// shared holds the allocations of byClaim that take shares of
+	// devices (consumable capacity; see sharedUse), few or none: sync
+	// counts them afresh on every call.
+	shared map[types.UID]*resourceapi.AllocationResult
 	// pass numbers the calls of sync; an entry whose seen is not the
 	// current pass was not among the claims given.
 	pass uint64
@@ -71,13 +75,15 @@ func newAllocatedIndex() *allocatedIndex {
 		byClaim: map[types.UID]*claimDevices{},
 		holders: map[structured.DeviceID]int{},
 		taken:   sets.New[structured.DeviceID](),
+		shared:  map[types.UID]*resourceapi.AllocationResult{},
 	}
 }
 
 // sync brings the index up to date with claims, the store's claims now,
-// and returns the devices they have allocated. The set is shared: the
-// caller must not modify it.
-func (x *allocatedIndex) sync(claims []*resourceapi.ResourceClaim) sets.Set[structured.DeviceID] {
+// and returns the devices they have allocated whole, and the shares of
+// devices they have allocated. The set is shared: the caller must not
+// modify it; the sharedUse is the caller's.
+func (x *allocatedIndex) sync(claims []*resourceapi.ResourceClaim) (sets.Set[structured.DeviceID], sharedUse) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.pass++
@@ -98,6 +104,11 @@ func (x *allocatedIndex) sync(claims []*resourceapi.ResourceClaim) sets.Set[stru
 		x.drop(e.devices)
 		e.resourceVersion, e.devices, e.seen = c.ResourceVersion, allocationDevices(c.Status.Allocation), x.pass
 		x.hold(e.devices)
+		if hasShared(c.Status.Allocation) {
+			x.shared[c.UID] = c.Status.Allocation
+		} else {
+			delete(x.shared, c.UID)
+		}
 	}
 	if present < len(x.byClaim) {
 		// Some claims were deallocated or deleted since the last pass.
@@ -105,11 +116,16 @@ func (x *allocatedIndex) sync(claims []*resourceapi.ResourceClaim) sets.Set[stru
 			if e.seen != x.pass {
 				x.drop(e.devices)
 				delete(x.byClaim, uid)
+				delete(x.shared, uid)
 			}
 		}
 	}
 	x.lent = true
-	return x.taken
+	var use sharedUse
+	for _, a := range x.shared {
+		use.add(a)
+	}
+	return x.taken, use
 }
 
 // hold counts devices as held by one more claim.
@@ -144,12 +160,13 @@ func (x *allocatedIndex) writable() sets.Set[structured.DeviceID] {
 	return x.taken
 }
 
-// allocationDevices returns the devices a takes; admin access does not
-// take a device.
+// allocationDevices returns the devices a takes whole; admin access does
+// not take a device, and a share of a device (a result with a share ID)
+// leaves it to other shares (sharedUse counts those).
 func allocationDevices(a *resourceapi.AllocationResult) []structured.DeviceID {
 	out := make([]structured.DeviceID, 0, len(a.Devices.Results))
 	for _, r := range a.Devices.Results {
-		if r.AdminAccess != nil && *r.AdminAccess {
+		if r.AdminAccess != nil && *r.AdminAccess || r.ShareID != nil {
 			continue
 		}
 		out = append(out, structured.MakeDeviceID(r.Driver, r.Pool, r.Device))

@@ -19,10 +19,13 @@ package dynamicresources
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -31,14 +34,32 @@ import (
 
 // rebuilt is what allocatedIndex must agree with: the devices of every
 // allocated claim, worked out from scratch.
-func rebuilt(claims []*resourceapi.ResourceClaim) sets.Set[structured.DeviceID] {
+func rebuilt(claims []*resourceapi.ResourceClaim) (sets.Set[structured.DeviceID], sharedUse) {
 	out := sets.New[structured.DeviceID]()
+	var shared sharedUse
 	for _, c := range claims {
 		if c.Status.Allocation != nil {
 			out.Insert(allocationDevices(c.Status.Allocation)...)
+			shared.add(c.Status.Allocation)
 		}
 	}
-	return out
+	return out, shared
+}
+
+// sharedString renders u for comparison: its share IDs, sorted, and each
+// device's consumed capacity.
+func sharedString(u sharedUse) string {
+	var parts []string
+	for id := range u.ids {
+		parts = append(parts, id.String())
+	}
+	for d, c := range u.capacity {
+		for name, q := range c {
+			parts = append(parts, fmt.Sprintf("%s %s=%s", d, name, q.String()))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
 }
 
 // claimStore is a store of claims a test changes the way the API server
@@ -48,15 +69,23 @@ type claimStore struct {
 	rv    int
 }
 
-func (s *claimStore) write(uid types.UID, node string, devs []string, admin bool) {
+// write allocates devs to the claim uid (nil: deallocated), with admin
+// access, or as shares of the devices (consumable capacity: a share ID
+// and 1Gi of memory each).
+func (s *claimStore) write(uid types.UID, node string, devs []string, admin, shared bool) {
 	s.rv++
 	c := claim(string(uid), "gpu", int64(len(devs)))
 	c.UID, c.ResourceVersion = uid, strconv.Itoa(s.rv)
 	if devs != nil {
 		c = allocated(c, node, devs)
-		if admin {
-			for i := range c.Status.Allocation.Devices.Results {
-				c.Status.Allocation.Devices.Results[i].AdminAccess = ptr.To(true)
+		for i := range c.Status.Allocation.Devices.Results {
+			r := &c.Status.Allocation.Devices.Results[i]
+			if admin {
+				r.AdminAccess = ptr.To(true)
+			}
+			if shared {
+				r.ShareID = ptr.To(types.UID(fmt.Sprintf("%s-%d-%d", uid, s.rv, i)))
+				r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("1Gi")}
 			}
 		}
 	}
@@ -99,17 +128,23 @@ func TestAllocatedIndexAgreesWithRebuild(t *testing.T) {
 					case 0:
 						delete(s.byUID, uid)
 					case 1:
-						s.write(uid, node, nil, false)
+						s.write(uid, node, nil, false, false)
 					case 2:
-						s.write(uid, node, devs, true)
+						s.write(uid, node, devs, true, false)
+					case 3:
+						s.write(uid, node, devs, false, true)
 					default:
-						s.write(uid, node, devs, false)
+						s.write(uid, node, devs, false, false)
 					}
 				}
 				claims := s.list()
-				got, want := x.sync(claims), rebuilt(claims)
+				got, gotShared := x.sync(claims)
+				want, wantShared := rebuilt(claims)
 				if !got.Equal(want) {
 					t.Fatalf("step %d: index has %v, a rebuild %v", step, sets.List(toStrings(got)), sets.List(toStrings(want)))
+				}
+				if g, w := sharedString(gotShared), sharedString(wantShared); g != w {
+					t.Fatalf("step %d: index has shares %q, a rebuild %q", step, g, w)
 				}
 				earlier = append(earlier, lent{got, want.Clone()})
 			}
@@ -141,7 +176,7 @@ func BenchmarkAllocatedDevices(b *testing.B) {
 		var uids []types.UID
 		for i := range 2500 {
 			uid := types.UID(fmt.Sprintf("c%d", i))
-			s.write(uid, fmt.Sprintf("n%d", i/5), []string{fmt.Sprintf("gpu-%d", i%5)}, false)
+			s.write(uid, fmt.Sprintf("n%d", i/5), []string{fmt.Sprintf("gpu-%d", i%5)}, false, false)
 			uids = append(uids, uid)
 		}
 		return s, uids
@@ -150,8 +185,8 @@ func BenchmarkAllocatedDevices(b *testing.B) {
 		s, uids := setup()
 		for i := 0; b.Loop(); i++ {
 			u := uids[i%len(uids)]
-			s.write(u, "n0", []string{"gpu-9"}, false)
-			if rebuilt(s.list()).Len() == 0 {
+			s.write(u, "n0", []string{"gpu-9"}, false, false)
+			if taken, _ := rebuilt(s.list()); taken.Len() == 0 {
 				b.Fatal("no devices")
 			}
 		}
@@ -162,8 +197,8 @@ func BenchmarkAllocatedDevices(b *testing.B) {
 		x.sync(s.list())
 		for i := 0; b.Loop(); i++ {
 			u := uids[i%len(uids)]
-			s.write(u, "n0", []string{"gpu-9"}, false)
-			if x.sync(s.list()).Len() == 0 {
+			s.write(u, "n0", []string{"gpu-9"}, false, false)
+			if taken, _ := x.sync(s.list()); taken.Len() == 0 {
 				b.Fatal("no devices")
 			}
 		}

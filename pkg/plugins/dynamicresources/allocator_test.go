@@ -143,11 +143,12 @@ func verdict(results []resourceapi.AllocationResult, err error) string {
 	return "allocated"
 }
 
-// stableFeatures are features without FractionalCapacityRange: the GA
-// feature set, for which NewAllocator picks the "stable" allocator.
+// stableFeatures are features without consumable capacity and
+// FractionalCapacityRange: the GA feature set, for which NewAllocator
+// picks the "stable" allocator.
 var stableFeatures = func() structured.Features {
 	f := features
-	f.FractionalCapacityRange = false
+	f.ConsumableCapacity, f.FractionalCapacityRange = false, false
 	return f
 }()
 
@@ -165,9 +166,10 @@ func TestAllocatorImplementation(t *testing.T) {
 
 // TestFeaturesAllocateAsTheGAFeatureSet compares, on random clusters, the
 // allocator of features with the allocator of the GA feature set (the
-// stable allocator): FractionalCapacityRange, enabled only to pick the
-// implementation, must change nothing. On every node, for claims asking
-// for one device, two devices, or all of them, both must say the same.
+// stable allocator): on devices that allow one allocation each, consumable
+// capacity and FractionalCapacityRange must change nothing. On every
+// node, for claims asking for one device, two devices, or all of them,
+// both must say the same.
 func TestFeaturesAllocateAsTheGAFeatureSet(t *testing.T) {
 	ctx := context.Background()
 	classes := staticClasses{gpuClass()}

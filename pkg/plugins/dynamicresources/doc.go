@@ -97,10 +97,14 @@ limitations under the License.
 // (DRAExtendedResource) is GA and always on in Kubernetes 1.37, so this
 // plugin has no switch for it.
 //
+// Consumable capacity: a device that allows several allocations is
+// shared by claims, each taking a share of its capacity; such shares do
+// not take the device whole, and every pod's allocator is told the
+// shares and the capacity taken so far (sharedUse, shared.go).
+//
 // Not supported: kube-scheduler's scoring of allocations, binding
-// conditions, the allocators' alpha features (consumable capacity, ...),
-// and reserving a PodGroup's claim for the PodGroup (its pods are
-// reserved one by one; see docs/scheduling.md).
+// conditions, and reserving a PodGroup's claim for the PodGroup (its pods
+// are reserved one by one; see docs/scheduling.md).
 //
 // Args: none of its own; kube-scheduler's DynamicResourcesArgs are
 // accepted with filterTimeout: 0s (no limit, what this plugin does); any

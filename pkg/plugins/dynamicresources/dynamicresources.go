@@ -67,17 +67,18 @@ const (
 )
 
 // features are the allocator features enabled: those of Kubernetes
-// v1.37's default feature gates that this plugin implements, and
-// FractionalCapacityRange. That one is read only where consumable
-// capacity is enabled, which it is not, so it changes no allocation; it
-// makes NewAllocator pick the "incubating" implementation, the one
+// v1.37's default feature gates that this plugin implements, consumable
+// capacity (DRAConsumableCapacity, beta and on by default in 1.37; see
+// sharedUse) with FractionalCapacityRange (also on by default there).
+// They make NewAllocator pick the "incubating" implementation, the one
 // kube-scheduler 1.37 runs with its default gates, over the "stable"
-// one, which supports the features above but takes every pool's
+// one, which supports the GA features but takes every pool's
 // shared-counter slices on every node and searches partitionable devices
 // without pruning: 53 ms against 0.56 ms for one node of kube-scheduler's
 // PartitionableBacktracking workload. TestAllocatorImplementation keeps
 // the choice from changing unnoticed with a new module version.
-var features = structured.Features{AdminAccess: true, PrioritizedList: true, PartitionableDevices: true, DeviceTaints: true, FractionalCapacityRange: true}
+var features = structured.Features{AdminAccess: true, PrioritizedList: true, PartitionableDevices: true, DeviceTaints: true,
+	ConsumableCapacity: true, FractionalCapacityRange: true}
 
 // DynamicResources is the plugin.
 type DynamicResources struct {
@@ -230,7 +231,7 @@ func (pl *DynamicResources) PreFilterPod(ctx context.Context, state *framework.C
 		s.claims = append(s.claims, ci)
 	}
 	if len(s.toAllocate) > 0 || s.ext != nil {
-		allocated, err := pl.allocatedDevices(state, pod, nodes)
+		allocated, shared, err := pl.allocatedDevices(state, pod, nodes)
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
 		}
@@ -238,10 +239,10 @@ func (pl *DynamicResources) PreFilterPod(ctx context.Context, state *framework.C
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("%s: listing resourceslices for pod %s: %w", Name, klog.KObj(pod), err))
 		}
-		if allocated, err = pl.holdNominated(ctx, state, allocated, slices, nodes); err != nil {
+		if allocated, err = pl.holdNominated(ctx, state, allocated, &shared, slices, nodes); err != nil {
 			return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
 		}
-		a, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: allocated},
+		a, err := structured.NewAllocator(ctx, features, shared.state(allocated),
 			classLister{pl.classes}, slices, pl.celCache)
 		if err != nil {
 			return framework.AsStatus(fmt.Errorf("%s: preparing the device allocator for pod %s: %w", Name, klog.KObj(pod), err))
@@ -328,16 +329,18 @@ func (pl *DynamicResources) checkClasses(claim *resourceapi.ResourceClaim) *fram
 	return nil
 }
 
-// allocatedDevices returns the devices taken: by the allocations the
-// informer shows and by those in flight. Inside an eviction simulation, a
+// allocatedDevices returns the devices taken whole, and the shares of
+// devices taken (consumable capacity): by the allocations the informer
+// shows and by those in flight. Inside an eviction simulation, a
 // claim whose consumers are all running pods the simulation took off the
 // nodes counts as free; one shared with a pod that stays does not; and
 // the devices Filter found for the preempting job's other pods, where the
 // simulation placed them, are taken (the simulation does not Reserve).
-func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (sets.Set[structured.DeviceID], error) {
+func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) (sets.Set[structured.DeviceID], sharedUse, error) {
+	var shared sharedUse
 	claims, err := pl.claims.List(labels.Everything())
 	if err != nil {
-		return nil, fmt.Errorf("listing resourceclaims: %w", err)
+		return nil, shared, fmt.Errorf("listing resourceclaims: %w", err)
 	}
 	var taken sets.Set[structured.DeviceID]
 	// owned: taken is this call's own set, not the index's shared one.
@@ -345,17 +348,23 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v
 	if owned {
 		taken = sets.New[structured.DeviceID]()
 		freed := pl.freedInSimulation(nodes)
-		simulatedOf(state).addPlaced(taken, pod, nodes)
+		simulatedOf(state).addPlaced(taken, &shared, pod, nodes)
 		for _, c := range claims {
 			if c.Status.Allocation != nil && !freed(c) {
 				taken.Insert(allocationDevices(c.Status.Allocation)...)
+				shared.add(c.Status.Allocation)
 			}
 		}
 	} else {
 		// Shared with the index: copied below before anything is added.
-		taken = pl.allocated.sync(claims)
+		taken, shared = pl.allocated.sync(claims)
 	}
 	for _, p := range pl.inFlight.list() {
+		if hasShared(p.allocation) && !pl.shownAllocated(p.namespace, p.name) {
+			// Shares add up, unlike devices in a set: only those the
+			// store does not show yet are added.
+			shared.add(p.allocation)
+		}
 		// An allocation the store shows already is in taken; one it does
 		// not show yet is added.
 		for _, d := range allocationDevices(p.allocation) {
@@ -368,7 +377,14 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v
 			taken.Insert(d)
 		}
 	}
-	return taken, nil
+	return taken, shared, nil
+}
+
+// shownAllocated reports whether the informer's store shows the claim
+// allocated.
+func (pl *DynamicResources) shownAllocated(namespace, name string) bool {
+	c, err := pl.claims.ResourceClaims(namespace).Get(name)
+	return err == nil && c.Status.Allocation != nil
 }
 
 // holdNominated returns taken with the devices the nominated pods of
@@ -380,8 +396,9 @@ func (pl *DynamicResources) allocatedDevices(state *framework.CycleState, pod *v
 // where its node lacks them, are allocated here as Filter would, one pod
 // after the other. A pod whose claims cannot be resolved or allocated on its
 // node holds nothing (its next attempt finds out why). taken is not
-// changed: a copy is returned when something is added.
-func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.CycleState, taken sets.Set[structured.DeviceID],
+// changed: a copy is returned when something is added; the shares of
+// devices the nominated pods take are added to shared.
+func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.CycleState, taken sets.Set[structured.DeviceID], shared *sharedUse,
 	slices []*resourceapi.ResourceSlice, nodes []*framework.NodeInfo) (sets.Set[structured.DeviceID], error) {
 	noms := framework.Nominated(state)
 	var byName map[string]*framework.NodeInfo
@@ -424,7 +441,7 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 		if len(toAllocate) == 0 {
 			continue
 		}
-		a, err := structured.NewAllocator(ctx, features, structured.AllocatedState{AllocatedDevices: taken},
+		a, err := structured.NewAllocator(ctx, features, shared.state(taken),
 			classLister{pl.classes}, slices, pl.celCache)
 		if err != nil {
 			return nil, fmt.Errorf("preparing the device allocator for nominated pod %s: %w", klog.KObj(t.Pod), err)
@@ -439,6 +456,7 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 		}
 		for i := range results {
 			taken.Insert(allocationDevices(&results[i])...)
+			shared.add(&results[i])
 		}
 	}
 	return taken, nil

@@ -65,10 +65,10 @@ func (s *simulated) record(pod types.UID, node string, results []resourceapi.All
 	s.byPod[pod][node] = results
 }
 
-// addPlaced adds to taken the devices of the other pods the simulation
-// placed on nodes (they are on a node there, and Filter found an
-// allocation for them on it).
-func (s *simulated) addPlaced(taken sets.Set[structured.DeviceID], pod *v1.Pod, nodes []*framework.NodeInfo) {
+// addPlaced adds to taken (and to shared, for shares of devices) the
+// devices of the other pods the simulation placed on nodes (they are on
+// a node there, and Filter found an allocation for them on it).
+func (s *simulated) addPlaced(taken sets.Set[structured.DeviceID], shared *sharedUse, pod *v1.Pod, nodes []*framework.NodeInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.byPod) == 0 {
@@ -80,7 +80,9 @@ func (s *simulated) addPlaced(taken sets.Set[structured.DeviceID], pod *v1.Pod, 
 				continue
 			}
 			for i := range s.byPod[t.Pod.UID][n.Name()] {
-				taken.Insert(allocationDevices(&s.byPod[t.Pod.UID][n.Name()][i])...)
+				a := &s.byPod[t.Pod.UID][n.Name()][i]
+				taken.Insert(allocationDevices(a)...)
+				shared.add(a)
 			}
 		}
 	}
