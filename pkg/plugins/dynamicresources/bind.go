@@ -260,6 +260,18 @@ func (pl *DynamicResources) Bind(ctx context.Context, state *framework.CycleStat
 		logger.V(2).Info("Reserved resourceclaim for pod", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim), "allocated", allocated,
 			"extendedResources", rc.ext != nil)
 	}
+	for _, rc := range claims {
+		r.mu.Lock()
+		claim := rc.claim
+		r.mu.Unlock()
+		if !hasBindingConditions(rc.allocation) && !hasBindingConditions(claim.Status.Allocation) {
+			continue
+		}
+		logger.V(2).Info("Waiting for the driver to prepare the devices before binding", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim))
+		if err := pl.awaitBindingConditions(ctx, claim.Namespace, claim.Name); err != nil {
+			return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
+		}
+	}
 	return framework.NewStatus(framework.Skip)
 }
 
@@ -299,6 +311,11 @@ func reserveFor(ctx context.Context, client kubernetes.Interface, claim *resourc
 			}
 			cur = cur.DeepCopy()
 			cur.Status.Allocation = allocation.DeepCopy()
+			if hasBindingConditions(allocation) {
+				// The binding timeout counts from here.
+				now := metav1.Now()
+				cur.Status.Allocation.AllocationTimestamp = &now
+			}
 			allocated = true
 		} else {
 			cur = cur.DeepCopy()

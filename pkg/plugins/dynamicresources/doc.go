@@ -102,9 +102,13 @@ limitations under the License.
 // not take the device whole, and every pod's allocator is told the
 // shares and the capacity taken so far (sharedUse, shared.go).
 //
-// Not supported: kube-scheduler's scoring of allocations, binding
-// conditions, and reserving a PodGroup's claim for the PodGroup (its pods
-// are reserved one by one; see docs/scheduling.md).
+// Device binding conditions: Bind waits, after writing an allocation of
+// a device its driver must prepare, until the driver reports it ready
+// (bindingconditions.go).
+//
+// Not supported: kube-scheduler's scoring of allocations, and reserving a
+// PodGroup's claim for the PodGroup (its pods are reserved one by one; see
+// docs/scheduling.md).
 //
 // Args: none of its own; kube-scheduler's DynamicResourcesArgs are
 // accepted with filterTimeout: 0s (no limit, what this plugin does); any

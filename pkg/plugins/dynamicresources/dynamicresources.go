@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -69,7 +70,9 @@ const (
 // features are the allocator features enabled: those of Kubernetes
 // v1.37's default feature gates that this plugin implements, consumable
 // capacity (DRAConsumableCapacity, beta and on by default in 1.37; see
-// sharedUse) with FractionalCapacityRange (also on by default there).
+// sharedUse) with FractionalCapacityRange (also on by default there),
+// and device binding conditions (DRADeviceBindingConditions, beta and on
+// by default; see bindingconditions.go).
 // They make NewAllocator pick the "incubating" implementation, the one
 // kube-scheduler 1.37 runs with its default gates, over the "stable"
 // one, which supports the GA features but takes every pool's
@@ -78,7 +81,7 @@ const (
 // PartitionableBacktracking workload. TestAllocatorImplementation keeps
 // the choice from changing unnoticed with a new module version.
 var features = structured.Features{AdminAccess: true, PrioritizedList: true, PartitionableDevices: true, DeviceTaints: true,
-	ConsumableCapacity: true, FractionalCapacityRange: true}
+	ConsumableCapacity: true, FractionalCapacityRange: true, DeviceBindingAndStatus: true}
 
 // DynamicResources is the plugin.
 type DynamicResources struct {
@@ -93,6 +96,19 @@ type DynamicResources struct {
 	allocated *allocatedIndex
 	// stale are the deletions under way of claims left behind.
 	stale *staleDeletes
+	// bindingTimeout bounds Bind's wait for devices' binding conditions
+	// (0: defaultBindingTimeout); clock is the time (nil: time.Now).
+	// Tests set them.
+	bindingTimeout time.Duration
+	clock          func() time.Time
+}
+
+// now is the plugin's clock.
+func (pl *DynamicResources) now() time.Time {
+	if pl.clock != nil {
+		return pl.clock()
+	}
+	return time.Now()
 }
 
 var (
