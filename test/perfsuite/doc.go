@@ -14,8 +14,10 @@
 // throughputSampler) and the percentiles of the scheduler's own
 // successful-attempt histogram.
 //
-// Workloads that need a feature batch-scheduler lacks (Dynamic Resource
-// Allocation, topology-aware gangs) or a part of upstream's harness the
-// runner lacks (PersistentVolume set-up) are listed as skipped with the
-// reason; see docs/performance.md.
+// Workloads that need a feature batch-scheduler lacks (the Dynamic
+// Resource Allocation features its DynamicResources does not enable:
+// consumable capacity, device compatibility groups, list-typed
+// attributes) or a part of upstream's harness the runner lacks
+// (PersistentVolume set-up, createResourceClaims) are listed as skipped
+// with the reason (Unsupported); see docs/performance.md.
 package perfsuite

@@ -83,6 +83,7 @@ func TestUpstreamSuiteLoads(t *testing.T) {
 func checkRenders(t *testing.T, dir string, sel Selected) {
 	t.Helper()
 	caseDir := filepath.Join(dir, filepath.Dir(sel.Case.File))
+	rc := runtimeConfig(sel.Case.Gates(sel.Workload))
 	var visit func(op *Op)
 	visit = func(op *Op) {
 		params, err := sel.Workload.templateParams(op.TemplateParams)
@@ -98,6 +99,11 @@ func checkRenders(t *testing.T, dir string, sel Selected) {
 		render := func(p string, out any) {
 			if err := Render(filepath.Join(caseDir, p), params, 0, 1, out); err != nil {
 				t.Errorf("%s: %s: %v", sel.Name(), op.Opcode, err)
+				return
+			}
+			if u, ok := out.(*unstructured.Unstructured); ok && !served(u.GetAPIVersion(), rc) {
+				t.Errorf("%s: %s: %s is written against %s, which kube-apiserver does not serve by default and the runner does not turn on (runtimeConfig: %v)",
+					sel.Name(), op.Opcode, p, u.GetAPIVersion(), rc)
 			}
 		}
 		if op.NodeTemplatePath != nil {
@@ -126,11 +132,61 @@ func checkRenders(t *testing.T, dir string, sel Selected) {
 	}
 }
 
+// served reports whether kube-apiserver serves apiVersion: a GA version
+// always (the suite's templates use no GA version that is off by
+// default), an alpha or beta one only when rc turns it on.
+func served(apiVersion string, rc []string) bool {
+	_, version, _ := strings.Cut(apiVersion, "/")
+	if version == "" {
+		version = apiVersion // the core group: "v1"
+	}
+	if !strings.Contains(version, "alpha") && !strings.Contains(version, "beta") {
+		return true
+	}
+	return slices.Contains(rc, apiVersion+"=true")
+}
+
+// TestRuntimeConfig checks the API versions each kind of workload gets
+// served: the DeviceClasses of the extended-resource workloads are
+// written against resource.k8s.io/v1beta2, which kube-apiserver 1.37
+// serves only when asked (TestUpstreamSuiteLoads checks every template
+// of the short set against these).
+func TestRuntimeConfig(t *testing.T) {
+	for _, c := range []struct {
+		gates     map[string]bool
+		served    []string
+		notServed []string
+	}{
+		{gates: nil, notServed: []string{"resource.k8s.io/v1beta2", "scheduling.k8s.io/v1beta1"}},
+		{gates: map[string]bool{"DynamicResourceAllocation": true, "DRAExtendedResource": true},
+			served: []string{"resource.k8s.io/v1", "resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2", "v1"}, notServed: []string{"scheduling.k8s.io/v1beta1"}},
+		{gates: map[string]bool{"DynamicResourceAllocation": false}, notServed: []string{"resource.k8s.io/v1beta2"}},
+		{gates: map[string]bool{"GenericWorkload": true},
+			served: []string{"scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3"}, notServed: []string{"resource.k8s.io/v1beta2"}},
+	} {
+		rc := runtimeConfig(c.gates)
+		for _, v := range c.served {
+			if !served(v, rc) {
+				t.Errorf("gates %v: %s not served (runtimeConfig %v)", c.gates, v, rc)
+			}
+		}
+		for _, v := range c.notServed {
+			if served(v, rc) {
+				t.Errorf("gates %v: %s served (runtimeConfig %v)", c.gates, v, rc)
+			}
+		}
+	}
+}
+
 func TestUnsupportedNamesTheMissingFeature(t *testing.T) {
 	_, cases := loadUpstream(t)
 	want := map[string]string{
 		"SchedulingWithResourceClaimTemplate": "",
-		"ExtendedResource":                    "extended resources backed by Dynamic Resource Allocation",
+		"ExtendedResource":                    "",
+		"ExtendedResourceScoring":             "",
+		"SchedulingWithExtendedResource":      "",
+		"ConsumableCapacity":                  "consumable device capacity",
+		"CompatibilityGroups":                 "device compatibility groups",
 		"TopologyAwareScheduling":             "",
 		"SchedulingCSIPVs":                    "volumes",
 		"SchedulingBasic":                     "",
