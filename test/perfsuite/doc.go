@@ -16,7 +16,7 @@
 //
 // Workloads that need a feature batch-scheduler lacks (the Dynamic
 // Resource Allocation features its DynamicResources does not enable:
-// consumable capacity, device compatibility groups, list-typed
+// device compatibility groups, list-typed
 // attributes) or a part of upstream's harness the runner lacks
 // (PersistentVolume set-up, createResourceClaims) are listed as skipped
 // with the reason (Unsupported); see docs/performance.md.

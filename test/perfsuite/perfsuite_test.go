@@ -185,7 +185,7 @@ func TestUnsupportedNamesTheMissingFeature(t *testing.T) {
 		"ExtendedResource":                    "",
 		"ExtendedResourceScoring":             "",
 		"SchedulingWithExtendedResource":      "",
-		"ConsumableCapacity":                  "consumable device capacity",
+		"ConsumableCapacity":                  "",
 		"CompatibilityGroups":                 "device compatibility groups",
 		"TopologyAwareScheduling":             "",
 		"SchedulingCSIPVs":                    "volumes",

@@ -85,7 +85,6 @@ func (s Set) Select(cases []TestCase) []Selected {
 func Unsupported(tc *TestCase, w *Workload) string {
 	gates := tc.Gates(w)
 	for _, g := range []struct{ gate, what string }{
-		{"DRAConsumableCapacity", "consumable device capacity"},
 		{"DRADeviceCompatibilityGroups", "device compatibility groups"},
 		{"DRAListTypeAttributes", "list-typed device attributes"},
 	} {
