@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // Device binding conditions on a real API server: node's driver publishes
@@ -39,25 +40,11 @@ func TestDRABindingConditions(t *testing.T) {
 	class := mustDeviceClass(t, ns)
 	node := ns + "-n1"
 	mustNode(t, poolNode(t, node, res{"cpu": "16", "memory": "64Gi", "pods": "110"}).Obj())
-	s := &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-attached"},
-		Spec: resourceapi.ResourceSliceSpec{
-			Driver:   draDriver,
-			NodeName: &node,
-			Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
-			Devices: []resourceapi.Device{{
-				Name:                     "gpu-0",
-				BindingConditions:        []string{"attached"},
-				BindingFailureConditions: []string{"failed"},
-			}},
-		},
-	}
-	if _, err := cp.Client.ResourceV1().ResourceSlices().Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating ResourceSlice %s: %v", s.Name, err)
-	}
-	t.Cleanup(func() {
-		_ = cp.Client.ResourceV1().ResourceSlices().Delete(context.Background(), s.Name, metav1.DeleteOptions{})
-	})
+	harness.PublishDevices(t, cp.Client, node+"-attached", draDriver, node, []resourceapi.Device{{
+		Name:                     "gpu-0",
+		BindingConditions:        []string{"attached"},
+		BindingFailureConditions: []string{"failed"},
+	}})
 	startPoolScheduler(t)
 	mustGPUClaim(t, ns, "p-gpu", class, 1)
 	mustPod(t, withResourceClaim(st.MakePod().Namespace(ns).Name("p").Req(res{"cpu": "1"}), "p-gpu"))

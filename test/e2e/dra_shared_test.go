@@ -17,7 +17,6 @@ limitations under the License.
 package e2e
 
 import (
-	"context"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // Consumable capacity on a real API server: node's driver publishes one
@@ -38,25 +38,11 @@ func TestDRAConsumableCapacity(t *testing.T) {
 	class := mustDeviceClass(t, ns)
 	node := ns + "-n1"
 	mustNode(t, poolNode(t, node, res{"cpu": "16", "memory": "64Gi", "pods": "110"}).Obj())
-	s := &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-shared"},
-		Spec: resourceapi.ResourceSliceSpec{
-			Driver:   draDriver,
-			NodeName: &node,
-			Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
-			Devices: []resourceapi.Device{{
-				Name:                     "gpu-0",
-				AllowMultipleAllocations: ptr.To(true),
-				Capacity:                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("10Gi")}},
-			}},
-		},
-	}
-	if _, err := cp.Client.ResourceV1().ResourceSlices().Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating ResourceSlice %s: %v", s.Name, err)
-	}
-	t.Cleanup(func() {
-		_ = cp.Client.ResourceV1().ResourceSlices().Delete(context.Background(), s.Name, metav1.DeleteOptions{})
-	})
+	harness.PublishDevices(t, cp.Client, node+"-shared", draDriver, node, []resourceapi.Device{{
+		Name:                     "gpu-0",
+		AllowMultipleAllocations: ptr.To(true),
+		Capacity:                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("10Gi")}},
+	}})
 	startPoolScheduler(t)
 
 	for _, name := range []string{"a", "b", "c"} {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // draDriver is the simulated DRA driver whose devices the tests publish
@@ -59,23 +60,7 @@ func mustDeviceClass(t *testing.T, ns string) string {
 // the test.
 func publishGPUs(t *testing.T, node string, n int) {
 	t.Helper()
-	s := &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
-		Spec: resourceapi.ResourceSliceSpec{
-			Driver:   draDriver,
-			NodeName: &node,
-			Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
-		},
-	}
-	for i := range n {
-		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
-	}
-	if _, err := cp.Client.ResourceV1().ResourceSlices().Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating ResourceSlice %s: %v", s.Name, err)
-	}
-	t.Cleanup(func() {
-		_ = cp.Client.ResourceV1().ResourceSlices().Delete(context.Background(), s.Name, metav1.DeleteOptions{})
-	})
+	harness.PublishDevices(t, cp.Client, node+"-gpus", draDriver, node, harness.GPUs(n))
 }
 
 // mustGPUClaim creates a claim of count devices of class.

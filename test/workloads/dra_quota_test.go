@@ -28,35 +28,13 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/batch-scheduler/batch-scheduler/test/harness"
 )
 
 // draGPU is the extended resource the DeviceClass of
 // TestQueueLimitsDRABackedDevices maps to its driver's devices.
 const draGPU v1.ResourceName = "example.com/gpu"
-
-// publishGPUs publishes n devices of driver on node, as a DRA driver's
-// kubelet plugin would (KWOK runs none); the slice is deleted after the
-// test.
-func publishGPUs(t *testing.T, driver, node string, n int) {
-	t.Helper()
-	s := &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
-		Spec: resourceapi.ResourceSliceSpec{
-			Driver:   driver,
-			NodeName: &node,
-			Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
-		},
-	}
-	for i := range n {
-		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
-	}
-	if _, err := cp.Client.ResourceV1().ResourceSlices().Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating ResourceSlice %s: %v", s.Name, err)
-	}
-	t.Cleanup(func() {
-		_ = cp.Client.ResourceV1().ResourceSlices().Delete(context.Background(), s.Name, metav1.DeleteOptions{})
-	})
-}
 
 // gpuJob is singleJob (or, with n > 1, gangJob) in queue whose pods ask
 // for one draGPU each beside their CPU.
@@ -88,7 +66,9 @@ func TestQueueLimitsDRABackedDevices(t *testing.T) {
 	})
 	driver := ns + ".gpu.example.com"
 	for i := range 2 {
-		publishGPUs(t, driver, fmt.Sprintf("%s-n%d", ns, i), 4)
+		// As the driver's kubelet plugin would (KWOK runs none).
+		node := fmt.Sprintf("%s-n%d", ns, i)
+		harness.PublishDevices(t, cp.Client, node+"-gpus", driver, node, harness.GPUs(4))
 	}
 	mapped := string(draGPU)
 	class := &resourceapi.DeviceClass{
