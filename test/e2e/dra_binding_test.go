@@ -24,6 +24,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/harness"
@@ -72,9 +73,17 @@ func TestDRABindingConditions(t *testing.T) {
 		t.Fatalf("pod bound to %s before the driver reported its device attached", n)
 	}
 
-	claim.Status.Devices = []resourceapi.AllocatedDeviceStatus{{Driver: r.Driver, Pool: r.Pool, Device: r.Device,
-		Conditions: []metav1.Condition{{Type: "attached", Status: metav1.ConditionTrue, Reason: "Attached", LastTransitionTime: metav1.Now()}}}}
-	if _, err := cp.Client.ResourceV1().ResourceClaims(ns).UpdateStatus(t.Context(), claim, metav1.UpdateOptions{}); err != nil {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := cp.Client.ResourceV1().ResourceClaims(ns).Get(t.Context(), "p-gpu", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Status.Devices = []resourceapi.AllocatedDeviceStatus{{Driver: r.Driver, Pool: r.Pool, Device: r.Device,
+			Conditions: []metav1.Condition{{Type: "attached", Status: metav1.ConditionTrue, Reason: "Attached", LastTransitionTime: metav1.Now()}}}}
+		_, err = cp.Client.ResourceV1().ResourceClaims(ns).UpdateStatus(t.Context(), c, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("reporting the device attached: %v", err)
 	}
 	waitForPods(t, ns, "the pod bound once its device is attached", func(n map[string]string) bool { return n["p"] == node })
