@@ -445,11 +445,35 @@ type RoomOutcome struct {
 }
 
 // BindPlugin binds pod to nodeName through the API. Returning Skip passes
-// the pod to the next Bind plugin; a profile has at least one.
+// the pod to the next Bind plugin; a profile has at least one. A plugin
+// whose pod may not be bound yet, for want of something outside the
+// scheduler (a device its driver still prepares), returns an error that
+// wraps a *BindNotReadyError (AsStatus): see there.
 type BindPlugin interface {
 	Plugin
 	Bind(ctx context.Context, state *CycleState, pod *v1.Pod, nodeName string) *Status
 }
+
+// BindNotReadyError says that a Bind plugin did its part but the pod may
+// not be bound yet: the scheduler calls the Bind plugins again after
+// RetryAfter, without counting a failed attempt and without holding one
+// of its bind slots meanwhile. A Bind plugin must therefore be able to
+// run again for the same pod (its earlier writes found done). How long
+// waiting may last is the plugin's to decide: when it has lasted too
+// long it returns another error, which fails the bind as any does.
+type BindNotReadyError struct {
+	// Reason says what the pod waits for.
+	Reason string
+	// RetryAfter is when to call the Bind plugins again (at least
+	// MinBindRetry).
+	RetryAfter time.Duration
+}
+
+// MinBindRetry is the shortest wait between the Bind calls of a pod whose
+// bind is not ready.
+const MinBindRetry = 100 * time.Millisecond
+
+func (e *BindNotReadyError) Error() string { return "not ready to bind: " + e.Reason }
 
 // EnqueueExtensions is an optional interface: the cluster events after
 // which a job the plugin rejected may fit, each with a queueing hint that

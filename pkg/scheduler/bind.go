@@ -69,7 +69,9 @@ func (s *Scheduler) assumeAndBind(ctx context.Context, c *cycle) {
 const bindCallTimeout = 30 * time.Second
 
 // bind binds one pod, retrying with backoff; on final failure it rolls the
-// assumption back and requeues the job.
+// assumption back and requeues the job. A Bind plugin's
+// framework.BindNotReadyError is waited out, holding no bind slot, and
+// does not count as a failed attempt.
 func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName string) {
 	logger := klog.FromContext(ctx)
 	backoff := s.opts.BindBackoff
@@ -82,6 +84,24 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindCallTimeout)
 		st = c.fwk.RunBindPlugins(callCtx, c.state, pod, nodeName)
 		cancel()
+		var notReady *framework.BindNotReadyError
+		if errors.As(st.AsError(), &notReady) {
+			// Not an overload, nor a failed attempt: wait, holding no
+			// bind slot, and call the Bind plugins again. The plugin
+			// says when waiting has lasted too long.
+			s.binds.release(ticket, nil)
+			logger.V(4).Info("Pod not ready to bind yet; waiting", "pod", klog.KObj(pod), "node", nodeName,
+				"reason", notReady.Reason, "retryAfter", notReady.RetryAfter)
+			select {
+			case <-time.After(max(notReady.RetryAfter, framework.MinBindRetry)):
+			case <-ctx.Done():
+			}
+			if ctx.Err() == nil {
+				attempt--
+				continue
+			}
+			break
+		}
 		s.binds.release(ticket, st.AsError())
 		if st.IsSuccess() {
 			if err := s.cache.FinishBinding(pod); err != nil {

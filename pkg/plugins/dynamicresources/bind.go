@@ -267,8 +267,8 @@ func (pl *DynamicResources) Bind(ctx context.Context, state *framework.CycleStat
 		if !hasBindingConditions(rc.allocation) && !hasBindingConditions(claim.Status.Allocation) {
 			continue
 		}
-		logger.V(2).Info("Waiting for the driver to prepare the devices before binding", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim))
-		if err := pl.awaitBindingConditions(ctx, claim.Namespace, claim.Name); err != nil {
+		if err := pl.bindingState(claim.Namespace, claim.Name); err != nil {
+			logger.V(4).Info("Devices not ready for binding", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim), "state", err)
 			return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
 		}
 	}

@@ -17,7 +17,6 @@ limitations under the License.
 package dynamicresources
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -26,7 +25,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // Device binding conditions (DRADeviceBindingConditions, beta in 1.37): a
@@ -34,19 +34,21 @@ import (
 // driver (attached to the node, say) before a pod using it is bound. The
 // allocator copies the device's conditions into the allocation's result;
 // Bind writes the allocation (stamped with its allocationTimestamp), then
-// waits until the driver reports, in the claim's status.devices, every
-// binding condition true. A binding failure condition reported true, or
-// no answer within the binding timeout (counted from the allocation's
-// timestamp), fails the bind: Unreserve takes the allocation back, and
-// the pod is retried, as in kube-scheduler.
+// answers framework.BindNotReadyError until the driver reports, in the
+// claim's status.devices, every binding condition true: the scheduler
+// calls it again after bindingPoll, holding no bind slot meanwhile. A
+// binding failure condition reported true, or no answer within the
+// binding timeout (counted from the allocation's timestamp), fails the
+// bind: Unreserve takes the allocation back, and the pod is retried, as
+// in kube-scheduler.
 
 const (
-	// defaultBindingTimeout is how long Bind waits for a device's binding
-	// conditions: kube-scheduler's default bindingTimeout.
+	// defaultBindingTimeout is how long a device may take to be ready:
+	// kube-scheduler's default bindingTimeout.
 	defaultBindingTimeout = 10 * time.Minute
-	// bindingPoll is how often Bind reads the claim, from the informer's
-	// store, while it waits.
-	bindingPoll = 500 * time.Millisecond
+	// bindingPoll is how long the scheduler waits before calling Bind
+	// again for a pod whose devices are not ready.
+	bindingPoll = time.Second
 )
 
 // errBindingFailed is a binding failure condition reported true.
@@ -66,47 +68,42 @@ func hasBindingConditions(a *resourceapi.AllocationResult) bool {
 	return false
 }
 
-// awaitBindingConditions waits until the devices of the claim ns/name
-// that have binding conditions are ready, reading the claim from the
-// informer's store: nil when every binding condition is true; an error
-// naming the claim when a failure condition is true, the allocation is
-// gone, the timeout passed, or ctx ended.
-func (pl *DynamicResources) awaitBindingConditions(ctx context.Context, ns, name string) error {
+// bindingState says whether the devices of the claim ns/name that have
+// binding conditions are ready, reading the claim from the informer's
+// store: nil when every binding condition is true; a
+// *framework.BindNotReadyError while some is not yet (or the store does
+// not show the allocation yet); another error, naming the claim, when a
+// failure condition is true, the claim is gone, or the binding timeout
+// has passed since the allocation.
+func (pl *DynamicResources) bindingState(ns, name string) error {
 	timeout := pl.bindingTimeout
 	if timeout <= 0 {
 		timeout = defaultBindingTimeout
 	}
-	var last string
-	err := wait.PollUntilContextCancel(ctx, bindingPoll, true, func(context.Context) (bool, error) {
-		c, err := pl.claims.ResourceClaims(ns).Get(name)
-		switch {
-		case apierrors.IsNotFound(err):
-			return false, fmt.Errorf("the claim was deleted")
-		case err != nil:
-			return false, err
-		case c.Status.Allocation == nil:
-			// The informer may not show Bind's write yet.
-			last = "not shown allocated yet"
-			return false, nil
-		}
-		ready, why, err := bindingReady(c)
-		if err != nil || ready {
-			return ready, err
-		}
-		last = why
-		start := c.Status.Allocation.AllocationTimestamp
-		if start != nil && pl.now().Sub(start.Time) > timeout {
-			return false, fmt.Errorf("the devices were not ready within %s of the allocation: %s", timeout, why)
-		}
-		return false, nil
-	})
-	if err != nil && ctx.Err() != nil && last != "" {
-		err = fmt.Errorf("%w (last seen: %s)", err, last)
+	wrap := func(err error) error {
+		return fmt.Errorf("binding conditions of resourceclaim %s/%s: %w", ns, name, err)
 	}
-	if err != nil {
-		return fmt.Errorf("waiting for the binding conditions of resourceclaim %s/%s: %w", ns, name, err)
+	c, err := pl.claims.ResourceClaims(ns).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return wrap(errors.New("the claim was deleted"))
+	case err != nil:
+		return wrap(err)
+	case c.Status.Allocation == nil:
+		// The informer does not show Bind's write yet.
+		return wrap(&framework.BindNotReadyError{Reason: "the allocation is not seen yet", RetryAfter: bindingPoll})
 	}
-	return nil
+	ready, why, err := bindingReady(c)
+	switch {
+	case err != nil:
+		return wrap(err)
+	case ready:
+		return nil
+	}
+	if start := c.Status.Allocation.AllocationTimestamp; start != nil && pl.now().Sub(start.Time) > timeout {
+		return wrap(fmt.Errorf("the devices were not ready within %s of the allocation: %s", timeout, why))
+	}
+	return wrap(&framework.BindNotReadyError{Reason: why, RetryAfter: bindingPoll})
 }
 
 // bindingReady reports whether every device of c's allocation with

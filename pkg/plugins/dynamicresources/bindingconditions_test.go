@@ -58,9 +58,11 @@ func reportDevice(t *testing.T, e *env, name, cond string) {
 }
 
 // TestBindWaitsForBindingConditions: Bind writes the allocation of a
-// device with binding conditions (with its allocationTimestamp) and
-// returns only once the driver reports the condition true; a failure
-// condition, or no report within the binding timeout, fails the bind.
+// device with binding conditions (with its allocationTimestamp) and says
+// the pod is not ready to bind (framework.BindNotReadyError, for the
+// scheduler to call it again) until the driver reports the condition
+// true; then it lets the pod through. A failure condition, or no report
+// within the binding timeout, fails the bind.
 func TestBindWaitsForBindingConditions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -76,17 +78,17 @@ func TestBindWaitsForBindingConditions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, []*v1.Node{gpuNode("n1")}, gpuClass(), preparedSlice("n1"), claim("c", "gpu", 1))
-			if tc.late {
-				e.pl.clock = func() time.Time { return time.Now().Add(11 * time.Minute) }
-			}
 			state := framework.NewCycleState()
 			pod := podWith("p", "c")
 			if node, st := e.place(state, pod); node != "n1" {
 				t.Fatalf("place: %q %v", node, st)
 			}
-			done := make(chan *framework.Status, 1)
-			go func() { done <- e.pl.Bind(t.Context(), state, pod, "n1") }()
-			// The allocation is written, stamped, and Bind still waits.
+			var notReady *framework.BindNotReadyError
+			if st := e.pl.Bind(t.Context(), state, pod, "n1"); !errors.As(st.AsError(), &notReady) {
+				t.Fatalf("first Bind = %v, want not ready", st)
+			}
+			// The allocation is written and stamped; until the informer
+			// shows it, and the driver reports, the pod is not ready.
 			err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 				c, err := e.pl.claims.ResourceClaims(ns).Get("c")
 				return err == nil && c.Status.Allocation != nil, nil
@@ -98,21 +100,23 @@ func TestBindWaitsForBindingConditions(t *testing.T) {
 			if c.Status.Allocation.AllocationTimestamp == nil || len(c.Status.Allocation.Devices.Results[0].BindingConditions) != 1 {
 				t.Fatalf("allocation %+v, want a timestamp and the device's binding condition", c.Status.Allocation)
 			}
-			if !tc.late {
-				select {
-				case st := <-done:
-					t.Fatalf("Bind = %v before the driver reported", st)
-				case <-time.After(2 * bindingPoll):
-				}
+			if st := e.pl.Bind(t.Context(), state, pod, "n1"); !errors.As(st.AsError(), &notReady) || !strings.Contains(notReady.Reason, "attached") {
+				t.Fatalf("Bind before the driver reported = %v, want not ready, awaiting attached", st)
+			}
+			if tc.late {
+				e.pl.clock = func() time.Time { return time.Now().Add(11 * time.Minute) }
 			}
 			if tc.report != "" {
 				reportDevice(t, e, "c", tc.report)
 			}
+			// Called again until the informer shows the report.
 			var st *framework.Status
-			select {
-			case st = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("Bind still waiting")
+			err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+				st = e.pl.Bind(ctx, state, pod, "n1")
+				return !errors.As(st.AsError(), &notReady), nil
+			})
+			if err != nil {
+				t.Fatalf("Bind still not ready: %v", st)
 			}
 			switch {
 			case tc.want == "" && !st.IsSkip():

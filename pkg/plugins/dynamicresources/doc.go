@@ -102,9 +102,9 @@ limitations under the License.
 // not take the device whole, and every pod's allocator is told the
 // shares and the capacity taken so far (sharedUse, shared.go).
 //
-// Device binding conditions: Bind waits, after writing an allocation of
-// a device its driver must prepare, until the driver reports it ready
-// (bindingconditions.go).
+// Device binding conditions: after writing an allocation of a device its
+// driver must prepare, Bind answers framework.BindNotReadyError until the
+// driver reports it ready (bindingconditions.go).
 //
 // Not supported: kube-scheduler's scoring of allocations, and reserving a
 // PodGroup's claim for the PodGroup (its pods are reserved one by one; see
