@@ -18,12 +18,14 @@ package dynamicresources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -267,10 +269,19 @@ func (pl *DynamicResources) Bind(ctx context.Context, state *framework.CycleStat
 		if !hasBindingConditions(rc.allocation) && !hasBindingConditions(claim.Status.Allocation) {
 			continue
 		}
-		if err := pl.bindingState(claim.Namespace, claim.Name); err != nil {
-			logger.V(4).Info("Devices not ready for binding", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim), "state", err)
-			return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
+		err := pl.bindingState(claim.Namespace, claim.Name)
+		if err == nil {
+			continue
 		}
+		var notReady *framework.BindNotReadyError
+		if errors.As(err, &notReady) {
+			if _, perr := pl.pods.Pods(pod.Namespace).Get(pod.Name); apierrors.IsNotFound(perr) {
+				// Deleted while it waited: nothing to wait for.
+				return framework.AsStatus(fmt.Errorf("%s: pod %s waited for its devices: %w", Name, klog.KObj(pod), perr))
+			}
+		}
+		logger.V(4).Info("Devices not ready for binding", "pod", klog.KObj(pod), "resourceclaim", klog.KObj(claim), "state", err)
+		return framework.AsStatus(fmt.Errorf("%s: pod %s: %w", Name, klog.KObj(pod), err))
 	}
 	return framework.NewStatus(framework.Skip)
 }

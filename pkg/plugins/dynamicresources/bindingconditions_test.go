@@ -70,16 +70,19 @@ func TestBindWaitsForBindingConditions(t *testing.T) {
 		// late moves the clock past the binding timeout.
 		report string
 		late   bool
-		want   string // "" for Skip, else part of the error
+		// deleted deletes the pod instead.
+		deleted bool
+		want    string // "" for Skip, else part of the error
 	}{
 		{name: "ready", report: "attached"},
 		{name: "failed", report: "failed", want: "binding failure condition is true: failed"},
 		{name: "timeout", late: true, want: "not ready within 10m0s"},
+		{name: "pod deleted while it waits", deleted: true, want: "waited for its devices"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, []*v1.Node{gpuNode("n1")}, gpuClass(), preparedSlice("n1"), claim("c", "gpu", 1))
-			state := framework.NewCycleState()
 			pod := podWith("p", "c")
+			e := newEnv(t, []*v1.Node{gpuNode("n1")}, gpuClass(), preparedSlice("n1"), claim("c", "gpu", 1), pod)
+			state := framework.NewCycleState()
 			if node, st := e.place(state, pod); node != "n1" {
 				t.Fatalf("place: %q %v", node, st)
 			}
@@ -108,6 +111,11 @@ func TestBindWaitsForBindingConditions(t *testing.T) {
 			}
 			if tc.report != "" {
 				reportDevice(t, e, "c", tc.report)
+			}
+			if tc.deleted {
+				if err := e.h.Client.CoreV1().Pods(ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			// Called again until the informer shows the report.
 			var st *framework.Status
