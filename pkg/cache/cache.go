@@ -345,12 +345,17 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 	}
 	out := &framework.Job{ID: id, MinAvailable: j.MinAvailable(), Err: j.ValidationError(), Bound: j.Counts().Running(),
 		RuntimeBounds: c.runtimeBounds}
+	subRules := j.SubGroupRules()
+	var running []*v1.Pod
 	for _, t := range j.Tasks {
 		switch {
 		case t.Status == framework.TaskPending:
 			out.Pending = append(out.Pending, t.Pod)
 		case t.Counted && t.NodeName != "":
 			out.PlacedNodes = append(out.PlacedNodes, t.NodeName)
+			if subRules != nil {
+				running = append(running, t.Pod)
+			}
 		}
 	}
 	out.Queue, out.QueueVia = j.Queue()
@@ -366,6 +371,9 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 	// A job's pods share its namespace.
 	slices.SortFunc(out.Pending, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	out.Topology, out.TopologyErr = framework.JobTopology(groupTopology, out.Pending)
+	if err := framework.SplitSubGroups(out, subRules, running, out.PlacedNodes); err != nil && out.Err == nil {
+		out.Err = err
+	}
 	return out, true
 }
 

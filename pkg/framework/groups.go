@@ -108,6 +108,11 @@ type GroupPolicy struct {
 	// Volcano PodGroup's spec.networkTopology); it overrides the pods'
 	// annotations.
 	Topology *TopologyConstraint
+	// SubGroups, when set, split the gang's pods into sub-gangs, each
+	// with its own quorum and topology (a Volcano PodGroup's
+	// subGroupPolicy, a LeaderWorkerSet's groups, a JobSet's Jobs): a
+	// multi-level gang (see SubGroupRule).
+	SubGroups []SubGroupRule
 }
 
 // groupRef renders a gang's namespace and name for a message: the name

@@ -73,6 +73,18 @@ type Job struct {
 	// RuntimeBounds, when set, holds what the owners of the pending pods
 	// say about when they end (see EstimatedRuntime); nil: nothing.
 	RuntimeBounds *RuntimeBounds
+	// SubGroups are the sub-gangs of a multi-level gang in the order they
+	// are placed, each one's Pending a part of Pending (see
+	// SplitSubGroups), and SubGroupRules the rules they come from, which
+	// say how many of each must reach their quorum; both nil for a
+	// single-level job.
+	SubGroups     []SubGroup
+	SubGroupRules []SubGroupRule
+	// Parent is set on the job a PlacementPlugin is asked to place one
+	// sub-group of a multi-level gang as: the whole job. Its ID is the
+	// whole's and SubGroup names the sub-group.
+	Parent   *Job
+	SubGroup string
 }
 
 // QueueSortPlugin orders the jobs in the active queue. A profile has

@@ -75,10 +75,17 @@ func (s *Scheduler) placeJob(ctx context.Context, c *cycle) (*framework.Status, 
 // through, which is a rejection too when a plan proposes other nodes.
 func (s *Scheduler) tryNodes(ctx context.Context, c *cycle, nodes []*framework.NodeInfo) (*framework.Status, error) {
 	c.nodes = nodes
-	for _, pod := range c.job.Pending {
-		if err := s.placePod(ctx, c, pod); err != nil {
+	if len(c.job.SubGroups) > 0 {
+		if err := s.placeSubGroups(ctx, c); err != nil {
 			s.undoPlacements(ctx, c)
 			return nil, err
+		}
+	} else {
+		for _, pod := range c.job.Pending {
+			if err := s.placePod(ctx, c, pod); err != nil {
+				s.undoPlacements(ctx, c)
+				return nil, err
+			}
 		}
 	}
 	st := c.fwk.RunPermitPlugins(ctx, c.state, c.job, c.placements)

@@ -76,7 +76,7 @@ func (*Gang) PreFilter(ctx context.Context, _ *framework.CycleState, job *framew
 	}
 	exist := len(job.Pending) + job.Bound
 	if int64(exist) >= int64(job.MinAvailable) {
-		return nil
+		return subGroupsExist(ctx, job)
 	}
 	klog.FromContext(ctx).V(4).Info("Gang is waiting for tasks", "job", job.ID.String(), "tasks", exist, "minAvailable", job.MinAvailable)
 	return framework.NewStatus(framework.Unschedulable,
@@ -92,7 +92,7 @@ func (*Gang) Permit(ctx context.Context, _ *framework.CycleState, job *framework
 	}
 	running := len(placements) + job.Bound
 	if job.MinAvailable > 0 && int64(running) >= int64(job.MinAvailable) {
-		return nil
+		return subGroupsPermit(ctx, job, placements)
 	}
 	total := len(job.Pending) + job.Bound
 	kind := "gang"
@@ -103,4 +103,64 @@ func (*Gang) Permit(ctx context.Context, _ *framework.CycleState, job *framework
 		"placed", len(placements), "bound", job.Bound, "tasks", total, "minAvailable", job.MinAvailable)
 	return framework.NewStatus(framework.Unschedulable,
 		fmt.Sprintf("%s %s: %d of %d tasks could be placed, min-available %d", kind, job.ID, running, total, job.MinAvailable))
+}
+
+// subGroupsExist checks, for a multi-level gang, that each rule has
+// enough sub-groups with enough pods to reach its quorum in sub-groups.
+func subGroupsExist(ctx context.Context, job *framework.Job) *framework.Status {
+	for i := range job.SubGroupRules {
+		r := &job.SubGroupRules[i]
+		if r.MinSubGroups <= 0 {
+			continue
+		}
+		complete := 0
+		for k := range job.SubGroups {
+			g := &job.SubGroups[k]
+			if g.Rule == i && g.Bound+len(g.Pending) >= int(g.MinMember) {
+				complete++
+			}
+		}
+		if complete < int(r.MinSubGroups) {
+			klog.FromContext(ctx).V(4).Info("Gang is waiting for sub-groups", "job", job.ID.String(), "rule", r.Name, "complete", complete, "minSubGroups", r.MinSubGroups)
+			return framework.NewStatus(framework.Unschedulable,
+				fmt.Sprintf("waiting for tasks: %d of the %d sub-groups %s asks for have enough pods to reach their quorum", complete, r.MinSubGroups, ruleName(r)))
+		}
+	}
+	return nil
+}
+
+// subGroupsPermit checks, for a multi-level gang, that each rule has at
+// least its quorum of sub-groups at their own quorum with placements.
+// The scheduler never leaves a sub-group placed below its quorum (it
+// undoes such a sub-group's placements), so this is the whole's level.
+func subGroupsPermit(ctx context.Context, job *framework.Job, placements map[string]string) *framework.Status {
+	if len(job.SubGroupRules) == 0 {
+		return nil
+	}
+	held := framework.SubGroupsAtQuorum(job, placements)
+	for i := range job.SubGroupRules {
+		r := &job.SubGroupRules[i]
+		if int(r.MinSubGroups) <= held[i] {
+			continue
+		}
+		total := 0
+		for k := range job.SubGroups {
+			if job.SubGroups[k].Rule == i {
+				total++
+			}
+		}
+		klog.FromContext(ctx).V(3).Info("Gang could not place enough sub-groups", "job", job.ID.String(),
+			"rule", r.Name, "atQuorum", held[i], "subGroups", total, "minSubGroups", r.MinSubGroups)
+		return framework.NewStatus(framework.Unschedulable,
+			fmt.Sprintf("gang %s: %d of %d sub-groups could reach their quorum, %s asks for %d", job.ID, held[i], total, ruleName(r), r.MinSubGroups))
+	}
+	return nil
+}
+
+// ruleName names a sub-group rule for messages.
+func ruleName(r *framework.SubGroupRule) string {
+	if r.Name != "" {
+		return fmt.Sprintf("sub-group rule %s of %s", framework.QuoteValue(r.Name), r.Source)
+	}
+	return r.Source
 }

@@ -411,6 +411,9 @@ func addNonNegative(sum *resources.Resource, r resources.Resource) {
 // unplaced says why no domain of key can hold the job.
 func (pl *TopologyAware) unplaced(job *framework.Job, t *framework.TopologyConstraint, key string, domains []*domain, need resources.Resource, pinned bool) string {
 	head := fmt.Sprintf("gang %s must run within one %s domain (%s)", job.ID, key, t.Source)
+	if job.Parent != nil {
+		head = fmt.Sprintf("sub-group %s of gang %s must run within one %s domain (%s)", framework.QuoteValue(job.SubGroup), job.ID, key, t.Source)
+	}
 	var largest *domain
 	for _, d := range domains {
 		if largest == nil || ratio(d.free, need) > ratio(largest.free, need) {
