@@ -27,8 +27,9 @@ limitations under the License.
 //	waits while the job's last victims are still on their nodes;
 //	simulates on the cycle's snapshot: each pending pod through the
 //	    cycle's own filter path (frameworkruntime.Framework.FilterPod),
-//	    else on the best node where victims make room (whole victim gangs,
-//	    PodDisruptionBudgets spared where it can), then the Permit plugins;
+//	    else on the best node where victims make room (whole victim gangs
+//	    and sub-gangs, PodDisruptionBudgets spared where it can), then the
+//	    Permit plugins;
 //	nominates the pods to their nodes (a Nominator: pkg/schedulingqueue's);
 //	evicts the victims through the Eviction API, off the scheduling loop.
 //

@@ -47,8 +47,10 @@ type simulation struct {
 	// pdbUsed counts, per entry of pdbs, the disruptions of the chosen
 	// victims.
 	pdbUsed []int32
-	// jobs caches the cache's JobInfos.
-	jobs map[framework.JobID]*framework.JobInfo
+	// jobs caches the cache's JobInfos; subGangs holds the sub-gangs of
+	// the multi-level gangs among them, nil until there is one.
+	jobs     map[framework.JobID]*framework.JobInfo
+	subGangs map[framework.JobID]*subGangs
 	// victims are the chosen victims by UID; gangVictims counts them per
 	// gang.
 	victims     map[types.UID]*Victim
@@ -368,12 +370,23 @@ func (sim *simulation) rollback(mark int) {
 	sim.undo = sim.undo[:mark]
 }
 
-// job returns the cache's JobInfo of id, looked up once per simulation.
+// job returns the cache's JobInfo of id, looked up once per simulation;
+// the sub-gangs of a multi-level gang are counted out then, into
+// sim.subGangs.
 func (sim *simulation) job(id framework.JobID) *framework.JobInfo {
 	if j, ok := sim.jobs[id]; ok {
 		return j
 	}
 	j, _ := sim.e.opts.Jobs.Job(id)
 	sim.jobs[id] = j
+	if j == nil || !id.Gang {
+		return j
+	}
+	if rules := j.SubGroupRules(); len(rules) > 0 {
+		if sim.subGangs == nil {
+			sim.subGangs = map[framework.JobID]*subGangs{}
+		}
+		sim.subGangs[id] = newSubGangs(j, rules, sim.going)
+	}
 	return j
 }

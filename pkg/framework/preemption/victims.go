@@ -36,8 +36,9 @@ import (
 type candidate struct {
 	node *framework.NodeInfo
 	// victims are the pods to evict: those of node (after reprieve) and,
-	// last, the rest of any victim gang that would otherwise be left below
-	// its quorum, wherever they run.
+	// last, the rest of any victim gang (or sub-gang of a multi-level
+	// gang) that would otherwise be left below its quorum, wherever they
+	// run.
 	victims []*framework.TaskInfo
 	// violations counts the victims whose eviction a PodDisruptionBudget
 	// does not allow.
@@ -110,13 +111,21 @@ func (sim *simulation) eligible(t *framework.TaskInfo) bool {
 
 // aboveQuorum reports whether t is a pod of a gang that runs more pods than
 // its quorum, counting out the victims chosen so far: an elastic gang's
-// extra pod, whose eviction leaves the gang running.
+// extra pod, whose eviction leaves the gang running. A pod of a
+// multi-level gang is one only when its sub-gang too keeps its quorum
+// without it, and the whole its quorum in sub-gangs.
 func (sim *simulation) aboveQuorum(t *framework.TaskInfo) bool {
 	if !t.Job.Gang {
 		return false
 	}
 	info := sim.job(t.Job)
-	return info != nil && sim.staying(info)-sim.gangVictims[t.Job] > int(info.MinAvailable())
+	if info == nil {
+		return false
+	}
+	if s := sim.subGangs[t.Job]; s != nil {
+		return s.spare(t, sim.victims)
+	}
+	return sim.staying(info)-sim.gangVictims[t.Job] > int(info.MinAvailable())
 }
 
 // staying counts the running pods of job that are not already going
@@ -138,8 +147,9 @@ func (sim *simulation) staying(job *framework.JobInfo) int {
 // back, most important first, those whose eviction a PDB forbids before
 // the others, keeping each that still lets the pod fit. nil means the pod
 // does not fit on node even with every eligible pod gone. The node is
-// left as it was. An elastic gang's pods above its quorum count as less
-// important than any other, so they go first.
+// left as it was. An elastic gang's pods above its quorum (of a
+// multi-level gang, above its sub-gang's too: see aboveQuorum) count as
+// less important than any other, so they go first.
 //
 // The checks of one node share one fitCheck (a clone of the pod's
 // PreFilter state, updated by each pod taken off or put back), so nothing
@@ -234,8 +244,11 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 // expandGangs adds to c the other running members of each victim gang
 // that c's victims (with those sim chose before) would leave below its
 // quorum: such a gang goes whole. A gang that keeps at least its quorum
-// keeps its other members. It then recounts c's PDB violations over all
-// its victims.
+// keeps its other members. Of a multi-level gang, a sub-gang c's victims
+// would leave below its quorum goes whole, and the whole gang goes when
+// what is left misses its quorum in pods or in sub-gangs (see
+// subGangs.expand). It then recounts c's PDB violations over all its
+// victims.
 func (sim *simulation) expandGangs(c *candidate) {
 	taken := map[framework.JobID]int{}
 	in := map[types.UID]bool{}
@@ -250,9 +263,14 @@ func (sim *simulation) expandGangs(c *candidate) {
 		gangs = append(gangs, id)
 	}
 	sort.Slice(gangs, func(i, j int) bool { return gangs[i].String() < gangs[j].String() })
+	own := c.victims[:len(c.victims):len(c.victims)]
 	for _, id := range gangs {
 		info := sim.job(id)
 		if info == nil {
+			continue
+		}
+		if s := sim.subGangs[id]; s != nil {
+			c.victims = append(c.victims, s.expand(own, sim.victims, in)...)
 			continue
 		}
 		left := sim.staying(info) - sim.gangVictims[id] - taken[id]

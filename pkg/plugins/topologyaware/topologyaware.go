@@ -342,6 +342,9 @@ func ratio(have, need resources.Resource) float64 {
 // quorumNeed sums the requests of the pods the job must still place to
 // reach its quorum (its first pending pods), with their pod count.
 func quorumNeed(job *framework.Job) resources.Resource {
+	if need, ok := subGroupsNeed(job); ok {
+		return need
+	}
 	q := max(int(job.MinAvailable)-job.Bound, 1)
 	var need resources.Resource
 	for _, pod := range job.Pending[:min(q, len(job.Pending))] {
@@ -350,6 +353,43 @@ func quorumNeed(job *framework.Job) resources.Resource {
 		need.Add(r)
 	}
 	return need
+}
+
+// subGroupsNeed is quorumNeed of a multi-level gang whose rules ask for
+// sub-groups: the pods that bring the first sub-groups of each rule that
+// do not hold their quorum yet up to it, as many sub-groups as the rule
+// still lacks; false when no rule asks for any.
+func subGroupsNeed(job *framework.Job) (resources.Resource, bool) {
+	var need resources.Resource
+	asked := false
+	for i := range job.SubGroupRules {
+		lack := int(job.SubGroupRules[i].MinSubGroups)
+		if lack <= 0 {
+			continue
+		}
+		asked = true
+		for k := range job.SubGroups {
+			if g := &job.SubGroups[k]; g.Rule == i && g.Holds(0) {
+				lack--
+			}
+		}
+		for k := range job.SubGroups {
+			g := &job.SubGroups[k]
+			if lack <= 0 {
+				break
+			}
+			if g.Rule != i || g.Holds(0) {
+				continue
+			}
+			lack--
+			for _, pod := range g.Pending[:min(int(g.MinMember)-g.Bound, len(g.Pending))] {
+				r := resources.PodRequests(pod)
+				r.Pods = 1
+				need.Add(r)
+			}
+		}
+	}
+	return need, asked
 }
 
 // withoutUnlisted returns need without the extended resources that no
