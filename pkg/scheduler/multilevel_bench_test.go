@@ -29,8 +29,8 @@ import (
 //   - OneLevel, the baseline: one gang within one block;
 //   - MultiLevel: the same pods as 16 sub-groups of 4 (quorum 4 each, all
 //     16 asked for), each within one rack, the whole within one block;
-//   - MultiLevelNoTopology: the 16 sub-groups without any topology, the
-//     cost of the sub-group bookkeeping alone.
+//   - OneLevelNoTopology and MultiLevelNoTopology: both without any
+//     topology, the cost of the sub-group bookkeeping alone.
 //
 // It reports cpu-ns/op beside the wall time (see BenchmarkCycleAtScale).
 //
@@ -44,6 +44,7 @@ func BenchmarkMultiLevelGang(b *testing.B) {
 	}{
 		{"OneLevel", false, false, true},
 		{"MultiLevel", true, true, true},
+		{"OneLevelNoTopology", false, false, false},
 		{"MultiLevelNoTopology", true, false, false},
 	} {
 		b.Run(v.name, func(b *testing.B) {
