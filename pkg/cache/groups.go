@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -395,7 +396,24 @@ func samePolicy(a, b *framework.GroupPolicy) bool {
 	}
 	return a.MinMember == b.MinMember && a.Source == b.Source && a.Independent == b.Independent &&
 		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && a.Queue == b.Queue && errText(a) == errText(b) &&
-		sameTopology(a.Topology, b.Topology)
+		sameTopology(a.Topology, b.Topology) && sameSubGroups(a.SubGroups, b.SubGroups)
+}
+
+// sameSubGroups reports whether two policies split their gangs alike.
+func sameSubGroups(a, b []framework.SubGroupRule) bool {
+	return slices.EqualFunc(a, b, func(x, y framework.SubGroupRule) bool {
+		return x.Name == y.Name && x.KeyAnnotation == y.KeyAnnotation && slices.Equal(x.KeyLabels, y.KeyLabels) &&
+			x.MinMember == y.MinMember && x.MinSubGroups == y.MinSubGroups && x.Source == y.Source &&
+			sameTopology(x.Topology, y.Topology) && selectorString(x.Selector) == selectorString(y.Selector)
+	})
+}
+
+// selectorString renders a sub-group rule's selector, "" for none.
+func selectorString(s labels.Selector) string {
+	if s == nil {
+		return ""
+	}
+	return s.String()
 }
 
 // sameTopology reports whether a and b are the same constraint (both nil

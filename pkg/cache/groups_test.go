@@ -39,3 +39,30 @@ func TestSetGroupPolicy(t *testing.T) {
 		t.Errorf("policies left: %v", c.groupPolicies)
 	}
 }
+
+// A change of a group object's sub-group rules alone reaches the job: the
+// cycle splits its pods by the new rules.
+func TestSetGroupPolicySubGroupsChange(t *testing.T) {
+	c, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := framework.JobID{Namespace: "ns", Name: "g", Gang: true}
+	rule := framework.SubGroupRule{Name: "w", KeyLabels: []string{"replica"}, MinMember: 2, Source: "s"}
+	c.SetGroupPolicy(framework.GroupKindCoscheduling, "ns", "g", &framework.GroupPolicy{MinMember: 2, SubGroups: []framework.SubGroupRule{rule}})
+	for _, name := range []string{"a", "b"} {
+		pod := st.MakePod().Namespace("ns").Name(name).UID(name).Label(framework.CoschedulingPodGroupLabel, "g").Label("replica", "0").Obj()
+		if err := c.AddPendingPod(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, ok := c.CycleJob(id)
+	if !ok || len(job.SubGroups) != 1 || job.SubGroups[0].MinMember != 2 {
+		t.Fatalf("cycle job sub-groups = %+v, want one of quorum 2", job)
+	}
+	rule.MinMember = 3
+	c.SetGroupPolicy(framework.GroupKindCoscheduling, "ns", "g", &framework.GroupPolicy{MinMember: 2, SubGroups: []framework.SubGroupRule{rule}})
+	if job, _ := c.CycleJob(id); len(job.SubGroups) != 1 || job.SubGroups[0].MinMember != 3 {
+		t.Fatalf("after the rule changed: sub-groups %+v, want one of quorum 3", job.SubGroups)
+	}
+}
