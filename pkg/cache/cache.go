@@ -172,8 +172,7 @@ type SchedulerCache struct {
 	unlistedOwners framework.OwnerKinds
 	ownerTasks     map[groupKey]map[types.UID]struct{}
 	taskOwner      map[types.UID]groupKey
-	// ownerJobs index the gangs inferred from each owner object (one per
-	// LeaderWorkerSet group), so that its policy reaches them in time
+	// ownerJobs index the gangs inferred from each owner object, so that its policy reaches them in time
 	// proportional to their number, not to its pods'.
 	ownerJobs map[groupKey]map[framework.JobID]struct{}
 	// assumed holds the state of every task with Status TaskAssumed.

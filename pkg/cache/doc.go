@@ -43,7 +43,7 @@
 //     rule is framework.GroupResolver, also used by the consistency
 //     checker). Tasks are indexed by the owner a gang of theirs would be
 //     inferred from, so that an owner's policy reaches every gang it
-//     defines (one per LeaderWorkerSet group) and, when it starts or stops
+//     defines and, when it starts or stops
 //     making its pods independent (a Job that runs one pod at a time), its
 //     pods move between its gang and jobs of their own, pending, assumed
 //     or bound. They move too when discovery finds that the scheduler may

@@ -269,7 +269,7 @@ func (c *SchedulerCache) SetRuntimeBound(namespace, name string, b *framework.Ru
 //
 // The gangs of an object are the job of its name, for the kinds pods name
 // explicitly, and the jobs inferred from it as the owner of their pods
-// (see SetOwnerGangs): one per LeaderWorkerSet group. A change of
+// (see SetOwnerGangs). A change of
 // GroupPolicy.Independent moves the owner's pods between its gang and
 // jobs of their own.
 func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, name string, p *framework.GroupPolicy) {

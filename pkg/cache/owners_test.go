@@ -76,24 +76,29 @@ func TestOwnerGangsInTheCache(t *testing.T) {
 		t.Errorf("the inferred gang is not queued")
 	}
 
-	// A LeaderWorkerSet policy reaches every group's gang.
+	// A LeaderWorkerSet is one gang, whatever the group of its pods; its
+	// groups are sub-gangs, by the rule of its policy.
 	lws := func(name, group string) *v1.Pod {
 		return gangPod(name).Label(framework.LeaderWorkerSetNameLabel, "serve").Label(framework.LeaderWorkerSetGroupIndexLabel, group).Obj()
 	}
 	for _, p := range []*v1.Pod{lws("s0a", "0"), lws("s0b", "0"), lws("s1a", "1")} {
 		mustNoErr(t, "AddPendingPod", c.AddPendingPod(p))
 	}
-	g0 := framework.JobID{Namespace: "ns", Name: "serve-0", Gang: true, Owner: framework.GroupKindLeaderWorkerSet}
-	g1 := framework.JobID{Namespace: "ns", Name: "serve-1", Gang: true, Owner: framework.GroupKindLeaderWorkerSet}
-	checkJob(t, c, g0, []string{"s0a", "s0b"}, 0, "waiting for LeaderWorkerSet.leaderworkerset.x-k8s.io ns/serve to exist")
-	c.SetGroupPolicy(framework.GroupKindLeaderWorkerSet, "ns", "serve", &framework.GroupPolicy{MinMember: 2, Source: "x"})
-	checkJob(t, c, g0, []string{"s0a", "s0b"}, 2, "")
-	checkJob(t, c, g1, []string{"s1a"}, 2, "")
-	// A group created after the policy gets it too.
+	serve := framework.JobID{Namespace: "ns", Name: "serve", Gang: true, Owner: framework.GroupKindLeaderWorkerSet}
+	checkJob(t, c, serve, []string{"s0a", "s0b", "s1a"}, 0, "waiting for LeaderWorkerSet.leaderworkerset.x-k8s.io ns/serve to exist")
+	groups := []framework.SubGroupRule{{KeyLabels: []string{framework.LeaderWorkerSetGroupIndexLabel}, MinMember: 2, Source: "x"}}
+	c.SetGroupPolicy(framework.GroupKindLeaderWorkerSet, "ns", "serve", &framework.GroupPolicy{MinMember: 2, Source: "x", SubGroups: groups})
+	checkJob(t, c, serve, []string{"s0a", "s0b", "s1a"}, 2, "")
+	// A group created after the policy joins the gang.
 	mustNoErr(t, "AddPendingPod", c.AddPendingPod(lws("s2a", "2")))
-	checkJob(t, c, framework.JobID{Namespace: "ns", Name: "serve-2", Gang: true, Owner: framework.GroupKindLeaderWorkerSet}, []string{"s2a"}, 2, "")
+	checkJob(t, c, serve, []string{"s0a", "s0b", "s1a", "s2a"}, 2, "")
+	if job, ok := c.CycleJob(serve); !ok {
+		t.Errorf("no cycle job %s", serve)
+	} else if len(job.SubGroups) != 3 {
+		t.Errorf("the LeaderWorkerSet's cycle job has sub-groups %+v, want one per group (3)", job.SubGroups)
+	}
 	c.SetGroupPolicy(framework.GroupKindLeaderWorkerSet, "ns", "serve", nil)
-	checkJob(t, c, g1, []string{"s1a"}, 0, "waiting for LeaderWorkerSet")
+	checkJob(t, c, serve, []string{"s0a", "s0b", "s1a", "s2a"}, 0, "waiting for LeaderWorkerSet")
 
 	// Deleting the pods empties the index.
 	for _, n := range []string{"head", "w1", "s0a", "s0b", "s1a", "s2a"} {

@@ -228,15 +228,16 @@ func inferJobSet(pod *v1.Pod) (framework.GroupRef, bool) {
 }
 
 // inferLeaderWorkerSet: the labels LeaderWorkerSetNameLabel and
-// LeaderWorkerSetGroupIndexLabel; the gang is the group,
-// "<name>-<index>", whose policy is the LeaderWorkerSet's.
+// LeaderWorkerSetGroupIndexLabel; the gang is the LeaderWorkerSet, whose
+// groups (by the group index) are its sub-gangs (see
+// leaderWorkerSetPolicy).
 func inferLeaderWorkerSet(pod *v1.Pod) (framework.GroupRef, bool) {
 	name, index := pod.Labels[framework.LeaderWorkerSetNameLabel], pod.Labels[framework.LeaderWorkerSetGroupIndexLabel]
 	if name == "" || index == "" {
 		return framework.GroupRef{}, false
 	}
-	return inferredRef(framework.GroupKindLeaderWorkerSet, name+"-"+index, name,
-		"labels "+framework.LeaderWorkerSetNameLabel+" and "+framework.LeaderWorkerSetGroupIndexLabel+"="+index+" of LeaderWorkerSet")
+	return inferredRef(framework.GroupKindLeaderWorkerSet, name, name,
+		"labels "+framework.LeaderWorkerSetNameLabel+" and "+framework.LeaderWorkerSetGroupIndexLabel+" of LeaderWorkerSet")
 }
 
 // inferMPIJob: the labels KubeflowOperatorNameLabel=MPIOperatorName and

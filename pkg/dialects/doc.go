@@ -25,8 +25,8 @@ limitations under the License.
 //   - how a pod names its group (Match: a label, an annotation, a field)
 //     or is put in its owner's gang (Infer);
 //   - how an object is read (Policy: quorum, topology constraint, queue,
-//     schedule timeout), with the paths it reads (Fields) so the informer
-//     keeps only those;
+//     schedule timeout, the sub-group rules of a multi-level gang), with
+//     the paths it reads (Fields) so the informer keeps only those;
 //   - whether and how its status is written (Status, a rule of
 //     pkg/podgroups, whose Writer does the writing).
 //

@@ -121,8 +121,8 @@ func TestInferredGroupRef(t *testing.T) {
 			kinds: all, wantKind: framework.GroupKindJobSet, wantName: "js", wantObj: "js"},
 		{name: "JobSet off: the child Job", pod: mkPod("p", label(framework.JobSetNameLabel, "js"), ownedBy("batch/v1", "Job", "js-workers-0")),
 			kinds: all.Without(framework.GroupKindJobSet), wantKind: framework.GroupKindJob, wantName: "js-workers-0", wantObj: "js-workers-0"},
-		{name: "LeaderWorkerSet group", pod: mkPod("p", lws...), kinds: all,
-			wantKind: framework.GroupKindLeaderWorkerSet, wantName: "serve-2", wantObj: "serve"},
+		{name: "LeaderWorkerSet: the whole set, whatever the group", pod: mkPod("p", lws...), kinds: all,
+			wantKind: framework.GroupKindLeaderWorkerSet, wantName: "serve", wantObj: "serve"},
 		{name: "LeaderWorkerSet without a group index", pod: mkPod("p", label(framework.LeaderWorkerSetNameLabel, "serve")), kinds: all},
 		{name: "MPIJob launcher through its labels", pod: mkPod("p", label(framework.KubeflowJobNameLabel, "pi"), label(framework.KubeflowOperatorNameLabel, framework.MPIOperatorName),
 			ownedBy("batch/v1", "Job", "pi-launcher")), kinds: all, wantKind: framework.GroupKindMPIJob, wantName: "pi", wantObj: "pi"},
@@ -218,8 +218,7 @@ func TestResolvePrecedence(t *testing.T) {
 
 // An inferred gang takes its owner's quorum and ignores the pods'
 // min-available annotations; while the owner is unknown it waits for the
-// owner object, named by the object's name (a LeaderWorkerSet's, not its
-// group's).
+// owner object, named by the object's name.
 func TestInferredGangQuorum(t *testing.T) {
 	r := Resolver()
 	r.Owners = framework.AllOwnerKinds()

@@ -6,16 +6,20 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // The quorum policies of the owner kinds gangs are inferred from (see
-// docs/scheduling.md, "Gangs inferred from the owner"), and the fields of
-// each kind that its informer keeps (Dialect.Fields, see Slimmer). A policy never panics: a
-// field that is missing takes its kind's default, and one of the wrong
-// type or out of range is an error in the policy naming the object and
-// the field.
+// docs/scheduling.md, "Gangs inferred from the owner"), with the
+// sub-group rules of the kinds whose gangs are multi-level (a JobSet's
+// Jobs, a LeaderWorkerSet's groups), and the fields of each kind that
+// its informer keeps (Dialect.Fields, see Slimmer). A policy never
+// panics: a field that is missing takes its kind's default, and one of
+// the wrong type or out of range is an error in the policy naming the
+// object and the field.
 
 // policyBuilder collects a policy's problem.
 type policyBuilder struct {
@@ -28,7 +32,7 @@ func newPolicy(kind framework.GroupKind, u *unstructured.Unstructured) policyBui
 
 // fail makes the policy unusable because of err, which names the field.
 func (b policyBuilder) fail(err error) *framework.GroupPolicy {
-	b.p.MinMember = 0
+	b.p.MinMember, b.p.SubGroups = 0, nil
 	b.p.Err = fmt.Errorf("%s: %w", b.p.Source, err)
 	return b.p
 }
@@ -38,6 +42,61 @@ func (b policyBuilder) fail(err error) *framework.GroupPolicy {
 func (b policyBuilder) quorum(n int64) *framework.GroupPolicy {
 	b.p.MinMember = int32(n)
 	return b.p
+}
+
+// Labels and annotations of the owner kinds that split an inferred gang
+// into sub-gangs (see framework.SubGroupRule). The pod labels the
+// framework names are those that put a pod in its owner's gang
+// (framework.JobSetNameLabel and the like).
+const (
+	// JobSetReplicatedJobNameLabel names the replicated Job of a JobSet
+	// pod.
+	JobSetReplicatedJobNameLabel = "jobset.sigs.k8s.io/replicatedjob-name"
+	// JobSetJobIndexLabel is the index of a JobSet pod's Job among the
+	// Jobs of its replicated Job.
+	JobSetJobIndexLabel = "jobset.sigs.k8s.io/job-index"
+	// JobSetExclusiveTopologyAnnotation, on a JobSet or on the template
+	// of one of its replicated Jobs, names the node label each Job's pods
+	// must share a domain of (the JobSet controller also keeps other Jobs
+	// out of that domain, which the scheduler does not).
+	JobSetExclusiveTopologyAnnotation = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+	// LeaderWorkerSetExclusiveTopologyAnnotation, on a LeaderWorkerSet,
+	// names the node label each of its groups must share a domain of
+	// (the LeaderWorkerSet also keeps other groups out of that domain,
+	// which the scheduler does not).
+	LeaderWorkerSetExclusiveTopologyAnnotation = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+)
+
+// exclusiveTopology reads the annotation key of obj, an owner object or
+// a template within one, as a required topology constraint on the node
+// label it names; nil when absent. at is the path of obj within the
+// owner src ("" for the owner itself), for errors and the constraint's
+// Source.
+func exclusiveTopology(obj map[string]any, at, key, src string) (*framework.TopologyConstraint, error) {
+	where, meta := "annotation "+key, "metadata"
+	if at != "" {
+		where, meta = at+" "+where, at+".metadata"
+	}
+	m, err := objectAt(obj, meta, "metadata")
+	if err != nil || m == nil {
+		return nil, err
+	}
+	annotations, err := objectAt(m, meta+".annotations", "annotations")
+	if err != nil || annotations == nil {
+		return nil, err
+	}
+	v, found, _ := Lookup(annotations, key)
+	if !found {
+		return nil, nil
+	}
+	label, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("%s is %s, not a string", where, TypeName(v))
+	}
+	if errs := validation.IsQualifiedName(label); len(errs) > 0 {
+		return nil, fmt.Errorf("%s=%s is not a node label key: %s", where, framework.QuoteValue(label), errs[0])
+	}
+	return &framework.TopologyConstraint{Key: label, Required: true, Source: src + " " + where}, nil
 }
 
 // Job fields the job policy reads.
@@ -149,8 +208,10 @@ func rayClusterPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 
 // JobSet fields the JobSet policy reads.
 var jobSetFields = [][]string{
+	{"metadata", "annotations", JobSetExclusiveTopologyAnnotation},
 	{"spec", "replicatedJobs", EachItem, "name"},
 	{"spec", "replicatedJobs", EachItem, "replicas"},
+	{"spec", "replicatedJobs", EachItem, "template", "metadata", "annotations", JobSetExclusiveTopologyAnnotation},
 	{"spec", "replicatedJobs", EachItem, "template", "spec", "parallelism"},
 	{"spec", "replicatedJobs", EachItem, "template", "spec", "completions"},
 	{"spec", "startupPolicy", "startupPolicyOrder"},
@@ -165,6 +226,16 @@ var jobSetFields = [][]string{
 // With startupPolicyOrder InOrder the JobSet starts its replicated Jobs
 // one after the other, each once the one before is ready, so only the
 // first is all or nothing: the quorum is its share.
+//
+// Each Job is a sub-gang: one rule per replicated Job, named after it,
+// takes its pods (label JobSetReplicatedJobNameLabel) and keys them by
+// their Job (JobSetJobIndexLabel); each Job's quorum is its share,
+// min(parallelism, completions), and the Jobs the whole quorum counts
+// (replicas less succeeded; none of the replicated Jobs InOrder starts
+// later) must each reach theirs. The annotation
+// JobSetExclusiveTopologyAnnotation of the replicated Job's template, or
+// else of the JobSet, asks for each Job to be within one domain of the
+// label it names. A replicated Job that runs no pods has no rule.
 func jobSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	b := newPolicy(framework.GroupKindJobSet, u)
 	jobs, err := ListField(u.Object, "spec", "replicatedJobs")
@@ -179,7 +250,14 @@ func jobSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	if err != nil {
 		return b.fail(err)
 	}
+	// The JobSet's own exclusive topology, for the replicated Jobs whose
+	// template names none.
+	jobSetTopology, err := exclusiveTopology(u.Object, "", JobSetExclusiveTopologyAnnotation, b.p.Source)
+	if err != nil {
+		return b.fail(err)
+	}
 	var quorum, configured int64
+	named := map[string]string{}
 	for i, rj := range jobs {
 		at := "spec.replicatedJobs" + Index(i)
 		m, ok := rj.(map[string]any)
@@ -196,6 +274,10 @@ func jobSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 		}
 		if !found {
 			replicas = 1
+		}
+		template, err := objectAt(m, at+".template", "template")
+		if err != nil {
+			return b.fail(err)
 		}
 		parallelism, found, err := IntField(m, at+".template.spec.parallelism", "template", "spec", "parallelism")
 		if err != nil {
@@ -215,13 +297,41 @@ func jobSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 		if configured, err = quorumSum(configured, replicas*perJob, "the pods of spec.replicatedJobs"); err != nil {
 			return b.fail(err)
 		}
-		left := max(replicas-succeeded[name], 0) * perJob
+		counted := max(replicas-succeeded[name], 0)
 		if order == "InOrder" && i > 0 {
-			continue
+			counted = 0
 		}
-		if quorum, err = quorumSum(quorum, left, "the pods of spec.replicatedJobs"); err != nil {
+		if quorum, err = quorumSum(quorum, counted*perJob, "the pods of spec.replicatedJobs"); err != nil {
 			return b.fail(err)
 		}
+		// The sub-gang of each of its Jobs.
+		if first, dup := named[name]; dup {
+			return b.fail(fmt.Errorf("%s.name %s is also %s.name: replicated Jobs must have distinct names", at, framework.QuoteValue(name), first))
+		}
+		named[name] = at
+		if perJob == 0 {
+			continue
+		}
+		selector, err := labels.ValidatedSelectorFromSet(labels.Set{JobSetReplicatedJobNameLabel: name})
+		if err != nil {
+			return b.fail(fmt.Errorf("%s.name %s is not a label value: %w", at, framework.QuoteValue(name), err))
+		}
+		topology, err := exclusiveTopology(template, at+".template", JobSetExclusiveTopologyAnnotation, b.p.Source)
+		if err != nil {
+			return b.fail(err)
+		}
+		if topology == nil {
+			topology = jobSetTopology
+		}
+		b.p.SubGroups = append(b.p.SubGroups, framework.SubGroupRule{
+			Name:         name,
+			Selector:     selector,
+			KeyLabels:    []string{JobSetJobIndexLabel},
+			MinMember:    int32(perJob),
+			MinSubGroups: int32(counted),
+			Topology:     topology,
+			Source:       b.p.Source + " " + at,
+		})
 	}
 	if configured == 0 {
 		return b.fail(errors.New("runs no pods (spec.replicatedJobs asks for none)"))
@@ -258,14 +368,21 @@ func succeededJobs(obj map[string]any) (map[string]int64, error) {
 
 // LeaderWorkerSet fields the LeaderWorkerSet policy reads.
 var leaderWorkerSetFields = [][]string{
+	{"metadata", "annotations", LeaderWorkerSetExclusiveTopologyAnnotation},
 	{"spec", "leaderWorkerTemplate", "size"}, {"spec", "startupPolicy"},
 }
 
-// leaderWorkerSetPolicy reads a LeaderWorkerSet: each group is a gang of
+// leaderWorkerSetPolicy reads a LeaderWorkerSet, one multi-level gang:
+// each of its groups (the pods of one value of
+// framework.LeaderWorkerSetGroupIndexLabel) is a sub-gang of
 // spec.leaderWorkerTemplate.size pods (default 1), its leader and
 // workers. With startupPolicy LeaderReady the workers are created only
 // once the leader is ready, so a gang of all of them would never start:
-// the quorum is 1, the leader.
+// a group's quorum is 1, the leader. The whole's quorum is one group's:
+// one group is enough to start, unless the pods' annotation
+// framework.MinSubGroupsAnnotation asks for more groups. The annotation
+// LeaderWorkerSetExclusiveTopologyAnnotation asks for each group to be
+// within one domain of the node label it names.
 func leaderWorkerSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	b := newPolicy(framework.GroupKindLeaderWorkerSet, u)
 	size, found, err := IntField(u.Object, "", "spec", "leaderWorkerTemplate", "size")
@@ -282,9 +399,19 @@ func leaderWorkerSetPolicy(u *unstructured.Unstructured) *framework.GroupPolicy 
 	if err != nil {
 		return b.fail(err)
 	}
-	if startup == "LeaderReady" {
-		return b.quorum(1)
+	topology, err := exclusiveTopology(u.Object, "", LeaderWorkerSetExclusiveTopologyAnnotation, b.p.Source)
+	if err != nil {
+		return b.fail(err)
 	}
+	if startup == "LeaderReady" {
+		size = 1
+	}
+	b.p.SubGroups = []framework.SubGroupRule{{
+		KeyLabels: []string{framework.LeaderWorkerSetGroupIndexLabel},
+		MinMember: int32(size),
+		Topology:  topology,
+		Source:    b.p.Source + " spec.leaderWorkerTemplate",
+	}}
 	return b.quorum(size)
 }
 

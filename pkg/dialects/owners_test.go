@@ -55,7 +55,7 @@ func runPolicyCases(t *testing.T, kind string, policy func(*unstructured.Unstruc
 			if p == nil || ps == nil {
 				t.Fatalf("no policy (%v, slim %v)", p, ps)
 			}
-			if (p.Err == nil) != (ps.Err == nil) || p.MinMember != ps.MinMember || p.Independent != ps.Independent {
+			if (p.Err == nil) != (ps.Err == nil) || p.MinMember != ps.MinMember || p.Independent != ps.Independent || !sameRules(p.SubGroups, ps.SubGroups) {
 				t.Errorf("the slim object's policy %+v differs from the object's %+v", ps, p)
 			}
 			if tt.wantErr != "" {

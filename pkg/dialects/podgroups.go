@@ -3,8 +3,11 @@ package dialects
 import (
 	"fmt"
 	"math"
+	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -65,36 +68,234 @@ func nativeTopology(u *unstructured.Unstructured, src string) (*framework.Topolo
 	return &framework.TopologyConstraint{Key: key, Required: true, Source: src + " spec.schedulingConstraints.topology"}, nil
 }
 
-// volcanoTopology reads spec.networkTopology of a Volcano PodGroup: mode
-// hard (the default) or soft, and highestTierAllowed (default 1), the
-// widest network tier the gang may span.
+// volcanoTopology reads spec.networkTopology of a Volcano PodGroup (see
+// networkTopology).
 func volcanoTopology(u *unstructured.Unstructured, src string) (*framework.TopologyConstraint, error) {
 	nt, err := MapField(u.Object, "spec", "networkTopology")
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, fmt.Errorf("%s: spec.networkTopology is not an object: %w", src, err)
-	case nt == nil:
+	}
+	return networkTopology(nt, "spec.networkTopology", src)
+}
+
+// networkTopology converts nt, a Volcano NetworkTopologySpec at the path
+// at of the group object src (nil: no constraint): mode hard (the
+// default) or soft, and highestTierAllowed (default 1), the widest
+// network tier the pods may span. highestTierName, which names a tier of
+// Volcano's HyperNodes, is not read (see docs/scheduling.md,
+// "Topology-aware gangs").
+func networkTopology(nt map[string]any, at, src string) (*framework.TopologyConstraint, error) {
+	if nt == nil {
 		return nil, nil
 	}
-	t := &framework.TopologyConstraint{Tier: 1, Required: true, Source: src + " spec.networkTopology"}
+	t := &framework.TopologyConstraint{Tier: 1, Required: true, Source: src + " " + at}
 	switch mode, _, _ := Lookup(nt, "mode"); mode {
 	case nil, "", "hard":
 	case "soft":
 		t.Required = false
 	default:
-		return nil, fmt.Errorf("%s: spec.networkTopology.mode %v is neither hard nor soft", src, mode)
+		return nil, fmt.Errorf("%s: %s.mode %v is neither hard nor soft", src, at, mode)
 	}
 	if n, found, err := IntField(nt, "", "highestTierAllowed"); err != nil || (found && n < 1) {
 		v, _, _ := Lookup(nt, "highestTierAllowed")
-		return nil, fmt.Errorf("%s: spec.networkTopology.highestTierAllowed %v is not an integer >= 1", src, v)
+		return nil, fmt.Errorf("%s: %s.highestTierAllowed %v is not an integer >= 1", src, at, v)
 	} else if found {
 		t.Tier = int32(n)
 	}
 	return t, nil
 }
 
+// volcanoSubGroups reads spec.subGroupPolicy of a Volcano PodGroup: one
+// rule per entry, in order. An entry takes the pods its labelSelector
+// selects (all when it has none); those with equal values of its
+// matchLabelKeys form one sub-group (all of them one when it has none),
+// whose quorum is subGroupSize (default 1) and whose domain is its
+// networkTopology; minSubGroups (default 0) of its sub-groups must reach
+// their quorum. Every field that cannot be used is an error naming the
+// object and the field; entries must have distinct names, which key
+// their sub-groups.
+func volcanoSubGroups(u *unstructured.Unstructured, src string) ([]framework.SubGroupRule, error) {
+	entries, err := ListField(u.Object, "spec", "subGroupPolicy")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	rules := make([]framework.SubGroupRule, 0, len(entries))
+	named := map[string]string{}
+	for i, e := range entries {
+		at := "spec.subGroupPolicy" + Index(i)
+		r, err := volcanoSubGroup(e, at, src)
+		if err != nil {
+			return nil, err
+		}
+		if first, dup := named[r.Name]; dup {
+			return nil, fmt.Errorf("%s: %s.name %s is also %s.name: the entries of spec.subGroupPolicy must have distinct names", src, at, framework.QuoteValue(r.Name), first)
+		}
+		named[r.Name] = at
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// volcanoSubGroup reads e, the entry at of spec.subGroupPolicy of the
+// Volcano PodGroup src (see volcanoSubGroups).
+func volcanoSubGroup(e any, at, src string) (framework.SubGroupRule, error) {
+	r := framework.SubGroupRule{Source: src + " " + at}
+	fail := func(err error) (framework.SubGroupRule, error) {
+		return framework.SubGroupRule{}, fmt.Errorf("%s: %w", src, err)
+	}
+	m, ok := e.(map[string]any)
+	if !ok {
+		return fail(fmt.Errorf("%s is %s, not an object", at, TypeName(e)))
+	}
+	var err error
+	if r.Name, err = StringField(m, at+".name", "name"); err != nil {
+		return fail(err)
+	}
+	nt, err := objectAt(m, at+".networkTopology", "networkTopology")
+	if err != nil {
+		return fail(err)
+	}
+	if r.Topology, err = networkTopology(nt, at+".networkTopology", src); err != nil {
+		return framework.SubGroupRule{}, err
+	}
+	size, found, err := IntField(m, at+".subGroupSize", "subGroupSize")
+	switch {
+	case err != nil:
+		return fail(err)
+	case !found:
+		size = 1
+	case size == 0:
+		return fail(fmt.Errorf("%s.subGroupSize is 0, must be >= 1", at))
+	}
+	r.MinMember = int32(size)
+	minSubGroups, _, err := IntField(m, at+".minSubGroups", "minSubGroups")
+	if err != nil {
+		return fail(err)
+	}
+	r.MinSubGroups = int32(minSubGroups)
+	if r.Selector, err = labelSelector(m, at+".labelSelector", "labelSelector"); err != nil {
+		return fail(err)
+	}
+	keys, err := listAt(m, at+".matchLabelKeys", "matchLabelKeys")
+	if err != nil {
+		return fail(err)
+	}
+	for j, k := range keys {
+		key, ok := k.(string)
+		if !ok {
+			return fail(fmt.Errorf("%s.matchLabelKeys%s is %s, not a string", at, Index(j), TypeName(k)))
+		}
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return fail(fmt.Errorf("%s.matchLabelKeys%s %s is not a label key: %s", at, Index(j), framework.QuoteValue(key), errs[0]))
+		}
+		r.KeyLabels = append(r.KeyLabels, key)
+	}
+	return r, nil
+}
+
+// labelSelector converts the metav1.LabelSelector at key of obj, named
+// at in errors: nil when absent, which selects every pod; an object
+// without requirements also selects every pod.
+func labelSelector(obj map[string]any, at, key string) (labels.Selector, error) {
+	m, err := objectAt(obj, at, key)
+	if err != nil || m == nil {
+		return nil, err
+	}
+	ls := &metav1.LabelSelector{}
+	matchLabels, err := objectAt(m, at+".matchLabels", "matchLabels")
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(matchLabels))
+	for k := range matchLabels {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v, ok := matchLabels[k].(string)
+		if !ok {
+			return nil, fmt.Errorf("%s.matchLabels[%s] is %s, not a string", at, framework.QuoteValue(k), TypeName(matchLabels[k]))
+		}
+		// Checked one by one, so that the error names the first bad one.
+		one := map[string]string{k: v}
+		if _, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: one}); err != nil {
+			return nil, fmt.Errorf("%s.matchLabels[%s]: %w", at, framework.QuoteValue(k), err)
+		}
+		if ls.MatchLabels == nil {
+			ls.MatchLabels = map[string]string{}
+		}
+		ls.MatchLabels[k] = v
+	}
+	exprs, err := listAt(m, at+".matchExpressions", "matchExpressions")
+	if err != nil {
+		return nil, err
+	}
+	for j, e := range exprs {
+		eat := at + ".matchExpressions" + Index(j)
+		em, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s is %s, not an object", eat, TypeName(e))
+		}
+		var req metav1.LabelSelectorRequirement
+		if req.Key, err = StringField(em, eat+".key", "key"); err != nil {
+			return nil, err
+		}
+		op, err := StringField(em, eat+".operator", "operator")
+		if err != nil {
+			return nil, err
+		}
+		req.Operator = metav1.LabelSelectorOperator(op)
+		values, err := listAt(em, eat+".values", "values")
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range values {
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s.values%s is %s, not a string", eat, Index(k), TypeName(v))
+			}
+			req.Values = append(req.Values, s)
+		}
+		if _, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req}}); err != nil {
+			return nil, fmt.Errorf("%s: %w", eat, err)
+		}
+		ls.MatchExpressions = append(ls.MatchExpressions, req)
+	}
+	return metav1.LabelSelectorAsSelector(ls)
+}
+
+// objectAt reads the object at key of obj, nil when absent; at names
+// the field in errors.
+func objectAt(obj map[string]any, at, key string) (map[string]any, error) {
+	v, found, _ := Lookup(obj, key)
+	if !found {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s is %s, not an object", at, TypeName(v))
+	}
+	return m, nil
+}
+
+// listAt reads the list at key of obj, nil when absent; at names the
+// field in errors.
+func listAt(obj map[string]any, at, key string) ([]any, error) {
+	v, found, _ := Lookup(obj, key)
+	if !found {
+		return nil, nil
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s is %s, not a list", at, TypeName(v))
+	}
+	return l, nil
+}
+
 // minMemberPolicy reads spec.minMember, as both the scheduler-plugins and
-// the Volcano PodGroup spell the quorum.
+// the Volcano PodGroup spell the quorum; of a Volcano PodGroup also its
+// spec.networkTopology, spec.queue and spec.subGroupPolicy (the rules of
+// a multi-level gang, see volcanoSubGroups).
 func minMemberPolicy(kind framework.GroupKind) func(u *unstructured.Unstructured) *framework.GroupPolicy {
 	return func(u *unstructured.Unstructured) *framework.GroupPolicy {
 		p := &framework.GroupPolicy{Source: source(kind, u)}
@@ -112,6 +313,9 @@ func minMemberPolicy(kind framework.GroupKind) func(u *unstructured.Unstructured
 			// its default queue, which is ours too.
 			if q, err := StringField(u.Object, "", "spec", "queue"); err == nil {
 				p.Queue = q
+			}
+			if p.SubGroups, p.Err = volcanoSubGroups(u, p.Source); p.Err != nil {
+				return p
 			}
 		}
 		if kind == framework.GroupKindCoscheduling {

@@ -54,8 +54,8 @@ type Dialect struct {
 	// Infer is read when its kind is inferred (ownerGangs).
 	Infer func(pod *v1.Pod) (framework.GroupRef, bool)
 	// Policy reads an object of Kind: its quorum (MinMember), topology
-	// constraint, queue and schedule timeout, or the error that makes it
-	// unusable; nil: the object defines no gang. inferred says whether
+	// constraint, queue, schedule timeout and sub-group rules, or the
+	// error that makes it unusable; nil: the object defines no gang. inferred says whether
 	// gangs are inferred from Kind (for a Job, whose objects define a
 	// gang only for opted-in pods otherwise). It must never panic: read
 	// fields with the readers of fields.go.

@@ -61,8 +61,7 @@ type GroupRef struct {
 	Name string
 	// Object is the name of the object of Kind, in the pod's namespace,
 	// whose policy defines the gang's quorum: Name for every dialect and
-	// owner kind but the LeaderWorkerSet, whose groups are gangs named
-	// after it.
+	// owner kind today.
 	Object string
 	// Inferred is set for a gang inferred from the pod's owner rather
 	// than named by the pod.

@@ -111,8 +111,8 @@ type TaskInfo struct {
 	// GroupKind is the kind of object that defines the task's gang, empty
 	// for a single pod.
 	GroupKind GroupKind
-	// GroupObject is the name of that object, in the pod's namespace:
-	// the gang's name but for a LeaderWorkerSet group (see GroupRef).
+	// GroupObject is the name of that object, in the pod's namespace
+	// (see GroupRef).
 	GroupObject string
 	// GroupConflict, when set, says that the pod names different groups in
 	// different dialects; its gang is not scheduled.

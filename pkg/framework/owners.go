@@ -26,9 +26,9 @@ const (
 	// JobSetNameLabel of the pods of its Jobs.
 	GroupKindJobSet GroupKind = "JobSet.jobset.x-k8s.io"
 	// GroupKindLeaderWorkerSet is a LeaderWorkerSet
-	// (leaderworkerset.x-k8s.io): each of its groups, named by the labels
-	// LeaderWorkerSetNameLabel and LeaderWorkerSetGroupIndexLabel, is a
-	// gang of its own.
+	// (leaderworkerset.x-k8s.io), named by the label
+	// LeaderWorkerSetNameLabel: one multi-level gang whose groups (label
+	// LeaderWorkerSetGroupIndexLabel) are its sub-groups.
 	GroupKindLeaderWorkerSet GroupKind = "LeaderWorkerSet.leaderworkerset.x-k8s.io"
 	// GroupKindMPIJob is a Kubeflow MPIJob (kubeflow.org), the controller
 	// of its worker pods and, through a Job, of its launcher.

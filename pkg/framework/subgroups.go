@@ -191,10 +191,12 @@ func SplitSubGroups(job *Job, rules []SubGroupRule, running []*v1.Pod, nodes []s
 	var firstPod []*v1.Pod
 	member := make([]int, len(job.Pending))
 	at := func(rule int, key string, pod *v1.Pod) int {
-		i, ok := index[key]
+		// Two rules may give the same key; their sub-groups differ.
+		k := strconv.Itoa(rule) + "\x00" + key
+		i, ok := index[k]
 		if !ok {
 			i = len(groups)
-			index[key] = i
+			index[k] = i
 			groups = append(groups, SubGroup{Key: key, Rule: rule})
 			firstPod = append(firstPod, pod)
 		} else if firstPod[i].Name > pod.Name {

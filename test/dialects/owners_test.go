@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	gangdialects "github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
@@ -97,21 +98,26 @@ func TestJobSetGang(t *testing.T) {
 			map[string]any{"name": "workers", "replicas": int64(1), "template": map[string]any{"spec": map[string]any{
 				"parallelism": int64(2), "completions": int64(2)}}},
 		}})
-	pod := func(name, job string) *v1.Pod {
+	// The labels the JobSet controller sets: the JobSet, the replicated
+	// Job and the Job's index, which make each Job a sub-gang.
+	pod := func(name, rj string) *v1.Pod {
+		job := "js-" + rj + "-0"
 		return gangPod(ns, name).Label(framework.JobSetNameLabel, "js").
+			Label(gangdialects.JobSetReplicatedJobNameLabel, rj).Label(gangdialects.JobSetJobIndexLabel, "0").
 			ControlledBy("batch/v1", "Job", job, "00000000-0000-0000-0000-00000000000"+job[len(job)-1:]).Obj()
 	}
-	createPod(t, pod("js-driver-0", "js-driver-0"))
-	createPod(t, pod("js-workers-0-0", "js-workers-0"))
-	createPod(t, pod("js-workers-0-1", "js-workers-0"))
+	createPod(t, pod("js-driver-0", "driver"))
+	createPod(t, pod("js-workers-0-0", "workers"))
+	createPod(t, pod("js-workers-0-1", "workers"))
 	waitUnschedulable(t, ns, "js-driver-0", "JobSet.jobset.x-k8s.io:js", "min-available 3")
 	stayBound(t, ns, 0, "2 of the JobSet's 3 pods fit")
 	addNode(t, "2")
 	waitBound(t, ns, 3, "the whole JobSet fits")
 }
 
-// Each group of a LeaderWorkerSet is a gang of its size: with room for 3
-// pods, one group of 2 starts whole and the other waits whole.
+// A LeaderWorkerSet is one gang whose groups are sub-gangs of its size:
+// with room for 3 pods, one group of 2 starts whole (one group is the
+// whole's quorum) and the other waits whole.
 func TestLeaderWorkerSetGroups(t *testing.T) {
 	ns, _ := setup(t, 1, "3")
 	startScheduler(t)

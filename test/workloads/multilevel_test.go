@@ -36,9 +36,9 @@ import (
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/topologyaware"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 	"github.com/batch-scheduler/batch-scheduler/test/podwatch"
-	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
 // The shape of the multi-level tests: replicas of a serving group (a
@@ -386,8 +386,8 @@ func createPriorityClass(t *testing.T, name string, value int32) {
 // LeaderWorkerSet (its groups are the sub-gangs, of its size, each within
 // one rack by its exclusive-topology annotation), and the pods ask for
 // all three replicas to start together within one block. With room in a
-// block for all but one worker nothing starts, and the pods say how many
-// sub-groups could reach their quorum; once a node joins, all three run.
+// block for all but one worker nothing starts, and the pods say what the
+// three replicas need; once a node joins, all three run.
 func TestMultiLevelGangLeaderWorkerSet(t *testing.T) {
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
@@ -417,7 +417,8 @@ func TestMultiLevelGangLeaderWorkerSet(t *testing.T) {
 	for r := range replicas {
 		createStatefulSet(t, replicaSet(ns, "serve", r, map[string]string{framework.LeaderWorkerSetNameLabel: "serve"}, ann))
 	}
-	waitReplicaSays(t, ns, 0, "sub-groups could reach their quorum")
+	// No block holds the 12 pods the three replicas need.
+	waitReplicaSays(t, ns, 0, "must run within one "+topologyaware.BlockLabel+" domain", "its quorum needs cpu 12")
 	holdPlacement(t, ns, map[string]int{"0": 0, "1": 0, "2": 0})
 
 	addRackNodes(t, ns+"-late", "b1", "r3", "1")
