@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Multi-level gangs: a gang whose pods form sub-gangs (the replicas of a
@@ -311,20 +310,14 @@ func podCount(pod *v1.Pod, key string, least int) (int32, error) {
 // subGroupTopology reads the sub-group topology annotations of pod; nil
 // for none.
 func subGroupTopology(pod *v1.Pod) (*TopologyConstraint, error) {
-	for _, a := range []struct {
-		key      string
-		required bool
-	}{{SubGroupTopologyRequiredAnnotation, true}, {SubGroupTopologyPreferredAnnotation, false}} {
-		v, ok := pod.Annotations[a.key]
-		if !ok {
-			continue
-		}
-		if errs := validation.IsQualifiedName(v); len(errs) > 0 {
-			return nil, fmt.Errorf("annotation %s=%s of pod %s/%s is not a node label key: %s", a.key, QuoteValue(v), pod.Namespace, pod.Name, errs[0])
-		}
-		return &TopologyConstraint{Key: v, Required: a.required, Source: "annotation " + a.key}, nil
-	}
-	return nil, nil
+	return annotatedTopology(pod, subGroupTopologyAnnotations)
+}
+
+// subGroupTopologyAnnotations are the annotations subGroupTopology reads,
+// in order of precedence.
+var subGroupTopologyAnnotations = []topologyAnnotation{
+	{SubGroupTopologyRequiredAnnotation, true},
+	{SubGroupTopologyPreferredAnnotation, false},
 }
 
 // naturalCompare orders keys with their numbers by value: "r/2" before

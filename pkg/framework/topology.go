@@ -66,15 +66,30 @@ func (t *TopologyConstraint) String() string {
 // annotation whose value is not a label key. The project's own
 // annotations win over Kueue's; required wins over preferred.
 func PodTopology(pod *v1.Pod) (*TopologyConstraint, error) {
-	for _, a := range []struct {
-		key      string
-		required bool
-	}{
-		{TopologyRequiredAnnotation, true},
-		{TopologyPreferredAnnotation, false},
-		{KueueRequiredTopologyAnnotation, true},
-		{KueuePreferredTopologyAnnotation, false},
-	} {
+	return annotatedTopology(pod, podTopologyAnnotations)
+}
+
+// topologyAnnotation is a pod annotation that declares a topology
+// constraint, and whether the constraint is required.
+type topologyAnnotation struct {
+	key      string
+	required bool
+}
+
+// podTopologyAnnotations are the annotations PodTopology reads, in order
+// of precedence.
+var podTopologyAnnotations = []topologyAnnotation{
+	{TopologyRequiredAnnotation, true},
+	{TopologyPreferredAnnotation, false},
+	{KueueRequiredTopologyAnnotation, true},
+	{KueuePreferredTopologyAnnotation, false},
+}
+
+// annotatedTopology returns the constraint of the first of annotations pod
+// carries, nil for none, or an error naming the annotation whose value is
+// not a label key.
+func annotatedTopology(pod *v1.Pod, annotations []topologyAnnotation) (*TopologyConstraint, error) {
+	for _, a := range annotations {
 		v, ok := pod.Annotations[a.key]
 		if !ok {
 			continue

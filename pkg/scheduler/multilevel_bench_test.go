@@ -7,18 +7,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/events"
-	k8smetrics "k8s.io/component-base/metrics"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
-	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins/topologyaware"
-	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -66,26 +58,7 @@ func BenchmarkMultiLevelGang(b *testing.B) {
 
 func benchMultiLevel(b *testing.B, subGroups bool, ann map[string]string) {
 	const gangSize = 64
-	client := fake.NewClientset()
-	factory := informerhost.NewInformerFactory(client, 0)
-	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: schedulingqueue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := &testHandle{client: client, recorder: events.NewFakeRecorder(1 << 20), informers: factory}
-	fwk, err := frameworkruntime.NewFramework(b.Context(), plugins.NewInTreeRegistry(), plugins.DefaultProfile(testSchedulerName), h)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := NewMetrics(k8smetrics.NewKubeRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := New(Options{Cache: c, Queue: c.Queue(), Client: client, Recorder: events.NewFakeRecorder(1 << 20), Metrics: m,
-		Profiles: map[string]*frameworkruntime.Framework{testSchedulerName: fwk}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, c, client, m := newBenchScheduler(b)
 	for blk := range 4 {
 		for r := range 8 {
 			for n := range 4 {
