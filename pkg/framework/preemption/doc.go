@@ -28,8 +28,10 @@ limitations under the License.
 //	simulates on the cycle's snapshot: each pending pod through the
 //	    cycle's own filter path (frameworkruntime.Framework.FilterPod),
 //	    else on the best node where victims make room (whole victim gangs
-//	    and sub-gangs, PodDisruptionBudgets spared where it can), then the
-//	    Permit plugins;
+//	    and sub-gangs, PodDisruptionBudgets spared where it can), a
+//	    multi-level job's sub-group by sub-group (one below its quorum
+//	    undone with its victims, as the cycle trims it), then the Permit
+//	    plugins;
 //	nominates the pods to their nodes (a Nominator: pkg/schedulingqueue's);
 //	evicts the victims through the Eviction API, off the scheduling loop.
 //

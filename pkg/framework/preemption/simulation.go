@@ -185,15 +185,16 @@ func victimTasks(vs []*Victim) []*framework.TaskInfo {
 // run places the job's pending pods, preempting where needed, and reports
 // whether the job could start: the Permit plugins accept the placements.
 func (sim *simulation) run(ctx context.Context) (bool, error) {
-	for _, pod := range sim.c.Job.Pending {
-		if err := sim.placePod(ctx, pod); err != nil {
-			return false, err
+	if len(sim.c.Job.SubGroups) > 0 {
+		if ok, err := sim.placeSubGroups(ctx); ok || err != nil {
+			return ok, err
 		}
-		if sim.wait != nil && len(sim.placed) > 0 && len(sim.placed) < len(sim.c.Job.Pending) {
-			// A wait is for what lets the job start: once the Permit
-			// plugins accept (an elastic gang's quorum), the pods left
-			// would only make it wait for more.
-			if st := sim.c.Framework.RunPermitPlugins(ctx, sim.c.State, sim.c.Job, sim.placements); st.IsSuccess() {
+	} else {
+		for _, pod := range sim.c.Job.Pending {
+			if err := sim.placePod(ctx, pod); err != nil {
+				return false, err
+			}
+			if sim.waitAccepts(ctx) {
 				return true, nil
 			}
 		}
@@ -209,6 +210,59 @@ func (sim *simulation) run(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("permit after preemption: %w", st.AsError())
+}
+
+// placeSubGroups places the pending pods of a multi-level job as the
+// scheduler's cycle does: sub-group by sub-group, then the pods in no
+// sub-group. A sub-group that does not reach its quorum has its
+// placements and the victims chosen for them undone at once, since the
+// cycle would not bind them, and the next sub-groups may use the room.
+// It reports true when a wait may stop early (see waitAccepts), checked
+// only where no sub-group is left part placed.
+func (sim *simulation) placeSubGroups(ctx context.Context) (bool, error) {
+	job := sim.c.Job
+	grouped := 0
+	for i := range job.SubGroups {
+		g := &job.SubGroups[i]
+		grouped += len(g.Pending)
+		if len(g.Pending) == 0 {
+			continue
+		}
+		mark, start, chosen := len(sim.undo), len(sim.placed), len(sim.order)
+		for _, pod := range g.Pending {
+			if err := sim.placePod(ctx, pod); err != nil {
+				return false, err
+			}
+		}
+		if placed := len(sim.placed) - start; !g.Holds(placed) {
+			klog.FromContext(ctx).V(5).Info("Sub-group below its quorum in the preemption simulation; undoing its placements",
+				"job", job.ID.String(), "subGroup", g.Key, "minMember", g.MinMember, "bound", g.Bound, "placed", placed, "victims", len(sim.order)-chosen)
+			sim.rollback(mark)
+		}
+		if sim.waitAccepts(ctx) {
+			return true, nil
+		}
+	}
+	for _, pod := range job.Pending[grouped:] {
+		if err := sim.placePod(ctx, pod); err != nil {
+			return false, err
+		}
+		if sim.waitAccepts(ctx) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// waitAccepts reports whether a wait may stop with the placements so far:
+// a wait is for what lets the job start, so once the Permit plugins
+// accept (an elastic gang's quorum), the pods left would only make it
+// wait for more.
+func (sim *simulation) waitAccepts(ctx context.Context) bool {
+	if sim.wait == nil || len(sim.placed) == 0 || len(sim.placed) >= len(sim.c.Job.Pending) {
+		return false
+	}
+	return sim.c.Framework.RunPermitPlugins(ctx, sim.c.State, sim.c.Job, sim.placements).IsSuccess()
 }
 
 // placePod places pod where it fits as the snapshot is, or else on the

@@ -349,24 +349,7 @@ func (h testHandle) SharedInformerFactory() informers.SharedInformerFactory {
 func simulateFor(t *testing.T, nodeCPU map[string]string, job *framework.JobInfo) []*framework.TaskInfo {
 	t.Helper()
 	ctx := t.Context()
-	reg := frameworkruntime.NewRegistry()
-	for name, factory := range map[string]framework.PluginFactory{
-		prioritysort.Name: prioritysort.New, noderesources.Name: noderesources.New, defaultbinder.Name: defaultbinder.New,
-	} {
-		if err := reg.Register(name, factory); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fwk, err := frameworkruntime.NewFramework(ctx, reg, frameworkruntime.ProfileSpec{SchedulerName: "batch-scheduler",
-		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
-			frameworkruntime.QueueSortPoint: {{Name: prioritysort.Name}},
-			frameworkruntime.PreFilterPoint: {{Name: noderesources.Name}},
-			frameworkruntime.FilterPoint:    {{Name: noderesources.Name}},
-			frameworkruntime.BindPoint:      {{Name: defaultbinder.Name}},
-		}}, testHandle{client: fake.NewClientset()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fwk := testFramework(t)
 	byNode := map[string][]*v1.Pod{}
 	for _, task := range job.Tasks {
 		byNode[task.NodeName] = append(byNode[task.NodeName], task.Pod)
@@ -398,6 +381,32 @@ func simulateFor(t *testing.T, nodeCPU map[string]string, job *framework.JobInfo
 		t.Fatalf("the preemptor does not fit even with victims")
 	}
 	return victimTasks(res.Victims)
+}
+
+// testFramework returns the simulations' profile: PrioritySort,
+// NodeResourcesFit and DefaultBinder, no Permit plugin.
+func testFramework(t *testing.T) *frameworkruntime.Framework {
+	t.Helper()
+	ctx := t.Context()
+	reg := frameworkruntime.NewRegistry()
+	for name, factory := range map[string]framework.PluginFactory{
+		prioritysort.Name: prioritysort.New, noderesources.Name: noderesources.New, defaultbinder.Name: defaultbinder.New,
+	} {
+		if err := reg.Register(name, factory); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fwk, err := frameworkruntime.NewFramework(ctx, reg, frameworkruntime.ProfileSpec{SchedulerName: "batch-scheduler",
+		Plugins: map[frameworkruntime.ExtensionPoint]frameworkruntime.PluginSet{
+			frameworkruntime.QueueSortPoint: {{Name: prioritysort.Name}},
+			frameworkruntime.PreFilterPoint: {{Name: noderesources.Name}},
+			frameworkruntime.FilterPoint:    {{Name: noderesources.Name}},
+			frameworkruntime.BindPoint:      {{Name: defaultbinder.Name}},
+		}}, testHandle{client: fake.NewClientset()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fwk
 }
 
 // checkLevels fails t when victims leave a sub-group of job running but
