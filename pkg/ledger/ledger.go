@@ -75,6 +75,11 @@ type node struct {
 	absent  bool
 	queue   []*request
 	writing bool
+	// forgotten counts the Forget calls: a batch that was being written
+	// when one came does not record what it saw, which may be the very
+	// copy the placer learned is stale (its commits are answered before
+	// the drain records the ledger).
+	forgotten uint64
 }
 
 // request is one Commit waiting for its batch.
@@ -146,6 +151,7 @@ func (l *Ledgers) Forget(nodeName string) {
 	defer l.mu.Unlock()
 	if n := l.nodes[nodeName]; n != nil {
 		n.last, n.absent = nil, false
+		n.forgotten++
 		if !n.writing && len(n.queue) == 0 {
 			delete(l.nodes, nodeName)
 		}
@@ -218,11 +224,13 @@ func (l *Ledgers) drain(logger klog.Logger, nodeName string, n *node) {
 			l.mu.Unlock()
 			return
 		}
-		last, absent := n.last, n.absent
+		last, absent, forgotten := n.last, n.absent, n.forgotten
 		l.mu.Unlock()
 		written, known := l.write(ctx, nodeName, last, absent, batch)
 		l.mu.Lock()
-		n.last, n.absent = written, known && written == nil
+		if n.forgotten == forgotten {
+			n.last, n.absent = written, known && written == nil
+		}
 		l.mu.Unlock()
 	}
 }

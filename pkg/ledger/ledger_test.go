@@ -219,3 +219,43 @@ func TestMaxAttempts(t *testing.T) {
 		t.Errorf("%d writes, want 1 + 3 attempts", c.Writes.Load())
 	}
 }
+
+// A placer refused on a stale copy calls Forget and commits again: the
+// second commit reads the ledger anew even when the Forget came while the
+// first commit's batch was still being recorded (the refusal is answered
+// before the drain records what it saw, and it must not record the copy
+// the placer just learned is stale).
+func TestForgetDuringTheWriteIsKept(t *testing.T) {
+	c := ledgertest.NewClient()
+	l := New(c)
+	if err := l.Commit(t.Context(), "n1", Create, place(4000, cpuEntry("a", "first", 1000))); err != nil {
+		t.Fatal(err)
+	}
+	// Another placer adds an entry that l does not see.
+	if err := New(c).Commit(t.Context(), "n1", Existing, place(4000, cpuEntry("b", "other", 1000))); err != nil {
+		t.Fatal(err)
+	}
+	stale := errors.New("refused on what l remembers")
+	err := l.Commit(t.Context(), "n1", Existing, func(nl *v1alpha1.NodeLedger) error {
+		// The placer learns the ledger changed while its batch is
+		// being written.
+		l.Forget("n1")
+		return stale
+	})
+	if !errors.Is(err, stale) {
+		t.Fatalf("first commit = %v, want the change's refusal", err)
+	}
+	var saw []string
+	err = l.Commit(t.Context(), "n1", Existing, func(nl *v1alpha1.NodeLedger) error {
+		for _, e := range nl.Spec.Entries {
+			saw = append(saw, e.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saw) != 2 {
+		t.Errorf("the commit after Forget saw entries %v, want both (read anew)", saw)
+	}
+}
