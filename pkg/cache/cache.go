@@ -175,6 +175,10 @@ type SchedulerCache struct {
 	// ownerJobs index the gangs inferred from each owner object, so that its policy reaches them in time
 	// proportional to their number, not to its pods'.
 	ownerJobs map[groupKey]map[framework.JobID]struct{}
+	// children index the native PodGroups that name each composite
+	// (framework.GroupKindComposite) as their parent, by the composite's
+	// key (see nativeChangedLocked).
+	children map[groupKey]map[string]struct{}
 	// assumed holds the state of every task with Status TaskAssumed.
 	assumed map[types.UID]*assumedPod
 	// external holds the external usage by key (see SetExternalUsage).
@@ -272,6 +276,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		ownerTasks:    map[groupKey]map[types.UID]struct{}{},
 		taskOwner:     map[types.UID]groupKey{},
 		ownerJobs:     map[groupKey]map[framework.JobID]struct{}{},
+		children:      map[groupKey]map[string]struct{}{},
 		assumed:       map[types.UID]*assumedPod{},
 		external:      map[string]externalUsage{},
 		caps:          map[string]*resources.Resource{},

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -69,15 +70,19 @@ func (c *SchedulerCache) SetOwnerGangs(kinds framework.OwnerKinds) error {
 }
 
 // resolverLocked returns the rule that puts pods in jobs: the explicit
-// signals of the matcher's dialects, then the owner kinds of
+// signals of the matcher's dialects (a native PodGroup standing for its
+// parent composite, see parentLocked), then the owner kinds of
 // SetOwnerGangs, whose policies may make an owner's pods independent. The
 // caller holds mu (for reading at least) while it uses the resolver.
 func (c *SchedulerCache) resolverLocked() framework.GroupResolver {
-	owners := c.inferredKindsLocked()
-	if owners == 0 {
-		return framework.GroupResolver{Matcher: c.matcher}
+	r := framework.GroupResolver{Matcher: c.matcher}
+	if len(c.children) > 0 {
+		r.Parent = c.parentLocked
 	}
-	return framework.GroupResolver{Matcher: c.matcher, Owners: owners, Independent: c.independentLocked}
+	if owners := c.inferredKindsLocked(); owners != 0 {
+		r.Owners, r.Independent = owners, c.independentLocked
+	}
+	return r
 }
 
 // inferredKindsLocked returns the owner kinds gangs are inferred from
@@ -136,13 +141,23 @@ func (c *SchedulerCache) membershipLocked(pod *v1.Pod) framework.Membership {
 // JobIDForPod returns the job the cache files pod under (its gang, its
 // inferred owner gang, or a job of its own), for the
 // consistency checker. It takes mu for reading only when the pod's gang
-// is inferred from an owner, whose policy may make its pods independent.
+// is inferred from an owner, whose policy may make its pods independent,
+// or names a native PodGroup while some name a parent composite.
 func (c *SchedulerCache) JobIDForPod(pod *v1.Pod) framework.JobID {
 	c.mu.RLock()
-	kinds, m := c.inferredKindsLocked(), c.matcher
+	kinds, m, parents := c.inferredKindsLocked(), c.matcher, len(c.children) > 0
 	c.mu.RUnlock()
 	explicit := framework.GroupResolver{Matcher: m}
-	if kinds == 0 || len(m.Explicit(pod)) > 0 {
+	if refs := m.Explicit(pod); len(refs) > 0 {
+		if !parents || refs[0].Kind != framework.GroupKindNative {
+			return explicit.JobID(pod)
+		}
+		// The PodGroup may stand for its parent composite.
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		return c.resolverLocked().JobID(pod)
+	}
+	if kinds == 0 {
 		return explicit.JobID(pod)
 	}
 	if _, ok := m.Inferred(pod, kinds); !ok {
@@ -161,7 +176,8 @@ func (c *SchedulerCache) JobIDForPod(pod *v1.Pod) framework.JobID {
 // mu.
 func (c *SchedulerCache) ownerKeyLocked(t *framework.TaskInfo) (groupKey, bool) {
 	switch {
-	case c.ownerKinds == 0:
+	case c.ownerKinds == 0, t.Job.Owner == framework.GroupKindComposite:
+		// A composite's job is named explicitly, through its children.
 		return groupKey{}, false
 	case t.Job.Owner != "":
 		return groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject}, true
@@ -216,7 +232,7 @@ func (c *SchedulerCache) indexOwnerLocked(uid types.UID, t *framework.TaskInfo) 
 // from an owner, to ownerJobs, when the job is created (or deleted). The
 // caller holds mu.
 func (c *SchedulerCache) indexOwnerJobLocked(t *framework.TaskInfo, add bool) {
-	if t.Job.Owner == "" {
+	if t.Job.Owner == "" || t.Job.Owner == framework.GroupKindComposite {
 		return
 	}
 	key := groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject}
@@ -271,7 +287,9 @@ func (c *SchedulerCache) SetRuntimeBound(namespace, name string, b *framework.Ru
 // explicitly, and the jobs inferred from it as the owner of their pods
 // (see SetOwnerGangs). A change of
 // GroupPolicy.Independent moves the owner's pods between its gang and
-// jobs of their own.
+// jobs of their own. The gangs of a composite
+// (framework.GroupKindComposite) are those of its children's pods, whose
+// quorums it takes (see composites.go).
 func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, name string, p *framework.GroupPolicy) {
 	key := groupKey{kind: kind, namespace: namespace, name: name}
 	c.mu.Lock()
@@ -289,6 +307,12 @@ func (c *SchedulerCache) SetGroupPolicy(kind framework.GroupKind, namespace, nam
 		c.groupPolicies[key] = p
 	}
 	var changed []framework.JobID
+	switch kind {
+	case framework.GroupKindNative:
+		changed = c.nativeChangedLocked(namespace, name, old, p)
+	case framework.GroupKindComposite:
+		changed = c.compositeChangedLocked(namespace, name, old, p)
+	}
 	if c.isExplicitGroupKindLocked(kind) {
 		id := framework.JobID{Namespace: namespace, Name: name, Gang: true}
 		if job, ok := c.jobs[id]; ok {
@@ -322,6 +346,16 @@ func (c *SchedulerCache) rekeyOwnerLocked(key groupKey) {
 	for uid := range c.ownerTasks[key] {
 		uids = append(uids, uid)
 	}
+	if moved := c.rekeyTasksLocked(uids); moved > 0 {
+		klog.V(2).InfoS("Owner's pods changed jobs: they are now independent of it, or no longer",
+			"kind", key.kind, "owner", klog.KRef(key.namespace, key.name), "pods", moved)
+	}
+}
+
+// rekeyTasksLocked puts the tasks of uids (unknown ones are skipped) in
+// the jobs the cache's rule now gives them, and returns how many moved.
+// The caller holds mu.
+func (c *SchedulerCache) rekeyTasksLocked(uids []types.UID) int {
 	moved := 0
 	for _, uid := range uids {
 		t := c.tasks[uid]
@@ -340,10 +374,7 @@ func (c *SchedulerCache) rekeyOwnerLocked(key groupKey) {
 			c.setTaskLocked(c.ownTask(t.Pod))
 		}
 	}
-	if moved > 0 {
-		klog.V(2).InfoS("Owner's pods changed jobs: they are now independent of it, or no longer",
-			"kind", key.kind, "owner", klog.KRef(key.namespace, key.name), "pods", moved)
-	}
+	return moved
 }
 
 // moveAssumedLocked moves the assumed task t, whose pod the informer no
@@ -368,12 +399,20 @@ func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
 
 // applyGroupPoliciesLocked gives a new job, whose first task is t, the
 // policies recorded for it: those of the objects of its name for a gang
-// named explicitly, that of its owner for an inferred one.
+// named explicitly, that of its owner for an inferred one, the one
+// assembled from a composite and its children for a composite's.
 func (c *SchedulerCache) applyGroupPoliciesLocked(job *framework.JobInfo, t *framework.TaskInfo) {
 	if !job.ID.Gang || len(c.groupPolicies) == 0 {
 		return
 	}
-	if kind := job.ID.Owner; kind != "" {
+	switch kind := job.ID.Owner; kind {
+	case framework.GroupKindComposite:
+		if p := c.compositePolicyLocked(job.ID.Namespace, t.GroupObject); p != nil {
+			job.SetGroupPolicy(kind, p)
+		}
+		return
+	case "":
+	default:
 		if p, ok := c.groupPolicies[groupKey{kind: kind, namespace: job.ID.Namespace, name: t.GroupObject}]; ok {
 			job.SetGroupPolicy(kind, p)
 		}
@@ -396,6 +435,7 @@ func samePolicy(a, b *framework.GroupPolicy) bool {
 	}
 	return a.MinMember == b.MinMember && a.Source == b.Source && a.Independent == b.Independent &&
 		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && a.Queue == b.Queue && errText(a) == errText(b) &&
+		a.Parent == b.Parent &&
 		sameTopology(a.Topology, b.Topology) && sameSubGroups(a.SubGroups, b.SubGroups)
 }
 
@@ -403,6 +443,8 @@ func samePolicy(a, b *framework.GroupPolicy) bool {
 func sameSubGroups(a, b []framework.SubGroupRule) bool {
 	return slices.EqualFunc(a, b, func(x, y framework.SubGroupRule) bool {
 		return x.Name == y.Name && x.KeyAnnotation == y.KeyAnnotation && slices.Equal(x.KeyLabels, y.KeyLabels) &&
+			x.KeyPodGroup == y.KeyPodGroup && maps.Equal(x.Quorums, y.Quorums) &&
+			maps.EqualFunc(x.Topologies, y.Topologies, sameTopology) &&
 			x.MinMember == y.MinMember && x.MinSubGroups == y.MinSubGroups && x.Source == y.Source &&
 			sameTopology(x.Topology, y.Topology) && selectorString(x.Selector) == selectorString(y.Selector)
 	})

@@ -44,6 +44,13 @@ var builtin = Table{
 		Status: podgroups.NativeCondition,
 	},
 	{
+		Kind:      framework.GroupKindComposite,
+		Resources: []Resource{{GVR: gvr("scheduling.k8s.io", "v1alpha3", "compositepodgroups")}},
+		Composite: true,
+		Policy:    always(compositePolicy),
+		Fields:    compositeFields,
+	},
+	{
 		Kind:      framework.GroupKindCoscheduling,
 		Resources: []Resource{{GVR: gvr("scheduling.x-k8s.io", "v1alpha1", "podgroups")}},
 		Match:     matchLabel(framework.GroupKindCoscheduling, framework.CoschedulingPodGroupLabel),

@@ -17,13 +17,16 @@ limitations under the License.
 // Package dialects owns the gang dialects: the ways pods and objects of
 // other projects say "these pods start together, at least n of them".
 // Its Table has one Dialect per kind of group object (the native,
-// scheduler-plugins and Volcano PodGroups, the batch/v1 Job, and the
-// owners gangs are inferred from: RayCluster, JobSet, LeaderWorkerSet,
-// MPIJob, PyTorchJob), each with
+// scheduler-plugins and Volcano PodGroups, the native CompositePodGroup
+// its child PodGroups name, the batch/v1 Job, and the owners gangs are
+// inferred from: RayCluster, JobSet, LeaderWorkerSet, MPIJob,
+// PyTorchJob), each with
 //
 //   - its kind and the resources its objects come from;
 //   - how a pod names its group (Match: a label, an annotation, a field)
-//     or is put in its owner's gang (Infer);
+//     or is put in its owner's gang (Infer), or that pods reach it only
+//     through the group objects that name it as their parent
+//     (Composite);
 //   - how an object is read (Policy: quorum, topology constraint, queue,
 //     schedule timeout, the sub-group rules of a multi-level gang), with
 //     the paths it reads (Fields) so the informer keeps only those;

@@ -23,9 +23,15 @@ func source(kind framework.GroupKind, u *unstructured.Unstructured) string {
 }
 
 // nativePolicy reads spec.schedulingPolicy of a scheduling.k8s.io PodGroup:
-// gang.minCount is the quorum; a basic policy is a group of one.
+// gang.minCount is the quorum; a basic policy is a group of one. Its
+// spec.parentCompositePodGroupName is the composite it is a child of,
+// read even when the rest is unusable, so that its pods join the
+// composite's gang, whose message then names the problem.
 func nativePolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	p := &framework.GroupPolicy{Source: source(framework.GroupKindNative, u)}
+	if p.Parent, p.Err = parentName(u, p.Source); p.Err != nil {
+		return p
+	}
 	p.Topology, p.Err = nativeTopology(u, p.Source)
 	if p.Err != nil {
 		return p
@@ -39,6 +45,78 @@ func nativePolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 		return p
 	}
 	p.Err = fmt.Errorf("%s has neither spec.schedulingPolicy.gang.minCount >= 1 nor a basic policy", p.Source)
+	return p
+}
+
+// parentName reads spec.parentCompositePodGroupName of the
+// scheduling.k8s.io object src: "" when absent, an error when it is not
+// a name.
+func parentName(u *unstructured.Unstructured, src string) (string, error) {
+	const at = "spec.parentCompositePodGroupName"
+	name, err := StringField(u.Object, at, "spec", "parentCompositePodGroupName")
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", src, err)
+	}
+	if errs := validation.IsDNS1123Subdomain(name); name != "" && len(errs) > 0 {
+		return "", fmt.Errorf("%s: %s %s is not a valid name: %s", src, at, framework.QuoteValue(name), errs[0])
+	}
+	return name, nil
+}
+
+// compositeFields are the fields compositePolicy reads.
+var compositeFields = [][]string{
+	{"spec", "schedulingPolicy"},
+	{"spec", "schedulingConstraints"},
+	{"spec", "parentCompositePodGroupName"},
+}
+
+// compositePolicy reads a scheduling.k8s.io CompositePodGroup: a gang
+// policy (spec.schedulingPolicy.gang.minGroupCount >= 1) makes the pods
+// of its children one gang, each child a sub-group, of which
+// minGroupCount must reach their quorum; a basic policy leaves its
+// children gangs of their own (Independent). Its
+// spec.schedulingConstraints.topology is the whole's domain, and
+// spec.parentCompositePodGroupName its own parent (Parent). The
+// children's quorums and domains are the cache's to fill in (the rule's
+// Quorums and Topologies) from the children's policies; MinMember is
+// left 0.
+func compositePolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
+	p := &framework.GroupPolicy{Source: source(framework.GroupKindComposite, u)}
+	if p.Parent, p.Err = parentName(u, p.Source); p.Err != nil {
+		return p
+	}
+	if p.Topology, p.Err = nativeTopology(u, p.Source); p.Err != nil {
+		return p
+	}
+	basic, err := MapField(u.Object, "spec", "schedulingPolicy", "basic")
+	if err != nil {
+		p.Err = fmt.Errorf("%s: %w", p.Source, err)
+		return p
+	}
+	gang, err := MapField(u.Object, "spec", "schedulingPolicy", "gang")
+	if err != nil {
+		p.Err = fmt.Errorf("%s: %w", p.Source, err)
+		return p
+	}
+	switch {
+	case gang != nil && basic != nil:
+		p.Err = fmt.Errorf("%s sets both spec.schedulingPolicy.basic and spec.schedulingPolicy.gang: set one", p.Source)
+	case gang != nil:
+		n, found, err := IntField(gang, "spec.schedulingPolicy.gang.minGroupCount", "minGroupCount")
+		switch {
+		case err != nil:
+			p.Err = fmt.Errorf("%s: %w", p.Source, err)
+		case !found || n < 1:
+			p.Err = fmt.Errorf("%s has no usable spec.schedulingPolicy.gang.minGroupCount (an integer >= 1)", p.Source)
+		default:
+			p.SubGroups = []framework.SubGroupRule{{KeyPodGroup: true, MinSubGroups: int32(n),
+				Source: p.Source + " spec.schedulingPolicy.gang.minGroupCount"}}
+		}
+	case basic != nil:
+		p.Independent = true
+	default:
+		p.Err = fmt.Errorf("%s has neither spec.schedulingPolicy.gang nor a basic policy", p.Source)
+	}
 	return p
 }
 

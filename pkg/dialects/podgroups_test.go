@@ -171,3 +171,58 @@ func TestPodGroupQueue(t *testing.T) {
 		})
 	}
 }
+
+// A CompositePodGroup's policy: a gang is one rule keying the pods by
+// their PodGroup, with minGroupCount; basic leaves the children
+// independent; bad fields name the object and the field. A native
+// PodGroup names its parent.
+func TestCompositePolicy(t *testing.T) {
+	gang := func(n any) map[string]any {
+		return map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minGroupCount": n}}}
+	}
+	p := compositePolicy(obj(gang(int64(2))))
+	if p.Err != nil || p.Independent || len(p.SubGroups) != 1 || !p.SubGroups[0].KeyPodGroup || p.SubGroups[0].MinSubGroups != 2 {
+		t.Fatalf("gang: %+v", p)
+	}
+	spec := gang(int64(1))
+	spec["schedulingConstraints"] = map[string]any{"topology": []any{map[string]any{"key": "rack"}}}
+	spec["parentCompositePodGroupName"] = "top"
+	if p := compositePolicy(obj(spec)); p.Err != nil || p.Topology == nil || p.Topology.Key != "rack" || p.Parent != "top" {
+		t.Fatalf("topology and parent: %+v", p)
+	}
+	if p := compositePolicy(obj(map[string]any{"schedulingPolicy": map[string]any{"basic": map[string]any{}}})); p.Err != nil || !p.Independent || len(p.SubGroups) != 0 {
+		t.Fatalf("basic: %+v", p)
+	}
+	bad := []struct {
+		name, want string
+		spec       map[string]any
+	}{
+		{"no policy", "CompositePodGroup.scheduling.k8s.io ns/g has neither spec.schedulingPolicy.gang nor a basic policy", map[string]any{}},
+		{"minGroupCount 0", "ns/g has no usable spec.schedulingPolicy.gang.minGroupCount", gang(int64(0))},
+		{"minGroupCount a string", "spec.schedulingPolicy.gang.minGroupCount", gang("2")},
+		{"both", "sets both spec.schedulingPolicy.basic and spec.schedulingPolicy.gang",
+			map[string]any{"schedulingPolicy": map[string]any{"basic": map[string]any{}, "gang": map[string]any{"minGroupCount": int64(1)}}}},
+		{"gang not an object", "spec.schedulingPolicy.gang is a string, not an object", map[string]any{"schedulingPolicy": map[string]any{"gang": "x"}}},
+		{"parent not a name", "spec.parentCompositePodGroupName \"A_B\" is not a valid name", map[string]any{"parentCompositePodGroupName": "A_B"}},
+		{"two topologies", "spec.schedulingConstraints.topology has 2 entries",
+			map[string]any{"schedulingConstraints": map[string]any{"topology": []any{map[string]any{"key": "a"}, map[string]any{"key": "b"}}}}},
+	}
+	for _, tt := range bad {
+		if p := compositePolicy(obj(tt.spec)); p.Err == nil || !strings.Contains(p.Err.Error(), tt.want) {
+			t.Errorf("%s: err %v, want %q", tt.name, p.Err, tt.want)
+		}
+	}
+	child := nativePolicy(obj(map[string]any{"parentCompositePodGroupName": "c",
+		"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(2)}}}))
+	if child.Err != nil || child.Parent != "c" || child.MinMember != 2 {
+		t.Fatalf("child: %+v", child)
+	}
+	// A child without a usable policy still names its parent.
+	if child := nativePolicy(obj(map[string]any{"parentCompositePodGroupName": "c"})); child.Err == nil || child.Parent != "c" {
+		t.Fatalf("child without a policy: %+v", child)
+	}
+	if child := nativePolicy(obj(map[string]any{"parentCompositePodGroupName": int64(1)})); child.Err == nil ||
+		!strings.Contains(child.Err.Error(), "spec.parentCompositePodGroupName is") {
+		t.Fatalf("parent not a string: %+v", child)
+	}
+}

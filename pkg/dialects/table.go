@@ -53,6 +53,12 @@ type Dialect struct {
 	// framework.OwnerKinds knows (framework.IsOwnerKind). A dialect with
 	// Infer is read when its kind is inferred (ownerGangs).
 	Infer func(pod *v1.Pod) (framework.GroupRef, bool)
+	// Composite, set for the kind of the parents other dialects' group
+	// objects name (framework.GroupKindComposite, see
+	// framework.GroupPolicy.Parent), says that no pod names its objects:
+	// their children's pods form their gangs. Such a dialect, without
+	// Match or Infer, is read when the gang dialects are on.
+	Composite bool
 	// Policy reads an object of Kind: its quorum (MinMember), topology
 	// constraint, queue, schedule timeout and sub-group rules, or the
 	// error that makes it unusable; nil: the object defines no gang. inferred says whether
@@ -102,7 +108,8 @@ func (t Table) With(d Dialect) Table { return append(slices.Clone(t), d) }
 
 // Validate reports the first problem of t: a kind or a resource listed
 // twice, a dialect without a way to match pods, without a policy, or
-// inferred from a kind framework.OwnerKinds does not know.
+// inferred from a kind framework.OwnerKinds does not know. A composite
+// dialect needs neither Match nor Infer.
 func (t Table) Validate() error {
 	kinds := map[framework.GroupKind]bool{}
 	gvrs := map[schema.GroupVersionResource]framework.GroupKind{}
@@ -113,7 +120,7 @@ func (t Table) Validate() error {
 			return fmt.Errorf("dialect %d has no kind", i)
 		case kinds[d.Kind]:
 			return fmt.Errorf("%s: the kind is listed twice", at)
-		case d.Match == nil && d.Infer == nil:
+		case d.Match == nil && d.Infer == nil && !d.Composite:
 			return fmt.Errorf("%s: neither Match nor Infer is set, so no pod is in its gangs", at)
 		case d.Policy == nil:
 			return fmt.Errorf("%s: no Policy", at)
@@ -207,13 +214,13 @@ type Watch struct {
 }
 
 // Watches returns the resources to watch: with explicit on, those of
-// the dialects pods name explicitly; and those of the kinds in owners.
+// the dialects pods name explicitly and of the composites; and those of the kinds in owners.
 // The order is the table's.
 func (t Table) Watches(explicit bool, owners framework.OwnerKinds) []Watch {
 	var out []Watch
 	for _, d := range t {
 		inferred := d.Infer != nil && owners.Has(d.Kind)
-		if !inferred && (!explicit || d.Match == nil) {
+		if !inferred && (!explicit || (d.Match == nil && !d.Composite)) {
 			continue
 		}
 		var transform toolscache.TransformFunc

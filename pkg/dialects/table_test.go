@@ -235,7 +235,7 @@ func TestWatches(t *testing.T) {
 	}
 	table := Builtin()
 	if got, want := names(table.Watches(true, 0)),
-		"podgroups.scheduling.k8s.io podgroups.scheduling.k8s.io podgroups.scheduling.x-k8s.io podgroups.scheduling.volcano.sh jobs.batch(slim)"; got != want {
+		"podgroups.scheduling.k8s.io podgroups.scheduling.k8s.io compositepodgroups.scheduling.k8s.io(slim) podgroups.scheduling.x-k8s.io podgroups.scheduling.volcano.sh jobs.batch(slim)"; got != want {
 		t.Errorf("explicit only:\n got %s\nwant %s", got, want)
 	}
 	if got, want := names(table.Watches(false, framework.OwnerKinds(0).With(framework.GroupKindRayCluster))), "rayclusters.ray.io(slim)"; got != want {

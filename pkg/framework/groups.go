@@ -51,6 +51,14 @@ const (
 	// GroupKindJob is a batch/v1 Job whose pods opt in with
 	// JobGangAnnotation.
 	GroupKindJob GroupKind = "Job.batch"
+	// GroupKindComposite is a scheduling.k8s.io CompositePodGroup: the
+	// parent that native PodGroups (GroupKindNative) name in
+	// spec.parentCompositePodGroupName (GroupPolicy.Parent). Pods never
+	// name it: the pods of the children of a composite whose policy is a
+	// gang are one job of this kind, each child a sub-group (see
+	// GroupResolver.Parent). It is not an owner kind, but its jobs are
+	// keyed apart as inferred ones are (JobID.Owner).
+	GroupKindComposite GroupKind = "CompositePodGroup.scheduling.k8s.io"
 )
 
 // GroupRef is a group a pod names in one dialect, or the gang it is
@@ -112,6 +120,11 @@ type GroupPolicy struct {
 	// subGroupPolicy, a LeaderWorkerSet's groups, a JobSet's Jobs): a
 	// multi-level gang (see SubGroupRule).
 	SubGroups []SubGroupRule
+	// Parent, when set, names the GroupKindComposite object, in the
+	// group object's namespace, the object is a child of (a native
+	// PodGroup's spec.parentCompositePodGroupName; for a composite, its
+	// own parent, which is not supported: see GroupResolver.Parent).
+	Parent string
 }
 
 // groupRef renders a gang's namespace and name for a message: the name

@@ -202,15 +202,29 @@ type GroupResolver struct {
 	// (see GroupPolicy.Independent): such a pod's gang is not inferred.
 	// It must be fast and must not call back into the cache.
 	Independent func(kind GroupKind, namespace, object string) bool
+	// Parent, when set, returns the GroupKindComposite object whose gang
+	// the pods of the native PodGroup (GroupKindNative) named podGroup in
+	// namespace join, ok false when they are a gang of their own (the
+	// PodGroup names no parent, or its parent's policy schedules its
+	// children independently). It must be fast and must not call back
+	// into the cache.
+	Parent func(namespace, podGroup string) (composite string, ok bool)
 }
 
 // Resolve returns pod's membership. Precedence: the explicit signals
 // (Matcher.Explicit, in their own order of precedence) always win, and
-// only they are compared for conflicts; without any, the owner
+// only they are compared for conflicts (a native PodGroup whose parent
+// composite is a gang stands for that composite, see Parent); without
+// any, the owner
 // (Matcher.Inferred), unless its policy makes its pods independent;
 // otherwise the pod is on its own.
 func (r GroupResolver) Resolve(pod *v1.Pod) Membership {
 	if ref, ok, conflict := firstGroup(pod, r.explicit(pod)); ok {
+		if ref.Kind == GroupKindNative && r.Parent != nil {
+			if composite, ok := r.Parent(pod.Namespace, ref.Object); ok {
+				ref = CompositeRef(composite, ref.Object)
+			}
+		}
 		return Membership{Ref: ref, Conflict: conflict}
 	}
 	ref, ok := r.inferred(pod)
@@ -221,6 +235,15 @@ func (r GroupResolver) Resolve(pod *v1.Pod) Membership {
 		return Membership{}
 	}
 	return Membership{Ref: ref}
+}
+
+// CompositeRef is the group of the pods of the native PodGroup podGroup
+// whose parent is the CompositePodGroup composite with a gang policy: the
+// composite's job, keyed apart from a group of the same name that pods
+// name explicitly (its JobID.Owner is GroupKindComposite).
+func CompositeRef(composite, podGroup string) GroupRef {
+	return GroupRef{Kind: GroupKindComposite, Name: composite, Object: composite, Inferred: true,
+		Via: "spec.schedulingGroup.podGroupName=" + podGroup + " whose spec.parentCompositePodGroupName is"}
 }
 
 // JobID returns the job pod belongs to under r.

@@ -60,9 +60,22 @@ type SubGroupRule struct {
 	// sub-group (the project's own dialect); a pod without it is not
 	// taken.
 	KeyAnnotation string
+	// KeyPodGroup, when set, keys the pods by the native PodGroup they
+	// name (spec.schedulingGroup.podGroupName, the children of a
+	// CompositePodGroup); a pod that names none is not taken.
+	KeyPodGroup bool
 	// MinMember is each sub-group's quorum; 0 reads it from the pods
 	// (SubGroupMinAvailableAnnotation).
 	MinMember int32
+	// Quorums, when set, are the quorums of the rule's sub-groups by key
+	// (a CompositePodGroup's children's); they override MinMember, and a
+	// sub-group missing from them has no quorum (the gang does not
+	// start).
+	Quorums map[string]int32
+	// Topologies, when set, are the domains of the rule's sub-groups by
+	// key; they override Topology, and a sub-group missing from them has
+	// none.
+	Topologies map[string]*TopologyConstraint
 	// MinSubGroups is how many of the rule's sub-groups must reach their
 	// quorum for the gang to start; 0 reads it from the pods
 	// (MinSubGroupsAnnotation), whose absence means none.
@@ -79,6 +92,13 @@ type SubGroupRule struct {
 func (r *SubGroupRule) take(pod *v1.Pod) (string, bool) {
 	if r.Selector != nil && !r.Selector.Matches(labels.Set(pod.Labels)) {
 		return "", false
+	}
+	if r.KeyPodGroup {
+		sg := pod.Spec.SchedulingGroup
+		if sg == nil || sg.PodGroupName == nil || *sg.PodGroupName == "" {
+			return "", false
+		}
+		return r.key(*sg.PodGroupName), true
 	}
 	if r.KeyAnnotation != "" {
 		v, ok := pod.Annotations[r.KeyAnnotation]
@@ -221,6 +241,15 @@ func SplitSubGroups(job *Job, rules []SubGroupRule, running []*v1.Pod, nodes []s
 	for i := range groups {
 		g, r, pod := &groups[i], &rules[groups[i].Rule], firstPod[i]
 		g.MinMember, g.Topology = r.MinMember, r.Topology
+		if r.Topologies != nil {
+			g.Topology = r.Topologies[g.Key]
+		}
+		if r.Quorums != nil {
+			if g.MinMember = r.Quorums[g.Key]; g.MinMember < 1 {
+				return fmt.Errorf("%s of gang %s has no quorum in %s", g, job.ID, r.Source)
+			}
+			continue
+		}
 		if g.MinMember == 0 {
 			n, err := podCount(pod, SubGroupMinAvailableAnnotation, 1)
 			if err != nil {
@@ -374,10 +403,17 @@ func SubGroupsAtQuorum(job *Job, placed map[string]string) []int {
 }
 
 // SubGroupQuorum returns the quorum of the sub-group of rule r that pod
-// is in: the rule's, else the one pod declares
+// is in: the rule's for its key (Quorums), else the rule's, else the one pod declares
 // (SubGroupMinAvailableAnnotation); 0 when neither says (the scheduler
 // then does not start the gang) or pod's is not a number.
 func SubGroupQuorum(r *SubGroupRule, pod *v1.Pod) int32 {
+	if r.Quorums != nil {
+		key, ok := r.take(pod)
+		if !ok {
+			return 0
+		}
+		return r.Quorums[key]
+	}
 	if r.MinMember > 0 {
 		return r.MinMember
 	}

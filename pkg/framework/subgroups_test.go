@@ -127,3 +127,62 @@ func TestSubGroupRulesOfAJob(t *testing.T) {
 		t.Errorf("rules of a single pod = %v, want none", r)
 	}
 }
+
+// A rule keyed by the pods' native PodGroup (a CompositePodGroup's
+// children) takes each sub-group's quorum and topology by key, ignoring
+// the pods' annotations; a sub-group without a quorum is an error.
+func TestSplitSubGroupsByPodGroup(t *testing.T) {
+	child := func(name, group string) *v1.Pod {
+		p := subPod(name, nil, map[string]string{SubGroupMinAvailableAnnotation: "9", SubGroupTopologyRequiredAnnotation: "zone"})
+		if group != "" {
+			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &group}
+		}
+		return p
+	}
+	rack := &TopologyConstraint{Key: "rack", Required: true}
+	rules := []SubGroupRule{{KeyPodGroup: true, MinSubGroups: 2, Source: "composite",
+		Quorums: map[string]int32{"a": 2, "b": 1}, Topologies: map[string]*TopologyConstraint{"a": rack}}}
+	job := &Job{ID: JobID{Namespace: "ns", Name: "c", Gang: true}, Pending: []*v1.Pod{child("a0", "a"), child("b0", "b"), child("x", ""), child("a1", "a")}}
+	if err := SplitSubGroups(job, rules, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(job.SubGroups) != 2 {
+		t.Fatalf("sub-groups %+v", job.SubGroups)
+	}
+	a, b := job.SubGroups[0], job.SubGroups[1]
+	if a.Key != "a" || a.MinMember != 2 || a.Topology != rack || names(a.Pending) != "a0,a1" {
+		t.Errorf("a = %+v", a)
+	}
+	if b.Key != "b" || b.MinMember != 1 || b.Topology != nil {
+		t.Errorf("b = %+v", b)
+	}
+	if got := SubGroupQuorum(&rules[0], child("a9", "a")); got != 2 {
+		t.Errorf("SubGroupQuorum of a = %d", got)
+	}
+	if got := SubGroupQuorum(&rules[0], child("x", "")); got != 0 {
+		t.Errorf("SubGroupQuorum of a pod of no PodGroup = %d", got)
+	}
+	job = &Job{ID: JobID{Namespace: "ns", Name: "c", Gang: true}, Pending: []*v1.Pod{child("z0", "z")}}
+	if err := SplitSubGroups(job, rules, nil, nil); err == nil || !strings.Contains(err.Error(), `sub-group "z" of gang ns/`) {
+		t.Errorf("a child without a quorum: %v", err)
+	}
+}
+
+// A pod of a native PodGroup whose parent composite is a gang is in the
+// composite's job, keyed apart from a group of the same name.
+func TestResolveCompositeParent(t *testing.T) {
+	r := GroupResolver{Matcher: testMatcher{}, Parent: func(namespace, podGroup string) (string, bool) {
+		return "c", namespace == "ns" && podGroup == "a"
+	}}
+	group := "a"
+	pod := subPod("p", nil, nil)
+	pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &group}
+	m := r.Resolve(pod)
+	if got, want := m.JobID("ns", "p"), (JobID{Namespace: "ns", Name: "c", Gang: true, Owner: GroupKindComposite}); got != want || m.Ref.Object != "c" {
+		t.Fatalf("job %v (object %s), want %v", got, m.Ref.Object, want)
+	}
+	group = "b"
+	if got := r.JobID(pod); got != (JobID{Namespace: "ns", Name: "b", Gang: true}) {
+		t.Fatalf("a PodGroup without a parent: job %v", got)
+	}
+}

@@ -38,9 +38,19 @@ type gangState struct {
 	unschedulable string
 }
 
+// stateOf summarises the tasks of job against the quorum min.
 func stateOf(job *framework.JobInfo, min int32) gangState {
+	return stateOfSome(job, min, nil)
+}
+
+// stateOfSome summarises the tasks of job that keep keeps (all when nil)
+// against the quorum min.
+func stateOfSome(job *framework.JobInfo, min int32, keep func(*framework.TaskInfo) bool) gangState {
 	s := gangState{min: min}
 	for _, t := range job.Tasks {
+		if keep != nil && !keep(t) {
+			continue
+		}
 		switch t.Pod.Status.Phase {
 		case v1.PodSucceeded:
 			s.succeeded++

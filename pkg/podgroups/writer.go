@@ -153,6 +153,30 @@ func (w *Writer) Run(ctx context.Context) {
 	}
 }
 
+// compositeChild returns the state of the native PodGroup k, obj,
+// whose pods are in the job of its parent CompositePodGroup
+// (framework.GroupKindComposite): that of its own pods, the sub-group
+// keyed by its name, against its own quorum. ok is false when obj names
+// no parent or the composite's job is not (yet) a usable gang of it.
+func (w *Writer) compositeChild(obj *unstructured.Unstructured, k Key) (gangState, bool) {
+	parent, _, _ := unstructured.NestedString(obj.Object, "spec", "parentCompositePodGroupName")
+	if parent == "" {
+		return gangState{}, false
+	}
+	job, ok := w.jobs.Job(framework.JobID{Namespace: k.Namespace, Name: parent, Gang: true, Owner: framework.GroupKindComposite})
+	if !ok || job.MinAvailable() < 1 {
+		return gangState{}, false
+	}
+	rules := job.SubGroupRules()
+	if len(rules) != 1 || !rules[0].KeyPodGroup || rules[0].Quorums[k.Name] < 1 {
+		return gangState{}, false
+	}
+	return stateOfSome(job, rules[0].Quorums[k.Name], func(t *framework.TaskInfo) bool {
+		_, key, ok := framework.SubGroupOf(rules, t.Pod)
+		return ok && key == k.Name
+	}), true
+}
+
 // sync writes the status of k's object if it should change.
 func (w *Writer) sync(ctx context.Context, k Key) error {
 	w.mu.Lock()
@@ -162,16 +186,24 @@ func (w *Writer) sync(ctx context.Context, k Key) error {
 	if obj == nil {
 		return nil
 	}
-	job, ok := w.jobs.Job(framework.JobID{Namespace: k.Namespace, Name: k.Name, Gang: true})
-	if !ok || job.GroupKind() != k.Kind || job.MinAvailable() < 1 {
-		return nil
-	}
 	rule := w.rules[k.Kind]
 	if rule == nil {
 		return nil
 	}
+	var state gangState
+	job, ok := w.jobs.Job(framework.JobID{Namespace: k.Namespace, Name: k.Name, Gang: true})
+	switch {
+	case ok && job.GroupKind() == k.Kind && job.MinAvailable() >= 1:
+		state = stateOf(job, job.MinAvailable())
+	case !ok && k.Kind == framework.GroupKindNative:
+		if state, ok = w.compositeChild(obj, k); !ok {
+			return nil
+		}
+	default:
+		return nil
+	}
 	updated := obj.DeepCopy()
-	summary, changed, err := rule(updated, stateOf(job, job.MinAvailable()))
+	summary, changed, err := rule(updated, state)
 	if err != nil {
 		return fmt.Errorf("the status of %s %s/%s: %w", k.Kind, k.Namespace, k.Name, err)
 	}

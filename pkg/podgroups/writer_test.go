@@ -2,15 +2,19 @@ package podgroups
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // testRules are the status rules of the dialects whose status is written,
@@ -74,5 +78,62 @@ func TestWriterWritesOnlyChanges(t *testing.T) {
 	}
 	if n := updates(); n != 1 {
 		t.Fatalf("%d status updates after the object came back, want 1", n)
+	}
+}
+
+// A native PodGroup that is a child of a CompositePodGroup gang has no
+// job of its own: its condition is written from its own pods in the
+// composite's job, against its own quorum.
+func TestWriterCompositeChild(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
+	child := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+			"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1"},
+			"spec": map[string]any{"parentCompositePodGroupName": "c",
+				"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(2)}}},
+		}}
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr: "PodGroupList"}, child("a").DeepCopy(), child("b").DeepCopy())
+	id := framework.JobID{Namespace: "ns", Name: "c", Gang: true, Owner: framework.GroupKindComposite}
+	j := framework.NewJobInfo(id)
+	j.SetGroupPolicy(framework.GroupKindComposite, &framework.GroupPolicy{MinMember: 2, SubGroups: []framework.SubGroupRule{
+		{KeyPodGroup: true, MinSubGroups: 1, Quorums: map[string]int32{"a": 2, "b": 2}}}})
+	m := framework.Membership{Ref: framework.CompositeRef("c", "x")}
+	for i, pg := range []string{"a", "a", "b", "b"} {
+		group := pg
+		name := fmt.Sprintf("%s%d", pg, i)
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
+			Spec: v1.PodSpec{NodeName: "n1", SchedulingGroup: &v1.PodSchedulingGroup{PodGroupName: &group}}}
+		if i == 3 {
+			p.Spec.NodeName = ""
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Message: "no room"}}
+		}
+		j.SetTask(framework.NewTaskInfoInGroup(p, resources.PodRequests(p), m))
+	}
+	w := New(client, jobSource{id: j}, testRules)
+	for _, name := range []string{"a", "b"} {
+		w.ObjectChanged(framework.GroupKindNative, gvr, child(name), false)
+		if err := w.sync(context.Background(), Key{Kind: framework.GroupKindNative, Namespace: "ns", Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(name string) string {
+		got, err := client.Resource(gvr).Namespace("ns").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			if c, ok := c.(map[string]any); ok && c["type"] == "PodGroupInitiallyScheduled" {
+				return fmt.Sprint(c["status"])
+			}
+		}
+		return ""
+	}
+	// a has both its pods on nodes; b one of its 2, the other waiting.
+	if a, b := status("a"), status("b"); a != "True" || b != "False" {
+		t.Errorf("conditions a %q, b %q; want True, False", a, b)
 	}
 }

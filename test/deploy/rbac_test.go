@@ -114,12 +114,14 @@ var needed = []permission{
 	// pkg/cache/discovery.go: the group objects of the gang dialects and
 	// of the owners gangs are inferred from are watched by the cache's
 	// dynamic informers where the API server serves them: Jobs always,
-	// PodGroups, RayClusters, JobSets, LeaderWorkerSets, MPIJobs and
-	// PyTorchJobs where their APIs exist.
+	// PodGroups, CompositePodGroups, RayClusters, JobSets,
+	// LeaderWorkerSets, MPIJobs and PyTorchJobs where their APIs exist.
 	{Group: "batch", Resource: "jobs", Verb: "list"},
 	{Group: "batch", Resource: "jobs", Verb: "watch"},
 	{Group: "scheduling.k8s.io", Resource: "podgroups", Verb: "list"},
 	{Group: "scheduling.k8s.io", Resource: "podgroups", Verb: "watch"},
+	{Group: "scheduling.k8s.io", Resource: "compositepodgroups", Verb: "list"},
+	{Group: "scheduling.k8s.io", Resource: "compositepodgroups", Verb: "watch"},
 	{Group: "scheduling.x-k8s.io", Resource: "podgroups", Verb: "list"},
 	{Group: "scheduling.x-k8s.io", Resource: "podgroups", Verb: "watch"},
 	{Group: "scheduling.volcano.sh", Resource: "podgroups", Verb: "list"},

@@ -33,6 +33,7 @@ var (
 	nativeGVR       = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
 	coschedulingGVR = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
 	volcanoGVR      = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+	compositeGVR    = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "compositepodgroups"}
 )
 
 func TestMain(m *testing.M) {
@@ -51,8 +52,9 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		return m.Run()
-	}, controlplane.WithFeatureGates("GenericWorkload=true", "TopologyAwareWorkloadScheduling=true", "DRAWorkloadResourceClaims=true"),
-		controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true"),
+	}, controlplane.WithFeatureGates("GenericWorkload=true", "TopologyAwareWorkloadScheduling=true", "DRAWorkloadResourceClaims=true",
+		"CompositePodGroup=true"),
+		controlplane.WithRuntimeConfig("scheduling.k8s.io/v1beta1=true", "scheduling.k8s.io/v1alpha3=true"),
 		controlplane.WithControllers(impersonatedControllers()...))
 }
 
