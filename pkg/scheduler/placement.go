@@ -134,3 +134,23 @@ func (c *cycle) roomPlacements() [][]*framework.NodeInfo {
 	}
 	return out
 }
+
+// undoPlacements unreserves every placement of the cycle and takes the pods
+// off the snapshot.
+func (s *Scheduler) undoPlacements(ctx context.Context, c *cycle) {
+	s.undoFrom(ctx, c, 0)
+	c.placed, c.placements = nil, map[string]string{}
+}
+
+// undoFrom unreserves the placements of the cycle from the start-th on,
+// the last first, and takes their pods off the snapshot.
+func (s *Scheduler) undoFrom(ctx context.Context, c *cycle, start int) {
+	for i := len(c.placed) - 1; i >= start; i-- {
+		pod := c.placed[i]
+		nodeName := c.placements[string(pod.UID)]
+		c.fwk.RunUnreservePlugins(ctx, c.state, pod, nodeName)
+		s.snapshot.RemovePod(nodeName, pod.UID)
+		delete(c.placements, string(pod.UID))
+	}
+	c.placed = c.placed[:start]
+}
