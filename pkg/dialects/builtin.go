@@ -65,6 +65,13 @@ var builtin = Table{
 		Status:    podgroups.VolcanoStatus,
 	},
 	{
+		Kind:      framework.GroupKindKAI,
+		Resources: []Resource{{GVR: gvr("scheduling.run.ai", "v2alpha2", "podgroups")}},
+		Match:     matchAnnotation(framework.GroupKindKAI, framework.KAIPodGroupAnnotation),
+		Policy:    always(kaiPolicy),
+		Status:    podgroups.KAIStatus,
+	},
+	{
 		Kind:      framework.GroupKindJob,
 		OwnerName: "Job",
 		Resources: []Resource{{GVR: gvr("batch", "v1", "jobs")}},
@@ -161,6 +168,16 @@ func matchLabel(kind framework.GroupKind, key string) func(*v1.Pod) []framework.
 	return func(pod *v1.Pod) []framework.GroupRef {
 		if v := pod.Labels[key]; v != "" {
 			return []framework.GroupRef{explicitRef(kind, v, "label "+key)}
+		}
+		return nil
+	}
+}
+
+// matchAnnotation matches the pods whose annotation key names the group.
+func matchAnnotation(kind framework.GroupKind, key string) func(*v1.Pod) []framework.GroupRef {
+	return func(pod *v1.Pod) []framework.GroupRef {
+		if v := pod.Annotations[key]; v != "" {
+			return []framework.GroupRef{explicitRef(kind, v, "annotation "+key)}
 		}
 		return nil
 	}

@@ -29,6 +29,12 @@ const (
 	// single pods even where gangs are inferred from Jobs. Without it a
 	// Job's pods are single pods unless gangs are inferred from Jobs.
 	JobGangAnnotation = "batch-scheduler.io/job-gang"
+	// KAIPodGroupAnnotation is KAI-Scheduler's pod annotation naming a
+	// scheduling.run.ai PodGroup (its pod grouper sets it).
+	KAIPodGroupAnnotation = "pod-group-name"
+	// KAISubGroupLabel is KAI-Scheduler's pod label naming the pod's
+	// sub-group within its scheduling.run.ai PodGroup (spec.subGroups).
+	KAISubGroupLabel = "kai.scheduler/subgroup-name"
 )
 
 // GroupKind is the kind of object that defines a gang's quorum.
@@ -48,6 +54,9 @@ const (
 	// GroupNameAnnotation and no such PodGroup, the quorum comes from
 	// MinAvailableAnnotation.
 	GroupKindVolcano GroupKind = "PodGroup.scheduling.volcano.sh"
+	// GroupKindKAI is a KAI-Scheduler scheduling.run.ai PodGroup, named
+	// by KAIPodGroupAnnotation.
+	GroupKindKAI GroupKind = "PodGroup.scheduling.run.ai"
 	// GroupKindJob is a batch/v1 Job whose pods opt in with
 	// JobGangAnnotation.
 	GroupKindJob GroupKind = "Job.batch"

@@ -126,6 +126,8 @@ var needed = []permission{
 	{Group: "scheduling.x-k8s.io", Resource: "podgroups", Verb: "watch"},
 	{Group: "scheduling.volcano.sh", Resource: "podgroups", Verb: "list"},
 	{Group: "scheduling.volcano.sh", Resource: "podgroups", Verb: "watch"},
+	{Group: "scheduling.run.ai", Resource: "podgroups", Verb: "list"},
+	{Group: "scheduling.run.ai", Resource: "podgroups", Verb: "watch"},
 	{Group: "ray.io", Resource: "rayclusters", Verb: "list"},
 	{Group: "ray.io", Resource: "rayclusters", Verb: "watch"},
 	{Group: "jobset.x-k8s.io", Resource: "jobsets", Verb: "list"},
@@ -148,6 +150,7 @@ var needed = []permission{
 	{Group: "scheduling.k8s.io", Resource: "podgroups", Subresource: "status", Verb: "update"},
 	{Group: "scheduling.x-k8s.io", Resource: "podgroups", Subresource: "status", Verb: "update"},
 	{Group: "scheduling.volcano.sh", Resource: "podgroups", Subresource: "status", Verb: "update"},
+	{Group: "scheduling.run.ai", Resource: "podgroups", Subresource: "status", Verb: "update"},
 	// pkg/plugins/defaultbinder/defaultbinder.go (Bind): Pods().Bind posts
 	// a Binding to pods/binding.
 	{Resource: "pods", Subresource: "binding", Verb: "create"},

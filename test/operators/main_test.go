@@ -67,8 +67,8 @@ func setUp() error {
 	// (for test/dialects), which, created first, would stand in for
 	// KubeRay's own.
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crds", "third-party", "scheduling.*_podgroups.yaml"))
-	if err != nil || len(files) != 2 {
-		return fmt.Errorf("want the 2 PodGroup CRDs of config/crds/third-party, found %v (%v)", files, err)
+	if err != nil || len(files) != 3 {
+		return fmt.Errorf("want the 3 PodGroup CRDs of config/crds/third-party, found %v (%v)", files, err)
 	}
 	rayCRDs, err := kuberayCRDs()
 	if err != nil {
