@@ -48,7 +48,7 @@ var builtin = Table{
 		Resources: []Resource{{GVR: gvr("scheduling.k8s.io", "v1alpha3", "compositepodgroups")}},
 		Composite: true,
 		Policy:    always(compositePolicy),
-		Fields:    compositeFields,
+		Status:    podgroups.CompositeCondition,
 	},
 	{
 		Kind:      framework.GroupKindCoscheduling,

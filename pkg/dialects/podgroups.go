@@ -63,13 +63,6 @@ func parentName(u *unstructured.Unstructured, src string) (string, error) {
 	return name, nil
 }
 
-// compositeFields are the fields compositePolicy reads.
-var compositeFields = [][]string{
-	{"spec", "schedulingPolicy"},
-	{"spec", "schedulingConstraints"},
-	{"spec", "parentCompositePodGroupName"},
-}
-
 // compositePolicy reads a scheduling.k8s.io CompositePodGroup: a gang
 // policy (spec.schedulingPolicy.gang.minGroupCount >= 1) makes the pods
 // of its children one gang, each child a sub-group, of which

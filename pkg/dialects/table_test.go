@@ -235,15 +235,16 @@ func TestWatches(t *testing.T) {
 	}
 	table := Builtin()
 	if got, want := names(table.Watches(true, 0)),
-		"podgroups.scheduling.k8s.io podgroups.scheduling.k8s.io compositepodgroups.scheduling.k8s.io(slim) podgroups.scheduling.x-k8s.io podgroups.scheduling.volcano.sh podgroups.scheduling.run.ai jobs.batch(slim)"; got != want {
+		"podgroups.scheduling.k8s.io podgroups.scheduling.k8s.io compositepodgroups.scheduling.k8s.io podgroups.scheduling.x-k8s.io podgroups.scheduling.volcano.sh podgroups.scheduling.run.ai jobs.batch(slim)"; got != want {
 		t.Errorf("explicit only:\n got %s\nwant %s", got, want)
 	}
 	if got, want := names(table.Watches(false, framework.OwnerKinds(0).With(framework.GroupKindRayCluster))), "rayclusters.ray.io(slim)"; got != want {
 		t.Errorf("RayClusters only: got %s, want %s", got, want)
 	}
 	rules := table.StatusRules()
-	if len(rules) != 4 || rules[framework.GroupKindNative] == nil || rules[framework.GroupKindKAI] == nil || rules[framework.GroupKindJob] != nil {
-		t.Errorf("status rules of %d kinds, want the four PodGroups'", len(rules))
+	if len(rules) != 5 || rules[framework.GroupKindNative] == nil || rules[framework.GroupKindKAI] == nil ||
+		rules[framework.GroupKindComposite] == nil || rules[framework.GroupKindJob] != nil {
+		t.Errorf("status rules of %d kinds, want the four PodGroups' and the CompositePodGroup's", len(rules))
 	}
 	// A Job's policy says whether the Job is inferred from.
 	job := object("Job", map[string]any{"parallelism": int64(2)}, nil)

@@ -23,7 +23,7 @@ const (
 // KAI's own PodGroup controller, where it runs, writes the phase and pod
 // counts; batch-scheduler does not.
 func KAIStatus(updated *unstructured.Unstructured, s GangState) (string, bool, error) {
-	placed := s.onNode+s.succeeded >= int(s.min)
+	placed := s.scheduled()
 	msg := s.unschedulable
 	if !placed && msg == "" {
 		return "", false, nil

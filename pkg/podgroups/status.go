@@ -1,6 +1,8 @@
 package podgroups
 
 import (
+	"strconv"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -33,10 +35,19 @@ type gangState struct {
 	// exist counts pods not yet finished or bound; onNode those bound or
 	// assumed and not finished; running those whose phase is Running.
 	exist, onNode, running, succeeded, failed int
-	// unschedulable is the message of a pod's PodScheduled=False
-	// condition, if any pod has one.
+	// unschedulable is the message of the PodScheduled=False condition
+	// of the first pod by name that has one.
 	unschedulable string
+	// short is set for a multi-level gang of which fewer sub-groups hold
+	// their quorum on nodes than one of its rules asks for: its pods may
+	// be enough in number and still not be the gang's quorum.
+	short bool
 }
+
+// scheduled reports whether the gang's quorum holds nodes (or finished
+// there): min pods, and for a multi-level gang enough sub-groups at
+// theirs.
+func (s gangState) scheduled() bool { return s.onNode+s.succeeded >= int(s.min) && !s.short }
 
 // stateOf summarises the tasks of job against the quorum min.
 func stateOf(job *framework.JobInfo, min int32) gangState {
@@ -47,6 +58,7 @@ func stateOf(job *framework.JobInfo, min int32) gangState {
 // against the quorum min.
 func stateOfSome(job *framework.JobInfo, min int32, keep func(*framework.TaskInfo) bool) gangState {
 	s := gangState{min: min}
+	from := "" // the pod whose message s.unschedulable is
 	for _, t := range job.Tasks {
 		if keep != nil && !keep(t) {
 			continue
@@ -64,15 +76,65 @@ func stateOfSome(job *framework.JobInfo, min int32, keep func(*framework.TaskInf
 		s.exist++
 		if t.OnNode() {
 			s.onNode++
-		} else if s.unschedulable == "" {
+		} else if s.unschedulable == "" || t.Pod.Name < from {
+			// The message of the first pod by name that has one, so
+			// that the status does not change with the order of a map.
 			for _, c := range t.Pod.Status.Conditions {
 				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Message != "" {
-					s.unschedulable = c.Message
+					s.unschedulable, from = c.Message, t.Pod.Name
 				}
 			}
 		}
 	}
+	if keep == nil {
+		s.short = subGroupsShort(job)
+	}
 	return s
+}
+
+// subGroupsShort reports whether job is a multi-level gang of which
+// fewer sub-groups hold their quorum (pods on nodes or succeeded) than a
+// rule of its asks for.
+func subGroupsShort(job *framework.JobInfo) bool {
+	rules := job.SubGroupRules()
+	if len(rules) == 0 {
+		return false
+	}
+	var first *v1.Pod // the quorum in sub-groups is read from the first pod by name
+	held := make([]map[string]int, len(rules))
+	quorum := map[string]int32{}
+	for _, t := range job.Tasks {
+		if first == nil || t.Pod.Name < first.Name {
+			first = t.Pod
+		}
+		rule, key, ok := framework.SubGroupOf(rules, t.Pod)
+		if !ok {
+			continue
+		}
+		k := strconv.Itoa(rule) + "\x00" + key
+		if _, seen := quorum[k]; !seen {
+			quorum[k] = framework.SubGroupQuorum(&rules[rule], t.Pod)
+		}
+		if held[rule] == nil {
+			held[rule] = map[string]int{}
+		}
+		if t.Pod.Status.Phase == v1.PodSucceeded || (t.OnNode() && t.Pod.Status.Phase != v1.PodFailed) {
+			held[rule][k]++
+		}
+	}
+	for i := range rules {
+		need := framework.RuleMinSubGroups(&rules[i], first)
+		at := 0
+		for k, n := range held[i] {
+			if q := quorum[k]; q > 0 && n >= int(q) {
+				at++
+			}
+		}
+		if at < int(need) {
+			return true
+		}
+	}
+	return false
 }
 
 // coschedulingPhase follows the life cycle scheduler-plugins documents
@@ -104,7 +166,7 @@ func volcanoPhase(s gangState) string {
 	switch {
 	case total > 0 && s.succeeded == total:
 		return VolcanoCompleted
-	case s.onNode >= int(s.min):
+	case s.scheduled():
 		return VolcanoRunning
 	case s.onNode > 0:
 		return VolcanoUnknown

@@ -108,3 +108,24 @@ func TestNativeCondition(t *testing.T) {
 		t.Error("a condition without anything to say")
 	}
 }
+
+// The message a status carries is the first waiting pod's by name, not
+// whichever the map of tasks yields first: a status that changed with
+// the order of a map would be rewritten on every sync.
+func TestUnschedulableMessageIsStable(t *testing.T) {
+	j := framework.NewJobInfo(framework.JobID{Namespace: "ns", Name: "g", Gang: true})
+	for _, name := range []string{"d", "b", "c", "e", "a"} {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
+			Status: v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{
+				{Type: v1.PodScheduled, Status: v1.ConditionFalse, Message: "message of " + name}}}}
+		if name == "a" {
+			p.Status.Conditions = nil // waits without a message yet
+		}
+		j.SetTask(inGroup(p, framework.GroupKindCoscheduling))
+	}
+	for range 50 {
+		if got := stateOf(j, 5).unschedulable; got != "message of b" {
+			t.Fatalf("unschedulable %q, want pod b's, the first by name with a message", got)
+		}
+	}
+}

@@ -21,7 +21,7 @@ const (
 // message of an unschedulable pod while the quorum does not hold nodes,
 // False once it does. ok is false when there is nothing to say.
 func volcanoCondition(s gangState) (status, reason, message string, ok bool) {
-	if s.onNode+s.succeeded >= int(s.min) {
+	if s.scheduled() {
 		return "False", VolcanoReasonScheduled, "", true
 	}
 	if msg := s.unschedulable; msg != "" {

@@ -22,6 +22,9 @@ import (
 // writes them (k8s.io/api/scheduling/v1beta1).
 const (
 	ConditionInitiallyScheduled = "PodGroupInitiallyScheduled"
+	// CompositeConditionInitiallyScheduled is a CompositePodGroup's
+	// condition of the same meaning, for the gang of its children.
+	CompositeConditionInitiallyScheduled = "CompositePodGroupInitiallyScheduled"
 	ReasonScheduled             = "Scheduled"
 	ReasonUnschedulable         = "Unschedulable"
 )
@@ -163,6 +166,10 @@ func (w *Writer) compositeChild(obj *unstructured.Unstructured, k Key) (gangStat
 	if parent == "" {
 		return gangState{}, false
 	}
+	if w.writes(framework.GroupKindComposite) {
+		// The child's pods are the composite's: its status follows.
+		w.queue.Add(Key{Kind: framework.GroupKindComposite, Namespace: k.Namespace, Name: parent})
+	}
 	job, ok := w.jobs.Job(framework.JobID{Namespace: k.Namespace, Name: parent, Gang: true, Owner: framework.GroupKindComposite})
 	if !ok || job.MinAvailable() < 1 {
 		return gangState{}, false
@@ -191,8 +198,14 @@ func (w *Writer) sync(ctx context.Context, k Key) error {
 		return nil
 	}
 	var state gangState
-	job, ok := w.jobs.Job(framework.JobID{Namespace: k.Namespace, Name: k.Name, Gang: true})
+	id := framework.JobID{Namespace: k.Namespace, Name: k.Name, Gang: true}
+	if k.Kind == framework.GroupKindComposite {
+		id.Owner = framework.GroupKindComposite
+	}
+	job, ok := w.jobs.Job(id)
 	switch {
+	case ok && k.Kind == framework.GroupKindComposite && job.MinAvailable() >= 1:
+		state = stateOf(job, job.MinAvailable())
 	case ok && job.GroupKind() == k.Kind && job.MinAvailable() >= 1:
 		state = stateOf(job, job.MinAvailable())
 	case !ok && k.Kind == framework.GroupKindNative:
@@ -234,7 +247,23 @@ func (w *Writer) sync(ctx context.Context, k Key) error {
 // PodGroup: its PodGroupInitiallyScheduled condition, as kube-scheduler
 // writes it.
 func NativeCondition(updated *unstructured.Unstructured, s GangState) (string, bool, error) {
+	return writeInitiallyScheduled(updated, s, ConditionInitiallyScheduled)
+}
+
+// CompositeCondition is the status rule of a scheduling.k8s.io
+// CompositePodGroup whose policy is a gang: its
+// CompositePodGroupInitiallyScheduled condition, True once the whole
+// gang of its children holds its quorum (minGroupCount children at
+// theirs), as NativeCondition does for a PodGroup.
+func CompositeCondition(updated *unstructured.Unstructured, s GangState) (string, bool, error) {
+	return writeInitiallyScheduled(updated, s, CompositeConditionInitiallyScheduled)
+}
+
+// writeInitiallyScheduled sets the condition of type condType for s on
+// updated, see nativeCondition.
+func writeInitiallyScheduled(updated *unstructured.Unstructured, s GangState, condType string) (string, bool, error) {
 	cond, ok := nativeCondition(s)
+	cond.Type = condType
 	if !ok || !setCondition(updated, cond) {
 		return "", false, nil
 	}
@@ -279,7 +308,7 @@ func writePhase(updated *unstructured.Unstructured, phase, rest string, restChan
 // once the quorum holds nodes, False with the scheduler's message while a
 // pod is unschedulable; ok is false when there is nothing to say yet.
 func nativeCondition(s gangState) (metav1.Condition, bool) {
-	if s.onNode+s.succeeded >= int(s.min) {
+	if s.scheduled() {
 		return metav1.Condition{Type: ConditionInitiallyScheduled, Status: metav1.ConditionTrue, Reason: ReasonScheduled}, true
 	}
 	if msg := s.unschedulable; msg != "" {

@@ -23,6 +23,8 @@ var testRules = Rules{
 	framework.GroupKindNative:       NativeCondition,
 	framework.GroupKindCoscheduling: CoschedulingPhase,
 	framework.GroupKindVolcano:      VolcanoStatus,
+	framework.GroupKindKAI:          KAIStatus,
+	framework.GroupKindComposite:    CompositeCondition,
 }
 
 type jobSource map[framework.JobID]*framework.JobInfo
@@ -135,5 +137,89 @@ func TestWriterCompositeChild(t *testing.T) {
 	// a has both its pods on nodes; b one of its 2, the other waiting.
 	if a, b := status("a"), status("b"); a != "True" || b != "False" {
 		t.Errorf("conditions a %q, b %q; want True, False", a, b)
+	}
+}
+
+// A CompositePodGroup gang's own condition counts its children at their
+// quorum: four of its pods on nodes, enough in number, are not its
+// quorum while child b has 1 of its 2 (a has an elastic extra); it turns
+// True once b holds both. A child's sync asks for the composite's.
+func TestWriterComposite(t *testing.T) {
+	childGVR := schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
+	gvr := schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha3", Resource: "compositepodgroups"}
+	composite := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+		"metadata": map[string]any{"name": "c", "namespace": "ns", "resourceVersion": "1"},
+		"spec":     map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minGroupCount": int64(2)}}},
+	}}
+	child := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": "a", "namespace": "ns", "resourceVersion": "1"},
+		"spec":     map[string]any{"parentCompositePodGroupName": "c", "schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(2)}}},
+	}}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr: "CompositePodGroupList", childGVR: "PodGroupList"}, composite.DeepCopy(), child.DeepCopy())
+	id := framework.JobID{Namespace: "ns", Name: "c", Gang: true, Owner: framework.GroupKindComposite}
+	build := func(bWaits bool) *framework.JobInfo {
+		j := framework.NewJobInfo(id)
+		j.SetGroupPolicy(framework.GroupKindComposite, &framework.GroupPolicy{MinMember: 4, SubGroups: []framework.SubGroupRule{
+			{KeyPodGroup: true, MinSubGroups: 2, Quorums: map[string]int32{"a": 2, "b": 2}}}})
+		m := framework.Membership{Ref: framework.CompositeRef("c", "x")}
+		for i, pg := range []string{"a", "a", "a", "b", "b"} {
+			group := pg
+			name := fmt.Sprintf("%s%d", pg, i)
+			p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
+				Spec: v1.PodSpec{NodeName: "n1", SchedulingGroup: &v1.PodSchedulingGroup{PodGroupName: &group}}}
+			if i == 4 && bWaits {
+				p.Spec.NodeName = ""
+				p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Message: "no room"}}
+			}
+			j.SetTask(framework.NewTaskInfoInGroup(p, resources.PodRequests(p), m))
+		}
+		return j
+	}
+	jobs := jobSource{id: build(true)}
+	w := New(client, jobs, testRules)
+	w.ObjectChanged(framework.GroupKindNative, childGVR, child, false)
+	w.queue.Get() // the child's own key
+	if err := w.sync(context.Background(), Key{Kind: framework.GroupKindNative, Namespace: "ns", Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := w.queue.Get(); k != (Key{Kind: framework.GroupKindComposite, Namespace: "ns", Name: "c"}) {
+		t.Errorf("after the child's sync the queue holds %v, want the composite", k)
+	}
+	condition := func() (status, message string) {
+		t.Helper()
+		got, err := client.Resource(gvr).Namespace("ns").Get(context.Background(), "c", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			if c, ok := c.(map[string]any); ok && c["type"] == CompositeConditionInitiallyScheduled {
+				return fmt.Sprint(c["status"]), fmt.Sprint(c["message"])
+			}
+		}
+		return "", ""
+	}
+	sync := func() {
+		t.Helper()
+		got, err := client.Resource(gvr).Namespace("ns").Get(context.Background(), "c", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.ObjectChanged(framework.GroupKindComposite, gvr, got, false)
+		if err := w.sync(context.Background(), Key{Kind: framework.GroupKindComposite, Namespace: "ns", Name: "c"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync()
+	if status, msg := condition(); status != "False" || msg != "no room" {
+		t.Errorf("composite condition %s %q with child b short, want False with the pods' message", status, msg)
+	}
+	jobs[id] = build(false)
+	sync()
+	if status, _ := condition(); status != "True" {
+		t.Errorf("composite condition %s with both children at quorum, want True", status)
 	}
 }

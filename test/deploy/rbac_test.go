@@ -151,6 +151,7 @@ var needed = []permission{
 	{Group: "scheduling.x-k8s.io", Resource: "podgroups", Subresource: "status", Verb: "update"},
 	{Group: "scheduling.volcano.sh", Resource: "podgroups", Subresource: "status", Verb: "update"},
 	{Group: "scheduling.run.ai", Resource: "podgroups", Subresource: "status", Verb: "update"},
+	{Group: "scheduling.k8s.io", Resource: "compositepodgroups", Subresource: "status", Verb: "update"},
 	// pkg/plugins/defaultbinder/defaultbinder.go (Bind): Pods().Bind posts
 	// a Binding to pods/binding.
 	{Resource: "pods", Subresource: "binding", Verb: "create"},

@@ -25,13 +25,15 @@ func nativePod(ns, name, group string) *v1.Pod {
 }
 
 // A CompositePodGroup whose gang needs 2 of its 3 child PodGroups (minCount
-// 2 each), with room for 5 of the 6 pods: exactly two children run whole,
-// the third places none of its pods (alone, each child would have placed
-// its pods as they fit); a node added starts it. Its pods wait for the
-// composite until it exists. Each child's PodGroupInitiallyScheduled
-// condition follows its own pods.
+// 2 each). With room for 3 pods nothing starts and the composite's
+// CompositePodGroupInitiallyScheduled condition is False with the pods'
+// message; with room for 5 of the 6 pods exactly two children run whole
+// and the condition turns True, the third child places none of its pods
+// (alone, each child would have placed its pods as they fit); a node
+// added starts it. Its pods wait for the composite until it exists. Each
+// child's PodGroupInitiallyScheduled condition follows its own pods.
 func TestCompositePodGroupGang(t *testing.T) {
-	ns, _ := setup(t, 1, "5")
+	ns, _ := setup(t, 1, "3")
 	startScheduler(t)
 	for c := range 3 {
 		child := fmt.Sprintf("cg-%d", c)
@@ -51,7 +53,14 @@ func TestCompositePodGroupGang(t *testing.T) {
 			"schedulingPolicy": map[string]any{"gang": map[string]any{"minGroupCount": int64(2)}},
 		},
 	})
+	// Room for 3 pods: no two children fit, and the composite says so.
+	waitObject(t, compositeGVR, ns, "cg", "the composite's condition Unschedulable",
+		typedConditionIs("CompositePodGroupInitiallyScheduled", "False", "Unschedulable", "CompositePodGroup.scheduling.k8s.io:cg can never start"))
+	stayBound(t, ns, 0, "room for 3 pods, two children of 2 needed")
+	addNode(t, "2")
 	waitBound(t, ns, 4, "two children of 2 pods")
+	waitObject(t, compositeGVR, ns, "cg", "the composite's condition Scheduled",
+		typedConditionIs("CompositePodGroupInitiallyScheduled", "True", "Scheduled", ""))
 	stayBound(t, ns, 4, "the third child has room for one pod of its 2")
 	children := map[string]int{}
 	for pod := range bound(t, ns) {

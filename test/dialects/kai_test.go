@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -69,7 +71,20 @@ func TestKAIPodGroupSubGroups(t *testing.T) {
 	}
 	held := "must run within one " + key + " domain"
 	waitUnschedulable(t, ns, "kp-prefill-0", `sub-group "prefill" of gang `+ns+`/kp`, held)
-	waitObject(t, kaiGVR, ns, "kp", "the UnschedulableOnNodePool condition with the pods' message", kaiConditionIs(held))
+	// The condition carries the message of the first waiting pod by name.
+	waitObject(t, kaiGVR, ns, "kp", "the UnschedulableOnNodePool condition with the message of pod kp-decode-0",
+		func(u *unstructured.Unstructured) bool {
+			p, err := cp.Client.CoreV1().Pods(ns).Get(t.Context(), "kp-decode-0", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse {
+					return strings.Contains(c.Message, "gang "+ns+"/kp") && kaiConditionIs(c.Message)(u)
+				}
+			}
+			return false
+		})
 	stayBound(t, ns, 0, "only one rack holds a racked role of 2")
 
 	for n := range addRack(t, key, "y", 1, "1") {

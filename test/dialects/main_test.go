@@ -285,12 +285,17 @@ func phaseIs(phase string) func(u *unstructured.Unstructured) bool {
 
 // conditionIs matches the PodGroupInitiallyScheduled condition.
 func conditionIs(status, reason, messagePart string) func(u *unstructured.Unstructured) bool {
+	return typedConditionIs("PodGroupInitiallyScheduled", status, reason, messagePart)
+}
+
+// typedConditionIs matches the condition of type condType.
+func typedConditionIs(condType, status, reason, messagePart string) func(u *unstructured.Unstructured) bool {
 	return func(u *unstructured.Unstructured) bool {
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		for _, c := range conds {
 			m, _ := c.(map[string]any)
 			msg, _ := m["message"].(string)
-			if m["type"] == "PodGroupInitiallyScheduled" && m["status"] == status && m["reason"] == reason && strings.Contains(msg, messagePart) {
+			if m["type"] == condType && m["status"] == status && m["reason"] == reason && strings.Contains(msg, messagePart) {
 				return true
 			}
 		}
