@@ -25,8 +25,8 @@ const (
 	// CompositeConditionInitiallyScheduled is a CompositePodGroup's
 	// condition of the same meaning, for the gang of its children.
 	CompositeConditionInitiallyScheduled = "CompositePodGroupInitiallyScheduled"
-	ReasonScheduled             = "Scheduled"
-	ReasonUnschedulable         = "Unschedulable"
+	ReasonScheduled                      = "Scheduled"
+	ReasonUnschedulable                  = "Unschedulable"
 )
 
 // JobSource returns a clone of a job of the scheduler cache
