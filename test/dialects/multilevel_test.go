@@ -125,3 +125,76 @@ func TestJobSetJobsWithinOneRack(t *testing.T) {
 		}
 	}
 }
+
+// exclusiveAffinity gives pod the affinity JobSet's and LeaderWorkerSet's
+// webhooks add for exclusive placement on key: its group's pods in one
+// domain of key (affinity to the label keyLabel=group), no other group's
+// pods there (anti-affinity to keyLabel present with another value).
+func exclusiveAffinity(pod *v1.Pod, key, keyLabel, group string) *v1.Pod {
+	pod.Labels[keyLabel] = group
+	pod.Spec.Affinity = &v1.Affinity{
+		PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			TopologyKey: key,
+			LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: keyLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{group}}}},
+		}}},
+		PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			TopologyKey: key,
+			LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: keyLabel, Operator: metav1.LabelSelectorOpExists},
+				{Key: keyLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{group}}}},
+		}}},
+	}
+	return pod
+}
+
+// Exclusive placement of a JobSet's Jobs: the JobSet's
+// alpha.jobset.sigs.k8s.io/exclusive-topology makes each Job a sub-gang
+// within one rack, and the pod (anti-)affinity JobSet's webhook adds
+// keeps the other Jobs out of that rack. Racks of 4 and 1 nodes hold both
+// Jobs of 2 only by sharing the rack of 4: nothing starts (the whole
+// needs both), the anti-affinity holding the second Job back; a rack of
+// 2 joining lets each Job run alone in a rack.
+func TestJobSetExclusivePlacement(t *testing.T) {
+	ns := createNamespace(t)
+	key := "e2e.batch-scheduler.io/rack-" + utilrand.String(5)
+	racks := map[string]map[string]bool{"a": addRack(t, key, "a", 4, "1"), "b": addRack(t, key, "b", 1, "1")}
+	startScheduler(t)
+	js := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+		"metadata": map[string]any{"name": "jx", "namespace": ns,
+			"annotations": map[string]any{gangdialects.JobSetExclusiveTopologyAnnotation: key}},
+		"spec": map[string]any{"replicatedJobs": []any{
+			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{
+				"parallelism": int64(2), "completions": int64(2)}}},
+		}},
+	}}
+	if _, err := dyn.Resource(jobSetGVR).Namespace(ns).Create(t.Context(), js, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating JobSet: %v", err)
+	}
+	for job := range 2 {
+		name := fmt.Sprintf("jx-workers-%d", job)
+		for i := range 2 {
+			p := gangPod(ns, fmt.Sprintf("%s-%d", name, i)).Label(framework.JobSetNameLabel, "jx").
+				Label(gangdialects.JobSetReplicatedJobNameLabel, "workers").Label(gangdialects.JobSetJobIndexLabel, fmt.Sprint(job)).
+				ControlledBy("batch/v1", "Job", name, fmt.Sprintf("00000000-0000-0000-0000-00000000001%d", job)).Obj()
+			createPod(t, exclusiveAffinity(p, key, "jobset.sigs.k8s.io/job-key", name))
+		}
+	}
+	waitUnschedulable(t, ns, "jx-workers-1-0", "didn't match pod anti-affinity rules")
+	stayBound(t, ns, 0, "the rack of 4 holds one Job only, exclusively")
+	racks["c"] = addRack(t, key, "c", 2, "1")
+	waitBound(t, ns, 4, "a rack of 2 for the other Job")
+	in := rackOf(t, ns, racks)
+	jobRack := map[int]string{}
+	for job := range 2 {
+		a, b := in[fmt.Sprintf("jx-workers-%d-0", job)], in[fmt.Sprintf("jx-workers-%d-1", job)]
+		if a == "" || a != b {
+			t.Errorf("Job %d in racks %q and %q, want one", job, a, b)
+		}
+		jobRack[job] = a
+	}
+	if jobRack[0] == jobRack[1] {
+		t.Errorf("both Jobs in rack %s, want a rack each", jobRack[0])
+	}
+}
