@@ -204,3 +204,110 @@ func TestSimulateMultiLevelPreemptor(t *testing.T) {
 		})
 	}
 }
+
+// A sub-group that must run within one rack is simulated within one
+// rack: its first pod takes the cheapest victim, on node a of rack r1,
+// whose other node runs a pod that may not be evicted; the second pod
+// cannot follow it there, so the simulation undoes r1 and evicts for
+// both pods in r2 instead, never across racks. Once the sub-group runs
+// in a rack, its next pod is kept to that rack.
+func TestSimulateSubGroupWithinOneDomain(t *testing.T) {
+	const rack = "example.com/rack"
+	type victim struct {
+		node     string
+		priority int32
+	}
+	build := func(t *testing.T, bound string, pending int) (*framework.Job, []*framework.NodeInfo, jobList) {
+		t.Helper()
+		jobs := jobList{}
+		var nodes []*framework.NodeInfo
+		for _, n := range []struct{ name, rack string }{{"a", "r1"}, {"x", "r1"}, {"c", "r2"}, {"d", "r2"}} {
+			node := st.MakeNode().Name(n.name).Label(rack, n.rack).
+				Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourcePods: "110"}).Obj()
+			nodes = append(nodes, framework.NewNodeInfo(node))
+		}
+		victims := []victim{{"a", 5}, {"x", 200}, {"c", 10}, {"d", 10}}
+		if bound != "" {
+			victims[slices.IndexFunc(victims, func(v victim) bool { return v.node == bound })].priority = -1
+		}
+		for i, v := range victims {
+			if v.priority < 0 {
+				continue
+			}
+			info, byName := newJob(t, []*v1.Pod{running(v.node+"-0", v.node, v.priority, "1", i).Obj()})
+			jobs[info.ID] = info
+			for _, task := range byName {
+				nodes[i].AddTask(task)
+			}
+		}
+		var pods, running []*v1.Pod
+		var onNodes []string
+		sub := func(name string) *st.PodWrapper {
+			return st.MakePod().Name(name).Priority(100).Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).
+				Annotation(framework.SubGroupAnnotation, "0").Annotation(framework.SubGroupMinAvailableAnnotation, "2").
+				Annotation(framework.SubGroupTopologyRequiredAnnotation, rack)
+		}
+		if bound != "" {
+			p := sub("p0-bound").Node(bound).Obj()
+			running, onNodes = append(running, p), append(onNodes, bound)
+			nodes[slices.IndexFunc(nodes, func(n *framework.NodeInfo) bool { return n.Name() == bound })].AddTask(
+				framework.NewTaskInfo(p, framework.GroupResolver{}))
+		}
+		for i := range pending {
+			pods = append(pods, sub("p0-"+strconv.Itoa(i)).Obj())
+		}
+		job := &framework.Job{ID: framework.JobID{Namespace: "default", Name: "preemptor", Gang: true}, MinAvailable: 1, Pending: pods, Priority: 100}
+		if err := framework.SplitSubGroups(job, []framework.SubGroupRule{{KeyAnnotation: framework.SubGroupAnnotation, Source: "test"}}, running, onNodes); err != nil {
+			t.Fatal(err)
+		}
+		return job, nodes, jobs
+	}
+	simulate := func(t *testing.T, job *framework.Job, nodes []*framework.NodeInfo, jobs jobList) SimulationResult {
+		t.Helper()
+		fwk := testFramework(t)
+		state := framework.NewCycleState()
+		if s := fwk.RunPreFilterPlugins(t.Context(), state, job); !s.IsSuccess() {
+			t.Fatalf("PreFilter: %v", s)
+		}
+		e := &Engine{opts: Options{Snapshot: newTestSnapshot(nodes...), Jobs: jobs}}
+		c := &Cycle{Framework: fwk, State: state, Job: job, Placements: [][]*framework.NodeInfo{nil}}
+		res, err := e.Simulate(t.Context(), c, SearchBounds{Victims: func(t *framework.TaskInfo) bool { return podPriority(t.Pod) < 100 }}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	victimNodes := func(res SimulationResult) []string {
+		var out []string
+		for _, v := range res.Victims {
+			out = append(out, v.Task.Pod.Spec.NodeName)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	t.Run("pending", func(t *testing.T) {
+		job, nodes, jobs := build(t, "", 2)
+		res := simulate(t, job, nodes, jobs)
+		if !res.Fits {
+			t.Fatal("the preemptor does not fit")
+		}
+		got := []string{res.Placements[string(job.Pending[0].UID)], res.Placements[string(job.Pending[1].UID)]}
+		slices.Sort(got)
+		if !slices.Equal(got, []string{"c", "d"}) {
+			t.Errorf("placed on %v, want c and d, both in rack r2", got)
+		}
+		if v := victimNodes(res); !slices.Equal(v, []string{"c", "d"}) {
+			t.Errorf("victims on %v, want c and d only (none on a, in the rack the sub-group does not use)", v)
+		}
+	})
+	t.Run("running", func(t *testing.T) {
+		// One pod of the sub-group runs on d (rack r2): the next goes to
+		// c, evicting there, though a's victim is cheaper.
+		job, nodes, jobs := build(t, "d", 1)
+		res := simulate(t, job, nodes, jobs)
+		if got := res.Placements[string(job.Pending[0].UID)]; !res.Fits || got != "c" {
+			t.Errorf("placed on %q (fits %v), want c, in the rack the sub-group runs in", got, res.Fits)
+		}
+	})
+}
