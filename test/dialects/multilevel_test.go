@@ -81,18 +81,14 @@ func TestVolcanoSubGroupPolicy(t *testing.T) {
 	}
 }
 
-// A JobSet whose Jobs must each run within one rack
-// (alpha.jobset.sigs.k8s.io/exclusive-topology): two worker Jobs of 2 pods
-// and racks of 3 and 1 nodes. The whole needs both Jobs, which fit in the
-// 4 nodes only across racks: nothing starts until a second rack of 2 joins.
-func TestJobSetJobsWithinOneRack(t *testing.T) {
-	ns := createNamespace(t)
-	key := "e2e.batch-scheduler.io/rack-" + utilrand.String(5)
-	racks := map[string]map[string]bool{"a": addRack(t, key, "a", 3, "1"), "b": addRack(t, key, "b", 1, "1")}
-	startScheduler(t)
+// createExclusiveJobSet creates the JobSet ns/name of two worker Jobs of
+// 2 pods, each to run within one domain of key
+// (alpha.jobset.sigs.k8s.io/exclusive-topology).
+func createExclusiveJobSet(t *testing.T, ns, name, key string) {
+	t.Helper()
 	js := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-		"metadata": map[string]any{"name": "js", "namespace": ns,
+		"metadata": map[string]any{"name": name, "namespace": ns,
 			"annotations": map[string]any{gangdialects.JobSetExclusiveTopologyAnnotation: key}},
 		"spec": map[string]any{"replicatedJobs": []any{
 			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{
@@ -102,15 +98,30 @@ func TestJobSetJobsWithinOneRack(t *testing.T) {
 	if _, err := dyn.Resource(jobSetGVR).Namespace(ns).Create(t.Context(), js, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating JobSet: %v", err)
 	}
-	pod := func(job, i int) *v1.Pod {
-		name := fmt.Sprintf("js-workers-%d", job)
-		return gangPod(ns, fmt.Sprintf("%s-%d", name, i)).Label(framework.JobSetNameLabel, "js").
-			Label(gangdialects.JobSetReplicatedJobNameLabel, "workers").Label(gangdialects.JobSetJobIndexLabel, fmt.Sprint(job)).
-			ControlledBy("batch/v1", "Job", name, fmt.Sprintf("00000000-0000-0000-0000-00000000000%d", job)).Obj()
-	}
+}
+
+// jobSetWorker is pod i of worker Job job of the JobSet ns/js, labelled
+// as JobSet's controller labels it: <js>-workers-<job>-<i>.
+func jobSetWorker(ns, js string, job, i int) *v1.Pod {
+	name := fmt.Sprintf("%s-workers-%d", js, job)
+	return gangPod(ns, fmt.Sprintf("%s-%d", name, i)).Label(framework.JobSetNameLabel, js).
+		Label(gangdialects.JobSetReplicatedJobNameLabel, "workers").Label(gangdialects.JobSetJobIndexLabel, fmt.Sprint(job)).
+		ControlledBy("batch/v1", "Job", name, fmt.Sprintf("00000000-0000-0000-0000-00000000000%d", job)).Obj()
+}
+
+// A JobSet whose Jobs must each run within one rack
+// (alpha.jobset.sigs.k8s.io/exclusive-topology): two worker Jobs of 2 pods
+// and racks of 3 and 1 nodes. The whole needs both Jobs, which fit in the
+// 4 nodes only across racks: nothing starts until a second rack of 2 joins.
+func TestJobSetJobsWithinOneRack(t *testing.T) {
+	ns := createNamespace(t)
+	key := "e2e.batch-scheduler.io/rack-" + utilrand.String(5)
+	racks := map[string]map[string]bool{"a": addRack(t, key, "a", 3, "1"), "b": addRack(t, key, "b", 1, "1")}
+	startScheduler(t)
+	createExclusiveJobSet(t, ns, "js", key)
 	for job := range 2 {
 		for i := range 2 {
-			createPod(t, pod(job, i))
+			createPod(t, jobSetWorker(ns, "js", job, i))
 		}
 	}
 	waitUnschedulable(t, ns, "js-workers-1-0", "must run within one "+key+" domain")
@@ -160,25 +171,10 @@ func TestJobSetExclusivePlacement(t *testing.T) {
 	key := "e2e.batch-scheduler.io/rack-" + utilrand.String(5)
 	racks := map[string]map[string]bool{"a": addRack(t, key, "a", 4, "1"), "b": addRack(t, key, "b", 1, "1")}
 	startScheduler(t)
-	js := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-		"metadata": map[string]any{"name": "jx", "namespace": ns,
-			"annotations": map[string]any{gangdialects.JobSetExclusiveTopologyAnnotation: key}},
-		"spec": map[string]any{"replicatedJobs": []any{
-			map[string]any{"name": "workers", "replicas": int64(2), "template": map[string]any{"spec": map[string]any{
-				"parallelism": int64(2), "completions": int64(2)}}},
-		}},
-	}}
-	if _, err := dyn.Resource(jobSetGVR).Namespace(ns).Create(t.Context(), js, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating JobSet: %v", err)
-	}
+	createExclusiveJobSet(t, ns, "jx", key)
 	for job := range 2 {
-		name := fmt.Sprintf("jx-workers-%d", job)
 		for i := range 2 {
-			p := gangPod(ns, fmt.Sprintf("%s-%d", name, i)).Label(framework.JobSetNameLabel, "jx").
-				Label(gangdialects.JobSetReplicatedJobNameLabel, "workers").Label(gangdialects.JobSetJobIndexLabel, fmt.Sprint(job)).
-				ControlledBy("batch/v1", "Job", name, fmt.Sprintf("00000000-0000-0000-0000-00000000001%d", job)).Obj()
-			createPod(t, exclusiveAffinity(p, key, "jobset.sigs.k8s.io/job-key", name))
+			createPod(t, exclusiveAffinity(jobSetWorker(ns, "jx", job, i), key, "jobset.sigs.k8s.io/job-key", fmt.Sprintf("jx-workers-%d", job)))
 		}
 	}
 	waitUnschedulable(t, ns, "jx-workers-1-0", "didn't match pod anti-affinity rules")
