@@ -32,12 +32,21 @@ func numNodesToFind(all, percentage int) int {
 // pod's ended, so successive pods look at different nodes and spread over
 // all of them. When no node of the window fits, the filter path tries
 // every node, so a pod that fits somewhere is placed, and one that fits
-// nowhere gets the diagnosis of every node. A pod with a nominated node
-// (preemption made room for it there) looks at every node, so that its
-// node is among them.
+// nowhere gets the diagnosis of every node. For a pod with a nominated
+// node among nodes (preemption made room for it there) the window is that
+// node alone, as kube-scheduler tries a nominated node first: the pod
+// goes there without the other nodes being filtered or scored, and looks
+// at every node only while the room is not there (yet).
 func (s *Scheduler) nodeWindow(c *cycle, pod *v1.Pod, nodes []*framework.NodeInfo) []*framework.NodeInfo {
+	if name := s.nominatedNode(pod); name != "" {
+		if n := nodeNamed(nodes, name); n != nil && len(nodes) > 1 {
+			s.window = append(s.window[:0], n)
+			return s.window
+		}
+		return nil
+	}
 	k := numNodesToFind(len(nodes), s.percentageOfNodesToScore(c.profile))
-	if k >= len(nodes) || s.nominatedNode(pod) != "" {
+	if k >= len(nodes) {
 		return nil
 	}
 	start := s.nextStartNode % len(nodes)

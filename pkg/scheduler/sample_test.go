@@ -120,3 +120,44 @@ func TestPercentageOfNodesToScoreByProfile(t *testing.T) {
 		t.Errorf("10 %% of 5000 nodes is a window of %d", got)
 	}
 }
+
+// A pod nominated to a node (preemption made room there) is filtered on
+// that node alone when it fits there, as kube-scheduler tries a nominated
+// node first, and on every node when it does not (yet).
+func TestNominatedNodeIsTriedAlone(t *testing.T) {
+	const nodes = 1000
+	var calls atomic.Int32
+	hook := &hookPlugin{filter: func(_ *v1.Pod, n *framework.NodeInfo) *framework.Status {
+		calls.Add(1)
+		return nil
+	}}
+	h := newHarnessWith(t, harnessConfig{hook: hook})
+	for i := range nodes {
+		cpu := "10"
+		if i == 7 {
+			cpu = "1"
+		}
+		h.addNode(fmt.Sprintf("n-%04d", i), cpu)
+	}
+	fits := st.MakePod().Name("fits").Req(res{"cpu": "1"}).Obj()
+	fits.Status.NominatedNodeName = "n-0500"
+	h.addPod(fits)
+	h.sched.scheduleOne(t.Context())
+	if got := calls.Load(); got != 1 {
+		t.Errorf("Filter ran on %d nodes for a pod that fits on its nominated node, want 1", got)
+	}
+	calls.Store(0)
+	full := st.MakePod().Name("full").Req(res{"cpu": "2"}).Obj()
+	full.Status.NominatedNodeName = "n-0007"
+	h.addPod(full)
+	h.sched.scheduleOne(t.Context())
+	// The hook runs after NodeResourcesFit, which turns n-0007 away.
+	if got := calls.Load(); got < nodes-1 {
+		t.Errorf("Filter ran on %d nodes for a pod whose nominated node has no room, want every other node", got)
+	}
+	h.sched.bindWG.Wait()
+	bound := h.boundTo()
+	if bound["fits"] != "n-0500" || bound["full"] == "" || bound["full"] == "n-0007" {
+		t.Errorf("bound %v, want fits on n-0500 and full elsewhere than n-0007", bound)
+	}
+}
