@@ -95,6 +95,7 @@ func (c *SchedulerCache) assumeLocked(t *framework.TaskInfo, nodeName string) {
 	item := c.nodes[nodeName]
 	at := framework.NewAssumedTaskInfoInGroup(t.Pod, nodeName, t.Requests, c.membershipLocked(t.Pod))
 	at.RuntimeBounds = c.runtimeBounds
+	at.ClaimDevices = t.ClaimDevices
 	c.assumed[pod.UID] = &assumedPod{pending: t.Pod}
 	c.tasks[pod.UID] = at
 	c.numPending--
@@ -341,6 +342,7 @@ func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Po
 	prev := a.pending
 	t := framework.NewAssumedTaskInfoInGroup(pod, old.NodeName, resources.PodRequests(pod), c.membershipLocked(pod))
 	t.RuntimeBounds = c.runtimeBounds
+	t.ClaimDevices = c.claimDevicesFor(old, pod)
 	if old.Job != t.Job {
 		c.removeFromJobLocked(old)
 		if prev != nil {
@@ -349,6 +351,7 @@ func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Po
 	}
 	c.tasks[uid] = t
 	c.indexOwnerLocked(uid, t)
+	c.indexClaimsLocked(uid, pod)
 	c.setJobTaskLocked(c.jobForTaskLocked(t), t)
 	info, item := c.accountedNodeLocked(t.NodeName)
 	if info == nil || !info.RemoveTask(uid) {

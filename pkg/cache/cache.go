@@ -189,6 +189,10 @@ type SchedulerCache struct {
 	caps        map[string]*resources.Resource
 	requireCaps bool
 	capExceeded map[string]bool
+	// claimObjs are the ResourceClaims, ResourceClaimTemplates and
+	// DeviceClasses the devices of pods' own claims are counted from, and
+	// which tasks read which (claims.go).
+	claimObjs claimObjects
 	// numPlaceholders and numPending count placeholder nodes and pending
 	// tasks, for the size gauges.
 	numPlaceholders int
@@ -281,6 +285,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		external:      map[string]externalUsage{},
 		caps:          map[string]*resources.Resource{},
 		capExceeded:   map[string]bool{},
+		claimObjs:     newClaimObjects(),
 		sizeGauges: cacheSizeGauges{
 			nodes:        size.WithLabelValues(metrics.CacheNodes),
 			placeholders: size.WithLabelValues(metrics.CachePlaceholderNodes),
@@ -302,7 +307,8 @@ func New(opts Options) (*SchedulerCache, error) {
 		SchedulerNames: opts.SchedulerNames, Client: opts.Client, DynamicClient: opts.DynamicClient,
 		Discovery: opts.Discovery, RediscoveryPeriod: opts.RediscoveryPeriod, ResyncPeriod: opts.ResyncPeriod,
 		InformerFactory: opts.InformerFactory, Resources: opts.Resources, Metrics: opts.Metrics, Clock: opts.Clock,
-		PodFilter: c.podFilter, NodeFilter: c.nodeFilter(), SetOwnerKindUnavailable: c.setOwnerKindUnavailable,
+		PodFilter: c.podFilter, NodeFilter: c.nodeFilter(), ClaimObserver: c.claimObserver,
+		SetOwnerKindUnavailable: c.setOwnerKindUnavailable,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating scheduler cache: %w", err)
@@ -355,6 +361,12 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 		switch {
 		case t.Status == framework.TaskPending:
 			out.Pending = append(out.Pending, t.Pod)
+			if len(t.ClaimDevices.Scalar) > 0 {
+				if out.ClaimDevices == nil {
+					out.ClaimDevices = map[types.UID]resources.Resource{}
+				}
+				out.ClaimDevices[t.Pod.UID] = t.ClaimDevices
+			}
 		case t.Counted && t.NodeName != "":
 			out.PlacedNodes = append(out.PlacedNodes, t.NodeName)
 			if subRules != nil {

@@ -121,15 +121,18 @@ func (c *SchedulerCache) CapExceededNodes() []eventhandlers.CapExceeded {
 // the cache's rule gives it (see resolverLocked), marked own when pod is
 // this scheduler's. The caller holds mu: when the cache has a
 // task of the same pod whose requests cannot have changed, its requests
-// are reused instead of computed again (most updates are of status).
+// are reused instead of computed again (most updates are of status); so
+// are its claim devices (see claimDevicesFor).
 func (c *SchedulerCache) ownTask(pod *v1.Pod) *framework.TaskInfo {
 	var t *framework.TaskInfo
 	m := c.membershipLocked(pod)
-	if old, ok := c.tasks[pod.UID]; ok && old.Status != framework.TaskAssumed && sameRequestInputs(old.Pod, pod) {
+	old := c.tasks[pod.UID]
+	if old != nil && old.Status != framework.TaskAssumed && sameRequestInputs(old.Pod, pod) {
 		t = framework.NewTaskInfoInGroup(pod, old.Requests.Clone(), m)
 	} else {
 		t = framework.NewTaskInfoInGroup(pod, podRequests(pod), m)
 	}
+	t.ClaimDevices = c.claimDevicesFor(old, pod)
 	t.Own = c.schedulers[pod.Spec.SchedulerName]
 	t.RuntimeBounds = c.runtimeBounds
 	return t

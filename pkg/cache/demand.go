@@ -47,6 +47,10 @@ func (c *SchedulerCache) Demand() *demand.Report {
 				continue
 			}
 			members++
+			// Requests, not QueueRequests: Unmet is asked of the
+			// allocator's grants, which cap what pods request on nodes
+			// (Used); claim devices count against tenant queues only,
+			// whose Allocated and Pending above include them.
 			total.Add(t.Requests)
 			largestUnit = maxOf(largestUnit, t.Requests)
 		}

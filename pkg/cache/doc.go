@@ -68,6 +68,12 @@
 //     mu), and gives it the capacity they share (capacityLocked); cycles
 //     read the tenant queues as a framework.QueueSnapshot (CycleJob), and
 //     Tenants gives the scheduling queue their order (its OrderPolicy).
+//   - Claim devices (claims.go): the devices of pods' own ResourceClaims
+//     count against their tenant queues (framework.TaskInfo.ClaimDevices).
+//     The informer host passes every ResourceClaim, ResourceClaimTemplate
+//     and DeviceClass event through the cache (claimObserver) before the
+//     handler: the cache records the objects, and recounts and replaces
+//     the tasks that read them, keeping the tenant queues' usage in step.
 //   - View (view.go): a copy of all of the above for the tools that
 //     inspect the cache, taken in short sections of the lock, and Dump
 //     (dump.go), the same rendered as JSON for people. The tools
@@ -109,13 +115,17 @@
 //     the nodes map and the generation-ordered list of nodeItems, the
 //     generation counter, the log of removed nodes, the tasks, jobs,
 //     jobless-task and assumed-pod maps, the group policies, the owner kinds gangs are
-//     inferred from and the index of tasks by owner (groups.go), and the
+//     inferred from and the index of tasks by owner (groups.go), the
+//     claims, templates and device classes claim devices are counted from
+//     and the index of tasks by claim (claimObjs, claims.go), and the
 //     counters behind the size gauges. It is
 //     taken by the eventhandlers.Cache methods, SetGroupPolicy,
 //     SetOwnerGangs, AssumePod, ForgetPod,
 //     FinishBinding, NodeInfo, Job, CycleJob, UpdateSnapshot and View, by the
-//     assumed-pod expiry loop, and by the node selector filter
-//     (setNodeExcluded). While holding it, the cache calls into the
+//     assumed-pod expiry loop, by the node selector filter
+//     (setNodeExcluded) and by the claim observer (setClaimObject, which
+//     raises framework.EventQueueChange in the scheduling queue only after
+//     releasing it). While holding it, the cache calls into the
 //     scheduling queue (taking its lock, step 2), reads Options.Clock,
 //     logs, and sets Prometheus gauges and counters — nothing else: never
 //     the event handler, an informer or a user-supplied function.

@@ -384,6 +384,7 @@ func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
 	uid := t.Pod.UID
 	nt := framework.NewAssumedTaskInfoInGroup(t.Pod, t.NodeName, t.Requests, c.membershipLocked(t.Pod))
 	nt.RuntimeBounds = c.runtimeBounds
+	nt.ClaimDevices = t.ClaimDevices
 	c.removeFromJobLocked(t)
 	c.tasks[uid] = nt
 	c.indexOwnerLocked(uid, nt)

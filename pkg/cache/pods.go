@@ -150,6 +150,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 	}
 	c.tasks[uid] = t
 	c.indexOwnerLocked(uid, t)
+	c.indexClaimsLocked(uid, t.Pod)
 	if t.Status == framework.TaskPending {
 		c.numPending++
 	}
@@ -183,6 +184,7 @@ func (c *SchedulerCache) deleteTaskLocked(uid types.UID) bool {
 	wasQueued := c.queuedLocked(t)
 	delete(c.tasks, uid)
 	c.indexOwnerLocked(uid, nil)
+	c.indexClaimsLocked(uid, nil)
 	c.removeFromJobLocked(t)
 	if t.OnNode() {
 		c.removeFromNodeLocked(t)

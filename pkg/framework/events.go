@@ -31,6 +31,11 @@ const (
 	ResourceClaim EventResource = "ResourceClaim"
 	ResourceSlice EventResource = "ResourceSlice"
 	DeviceClass   EventResource = "DeviceClass"
+	// ResourceClaimTemplate is opt-in too: its informer runs with
+	// ResourceClaim's, for the cache, which counts the devices of the
+	// claims pods make from templates against their queues. No event of
+	// it reaches the event handler.
+	ResourceClaimTemplate EventResource = "ResourceClaimTemplate"
 	// Grant and ExternalWorkload come from custom informers (external
 	// resource managers); see pkg/apis/batchscheduler/v1alpha1.
 	Grant            EventResource = "Grant"

@@ -8,10 +8,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // MaxNodeScore and MinNodeScore bound what a Score plugin returns (after
@@ -38,6 +41,11 @@ type Job struct {
 	MinAvailable int32
 	// Pending are the pods to place, in a stable order. Read-only.
 	Pending []*v1.Pod
+	// ClaimDevices are the devices of the pending pods' own
+	// ResourceClaims, by pod UID (TaskInfo.ClaimDevices), only for the
+	// pods that have some; nil when none has. Read-only. QueueRequest
+	// reads it.
+	ClaimDevices map[types.UID]resources.Resource
 	// Bound counts tasks already bound (and not finished).
 	Bound int
 	// Err is the job's validation problem, if any (e.g. a bad
@@ -85,6 +93,19 @@ type Job struct {
 	// whole's and SubGroup names the sub-group.
 	Parent   *Job
 	SubGroup string
+}
+
+// QueueRequest is what pod, one of the job's pending pods, counts against
+// its queue: its requests (resources.PodRequests) plus the devices of its
+// own ResourceClaims (ClaimDevices).
+func (j *Job) QueueRequest(pod *v1.Pod) resources.Resource {
+	r := resources.PodRequests(pod)
+	if j != nil {
+		if d, ok := j.ClaimDevices[pod.UID]; ok {
+			r.Add(d)
+		}
+	}
+	return r
 }
 
 // QueueSortPlugin orders the jobs in the active queue. A profile has

@@ -96,8 +96,18 @@ type TaskInfo struct {
 	// NodeName is the node of a bound or assumed task, empty for a pending
 	// one.
 	NodeName string
-	// Requests is what the pod requests (see resources.PodRequests).
+	// Requests is what the pod requests (see resources.PodRequests):
+	// what node fit and node accounting read.
 	Requests resources.Resource
+	// ClaimDevices are the devices of the pod's own ResourceClaims (its
+	// spec.resourceClaims, from a template or named), by the resource name
+	// a queue limits them under: the DeviceClass's
+	// spec.extendedResourceName, else
+	// deviceclass.resource.kubernetes.io/<class>. Only Scalar is set; it
+	// is nil when the pod claims no devices (or the cache could not count
+	// them yet). They count against the pod's queue (QueueRequests), never
+	// against its node: the DRA plugin allocates them on the node.
+	ClaimDevices resources.Resource
 	// Counted reports whether Requests count against the node: true for a
 	// bound or assumed pod that has not finished (Succeeded or Failed),
 	// including a terminating one.
@@ -195,6 +205,18 @@ func NewAssumedTaskInfoInGroup(pending *v1.Pod, node string, requests resources.
 	t.Queue, _ = QueueNameForPod(pending)
 	t.setGroup(m)
 	return t
+}
+
+// QueueRequests is what t counts against its queue: Requests plus
+// ClaimDevices. Without claim devices it is Requests itself, shared, not
+// copied: do not modify the result.
+func (t *TaskInfo) QueueRequests() resources.Resource {
+	if len(t.ClaimDevices.Scalar) == 0 {
+		return t.Requests
+	}
+	r := t.Requests.Clone()
+	r.Add(t.ClaimDevices)
+	return r
 }
 
 // OnNode reports whether t is accounted to a node: bound or assumed.

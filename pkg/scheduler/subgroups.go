@@ -53,7 +53,7 @@ func (s *Scheduler) placeSubGroup(ctx context.Context, c *cycle, g *framework.Su
 		if nodes == nil {
 			nodes = s.snapshot.NodeInfos()
 		}
-		sub := &framework.Job{ID: c.job.ID, MinAvailable: g.MinMember, Pending: g.Pending, Bound: g.Bound,
+		sub := &framework.Job{ID: c.job.ID, MinAvailable: g.MinMember, Pending: g.Pending, ClaimDevices: c.job.ClaimDevices, Bound: g.Bound,
 			Queue: c.job.Queue, QueueVia: c.job.QueueVia, Priority: c.job.Priority, Since: c.job.Since,
 			Topology: g.Topology, PlacedNodes: g.PlacedNodes, Parent: c.job, SubGroup: g.Key}
 		p, by, st := c.fwk.RunPlacementPlugins(ctx, c.state, sub, nodes)

@@ -30,9 +30,11 @@ import (
 // Queue of that name exists, in step with every task change (ChangeJob),
 // so that a cycle reads it in O(tenant queues), not O(pods).
 type Usage struct {
-	// Allocated sums the requests of the tasks that use the tenant queue's
-	// share (framework.TaskInfo.UsesShare); Pending those of its pending
-	// tasks; Releasing the part of Allocated of terminating tasks.
+	// Allocated sums what the tasks that use the tenant queue's share
+	// (framework.TaskInfo.UsesShare) count against it (their requests and
+	// claim devices, framework.TaskInfo.QueueRequests); Pending that of
+	// its pending tasks; Releasing the part of Allocated of terminating
+	// tasks.
 	Allocated, Pending, Releasing resources.Resource
 	// PendingJobs and RunningJobs count the jobs with at least one
 	// pending task, and at least one task that uses the share.
@@ -59,11 +61,12 @@ func (u *Usage) AddTask(t *framework.TaskInfo, sign int) {
 	default:
 		return
 	}
+	req := t.QueueRequests()
 	add := func(to *resources.Resource) {
 		if sign > 0 {
-			to.Add(t.Requests)
+			to.Add(req)
 		} else {
-			to.Sub(t.Requests)
+			to.Sub(req)
 		}
 	}
 	add(to)
@@ -150,8 +153,8 @@ func (t *Tenants) ChangeJob(job *framework.JobInfo, uid types.UID, change func()
 }
 
 // sameDemand reports whether a and b ask the same of their tenant queue:
-// nothing, or the same requests, pending or running alike (placing a pod
-// changes no demand).
+// nothing, or the same requests and claim devices, pending or running
+// alike (placing a pod changes no demand).
 func sameDemand(a, b *framework.TaskInfo) bool {
 	asks := func(t *framework.TaskInfo) bool {
 		return t != nil && (t.UsesShare() || t.Status == framework.TaskPending)
@@ -164,7 +167,7 @@ func sameDemand(a, b *framework.TaskInfo) bool {
 	}
 	x, y := &a.Requests, &b.Requests
 	return x.MilliCPU == y.MilliCPU && x.Memory == y.Memory && x.EphemeralStorage == y.EphemeralStorage &&
-		maps.Equal(x.Scalar, y.Scalar)
+		maps.Equal(x.Scalar, y.Scalar) && maps.Equal(a.ClaimDevices.Scalar, b.ClaimDevices.Scalar)
 }
 
 // usageLocked returns the usage of the tenant queue name, created empty.

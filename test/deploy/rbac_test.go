@@ -102,6 +102,10 @@ var needed = []permission{
 	{Group: "resource.k8s.io", Resource: "resourceslices", Verb: "watch"},
 	{Group: "resource.k8s.io", Resource: "deviceclasses", Verb: "list"},
 	{Group: "resource.k8s.io", Resource: "deviceclasses", Verb: "watch"},
+	// pkg/cache/claims.go: the devices of pods' own claims, counted
+	// against queue quotas, are read from their ResourceClaimTemplates.
+	{Group: "resource.k8s.io", Resource: "resourceclaimtemplates", Verb: "list"},
+	{Group: "resource.k8s.io", Resource: "resourceclaimtemplates", Verb: "watch"},
 	{Group: "resource.k8s.io", Resource: "resourceclaims", Verb: "get"},
 	{Group: "resource.k8s.io", Resource: "resourceclaims", Verb: "update"},
 	{Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "status", Verb: "update"},

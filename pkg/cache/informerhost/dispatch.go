@@ -111,6 +111,11 @@ var optInMethods = map[framework.EventResource]func(h eventhandlers.Interface) (
 		}
 		return noopMethods, false
 	},
+	// Only the cache reads templates (Options.ClaimObserver): no job
+	// waits for one, so the handler is not told.
+	framework.ResourceClaimTemplate: func(eventhandlers.Interface) (handlerMethods, bool) {
+		return noopMethods, true
+	},
 }
 
 // noopMethods ignore every event.

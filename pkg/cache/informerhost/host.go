@@ -48,7 +48,10 @@ type namedRegistration struct {
 // CSIDrivers, CSIStorageCapacities and PriorityClasses that
 // Options.Resources lists (all of them by default), and those of
 // ResourceClaims, ResourceSlices and DeviceClasses only when it names
-// them (opt-in, see IsOptIn). Pods reach h only if
+// them (opt-in, see IsOptIn), and ResourceClaimTemplates with
+// ResourceClaims (for Options.ClaimObserver). The events of
+// ResourceClaims, ResourceClaimTemplates and DeviceClasses pass
+// Options.ClaimObserver, when set, before they reach h. Pods reach h only if
 // Options.PodFilter passes them, nodes only through Options.NodeFilter
 // (the cache's: a node selector under which a node that stops matching is
 // delivered as deleted). If h is an
@@ -247,6 +250,9 @@ var nativeInformers = []struct {
 	{framework.DeviceClass, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 		return f.Resource().V1().DeviceClasses().Informer()
 	}},
+	{framework.ResourceClaimTemplate, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Resource().V1().ResourceClaimTemplates().Informer()
+	}},
 }
 
 // nativeResourceSet checks Options.Resources and returns the native
@@ -352,6 +358,8 @@ func (c *Host) eventHandlerFor(r framework.EventResource, h eventhandlers.Interf
 		return toolscache.FilteringResourceEventHandler{FilterFunc: c.opts.PodFilter, Handler: funcs}, nil
 	case r == framework.Node && c.opts.NodeFilter != nil:
 		return c.opts.NodeFilter(funcs), nil
+	case c.opts.ClaimObserver != nil && (r == framework.ResourceClaim || r == framework.ResourceClaimTemplate || r == framework.DeviceClass):
+		return c.opts.ClaimObserver(r, funcs), nil
 	}
 	return funcs, nil
 }

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -58,7 +59,7 @@ func (r *claimRecorder) seen() []string {
 // The DRA informers are opt-in: they run only when Options.Resources
 // names them, WildCard or not; a handler without their optional interface
 // still gets them synced (for the plugins' listers), one with it gets the
-// events.
+// events. ResourceClaimTemplates come with ResourceClaims, for the cache.
 func TestOptInInformers(t *testing.T) {
 	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	for _, tt := range []struct {
@@ -69,9 +70,11 @@ func TestOptInInformers(t *testing.T) {
 		{name: "every native resource", resources: nil, want: nil},
 		{name: "WildCard", resources: []framework.EventResource{framework.WildCard}, want: nil},
 		{name: "named beside WildCard", resources: []framework.EventResource{framework.WildCard, framework.ResourceClaim, framework.DeviceClass},
-			want: []string{"DeviceClass", "ResourceClaim"}},
+			want: []string{"DeviceClass", "ResourceClaim", "ResourceClaimTemplate"}},
 		{name: "named", resources: []framework.EventResource{framework.ResourceSlice, framework.ResourceClaim},
-			want: []string{"ResourceClaim", "ResourceSlice"}},
+			want: []string{"ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"}},
+		{name: "slices and classes without claims", resources: []framework.EventResource{framework.ResourceSlice, framework.DeviceClass},
+			want: []string{"DeviceClass", "ResourceSlice"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			host, err := New(Options{Client: fake.NewClientset(claim), Resources: tt.resources})
@@ -108,5 +111,64 @@ func TestOptInInformers(t *testing.T) {
 				t.Errorf("handler saw claims %v, want [c]", rec.seen())
 			}
 		})
+	}
+}
+
+// observed records the resources of the events a ClaimObserver saw.
+type observed struct {
+	mu   sync.Mutex
+	seen map[framework.EventResource]int
+}
+
+func (o *observed) wrap(r framework.EventResource, next toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			o.mu.Lock()
+			o.seen[r]++
+			o.mu.Unlock()
+			next.OnAdd(obj, false)
+		},
+		UpdateFunc: next.OnUpdate,
+		DeleteFunc: next.OnDelete,
+	}
+}
+
+func (o *observed) count(r framework.EventResource) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seen[r]
+}
+
+// Options.ClaimObserver sees the events of ResourceClaims,
+// ResourceClaimTemplates and DeviceClasses, and passes them on to the
+// handler; not those of ResourceSlices.
+func TestClaimObserver(t *testing.T) {
+	client := fake.NewClientset(
+		&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}},
+		&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t"}},
+		&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "d"}},
+		&resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}},
+	)
+	o := &observed{seen: map[framework.EventResource]int{}}
+	host, err := New(Options{Client: client, ClaimObserver: o.wrap,
+		Resources: []framework.EventResource{framework.ResourceClaim, framework.ResourceSlice, framework.DeviceClass}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rec := &claimRecorder{}
+	if err := host.Run(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return o.count(framework.ResourceClaim) == 1 && o.count(framework.ResourceClaimTemplate) == 1 &&
+			o.count(framework.DeviceClass) == 1 && slices.Equal(rec.seen(), []string{"c"}), nil
+	})
+	if err != nil {
+		t.Errorf("observer saw %v, handler saw claims %v; want one of each and claim c passed on", o.seen, rec.seen())
+	}
+	if n := o.count(framework.ResourceSlice); n != 0 {
+		t.Errorf("observer saw %d ResourceSlice events, want none", n)
 	}
 }

@@ -40,7 +40,8 @@ type Options struct {
 	// Resources are the resources whose events are needed: Run starts
 	// native informers only for these, pods and nodes always. nil, or a
 	// list containing WildCard, means every native resource but the
-	// opt-in ones (ResourceClaim, ResourceSlice, DeviceClass), which run
+	// opt-in ones (ResourceClaim, ResourceSlice, DeviceClass;
+	// ResourceClaimTemplate comes with ResourceClaim), which run
 	// only when listed by name, WildCard or not.
 	Resources []framework.EventResource
 	// Metrics the dispatchers and backlog gauges report to. Default: a
@@ -55,6 +56,11 @@ type Options struct {
 	// NodeFilter, when set, wraps the node handler (the cache's: a node
 	// selector that also records the nodes it leaves out).
 	NodeFilter func(next toolscache.ResourceEventHandler) toolscache.ResourceEventHandler
+	// ClaimObserver, when set, wraps the handlers of ResourceClaims,
+	// ResourceClaimTemplates and DeviceClasses (the cache's: it counts
+	// the devices of pods' own claims against their queues, and sees
+	// every event of these objects before the handler does).
+	ClaimObserver func(r framework.EventResource, next toolscache.ResourceEventHandler) toolscache.ResourceEventHandler
 	// SetOwnerKindUnavailable, when set, is told whether the resource of
 	// an owner kind gangs may be inferred from can be listed (discovery
 	// checks it).
@@ -128,6 +134,10 @@ func New(opts Options) (*Host, error) {
 		if IsOptIn(r) {
 			optIn[r] = true
 		}
+	}
+	if optIn[framework.ResourceClaim] {
+		// Pods' claims come from templates as often as they are named.
+		optIn[framework.ResourceClaimTemplate] = true
 	}
 	return &Host{opts: opts, nativeResources: native, optIn: optIn, dispatchers: NewDispatchers(opts.Metrics)}, nil
 }

@@ -86,14 +86,14 @@ func TestDiscoveredResourcesFollowTheConfiguration(t *testing.T) {
 		{name: "defaults, no API server for status", want: "jobs.v1.batch(slim) " + ownerResources,
 			wantOwners: framework.AllOwnerKinds()},
 		{name: "defaults with gang dialects", dialects: true,
-			want: "podgroups.v1beta1.scheduling.k8s.io(first) podgroups.v1alpha3.scheduling.k8s.io(first) compositepodgroups.v1alpha3.scheduling.k8s.io(slim) " +
-				"podgroups.v1alpha1.scheduling.x-k8s.io podgroups.v1beta1.scheduling.volcano.sh jobs.v1.batch(slim) " + ownerResources + " " + queueResources,
+			want: "podgroups.v1beta1.scheduling.k8s.io(first) podgroups.v1alpha3.scheduling.k8s.io(first) compositepodgroups.v1alpha3.scheduling.k8s.io " +
+				"podgroups.v1alpha1.scheduling.x-k8s.io podgroups.v1beta1.scheduling.volcano.sh podgroups.v2alpha2.scheduling.run.ai jobs.v1.batch(slim) " + ownerResources + " " + queueResources,
 			wantOwners: framework.AllOwnerKinds()},
 		{name: "only RayCluster", args: "ownerGangs: {Job: false, JobSet: false, LeaderWorkerSet: false, MPIJob: false, PyTorchJob: false}",
 			want: "rayclusters.v1.ray.io(slim)", wantOwners: framework.OwnerKinds(0).With(framework.GroupKindRayCluster)},
 		{name: "Job off keeps the Job dialect", dialects: true, args: "disableGangDialects: false\nownerGangs: {Job: false}",
-			want: "podgroups.v1beta1.scheduling.k8s.io(first) podgroups.v1alpha3.scheduling.k8s.io(first) compositepodgroups.v1alpha3.scheduling.k8s.io(slim) " +
-				"podgroups.v1alpha1.scheduling.x-k8s.io podgroups.v1beta1.scheduling.volcano.sh jobs.v1.batch(slim) " + ownerResources + " " + queueResources,
+			want: "podgroups.v1beta1.scheduling.k8s.io(first) podgroups.v1alpha3.scheduling.k8s.io(first) compositepodgroups.v1alpha3.scheduling.k8s.io " +
+				"podgroups.v1alpha1.scheduling.x-k8s.io podgroups.v1beta1.scheduling.volcano.sh podgroups.v2alpha2.scheduling.run.ai jobs.v1.batch(slim) " + ownerResources + " " + queueResources,
 			wantOwners: framework.AllOwnerKinds().Without(framework.GroupKindJob)},
 		{name: "a cache that records no groups gets only the queues", plainCache: true, dialects: true, want: queueResources},
 		{name: "gang dialects off keep the queues", dialects: true, args: "disableGangDialects: true",

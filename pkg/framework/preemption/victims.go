@@ -438,7 +438,7 @@ func (sim *simulation) charge(t *framework.TaskInfo, sign int64) {
 		taken = framework.ResourceAmounts{}
 		sim.taken[g] = taken
 	}
-	for name, v := range framework.AmountsOf(t.Requests) {
+	for name, v := range framework.AmountsOf(t.QueueRequests()) {
 		taken[name] += sign * v
 	}
 }
@@ -470,7 +470,7 @@ func (sim *simulation) withinBudget(c *candidate) bool {
 			}
 			seen[t.Job] = true
 		}
-		for name, v := range framework.AmountsOf(t.Requests) {
+		for name, v := range framework.AmountsOf(t.QueueRequests()) {
 			acc[g][name] += v
 		}
 	}

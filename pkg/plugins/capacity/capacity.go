@@ -195,8 +195,9 @@ func behind(job *framework.Job, w *framework.RoomWaiter) bool {
 	return job.Since.After(w.Since)
 }
 
-// quorumRequest is what the job's quorum still asks for: the requests of
-// the smallest pending pods it needs to reach MinAvailable with the pods
+// quorumRequest is what the job's quorum still asks of its queue: the
+// requests (and claim devices, framework.Job.QueueRequest) of the
+// smallest pending pods it needs to reach MinAvailable with the pods
 // already running.
 func quorumRequest(job *framework.Job) framework.ResourceAmounts {
 	missing := int(job.MinAvailable) - job.Bound
@@ -205,7 +206,7 @@ func quorumRequest(job *framework.Job) framework.ResourceAmounts {
 	}
 	reqs := make([]resources.Resource, len(job.Pending))
 	for i, p := range job.Pending {
-		reqs[i] = resources.PodRequests(p)
+		reqs[i] = job.QueueRequest(p)
 	}
 	sort.Slice(reqs, func(i, j int) bool {
 		if reqs[i].MilliCPU != reqs[j].MilliCPU {
@@ -237,7 +238,9 @@ func amount(name v1.ResourceName, a framework.ResourceAmounts) string {
 
 // PreFilterPod implements framework.PodPreFilterPlugin: pod fits its queue
 // if, for the queue and each ancestor, what they use plus what the cycle
-// reserved plus pod's requests stays within the limit, and, for a queue
+// reserved plus what pod asks of its queue (its requests and the devices
+// of its own claims, framework.Job.QueueRequest) stays within the limit,
+// and, for a queue
 // that may not borrow, within its entitled share (at least its
 // guarantee).
 func (*Capacity) PreFilterPod(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
@@ -249,7 +252,7 @@ func (*Capacity) PreFilterPod(_ context.Context, state *framework.CycleState, po
 	if len(path) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	req := framework.AmountsOf(resources.PodRequests(pod))
+	req := framework.AmountsOf(job.QueueRequest(pod))
 	var cycle framework.ResourceAmounts
 	if d, ok := state.Read(stateKey); ok {
 		r := d.(*reserved)
@@ -304,8 +307,9 @@ func sumAmounts(a, b framework.ResourceAmounts) framework.ResourceAmounts {
 	return out
 }
 
-// Reserve implements framework.ReservePlugin: the pod's requests count
-// against its queue for the rest of the cycle.
+// Reserve implements framework.ReservePlugin: what the pod asks of its
+// queue (framework.Job.QueueRequest) counts against it for the rest of
+// the cycle.
 func (*Capacity) Reserve(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ string) *framework.Status {
 	addReserved(state, pod, 1)
 	return nil
@@ -333,7 +337,7 @@ func addReserved(state *framework.CycleState, pod *v1.Pod, sign int64) {
 	} else {
 		delete(r.pods, pod.UID)
 	}
-	for k, v := range framework.AmountsOf(resources.PodRequests(pod)) {
+	for k, v := range framework.AmountsOf(jobOf(state).QueueRequest(pod)) {
 		r.amounts[k] += sign * v
 	}
 }
