@@ -38,8 +38,15 @@ func (c *SchedulerCache) ceilingLocked() resources.Resource { return c.usableLoc
 
 // capacityLocked is what the scheduler may use: per listed node, its
 // allocatable less what others' pods and external usage take, within the
-// node's cap where there is one. The pod count is left out.
-func (c *SchedulerCache) capacityLocked() resources.Resource { return c.usableLocked(true) }
+// node's cap where there is one, and the devices published in
+// ResourceSlices that each DeviceClass selects (devices.go). The pod
+// count is left out. The tenant queues divide it; the ceiling
+// (ceilingLocked) leaves the devices out.
+func (c *SchedulerCache) capacityLocked() resources.Resource {
+	total := c.usableLocked(true)
+	c.addDeviceTotalsLocked(&total)
+	return total
+}
 
 // usableLocked sums, over the listed nodes, allocatable less external
 // usage and, with others, less what other schedulers' pods request,

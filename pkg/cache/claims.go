@@ -82,6 +82,9 @@ type claimObjects struct {
 	// reads the reverse: the claims and templates each pod names.
 	users map[claimKey]map[types.UID]struct{}
 	reads map[types.UID][]claimKey
+	// devices are the DeviceClasses and ResourceSlices the device totals
+	// of the capacity are counted from (devices.go).
+	devices deviceObjects
 }
 
 func newClaimObjects() claimObjects {
@@ -91,6 +94,7 @@ func newClaimObjects() claimObjects {
 		extendedNames: map[string]v1.ResourceName{},
 		users:         map[claimKey]map[types.UID]struct{}{},
 		reads:         map[types.UID][]claimKey{},
+		devices:       newDeviceObjects(),
 	}
 }
 
@@ -303,8 +307,9 @@ func (c *SchedulerCache) claimDevicesFor(old *framework.TaskInfo, pod *v1.Pod) r
 }
 
 // claimObserver is the cache's informerhost.Options.ClaimObserver: it
-// records every ResourceClaim, ResourceClaimTemplate and DeviceClass, and
-// recounts the tasks they change, before passing the event on to next.
+// records every ResourceClaim, ResourceClaimTemplate, DeviceClass and
+// ResourceSlice, recounts the tasks they change and the devices the
+// classes select (devices.go), before passing the event on to next.
 func (c *SchedulerCache) claimObserver(r framework.EventResource, next toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
 	return &claimObjectHandler{cache: c, next: next}
 }
@@ -332,15 +337,20 @@ func (h *claimObjectHandler) OnDelete(obj any) {
 	h.next.OnDelete(obj)
 }
 
-// setClaimObject records obj, a ResourceClaim, ResourceClaimTemplate or
-// DeviceClass (deleted: forgets it), and recounts the claim devices of the
-// tasks it may change. When any changed, the jobs waiting for room in
-// their queue are retried (framework.EventQueueChange): a queue's usage
-// may have shrunk. Anything else is ignored.
+// setClaimObject records obj, a ResourceClaim, ResourceClaimTemplate,
+// DeviceClass or ResourceSlice (deleted: forgets it), and recounts the
+// claim devices of the tasks it may change and the devices the classes
+// select. When a task's count changed, the jobs waiting for room in their
+// queue are retried (framework.EventQueueChange): a queue's usage may have
+// shrunk. When the devices the classes select changed, the next snapshot
+// of the tenant queues recounts the capacity (Tenants.CapacityMayGrow),
+// and the same jobs are retried: their shares may have grown. Anything
+// else is ignored.
 func (c *SchedulerCache) setClaimObject(obj any, deleted bool) {
 	c.mu.Lock()
 	o := &c.claimObjs
 	var affected map[types.UID]struct{}
+	devicesChanged := false
 	switch x := obj.(type) {
 	case *resourceapi.ResourceClaim:
 		k := claimKey{namespace: x.Namespace, name: x.Name}
@@ -358,7 +368,10 @@ func (c *SchedulerCache) setClaimObject(obj any, deleted bool) {
 			o.templates[k] = x
 		}
 		affected = o.users[k]
+	case *resourceapi.ResourceSlice:
+		devicesChanged = c.setDeviceSliceLocked(x, deleted)
 	case *resourceapi.DeviceClass:
+		devicesChanged = c.setDeviceClassLocked(x, deleted)
 		before, had := o.extendedNames[x.Name]
 		var now v1.ResourceName
 		has := !deleted && x.Spec.ExtendedResourceName != nil && *x.Spec.ExtendedResourceName != ""
@@ -378,7 +391,10 @@ func (c *SchedulerCache) setClaimObject(obj any, deleted bool) {
 	}
 	changed := c.recountClaimDevicesLocked(affected)
 	c.mu.Unlock()
-	if changed {
+	if devicesChanged {
+		c.tenants.CapacityMayGrow()
+	}
+	if changed || devicesChanged {
 		c.queue.MoveAllToActiveOrBackoffQueue(framework.EventQueueChange, nil, &framework.QueueChange{})
 	}
 }

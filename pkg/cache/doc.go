@@ -74,6 +74,12 @@
 //     and DeviceClass event through the cache (claimObserver) before the
 //     handler: the cache records the objects, and recounts and replaces
 //     the tasks that read them, keeping the tenant queues' usage in step.
+//   - Device totals (devices.go): the devices published in ResourceSlices
+//     that each DeviceClass selects count in the capacity the tenant
+//     queues share (capacityLocked), so that weights divide DRA-only
+//     devices. ResourceSlice events pass the claim observer too; the
+//     cache keeps per slice how many devices each class selects, and
+//     sums them when the capacity is recounted.
 //   - View (view.go): a copy of all of the above for the tools that
 //     inspect the cache, taken in short sections of the lock, and Dump
 //     (dump.go), the same rendered as JSON for people. The tools
@@ -117,7 +123,8 @@
 //     jobless-task and assumed-pod maps, the group policies, the owner kinds gangs are
 //     inferred from and the index of tasks by owner (groups.go), the
 //     claims, templates and device classes claim devices are counted from
-//     and the index of tasks by claim (claimObjs, claims.go), and the
+//     and the index of tasks by claim (claimObjs, claims.go), the device
+//     classes and resource slices of the device totals (devices.go), and the
 //     counters behind the size gauges. It is
 //     taken by the eventhandlers.Cache methods, SetGroupPolicy,
 //     SetOwnerGangs, AssumePod, ForgetPod,
@@ -136,7 +143,8 @@
 //     changeJobLocked, for reading in CycleJob, TenantQueueSnapshot,
 //     TenantQueueStatuses and Demand. Tenants takes it alone too
 //     (SetTenantQueue, WatchTenantQueues, and CapacityMayGrow from
-//     MoveAllToActiveOrBackoffQueue), never taking mu under it; while
+//     MoveAllToActiveOrBackoffQueue and, after releasing mu,
+//     setClaimObject), never taking mu under it; while
 //     holding it, Tenants calls only into the scheduling queue (step 2:
 //     jobs' tenant queues, the tenant queues' order, the jobs waiting for
 //     room, and the event that the shares moved), the capacity function

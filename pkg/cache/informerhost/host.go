@@ -50,8 +50,8 @@ type namedRegistration struct {
 // ResourceClaims, ResourceSlices and DeviceClasses only when it names
 // them (opt-in, see IsOptIn), and ResourceClaimTemplates with
 // ResourceClaims (for Options.ClaimObserver). The events of
-// ResourceClaims, ResourceClaimTemplates and DeviceClasses pass
-// Options.ClaimObserver, when set, before they reach h. Pods reach h only if
+// ResourceClaims, ResourceClaimTemplates, DeviceClasses and ResourceSlices
+// pass Options.ClaimObserver, when set, before they reach h. Pods reach h only if
 // Options.PodFilter passes them, nodes only through Options.NodeFilter
 // (the cache's: a node selector under which a node that stops matching is
 // delivered as deleted). If h is an
@@ -358,7 +358,8 @@ func (c *Host) eventHandlerFor(r framework.EventResource, h eventhandlers.Interf
 		return toolscache.FilteringResourceEventHandler{FilterFunc: c.opts.PodFilter, Handler: funcs}, nil
 	case r == framework.Node && c.opts.NodeFilter != nil:
 		return c.opts.NodeFilter(funcs), nil
-	case c.opts.ClaimObserver != nil && (r == framework.ResourceClaim || r == framework.ResourceClaimTemplate || r == framework.DeviceClass):
+	case c.opts.ClaimObserver != nil && (r == framework.ResourceClaim || r == framework.ResourceClaimTemplate || r == framework.DeviceClass ||
+		r == framework.ResourceSlice):
 		return c.opts.ClaimObserver(r, funcs), nil
 	}
 	return funcs, nil

@@ -57,9 +57,11 @@ type Options struct {
 	// selector that also records the nodes it leaves out).
 	NodeFilter func(next toolscache.ResourceEventHandler) toolscache.ResourceEventHandler
 	// ClaimObserver, when set, wraps the handlers of ResourceClaims,
-	// ResourceClaimTemplates and DeviceClasses (the cache's: it counts
-	// the devices of pods' own claims against their queues, and sees
-	// every event of these objects before the handler does).
+	// ResourceClaimTemplates, DeviceClasses and ResourceSlices (the
+	// cache's: it counts the devices of pods' own claims against their
+	// queues and the devices the classes select in the capacity the
+	// queues share, and sees every event of these objects before the
+	// handler does).
 	ClaimObserver func(r framework.EventResource, next toolscache.ResourceEventHandler) toolscache.ResourceEventHandler
 	// SetOwnerKindUnavailable, when set, is told whether the resource of
 	// an owner kind gangs may be inferred from can be listed (discovery
