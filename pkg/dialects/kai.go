@@ -204,7 +204,7 @@ func kaiSubGroups(u *unstructured.Unstructured, src string) (rule *framework.Sub
 	}
 	rule.MinSubGroups = int32(len(rule.Quorums))
 	if depth > 1 {
-		klog.V(2).InfoS("KAI PodGroup has nested sub-groups: their leaves are its sub-groups, and a middle sub-group's topology applies to each of its leaves apart",
+		klog.V(4).InfoS("KAI PodGroup has nested sub-groups: their leaves are its sub-groups, and a middle sub-group's topology applies to each of its leaves apart",
 			"podGroup", klog.KObj(u), "levels", depth+1)
 	}
 	return rule, quorum, nil
