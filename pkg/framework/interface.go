@@ -192,6 +192,21 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, pod *v1.Pod, node *NodeInfo) *Status
 }
 
+// SpecJudge is implemented by a PodPreFilterPlugin or FilterPlugin whose
+// verdicts on a pod read, of the pod, no more than its namespace, labels
+// and spec less spec.nodeName, spec.hostname and spec.subdomain: two pods
+// alike in these get the same verdicts on the same snapshot and cycle
+// state. The scheduling cycle relies on it to give a pod that is alike to
+// the one before it in its job, which fit nowhere, that pod's verdict
+// without filtering every node again (a gang whose pods wait for their
+// victims to leave). A plugin that reads more of some pods (their own
+// ResourceClaims, the claims of their generic ephemeral volumes) returns
+// false for those. A profile with a PreFilterPod or Filter plugin that is
+// not a SpecJudge filters every pod.
+type SpecJudge interface {
+	JudgesBySpec(pod *v1.Pod) bool
+}
+
 // NodeFilter is a FilterPlugin's Filter bound to one pod and cycle state.
 type NodeFilter func(ctx context.Context, node *NodeInfo) *Status
 

@@ -147,3 +147,35 @@ func TestDefaultFrameworkHostPorts(t *testing.T) {
 		t.Errorf("with a second node: feasible = %v, %v; want n2", feasible, err)
 	}
 }
+
+// Every in-tree plugin of the default profile's PreFilterPod and Filter
+// points says which pods it judges by spec alone, so the scheduling cycle
+// may give a gang's alike pods one verdict; not for pods with claims of
+// their own.
+func TestDefaultProfileJudgesAlikePods(t *testing.T) {
+	fw, err := frameworkruntime.NewFramework(context.Background(), plugins.NewInTreeRegistry(), plugins.DefaultProfile("batch-scheduler"), testutil.NewHandle())
+	if err != nil {
+		t.Fatalf("NewFramework: %v", err)
+	}
+	mk := func(name string) *st.PodWrapper {
+		return st.MakePod().Namespace("ns").Name(name).Group("g").MinAvailable("2").Req(res{"cpu": "2"})
+	}
+	if !fw.Alike(mk("a").Obj(), mk("b").Obj()) {
+		t.Errorf("two pods alike but for their names are not Alike in the default profile: a plugin there is no framework.SpecJudge")
+	}
+	claims := func(p *v1.Pod) *v1.Pod {
+		tmpl := "gpu"
+		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+		return p
+	}
+	if fw.Alike(claims(mk("a").Obj()), claims(mk("b").Obj())) {
+		t.Errorf("pods with ResourceClaims of their own are Alike")
+	}
+	ephemeral := func(p *v1.Pod) *v1.Pod {
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}})
+		return p
+	}
+	if fw.Alike(ephemeral(mk("a").Obj()), ephemeral(mk("b").Obj())) {
+		t.Errorf("pods with generic ephemeral volumes are Alike")
+	}
+}

@@ -338,6 +338,8 @@ type hookPlugin struct {
 	reserve      func(pod *v1.Pod, node string) *framework.Status
 	permit       func(job *framework.Job, placements map[string]string) *framework.Status
 	bind         func(pod *v1.Pod, node string) *framework.Status
+	// specJudge is the plugin's framework.SpecJudge answer for every pod.
+	specJudge bool
 
 	mu         sync.Mutex
 	unreserved map[types.UID]int
@@ -409,6 +411,9 @@ func (p *hookPlugin) Bind(_ context.Context, _ *framework.CycleState, pod *v1.Po
 	}
 	return p.bind(pod, node)
 }
+
+// JudgesBySpec implements framework.SpecJudge.
+func (p *hookPlugin) JudgesBySpec(*v1.Pod) bool { return p.specJudge }
 
 // unreserveCount returns how often pod was unreserved.
 func (p *hookPlugin) unreserveCount(pod *v1.Pod) int {

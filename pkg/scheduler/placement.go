@@ -108,6 +108,7 @@ func (s *Scheduler) tryNodes(ctx context.Context, c *cycle, nodes []*framework.N
 func (c *cycle) resetAttempt() {
 	clear(c.failures)
 	c.noNodes = false
+	c.miss = nil
 }
 
 // candidateNodes returns the nodes a pod of c is filtered against: the
@@ -151,6 +152,7 @@ func (s *Scheduler) undoFrom(ctx context.Context, c *cycle, start int) {
 		c.fwk.RunUnreservePlugins(ctx, c.state, pod, nodeName)
 		s.snapshot.RemovePod(nodeName, pod.UID)
 		delete(c.placements, string(pod.UID))
+		c.changes++
 	}
 	c.placed = c.placed[:start]
 }

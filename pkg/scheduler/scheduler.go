@@ -200,6 +200,21 @@ type cycle struct {
 	planBy    string
 	nodes     []*framework.NodeInfo
 	placement string
+
+	// miss is the last pod of the attempt that fit nowhere; changes
+	// counts the placements the cycle made and undid. A pod the profile
+	// judges alike to miss's gets its verdict without filtering as long
+	// as changes has not moved and the candidate nodes are the same.
+	miss    *podMiss
+	changes int
+}
+
+// podMiss is a pod that fit nowhere and why.
+type podMiss struct {
+	pod     *v1.Pod
+	nodes   []*framework.NodeInfo
+	changes int
+	failure string
 }
 
 // scheduleOne runs one cycle: pop a job, place it, assume and bind or
@@ -359,6 +374,13 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		c.noNodes = true
 		return nil
 	}
+	if m := c.miss; m != nil && m.changes == c.changes && sameNodes(m.nodes, nodes) && c.fwk.Alike(m.pod, pod) {
+		// Nothing changed since a pod the plugins cannot tell from this
+		// one fit nowhere: neither does this one.
+		klog.FromContext(ctx).V(5).Info("Pod alike to one that fit nowhere; not filtered again", "pod", klog.KObj(pod), "like", klog.KObj(m.pod))
+		c.failures[podKey(pod)] = m.failure
+		return nil
+	}
 	// The nodes hold the job's pods placed so far in this cycle; the
 	// per-pod PreFilter plugins count what they look at over the whole
 	// cluster (a spread over zones, say), whichever nodes the pod may take.
@@ -370,6 +392,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		// As kube-scheduler words a PreFilter rejection.
 		c.failures[podKey(pod)] = fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), st.Message())
 		c.noteRejection(st)
+		c.noteMiss(pod, nodes)
 		return nil
 	}
 	feasible, diagnosis := found.Feasible, found.Diagnosis
@@ -378,6 +401,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		for _, name := range diagnosis.RejectingPlugins() {
 			c.rejectedBy[name] = true
 		}
+		c.noteMiss(pod, nodes)
 		return nil
 	}
 	node := feasible[0]
@@ -406,7 +430,18 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 	s.snapshot.AddTask(node.Name(), framework.NewAssumedTaskInfo(pod, node.Name(), c.job.ID))
 	c.placements[string(pod.UID)] = node.Name()
 	c.placed = append(c.placed, pod)
+	c.changes++
 	return nil
+}
+
+// noteMiss records that pod, filtered against nodes, fit nowhere.
+func (c *cycle) noteMiss(pod *v1.Pod, nodes []*framework.NodeInfo) {
+	c.miss = &podMiss{pod: pod, nodes: nodes, changes: c.changes, failure: c.failures[podKey(pod)]}
+}
+
+// sameNodes reports whether a and b are the same slice of nodes.
+func sameNodes(a, b []*framework.NodeInfo) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // nodeNamed returns the node of nodes called name, or nil.

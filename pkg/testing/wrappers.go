@@ -90,6 +90,12 @@ func (p *PodWrapper) Label(k, v string) *PodWrapper {
 	return p
 }
 
+// Hostname sets spec.hostname, as an indexed Job does for each pod.
+func (p *PodWrapper) Hostname(name string) *PodWrapper {
+	p.Spec.Hostname = name
+	return p
+}
+
 // ControlledBy adds a controller owner reference to the object of kind
 // named name, of apiVersion (e.g. "ray.io/v1", "RayCluster"), with uid.
 func (p *PodWrapper) ControlledBy(apiVersion, kind, name, uid string) *PodWrapper {

@@ -356,3 +356,7 @@ func jobOf(state *framework.CycleState) *framework.Job {
 	}
 	return d.(*jobData).job
 }
+
+// JudgesBySpec implements framework.SpecJudge: what a pod asks of its
+// queue counts the devices of its own ResourceClaims.
+func (*Capacity) JudgesBySpec(pod *v1.Pod) bool { return len(pod.Spec.ResourceClaims) == 0 }

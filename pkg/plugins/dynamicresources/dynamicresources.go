@@ -549,3 +549,9 @@ func claimNames(claims []*resourceapi.ResourceClaim) string {
 	}
 	return out
 }
+
+// JudgesBySpec implements framework.SpecJudge: a pod's ResourceClaims, and
+// the claim of its DRA-backed extended resources, are its own.
+func (*DynamicResources) JudgesBySpec(pod *v1.Pod) bool {
+	return len(pod.Spec.ResourceClaims) == 0 && !asksExtended(pod)
+}

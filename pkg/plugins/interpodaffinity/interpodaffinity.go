@@ -344,3 +344,7 @@ func (s *podState) affinitySatisfied(nodeLabels map[string]string) bool {
 	}
 	return len(s.affinityCounts) == 0 && matchesAll(s.affinity, s.pod)
 }
+
+// JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
+// its namespace, labels and spec only.
+func (*InterPodAffinity) JudgesBySpec(*v1.Pod) bool { return true }

@@ -190,3 +190,7 @@ func (*NodeAffinity) NormalizeScore(_ context.Context, _ *framework.CycleState, 
 	pluginutil.NormalizeScores(scores, false)
 	return nil
 }
+
+// JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
+// its namespace, labels and spec only.
+func (*NodeAffinity) JudgesBySpec(*v1.Pod) bool { return true }

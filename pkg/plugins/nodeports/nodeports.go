@@ -246,3 +246,7 @@ func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any)
 	}
 	return framework.QueueSkip, nil
 }
+
+// JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
+// its namespace, labels and spec only.
+func (*NodePorts) JudgesBySpec(*v1.Pod) bool { return true }

@@ -448,3 +448,7 @@ func isExtended(name v1.ResourceName) bool {
 	}
 	return true
 }
+
+// JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
+// its namespace, labels and spec only.
+func (*Fit) JudgesBySpec(*v1.Pod) bool { return true }

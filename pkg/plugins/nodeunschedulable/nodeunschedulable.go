@@ -71,3 +71,7 @@ func (*NodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, p
 	klog.FromContext(ctx).V(5).Info("Node is unschedulable", "pod", klog.KObj(pod), "node", klog.KObj(node.Node))
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUnschedulable)
 }
+
+// JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
+// its namespace, labels and spec only.
+func (*NodeUnschedulable) JudgesBySpec(*v1.Pod) bool { return true }

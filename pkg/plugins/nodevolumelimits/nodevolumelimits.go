@@ -363,3 +363,7 @@ func (*NodeVolumeLimits) AddPod(context.Context, *framework.CycleState, *v1.Pod,
 func (*NodeVolumeLimits) RemovePod(context.Context, *framework.CycleState, *v1.Pod, *framework.TaskInfo, *framework.NodeInfo) *framework.Status {
 	return nil
 }
+
+// JudgesBySpec implements framework.SpecJudge: a pod's generic ephemeral
+// volumes have claims of its own.
+func (*NodeVolumeLimits) JudgesBySpec(pod *v1.Pod) bool { return !pluginutil.HasEphemeralVolumes(pod) }

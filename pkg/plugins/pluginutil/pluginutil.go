@@ -239,3 +239,15 @@ func TypedArgs[T any](plugin string, args runtime.Object) (*T, error) {
 	}
 	return nil, fmt.Errorf("%s args: got %T, want %T", plugin, args, new(T))
 }
+
+// HasEphemeralVolumes reports whether pod has a generic ephemeral volume,
+// whose PersistentVolumeClaim is the pod's own: a plugin that reads that
+// claim judges such a pod by more than its spec (framework.SpecJudge).
+func HasEphemeralVolumes(pod *v1.Pod) bool {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Ephemeral != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -301,3 +301,7 @@ func (*PodTopologySpread) Filter(ctx context.Context, state *framework.CycleStat
 	}
 	return nil
 }
+
+// JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
+// its namespace, labels and spec only.
+func (*PodTopologySpread) JudgesBySpec(*v1.Pod) bool { return true }

@@ -125,3 +125,7 @@ func (*TaintToleration) NormalizeScore(_ context.Context, _ *framework.CycleStat
 	pluginutil.NormalizeScores(scores, true)
 	return nil
 }
+
+// JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
+// its namespace, labels and spec only.
+func (*TaintToleration) JudgesBySpec(*v1.Pod) bool { return true }

@@ -426,3 +426,7 @@ func matchVolumes(claims []*v1.PersistentVolumeClaim, candidates map[string][]*v
 	}
 	return bindings, unmatched, nil
 }
+
+// JudgesBySpec implements framework.SpecJudge: a pod's generic ephemeral
+// volumes have claims of its own.
+func (*VolumeBinding) JudgesBySpec(pod *v1.Pod) bool { return !pluginutil.HasEphemeralVolumes(pod) }

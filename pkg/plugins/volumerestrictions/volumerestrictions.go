@@ -220,3 +220,9 @@ func podDeletedHint(_ klog.Logger, job *framework.QueuedJob, oldObj, _ any) (fra
 	}
 	return framework.QueueSkip, nil
 }
+
+// JudgesBySpec implements framework.SpecJudge: a pod's generic ephemeral
+// volumes have claims of its own.
+func (*VolumeRestrictions) JudgesBySpec(pod *v1.Pod) bool {
+	return !pluginutil.HasEphemeralVolumes(pod)
+}

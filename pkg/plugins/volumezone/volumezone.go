@@ -273,3 +273,7 @@ func (*VolumeZone) AddPod(context.Context, *framework.CycleState, *v1.Pod, *fram
 func (*VolumeZone) RemovePod(context.Context, *framework.CycleState, *v1.Pod, *framework.TaskInfo, *framework.NodeInfo) *framework.Status {
 	return nil
 }
+
+// JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
+// its namespace, labels and spec only.
+func (*VolumeZone) JudgesBySpec(*v1.Pod) bool { return true }
