@@ -19,7 +19,10 @@ set -o errexit -o nounset -o pipefail
 #      PERF_SUITE_MAX_NODES (500), PERF_SUITE_TIMEOUT_SECONDS (600: each
 #      wait for pods to be scheduled), PERF_SUITE_PROFILE_DIR (CPU profiles
 #      of both schedulers over the first PERF_SUITE_PROFILE_SECONDS, 10, of
-#      each measured window: go tool pprof -top FILE).
+#      each measured window: go tool pprof -top FILE),
+#      PERF_SUITE_MIN_PODS (0: a workload that measures fewer pods runs
+#      again, each time on a fresh control plane, up to 20 times, until its
+#      runs add up to that many pods; its row sums them).
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"

@@ -58,6 +58,11 @@ type Job struct {
 	// scheduling queue, as the queue orders it (QueuedJob).
 	Priority int32
 	Since    time.Time
+	// Untried counts the pending pods the cycle did not try to place: a
+	// QuorumPermit plugin said the job was out of reach once a pod fit
+	// nowhere. 0 when every pod was tried. Set by the cycle before
+	// Permit.
+	Untried int
 	// Queues are the queues at the start of the cycle, with what they use
 	// and their shares; nil while no Queue exists (every job is then in
 	// the implicit default queue, and nothing is limited by queues).
@@ -276,6 +281,18 @@ type ReservePlugin interface {
 type PermitPlugin interface {
 	Plugin
 	Permit(ctx context.Context, state *CycleState, job *Job, placements map[string]string) *Status
+}
+
+// QuorumPermit is a PermitPlugin that can tell before every pod is tried
+// that it will reject the job: OutOfReach reports whether Permit must
+// reject job, with placed of its pending pods placed and left still to
+// try, however those turn out. The cycle asks it each time a pod fits
+// nowhere and, on true, stops placing (the pods left are counted in
+// job.Untried) and runs Permit at once. A job waiting for 100 pods of
+// which one fits nowhere is not filtered 99 times more.
+type QuorumPermit interface {
+	PermitPlugin
+	OutOfReach(job *Job, placed, left int) bool
 }
 
 // PostFilterPlugin runs when a cycle found no placement for its job: the

@@ -52,13 +52,13 @@ func TestAlikePodsFitNowhereFilteredOnce(t *testing.T) {
 				h.addNode(fmt.Sprintf("n%d", i), "2")
 			}
 			for i := range 4 {
-				h.addPod(gangPod(fmt.Sprintf("g-%d", i), "g", "2", "3"))
+				h.addPod(gangPod(fmt.Sprintf("g-%d", i), "g", "1", "3"))
 			}
 			h.cycle()
 			if got := filtered(); !slices.Equal(got, tt.want) {
 				t.Errorf("pods filtered: %v, want %v", got, tt.want)
 			}
-			const want = "Warning FailedScheduling gang default/g: 0 of 4 tasks could be placed, min-available 2; 0/3 nodes are available: 3 Insufficient cpu."
+			const want = "Warning FailedScheduling gang default/g: 0 of 4 tasks could be placed, min-available 1; 0/3 nodes are available: 3 Insufficient cpu."
 			evts := eventsWith(h.events(), "Warning FailedScheduling ")
 			if len(evts) != 4 {
 				t.Fatalf("got %d FailedScheduling events, want 4: %q", len(evts), evts)
@@ -81,31 +81,33 @@ func TestAlikeVerdictNeedsSamePodAndSnapshot(t *testing.T) {
 		want []string
 	}{{
 		name: "a placement in between",
+		// After g-2, the quorum of 3 is out of reach: g-3 is not tried.
 		pods: []*v1.Pod{
-			gangPod("g-0", "g", "2", "3"),
-			gangPod("g-1", "g", "2", "1"),
-			gangPod("g-2", "g", "2", "3"),
+			gangPod("g-0", "g", "3", "3"),
+			gangPod("g-1", "g", "3", "1"),
+			gangPod("g-2", "g", "3", "3"),
+			gangPod("g-3", "g", "3", "1"),
 		},
 		want: []string{"g-0", "g-1", "g-2"},
 	}, {
 		name: "other labels",
 		pods: []*v1.Pod{
-			gangPod("g-0", "g", "2", "3"),
-			st.MakePod().Name("g-1").Group("g").MinAvailable("2").Req(res{"cpu": "3"}).Label("role", "worker").Obj(),
+			gangPod("g-0", "g", "1", "3"),
+			st.MakePod().Name("g-1").Group("g").MinAvailable("1").Req(res{"cpu": "3"}).Label("role", "worker").Obj(),
 		},
 		want: []string{"g-0", "g-1"},
 	}, {
 		name: "other requests",
 		pods: []*v1.Pod{
-			gangPod("g-0", "g", "2", "3"),
-			gangPod("g-1", "g", "2", "2.5"),
+			gangPod("g-0", "g", "1", "3"),
+			gangPod("g-1", "g", "1", "2.5"),
 		},
 		want: []string{"g-0", "g-1"},
 	}, {
 		name: "only the host name differs",
 		pods: []*v1.Pod{
-			st.MakePod().Name("g-0").Group("g").MinAvailable("2").Req(res{"cpu": "3"}).Hostname("g-0").Obj(),
-			st.MakePod().Name("g-1").Group("g").MinAvailable("2").Req(res{"cpu": "3"}).Hostname("g-1").Obj(),
+			st.MakePod().Name("g-0").Group("g").MinAvailable("1").Req(res{"cpu": "3"}).Hostname("g-0").Obj(),
+			st.MakePod().Name("g-1").Group("g").MinAvailable("1").Req(res{"cpu": "3"}).Hostname("g-1").Obj(),
 		},
 		want: []string{"g-0"},
 	}}
@@ -124,8 +126,40 @@ func TestAlikeVerdictNeedsSamePodAndSnapshot(t *testing.T) {
 				t.Errorf("pods filtered: %v, want %v", got, tt.want)
 			}
 			if n := len(h.bindings()); n != 0 {
-				t.Errorf("%d pods bound, want none: the gang cannot start", n)
+				t.Errorf("%d pods bound, want none: no pod fits", n)
 			}
 		})
+	}
+}
+
+// A gang stops placing once a pod fits nowhere and the pods left cannot
+// bring it to its quorum; its message says how many were not tried.
+func TestGangStopsOnceQuorumOutOfReach(t *testing.T) {
+	hook, filtered := filteredPods(false)
+	h := newHarnessWith(t, harnessConfig{hook: hook, postFilter: []string{}})
+	for i := 1; i <= 3; i++ {
+		h.addNode(fmt.Sprintf("n%d", i), "2")
+	}
+	// g-0 fits, g-1 does not: 1 placed and 2 left cannot make 4.
+	h.addPod(gangPod("g-0", "g", "4", "1"))
+	h.addPod(gangPod("g-1", "g", "4", "3"))
+	h.addPod(gangPod("g-2", "g", "4", "1"))
+	h.addPod(gangPod("g-3", "g", "4", "1"))
+	h.cycle()
+	if got, want := filtered(), []string{"g-0", "g-1"}; !slices.Equal(got, want) {
+		t.Errorf("pods filtered: %v, want %v", got, want)
+	}
+	const want = "Warning FailedScheduling gang default/g: 1 of 4 tasks could be placed, min-available 4 (2 not tried once a task fit nowhere)"
+	evts := eventsWith(h.events(), "Warning FailedScheduling ")
+	if len(evts) != 4 {
+		t.Fatalf("got %d FailedScheduling events, want 4: %q", len(evts), evts)
+	}
+	for _, e := range evts {
+		if !strings.HasPrefix(e, want) {
+			t.Errorf("event %q, want %q", e, want)
+		}
+	}
+	if n := len(h.bindings()); n != 0 {
+		t.Errorf("%d pods bound, want none", n)
 	}
 }

@@ -75,16 +75,25 @@ func (s *Scheduler) placeJob(ctx context.Context, c *cycle) (*framework.Status, 
 // through, which is a rejection too when a plan proposes other nodes.
 func (s *Scheduler) tryNodes(ctx context.Context, c *cycle, nodes []*framework.NodeInfo) (*framework.Status, error) {
 	c.nodes = nodes
+	c.job.Untried = 0
 	if len(c.job.SubGroups) > 0 {
 		if err := s.placeSubGroups(ctx, c); err != nil {
 			s.undoPlacements(ctx, c)
 			return nil, err
 		}
 	} else {
-		for _, pod := range c.job.Pending {
+		for i, pod := range c.job.Pending {
+			placed := len(c.placed)
 			if err := s.placePod(ctx, c, pod); err != nil {
 				s.undoPlacements(ctx, c)
 				return nil, err
+			}
+			left := len(c.job.Pending) - i - 1
+			if left > 0 && len(c.placed) == placed && c.fwk.PermitOutOfReach(c.job, placed, left) {
+				// The pods left cannot bring the job to its quorum:
+				// Permit rejects it whatever they find.
+				c.job.Untried = left
+				break
 			}
 		}
 	}

@@ -59,6 +59,12 @@ type simulation struct {
 	placements  map[string]string
 	placed      []*v1.Pod
 	undo        []func()
+	// changes counts the changes logged in undo and undone; miss is the
+	// last pod no victims made room for, with changes then and its nodes:
+	// a pod the profile judges alike gets the same answer while changes
+	// has not moved.
+	changes int
+	miss    *simMiss
 	// nodes are the nodes the job's pods may take (one placement of the
 	// cycle's plan), nil for all.
 	nodes []*framework.NodeInfo
@@ -75,6 +81,13 @@ type simulation struct {
 	// wait, when set, makes the search a reservation's (see reserve.go):
 	// the pods taken off are waited for, not evicted.
 	wait *waitMode
+}
+
+// simMiss is a pod of the job that fit nowhere, even with victims gone.
+type simMiss struct {
+	pod     *v1.Pod
+	nodes   []*framework.NodeInfo
+	changes int
 }
 
 // Victim is a pod to evict and the preemptor pod it makes room for.
@@ -190,12 +203,19 @@ func (sim *simulation) run(ctx context.Context) (bool, error) {
 			return ok, err
 		}
 	} else {
-		for _, pod := range sim.c.Job.Pending {
+		job := sim.c.Job
+		for i, pod := range job.Pending {
+			placed := len(sim.placed)
 			if err := sim.placePod(ctx, pod); err != nil {
 				return false, err
 			}
 			if sim.waitAccepts(ctx) {
 				return true, nil
+			}
+			if left := len(job.Pending) - i - 1; left > 0 && len(sim.placed) == placed && sim.c.Framework.PermitOutOfReach(job, placed, left) {
+				// No victims make room for this pod and the pods left
+				// cannot bring the job to its quorum.
+				return false, nil
 			}
 		}
 	}
@@ -376,6 +396,11 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 	if sim.nodes != nil {
 		nodes = sim.nodes
 	}
+	if m := sim.miss; m != nil && m.changes == sim.changes && sameNodes(m.nodes, nodes) && sim.c.Framework.Alike(m.pod, pod) {
+		// No victim made room for a pod the plugins cannot tell from
+		// this one, and nothing changed since.
+		return nil
+	}
 	found, err := sim.c.Framework.FilterPod(ctx, sim.c.State, pod, frameworkruntime.FilterScope{All: all, Nodes: nodes})
 	if err != nil {
 		return err
@@ -434,6 +459,10 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 		}
 	}
 	if best == nil {
+		// Every node was searched (a sample stops early only once it
+		// has candidates), so the answer does not hang on where the
+		// search started.
+		sim.miss = &simMiss{pod: pod, nodes: nodes, changes: sim.changes}
 		return nil
 	}
 	mark := len(sim.undo)
@@ -482,7 +511,7 @@ func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node strin
 	}
 	removed := sim.snapshot.RemovePod(t.NodeName, t.Pod.UID)
 	sim.charge(t, 1)
-	sim.undo = append(sim.undo, func() {
+	sim.record(func() {
 		sim.charge(t, -1)
 		if removed {
 			if ni, ok := sim.snapshot.Get(t.NodeName); ok {
@@ -510,19 +539,31 @@ func (sim *simulation) add(node string, pod *v1.Pod) {
 	sim.snapshot.AddTask(node, framework.NewAssumedTaskInfo(pod, node, sim.c.Job.ID))
 	sim.placements[string(pod.UID)] = node
 	sim.placed = append(sim.placed, pod)
-	sim.undo = append(sim.undo, func() {
+	sim.record(func() {
 		sim.snapshot.RemovePod(node, pod.UID)
 		delete(sim.placements, string(pod.UID))
 		sim.placed = sim.placed[:len(sim.placed)-1]
 	})
 }
 
+// record logs a change of the simulation by the function that undoes it.
+func (sim *simulation) record(undo func()) {
+	sim.undo = append(sim.undo, undo)
+	sim.changes++
+}
+
 // rollback undoes the changes after the first mark ones, newest first.
 func (sim *simulation) rollback(mark int) {
 	for i := len(sim.undo) - 1; i >= mark; i-- {
 		sim.undo[i]()
+		sim.changes++
 	}
 	sim.undo = sim.undo[:mark]
+}
+
+// sameNodes reports whether a and b are the same slice of nodes.
+func sameNodes(a, b []*framework.NodeInfo) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // job returns the cache's JobInfo of id, looked up once per simulation;

@@ -513,6 +513,18 @@ func (f *Framework) RunPermitPlugins(ctx context.Context, state *framework.Cycle
 	return nil
 }
 
+// PermitOutOfReach reports whether a Permit plugin that is a
+// framework.QuorumPermit says it must reject job, with placed of its
+// pending pods placed and left still to try; false when none is.
+func (f *Framework) PermitOutOfReach(job *framework.Job, placed, left int) bool {
+	for _, pl := range f.permit {
+		if q, ok := pl.(framework.QuorumPermit); ok && q.OutOfReach(job, placed, left) {
+			return true
+		}
+	}
+	return false
+}
+
 // HasPostFilterPlugins reports whether any PostFilter plugin is enabled.
 func (f *Framework) HasPostFilterPlugins() bool { return len(f.postFilter) > 0 }
 

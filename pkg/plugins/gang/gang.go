@@ -19,7 +19,7 @@ type Gang struct{}
 
 var (
 	_ framework.PreFilterPlugin   = &Gang{}
-	_ framework.PermitPlugin      = &Gang{}
+	_ framework.QuorumPermit      = &Gang{}
 	_ framework.EnqueueExtensions = &Gang{}
 )
 
@@ -101,8 +101,21 @@ func (*Gang) Permit(ctx context.Context, _ *framework.CycleState, job *framework
 	}
 	klog.FromContext(ctx).V(3).Info("Gang could not be placed", "job", job.ID.String(),
 		"placed", len(placements), "bound", job.Bound, "tasks", total, "minAvailable", job.MinAvailable)
-	return framework.NewStatus(framework.Unschedulable,
-		fmt.Sprintf("%s %s: %d of %d tasks could be placed, min-available %d", kind, job.ID, running, total, job.MinAvailable))
+	msg := fmt.Sprintf("%s %s: %d of %d tasks could be placed, min-available %d", kind, job.ID, running, total, job.MinAvailable)
+	if job.Untried > 0 {
+		msg += fmt.Sprintf(" (%d not tried once a task fit nowhere)", job.Untried)
+	}
+	return framework.NewStatus(framework.Unschedulable, msg)
+}
+
+// OutOfReach implements framework.QuorumPermit: the bound tasks, the
+// placed ones and all those left cannot make min-available. A multi-level
+// gang is judged by Permit alone (its sub-groups are placed apart).
+func (*Gang) OutOfReach(job *framework.Job, placed, left int) bool {
+	if len(job.SubGroups) > 0 || job.MinAvailable <= 0 {
+		return false
+	}
+	return int64(job.Bound+placed+left) < int64(job.MinAvailable)
 }
 
 // subGroupsExist checks, for a multi-level gang, that each rule has

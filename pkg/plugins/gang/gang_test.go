@@ -89,6 +89,8 @@ func TestPermit(t *testing.T) {
 			wantMsg: "gang ns/train: 4 of 6 tasks could be placed, min-available 5"},
 		{name: "nothing placed", job: &framework.Job{ID: gangID, MinAvailable: 2, Pending: four}, placed: nil,
 			wantMsg: "gang ns/train: 0 of 4 tasks could be placed, min-available 2"},
+		{name: "stopped once out of reach", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: four, Untried: 2}, placed: four[:1],
+			wantMsg: "gang ns/train: 1 of 4 tasks could be placed, min-available 4 (2 not tried once a task fit nowhere)"},
 		{name: "single pod not placed", job: &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]},
 			wantMsg: "job ns/pod:p: 0 of 1 tasks could be placed, min-available 1"},
 		{name: "single pod placed", job: &framework.Job{ID: framework.JobID{Namespace: "ns", Name: "p"}, MinAvailable: 1, Pending: four[:1]}, placed: four[:1]},
@@ -111,6 +113,30 @@ func TestPermit(t *testing.T) {
 			}
 			if s.Code() != wantCode || s.Message() != tt.wantMsg {
 				t.Errorf("Permit = %v, want Unschedulable %q", s, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestOutOfReach(t *testing.T) {
+	four := pods(4)
+	tests := []struct {
+		name         string
+		job          *framework.Job
+		placed, left int
+		want         bool
+	}{
+		{name: "the pods left can make it", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: four}, placed: 1, left: 3},
+		{name: "one short", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: four}, placed: 1, left: 2, want: true},
+		{name: "bound tasks count", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: four[:3], Bound: 1}, placed: 1, left: 2},
+		{name: "a quorum below the pods", job: &framework.Job{ID: gangID, MinAvailable: 2, Pending: four}, placed: 0, left: 2},
+		{name: "multi-level gangs are left to Permit", job: &framework.Job{ID: gangID, MinAvailable: 4, Pending: four, SubGroups: []framework.SubGroup{{}}}, placed: 0, left: 1},
+	}
+	pl := &Gang{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pl.OutOfReach(tt.job, tt.placed, tt.left); got != tt.want {
+				t.Errorf("OutOfReach(placed %d, left %d) = %v, want %v", tt.placed, tt.left, got, tt.want)
 			}
 		})
 	}
