@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -210,6 +211,19 @@ type FilterPlugin interface {
 // not a SpecJudge filters every pod.
 type SpecJudge interface {
 	JudgesBySpec(pod *v1.Pod) bool
+}
+
+// NodeNamer is implemented by a FilterPlugin or PodPreFilterPlugin that
+// can name the only nodes a pod may take: a required node affinity to
+// nodes by name, as every DaemonSet pod has. NodeNames returns those
+// names and true, or false when the plugin names none for pod (an empty
+// set: no node). The framework then filters only the named nodes among
+// the pod's candidates; the others are not filtered and count in its
+// message as "node(s) didn't satisfy plugin(s) [<plugin>]",
+// UnschedulableAndUnresolvable, as kube-scheduler's PreFilterResult
+// does. The plugin's Filter must reject every node it does not name.
+type NodeNamer interface {
+	NodeNames(pod *v1.Pod) (sets.Set[string], bool)
 }
 
 // NodeFilter is a FilterPlugin's Filter bound to one pod and cycle state.

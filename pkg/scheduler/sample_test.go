@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -159,5 +160,42 @@ func TestNominatedNodeIsTriedAlone(t *testing.T) {
 	bound := h.boundTo()
 	if bound["fits"] != "n-0500" || bound["full"] == "" || bound["full"] == "n-0007" {
 		t.Errorf("bound %v, want fits on n-0500 and full elsewhere than n-0007", bound)
+	}
+}
+
+// A pod whose required node affinity names its node, as a DaemonSet's
+// does, is filtered on that node alone, wherever the window is; when that
+// node is full, its message counts every other node as left out.
+func TestPodOfNamedNodeFilteredThereAlone(t *testing.T) {
+	const nodes = 1000
+	var calls atomic.Int32
+	hook := &hookPlugin{filter: func(*v1.Pod, *framework.NodeInfo) *framework.Status {
+		calls.Add(1)
+		return nil
+	}}
+	h := newHarnessWith(t, harnessConfig{hook: hook, postFilter: []string{}})
+	for i := range nodes {
+		h.addNode(fmt.Sprintf("n-%04d", i), "2")
+	}
+	daemon := func(name, cpu string) *v1.Pod {
+		p := st.MakePod().Name(name).Req(res{"cpu": cpu}).Obj()
+		p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{"n-0777"}}}}}}}}
+		return p
+	}
+	h.addPod(daemon("ds-0", "1"))
+	h.cycle()
+	if got := calls.Load(); got != 1 {
+		t.Errorf("Filter ran on %d nodes, want 1", got)
+	}
+	h.sched.bindWG.Wait()
+	if got := h.boundTo()["ds-0"]; got != "n-0777" {
+		t.Errorf("ds-0 bound to %q, want n-0777", got)
+	}
+	h.addPod(daemon("ds-1", "3"))
+	h.cycle()
+	const want = "Warning FailedScheduling 0/1000 nodes are available: 999 node(s) didn't satisfy plugin(s) [NodeAffinity], 1 Insufficient cpu."
+	if evts := eventsWith(h.events(), "Warning FailedScheduling "); !slices.Contains(evts, want) {
+		t.Errorf("events %q lack %q", evts, want)
 	}
 }

@@ -384,7 +384,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 	// The nodes hold the job's pods placed so far in this cycle; the
 	// per-pod PreFilter plugins count what they look at over the whole
 	// cluster (a spread over zones, say), whichever nodes the pod may take.
-	found, err := c.fwk.FilterPod(ctx, c.state, pod, frameworkruntime.FilterScope{All: all, Nodes: nodes, First: s.nodeWindow(c, pod, nodes)})
+	found, err := c.fwk.FilterPod(ctx, c.state, pod, frameworkruntime.FilterScope{All: all, Nodes: c.nodes, First: s.nodeWindow(c, pod, nodes), Lookup: s.snapshot.Get})
 	if err != nil {
 		return err
 	}

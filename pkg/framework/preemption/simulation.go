@@ -401,7 +401,7 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 		// this one, and nothing changed since.
 		return nil
 	}
-	found, err := sim.c.Framework.FilterPod(ctx, sim.c.State, pod, frameworkruntime.FilterScope{All: all, Nodes: nodes})
+	found, err := sim.c.Framework.FilterPod(ctx, sim.c.State, pod, frameworkruntime.FilterScope{All: all, Nodes: sim.nodes, Lookup: sim.snapshot.Get})
 	if err != nil {
 		return err
 	}
@@ -419,7 +419,6 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 		sim.add(node, pod)
 		return nil
 	}
-	statuses := found.Diagnosis.NodeToStatus
 	// The state PreFilterPod just left for pod, over the snapshot with
 	// every candidate victim on its node, is what each candidate node's
 	// search starts from (see podFit).
@@ -436,7 +435,7 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 			break
 		}
 		node := nodes[(offset+i)%len(nodes)]
-		if st := statuses[node.Name()]; st != nil && st.Code() == framework.UnschedulableAndUnresolvable {
+		if st := found.Diagnosis.StatusOf(node.Name()); st != nil && st.Code() == framework.UnschedulableAndUnresolvable {
 			// Evicting pods cannot help there (e.g. a node selector).
 			continue
 		}

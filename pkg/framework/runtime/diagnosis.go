@@ -21,6 +21,40 @@ type Diagnosis struct {
 
 	// rejecting are the plugins that rejected at least one node.
 	rejecting sets.Set[string]
+
+	// named, when not nil, are the only nodes a framework.NodeNamer let
+	// the pod take; absent is the status of every other node (not
+	// filtered, not in NodeToStatus), absentCount how many of the nodes
+	// considered those were.
+	named       sets.Set[string]
+	absent      *framework.Status
+	absentCount int
+}
+
+// StatusOf returns the status node was rejected with: its own, or the
+// status of a node a framework.NodeNamer left out; nil when it was not
+// rejected (or not tried).
+func (d Diagnosis) StatusOf(node string) *framework.Status {
+	if s := d.NodeToStatus[node]; s != nil {
+		return s
+	}
+	if d.named != nil && !d.named.Has(node) {
+		return d.absent
+	}
+	return nil
+}
+
+// leaveOut records that plugin named the only nodes the pod may take,
+// which left out count of the nodes considered.
+func (d *Diagnosis) leaveOut(plugin string, named sets.Set[string], count int) {
+	d.named, d.absentCount = named, count
+	d.absent = framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) [%s]", plugin)).WithPlugin(plugin)
+	if count > 0 {
+		if d.rejecting == nil {
+			d.rejecting = sets.New[string]()
+		}
+		d.rejecting.Insert(plugin)
+	}
 }
 
 // RejectingPlugins returns the names of the plugins that rejected at least
@@ -65,9 +99,12 @@ func (d Diagnosis) Message(numNodes int) string {
 		reason string
 		count  int
 	}
-	counts := make([]reasonCount, 0, len(d.ReasonCounts))
+	counts := make([]reasonCount, 0, len(d.ReasonCounts)+1)
 	for r, c := range d.ReasonCounts {
 		counts = append(counts, reasonCount{r, c})
+	}
+	if d.absentCount > 0 {
+		counts = append(counts, reasonCount{d.absent.Message(), d.absentCount})
 	}
 	slices.SortFunc(counts, func(a, b reasonCount) int {
 		if c := cmp.Compare(b.count, a.count); c != 0 {
@@ -75,7 +112,7 @@ func (d Diagnosis) Message(numNodes int) string {
 		}
 		return strings.Compare(a.reason, b.reason)
 	})
-	available := max(numNodes-len(d.NodeToStatus), 0)
+	available := max(numNodes-len(d.NodeToStatus)-d.absentCount, 0)
 	msg := fmt.Sprintf("%d/%d nodes are available", available, numNodes)
 	if len(counts) == 0 {
 		return msg + "."

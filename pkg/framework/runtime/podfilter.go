@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -40,6 +41,10 @@ type FilterScope struct {
 	// somewhere is placed and one that fits nowhere gets every node's
 	// diagnosis.
 	First []*framework.NodeInfo
+	// Lookup, when not nil, finds a node of All by name: with it, a pod
+	// whose nodes a framework.NodeNamer names (and Nodes nil) looks up
+	// those nodes instead of going over All.
+	Lookup func(name string) (*framework.NodeInfo, bool)
 }
 
 // PodFilterResult is what the filter path found for one pod.
@@ -75,6 +80,12 @@ func (f *Framework) FilterPod(ctx context.Context, state *framework.CycleState, 
 	if nodes == nil {
 		nodes = scope.All
 	}
+	var left *leftOut
+	if plugin, named, ok := f.namedNodes(pod); ok {
+		picked := pickNamed(named, scope)
+		left = &leftOut{plugin: plugin, named: named, count: len(nodes) - len(picked)}
+		nodes, scope.First = picked, nil
+	}
 	var err error
 	if scope.First != nil {
 		res.Feasible, res.Diagnosis, err = f.FindFeasibleNodes(ctx, state, pod, scope.First)
@@ -89,7 +100,72 @@ func (f *Framework) FilterPod(ctx context.Context, state *framework.CycleState, 
 	if err != nil {
 		return PodFilterResult{}, fmt.Errorf("filtering nodes for pod %s: %w", klog.KObj(pod), err)
 	}
+	if left != nil {
+		res.Diagnosis.leaveOut(left.plugin, left.named, left.count)
+	}
 	return res, nil
+}
+
+// leftOut is what a framework.NodeNamer left out of one pod's filtering.
+type leftOut struct {
+	plugin string
+	named  sets.Set[string]
+	count  int
+}
+
+// namedNodes returns the nodes the profile's framework.NodeNamer plugins
+// name for pod (those all of them name, when several do) and the first
+// such plugin; false when none names any.
+func (f *Framework) namedNodes(pod *v1.Pod) (string, sets.Set[string], bool) {
+	var plugin string
+	var named sets.Set[string]
+	try := func(p framework.Plugin) {
+		n, ok := p.(framework.NodeNamer)
+		if !ok {
+			return
+		}
+		names, ok := n.NodeNames(pod)
+		switch {
+		case !ok:
+		case named == nil:
+			plugin, named = p.Name(), names
+		default:
+			named = named.Intersection(names)
+		}
+	}
+	for _, p := range f.preFilterPod {
+		try(p)
+	}
+	for _, p := range f.filter {
+		// A plugin at both points is asked twice: the same names.
+		try(p)
+	}
+	return plugin, named, named != nil
+}
+
+// pickNamed returns the nodes of scope (its Nodes, else All) whose names
+// are in named, in the scope's order; looked up by name when it may be.
+func pickNamed(named sets.Set[string], scope FilterScope) []*framework.NodeInfo {
+	if scope.Nodes == nil && scope.Lookup != nil && len(named) < len(scope.All) {
+		out := make([]*framework.NodeInfo, 0, len(named))
+		for _, name := range sets.List(named) {
+			if ni, ok := scope.Lookup(name); ok {
+				out = append(out, ni)
+			}
+		}
+		return out
+	}
+	nodes := scope.Nodes
+	if nodes == nil {
+		nodes = scope.All
+	}
+	out := make([]*framework.NodeInfo, 0, min(len(named), len(nodes)))
+	for _, ni := range nodes {
+		if named.Has(ni.Name()) {
+			out = append(out, ni)
+		}
+	}
+	return out
 }
 
 // PodFitsOn reports whether pod passes the Filter plugins on node in

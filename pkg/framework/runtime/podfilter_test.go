@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
@@ -171,5 +172,102 @@ func TestPodFitsOn(t *testing.T) {
 	broken := makeNodes(t, "broken")[0]
 	if _, err := f.PodFitsOn(ctx, state, pod, all, broken, false); !errors.Is(err, errBoom) || !strings.Contains(err.Error(), "broken") {
 		t.Errorf("PodFitsOn on a failing node = %v, want errBoom naming the node", err)
+	}
+}
+
+// namingPlugin is pathPlugin that also names nodes for the pods in names
+// (framework.NodeNamer).
+type namingPlugin struct {
+	pathPlugin
+	names map[string][]string
+}
+
+func (p *namingPlugin) NodeNames(pod *v1.Pod) (sets.Set[string], bool) {
+	n, ok := p.names[pod.Name]
+	if !ok {
+		return nil, false
+	}
+	return sets.New(n...), true
+}
+
+// A NodeNamer's nodes are the only ones filtered, looked up by name or
+// picked from the pod's nodes; the others count in the message and as
+// UnschedulableAndUnresolvable.
+func TestFilterPodNamedNodes(t *testing.T) {
+	all := makeNodes(t, "n1", "n2", "n3", "n4", "n5")
+	rec := &recorder{}
+	p := &namingPlugin{pathPlugin: pathPlugin{rec: rec, reject: map[string]bool{"n2": true}},
+		names: map[string][]string{"ds": {"n2"}, "two": {"n3", "n2", "gone"}, "none": {}}}
+	f := mustFramework(t, baseRegistry(t, nil, p), baseSpec(map[ExtensionPoint]PluginSet{
+		PreFilterPoint: {{Name: "path"}},
+		FilterPoint:    {{Name: "path"}},
+	}), WithParallelism(1))
+	lookups := 0
+	lookup := func(name string) (*framework.NodeInfo, bool) {
+		lookups++
+		i := slices.IndexFunc(all, func(n *framework.NodeInfo) bool { return n.Name() == name })
+		if i < 0 {
+			return nil, false
+		}
+		return all[i], true
+	}
+	pod := func(name string) *v1.Pod { return st.MakePod().Namespace("ns").Name(name).Obj() }
+	for _, tt := range []struct {
+		name         string
+		pod          string
+		scope        FilterScope
+		wantFiltered []string
+		wantFeasible []string
+		wantMessage  string
+		wantLookups  int
+	}{
+		{name: "one named node, full", pod: "ds", scope: FilterScope{All: all, First: all[:2], Lookup: lookup},
+			wantFiltered: []string{"Filter(n2)"}, wantLookups: 1,
+			wantMessage: "0/5 nodes are available: 4 node(s) didn't satisfy plugin(s) [path], 1 full."},
+		{name: "named nodes that exist, looked up", pod: "two", scope: FilterScope{All: all, Lookup: lookup},
+			wantFiltered: []string{"Filter(n2)", "Filter(n3)"}, wantFeasible: []string{"n3"}, wantLookups: 3},
+		{name: "among the pod's nodes", pod: "two", scope: FilterScope{All: all, Nodes: all[2:], Lookup: lookup},
+			wantFiltered: []string{"Filter(n3)"}, wantFeasible: []string{"n3"}},
+		{name: "no lookup", pod: "two", scope: FilterScope{All: all},
+			wantFiltered: []string{"Filter(n2)", "Filter(n3)"}, wantFeasible: []string{"n3"}},
+		{name: "no node named", pod: "none", scope: FilterScope{All: all, Lookup: lookup},
+			wantMessage: "0/5 nodes are available: 5 node(s) didn't satisfy plugin(s) [path]."},
+		{name: "a pod the plugin names nothing for", pod: "p", scope: FilterScope{All: all, First: all[2:3], Lookup: lookup},
+			wantFiltered: []string{"Filter(n3)"}, wantFeasible: []string{"n3"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec.calls, lookups = nil, 0
+			res, err := f.FilterPod(context.Background(), framework.NewCycleState(), pod(tt.pod), tt.scope)
+			if err != nil || res.PreFilter != nil {
+				t.Fatalf("FilterPod = %+v, %v", res, err)
+			}
+			var filtered []string
+			for _, c := range rec.get() {
+				if strings.HasPrefix(c, "Filter(") {
+					filtered = append(filtered, c)
+				}
+			}
+			slices.Sort(filtered)
+			if !slices.Equal(filtered, tt.wantFiltered) {
+				t.Errorf("filtered %v, want %v", filtered, tt.wantFiltered)
+			}
+			if got := names(res.Feasible); !slices.Equal(got, tt.wantFeasible) {
+				t.Errorf("feasible %v, want %v", got, tt.wantFeasible)
+			}
+			if lookups != tt.wantLookups {
+				t.Errorf("%d lookups, want %d", lookups, tt.wantLookups)
+			}
+			if tt.wantMessage != "" {
+				if got := res.Diagnosis.Message(len(all)); got != tt.wantMessage {
+					t.Errorf("message %q, want %q", got, tt.wantMessage)
+				}
+				if got := res.Diagnosis.StatusOf("n1"); got.Code() != framework.UnschedulableAndUnresolvable || got.Plugin() != "path" {
+					t.Errorf("n1's status %v, want the plugin's UnschedulableAndUnresolvable", got)
+				}
+				if got := res.Diagnosis.RejectingPlugins(); !slices.Equal(got, []string{"path"}) {
+					t.Errorf("rejecting plugins %v, want [path]", got)
+				}
+			}
+		})
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
@@ -150,6 +152,41 @@ func filter(ctx context.Context, pod *v1.Pod, a *podAffinity, node *framework.No
 	}
 	klog.FromContext(ctx).V(5).Info("Node does not match pod's node affinity/selector", "pod", klog.KObj(pod), "node", klog.KObj(node.Node))
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonPod)
+}
+
+// NodeNames implements framework.NodeNamer: the nodes the pod's required
+// node affinity names by metadata.name. Each term's "In" requirements on
+// the name narrow it (all must hold); the terms are alternatives, so a
+// term that names no node leaves every node possible. An empty set: the
+// terms name no node at all.
+func (*NodeAffinity) NodeNames(pod *v1.Pod) (sets.Set[string], bool) {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil, false
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) == 0 {
+		return nil, false
+	}
+	named := sets.New[string]()
+	for _, t := range terms {
+		var names sets.Set[string]
+		for _, r := range t.MatchFields {
+			if r.Key != metav1.ObjectNameField || r.Operator != v1.NodeSelectorOpIn {
+				continue
+			}
+			if names == nil {
+				names = sets.New(r.Values...)
+			} else {
+				names = names.Intersection(sets.New(r.Values...))
+			}
+		}
+		if names == nil {
+			return nil, false
+		}
+		named = named.Union(names)
+	}
+	return named, true
 }
 
 // Score implements framework.ScorePlugin: the summed weights of the

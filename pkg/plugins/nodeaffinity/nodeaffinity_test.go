@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
@@ -223,5 +224,43 @@ func TestNew(t *testing.T) {
 	want := []framework.ClusterEvent{framework.EventNodeAdd, framework.EventNodeLabelChange}
 	if !reflect.DeepEqual(events, want) {
 		t.Errorf("EventsToRegister = %v, want %v", events, want)
+	}
+}
+
+func TestNodeNames(t *testing.T) {
+	name := func(op v1.NodeSelectorOperator, values ...string) v1.NodeSelectorRequirement {
+		return v1.NodeSelectorRequirement{Key: "metadata.name", Operator: op, Values: values}
+	}
+	label := v1.NodeSelectorRequirement{Key: "zone", Operator: v1.NodeSelectorOpIn, Values: []string{"a"}}
+	pod := func(terms ...v1.NodeSelectorTerm) *v1.Pod {
+		p := st.MakePod().Name("p").Obj()
+		p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: terms}}}
+		return p
+	}
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want []string // nil: names none
+	}{
+		{name: "no affinity", pod: st.MakePod().Name("p").Obj()},
+		{name: "a DaemonSet pod's term", pod: pod(v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{name(v1.NodeSelectorOpIn, "n1")}}), want: []string{"n1"}},
+		{name: "requirements of a term intersect", pod: pod(v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{name(v1.NodeSelectorOpIn, "n1", "n2"), name(v1.NodeSelectorOpIn, "n2", "n3")}}), want: []string{"n2"}},
+		{name: "terms unite", pod: pod(v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{name(v1.NodeSelectorOpIn, "n1")}}, v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{name(v1.NodeSelectorOpIn, "n2")}}), want: []string{"n1", "n2"}},
+		{name: "a term without names allows any node", pod: pod(v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{name(v1.NodeSelectorOpIn, "n1")}}, v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{label}})},
+		{name: "NotIn names nothing", pod: pod(v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{name(v1.NodeSelectorOpNotIn, "n1")}})},
+		{name: "label requirements beside the name", pod: pod(v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{label}, MatchFields: []v1.NodeSelectorRequirement{name(v1.NodeSelectorOpIn, "n1")}}), want: []string{"n1"}},
+		{name: "conflicting names: no node", pod: pod(v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{name(v1.NodeSelectorOpIn, "n1"), name(v1.NodeSelectorOpIn, "n2")}}), want: []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := (&NodeAffinity{}).NodeNames(tt.pod)
+			if ok != (tt.want != nil) {
+				t.Fatalf("NodeNames = %v, %v; want names %v", got, ok, tt.want)
+			}
+			if ok && !reflect.DeepEqual(sets.List(got), tt.want) {
+				t.Errorf("NodeNames = %v, want %v", sets.List(got), tt.want)
+			}
+		})
 	}
 }
