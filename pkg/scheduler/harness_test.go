@@ -75,6 +75,9 @@ type harnessConfig struct {
 	extra      []framework.Plugin
 	// registry, when not nil, replaces the in-tree registry.
 	registry *frameworkruntime.Registry
+	// queue, when not nil, replaces the queue's options (a backoff of
+	// 1ns by default).
+	queue *schedulingqueue.Options
 }
 
 func newHarness(t *testing.T) *harness { return newHarnessWith(t, harnessConfig{}) }
@@ -87,7 +90,11 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	// to the active queue. (Nothing flushes the backoff queue, as the cache
 	// does not Run.)
 	factory := informerhost.NewInformerFactory(client, 0)
-	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: schedulingqueue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
+	queue := schedulingqueue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}
+	if cfg.queue != nil {
+		queue = *cfg.queue
+	}
+	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: queue})
 	if err != nil {
 		t.Fatalf("cache.New: %v", err)
 	}

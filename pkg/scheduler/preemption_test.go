@@ -21,11 +21,13 @@ import (
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	"github.com/batch-scheduler/batch-scheduler/pkg/metrics/metricstest"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -661,5 +663,46 @@ func TestPreemptionEvictsAVictimGangAtOnce(t *testing.T) {
 	defer b.mu.Unlock()
 	if b.timedOut != 0 {
 		t.Errorf("%d of 3 eviction calls waited a second for the others: the evictions ran one after the other", b.timedOut)
+	}
+}
+
+// A gang waiting for its victims to go is retried at the initial backoff
+// however often it was tried: those retries are not failures.
+func TestPreemptorWaitsAtInitialBackoff(t *testing.T) {
+	const initial = time.Hour
+	clk := clocktesting.NewFakeClock(time.Now())
+	h := newHarnessWith(t, harnessConfig{queue: &schedulingqueue.Options{InitialBackoff: initial, MaxBackoff: 100 * time.Hour, Clock: clk}})
+	ev := newEvictions(h)
+	h.addNode("n1", "2")
+	h.addPod(running("low-a", "n1", 10, "1", 1).Obj())
+	h.addPod(running("low-b", "n1", 10, "1", 2).Obj())
+	for _, p := range gangPods("high", 2, "2", 100, "1") {
+		h.addPod(p)
+	}
+	h.cycle()
+	if got := ev.evicted(); len(got) != 2 {
+		t.Fatalf("evicted %v, want both low pods", got)
+	}
+	for range 3 {
+		// Past any backoff: an event moves the job to the active queue.
+		clk.Step(1000 * time.Hour)
+		h.requeueAll()
+		h.cycle()
+	}
+	d := h.cache.Queue().Dump()
+	var job *schedulingqueue.JobDump
+	for _, j := range append(append(d.Unschedulable, d.Backoff...), d.Active...) {
+		if j.ID == "default/high" {
+			job = &j
+		}
+	}
+	if job == nil || job.BackoffExpiry == nil {
+		t.Fatalf("queue %+v lacks the gang with a backoff", d)
+	}
+	if job.Attempts != 4 {
+		t.Errorf("%d attempts, want 4", job.Attempts)
+	}
+	if got := job.BackoffExpiry.Sub(job.Timestamp); got != initial {
+		t.Errorf("backoff %v after %d attempts, want the initial %v", got, job.Attempts, initial)
 	}
 }

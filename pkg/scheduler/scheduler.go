@@ -569,8 +569,11 @@ func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessa
 	}
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Job is unschedulable", "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
+	// A job whose pods preemption nominated waits for its victims to go:
+	// its retries are not failures to back off from either.
+	held := reserved || s.nominated.Has(c.job.ID)
 	attempt := schedulingqueue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: forRoom,
-		Reserved: reserved, Plugins: pluginNames, Profile: c.profile}
+		Reserved: held, Plugins: pluginNames, Profile: c.profile}
 	if err := s.queue.AddUnschedulable(c.qj, attempt); err != nil {
 		logger.Error(err, "Parking an unschedulable job")
 	}

@@ -63,9 +63,10 @@ type Attempt struct {
 	// RoomWaiters).
 	ForRoom bool
 	// Reserved says that room is held for the job until running pods end
-	// (a reservation): waiting for it is not failing, so its backoff stays
-	// at the initial one however often it was tried, and it is retried
-	// soon after the room frees.
+	// (a reservation, or the nominations of a preemption whose victims
+	// are going): waiting for it is not failing, so its backoff stays at
+	// the initial one however often it was tried, and it is retried soon
+	// after the room frees.
 	Reserved bool
 	// Plugins are the plugins that rejected the job in this attempt, for
 	// the unschedulable_jobs metric.
