@@ -159,6 +159,7 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 	// Every condition is written at once; the tests of the rewrite
 	// interval set it themselves.
 	s.conditions.minRewrite = 0
+	s.events.repeat = 0
 	return &harness{t: t, client: client, recorder: recorder, cache: c, sched: s, metrics: m, hook: cfg.hook}
 }
 

@@ -91,6 +91,8 @@ type Scheduler struct {
 	ignored *ignoredReports
 	// conditions writes the pending pods' PodScheduled conditions.
 	conditions *conditionWriter
+	// events leaves out FailedScheduling events that repeat the last.
+	events *eventGate
 	// standing is where the pending jobs stand (standing.go).
 	standing *standings
 
@@ -148,6 +150,7 @@ func New(opts Options) (*Scheduler, error) {
 		bindDone:  make(chan struct{}, 1),
 	}
 	s.conditions = newConditionWriter(s)
+	s.events = newEventGate()
 	engine, err := preemption.New(preemption.Options{Client: opts.Client, Recorder: opts.Recorder, PDBLister: opts.PDBLister,
 		Snapshot: s.snapshot, Jobs: opts.Cache, Nominator: s.nominated, Background: background{s: s},
 		Metrics: preemption.Metrics{Attempts: opts.Metrics.PreemptionAttempts, Victims: opts.Metrics.PreemptionVictims}})

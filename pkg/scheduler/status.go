@@ -23,7 +23,9 @@ import (
 // Both messages are bounded (framework.MaxEventNote,
 // framework.MaxConditionMessage): they quote what users wrote.
 func (s *Scheduler) reportUnschedulable(ctx context.Context, pod *v1.Pod, msg string) {
-	s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", framework.TruncateMessage(msg, framework.MaxEventNote))
+	if s.events.allow(pod.UID, msg) {
+		s.opts.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", framework.TruncateMessage(msg, framework.MaxEventNote))
+	}
 	s.conditions.set(ctx, pod, v1.PodCondition{
 		Type:    v1.PodScheduled,
 		Status:  v1.ConditionFalse,
