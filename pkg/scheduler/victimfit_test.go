@@ -56,13 +56,20 @@ type withoutExtensions struct{ affinityAndSpread }
 // and PodTopologySpread's plugins wrapped by wrap.
 func registryWrapping(t testing.TB, wrap func(framework.Plugin) framework.Plugin) *frameworkruntime.Registry {
 	t.Helper()
+	return registryReplacing(t, wrap, interpodaffinity.Name, podtopologyspread.Name)
+}
+
+// registryReplacing is the in-tree registry with the plugins named
+// wrapped.
+func registryReplacing(t testing.TB, wrap func(framework.Plugin) framework.Plugin, names ...string) *frameworkruntime.Registry {
+	t.Helper()
 	inTree, out := plugins.NewInTreeRegistry(), frameworkruntime.NewRegistry()
-	for _, name := range inTree.Names() {
-		factory, err := inTree.Lookup(name)
+	for _, n := range inTree.Names() {
+		factory, err := inTree.Lookup(n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if name == interpodaffinity.Name || name == podtopologyspread.Name {
+		if slices.Contains(names, n) {
 			inner := factory
 			factory = func(ctx context.Context, args runtime.Object, h framework.Handle) (framework.Plugin, error) {
 				p, err := inner(ctx, args, h)
@@ -72,7 +79,7 @@ func registryWrapping(t testing.TB, wrap func(framework.Plugin) framework.Plugin
 				return wrap(p), nil
 			}
 		}
-		if err := out.Register(name, factory); err != nil {
+		if err := out.Register(n, factory); err != nil {
 			t.Fatal(err)
 		}
 	}
