@@ -87,7 +87,9 @@ func benchGangRetry(b *testing.B, nodes int, everyPod bool) {
 	spec := plugins.DefaultProfile(testSchedulerName)
 	if everyPod {
 		reg = registryReplacing(b, func(p framework.Plugin) framework.Plugin { return gangWithoutReach{p.(*gang.Gang)} }, gang.Name)
-		if err := reg.Register("NotAJudge", func(context.Context, runtime.Object, framework.Handle) (framework.Plugin, error) { return notAJudge{}, nil }); err != nil {
+		if err := reg.Register("NotAJudge", func(context.Context, runtime.Object, framework.Handle) (framework.Plugin, error) {
+			return notAJudge{}, nil
+		}); err != nil {
 			b.Fatal(err)
 		}
 		spec.Plugins[frameworkruntime.FilterPoint] = append(spec.Plugins[frameworkruntime.FilterPoint], frameworkruntime.PluginRef{Name: "NotAJudge"})
