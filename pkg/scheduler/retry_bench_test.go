@@ -48,11 +48,14 @@ import (
 // default profile; everyPod is the baseline of the same run with the
 // shortcuts off: the Gang plugin hides framework.QuorumPermit, a Filter
 // plugin that is no framework.SpecJudge joins the profile, and every
-// failure records its events.
+// failure records its events. With -short (the smoke run), 20 nodes.
 //
 //	go test -run '^$' -bench BenchmarkGangRetryCycle -benchtime 200x ./pkg/scheduler/
 func BenchmarkGangRetryCycle(b *testing.B) {
-	const nodes = 100
+	nodes := 100
+	if testing.Short() {
+		nodes = 20
+	}
 	for _, variant := range []string{"today", "everyPod"} {
 		b.Run(fmt.Sprintf("%dNodes/%s", nodes, variant), func(b *testing.B) {
 			benchGangRetry(b, nodes, variant == "everyPod")
