@@ -58,16 +58,7 @@ func TestAlikePodsFitNowhereFilteredOnce(t *testing.T) {
 			if got := filtered(); !slices.Equal(got, tt.want) {
 				t.Errorf("pods filtered: %v, want %v", got, tt.want)
 			}
-			const want = "Warning FailedScheduling gang default/g: 0 of 4 tasks could be placed, min-available 1; 0/3 nodes are available: 3 Insufficient cpu."
-			evts := eventsWith(h.events(), "Warning FailedScheduling ")
-			if len(evts) != 4 {
-				t.Fatalf("got %d FailedScheduling events, want 4: %q", len(evts), evts)
-			}
-			for _, e := range evts {
-				if !strings.HasPrefix(e, want) {
-					t.Errorf("event %q, want %q", e, want)
-				}
-			}
+			wantEvents(t, h, 4, "Warning FailedScheduling gang default/g: 0 of 4 tasks could be placed, min-available 1; 0/3 nodes are available: 3 Insufficient cpu.")
 		})
 	}
 }
@@ -149,17 +140,23 @@ func TestGangStopsOnceQuorumOutOfReach(t *testing.T) {
 	if got, want := filtered(), []string{"g-0", "g-1"}; !slices.Equal(got, want) {
 		t.Errorf("pods filtered: %v, want %v", got, want)
 	}
-	const want = "Warning FailedScheduling gang default/g: 1 of 4 tasks could be placed, min-available 4 (2 not tried once a task fit nowhere)"
+	wantEvents(t, h, 4, "Warning FailedScheduling gang default/g: 1 of 4 tasks could be placed, min-available 4 (2 not tried once a task fit nowhere)")
+	if n := len(h.bindings()); n != 0 {
+		t.Errorf("%d pods bound, want none", n)
+	}
+}
+
+// wantEvents checks that h recorded n FailedScheduling events, each
+// starting with want.
+func wantEvents(t *testing.T, h *harness, n int, want string) {
+	t.Helper()
 	evts := eventsWith(h.events(), "Warning FailedScheduling ")
-	if len(evts) != 4 {
-		t.Fatalf("got %d FailedScheduling events, want 4: %q", len(evts), evts)
+	if len(evts) != n {
+		t.Fatalf("got %d FailedScheduling events, want %d: %q", len(evts), n, evts)
 	}
 	for _, e := range evts {
 		if !strings.HasPrefix(e, want) {
 			t.Errorf("event %q, want %q", e, want)
 		}
-	}
-	if n := len(h.bindings()); n != 0 {
-		t.Errorf("%d pods bound, want none", n)
 	}
 }
