@@ -51,6 +51,8 @@ type simulation struct {
 	// the multi-level gangs among them, nil until there is one.
 	jobs     map[framework.JobID]*framework.JobInfo
 	subGangs map[framework.JobID]*subGangs
+	// gangGo caches gangMayGo per gang; nil until asked.
+	gangGo map[framework.JobID]bool
 	// victims are the chosen victims by UID; gangVictims counts them per
 	// gang.
 	victims     map[types.UID]*Victim

@@ -97,16 +97,32 @@ func (sim *simulation) eligible(t *framework.TaskInfo) bool {
 	if !t.Job.Gang {
 		return true
 	}
-	info := sim.job(t.Job)
-	if info == nil {
-		return false
+	return sim.gangMayGo(t.Job)
+}
+
+// gangMayGo reports whether every running member of gang is bound and
+// allowed by the victim policy, so that the gang may go whole. Asked for
+// each member on each node searched, it is worked out once per
+// simulation: the members and the policy do not change during one.
+func (sim *simulation) gangMayGo(gang framework.JobID) bool {
+	if ok, known := sim.gangGo[gang]; known {
+		return ok
 	}
-	for _, m := range info.Tasks {
-		if m.OnNode() && m.Counted && (m.Status != framework.TaskBound || !sim.policy(m)) {
-			return false
+	ok := false
+	if info := sim.job(gang); info != nil {
+		ok = true
+		for _, m := range info.Tasks {
+			if m.OnNode() && m.Counted && (m.Status != framework.TaskBound || !sim.policy(m)) {
+				ok = false
+				break
+			}
 		}
 	}
-	return true
+	if sim.gangGo == nil {
+		sim.gangGo = map[framework.JobID]bool{}
+	}
+	sim.gangGo[gang] = ok
+	return ok
 }
 
 // aboveQuorum reports whether t is a pod of a gang that runs more pods than
