@@ -160,3 +160,20 @@ func wantEvents(t *testing.T, h *harness, n int, want string) {
 		}
 	}
 }
+
+// Pods left untried once the quorum is out of reach still say why when
+// they are alike to the pod that fit nowhere.
+func TestUntriedAlikePodsSayWhy(t *testing.T) {
+	hook, filtered := filteredPods(true)
+	h := newHarnessWith(t, harnessConfig{hook: hook, postFilter: []string{}})
+	for i := 1; i <= 3; i++ {
+		h.addNode(fmt.Sprintf("n%d", i), "2")
+	}
+	h.addPod(gangPod("g-0", "g", "2", "3"))
+	h.addPod(gangPod("g-1", "g", "2", "3"))
+	h.cycle()
+	if got, want := filtered(), []string{"g-0"}; !slices.Equal(got, want) {
+		t.Errorf("pods filtered: %v, want %v", got, want)
+	}
+	wantEvents(t, h, 2, "Warning FailedScheduling gang default/g: 0 of 2 tasks could be placed, min-available 2 (1 not tried once a task fit nowhere); 0/3 nodes are available: 3 Insufficient cpu.")
+}

@@ -93,6 +93,15 @@ func (s *Scheduler) tryNodes(ctx context.Context, c *cycle, nodes []*framework.N
 				// The pods left cannot bring the job to its quorum:
 				// Permit rejects it whatever they find.
 				c.job.Untried = left
+				// The pods left that are alike to this one would fit
+				// nowhere either: they say why, as it does.
+				if why, ok := c.failures[podKey(pod)]; ok {
+					for _, p := range c.job.Pending[i+1:] {
+						if c.fwk.Alike(pod, p) {
+							c.failures[podKey(p)] = why
+						}
+					}
+				}
 				break
 			}
 		}
