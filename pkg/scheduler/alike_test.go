@@ -72,14 +72,15 @@ func TestAlikeVerdictNeedsSamePodAndSnapshot(t *testing.T) {
 		want []string
 	}{{
 		name: "a placement in between",
-		// After g-2, the quorum of 3 is out of reach: g-3 is not tried.
+		// After g-2 the quorum of 3 is out of reach, but g-3 is not
+		// alike to g-2: it is tried, to say why it waits.
 		pods: []*v1.Pod{
 			gangPod("g-0", "g", "3", "3"),
 			gangPod("g-1", "g", "3", "1"),
 			gangPod("g-2", "g", "3", "3"),
 			gangPod("g-3", "g", "3", "1"),
 		},
-		want: []string{"g-0", "g-1", "g-2"},
+		want: []string{"g-0", "g-1", "g-2", "g-3"},
 	}, {
 		name: "other labels",
 		pods: []*v1.Pod{
@@ -126,16 +127,17 @@ func TestAlikeVerdictNeedsSamePodAndSnapshot(t *testing.T) {
 // A gang stops placing once a pod fits nowhere and the pods left cannot
 // bring it to its quorum; its message says how many were not tried.
 func TestGangStopsOnceQuorumOutOfReach(t *testing.T) {
-	hook, filtered := filteredPods(false)
+	hook, filtered := filteredPods(true)
 	h := newHarnessWith(t, harnessConfig{hook: hook, postFilter: []string{}})
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= 5; i++ {
 		h.addNode(fmt.Sprintf("n%d", i), "2")
 	}
-	// g-0 fits, g-1 does not: 1 placed and 2 left cannot make 4.
+	// g-0 fits, g-1 does not: 1 placed and 2 left, alike to g-1, cannot
+	// make 4.
 	h.addPod(gangPod("g-0", "g", "4", "1"))
-	h.addPod(gangPod("g-1", "g", "4", "3"))
-	h.addPod(gangPod("g-2", "g", "4", "1"))
-	h.addPod(gangPod("g-3", "g", "4", "1"))
+	for i := 1; i <= 3; i++ {
+		h.addPod(gangPod(fmt.Sprintf("g-%d", i), "g", "4", "3"))
+	}
 	h.cycle()
 	if got, want := filtered(), []string{"g-0", "g-1"}; !slices.Equal(got, want) {
 		t.Errorf("pods filtered: %v, want %v", got, want)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
+
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -89,18 +91,14 @@ func (s *Scheduler) tryNodes(ctx context.Context, c *cycle, nodes []*framework.N
 				return nil, err
 			}
 			left := len(c.job.Pending) - i - 1
-			if left > 0 && len(c.placed) == placed && c.fwk.PermitOutOfReach(c.job, placed, left) {
-				// The pods left cannot bring the job to its quorum:
-				// Permit rejects it whatever they find.
+			if left > 0 && len(c.placed) == placed && c.fwk.PermitOutOfReach(c.job, placed, left) && c.allAlike(pod, c.job.Pending[i+1:]) {
+				// The pods left cannot bring the job to its quorum, and
+				// each would fit nowhere as this one did: Permit rejects
+				// the job whatever they find, and they say why as it does.
 				c.job.Untried = left
-				// The pods left that are alike to this one would fit
-				// nowhere either: they say why, as it does.
-				if why, ok := c.failures[podKey(pod)]; ok {
-					for _, p := range c.job.Pending[i+1:] {
-						if c.fwk.Alike(pod, p) {
-							c.failures[podKey(p)] = why
-						}
-					}
+				why := c.failures[podKey(pod)]
+				for _, p := range c.job.Pending[i+1:] {
+					c.failures[podKey(p)] = why
 				}
 				break
 			}
@@ -119,6 +117,21 @@ func (s *Scheduler) tryNodes(ctx context.Context, c *cycle, nodes []*framework.N
 		return framework.NewStatus(framework.Unschedulable, "no pod fits"), nil
 	}
 	return nil, nil
+}
+
+// allAlike reports whether the profile judges every pod of rest alike
+// to pod (frameworkruntime.Framework.Alike), so that rest would fit
+// nowhere either and say why as pod does.
+func (c *cycle) allAlike(pod *v1.Pod, rest []*v1.Pod) bool {
+	if _, ok := c.failures[podKey(pod)]; !ok {
+		return false
+	}
+	for _, p := range rest {
+		if !c.fwk.Alike(pod, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // resetAttempt forgets what the last placement attempt found, but not
