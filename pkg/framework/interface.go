@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -198,34 +197,6 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, pod *v1.Pod, node *NodeInfo) *Status
 }
 
-// SpecJudge is implemented by a PodPreFilterPlugin or FilterPlugin whose
-// verdicts on a pod read, of the pod, no more than its namespace, labels
-// and spec less spec.nodeName, spec.hostname and spec.subdomain: two pods
-// alike in these get the same verdicts on the same snapshot and cycle
-// state. The scheduling cycle relies on it to give a pod that is alike to
-// the one before it in its job, which fit nowhere, that pod's verdict
-// without filtering every node again (a gang whose pods wait for their
-// victims to leave). A plugin that reads more of some pods (their own
-// ResourceClaims, the claims of their generic ephemeral volumes) returns
-// false for those. A profile with a PreFilterPod or Filter plugin that is
-// not a SpecJudge filters every pod.
-type SpecJudge interface {
-	JudgesBySpec(pod *v1.Pod) bool
-}
-
-// NodeNamer is implemented by a FilterPlugin or PodPreFilterPlugin that
-// can name the only nodes a pod may take: a required node affinity to
-// nodes by name, as every DaemonSet pod has. NodeNames returns those
-// names and true, or false when the plugin names none for pod (an empty
-// set: no node). The framework then filters only the named nodes among
-// the pod's candidates; the others are not filtered and count in its
-// message as "node(s) didn't satisfy plugin(s) [<plugin>]",
-// UnschedulableAndUnresolvable, as kube-scheduler's PreFilterResult
-// does. The plugin's Filter must reject every node it does not name.
-type NodeNamer interface {
-	NodeNames(pod *v1.Pod) (sets.Set[string], bool)
-}
-
 // NodeFilter is a FilterPlugin's Filter bound to one pod and cycle state.
 type NodeFilter func(ctx context.Context, node *NodeInfo) *Status
 
@@ -295,18 +266,6 @@ type ReservePlugin interface {
 type PermitPlugin interface {
 	Plugin
 	Permit(ctx context.Context, state *CycleState, job *Job, placements map[string]string) *Status
-}
-
-// QuorumPermit is a PermitPlugin that can tell before every pod is tried
-// that it will reject the job: OutOfReach reports whether Permit must
-// reject job, with placed of its pending pods placed and left still to
-// try, however those turn out. The cycle asks it each time a pod fits
-// nowhere and, on true, stops placing (the pods left are counted in
-// job.Untried) and runs Permit at once. A job waiting for 100 pods of
-// which one fits nowhere is not filtered 99 times more.
-type QuorumPermit interface {
-	PermitPlugin
-	OutOfReach(job *Job, placed, left int) bool
 }
 
 // PostFilterPlugin runs when a cycle found no placement for its job: the

@@ -187,3 +187,16 @@ func (s *Scheduler) undoFrom(ctx context.Context, c *cycle, start int) {
 	}
 	c.placed = c.placed[:start]
 }
+
+// podMiss is a pod that fit nowhere and why.
+type podMiss struct {
+	pod     *v1.Pod
+	nodes   []*framework.NodeInfo
+	changes int
+	failure string
+}
+
+// noteMiss records that pod, filtered against nodes, fit nowhere.
+func (c *cycle) noteMiss(pod *v1.Pod, nodes []*framework.NodeInfo) {
+	c.miss = &podMiss{pod: pod, nodes: nodes, changes: c.changes, failure: c.failures[podKey(pod)]}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,14 +211,6 @@ type cycle struct {
 	changes int
 }
 
-// podMiss is a pod that fit nowhere and why.
-type podMiss struct {
-	pod     *v1.Pod
-	nodes   []*framework.NodeInfo
-	changes int
-	failure string
-}
-
 // scheduleOne runs one cycle: pop a job, place it, assume and bind or
 // report why not.
 //
@@ -377,7 +368,7 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		c.noNodes = true
 		return nil
 	}
-	if m := c.miss; m != nil && m.changes == c.changes && sameNodes(m.nodes, nodes) && c.fwk.Alike(m.pod, pod) {
+	if m := c.miss; m != nil && m.changes == c.changes && framework.SameNodes(m.nodes, nodes) && c.fwk.Alike(m.pod, pod) {
 		// Nothing changed since a pod the plugins cannot tell from this
 		// one fit nowhere: neither does this one.
 		klog.FromContext(ctx).V(5).Info("Pod alike to one that fit nowhere; not filtered again", "pod", klog.KObj(pod), "like", klog.KObj(m.pod))
@@ -435,16 +426,6 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 	c.placed = append(c.placed, pod)
 	c.changes++
 	return nil
-}
-
-// noteMiss records that pod, filtered against nodes, fit nowhere.
-func (c *cycle) noteMiss(pod *v1.Pod, nodes []*framework.NodeInfo) {
-	c.miss = &podMiss{pod: pod, nodes: nodes, changes: c.changes, failure: c.failures[podKey(pod)]}
-}
-
-// sameNodes reports whether a and b are the same slice of nodes.
-func sameNodes(a, b []*framework.NodeInfo) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // nodeNamed returns the node of nodes called name, or nil.
@@ -538,48 +519,6 @@ func (c *cycle) waitsForRoom(pluginNames []string) bool {
 func (s *Scheduler) unschedulable(ctx context.Context, c *cycle, jobMessage string) {
 	s.recordAttempt(resultUnschedulable, c.profile, c.start)
 	s.park(ctx, c, c.job.Pending, jobMessage, true)
-}
-
-// park reports why pods, pending pods of the job, were not placed and
-// parks the job until an event its rejecting plugins care about. With
-// standing, a job that waits for room (or holds a reservation) is also
-// told where it stands (standingOf); one that waits for something else
-// (its own pods, a rule it breaks) is not: no room would start it.
-func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessage string, standing bool) {
-	var pluginNames []string
-	for p := range c.rejectedBy {
-		pluginNames = append(pluginNames, p)
-	}
-	sort.Strings(pluginNames)
-	events := c.fwk.EventsToRegisterFor(pluginNames...)
-	forRoom := c.waitsForRoom(pluginNames)
-	_, reserved := s.nominated.Reservation(c.job.ID)
-	clause := ""
-	if standing && (forRoom || reserved) {
-		clause = s.standingOf(c)
-	}
-	summary := ""
-	if c.job.ID.Gang {
-		summary = jobMessage
-	}
-	for _, pod := range pods {
-		msg := podMessage(c, pod, jobMessage)
-		if summary == "" {
-			summary = msg
-		}
-		msg = withSentence(msg, clause)
-		s.reportUnschedulable(ctx, pod, msg)
-	}
-	logger := klog.FromContext(ctx)
-	logger.V(2).Info("Job is unschedulable", "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
-	// A job whose pods preemption nominated waits for its victims to go:
-	// its retries are not failures to back off from either.
-	held := reserved || s.nominated.Has(c.job.ID)
-	attempt := schedulingqueue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: forRoom,
-		Reserved: held, Plugins: pluginNames, Profile: c.profile}
-	if err := s.queue.AddUnschedulable(c.qj, attempt); err != nil {
-		logger.Error(err, "Parking an unschedulable job")
-	}
 }
 
 // podMessage says why pod was not scheduled: its own node diagnosis, the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -343,4 +344,46 @@ func (s *Scheduler) patchCondition(ctx context.Context, pod *v1.Pod, current *v1
 // failed: an error, retried after backoff.
 func cacheAttemptForBindError(err error) schedulingqueue.Attempt {
 	return schedulingqueue.Attempt{Reason: "binding failed: " + err.Error(), Err: err}
+}
+
+// park reports why pods, pending pods of the job, were not placed and
+// parks the job until an event its rejecting plugins care about. With
+// standing, a job that waits for room (or holds a reservation) is also
+// told where it stands (standingOf); one that waits for something else
+// (its own pods, a rule it breaks) is not: no room would start it.
+func (s *Scheduler) park(ctx context.Context, c *cycle, pods []*v1.Pod, jobMessage string, standing bool) {
+	var pluginNames []string
+	for p := range c.rejectedBy {
+		pluginNames = append(pluginNames, p)
+	}
+	sort.Strings(pluginNames)
+	events := c.fwk.EventsToRegisterFor(pluginNames...)
+	forRoom := c.waitsForRoom(pluginNames)
+	_, reserved := s.nominated.Reservation(c.job.ID)
+	clause := ""
+	if standing && (forRoom || reserved) {
+		clause = s.standingOf(c)
+	}
+	summary := ""
+	if c.job.ID.Gang {
+		summary = jobMessage
+	}
+	for _, pod := range pods {
+		msg := podMessage(c, pod, jobMessage)
+		if summary == "" {
+			summary = msg
+		}
+		msg = withSentence(msg, clause)
+		s.reportUnschedulable(ctx, pod, msg)
+	}
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Job is unschedulable", "pods", len(pods), "reason", summary, "rejectedBy", pluginNames)
+	// A job whose pods preemption nominated waits for its victims to go:
+	// its retries are not failures to back off from either.
+	held := reserved || s.nominated.Has(c.job.ID)
+	attempt := schedulingqueue.Attempt{Reason: summary, Events: events, AnyEvent: c.noNodes, ForRoom: forRoom,
+		Reserved: held, Plugins: pluginNames, Profile: c.profile}
+	if err := s.queue.AddUnschedulable(c.qj, attempt); err != nil {
+		logger.Error(err, "Parking an unschedulable job")
+	}
 }

@@ -398,7 +398,7 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 	if sim.nodes != nil {
 		nodes = sim.nodes
 	}
-	if m := sim.miss; m != nil && m.changes == sim.changes && sameNodes(m.nodes, nodes) && sim.c.Framework.Alike(m.pod, pod) {
+	if m := sim.miss; m != nil && m.changes == sim.changes && framework.SameNodes(m.nodes, nodes) && sim.c.Framework.Alike(m.pod, pod) {
 		// No victim made room for a pod the plugins cannot tell from
 		// this one, and nothing changed since.
 		return nil
@@ -560,11 +560,6 @@ func (sim *simulation) rollback(mark int) {
 		sim.changes++
 	}
 	sim.undo = sim.undo[:mark]
-}
-
-// sameNodes reports whether a and b are the same slice of nodes.
-func sameNodes(a, b []*framework.NodeInfo) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // job returns the cache's JobInfo of id, looked up once per simulation;

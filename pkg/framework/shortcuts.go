@@ -1,0 +1,72 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package framework
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// The interfaces here are optional: a plugin implements them to spare the
+// scheduling cycle work whose outcome it can tell in advance.
+
+// SpecJudge is implemented by a PodPreFilterPlugin or FilterPlugin whose
+// verdicts on a pod read, of the pod, no more than its namespace, labels
+// and spec less spec.nodeName, spec.hostname and spec.subdomain: two pods
+// alike in these get the same verdicts on the same snapshot and cycle
+// state. The scheduling cycle relies on it to give a pod that is alike to
+// the one before it in its job, which fit nowhere, that pod's verdict
+// without filtering every node again (a gang whose pods wait for their
+// victims to leave). A plugin that reads more of some pods (their own
+// ResourceClaims, the claims of their generic ephemeral volumes) returns
+// false for those. A profile with a PreFilterPod or Filter plugin that is
+// not a SpecJudge filters every pod.
+type SpecJudge interface {
+	JudgesBySpec(pod *v1.Pod) bool
+}
+
+// NodeNamer is implemented by a FilterPlugin or PodPreFilterPlugin that
+// can name the only nodes a pod may take: a required node affinity to
+// nodes by name, as every DaemonSet pod has. NodeNames returns those
+// names and true, or false when the plugin names none for pod (an empty
+// set: no node). The framework then filters only the named nodes among
+// the pod's candidates; the others are not filtered and count in its
+// message as "node(s) didn't satisfy plugin(s) [<plugin>]",
+// UnschedulableAndUnresolvable, as kube-scheduler's PreFilterResult
+// does. The plugin's Filter must reject every node it does not name.
+type NodeNamer interface {
+	NodeNames(pod *v1.Pod) (sets.Set[string], bool)
+}
+
+// QuorumPermit is a PermitPlugin that can tell before every pod is tried
+// that it will reject the job: OutOfReach reports whether Permit must
+// reject job, with placed of its pending pods placed and left still to
+// try, however those turn out. The cycle asks it each time a pod fits
+// nowhere and, on true, stops placing (the pods left are counted in
+// job.Untried) and runs Permit at once. A job waiting for 100 pods of
+// which one fits nowhere is not filtered 99 times more.
+type QuorumPermit interface {
+	PermitPlugin
+	OutOfReach(job *Job, placed, left int) bool
+}
+
+// SameNodes reports whether a and b are the same slice of nodes (the
+// same backing array and length), as the cycle and preemption's
+// simulation compare the candidate nodes of two pods.
+func SameNodes(a, b []*NodeInfo) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
