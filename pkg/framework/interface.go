@@ -405,6 +405,9 @@ type Reservation struct {
 	// has held it without a break (set by the nominator: a re-reservation
 	// that keeps a node keeps its time).
 	HeldSince map[string]time.Time
+	// Made is when the nominator took this reservation (and its Start)
+	// in place of the job's last one.
+	Made time.Time
 }
 
 // Backfills reports whether a job whose pods are expected to run at most

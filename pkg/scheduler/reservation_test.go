@@ -402,3 +402,46 @@ func TestReservationDoesNotHoldTheRoomItAwaitsTwice(t *testing.T) {
 		t.Errorf("a-0 bound to %q, want n0, the room reclaim made for it (bound: %v)", got[a.Name], got)
 	}
 }
+
+// A pod whose bind is in flight is waited for as a running one: a short
+// pod that backfills a node of a reservation is still assumed (the
+// informer has not reported it bound) when the gang's next cycle
+// reserves again, and the reservation stays on that node, its start
+// known, rather than moving to a node whose pods say nothing of their
+// end and so giving the room it left behind to the next pod that fits.
+func TestReservationWaitsForAPodBeingBound(t *testing.T) {
+	h := newHarnessWith(t, harnessConfig{postFilter: reservationPostFilter})
+	for _, n := range []string{"n1", "n2", "n3"} {
+		h.addNode(n, "1")
+	}
+	h.addPod(runningFor("n1-a", "n1", "1", time.Minute, "2m"))
+	h.addPod(runningFor("n2-a", "n2", "1", time.Minute, ""))
+	// The gang's two pods do not fit yet: it reserves n3, free, and n1,
+	// whose pod ends first.
+	gang := gangPods("big", 2, "2", 0, "1")
+	for _, p := range gang {
+		h.addPod(p)
+	}
+	h.cycle()
+	want := "reservation: room held on n1, n3 until 1 running pods end; expected to start in"
+	if cond := podScheduledCondition(h.apiPod(gang[0])); cond == nil || !strings.Contains(cond.Message, want) {
+		t.Fatalf("gang's condition %+v, want %q", cond, want)
+	}
+	// A 30 s pod backfills n3; the cache has it assumed until the
+	// informer reports the bind, which this test never delivers.
+	short := st.MakePod().Name("short").Req(res{v1.ResourceCPU: "1"}).Annotation(framework.ExpectedRuntimeAnnotation, "30s").Obj()
+	h.addPod(short)
+	h.cycle()
+	if got := h.boundTo(); got["short"] != "n3" {
+		t.Fatalf("short (30s) bound to %q, want n3, the reserved room it ends before", got["short"])
+	}
+	if _, status, _ := h.cache.TaskState(short.UID); status != framework.TaskAssumed {
+		t.Fatalf("short is %s in the cache, want Assumed: the scene needs its bind in flight", status)
+	}
+	h.requeueAll()
+	h.cycle()
+	want = "reservation: room held on n1, n3 until 2 running pods end; expected to start in"
+	if cond := podScheduledCondition(h.apiPod(gang[0])); cond == nil || !strings.Contains(cond.Message, want) {
+		t.Fatalf("gang's condition after the backfill %+v, want %q: the reservation left the node its backfilled pod took", cond, want)
+	}
+}

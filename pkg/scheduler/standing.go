@@ -199,7 +199,7 @@ func (s *Scheduler) Standing() standing.Report {
 	held := s.nominated.Reservations()
 	for i, id := range ids {
 		if r, ok := held[id]; ok {
-			res := &standing.Reservation{Nodes: r.Nodes, WaitFor: r.WaitFor, HeldSince: r.HeldSince}
+			res := &standing.Reservation{Nodes: r.Nodes, WaitFor: r.WaitFor, HeldSince: r.HeldSince, Made: r.Made}
 			if r.StartKnown {
 				start := r.Start
 				res.Start = &start

@@ -122,6 +122,7 @@ func (n *Nominator) nominateLocked(job framework.JobID, priority int32, pods []*
 			}
 		}
 		now := time.Now()
+		r.Made = now
 		r.HeldSince = make(map[string]time.Time, len(r.Nodes))
 		for _, node := range r.Nodes {
 			if t, ok := before[node]; ok {

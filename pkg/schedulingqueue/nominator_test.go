@@ -133,7 +133,7 @@ func TestNominatorGiveUp(t *testing.T) {
 }
 
 // A re-reservation keeps, for each node it still holds, the time since
-// when it has held it; a node newly held starts now.
+// when it has held it; a node newly held starts now, as does Made.
 func TestReservationHeldSince(t *testing.T) {
 	pod := func(name string) *v1.Pod { return st.MakePod().Name(name).UID(name).Obj() }
 	job := framework.JobID{Namespace: "default", Name: "g", Gang: true}
@@ -152,6 +152,10 @@ func TestReservationHeldSince(t *testing.T) {
 	}
 	if _, ok := second.HeldSince["a"]; ok || !second.HeldSince["c"].After(first.HeldSince["b"]) {
 		t.Errorf("HeldSince = %v, want b kept, c new, a gone", second.HeldSince)
+	}
+	// Made is the time of each reservation, not of the first.
+	if first.Made.IsZero() || !second.Made.After(first.Made) || !second.Made.Equal(second.HeldSince["c"]) {
+		t.Errorf("Made = %v then %v, want the time of each Reserve (c held since %v)", first.Made, second.Made, second.HeldSince["c"])
 	}
 	// Given up and reserved again: a break, so everything starts anew.
 	n.Clear(job)

@@ -77,6 +77,10 @@ type Reservation struct {
 	// HeldSince is, per node, since when the reservation has held it
 	// without a break.
 	HeldSince map[string]time.Time `json:"heldSince,omitempty"`
+	// Made is when the scheduler took this reservation, and its Start,
+	// in place of the job's last one: a backfill decided after it was
+	// judged against its Start.
+	Made time.Time `json:"made"`
 }
 
 // Estimate is a start estimate for one job.

@@ -275,6 +275,13 @@ func buildSchedulers(t testing.TB) (kube, ours string) {
 	if _, err := os.Stat(kube); err != nil {
 		t.Fatalf("kube-scheduler missing (make control-plane): %v", err)
 	}
+	if bin := os.Getenv("PERF_SUITE_BATCH_SCHEDULER"); bin != "" {
+		// A binary built elsewhere: another revision's, for a bisection.
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("PERF_SUITE_BATCH_SCHEDULER: %v", err)
+		}
+		return kube, bin
+	}
 	out := t.TempDir()
 	if err := controlplane.GoBuild("../..", out, "./cmd/batch-scheduler"); err != nil {
 		t.Fatal(err)
@@ -347,7 +354,10 @@ func TestSideBySide(t *testing.T) {
 // PERF_SUITE_PROFILE_SECONDS, 10, of each measured window),
 // PERF_SUITE_MIN_PODS (0: a workload measuring fewer pods is run again,
 // on a fresh control plane, until its runs measured that many; see
-// runRepeated).
+// runRepeated), PERF_SUITE_ONLY (one scheduler's name: run only it, the
+// other's columns left empty), PERF_SUITE_BATCH_SCHEDULER (a
+// batch-scheduler binary to run instead of building this checkout's:
+// another revision's, to bisect a regression with today's runner).
 //
 // With -short (the smoke run of hack/test-benchmarks.sh, in CI) it runs
 // one small workload, SchedulingBasic/5Nodes (PERF_SUITE_MAX_NODES 10 and
@@ -395,6 +405,9 @@ func BenchmarkPerfSuite(b *testing.B) {
 				order := []Scheduler{KubeScheduler, BatchScheduler}
 				if k%2 == 1 {
 					order = []Scheduler{BatchScheduler, KubeScheduler}
+				}
+				if only := os.Getenv("PERF_SUITE_ONLY"); only != "" {
+					order = slices.DeleteFunc(order, func(s Scheduler) bool { return string(s) != only })
 				}
 				for _, which := range order {
 					o.Logf("%s: %s: %s", time.Now().Format(time.TimeOnly), sel.Name(), which)

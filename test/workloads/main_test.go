@@ -23,7 +23,13 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	if err := app.ApplyLogging(); err != nil {
+	// WORKLOADS_V raises the log verbosity of the schedulers the tests
+	// run in this process (logging is applied once per process).
+	var logArgs []string
+	if v := os.Getenv("WORKLOADS_V"); v != "" {
+		logArgs = []string{"-v", v}
+	}
+	if err := app.ApplyLogging(logArgs...); err != nil {
 		fmt.Fprintln(os.Stderr, "applying the logging configuration:", err)
 		os.Exit(1)
 	}
@@ -34,6 +40,9 @@ func TestMain(m *testing.M) {
 // ends, with no serving port.
 func startScheduler(t *testing.T, args ...string) {
 	t.Helper()
+	if v := os.Getenv("WORKLOADS_V"); v != "" {
+		args = append(args, "--v="+v)
+	}
 	harness.InProcess(t, cp.KubeconfigPath, args...)
 }
 

@@ -34,7 +34,8 @@ import (
 //   - a reservation is never given away: no pod of another job, created
 //     after a node was reserved, lands on that node while it stays
 //     reserved, unless it backfills (it says its runtime, and ends by the
-//     reservation's expected start, with a second of slack);
+//     expected start of the reservation as it stood when the scheduler
+//     decided, with a second of slack);
 //   - backfill never delays a reserved gang: a gang whose reservation
 //     held until it started starts within reservationTolerance of the
 //     start its reservation expected last;
@@ -325,14 +326,12 @@ func (c *reservationChecker) violations(quorum int) []string {
 			if start, started := c.startOf(holder, quorum); started && !start.After(b.at) {
 				continue
 			}
-			before, ok := c.held[i-1][holder]
-			if !ok {
-				before = r
-			}
+			before := c.inEffect(holder, i, b.at)
 			backfills := b.runtime > 0 && before.Start != nil && !b.at.Add(b.runtime).After(before.Start.Add(time.Second))
 			if !backfills {
-				out = append(out, fmt.Sprintf("pod %s (runtime %s, created %s) was bound at %s to %s, held for %s (expected start %v) since %s without a break: the reservation was given away",
-					b.pod, b.runtime, b.created.Format("15:04:05"), b.at.Format("15:04:05.000"), b.node, holder, before.Start, since.Format("15:04:05.000")))
+				out = append(out, fmt.Sprintf("pod %s (runtime %s, created %s) was bound at %s to %s, held for %s (expected start %v) since %s without a break: the reservation was given away; %s's reservation read from the pod's creation on: %s",
+					b.pod, b.runtime, b.created.Format("15:04:05"), b.at.Format("15:04:05.000"), b.node, holder, before.Start, since.Format("15:04:05.000"),
+					holder, c.historyOf(holder, b.created.Add(-time.Second), b.at.Add(time.Second))))
 			}
 		}
 	}
@@ -355,6 +354,60 @@ func (c *reservationChecker) violations(quorum int) []string {
 		}
 	}
 	return out
+}
+
+// inEffect returns holder's reservation as it stood when a bind seen at
+// at was decided: of those the reads up to the i-th showed, the one the
+// scheduler made last before at (its Made). A reservation made between
+// the decision and the watch event that showed the bind (tens of
+// milliseconds) is taken for the one the decision saw, which can only
+// make the judgement more lenient; the check that no reserved gang starts
+// late does not depend on it. Without a Made before at, the read before
+// the i-th stands in, then the i-th.
+func (c *reservationChecker) inEffect(holder string, i int, at time.Time) standing.Reservation {
+	var best standing.Reservation
+	found := false
+	for k := 0; k <= i && k < len(c.held); k++ {
+		r, ok := c.held[k][holder]
+		if !ok || r.Made.IsZero() || r.Made.After(at) {
+			continue
+		}
+		if !found || r.Made.After(best.Made) {
+			best, found = r, true
+		}
+	}
+	if found {
+		return best
+	}
+	if r, ok := c.held[i-1][holder]; ok {
+		return r
+	}
+	return c.held[i][holder]
+}
+
+// historyOf lists what the reads from..to said of holder's reservation:
+// its nodes and expected start at each read where either changed.
+func (c *reservationChecker) historyOf(holder string, from, to time.Time) string {
+	var out []string
+	last := "?"
+	for i, at := range c.polls {
+		if at.Before(from) || at.After(to) {
+			continue
+		}
+		now := "none"
+		if r, ok := c.held[i][holder]; ok {
+			start := "unknown"
+			if r.Start != nil {
+				start = r.Start.Format("15:04:05.000")
+			}
+			now = fmt.Sprintf("nodes %v start %s made %s", r.Nodes, start, r.Made.Format("15:04:05.000"))
+		}
+		if now != last {
+			out = append(out, at.Format("15:04:05.000")+" "+now)
+			last = now
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 type lastReservation struct {

@@ -46,6 +46,10 @@ type waitMode struct {
 	// wander from one cycle to the next and leave room behind for others
 	// to take.
 	held map[string]bool
+	// phantoms are the pods of other jobs' nominations that the cycle
+	// put on the snapshot (framework.Nominated) to hold their room: they
+	// show as assumed but are not running, and never end on their own.
+	phantoms map[*framework.TaskInfo]bool
 }
 
 // expectedEnd is when a running pod is expected to end; known is false
@@ -92,9 +96,16 @@ func (sim *simulation) endsLater(a, b *framework.TaskInfo) bool {
 }
 
 // waitEligible reports whether t is a pod a reservation may wait for: a
-// counted pod of another job on its node, not chosen already.
+// counted pod of another job on its node, bound or being bound (a pod
+// the scheduler just placed starts about now; leaving it out would make
+// the reservation move off a node a backfilled pod took, and so give
+// the rest of its room away), not a nomination held on the snapshot, and
+// not chosen already.
 func (sim *simulation) waitEligible(t *framework.TaskInfo) bool {
-	if !t.Counted || t.Status != framework.TaskBound || t.Job == sim.c.Job.ID {
+	if !t.Counted || t.Job == sim.c.Job.ID || sim.wait.phantoms[t] {
+		return false
+	}
+	if t.Status != framework.TaskBound && t.Status != framework.TaskAssumed {
 		return false
 	}
 	if only := sim.wait.policy.WaitOnly; only != nil && !only(t) {
@@ -185,7 +196,11 @@ func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.Reserve
 			held[node] = true
 		}
 	}
-	res, err := e.simulate(ctx, c, SearchBounds{}, going, &waitMode{policy: policy, ends: map[types.UID]expectedEnd{}, held: held})
+	phantoms := map[*framework.TaskInfo]bool{}
+	for _, t := range framework.Nominated(c.State) {
+		phantoms[t] = true
+	}
+	res, err := e.simulate(ctx, c, SearchBounds{}, going, &waitMode{policy: policy, ends: map[types.UID]expectedEnd{}, held: held, phantoms: phantoms})
 	if err != nil {
 		return framework.Reservation{}, err
 	}
