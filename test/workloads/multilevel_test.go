@@ -327,7 +327,7 @@ func TestMultiLevelGangOwnAnnotations(t *testing.T) {
 
 	// Preemption: a pod of high priority that needs 2 CPUs of rack r1 or
 	// r2 evicts a whole replica; the set keeps two.
-	createPriorityClass(t, ns+"-high", 1000)
+	createPriorityClass(t, ns, ns+"-high", 1000)
 	pre := st.MakePod().Namespace(ns).Name("urgent").Scheduler("batch-scheduler").Req(map[v1.ResourceName]string{"cpu": "2"}).
 		NodeAffinityIn(topologyaware.RackLabel, "r1", "r2").Obj()
 	pre.ResourceVersion, pre.UID = "", ""
@@ -370,8 +370,10 @@ func createStatefulSet(t *testing.T, sts *appsv1.StatefulSet) {
 }
 
 // createPriorityClass creates a PriorityClass of value, deleted when the
-// test ends.
-func createPriorityClass(t *testing.T, name string, value int32) {
+// test ends, and waits until pods of ns may name it: the API server's
+// Priority admission reads classes from an informer, and a pod created
+// right after its class was refused as naming none (a flake).
+func createPriorityClass(t *testing.T, ns, name string, value int32) {
 	t.Helper()
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
 	if _, err := cp.Client.SchedulingV1().PriorityClasses().Create(t.Context(), pc, metav1.CreateOptions{}); err != nil {
@@ -380,6 +382,17 @@ func createPriorityClass(t *testing.T, name string, value int32) {
 	t.Cleanup(func() {
 		_ = cp.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
+	probe := st.MakePod().Namespace(ns).Name("priority-probe").Obj()
+	probe.ResourceVersion, probe.UID = "", ""
+	probe.Spec.PriorityClassName, probe.Spec.Priority = name, nil
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, last = cp.Client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("pods of %s may not name PriorityClass %s 30 s after it was created: %v", ns, name, last)
+	}
 }
 
 // The same set as a LeaderWorkerSet: the gang is inferred from the

@@ -82,7 +82,7 @@ func (d *Diagnosis) add(node string, s *framework.Status) {
 	for _, r := range reasons {
 		d.ReasonCounts[r]++
 	}
-	if p := s.Plugin(); p != "" {
+	if p := s.Plugin(); p != "" && !d.rejecting.Has(p) {
 		d.rejecting.Insert(p)
 	}
 }

@@ -290,6 +290,11 @@ func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.Cycl
 	if fit > 0 {
 		feasible = make([]*framework.NodeInfo, 0, fit)
 	}
+	if rejected := len(nodes) - fit; rejected > 0 {
+		// Sized once: grown node by node, the map rehashed as often as
+		// it doubled, on every pod that fits nowhere.
+		diagnosis.NodeToStatus = make(map[string]*framework.Status, rejected)
+	}
 	for i, s := range statuses {
 		if s.IsSuccess() {
 			feasible = append(feasible, nodes[i])

@@ -3,6 +3,7 @@ package noderesources
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -199,7 +200,12 @@ func filter(ctx context.Context, pod *v1.Pod, req resources.Resource, dra map[v1
 	} else if reasons = insufficient(req, node); len(reasons) == 0 {
 		reasons = capReasons(req, node)
 	}
-	klog.FromContext(ctx).V(5).Info("Pod does not fit on node", "pod", klog.KObj(pod), "node", node.Name(), "reasons", reasons)
+	// Checked first: the arguments of a log call are built (and
+	// allocated) whether or not it logs, on every node a pod does not
+	// fit.
+	if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
+		logger.Info("Pod does not fit on node", "pod", klog.KObj(pod), "node", node.Name(), "reasons", reasons)
+	}
 	return framework.NewStatus(framework.Unschedulable, reasons...)
 }
 
@@ -272,17 +278,53 @@ func negate(r resources.Resource) resources.Resource {
 // (the pod count always): a pod that requests no memory fits on a node
 // whose memory is over-committed.
 func insufficient(req resources.Resource, node *framework.NodeInfo) []string {
-	var reasons []string
-	idle := node.Schedulable.Clone()
-	idle.Sub(node.Requested)
-	idle.Sub(node.External)
-	for _, name := range idle.Insufficient(req) {
-		if name == v1.ResourcePods || amount(req, name) > 0 {
-			reasons = append(reasons, insufficientReason(name))
+	s, r, e := &node.Schedulable, &node.Requested, &node.External
+	pods := req.Pods > free(s.Pods, r.Pods, e.Pods)
+	cpu := req.MilliCPU > 0 && req.MilliCPU > free(s.MilliCPU, r.MilliCPU, e.MilliCPU)
+	memory := req.Memory > 0 && req.Memory > free(s.Memory, r.Memory, e.Memory)
+	storage := req.EphemeralStorage > 0 && req.EphemeralStorage > free(s.EphemeralStorage, r.EphemeralStorage, e.EphemeralStorage)
+	var scalars []string
+	for name, v := range req.Scalar {
+		if v > 0 && v > free(s.Scalar[name], r.Scalar[name], e.Scalar[name]) {
+			scalars = append(scalars, insufficientReason(name))
 		}
 	}
-	return reasons
+	// Most pods that do not fit lack one thing, CPU or memory: every
+	// node of a full cluster says so, and the shared reasons spare an
+	// allocation per node.
+	switch {
+	case len(scalars) > 0 || pods && (cpu || memory || storage):
+	case cpu && !memory && !storage:
+		return reasonsCPU
+	case memory && !cpu && !storage:
+		return reasonsMemory
+	case pods && !cpu && !memory && !storage:
+		return reasonsPods
+	}
+	var reasons []string
+	if pods {
+		reasons = append(reasons, ErrReasonTooManyPods)
+	}
+	if cpu {
+		reasons = append(reasons, reasonsCPU[0])
+	}
+	if memory {
+		reasons = append(reasons, reasonsMemory[0])
+	}
+	if storage {
+		reasons = append(reasons, insufficientReason(v1.ResourceEphemeralStorage))
+	}
+	sort.Strings(scalars)
+	return append(reasons, scalars...)
 }
+
+// The reasons of the most common shortages, shared by every Status that
+// gives them (a Status's reasons are never modified).
+var (
+	reasonsCPU    = []string{insufficientReason(v1.ResourceCPU)}
+	reasonsMemory = []string{insufficientReason(v1.ResourceMemory)}
+	reasonsPods   = []string{ErrReasonTooManyPods}
+)
 
 // insufficientReason words a missing resource as kube-scheduler does.
 func insufficientReason(name v1.ResourceName) string {

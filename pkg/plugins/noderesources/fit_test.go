@@ -62,6 +62,16 @@ func TestFilter(t *testing.T) {
 				return testutil.NodeInfo(t, node(std), pod("a", res{"memory": "2Gi"}))
 			},
 			wantCode: framework.Unschedulable, want: []string{"Insufficient memory"}},
+		{name: "too many pods, cpu, memory and two extended resources, in that order", pod: pod("p", res{"cpu": "4", "memory": "8Gi", "example.com/b": "1", "example.com/a": "1"}),
+			node: func(t *testing.T) *framework.NodeInfo {
+				return testutil.NodeInfo(t, node(res{"cpu": "4", "memory": "8Gi", "pods": "1"}), pod("a", res{"cpu": "1", "memory": "1Gi"}))
+			},
+			wantCode: framework.Unschedulable, want: []string{"Too many pods", "Insufficient cpu", "Insufficient memory", "Insufficient example.com/a", "Insufficient example.com/b"}},
+		{name: "too many pods alone", pod: pod("p", res{"cpu": "1"}),
+			node: func(t *testing.T) *framework.NodeInfo {
+				return testutil.NodeInfo(t, node(res{"cpu": "4", "memory": "8Gi", "pods": "1"}), pod("a", res{"cpu": "1"}))
+			},
+			wantCode: framework.Unschedulable, want: []string{"Too many pods"}},
 		{name: "no GPU on the node", pod: pod("p", res{"nvidia.com/gpu": "1"}),
 			node:     func(t *testing.T) *framework.NodeInfo { return testutil.NodeInfo(t, node(std)) },
 			wantCode: framework.Unschedulable, want: []string{"Insufficient nvidia.com/gpu"}},
@@ -221,6 +231,26 @@ func TestFitsAgreesWithInsufficient(t *testing.T) {
 	}
 	if fitsSeen == 0 || notSeen == 0 {
 		t.Fatalf("the random cases do not cover both outcomes: %d fit, %d do not", fitsSeen, notSeen)
+	}
+}
+
+// A node the pod does not fit on costs one allocation, its Status: the
+// reasons of a lone shortage are shared and the V(5) log builds nothing
+// unless enabled. Filter runs for every node of every pod that fits
+// nowhere, so a garbage-free rejection is what keeps a full cluster
+// cheap to search.
+func TestRejectionAllocatesOnlyItsStatus(t *testing.T) {
+	ni := testutil.NodeInfo(t, node(res{"cpu": "4", "memory": "8Gi", "pods": "10"}), pod("a", res{"cpu": "3"}))
+	p := pod("p", res{"cpu": "2"})
+	req := resources.PodRequests(p)
+	ctx := klog.NewContext(context.Background(), klog.Background())
+	var st *framework.Status
+	allocs := testing.AllocsPerRun(100, func() { st = filter(ctx, p, req, nil, ni) })
+	if got := st.Reasons(); !reflect.DeepEqual(got, []string{"Insufficient cpu"}) {
+		t.Fatalf("reasons %q, want [Insufficient cpu]", got)
+	}
+	if allocs > 1 {
+		t.Errorf("a rejection allocates %.0f times, want 1 (its Status)", allocs)
 	}
 }
 

@@ -219,7 +219,9 @@ func (pl *NodeVolumeLimits) Filter(ctx context.Context, state *framework.CycleSt
 			continue
 		}
 		if int64(inUse[driver]+n) > limit {
-			logger.V(5).Info("Volume limit exceeded", "pod", klog.KObj(pod), "node", node.Name, "driver", driver, "limit", limit, "inUse", inUse[driver], "new", n)
+			if v := logger.V(5); v.Enabled() { // no arguments built unless logged
+				v.Info("Volume limit exceeded", "pod", klog.KObj(pod), "node", node.Name, "driver", driver, "limit", limit, "inUse", inUse[driver], "new", n)
+			}
 			return framework.NewStatus(framework.Unschedulable, ErrReasonMaxVolumeCountExceeded)
 		}
 	}

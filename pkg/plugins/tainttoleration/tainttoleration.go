@@ -85,7 +85,9 @@ func (*TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod
 	if !untolerated {
 		return nil
 	}
-	logger.V(5).Info("Node has a taint the pod does not tolerate", "pod", klog.KObj(pod), "node", klog.KObj(node.Node), "taint", taint.ToString())
+	if v := logger.V(5); v.Enabled() { // the taint is worded only when logged
+		v.Info("Node has a taint the pod does not tolerate", "pod", klog.KObj(pod), "node", klog.KObj(node.Node), "taint", taint.ToString())
+	}
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUntolerated)
 }
 

@@ -216,7 +216,9 @@ func (pl *VolumeZone) Filter(ctx context.Context, state *framework.CycleState, p
 			v, ok = node.Labels[gaLabel(t.key)]
 		}
 		if !ok || !t.values.Has(v) {
-			klog.FromContext(ctx).V(5).Info("Node outside a volume's topology", "pod", klog.KObj(pod), "node", node.Name, "pv", t.pv, "label", t.key)
+			if v := klog.FromContext(ctx).V(5); v.Enabled() { // no arguments built unless logged
+				v.Info("Node outside a volume's topology", "pod", klog.KObj(pod), "node", node.Name, "pv", t.pv, "label", t.key)
+			}
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonConflict)
 		}
 	}
