@@ -18,6 +18,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -71,6 +72,84 @@ func (s *Scheduler) nominatedNode(pod *v1.Pod) string {
 		return n
 	}
 	return pod.Status.NominatedNodeName
+}
+
+// defaultVictimWait bounds how long a job waits for its preemption's
+// victims without trying to place itself: longer than the 30 s a pod is
+// given to terminate by default, after which its retries run whole again
+// (a victim stuck terminating, or room that came elsewhere, may then
+// serve it).
+const defaultVictimWait = 45 * time.Second
+
+// awaitVictims parks c's job without trying to place it while the room
+// its preemption made is still taken and nothing else could serve it:
+// so many of its nominated pods sit on nodes where one of their victims
+// still runs that the pods left cannot reach its quorum (one pod for a
+// job that is no gang), and the room idle on the other nodes could not
+// hold the pods it lacks (roomElsewhere). Each victim that goes raises
+// an event that retries the job; tried whole, such a retry places the
+// pods whose room is free and undoes them when the quorum fails, over
+// and over while a gang's victims go (a gang of 100 on 100 nodes, each
+// second or so). Nothing is written to the pods: their condition
+// already says what the preemption did. It reports whether it parked
+// the job.
+func (s *Scheduler) awaitVictims(ctx context.Context, c *cycle) bool {
+	if s.victimWait <= 0 {
+		return false
+	}
+	busy, noms, since := s.nominated.VictimsLeft(c.job.ID, s.snapshot.Get)
+	if len(busy) == 0 || time.Since(since) > s.victimWait {
+		return false
+	}
+	var blocked []*framework.TaskInfo
+	var placeable resources.Resource
+	for _, nom := range noms {
+		if busy[nom.Node] {
+			blocked = append(blocked, nom.Task)
+		} else {
+			placeable.Add(nom.Task.Requests)
+		}
+	}
+	need := max(int(c.job.MinAvailable)-c.job.Bound, 1)
+	short := need - (len(c.job.Pending) - len(blocked))
+	if len(blocked) == 0 || short <= 0 || s.roomElsewhere(busy, placeable, blocked, short) {
+		return false
+	}
+	klog.FromContext(ctx).V(3).Info("Waiting for the pods preempted for the job to go; not placing it",
+		"blocked", len(blocked), "waited", time.Since(since).Round(time.Millisecond))
+	attempt := schedulingqueue.Attempt{Reason: fmt.Sprintf("%d nominated pods wait for their victims to go", len(blocked)),
+		AnyEvent: true, ForRoom: true, Reserved: true, Profile: c.profile}
+	if err := s.queue.AddUnschedulable(c.qj, attempt); err != nil {
+		klog.FromContext(ctx).Error(err, "Parking a job that waits for its victims")
+	}
+	return true
+}
+
+// roomElsewhere reports whether the nodes without victims (busy) may
+// hold short of the blocked pods once the job's other nominated pods
+// (placeable) have taken their room: the CPU, memory and pod count idle
+// there, summed, against short times the least each blocked pod
+// requests. It is a necessary condition of a placement, cheap to check,
+// not a placement: true means a cycle is worth running.
+func (s *Scheduler) roomElsewhere(busy map[string]bool, placeable resources.Resource, blocked []*framework.TaskInfo, short int) bool {
+	least := blocked[0].Requests
+	for _, t := range blocked[1:] {
+		least.MilliCPU = min(least.MilliCPU, t.Requests.MilliCPU)
+		least.Memory = min(least.Memory, t.Requests.Memory)
+		least.Pods = min(least.Pods, t.Requests.Pods)
+	}
+	var cpu, memory, pods int64
+	for _, ni := range s.snapshot.NodeInfos() {
+		if busy[ni.Name()] || ni.Node == nil || ni.Placeholder {
+			continue
+		}
+		sch, req, ext := &ni.Schedulable, &ni.Requested, &ni.External
+		cpu += max(resources.SubSat(resources.SubSat(sch.MilliCPU, req.MilliCPU), ext.MilliCPU), 0)
+		memory += max(resources.SubSat(resources.SubSat(sch.Memory, req.Memory), ext.Memory), 0)
+		pods += max(resources.SubSat(resources.SubSat(sch.Pods, req.Pods), ext.Pods), 0)
+	}
+	n := int64(short)
+	return cpu-placeable.MilliCPU >= n*least.MilliCPU && memory-placeable.Memory >= n*least.Memory && pods-placeable.Pods >= n*max(least.Pods, 1)
 }
 
 // holdNominated places the nominated pods of other jobs of at least c's

@@ -299,9 +299,12 @@ func TestSinglePodWaitsRatherThanReclaimWhenRoomFreesSoon(t *testing.T) {
 
 // A gang whose reclaim's victims are still terminating does not reserve
 // again: a reservation would replace the nominations that name the
-// victims, and Reclaim, after it, would evict as many again.
+// victims, and Reclaim, after it, would evict as many again. The retries
+// here run whole, as they do once the scheduler has waited victimWait
+// for the victims (awaitVictims; TestGangWaitsForItsVictimsUnplaced).
 func TestReservationKeepsReclaimWaitingForItsVictims(t *testing.T) {
 	h := newHarness(t)
+	h.sched.victimWait = 0
 	ev := newEvictions(h)
 	in := twoQueues(h)
 	for i := range 6 {

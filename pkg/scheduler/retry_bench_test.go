@@ -45,10 +45,13 @@ import (
 // gang of 100 pods each as big as a node. The first cycle preempts every
 // low-priority pod (the evictions are accepted, the pods stay in the
 // cache); each measured cycle then finds no room and waits. today is the
-// default profile; everyPod is the baseline of the same run with the
-// shortcuts off: the Gang plugin hides framework.QuorumPermit, a Filter
-// plugin that is no framework.SpecJudge joins the profile, and every
-// failure records its events. With -short (the smoke run), 20 nodes.
+// default profile, which parks the gang while its victims hold the room
+// (awaitVictims); whole tries the placement on every retry, with the
+// other shortcuts on; everyPod is the baseline of the same run with every
+// shortcut off: no wait for the victims, the Gang plugin hides
+// framework.QuorumPermit, a Filter plugin that is no framework.SpecJudge
+// joins the profile, and every failure records its events. With -short
+// (the smoke run), 20 nodes.
 //
 //	go test -run '^$' -bench BenchmarkGangRetryCycle -benchtime 200x ./pkg/scheduler/
 func BenchmarkGangRetryCycle(b *testing.B) {
@@ -56,9 +59,9 @@ func BenchmarkGangRetryCycle(b *testing.B) {
 	if testing.Short() {
 		nodes = 20
 	}
-	for _, variant := range []string{"today", "everyPod"} {
+	for _, variant := range []string{"today", "whole", "everyPod"} {
 		b.Run(fmt.Sprintf("%dNodes/%s", nodes, variant), func(b *testing.B) {
-			benchGangRetry(b, nodes, variant == "everyPod")
+			benchGangRetry(b, nodes, variant != "today", variant == "everyPod")
 		})
 	}
 }
@@ -78,7 +81,7 @@ func (notAJudge) Filter(context.Context, *framework.CycleState, *v1.Pod, *framew
 	return nil
 }
 
-func benchGangRetry(b *testing.B, nodes int, everyPod bool) {
+func benchGangRetry(b *testing.B, nodes int, whole, everyPod bool) {
 	client := fake.NewClientset()
 	factory := informerhost.NewInformerFactory(client, 0)
 	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: schedulingqueue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
@@ -110,6 +113,9 @@ func benchGangRetry(b *testing.B, nodes int, everyPod bool) {
 		Profiles: map[string]*frameworkruntime.Framework{testSchedulerName: fwk}})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if whole {
+		s.victimWait = 0
 	}
 	if everyPod {
 		s.events.repeat = 0

@@ -83,6 +83,10 @@ type Scheduler struct {
 	attempts attemptTimers
 	// nominated holds the room preemption made for pending pods.
 	nominated *schedulingqueue.Nominator
+	// victimWait is how long a job whose quorum waits for its
+	// preemption's victims is parked without a placement tried (see
+	// awaitVictims); 0 tries every retry whole.
+	victimWait time.Duration
 	// preemption is the preemption library's engine, whose RoomMaker the
 	// PostFilter plugins make room through.
 	preemption *preemption.Engine
@@ -136,17 +140,18 @@ func New(opts Options) (*Scheduler, error) {
 		opts.Metrics = m
 	}
 	s := &Scheduler{
-		opts:      opts,
-		cache:     opts.Cache,
-		queue:     opts.Queue,
-		snapshot:  cache.NewSnapshot(),
-		metrics:   opts.Metrics,
-		attempts:  newAttemptTimers(opts.Profiles),
-		nominated: schedulingqueue.NewNominator(opts.Queue),
-		ignored:   newIgnoredReports(),
-		standing:  newStandings(opts.Queue),
-		binds:     newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
-		bindDone:  make(chan struct{}, 1),
+		opts:       opts,
+		cache:      opts.Cache,
+		queue:      opts.Queue,
+		snapshot:   cache.NewSnapshot(),
+		metrics:    opts.Metrics,
+		attempts:   newAttemptTimers(opts.Profiles),
+		nominated:  schedulingqueue.NewNominator(opts.Queue),
+		victimWait: defaultVictimWait,
+		ignored:    newIgnoredReports(),
+		standing:   newStandings(opts.Queue),
+		binds:      newBindLimiter(opts.BindConcurrency, func(limit int) { opts.Metrics.BindLimit.Set(float64(limit)) }),
+		bindDone:   make(chan struct{}, 1),
 	}
 	s.conditions = newConditionWriter(s)
 	s.events = newEventGate()
@@ -246,6 +251,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 
 	if err := s.cache.UpdateSnapshot(s.snapshot); err != nil {
 		s.requeue(ctx, c, qj, fmt.Errorf("updating the snapshot: %w", err))
+		return
+	}
+	if s.awaitVictims(ctx, c) {
 		return
 	}
 	s.holdNominated(c)

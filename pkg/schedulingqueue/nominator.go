@@ -75,8 +75,10 @@ type Nominator struct {
 	// pods maps each nominated pod's UID to its nomination.
 	pods map[types.UID]Nomination
 	// victims maps a preemptor job to the victims it is waiting for, by
-	// UID, with their nodes.
-	victims map[framework.JobID]map[types.UID]string
+	// UID, with their nodes; victimsSince to when its preemption chose
+	// them.
+	victims      map[framework.JobID]map[types.UID]string
+	victimsSince map[framework.JobID]time.Time
 	// sorted are the values of pods sorted by pod name, rebuilt by Others
 	// after pods changed (stale set): every cycle reads them, few change
 	// them.
@@ -87,7 +89,8 @@ type Nominator struct {
 // NewNominator returns an empty Nominator that tells q when the room of a
 // nomination is released.
 func NewNominator(q Mover) *Nominator {
-	return &Nominator{queue: q, pods: map[types.UID]Nomination{}, victims: map[framework.JobID]map[types.UID]string{}}
+	return &Nominator{queue: q, pods: map[types.UID]Nomination{}, victims: map[framework.JobID]map[types.UID]string{},
+		victimsSince: map[framework.JobID]time.Time{}}
 }
 
 // Nominate replaces job's nominations with placements (pod UID → node) of
@@ -98,6 +101,7 @@ func (n *Nominator) Nominate(job framework.JobID, priority int32, pods []*v1.Pod
 	n.nominateLocked(job, priority, pods, placements, nil, nil)
 	if len(victims) > 0 {
 		n.victims[job] = victims
+		n.victimsSince[job] = time.Now()
 	}
 }
 
@@ -159,6 +163,7 @@ func (n *Nominator) clearLocked(job framework.JobID) []Nomination {
 		}
 	}
 	delete(n.victims, job)
+	delete(n.victimsSince, job)
 	sort.Slice(noms, func(i, j int) bool { return noms[i].Pod.Name < noms[j].Pod.Name })
 	return noms
 }
@@ -264,6 +269,35 @@ func (n *Nominator) WaitingFor(job framework.JobID, nodes func(name string) (*fr
 	return left
 }
 
+// VictimsLeft returns the nodes (of nodes, the cycle's snapshot, by name)
+// where a victim the last preemption chose for job still runs, job's
+// nominations of that preemption (not a reservation's), and since when
+// job has waited for those victims; no nodes when none is left.
+func (n *Nominator) VictimsLeft(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) (busy map[string]bool, noms []Nomination, since time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for uid, node := range n.victims[job] {
+		if busy[node] {
+			continue
+		}
+		if ni, ok := nodes(node); ok && ni.HasPod(uid) {
+			if busy == nil {
+				busy = map[string]bool{}
+			}
+			busy[node] = true
+		}
+	}
+	if len(busy) == 0 {
+		return nil, nil, time.Time{}
+	}
+	for _, nom := range n.pods {
+		if nom.Job == job && nom.Reserved == nil {
+			noms = append(noms, nom)
+		}
+	}
+	return busy, noms, n.victimsSince[job]
+}
+
 // GoingVictims returns the victims every preemption waits for that nodes
 // (the cycle's snapshot, by name) still has on their nodes without a
 // deletion timestamp: their eviction is under way but does not show yet.
@@ -326,6 +360,7 @@ func (n *Nominator) Placed(job framework.JobID, pods []*v1.Pod) {
 		}
 	}
 	delete(n.victims, job)
+	delete(n.victimsSince, job)
 }
 
 // Drop forgets the nomination of the pod with uid.
