@@ -286,6 +286,26 @@ func TestTaskState(t *testing.T) {
 	check("removed", "", false)
 }
 
+// JobTasks lists the tasks Job has, without the copy, through an assume.
+func TestJobTasks(t *testing.T) {
+	c, _, pods := gangFixture(t, Options{})
+	id := dialects.Resolver().JobID(pods[0])
+	mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
+	tasks, ok := c.JobTasks(id)
+	j, _ := c.Job(id)
+	if !ok || len(tasks) != len(j.Tasks) || len(tasks) != len(pods) {
+		t.Fatalf("JobTasks = %d tasks, %v; Job has %d, the fixture %d pods", len(tasks), ok, len(j.Tasks), len(pods))
+	}
+	for _, task := range tasks {
+		if j.Tasks[task.Pod.UID] != task {
+			t.Errorf("task of %s is not the one Job holds", task.Pod.Name)
+		}
+	}
+	if _, ok := c.JobTasks(framework.JobID{Namespace: "default", Name: "nobody", Gang: true}); ok {
+		t.Error("JobTasks found a gang that does not exist")
+	}
+}
+
 func TestAssumePodErrors(t *testing.T) {
 	tests := []struct {
 		name    string

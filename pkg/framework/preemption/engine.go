@@ -88,6 +88,14 @@ type JobLister interface {
 	Job(id framework.JobID) (*framework.JobInfo, bool)
 }
 
+// TaskLister is what a JobLister may also do (the scheduler's cache
+// does): list a job's tasks without copying the job. The victim search
+// asks it whether each candidate's gang may go whole, over every gang
+// on every node it searches.
+type TaskLister interface {
+	JobTasks(id framework.JobID) ([]*framework.TaskInfo, bool)
+}
+
 // Background runs the API calls of a preemption off the scheduling loop.
 type Background interface {
 	// Go runs f on a goroutine the scheduler waits for when it stops.

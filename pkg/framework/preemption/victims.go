@@ -109,10 +109,25 @@ func (sim *simulation) gangMayGo(gang framework.JobID) bool {
 		return ok
 	}
 	ok := false
-	if info := sim.job(gang); info != nil {
+	mayGo := func(m *framework.TaskInfo) bool {
+		return !m.OnNode() || !m.Counted || m.Status == framework.TaskBound && sim.policy(m)
+	}
+	if tl, lists := sim.e.opts.Jobs.(TaskLister); lists && sim.jobs[gang] == nil {
+		// The members alone, not a copy of the gang's record: most
+		// gangs asked about are never chosen.
+		if tasks, found := tl.JobTasks(gang); found {
+			ok = true
+			for _, m := range tasks {
+				if !mayGo(m) {
+					ok = false
+					break
+				}
+			}
+		}
+	} else if info := sim.job(gang); info != nil {
 		ok = true
 		for _, m := range info.Tasks {
-			if m.OnNode() && m.Counted && (m.Status != framework.TaskBound || !sim.policy(m)) {
+			if !mayGo(m) {
 				ok = false
 				break
 			}
