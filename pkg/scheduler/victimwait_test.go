@@ -138,3 +138,39 @@ func TestVictimWaitEnds(t *testing.T) {
 		t.Errorf("evictions asked %v, want only the first", got)
 	}
 }
+
+// A victim that has ended but whose pod object stays (a Job's pod kept by
+// its tracking finalizer after the eviction) holds no room: the job does
+// not wait for it to be deleted.
+func TestEndedVictimsDoNotHoldTheWait(t *testing.T) {
+	h := newHarness(t)
+	ev := newEvictions(h)
+	var victims []*v1.Pod
+	for i := range 2 {
+		node := fmt.Sprintf("n%d", i)
+		h.addNode(node, "1")
+		p := running("low-"+node, node, 10, "1", i).Obj()
+		victims = append(victims, p)
+		h.addPod(p)
+	}
+	gang := gangPods("high", 2, "2", 100, "1")
+	for _, p := range gang {
+		h.addPod(p)
+	}
+	h.cycle()
+	if got := ev.evicted(); len(got) != 2 {
+		t.Fatalf("evicted %v, want both low pods", got)
+	}
+	for _, p := range victims {
+		ended := p.DeepCopy()
+		ended.Status.Phase = v1.PodFailed
+		if err := h.cache.UpdatePod(p, ended); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.requeueAll()
+	h.cycle()
+	if got := h.boundTo(); len(got) != 2 {
+		t.Fatalf("bound %v once the victims ended (their pods still there), want the whole gang", got)
+	}
+}

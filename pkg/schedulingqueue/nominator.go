@@ -270,7 +270,8 @@ func (n *Nominator) WaitingFor(job framework.JobID, nodes func(name string) (*fr
 }
 
 // VictimsLeft returns the nodes (of nodes, the cycle's snapshot, by name)
-// where a victim the last preemption chose for job still runs, job's
+// where a victim the last preemption chose for job still runs (holds
+// room), job's
 // nominations of that preemption (not a reservation's), and since when
 // job has waited for those victims; no nodes when none is left.
 func (n *Nominator) VictimsLeft(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) (busy map[string]bool, noms []Nomination, since time.Time) {
@@ -280,7 +281,7 @@ func (n *Nominator) VictimsLeft(job framework.JobID, nodes func(name string) (*f
 		if busy[node] {
 			continue
 		}
-		if ni, ok := nodes(node); ok && ni.HasPod(uid) {
+		if ni, ok := nodes(node); ok && holdsRoom(ni, uid) {
 			if busy == nil {
 				busy = map[string]bool{}
 			}
@@ -296,6 +297,18 @@ func (n *Nominator) VictimsLeft(job framework.JobID, nodes func(name string) (*f
 		}
 	}
 	return busy, noms, n.victimsSince[job]
+}
+
+// holdsRoom reports whether ni has the task of the pod with uid and it
+// still counts against the node: a victim that has ended (a Job's pod
+// kept by its finalizer after its eviction, say) no longer takes room.
+func holdsRoom(ni *framework.NodeInfo, uid types.UID) bool {
+	for _, t := range ni.Pods {
+		if t.Pod.UID == uid {
+			return t.Counted
+		}
+	}
+	return false
 }
 
 // GoingVictims returns the victims every preemption waits for that nodes
