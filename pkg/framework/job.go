@@ -264,8 +264,9 @@ type JobInfo struct {
 	// nil for a single pod.
 	queues map[string]int
 	// numPending and numRunning count the pending tasks and the tasks
-	// that use a queue's share (see UsesShare).
-	numPending, numRunning int32
+	// that use a queue's share (see UsesShare); subGrouped counts a
+	// gang's tasks that name their sub-group (SubGroupAnnotation).
+	numPending, numRunning, subGrouped int32
 
 	// QueueAccount is the queue the cache accounts the job's usage to:
 	// Queue() as of the job's last change, empty for a job it does not
@@ -366,6 +367,9 @@ func (j *JobInfo) SetTask(t *TaskInfo) {
 		j.declared[declaredMinAvailable(t.Pod)]++
 		j.kinds[t.GroupKind]++
 		j.queues[t.Queue]++
+		if namesSubGroup(t) {
+			j.subGrouped++
+		}
 		if t.GroupConflict != "" {
 			j.conflicts[t.Pod.UID] = t.GroupConflict
 		}
@@ -501,6 +505,15 @@ func (j *JobInfo) undeclare(t *TaskInfo) {
 		delete(j.queues, t.Queue)
 	}
 	delete(j.conflicts, t.Pod.UID)
+	if namesSubGroup(t) {
+		j.subGrouped--
+	}
+}
+
+// namesSubGroup reports whether t's pod names its sub-group.
+func namesSubGroup(t *TaskInfo) bool {
+	_, ok := t.Pod.Annotations[SubGroupAnnotation]
+	return ok
 }
 
 func declaredMinAvailable(pod *v1.Pod) string {

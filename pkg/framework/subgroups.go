@@ -156,10 +156,8 @@ func (j *JobInfo) SubGroupRules() []SubGroupRule {
 	if p := j.policies[j.GroupKind()]; p != nil && len(p.SubGroups) > 0 {
 		return p.SubGroups
 	}
-	for _, t := range j.Tasks {
-		if _, ok := t.Pod.Annotations[SubGroupAnnotation]; ok {
-			return []SubGroupRule{ownSubGroupRule}
-		}
+	if j.subGrouped > 0 {
+		return []SubGroupRule{ownSubGroupRule}
 	}
 	return nil
 }

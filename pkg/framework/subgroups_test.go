@@ -123,6 +123,17 @@ func TestSubGroupRulesOfAJob(t *testing.T) {
 	if r := j.SubGroupRules(); len(r) != 1 || r[0].KeyAnnotation != SubGroupAnnotation {
 		t.Errorf("rules = %+v, want the annotation's", r)
 	}
+	// The job counts its annotated members: a member replaced without
+	// the annotation, or deleted, no longer names a sub-group.
+	j.SetTask(&TaskInfo{Pod: subPod("q", nil, map[string]string{SubGroupAnnotation: "x"}), Job: j.ID})
+	j.SetTask(&TaskInfo{Pod: subPod("p", nil, nil), Job: j.ID})
+	if r := j.SubGroupRules(); len(r) != 1 {
+		t.Errorf("rules with q annotated = %+v, want the annotation's", r)
+	}
+	j.DeleteTask("q")
+	if r := j.SubGroupRules(); r != nil {
+		t.Errorf("rules after the annotated members left = %+v, want none", r)
+	}
 	if r := NewJobInfo(JobID{Namespace: "ns", Name: "p"}).SubGroupRules(); r != nil {
 		t.Errorf("rules of a single pod = %v, want none", r)
 	}

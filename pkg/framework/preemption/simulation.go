@@ -51,8 +51,13 @@ type simulation struct {
 	// the multi-level gangs among them, nil until there is one.
 	jobs     map[framework.JobID]*framework.JobInfo
 	subGangs map[framework.JobID]*subGangs
-	// gangGo caches gangMayGo per gang; nil until asked.
+	// gangGo caches gangMayGo per gang, and stay staying per job; nil
+	// until asked. Neither changes during a simulation: both read only
+	// the jobs' tasks and going.
 	gangGo map[framework.JobID]bool
+	stay   map[framework.JobID]int
+	// rests caches gangRest per gang; nil until asked.
+	rests map[framework.JobID]gangRest
 	// victims are the chosen victims by UID; gangVictims counts them per
 	// gang.
 	victims     map[types.UID]*Victim

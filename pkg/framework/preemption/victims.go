@@ -17,10 +17,13 @@ limitations under the License.
 package preemption
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -43,6 +46,25 @@ type candidate struct {
 	// violations counts the victims whose eviction a PodDisruptionBudget
 	// does not allow.
 	violations int
+	// rank caches what better compares of victims; nil until it does.
+	rank *candidateRank
+}
+
+// candidateRank is what better compares of a candidate's victims, worked
+// out once: a search compares each candidate with the best so far.
+type candidateRank struct {
+	highest  int32
+	sum      int64
+	earliest time.Time
+}
+
+// ranked returns c's rank; c's victims must not change after.
+func (c *candidate) ranked() *candidateRank {
+	if c.rank == nil {
+		h := highest(c.victims)
+		c.rank = &candidateRank{highest: h, sum: prioritySum(c.victims), earliest: earliestStart(c.victims, h)}
+	}
+	return c.rank
 }
 
 // podPriority is pod's spec.priority, 0 when unset.
@@ -161,14 +183,22 @@ func (sim *simulation) aboveQuorum(t *framework.TaskInfo) bool {
 
 // staying counts the running pods of job that are not already going
 // (terminating, or another preemption's victims): what it keeps unless
-// sim takes more.
+// sim takes more. It is counted once per job and simulation: it is asked
+// for each candidate victim of the job on each node searched.
 func (sim *simulation) staying(job *framework.JobInfo) int {
+	if n, ok := sim.stay[job.ID]; ok {
+		return n
+	}
 	n := 0
 	for _, m := range job.Tasks {
 		if m.Status != framework.TaskPending && m.Counted && m.Pod.DeletionTimestamp == nil && !sim.going[m.Pod.UID] {
 			n++
 		}
 	}
+	if sim.stay == nil {
+		sim.stay = map[framework.JobID]int{}
+	}
+	sim.stay[job.ID] = n
 	return n
 }
 
@@ -281,46 +311,100 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 // subGangs.expand). It then recounts c's PDB violations over all its
 // victims.
 func (sim *simulation) expandGangs(c *candidate) {
-	taken := map[framework.JobID]int{}
-	in := map[types.UID]bool{}
+	// The victims of each gang, by UID: a few per gang, searched
+	// linearly.
+	taken := map[framework.JobID][]types.UID{}
 	for _, t := range c.victims {
-		in[t.Pod.UID] = true
 		if t.Job.Gang {
-			taken[t.Job]++
+			taken[t.Job] = append(taken[t.Job], t.Pod.UID)
 		}
 	}
 	gangs := make([]framework.JobID, 0, len(taken))
 	for id := range taken {
 		gangs = append(gangs, id)
 	}
-	sort.Slice(gangs, func(i, j int) bool { return gangs[i].String() < gangs[j].String() })
+	// Any fixed order will do; the fields compare faster than String.
+	slices.SortFunc(gangs, func(a, b framework.JobID) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(string(a.Owner), string(b.Owner)))
+	})
 	own := c.victims[:len(c.victims):len(c.victims)]
+	var in map[types.UID]bool
 	for _, id := range gangs {
 		info := sim.job(id)
 		if info == nil {
 			continue
 		}
 		if s := sim.subGangs[id]; s != nil {
+			if in == nil {
+				in = make(map[types.UID]bool, len(own))
+				for _, t := range own {
+					in[t.Pod.UID] = true
+				}
+			}
 			c.victims = append(c.victims, s.expand(own, sim.victims, in)...)
 			continue
 		}
-		left := sim.staying(info) - sim.gangVictims[id] - taken[id]
+		ownOfGang := taken[id]
+		left := sim.staying(info) - sim.gangVictims[id] - len(ownOfGang)
 		if left <= 0 || left >= int(info.MinAvailable()) {
 			continue
 		}
-		var rest []*framework.TaskInfo
-		for _, m := range info.Tasks {
-			if _, chosen := sim.victims[m.Pod.UID]; chosen || in[m.Pod.UID] || !m.OnNode() || !m.Counted ||
-				m.Pod.DeletionTimestamp != nil || sim.going[m.Pod.UID] {
-				continue
+		rest := sim.gangRest(info)
+		c.victims = slices.Grow(c.victims, len(rest.uids)-len(ownOfGang))
+		for i, uid := range rest.uids {
+			if !slices.Contains(ownOfGang, uid) {
+				c.victims = append(c.victims, rest.members[i])
 			}
-			rest = append(rest, m)
 		}
-		sort.Slice(rest, func(i, j int) bool { return rest[i].Pod.Name < rest[j].Pod.Name })
-		c.victims = append(c.victims, rest...)
 	}
-	violating, _ := sim.splitByPDB(c.victims, sim.pdbAllowed())
-	c.violations = len(violating)
+	c.violations = 0
+	if len(sim.pdbs) > 0 {
+		allowed := sim.pdbAllowed()
+		for _, t := range c.victims {
+			if sim.consumePDBs(t.Pod, allowed) {
+				c.violations++
+			}
+		}
+	}
+}
+
+// gangRest returns the members of gang job that a candidate taking some
+// of them may have to take too: those running that are neither going nor
+// chosen already, by pod name. They are listed once per gang while the
+// simulation's victims stay as they are (sim.changes): every candidate
+// node the search tries holds members of the same gangs.
+func (sim *simulation) gangRest(job *framework.JobInfo) gangRest {
+	if r, ok := sim.rests[job.ID]; ok && r.changes == sim.changes {
+		return r
+	}
+	var rest []*framework.TaskInfo
+	for _, m := range job.Tasks {
+		if !m.OnNode() || !m.Counted || m.Pod.DeletionTimestamp != nil || sim.going[m.Pod.UID] {
+			continue
+		}
+		if _, chosen := sim.victims[m.Pod.UID]; chosen {
+			continue
+		}
+		rest = append(rest, m)
+	}
+	slices.SortFunc(rest, func(a, b *framework.TaskInfo) int { return strings.Compare(a.Pod.Name, b.Pod.Name) })
+	r := gangRest{changes: sim.changes, members: rest, uids: make([]types.UID, len(rest))}
+	for i, m := range rest {
+		r.uids[i] = m.Pod.UID
+	}
+	if sim.rests == nil {
+		sim.rests = map[framework.JobID]gangRest{}
+	}
+	sim.rests[job.ID] = r
+	return r
+}
+
+// gangRest is what simulation.gangRest listed of a gang, as of changes:
+// the members and, side by side, their UIDs.
+type gangRest struct {
+	changes int
+	members []*framework.TaskInfo
+	uids    []types.UID
 }
 
 // pdbAllowed returns how many more disruptions each PDB allows, given the
@@ -410,17 +494,17 @@ func better(a, b *candidate) bool {
 	if a.violations != b.violations {
 		return a.violations < b.violations
 	}
-	ha, hb := highest(a.victims), highest(b.victims)
-	if ha != hb {
-		return ha < hb
+	ra, rb := a.ranked(), b.ranked()
+	if ra.highest != rb.highest {
+		return ra.highest < rb.highest
 	}
-	if sa, sb := prioritySum(a.victims), prioritySum(b.victims); sa != sb {
-		return sa < sb
+	if ra.sum != rb.sum {
+		return ra.sum < rb.sum
 	}
 	if len(a.victims) != len(b.victims) {
 		return len(a.victims) < len(b.victims)
 	}
-	return earliestStart(a.victims, ha).After(earliestStart(b.victims, hb))
+	return ra.earliest.After(rb.earliest)
 }
 
 func highest(ts []*framework.TaskInfo) int32 {

@@ -1,0 +1,162 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	k8smetrics "k8s.io/component-base/metrics"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
+	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
+	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
+	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
+	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
+)
+
+// BenchmarkVictimSearchGangs measures one preemptor's victim search
+// (Engine.Simulate, without the evictions) in kube-scheduler's
+// PreemptionPodGroupDisruptionMode workload: nodes of 4 CPUs, each running
+// 10 pods of 300m, every pod a member of a gang of 10 whose members run
+// on 10 different nodes; one pod of high priority that needs 3,970m, so
+// that every pod of the node it takes goes, and with each its whole gang.
+// going is the same search with the gangs of a third of the nodes
+// already other preemptions' victims (passed as going, as the engine does while
+// earlier evictions are under way): what a preemptor in the middle of the
+// run searches. With -short (the smoke run), 100 nodes.
+//
+//	go test -run '^$' -bench BenchmarkVictimSearchGangs -benchtime 20x ./pkg/scheduler/
+func BenchmarkVictimSearchGangs(b *testing.B) {
+	sizes := []int{100, 1000}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	for _, nodes := range sizes {
+		for _, variant := range []struct {
+			name  string
+			going bool
+		}{{"fresh", false}, {"going", true}} {
+			b.Run(fmt.Sprintf("%dNodes/%s", nodes, variant.name), func(b *testing.B) {
+				benchGangVictimSearch(b, nodes, variant.going)
+			})
+		}
+	}
+}
+
+func benchGangVictimSearch(b *testing.B, nodes int, withGoing bool) {
+	const perNode, gangSize = 10, 10
+	client := fake.NewClientset()
+	factory := informerhost.NewInformerFactory(client, 0)
+	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: schedulingqueue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &testHandle{client: client, recorder: events.NewFakeRecorder(1 << 10), informers: factory}
+	fwk, err := frameworkruntime.NewFramework(b.Context(), plugins.NewInTreeRegistry(), plugins.DefaultProfile(testSchedulerName), h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := NewMetrics(k8smetrics.NewKubeRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Options{Cache: c, Queue: c.Queue(), Client: client, Recorder: events.NewFakeRecorder(1 << 10), Metrics: m,
+		Profiles: map[string]*frameworkruntime.Framework{testSchedulerName: fwk}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range nodes {
+		name := fmt.Sprintf("n%04d", i)
+		node := st.MakeNode().Name(name).Label(v1.LabelHostname, name).
+			Capacity(res{v1.ResourceCPU: "4", v1.ResourceMemory: "32Gi", v1.ResourcePods: "110"}).Obj()
+		if err := c.AddOrUpdateNode(node); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Gang g's member j runs on node (g + j*nodes/gangSize) mod nodes:
+	// each node holds perNode members of perNode different gangs.
+	gangs := nodes * perNode / gangSize
+	var goingTasks []*framework.TaskInfo
+	for g := range gangs {
+		for j := range gangSize {
+			node := fmt.Sprintf("n%04d", (g+j*nodes/gangSize)%nodes)
+			p := running(fmt.Sprintf("gang-%04d-%d", g, j), node, 1000, "300m", j).Namespace("gang-preempt-1").
+				Group(fmt.Sprintf("gang-%04d", g)).MinAvailable(fmt.Sprint(gangSize)).Obj()
+			if err := c.AddPod(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	p := st.MakePod().Name("pod-high-priority").Namespace("gang-preempt-0").Priority(9999999).
+		Req(res{v1.ResourceCPU: "3970m", v1.ResourceMemory: "500Mi"}).Obj()
+	if err := c.AddPendingPod(p); err != nil {
+		b.Fatal(err)
+	}
+	qj, err := c.Queue().Pop(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cy, err := s.newCycle(qj)
+	if err != nil || cy == nil {
+		b.Fatalf("newCycle: %v, %v", cy, err)
+	}
+	if err := c.UpdateSnapshot(s.snapshot); err != nil {
+		b.Fatal(err)
+	}
+	if withGoing {
+		// Gang g runs on the nodes congruent to g modulo stride: the
+		// going gangs fill a third of the nodes and leave the rest alone.
+		stride := nodes / gangSize
+		for g := range gangs {
+			if g%stride >= stride/3 {
+				continue
+			}
+			tasks, ok := c.JobTasks(framework.JobID{Namespace: "gang-preempt-1", Name: fmt.Sprintf("gang-%04d", g), Gang: true})
+			if !ok || len(tasks) != gangSize {
+				b.Fatalf("gang %d: %d tasks (found %v), want %d", g, len(tasks), ok, gangSize)
+			}
+			goingTasks = append(goingTasks, tasks...)
+		}
+	}
+	if st := fwk.RunPreFilterPlugins(b.Context(), cy.state, cy.job); !st.IsSuccess() {
+		b.Fatalf("PreFilter: %v", st)
+	}
+	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.Pod) < 9999999 }
+	pc := &preemption.Cycle{Framework: fwk, State: cy.state, Job: cy.job, Placements: cy.roomPlacements()}
+
+	b.ResetTimer()
+	for range b.N {
+		res, err := s.preemption.Simulate(b.Context(), pc, preemption.SearchBounds{Victims: policy}, goingTasks)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The pods of one node go, each with its whole gang.
+		if !res.Fits || len(res.Victims) != perNode*gangSize || len(res.Placed) != 1 {
+			b.Fatalf("simulation: fits %v with %d victims and %d pods placed, want %d victims (%d gangs whole) and the pod placed",
+				res.Fits, len(res.Victims), len(res.Placed), perNode*gangSize, perNode)
+		}
+	}
+}
