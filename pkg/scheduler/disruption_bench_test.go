@@ -19,21 +19,13 @@ package scheduler
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/events"
-	k8smetrics "k8s.io/component-base/metrics"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
-	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
-	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -68,33 +60,9 @@ func BenchmarkVictimSearchGangs(b *testing.B) {
 
 func benchGangVictimSearch(b *testing.B, nodes int, withGoing bool) {
 	const perNode, gangSize = 10, 10
-	client := fake.NewClientset()
-	factory := informerhost.NewInformerFactory(client, 0)
-	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: schedulingqueue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := &testHandle{client: client, recorder: events.NewFakeRecorder(1 << 10), informers: factory}
-	fwk, err := frameworkruntime.NewFramework(b.Context(), plugins.NewInTreeRegistry(), plugins.DefaultProfile(testSchedulerName), h)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := NewMetrics(k8smetrics.NewKubeRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := New(Options{Cache: c, Queue: c.Queue(), Client: client, Recorder: events.NewFakeRecorder(1 << 10), Metrics: m,
-		Profiles: map[string]*frameworkruntime.Framework{testSchedulerName: fwk}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, c, _, _ := newBenchSchedulerWith(b, plugins.NewInTreeRegistry())
 	for i := range nodes {
-		name := fmt.Sprintf("n%04d", i)
-		node := st.MakeNode().Name(name).Label(v1.LabelHostname, name).
-			Capacity(res{v1.ResourceCPU: "4", v1.ResourceMemory: "32Gi", v1.ResourcePods: "110"}).Obj()
-		if err := c.AddOrUpdateNode(node); err != nil {
-			b.Fatal(err)
-		}
+		addPreemptionBenchNode(b, c, fmt.Sprintf("n%04d", i))
 	}
 	// Gang g's member j runs on node (g + j*nodes/gangSize) mod nodes:
 	// each node holds perNode members of perNode different gangs.
@@ -115,17 +83,7 @@ func benchGangVictimSearch(b *testing.B, nodes int, withGoing bool) {
 	if err := c.AddPendingPod(p); err != nil {
 		b.Fatal(err)
 	}
-	qj, err := c.Queue().Pop(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	cy, err := s.newCycle(qj)
-	if err != nil || cy == nil {
-		b.Fatalf("newCycle: %v, %v", cy, err)
-	}
-	if err := c.UpdateSnapshot(s.snapshot); err != nil {
-		b.Fatal(err)
-	}
+	pc := startBenchPreemption(b, s, c)
 	if withGoing {
 		// Gang g runs on the nodes congruent to g modulo stride: the
 		// going gangs fill a third of the nodes and leave the rest alone.
@@ -141,11 +99,7 @@ func benchGangVictimSearch(b *testing.B, nodes int, withGoing bool) {
 			goingTasks = append(goingTasks, tasks...)
 		}
 	}
-	if st := fwk.RunPreFilterPlugins(b.Context(), cy.state, cy.job); !st.IsSuccess() {
-		b.Fatalf("PreFilter: %v", st)
-	}
 	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.Pod) < 9999999 }
-	pc := &preemption.Cycle{Framework: fwk, State: cy.state, Job: cy.job, Placements: cy.roomPlacements()}
 
 	b.ResetTimer()
 	for range b.N {

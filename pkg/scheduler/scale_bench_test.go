@@ -53,6 +53,12 @@ func BenchmarkCycleAtScale(b *testing.B) {
 // real cache fed by hand (no informer runs) and a fake clientset, for the
 // benchmarks that drive cycles with scheduleOne.
 func newBenchScheduler(b *testing.B) (*Scheduler, *cache.SchedulerCache, *fake.Clientset, *Metrics) {
+	return newBenchSchedulerWith(b, plugins.NewInTreeRegistry())
+}
+
+// newBenchSchedulerWith is newBenchScheduler with the plugins of
+// registry; the profile's framework is s.opts.Profiles[testSchedulerName].
+func newBenchSchedulerWith(b *testing.B, registry *frameworkruntime.Registry) (*Scheduler, *cache.SchedulerCache, *fake.Clientset, *Metrics) {
 	client := fake.NewClientset()
 	factory := informerhost.NewInformerFactory(client, 0)
 	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: schedulingqueue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
@@ -60,7 +66,7 @@ func newBenchScheduler(b *testing.B) (*Scheduler, *cache.SchedulerCache, *fake.C
 		b.Fatal(err)
 	}
 	h := &testHandle{client: client, recorder: events.NewFakeRecorder(1 << 20), informers: factory}
-	fwk, err := frameworkruntime.NewFramework(b.Context(), plugins.NewInTreeRegistry(), plugins.DefaultProfile(testSchedulerName), h)
+	fwk, err := frameworkruntime.NewFramework(b.Context(), registry, plugins.DefaultProfile(testSchedulerName), h)
 	if err != nil {
 		b.Fatal(err)
 	}

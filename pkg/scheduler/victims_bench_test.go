@@ -19,22 +19,16 @@ package scheduler
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/events"
-	k8smetrics "k8s.io/component-base/metrics"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
-	"github.com/batch-scheduler/batch-scheduler/pkg/cache/informerhost"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
 	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 	"github.com/batch-scheduler/batch-scheduler/pkg/plugins"
-	"github.com/batch-scheduler/batch-scheduler/pkg/schedulingqueue"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -78,26 +72,7 @@ func BenchmarkVictimSearchAffinity(b *testing.B) {
 var gangAffinityLabels = map[string]string{"app": "blue", "label1": "value1", "label2": "value2", "label3": "value3", "label4": "value4"}
 
 func benchVictimSearch(b *testing.B, registry *frameworkruntime.Registry, nodes, podsPerNode int) {
-	client := fake.NewClientset()
-	factory := informerhost.NewInformerFactory(client, 0)
-	c, err := cache.New(cache.Options{Client: client, InformerFactory: factory, Queue: schedulingqueue.Options{InitialBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := &testHandle{client: client, recorder: events.NewFakeRecorder(1 << 10), informers: factory}
-	fwk, err := frameworkruntime.NewFramework(b.Context(), registry, plugins.DefaultProfile(testSchedulerName), h)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := NewMetrics(k8smetrics.NewKubeRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := New(Options{Cache: c, Queue: c.Queue(), Client: client, Recorder: events.NewFakeRecorder(1 << 10), Metrics: m,
-		Profiles: map[string]*frameworkruntime.Framework{testSchedulerName: fwk}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, c, _, _ := newBenchSchedulerWith(b, registry)
 	labelled := func(w *st.PodWrapper) *v1.Pod {
 		for k, v := range gangAffinityLabels {
 			w = w.Label(k, v)
@@ -106,11 +81,7 @@ func benchVictimSearch(b *testing.B, registry *frameworkruntime.Registry, nodes,
 	}
 	for i := range nodes {
 		name := fmt.Sprintf("n%03d", i)
-		node := st.MakeNode().Name(name).Label(v1.LabelHostname, name).
-			Capacity(res{v1.ResourceCPU: "4", v1.ResourceMemory: "32Gi", v1.ResourcePods: "110"}).Obj()
-		if err := c.AddOrUpdateNode(node); err != nil {
-			b.Fatal(err)
-		}
+		addPreemptionBenchNode(b, c, name)
 		pods := []*v1.Pod{labelled(running(fmt.Sprintf("anchor-%03d", i), name, 9999999, "10m", 0).Namespace("gang-preempt-2"))}
 		for j := range podsPerNode {
 			pods = append(pods, labelled(running(fmt.Sprintf("low-%03d-%02d", i, j), name, 0, "40m", j).Namespace("gang-preempt-1")))
@@ -133,27 +104,8 @@ func benchVictimSearch(b *testing.B, registry *frameworkruntime.Registry, nodes,
 			b.Fatal(err)
 		}
 	}
-
-	// The cycle as scheduleOne starts it, up to the placement that fails.
-	if n := c.Queue().Lengths().Active; n != 1 {
-		b.Fatalf("%d active jobs, want the gang", n)
-	}
-	qj, err := c.Queue().Pop(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	cy, err := s.newCycle(qj)
-	if err != nil || cy == nil {
-		b.Fatalf("newCycle: %v, %v", cy, err)
-	}
-	if err := c.UpdateSnapshot(s.snapshot); err != nil {
-		b.Fatal(err)
-	}
-	if st := fwk.RunPreFilterPlugins(b.Context(), cy.state, cy.job); !st.IsSuccess() {
-		b.Fatalf("PreFilter: %v", st)
-	}
+	pc := startBenchPreemption(b, s, c)
 	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.Pod) < 8888888 }
-	pc := &preemption.Cycle{Framework: fwk, State: cy.state, Job: cy.job, Placements: cy.roomPlacements()}
 
 	b.ResetTimer()
 	for range b.N {
@@ -166,4 +118,39 @@ func benchVictimSearch(b *testing.B, registry *frameworkruntime.Registry, nodes,
 				res.Fits, len(res.Victims), len(res.Placed), nodes*podsPerNode, nodes)
 		}
 	}
+}
+
+// addPreemptionBenchNode adds to c a node of the perf suite's preemption
+// workloads: 4 CPUs, 32Gi, 110 pods, labelled with its hostname.
+func addPreemptionBenchNode(b *testing.B, c *cache.SchedulerCache, name string) {
+	node := st.MakeNode().Name(name).Label(v1.LabelHostname, name).
+		Capacity(res{v1.ResourceCPU: "4", v1.ResourceMemory: "32Gi", v1.ResourcePods: "110"}).Obj()
+	if err := c.AddOrUpdateNode(node); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// startBenchPreemption starts the cycle of the one job c's queue holds,
+// as scheduleOne does, up to the placement that fails, and returns what
+// the preemption library's simulation is given of it.
+func startBenchPreemption(b *testing.B, s *Scheduler, c *cache.SchedulerCache) *preemption.Cycle {
+	if n := c.Queue().Lengths().Active; n != 1 {
+		b.Fatalf("%d active jobs, want the preemptor's alone", n)
+	}
+	qj, err := c.Queue().Pop(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cy, err := s.newCycle(qj)
+	if err != nil || cy == nil {
+		b.Fatalf("newCycle: %v, %v", cy, err)
+	}
+	if err := c.UpdateSnapshot(s.snapshot); err != nil {
+		b.Fatal(err)
+	}
+	fwk := s.opts.Profiles[testSchedulerName]
+	if st := fwk.RunPreFilterPlugins(b.Context(), cy.state, cy.job); !st.IsSuccess() {
+		b.Fatalf("PreFilter: %v", st)
+	}
+	return &preemption.Cycle{Framework: fwk, State: cy.state, Job: cy.job, Placements: cy.roomPlacements()}
 }
