@@ -22,7 +22,9 @@ set -o errexit -o nounset -o pipefail
 #      each measured window: go tool pprof -top FILE),
 #      PERF_SUITE_MIN_PODS (0: a workload that measures fewer pods runs
 #      again, each time on a fresh control plane, up to 20 times, until its
-#      runs add up to that many pods; its row sums them).
+#      runs add up to that many pods; its row sums them),
+#      PERF_SUITE_BATCH_CONFIG (a batch-scheduler --config-path file for the
+#      workloads that bring no scheduler configuration of their own).
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"

@@ -291,8 +291,11 @@ func TestJobTasks(t *testing.T) {
 	c, _, pods := gangFixture(t, Options{})
 	id := dialects.Resolver().JobID(pods[0])
 	mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
-	tasks, ok := c.JobTasks(id)
+	tasks, disruption, ok := c.JobTasks(id)
 	j, _ := c.Job(id)
+	if disruption != j.Disruption() {
+		t.Errorf("JobTasks says the gang goes %s, Job %s", disruption, j.Disruption())
+	}
 	if !ok || len(tasks) != len(j.Tasks) || len(tasks) != len(pods) {
 		t.Fatalf("JobTasks = %d tasks, %v; Job has %d, the fixture %d pods", len(tasks), ok, len(j.Tasks), len(pods))
 	}
@@ -301,7 +304,7 @@ func TestJobTasks(t *testing.T) {
 			t.Errorf("task of %s is not the one Job holds", task.Pod.Name)
 		}
 	}
-	if _, ok := c.JobTasks(framework.JobID{Namespace: "default", Name: "nobody", Gang: true}); ok {
+	if _, _, ok := c.JobTasks(framework.JobID{Namespace: "default", Name: "nobody", Gang: true}); ok {
 		t.Error("JobTasks found a gang that does not exist")
 	}
 }

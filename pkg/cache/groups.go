@@ -436,7 +436,7 @@ func samePolicy(a, b *framework.GroupPolicy) bool {
 	}
 	return a.MinMember == b.MinMember && a.Source == b.Source && a.Independent == b.Independent &&
 		a.ScheduleTimeoutSeconds == b.ScheduleTimeoutSeconds && a.Queue == b.Queue && errText(a) == errText(b) &&
-		a.Parent == b.Parent &&
+		a.Parent == b.Parent && a.Disruption == b.Disruption &&
 		sameTopology(a.Topology, b.Topology) && sameSubGroups(a.SubGroups, b.SubGroups)
 }
 

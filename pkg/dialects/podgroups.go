@@ -36,6 +36,9 @@ func nativePolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	if p.Err != nil {
 		return p
 	}
+	if p.Disruption, p.Err = nativeDisruption(u, p.Source); p.Err != nil {
+		return p
+	}
 	if n, found, err := IntField(u.Object, "", "spec", "schedulingPolicy", "gang", "minCount"); found && err == nil && n >= 1 {
 		p.MinMember = int32(n)
 		return p
@@ -46,6 +49,33 @@ func nativePolicy(u *unstructured.Unstructured) *framework.GroupPolicy {
 	}
 	p.Err = fmt.Errorf("%s has neither spec.schedulingPolicy.gang.minCount >= 1 nor a basic policy", p.Source)
 	return p
+}
+
+// nativeDisruption reads spec.disruptionMode of the scheduling.k8s.io
+// PodGroup src: single lets preemption take its pods one by one; all, or
+// no mode, keeps the gang whole. kube-scheduler takes the pods of a
+// PodGroup without a mode one by one; batch-scheduler keeps them whole
+// unless told otherwise (docs/scheduling.md, "Preemption and gangs").
+func nativeDisruption(u *unstructured.Unstructured, src string) (framework.Disruption, error) {
+	mode, err := MapField(u.Object, "spec", "disruptionMode")
+	if err != nil {
+		return framework.DisruptWhole, fmt.Errorf("%s: %w", src, err)
+	}
+	single, err := MapField(mode, "single")
+	if err != nil {
+		return framework.DisruptWhole, fmt.Errorf("%s: spec.disruptionMode.%w", src, err)
+	}
+	all, err := MapField(mode, "all")
+	if err != nil {
+		return framework.DisruptWhole, fmt.Errorf("%s: spec.disruptionMode.%w", src, err)
+	}
+	switch {
+	case single != nil && all != nil:
+		return framework.DisruptWhole, fmt.Errorf("%s sets both spec.disruptionMode.single and spec.disruptionMode.all: set one", src)
+	case single != nil:
+		return framework.DisruptSingly, nil
+	}
+	return framework.DisruptWhole, nil
 }
 
 // parentName reads spec.parentCompositePodGroupName of the

@@ -26,10 +26,22 @@ func TestDialectPolicies(t *testing.T) {
 		wantErr string // substring; "" none
 		wantNil bool
 		timeout int32
+		// disruption is what the policy says of preemption.
+		disruption framework.Disruption
 	}{
 		{name: "native gang", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(4)}}}, wantMin: 4},
 		{name: "native basic", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"basic": map[string]any{}}}, wantMin: 1},
 		{name: "native without policy", policy: nativePolicy, spec: map[string]any{}, wantErr: "neither spec.schedulingPolicy.gang.minCount"},
+		{name: "native single disruption", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(4)}},
+			"disruptionMode": map[string]any{"single": map[string]any{}}}, wantMin: 4, disruption: framework.DisruptSingly},
+		{name: "native all disruption", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(4)}},
+			"disruptionMode": map[string]any{"all": map[string]any{}}}, wantMin: 4},
+		{name: "native both disruptions", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(4)}},
+			"disruptionMode": map[string]any{"all": map[string]any{}, "single": map[string]any{}}}, wantErr: "PodGroup.scheduling.k8s.io ns/g sets both spec.disruptionMode.single and spec.disruptionMode.all"},
+		{name: "native disruption not an object", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(4)}},
+			"disruptionMode": "single"}, wantErr: "PodGroup.scheduling.k8s.io ns/g: spec.disruptionMode is a string, not an object"},
+		{name: "native single not an object", policy: nativePolicy, spec: map[string]any{"schedulingPolicy": map[string]any{"gang": map[string]any{"minCount": int64(4)}},
+			"disruptionMode": map[string]any{"single": true}}, wantErr: "spec.disruptionMode.single is a boolean, not an object"},
 		{name: "scheduler-plugins", policy: minMemberPolicy(framework.GroupKindCoscheduling), spec: map[string]any{"minMember": int64(3), "scheduleTimeoutSeconds": int64(30)}, wantMin: 3, timeout: 30},
 		{name: "volcano", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(2)}, wantMin: 2},
 		{name: "volcano minMember 0", policy: minMemberPolicy(framework.GroupKindVolcano), spec: map[string]any{"minMember": int64(0)}, wantErr: "PodGroup.scheduling.volcano.sh ns/g has no usable spec.minMember"},
@@ -58,8 +70,8 @@ func TestDialectPolicies(t *testing.T) {
 				}
 				return
 			}
-			if p.Err != nil || p.MinMember != tt.wantMin || p.ScheduleTimeoutSeconds != tt.timeout {
-				t.Fatalf("policy %+v, want minMember %d timeout %d", p, tt.wantMin, tt.timeout)
+			if p.Err != nil || p.MinMember != tt.wantMin || p.ScheduleTimeoutSeconds != tt.timeout || p.Disruption != tt.disruption {
+				t.Fatalf("policy %+v, want minMember %d timeout %d disruption %s", p, tt.wantMin, tt.timeout, tt.disruption)
 			}
 		})
 	}

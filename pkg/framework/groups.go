@@ -134,6 +134,33 @@ type GroupPolicy struct {
 	// PodGroup's spec.parentCompositePodGroupName; for a composite, its
 	// own parent, which is not supported: see GroupResolver.Parent).
 	Parent string
+	// Disruption says how preemption may take the gang's pods: whole
+	// (the default), or one by one (a native PodGroup's
+	// spec.disruptionMode.single). See JobInfo.Disruption.
+	Disruption Disruption
+}
+
+// Disruption says how preemption may take a gang's running pods.
+type Disruption uint8
+
+const (
+	// DisruptWhole: a victim that would leave its gang below its quorum
+	// takes the gang's other running pods with it, and a member may be a
+	// victim only when every running member may.
+	DisruptWhole Disruption = iota
+	// DisruptSingly: each pod may be a victim on its own, as a pod of no
+	// gang, even when that leaves the gang below its quorum (a native
+	// PodGroup's spec.disruptionMode.single, whose owner restarts or
+	// replaces what it loses).
+	DisruptSingly
+)
+
+// String returns "whole" or "single".
+func (d Disruption) String() string {
+	if d == DisruptSingly {
+		return "single"
+	}
+	return "whole"
 }
 
 // groupRef renders a gang's namespace and name for a message: the name

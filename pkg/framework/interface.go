@@ -308,6 +308,19 @@ type PluginRoomMaker interface {
 	ForPlugin(name string) RoomMaker
 }
 
+// DisruptionRoomMaker is a RoomMaker whose victim search can follow each
+// victim gang's own disruption mode (JobInfo.Disruption): the Engine's
+// is one. A RoomMaker that is not searches with every gang whole.
+type DisruptionRoomMaker interface {
+	RoomMaker
+	// WithGroupDisruption returns a RoomMaker for the same cycle whose
+	// victim search takes the pods of a gang that lets them go one by one
+	// (DisruptSingly) one by one, as pods of no gang; the RoomMaker
+	// handed to a plugin keeps every victim gang at its quorum or takes
+	// it whole.
+	WithGroupDisruption() RoomMaker
+}
+
 // RoomMaker is the machinery for making room for the cycle's job, handed
 // to the PostFilter plugins: the plugin brings the policy (whether to
 // try, which pods may go), the preemption library the rest (package

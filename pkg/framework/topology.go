@@ -111,6 +111,19 @@ func (j *JobInfo) GroupTopology() *TopologyConstraint {
 	return nil
 }
 
+// Disruption returns how preemption may take the job's running pods: as
+// its group object says (GroupPolicy.Disruption) for a gang of one level;
+// a multi-level gang (sub-groups, or a child of a composite) and every
+// job without a group object go whole. A pod of no gang is its own
+// whole, so the answer does not matter for it.
+func (j *JobInfo) Disruption() Disruption {
+	p := j.policies[j.GroupKind()]
+	if p == nil || p.Err != nil || p.Parent != "" || len(p.SubGroups) > 0 {
+		return DisruptWhole
+	}
+	return p.Disruption
+}
+
 // JobTopology returns a job's topology constraint: group's (see
 // GroupTopology) when not nil, else the one the first of pods declares
 // (see PodTopology). pods are the job's pending pods, in a stable order.

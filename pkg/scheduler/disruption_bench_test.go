@@ -92,7 +92,7 @@ func benchGangVictimSearch(b *testing.B, nodes int, withGoing bool) {
 			if g%stride >= stride/3 {
 				continue
 			}
-			tasks, ok := c.JobTasks(framework.JobID{Namespace: "gang-preempt-1", Name: fmt.Sprintf("gang-%04d", g), Gang: true})
+			tasks, _, ok := c.JobTasks(framework.JobID{Namespace: "gang-preempt-1", Name: fmt.Sprintf("gang-%04d", g), Gang: true})
 			if !ok || len(tasks) != gangSize {
 				b.Fatalf("gang %d: %d tasks (found %v), want %d", g, len(tasks), ok, gangSize)
 			}

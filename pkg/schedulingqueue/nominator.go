@@ -79,6 +79,10 @@ type Nominator struct {
 	// them.
 	victims      map[framework.JobID]map[types.UID]string
 	victimsSince map[framework.JobID]time.Time
+	// onNode indexes victims by node: how many jobs wait for each (one,
+	// but for a victim two preemptions chose), so that GoingVictims walks
+	// each node's pods once rather than once per victim.
+	onNode map[string]map[types.UID]int
 	// sorted are the values of pods sorted by pod name, rebuilt by Others
 	// after pods changed (stale set): every cycle reads them, few change
 	// them.
@@ -90,7 +94,7 @@ type Nominator struct {
 // nomination is released.
 func NewNominator(q Mover) *Nominator {
 	return &Nominator{queue: q, pods: map[types.UID]Nomination{}, victims: map[framework.JobID]map[types.UID]string{},
-		victimsSince: map[framework.JobID]time.Time{}}
+		victimsSince: map[framework.JobID]time.Time{}, onNode: map[string]map[types.UID]int{}}
 }
 
 // Nominate replaces job's nominations with placements (pod UID → node) of
@@ -102,6 +106,37 @@ func (n *Nominator) Nominate(job framework.JobID, priority int32, pods []*v1.Pod
 	if len(victims) > 0 {
 		n.victims[job] = victims
 		n.victimsSince[job] = time.Now()
+		for uid, node := range victims {
+			on := n.onNode[node]
+			if on == nil {
+				on = map[types.UID]int{}
+				n.onNode[node] = on
+			}
+			on[uid]++
+		}
+	}
+}
+
+// forgetVictimsLocked forgets the victims job waits for.
+func (n *Nominator) forgetVictimsLocked(job framework.JobID) {
+	for uid, node := range n.victims[job] {
+		n.unindexLocked(uid, node)
+	}
+	delete(n.victims, job)
+	delete(n.victimsSince, job)
+}
+
+// unindexLocked takes one job's wait for victim uid on node out of
+// onNode. A victim GoingVictims found gone is out of it already.
+func (n *Nominator) unindexLocked(uid types.UID, node string) {
+	on := n.onNode[node]
+	if on[uid] > 1 {
+		on[uid]--
+		return
+	}
+	delete(on, uid)
+	if len(on) == 0 {
+		delete(n.onNode, node)
 	}
 }
 
@@ -162,8 +197,7 @@ func (n *Nominator) clearLocked(job framework.JobID) []Nomination {
 			n.stale = true
 		}
 	}
-	delete(n.victims, job)
-	delete(n.victimsSince, job)
+	n.forgetVictimsLocked(job)
 	sort.Slice(noms, func(i, j int) bool { return noms[i].Pod.Name < noms[j].Pod.Name })
 	return noms
 }
@@ -265,6 +299,7 @@ func (n *Nominator) WaitingFor(job framework.JobID, nodes func(name string) (*fr
 			continue
 		}
 		delete(n.victims[job], uid)
+		n.unindexLocked(uid, node)
 	}
 	return left
 }
@@ -314,21 +349,44 @@ func holdsRoom(ni *framework.NodeInfo, uid types.UID) bool {
 // GoingVictims returns the victims every preemption waits for that nodes
 // (the cycle's snapshot, by name) still has on their nodes without a
 // deletion timestamp: their eviction is under way but does not show yet.
+// Each node with victims is walked once; the victims no longer on their
+// nodes are gone for good, and are left out of the next calls (their
+// preemptors' own lists keep them until WaitingFor or the preemptor's
+// placement drops them).
 func (n *Nominator) GoingVictims(nodes func(name string) (*framework.NodeInfo, bool)) []*framework.TaskInfo {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var out []*framework.TaskInfo
-	for _, victims := range n.victims {
-		for uid, node := range victims {
-			ni, ok := nodes(node)
-			if !ok {
+	for node, on := range n.onNode {
+		ni, ok := nodes(node)
+		if !ok {
+			delete(n.onNode, node)
+			continue
+		}
+		found := 0
+		for _, t := range ni.Pods {
+			if _, victim := on[t.Pod.UID]; !victim {
 				continue
 			}
-			for _, t := range ni.Pods {
-				if t.Pod.UID == uid && t.Pod.DeletionTimestamp == nil {
-					out = append(out, t)
-				}
+			found++
+			if t.Pod.DeletionTimestamp == nil {
+				out = append(out, t)
 			}
+		}
+		if found == len(on) {
+			continue
+		}
+		present := make(map[types.UID]bool, found)
+		for _, t := range ni.Pods {
+			present[t.Pod.UID] = true
+		}
+		for uid := range on {
+			if !present[uid] {
+				delete(on, uid)
+			}
+		}
+		if len(on) == 0 {
+			delete(n.onNode, node)
 		}
 	}
 	return out
@@ -372,8 +430,7 @@ func (n *Nominator) Placed(job framework.JobID, pods []*v1.Pod) {
 			return
 		}
 	}
-	delete(n.victims, job)
-	delete(n.victimsSince, job)
+	n.forgetVictimsLocked(job)
 }
 
 // Drop forgets the nomination of the pod with uid.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/dialects"
@@ -162,5 +163,79 @@ func TestReservationHeldSince(t *testing.T) {
 	n.Reserve(job, 0, []*v1.Pod{p1}, map[string]string{"p1": "b"}, framework.Reservation{Fits: true, Nodes: []string{"b"}}, nil)
 	if third, _ := n.Reservation(job); !third.HeldSince["b"].After(first.HeldSince["b"]) {
 		t.Errorf("b held since %v after a break, want a new time", third.HeldSince["b"])
+	}
+}
+
+// GoingVictims reports the victims of every preemption still on their
+// nodes and not yet terminating, walks only the nodes with victims, and
+// stops indexing victims once they are gone: nothing is left indexed when
+// their preemptors no longer wait.
+func TestNominatorGoingVictims(t *testing.T) {
+	victim := func(name, node string) *v1.Pod {
+		return st.MakePod().Name(name).UID(name).Node(node).Phase(v1.PodRunning).Obj()
+	}
+	v1a, v2a, v3a, v4b, other := victim("v1", "n1"), victim("v2", "n1"), victim("v3", "n2"), victim("v4", "n2"), victim("x", "n2")
+	terminating := metav1.Now()
+	v2a.DeletionTimestamp = &terminating
+	nodes := map[string]*framework.NodeInfo{
+		"n1": framework.NewNodeInfo(st.MakeNode().Name("n1").Obj(), v1a, v2a),
+		"n2": framework.NewNodeInfo(st.MakeNode().Name("n2").Obj(), v3a, v4b, other),
+	}
+	get := func(name string) (*framework.NodeInfo, bool) { ni, ok := nodes[name]; return ni, ok }
+	jobA := framework.JobID{Namespace: "default", Name: "a", Gang: true}
+	jobB := framework.JobID{Namespace: "default", Name: "b", Gang: true}
+	jobC := framework.JobID{Namespace: "default", Name: "c", Gang: true}
+	n := NewNominator(nil)
+	n.Nominate(jobA, 10, nil, nil, map[types.UID]string{"v1": "n1", "v2": "n1", "v3": "n2"})
+	n.Nominate(jobB, 10, nil, nil, map[types.UID]string{"v4": "n2"})
+	// The same victim awaited by two preemptors stays indexed until both
+	// are done with it.
+	n.Nominate(jobC, 10, nil, nil, map[types.UID]string{"v3": "n2"})
+	going := func() []string {
+		var out []string
+		for _, task := range n.GoingVictims(get) {
+			out = append(out, task.Pod.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	indexed := func() []string {
+		var out []string
+		for node, on := range n.onNode {
+			for uid := range on {
+				out = append(out, string(uid)+"@"+node)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	steps := []struct {
+		what        string
+		change      func()
+		want, index []string
+	}{
+		{what: "every preemption's, not the terminating one", want: []string{"v1", "v3", "v4"},
+			index: []string{"v1@n1", "v2@n1", "v3@n2", "v4@n2"}},
+		{what: "a victim gone from its node", change: func() { nodes["n1"].RemovePod("v1") }, want: []string{"v3", "v4"},
+			index: []string{"v2@n1", "v3@n2", "v4@n2"}},
+		{what: "one of two preemptors waiting for the same victim done", change: func() { n.Clear(jobC) }, want: []string{"v3", "v4"},
+			index: []string{"v2@n1", "v3@n2", "v4@n2"}},
+		{what: "the other done too", change: func() { n.Clear(jobA) }, want: []string{"v4"}, index: []string{"v4@n2"}},
+		{what: "a node gone", change: func() { delete(nodes, "n2") }, want: nil, index: nil},
+		{what: "its preemptor placed", change: func() { n.Placed(jobB, nil) }, want: nil, index: nil},
+	}
+	for _, s := range steps {
+		if s.change != nil {
+			s.change()
+		}
+		if got := going(); !slices.Equal(got, s.want) {
+			t.Errorf("%s: going %v, want %v", s.what, got, s.want)
+		}
+		if got := indexed(); !slices.Equal(got, s.index) {
+			t.Errorf("%s: indexed %v, want %v", s.what, got, s.index)
+		}
+	}
+	if len(n.victims) != 0 {
+		t.Errorf("victims still awaited: %v", n.victims)
 	}
 }

@@ -357,7 +357,10 @@ func TestSideBySide(t *testing.T) {
 // runRepeated), PERF_SUITE_ONLY (one scheduler's name: run only it, the
 // other's columns left empty), PERF_SUITE_BATCH_SCHEDULER (a
 // batch-scheduler binary to run instead of building this checkout's:
-// another revision's, to bisect a regression with today's runner).
+// another revision's, to bisect a regression with today's runner),
+// PERF_SUITE_BATCH_CONFIG (a batch-scheduler configuration file for the
+// workloads without a scheduler configuration of their own, e.g.
+// DefaultPreemption's honorPodGroupDisruptionMode).
 //
 // With -short (the smoke run of hack/test-benchmarks.sh, in CI) it runs
 // one small workload, SchedulingBasic/5Nodes (PERF_SUITE_MAX_NODES 10 and
@@ -379,7 +382,12 @@ func BenchmarkPerfSuite(b *testing.B) {
 	kube, ours := buildSchedulers(b)
 	o := Options{SuiteDir: dir, KubeScheduler: kube, BatchScheduler: ours, QPS: 5000, Burst: 5000,
 		Timeout: time.Duration(envInt(b, "PERF_SUITE_TIMEOUT_SECONDS", 600)) * time.Second, Workers: 16,
-		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
+		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, BatchConfig: os.Getenv("PERF_SUITE_BATCH_CONFIG")}
+	if o.BatchConfig != "" {
+		if _, err := os.Stat(o.BatchConfig); err != nil {
+			b.Fatalf("PERF_SUITE_BATCH_CONFIG: %v", err)
+		}
+	}
 	if d := os.Getenv("PERF_SUITE_PROFILE_DIR"); d != "" {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			b.Fatal(err)

@@ -124,6 +124,10 @@ type Options struct {
 	SuiteDir string
 	// KubeScheduler and BatchScheduler are the two binaries.
 	KubeScheduler, BatchScheduler string
+	// BatchConfig, if set, is a batch-scheduler configuration file
+	// (--config-path) for the workloads whose test case names no
+	// scheduler configuration of its own.
+	BatchConfig string
 	// QPS and Burst limit both schedulers' clients and the runner's.
 	QPS, Burst int
 	// Timeout bounds each wait for pods to be scheduled.
@@ -195,6 +199,8 @@ func run(ctx context.Context, o Options, sel Selected, which Scheduler) ([]Windo
 	spec := SchedulerSpec{Which: which, Kubeconfig: cp.KubeconfigPath, Gates: gates, QPS: o.QPS, Burst: o.Burst, Dir: dir}
 	if tc.SchedulerConfigPath != "" {
 		spec.ConfigPath = filepath.Join(caseDir, tc.SchedulerConfigPath)
+	} else if which == BatchScheduler {
+		spec.ConfigPath = o.BatchConfig
 	}
 	spec.Binary = o.KubeScheduler
 	if which == BatchScheduler {

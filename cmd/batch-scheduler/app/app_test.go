@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	configapi "github.com/batch-scheduler/batch-scheduler/pkg/apis/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/config"
 	"github.com/batch-scheduler/batch-scheduler/pkg/demand"
@@ -454,5 +455,27 @@ func TestProfilingOff(t *testing.T) {
 	o.EnableContentionProfiling = true
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--contention-profiling needs --profiling") {
 		t.Errorf("Validate() = %v", err)
+	}
+}
+
+// The configuration the perf suite runs batch-scheduler with to follow
+// PodGroups' disruption modes (PERF_SUITE_BATCH_CONFIG) loads, sets
+// DefaultPreemption's arg in the profile the suite's pods name, and
+// builds.
+func TestPerfSuiteExampleIsValid(t *testing.T) {
+	f, err := config.Load("../../../examples/perf-suite/honor-disruption-mode.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles := f.Profiles()
+	if len(profiles) != 1 || profiles[0].SchedulerName != "default-scheduler" || len(profiles[0].PluginConfig) != 1 {
+		t.Fatalf("profiles %+v, want default-scheduler's with one plugin's args", profiles)
+	}
+	args, ok := profiles[0].PluginConfig[0].Args.(*configapi.DefaultPreemptionArgs)
+	if !ok || !args.HonorPodGroupDisruptionMode || args.MinCandidateNodesAbsolute != 100 {
+		t.Fatalf("DefaultPreemption args %#v, want honorPodGroupDisruptionMode with the defaults", profiles[0].PluginConfig[0].Args)
+	}
+	if built, _, err := buildProfiles(t.Context(), []string{"default-scheduler"}, f, plugins.NewInTreeRegistry(), testHandle()); err != nil || len(built) != 1 {
+		t.Fatalf("building the profile: %v", err)
 	}
 }

@@ -86,12 +86,18 @@ type TopologyAwareArgs struct {
 
 // DefaultPreemptionArgs are the args of DefaultPreemption, as
 // kube-scheduler's: how many nodes the victim search tries for each pod
-// that fits nowhere.
+// that fits nowhere; and whether a victim gang's own disruption mode is
+// followed.
 type DefaultPreemptionArgs struct {
 	metav1.TypeMeta
 
 	MinCandidateNodesPercentage int32
 	MinCandidateNodesAbsolute   int32
+	// HonorPodGroupDisruptionMode takes the pods of a gang whose
+	// PodGroup says spec.disruptionMode.single one by one, as
+	// kube-scheduler does; false keeps every victim gang at its quorum
+	// or takes it whole.
+	HonorPodGroupDisruptionMode bool
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

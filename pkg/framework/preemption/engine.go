@@ -89,11 +89,12 @@ type JobLister interface {
 }
 
 // TaskLister is what a JobLister may also do (the scheduler's cache
-// does): list a job's tasks without copying the job. The victim search
-// asks it whether each candidate's gang may go whole, over every gang
-// on every node it searches.
+// does): list a job's tasks, and say how preemption may take them
+// (JobInfo.Disruption), without copying the job. The victim search asks
+// it whether each candidate's gang may go, over every gang on every node
+// it searches.
 type TaskLister interface {
-	JobTasks(id framework.JobID) ([]*framework.TaskInfo, bool)
+	JobTasks(id framework.JobID) ([]*framework.TaskInfo, framework.Disruption, bool)
 }
 
 // Background runs the API calls of a preemption off the scheduling loop.
@@ -188,16 +189,30 @@ type roomMaker struct {
 	sample framework.CandidateSample
 	// plugin is the PostFilter plugin served (ForPlugin), "" for none.
 	plugin string
+	// groupDisruption follows each victim gang's disruption mode
+	// (WithGroupDisruption).
+	groupDisruption bool
 }
 
 // WithSample implements framework.RoomMaker.
 func (r *roomMaker) WithSample(sample framework.CandidateSample) framework.RoomMaker {
-	return &roomMaker{e: r.e, c: r.c, jobs: r.jobs, sample: sample, plugin: r.plugin}
+	c := *r
+	c.sample = sample
+	return &c
 }
 
 // ForPlugin implements framework.PluginRoomMaker.
 func (r *roomMaker) ForPlugin(name string) framework.RoomMaker {
-	return &roomMaker{e: r.e, c: r.c, jobs: r.jobs, sample: r.sample, plugin: name}
+	c := *r
+	c.plugin = name
+	return &c
+}
+
+// WithGroupDisruption implements framework.DisruptionRoomMaker.
+func (r *roomMaker) WithGroupDisruption() framework.RoomMaker {
+	c := *r
+	c.groupDisruption = true
+	return &c
 }
 
 // Job implements framework.RoomMaker.
@@ -226,7 +241,7 @@ func (r *roomMaker) MakeRoomWithin(ctx context.Context, policy framework.VictimP
 	if policy == nil {
 		return framework.RoomOutcome{}, errors.New("making room: no victim policy")
 	}
-	return r.e.makeRoom(ctx, r.c, SearchBounds{Victims: policy, Budget: budget, Sample: r.sample}, r.plugin)
+	return r.e.makeRoom(ctx, r.c, SearchBounds{Victims: policy, Budget: budget, Sample: r.sample, GroupDisruption: r.groupDisruption}, r.plugin)
 }
 
 // Reserve implements framework.RoomMaker.
@@ -249,12 +264,15 @@ func (r *roomMaker) Release(ctx context.Context, job framework.JobID) {
 
 // SearchBounds are what a PostFilter plugin bounds the victim search
 // with: which pods may go (Victims), how much each group may lose
-// (Budget, nil for no bound) and how many nodes to try (Sample, zero for
-// every node).
+// (Budget, nil for no bound), how many nodes to try (Sample, zero for
+// every node) and whether a victim gang that lets its pods go one by one
+// loses only those needed (GroupDisruption; otherwise every victim gang
+// keeps its quorum or goes whole).
 type SearchBounds struct {
-	Victims framework.VictimPolicy
-	Budget  framework.VictimBudget
-	Sample  framework.CandidateSample
+	Victims         framework.VictimPolicy
+	Budget          framework.VictimBudget
+	Sample          framework.CandidateSample
+	GroupDisruption bool
 }
 
 // makeRoom is MakeRoom for cycle c, asked by plugin.
@@ -270,18 +288,14 @@ func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds, plugin 
 		logger.V(3).Info("Waiting for preempted pods to go", "victims", left)
 		return framework.RoomOutcome{Waiting: left}, nil
 	}
-	going := nominator.GoingVictims(snapshot.Get)
-	goingUIDs := make(map[types.UID]bool, len(going))
-	for _, t := range going {
-		goingUIDs[t.Pod.UID] = true
-	}
-	if !anyEligible(snapshot.NodeInfos(), c.Job.ID, b.Victims, goingUIDs) {
+	going := newGoingSet(nominator.GoingVictims(snapshot.Get))
+	if !anyEligible(snapshot.NodeInfos(), c.Job.ID, b.Victims, going.uids) {
 		// The common case of a cluster of one priority: nothing to try.
 		e.count(ResultUnhelpful)
 		e.giveUpUnlessReserved(ctx, c.Job.ID)
 		return framework.RoomOutcome{}, nil
 	}
-	res, err := e.Simulate(ctx, c, b, going)
+	res, err := e.simulate(ctx, c, b, going, nil)
 	if err != nil {
 		e.count(ResultError)
 		return framework.RoomOutcome{}, err

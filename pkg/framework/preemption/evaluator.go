@@ -78,6 +78,9 @@ func (e Evaluator) PostFilter(ctx context.Context, _ *framework.CycleState, job 
 	if b.Sample != (framework.CandidateSample{}) {
 		room = room.WithSample(b.Sample)
 	}
+	if d, ok := room.(framework.DisruptionRoomMaker); ok && b.GroupDisruption {
+		room = d.WithGroupDisruption()
+	}
 	var out framework.RoomOutcome
 	var err error
 	if b.Budget != nil {

@@ -180,13 +180,9 @@ func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.Reserve
 		// and the plugin that evicted would evict again.
 		return framework.Reservation{Evicting: left}, nil
 	}
-	going := nominator.GoingVictims(snapshot.Get)
+	going := newGoingSet(nominator.GoingVictims(snapshot.Get))
 	if policy.Defer != nil {
-		goingUIDs := make(map[types.UID]bool, len(going))
-		for _, t := range going {
-			goingUIDs[t.Pod.UID] = true
-		}
-		if anyEligible(snapshot.NodeInfos(), c.Job.ID, policy.Defer, goingUIDs) {
+		if anyEligible(snapshot.NodeInfos(), c.Job.ID, policy.Defer, going.uids) {
 			return framework.Reservation{Deferred: true}, nil
 		}
 	}

@@ -51,11 +51,11 @@ type simulation struct {
 	// the multi-level gangs among them, nil until there is one.
 	jobs     map[framework.JobID]*framework.JobInfo
 	subGangs map[framework.JobID]*subGangs
-	// gangGo caches gangMayGo per gang, and stay staying per job; nil
+	// gangModes caches gangMode per gang, and stay staying per job; nil
 	// until asked. Neither changes during a simulation: both read only
 	// the jobs' tasks and going.
-	gangGo map[framework.JobID]bool
-	stay   map[framework.JobID]int
+	gangModes map[framework.JobID]gangMode
+	stay      map[framework.JobID]int
 	// rests caches gangRest per gang; nil until asked.
 	rests map[framework.JobID]gangRest
 	// victims are the chosen victims by UID; gangVictims counts them per
@@ -85,6 +85,10 @@ type simulation struct {
 	taken  map[string]framework.ResourceAmounts
 	// sample bounds how many candidate nodes each pod's search finds.
 	sample framework.CandidateSample
+	// groupDisruption takes the pods of a gang that lets them go one by
+	// one (framework.DisruptSingly) one by one; without it every gang
+	// goes whole.
+	groupDisruption bool
 	// wait, when set, makes the search a reservation's (see reserve.go):
 	// the pods taken off are waited for, not evicted.
 	wait *waitMode
@@ -125,19 +129,31 @@ type SimulationResult struct {
 // in turn and puts the snapshot back as it was before returning; it
 // nominates and evicts nothing.
 func (e *Engine) Simulate(ctx context.Context, c *Cycle, b SearchBounds, going []*framework.TaskInfo) (SimulationResult, error) {
-	return e.simulate(ctx, c, b, going, nil)
+	return e.simulate(ctx, c, b, newGoingSet(going), nil)
+}
+
+// goingSet is the going pods (see Simulate), listed and by UID: a
+// preemption builds it once for the checks before its simulation and for
+// the simulation.
+type goingSet struct {
+	tasks []*framework.TaskInfo
+	uids  map[types.UID]bool
+}
+
+func newGoingSet(tasks []*framework.TaskInfo) goingSet {
+	uids := make(map[types.UID]bool, len(tasks))
+	for _, t := range tasks {
+		uids[t.Pod.UID] = true
+	}
+	return goingSet{tasks: tasks, uids: uids}
 }
 
 // simulate is Simulate, run as a reservation's wait when wait is set.
-func (e *Engine) simulate(ctx context.Context, c *Cycle, b SearchBounds, going []*framework.TaskInfo, wait *waitMode) (SimulationResult, error) {
-	goingUIDs := make(map[types.UID]bool, len(going))
-	for _, t := range going {
-		goingUIDs[t.Pod.UID] = true
-	}
+func (e *Engine) simulate(ctx context.Context, c *Cycle, b SearchBounds, going goingSet, wait *waitMode) (SimulationResult, error) {
 	sim := &simulation{e: e, c: c, snapshot: e.opts.Snapshot, policy: b.Victims, jobs: map[framework.JobID]*framework.JobInfo{},
 		victims: map[types.UID]*Victim{}, gangVictims: map[framework.JobID]int{}, placements: map[string]string{},
-		budget: b.Budget, taken: map[string]framework.ResourceAmounts{}, going: goingUIDs, sample: b.Sample, wait: wait}
-	for _, t := range going {
+		budget: b.Budget, taken: map[string]framework.ResourceAmounts{}, going: going.uids, sample: b.Sample, groupDisruption: b.GroupDisruption, wait: wait}
+	for _, t := range going.tasks {
 		sim.charge(t, 1)
 	}
 	// Plugins that keep state of running pods (DynamicResources: the

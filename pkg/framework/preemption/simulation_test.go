@@ -96,7 +96,7 @@ func simulateJob(t *testing.T, nodeCPU map[string]string, victims map[string]int
 	if wait {
 		b, mode = SearchBounds{}, &waitMode{policy: framework.ReservePolicy{Now: t0.Time}, ends: map[types.UID]expectedEnd{}, held: map[string]bool{}}
 	}
-	res, err := e.simulate(ctx, c, b, nil, mode)
+	res, err := e.simulate(ctx, c, b, goingSet{}, mode)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,6 +77,7 @@ func victimSim(jobs ...*framework.JobInfo) *simulation {
 	return &simulation{
 		e:           &Engine{opts: Options{Jobs: l}},
 		c:           &Cycle{Job: &framework.Job{ID: framework.JobID{Namespace: "default", Name: "preemptor"}}},
+		policy:      func(*framework.TaskInfo) bool { return true },
 		jobs:        map[framework.JobID]*framework.JobInfo{},
 		victims:     map[types.UID]*Victim{},
 		gangVictims: map[framework.JobID]int{},

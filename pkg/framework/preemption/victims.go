@@ -19,6 +19,7 @@ package preemption
 import (
 	"cmp"
 	"context"
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -98,14 +99,16 @@ func moreImportant(a, b *v1.Pod) bool {
 // another preemption's victim), of another job, that the victim policy
 // allows (DefaultPreemption's: a priority strictly below the
 // preemptor's) and whose group's budget, if any, allows more. A
-// gang member is eligible only if every running member of its gang is,
-// since the gang may have to go whole.
+// member of a gang that goes whole is eligible only if every running
+// member of its gang is, since the gang may have to go whole.
 func (sim *simulation) eligible(t *framework.TaskInfo) bool {
 	if sim.wait != nil {
 		return sim.waitEligible(t)
 	}
-	if !t.Counted || t.Status != framework.TaskBound || t.Pod.DeletionTimestamp != nil || sim.going[t.Pod.UID] ||
-		t.Job == sim.c.Job.ID || !sim.policy(t) {
+	// The checks of t's own fields first: the lookups below are the
+	// dearer part over every pod of every node searched.
+	if !t.Counted || t.Status != framework.TaskBound || t.Pod.DeletionTimestamp != nil ||
+		t.Job == sim.c.Job.ID || !sim.policy(t) || sim.going[t.Pod.UID] {
 		return false
 	}
 	if _, chosen := sim.victims[t.Pod.UID]; chosen {
@@ -119,47 +122,60 @@ func (sim *simulation) eligible(t *framework.TaskInfo) bool {
 	if !t.Job.Gang {
 		return true
 	}
-	return sim.gangMayGo(t.Job)
+	return sim.gangMode(t.Job) != gangStays
 }
 
-// gangMayGo reports whether every running member of gang is bound and
-// allowed by the victim policy, so that the gang may go whole. Asked for
-// each member on each node searched, it is worked out once per
+// gangMode is what a simulation found of a gang's running members.
+type gangMode uint8
+
+const (
+	// gangStays: a running member is not bound yet, or the victim policy
+	// keeps it, so a gang that goes whole cannot go.
+	gangStays gangMode = iota
+	// gangGoesWhole: every running member may go, together.
+	gangGoesWhole
+	// gangGoesSingly: the gang lets preemption take its pods one by one
+	// (framework.DisruptSingly); each is judged as a pod of no gang.
+	gangGoesSingly
+)
+
+// gangMode says whether, and how, the running members of gang may go.
+// Asked for each member on each node searched, it is worked out once per
 // simulation: the members and the policy do not change during one.
-func (sim *simulation) gangMayGo(gang framework.JobID) bool {
-	if ok, known := sim.gangGo[gang]; known {
-		return ok
+func (sim *simulation) gangMode(gang framework.JobID) gangMode {
+	if m, known := sim.gangModes[gang]; known {
+		return m
 	}
-	ok := false
-	mayGo := func(m *framework.TaskInfo) bool {
-		return !m.OnNode() || !m.Counted || m.Status == framework.TaskBound && sim.policy(m)
-	}
+	var members iter.Seq[*framework.TaskInfo]
+	disruption := framework.DisruptWhole
 	if tl, lists := sim.e.opts.Jobs.(TaskLister); lists && sim.jobs[gang] == nil {
 		// The members alone, not a copy of the gang's record: most
 		// gangs asked about are never chosen.
-		if tasks, found := tl.JobTasks(gang); found {
-			ok = true
-			for _, m := range tasks {
-				if !mayGo(m) {
-					ok = false
-					break
-				}
-			}
+		if tasks, d, found := tl.JobTasks(gang); found {
+			members, disruption = slices.Values(tasks), d
 		}
 	} else if info := sim.job(gang); info != nil {
-		ok = true
-		for _, m := range info.Tasks {
-			if !mayGo(m) {
-				ok = false
+		members, disruption = maps.Values(info.Tasks), info.Disruption()
+	}
+	mode := gangStays
+	switch {
+	case members == nil:
+	case disruption == framework.DisruptSingly && sim.groupDisruption:
+		mode = gangGoesSingly
+	default:
+		mode = gangGoesWhole
+		for m := range members {
+			if m.OnNode() && m.Counted && (m.Status != framework.TaskBound || !sim.policy(m)) {
+				mode = gangStays
 				break
 			}
 		}
 	}
-	if sim.gangGo == nil {
-		sim.gangGo = map[framework.JobID]bool{}
+	if sim.gangModes == nil {
+		sim.gangModes = map[framework.JobID]gangMode{}
 	}
-	sim.gangGo[gang] = ok
-	return ok
+	sim.gangModes[gang] = mode
+	return mode
 }
 
 // aboveQuorum reports whether t is a pod of a gang that runs more pods than
@@ -304,7 +320,8 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 
 // expandGangs adds to c the other running members of each victim gang
 // that c's victims (with those sim chose before) would leave below its
-// quorum: such a gang goes whole. A gang that keeps at least its quorum
+// quorum: such a gang goes whole, unless it lets its pods go one by one
+// (gangGoesSingly). A gang that keeps at least its quorum
 // keeps its other members. Of a multi-level gang, a sub-gang c's victims
 // would leave below its quorum goes whole, and the whole gang goes when
 // what is left misses its quorum in pods or in sub-gangs (see
@@ -315,7 +332,7 @@ func (sim *simulation) expandGangs(c *candidate) {
 	// linearly.
 	taken := map[framework.JobID][]types.UID{}
 	for _, t := range c.victims {
-		if t.Job.Gang {
+		if t.Job.Gang && sim.gangMode(t.Job) != gangGoesSingly {
 			taken[t.Job] = append(taken[t.Job], t.Pod.UID)
 		}
 	}

@@ -28,6 +28,9 @@ const Name = "DefaultPreemption"
 type DefaultPreemption struct {
 	// sample bounds the victim search, from the args.
 	sample framework.CandidateSample
+	// groupDisruption follows victim gangs' disruption modes, from the
+	// args (HonorPodGroupDisruptionMode).
+	groupDisruption bool
 }
 
 var (
@@ -39,8 +42,10 @@ var (
 // Args are the plugin's args, kube-scheduler's DefaultPreemptionArgs,
 // typed in the configuration API (config.DefaultPreemptionArgs): how many
 // nodes the victim search tries for each pod that fits nowhere
-// (framework.CandidateSample). Unset fields take kube-scheduler's
-// defaults, 10 % and 100.
+// (framework.CandidateSample), and whether a victim gang whose PodGroup
+// says spec.disruptionMode.single loses its pods one by one
+// (SearchBounds.GroupDisruption). Unset fields take kube-scheduler's
+// defaults, 10 % and 100; disruption modes are not followed by default.
 type Args = config.DefaultPreemptionArgs
 
 // Default search bounds, kube-scheduler's (the configuration API's).
@@ -59,7 +64,7 @@ func New(_ context.Context, args runtime.Object, _ framework.Handle) (framework.
 	if err := sample.Validate(); err != nil {
 		return nil, fmt.Errorf("%s args: %w", Name, err)
 	}
-	return &DefaultPreemption{sample: sample}, nil
+	return &DefaultPreemption{sample: sample, groupDisruption: a.HonorPodGroupDisruptionMode}, nil
 }
 
 // Name implements framework.Plugin.
@@ -103,7 +108,7 @@ func (pl *DefaultPreemption) Bounds(_ context.Context, job *framework.Job, room 
 		j, ok := room.Job(t.Job)
 		return ok && j.QueueName() == job.Queue
 	}
-	return preemption.SearchBounds{Victims: victims, Sample: pl.sample}, nil
+	return preemption.SearchBounds{Victims: victims, Sample: pl.sample, GroupDisruption: pl.groupDisruption}, nil
 }
 
 // Messages implements preemption.Policy.

@@ -23,6 +23,15 @@ type fakeRoom struct {
 	err    error
 	jobs   map[framework.JobID]*framework.JobInfo
 	sample framework.CandidateSample
+	// groupDisruption records WithGroupDisruption.
+	groupDisruption bool
+}
+
+// WithGroupDisruption records that the plugin follows victim gangs'
+// disruption modes.
+func (r *fakeRoom) WithGroupDisruption() framework.RoomMaker {
+	r.groupDisruption = true
+	return r
 }
 
 // WithSample records the sample the plugin asked for.
@@ -144,6 +153,9 @@ func TestArgs(t *testing.T) {
 		args    string
 		want    framework.CandidateSample
 		wantErr string
+		// groupDisruption is whether the search follows victim gangs'
+		// disruption modes.
+		groupDisruption bool
 	}{
 		{name: "none: kube-scheduler's defaults", want: framework.CandidateSample{Percentage: 10, Absolute: 100}},
 		{name: "kube-scheduler's dumped args", args: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: DefaultPreemptionArgs\nminCandidateNodesPercentage: 10\nminCandidateNodesAbsolute: 100\n",
@@ -152,6 +164,9 @@ func TestArgs(t *testing.T) {
 		{name: "absolute only", args: "minCandidateNodesPercentage: 0\nminCandidateNodesAbsolute: 5\n", want: framework.CandidateSample{Absolute: 5}},
 		{name: "both zero", args: "minCandidateNodesPercentage: 0\nminCandidateNodesAbsolute: 0\n", wantErr: "cannot both be 0"},
 		{name: "percentage above 100", args: "minCandidateNodesPercentage: 101\n", wantErr: "minCandidateNodesPercentage: 101"},
+		{name: "disruption modes honoured", args: "honorPodGroupDisruptionMode: true\n", want: framework.CandidateSample{Percentage: 10, Absolute: 100}, groupDisruption: true},
+		{name: "disruption modes not honoured", args: "honorPodGroupDisruptionMode: false\n", want: framework.CandidateSample{Percentage: 10, Absolute: 100}},
+		{name: "disruption mode as a string", args: "honorPodGroupDisruptionMode: single\n", wantErr: "honorPodGroupDisruptionMode"},
 		{name: "negative absolute", args: "minCandidateNodesAbsolute: -1\n", wantErr: "minCandidateNodesAbsolute: -1"},
 		{name: "an unknown field", args: "priorityThreshold: 5\n", wantErr: "priorityThreshold"},
 		{name: "another plugin's kind", args: "apiVersion: kubescheduler.config.k8s.io/v1\nkind: NodeResourcesFitArgs\n", wantErr: "NodeResourcesFitArgs"},
@@ -181,6 +196,9 @@ func TestArgs(t *testing.T) {
 			}
 			if room.sample != tt.want {
 				t.Errorf("the room was asked with sample %+v, want %+v", room.sample, tt.want)
+			}
+			if room.groupDisruption != tt.groupDisruption {
+				t.Errorf("the room followed victim gangs' disruption modes: %v, want %v", room.groupDisruption, tt.groupDisruption)
 			}
 		})
 	}

@@ -138,6 +138,9 @@ func SetDefaults_DefaultPreemptionArgs(obj *DefaultPreemptionArgs) { //nolint:re
 	if obj.MinCandidateNodesAbsolute == nil {
 		obj.MinCandidateNodesAbsolute = ptr.To(DefaultMinCandidateNodesAbsolute)
 	}
+	if obj.HonorPodGroupDisruptionMode == nil {
+		obj.HonorPodGroupDisruptionMode = ptr.To(false)
+	}
 }
 
 // SetDefaults_CapacityArgs fills in the anti-starvation delay.

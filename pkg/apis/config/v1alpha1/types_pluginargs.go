@@ -132,6 +132,13 @@ type DefaultPreemptionArgs struct {
 
 	MinCandidateNodesPercentage *int32 `json:"minCandidateNodesPercentage,omitempty"`
 	MinCandidateNodesAbsolute   *int32 `json:"minCandidateNodesAbsolute,omitempty"`
+	// HonorPodGroupDisruptionMode, when true, lets preemption take the
+	// pods of a gang whose scheduling.k8s.io PodGroup says
+	// spec.disruptionMode.single (what the API server fills in when the
+	// PodGroup says nothing) one by one, as kube-scheduler does, even
+	// below the gang's quorum. False (the default) keeps every victim
+	// gang at its quorum or takes it whole.
+	HonorPodGroupDisruptionMode *bool `json:"honorPodGroupDisruptionMode,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

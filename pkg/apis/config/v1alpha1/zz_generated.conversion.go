@@ -312,6 +312,9 @@ func autoConvert_v1alpha1_DefaultPreemptionArgs_To_config_DefaultPreemptionArgs(
 	if err := v1.Convert_Pointer_int32_To_int32(&in.MinCandidateNodesAbsolute, &out.MinCandidateNodesAbsolute, s); err != nil {
 		return err
 	}
+	if err := v1.Convert_Pointer_bool_To_bool(&in.HonorPodGroupDisruptionMode, &out.HonorPodGroupDisruptionMode, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -325,6 +328,9 @@ func autoConvert_config_DefaultPreemptionArgs_To_v1alpha1_DefaultPreemptionArgs(
 		return err
 	}
 	if err := v1.Convert_int32_To_Pointer_int32(&in.MinCandidateNodesAbsolute, &out.MinCandidateNodesAbsolute, s); err != nil {
+		return err
+	}
+	if err := v1.Convert_bool_To_Pointer_bool(&in.HonorPodGroupDisruptionMode, &out.HonorPodGroupDisruptionMode, s); err != nil {
 		return err
 	}
 	return nil

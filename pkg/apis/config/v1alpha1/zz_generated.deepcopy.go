@@ -126,6 +126,11 @@ func (in *DefaultPreemptionArgs) DeepCopyInto(out *DefaultPreemptionArgs) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.HonorPodGroupDisruptionMode != nil {
+		in, out := &in.HonorPodGroupDisruptionMode, &out.HonorPodGroupDisruptionMode
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 
