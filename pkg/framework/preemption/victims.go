@@ -19,7 +19,6 @@ package preemption
 import (
 	"cmp"
 	"context"
-	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -146,36 +145,44 @@ func (sim *simulation) gangMode(gang framework.JobID) gangMode {
 	if m, known := sim.gangModes[gang]; known {
 		return m
 	}
-	var members iter.Seq[*framework.TaskInfo]
-	disruption := framework.DisruptWhole
+	// A running member that is not bound yet, or that the policy keeps,
+	// keeps a gang that goes whole.
+	keeps := func(m *framework.TaskInfo) bool {
+		return m.OnNode() && m.Counted && (m.Status != framework.TaskBound || !sim.policy(m))
+	}
+	mode := gangStays
 	if tl, lists := sim.e.opts.Jobs.(TaskLister); lists && sim.jobs[gang] == nil {
 		// The members alone, not a copy of the gang's record: most
 		// gangs asked about are never chosen.
 		if tasks, d, found := tl.JobTasks(gang); found {
-			members, disruption = slices.Values(tasks), d
+			mode = sim.modeOf(d, slices.ContainsFunc(tasks, keeps))
 		}
 	} else if info := sim.job(gang); info != nil {
-		members, disruption = maps.Values(info.Tasks), info.Disruption()
-	}
-	mode := gangStays
-	switch {
-	case members == nil:
-	case disruption == framework.DisruptSingly && sim.groupDisruption:
-		mode = gangGoesSingly
-	default:
-		mode = gangGoesWhole
-		for m := range members {
-			if m.OnNode() && m.Counted && (m.Status != framework.TaskBound || !sim.policy(m)) {
-				mode = gangStays
+		kept := false
+		for _, m := range info.Tasks {
+			if kept = keeps(m); kept {
 				break
 			}
 		}
+		mode = sim.modeOf(info.Disruption(), kept)
 	}
 	if sim.gangModes == nil {
 		sim.gangModes = map[framework.JobID]gangMode{}
 	}
 	sim.gangModes[gang] = mode
 	return mode
+}
+
+// modeOf is the gangMode of a gang whose group says d, and of whose
+// running members some are kept (bound, allowed by the policy) or not.
+func (sim *simulation) modeOf(d framework.Disruption, kept bool) gangMode {
+	switch {
+	case d == framework.DisruptSingly && sim.groupDisruption:
+		return gangGoesSingly
+	case kept:
+		return gangStays
+	}
+	return gangGoesWhole
 }
 
 // aboveQuorum reports whether t is a pod of a gang that runs more pods than
