@@ -205,7 +205,13 @@ type NodeFilter func(ctx context.Context, node *NodeInfo) *Status
 // PrepareFilter once per pod and then the returned NodeFilter on each
 // node, instead of Filter, so that the data is read once per pod rather
 // than once per node. The NodeFilter must answer as Filter would with the
-// same state and pod; it may be called concurrently.
+// same state and pod; it may be called concurrently. It must also keep
+// answering so while the pods on the nodes change and the state follows
+// them through the PodPreFilterExtensions: preemption's victim search
+// prepares once per candidate node and then takes pods off the node and
+// puts them back. So prepare only what is the pod's own (its requests,
+// its parsed affinity), and read what the extensions update at each
+// call.
 type FilterPreparer interface {
 	FilterPlugin
 	PrepareFilter(ctx context.Context, state *CycleState, pod *v1.Pod) NodeFilter

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	frameworkruntime "github.com/batch-scheduler/batch-scheduler/pkg/framework/runtime"
 )
 
 // podFit answers, for one preemptor pod of a simulation, whether the pod
@@ -83,6 +84,9 @@ type fitCheck struct {
 	// state is the clone of f.base that the changes update; nil when each
 	// fit runs PreFilterPod again.
 	state *framework.CycleState
+	// line is the Filter plugins bound to the pod and state, at the
+	// first fit; nil without a state.
+	line *frameworkruntime.FitLine
 }
 
 // removed tells c that t has left node in the snapshot (node no longer
@@ -116,5 +120,8 @@ func (c *fitCheck) fits(ctx context.Context, node *framework.NodeInfo) (bool, er
 	if c.state == nil {
 		return sim.c.Framework.PodFitsOn(ctx, sim.c.State, c.f.pod, sim.snapshot.NodeInfos(), node, true)
 	}
-	return sim.c.Framework.PodFitsOn(ctx, c.state, c.f.pod, nil, node, false)
+	if c.line == nil {
+		c.line = sim.c.Framework.NewFitLine(ctx, c.state, c.f.pod)
+	}
+	return c.line.Fits(ctx, node)
 }

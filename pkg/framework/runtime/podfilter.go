@@ -168,6 +168,33 @@ func pickNamed(named sets.Set[string], scope FilterScope) []*framework.NodeInfo 
 	return out
 }
 
+// FitLine is the Filter plugins bound to one pod and one state
+// (FilterPreparer.PrepareFilter run once), for a line of checks of the
+// pod while the caller changes the nodes and keeps the state up to date
+// through the PodPreFilterExtensions (preemption's victim search on one
+// candidate node): PodFitsOn without preFilter, minus the binding of the
+// plugins on every check.
+type FitLine struct {
+	f       *Framework
+	state   *framework.CycleState
+	pod     *v1.Pod
+	filters []boundFilter
+	timed   bool
+}
+
+// NewFitLine binds the active Filter plugins to pod and state.
+func (f *Framework) NewFitLine(ctx context.Context, state *framework.CycleState, pod *v1.Pod) *FitLine {
+	return &FitLine{f: f, state: state, pod: pod, filters: bindFilters(ctx, f.activeFilters(state), state, pod),
+		timed: state.ShouldRecordPluginMetrics()}
+}
+
+// Fits reports whether the line's pod passes the Filter plugins on node,
+// with the line's state as it is now: what PodFitsOn without preFilter
+// says.
+func (l *FitLine) Fits(ctx context.Context, node *framework.NodeInfo) (bool, error) {
+	return fitVerdict(l.f.runFilters(ctx, l.filters, l.state, l.pod, node, l.timed), l.pod, node)
+}
+
 // PodFitsOn reports whether pod passes the Filter plugins on node in
 // state: the check of one node of FilterPod's path, for a caller that
 // changes the nodes between checks (preemption's victim search takes pods
@@ -186,7 +213,12 @@ func (f *Framework) PodFitsOn(ctx context.Context, state *framework.CycleState, 
 			return false, fmt.Errorf("pre-filter for pod %s: %w", klog.KObj(pod), st.AsError())
 		}
 	}
-	st := f.RunFilterPlugins(ctx, state, pod, node)
+	return fitVerdict(f.RunFilterPlugins(ctx, state, pod, node), pod, node)
+}
+
+// fitVerdict reads the Filter plugins' status on node for pod: a fit, a
+// misfit, or an error naming both.
+func fitVerdict(st *framework.Status, pod *v1.Pod, node *framework.NodeInfo) (bool, error) {
 	if st.IsSuccess() {
 		return true, nil
 	}

@@ -271,3 +271,50 @@ func TestFilterPodNamedNodes(t *testing.T) {
 		})
 	}
 }
+
+// preparedPlugin is pathPlugin as a FilterPreparer: it records each
+// PrepareFilter, and its NodeFilter reads reject at each call.
+type preparedPlugin struct{ pathPlugin }
+
+func (p *preparedPlugin) PrepareFilter(_ context.Context, _ *framework.CycleState, pod *v1.Pod) framework.NodeFilter {
+	p.rec.add("PrepareFilter(%s)", pod.Name)
+	return func(ctx context.Context, node *framework.NodeInfo) *framework.Status {
+		return p.Filter(ctx, nil, pod, node)
+	}
+}
+
+// A FitLine binds the plugins once and then answers each check as
+// PodFitsOn without PreFilter does, following what changes between checks.
+func TestFitLine(t *testing.T) {
+	all := makeNodes(t, "n1", "n2", "broken")
+	rec := &recorder{}
+	p := &preparedPlugin{pathPlugin{rec: rec, reject: map[string]bool{"n1": true}}}
+	f := mustFramework(t, baseRegistry(t, nil, p), baseSpec(map[ExtensionPoint]PluginSet{
+		FilterPoint: {{Name: "path"}},
+	}))
+	ctx, state := context.Background(), framework.NewCycleState()
+	pod := st.MakePod().Namespace("ns").Name("p").Obj()
+	line := f.NewFitLine(ctx, state, pod)
+	check := func(node *framework.NodeInfo, want bool) {
+		t.Helper()
+		got, err := line.Fits(ctx, node)
+		if err != nil || got != want {
+			t.Errorf("Fits(%s) = %v, %v, want %v", node.Name(), got, err, want)
+		}
+		if byPodFitsOn, err := f.PodFitsOn(ctx, state, pod, all, node, false); err != nil || byPodFitsOn != got {
+			t.Errorf("Fits(%s) = %v, PodFitsOn says %v, %v", node.Name(), got, byPodFitsOn, err)
+		}
+	}
+	check(all[0], false)
+	check(all[1], true)
+	p.reject = map[string]bool{"n2": true}
+	check(all[0], true)
+	check(all[1], false)
+	if _, err := line.Fits(ctx, all[2]); !errors.Is(err, errBoom) || !strings.Contains(err.Error(), "ns/p") || !strings.Contains(err.Error(), "broken") {
+		t.Errorf("Fits(broken) error = %v, want errBoom naming the pod and the node", err)
+	}
+	// PodFitsOn binds on every check; the line once.
+	if got := rec.count("PrepareFilter(p)"); got != 1+4 {
+		t.Errorf("PrepareFilter ran %d times, want once for the line and once per PodFitsOn (4)", got)
+	}
+}
