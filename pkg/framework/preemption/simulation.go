@@ -132,22 +132,6 @@ func (e *Engine) Simulate(ctx context.Context, c *Cycle, b SearchBounds, going [
 	return e.simulate(ctx, c, b, newGoingSet(going), nil)
 }
 
-// goingSet is the going pods (see Simulate), listed and by UID: a
-// preemption builds it once for the checks before its simulation and for
-// the simulation.
-type goingSet struct {
-	tasks []*framework.TaskInfo
-	uids  map[types.UID]bool
-}
-
-func newGoingSet(tasks []*framework.TaskInfo) goingSet {
-	uids := make(map[types.UID]bool, len(tasks))
-	for _, t := range tasks {
-		uids[t.Pod.UID] = true
-	}
-	return goingSet{tasks: tasks, uids: uids}
-}
-
 // simulate is Simulate, run as a reservation's wait when wait is set.
 func (e *Engine) simulate(ctx context.Context, c *Cycle, b SearchBounds, going goingSet, wait *waitMode) (SimulationResult, error) {
 	sim := &simulation{e: e, c: c, snapshot: e.opts.Snapshot, policy: b.Victims, jobs: map[framework.JobID]*framework.JobInfo{},
