@@ -86,7 +86,7 @@ func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 		}),
 		PreemptionAttempts: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 			Namespace: metrics.Namespace, Name: "preemption_attempts_total", StabilityLevel: k8smetrics.ALPHA,
-			Help: "Preemption attempts for jobs that did not fit, by result (preempted, unhelpful: nothing evicted as the job would not fit anyway, failed: an eviction was refused, error).",
+			Help: "Preemption attempts for jobs that did not fit, by result (preempted, borrowed: room other preemptions free taken without evicting more, unhelpful: nothing evicted as the job would not fit anyway, failed: an eviction was refused, error).",
 		}, []string{"result"}),
 		PreemptionVictims: k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
 			Namespace: metrics.Namespace, Name: "preemption_victims_total", StabilityLevel: k8smetrics.ALPHA,

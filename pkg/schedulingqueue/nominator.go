@@ -83,6 +83,10 @@ type Nominator struct {
 	// but for a victim two preemptions chose), so that GoingVictims walks
 	// each node's pods once rather than once per victim.
 	onNode map[string]map[types.UID]int
+	// borrowed maps a preemptor job to the victims of other preemptions
+	// whose room it was nominated to take (UID → node): it waits for them
+	// as for its own, while they are still going (Borrow).
+	borrowed map[framework.JobID]map[types.UID]string
 	// sorted are the values of pods sorted by pod name, rebuilt by Others
 	// after pods changed (stale set): every cycle reads them, few change
 	// them.
@@ -94,7 +98,8 @@ type Nominator struct {
 // nomination is released.
 func NewNominator(q Mover) *Nominator {
 	return &Nominator{queue: q, pods: map[types.UID]Nomination{}, victims: map[framework.JobID]map[types.UID]string{},
-		victimsSince: map[framework.JobID]time.Time{}, onNode: map[string]map[types.UID]int{}}
+		victimsSince: map[framework.JobID]time.Time{}, onNode: map[string]map[types.UID]int{},
+		borrowed: map[framework.JobID]map[types.UID]string{}}
 }
 
 // Nominate replaces job's nominations with placements (pod UID → node) of
@@ -117,13 +122,61 @@ func (n *Nominator) Nominate(job framework.JobID, priority int32, pods []*v1.Pod
 	}
 }
 
+// Borrow records that job's nominations, just made by Nominate, take the
+// room that the victims of other preemptions (UID → node) leave: job
+// waits for them as for victims of its own (WaitingFor, VictimsLeft)
+// while they are still going, evicting none. A borrowed victim no
+// preemption evicts any more and that is not terminating is no longer
+// waited for: the preemption that chose it gave up (its eviction was
+// refused, say), so its room may never free.
+func (n *Nominator) Borrow(job framework.JobID, victims map[types.UID]string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(victims) == 0 {
+		return
+	}
+	n.borrowed[job] = victims
+	if _, ok := n.victimsSince[job]; !ok {
+		n.victimsSince[job] = time.Now()
+	}
+}
+
 // forgetVictimsLocked forgets the victims job waits for.
 func (n *Nominator) forgetVictimsLocked(job framework.JobID) {
 	for uid, node := range n.victims[job] {
 		n.unindexLocked(uid, node)
 	}
 	delete(n.victims, job)
+	delete(n.borrowed, job)
 	delete(n.victimsSince, job)
+}
+
+// borrowedLeftLocked returns the victims job borrowed that nodes still
+// has on their nodes and that are still going (terminating, or another
+// preemption's victims), and forgets the others.
+func (n *Nominator) borrowedLeftLocked(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) map[types.UID]string {
+	b := n.borrowed[job]
+	for uid, node := range b {
+		ni, ok := nodes(node)
+		if ok && (n.onNode[node][uid] > 0 || terminatingOn(ni, uid)) {
+			continue
+		}
+		delete(b, uid)
+	}
+	if len(b) == 0 {
+		delete(n.borrowed, job)
+	}
+	return b
+}
+
+// terminatingOn reports whether ni holds the pod with uid, terminating.
+func terminatingOn(ni *framework.NodeInfo, uid types.UID) bool {
+	for _, t := range ni.Pods {
+		if t.Pod.UID == uid {
+			return t.Pod.DeletionTimestamp != nil && t.Counted
+		}
+	}
+	return false
 }
 
 // unindexLocked takes one job's wait for victim uid on node out of
@@ -287,12 +340,12 @@ func (n *Nominator) Has(job framework.JobID) bool {
 }
 
 // WaitingFor counts the victims of job's last preemption that nodes (the
-// cycle's snapshot, by name) still has on their nodes, and forgets the
-// others.
+// cycle's snapshot, by name) still has on their nodes, with those it
+// borrowed that are still going (see Borrow), and forgets the others.
 func (n *Nominator) WaitingFor(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	left := 0
+	left := len(n.borrowedLeftLocked(job, nodes))
 	for uid, node := range n.victims[job] {
 		if ni, ok := nodes(node); ok && ni.HasPod(uid) {
 			left++
@@ -305,22 +358,24 @@ func (n *Nominator) WaitingFor(job framework.JobID, nodes func(name string) (*fr
 }
 
 // VictimsLeft returns the nodes (of nodes, the cycle's snapshot, by name)
-// where a victim the last preemption chose for job still runs (holds
-// room), job's
-// nominations of that preemption (not a reservation's), and since when
-// job has waited for those victims; no nodes when none is left.
+// where a victim the last preemption chose for job, or one it borrowed
+// that is still going, still runs (holds room), job's nominations of that
+// preemption (not a reservation's), and since when job has waited for
+// those victims; no nodes when none is left.
 func (n *Nominator) VictimsLeft(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) (busy map[string]bool, noms []Nomination, since time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for uid, node := range n.victims[job] {
-		if busy[node] {
-			continue
-		}
-		if ni, ok := nodes(node); ok && holdsRoom(ni, uid) {
-			if busy == nil {
-				busy = map[string]bool{}
+	for _, victims := range []map[types.UID]string{n.victims[job], n.borrowedLeftLocked(job, nodes)} {
+		for uid, node := range victims {
+			if busy[node] {
+				continue
 			}
-			busy[node] = true
+			if ni, ok := nodes(node); ok && holdsRoom(ni, uid) {
+				if busy == nil {
+					busy = map[string]bool{}
+				}
+				busy[node] = true
+			}
 		}
 	}
 	if len(busy) == 0 {
@@ -347,9 +402,9 @@ func holdsRoom(ni *framework.NodeInfo, uid types.UID) bool {
 }
 
 // GoingVictims returns the victims every preemption waits for that nodes
-// (the cycle's snapshot, by name) still has on their nodes without a
-// deletion timestamp: their eviction is under way but does not show yet.
-// Each node with victims is walked once; the victims no longer on their
+// (the cycle's snapshot, by name) still has on their nodes, taking room:
+// those without a deletion timestamp, whose eviction is under way but
+// does not show yet, and those terminating. Each node with victims is walked once; the victims no longer on their
 // nodes are gone for good, and are left out of the next calls (their
 // preemptors' own lists keep them until WaitingFor or the preemptor's
 // placement drops them).
@@ -369,7 +424,7 @@ func (n *Nominator) GoingVictims(nodes func(name string) (*framework.NodeInfo, b
 				continue
 			}
 			found++
-			if t.Pod.DeletionTimestamp == nil {
+			if t.Counted {
 				out = append(out, t)
 			}
 		}

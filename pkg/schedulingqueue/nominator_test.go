@@ -167,7 +167,7 @@ func TestReservationHeldSince(t *testing.T) {
 }
 
 // GoingVictims reports the victims of every preemption still on their
-// nodes and not yet terminating, walks only the nodes with victims, and
+// nodes, terminating or not, walks only the nodes with victims, and
 // stops indexing victims once they are gone: nothing is left indexed when
 // their preemptors no longer wait.
 func TestNominatorGoingVictims(t *testing.T) {
@@ -214,11 +214,11 @@ func TestNominatorGoingVictims(t *testing.T) {
 		change      func()
 		want, index []string
 	}{
-		{what: "every preemption's, not the terminating one", want: []string{"v1", "v3", "v4"},
+		{what: "every preemption's, the terminating one too", want: []string{"v1", "v2", "v3", "v4"},
 			index: []string{"v1@n1", "v2@n1", "v3@n2", "v4@n2"}},
-		{what: "a victim gone from its node", change: func() { nodes["n1"].RemovePod("v1") }, want: []string{"v3", "v4"},
+		{what: "a victim gone from its node", change: func() { nodes["n1"].RemovePod("v1") }, want: []string{"v2", "v3", "v4"},
 			index: []string{"v2@n1", "v3@n2", "v4@n2"}},
-		{what: "one of two preemptors waiting for the same victim done", change: func() { n.Clear(jobC) }, want: []string{"v3", "v4"},
+		{what: "one of two preemptors waiting for the same victim done", change: func() { n.Clear(jobC) }, want: []string{"v2", "v3", "v4"},
 			index: []string{"v2@n1", "v3@n2", "v4@n2"}},
 		{what: "the other done too", change: func() { n.Clear(jobA) }, want: []string{"v4"}, index: []string{"v4@n2"}},
 		{what: "a node gone", change: func() { delete(nodes, "n2") }, want: nil, index: nil},
@@ -237,5 +237,58 @@ func TestNominatorGoingVictims(t *testing.T) {
 	}
 	if len(n.victims) != 0 {
 		t.Errorf("victims still awaited: %v", n.victims)
+	}
+}
+
+// A job that borrows other preemptions' victims waits for them while they
+// are still going: still some preemption's victims, or terminating. One
+// whose preemption gave up (an eviction refused) and that keeps running
+// is no longer waited for, nor is one gone from its node.
+func TestNominatorBorrow(t *testing.T) {
+	victim := func(name, node string) *v1.Pod {
+		return st.MakePod().Name(name).UID(name).Node(node).Phase(v1.PodRunning).Obj()
+	}
+	v1a, v2a, v3b := victim("v1", "n1"), victim("v2", "n1"), victim("v3", "n2")
+	nodes := map[string]*framework.NodeInfo{
+		"n1": framework.NewNodeInfo(st.MakeNode().Name("n1").Obj(), v1a, v2a),
+		"n2": framework.NewNodeInfo(st.MakeNode().Name("n2").Obj(), v3b),
+	}
+	get := func(name string) (*framework.NodeInfo, bool) { ni, ok := nodes[name]; return ni, ok }
+	evictor := framework.JobID{Namespace: "default", Name: "evictor", Gang: true}
+	borrower := framework.JobID{Namespace: "default", Name: "borrower", Gang: true}
+	pending := st.MakePod().Name("p").UID("p").Obj()
+	n := NewNominator(nil)
+	n.Nominate(evictor, 10, nil, nil, map[types.UID]string{"v1": "n1", "v2": "n1", "v3": "n2"})
+	n.Nominate(borrower, 10, []*v1.Pod{pending}, map[string]string{"p": "n1"}, nil)
+	n.Borrow(borrower, map[types.UID]string{"v1": "n1", "v2": "n1"})
+	if got := n.WaitingFor(borrower, get); got != 2 {
+		t.Fatalf("waiting for %d borrowed victims, want 2", got)
+	}
+	if busy, noms, _ := n.VictimsLeft(borrower, get); !busy["n1"] || len(noms) != 1 {
+		t.Errorf("victims left on %v with %d nominations, want n1 and 1", busy, len(noms))
+	}
+	// v1 goes; v2 starts terminating while its preemption gives up.
+	nodes["n1"].RemovePod("v1")
+	terminating := metav1.Now()
+	v2a.DeletionTimestamp = &terminating
+	n.GiveUp(evictor)
+	if got := n.WaitingFor(borrower, get); got != 1 {
+		t.Errorf("after v1 went and v2 kept terminating: waiting for %d, want 1", got)
+	}
+	// v2's eviction did not happen after all: it runs on, no preemption
+	// evicts it, so nothing is waited for.
+	v2a.DeletionTimestamp = nil
+	if got := n.WaitingFor(borrower, get); got != 0 {
+		t.Errorf("a borrowed victim nobody evicts: waiting for %d, want 0", got)
+	}
+	if busy, _, _ := n.VictimsLeft(borrower, get); len(busy) != 0 {
+		t.Errorf("victims left on %v, want none", busy)
+	}
+	// Borrowed victims go with the job's nominations.
+	n.Nominate(evictor, 10, nil, nil, map[types.UID]string{"v3": "n2"})
+	n.Borrow(borrower, map[types.UID]string{"v3": "n2"})
+	n.Clear(borrower)
+	if got := n.WaitingFor(borrower, get); got != 0 || len(n.borrowed) != 0 {
+		t.Errorf("cleared: waiting for %d, borrowed %v; want none", got, n.borrowed)
 	}
 }

@@ -351,7 +351,8 @@ func TestSideBySide(t *testing.T) {
 // default; full: upstream's performance workloads), PERF_SUITE_RUN (a
 // regexp of TestCase/workload), PERF_SUITE_TIMEOUT_SECONDS (600),
 // PERF_SUITE_PROFILE_DIR (a CPU profile of each scheduler over the first
-// PERF_SUITE_PROFILE_SECONDS, 10, of each measured window),
+// PERF_SUITE_PROFILE_SECONDS, 10, of each measured window, and each
+// scheduler's log), PERF_SUITE_VERBOSITY (the schedulers' -v, 1),
 // PERF_SUITE_MIN_PODS (0: a workload measuring fewer pods is run again,
 // on a fresh control plane, until its runs measured that many; see
 // runRepeated), PERF_SUITE_ONLY (one scheduler's name: run only it, the
@@ -394,6 +395,7 @@ func BenchmarkPerfSuite(b *testing.B) {
 		}
 		o.ProfileDir, o.ProfileFor = d, time.Duration(envInt(b, "PERF_SUITE_PROFILE_SECONDS", 10))*time.Second
 	}
+	o.Verbosity = envInt(b, "PERF_SUITE_VERBOSITY", 1)
 	minPods := envInt(b, "PERF_SUITE_MIN_PODS", 0)
 	out := os.Getenv("PERF_SUITE_OUT")
 	sels := set.Select(cases)

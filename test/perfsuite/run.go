@@ -137,9 +137,12 @@ type Options struct {
 	// Logf reports progress.
 	Logf func(format string, args ...any)
 	// ProfileDir, if set, gets a CPU profile of the scheduler over the
-	// first ProfileFor of each measured window.
+	// first ProfileFor of each measured window, and the scheduler's log
+	// when it stops.
 	ProfileDir string
 	ProfileFor time.Duration
+	// Verbosity is the schedulers' -v (1 when 0).
+	Verbosity int
 }
 
 // Result is one workload under one scheduler.
@@ -196,7 +199,7 @@ func run(ctx context.Context, o Options, sel Selected, which Scheduler) ([]Windo
 		return nil, fmt.Errorf("creating the scheduler's directory: %w", err)
 	}
 	caseDir := filepath.Join(o.SuiteDir, filepath.Dir(tc.File))
-	spec := SchedulerSpec{Which: which, Kubeconfig: cp.KubeconfigPath, Gates: gates, QPS: o.QPS, Burst: o.Burst, Dir: dir}
+	spec := SchedulerSpec{Which: which, Kubeconfig: cp.KubeconfigPath, Gates: gates, QPS: o.QPS, Burst: o.Burst, Dir: dir, Verbosity: o.Verbosity}
 	if tc.SchedulerConfigPath != "" {
 		spec.ConfigPath = filepath.Join(caseDir, tc.SchedulerConfigPath)
 	} else if which == BatchScheduler {
@@ -226,7 +229,17 @@ func run(ctx context.Context, o Options, sel Selected, which Scheduler) ([]Windo
 	if err != nil {
 		return nil, err
 	}
-	defer sched.Stop()
+	defer func() {
+		sched.Stop()
+		if o.ProfileDir != "" {
+			// The control plane's directory goes; the log stays beside
+			// the profiles, to trace what they show.
+			path := filepath.Join(o.ProfileDir, fmt.Sprintf("%s-%s-%s.log", tc.Name, strings.ReplaceAll(w.Name, "/", "_"), which))
+			if err := sched.KeepLog(path); err != nil && o.Logf != nil {
+				o.Logf("%v", err)
+			}
+		}
+	}()
 	e := &executor{
 		client: client, dyn: dyn, tc: tc, w: w, dir: caseDir, sched: sched, tracker: tracker,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery())),

@@ -45,6 +45,8 @@ type SchedulerSpec struct {
 	QPS, Burst int
 	// Dir holds the configuration, certificates and log.
 	Dir string
+	// Verbosity is the process's -v; 0 means 1.
+	Verbosity int
 }
 
 // RunningScheduler is a started scheduler process.
@@ -132,7 +134,7 @@ func Start(ctx context.Context, spec SchedulerSpec) (*RunningScheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating %s's log: %w", spec.Which, err)
 	}
-	r.cmd = exec.Command(spec.Binary, append(args, "-v=1")...)
+	r.cmd = exec.Command(spec.Binary, append(args, fmt.Sprintf("-v=%d", max(1, spec.Verbosity)))...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := r.cmd.Start(); err != nil {
@@ -307,6 +309,18 @@ func (r *RunningScheduler) LogTail(n int) string {
 		return ""
 	}
 	return string(data[max(0, len(data)-n):])
+}
+
+// KeepLog copies the process's log to path.
+func (r *RunningScheduler) KeepLog(path string) error {
+	data, err := os.ReadFile(r.logPath)
+	if err != nil {
+		return fmt.Errorf("reading %s's log: %w", r.Spec.Which, err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("keeping %s's log: %w", r.Spec.Which, err)
+	}
+	return nil
 }
 
 func freeAddress() (string, error) {

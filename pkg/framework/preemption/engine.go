@@ -39,6 +39,9 @@ const (
 	// ResultUnhelpful: the job does not fit even after preempting every
 	// pod it may; nothing was evicted.
 	ResultUnhelpful = "unhelpful"
+	// ResultBorrowed: the job takes room that other preemptions'
+	// victims leave; nothing more was evicted.
+	ResultBorrowed = "borrowed"
 	// ResultFailed: an eviction was refused or failed.
 	ResultFailed = "failed"
 	// ResultError: the simulation failed with an error.
@@ -75,11 +78,17 @@ type Nominator interface {
 	// Placements returns where job's pods are nominated, pod UID to
 	// node.
 	Placements(job framework.JobID) map[types.UID]string
+	// Borrow records that job's nominations, just made, take the room
+	// the victims of other preemptions (UID → node) leave: job waits for
+	// them, while they are still going, as for its own.
+	Borrow(job framework.JobID, victims map[types.UID]string)
 	// WaitingFor counts the victims of job's last preemption still on
-	// their nodes (looked up by nodes).
+	// their nodes (looked up by nodes), with those it borrowed that are
+	// still going.
 	WaitingFor(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) int
-	// GoingVictims returns the victims of every preemption whose eviction
-	// is under way but does not show yet.
+	// GoingVictims returns the victims of every preemption still taking
+	// room on their nodes: terminating, or whose eviction is under way
+	// but does not show yet.
 	GoingVictims(nodes func(name string) (*framework.NodeInfo, bool)) []*framework.TaskInfo
 }
 
@@ -300,7 +309,7 @@ func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds, plugin 
 		e.count(ResultError)
 		return framework.RoomOutcome{}, err
 	}
-	if res.Fits && len(res.Victims) == 0 {
+	if res.Fits && len(res.Victims) == 0 && len(res.Borrowed) == 0 {
 		// The job fits without preemption, placed the simulation's way
 		// (first feasible node) rather than the cycle's (best score): the
 		// next cycle follows these placements; any event retries it.
@@ -320,8 +329,19 @@ func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds, plugin 
 		victims[v.Task.Pod.UID] = v.Task.NodeName
 	}
 	nominator.Nominate(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, victims)
+	nominator.Borrow(c.Job.ID, res.Borrowed)
+	if len(res.Victims) == 0 {
+		// Other preemptions' victims leave room enough: the job waits
+		// for them rather than evicting more (a victim gang that goes
+		// whole frees room on many nodes, far beyond what its preemptor
+		// needs). Only the pods' nominated nodes are written.
+		e.count(ResultBorrowed)
+		logger.V(2).Info("Job takes the room other preemptions' victims leave; waiting for them", "borrowed", len(res.Borrowed), "placements", len(res.Placements))
+		e.executePreemption(ctx, c.Job.ID, res, plugin)
+		return framework.RoomOutcome{Fits: true, Waiting: len(res.Borrowed)}, nil
+	}
 	e.count(ResultPreempted)
-	logger.V(2).Info("Preempting pods to make room for the job", "victims", len(res.Victims), "placements", len(res.Placements))
+	logger.V(2).Info("Preempting pods to make room for the job", "victims", len(res.Victims), "borrowed", len(res.Borrowed), "placements", len(res.Placements))
 	e.executePreemption(ctx, c.Job.ID, res, plugin)
 	return framework.RoomOutcome{Fits: true, Victims: len(res.Victims)}, nil
 }

@@ -22,18 +22,28 @@ import (
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
-// goingSet is the going pods (see Simulate), listed and by UID: a
-// preemption builds it once for the checks before its simulation and for
-// the simulation.
+// goingSet is what a preemption knows of the victims other preemptions
+// evict (Nominator.GoingVictims): built once for the checks before its
+// simulation and for the simulation.
 type goingSet struct {
+	// tasks are those whose eviction does not show yet (no deletion
+	// timestamp), and uids their UIDs: no longer victims to choose, and
+	// already taken from their budget group.
 	tasks []*framework.TaskInfo
 	uids  map[types.UID]bool
+	// leaving are all of them, terminating or not, still taking room on
+	// their nodes: room that frees without evicting anything more, which
+	// a simulation may hand to its job (see simulation.free).
+	leaving []*framework.TaskInfo
 }
 
-func newGoingSet(tasks []*framework.TaskInfo) goingSet {
-	uids := make(map[types.UID]bool, len(tasks))
-	for _, t := range tasks {
-		uids[t.Pod.UID] = true
+func newGoingSet(victims []*framework.TaskInfo) goingSet {
+	g := goingSet{uids: make(map[types.UID]bool, len(victims)), leaving: victims}
+	for _, t := range victims {
+		if t.Pod.DeletionTimestamp == nil {
+			g.tasks = append(g.tasks, t)
+			g.uids[t.Pod.UID] = true
+		}
 	}
-	return goingSet{tasks: tasks, uids: uids}
+	return g
 }

@@ -78,6 +78,9 @@ type simulation struct {
 	// going are the pods other jobs' preemptions are evicting that have
 	// not started terminating: no longer victims to choose.
 	going map[types.UID]bool
+	// freed are, by node, the victims of other preemptions that free
+	// took off the snapshot.
+	freed map[string][]*framework.TaskInfo
 	// budget, if set, bounds what the victims take from each group; taken
 	// sums, per group, the requests of the victims chosen so far and of
 	// the going pods.
@@ -119,13 +122,17 @@ type SimulationResult struct {
 	Victims    []*Victim
 	Placed     []*v1.Pod
 	Placements map[string]string
+	// Borrowed are the victims of other preemptions (UID → node) on the
+	// nodes of Placements: the job's pods wait for them to go.
+	Borrowed map[types.UID]string
 	// ends are the expected ends of the pods a reservation waits for.
 	ends map[types.UID]expectedEnd
 }
 
 // Simulate runs the victim search for c's job on the snapshot within b,
-// with the going pods (other preemptions' victims whose eviction does not
-// show yet) already counted as leaving. It tries each of c's placements
+// with the going pods (other preemptions' victims still on their nodes)
+// already counted as leaving: none is a victim to choose, and the room of
+// each is free (see simulation.free). It tries each of c's placements
 // in turn and puts the snapshot back as it was before returning; it
 // nominates and evicts nothing.
 func (e *Engine) Simulate(ctx context.Context, c *Cycle, b SearchBounds, going []*framework.TaskInfo) (SimulationResult, error) {
@@ -139,6 +146,9 @@ func (e *Engine) simulate(ctx context.Context, c *Cycle, b SearchBounds, going g
 		budget: b.Budget, taken: map[string]framework.ResourceAmounts{}, going: going.uids, sample: b.Sample, groupDisruption: b.GroupDisruption, wait: wait}
 	for _, t := range going.tasks {
 		sim.charge(t, 1)
+	}
+	if wait == nil {
+		sim.free(going.leaving)
 	}
 	// Plugins that keep state of running pods (DynamicResources: the
 	// devices of their claims) treat a running pod the simulation takes
@@ -187,10 +197,44 @@ func (e *Engine) simulate(ctx context.Context, c *Cycle, b SearchBounds, going g
 // result is the simulation's state as a SimulationResult.
 func (sim *simulation) result(fits bool) SimulationResult {
 	res := SimulationResult{Fits: fits, Victims: slices.Clone(sim.order), Placed: slices.Clone(sim.placed), Placements: maps.Clone(sim.placements)}
+	for _, node := range sim.placements {
+		for _, t := range sim.freed[node] {
+			if res.Borrowed == nil {
+				res.Borrowed = map[types.UID]string{}
+			}
+			res.Borrowed[t.Pod.UID] = node
+		}
+	}
 	if sim.wait != nil {
 		res.ends = sim.wait.ends
 	}
 	return res
+}
+
+// free takes leaving, the victims of other preemptions, off their nodes
+// in the snapshot: their room frees without evicting anything more, so a
+// pod that fits there once they are gone waits for them (the result's
+// Borrowed) rather than evicting others. A victim gang that goes whole
+// frees room on many nodes besides the one its preemptor needed, and
+// concurrent preemptions would otherwise each evict as much again. The
+// room preemption made for other jobs stays theirs: the cycle holds
+// their nominated pods on the snapshot. A reservation's wait does not
+// free them: it waits for running pods by their expected ends.
+func (sim *simulation) free(leaving []*framework.TaskInfo) {
+	for _, t := range leaving {
+		if !sim.snapshot.RemovePod(t.NodeName, t.Pod.UID) {
+			continue
+		}
+		if sim.freed == nil {
+			sim.freed = map[string][]*framework.TaskInfo{}
+		}
+		sim.freed[t.NodeName] = append(sim.freed[t.NodeName], t)
+		sim.record(func() {
+			if ni, ok := sim.snapshot.Get(t.NodeName); ok {
+				ni.AddTask(t)
+			}
+		})
+	}
 }
 
 // victimTasks returns the victims' tasks.
