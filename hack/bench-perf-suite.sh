@@ -19,7 +19,11 @@ set -o errexit -o nounset -o pipefail
 #      PERF_SUITE_MAX_NODES (500), PERF_SUITE_TIMEOUT_SECONDS (600: each
 #      wait for pods to be scheduled), PERF_SUITE_PROFILE_DIR (CPU profiles
 #      of both schedulers over the first PERF_SUITE_PROFILE_SECONDS, 10, of
-#      each measured window: go tool pprof -top FILE),
+#      each measured window: go tool pprof -top FILE; and each scheduler's
+#      log), PERF_SUITE_VERBOSITY (the schedulers' -v, 1; 2 logs every
+#      preemption and victim of ours and of kube-scheduler),
+#      PERF_SUITE_ONLY (kube-scheduler or batch-scheduler: run only that
+#      one),
 #      PERF_SUITE_MIN_PODS (0: a workload that measures fewer pods runs
 #      again, each time on a fresh control plane, up to 20 times, until its
 #      runs add up to that many pods; its row sums them),
