@@ -398,6 +398,11 @@ func TestPreemptionPodDisruptionBudgets(t *testing.T) {
 		if got := h.apiPod(pre).Status.NominatedNodeName; got != "" {
 			t.Errorf("nominated node %q after a failed preemption, want none", got)
 		}
+		// Neither the refused victim nor the one never evicted is going:
+		// no other preemption may take their room.
+		if got := h.sched.nominated.GoingVictims(h.sched.snapshot.Get); len(got) != 0 {
+			t.Errorf("%d victims still going after the refusal, want none", len(got))
+		}
 		if h.sched.nominated.Has(dialects.Resolver().JobID(pre)) {
 			t.Errorf("the failed preemption's nomination is kept")
 		}

@@ -470,7 +470,10 @@ func (n *Nominator) Others(job framework.JobID, priority int32) []Nomination {
 }
 
 // Placed forgets the nominations of pods, which a cycle of job placed,
-// and, once none of job's is left, the victims it waited for.
+// and, once none of job's is left, that job waits for its victims. Those
+// stay going (GoingVictims) until they are gone: their evictions were
+// sent, and a victim gang's pods on other nodes may go well after the
+// job's own nodes are free, while other preemptions borrow their room.
 func (n *Nominator) Placed(job framework.JobID, pods []*v1.Pod) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -485,7 +488,24 @@ func (n *Nominator) Placed(job framework.JobID, pods []*v1.Pod) {
 			return
 		}
 	}
-	n.forgetVictimsLocked(job)
+	delete(n.victims, job)
+	delete(n.borrowed, job)
+	delete(n.victimsSince, job)
+}
+
+// NotGoing takes victims (UID → node) whose eviction was refused or never
+// sent out of the going victims, whichever preemption chose them: they
+// keep running, so their room is not free and they may be chosen again.
+func (n *Nominator) NotGoing(victims map[types.UID]string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for uid, node := range victims {
+		on := n.onNode[node]
+		delete(on, uid)
+		if len(on) == 0 {
+			delete(n.onNode, node)
+		}
+	}
 }
 
 // Drop forgets the nomination of the pod with uid.

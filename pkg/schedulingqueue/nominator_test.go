@@ -292,3 +292,58 @@ func TestNominatorBorrow(t *testing.T) {
 		t.Errorf("cleared: waiting for %d, borrowed %v; want none", got, n.borrowed)
 	}
 }
+
+// A preemptor placed no longer waits for its victims, but those still on
+// their nodes stay going, and borrowable, until they are gone: their
+// evictions were sent. Victims whose eviction was refused are no longer
+// going, whoever chose them.
+func TestNominatorPlacedKeepsVictimsGoing(t *testing.T) {
+	victim := func(name, node string) *v1.Pod {
+		return st.MakePod().Name(name).UID(name).Node(node).Phase(v1.PodRunning).Obj()
+	}
+	v1a, v2b, v3b := victim("v1", "n1"), victim("v2", "n2"), victim("v3", "n2")
+	nodes := map[string]*framework.NodeInfo{
+		"n1": framework.NewNodeInfo(st.MakeNode().Name("n1").Obj(), v1a),
+		"n2": framework.NewNodeInfo(st.MakeNode().Name("n2").Obj(), v2b, v3b),
+	}
+	get := func(name string) (*framework.NodeInfo, bool) { ni, ok := nodes[name]; return ni, ok }
+	evictor := framework.JobID{Namespace: "default", Name: "evictor", Gang: true}
+	borrower := framework.JobID{Namespace: "default", Name: "borrower", Gang: true}
+	pre := st.MakePod().Name("pre").UID("pre").Obj()
+	n := NewNominator(nil)
+	n.Nominate(evictor, 10, []*v1.Pod{pre}, map[string]string{"pre": "n1"}, map[types.UID]string{"v1": "n1", "v2": "n2", "v3": "n2"})
+	n.Borrow(borrower, map[types.UID]string{"v2": "n2", "v3": "n2"})
+	names := func() []string {
+		var out []string
+		for _, task := range n.GoingVictims(get) {
+			out = append(out, task.Pod.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	// The evictor's own node is free: it is placed there.
+	nodes["n1"].RemovePod("v1")
+	n.Placed(evictor, []*v1.Pod{pre})
+	if got := n.WaitingFor(evictor, get); got != 0 {
+		t.Errorf("placed evictor waits for %d victims, want 0", got)
+	}
+	if got := names(); !slices.Equal(got, []string{"v2", "v3"}) {
+		t.Errorf("going after the evictor was placed: %v, want [v2 v3]", got)
+	}
+	if got := n.WaitingFor(borrower, get); got != 2 {
+		t.Errorf("borrower waits for %d victims, want 2", got)
+	}
+	// v3's eviction is refused after all.
+	n.NotGoing(map[types.UID]string{"v3": "n2"})
+	if got := names(); !slices.Equal(got, []string{"v2"}) {
+		t.Errorf("going after v3's refusal: %v, want [v2]", got)
+	}
+	if got := n.WaitingFor(borrower, get); got != 1 {
+		t.Errorf("borrower waits for %d victims after v3's refusal, want 1", got)
+	}
+	// v2 goes: nothing is left indexed.
+	nodes["n2"].RemovePod("v2")
+	if got := names(); len(got) != 0 || len(n.onNode) != 0 {
+		t.Errorf("going %v, indexed %v after every victim went; want none", got, n.onNode)
+	}
+}

@@ -78,6 +78,9 @@ type Nominator interface {
 	// Placements returns where job's pods are nominated, pod UID to
 	// node.
 	Placements(job framework.JobID) map[types.UID]string
+	// NotGoing says that victims (UID → node) were not evicted after
+	// all (refused, or never sent): they are no longer going.
+	NotGoing(victims map[types.UID]string)
 	// Borrow records that job's nominations, just made, take the room
 	// the victims of other preemptions (UID → node) leave: job waits for
 	// them, while they are still going, as for its own.

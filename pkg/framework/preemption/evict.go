@@ -63,9 +63,12 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 				logger.Error(err, "Setting the nominated node of a preemptor pod", "pod", klog.KObj(pod))
 			}
 		}
-		var mu sync.Mutex // guards byPreemptor and refused
+		var mu sync.Mutex // guards byPreemptor, refused and notGoing
 		byPreemptor := map[types.UID][]string{}
 		var refused []string
+		// notGoing are the victims not evicted: refused, failed or never
+		// sent.
+		notGoing := map[types.UID]string{}
 		evictOne := func(v *Victim) bool {
 			victim := v.Task.Pod
 			err := e.evict(ctx, victim)
@@ -73,6 +76,7 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 			defer mu.Unlock()
 			if err != nil {
 				refused = append(refused, fmt.Sprintf("%s: %v", podKey(victim), err))
+				notGoing[victim.UID] = v.Task.NodeName
 				logger.Error(err, "Evicting a preemption victim", "victim", klog.KObj(victim), "preemptor", klog.KObj(v.Preemptor))
 				return false
 			}
@@ -94,6 +98,9 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 		rest := ordered
 		for len(rest) > 0 && rest[0].ViolatesPDB {
 			if !evictOne(rest[0]) {
+				for _, v := range rest[1:] {
+					notGoing[v.Task.Pod.UID] = v.Task.NodeName
+				}
 				rest = nil
 				break
 			}
@@ -110,6 +117,9 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 		if len(refused) == 0 {
 			return
 		}
+		// Other preemptions may have borrowed their room, or still see
+		// them as going: they run on.
+		e.opts.Nominator.NotGoing(notGoing)
 		e.count(ResultFailed)
 		if len(placed) > 0 {
 			e.opts.Recorder.Eventf(placed[0], nil, v1.EventTypeWarning, ReasonFailedPreemption, actionPreempting,
