@@ -47,3 +47,29 @@ func newGoingSet(victims []*framework.TaskInfo) goingSet {
 	}
 	return g
 }
+
+// free takes leaving, the victims of other preemptions, off their nodes
+// in the snapshot: their room frees without evicting anything more, so a
+// pod that fits there once they are gone waits for them (the result's
+// Borrowed) rather than evicting others. A victim gang that goes whole
+// frees room on many nodes besides the one its preemptor needed, and
+// concurrent preemptions would otherwise each evict as much again. The
+// room preemption made for other jobs stays theirs: the cycle holds
+// their nominated pods on the snapshot. A reservation's wait does not
+// free them: it waits for running pods by their expected ends.
+func (sim *simulation) free(leaving []*framework.TaskInfo) {
+	for _, t := range leaving {
+		if !sim.snapshot.RemovePod(t.NodeName, t.Pod.UID) {
+			continue
+		}
+		if sim.freed == nil {
+			sim.freed = map[string][]*framework.TaskInfo{}
+		}
+		sim.freed[t.NodeName] = append(sim.freed[t.NodeName], t)
+		sim.record(func() {
+			if ni, ok := sim.snapshot.Get(t.NodeName); ok {
+				ni.AddTask(t)
+			}
+		})
+	}
+}
