@@ -171,10 +171,7 @@ func TestReservationHeldSince(t *testing.T) {
 // stops indexing victims once they are gone: nothing is left indexed when
 // their preemptors no longer wait.
 func TestNominatorGoingVictims(t *testing.T) {
-	victim := func(name, node string) *v1.Pod {
-		return st.MakePod().Name(name).UID(name).Node(node).Phase(v1.PodRunning).Obj()
-	}
-	v1a, v2a, v3a, v4b, other := victim("v1", "n1"), victim("v2", "n1"), victim("v3", "n2"), victim("v4", "n2"), victim("x", "n2")
+	v1a, v2a, v3a, v4b, other := runningOn("v1", "n1"), runningOn("v2", "n1"), runningOn("v3", "n2"), runningOn("v4", "n2"), runningOn("x", "n2")
 	terminating := metav1.Now()
 	v2a.DeletionTimestamp = &terminating
 	nodes := map[string]*framework.NodeInfo{
@@ -191,14 +188,7 @@ func TestNominatorGoingVictims(t *testing.T) {
 	// The same victim awaited by two preemptors stays indexed until both
 	// are done with it.
 	n.Nominate(jobC, 10, nil, nil, map[types.UID]string{"v3": "n2"})
-	going := func() []string {
-		var out []string
-		for _, task := range n.GoingVictims(get) {
-			out = append(out, task.Pod.Name)
-		}
-		slices.Sort(out)
-		return out
-	}
+	going := func() []string { return goingNames(n, get) }
 	indexed := func() []string {
 		var out []string
 		for node, on := range n.onNode {
@@ -245,10 +235,7 @@ func TestNominatorGoingVictims(t *testing.T) {
 // whose preemption gave up (an eviction refused) and that keeps running
 // is no longer waited for, nor is one gone from its node.
 func TestNominatorBorrow(t *testing.T) {
-	victim := func(name, node string) *v1.Pod {
-		return st.MakePod().Name(name).UID(name).Node(node).Phase(v1.PodRunning).Obj()
-	}
-	v1a, v2a, v3b := victim("v1", "n1"), victim("v2", "n1"), victim("v3", "n2")
+	v1a, v2a, v3b := runningOn("v1", "n1"), runningOn("v2", "n1"), runningOn("v3", "n2")
 	nodes := map[string]*framework.NodeInfo{
 		"n1": framework.NewNodeInfo(st.MakeNode().Name("n1").Obj(), v1a, v2a),
 		"n2": framework.NewNodeInfo(st.MakeNode().Name("n2").Obj(), v3b),
@@ -298,10 +285,7 @@ func TestNominatorBorrow(t *testing.T) {
 // evictions were sent. Victims whose eviction was refused are no longer
 // going, whoever chose them.
 func TestNominatorPlacedKeepsVictimsGoing(t *testing.T) {
-	victim := func(name, node string) *v1.Pod {
-		return st.MakePod().Name(name).UID(name).Node(node).Phase(v1.PodRunning).Obj()
-	}
-	v1a, v2b, v3b := victim("v1", "n1"), victim("v2", "n2"), victim("v3", "n2")
+	v1a, v2b, v3b := runningOn("v1", "n1"), runningOn("v2", "n2"), runningOn("v3", "n2")
 	nodes := map[string]*framework.NodeInfo{
 		"n1": framework.NewNodeInfo(st.MakeNode().Name("n1").Obj(), v1a),
 		"n2": framework.NewNodeInfo(st.MakeNode().Name("n2").Obj(), v2b, v3b),
@@ -313,14 +297,7 @@ func TestNominatorPlacedKeepsVictimsGoing(t *testing.T) {
 	n := NewNominator(nil)
 	n.Nominate(evictor, 10, []*v1.Pod{pre}, map[string]string{"pre": "n1"}, map[types.UID]string{"v1": "n1", "v2": "n2", "v3": "n2"})
 	n.Borrow(borrower, map[types.UID]string{"v2": "n2", "v3": "n2"})
-	names := func() []string {
-		var out []string
-		for _, task := range n.GoingVictims(get) {
-			out = append(out, task.Pod.Name)
-		}
-		slices.Sort(out)
-		return out
-	}
+	names := func() []string { return goingNames(n, get) }
 	// The evictor's own node is free: it is placed there.
 	nodes["n1"].RemovePod("v1")
 	n.Placed(evictor, []*v1.Pod{pre})
@@ -346,4 +323,19 @@ func TestNominatorPlacedKeepsVictimsGoing(t *testing.T) {
 	if got := names(); len(got) != 0 || len(n.onNode) != 0 {
 		t.Errorf("going %v, indexed %v after every victim went; want none", got, n.onNode)
 	}
+}
+
+// runningOn returns a running pod bound to node, its UID its name.
+func runningOn(name, node string) *v1.Pod {
+	return st.MakePod().Name(name).UID(name).Node(node).Phase(v1.PodRunning).Obj()
+}
+
+// goingNames returns the names of n's going victims on nodes, sorted.
+func goingNames(n *Nominator, nodes func(name string) (*framework.NodeInfo, bool)) []string {
+	var out []string
+	for _, task := range n.GoingVictims(nodes) {
+		out = append(out, task.Pod.Name)
+	}
+	slices.Sort(out)
+	return out
 }
