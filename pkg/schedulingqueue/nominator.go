@@ -141,11 +141,18 @@ func (n *Nominator) Borrow(job framework.JobID, victims map[types.UID]string) {
 	}
 }
 
-// forgetVictimsLocked forgets the victims job waits for.
+// forgetVictimsLocked forgets the victims job waits for, and takes its
+// own out of the going victims.
 func (n *Nominator) forgetVictimsLocked(job framework.JobID) {
 	for uid, node := range n.victims[job] {
 		n.unindexLocked(uid, node)
 	}
+	n.stopWaitingLocked(job)
+}
+
+// stopWaitingLocked forgets that job waits for victims, its own and
+// borrowed, leaving its own among the going victims.
+func (n *Nominator) stopWaitingLocked(job framework.JobID) {
 	delete(n.victims, job)
 	delete(n.borrowed, job)
 	delete(n.victimsSince, job)
@@ -157,9 +164,13 @@ func (n *Nominator) forgetVictimsLocked(job framework.JobID) {
 func (n *Nominator) borrowedLeftLocked(job framework.JobID, nodes func(name string) (*framework.NodeInfo, bool)) map[types.UID]string {
 	b := n.borrowed[job]
 	for uid, node := range b {
-		ni, ok := nodes(node)
-		if ok && (n.onNode[node][uid] > 0 || terminatingOn(ni, uid)) {
+		if n.onNode[node][uid] > 0 {
 			continue
+		}
+		if ni, ok := nodes(node); ok {
+			if t := taskOn(ni, uid); t != nil && t.Counted && t.Pod.DeletionTimestamp != nil {
+				continue
+			}
 		}
 		delete(b, uid)
 	}
@@ -169,14 +180,14 @@ func (n *Nominator) borrowedLeftLocked(job framework.JobID, nodes func(name stri
 	return b
 }
 
-// terminatingOn reports whether ni holds the pod with uid, terminating.
-func terminatingOn(ni *framework.NodeInfo, uid types.UID) bool {
+// taskOn returns ni's task of the pod with uid, or nil.
+func taskOn(ni *framework.NodeInfo, uid types.UID) *framework.TaskInfo {
 	for _, t := range ni.Pods {
 		if t.Pod.UID == uid {
-			return t.Pod.DeletionTimestamp != nil && t.Counted
+			return t
 		}
 	}
-	return false
+	return nil
 }
 
 // unindexLocked takes one job's wait for victim uid on node out of
@@ -393,18 +404,15 @@ func (n *Nominator) VictimsLeft(job framework.JobID, nodes func(name string) (*f
 // still counts against the node: a victim that has ended (a Job's pod
 // kept by its finalizer after its eviction, say) no longer takes room.
 func holdsRoom(ni *framework.NodeInfo, uid types.UID) bool {
-	for _, t := range ni.Pods {
-		if t.Pod.UID == uid {
-			return t.Counted
-		}
-	}
-	return false
+	t := taskOn(ni, uid)
+	return t != nil && t.Counted
 }
 
 // GoingVictims returns the victims every preemption waits for that nodes
 // (the cycle's snapshot, by name) still has on their nodes, taking room:
 // those without a deletion timestamp, whose eviction is under way but
-// does not show yet, and those terminating. Each node with victims is walked once; the victims no longer on their
+// does not show yet, and those terminating. Each node with victims is
+// walked once; the victims no longer on their
 // nodes are gone for good, and are left out of the next calls (their
 // preemptors' own lists keep them until WaitingFor or the preemptor's
 // placement drops them).
@@ -488,9 +496,7 @@ func (n *Nominator) Placed(job framework.JobID, pods []*v1.Pod) {
 			return
 		}
 	}
-	delete(n.victims, job)
-	delete(n.borrowed, job)
-	delete(n.victimsSince, job)
+	n.stopWaitingLocked(job)
 }
 
 // NotGoing takes victims (UID → node) whose eviction was refused or never
