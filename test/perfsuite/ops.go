@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
 // executor runs one workload's operations against a cluster whose
@@ -476,34 +477,68 @@ func (e *executor) createPods(ctx context.Context, opIndex int, op *Op, ns strin
 	return nil
 }
 
-// steadyState deletes each pod of ns once it is scheduled and creates
-// another in its place, for d.
+// steadyState deletes each pod of ns as soon as the watch shows it
+// scheduled and creates another in its place, for d. It reacts to the
+// watch's events, as upstream's runner does: polling the store would cap
+// the rate at the poll's period times the pods in flight for every
+// scheduler alike.
 func (e *executor) steadyState(ctx context.Context, ns string, n int, d time.Duration, create func(i int) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	scheduled := make(chan string, n)
+	handle, err := e.tracker.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { onScheduled(ctx, ns, nil, obj, scheduled) },
+		UpdateFunc: func(oldObj, newObj any) {
+			onScheduled(ctx, ns, oldObj, newObj, scheduled)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watching the pods of %s: %w", ns, err)
+	}
+	defer func() { _ = e.tracker.informer.RemoveEventHandler(handle) }()
 	deleted := map[string]bool{}
 	next := n
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		for _, obj := range e.tracker.informer.GetStore().List() {
-			pod := obj.(*v1.Pod)
-			if pod.Namespace != ns || pod.Spec.NodeName == "" || deleted[pod.Name] {
-				continue
-			}
-			deleted[pod.Name] = true
-			if err := e.client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting pod %s/%s: %w", ns, pod.Name, err)
-			}
-			if err := create(next); err != nil {
-				return err
-			}
-			next++
-		}
+	for {
+		var name string
 		select {
 		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(50 * time.Millisecond):
+			return nil
+		case name = <-scheduled:
 		}
+		if deleted[name] {
+			continue
+		}
+		deleted[name] = true
+		if err := e.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("deleting pod %s/%s: %w", ns, name, err)
+		}
+		if err := create(next); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		next++
 	}
-	return nil
+}
+
+// onScheduled sends the name of a pod of ns that the event shows
+// becoming scheduled, until ctx ends.
+func onScheduled(ctx context.Context, ns string, oldObj, newObj any, out chan<- string) {
+	pod, ok := newObj.(*v1.Pod)
+	if !ok || pod.Namespace != ns || pod.Spec.NodeName == "" {
+		return
+	}
+	if old, ok := oldObj.(*v1.Pod); ok && old.Spec.NodeName != "" {
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case out <- pod.Name:
+	}
 }
 
 // object renders template i of n into an unstructured object and finds
