@@ -27,6 +27,14 @@ type NodeInfo struct {
 	// node the cache does not know (yet, or any more). A placeholder is not
 	// schedulable and never reaches a snapshot.
 	Placeholder bool
+	// Unschedulable and Taints are the node's spec.unschedulable and
+	// spec.taints (shared with the node object: never modify it), kept by
+	// SetNode. The Filter plugins that every pod runs on every node of its
+	// window read them here, in the NodeInfo they already touch: reading
+	// them in the node object is another cache miss per node, the bulk of
+	// a Filter's cost at 20,000 nodes.
+	Unschedulable bool
+	Taints        []v1.Taint
 	// Schedulable is the node's status.allocatable.
 	Schedulable resources.Resource
 	// Requested is the sum of the requests of the counted pods.
@@ -59,6 +67,11 @@ type NodeInfo struct {
 	// incoming one.
 	PodsWithAffinity             int
 	PodsWithRequiredAntiAffinity int
+	// PodsWithHostPorts counts the counted tasks whose pods ask for a host
+	// port in some container or init container (see MayHoldHostPorts): on
+	// a node where it is zero no host port is taken, and the node ports
+	// plugin need not look at the pods.
+	PodsWithHostPorts int
 
 	name string
 }
@@ -200,6 +213,8 @@ func (n *NodeInfo) RemovePod(uid types.UID) bool {
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.Node = node
 	n.Placeholder = false
+	n.Unschedulable = node.Spec.Unschedulable
+	n.Taints = node.Spec.Taints
 	n.Schedulable = resources.FromList(node.Status.Allocatable)
 }
 
@@ -208,6 +223,8 @@ func (n *NodeInfo) SetNode(node *v1.Node) {
 func (n *NodeInfo) MakePlaceholder() {
 	n.Node = nil
 	n.Placeholder = true
+	n.Unschedulable = false
+	n.Taints = nil
 	n.Schedulable = resources.Resource{}
 }
 
@@ -221,7 +238,27 @@ func (n *NodeInfo) AddTask(t *TaskInfo) {
 			n.OwnRequested.Add(t.Requests)
 		}
 		n.countAffinity(t.Pod, 1)
+		if MayHoldHostPorts(t.Pod) {
+			n.PodsWithHostPorts++
+		}
 	}
+}
+
+// MayHoldHostPorts reports whether some container or init container of
+// pod asks for a host port. It is a superset of the ports a running pod
+// holds (an init container that does not keep running holds none), which
+// is all PodsWithHostPorts needs.
+func MayHoldHostPorts(pod *v1.Pod) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			for j := range cs[i].Ports {
+				if cs[i].Ports[j].HostPort > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // countAffinity adds delta to the affinity counters for pod.
@@ -259,6 +296,9 @@ func (n *NodeInfo) RemoveTask(uid types.UID) bool {
 				n.OwnRequested.Sub(t.Requests)
 			}
 			n.countAffinity(t.Pod, -1)
+			if MayHoldHostPorts(t.Pod) {
+				n.PodsWithHostPorts--
+			}
 		}
 		last := len(n.Pods) - 1
 		n.Pods[i] = n.Pods[last]

@@ -53,3 +53,59 @@ func TestNodeInfoAffinityCounters(t *testing.T) {
 	}
 	check(c, 0, 0)
 }
+
+// TestNodeInfoHostPortsAndUnschedulable checks that PodsWithHostPorts
+// counts the counted tasks whose pods ask for a host port (in a container
+// or an init container) through AddPod and RemovePod, and that
+// Unschedulable and Taints follow the node SetNode is given and a
+// placeholder.
+func TestNodeInfoHostPortsAndUnschedulable(t *testing.T) {
+	mk := func(name string, phase v1.PodPhase, init bool, port int32) *v1.Pod {
+		c := v1.Container{Name: "c", Ports: []v1.ContainerPort{{ContainerPort: 8080, HostPort: port}}}
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: k8stypes.UID("uid-" + name)},
+			Spec:       v1.PodSpec{NodeName: "n"},
+			Status:     v1.PodStatus{Phase: phase},
+		}
+		if init {
+			pod.Spec.InitContainers = []v1.Container{c}
+		} else {
+			pod.Spec.Containers = []v1.Container{c}
+		}
+		return pod
+	}
+	n := NewNodeInfo(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
+		mk("container-port-only", v1.PodRunning, false, 0),
+		mk("host-port", v1.PodRunning, false, 80),
+		mk("init-host-port", v1.PodRunning, true, 81),
+		mk("finished-host-port", v1.PodSucceeded, false, 82),
+	)
+	if n.PodsWithHostPorts != 2 {
+		t.Errorf("PodsWithHostPorts = %d, want 2 (the finished pod and the container port without a host port do not count)", n.PodsWithHostPorts)
+	}
+	c := n.Clone()
+	if !c.RemovePod("uid-host-port") || !c.RemovePod("uid-finished-host-port") {
+		t.Fatal("RemovePod did not find a pod")
+	}
+	if c.PodsWithHostPorts != 1 || n.PodsWithHostPorts != 2 {
+		t.Errorf("after removing two pods from the clone: %d on the clone, %d on the original; want 1, 2", c.PodsWithHostPorts, n.PodsWithHostPorts)
+	}
+
+	if n.Unschedulable {
+		t.Error("a schedulable node reads Unschedulable")
+	}
+	cordoned := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: v1.NodeSpec{Unschedulable: true,
+		Taints: []v1.Taint{{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}}}}
+	n.SetNode(cordoned)
+	if c := n.Clone(); !n.Unschedulable || !c.Unschedulable || len(n.Taints) != 1 || len(c.Taints) != 1 {
+		t.Error("a cordoned, tainted node (or its clone) does not read Unschedulable and its taint")
+	}
+	n.MakePlaceholder()
+	if n.Unschedulable || n.Taints != nil {
+		t.Error("a placeholder reads Unschedulable or taints")
+	}
+	n.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	if n.Unschedulable || n.Taints != nil {
+		t.Error("an uncordoned, untainted node still reads Unschedulable or taints")
+	}
+}

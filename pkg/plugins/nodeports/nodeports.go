@@ -198,7 +198,8 @@ func (*NodePorts) Filter(ctx context.Context, state *framework.CycleState, pod *
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
-	if !hasHostPorts(pod) {
+	if node.PodsWithHostPorts == 0 || !hasHostPorts(pod) {
+		// No pod on the node holds a host port, or the pod wants none.
 		return nil
 	}
 	wanted := wantedPorts(state, pod)

@@ -65,7 +65,9 @@ func (*NodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, p
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
-	if Admits(pod, node.Node) {
+	// node.Unschedulable mirrors node.Node.Spec.Unschedulable without
+	// reading the node object.
+	if !node.Unschedulable || Admits(pod, node.Node) {
 		return nil
 	}
 	klog.FromContext(ctx).V(5).Info("Node is unschedulable", "pod", klog.KObj(pod), "node", klog.KObj(node.Node))

@@ -75,9 +75,10 @@ func (*TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod
 	if node.Node == nil || node.Placeholder {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pluginutil.ErrReasonNodeNotFound)
 	}
-	if len(node.Node.Spec.Taints) == 0 {
-		// Most nodes have no taint: no need to fetch the logger, which
-		// walks the context's chain, for every node of every pod.
+	if len(node.Taints) == 0 {
+		// Most nodes have no taint: no need to read the node object or
+		// fetch the logger, which walks the context's chain, for every
+		// node of every pod.
 		return nil
 	}
 	logger := klog.FromContext(ctx)
@@ -98,7 +99,7 @@ func (*TaintToleration) Score(ctx context.Context, _ *framework.CycleState, pod 
 	if node.Node == nil || node.Placeholder {
 		return framework.MinNodeScore, framework.AsStatus(fmt.Errorf("scoring pod %s: node %q not found", klog.KObj(pod), node.Name()))
 	}
-	taints := node.Node.Spec.Taints
+	taints := node.Taints
 	if len(taints) == 0 {
 		// As in Filter: most nodes have no taint.
 		return 0, nil
