@@ -287,6 +287,9 @@ func requestRates(reqs map[string]float64, elapsed time.Duration) string {
 	}
 	var list []kv
 	for k, v := range reqs {
+		if k == apiServerGCKey {
+			continue
+		}
 		if v/elapsed.Seconds() >= 1 || strings.Contains(k, "code") {
 			list = append(list, kv{k, v / elapsed.Seconds()})
 		}

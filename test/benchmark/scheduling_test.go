@@ -220,7 +220,8 @@ type phase struct {
 	// from the start of the phase.
 	quarters []time.Duration
 	// requests counts the API server's requests during the phase (from
-	// its apiserver_request_total), by "VERB resource[/subresource]".
+	// its apiserver_request_total), by "VERB resource[/subresource]", and
+	// its garbage collections under apiServerGCKey.
 	requests map[string]float64
 }
 
@@ -937,7 +938,8 @@ func profileAPIServer(b testing.TB, s settings, client kubernetes.Interface, pha
 }
 
 // apiRequests reads the API server's apiserver_request_total, summed by
-// "VERB resource[/subresource]" (plus " code N" for codes other than 2xx).
+// "VERB resource[/subresource]" (plus " code N" for codes other than 2xx),
+// and the count of its garbage collections, under apiServerGCKey.
 func apiRequests(b testing.TB, client kubernetes.Interface) map[string]float64 {
 	b.Helper()
 	body, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(b.Context())
@@ -946,6 +948,12 @@ func apiRequests(b testing.TB, client kubernetes.Interface) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "go_gc_duration_seconds_count "); ok {
+			if n, err := strconv.ParseFloat(v, 64); err == nil {
+				out[apiServerGCKey] = n
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "apiserver_request_total{")
 		if !ok {
 			continue
@@ -995,6 +1003,9 @@ func formatRequests(p phase) string {
 	}
 	var list []kv
 	for k, v := range p.requests {
+		if k == apiServerGCKey {
+			continue
+		}
 		if v >= float64(p.pods)/100 || strings.Contains(k, "code") {
 			list = append(list, kv{k, v})
 		}
@@ -1005,10 +1016,18 @@ func formatRequests(p phase) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f (%.2f/pod)", e.k, e.v, e.v/float64(p.pods)))
 	}
 	if len(parts) == 0 {
-		return "-"
+		parts = append(parts, "-")
 	}
-	return strings.Join(parts, ", ")
+	out := strings.Join(parts, ", ")
+	// A cycle of the API server's collector marks its whole heap (all the
+	// pods of the cluster): a phase with one more than another pays
+	// seconds of its CPU for it, whoever binds.
+	return out + fmt.Sprintf("; kube-apiserver GC cycles %.0f", p.requests[apiServerGCKey])
 }
+
+// apiServerGCKey is where apiRequests counts the API server's garbage
+// collections (go_gc_duration_seconds_count) among the requests.
+const apiServerGCKey = "kube-apiserver GC cycles"
 
 func freeAddress(b testing.TB) string {
 	b.Helper()
