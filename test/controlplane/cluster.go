@@ -313,7 +313,38 @@ func CreateKwokNode(ctx context.Context, client kubernetes.Interface, node *v1.N
 	if err != nil {
 		return nil, fmt.Errorf("removing the not-ready taint of node %s: %w", node.Name, err)
 	}
+	if err := resyncPodsBoundBefore(ctx, client, node.Name); err != nil {
+		return nil, err
+	}
 	return ready, nil
+}
+
+// KwokResyncAnnotation is set by CreateKwokNode on the pods that were
+// bound to a node before the node existed.
+const KwokResyncAnnotation = "test.batch-scheduler.io/kwok-resync"
+
+// resyncPodsBoundBefore touches the pending pods bound to node name before
+// it joined, once KWOK runs it. KWOK (v0.8.0) lists a node's pods when it
+// starts managing the node, but a pod it meets before its own node cache
+// holds the node is skipped as unmanaged and never looked at again, so
+// such a pod would stay Pending. A real kubelet runs every pod bound to
+// it; an update event makes KWOK do the same.
+func resyncPodsBoundBefore(ctx context.Context, client kubernetes.Interface, name string) error {
+	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+	if err != nil {
+		return fmt.Errorf("listing the pods bound to node %s: %w", name, err)
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, KwokResyncAnnotation, name))
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Status.Phase != v1.PodPending || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if _, err := client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("touching pod %s/%s, bound to node %s before it joined: %w", pod.Namespace, pod.Name, name, err)
+		}
+	}
+	return nil
 }
 
 // LoseNode makes the simulated kubelet of node name stop, by removing its

@@ -197,4 +197,24 @@ func TestClusterRunsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal("the Job controller never created the Job's 2 pods")
 	}
+
+	// A pod bound to a node before the node joins runs once it has: the
+	// node's simulated kubelet runs every pod bound to it, whichever came
+	// first (CreateKwokNode's resync; without it KWOK may never look at
+	// the pod again).
+	early := st.MakePod().Namespace("default").Name("early").Node("k2").RV("").Obj()
+	early.Spec.Containers = []v1.Container{{Name: "c", Image: "img"}}
+	if _, err := pods.Create(ctx, early, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateKwokNode(ctx, cp.Client, st.MakeNode().Name("k2").Capacity(map[v1.ResourceName]string{"cpu": "4", "pods": "10"}).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, "early", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning, nil
+	})
+	if err != nil {
+		t.Fatal("a pod bound to node k2 before it joined never ran")
+	}
 }
