@@ -26,11 +26,56 @@ type Snapshot struct {
 	// clones counts the NodeInfos cloned into the snapshot, so that tests
 	// can check that updates are incremental.
 	clones int
+	// touched names the nodes that changed in any way since the last
+	// ResetTouched: cloned from the cache, or changed with AddPod, AddTask
+	// or RemovePod. allTouched stands for every node instead, once nodes
+	// joined or left, the snapshot was reset, or more than maxTouched
+	// nodes changed.
+	touched    map[string]bool
+	allTouched bool
 }
+
+// maxTouched bounds the nodes a Snapshot names as touched; past it, it
+// reports every node touched. Its reader refreshes what it derived from
+// each node it names, so naming more than this costs it more than
+// starting over.
+const maxTouched = 256
 
 // NewSnapshot returns an empty snapshot.
 func NewSnapshot() *Snapshot {
-	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, changed: map[string]bool{}}
+	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, changed: map[string]bool{}, touched: map[string]bool{}, allTouched: true}
+}
+
+// Touched returns the names of the nodes that changed since the last
+// ResetTouched, or all true when they may all have (nodes joined or
+// left, or too many changed to name). The map belongs to the snapshot:
+// read it before the snapshot changes again.
+func (s *Snapshot) Touched() (names map[string]bool, all bool) {
+	return s.touched, s.allTouched
+}
+
+// ResetTouched starts the record of touched nodes afresh: its reader is
+// now current with every node.
+func (s *Snapshot) ResetTouched() {
+	clear(s.touched)
+	s.allTouched = false
+}
+
+// touchAll records that every node may have changed.
+func (s *Snapshot) touchAll() {
+	clear(s.touched)
+	s.allTouched = true
+}
+
+// touch records that the named node changed.
+func (s *Snapshot) touch(name string) {
+	switch {
+	case s.allTouched:
+	case len(s.touched) >= maxTouched:
+		s.touchAll()
+	default:
+		s.touched[name] = true
+	}
 }
 
 // NodeInfos returns the snapshot's nodes, sorted by name. The slice and the
@@ -58,6 +103,7 @@ func (s *Snapshot) AddPod(nodeName string, pod *v1.Pod) bool {
 	}
 	n.AddPod(pod)
 	s.changed[nodeName] = true
+	s.touch(nodeName)
 	return true
 }
 
@@ -73,6 +119,7 @@ func (s *Snapshot) AddTask(nodeName string, t *framework.TaskInfo) bool {
 	}
 	n.AddTask(t)
 	s.changed[nodeName] = true
+	s.touch(nodeName)
 	return true
 }
 
@@ -84,6 +131,7 @@ func (s *Snapshot) RemovePod(nodeName string, uid types.UID) bool {
 		return false
 	}
 	s.changed[nodeName] = true
+	s.touch(nodeName)
 	return true
 }
 
@@ -118,6 +166,7 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 		if item, ok := c.nodes[name]; ok && !item.info.Placeholder {
 			item.info.CloneInto(ni)
 			s.clones++
+			s.touch(name)
 		}
 	}
 	clear(s.changed)
@@ -163,8 +212,12 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 		}
 		info.CloneInto(existing)
 		s.clones++
+		s.touch(info.Name())
 	}
 	s.generation = c.generation
+	if membershipChanged {
+		s.touchAll()
+	}
 
 	if membershipChanged || len(s.nodeInfoList) != len(s.nodeInfoMap) {
 		s.nodeInfoList = s.nodeInfoList[:0]

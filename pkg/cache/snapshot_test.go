@@ -59,7 +59,7 @@ func TestUpdateSnapshotIsIncremental(t *testing.T) {
 	}
 
 	// The snapshot is a copy: later cache changes do not show through.
-	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("q").Node("n7").Req(res{v1.ResourceCPU: "1"}).Obj()))
+	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("q").UID("q").Node("n7").Req(res{v1.ResourceCPU: "1"}).Obj()))
 	if n7, _ := s.Get("n7"); n7.Requested.MilliCPU != 1000 {
 		t.Errorf("cache change leaked into the snapshot: %v", n7.Requested)
 	}
@@ -204,4 +204,79 @@ func BenchmarkUpdateSnapshot(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestSnapshotTouched checks the record of touched nodes that lets a
+// reused ranking refresh only what changed: every change a cycle sees is
+// named, joins and leaves stand for every node, and so do too many
+// changes.
+func TestSnapshotTouched(t *testing.T) {
+	c, _ := newTestCache(t, Options{})
+	for i := range 10 {
+		mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode(fmt.Sprintf("n%d", i))))
+	}
+	s := NewSnapshot()
+	if _, all := s.Touched(); !all {
+		t.Fatal("a new snapshot does not report every node touched")
+	}
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	s.ResetTouched()
+	want := func(step string, wantAll bool, names ...string) {
+		t.Helper()
+		got, all := s.Touched()
+		if all != wantAll || len(got) != len(names) {
+			t.Fatalf("%s: touched %v (all %v), want %v (all %v)", step, got, all, names, wantAll)
+		}
+		for _, n := range names {
+			if !got[n] {
+				t.Fatalf("%s: touched %v (all %v), want %v (all %v)", step, got, all, names, wantAll)
+			}
+		}
+	}
+	want("after reset", false)
+
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("no-op update", false)
+
+	// A cycle's tentative placement, and the update that undoes it.
+	pod := st.MakePod().Name("p").UID("p").Req(res{v1.ResourceCPU: "1"}).Obj()
+	s.AddPod("n1", pod)
+	want("AddPod", false, "n1")
+	s.ResetTouched()
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("update undoing a placement", false, "n1")
+	s.ResetTouched()
+
+	// The cache's own changes.
+	mustNoErr(t, "AddPod", c.AddPod(st.MakePod().Name("q").UID("q").Node("n7").Req(res{v1.ResourceCPU: "1"}).Obj()))
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(st.MakeNode().Name("n2").Capacity(res{v1.ResourceCPU: "2"}).Obj()))
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("cache changes", false, "n2", "n7")
+	s.ResetTouched()
+
+	// Preemption's simulation takes a pod off.
+	s.RemovePod("n7", "q")
+	want("RemovePod", false, "n7")
+	s.ResetTouched()
+
+	// A node leaves: every node may have.
+	mustNoErr(t, "RemoveNode", c.RemoveNode(bigNode("n9")))
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("node left", true)
+	s.ResetTouched()
+	mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode("n9")))
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("node joined", true)
+	s.ResetTouched()
+
+	// More changes than maxTouched stand for every node.
+	for i := range maxTouched + 1 {
+		s.AddPod(fmt.Sprintf("n%d", i%9), st.MakePod().Name(fmt.Sprintf("r%d", i)).UID(fmt.Sprintf("r%d", i)).Obj())
+	}
+	want("few nodes, many changes", false, "n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8")
+	s.ResetTouched()
+	for i := range maxTouched + 1 {
+		s.touch(fmt.Sprintf("x%d", i))
+	}
+	want("too many nodes", true)
 }

@@ -70,3 +70,18 @@ type QuorumPermit interface {
 func SameNodes(a, b []*NodeInfo) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
+
+// NodeLocal is implemented by a FilterPlugin or ScorePlugin whose verdict
+// on, or raw score of, a node for a pod reads of the cluster that node's
+// NodeInfo only (with what its own PreFilter, PreFilterPod or PreScore
+// wrote to the cycle state from the pod): a pod placed on one node
+// changes no other node's verdict or raw score. A plugin that reads
+// several nodes (spread over a domain) or state outside the snapshot
+// (volumes, claims) must not implement it. The scheduling loop relies on
+// it to rank the nodes for a pod alike to the one it placed last
+// (SpecJudge) by the ranking it computed then, filtering and scoring
+// again only the nodes that changed since; a pod for which any Filter or
+// Score plugin that runs is not NodeLocal is ranked afresh.
+type NodeLocal interface {
+	NodeLocal()
+}

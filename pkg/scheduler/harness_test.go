@@ -75,6 +75,9 @@ type harnessConfig struct {
 	extra      []framework.Plugin
 	// registry, when not nil, replaces the in-tree registry.
 	registry *frameworkruntime.Registry
+	// score, when not nil, replaces the profile's PreScore and Score
+	// plugins (names of in-tree plugins and of the plugins in extra).
+	score frameworkruntime.PluginSet
 	// queue, when not nil, replaces the queue's options (a backoff of
 	// 1ns by default).
 	queue *schedulingqueue.Options
@@ -121,6 +124,10 @@ func newHarnessWith(t *testing.T, cfg harnessConfig) *harness {
 		}); err != nil {
 			t.Fatalf("registering plugin %s: %v", p.Name(), err)
 		}
+	}
+	if cfg.score != nil {
+		spec.Plugins[frameworkruntime.PreScorePoint] = nil
+		spec.Plugins[frameworkruntime.ScorePoint] = cfg.score
 	}
 	if cfg.postFilter != nil {
 		set := frameworkruntime.PluginSet{}

@@ -48,6 +48,9 @@ type Metrics struct {
 	StartEstimateError *k8smetrics.HistogramVec
 	// Reservations counts the jobs holding a reservation.
 	Reservations *k8smetrics.Gauge
+	// RankingReuses counts the pods placed by the ranking of nodes of the
+	// alike pod before them (see ranking).
+	RankingReuses *k8smetrics.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -101,8 +104,12 @@ func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 			Namespace: metrics.Namespace, Name: "reservations", StabilityLevel: k8smetrics.ALPHA,
 			Help: "Jobs holding a reservation: room on chosen nodes kept for them until running pods end (the Reservation plugin).",
 		}),
+		RankingReuses: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Namespace: metrics.Namespace, Name: "ranking_reuses_total", StabilityLevel: k8smetrics.ALPHA,
+			Help: "Pods placed by the ranking of nodes computed for the alike pod before them, filtering and scoring again only the nodes that changed since, instead of a whole window of nodes.",
+		}),
 	}
-	if err := metrics.Register(reg, m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.AssumeConflicts, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims, m.StartEstimateError, m.Reservations); err != nil {
+	if err := metrics.Register(reg, m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.AssumeConflicts, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims, m.StartEstimateError, m.Reservations, m.RankingReuses); err != nil {
 		return nil, fmt.Errorf("registering the scheduling metrics: %w", err)
 	}
 	return m, nil

@@ -64,6 +64,11 @@ type Options struct {
 	// ProfilePercentageOfNodesToScore overrides PercentageOfNodesToScore
 	// for the profiles (scheduler names) it lists.
 	ProfilePercentageOfNodesToScore map[string]int
+	// NoRankingReuse makes every pod filter and score its window of nodes
+	// afresh, even one alike to the pod placed before it (see ranking):
+	// for comparison, and as a way out should a plugin claim
+	// framework.NodeLocal wrongly.
+	NoRankingReuse bool
 }
 
 // DefaultBindConcurrency is the default of Options.BindConcurrency: enough
@@ -108,6 +113,11 @@ type Scheduler struct {
 	// uses them.
 	nextStartNode int
 	window        []*framework.NodeInfo
+	// ranking is the ranking of nodes of the last pod placed, for the
+	// next pod alike to it (ranking.go); nil when there is none to reuse.
+	// Only the loop uses it. spareRanking is the last ranking built, whose
+	// memory the next one reuses.
+	ranking, spareRanking *ranking
 	// pendingBinds counts the pods assumed whose bind has not finished;
 	// bindDone gets a token (if it has room) each time one finishes. The
 	// loop waits for room before it pops a job (see waitForBindRoom).
@@ -383,6 +393,9 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		c.failures[podKey(pod)] = m.failure
 		return nil
 	}
+	if node, ok := s.reuseRanking(ctx, c, pod, all); ok {
+		return s.reserve(ctx, c, pod, node)
+	}
 	// The nodes hold the job's pods placed so far in this cycle; the
 	// per-pod PreFilter plugins count what they look at over the whole
 	// cluster (a spread over zones, say), whichever nodes the pod may take.
@@ -414,12 +427,18 @@ func (s *Scheduler) placePod(ctx context.Context, c *cycle, pod *v1.Pod) error {
 		if st := c.fwk.RunPreScorePlugins(ctx, c.state, pod, feasible); !st.IsSuccess() {
 			return fmt.Errorf("pre-score for pod %s: %w", podKey(pod), st.AsError())
 		}
-		scores, st := c.fwk.RunScorePlugins(ctx, c.state, pod, feasible)
+		scores, st := s.keepRanking(ctx, c, pod, feasible)
 		if !st.IsSuccess() {
 			return fmt.Errorf("scoring nodes for pod %s: %w", podKey(pod), st.AsError())
 		}
 		node = pickHighest(feasible, scores)
 	}
+	return s.reserve(ctx, c, pod, node)
+}
+
+// reserve runs the Reserve plugins for pod of c on node and, when they
+// admit it, places pod there in the snapshot and the cycle.
+func (s *Scheduler) reserve(ctx context.Context, c *cycle, pod *v1.Pod, node *framework.NodeInfo) error {
 	if st := c.fwk.RunReservePlugins(ctx, c.state, pod, node.Name()); !st.IsSuccess() {
 		if st.IsRejected() {
 			c.failures[podKey(pod)] = st.Message()

@@ -231,3 +231,7 @@ func (*NodeAffinity) NormalizeScore(_ context.Context, _ *framework.CycleState, 
 // JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
 // its namespace, labels and spec only.
 func (*NodeAffinity) JudgesBySpec(*v1.Pod) bool { return true }
+
+// NodeLocal implements framework.NodeLocal: its Filter and Score read the node's
+// own labels and fields.
+func (*NodeAffinity) NodeLocal() {}

@@ -251,3 +251,7 @@ func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any)
 // JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
 // its namespace, labels and spec only.
 func (*NodePorts) JudgesBySpec(*v1.Pod) bool { return true }
+
+// NodeLocal implements framework.NodeLocal: its Filter reads the host ports taken on
+// the node.
+func (*NodePorts) NodeLocal() {}

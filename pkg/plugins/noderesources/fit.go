@@ -494,3 +494,7 @@ func isExtended(name v1.ResourceName) bool {
 // JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
 // its namespace, labels and spec only.
 func (*Fit) JudgesBySpec(*v1.Pod) bool { return true }
+
+// NodeLocal implements framework.NodeLocal: its Filter and Score read the node's own
+// allocatable, requests, external usage and cap.
+func (*Fit) NodeLocal() {}

@@ -77,3 +77,7 @@ func (*NodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, p
 // JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
 // its namespace, labels and spec only.
 func (*NodeUnschedulable) JudgesBySpec(*v1.Pod) bool { return true }
+
+// NodeLocal implements framework.NodeLocal: its Filter reads the node's own
+// unschedulable flag.
+func (*NodeUnschedulable) NodeLocal() {}

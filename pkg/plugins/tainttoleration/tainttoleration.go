@@ -132,3 +132,7 @@ func (*TaintToleration) NormalizeScore(_ context.Context, _ *framework.CycleStat
 // JudgesBySpec implements framework.SpecJudge: the plugin reads of a pod
 // its namespace, labels and spec only.
 func (*TaintToleration) JudgesBySpec(*v1.Pod) bool { return true }
+
+// NodeLocal implements framework.NodeLocal: its Filter and Score read the node's
+// own taints.
+func (*TaintToleration) NodeLocal() {}
