@@ -160,13 +160,25 @@ func (o *Options) Flags(handlerNames []string) cliflag.NamedFlagSets {
 	return fss
 }
 
-// newFeatureGate returns a feature gate that knows the logging features,
-// for --feature-gates.
+// OpportunisticBatching is the feature that lets a pod alike to the one
+// placed before it be placed by that pod's ranking of nodes, refreshed
+// where nodes changed (see pkg/scheduler's ranking). It bears the name of
+// kube-scheduler's feature of the same purpose, so that
+// --feature-gates=OpportunisticBatching=false turns both off.
+const OpportunisticBatching featuregate.Feature = "OpportunisticBatching"
+
+// newFeatureGate returns a feature gate that knows the logging features
+// and the scheduler's own, for --feature-gates.
 func newFeatureGate() featuregate.MutableFeatureGate {
 	fg := featuregate.NewFeatureGate()
 	if err := logsapi.AddFeatureGates(fg); err != nil {
 		// Only a programming error (a feature added twice) gets here.
 		panic(fmt.Sprintf("adding the logging features to the feature gate: %v", err))
+	}
+	if err := fg.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		OpportunisticBatching: {Default: true, PreRelease: featuregate.Beta},
+	}); err != nil {
+		panic(fmt.Sprintf("adding the scheduler's features to the feature gate: %v", err))
 	}
 	return fg
 }

@@ -381,7 +381,8 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
 	sched, err := scheduler.New(scheduler.Options{Cache: c, Queue: c.Queue(), Client: client, Profiles: profiles, Recorder: recorder, Metrics: sm,
 		PDBLister: pdbs.Lister(), BindConcurrency: o.BindConcurrency,
-		PercentageOfNodesToScore: tuning.PercentageOfNodesToScore, ProfilePercentageOfNodesToScore: tuning.ProfilePercentageOfNodesToScore})
+		PercentageOfNodesToScore: tuning.PercentageOfNodesToScore, ProfilePercentageOfNodesToScore: tuning.ProfilePercentageOfNodesToScore,
+		NoRankingReuse: !o.FeatureGate.Enabled(OpportunisticBatching)})
 	if err != nil {
 		return nil, err
 	}
