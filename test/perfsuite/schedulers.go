@@ -65,6 +65,10 @@ type RunningScheduler struct {
 
 // kubeSchedulerBase is the part of kube-scheduler's configuration the
 // runner owns: the kubeconfig, no leader election, the client's limits.
+// batchingGate is the feature gate both schedulers know: kube-scheduler's
+// opportunistic batching and our reuse of rankings (pkg/scheduler).
+const batchingGate = "OpportunisticBatching"
+
 func kubeSchedulerConfig(spec SchedulerSpec) ([]byte, error) {
 	cfg := map[string]any{
 		"apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -123,6 +127,12 @@ func Start(ctx context.Context, spec SchedulerSpec) (*RunningScheduler, error) {
 			"--leader-elect=false", "--kube-api-qps", strconv.Itoa(spec.QPS), "--kube-api-burst", strconv.Itoa(spec.Burst)}
 		if spec.ConfigPath != "" {
 			args = append(args, "--config-path", spec.ConfigPath)
+		}
+		// Of the workload's gates it knows one: a workload that turns
+		// kube-scheduler's opportunistic batching off turns off our
+		// reuse of rankings too, so that the row compares like with like.
+		if on, ok := spec.Gates[batchingGate]; ok {
+			args = append(args, "--feature-gates="+GateFlag(map[string]bool{batchingGate: on}))
 		}
 		// Its attempt histogram runs from pop to decision, before
 		// the bind.
