@@ -48,7 +48,7 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 	if st := f.scoreNodes(ctx, state, pod, nodes, plugins, buf.scores); st != nil {
 		return nil, st
 	}
-	return f.totalScores(ctx, state, pod, nodes, plugins, weights, buf.scores)
+	return f.totalScores(ctx, state, pod, plugins, weights, buf.scores, namedScores(nodes))
 }
 
 // RawScores are the scores of one pod on a list of nodes by each Score
@@ -62,6 +62,10 @@ type RawScores struct {
 	weights []int64
 	// scores[p][i] is plugins[p]'s raw score of the i-th node.
 	scores [][]framework.NodeScore
+	// totals is Totals' result, reused by the next call: a ranking
+	// reused for every pod of a run must not cost an allocation the size
+	// of its nodes per pod.
+	totals []framework.NodeScore
 }
 
 // Len is the number of nodes scored.
@@ -123,17 +127,22 @@ func (raw *RawScores) RemoveNode(i int) {
 
 // Totals normalises a copy of raw's scores of nodes (the nodes raw
 // scored, in its order) and returns each node's weighted sum, as
-// RunScorePlugins would have on those nodes.
+// RunScorePlugins would have on those nodes. The result is raw's: the
+// next call on raw overwrites it.
 func (f *Framework) Totals(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo, raw *RawScores) ([]framework.NodeScore, *framework.Status) {
+	raw.totals = slices.Grow(raw.totals[:0], len(nodes))[:len(nodes)]
+	for i, n := range nodes {
+		raw.totals[i] = framework.NodeScore{Name: n.Name()}
+	}
 	if len(raw.plugins) == 0 || len(nodes) == 0 {
-		return namedScores(nodes), nil
+		return raw.totals, nil
 	}
 	buf := getScores(len(raw.plugins), len(nodes))
 	defer putScores(buf)
 	for p := range raw.scores {
 		copy(buf.scores[p], raw.scores[p])
 	}
-	return f.totalScores(ctx, state, pod, nodes, raw.plugins, raw.weights, buf.scores)
+	return f.totalScores(ctx, state, pod, raw.plugins, raw.weights, buf.scores, raw.totals)
 }
 
 // namedScores returns zero scores of nodes.
@@ -222,33 +231,49 @@ func (f *Framework) scoreNodes(ctx context.Context, state *framework.CycleState,
 	return nil
 }
 
-// totalScores normalises scores (scores[p][i] is plugins[p]'s of
-// nodes[i]) in place, checks their range and returns each node's
-// weighted sum.
-func (f *Framework) totalScores(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo,
-	plugins []framework.ScorePlugin, weights []int64, scores [][]framework.NodeScore) ([]framework.NodeScore, *framework.Status) {
+// serialNormalizeNodes is the most nodes whose scores totalScores
+// normalises plugin after plugin in the calling goroutine: below it a
+// plugin's NormalizeScore takes a few microseconds, less than starting
+// goroutines for them, which a pod ranked by a reused ranking would pay
+// every time.
+const serialNormalizeNodes = 2048
+
+// totalScores normalises scores (scores[p][i] is plugins[p]'s of the
+// i-th node) in place, checks their range and adds each node's weighted
+// sum to totals, which holds the nodes' names and zero scores.
+func (f *Framework) totalScores(ctx context.Context, state *framework.CycleState, pod *v1.Pod,
+	plugins []framework.ScorePlugin, weights []int64, scores [][]framework.NodeScore, totals []framework.NodeScore) ([]framework.NodeScore, *framework.Status) {
 	// Normalisation is per plugin, over all nodes; it runs in parallel
 	// across plugins, to completion (a plugin's NormalizeScore may not be
 	// interrupted half way).
-	normalizeErrs := make([]*framework.Status, len(plugins))
-	f.parallelize(context.WithoutCancel(ctx), len(plugins), func(p int) {
+	normalize := func(p int) *framework.Status {
 		if ext := plugins[p].ScoreExtensions(); ext != nil {
 			if s := ext.NormalizeScore(ctx, state, pod, scores[p]); !s.IsSuccess() {
-				normalizeErrs[p] = pluginError(s, plugins[p].Name(), "normalizing the scores of plugin %q for pod %s", plugins[p].Name(), klog.KObj(pod))
+				return pluginError(s, plugins[p].Name(), "normalizing the scores of plugin %q for pod %s", plugins[p].Name(), klog.KObj(pod))
 			}
 		}
-	})
-	for _, s := range normalizeErrs {
-		if s != nil {
-			return nil, s
+		return nil
+	}
+	if len(totals) <= serialNormalizeNodes {
+		for p := range plugins {
+			if s := normalize(p); s != nil {
+				return nil, s
+			}
+		}
+	} else {
+		normalizeErrs := make([]*framework.Status, len(plugins))
+		f.parallelize(context.WithoutCancel(ctx), len(plugins), func(p int) { normalizeErrs[p] = normalize(p) })
+		for _, s := range normalizeErrs {
+			if s != nil {
+				return nil, s
+			}
 		}
 	}
-	totals := namedScores(nodes)
 	for p, pl := range plugins {
 		for i, ns := range scores[p] {
 			if ns.Score < framework.MinNodeScore || ns.Score > framework.MaxNodeScore {
 				return nil, framework.AsStatus(fmt.Errorf("plugin %q scored node %q %d for pod %s, outside [%d, %d]",
-					pl.Name(), nodes[i].Name(), ns.Score, klog.KObj(pod), framework.MinNodeScore, framework.MaxNodeScore)).WithPlugin(pl.Name())
+					pl.Name(), totals[i].Name, ns.Score, klog.KObj(pod), framework.MinNodeScore, framework.MaxNodeScore)).WithPlugin(pl.Name())
 			}
 			totals[i].Score += ns.Score * weights[p]
 		}
