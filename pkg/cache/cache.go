@@ -208,6 +208,14 @@ type SchedulerCache struct {
 	// ceiling is ceilingLocked as of ceilingAt (framework.Job.Ceiling).
 	ceiling   framework.ResourceAmounts
 	ceilingAt time.Time
+	// ceilingSum is the sum of the nodes' ceilingPart, and ceilingStale
+	// the nodes changed since it was counted (see ceilingLocked). Written
+	// under mu held for writing, or for reading and ceilingMu.
+	ceilingSum   resources.Resource
+	ceilingStale []*nodeItem
+	// ceilingSaturated records that ceilingSum was at the int64 range's
+	// bounds when a part was taken out of it: the next count starts over.
+	ceilingSaturated bool
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // nodeItem links a NodeInfo into the cache's list of nodes, ordered by
@@ -17,6 +18,11 @@ import (
 type nodeItem struct {
 	info       *framework.NodeInfo
 	prev, next *nodeItem
+	// ceilingPart is the node's part of the cache's ceilingSum as last
+	// counted; ceilingStale says the node changed since (see
+	// ceilingLocked).
+	ceilingPart  resources.Resource
+	ceilingStale bool
 }
 
 type removedNode struct {
@@ -208,6 +214,7 @@ func (c *SchedulerCache) NodeInfo(name string) (*framework.NodeInfo, bool) {
 func (c *SchedulerCache) touchLocked(item *nodeItem) {
 	c.generation++
 	item.info.Generation = c.generation
+	c.ceilingChangedLocked(item)
 	if item.info.Cap != nil || c.capExceeded[item.info.Name()] {
 		c.noteCapLocked(item.info)
 	}
@@ -242,6 +249,7 @@ func (c *SchedulerCache) deleteNodeLocked(item *nodeItem) {
 		c.numPlaceholders--
 	}
 	c.unlinkLocked(item)
+	c.ceilingDeletedLocked(item)
 	delete(c.nodes, item.info.Name())
 	if c.capExceeded[item.info.Name()] {
 		delete(c.capExceeded, item.info.Name())
