@@ -33,6 +33,43 @@ type Snapshot struct {
 	// nodes changed.
 	touched    map[string]bool
 	allTouched bool
+	// affinityNodes and antiNodes name the nodes that may hold a counted
+	// pod with pod (anti-)affinity, and with required pod anti-affinity
+	// (see MayHoldAffinity). A node's fresh clone from the cache sets its
+	// membership exactly; AddPod and AddTask add it; nothing else takes
+	// it out, so that a task taken off with RemovePod and put back on the
+	// NodeInfo directly (preemption's simulation does) is still counted.
+	affinityNodes, antiNodes map[string]bool
+}
+
+var _ framework.AffinityCensus = &Snapshot{}
+
+// MayHoldAffinity implements framework.AffinityCensus.
+func (s *Snapshot) MayHoldAffinity() bool { return len(s.affinityNodes) > 0 }
+
+// MayHoldRequiredAntiAffinity implements framework.AffinityCensus.
+func (s *Snapshot) MayHoldRequiredAntiAffinity() bool { return len(s.antiNodes) > 0 }
+
+// noteAffinity records what n, a node of s, holds now: exactly when n was
+// just cloned from the cache, as an addition otherwise.
+func (s *Snapshot) noteAffinity(n *framework.NodeInfo, exact bool) {
+	for _, x := range []struct {
+		set map[string]bool
+		has bool
+	}{{s.affinityNodes, n.PodsWithAffinity > 0}, {s.antiNodes, n.PodsWithRequiredAntiAffinity > 0}} {
+		switch {
+		case x.has:
+			x.set[n.Name()] = true
+		case exact:
+			delete(x.set, n.Name())
+		}
+	}
+}
+
+// forgetAffinity takes the node name, which left s, out of the census.
+func (s *Snapshot) forgetAffinity(name string) {
+	delete(s.affinityNodes, name)
+	delete(s.antiNodes, name)
 }
 
 // maxTouched bounds the nodes a Snapshot names as touched; past it, it
@@ -43,7 +80,8 @@ const maxTouched = 256
 
 // NewSnapshot returns an empty snapshot.
 func NewSnapshot() *Snapshot {
-	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, changed: map[string]bool{}, touched: map[string]bool{}, allTouched: true}
+	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}, changed: map[string]bool{}, touched: map[string]bool{}, allTouched: true,
+		affinityNodes: map[string]bool{}, antiNodes: map[string]bool{}}
 }
 
 // Touched returns the names of the nodes that changed since the last
@@ -104,6 +142,7 @@ func (s *Snapshot) AddPod(nodeName string, pod *v1.Pod) bool {
 	n.AddPod(pod)
 	s.changed[nodeName] = true
 	s.touch(nodeName)
+	s.noteAffinity(n, false)
 	return true
 }
 
@@ -120,6 +159,7 @@ func (s *Snapshot) AddTask(nodeName string, t *framework.TaskInfo) bool {
 	n.AddTask(t)
 	s.changed[nodeName] = true
 	s.touch(nodeName)
+	s.noteAffinity(n, false)
 	return true
 }
 
@@ -167,6 +207,7 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 			item.info.CloneInto(ni)
 			s.clones++
 			s.touch(name)
+			s.noteAffinity(ni, true)
 		}
 	}
 	clear(s.changed)
@@ -179,6 +220,7 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 		for name := range s.nodeInfoMap {
 			if item, ok := c.nodes[name]; !ok || item.info.Placeholder {
 				delete(s.nodeInfoMap, name)
+				s.forgetAffinity(name)
 				membershipChanged = true
 			}
 		}
@@ -187,6 +229,7 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 		for _, r := range c.removedNodes[i:] {
 			if _, ok := s.nodeInfoMap[r.name]; ok {
 				delete(s.nodeInfoMap, r.name)
+				s.forgetAffinity(r.name)
 				membershipChanged = true
 			}
 		}
@@ -201,6 +244,7 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 		if info.Placeholder {
 			if ok {
 				delete(s.nodeInfoMap, info.Name())
+				s.forgetAffinity(info.Name())
 				membershipChanged = true
 			}
 			continue
@@ -213,6 +257,7 @@ func (c *SchedulerCache) UpdateSnapshot(s *Snapshot) error {
 		info.CloneInto(existing)
 		s.clones++
 		s.touch(info.Name())
+		s.noteAffinity(existing, true)
 	}
 	s.generation = c.generation
 	if membershipChanged {

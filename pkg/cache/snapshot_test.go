@@ -280,3 +280,63 @@ func TestSnapshotTouched(t *testing.T) {
 	}
 	want("too many nodes", true)
 }
+
+// TestSnapshotAffinityCensus checks the census the snapshot gives plugins:
+// exact after an update, raised by a placement, kept (not lowered) when a
+// pod is taken off and put back directly, as preemption's simulation
+// does, and exact again at the next update.
+func TestSnapshotAffinityCensus(t *testing.T) {
+	c, _ := newTestCache(t, Options{})
+	for i := range 3 {
+		mustNoErr(t, "AddOrUpdateNode", c.AddOrUpdateNode(bigNode(fmt.Sprintf("n%d", i))))
+	}
+	anti := func(name, node string) *v1.Pod {
+		p := st.MakePod().Name(name).UID(name).Node(node).Req(res{v1.ResourceCPU: "1"}).Obj()
+		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: v1.LabelHostname}}}}
+		return p
+	}
+	s := NewSnapshot()
+	want := func(step string, affinity, antiAffinity bool) {
+		t.Helper()
+		if s.MayHoldAffinity() != affinity || s.MayHoldRequiredAntiAffinity() != antiAffinity {
+			t.Fatalf("%s: census affinity %v, anti-affinity %v; want %v, %v", step, s.MayHoldAffinity(), s.MayHoldRequiredAntiAffinity(), affinity, antiAffinity)
+		}
+	}
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("no pods", false, false)
+
+	bound := anti("a", "n1")
+	mustNoErr(t, "AddPod", c.AddPod(bound))
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("a bound pod with anti-affinity", true, true)
+
+	// Preemption's simulation takes it off and puts it back directly.
+	task := func() *framework.TaskInfo {
+		n, _ := s.Get("n1")
+		return n.Pods[0]
+	}()
+	s.RemovePod("n1", "a")
+	want("taken off: may still hold", true, true)
+	n1, _ := s.Get("n1")
+	n1.AddTask(task)
+	want("put back", true, true)
+
+	_, err := c.DeletePod(bound)
+	mustNoErr(t, "DeletePod", err)
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("deleted", false, false)
+
+	// A cycle's tentative placement raises it; the next update undoes it.
+	s.AddPod("n2", anti("b", ""))
+	want("placed in the cycle", true, true)
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("after the update", false, false)
+
+	// A node that leaves takes its pods out of the census.
+	mustNoErr(t, "AddPod", c.AddPod(anti("c", "n0")))
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("bound on n0", true, true)
+	mustNoErr(t, "RemoveNode", c.RemoveNode(bigNode("n0")))
+	mustNoErr(t, "UpdateSnapshot", c.UpdateSnapshot(s))
+	want("n0 left (a placeholder now)", false, false)
+}

@@ -85,3 +85,45 @@ func SameNodes(a, b []*NodeInfo) bool {
 type NodeLocal interface {
 	NodeLocal()
 }
+
+// AffinityCensus tells whether some node of the scheduling cycle's
+// snapshot may hold a counted pod with pod affinity or anti-affinity
+// (MayHoldAffinity) or with required pod anti-affinity
+// (MayHoldRequiredAntiAffinity). False is certain: no node holds one.
+// True may be stale (such a pod was taken off since). A plugin that would
+// walk every node to learn that no such pod exists (InterPodAffinity, for
+// the many pods without terms of their own) asks it first; the
+// scheduling loop puts the snapshot's census in the cycle state under
+// AffinityCensusKey.
+type AffinityCensus interface {
+	MayHoldAffinity() bool
+	MayHoldRequiredAntiAffinity() bool
+}
+
+// AffinityCensusKey is the cycle state key of the cycle's AffinityCensus.
+const AffinityCensusKey StateKey = "framework.batch-scheduler.io/affinity-census"
+
+// censusData holds an AffinityCensus in a cycle state. The census is a
+// live view of the snapshot, so a clone of the state shares it.
+type censusData struct{ AffinityCensus }
+
+func (d censusData) Clone() StateData { return d }
+
+// WriteAffinityCensus puts census in state under AffinityCensusKey.
+func WriteAffinityCensus(state *CycleState, census AffinityCensus) {
+	state.Write(AffinityCensusKey, censusData{census})
+}
+
+// AffinityCensusOf returns the AffinityCensus of state, or nil when it
+// holds none (then every node must be looked at).
+func AffinityCensusOf(state *CycleState) AffinityCensus {
+	d, ok := state.Read(AffinityCensusKey)
+	if !ok {
+		return nil
+	}
+	c, ok := d.(censusData)
+	if !ok {
+		return nil
+	}
+	return c.AffinityCensus
+}

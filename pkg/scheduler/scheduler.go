@@ -367,6 +367,9 @@ func (s *Scheduler) newCycle(qj *framework.QueuedJob) (*cycle, error) {
 	fwk, ok := s.opts.Profiles[profile]
 	state := framework.NewCycleState()
 	state.SetRecordPluginMetrics(rand.Float64() < pluginMetricsSampleShare)
+	// The snapshot tells plugins, for every node at once, whether any
+	// pod with pod (anti-)affinity may be there.
+	framework.WriteAffinityCensus(state, s.snapshot)
 	c := &cycle{qj: qj, job: job, fwk: fwk, profile: profile, state: state, start: time.Now(),
 		placements: map[string]string{}, failures: map[string]string{}, rejectedBy: map[string]bool{}}
 	if !ok {

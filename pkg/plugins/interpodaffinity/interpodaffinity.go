@@ -185,7 +185,7 @@ func (pl *InterPodAffinity) PreFilterPod(ctx context.Context, state *framework.C
 	// PreScore is given only the feasible nodes; domains span them all.
 	state.Write(nodesKey, &allNodes{pod: pod, nodes: nodes})
 	rawAffinity, rawAnti := requiredAffinity(pod), requiredAntiAffinity(pod)
-	if len(rawAffinity) == 0 && len(rawAnti) == 0 && !anyRequiredAntiAffinity(nodes) {
+	if len(rawAffinity) == 0 && len(rawAnti) == 0 && !anyRequiredAntiAffinity(state, nodes) {
 		return framework.NewStatus(framework.Skip)
 	}
 	logger := klog.FromContext(ctx)
@@ -233,8 +233,12 @@ func (pl *InterPodAffinity) PreFilterPod(ctx context.Context, state *framework.C
 }
 
 // anyRequiredAntiAffinity reports whether some node holds a counted pod
-// with required pod anti-affinity.
-func anyRequiredAntiAffinity(nodes []*framework.NodeInfo) bool {
+// with required pod anti-affinity. The cycle's census, when state has
+// one, answers for most pods without a walk over every node.
+func anyRequiredAntiAffinity(state *framework.CycleState, nodes []*framework.NodeInfo) bool {
+	if c := framework.AffinityCensusOf(state); c != nil && !c.MayHoldRequiredAntiAffinity() {
+		return false
+	}
 	for _, n := range nodes {
 		if n.PodsWithRequiredAntiAffinity > 0 {
 			return true

@@ -110,7 +110,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	}
 	rawAff, rawAnti := preferredTerms(pod)
 	hasPreferred := len(rawAff) > 0 || len(rawAnti) > 0
-	if !hasPreferred && !anyPodWithAffinity(nodes) {
+	if !hasPreferred && !anyPodWithAffinity(state, nodes) {
 		return framework.NewStatus(framework.Skip)
 	}
 	aff, err := parseWeighted(pod, "podAffinity", rawAff)
@@ -202,8 +202,12 @@ func scoreExisting(logger klog.Logger, scores domainScores, node *v1.Node, pod, 
 }
 
 // anyPodWithAffinity reports whether some node holds a counted pod with
-// pod affinity or anti-affinity.
-func anyPodWithAffinity(nodes []*framework.NodeInfo) bool {
+// pod affinity or anti-affinity; the cycle's census first, as in
+// anyRequiredAntiAffinity.
+func anyPodWithAffinity(state *framework.CycleState, nodes []*framework.NodeInfo) bool {
+	if c := framework.AffinityCensusOf(state); c != nil && !c.MayHoldAffinity() {
+		return false
+	}
 	for _, n := range nodes {
 		if n.PodsWithAffinity > 0 {
 			return true
