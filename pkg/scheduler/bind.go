@@ -109,6 +109,13 @@ func (s *Scheduler) bind(ctx context.Context, c *cycle, pod *v1.Pod, nodeName st
 			}
 			s.metrics.PodsBound.Inc()
 			s.metrics.E2ELatency.Observe(time.Since(c.qj.InitialTimestamp).Seconds())
+			if bf, ok := framework.BackfillOn(c.state, nodeName); ok {
+				s.metrics.BackfilledPods.Inc()
+				s.opts.Recorder.Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding",
+					"Successfully assigned %s to %s, backfilling room job %s reserves there until %s", podKey(pod), nodeName, bf.Job, bf.Start.UTC().Format(time.RFC3339))
+				logger.V(2).Info("Bound pod", "pod", klog.KObj(pod), "node", nodeName, "backfilledInto", bf.Job.String(), "reservationStart", bf.Start)
+				return
+			}
 			s.opts.Recorder.Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding",
 				"Successfully assigned %s to %s", podKey(pod), nodeName)
 			logger.V(2).Info("Bound pod", "pod", klog.KObj(pod), "node", nodeName)

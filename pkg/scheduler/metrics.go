@@ -51,6 +51,9 @@ type Metrics struct {
 	// RankingReuses counts the pods placed by the ranking of nodes of the
 	// alike pod before them (see ranking).
 	RankingReuses *k8smetrics.Counter
+	// BackfilledPods counts the pods bound in room another job's
+	// reservation holds (framework.BackfillOn).
+	BackfilledPods *k8smetrics.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -108,8 +111,12 @@ func NewMetrics(reg k8smetrics.KubeRegistry) (*Metrics, error) {
 			Namespace: metrics.Namespace, Name: "ranking_reuses_total", StabilityLevel: k8smetrics.ALPHA,
 			Help: "Pods placed by the ranking of nodes computed for the alike pod before them, filtering and scoring again only the nodes that changed since, instead of a whole window of nodes.",
 		}),
+		BackfilledPods: k8smetrics.NewCounter(&k8smetrics.CounterOpts{
+			Namespace: metrics.Namespace, Name: "backfilled_pods_total", StabilityLevel: k8smetrics.ALPHA,
+			Help: "Pods bound on a node where another job's reservation holds room that the pod's job was let use because it is expected to end before the reservation's job is expected to start.",
+		}),
 	}
-	if err := metrics.Register(reg, m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.AssumeConflicts, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims, m.StartEstimateError, m.Reservations, m.RankingReuses); err != nil {
+	if err := metrics.Register(reg, m.Attempts, m.AttemptDuration, m.E2ELatency, m.BindErrors, m.AssumeConflicts, m.PodsBound, m.BindLimit, m.PreemptionAttempts, m.PreemptionVictims, m.StartEstimateError, m.Reservations, m.RankingReuses, m.BackfilledPods); err != nil {
 		return nil, fmt.Errorf("registering the scheduling metrics: %w", err)
 	}
 	return m, nil

@@ -164,7 +164,9 @@ func (s *Scheduler) roomElsewhere(busy map[string]bool, placeable resources.Reso
 // A reservation's room is not held from a job that backfills: one whose
 // pods all have an expected runtime (framework.EstimatedRuntime: what
 // they or their Job say) and end, started now, before the reservation
-// expects its job to start.
+// expects its job to start. The cycle's state records each such
+// reservation (framework.NoteBackfill): a pod placed in its room says so
+// on its binding (framework.BackfilledIntoAnnotation).
 //
 // A reservation's pods on a node are its room as it will be once the
 // running pods it awaits there have ended; while those run, their room
@@ -172,7 +174,10 @@ func (s *Scheduler) roomElsewhere(busy map[string]bool, placeable resources.Reso
 // they still use are placed (counting both would hold the room twice,
 // and take from another job room the reservation left it: the room of a
 // pod evicted for that job, say).
-func (s *Scheduler) holdNominated(c *cycle) {
+func (s *Scheduler) holdNominated(ctx context.Context, c *cycle) {
+	// Logged at 4 only, and checked first: the arguments would cost an
+	// allocation per nomination in every cycle.
+	v4 := klog.FromContext(ctx).V(4)
 	now := time.Now()
 	runtime, estimated := jobRuntime(c.job, now)
 	var covers map[reservedOn]*resources.Resource
@@ -181,6 +186,9 @@ func (s *Scheduler) holdNominated(c *cycle) {
 	for _, nom := range s.nominated.Others(c.job.ID, c.qj.Priority) {
 		job, status, ok := s.cache.TaskState(nom.Pod.UID)
 		if !ok || job != nom.Job || status != framework.TaskPending {
+			if v4.Enabled() {
+				v4.Info("Dropping the nomination of a pod no longer pending", "pod", klog.KObj(nom.Pod), "node", nom.Node, "status", status, "known", ok)
+			}
 			s.nominated.Drop(nom.Pod.UID)
 			if !ok || job != nom.Job {
 				s.nominated.Release([]schedulingqueue.Nomination{nom})
@@ -189,6 +197,11 @@ func (s *Scheduler) holdNominated(c *cycle) {
 		}
 		if nom.Reserved != nil {
 			if estimated && nom.Reserved.Backfills(now, runtime) {
+				if v4.Enabled() {
+					v4.Info("Job may backfill: not holding a reservation's room", "pod", klog.KObj(nom.Pod), "node", nom.Node,
+						"runtime", runtime, "reservationStart", nom.Reserved.Start)
+				}
+				framework.NoteBackfill(c.state, nom.Node, framework.Backfill{Job: nom.Job, Start: nom.Reserved.Start})
 				continue
 			}
 			k := reservedOn{nom.Job, nom.Node}
@@ -201,6 +214,9 @@ func (s *Scheduler) holdNominated(c *cycle) {
 				covers[k] = cover
 			}
 			if cover.Fits(nom.Task.Requests) {
+				if v4.Enabled() {
+					v4.Info("Reserved pod's room is still used by the pods it awaits", "pod", klog.KObj(nom.Pod), "node", nom.Node, "awaitedUse", cover.String())
+				}
 				cover.Sub(nom.Task.Requests)
 				continue
 			}

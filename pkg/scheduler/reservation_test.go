@@ -90,6 +90,28 @@ func TestReservationHoldsRoomAndLetsShortJobsBackfill(t *testing.T) {
 	if got := h.boundTo(); got["short"] != "n2" {
 		t.Fatalf("short (30s) bound to %q, want n2, the reserved room it ends before", got["short"])
 	}
+	// Its binding says whose room it took and until when.
+	held := h.sched.nominated.Reservations()
+	if len(held) != 1 {
+		t.Fatalf("reservations held: %v, want the gang's", held)
+	}
+	var bigID framework.JobID
+	var r framework.Reservation
+	for bigID, r = range held {
+	}
+	for _, b := range h.bindings() {
+		into, deadline := b.Annotations[framework.BackfilledIntoAnnotation], b.Annotations[framework.BackfillDeadlineAnnotation]
+		switch b.Name {
+		case "short":
+			if into != bigID.String() || deadline != r.Start.UTC().Format(time.RFC3339Nano) {
+				t.Errorf("short's binding says it backfilled into %q until %q, want %s until %s (the reservation's start)", into, deadline, bigID, r.Start.UTC().Format(time.RFC3339Nano))
+			}
+		default:
+			if into != "" || deadline != "" {
+				t.Errorf("%s's binding says it backfilled into %q until %q: it took no reserved room", b.Name, into, deadline)
+			}
+		}
+	}
 
 	// Everything the gang waits for ends, the backfilled pod too: the
 	// gang lands on its reserved nodes, ahead of the pods waiting.

@@ -266,7 +266,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	if s.awaitVictims(ctx, c) {
 		return
 	}
-	s.holdNominated(c)
+	s.holdNominated(ctx, c)
 	if st := c.fwk.RunPreFilterPlugins(ctx, c.state, c.job); !st.IsSuccess() {
 		if st.IsRejected() {
 			c.noteRejection(st)

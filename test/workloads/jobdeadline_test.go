@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/test/controlplane"
 )
 
@@ -65,6 +66,15 @@ func TestJobDeadlineBackfillsAroundAReservation(t *testing.T) {
 			describe(podsOf(t, ns, "quick")), describe(podsOf(t, ns, "big")))
 	}
 	t.Logf("the single with a Job deadline backfilled %s after its creation", time.Since(created).Round(100*time.Millisecond))
+	// Its binding said whose room it took, and until when: the gang's,
+	// which waits for the 20 s singles, ending after the 6 s deadline.
+	quick := podsOf(t, ns, "quick")[0]
+	into, deadline := quick.Annotations[framework.BackfilledIntoAnnotation], quick.Annotations[framework.BackfillDeadlineAnnotation]
+	until, perr := time.Parse(time.RFC3339Nano, deadline)
+	if jobName(into) != "big" || perr != nil || until.Before(created.Add(6*time.Second)) {
+		t.Errorf("the backfilled single says it backfilled into %q until %q (%v), want the Job big's reservation until at least its 6 s deadline after %s",
+			into, deadline, perr, created.Format(time.RFC3339Nano))
+	}
 	if pods := podsOf(t, ns, "silent"); len(pods) == 1 && pods[0].Spec.NodeName != "" && podsOf(t, ns, "big")[0].Spec.NodeName == "" {
 		t.Errorf("the single whose Job says nothing took reserved room: %s", describe(pods))
 	}

@@ -33,9 +33,13 @@ import (
 //
 //   - a reservation is never given away: no pod of another job, created
 //     after a node was reserved, lands on that node while it stays
-//     reserved, unless it backfills (it says its runtime, and ends by the
-//     expected start of the reservation as it stood when the scheduler
-//     decided, with a second of slack);
+//     reserved, unless it backfills: it says its runtime, its binding
+//     names the reserving job (framework.BackfilledIntoAnnotation) and
+//     the reservation's expected start the scheduler judged it against
+//     (BackfillDeadlineAnnotation), and its runtime from its creation
+//     ends by then. The binding is the record: a reservation is re-made
+//     several times a second as pods end, each time with a new start,
+//     and reads of /debug/standing 200 ms apart miss some versions;
 //   - backfill never delays a reserved gang: a gang whose reservation
 //     held until it started starts within reservationTolerance of the
 //     start its reservation expected last;
@@ -115,7 +119,7 @@ func TestReservationInvariantsUnderBacklog(t *testing.T) {
 		t.Error(v)
 	}
 	reserved, judged, backfilled := chk.summary(4)
-	t.Logf("%d gangs reserved, %d judged on their start, %d pods backfilled onto reserved nodes, %d standing reads", reserved, judged, backfilled, chk.reads)
+	t.Logf("%d gangs reserved, %d judged on their start, %d pods backfilled (by their binding), %d standing reads", reserved, judged, backfilled, chk.reads)
 	if reserved < 2 {
 		t.Errorf("only %d gangs reserved: the scene did not exercise reservations", reserved)
 	}
@@ -167,6 +171,11 @@ type boundPod struct {
 	at, created time.Time
 	// runtime is the pod's expected runtime; 0 for none.
 	runtime time.Duration
+	// backfilled is the job its binding says it backfilled into ("" for
+	// none), by Job name, and deadline the reservation's expected start
+	// the binding gives (zero when absent or malformed).
+	backfilled string
+	deadline   time.Time
 }
 
 func newReservationChecker() *reservationChecker { return &reservationChecker{} }
@@ -252,6 +261,10 @@ func (c *reservationChecker) watchPods(ctx context.Context, t *testing.T, ns str
 			if d, ok, _ := framework.ExpectedRuntime(pod); ok {
 				b.runtime = d
 			}
+			if into, ok := pod.Annotations[framework.BackfilledIntoAnnotation]; ok {
+				b.backfilled = jobName(into)
+				b.deadline, _ = time.Parse(time.RFC3339Nano, pod.Annotations[framework.BackfillDeadlineAnnotation])
+			}
 			c.mu.Lock()
 			c.binds = append(c.binds, b)
 			c.mu.Unlock()
@@ -305,11 +318,14 @@ func (c *reservationChecker) violations(quorum int) []string {
 	// bind shows held for another job without a break since before the
 	// pod was created (the reservation's heldSince for the node; a
 	// creation time is whole seconds, so before it is surely before the
-	// pod existed). A bind is seen some time after the scheduler decided
+	// pod existed), unless the holder started by then or the pod
+	// backfilled. A bind is seen some time after the scheduler decided
 	// it, so the pod's creation, not the bind, tells that the node was
 	// held before the decision; and reads 200 ms apart cannot tell a
 	// reservation that moved off the node and back between two of them
-	// from one that stayed: heldSince can.
+	// from one that stayed: heldSince can. The decision came after the
+	// pod's creation, so a pod whose runtime from its creation outlasts
+	// the deadline its binding gives surely broke the backfill rule.
 	for _, b := range c.binds {
 		i, _ := slices.BinarySearchFunc(c.polls, b.at, func(p, at time.Time) int { return p.Compare(at) })
 		if i == 0 || i >= len(c.polls) {
@@ -326,14 +342,32 @@ func (c *reservationChecker) violations(quorum int) []string {
 			if start, started := c.startOf(holder, quorum); started && !start.After(b.at) {
 				continue
 			}
-			before := c.inEffect(holder, i, b.at)
-			backfills := b.runtime > 0 && before.Start != nil && !b.at.Add(b.runtime).After(before.Start.Add(time.Second))
-			if !backfills {
-				out = append(out, fmt.Sprintf("pod %s (runtime %s, created %s) was bound at %s to %s, held for %s (expected start %v) since %s without a break: the reservation was given away; %s's reservation read from the pod's creation on: %s",
-					b.pod, b.runtime, b.created.Format("15:04:05"), b.at.Format("15:04:05.000"), b.node, holder, before.Start, since.Format("15:04:05.000"),
-					holder, c.historyOf(holder, b.created.Add(-time.Second), b.at.Add(time.Second))))
+			if b.backfilled == holder {
+				continue // judged below
 			}
+			out = append(out, fmt.Sprintf("pod %s (runtime %s, created %s) was bound at %s to %s, held for %s since %s without a break, and its binding names no backfill of %s (backfilled into %q): the reservation was given away; %s's reservation read from the pod's creation on: %s",
+				b.pod, b.runtime, b.created.Format("15:04:05"), b.at.Format("15:04:05.000"), b.node, holder, since.Format("15:04:05.000"), holder, b.backfilled,
+				holder, c.historyOf(holder, b.created.Add(-time.Second), b.at.Add(time.Second))))
 		}
+	}
+	// A backfill the scheduler claims must keep the rule.
+	for _, b := range c.binds {
+		if b.backfilled == "" {
+			continue
+		}
+		why := ""
+		switch {
+		case b.runtime <= 0:
+			why = "it says no runtime"
+		case b.deadline.IsZero():
+			why = "its binding gives no valid " + framework.BackfillDeadlineAnnotation
+		case b.created.Add(b.runtime).After(b.deadline):
+			why = fmt.Sprintf("its runtime from its creation outlasts the deadline %s its binding gives", b.deadline.Format("15:04:05.000"))
+		default:
+			continue
+		}
+		out = append(out, fmt.Sprintf("pod %s (runtime %s, created %s), bound at %s to %s, backfilled into %s's reservation, but %s", b.pod, b.runtime,
+			b.created.Format("15:04:05"), b.at.Format("15:04:05.000"), b.node, b.backfilled, why))
 	}
 	// Only gangs (of quorum 2 or more) reserve; the singles take the
 	// room as their turn comes.
@@ -354,35 +388,6 @@ func (c *reservationChecker) violations(quorum int) []string {
 		}
 	}
 	return out
-}
-
-// inEffect returns holder's reservation as it stood when a bind seen at
-// at was decided: of those the reads up to the i-th showed, the one the
-// scheduler made last before at (its Made). A reservation made between
-// the decision and the watch event that showed the bind (tens of
-// milliseconds) is taken for the one the decision saw, which can only
-// make the judgement more lenient; the check that no reserved gang starts
-// late does not depend on it. Without a Made before at, the read before
-// the i-th stands in, then the i-th.
-func (c *reservationChecker) inEffect(holder string, i int, at time.Time) standing.Reservation {
-	var best standing.Reservation
-	found := false
-	for k := 0; k <= i && k < len(c.held); k++ {
-		r, ok := c.held[k][holder]
-		if !ok || r.Made.IsZero() || r.Made.After(at) {
-			continue
-		}
-		if !found || r.Made.After(best.Made) {
-			best, found = r, true
-		}
-	}
-	if found {
-		return best
-	}
-	if r, ok := c.held[i-1][holder]; ok {
-		return r
-	}
-	return c.held[i][holder]
 }
 
 // historyOf lists what the reads from..to said of holder's reservation:
@@ -427,7 +432,7 @@ func (c *reservationChecker) lastHeld() map[string]lastReservation {
 }
 
 // summary counts the gangs that reserved, those judged on their start,
-// and the pods bound to a node reserved for another job (backfills).
+// and the pods whose binding says they backfilled.
 func (c *reservationChecker) summary(quorum int) (reserved, judged, backfilled int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -438,14 +443,8 @@ func (c *reservationChecker) summary(quorum int) (reserved, judged, backfilled i
 		}
 	}
 	for _, b := range c.binds {
-		i, _ := slices.BinarySearchFunc(c.polls, b.at, func(p, at time.Time) int { return p.Compare(at) })
-		if i == 0 {
-			continue
-		}
-		for holder, r := range c.held[i-1] {
-			if holder != b.job && slices.Contains(r.Nodes, b.node) {
-				backfilled++
-			}
+		if b.backfilled != "" {
+			backfilled++
 		}
 	}
 	return reserved, judged, backfilled

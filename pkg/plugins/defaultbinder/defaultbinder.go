@@ -48,12 +48,19 @@ func (*DefaultBinder) EventsToRegister() []framework.ClusterEventWithHint {
 }
 
 // Bind implements framework.BindPlugin.
-func (b *DefaultBinder) Bind(ctx context.Context, _ *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+// A pod placed in room another job's reservation holds (it backfills,
+// framework.BackfillOn) gets the binding's annotations that say whose
+// and until when: the API server merges a binding's annotations into the
+// pod.
+func (b *DefaultBinder) Bind(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
 	logger := klog.FromContext(ctx)
 	logger.V(3).Info("Binding pod", "pod", klog.KObj(pod), "node", nodeName)
 	binding := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	if bf, ok := framework.BackfillOn(state, nodeName); ok {
+		binding.Annotations = bf.Annotations()
 	}
 	client := b.handle.ClientSet()
 	if client == nil {

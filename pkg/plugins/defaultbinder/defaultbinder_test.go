@@ -3,8 +3,10 @@ package defaultbinder
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,6 +55,46 @@ func TestBind(t *testing.T) {
 	got := bindings[0]
 	if got.Namespace != "ns" || got.Name != "p" || got.UID != "uid-1234" || got.Target.Kind != "Node" || got.Target.Name != "node-1" {
 		t.Errorf("binding = %+v", got)
+	}
+	if len(got.Annotations) != 0 {
+		t.Errorf("binding of a pod that backfills nothing has annotations %v", got.Annotations)
+	}
+}
+
+// A pod placed in room another job's reservation holds on its node says
+// so on its binding; one placed on another node does not.
+func TestBindBackfill(t *testing.T) {
+	reserving := framework.JobID{Namespace: "ns", Name: "gang", Gang: true}
+	start := time.Date(2026, 12, 5, 3, 37, 0, 743000000, time.FixedZone("x", 3600))
+	for _, tc := range []struct {
+		node string
+		want map[string]string
+	}{
+		{"reserved", map[string]string{framework.BackfilledIntoAnnotation: reserving.String(), framework.BackfillDeadlineAnnotation: "2026-12-05T02:37:00.743Z"}},
+		{"other", nil},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			pod := st.MakePod().Namespace("ns").Name("p").UID("uid-1").Obj()
+			h := testutil.NewHandle(pod)
+			state := framework.NewCycleState()
+			framework.NoteBackfill(state, "reserved", framework.Backfill{Job: reserving, Start: start.Add(time.Minute)})
+			// Of two reservations on a node, the one that starts first binds.
+			framework.NoteBackfill(state, "reserved", framework.Backfill{Job: reserving, Start: start})
+			framework.NoteBackfill(state, "reserved", framework.Backfill{Job: framework.JobID{Namespace: "ns", Name: "later"}, Start: start.Add(time.Hour)})
+			if s := newBinder(t, h).Bind(context.Background(), state, pod, tc.node); !s.IsSuccess() {
+				t.Fatalf("Bind = %v", s)
+			}
+			for _, a := range h.Client.Actions() {
+				if a.GetSubresource() == "binding" {
+					got := a.(clienttesting.CreateAction).GetObject().(*v1.Binding).Annotations
+					if !maps.Equal(got, tc.want) {
+						t.Errorf("binding annotations %v, want %v", got, tc.want)
+					}
+					return
+				}
+			}
+			t.Fatal("no binding reached the API")
+		})
 	}
 }
 
