@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static checks: formatting, vet, a tidy go.mod, and up-to-date generated
+# Static checks: formatting, license headers, vet, a tidy go.mod, and up-to-date generated
 # files (hack/verify-codegen.sh).
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -8,6 +8,15 @@ unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [[ -n "${unformatted}" ]]; then
   echo "gofmt would change:" >&2
   echo "${unformatted}" >&2
+  exit 1
+fi
+
+# Every Go file carries the license header (hack/boilerplate.go.txt),
+# after its build constraint if it has one.
+unlicensed=$(git ls-files '*.go' | xargs grep -L 'Copyright The batch-scheduler Authors' || true)
+if [[ -n "${unlicensed}" ]]; then
+  echo "missing the license header of hack/boilerplate.go.txt:" >&2
+  echo "${unlicensed}" >&2
   exit 1
 fi
 

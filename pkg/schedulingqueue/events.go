@@ -1,6 +1,24 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package schedulingqueue
 
 import (
+	"slices"
+
 	"k8s.io/klog/v2"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -133,5 +151,28 @@ func (q *SchedulingQueue) moveUnschedulableLocked(event framework.ClusterEvent, 
 	if moved > 0 {
 		klog.V(4).InfoS("Moved unschedulable jobs", "event", event.String(), "jobs", moved)
 		q.updateGaugesLocked()
+	}
+}
+
+// noteParkedLocked adds delta to parkedInterest for each resource e's
+// attempt registered an event of, once per resource; e's events do not
+// change while it is parked.
+func (q *SchedulingQueue) noteParkedLocked(e *jobEntry, delta int) {
+	if e.anyEvent {
+		q.addInterestLocked(framework.WildCard, delta)
+		return
+	}
+	for i, pe := range e.events {
+		if !slices.ContainsFunc(e.events[:i], func(o framework.PluginEvent) bool { return o.Event.Resource == pe.Event.Resource }) {
+			q.addInterestLocked(pe.Event.Resource, delta)
+		}
+	}
+}
+
+func (q *SchedulingQueue) addInterestLocked(r framework.EventResource, delta int) {
+	if n := q.parkedInterest[r] + delta; n > 0 {
+		q.parkedInterest[r] = n
+	} else {
+		delete(q.parkedInterest, r)
 	}
 }
