@@ -22,9 +22,11 @@ import (
 
 const (
 	// BackfilledIntoAnnotation is set on a pod, by the binding that puts
-	// it on its node, when the pod took room another job's reservation
-	// holds there (it backfilled: it is expected to end before that job
-	// is expected to start). Its value is the reserving job's ID.
+	// it on its node, when another job's reservation holds room there
+	// that the scheduler let the pod's job use (it backfills: it is
+	// expected to end before that job is expected to start). The pod may
+	// have fitted beside the reserved room too; the annotation says the
+	// room was not held from it. Its value is the reserving job's ID.
 	BackfilledIntoAnnotation = "batch-scheduler.io/backfilled-into"
 	// BackfillDeadlineAnnotation goes with BackfilledIntoAnnotation: when
 	// the reservation expected its job to start, as the scheduler saw it
