@@ -90,8 +90,8 @@ func TestDefaultFramework(t *testing.T) {
 		"node(s) had untolerated taint(s)": 1,
 		"Insufficient cpu":                 2,
 	}
-	if !reflect.DeepEqual(diag.ReasonCounts, wantCounts) {
-		t.Errorf("ReasonCounts = %v, want %v", diag.ReasonCounts, wantCounts)
+	if !reflect.DeepEqual(diag.ReasonCounts(), wantCounts) {
+		t.Errorf("ReasonCounts = %v, want %v", diag.ReasonCounts(), wantCounts)
 	}
 	if got, want := diag.RejectingPlugins(), []string{"NodeResourcesFit", "NodeUnschedulable", "TaintToleration"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("RejectingPlugins = %v, want %v", got, want)
@@ -150,8 +150,8 @@ func TestDefaultFrameworkHostPorts(t *testing.T) {
 	if len(feasible) != 0 {
 		t.Errorf("second task: feasible = %v, want none: the port is taken by the first", feasible)
 	}
-	if want := map[string]int{"node(s) didn't have free ports for the requested pod ports": 1}; !reflect.DeepEqual(diag.ReasonCounts, want) {
-		t.Errorf("ReasonCounts = %v, want %v", diag.ReasonCounts, want)
+	if want := map[string]int{"node(s) didn't have free ports for the requested pod ports": 1}; !reflect.DeepEqual(diag.ReasonCounts(), want) {
+		t.Errorf("ReasonCounts = %v, want %v", diag.ReasonCounts(), want)
 	}
 	if got, want := diag.RejectingPlugins(), []string{"NodePorts"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("RejectingPlugins = %v, want %v", got, want)

@@ -317,7 +317,7 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 			break
 		}
 		node := nodes[(offset+i)%len(nodes)]
-		if st := found.Diagnosis.StatusOf(node.Name()); st != nil && st.Code() == framework.UnschedulableAndUnresolvable {
+		if found.Diagnosis.Unresolvable(node.Name()) {
 			// Evicting pods cannot help there (e.g. a node selector).
 			continue
 		}

@@ -64,8 +64,8 @@ func TestPooledBuffersAcrossCalls(t *testing.T) {
 		for _, n := range feasible {
 			got = append(got, n.Name())
 		}
-		if !reflect.DeepEqual(got, tt.feasible) || len(d.NodeToStatus) != tt.rejected {
-			t.Fatalf("on %d nodes: feasible %v, %d rejected; want %v, %d", len(tt.nodes), got, len(d.NodeToStatus), tt.feasible, tt.rejected)
+		if !reflect.DeepEqual(got, tt.feasible) || d.Rejected() != tt.rejected {
+			t.Fatalf("on %d nodes: feasible %v, %d rejected; want %v, %d", len(tt.nodes), got, d.Rejected(), tt.feasible, tt.rejected)
 		}
 	}
 

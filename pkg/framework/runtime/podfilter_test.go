@@ -104,7 +104,7 @@ func TestFilterPod(t *testing.T) {
 		if got := names(res.Feasible); !slices.Equal(got, []string{"n3"}) {
 			t.Errorf("feasible %v, want n3 of the pod's nodes (n4 is not one)", got)
 		}
-		if got := len(res.Diagnosis.NodeToStatus); got != 2 {
+		if got := res.Diagnosis.Rejected(); got != 2 {
 			t.Errorf("diagnosis of %d nodes, want n1 and n2", got)
 		}
 		if got := rec.count("Filter(n4)"); got != 0 {

@@ -83,8 +83,8 @@ func TestPreparedFilterAndScore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(feasible) != 3 || d.NodeToStatus["n2"].Plugin() != "preparer" {
-		t.Fatalf("feasible = %d nodes, n2's status %v; want 3 and n2 rejected by preparer", len(feasible), d.NodeToStatus["n2"])
+	if len(feasible) != 3 || d.StatusOf("n2").Plugin() != "preparer" {
+		t.Fatalf("feasible = %d nodes, n2's status %v; want 3 and n2 rejected by preparer", len(feasible), d.StatusOf("n2"))
 	}
 	if got, calls := pl.prepared.Load(), pl.nodeCalls.Load(); got != 1 || calls != 4 {
 		t.Errorf("Filter: prepared %d times, called on %d nodes; want 1 and 4", got, calls)

@@ -65,10 +65,13 @@ func skipped(state *framework.CycleState, key framework.StateKey) pluginSet {
 }
 
 // attribute returns a copy of s that names plugin, leaving s untouched: a
-// plugin may return the same *Status from concurrent calls.
+// plugin may return the same *Status from concurrent calls. A status that
+// names plugin already is returned as it is: a Status is not changed once
+// made, and a plugin that rejects every node with one status (a pod too
+// large for any) then costs no copy per node.
 func attribute(s *framework.Status, plugin string) *framework.Status {
-	if s == nil {
-		return nil
+	if s == nil || s.Plugin() == plugin {
+		return s
 	}
 	c := *s
 	return c.WithPlugin(plugin)
@@ -307,9 +310,9 @@ func (f *Framework) FindFeasibleNodes(ctx context.Context, state *framework.Cycl
 		feasible = make([]*framework.NodeInfo, 0, fit)
 	}
 	if rejected := len(nodes) - fit; rejected > 0 {
-		// Sized once: grown node by node, the map rehashed as often as
+		// Sized once: grown node by node, it would be copied as often as
 		// it doubled, on every pod that fits nowhere.
-		diagnosis.NodeToStatus = make(map[string]*framework.Status, rejected)
+		diagnosis.grow(rejected)
 	}
 	for i, s := range statuses {
 		if s.IsSuccess() {

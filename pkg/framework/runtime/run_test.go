@@ -227,7 +227,7 @@ func TestStatusAttributionCopies(t *testing.T) {
 	if shared.Plugin() != "" {
 		t.Errorf("the plugin's own status was changed to name %q", shared.Plugin())
 	}
-	if s := d.NodeToStatus["n7"]; s.Plugin() != "a" || s.Message() != "shared reason" {
+	if s := d.StatusOf("n7"); s.Plugin() != "a" || s.Message() != "shared reason" {
 		t.Errorf("n7 status = %v from %q", s, s.Plugin())
 	}
 }
@@ -258,11 +258,11 @@ func TestFindFeasibleNodes(t *testing.T) {
 	if rec.count("taints.Filter(n1)") != 0 {
 		t.Error("taints ran on n1 after fit rejected it")
 	}
-	if got, want := d.ReasonCounts, map[string]int{"Insufficient cpu": 4, "Insufficient memory": 1, "node(s) had untolerated taint {k: v}": 2}; !reflect.DeepEqual(got, want) {
+	if got, want := d.ReasonCounts(), map[string]int{"Insufficient cpu": 4, "Insufficient memory": 1, "node(s) had untolerated taint {k: v}": 2}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ReasonCounts = %v, want %v", got, want)
 	}
 	for node, plugin := range map[string]string{"n1": "fit", "n4": "fit", "n5": "taints"} {
-		if s := d.NodeToStatus[node]; s.Plugin() != plugin || !s.IsRejected() {
+		if s := d.StatusOf(node); s.Plugin() != plugin || !s.IsRejected() {
 			t.Errorf("status of %s = %v from %q, want a rejection from %s", node, s, s.Plugin(), plugin)
 		}
 	}
@@ -284,13 +284,13 @@ func TestFindFeasibleNodes(t *testing.T) {
 	if got := nodeNames(feasible); !reflect.DeepEqual(got, []string{"n2", "n6"}) {
 		t.Errorf("feasible = %v, want [n2 n6]", got)
 	}
-	if len(d.NodeToStatus) != 4 || d.Message(len(nodes)) != "2/6 nodes are available: 3 Insufficient cpu, 1 Insufficient memory, 1 node(s) had untolerated taint {k: v}." {
-		t.Errorf("diagnosis = %v, %q", d.NodeToStatus, d.Message(len(nodes)))
+	if d.Rejected() != 4 || d.Message(len(nodes)) != "2/6 nodes are available: 3 Insufficient cpu, 1 Insufficient memory, 1 node(s) had untolerated taint {k: v}." {
+		t.Errorf("diagnosis = %v, %q", d.ReasonCounts(), d.Message(len(nodes)))
 	}
 
 	// No nodes: nothing feasible, nothing rejected.
 	feasible, d, err = f.FindFeasibleNodes(context.Background(), framework.NewCycleState(), testPod(), nil)
-	if err != nil || len(feasible) != 0 || len(d.NodeToStatus) != 0 || d.Message(0) != "0/0 nodes are available." {
+	if err != nil || len(feasible) != 0 || d.Rejected() != 0 || d.Message(0) != "0/0 nodes are available." {
 		t.Errorf("no nodes: %v, %+v, %v", feasible, d, err)
 	}
 }
@@ -326,8 +326,8 @@ func TestFindFeasibleNodesParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(feasible) != n/2 || d.ReasonCounts["odd"] != n/2 {
-		t.Fatalf("feasible = %d, odd = %d; want %d each", len(feasible), d.ReasonCounts["odd"], n/2)
+	if len(feasible) != n/2 || d.ReasonCounts()["odd"] != n/2 {
+		t.Fatalf("feasible = %d, odd = %d; want %d each", len(feasible), d.ReasonCounts()["odd"], n/2)
 	}
 	for i, ni := range feasible {
 		if ni.Name() != names[2*i] {
@@ -391,7 +391,7 @@ func TestFindFeasibleNodesError(t *testing.T) {
 	if err == nil || !errors.Is(err, errBoom) || !strings.Contains(err.Error(), `running Filter plugin "bad" for pod ns/p on node "n2": boom`) {
 		t.Errorf("err = %v, want the plugin's error naming it and the node", err)
 	}
-	if feasible != nil || d.NodeToStatus != nil {
+	if feasible != nil || d.Rejected() != 0 {
 		t.Errorf("got feasible %v and diagnosis %+v with an error", feasible, d)
 	}
 }

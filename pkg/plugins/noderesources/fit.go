@@ -222,7 +222,9 @@ func filter(ctx context.Context, pod *v1.Pod, req resources.Resource, dra map[v1
 	if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
 		logger.Info("Pod does not fit on node", "pod", klog.KObj(pod), "node", node.Name(), "reasons", reasons)
 	}
-	return framework.NewStatus(framework.Unschedulable, reasons...)
+	// Named here, the status is the framework's as it is: it copies a
+	// status to name its plugin otherwise, once per rejected node.
+	return framework.NewStatus(framework.Unschedulable, reasons...).WithPlugin(Name)
 }
 
 // withoutDRA returns req without the resources of dra that node does not
