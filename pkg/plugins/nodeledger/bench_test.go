@@ -44,7 +44,7 @@ func BenchmarkBind(b *testing.B) {
 			store := ledgertest.NewClient()
 			a := Args{NodeSelector: sharedLabel + "=vms", Placer: DefaultPlacer, ReleaseInterval: metav1.Duration{Duration: time.Hour}}
 			sel, _ := labels.Parse(a.NodeSelector)
-			pl, err := build(b.Context(), a, sel, h, func() (ledger.Client, error) { return store, nil })
+			pl, err := build(b.Context(), a, sel, h, func() (ledger.Client, error) { return store, nil }, false)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -66,11 +66,14 @@ func New(ctx context.Context, args runtime.Object, h framework.Handle) (framewor
 			return nil, fmt.Errorf("%s: creating the NodeLedger client: %w", Name, err)
 		}
 		return cs.BatchSchedulerV1alpha1().NodeLedgers(), nil
-	})
+	}, true)
 }
 
-// build is New with the ledger client made by newClient.
-func build(ctx context.Context, a Args, sel labels.Selector, h framework.Handle, newClient func() (ledger.Client, error)) (*NodeLedger, error) {
+// build is New with the ledger client made by newClient. With loop false
+// the placer's join-and-release loop is not started (unit tests call tick
+// themselves; the loop ticks once as soon as the informers sync, which
+// would race with what they count).
+func build(ctx context.Context, a Args, sel labels.Selector, h framework.Handle, newClient func() (ledger.Client, error), loop bool) (*NodeLedger, error) {
 	if h == nil || h.SharedInformerFactory() == nil {
 		return nil, errors.New(Name + ": the handle has no informer factory")
 	}
@@ -83,7 +86,9 @@ func build(ctx context.Context, a Args, sel labels.Selector, h framework.Handle,
 		if err != nil {
 			return nil, err
 		}
-		go p.run(ctx)
+		if loop {
+			go p.run(ctx)
+		}
 		return p, nil
 	}
 	var v any

@@ -56,8 +56,8 @@ func pod(name, scheduler, node, cpu string) *v1.Pod {
 }
 
 // fixture is the plugin over a fake clientset and a fake ledger store,
-// its informers synced; its release loop never ticks on its own (tests
-// call tick).
+// its informers synced; its release loop is not started (tests call
+// tick).
 type fixture struct {
 	pl     *NodeLedger
 	h      *testutil.Handle
@@ -79,7 +79,7 @@ func newFixture(t *testing.T, objs ...*v1.Pod) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := build(t.Context(), a, sel, h, func() (ledger.Client, error) { return store, nil })
+	pl, err := build(t.Context(), a, sel, h, func() (ledger.Client, error) { return store, nil }, false)
 	if err != nil {
 		t.Fatal(err)
 	}
