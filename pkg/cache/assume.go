@@ -324,7 +324,7 @@ func (c *SchedulerCache) ForgetPod(pod *v1.Pod) error {
 // told: it still holds the pod in the first case, and never did in the
 // second.
 func (c *SchedulerCache) revertAssumedLocked(t *framework.TaskInfo) (pending bool) {
-	uid := t.Pod.UID
+	uid := t.GetUID()
 	a := c.assumed[uid]
 	delete(c.assumed, uid)
 	c.removeFromNodeLocked(t)
@@ -398,7 +398,7 @@ func (c *SchedulerCache) cleanupAssumedPods() {
 		pending := c.revertAssumedLocked(t)
 		c.expiredCounter.Inc()
 		klog.ErrorS(nil, "Assumed pod was not reported bound in time; dropping the assumption",
-			"pod", klog.KObj(t.Pod), "node", t.NodeName, "ttl", c.opts.AssumedPodTTL, "pending", pending)
+			"pod", klog.KObj(t), "node", t.NodeName, "ttl", c.opts.AssumedPodTTL, "pending", pending)
 		if pending {
 			c.queue.AssumptionExpired(t.Job,
 				fmt.Sprintf("pod %s was not reported bound to node %s within %v of its bind", t.Key(), t.NodeName, c.opts.AssumedPodTTL))

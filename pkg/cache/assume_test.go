@@ -72,7 +72,7 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 		item := &nodeItem{info: info}
 		var req resources.Resource
 		for _, task := range item.info.Pods {
-			uid := task.Pod.UID
+			uid := task.GetUID()
 			if other, dup := onNode[uid]; dup {
 				t.Errorf("pod %s is on nodes %s and %s", task.Key(), other, name)
 			}
@@ -142,7 +142,7 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 		}
 	}
 	for key, task := range c.jobless {
-		if c.tasks[task.Pod.UID] != task || KeepsJobRecord(task) || task.Job.Namespace != key.namespace || task.Job.Name != key.name {
+		if c.tasks[task.GetUID()] != task || KeepsJobRecord(task) || task.Job.Namespace != key.namespace || task.Job.Name != key.name {
 			t.Errorf("the index of tasks without a job record holds %s under %s/%s, not a current task without one", task.Key(), key.namespace, key.name)
 		}
 	}
@@ -316,8 +316,8 @@ func TestJobTasks(t *testing.T) {
 		t.Fatalf("JobTasks = %d tasks, %v; Job has %d, the fixture %d pods", len(tasks), ok, len(j.Tasks), len(pods))
 	}
 	for _, task := range tasks {
-		if j.Tasks[task.Pod.UID] != task {
-			t.Errorf("task of %s is not the one Job holds", task.Pod.Name)
+		if j.Tasks[task.GetUID()] != task {
+			t.Errorf("task of %s is not the one Job holds", task.GetName())
 		}
 	}
 	if _, _, ok := c.JobTasks(framework.JobID{Namespace: "default", Name: "nobody", Gang: true}); ok {

@@ -389,7 +389,7 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 				if out.ClaimDevices == nil {
 					out.ClaimDevices = map[types.UID]resources.Resource{}
 				}
-				out.ClaimDevices[t.Pod.UID] = t.ClaimDevices
+				out.ClaimDevices[t.GetUID()] = t.ClaimDevices
 			}
 		case t.Counted && t.NodeName != "":
 			out.PlacedNodes = append(out.PlacedNodes, t.NodeName)

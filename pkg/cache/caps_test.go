@@ -152,9 +152,9 @@ func TestCapExceededCarriesTasks(t *testing.T) {
 	byName := map[string]*framework.TaskInfo{}
 	for i, task := range ex[0].Tasks {
 		if task.Pod != ex[0].Pods[i] {
-			t.Errorf("Tasks[%d] is pod %s, Pods[%d] is %s: want the same order", i, task.Pod.Name, i, ex[0].Pods[i].Name)
+			t.Errorf("Tasks[%d] is pod %s, Pods[%d] is %s: want the same order", i, task.GetName(), i, ex[0].Pods[i].Name)
 		}
-		byName[task.Pod.Name] = task
+		byName[task.GetName()] = task
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

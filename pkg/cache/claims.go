@@ -413,7 +413,7 @@ func (c *SchedulerCache) recountClaimDevicesLocked(uids map[types.UID]struct{}) 
 		if maps.Equal(d.Scalar, t.ClaimDevices.Scalar) {
 			continue
 		}
-		klog.V(4).InfoS("Claim devices of a pod recounted", "pod", klog.KObj(t.Pod), "devices", d.Scalar, "was", t.ClaimDevices.Scalar)
+		klog.V(4).InfoS("Claim devices of a pod recounted", "pod", klog.KObj(t), "devices", d.Scalar, "was", t.ClaimDevices.Scalar)
 		c.replaceClaimDevicesLocked(t, d)
 		changed = true
 	}
@@ -427,7 +427,7 @@ func (c *SchedulerCache) recountClaimDevicesLocked(uids map[types.UID]struct{}) 
 func (c *SchedulerCache) replaceClaimDevicesLocked(t *framework.TaskInfo, d resources.Resource) {
 	nt := *t
 	nt.ClaimDevices = d
-	uid := t.Pod.UID
+	uid := t.GetUID()
 	c.tasks[uid] = &nt
 	if KeepsJobRecord(&nt) {
 		if job, ok := c.jobs[nt.Job]; ok {
@@ -435,7 +435,7 @@ func (c *SchedulerCache) replaceClaimDevicesLocked(t *framework.TaskInfo, d reso
 		}
 	} else {
 		key := joblessKey{namespace: nt.Job.Namespace, name: nt.Job.Name}
-		if cur, ok := c.jobless[key]; ok && cur.Pod.UID == uid {
+		if cur, ok := c.jobless[key]; ok && cur.GetUID() == uid {
 			c.jobless[key] = &nt
 		}
 	}

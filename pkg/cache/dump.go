@@ -135,9 +135,9 @@ func (c *SchedulerCache) Dump() *Dump {
 		}
 		jd.Tasks = make([]TaskDump, 0, len(j.Tasks))
 		for _, t := range j.Tasks {
-			td := TaskDump{Pod: t.Key(), UID: t.Pod.UID, Phase: t.Pod.Status.Phase,
+			td := TaskDump{Pod: t.Key(), UID: t.GetUID(), Phase: t.Phase(),
 				Node: t.NodeName, Status: t.Status, Counted: t.Counted}
-			if a, ok := v.Assumed[t.Pod.UID]; ok {
+			if a, ok := v.Assumed[t.GetUID()]; ok {
 				td.Assumed = &AssumedDump{BindingFinished: a.BindingFinished, InformerPending: a.InformerPending}
 				if a.BindingFinished {
 					expires := a.Deadline

@@ -205,7 +205,7 @@ func (c *SchedulerCache) ownerKeyLocked(t *framework.TaskInfo) (groupKey, bool) 
 	if !ok {
 		return groupKey{}, false
 	}
-	return groupKey{kind: ref.Kind, namespace: t.Pod.Namespace, name: ref.Object}, true
+	return groupKey{kind: ref.Kind, namespace: t.GetNamespace(), name: ref.Object}, true
 }
 
 // indexOwnerLocked keeps ownerTasks (and taskOwner) in step when the
@@ -375,7 +375,7 @@ func (c *SchedulerCache) rekeyTasksLocked(uids []types.UID) int {
 	moved := 0
 	for _, uid := range uids {
 		t := c.tasks[uid]
-		if t == nil || c.membershipLocked(t.Pod).JobID(t.Pod.Namespace, t.Pod.Name) == t.Job {
+		if t == nil || c.membershipLocked(t.Pod).JobID(t.GetNamespace(), t.GetName()) == t.Job {
 			continue
 		}
 		moved++
@@ -397,7 +397,7 @@ func (c *SchedulerCache) rekeyTasksLocked(uids []types.UID) int {
 // longer reports pending, to the job the cache's rule gives it, keeping
 // the assumption. The caller holds mu.
 func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
-	uid := t.Pod.UID
+	uid := t.GetUID()
 	nt := framework.NewAssumedTaskInfoInGroup(t.Pod, t.NodeName, t.Requests, c.membershipLocked(t.Pod))
 	nt.RuntimeBounds = c.runtimeBounds
 	nt.ClaimDevices = t.ClaimDevices
@@ -407,7 +407,7 @@ func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
 	c.setJobTaskLocked(c.jobForTaskLocked(nt), nt)
 	info, item := c.accountedNodeLocked(nt.NodeName)
 	if info == nil || !info.RemoveTask(uid) {
-		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(nt.Pod), "node", nt.NodeName)
+		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(nt), "node", nt.NodeName)
 		info, item = c.accountingNodeLocked(nt.NodeName, usageOwner{pod: nt.Pod})
 	}
 	info.AddTask(nt)

@@ -113,7 +113,7 @@ func TestForeignPodsKeepNoJobRecord(t *testing.T) {
 	if _, ok := v.Jobs[singleJob("web")]; ok {
 		t.Errorf("View has a job record for web")
 	}
-	if got := v.Jobless[singleJob("web")]; got == nil || got.Pod.Name != "web" {
+	if got := v.Jobless[singleJob("web")]; got == nil || got.GetName() != "web" {
 		t.Errorf("View.Jobless[web] = %v, want its task", got)
 	}
 	if len(v.Jobless) != 2 || len(v.Jobs) != 2 || len(v.Tasks) != 4 {

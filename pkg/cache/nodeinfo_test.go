@@ -128,7 +128,7 @@ func TestSnapshotAddPodIsTentative(t *testing.T) {
 	}
 	// The cache is untouched.
 	ni, _ := c.NodeInfo("n1")
-	if ni.Requested.MilliCPU != 1000 || ni.Requested.Scalar[gpu] != 1 || len(ni.Pods) != 1 || ni.Pods[0].Pod.Name != "running" {
+	if ni.Requested.MilliCPU != 1000 || ni.Requested.Scalar[gpu] != 1 || len(ni.Pods) != 1 || ni.Pods[0].GetName() != "running" {
 		t.Fatalf("the cache's n1 changed: %+v", ni)
 	}
 	c.mu.RLock()

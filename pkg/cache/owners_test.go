@@ -49,9 +49,9 @@ func checkJob(t *testing.T, c *SchedulerCache, id framework.JobID, pods []string
 	}
 	var names []string
 	for _, task := range j.Tasks {
-		names = append(names, task.Pod.Name)
+		names = append(names, task.GetName())
 		if got := c.JobIDForPod(task.Pod); got != id {
-			t.Errorf("the checker puts pod %s in job %s, the cache in %s", task.Pod.Name, got, id)
+			t.Errorf("the checker puts pod %s in job %s, the cache in %s", task.GetName(), got, id)
 		}
 	}
 	if len(names) != len(pods) {
@@ -222,7 +222,7 @@ func checkOwnerIndex(t *testing.T, c *SchedulerCache) {
 		if !ok {
 			continue
 		}
-		key = groupKey{kind: ref.Kind, namespace: task.Pod.Namespace, name: ref.Object}
+		key = groupKey{kind: ref.Kind, namespace: task.GetNamespace(), name: ref.Object}
 		if c.taskOwner[uid] != key {
 			t.Errorf("pod %s: reverse index %v, want %v", task.Key(), c.taskOwner[uid], key)
 		}

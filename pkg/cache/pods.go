@@ -138,7 +138,7 @@ func (c *SchedulerCache) DeletePod(pod *v1.Pod) (freed bool, err error) {
 // job, on another node, pending, assumed or bound. A bound t confirms an
 // assumed task.
 func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
-	uid := t.Pod.UID
+	uid := t.GetUID()
 	old, existed := c.tasks[uid]
 	if existed {
 		wasQueued := c.queuedLocked(old)
@@ -155,9 +155,9 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 			delete(c.assumed, uid)
 			if t.NodeName != old.NodeName {
 				klog.InfoS("Assumed pod was reported bound to another node; accounting it there",
-					"pod", klog.KObj(t.Pod), "assumedNode", old.NodeName, "node", t.NodeName)
+					"pod", klog.KObj(t), "assumedNode", old.NodeName, "node", t.NodeName)
 			} else {
-				klog.V(4).InfoS("Assumed pod was reported bound", "pod", klog.KObj(t.Pod), "node", t.NodeName)
+				klog.V(4).InfoS("Assumed pod was reported bound", "pod", klog.KObj(t), "node", t.NodeName)
 			}
 		}
 		if wasQueued && (t.Status != framework.TaskPending || old.Job != t.Job) {
@@ -176,7 +176,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 	case existed && sameNode(old, t):
 		info, item := c.accountedNodeLocked(t.NodeName)
 		if info == nil || !info.RemoveTask(uid) {
-			klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t.Pod), "node", t.NodeName)
+			klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t), "node", t.NodeName)
 			info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.Pod})
 		}
 		info.AddTask(t)
@@ -225,7 +225,7 @@ func (c *SchedulerCache) queuedLocked(t *framework.TaskInfo) bool {
 	case framework.TaskPending:
 		return true
 	case framework.TaskAssumed:
-		return c.assumed[t.Pod.UID].pending != nil
+		return c.assumed[t.GetUID()].pending != nil
 	}
 	return false
 }
@@ -246,7 +246,7 @@ func (c *SchedulerCache) jobForTaskLocked(t *framework.TaskInfo) *framework.JobI
 // setJobTaskLocked adds t to job, or replaces its task of the same pod,
 // keeping the queues' usage in step.
 func (c *SchedulerCache) setJobTaskLocked(job *framework.JobInfo, t *framework.TaskInfo) {
-	c.changeJobLocked(job, t.Pod.UID, func() { job.SetTask(t) })
+	c.changeJobLocked(job, t.GetUID(), func() { job.SetTask(t) })
 }
 
 // KeepsJobRecord reports whether the cache keeps t in a record of its job
@@ -282,7 +282,7 @@ func (c *SchedulerCache) fileTaskLocked(t *framework.TaskInfo) {
 func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 	if !KeepsJobRecord(t) {
 		key := joblessKey{namespace: t.Job.Namespace, name: t.Job.Name}
-		if cur, ok := c.jobless[key]; ok && cur.Pod.UID == t.Pod.UID {
+		if cur, ok := c.jobless[key]; ok && cur.GetUID() == t.GetUID() {
 			delete(c.jobless, key)
 		}
 		return
@@ -291,7 +291,7 @@ func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 	if !ok {
 		return
 	}
-	c.changeJobLocked(job, t.Pod.UID, func() { job.DeleteTask(t.Pod.UID) })
+	c.changeJobLocked(job, t.GetUID(), func() { job.DeleteTask(t.GetUID()) })
 	if len(job.Tasks) == 0 {
 		delete(c.jobs, t.Job)
 		c.indexOwnerJobLocked(t, false)
@@ -308,9 +308,9 @@ func (c *SchedulerCache) addToNodeLocked(t *framework.TaskInfo) {
 
 func (c *SchedulerCache) removeFromNodeLocked(t *framework.TaskInfo) {
 	info, item := c.accountedNodeLocked(t.NodeName)
-	if info == nil || !info.RemoveTask(t.Pod.UID) {
+	if info == nil || !info.RemoveTask(t.GetUID()) {
 		// The cache's own bookkeeping is broken if this happens.
-		klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t.Pod), "node", t.NodeName)
+		klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t), "node", t.NodeName)
 		return
 	}
 	c.releaseNodeLocked(info, item)

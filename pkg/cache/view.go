@@ -183,7 +183,7 @@ func (c *SchedulerCache) View() *View {
 	hold.stop()
 	cv.Tasks = make(map[types.UID]*framework.TaskInfo, len(tasks))
 	for _, t := range tasks {
-		cv.Tasks[t.Pod.UID] = t
+		cv.Tasks[t.GetUID()] = t
 	}
 
 	hold.start()

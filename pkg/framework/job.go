@@ -154,7 +154,7 @@ type TaskInfo struct {
 
 // setGroup fills the group fields of t from m.
 func (t *TaskInfo) setGroup(m Membership) {
-	t.Job = m.JobID(t.Pod.Namespace, t.Pod.Name)
+	t.Job = m.JobID(t.GetNamespace(), t.GetName())
 	if m.Gang() {
 		t.GroupKind, t.GroupObject, t.GroupConflict = m.Ref.Kind, m.Ref.Object, m.Conflict
 	}
@@ -239,7 +239,7 @@ func (t *TaskInfo) QueueRequests() resources.Resource {
 func (t *TaskInfo) OnNode() bool { return t.Status == TaskBound || t.Status == TaskAssumed }
 
 // Key returns "namespace/name" of the task's pod.
-func (t *TaskInfo) Key() string { return t.Pod.Namespace + "/" + t.Pod.Name }
+func (t *TaskInfo) Key() string { return t.GetNamespace() + "/" + t.GetName() }
 
 // absentMinAvailable stands for "annotation not set" among the values the
 // pods of a gang declare; a real annotation value can never be "\x00".
@@ -370,11 +370,11 @@ func (j *JobInfo) Clone() *JobInfo {
 // SetTask adds t, or replaces the task of the same pod, and re-validates
 // the job's quorum.
 func (j *JobInfo) SetTask(t *TaskInfo) {
-	if old, ok := j.Tasks[t.Pod.UID]; ok {
+	if old, ok := j.Tasks[t.GetUID()]; ok {
 		j.undeclare(old)
 		j.count(old, -1)
 	}
-	j.Tasks[t.Pod.UID] = t
+	j.Tasks[t.GetUID()] = t
 	j.count(t, 1)
 	if j.ID.Gang {
 		if t.GroupObject != "" {
@@ -387,7 +387,7 @@ func (j *JobInfo) SetTask(t *TaskInfo) {
 			j.subGrouped++
 		}
 		if t.GroupConflict != "" {
-			j.conflicts[t.Pod.UID] = t.GroupConflict
+			j.conflicts[t.GetUID()] = t.GroupConflict
 		}
 		j.revalidate()
 	}
@@ -520,7 +520,7 @@ func (j *JobInfo) undeclare(t *TaskInfo) {
 	if j.queues[t.Queue]--; j.queues[t.Queue] <= 0 {
 		delete(j.queues, t.Queue)
 	}
-	delete(j.conflicts, t.Pod.UID)
+	delete(j.conflicts, t.GetUID())
 	if namesSubGroup(t) {
 		j.subGrouped--
 	}
@@ -528,7 +528,7 @@ func (j *JobInfo) undeclare(t *TaskInfo) {
 
 // namesSubGroup reports whether t's pod names its sub-group.
 func namesSubGroup(t *TaskInfo) bool {
-	_, ok := t.Pod.Annotations[SubGroupAnnotation]
+	_, ok := t.GetAnnotations()[SubGroupAnnotation]
 	return ok
 }
 

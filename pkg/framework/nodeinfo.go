@@ -292,7 +292,7 @@ func (n *NodeInfo) countAffinity(pod *v1.Pod, delta int) {
 // HasPod reports whether the node holds the task of the pod with uid.
 func (n *NodeInfo) HasPod(uid types.UID) bool {
 	for _, t := range n.Pods {
-		if t.Pod.UID == uid {
+		if t.GetUID() == uid {
 			return true
 		}
 	}
@@ -303,7 +303,7 @@ func (n *NodeInfo) HasPod(uid types.UID) bool {
 // was there. Nodes hold tens of pods, so a scan is cheaper than an index.
 func (n *NodeInfo) RemoveTask(uid types.UID) bool {
 	for i, t := range n.Pods {
-		if t.Pod.UID != uid {
+		if t.GetUID() != uid {
 			continue
 		}
 		if t.Counted {

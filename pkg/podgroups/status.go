@@ -79,7 +79,7 @@ func stateOfSome(job *framework.JobInfo, min int32, keep func(*framework.TaskInf
 		if keep != nil && !keep(t) {
 			continue
 		}
-		switch t.Pod.Status.Phase {
+		switch t.Phase() {
 		case v1.PodSucceeded:
 			s.succeeded++
 			continue
@@ -92,12 +92,12 @@ func stateOfSome(job *framework.JobInfo, min int32, keep func(*framework.TaskInf
 		s.exist++
 		if t.OnNode() {
 			s.onNode++
-		} else if s.unschedulable == "" || t.Pod.Name < from {
+		} else if s.unschedulable == "" || t.GetName() < from {
 			// The message of the first pod by name that has one, so
 			// that the status does not change with the order of a map.
 			for _, c := range t.Pod.Status.Conditions {
 				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Message != "" {
-					s.unschedulable, from = c.Message, t.Pod.Name
+					s.unschedulable, from = c.Message, t.GetName()
 				}
 			}
 		}
@@ -120,7 +120,7 @@ func subGroupsShort(job *framework.JobInfo) bool {
 	held := make([]map[string]int, len(rules))
 	quorum := map[string]int32{}
 	for _, t := range job.Tasks {
-		if first == nil || t.Pod.Name < first.Name {
+		if first == nil || t.GetName() < first.Name {
 			first = t.Pod
 		}
 		rule, key, ok := framework.SubGroupOf(rules, t.Pod)
@@ -134,7 +134,7 @@ func subGroupsShort(job *framework.JobInfo) bool {
 		if held[rule] == nil {
 			held[rule] = map[string]int{}
 		}
-		if t.Pod.Status.Phase == v1.PodSucceeded || (t.OnNode() && t.Pod.Status.Phase != v1.PodFailed) {
+		if t.Phase() == v1.PodSucceeded || (t.OnNode() && t.Phase() != v1.PodFailed) {
 			held[rule][k]++
 		}
 	}

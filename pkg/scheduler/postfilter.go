@@ -244,7 +244,7 @@ func (s *Scheduler) awaitedUse(node string, awaits map[types.UID]string) *resour
 		return &use
 	}
 	for _, t := range ni.Pods {
-		if t.Counted && awaits[t.Pod.UID] == node {
+		if t.Counted && awaits[t.GetUID()] == node {
 			use.Add(t.Requests)
 		}
 	}

@@ -63,7 +63,7 @@ func (p *roomPlugin) PostFilter(ctx context.Context, _ *framework.CycleState, jo
 	return &framework.PostFilterResult{Message: fmt.Sprintf("%s: taking back %d borrowed pods", p.name, out.Victims)}, nil
 }
 
-func borrowed(t *framework.TaskInfo) bool { return t.Pod.Labels["borrowed"] == "true" }
+func borrowed(t *framework.TaskInfo) bool { return t.GetLabels()["borrowed"] == "true" }
 
 // postFilterCluster has two full nodes: n1 runs a borrowed pod, n2 one of
 // lower priority than the incoming pod's, which needs a whole node.

@@ -489,7 +489,7 @@ func TestPreemptionRunsPodPreFilterWithoutTheVictims(t *testing.T) {
 		}
 		for _, n := range nodes {
 			for _, task := range n.Pods {
-				if task.Pod.Labels["role"] == "blocker" {
+				if task.GetLabels()["role"] == "blocker" {
 					return framework.NewStatus(framework.Unschedulable, "a blocker runs")
 				}
 			}

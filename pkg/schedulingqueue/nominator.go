@@ -168,7 +168,7 @@ func (n *Nominator) borrowedLeftLocked(job framework.JobID, nodes func(name stri
 			continue
 		}
 		if ni, ok := nodes(node); ok {
-			if t := taskOn(ni, uid); t != nil && t.Counted && t.Pod.DeletionTimestamp != nil {
+			if t := taskOn(ni, uid); t != nil && t.Counted && t.GetDeletionTimestamp() != nil {
 				continue
 			}
 		}
@@ -183,7 +183,7 @@ func (n *Nominator) borrowedLeftLocked(job framework.JobID, nodes func(name stri
 // taskOn returns ni's task of the pod with uid, or nil.
 func taskOn(ni *framework.NodeInfo, uid types.UID) *framework.TaskInfo {
 	for _, t := range ni.Pods {
-		if t.Pod.UID == uid {
+		if t.GetUID() == uid {
 			return t
 		}
 	}
@@ -428,7 +428,7 @@ func (n *Nominator) GoingVictims(nodes func(name string) (*framework.NodeInfo, b
 		}
 		found := 0
 		for _, t := range ni.Pods {
-			if _, victim := on[t.Pod.UID]; !victim {
+			if _, victim := on[t.GetUID()]; !victim {
 				continue
 			}
 			found++
@@ -441,7 +441,7 @@ func (n *Nominator) GoingVictims(nodes func(name string) (*framework.NodeInfo, b
 		}
 		present := make(map[types.UID]bool, found)
 		for _, t := range ni.Pods {
-			present[t.Pod.UID] = true
+			present[t.GetUID()] = true
 		}
 		for uid := range on {
 			if !present[uid] {

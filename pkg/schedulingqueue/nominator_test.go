@@ -350,7 +350,7 @@ func runningOn(name, node string) *v1.Pod {
 func goingNames(n *Nominator, nodes func(name string) (*framework.NodeInfo, bool)) []string {
 	var out []string
 	for _, task := range n.GoingVictims(nodes) {
-		out = append(out, task.Pod.Name)
+		out = append(out, task.GetName())
 	}
 	slices.Sort(out)
 	return out

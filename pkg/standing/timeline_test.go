@@ -52,7 +52,7 @@ func cpu(milli int64, pods int64) resources.Resource {
 	return resources.Resource{MilliCPU: milli, Pods: pods}
 }
 
-func queueOfLabel(t *framework.TaskInfo) string { return t.Pod.Labels[framework.QueueLabel] }
+func queueOfLabel(t *framework.TaskInfo) string { return t.GetLabels()[framework.QueueLabel] }
 
 func TestTimelineStart(t *testing.T) {
 	// n1: 4 cpus, a (queue a) 2 cpus ends in 1m, b (queue b) 1 cpu in 2m:

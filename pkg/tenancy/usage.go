@@ -70,7 +70,7 @@ func (u *Usage) AddTask(t *framework.TaskInfo, sign int) {
 		}
 	}
 	add(to)
-	if to == &u.Allocated && t.Pod.DeletionTimestamp != nil {
+	if to == &u.Allocated && t.GetDeletionTimestamp() != nil {
 		add(&u.Releasing)
 	}
 }

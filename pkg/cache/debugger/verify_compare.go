@@ -164,7 +164,7 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cache.View) {
 			state("the cache holds a pod it should not track")
 			continue
 		}
-		if t.Pod.ResourceVersion == p.ResourceVersion && p.ResourceVersion != "" {
+		if t.GetResourceVersion() == p.ResourceVersion && p.ResourceVersion != "" {
 			// The task was built from this very version of the pod:
 			// its requests and job are the pod's.
 			continue
@@ -195,7 +195,7 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cache.View) {
 	check := func(n *framework.NodeInfo) {
 		seen := make(map[types.UID]bool, len(n.Pods))
 		for _, t := range n.Pods {
-			uid := t.Pod.UID
+			uid := t.GetUID()
 			cur, ok := cv.Tasks[uid]
 			if !ok || cur != t || t.NodeName != n.Name() || seen[uid] {
 				ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "on " + n.Name() + " as " + taskState(t),
@@ -230,11 +230,11 @@ func (v *verifier) comparePods(ds *diffs, tr *truth, cv *cache.View) {
 		onNode := map[types.UID]bool{}
 		if n != nil {
 			for _, t := range n.Pods {
-				onNode[t.Pod.UID] = true
+				onNode[t.GetUID()] = true
 			}
 		}
 		for _, t := range cv.Tasks {
-			if t.OnNode() && t.NodeName == name && !onNode[t.Pod.UID] {
+			if t.OnNode() && t.NodeName == name && !onNode[t.GetUID()] {
 				ds.add(Difference{Kind: DiffPod, Name: t.Key(), Field: "accountedOn", Cache: "not on " + name,
 					Truth: taskState(t), Message: "a bound or assumed pod is not counted on its node", subject: subject{pod: t.Key(), custom: true}})
 			}

@@ -39,7 +39,7 @@ func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cache.View) {
 			continue
 		}
 		for _, t := range tasks {
-			if cur := cv.Tasks[t.Pod.UID]; cur != t || t.Job != id {
+			if cur := cv.Tasks[t.GetUID()]; cur != t || t.Job != id {
 				ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "tasks", Cache: "holds " + t.Key() + " " + taskState(t),
 					Truth:   "the pod is " + taskState(cur) + " in job " + jobOf(cur),
 					Message: "a job holds a task that is not the cache's current task of the pod", subject: sub})
@@ -64,7 +64,7 @@ func (v *verifier) compareJobs(ds *diffs, tr *truth, cv *cache.View) {
 		}
 	}
 	for id, t := range cv.Jobless {
-		if cur := cv.Tasks[t.Pod.UID]; cur != t || t.Job != id || cache.KeepsJobRecord(t) {
+		if cur := cv.Tasks[t.GetUID()]; cur != t || t.Job != id || cache.KeepsJobRecord(t) {
 			ds.add(Difference{Kind: DiffJob, Name: id.String(), Field: "jobless", Cache: "indexes " + t.Key() + " " + taskState(t),
 				Truth:   "the pod is " + taskState(cur) + " in job " + jobOf(cur),
 				Message: "the index of tasks without a job record holds one that is not the cache's current task of a pod without one", subject: subject{podNamespace: id.Namespace, custom: true}})

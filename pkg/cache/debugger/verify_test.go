@@ -301,7 +301,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 		alter: func(v *cache.View) {
 			id := framework.JobID{Namespace: "default", Name: "g", Gang: true}
 			j := v.Jobs[id]
-			j.Tasks = slices.DeleteFunc(slices.Clone(j.Tasks), func(t *framework.TaskInfo) bool { return t.Pod.UID == "uid-g-1" })
+			j.Tasks = slices.DeleteFunc(slices.Clone(j.Tasks), func(t *framework.TaskInfo) bool { return t.GetUID() == "uid-g-1" })
 			v.Jobs[id] = j
 		},
 		want: []string{"Job/default/g/tasks"},

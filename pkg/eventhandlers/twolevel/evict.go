@@ -172,10 +172,10 @@ func tasksOf(e eventhandlers.CapExceeded, r framework.GroupResolver) []*framewor
 // going reports whether t's pod counts as gone: terminating, or asked to
 // be evicted less than evictionRetry ago.
 func (w *watcher) going(t *framework.TaskInfo) bool {
-	if t.Pod.DeletionTimestamp != nil {
+	if t.GetDeletionTimestamp() != nil {
 		return true
 	}
-	_, asked := w.evicting[t.Pod.UID]
+	_, asked := w.evicting[t.GetUID()]
 	return asked
 }
 
@@ -217,11 +217,11 @@ func (w *watcher) members(job *framework.JobInfo, here []*framework.TaskInfo) []
 	for _, t := range job.Tasks {
 		if t.OnNode() && t.Counted && t.Own && !w.going(t) {
 			out = append(out, t)
-			in[t.Pod.UID] = true
+			in[t.GetUID()] = true
 		}
 	}
 	for _, t := range here {
-		if !in[t.Pod.UID] {
+		if !in[t.GetUID()] {
 			out = append(out, t)
 		}
 	}
@@ -274,7 +274,7 @@ func (w *watcher) units(ctx context.Context, candidates []*framework.TaskInfo) [
 				bound = append(bound, t)
 			}
 		}
-		sort.SliceStable(bound, func(i, j int) bool { return bound[j].Pod.CreationTimestamp.Before(&bound[i].Pod.CreationTimestamp) })
+		sort.SliceStable(bound, func(i, j int) bool { return bound[j].GetCreationTimestamp().Time.Before(bound[i].GetCreationTimestamp().Time) })
 		var spares []*unit
 		for _, t := range bound[:min(spare, len(bound))] {
 			spares = append(spares, podUnitOf(t))
@@ -289,10 +289,10 @@ func (w *watcher) units(ctx context.Context, candidates []*framework.TaskInfo) [
 			g.frees.Add(t.Requests)
 		}
 		for i, t := range g.victims {
-			if p := priority(t.Pod); i == 0 || p > g.priority {
+			if p := t.Priority(); i == 0 || p > g.priority {
 				g.priority = p
 			}
-			if c := t.Pod.CreationTimestamp.Time; i == 0 || c.Before(g.created) {
+			if c := t.GetCreationTimestamp().Time; i == 0 || c.Before(g.created) {
 				g.created = c
 			}
 		}
@@ -303,7 +303,7 @@ func (w *watcher) units(ctx context.Context, candidates []*framework.TaskInfo) [
 
 func podUnitOf(t *framework.TaskInfo) *unit {
 	return &unit{kind: podUnit, job: t.Job, victims: []*framework.TaskInfo{t}, frees: t.Requests,
-		priority: priority(t.Pod), created: t.Pod.CreationTimestamp.Time}
+		priority: t.Priority(), created: t.GetCreationTimestamp().Time}
 }
 
 // choose picks, from units, what to evict so that left (what stays on the
@@ -392,9 +392,9 @@ func (w *watcher) continueDrains(ctx context.Context, now time.Time) {
 		var left, retry []*framework.TaskInfo
 		if job := w.job(id); job != nil {
 			for _, t := range job.Tasks {
-				if t.OnNode() && t.Counted && t.Own && t.Pod.DeletionTimestamp == nil {
+				if t.OnNode() && t.Counted && t.Own && t.GetDeletionTimestamp() == nil {
 					left = append(left, t)
-					if _, asked := w.evicting[t.Pod.UID]; !asked {
+					if _, asked := w.evicting[t.GetUID()]; !asked {
 						retry = append(retry, t)
 					}
 				}
@@ -451,8 +451,8 @@ func (w *watcher) evictPod(ctx context.Context, node *v1.Node, t *framework.Task
 	err := eviction.Evict(ctx, w.h.client, pod)
 	switch {
 	case err == nil:
-		logger.Info("Evicted a pod above its framework's grant", "pod", klog.KObj(pod), "node", t.NodeName,
-			"grantNode", node.Name, "job", t.Job.String(), "priority", priority(pod))
+		logger.Info("Evicted a pod above its framework's grant", "pod", klog.KObj(t), "node", t.NodeName,
+			"grantNode", node.Name, "job", t.Job.String(), "priority", t.Priority())
 		where := ""
 		if t.NodeName != node.Name {
 			where = " on node " + t.NodeName
@@ -479,9 +479,3 @@ func withinCap(used, limit resources.Resource) bool {
 	return limit.Fits(used)
 }
 
-func priority(pod *v1.Pod) int32 {
-	if pod.Spec.Priority != nil {
-		return *pod.Spec.Priority
-	}
-	return 0
-}

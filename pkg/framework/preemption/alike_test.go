@@ -125,7 +125,7 @@ func TestSimulationAlikePodsSearchedOnce(t *testing.T) {
 			}
 			e := &Engine{opts: Options{Snapshot: newTestSnapshot(nodes...), Jobs: jobs}}
 			c := &Cycle{Framework: fwk, State: state, Job: job, Placements: [][]*framework.NodeInfo{nil}}
-			b := SearchBounds{Victims: func(t *framework.TaskInfo) bool { return podPriority(t.Pod) < 100 }}
+			b := SearchBounds{Victims: func(t *framework.TaskInfo) bool { return t.Priority() < 100 }}
 			res, err := e.Simulate(ctx, c, b, nil)
 			if err != nil {
 				t.Fatal(err)

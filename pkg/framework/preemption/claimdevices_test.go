@@ -63,6 +63,6 @@ func TestBudgetCountsClaimDevices(t *testing.T) {
 // for it apart.
 func tasksInOtherJob(t *framework.TaskInfo) *framework.TaskInfo {
 	c := *t
-	c.Job = framework.JobID{Namespace: t.Pod.Namespace, Name: t.Pod.Name + "-other"}
+	c.Job = framework.JobID{Namespace: t.GetNamespace(), Name: t.GetName() + "-other"}
 	return &c
 }

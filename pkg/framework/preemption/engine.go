@@ -329,7 +329,7 @@ func (e *Engine) makeRoom(ctx context.Context, c *Cycle, b SearchBounds, plugin 
 	}
 	victims := map[types.UID]string{}
 	for _, v := range res.Victims {
-		victims[v.Task.Pod.UID] = v.Task.NodeName
+		victims[v.Task.GetUID()] = v.Task.NodeName
 	}
 	nominator.Nominate(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, victims)
 	nominator.Borrow(c.Job.ID, res.Borrowed)
@@ -372,7 +372,7 @@ func (e *Engine) count(result string) {
 func anyEligible(nodes []*framework.NodeInfo, job framework.JobID, policy framework.VictimPolicy, going map[types.UID]bool) bool {
 	for _, n := range nodes {
 		for _, t := range n.Pods {
-			if t.Counted && t.Status == framework.TaskBound && t.Pod.DeletionTimestamp == nil && !going[t.Pod.UID] && t.Job != job && policy(t) {
+			if t.Counted && t.Status == framework.TaskBound && t.GetDeletionTimestamp() == nil && !going[t.GetUID()] && t.Job != job && policy(t) {
 				return true
 			}
 		}

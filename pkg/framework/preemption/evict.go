@@ -115,7 +115,7 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 		for len(rest) > 0 && rest[0].ViolatesPDB {
 			if !evictOne(rest[0]) {
 				for _, v := range rest[1:] {
-					notGoing[v.Task.Pod.UID] = v.Task.NodeName
+					notGoing[v.Task.GetUID()] = v.Task.NodeName
 				}
 				rest = nil
 				break

@@ -40,9 +40,9 @@ type goingSet struct {
 func newGoingSet(victims []*framework.TaskInfo) goingSet {
 	g := goingSet{uids: make(map[types.UID]bool, len(victims)), leaving: victims}
 	for _, t := range victims {
-		if t.Pod.DeletionTimestamp == nil {
+		if t.GetDeletionTimestamp() == nil {
 			g.tasks = append(g.tasks, t)
-			g.uids[t.Pod.UID] = true
+			g.uids[t.GetUID()] = true
 		}
 	}
 	return g
@@ -59,7 +59,7 @@ func newGoingSet(victims []*framework.TaskInfo) goingSet {
 // free them: it waits for running pods by their expected ends.
 func (sim *simulation) free(leaving []*framework.TaskInfo) {
 	for _, t := range leaving {
-		if !sim.snapshot.RemovePod(t.NodeName, t.Pod.UID) {
+		if !sim.snapshot.RemovePod(t.NodeName, t.GetUID()) {
 			continue
 		}
 		if sim.freed == nil {

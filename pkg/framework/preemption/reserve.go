@@ -62,12 +62,12 @@ type expectedEnd struct {
 // end returns t's expected end: now for a pod already going (terminating,
 // or another preemption's victim), else the policy's estimate.
 func (sim *simulation) end(t *framework.TaskInfo) expectedEnd {
-	if e, ok := sim.wait.ends[t.Pod.UID]; ok {
+	if e, ok := sim.wait.ends[t.GetUID()]; ok {
 		return e
 	}
 	var e expectedEnd
 	switch {
-	case t.Pod.DeletionTimestamp != nil || sim.going[t.Pod.UID]:
+	case t.GetDeletionTimestamp() != nil || sim.going[t.GetUID()]:
 		e = expectedEnd{at: sim.wait.policy.Now, known: true}
 	case sim.wait.policy.End != nil:
 		e.at, e.known = sim.wait.policy.End(t)
@@ -76,7 +76,7 @@ func (sim *simulation) end(t *framework.TaskInfo) expectedEnd {
 			e.at = sim.wait.policy.Now
 		}
 	}
-	sim.wait.ends[t.Pod.UID] = e
+	sim.wait.ends[t.GetUID()] = e
 	return e
 }
 
@@ -92,7 +92,7 @@ func (sim *simulation) endsLater(a, b *framework.TaskInfo) bool {
 	if ea.known && !ea.at.Equal(eb.at) {
 		return ea.at.After(eb.at)
 	}
-	return startTime(a.Pod).After(startTime(b.Pod))
+	return startTime(a).After(startTime(b))
 }
 
 // waitEligible reports whether t is a pod a reservation may wait for: a
@@ -111,7 +111,7 @@ func (sim *simulation) waitEligible(t *framework.TaskInfo) bool {
 	if only := sim.wait.policy.WaitOnly; only != nil && !only(t) {
 		return false
 	}
-	_, chosen := sim.victims[t.Pod.UID]
+	_, chosen := sim.victims[t.GetUID()]
 	return !chosen
 }
 
@@ -215,7 +215,7 @@ func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.Reserve
 	}
 	r := framework.Reservation{Fits: true, StartKnown: true, Start: policy.Now, WaitFor: len(res.Victims)}
 	for _, v := range res.Victims {
-		end := res.ends[v.Task.Pod.UID]
+		end := res.ends[v.Task.GetUID()]
 		if !end.known {
 			r.StartKnown = false
 			continue
@@ -237,7 +237,7 @@ func (e *Engine) reserve(ctx context.Context, c *Cycle, policy framework.Reserve
 	}
 	awaits := make(map[types.UID]string, len(res.Victims))
 	for _, v := range res.Victims {
-		awaits[v.Task.Pod.UID] = v.Task.NodeName
+		awaits[v.Task.GetUID()] = v.Task.NodeName
 	}
 	nominator.Reserve(c.Job.ID, c.Job.Priority, res.Placed, res.Placements, r, awaits)
 	logger.V(2).Info("Reserved room for the job until running pods end", "nodes", r.Nodes, "waitFor", r.WaitFor,

@@ -202,7 +202,7 @@ func (sim *simulation) result(fits bool) SimulationResult {
 			if res.Borrowed == nil {
 				res.Borrowed = map[types.UID]string{}
 			}
-			res.Borrowed[t.Pod.UID] = node
+			res.Borrowed[t.GetUID()] = node
 		}
 	}
 	if sim.wait != nil {
@@ -378,7 +378,7 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 // the snapshot (and is no longer).
 func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node string, allowed []int32) (*framework.NodeInfo, bool) {
 	v := &Victim{Task: t, Preemptor: pod, Node: node, ViolatesPDB: sim.consumePDBs(t.Pod, allowed)}
-	sim.victims[t.Pod.UID] = v
+	sim.victims[t.GetUID()] = v
 	sim.order = append(sim.order, v)
 	if t.Job.Gang {
 		sim.gangVictims[t.Job]++
@@ -390,7 +390,7 @@ func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node strin
 			used = append(used, i)
 		}
 	}
-	removed := sim.snapshot.RemovePod(t.NodeName, t.Pod.UID)
+	removed := sim.snapshot.RemovePod(t.NodeName, t.GetUID())
 	sim.charge(t, 1)
 	sim.record(func() {
 		sim.charge(t, -1)
@@ -405,7 +405,7 @@ func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node strin
 		if t.Job.Gang {
 			sim.gangVictims[t.Job]--
 		}
-		delete(sim.victims, t.Pod.UID)
+		delete(sim.victims, t.GetUID())
 		sim.order = sim.order[:len(sim.order)-1]
 	})
 	if !removed {

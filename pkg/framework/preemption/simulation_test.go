@@ -91,7 +91,7 @@ func simulateJob(t *testing.T, nodeCPU map[string]string, victims map[string]int
 	}
 	e := &Engine{opts: Options{Snapshot: newTestSnapshot(nodes...), Jobs: jobs}}
 	c := &Cycle{Framework: fwk, State: state, Job: job, Placements: [][]*framework.NodeInfo{nil}}
-	b := SearchBounds{Victims: func(t *framework.TaskInfo) bool { return podPriority(t.Pod) < 100 }}
+	b := SearchBounds{Victims: func(t *framework.TaskInfo) bool { return t.Priority() < 100 }}
 	var mode *waitMode
 	if wait {
 		b, mode = SearchBounds{}, &waitMode{policy: framework.ReservePolicy{Now: t0.Time}, ends: map[types.UID]expectedEnd{}, held: map[string]bool{}}
@@ -271,7 +271,7 @@ func TestSimulateSubGroupWithinOneDomain(t *testing.T) {
 		}
 		e := &Engine{opts: Options{Snapshot: newTestSnapshot(nodes...), Jobs: jobs}}
 		c := &Cycle{Framework: fwk, State: state, Job: job, Placements: [][]*framework.NodeInfo{nil}}
-		res, err := e.Simulate(t.Context(), c, SearchBounds{Victims: func(t *framework.TaskInfo) bool { return podPriority(t.Pod) < 100 }}, nil)
+		res, err := e.Simulate(t.Context(), c, SearchBounds{Victims: func(t *framework.TaskInfo) bool { return t.Priority() < 100 }}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -76,7 +76,7 @@ func newSubGangs(info *framework.JobInfo, rules []framework.SubGroupRule, going 
 	for _, t := range info.Tasks {
 		tasks = append(tasks, t)
 	}
-	slices.SortFunc(tasks, func(a, b *framework.TaskInfo) int { return strings.Compare(a.Pod.Name, b.Pod.Name) })
+	slices.SortFunc(tasks, func(a, b *framework.TaskInfo) int { return strings.Compare(a.GetName(), b.GetName()) })
 	s := &subGangs{
 		of:           make(map[types.UID]int, len(tasks)),
 		minSubGroups: make([]int, len(rules)),
@@ -92,7 +92,7 @@ func newSubGangs(info *framework.JobInfo, rules []framework.SubGroupRule, going 
 	index := map[string]int{}
 	for i, t := range tasks {
 		member[i] = -1
-		runs := t.OnNode() && t.Counted && t.Pod.DeletionTimestamp == nil && !going[t.Pod.UID]
+		runs := t.OnNode() && t.Counted && t.GetDeletionTimestamp() == nil && !going[t.GetUID()]
 		rule, key, ok := framework.SubGroupOf(rules, t.Pod)
 		if !ok {
 			if runs {
@@ -122,7 +122,7 @@ func newSubGangs(info *framework.JobInfo, rules []framework.SubGroupRule, going 
 	for i, g := range member {
 		if g >= 0 {
 			s.groups[g].running = append(s.groups[g].running, tasks[i])
-			s.of[tasks[i].Pod.UID] = g
+			s.of[tasks[i].GetUID()] = g
 		}
 	}
 	if len(tasks) > 0 {
@@ -140,8 +140,8 @@ func newSubGangs(info *framework.JobInfo, rules []framework.SubGroupRule, going 
 // returned, the pods in all.
 func (s *subGangs) count(chosen map[types.UID]*Victim, out map[types.UID]bool) int {
 	gone := func(t *framework.TaskInfo) bool {
-		_, ok := chosen[t.Pod.UID]
-		return ok || out[t.Pod.UID]
+		_, ok := chosen[t.GetUID()]
+		return ok || out[t.GetUID()]
 	}
 	clear(s.holding)
 	total := 0
@@ -186,7 +186,7 @@ func (s *subGangs) holds(total int) bool {
 // sub-group (if it is in one) and the whole keep their quorums.
 func (s *subGangs) spare(t *framework.TaskInfo, chosen map[types.UID]*Victim) bool {
 	total := s.count(chosen, nil)
-	if g, ok := s.of[t.Pod.UID]; ok && s.left[g]-1 < s.groups[g].quorum {
+	if g, ok := s.of[t.GetUID()]; ok && s.left[g]-1 < s.groups[g].quorum {
 		return false
 	}
 	// A sub-group that keeps its quorum without t holds as many of its
@@ -207,15 +207,15 @@ func (s *subGangs) expand(taken []*framework.TaskInfo, chosen map[types.UID]*Vic
 	var rest []*framework.TaskInfo
 	add := func(ts []*framework.TaskInfo) {
 		for _, t := range ts {
-			if _, ok := chosen[t.Pod.UID]; ok || out[t.Pod.UID] {
+			if _, ok := chosen[t.GetUID()]; ok || out[t.GetUID()] {
 				continue
 			}
-			out[t.Pod.UID] = true
+			out[t.GetUID()] = true
 			rest = append(rest, t)
 		}
 	}
 	for _, t := range taken {
-		g, ok := s.of[t.Pod.UID]
+		g, ok := s.of[t.GetUID()]
 		if !ok || s.left[g] == 0 || s.left[g] >= s.groups[g].quorum {
 			continue
 		}
@@ -231,6 +231,6 @@ func (s *subGangs) expand(taken []*framework.TaskInfo, chosen map[types.UID]*Vic
 		}
 		add(s.loose)
 	}
-	sort.Slice(rest, func(i, j int) bool { return rest[i].Pod.Name < rest[j].Pod.Name })
+	sort.Slice(rest, func(i, j int) bool { return rest[i].GetName() < rest[j].GetName() })
 	return rest
 }

@@ -88,7 +88,7 @@ func victimSim(jobs ...*framework.JobInfo) *simulation {
 // its job).
 func choose(sim *simulation, ts ...*framework.TaskInfo) {
 	for _, t := range ts {
-		sim.victims[t.Pod.UID] = &Victim{Task: t}
+		sim.victims[t.GetUID()] = &Victim{Task: t}
 		if t.Job.Gang {
 			sim.gangVictims[t.Job]++
 		}
@@ -159,7 +159,7 @@ func policyReplicas(t testing.TB, minAvailable int32, loose int, sizes ...int) (
 func names(ts []*framework.TaskInfo) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
-		out[i] = t.Pod.Name
+		out[i] = t.GetName()
 	}
 	slices.Sort(out)
 	return out
@@ -374,7 +374,7 @@ func simulateFor(t *testing.T, nodeCPU map[string]string, job *framework.JobInfo
 	}
 	e := &Engine{opts: Options{Snapshot: newTestSnapshot(nodes...), Jobs: jobList{job.ID: job}}}
 	c := &Cycle{Framework: fwk, State: state, Job: pj, Placements: [][]*framework.NodeInfo{nil}}
-	res, err := e.Simulate(ctx, c, SearchBounds{Victims: func(t *framework.TaskInfo) bool { return podPriority(t.Pod) < 100 }}, nil)
+	res, err := e.Simulate(ctx, c, SearchBounds{Victims: func(t *framework.TaskInfo) bool { return t.Priority() < 100 }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,16 +417,16 @@ func checkLevels(t *testing.T, job *framework.JobInfo, victims []*framework.Task
 	t.Helper()
 	gone := map[types.UID]bool{}
 	for _, v := range victims {
-		gone[v.Pod.UID] = true
+		gone[v.GetUID()] = true
 	}
 	left := map[string]int{}
 	total := 0
 	for _, task := range job.Tasks {
-		if gone[task.Pod.UID] {
+		if gone[task.GetUID()] {
 			continue
 		}
 		total++
-		left[task.Pod.Annotations[framework.SubGroupAnnotation]]++
+		left[task.GetAnnotations()[framework.SubGroupAnnotation]]++
 	}
 	if total == 0 {
 		return
@@ -470,7 +470,7 @@ func TestSimulateSubGangs(t *testing.T) {
 		// by start time), 4.
 		job := build(t, [][]string{{"a", "a", "a", "b", "c"}, {"a", "b", "b", "c"}, {"a", "b", "c", "c"}}, []int{0, 10, 10})
 		victims := simulateFor(t, map[string]string{"a": "5", "b": "4", "c": "4"}, job)
-		if len(victims) != 1 || victims[0].Pod.Annotations[framework.SubGroupAnnotation] != "0" {
+		if len(victims) != 1 || victims[0].GetAnnotations()[framework.SubGroupAnnotation] != "0" {
 			t.Errorf("victims %v, want one pod of replica 0", names(victims))
 		}
 		checkLevels(t, job, victims, 2, 8)

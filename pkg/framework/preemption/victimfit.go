@@ -96,7 +96,7 @@ func (c *fitCheck) removed(ctx context.Context, t *framework.TaskInfo, node *fra
 		return nil
 	}
 	if st := c.f.sim.c.Framework.RunPreFilterPodRemovePod(ctx, c.state, c.f.pod, t, node); !st.IsSuccess() {
-		return fmt.Errorf("pre-filter state of pod %s without pod %s on node %s: %w", klog.KObj(c.f.pod), klog.KObj(t.Pod), node.Name(), st.AsError())
+		return fmt.Errorf("pre-filter state of pod %s without pod %s on node %s: %w", klog.KObj(c.f.pod), klog.KObj(t), node.Name(), st.AsError())
 	}
 	return nil
 }
@@ -107,7 +107,7 @@ func (c *fitCheck) added(ctx context.Context, t *framework.TaskInfo, node *frame
 		return nil
 	}
 	if st := c.f.sim.c.Framework.RunPreFilterPodAddPod(ctx, c.state, c.f.pod, t, node); !st.IsSuccess() {
-		return fmt.Errorf("pre-filter state of pod %s with pod %s on node %s: %w", klog.KObj(c.f.pod), klog.KObj(t.Pod), node.Name(), st.AsError())
+		return fmt.Errorf("pre-filter state of pod %s with pod %s on node %s: %w", klog.KObj(c.f.pod), klog.KObj(t), node.Name(), st.AsError())
 	}
 	return nil
 }

@@ -67,27 +67,19 @@ func (c *candidate) ranked() *candidateRank {
 	return c.rank
 }
 
-// podPriority is pod's spec.priority, 0 when unset.
-func podPriority(pod *v1.Pod) int32 {
-	if pod.Spec.Priority != nil {
-		return *pod.Spec.Priority
-	}
-	return 0
-}
-
-// startTime is when pod started, or, for a pod no kubelet reported
+// startTime is when t's pod started, or, for a pod no kubelet reported
 // started, when it was created.
-func startTime(pod *v1.Pod) time.Time {
-	if pod.Status.StartTime != nil {
-		return pod.Status.StartTime.Time
+func startTime(t *framework.TaskInfo) time.Time {
+	if s := t.StartTime(); s != nil {
+		return s.Time
 	}
-	return pod.CreationTimestamp.Time
+	return t.GetCreationTimestamp().Time
 }
 
 // moreImportant orders victims as kube-scheduler does: higher priority
 // first, then the one that started earlier.
-func moreImportant(a, b *v1.Pod) bool {
-	if pa, pb := podPriority(a), podPriority(b); pa != pb {
+func moreImportant(a, b *framework.TaskInfo) bool {
+	if pa, pb := a.Priority(), b.Priority(); pa != pb {
 		return pa > pb
 	}
 	return startTime(a).Before(startTime(b))
@@ -106,11 +98,11 @@ func (sim *simulation) eligible(t *framework.TaskInfo) bool {
 	}
 	// The checks of t's own fields first: the lookups below are the
 	// dearer part over every pod of every node searched.
-	if !t.Counted || t.Status != framework.TaskBound || t.Pod.DeletionTimestamp != nil ||
-		t.Job == sim.c.Job.ID || !sim.policy(t) || sim.going[t.Pod.UID] {
+	if !t.Counted || t.Status != framework.TaskBound || t.GetDeletionTimestamp() != nil ||
+		t.Job == sim.c.Job.ID || !sim.policy(t) || sim.going[t.GetUID()] {
 		return false
 	}
-	if _, chosen := sim.victims[t.Pod.UID]; chosen {
+	if _, chosen := sim.victims[t.GetUID()]; chosen {
 		return false
 	}
 	if sim.budget != nil {
@@ -153,7 +145,7 @@ func (sim *simulation) staying(job *framework.JobInfo) int {
 	}
 	n := 0
 	for _, m := range job.Tasks {
-		if m.Status != framework.TaskPending && m.Counted && m.Pod.DeletionTimestamp == nil && !sim.going[m.Pod.UID] {
+		if m.Status != framework.TaskPending && m.Counted && m.GetDeletionTimestamp() == nil && !sim.going[m.GetUID()] {
 			n++
 		}
 	}
@@ -197,7 +189,7 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 	}
 	check := pf.check()
 	for i, t := range potential {
-		sim.snapshot.RemovePod(name, t.Pod.UID)
+		sim.snapshot.RemovePod(name, t.GetUID())
 		if err := check.removed(ctx, t, node); err != nil {
 			restore(potential[:i+1])
 			return nil, err
@@ -210,7 +202,7 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 	}
 	spare := make(map[types.UID]bool, len(potential))
 	for _, t := range potential {
-		spare[t.Pod.UID] = sim.aboveQuorum(t)
+		spare[t.GetUID()] = sim.aboveQuorum(t)
 	}
 	sort.SliceStable(potential, func(i, j int) bool {
 		a, b := potential[i], potential[j]
@@ -218,10 +210,10 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 			// A reservation waits for the pods that end soonest.
 			return sim.endsLater(a, b)
 		}
-		if sa, sb := spare[a.Pod.UID], spare[b.Pod.UID]; sa != sb {
+		if sa, sb := spare[a.GetUID()], spare[b.GetUID()]; sa != sb {
 			return sb
 		}
-		return moreImportant(a.Pod, b.Pod)
+		return moreImportant(a, b)
 	})
 	violating, allowed := sim.splitByPDB(potential, sim.pdbAllowed())
 	c := &candidate{node: node}
@@ -235,7 +227,7 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 			return false, err
 		}
 		if !ok {
-			sim.snapshot.RemovePod(name, t.Pod.UID)
+			sim.snapshot.RemovePod(name, t.GetUID())
 			c.victims = append(c.victims, t)
 			if err := check.removed(ctx, t, node); err != nil {
 				return false, err
@@ -279,7 +271,7 @@ func (sim *simulation) expandGangs(c *candidate) {
 	taken := map[framework.JobID][]types.UID{}
 	for _, t := range c.victims {
 		if t.Job.Gang && sim.gangMode(t.Job) != gangGoesSingly {
-			taken[t.Job] = append(taken[t.Job], t.Pod.UID)
+			taken[t.Job] = append(taken[t.Job], t.GetUID())
 		}
 	}
 	gangs := make([]framework.JobID, 0, len(taken))
@@ -301,7 +293,7 @@ func (sim *simulation) expandGangs(c *candidate) {
 			if in == nil {
 				in = make(map[types.UID]bool, len(own))
 				for _, t := range own {
-					in[t.Pod.UID] = true
+					in[t.GetUID()] = true
 				}
 			}
 			c.victims = append(c.victims, s.expand(own, sim.victims, in)...)
@@ -342,18 +334,18 @@ func (sim *simulation) gangRest(job *framework.JobInfo) gangRest {
 	}
 	var rest []*framework.TaskInfo
 	for _, m := range job.Tasks {
-		if !m.OnNode() || !m.Counted || m.Pod.DeletionTimestamp != nil || sim.going[m.Pod.UID] {
+		if !m.OnNode() || !m.Counted || m.GetDeletionTimestamp() != nil || sim.going[m.GetUID()] {
 			continue
 		}
-		if _, chosen := sim.victims[m.Pod.UID]; chosen {
+		if _, chosen := sim.victims[m.GetUID()]; chosen {
 			continue
 		}
 		rest = append(rest, m)
 	}
-	slices.SortFunc(rest, func(a, b *framework.TaskInfo) int { return strings.Compare(a.Pod.Name, b.Pod.Name) })
+	slices.SortFunc(rest, func(a, b *framework.TaskInfo) int { return strings.Compare(a.GetName(), b.GetName()) })
 	r := gangRest{changes: sim.changes, members: rest, uids: make([]types.UID, len(rest))}
 	for i, m := range rest {
-		r.uids[i] = m.Pod.UID
+		r.uids[i] = m.GetUID()
 	}
 	if sim.rests == nil {
 		sim.rests = map[framework.JobID]gangRest{}
@@ -473,7 +465,7 @@ func better(a, b *candidate) bool {
 func highest(ts []*framework.TaskInfo) int32 {
 	h := int32(math.MinInt32)
 	for _, t := range ts {
-		h = max(h, podPriority(t.Pod))
+		h = max(h, t.Priority())
 	}
 	return h
 }
@@ -483,7 +475,7 @@ func highest(ts []*framework.TaskInfo) int32 {
 func prioritySum(ts []*framework.TaskInfo) int64 {
 	var sum int64
 	for _, t := range ts {
-		sum += int64(podPriority(t.Pod)) + math.MaxInt32 + 1
+		sum += int64(t.Priority()) + math.MaxInt32 + 1
 	}
 	return sum
 }
@@ -491,10 +483,10 @@ func prioritySum(ts []*framework.TaskInfo) int64 {
 func earliestStart(ts []*framework.TaskInfo, priority int32) time.Time {
 	var earliest time.Time
 	for _, t := range ts {
-		if podPriority(t.Pod) != priority {
+		if t.Priority() != priority {
 			continue
 		}
-		if s := startTime(t.Pod); earliest.IsZero() || s.Before(earliest) {
+		if s := startTime(t); earliest.IsZero() || s.Before(earliest) {
 			earliest = s
 		}
 	}

@@ -99,12 +99,12 @@ func TestBetter(t *testing.T) {
 // time.
 func TestStartTime(t *testing.T) {
 	p := running("p", "n", 0, "1", 10).Obj()
-	if got := startTime(p); !got.Equal(t0.Add(10 * time.Minute)) {
+	if got := startTime(&framework.TaskInfo{Pod: p}); !got.Equal(t0.Add(10 * time.Minute)) {
 		t.Errorf("startTime without status.startTime = %v, want the creation time", got)
 	}
 	started := metav1.NewTime(t0.Add(time.Hour))
 	p.Status.StartTime = &started
-	if got := startTime(p); !got.Equal(started.Time) {
+	if got := startTime(&framework.TaskInfo{Pod: p}); !got.Equal(started.Time) {
 		t.Errorf("startTime = %v, want status.startTime %v", got, started)
 	}
 }
@@ -170,13 +170,13 @@ func TestSortedVictimsGangByGang(t *testing.T) {
 	plan = append(plan, victim("guarded", "c", "n2", true))
 	var got []string
 	for _, v := range sortedVictims(plan) {
-		got = append(got, v.Task.Pod.Name)
+		got = append(got, v.Task.GetName())
 	}
 	want := []string{"guarded", "a-n1", "a-n2", "a-n3", "b-n1", "b-n2", "b-n3"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("eviction order %v, want %v", got, want)
 	}
-	if plan[0].Task.Pod.Name != "b-n1" {
-		t.Errorf("sortedVictims reordered the plan itself: it starts with %s", plan[0].Task.Pod.Name)
+	if plan[0].Task.GetName() != "b-n1" {
+		t.Errorf("sortedVictims reordered the plan itself: it starts with %s", plan[0].Task.GetName())
 	}
 }

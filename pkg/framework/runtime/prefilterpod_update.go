@@ -149,7 +149,7 @@ func (f *Framework) runPodPreFilterUpdate(ctx context.Context, state *framework.
 		}
 		if !s.IsSuccess() {
 			return pluginError(s, pl.Name(), "running %s of plugin %q for pod %s with pod %s on node %q",
-				verb, pl.Name(), klog.KObj(pod), klog.KObj(t.Pod), node.Name())
+				verb, pl.Name(), klog.KObj(pod), klog.KObj(t), node.Name())
 		}
 	}
 	return nil

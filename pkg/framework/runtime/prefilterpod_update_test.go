@@ -35,12 +35,12 @@ type updatablePlugin struct {
 }
 
 func (p *updatablePlugin) AddPod(_ context.Context, _ *framework.CycleState, pod *v1.Pod, added *framework.TaskInfo, node *framework.NodeInfo) *framework.Status {
-	p.rec.add("%s.AddPod(%s,%s,%s)", p.name, pod.Name, added.Pod.Name, node.Name())
+	p.rec.add("%s.AddPod(%s,%s,%s)", p.name, pod.Name, added.GetName(), node.Name())
 	return p.update
 }
 
 func (p *updatablePlugin) RemovePod(_ context.Context, _ *framework.CycleState, pod *v1.Pod, removed *framework.TaskInfo, node *framework.NodeInfo) *framework.Status {
-	p.rec.add("%s.RemovePod(%s,%s,%s)", p.name, pod.Name, removed.Pod.Name, node.Name())
+	p.rec.add("%s.RemovePod(%s,%s,%s)", p.name, pod.Name, removed.GetName(), node.Name())
 	return p.update
 }
 

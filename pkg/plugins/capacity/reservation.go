@@ -362,7 +362,7 @@ func (p *Reservation) evictOverrun(ctx context.Context, h *heldRoom, room framew
 		if !nodes[t.NodeName] {
 			return false
 		}
-		if s := t.Pod.Status.StartTime; s != nil && !s.After(h.since) {
+		if s := t.StartTime(); s != nil && !s.After(h.since) {
 			return false // there before the reservation
 		}
 		end, ok := t.ExpectedEnd(now)
@@ -406,7 +406,7 @@ func (p *reservations) Reservations() []Held {
 // reservations.
 func preemptible(job *framework.Job, room framework.RoomMaker) func(t *framework.TaskInfo) bool {
 	return func(t *framework.TaskInfo) bool {
-		if t.Pod.Spec.Priority == nil && job.Priority <= 0 || t.Pod.Spec.Priority != nil && *t.Pod.Spec.Priority >= job.Priority {
+		if t.Priority() >= job.Priority {
 			return false
 		}
 		if job.Queues == nil {

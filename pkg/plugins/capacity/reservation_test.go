@@ -367,8 +367,8 @@ func TestReservationPostFilter(t *testing.T) {
 			{&framework.TaskInfo{Pod: cpuPod("q", "1"), NodeName: "n1"}, false},
 		} {
 			if got := room.fakeRoom.policy(tc.task); got != tc.want {
-				t.Errorf("victim policy(%s on %s, %s) = %v, want %v", tc.task.Pod.Name, tc.task.NodeName,
-					tc.task.Pod.Annotations[framework.ExpectedRuntimeAnnotation], got, tc.want)
+				t.Errorf("victim policy(%s on %s, %s) = %v, want %v", tc.task.GetName(), tc.task.NodeName,
+					tc.task.GetAnnotations()[framework.ExpectedRuntimeAnnotation], got, tc.want)
 			}
 		}
 	})

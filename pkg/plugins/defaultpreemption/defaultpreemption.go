@@ -113,7 +113,7 @@ func (pl *DefaultPreemption) Bounds(_ context.Context, job *framework.Job, room 
 	}
 	priority := jobPriority(job.Pending)
 	victims := func(t *framework.TaskInfo) bool {
-		if corev1helpers.PodPriority(t.Pod) >= priority {
+		if t.Priority() >= priority {
 			return false
 		}
 		if job.Queues == nil {

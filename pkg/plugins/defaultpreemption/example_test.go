@@ -43,7 +43,7 @@ func (p TakeBack) PostFilter(ctx context.Context, state *framework.CycleState, j
 // Bounds lets any borrowed pod go, on every node, without a budget.
 func (TakeBack) Bounds(context.Context, *framework.Job, framework.RoomMaker) (preemption.SearchBounds, *framework.Status) {
 	return preemption.SearchBounds{Victims: func(t *framework.TaskInfo) bool {
-		return t.Pod.Labels["acme.example/borrowed"] == "true"
+		return t.GetLabels()["acme.example/borrowed"] == "true"
 	}}, nil
 }
 

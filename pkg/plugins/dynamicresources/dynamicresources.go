@@ -429,7 +429,7 @@ func (pl *DynamicResources) freedInSimulation(nodes []*framework.NodeInfo) func(
 	present := map[types.UID]bool{}
 	for _, n := range nodes {
 		for _, t := range n.Pods {
-			present[t.Pod.UID] = true
+			present[t.GetUID()] = true
 		}
 	}
 	return func(c *resourceapi.ResourceClaim) bool {

@@ -56,7 +56,7 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 			}
 		}
 		ni := byName[t.NodeName]
-		if ni == nil || ni.Node == nil || !ni.HasPod(t.Pod.UID) {
+		if ni == nil || ni.Node == nil || !ni.HasPod(t.GetUID()) {
 			// Not a node this pod may take, or released meanwhile.
 			continue
 		}
@@ -85,11 +85,11 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 		a, err := structured.NewAllocator(ctx, features, shared.state(taken),
 			classLister{pl.classes}, slices, pl.celCache)
 		if err != nil {
-			return nil, fmt.Errorf("preparing the device allocator for nominated pod %s: %w", klog.KObj(t.Pod), err)
+			return nil, fmt.Errorf("preparing the device allocator for nominated pod %s: %w", klog.KObj(t), err)
 		}
 		results, err := a.Allocate(ctx, ni.Node, toAllocate)
 		if err != nil || len(results) == 0 {
-			klog.FromContext(ctx).V(4).Info("Nominated pod's devices cannot be held", "nominated", klog.KObj(t.Pod), "node", t.NodeName, "err", err)
+			klog.FromContext(ctx).V(4).Info("Nominated pod's devices cannot be held", "nominated", klog.KObj(t), "node", t.NodeName, "err", err)
 			continue
 		}
 		if !owned {

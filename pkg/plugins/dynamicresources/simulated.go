@@ -76,11 +76,11 @@ func (s *simulated) addPlaced(taken sets.Set[structured.DeviceID], shared *share
 	}
 	for _, n := range nodes {
 		for _, t := range n.Pods {
-			if t.Pod.UID == pod.UID {
+			if t.GetUID() == pod.UID {
 				continue
 			}
-			for i := range s.byPod[t.Pod.UID][n.Name()] {
-				a := &s.byPod[t.Pod.UID][n.Name()][i]
+			for i := range s.byPod[t.GetUID()][n.Name()] {
+				a := &s.byPod[t.GetUID()][n.Name()][i]
 				taken.Insert(allocationDevices(a)...)
 				shared.add(a)
 			}

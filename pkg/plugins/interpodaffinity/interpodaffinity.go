@@ -275,7 +275,7 @@ func (pl *InterPodAffinity) countExistingAnti(logger klog.Logger, s *podState, n
 		if err != nil {
 			// The API server validates selectors; such a pod cannot be
 			// created, and its terms cannot select anything.
-			logger.V(4).Info("Ignoring the unparsable anti-affinity of an existing pod", "pod", klog.KObj(t.Pod), "err", err)
+			logger.V(4).Info("Ignoring the unparsable anti-affinity of an existing pod", "pod", klog.KObj(t), "err", err)
 			continue
 		}
 		for i := range terms {

@@ -225,7 +225,7 @@ func (*NodePorts) Filter(ctx context.Context, state *framework.CycleState, pod *
 			continue
 		}
 		if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
-			logger.Info("Host port in use on node", "pod", klog.KObj(pod), "node", node.Name(), "holder", klog.KObj(t.Pod))
+			logger.Info("Host port in use on node", "pod", klog.KObj(pod), "node", node.Name(), "holder", klog.KObj(t))
 		}
 		return framework.NewStatus(framework.Unschedulable, ErrReason)
 	}

@@ -216,7 +216,7 @@ func (pl *NodeVolumeLimits) Filter(ctx context.Context, state *framework.CycleSt
 			continue
 		}
 		if err := pl.volumesOf(logger, t.Pod, false, attached); err != nil {
-			return framework.AsStatus(fmt.Errorf("volumes of pod %s on node %s: %w", klog.KObj(t.Pod), node.Name, err))
+			return framework.AsStatus(fmt.Errorf("volumes of pod %s on node %s: %w", klog.KObj(t), node.Name, err))
 		}
 	}
 	inUse := map[string]int{}

@@ -283,7 +283,7 @@ func TestRemovePodThenFilterMatchesRerun(t *testing.T) {
 		t.Fatalf("Filter with the node full = %v", s)
 	}
 	victim := node.Pods[0]
-	node.RemovePod(victim.Pod.UID)
+	node.RemovePod(victim.GetUID())
 	updated := state.Clone()
 	if s := pl.RemovePod(ctx, updated, preemptor, victim, node); !s.IsSuccess() {
 		t.Fatal(s)

@@ -161,7 +161,7 @@ func (pl *VolumeRestrictions) PreFilterPod(_ context.Context, state *framework.C
 func claimsInUse(pod *v1.Pod, claims sets.Set[string], nodes []*framework.NodeInfo) bool {
 	for _, n := range nodes {
 		for _, t := range n.Pods {
-			if !t.Counted || t.Pod.Namespace != pod.Namespace || t.Pod.UID == pod.UID {
+			if !t.Counted || t.GetNamespace() != pod.Namespace || t.GetUID() == pod.UID {
 				continue
 			}
 			for i := range t.Pod.Spec.Volumes {

@@ -43,7 +43,7 @@ func ApplyRandomChanges(t testing.TB, rng *rand.Rand, seed uint64, ext framework
 		switch k := rng.IntN(4); {
 		case k <= 1 && len(n.Pods) > 0:
 			task := n.Pods[rng.IntN(len(n.Pods))]
-			n.RemoveTask(task.Pod.UID)
+			n.RemoveTask(task.GetUID())
 			removed, removedFrom = append(removed, task), append(removedFrom, n)
 			s = ext.RemovePod(t.Context(), state, incoming, task, n)
 		case k == 2 && len(removed) > 0:

@@ -1,0 +1,70 @@
+/*
+Copyright The batch-scheduler Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package framework
+
+import (
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+)
+
+// The getters below are how code outside the cache reads a task's pod
+// identity, metadata and lifecycle. They name what is read of a pod that
+// is on a node, so that the cache can keep, for bound pods, a compact
+// record of those fields instead of the whole v1.Pod (the memory goal of
+// issue 38): a reader that goes through them does not change when the
+// storage does. Their names follow metav1.Object, which makes a task a
+// klog.KMetadata: log a task with klog.KObj(t).
+
+// GetName returns the pod's name.
+func (t *TaskInfo) GetName() string { return t.Pod.Name }
+
+// GetNamespace returns the pod's namespace.
+func (t *TaskInfo) GetNamespace() string { return t.Pod.Namespace }
+
+// GetUID returns the pod's UID.
+func (t *TaskInfo) GetUID() types.UID { return t.Pod.UID }
+
+// GetResourceVersion returns the resource version of the pod the task
+// was built from.
+func (t *TaskInfo) GetResourceVersion() string { return t.Pod.ResourceVersion }
+
+// GetCreationTimestamp returns when the pod was created.
+func (t *TaskInfo) GetCreationTimestamp() metav1.Time { return t.Pod.CreationTimestamp }
+
+// GetDeletionTimestamp returns when the pod's deletion was requested,
+// nil while it is not terminating.
+func (t *TaskInfo) GetDeletionTimestamp() *metav1.Time { return t.Pod.DeletionTimestamp }
+
+// GetLabels returns the pod's labels, shared: do not modify them.
+func (t *TaskInfo) GetLabels() map[string]string { return t.Pod.Labels }
+
+// GetAnnotations returns the pod's annotations, shared: do not modify
+// them.
+func (t *TaskInfo) GetAnnotations() map[string]string { return t.Pod.Annotations }
+
+// Phase returns the pod's status.phase.
+func (t *TaskInfo) Phase() v1.PodPhase { return t.Pod.Status.Phase }
+
+// StartTime returns the pod's status.startTime: when the kubelet
+// acknowledged it, nil before.
+func (t *TaskInfo) StartTime() *metav1.Time { return t.Pod.Status.StartTime }
+
+// Priority returns the pod's priority, zero when spec.priority is unset
+// (as corev1helpers.PodPriority).
+func (t *TaskInfo) Priority() int32 { return corev1helpers.PodPriority(t.Pod) }
