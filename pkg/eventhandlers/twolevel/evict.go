@@ -274,7 +274,9 @@ func (w *watcher) units(ctx context.Context, candidates []*framework.TaskInfo) [
 				bound = append(bound, t)
 			}
 		}
-		sort.SliceStable(bound, func(i, j int) bool { return bound[j].GetCreationTimestamp().Time.Before(bound[i].GetCreationTimestamp().Time) })
+		sort.SliceStable(bound, func(i, j int) bool {
+			return bound[j].GetCreationTimestamp().Time.Before(bound[i].GetCreationTimestamp().Time)
+		})
 		var spares []*unit
 		for _, t := range bound[:min(spare, len(bound))] {
 			spares = append(spares, podUnitOf(t))
@@ -478,4 +480,3 @@ func withinCap(used, limit resources.Resource) bool {
 	used.Pods = 0
 	return limit.Fits(used)
 }
-
