@@ -253,8 +253,8 @@ func (n *NodeInfo) AddTask(t *TaskInfo) {
 		if t.Own {
 			n.OwnRequested.Add(t.Requests)
 		}
-		n.countAffinity(t.Pod, 1)
-		if MayHoldHostPorts(t.Pod) {
+		n.countAffinity(t.Affinity(), 1)
+		if t.MayHoldHostPorts() {
 			n.PodsWithHostPorts++
 		}
 	}
@@ -265,7 +265,11 @@ func (n *NodeInfo) AddTask(t *TaskInfo) {
 // holds (an init container that does not keep running holds none), which
 // is all PodsWithHostPorts needs.
 func MayHoldHostPorts(pod *v1.Pod) bool {
-	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+	return mayHoldHostPorts(pod.Spec.Containers, pod.Spec.InitContainers)
+}
+
+func mayHoldHostPorts(containers, initContainers []v1.Container) bool {
+	for _, cs := range [][]v1.Container{containers, initContainers} {
 		for i := range cs {
 			for j := range cs[i].Ports {
 				if cs[i].Ports[j].HostPort > 0 {
@@ -277,9 +281,9 @@ func MayHoldHostPorts(pod *v1.Pod) bool {
 	return false
 }
 
-// countAffinity adds delta to the affinity counters for pod.
-func (n *NodeInfo) countAffinity(pod *v1.Pod, delta int) {
-	a := pod.Spec.Affinity
+// countAffinity adds delta to the affinity counters for a pod of
+// affinity a.
+func (n *NodeInfo) countAffinity(a *v1.Affinity, delta int) {
 	if a == nil || (a.PodAffinity == nil && a.PodAntiAffinity == nil) {
 		return
 	}
@@ -311,8 +315,8 @@ func (n *NodeInfo) RemoveTask(uid types.UID) bool {
 			if t.Own {
 				n.OwnRequested.Sub(t.Requests)
 			}
-			n.countAffinity(t.Pod, -1)
-			if MayHoldHostPorts(t.Pod) {
+			n.countAffinity(t.Affinity(), -1)
+			if t.MayHoldHostPorts() {
 				n.PodsWithHostPorts--
 			}
 		}

@@ -68,3 +68,43 @@ func (t *TaskInfo) StartTime() *metav1.Time { return t.Pod.Status.StartTime }
 // Priority returns the pod's priority, zero when spec.priority is unset
 // (as corev1helpers.PodPriority).
 func (t *TaskInfo) Priority() int32 { return corev1helpers.PodPriority(t.Pod) }
+
+// Affinity returns the pod's spec.affinity, shared: do not modify it.
+func (t *TaskInfo) Affinity() *v1.Affinity { return t.Pod.Spec.Affinity }
+
+// Containers returns the pod's spec.containers as the informers' transform
+// keeps them (names, images, ports, resources), shared: do not modify
+// them.
+func (t *TaskInfo) Containers() []v1.Container { return t.Pod.Spec.Containers }
+
+// InitContainers returns the pod's spec.initContainers as Containers
+// does.
+func (t *TaskInfo) InitContainers() []v1.Container { return t.Pod.Spec.InitContainers }
+
+// MayHoldHostPorts is MayHoldHostPorts of t's pod.
+func (t *TaskInfo) MayHoldHostPorts() bool {
+	return mayHoldHostPorts(t.Containers(), t.InitContainers())
+}
+
+// Volumes returns the pod's spec.volumes that bear on placement (the
+// informers' transform drops the others), shared: do not modify them.
+func (t *TaskInfo) Volumes() []v1.Volume { return t.Pod.Spec.Volumes }
+
+// ResourceClaims returns the pod's spec.resourceClaims, shared: do not
+// modify them.
+func (t *TaskInfo) ResourceClaims() []v1.PodResourceClaim { return t.Pod.Spec.ResourceClaims }
+
+// PodMeta is what rules that read a pod's metadata only (its queue, its
+// gang's declarations, affinity terms and disruption budgets matching
+// it) need of a pod: a *v1.Pod, or a *TaskInfo for a pod on a node.
+type PodMeta interface {
+	GetNamespace() string
+	GetName() string
+	GetLabels() map[string]string
+	GetAnnotations() map[string]string
+}
+
+var (
+	_ PodMeta = (*v1.Pod)(nil)
+	_ PodMeta = (*TaskInfo)(nil)
+)

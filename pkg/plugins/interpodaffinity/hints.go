@@ -67,12 +67,12 @@ func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any)
 	if err != nil {
 		return framework.Queue, err
 	}
-	goneAnti, err := parseTerms(gone, "podAntiAffinity", requiredAntiAffinity(gone))
+	goneAnti, err := parseTerms(gone.Namespace, "podAntiAffinity", requiredAntiAffinity(gone.Spec.Affinity))
 	if err != nil {
 		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
-		anti, err := parseTerms(pod, "podAntiAffinity", requiredAntiAffinity(pod))
+		anti, err := parseTerms(pod.Namespace, "podAntiAffinity", requiredAntiAffinity(pod.Spec.Affinity))
 		if err != nil {
 			return framework.Queue, err
 		}
@@ -101,7 +101,7 @@ func podAddedHint(logger klog.Logger, job *framework.QueuedJob, _, newObj any) (
 		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
-		aff, err := parseTerms(pod, "podAffinity", requiredAffinity(pod))
+		aff, err := parseTerms(pod.Namespace, "podAffinity", requiredAffinity(pod.Spec.Affinity))
 		if err != nil {
 			return framework.Queue, err
 		}
@@ -131,7 +131,7 @@ func podLabelsChangedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, 
 		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
-		aff, err := parseTerms(pod, "podAffinity", requiredAffinity(pod))
+		aff, err := parseTerms(pod.Namespace, "podAffinity", requiredAffinity(pod.Spec.Affinity))
 		if err != nil {
 			return framework.Queue, err
 		}
@@ -141,7 +141,7 @@ func podLabelsChangedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, 
 				return framework.Queue, nil
 			}
 		}
-		anti, err := parseTerms(pod, "podAntiAffinity", requiredAntiAffinity(pod))
+		anti, err := parseTerms(pod.Namespace, "podAntiAffinity", requiredAntiAffinity(pod.Spec.Affinity))
 		if err != nil {
 			return framework.Queue, err
 		}
@@ -165,7 +165,7 @@ func nodeHint(logger klog.Logger, job *framework.QueuedJob, oldObj, newObj any) 
 		return framework.Queue, err
 	}
 	for _, pod := range job.Pods {
-		for _, t := range requiredAffinity(pod) {
+		for _, t := range requiredAffinity(pod.Spec.Affinity) {
 			newV, newOK := newNode.Labels[t.TopologyKey]
 			if !newOK {
 				continue
@@ -177,7 +177,7 @@ func nodeHint(logger klog.Logger, job *framework.QueuedJob, oldObj, newObj any) 
 				return framework.Queue, nil
 			}
 		}
-		for _, t := range requiredAntiAffinity(pod) {
+		for _, t := range requiredAntiAffinity(pod.Spec.Affinity) {
 			if oldNode == nil {
 				return framework.Queue, nil
 			}

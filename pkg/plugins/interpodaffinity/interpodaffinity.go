@@ -200,17 +200,17 @@ func (pl *InterPodAffinity) resolveTerm(t *term) error {
 func (pl *InterPodAffinity) PreFilterPod(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
 	// PreScore is given only the feasible nodes; domains span them all.
 	state.Write(nodesKey, &allNodes{pod: pod, nodes: nodes})
-	rawAffinity, rawAnti := requiredAffinity(pod), requiredAntiAffinity(pod)
+	rawAffinity, rawAnti := requiredAffinity(pod.Spec.Affinity), requiredAntiAffinity(pod.Spec.Affinity)
 	if len(rawAffinity) == 0 && len(rawAnti) == 0 && !anyRequiredAntiAffinity(state, nodes) {
 		return framework.NewStatus(framework.Skip)
 	}
 	logger := klog.FromContext(ctx)
 	s := &podState{pod: pod}
 	var err error
-	if s.affinity, err = parseTerms(pod, "podAffinity", rawAffinity); err != nil {
+	if s.affinity, err = parseTerms(pod.Namespace, "podAffinity", rawAffinity); err != nil {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("parsing pod: %v", err))
 	}
-	if s.antiAffinity, err = parseTerms(pod, "podAntiAffinity", rawAnti); err != nil {
+	if s.antiAffinity, err = parseTerms(pod.Namespace, "podAntiAffinity", rawAnti); err != nil {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("parsing pod: %v", err))
 	}
 	if err := pl.resolveNamespaces(s.affinity); err != nil {
@@ -267,10 +267,10 @@ func anyRequiredAntiAffinity(state *framework.CycleState, nodes []*framework.Nod
 // that match the incoming pod, in n's domains.
 func (pl *InterPodAffinity) countExistingAnti(logger klog.Logger, s *podState, n *framework.NodeInfo, nsLabels nsLabelsFunc) {
 	for _, t := range n.Pods {
-		if !t.Counted || len(requiredAntiAffinity(t.Pod)) == 0 {
+		if !t.Counted || len(requiredAntiAffinity(t.Affinity())) == 0 {
 			continue
 		}
-		parsed := pl.existing.get(t.Pod)
+		parsed := pl.existing.get(t)
 		terms, err := parsed.requiredAnti, parsed.errAnti
 		if err != nil {
 			// The API server validates selectors; such a pod cannot be
@@ -292,13 +292,13 @@ func (s *podState) countIncoming(n *framework.NodeInfo) {
 		if !t.Counted {
 			continue
 		}
-		if matchesAll(s.affinity, t.Pod) {
+		if matchesAll(s.affinity, t) {
 			for i := range s.affinity {
 				s.affinityCounts.add(n.Node, s.affinity[i].topologyKey)
 			}
 		}
 		for i := range s.antiAffinity {
-			if s.antiAffinity[i].matches(t.Pod, nil) {
+			if s.antiAffinity[i].matches(t, nil) {
 				s.antiAffinityCounts.add(n.Node, s.antiAffinity[i].topologyKey)
 			}
 		}
@@ -315,7 +315,7 @@ func (pl *InterPodAffinity) Filter(_ context.Context, state *framework.CycleStat
 	if s == nil || s.pod != pod {
 		// PreFilterPod did not run for pod (a caller that filters
 		// directly). Only the trivial case can be decided on one node.
-		if len(requiredAffinity(pod)) == 0 && len(requiredAntiAffinity(pod)) == 0 && node.PodsWithRequiredAntiAffinity == 0 {
+		if len(requiredAffinity(pod.Spec.Affinity)) == 0 && len(requiredAntiAffinity(pod.Spec.Affinity)) == 0 && node.PodsWithRequiredAntiAffinity == 0 {
 			return nil
 		}
 		return framework.AsStatus(fmt.Errorf("%s: no pre-filter state for pod %s", Name, klog.KObj(pod)))

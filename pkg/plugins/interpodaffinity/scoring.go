@@ -56,10 +56,10 @@ type weightedTerm struct {
 }
 
 // parseWeighted parses preferred terms.
-func parseWeighted(owner *v1.Pod, kind string, in []v1.WeightedPodAffinityTerm) ([]weightedTerm, error) {
+func parseWeighted(ownerNamespace string, kind string, in []v1.WeightedPodAffinityTerm) ([]weightedTerm, error) {
 	out := make([]weightedTerm, 0, len(in))
 	for i := range in {
-		ts, err := parseTerms(owner, kind, []v1.PodAffinityTerm{in[i].PodAffinityTerm})
+		ts, err := parseTerms(ownerNamespace, kind, []v1.PodAffinityTerm{in[i].PodAffinityTerm})
 		if err != nil {
 			return nil, fmt.Errorf("preferred %w", err)
 		}
@@ -70,8 +70,8 @@ func parseWeighted(owner *v1.Pod, kind string, in []v1.WeightedPodAffinityTerm) 
 
 // preferredTerms returns pod's preferred affinity and anti-affinity terms,
 // unparsed.
-func preferredTerms(pod *v1.Pod) (affinity, anti []v1.WeightedPodAffinityTerm) {
-	if a := pod.Spec.Affinity; a != nil {
+func preferredTerms(a *v1.Affinity) (affinity, anti []v1.WeightedPodAffinityTerm) {
+	if a != nil {
 		if a.PodAffinity != nil {
 			affinity = a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution
 		}
@@ -83,8 +83,7 @@ func preferredTerms(pod *v1.Pod) (affinity, anti []v1.WeightedPodAffinityTerm) {
 }
 
 // hasPodAffinity reports whether pod has any pod affinity or anti-affinity.
-func hasPodAffinity(pod *v1.Pod) bool {
-	a := pod.Spec.Affinity
+func hasPodAffinity(a *v1.Affinity) bool {
 	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
 }
 
@@ -124,16 +123,16 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 			nodes = a.nodes
 		}
 	}
-	rawAff, rawAnti := preferredTerms(pod)
+	rawAff, rawAnti := preferredTerms(pod.Spec.Affinity)
 	hasPreferred := len(rawAff) > 0 || len(rawAnti) > 0
 	if !hasPreferred && !anyPodWithAffinity(state, nodes) {
 		return framework.NewStatus(framework.Skip)
 	}
-	aff, err := parseWeighted(pod, "podAffinity", rawAff)
+	aff, err := parseWeighted(pod.Namespace, "podAffinity", rawAff)
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("pod %s: %w", klog.KObj(pod), err))
 	}
-	anti, err := parseWeighted(pod, "podAntiAffinity", rawAnti)
+	anti, err := parseWeighted(pod.Namespace, "podAntiAffinity", rawAnti)
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("pod %s: %w", klog.KObj(pod), err))
 	}
@@ -153,10 +152,10 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 			continue
 		}
 		for _, t := range n.Pods {
-			if !t.Counted || (!hasPreferred && !hasPodAffinity(t.Pod)) {
+			if !t.Counted || (!hasPreferred && !hasPodAffinity(t.Affinity())) {
 				continue
 			}
-			scoreExisting(logger, scores, n.Node, pod, t.Pod, aff, anti, nsLabels, &pl.existing)
+			scoreExisting(logger, scores, n.Node, pod, t, aff, anti, nsLabels, &pl.existing)
 		}
 	}
 	if nsErr != nil {
@@ -170,7 +169,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 }
 
 // scoreExisting adds what existing, on node, contributes to scores.
-func scoreExisting(logger klog.Logger, scores domainScores, node *v1.Node, pod, existing *v1.Pod, aff, anti []weightedTerm, nsLabels nsLabelsFunc, cache *termCache) {
+func scoreExisting(logger klog.Logger, scores domainScores, node *v1.Node, pod *v1.Pod, existing *framework.TaskInfo, aff, anti []weightedTerm, nsLabels nsLabelsFunc, cache *termCache) {
 	for i := range aff {
 		if aff[i].matches(existing, nil) {
 			scores.add(node, aff[i].topologyKey, aff[i].weight)
@@ -181,7 +180,7 @@ func scoreExisting(logger klog.Logger, scores domainScores, node *v1.Node, pod, 
 			scores.add(node, anti[i].topologyKey, -anti[i].weight)
 		}
 	}
-	if !hasPodAffinity(existing) {
+	if !hasPodAffinity(existing.Affinity()) {
 		return
 	}
 	parsed := cache.get(existing)

@@ -21,6 +21,8 @@ import (
 	"weak"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // maxCachedPods bounds termCache: when it holds more pods, it starts
@@ -53,31 +55,33 @@ type termCache struct {
 	pods map[weak.Pointer[v1.Pod]]*existingTerms
 }
 
-// get returns pod's parsed terms, parsing them on first use.
-func (c *termCache) get(pod *v1.Pod) *existingTerms {
-	key := weak.Make(pod)
+// get returns the parsed terms of t's pod, parsing them on first use.
+func (c *termCache) get(t *framework.TaskInfo) *existingTerms {
+	key := weak.Make(t.Pod)
 	c.mu.Lock()
-	t, ok := c.pods[key]
+	terms, ok := c.pods[key]
 	c.mu.Unlock()
 	if ok {
-		return t
+		return terms
 	}
-	t = parseExisting(pod)
+	terms = parseExisting(t)
 	c.mu.Lock()
 	if c.pods == nil || len(c.pods) >= maxCachedPods {
 		c.pods = make(map[weak.Pointer[v1.Pod]]*existingTerms)
 	}
-	c.pods[key] = t
+	c.pods[key] = terms
 	c.mu.Unlock()
-	return t
+	return terms
 }
 
-func parseExisting(pod *v1.Pod) *existingTerms {
+// parseExisting parses the terms of task's pod.
+func parseExisting(task *framework.TaskInfo) *existingTerms {
+	ns, a := task.GetNamespace(), task.Affinity()
 	t := &existingTerms{}
-	t.required, t.errRequired = parseTerms(pod, "podAffinity", requiredAffinity(pod))
-	t.requiredAnti, t.errAnti = parseTerms(pod, "podAntiAffinity", requiredAntiAffinity(pod))
-	rawAff, rawAnti := preferredTerms(pod)
-	t.preferred, t.errPreferred = parseWeighted(pod, "podAffinity", rawAff)
-	t.preferredAnti, t.errPrefAnti = parseWeighted(pod, "podAntiAffinity", rawAnti)
+	t.required, t.errRequired = parseTerms(ns, "podAffinity", requiredAffinity(a))
+	t.requiredAnti, t.errAnti = parseTerms(ns, "podAntiAffinity", requiredAntiAffinity(a))
+	rawAff, rawAnti := preferredTerms(a)
+	t.preferred, t.errPreferred = parseWeighted(ns, "podAffinity", rawAff)
+	t.preferredAnti, t.errPrefAnti = parseWeighted(ns, "podAntiAffinity", rawAnti)
 	return t
 }

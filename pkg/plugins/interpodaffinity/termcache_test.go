@@ -21,6 +21,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -46,12 +48,17 @@ func affinePod(name, value string) *v1.Pod {
 	}
 }
 
+// taskOf is a task of pod, as the cache holds one on a node.
+func taskOf(pod *v1.Pod) *framework.TaskInfo {
+	return &framework.TaskInfo{Pod: pod, Status: framework.TaskBound, NodeName: "n", Counted: true}
+}
+
 func TestTermCache(t *testing.T) {
 	var c termCache
 	a := affinePod("a", "x")
-	first := c.get(a)
-	if c.get(a) != first {
-		t.Fatal("a second lookup of the same pod object parsed it again")
+	first := c.get(taskOf(a))
+	if c.get(taskOf(a)) != first {
+		t.Fatal("a second lookup of the same pod object, through another task, parsed it again")
 	}
 	if len(first.required) != 1 || len(first.requiredAnti) != 1 || len(first.preferred) != 1 || first.preferredAnti[0].weight != 5 {
 		t.Fatalf("parsed terms = %+v", first)
@@ -63,7 +70,7 @@ func TestTermCache(t *testing.T) {
 
 	// An update is a new object: its terms are its own.
 	updated := affinePod("a", "y")
-	if got := c.get(updated); got == first || got.required[0].matches(match, nil) {
+	if got := c.get(taskOf(updated)); got == first || got.required[0].matches(match, nil) {
 		t.Error("the updated pod got the old object's terms")
 	}
 
@@ -72,7 +79,7 @@ func TestTermCache(t *testing.T) {
 	bad.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector = &metav1.LabelSelector{
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}},
 	}
-	if got := c.get(bad); got.errAnti == nil || got.errRequired != nil {
+	if got := c.get(taskOf(bad)); got.errAnti == nil || got.errRequired != nil {
 		t.Errorf("bad anti-affinity: errRequired %v, errAnti %v; want only errAnti", got.errRequired, got.errAnti)
 	}
 
@@ -80,7 +87,7 @@ func TestTermCache(t *testing.T) {
 	pods := make([]*v1.Pod, maxCachedPods+10)
 	for i := range pods {
 		pods[i] = affinePod(fmt.Sprint(i), "x")
-		c.get(pods[i])
+		c.get(taskOf(pods[i]))
 	}
 	c.mu.Lock()
 	n := len(c.pods)
@@ -102,7 +109,7 @@ func BenchmarkExistingTerms(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, p := range pods {
-				_ = parseExisting(p)
+				_ = parseExisting(taskOf(p))
 			}
 		}
 	})
@@ -111,7 +118,7 @@ func BenchmarkExistingTerms(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, p := range pods {
-				_ = c.get(p)
+				_ = c.get(taskOf(p))
 			}
 		}
 	})

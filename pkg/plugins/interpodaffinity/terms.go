@@ -23,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // term is a required pod (anti-)affinity term with its selectors parsed.
@@ -44,8 +46,8 @@ type nsLabelsFunc func() labels.Set
 // matches reports whether pod is selected by t: it is in one of t's
 // namespaces and its labels match t's selector. nsLabels gives the labels
 // of pod's namespace; nil stands for a namespace without labels.
-func (t *term) matches(pod *v1.Pod, nsLabels nsLabelsFunc) bool {
-	if !t.namespaces.Has(pod.Namespace) {
+func (t *term) matches(pod framework.PodMeta, nsLabels nsLabelsFunc) bool {
+	if !t.namespaces.Has(pod.GetNamespace()) {
 		if t.nsSelector == nil {
 			return false
 		}
@@ -59,11 +61,12 @@ func (t *term) matches(pod *v1.Pod, nsLabels nsLabelsFunc) bool {
 			}
 		}
 	}
-	return t.selector.Matches(labels.Set(pod.Labels))
+	return t.selector.Matches(labels.Set(pod.GetLabels()))
 }
 
-// parseTerms parses the terms of owner; an error names the bad term.
-func parseTerms(owner *v1.Pod, kind string, in []v1.PodAffinityTerm) ([]term, error) {
+// parseTerms parses the terms of a pod of namespace ownerNamespace; an
+// error names the bad term.
+func parseTerms(ownerNamespace string, kind string, in []v1.PodAffinityTerm) ([]term, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
@@ -80,25 +83,26 @@ func parseTerms(owner *v1.Pod, kind string, in []v1.PodAffinityTerm) ([]term, er
 				return nil, fmt.Errorf("%s term %d: namespaceSelector: %w", kind, i, err)
 			}
 		} else if len(t.Namespaces) == 0 {
-			pt.namespaces.Insert(owner.Namespace)
+			pt.namespaces.Insert(ownerNamespace)
 		}
 		out = append(out, pt)
 	}
 	return out, nil
 }
 
-// requiredAffinity returns pod's required pod affinity terms, unparsed.
-func requiredAffinity(pod *v1.Pod) []v1.PodAffinityTerm {
-	if a := pod.Spec.Affinity; a != nil && a.PodAffinity != nil {
+// requiredAffinity returns the required pod affinity terms of a pod's
+// affinity a, unparsed.
+func requiredAffinity(a *v1.Affinity) []v1.PodAffinityTerm {
+	if a != nil && a.PodAffinity != nil {
 		return a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
 	return nil
 }
 
-// requiredAntiAffinity returns pod's required pod anti-affinity terms,
-// unparsed.
-func requiredAntiAffinity(pod *v1.Pod) []v1.PodAffinityTerm {
-	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+// requiredAntiAffinity returns the required pod anti-affinity terms of a
+// pod's affinity a, unparsed.
+func requiredAntiAffinity(a *v1.Affinity) []v1.PodAffinityTerm {
+	if a != nil && a.PodAntiAffinity != nil {
 		return a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
 	return nil
@@ -107,7 +111,7 @@ func requiredAntiAffinity(pod *v1.Pod) []v1.PodAffinityTerm {
 // matchesAll reports whether terms is not empty and pod matches every
 // term. The incoming pod's terms have their namespace selectors resolved
 // into namespaces, so no namespace labels are needed.
-func matchesAll(terms []term, pod *v1.Pod) bool {
+func matchesAll(terms []term, pod framework.PodMeta) bool {
 	if len(terms) == 0 {
 		return false
 	}
@@ -121,7 +125,7 @@ func matchesAll(terms []term, pod *v1.Pod) bool {
 
 // matchesAny reports whether pod matches some term of terms (resolved, as
 // for matchesAll).
-func matchesAny(terms []term, pod *v1.Pod) bool {
+func matchesAny(terms []term, pod framework.PodMeta) bool {
 	for i := range terms {
 		if terms[i].matches(pod, nil) {
 			return true

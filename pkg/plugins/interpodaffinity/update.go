@@ -68,8 +68,8 @@ func (pl *InterPodAffinity) update(ctx context.Context, state *framework.CycleSt
 		// PreFilterPod counts neither.
 		return nil
 	}
-	if len(requiredAntiAffinity(t.Pod)) > 0 {
-		parsed := pl.existing.get(t.Pod)
+	if len(requiredAntiAffinity(t.Affinity())) > 0 {
+		parsed := pl.existing.get(t)
 		if parsed.errAnti == nil {
 			var nsErr error
 			nsLabels := pl.namespaceLabels(klog.FromContext(ctx), s.pod.Namespace, &nsErr)
@@ -87,13 +87,13 @@ func (pl *InterPodAffinity) update(ctx context.Context, state *framework.CycleSt
 		// The pod has no required terms of its own.
 		return nil
 	}
-	if matchesAll(s.affinity, t.Pod) {
+	if matchesAll(s.affinity, t) {
 		for i := range s.affinity {
 			s.affinityCounts.update(n.Node, s.affinity[i].topologyKey, delta)
 		}
 	}
 	for i := range s.antiAffinity {
-		if s.antiAffinity[i].matches(t.Pod, nil) {
+		if s.antiAffinity[i].matches(t, nil) {
 			s.antiAffinityCounts.update(n.Node, s.antiAffinity[i].topologyKey, delta)
 		}
 	}

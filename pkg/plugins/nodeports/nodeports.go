@@ -112,8 +112,14 @@ func runsWithPod(c *v1.Container) bool {
 // package documentation) until f returns true, and reports whether it did.
 // It allocates nothing: Filter calls it for every pod on every node.
 func eachHostPort(pod *v1.Pod, f func(p *v1.ContainerPort) bool) bool {
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
+	return eachContainerHostPort(pod.Spec.InitContainers, pod.Spec.Containers, f)
+}
+
+// eachContainerHostPort is eachHostPort over a pod's init containers and
+// containers.
+func eachContainerHostPort(initContainers, containers []v1.Container, f func(p *v1.ContainerPort) bool) bool {
+	for i := range initContainers {
+		c := &initContainers[i]
 		if !runsWithPod(c) {
 			continue
 		}
@@ -123,8 +129,8 @@ func eachHostPort(pod *v1.Pod, f func(p *v1.ContainerPort) bool) bool {
 			}
 		}
 	}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for i := range containers {
+		c := &containers[i]
 		for j := range c.Ports {
 			if c.Ports[j].HostPort > 0 && f(&c.Ports[j]) {
 				return true
@@ -150,9 +156,9 @@ func hostPortsOf(pod *v1.Pod) []hostPort {
 }
 
 // conflictsWith reports whether some port of wanted conflicts with a host
-// port pod holds.
-func conflictsWith(wanted []hostPort, pod *v1.Pod) bool {
-	return eachHostPort(pod, func(p *v1.ContainerPort) bool {
+// port held by a pod of these init containers and containers.
+func conflictsWith(wanted []hostPort, initContainers, containers []v1.Container) bool {
+	return eachContainerHostPort(initContainers, containers, func(p *v1.ContainerPort) bool {
 		for _, w := range wanted {
 			if w.conflicts(p) {
 				return true
@@ -221,7 +227,7 @@ func (*NodePorts) Filter(ctx context.Context, state *framework.CycleState, pod *
 	wanted := wantedPorts(state, pod)
 	for _, t := range node.Pods {
 		// A finished pod holds no port any more.
-		if !t.Counted || !conflictsWith(wanted, t.Pod) {
+		if !t.Counted || !conflictsWith(wanted, t.InitContainers(), t.Containers()) {
 			continue
 		}
 		if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
@@ -256,7 +262,7 @@ func podDeletedHint(logger klog.Logger, job *framework.QueuedJob, oldObj, _ any)
 	}
 	freed := hostPortsOf(gone)
 	for _, pod := range job.Pods {
-		if conflictsWith(freed, pod) {
+		if conflictsWith(freed, pod.Spec.InitContainers, pod.Spec.Containers) {
 			logger.V(5).Info("A deleted pod freed a host port a pending pod wants", "pod", klog.KObj(pod), "deletedPod", klog.KObj(gone))
 			return framework.Queue, nil
 		}

@@ -83,10 +83,10 @@ func hasInTreeDisk(v *v1.Volume) bool {
 }
 
 // diskConflict reports whether the in-tree disk v conflicts with one of
-// pod's volumes.
-func diskConflict(v *v1.Volume, pod *v1.Pod) bool {
-	for i := range pod.Spec.Volumes {
-		o := &pod.Spec.Volumes[i]
+// vols, a pod's volumes.
+func diskConflict(v *v1.Volume, vols []v1.Volume) bool {
+	for i := range vols {
+		o := &vols[i]
 		switch {
 		case v.GCEPersistentDisk != nil && o.GCEPersistentDisk != nil:
 			if v.GCEPersistentDisk.PDName == o.GCEPersistentDisk.PDName && !(v.GCEPersistentDisk.ReadOnly && o.GCEPersistentDisk.ReadOnly) {
@@ -164,8 +164,9 @@ func claimsInUse(pod *v1.Pod, claims sets.Set[string], nodes []*framework.NodeIn
 			if !t.Counted || t.GetNamespace() != pod.Namespace || t.GetUID() == pod.UID {
 				continue
 			}
-			for i := range t.Pod.Spec.Volumes {
-				if c := t.Pod.Spec.Volumes[i].PersistentVolumeClaim; c != nil && claims.Has(c.ClaimName) {
+			vols := t.Volumes()
+			for i := range vols {
+				if c := vols[i].PersistentVolumeClaim; c != nil && claims.Has(c.ClaimName) {
 					return true
 				}
 			}
@@ -182,7 +183,7 @@ func (pl *VolumeRestrictions) Filter(_ context.Context, state *framework.CycleSt
 			continue
 		}
 		for _, t := range node.Pods {
-			if t.Counted && diskConflict(v, t.Pod) {
+			if t.Counted && diskConflict(v, t.Volumes()) {
 				return framework.NewStatus(framework.Unschedulable, ErrReasonDiskConflict)
 			}
 		}
@@ -221,7 +222,7 @@ func podDeletedHint(_ klog.Logger, job *framework.QueuedJob, oldObj, _ any) (fra
 		sameNamespace := pod.Namespace == gone.Namespace
 		for i := range pod.Spec.Volumes {
 			v := &pod.Spec.Volumes[i]
-			if hasInTreeDisk(v) && diskConflict(v, gone) {
+			if hasInTreeDisk(v) && diskConflict(v, gone.Spec.Volumes) {
 				return framework.Queue, nil
 			}
 			if v.PersistentVolumeClaim == nil || !sameNamespace {
