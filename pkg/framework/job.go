@@ -380,7 +380,7 @@ func (j *JobInfo) SetTask(t *TaskInfo) {
 		if t.GroupObject != "" {
 			j.object = t.GroupObject
 		}
-		j.declared[declaredMinAvailable(t.Pod)]++
+		j.declared[declaredMinAvailable(t)]++
 		j.kinds[t.GroupKind]++
 		j.queues[t.Queue]++
 		if namesSubGroup(t) {
@@ -442,7 +442,7 @@ func (j *JobInfo) Queue() (name, via string) {
 	if !j.ID.Gang {
 		for _, t := range j.Tasks {
 			if t.Queue != "" {
-				_, via := QueueNameForPod(t.Pod)
+				_, via := QueueNameForPod(t)
 				return t.Queue, via
 			}
 		}
@@ -459,7 +459,7 @@ func (j *JobInfo) Queue() (name, via string) {
 	}
 	for _, t := range j.Tasks {
 		if t.Queue == best {
-			_, via := QueueNameForPod(t.Pod)
+			_, via := QueueNameForPod(t)
 			return best, via
 		}
 	}
@@ -510,7 +510,7 @@ func (j *JobInfo) undeclare(t *TaskInfo) {
 	if !j.ID.Gang {
 		return
 	}
-	v := declaredMinAvailable(t.Pod)
+	v := declaredMinAvailable(t)
 	if j.declared[v]--; j.declared[v] <= 0 {
 		delete(j.declared, v)
 	}
@@ -532,8 +532,8 @@ func namesSubGroup(t *TaskInfo) bool {
 	return ok
 }
 
-func declaredMinAvailable(pod *v1.Pod) string {
-	if v, ok := pod.Annotations[MinAvailableAnnotation]; ok {
+func declaredMinAvailable(pod PodMeta) string {
+	if v, ok := pod.GetAnnotations()[MinAvailableAnnotation]; ok {
 		return v
 	}
 	return absentMinAvailable

@@ -54,17 +54,18 @@ const DefaultQueue = "default"
 // messages), or "" when it names none: the project's label, then the same
 // key as an annotation, then Volcano's annotation, then KAI-Scheduler's
 // label.
-func QueueNameForPod(pod *v1.Pod) (name, via string) {
-	if v := pod.Labels[QueueLabel]; v != "" {
+func QueueNameForPod(pod PodMeta) (name, via string) {
+	podLabels, annotations := pod.GetLabels(), pod.GetAnnotations()
+	if v := podLabels[QueueLabel]; v != "" {
 		return v, "label " + QueueLabel
 	}
-	if v := pod.Annotations[QueueLabel]; v != "" {
+	if v := annotations[QueueLabel]; v != "" {
 		return v, "annotation " + QueueLabel
 	}
-	if v := pod.Annotations[VolcanoQueueAnnotation]; v != "" {
+	if v := annotations[VolcanoQueueAnnotation]; v != "" {
 		return v, "annotation " + VolcanoQueueAnnotation
 	}
-	if v := pod.Labels[KAIQueueLabel]; v != "" {
+	if v := podLabels[KAIQueueLabel]; v != "" {
 		return v, "label " + KAIQueueLabel
 	}
 	return "", ""

@@ -105,19 +105,19 @@ type SubGroupRule struct {
 
 // take returns the sub-group key of pod under r, false when r does not
 // take it.
-func (r *SubGroupRule) take(pod *v1.Pod) (string, bool) {
-	if r.Selector != nil && !r.Selector.Matches(labels.Set(pod.Labels)) {
+func (r *SubGroupRule) take(pod PodMeta) (string, bool) {
+	if r.Selector != nil && !r.Selector.Matches(labels.Set(pod.GetLabels())) {
 		return "", false
 	}
 	if r.KeyPodGroup {
-		sg := pod.Spec.SchedulingGroup
+		sg := schedulingGroupOf(pod)
 		if sg == nil || sg.PodGroupName == nil || *sg.PodGroupName == "" {
 			return "", false
 		}
 		return r.key(*sg.PodGroupName), true
 	}
 	if r.KeyAnnotation != "" {
-		v, ok := pod.Annotations[r.KeyAnnotation]
+		v, ok := pod.GetAnnotations()[r.KeyAnnotation]
 		if !ok {
 			return "", false
 		}
@@ -127,8 +127,9 @@ func (r *SubGroupRule) take(pod *v1.Pod) (string, bool) {
 		return r.key(""), true
 	}
 	values := make([]string, len(r.KeyLabels))
+	podLabels := pod.GetLabels()
 	for i, k := range r.KeyLabels {
-		v, ok := pod.Labels[k]
+		v, ok := podLabels[k]
 		if !ok {
 			return "", false
 		}
@@ -150,7 +151,7 @@ func (r *SubGroupRule) key(value string) string {
 
 // SubGroupOf returns the rule (an index into rules) and the key of pod's
 // sub-group; ok is false when no rule takes it.
-func SubGroupOf(rules []SubGroupRule, pod *v1.Pod) (rule int, key string, ok bool) {
+func SubGroupOf(rules []SubGroupRule, pod PodMeta) (rule int, key string, ok bool) {
 	for i := range rules {
 		if k, ok := rules[i].take(pod); ok {
 			return i, k, true
@@ -338,14 +339,14 @@ func SplitSubGroups(job *Job, rules []SubGroupRule, running []*v1.Pod, nodes []s
 
 // podCount reads the count annotation key of pod: 0 when absent, an
 // error naming the pod when not an integer >= least.
-func podCount(pod *v1.Pod, key string, least int) (int32, error) {
-	v, ok := pod.Annotations[key]
+func podCount(pod PodMeta, key string, least int) (int32, error) {
+	v, ok := pod.GetAnnotations()[key]
 	if !ok {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < int64(least) {
-		return 0, fmt.Errorf("annotation %s=%s of pod %s/%s must be an integer >= %d", key, QuoteValue(v), pod.Namespace, pod.Name, least)
+		return 0, fmt.Errorf("annotation %s=%s of pod %s/%s must be an integer >= %d", key, QuoteValue(v), pod.GetNamespace(), pod.GetName(), least)
 	}
 	return int32(n), nil
 }
@@ -420,7 +421,7 @@ func SubGroupsAtQuorum(job *Job, placed map[string]string) []int {
 // is in: the rule's for its key (Quorums), else the rule's, else the one pod declares
 // (SubGroupMinAvailableAnnotation); 0 when neither says (the scheduler
 // then does not start the gang) or pod's is not a number.
-func SubGroupQuorum(r *SubGroupRule, pod *v1.Pod) int32 {
+func SubGroupQuorum(r *SubGroupRule, pod PodMeta) int32 {
 	if r.Quorums != nil {
 		key, ok := r.take(pod)
 		if !ok {
@@ -438,7 +439,7 @@ func SubGroupQuorum(r *SubGroupRule, pod *v1.Pod) int32 {
 // RuleMinSubGroups returns how many sub-groups of rule r must reach
 // their quorum for a gang with pod among its pods: the rule's, else the
 // one pod declares (MinSubGroupsAnnotation), else 0.
-func RuleMinSubGroups(r *SubGroupRule, pod *v1.Pod) int32 {
+func RuleMinSubGroups(r *SubGroupRule, pod PodMeta) int32 {
 	if r.MinSubGroups > 0 {
 		return r.MinSubGroups
 	}

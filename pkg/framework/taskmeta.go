@@ -94,6 +94,22 @@ func (t *TaskInfo) Volumes() []v1.Volume { return t.Pod.Spec.Volumes }
 // modify them.
 func (t *TaskInfo) ResourceClaims() []v1.PodResourceClaim { return t.Pod.Spec.ResourceClaims }
 
+// SchedulingGroup returns the pod's spec.schedulingGroup (the native
+// PodGroup it belongs to), nil for none.
+func (t *TaskInfo) SchedulingGroup() *v1.PodSchedulingGroup { return t.Pod.Spec.SchedulingGroup }
+
+// schedulingGroupOf returns the spec.schedulingGroup of pod, a *v1.Pod or
+// a *TaskInfo; nil for any other PodMeta.
+func schedulingGroupOf(pod PodMeta) *v1.PodSchedulingGroup {
+	switch p := pod.(type) {
+	case *v1.Pod:
+		return p.Spec.SchedulingGroup
+	case *TaskInfo:
+		return p.SchedulingGroup()
+	}
+	return nil
+}
+
 // PodMeta is what rules that read a pod's metadata only (its queue, its
 // gang's declarations, affinity terms and disruption budgets matching
 // it) need of a pod: a *v1.Pod, or a *TaskInfo for a pod on a node.

@@ -95,6 +95,7 @@ func stateOfSome(job *framework.JobInfo, min int32, keep func(*framework.TaskInf
 		} else if s.unschedulable == "" || t.GetName() < from {
 			// The message of the first pod by name that has one, so
 			// that the status does not change with the order of a map.
+			// A pending task keeps its whole pod.
 			for _, c := range t.Pod.Status.Conditions {
 				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Message != "" {
 					s.unschedulable, from = c.Message, t.GetName()
@@ -116,20 +117,20 @@ func subGroupsShort(job *framework.JobInfo) bool {
 	if len(rules) == 0 {
 		return false
 	}
-	var first *v1.Pod // the quorum in sub-groups is read from the first pod by name
+	var first *framework.TaskInfo // the quorum in sub-groups is read from the first pod by name
 	held := make([]map[string]int, len(rules))
 	quorum := map[string]int32{}
 	for _, t := range job.Tasks {
-		if first == nil || t.GetName() < first.Name {
-			first = t.Pod
+		if first == nil || t.GetName() < first.GetName() {
+			first = t
 		}
-		rule, key, ok := framework.SubGroupOf(rules, t.Pod)
+		rule, key, ok := framework.SubGroupOf(rules, t)
 		if !ok {
 			continue
 		}
 		k := strconv.Itoa(rule) + "\x00" + key
 		if _, seen := quorum[k]; !seen {
-			quorum[k] = framework.SubGroupQuorum(&rules[rule], t.Pod)
+			quorum[k] = framework.SubGroupQuorum(&rules[rule], t)
 		}
 		if held[rule] == nil {
 			held[rule] = map[string]int{}

@@ -195,7 +195,7 @@ func (w *Writer) compositeChild(obj *unstructured.Unstructured, k Key) (gangStat
 		return gangState{}, false
 	}
 	return stateOfSome(job, rules[0].Quorums[k.Name], func(t *framework.TaskInfo) bool {
-		_, key, ok := framework.SubGroupOf(rules, t.Pod)
+		_, key, ok := framework.SubGroupOf(rules, t)
 		return ok && key == k.Name
 	}), true
 }

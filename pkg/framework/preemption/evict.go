@@ -209,7 +209,7 @@ func sortedVictims(victims []*Victim) []*Victim {
 		if a.Task.NodeName != b.Task.NodeName {
 			return a.Task.NodeName < b.Task.NodeName
 		}
-		return podKey(a.Task.Pod) < podKey(b.Task.Pod)
+		return a.Task.Key() < b.Task.Key()
 	})
 	return out
 }

@@ -377,7 +377,7 @@ func (sim *simulation) placePod(ctx context.Context, pod *v1.Pod) error {
 // pod, nominated to node. It returns t's node and whether t was on it in
 // the snapshot (and is no longer).
 func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node string, allowed []int32) (*framework.NodeInfo, bool) {
-	v := &Victim{Task: t, Preemptor: pod, Node: node, ViolatesPDB: sim.consumePDBs(t.Pod, allowed)}
+	v := &Victim{Task: t, Preemptor: pod, Node: node, ViolatesPDB: sim.consumePDBs(t, allowed)}
 	sim.victims[t.GetUID()] = v
 	sim.order = append(sim.order, v)
 	if t.Job.Gang {
@@ -385,7 +385,7 @@ func (sim *simulation) takeVictim(t *framework.TaskInfo, pod *v1.Pod, node strin
 	}
 	var used []int
 	for i, b := range sim.pdbs {
-		if b.matches(t.Pod) {
+		if b.matches(t) {
 			sim.pdbUsed[i]++
 			used = append(used, i)
 		}

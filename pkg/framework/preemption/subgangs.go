@@ -93,7 +93,7 @@ func newSubGangs(info *framework.JobInfo, rules []framework.SubGroupRule, going 
 	for i, t := range tasks {
 		member[i] = -1
 		runs := t.OnNode() && t.Counted && t.GetDeletionTimestamp() == nil && !going[t.GetUID()]
-		rule, key, ok := framework.SubGroupOf(rules, t.Pod)
+		rule, key, ok := framework.SubGroupOf(rules, t)
 		if !ok {
 			if runs {
 				s.loose = append(s.loose, t)
@@ -104,7 +104,7 @@ func newSubGangs(info *framework.JobInfo, rules []framework.SubGroupRule, going 
 		if !seen {
 			g = len(s.groups)
 			index[key] = g
-			s.groups = append(s.groups, subGang{rule: rule, quorum: max(int(framework.SubGroupQuorum(&rules[rule], t.Pod)), 1)})
+			s.groups = append(s.groups, subGang{rule: rule, quorum: max(int(framework.SubGroupQuorum(&rules[rule], t)), 1)})
 			sizes = append(sizes, 0)
 		}
 		if runs {
@@ -127,7 +127,7 @@ func newSubGangs(info *framework.JobInfo, rules []framework.SubGroupRule, going 
 	}
 	if len(tasks) > 0 {
 		for r := range rules {
-			s.minSubGroups[r] = int(framework.RuleMinSubGroups(&rules[r], tasks[0].Pod))
+			s.minSubGroups[r] = int(framework.RuleMinSubGroups(&rules[r], tasks[0]))
 		}
 	}
 	s.left = make([]int, len(s.groups))

@@ -26,7 +26,6 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -316,7 +315,7 @@ func (sim *simulation) expandGangs(c *candidate) {
 	if len(sim.pdbs) > 0 {
 		allowed := sim.pdbAllowed()
 		for _, t := range c.victims {
-			if sim.consumePDBs(t.Pod, allowed) {
+			if sim.consumePDBs(t, allowed) {
 				c.violations++
 			}
 		}
@@ -378,7 +377,7 @@ func (sim *simulation) pdbAllowed() []int32 {
 // already counts as disrupted does not consume it, as in kube-scheduler.
 func (sim *simulation) splitByPDB(pods []*framework.TaskInfo, allowed []int32) (violating, ok []*framework.TaskInfo) {
 	for _, t := range pods {
-		if sim.consumePDBs(t.Pod, allowed) {
+		if sim.consumePDBs(t, allowed) {
 			violating = append(violating, t)
 		} else {
 			ok = append(ok, t)
@@ -389,7 +388,7 @@ func (sim *simulation) splitByPDB(pods []*framework.TaskInfo, allowed []int32) (
 
 // consumePDBs takes pod's disruption from every PDB matching it and
 // reports whether one of them had none left.
-func (sim *simulation) consumePDBs(pod *v1.Pod, allowed []int32) bool {
+func (sim *simulation) consumePDBs(pod framework.PodMeta, allowed []int32) bool {
 	violates := false
 	for i, b := range sim.pdbs {
 		if !b.matches(pod) {
@@ -427,14 +426,14 @@ func newBudgets(pdbs []*policyv1.PodDisruptionBudget) []budget {
 }
 
 // matches reports whether the budget counts a disruption of pod.
-func (b budget) matches(pod *v1.Pod) bool {
-	if b.selector == nil || b.pdb.Namespace != pod.Namespace {
+func (b budget) matches(pod framework.PodMeta) bool {
+	if b.selector == nil || b.pdb.Namespace != pod.GetNamespace() {
 		return false
 	}
-	if _, disrupted := b.pdb.Status.DisruptedPods[pod.Name]; disrupted {
+	if _, disrupted := b.pdb.Status.DisruptedPods[pod.GetName()]; disrupted {
 		return false
 	}
-	return b.selector.Matches(labels.Set(pod.Labels))
+	return b.selector.Matches(labels.Set(pod.GetLabels()))
 }
 
 // better reports whether a is a better candidate than b, by

@@ -198,11 +198,10 @@ func countMatching(n *framework.NodeInfo, sel labels.Selector, ns string) int {
 	}
 	count := 0
 	for _, t := range n.Pods {
-		p := t.Pod
-		if !t.Counted || p.DeletionTimestamp != nil || p.Namespace != ns {
+		if !t.Counted || t.GetDeletionTimestamp() != nil || t.GetNamespace() != ns {
 			continue
 		}
-		if sel.Matches(labels.Set(p.Labels)) {
+		if sel.Matches(labels.Set(t.GetLabels())) {
 			count++
 		}
 	}

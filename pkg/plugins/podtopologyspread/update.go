@@ -69,13 +69,13 @@ func update(ctx context.Context, state *framework.CycleState, podToSchedule *v1.
 	if s == nil || s.pod != podToSchedule {
 		return framework.AsStatus(fmt.Errorf("%s: no pre-filter state for pod %s to update", Name, klog.KObj(podToSchedule)))
 	}
-	p, node := t.Pod, n.Node
-	if !t.Counted || p.DeletionTimestamp != nil || p.Namespace != s.pod.Namespace || node == nil ||
+	node := n.Node
+	if !t.Counted || t.GetDeletionTimestamp() != nil || t.GetNamespace() != s.pod.Namespace || node == nil ||
 		!hasAllTopologyKeys(node.Labels, s.constraints) {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	podLabels := labels.Set(p.Labels)
+	podLabels := labels.Set(t.GetLabels())
 	for i := range s.constraints {
 		c := &s.constraints[i]
 		if c.selector.Empty() || !c.selector.Matches(podLabels) || !c.admits(logger, s.pod, node, s.required) {
