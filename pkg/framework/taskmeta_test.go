@@ -41,10 +41,10 @@ func fullPod() *v1.Pod {
 			Annotations: map[string]string{SubGroupAnnotation: "workers", MinAvailableAnnotation: "3"},
 		},
 		Spec: v1.PodSpec{
-			NodeName: "n1",
-			Priority: ptr.To[int32](7),
-			Affinity: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}},
-			Containers: []v1.Container{{Name: "c", Ports: []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}}},
+			NodeName:       "n1",
+			Priority:       ptr.To[int32](7),
+			Affinity:       &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}},
+			Containers:     []v1.Container{{Name: "c", Ports: []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}}},
 			InitContainers: []v1.Container{{Name: "i"}},
 			Volumes: []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{
 				PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
