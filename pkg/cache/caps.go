@@ -123,7 +123,7 @@ func (c *SchedulerCache) CapExceededNodes() []eventhandlers.CapExceeded {
 		e := eventhandlers.CapExceeded{Node: info.Node, Cap: info.Cap.Clone(), Used: info.OwnRequested.Clone()}
 		for _, t := range info.Pods {
 			if t.Own && t.Counted {
-				e.Pods = append(e.Pods, t.Pod)
+				e.Pods = append(e.Pods, t.PodObject())
 				e.Tasks = append(e.Tasks, t)
 			}
 		}
@@ -143,7 +143,7 @@ func (c *SchedulerCache) ownTask(pod *v1.Pod) *framework.TaskInfo {
 	var t *framework.TaskInfo
 	m := c.membershipLocked(pod)
 	old := c.tasks[pod.UID]
-	if old != nil && old.Status != framework.TaskAssumed && sameRequestInputs(old.Pod, pod) {
+	if old != nil && old.Status != framework.TaskAssumed && sameRequestInputs(old.PodObject(), pod) {
 		t = framework.NewTaskInfoInGroup(pod, old.Requests.Clone(), m)
 	} else {
 		t = framework.NewTaskInfoInGroup(pod, podRequests(pod), m)

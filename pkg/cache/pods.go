@@ -166,7 +166,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 	}
 	c.tasks[uid] = t
 	c.indexOwnerLocked(uid, t)
-	c.indexClaimsLocked(uid, t.Pod)
+	c.indexClaimsLocked(uid, t.PodObject())
 	if t.Status == framework.TaskPending {
 		c.numPending++
 	}
@@ -177,15 +177,15 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 		info, item := c.accountedNodeLocked(t.NodeName)
 		if info == nil || !info.RemoveTask(uid) {
 			klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t), "node", t.NodeName)
-			info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.Pod})
+			info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.PodObject()})
 		}
 		info.AddTask(t)
 		c.releaseNodeLocked(info, item)
 	case t.Status == framework.TaskBound:
 		c.addToNodeLocked(t)
 	default:
-		relevant := !existed || old.Status != framework.TaskPending || old.Job != t.Job || schedulingRelevantChange(old.Pod, t.Pod)
-		c.queue.PodChanged(t.Job, t.Pod, relevant)
+		relevant := !existed || old.Status != framework.TaskPending || old.Job != t.Job || schedulingRelevantChange(old.PodObject(), t.PodObject())
+		c.queue.PodChanged(t.Job, t.PodObject(), relevant)
 	}
 	c.updateSizeGaugesLocked()
 }
@@ -299,7 +299,7 @@ func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 }
 
 func (c *SchedulerCache) addToNodeLocked(t *framework.TaskInfo) {
-	info, item := c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.Pod})
+	info, item := c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.PodObject()})
 	info.AddTask(t)
 	if item != nil {
 		c.touchLocked(item)

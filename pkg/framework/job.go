@@ -150,6 +150,9 @@ type TaskInfo struct {
 	// RuntimeBounds, when set, holds what the pod's owner says about when
 	// it ends (the cache's, see RuntimeBounds); ExpectedEnd reads it.
 	RuntimeBounds *RuntimeBounds
+
+	// rec is the record of a bound task, whose Pod is nil.
+	rec *PodRecord
 }
 
 // setGroup fills the group fields of t from m.
@@ -185,6 +188,7 @@ func NewTaskInfoInGroup(pod *v1.Pod, requests resources.Resource, m Membership) 
 	if t.NodeName != "" {
 		t.Status = TaskBound
 		t.Counted = !PodFinished(pod)
+		t.rec, t.Pod = NewPodRecord(pod), nil
 	}
 	return t
 }

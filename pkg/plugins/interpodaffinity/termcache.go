@@ -57,7 +57,7 @@ type termCache struct {
 
 // get returns the parsed terms of t's pod, parsing them on first use.
 func (c *termCache) get(t *framework.TaskInfo) *existingTerms {
-	key := weak.Make(t.Pod)
+	key := weak.Make(t.PodObject())
 	c.mu.Lock()
 	terms, ok := c.pods[key]
 	c.mu.Unlock()

@@ -215,7 +215,7 @@ func (pl *NodeVolumeLimits) Filter(ctx context.Context, state *framework.CycleSt
 		if !t.Counted {
 			continue
 		}
-		if err := pl.volumesOf(logger, t.Pod, false, attached); err != nil {
+		if err := pl.volumesOf(logger, t.PodObject(), false, attached); err != nil {
 			return framework.AsStatus(fmt.Errorf("volumes of pod %s on node %s: %w", klog.KObj(t), node.Name, err))
 		}
 	}
