@@ -65,7 +65,7 @@ func NewPodRecord(pod *v1.Pod) *PodRecord {
 		Containers: pod.Spec.Containers, InitContainers: pod.Spec.InitContainers, Volumes: pod.Spec.Volumes,
 		ResourceClaims: pod.Spec.ResourceClaims, Overhead: pod.Spec.Overhead, Resources: pod.Spec.Resources,
 		ActiveDeadlineSeconds: pod.Spec.ActiveDeadlineSeconds,
-		Phase: pod.Status.Phase, StartTime: pod.Status.StartTime, Conditions: pod.Status.Conditions,
+		Phase:                 pod.Status.Phase, StartTime: pod.Status.StartTime, Conditions: pod.Status.Conditions,
 		ResourceClaimStatuses: pod.Status.ResourceClaimStatuses, ExtendedResourceClaimStatus: pod.Status.ExtendedResourceClaimStatus,
 	}
 }
