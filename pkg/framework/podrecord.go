@@ -19,7 +19,8 @@ package framework
 import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // PodRecord is what the scheduler keeps of a pod bound to a node: the
@@ -27,13 +28,13 @@ import (
 // that is no longer scheduled, without the 1,240-byte v1.Pod around them.
 // The slices, maps and pointers are the pod's own, shared, never copied:
 // do not modify them.
+//
+// A PodRecord is a metav1.Object (its ObjectMeta is the pod's, as the
+// informers' transform leaves it) and a runtime.Object, so that an
+// informer's store can hold it in place of the pod: the transform
+// returns one for every bound pod.
 type PodRecord struct {
-	Name, Namespace, GenerateName, ResourceVersion string
-	UID                                            types.UID
-	CreationTimestamp                              metav1.Time
-	DeletionTimestamp                              *metav1.Time
-	Labels, Annotations                            map[string]string
-	OwnerReferences                                []metav1.OwnerReference
+	metav1.ObjectMeta
 
 	NodeName, SchedulerName string
 	Priority                *int32
@@ -57,10 +58,8 @@ type PodRecord struct {
 // NewPodRecord returns the record of pod.
 func NewPodRecord(pod *v1.Pod) *PodRecord {
 	return &PodRecord{
-		Name: pod.Name, Namespace: pod.Namespace, GenerateName: pod.GenerateName, ResourceVersion: pod.ResourceVersion,
-		UID: pod.UID, CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
-		Labels: pod.Labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,
-		NodeName: pod.Spec.NodeName, SchedulerName: pod.Spec.SchedulerName, Priority: pod.Spec.Priority,
+		ObjectMeta: pod.ObjectMeta,
+		NodeName:   pod.Spec.NodeName, SchedulerName: pod.Spec.SchedulerName, Priority: pod.Spec.Priority,
 		Affinity: pod.Spec.Affinity, SchedulingGroup: pod.Spec.SchedulingGroup,
 		Containers: pod.Spec.Containers, InitContainers: pod.Spec.InitContainers, Volumes: pod.Spec.Volumes,
 		ResourceClaims: pod.Spec.ResourceClaims, Overhead: pod.Spec.Overhead, Resources: pod.Spec.Resources,
@@ -75,12 +74,8 @@ func NewPodRecord(pod *v1.Pod) *PodRecord {
 // modules): the fields r does not keep are zero.
 func (r *PodRecord) Pod() *v1.Pod {
 	return &v1.Pod{
-		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: r.Name, Namespace: r.Namespace, GenerateName: r.GenerateName, ResourceVersion: r.ResourceVersion,
-			UID: r.UID, CreationTimestamp: r.CreationTimestamp, DeletionTimestamp: r.DeletionTimestamp,
-			Labels: r.Labels, Annotations: r.Annotations, OwnerReferences: r.OwnerReferences,
-		},
+		TypeMeta:   metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: r.ObjectMeta,
 		Spec: v1.PodSpec{
 			NodeName: r.NodeName, SchedulerName: r.SchedulerName, Priority: r.Priority,
 			Affinity: r.Affinity, SchedulingGroup: r.SchedulingGroup,
@@ -93,4 +88,34 @@ func (r *PodRecord) Pod() *v1.Pod {
 			ResourceClaimStatuses: r.ResourceClaimStatuses, ExtendedResourceClaimStatus: r.ExtendedResourceClaimStatus,
 		},
 	}
+}
+
+// GetObjectKind implements runtime.Object: a record has no kind of its
+// own.
+func (r *PodRecord) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object: a copy of the record that
+// shares nothing with it (its pod, made and copied, recorded again).
+func (r *PodRecord) DeepCopyObject() runtime.Object { return NewPodRecord(r.Pod().DeepCopy()) }
+
+var (
+	_ runtime.Object = (*PodRecord)(nil)
+	_ metav1.Object  = (*PodRecord)(nil)
+)
+
+// StoredPod returns the pod that obj, an object of a pod informer's
+// store, stands for: the pod itself, or, for the PodRecord the
+// informers' transform keeps of a bound pod, a pod made from it. ok is
+// false for anything else (and for nil).
+func StoredPod(obj any) (*v1.Pod, bool) {
+	switch o := obj.(type) {
+	case *v1.Pod:
+		return o, o != nil
+	case *PodRecord:
+		if o == nil {
+			return nil, false
+		}
+		return o.Pod(), true
+	}
+	return nil, false
 }
