@@ -40,6 +40,18 @@ func (c *SchedulerCache) AddPod(pod *v1.Pod) error {
 	return nil
 }
 
+// SetPodRecord implements eventhandlers.PodRecordCache: AddPod or
+// UpdatePod of pod, made from rec, keeping rec in the pod's task.
+func (c *SchedulerCache) SetPodRecord(rec *framework.PodRecord, pod *v1.Pod) error {
+	if pod.Spec.NodeName == "" || pod.UID != rec.UID {
+		return fmt.Errorf("recording assigned pod %s: %w: spec.nodeName %q, the record's UID %s", klog.KObj(pod), ErrWrongState, pod.Spec.NodeName, rec.UID)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setTaskLocked(c.ownTaskOf(pod, rec))
+	return nil
+}
+
 // UpdatePod implements eventhandlers.PodCache. It follows changes of
 // requests (in-place resize), phase and node; an unknown pod is added, and
 // an assumed or pending one becomes bound.
