@@ -73,7 +73,7 @@ func (h *Handler) AddPod(obj any) {
 	pod := h.pod(obj)
 	switch h.stateOf(pod) {
 	case assigned:
-		h.addAssigned(pod, recordOf(obj, pod))
+		h.addAssigned(pod, h.recordOf(obj, pod))
 	case pending:
 		h.addPending(pod)
 	case gated:
@@ -109,7 +109,7 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 	}
 	switch {
 	case from == assigned && to == assigned:
-		if err := h.updateAssigned(oldPod, newPod, recordOf(newObj, newPod)); err != nil {
+		if err := h.updateAssigned(oldPod, newPod, h.recordOf(newObj, newPod)); err != nil {
 			klog.ErrorS(err, "Failed to update assigned pod in the cache", "pod", klog.KObj(newPod), "node", newPod.Spec.NodeName)
 		}
 		switch oldCounted, newCounted := framework.PodCountedOnNode(oldPod), framework.PodCountedOnNode(newPod); {
@@ -128,7 +128,7 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 	case to == assigned:
 		// Bound (pending before), or newly accepted by the policy: the
 		// cache moves a pending or assumed pod to its node itself.
-		h.addAssigned(newPod, recordOf(newObj, newPod))
+		h.addAssigned(newPod, h.recordOf(newObj, newPod))
 	case from == assigned:
 		// spec.nodeName cannot be cleared, so this is a broken source, a
 		// recreated object, or the policy no longer accepting the pod.
@@ -268,9 +268,12 @@ func (h *Handler) updateAssigned(oldPod, newPod *v1.Pod, rec *framework.PodRecor
 
 // recordOf returns the framework.PodRecord that obj is (or that its
 // tombstone holds) when pod, the pod the handler tracks, is the one made
-// from it; nil otherwise (a pod object, or a policy that handed back
-// another pod).
-func recordOf(obj any, pod *v1.Pod) *framework.PodRecord {
+// from it; nil otherwise: a pod object, or a handler with a pod policy,
+// whose pod may differ from the record.
+func (h *Handler) recordOf(obj any, pod *v1.Pod) *framework.PodRecord {
+	if h.policy.Pod != nil {
+		return nil
+	}
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
