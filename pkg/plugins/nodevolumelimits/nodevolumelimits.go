@@ -212,7 +212,9 @@ func (pl *NodeVolumeLimits) Filter(ctx context.Context, state *framework.CycleSt
 	}
 	attached := map[string]string{}
 	for _, t := range nodeInfo.Pods {
-		if !t.Counted {
+		if !t.Counted || len(t.Volumes()) == 0 {
+			// No volume: nothing attached (and no pod to make of a
+			// bound pod's record).
 			continue
 		}
 		if err := pl.volumesOf(logger, t.PodObject(), false, attached); err != nil {
