@@ -127,6 +127,5 @@ func EstimatedRuntime(pod *v1.Pod, owner *RuntimeBound, now time.Time) (time.Dur
 // ExpectedEnd returns when t's pod is expected to end: EstimatedEnd with
 // the bound t.RuntimeBounds holds for the pod's owner.
 func (t *TaskInfo) ExpectedEnd(now time.Time) (time.Time, bool) {
-	pod := t.PodObject()
-	return EstimatedEnd(pod, t.RuntimeBounds.Of(pod), now)
+	return EstimatedEnd(t.Pod, t.RuntimeBounds.Of(t.Pod), now)
 }

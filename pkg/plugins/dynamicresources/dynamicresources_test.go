@@ -376,7 +376,7 @@ func TestNominatedPodsHoldTheirDevices(t *testing.T) {
 			framework.MarkEvictionSimulation(state)
 		}
 		if onNode {
-			pods = append(pods, nomTask.PodObject())
+			pods = append(pods, nomTask.Pod)
 		}
 		e.nodes = []*framework.NodeInfo{testutil.NodeInfo(t, gpuNode("n1"), pods...)}
 		framework.WriteNominated(state, []*framework.TaskInfo{nomTask})
