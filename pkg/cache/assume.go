@@ -107,12 +107,12 @@ func (c *SchedulerCache) canAssumeLocked(pod *v1.Pod, nodeName string) error {
 // assumeLocked assumes the pending task t on nodeName, which
 // canAssumeLocked accepted.
 func (c *SchedulerCache) assumeLocked(t *framework.TaskInfo, nodeName string) {
-	pod := t.Pod
+	pod := t.PodObject()
 	item := c.nodes[nodeName]
-	at := framework.NewAssumedTaskInfoInGroup(t.Pod, nodeName, t.Requests, c.membershipLocked(t.Pod))
+	at := framework.NewAssumedTaskInfoInGroup(t.PodObject(), nodeName, t.Requests, c.membershipLocked(t.PodObject()))
 	at.RuntimeBounds = c.runtimeBounds
 	at.ClaimDevices = t.ClaimDevices
-	c.assumed[pod.UID] = &assumedPod{pending: t.Pod}
+	c.assumed[pod.UID] = &assumedPod{pending: t.PodObject()}
 	c.tasks[pod.UID] = at
 	c.numPending--
 	c.setJobTaskLocked(c.jobs[t.Job], at)
@@ -342,7 +342,7 @@ func (c *SchedulerCache) revertAssumedLocked(t *framework.TaskInfo) (pending boo
 			// another job meanwhile: the queue follows.
 			c.removeFromJobLocked(t)
 			c.queue.PodRemoved(t.Job, uid)
-			c.queue.PodChanged(pt.Job, pt.Pod, true)
+			c.queue.PodChanged(pt.Job, pt.PodObject(), true)
 		}
 		c.setJobTaskLocked(c.jobForTaskLocked(pt), pt)
 	}
@@ -372,7 +372,7 @@ func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Po
 	info, item := c.accountedNodeLocked(t.NodeName)
 	if info == nil || !info.RemoveTask(uid) {
 		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(pod), "node", t.NodeName)
-		info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.Pod})
+		info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.PodObject()})
 	}
 	info.AddTask(t)
 	c.releaseNodeLocked(info, item)

@@ -238,7 +238,7 @@ func TestAssumePodAccountsAtOnce(t *testing.T) {
 		t.Errorf("idle CPU of n1 = %dm, want 9000m", got)
 	}
 	task := taskOf(t, c, pods[0])
-	if task.Status != framework.TaskAssumed || task.NodeName != "n1" || !task.Counted || task.Pod.Spec.NodeName != "n1" {
+	if task.Status != framework.TaskAssumed || task.NodeName != "n1" || !task.Counted || task.PodObject().Spec.NodeName != "n1" {
 		t.Errorf("task = %+v, want counted, assumed on n1, with spec.nodeName n1", task)
 	}
 	if pods[0].Spec.NodeName != "" {
@@ -504,7 +504,7 @@ func TestForgetPod(t *testing.T) {
 		t.Errorf("idle CPU = %dm, want 9000m", got)
 	}
 	task := taskOf(t, c, pods[0])
-	if task.Status != framework.TaskPending || task.NodeName != "" || task.Pod != pods[0] {
+	if task.Status != framework.TaskPending || task.NodeName != "" || task.PodObject() != pods[0] {
 		t.Errorf("forgotten task = %+v, want pending with the informer's object", task)
 	}
 	if p, b := func() (int, int) { j, _ := c.Job(id); return countTasks(j) }(); p != 1 || b != 1 {
@@ -793,7 +793,7 @@ func TestUpdatePendingPodOfAssumedPod(t *testing.T) {
 	mustNoErr(t, "UpdatePendingPod", c.UpdatePendingPod(a, withStatus))
 	checkInvariants(t, c)
 	task := taskOf(t, c, a)
-	if task.Status != framework.TaskAssumed || task.NodeName != "n1" || task.Pod.Status.Message != "binding" || task.Pod.Spec.NodeName != "n1" {
+	if task.Status != framework.TaskAssumed || task.NodeName != "n1" || task.PodObject().Status.Message != "binding" || task.PodObject().Spec.NodeName != "n1" {
 		t.Errorf("task = %+v", task)
 	}
 	if l := q.Lengths(); l.AwaitingBinding != 1 {

@@ -384,7 +384,7 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 	for _, t := range j.Tasks {
 		switch {
 		case t.Status == framework.TaskPending:
-			out.Pending = append(out.Pending, t.Pod)
+			out.Pending = append(out.Pending, t.PodObject())
 			if len(t.ClaimDevices.Scalar) > 0 {
 				if out.ClaimDevices == nil {
 					out.ClaimDevices = map[types.UID]resources.Resource{}
@@ -394,7 +394,7 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 		case t.Counted && t.NodeName != "":
 			out.PlacedNodes = append(out.PlacedNodes, t.NodeName)
 			if subRules != nil {
-				running = append(running, t.Pod)
+				running = append(running, t.PodObject())
 			}
 		}
 	}

@@ -123,7 +123,7 @@ func (c *SchedulerCache) CapExceededNodes() []eventhandlers.CapExceeded {
 		e := eventhandlers.CapExceeded{Node: info.Node, Cap: info.Cap.Clone(), Used: info.OwnRequested.Clone()}
 		for _, t := range info.Pods {
 			if t.Own && t.Counted {
-				e.Pods = append(e.Pods, t.Pod)
+				e.Pods = append(e.Pods, t.PodObject())
 				e.Tasks = append(e.Tasks, t)
 			}
 		}
@@ -140,13 +140,25 @@ func (c *SchedulerCache) CapExceededNodes() []eventhandlers.CapExceeded {
 // are reused instead of computed again (most updates are of status); so
 // are its claim devices (see claimDevicesFor).
 func (c *SchedulerCache) ownTask(pod *v1.Pod) *framework.TaskInfo {
-	var t *framework.TaskInfo
+	return c.ownTaskOf(pod, nil)
+}
+
+// ownTaskOf is ownTask for a bound pod made from rec, the informers'
+// record of it (nil: none): the task keeps rec.
+func (c *SchedulerCache) ownTaskOf(pod *v1.Pod, rec *framework.PodRecord) *framework.TaskInfo {
 	m := c.membershipLocked(pod)
 	old := c.tasks[pod.UID]
-	if old != nil && old.Status != framework.TaskAssumed && sameRequestInputs(old.Pod, pod) {
-		t = framework.NewTaskInfoInGroup(pod, old.Requests.Clone(), m)
+	var requests resources.Resource
+	if old != nil && old.Status != framework.TaskAssumed && sameTaskRequestInputs(old, pod) {
+		requests = old.Requests.Clone()
 	} else {
-		t = framework.NewTaskInfoInGroup(pod, podRequests(pod), m)
+		requests = podRequests(pod)
+	}
+	var t *framework.TaskInfo
+	if rec != nil {
+		t = framework.NewTaskInfoOfRecord(rec, pod, requests, m)
+	} else {
+		t = framework.NewTaskInfoInGroup(pod, requests, m)
 	}
 	t.ClaimDevices = c.claimDevicesFor(old, pod)
 	t.Own = c.schedulers[pod.Spec.SchedulerName]
@@ -225,4 +237,16 @@ func sameResourceList(a, b v1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// sameTaskRequestInputs is sameRequestInputs of old's pod and pod,
+// reading a bound task's record without making a pod of it.
+func sameTaskRequestInputs(old *framework.TaskInfo, pod *v1.Pod) bool {
+	r := old.Record()
+	if r == nil {
+		return sameRequestInputs(old.Pod, pod)
+	}
+	return sameRequestInputs(&v1.Pod{Spec: v1.PodSpec{
+		Containers: r.Containers, InitContainers: r.InitContainers, Overhead: r.Overhead, Resources: r.Resources,
+	}}, pod)
 }

@@ -151,7 +151,7 @@ func TestCapExceededCarriesTasks(t *testing.T) {
 	}
 	byName := map[string]*framework.TaskInfo{}
 	for i, task := range ex[0].Tasks {
-		if task.Pod != ex[0].Pods[i] {
+		if task.GetUID() != ex[0].Pods[i].UID {
 			t.Errorf("Tasks[%d] is pod %s, Pods[%d] is %s: want the same order", i, task.GetName(), i, ex[0].Pods[i].Name)
 		}
 		byName[task.GetName()] = task

@@ -300,7 +300,7 @@ func sameClaimInputs(a, b *v1.Pod) bool {
 // itself, see setClaimObject), counted again otherwise. The caller holds
 // mu.
 func (c *SchedulerCache) claimDevicesFor(old *framework.TaskInfo, pod *v1.Pod) resources.Resource {
-	if old != nil && sameClaimInputs(old.Pod, pod) {
+	if old != nil && sameClaimInputs(old.PodObject(), pod) {
 		return old.ClaimDevices
 	}
 	return c.claimDevicesLocked(pod)
@@ -409,7 +409,7 @@ func (c *SchedulerCache) recountClaimDevicesLocked(uids map[types.UID]struct{}) 
 		if !ok {
 			continue
 		}
-		d := c.claimDevicesLocked(t.Pod)
+		d := c.claimDevicesLocked(t.PodObject())
 		if maps.Equal(d.Scalar, t.ClaimDevices.Scalar) {
 			continue
 		}

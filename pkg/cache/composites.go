@@ -138,7 +138,7 @@ func (c *SchedulerCache) refreshCompositeLocked(namespace, name string) framewor
 // nativeGroupLocked returns the native PodGroup t's pod names, "" for
 // none. The caller holds mu.
 func (c *SchedulerCache) nativeGroupLocked(t *framework.TaskInfo) string {
-	if refs := c.matcher.Explicit(t.Pod); len(refs) > 0 && refs[0].Kind == framework.GroupKindNative {
+	if refs := c.matcher.Explicit(t.PodObject()); len(refs) > 0 && refs[0].Kind == framework.GroupKindNative {
 		return refs[0].Object
 	}
 	return ""

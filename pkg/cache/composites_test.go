@@ -57,7 +57,7 @@ func jobOf(t *testing.T, c *SchedulerCache, uid string) framework.JobID {
 	if task == nil {
 		t.Fatalf("no task of pod %s", uid)
 	}
-	if got := c.JobIDForPod(task.Pod); got != task.Job {
+	if got := c.JobIDForPod(task.PodObject()); got != task.Job {
 		t.Errorf("JobIDForPod(%s) = %v, the cache files it under %v", uid, got, task.Job)
 	}
 	return task.Job

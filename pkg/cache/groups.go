@@ -201,7 +201,7 @@ func (c *SchedulerCache) ownerKeyLocked(t *framework.TaskInfo) (groupKey, bool) 
 		// Named explicitly: no owner is looked at.
 		return groupKey{}, false
 	}
-	ref, ok := c.matcher.Inferred(t.Pod, c.ownerKinds)
+	ref, ok := c.matcher.Inferred(t.PodObject(), c.ownerKinds)
 	if !ok {
 		return groupKey{}, false
 	}
@@ -281,7 +281,7 @@ func (c *SchedulerCache) SetRuntimeBound(namespace, name string, b *framework.Ru
 	defer c.mu.Unlock()
 	retry := func(t *framework.TaskInfo) {
 		if t != nil && t.Status == framework.TaskPending {
-			c.queue.PodChanged(t.Job, t.Pod, true)
+			c.queue.PodChanged(t.Job, t.PodObject(), true)
 		}
 	}
 	for uid := range c.ownerTasks[groupKey{kind: framework.GroupKindJob, namespace: namespace, name: name}] {
@@ -375,7 +375,7 @@ func (c *SchedulerCache) rekeyTasksLocked(uids []types.UID) int {
 	moved := 0
 	for _, uid := range uids {
 		t := c.tasks[uid]
-		if t == nil || c.membershipLocked(t.Pod).JobID(t.GetNamespace(), t.GetName()) == t.Job {
+		if t == nil || c.membershipLocked(t.PodObject()).JobID(t.GetNamespace(), t.GetName()) == t.Job {
 			continue
 		}
 		moved++
@@ -387,7 +387,7 @@ func (c *SchedulerCache) rekeyTasksLocked(uids []types.UID) int {
 				c.moveAssumedLocked(t)
 			}
 		default:
-			c.setTaskLocked(c.ownTask(t.Pod))
+			c.setTaskLocked(c.ownTask(t.PodObject()))
 		}
 	}
 	return moved
@@ -398,7 +398,7 @@ func (c *SchedulerCache) rekeyTasksLocked(uids []types.UID) int {
 // the assumption. The caller holds mu.
 func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
 	uid := t.GetUID()
-	nt := framework.NewAssumedTaskInfoInGroup(t.Pod, t.NodeName, t.Requests, c.membershipLocked(t.Pod))
+	nt := framework.NewAssumedTaskInfoInGroup(t.PodObject(), t.NodeName, t.Requests, c.membershipLocked(t.PodObject()))
 	nt.RuntimeBounds = c.runtimeBounds
 	nt.ClaimDevices = t.ClaimDevices
 	c.removeFromJobLocked(t)
@@ -408,7 +408,7 @@ func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
 	info, item := c.accountedNodeLocked(nt.NodeName)
 	if info == nil || !info.RemoveTask(uid) {
 		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(nt), "node", nt.NodeName)
-		info, item = c.accountingNodeLocked(nt.NodeName, usageOwner{pod: nt.Pod})
+		info, item = c.accountingNodeLocked(nt.NodeName, usageOwner{pod: nt.PodObject()})
 	}
 	info.AddTask(nt)
 	c.releaseNodeLocked(info, item)

@@ -74,7 +74,7 @@ func TestNewNodeInfo(t *testing.T) {
 				t.Fatalf("%d pods, want %d", len(n.Pods), len(tt.wantStatus))
 			}
 			for i, want := range tt.wantStatus {
-				if got := n.Pods[i]; got.Status != want || got.NodeName != n.Name() || got.Pod.Spec.NodeName != n.Name() {
+				if got := n.Pods[i]; got.Status != want || got.NodeName != n.Name() || got.PodObject().Spec.NodeName != n.Name() {
 					t.Errorf("pod %d = %+v, want %s on %q", i, got, want, n.Name())
 				}
 			}

@@ -50,7 +50,7 @@ func checkJob(t *testing.T, c *SchedulerCache, id framework.JobID, pods []string
 	var names []string
 	for _, task := range j.Tasks {
 		names = append(names, task.GetName())
-		if got := c.JobIDForPod(task.Pod); got != id {
+		if got := c.JobIDForPod(task.PodObject()); got != id {
 			t.Errorf("the checker puts pod %s in job %s, the cache in %s", task.GetName(), got, id)
 		}
 	}
@@ -215,10 +215,10 @@ func checkOwnerIndex(t *testing.T, c *SchedulerCache) {
 	for uid, task := range c.tasks {
 		// The owner, from the pod alone.
 		var key groupKey
-		if len(dialects.Builtin().Explicit(task.Pod)) > 0 {
+		if len(dialects.Builtin().Explicit(task.PodObject())) > 0 {
 			continue
 		}
-		ref, ok := dialects.Builtin().Inferred(task.Pod, c.ownerKinds)
+		ref, ok := dialects.Builtin().Inferred(task.PodObject(), c.ownerKinds)
 		if !ok {
 			continue
 		}

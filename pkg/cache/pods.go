@@ -40,6 +40,18 @@ func (c *SchedulerCache) AddPod(pod *v1.Pod) error {
 	return nil
 }
 
+// SetPodRecord implements eventhandlers.PodRecordCache: AddPod or
+// UpdatePod of pod, made from rec, keeping rec in the pod's task.
+func (c *SchedulerCache) SetPodRecord(rec *framework.PodRecord, pod *v1.Pod) error {
+	if pod.Spec.NodeName == "" || pod.UID != rec.UID {
+		return fmt.Errorf("recording assigned pod %s: %w: spec.nodeName %q, the record's UID %s", klog.KObj(pod), ErrWrongState, pod.Spec.NodeName, rec.UID)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setTaskLocked(c.ownTaskOf(pod, rec))
+	return nil
+}
+
 // UpdatePod implements eventhandlers.PodCache. It follows changes of
 // requests (in-place resize), phase and node; an unknown pod is added, and
 // an assumed or pending one becomes bound.
@@ -166,7 +178,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 	}
 	c.tasks[uid] = t
 	c.indexOwnerLocked(uid, t)
-	c.indexClaimsLocked(uid, t.Pod)
+	c.indexClaimsLocked(uid, t.PodObject())
 	if t.Status == framework.TaskPending {
 		c.numPending++
 	}
@@ -177,15 +189,15 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 		info, item := c.accountedNodeLocked(t.NodeName)
 		if info == nil || !info.RemoveTask(uid) {
 			klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t), "node", t.NodeName)
-			info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.Pod})
+			info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.PodObject()})
 		}
 		info.AddTask(t)
 		c.releaseNodeLocked(info, item)
 	case t.Status == framework.TaskBound:
 		c.addToNodeLocked(t)
 	default:
-		relevant := !existed || old.Status != framework.TaskPending || old.Job != t.Job || schedulingRelevantChange(old.Pod, t.Pod)
-		c.queue.PodChanged(t.Job, t.Pod, relevant)
+		relevant := !existed || old.Status != framework.TaskPending || old.Job != t.Job || schedulingRelevantChange(old.PodObject(), t.PodObject())
+		c.queue.PodChanged(t.Job, t.PodObject(), relevant)
 	}
 	c.updateSizeGaugesLocked()
 }
@@ -299,7 +311,7 @@ func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 }
 
 func (c *SchedulerCache) addToNodeLocked(t *framework.TaskInfo) {
-	info, item := c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.Pod})
+	info, item := c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.PodObject()})
 	info.AddTask(t)
 	if item != nil {
 		c.touchLocked(item)

@@ -184,6 +184,16 @@ type PodCache interface {
 	DeletePod(pod *v1.Pod) (freed bool, err error)
 }
 
+// PodRecordCache is an optional interface of a Cache (pkg/cache
+// implements it): it records an assigned pod from the record the
+// informers keep of it (framework.PodRecord), as AddPod and UpdatePod do
+// from the pod made of that record, and keeps the record itself, so that
+// the informer's store and the cache hold one record of the pod between
+// them.
+type PodRecordCache interface {
+	SetPodRecord(rec *framework.PodRecord, pod *v1.Pod) error
+}
+
 // GroupPolicyCache is an optional interface of a Cache (pkg/cache
 // implements it): it records what the objects that define gangs say, so
 // that pods naming a group in a gang dialect get its quorum (see

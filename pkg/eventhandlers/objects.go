@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -35,7 +36,7 @@ import (
 // ok=false; it never panics.
 func ObjectAs[T any](obj any) (t T, ok bool) {
 	if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-		obj = tomb.Obj
+		obj = podOfRecord[T](tomb.Obj)
 		if t, ok = obj.(T); ok && !registry.IsNil(t) {
 			return t, true
 		}
@@ -43,11 +44,25 @@ func ObjectAs[T any](obj any) (t T, ok bool) {
 			"key", tomb.Key, "want", fmt.Sprintf("%T", t), "got", fmt.Sprintf("%T", obj))
 		return t, false
 	}
+	obj = podOfRecord[T](obj)
 	if t, ok = obj.(T); ok && !registry.IsNil(t) {
 		return t, true
 	}
 	klog.ErrorS(nil, "Ignoring object of the wrong type or nil", "want", fmt.Sprintf("%T", t), "got", fmt.Sprintf("%T", obj))
 	return t, false
+}
+
+// podOfRecord returns, when a *v1.Pod is wanted and obj is the
+// framework.PodRecord the informers keep of a bound pod, a pod made from
+// that record (see PodRecord.Pod); obj otherwise.
+func podOfRecord[T any](obj any) any {
+	if r, ok := obj.(*framework.PodRecord); ok && r != nil {
+		var t T
+		if _, wantPod := any(t).(*v1.Pod); wantPod {
+			return r.Pod()
+		}
+	}
+	return obj
 }
 
 var (

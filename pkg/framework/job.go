@@ -150,6 +150,9 @@ type TaskInfo struct {
 	// RuntimeBounds, when set, holds what the pod's owner says about when
 	// it ends (the cache's, see RuntimeBounds); ExpectedEnd reads it.
 	RuntimeBounds *RuntimeBounds
+
+	// rec is the record of a bound task, whose Pod is nil.
+	rec *PodRecord
 }
 
 // setGroup fills the group fields of t from m.
@@ -174,6 +177,18 @@ func NewTaskInfo(pod *v1.Pod, r GroupResolver) *TaskInfo {
 // version of the pod whose requests did not change, and whose group a
 // GroupResolver resolved (m).
 func NewTaskInfoInGroup(pod *v1.Pod, requests resources.Resource, m Membership) *TaskInfo {
+	return newTaskInfo(pod, nil, requests, m)
+}
+
+// NewTaskInfoOfRecord is NewTaskInfoInGroup for a bound pod whose record
+// the informers keep: rec, and pod made from it (PodRecord.Pod). The task
+// keeps rec itself, shared with the informer's store, rather than a
+// record of its own.
+func NewTaskInfoOfRecord(rec *PodRecord, pod *v1.Pod, requests resources.Resource, m Membership) *TaskInfo {
+	return newTaskInfo(pod, rec, requests, m)
+}
+
+func newTaskInfo(pod *v1.Pod, rec *PodRecord, requests resources.Resource, m Membership) *TaskInfo {
 	t := &TaskInfo{
 		Pod:      pod,
 		Status:   TaskPending,
@@ -185,6 +200,10 @@ func NewTaskInfoInGroup(pod *v1.Pod, requests resources.Resource, m Membership) 
 	if t.NodeName != "" {
 		t.Status = TaskBound
 		t.Counted = !PodFinished(pod)
+		if rec == nil {
+			rec = NewPodRecord(pod)
+		}
+		t.rec, t.Pod = rec, nil
 	}
 	return t
 }

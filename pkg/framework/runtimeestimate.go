@@ -127,5 +127,6 @@ func EstimatedRuntime(pod *v1.Pod, owner *RuntimeBound, now time.Time) (time.Dur
 // ExpectedEnd returns when t's pod is expected to end: EstimatedEnd with
 // the bound t.RuntimeBounds holds for the pod's owner.
 func (t *TaskInfo) ExpectedEnd(now time.Time) (time.Time, bool) {
-	return EstimatedEnd(t.Pod, t.RuntimeBounds.Of(t.Pod), now)
+	pod := t.PodObject()
+	return EstimatedEnd(pod, t.RuntimeBounds.Of(pod), now)
 }

@@ -32,54 +32,127 @@ import (
 // klog.KMetadata: log a task with klog.KObj(t).
 
 // GetName returns the pod's name.
-func (t *TaskInfo) GetName() string { return t.Pod.Name }
+func (t *TaskInfo) GetName() string {
+	if t.rec != nil {
+		return t.rec.Name
+	}
+	return t.Pod.Name
+}
 
 // GetNamespace returns the pod's namespace.
-func (t *TaskInfo) GetNamespace() string { return t.Pod.Namespace }
+func (t *TaskInfo) GetNamespace() string {
+	if t.rec != nil {
+		return t.rec.Namespace
+	}
+	return t.Pod.Namespace
+}
 
 // GetUID returns the pod's UID.
-func (t *TaskInfo) GetUID() types.UID { return t.Pod.UID }
+func (t *TaskInfo) GetUID() types.UID {
+	if t.rec != nil {
+		return t.rec.UID
+	}
+	return t.Pod.UID
+}
 
 // GetResourceVersion returns the resource version of the pod the task
 // was built from.
-func (t *TaskInfo) GetResourceVersion() string { return t.Pod.ResourceVersion }
+func (t *TaskInfo) GetResourceVersion() string {
+	if t.rec != nil {
+		return t.rec.ResourceVersion
+	}
+	return t.Pod.ResourceVersion
+}
 
 // GetCreationTimestamp returns when the pod was created.
-func (t *TaskInfo) GetCreationTimestamp() metav1.Time { return t.Pod.CreationTimestamp }
+func (t *TaskInfo) GetCreationTimestamp() metav1.Time {
+	if t.rec != nil {
+		return t.rec.CreationTimestamp
+	}
+	return t.Pod.CreationTimestamp
+}
 
 // GetDeletionTimestamp returns when the pod's deletion was requested,
 // nil while it is not terminating.
-func (t *TaskInfo) GetDeletionTimestamp() *metav1.Time { return t.Pod.DeletionTimestamp }
+func (t *TaskInfo) GetDeletionTimestamp() *metav1.Time {
+	if t.rec != nil {
+		return t.rec.DeletionTimestamp
+	}
+	return t.Pod.DeletionTimestamp
+}
 
 // GetLabels returns the pod's labels, shared: do not modify them.
-func (t *TaskInfo) GetLabels() map[string]string { return t.Pod.Labels }
+func (t *TaskInfo) GetLabels() map[string]string {
+	if t.rec != nil {
+		return t.rec.Labels
+	}
+	return t.Pod.Labels
+}
 
 // GetAnnotations returns the pod's annotations, shared: do not modify
 // them.
-func (t *TaskInfo) GetAnnotations() map[string]string { return t.Pod.Annotations }
+func (t *TaskInfo) GetAnnotations() map[string]string {
+	if t.rec != nil {
+		return t.rec.Annotations
+	}
+	return t.Pod.Annotations
+}
 
 // Phase returns the pod's status.phase.
-func (t *TaskInfo) Phase() v1.PodPhase { return t.Pod.Status.Phase }
+func (t *TaskInfo) Phase() v1.PodPhase {
+	if t.rec != nil {
+		return t.rec.Phase
+	}
+	return t.Pod.Status.Phase
+}
 
 // StartTime returns the pod's status.startTime: when the kubelet
 // acknowledged it, nil before.
-func (t *TaskInfo) StartTime() *metav1.Time { return t.Pod.Status.StartTime }
+func (t *TaskInfo) StartTime() *metav1.Time {
+	if t.rec != nil {
+		return t.rec.StartTime
+	}
+	return t.Pod.Status.StartTime
+}
 
 // Priority returns the pod's priority, zero when spec.priority is unset
 // (as corev1helpers.PodPriority).
-func (t *TaskInfo) Priority() int32 { return corev1helpers.PodPriority(t.Pod) }
+func (t *TaskInfo) Priority() int32 {
+	if t.rec != nil {
+		if t.rec.Priority != nil {
+			return *t.rec.Priority
+		}
+		return 0
+	}
+	return corev1helpers.PodPriority(t.Pod)
+}
 
 // Affinity returns the pod's spec.affinity, shared: do not modify it.
-func (t *TaskInfo) Affinity() *v1.Affinity { return t.Pod.Spec.Affinity }
+func (t *TaskInfo) Affinity() *v1.Affinity {
+	if t.rec != nil {
+		return t.rec.Affinity
+	}
+	return t.Pod.Spec.Affinity
+}
 
 // Containers returns the pod's spec.containers as the informers' transform
 // keeps them (names, images, ports, resources), shared: do not modify
 // them.
-func (t *TaskInfo) Containers() []v1.Container { return t.Pod.Spec.Containers }
+func (t *TaskInfo) Containers() []v1.Container {
+	if t.rec != nil {
+		return t.rec.Containers
+	}
+	return t.Pod.Spec.Containers
+}
 
 // InitContainers returns the pod's spec.initContainers as Containers
 // does.
-func (t *TaskInfo) InitContainers() []v1.Container { return t.Pod.Spec.InitContainers }
+func (t *TaskInfo) InitContainers() []v1.Container {
+	if t.rec != nil {
+		return t.rec.InitContainers
+	}
+	return t.Pod.Spec.InitContainers
+}
 
 // MayHoldHostPorts is MayHoldHostPorts of t's pod.
 func (t *TaskInfo) MayHoldHostPorts() bool {
@@ -88,15 +161,30 @@ func (t *TaskInfo) MayHoldHostPorts() bool {
 
 // Volumes returns the pod's spec.volumes that bear on placement (the
 // informers' transform drops the others), shared: do not modify them.
-func (t *TaskInfo) Volumes() []v1.Volume { return t.Pod.Spec.Volumes }
+func (t *TaskInfo) Volumes() []v1.Volume {
+	if t.rec != nil {
+		return t.rec.Volumes
+	}
+	return t.Pod.Spec.Volumes
+}
 
 // ResourceClaims returns the pod's spec.resourceClaims, shared: do not
 // modify them.
-func (t *TaskInfo) ResourceClaims() []v1.PodResourceClaim { return t.Pod.Spec.ResourceClaims }
+func (t *TaskInfo) ResourceClaims() []v1.PodResourceClaim {
+	if t.rec != nil {
+		return t.rec.ResourceClaims
+	}
+	return t.Pod.Spec.ResourceClaims
+}
 
 // SchedulingGroup returns the pod's spec.schedulingGroup (the native
 // PodGroup it belongs to), nil for none.
-func (t *TaskInfo) SchedulingGroup() *v1.PodSchedulingGroup { return t.Pod.Spec.SchedulingGroup }
+func (t *TaskInfo) SchedulingGroup() *v1.PodSchedulingGroup {
+	if t.rec != nil {
+		return t.rec.SchedulingGroup
+	}
+	return t.Pod.Spec.SchedulingGroup
+}
 
 // schedulingGroupOf returns the spec.schedulingGroup of pod, a *v1.Pod or
 // a *TaskInfo; nil for any other PodMeta.
@@ -124,3 +212,17 @@ var (
 	_ PodMeta = (*v1.Pod)(nil)
 	_ PodMeta = (*TaskInfo)(nil)
 )
+
+// PodObject returns the task's pod: Pod for a pending or assumed task, a
+// pod made anew from the record of a bound one (see PodRecord.Pod), for
+// the callers that need a pod object. Prefer the getters.
+func (t *TaskInfo) PodObject() *v1.Pod {
+	if t.Pod != nil || t.rec == nil {
+		return t.Pod
+	}
+	return t.rec.Pod()
+}
+
+// Record returns the record of a bound task, nil for a pending or assumed
+// one.
+func (t *TaskInfo) Record() *PodRecord { return t.rec }

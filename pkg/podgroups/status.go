@@ -96,7 +96,7 @@ func stateOfSome(job *framework.JobInfo, min int32, keep func(*framework.TaskInf
 			// The message of the first pod by name that has one, so
 			// that the status does not change with the order of a map.
 			// A pending task keeps its whole pod.
-			for _, c := range t.Pod.Status.Conditions {
+			for _, c := range t.PodObject().Status.Conditions {
 				if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Message != "" {
 					s.unschedulable, from = c.Message, t.GetName()
 				}

@@ -116,7 +116,7 @@ func TestVolcanoConditionOnlyOverAnUnschedulableOne(t *testing.T) {
 func volcanoJob(j *framework.JobInfo, msg string) *framework.JobInfo {
 	out := framework.NewJobInfo(j.ID)
 	for _, task := range j.Tasks {
-		p := task.Pod.DeepCopy()
+		p := task.PodObject().DeepCopy()
 		p.Labels = nil
 		p.Annotations = map[string]string{framework.VolcanoGroupNameAnnotation: "g"}
 		if msg != "" {

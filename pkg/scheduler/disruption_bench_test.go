@@ -103,7 +103,7 @@ func benchGangVictimSearch(b *testing.B, nodes int, withGoing bool) {
 			goingTasks = append(goingTasks, tasks...)
 		}
 	}
-	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.Pod) < 9999999 }
+	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.PodObject()) < 9999999 }
 
 	b.ResetTimer()
 	for range b.N {

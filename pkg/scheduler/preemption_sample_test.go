@@ -45,7 +45,7 @@ func (p *samplingPreemption) PostFilter(ctx context.Context, _ *framework.CycleS
 		p.mu.Lock()
 		p.asked[t.NodeName] = true
 		p.mu.Unlock()
-		return corev1helpers.PodPriority(t.Pod) < priority
+		return corev1helpers.PodPriority(t.PodObject()) < priority
 	})
 	if err != nil {
 		return nil, framework.AsStatus(err)

@@ -105,7 +105,7 @@ func benchVictimSearch(b *testing.B, registry *frameworkruntime.Registry, nodes,
 		}
 	}
 	pc := startBenchPreemption(b, s, c)
-	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.Pod) < 8888888 }
+	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.PodObject()) < 8888888 }
 
 	b.ResetTimer()
 	for range b.N {

@@ -92,7 +92,7 @@ func TestNominationTask(t *testing.T) {
 		t.Fatalf("others = %d nominations, want 1", len(noms))
 	}
 	task := noms[0].Task
-	if task == nil || task.Status != framework.TaskAssumed || task.NodeName != "n7" || task.Pod.Spec.NodeName != "n7" ||
+	if task == nil || task.Status != framework.TaskAssumed || task.NodeName != "n7" || task.PodObject().Spec.NodeName != "n7" ||
 		task.Requests.MilliCPU != 1500 || task.Job != job || !task.Counted {
 		t.Errorf("task = %+v, want p assumed on n7 with 1500m CPU, counted, of job %v", task, job)
 	}
@@ -257,6 +257,13 @@ func TestNominatorBorrow(t *testing.T) {
 		"n2": framework.NewNodeInfo(st.MakeNode().Name("n2").Obj(), v3b),
 	}
 	get := func(name string) (*framework.NodeInfo, bool) { ni, ok := nodes[name]; return ni, ok }
+	// update replaces v2's task on n1, as the cache does on an update.
+	update := func(deletion *metav1.Time) {
+		v2 := v2a.DeepCopy()
+		v2.DeletionTimestamp = deletion
+		nodes["n1"].RemovePod("v2")
+		nodes["n1"].AddPod(v2)
+	}
 	evictor := framework.JobID{Namespace: "default", Name: "evictor", Gang: true}
 	borrower := framework.JobID{Namespace: "default", Name: "borrower", Gang: true}
 	pending := st.MakePod().Name("p").UID("p").Obj()
@@ -273,14 +280,14 @@ func TestNominatorBorrow(t *testing.T) {
 	// v1 goes; v2 starts terminating while its preemption gives up.
 	nodes["n1"].RemovePod("v1")
 	terminating := metav1.Now()
-	v2a.DeletionTimestamp = &terminating
+	update(&terminating)
 	n.GiveUp(evictor)
 	if got := n.WaitingFor(borrower, get); got != 1 {
 		t.Errorf("after v1 went and v2 kept terminating: waiting for %d, want 1", got)
 	}
 	// v2's eviction did not happen after all: it runs on, no preemption
 	// evicts it, so nothing is waited for.
-	v2a.DeletionTimestamp = nil
+	update(nil)
 	if got := n.WaitingFor(borrower, get); got != 0 {
 		t.Errorf("a borrowed victim nobody evicts: waiting for %d, want 0", got)
 	}

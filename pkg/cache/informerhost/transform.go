@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 )
 
 // What the informers' transform drops of every object before it is
@@ -72,6 +74,12 @@ func StripForScheduler(obj any) (any, error) {
 		o.Status.Images = nil
 	case *v1.Pod:
 		stripPod(o)
+		if o.Spec.NodeName != "" {
+			// A bound pod is kept as the record of what the scheduler
+			// reads of it: the v1.Pod struct goes (see
+			// framework.PodRecord).
+			return framework.NewPodRecord(o), nil
+		}
 	}
 	return obj, nil
 }

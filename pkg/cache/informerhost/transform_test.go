@@ -45,6 +45,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	st "github.com/batch-scheduler/batch-scheduler/pkg/testing"
 )
 
@@ -519,10 +520,13 @@ func TestStripForScheduler(t *testing.T) {
 		in   any
 		want any
 	}{
-		{"pod", pod, want},
+		// A bound pod is kept as its record; a record (the second pass
+		// over a watch-list's objects) stays as it is.
+		{"bound pod", pod, framework.NewPodRecord(want)},
+		{"record", framework.NewPodRecord(want.DeepCopy()), framework.NewPodRecord(want)},
 		{"node", node, wantNode},
-		{"tombstone of a pod", toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: pod.DeepCopy()},
-			toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: want}},
+		{"tombstone of a bound pod", toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: pod.DeepCopy()},
+			toolscache.DeletedFinalStateUnknown{Key: "default/p", Obj: framework.NewPodRecord(want)}},
 		{"unstructured", u, wantU},
 		{"pod without annotations", st.MakePod().Name("bare").Obj(), st.MakePod().Name("bare").Obj()},
 		{"not an object", "just a string", "just a string"},

@@ -20,8 +20,10 @@ import (
 	"maps"
 
 	v1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/batch-scheduler/batch-scheduler/pkg/eventhandlers"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
@@ -71,7 +73,7 @@ func (h *Handler) AddPod(obj any) {
 	pod := h.pod(obj)
 	switch h.stateOf(pod) {
 	case assigned:
-		h.addAssigned(pod)
+		h.addAssigned(pod, h.recordOf(obj, pod))
 	case pending:
 		h.addPending(pod)
 	case gated:
@@ -107,7 +109,7 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 	}
 	switch {
 	case from == assigned && to == assigned:
-		if err := h.cache.UpdatePod(oldPod, newPod); err != nil {
+		if err := h.updateAssigned(oldPod, newPod, h.recordOf(newObj, newPod)); err != nil {
 			klog.ErrorS(err, "Failed to update assigned pod in the cache", "pod", klog.KObj(newPod), "node", newPod.Spec.NodeName)
 		}
 		switch oldCounted, newCounted := framework.PodCountedOnNode(oldPod), framework.PodCountedOnNode(newPod); {
@@ -126,7 +128,7 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 	case to == assigned:
 		// Bound (pending before), or newly accepted by the policy: the
 		// cache moves a pending or assumed pod to its node itself.
-		h.addAssigned(newPod)
+		h.addAssigned(newPod, h.recordOf(newObj, newPod))
 	case from == assigned:
 		// spec.nodeName cannot be cleared, so this is a broken source, a
 		// recreated object, or the policy no longer accepting the pod.
@@ -183,8 +185,14 @@ func (h *Handler) DeletePod(obj any) {
 // informer reports them, as do the pods listed at start-up (there is
 // nothing waiting then, so that is cheap). Like the node events, it is
 // raised even if the cache failed: a needless attempt costs little.
-func (h *Handler) addAssigned(pod *v1.Pod) {
-	if err := h.cache.AddPod(pod); err != nil {
+func (h *Handler) addAssigned(pod *v1.Pod, rec *framework.PodRecord) {
+	var err error
+	if rc, ok := h.cache.(eventhandlers.PodRecordCache); ok && rec != nil {
+		err = rc.SetPodRecord(rec, pod)
+	} else {
+		err = h.cache.AddPod(pod)
+	}
+	if err != nil {
 		klog.ErrorS(err, "Failed to add assigned pod to the cache", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 	}
 	if framework.PodCountedOnNode(pod) {
@@ -247,4 +255,31 @@ func requestsShrank(oldPod, newPod *v1.Pod) bool {
 // sameElements reports whether a and b are the same slice of elements.
 func sameElements[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// updateAssigned is the cache's UpdatePod, or SetPodRecord when newPod
+// was made from rec, the informers' record of it.
+func (h *Handler) updateAssigned(oldPod, newPod *v1.Pod, rec *framework.PodRecord) error {
+	if rc, ok := h.cache.(eventhandlers.PodRecordCache); ok && rec != nil {
+		return rc.SetPodRecord(rec, newPod)
+	}
+	return h.cache.UpdatePod(oldPod, newPod)
+}
+
+// recordOf returns the framework.PodRecord that obj is (or that its
+// tombstone holds) when pod, the pod the handler tracks, is the one made
+// from it; nil otherwise: a pod object, or a handler with a pod policy,
+// whose pod may differ from the record.
+func (h *Handler) recordOf(obj any, pod *v1.Pod) *framework.PodRecord {
+	if h.policy.Pod != nil {
+		return nil
+	}
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	rec, ok := obj.(*framework.PodRecord)
+	if !ok || rec == nil || pod == nil || pod.UID != rec.UID || pod.ResourceVersion != rec.ResourceVersion {
+		return nil
+	}
+	return rec
 }

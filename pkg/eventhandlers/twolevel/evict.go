@@ -448,7 +448,7 @@ func (w *watcher) evictMembers(ctx context.Context, d *drain, id framework.JobID
 // gone until evictionRetry has passed.
 func (w *watcher) evictPod(ctx context.Context, node *v1.Node, t *framework.TaskInfo, why string) bool {
 	logger := klog.FromContext(ctx)
-	pod := t.Pod
+	pod := t.PodObject()
 	w.evicting[pod.UID] = w.h.clock.Now()
 	err := eviction.Evict(ctx, w.h.client, pod)
 	switch {

@@ -86,7 +86,7 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 		// sent.
 		notGoing := map[types.UID]string{}
 		evictOne := func(v *Victim) bool {
-			victim := v.Task.Pod
+			victim := v.Task.PodObject()
 			err := e.evict(ctx, victim)
 			mu.Lock()
 			defer mu.Unlock()

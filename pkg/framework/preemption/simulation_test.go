@@ -280,7 +280,7 @@ func TestSimulateSubGroupWithinOneDomain(t *testing.T) {
 	victimNodes := func(res SimulationResult) []string {
 		var out []string
 		for _, v := range res.Victims {
-			out = append(out, v.Task.Pod.Spec.NodeName)
+			out = append(out, v.Task.PodObject().Spec.NodeName)
 		}
 		slices.Sort(out)
 		return out

@@ -353,7 +353,7 @@ func simulateFor(t *testing.T, nodeCPU map[string]string, job *framework.JobInfo
 	fwk := testFramework(t)
 	byNode := map[string][]*v1.Pod{}
 	for _, task := range job.Tasks {
-		byNode[task.NodeName] = append(byNode[task.NodeName], task.Pod)
+		byNode[task.NodeName] = append(byNode[task.NodeName], task.PodObject())
 	}
 	var nodes []*framework.NodeInfo
 	for _, name := range slices.Sorted(maps.Keys(nodeCPU)) {

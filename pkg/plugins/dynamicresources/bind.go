@@ -275,7 +275,7 @@ func (pl *DynamicResources) Bind(ctx context.Context, state *framework.CycleStat
 		}
 		var notReady *framework.BindNotReadyError
 		if errors.As(err, &notReady) {
-			if _, perr := pl.pods.Pods(pod.Namespace).Get(pod.Name); apierrors.IsNotFound(perr) {
+			if _, perr := pl.pods.Get(pod.Namespace, pod.Name); apierrors.IsNotFound(perr) {
 				// Deleted while it waited: nothing to wait for.
 				return framework.AsStatus(fmt.Errorf("%s: pod %s waited for its devices: %w", Name, klog.KObj(pod), perr))
 			}

@@ -32,8 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
@@ -89,7 +89,7 @@ type DynamicResources struct {
 	claims   resourcelisters.ResourceClaimLister
 	slices   resourcelisters.ResourceSliceLister
 	classes  resourcelisters.DeviceClassLister
-	pods     corelisters.PodLister
+	pods     podGetter
 	celCache *cel.Cache
 	inFlight *inFlight
 	// allocated holds the devices the store's claims have allocated.
@@ -140,7 +140,7 @@ func New(_ context.Context, args runtime.Object, h framework.Handle) (framework.
 		claims:    f.Resource().V1().ResourceClaims().Lister(),
 		slices:    f.Resource().V1().ResourceSlices().Lister(),
 		classes:   f.Resource().V1().DeviceClasses().Lister(),
-		pods:      f.Core().V1().Pods().Lister(),
+		pods:      podGetter{f.Core().V1().Pods().Informer().GetIndexer()},
 		celCache:  cel.NewCache(celCacheSize, cel.Features{}),
 		inFlight:  newInFlight(),
 		allocated: newAllocatedIndex(),
@@ -440,7 +440,7 @@ func (pl *DynamicResources) freedInSimulation(nodes []*framework.NodeInfo) func(
 			if ref.APIGroup != "" || ref.Resource != "pods" || present[ref.UID] {
 				return false
 			}
-			pod, err := pl.pods.Pods(c.Namespace).Get(ref.Name)
+			pod, err := pl.pods.Get(c.Namespace, ref.Name)
 			if err != nil || pod.UID != ref.UID || pod.Spec.NodeName == "" ||
 				pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 				return false
@@ -554,4 +554,23 @@ func claimNames(claims []*resourceapi.ResourceClaim) string {
 // the claim of its DRA-backed extended resources, are its own.
 func (*DynamicResources) JudgesBySpec(pod *v1.Pod) bool {
 	return len(pod.Spec.ResourceClaims) == 0 && !asksExtended(pod)
+}
+
+// podGetter reads pods from the scheduler's pod informer, whose store
+// keeps a bound pod as a framework.PodRecord (which a generated lister
+// cannot hand out).
+type podGetter struct{ indexer toolscache.Indexer }
+
+// Get returns the pod namespace/name, a NotFound error when the store has
+// none.
+func (g podGetter) Get(namespace, name string) (*v1.Pod, error) {
+	obj, ok, err := g.indexer.GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	pod, isPod := framework.StoredPod(obj)
+	if !ok || !isPod {
+		return nil, apierrors.NewNotFound(v1.Resource("pods"), name)
+	}
+	return pod, nil
 }

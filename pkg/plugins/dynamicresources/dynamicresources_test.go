@@ -376,7 +376,7 @@ func TestNominatedPodsHoldTheirDevices(t *testing.T) {
 			framework.MarkEvictionSimulation(state)
 		}
 		if onNode {
-			pods = append(pods, nomTask.Pod)
+			pods = append(pods, nomTask.PodObject())
 		}
 		e.nodes = []*framework.NodeInfo{testutil.NodeInfo(t, gpuNode("n1"), pods...)}
 		framework.WriteNominated(state, []*framework.TaskInfo{nomTask})

@@ -45,8 +45,8 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 	var byName map[string]*framework.NodeInfo
 	owned := false
 	for _, t := range noms {
-		ext, err := pl.extendedOf(t.Pod)
-		if err != nil || len(t.Pod.Spec.ResourceClaims) == 0 && ext == nil {
+		ext, err := pl.extendedOf(t.PodObject())
+		if err != nil || len(t.PodObject().Spec.ResourceClaims) == 0 && ext == nil {
 			continue
 		}
 		if byName == nil {
@@ -61,8 +61,8 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 			continue
 		}
 		var toAllocate []*resourceapi.ResourceClaim
-		if len(t.Pod.Spec.ResourceClaims) > 0 {
-			claims, st := pl.podClaims(t.Pod)
+		if len(t.PodObject().Spec.ResourceClaims) > 0 {
+			claims, st := pl.podClaims(t.PodObject())
 			if st != nil {
 				continue
 			}
@@ -75,7 +75,7 @@ func (pl *DynamicResources) holdNominated(ctx context.Context, state *framework.
 		if ec := ext.forNode(ni); ec != nil {
 			// A claim of its extended resources that exists already
 			// holds its own devices, if any.
-			if existing, err := pl.extendedClaimOf(t.Pod); err == nil && existing == nil {
+			if existing, err := pl.extendedClaimOf(t.PodObject()); err == nil && existing == nil {
 				toAllocate = append(toAllocate, ec.claim)
 			}
 		}

@@ -40,11 +40,12 @@ type existingTerms struct {
 	errPreferred, errPrefAnti error
 }
 
-// termCache keeps the parsed terms of existing pods across cycles. A pod
-// object is never changed once the cache (and so the snapshot) holds it:
-// an update is a new object, hence a new key. The keys are weak pointers,
-// so a cached entry does not keep a deleted pod's object alive; the
-// entries of dead pods are dropped when the cache starts over.
+// termCache keeps the parsed terms of existing pods across cycles, by the
+// object a task holds of its pod: the record of a bound pod, the pod of an
+// assumed one. Neither is changed once the cache (and so the snapshot)
+// holds it: an update is a new object, hence a new key. The keys are weak
+// pointers, so a cached entry does not keep a deleted pod's object alive;
+// the entries of dead pods are dropped when the cache starts over.
 //
 // The parsed terms are shared by every cycle and must not be changed; the
 // incoming pod's terms, whose namespace selectors PreFilterPod resolves in
@@ -52,12 +53,26 @@ type existingTerms struct {
 type termCache struct {
 	// mu guards pods: the lookup and insertion of one pod's entry.
 	mu   sync.Mutex
-	pods map[weak.Pointer[v1.Pod]]*existingTerms
+	pods map[termKey]*existingTerms
+}
+
+// termKey is a task's pod object: its record, or its pod when it has no
+// record.
+type termKey struct {
+	rec weak.Pointer[framework.PodRecord]
+	pod weak.Pointer[v1.Pod]
+}
+
+func keyOf(t *framework.TaskInfo) termKey {
+	if r := t.Record(); r != nil {
+		return termKey{rec: weak.Make(r)}
+	}
+	return termKey{pod: weak.Make(t.Pod)}
 }
 
 // get returns the parsed terms of t's pod, parsing them on first use.
 func (c *termCache) get(t *framework.TaskInfo) *existingTerms {
-	key := weak.Make(t.Pod)
+	key := keyOf(t)
 	c.mu.Lock()
 	terms, ok := c.pods[key]
 	c.mu.Unlock()
@@ -67,7 +82,7 @@ func (c *termCache) get(t *framework.TaskInfo) *existingTerms {
 	terms = parseExisting(t)
 	c.mu.Lock()
 	if c.pods == nil || len(c.pods) >= maxCachedPods {
-		c.pods = make(map[weak.Pointer[v1.Pod]]*existingTerms)
+		c.pods = make(map[termKey]*existingTerms)
 	}
 	c.pods[key] = terms
 	c.mu.Unlock()

@@ -68,6 +68,19 @@ func TestTermCache(t *testing.T) {
 		t.Error("the cached required term does not match a pod its selector selects")
 	}
 
+	// A bound task is looked up by its record, which every task of the
+	// same pod version shares: no pod is made of it, and no parse again.
+	bound := affinePod("b", "x")
+	bound.Spec.NodeName = "n1"
+	bt := framework.NewTaskInfo(bound, framework.GroupResolver{})
+	if bt.Record() == nil {
+		t.Fatal("a bound task without a record")
+	}
+	again := framework.NewTaskInfoOfRecord(bt.Record(), bound, bt.Requests, framework.Membership{})
+	if got := c.get(bt); got != c.get(again) || len(got.required) != 1 {
+		t.Error("two tasks sharing a record parsed their terms twice")
+	}
+
 	// An update is a new object: its terms are its own.
 	updated := affinePod("a", "y")
 	if got := c.get(taskOf(updated)); got == first || got.required[0].matches(match, nil) {

@@ -106,11 +106,17 @@ func newPlacer(a Args, sel labels.Selector, l *ledger.Ledgers, f informers.Share
 }
 
 func podNodeName(obj any) ([]string, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
+	var node string
+	switch o := obj.(type) {
+	case *v1.Pod:
+		node = o.Spec.NodeName
+	case *framework.PodRecord:
+		node = o.NodeName
+	}
+	if node == "" {
 		return nil, nil
 	}
-	return []string{pod.Spec.NodeName}, nil
+	return []string{node}, nil
 }
 
 // shared reports whether nodeName is one of the shared nodes.
@@ -180,7 +186,7 @@ func (p *placer) change(nodeName string, pod *v1.Pod) ledger.Change {
 		}
 		here := map[types.UID]*v1.Pod{}
 		for _, obj := range bound {
-			if bp, ok := obj.(*v1.Pod); ok && framework.PodCountedOnNode(bp) {
+			if bp, ok := framework.StoredPod(obj); ok && framework.PodCountedOnNode(bp) {
 				here[bp.UID] = bp
 			}
 		}
@@ -343,7 +349,7 @@ func (p *placer) forgetSeen() {
 			if err != nil {
 				continue
 			}
-			cur, _ := obj.(*v1.Pod)
+			cur, _ := framework.StoredPod(obj)
 			if !ok || cur == nil || cur.UID != uid || cur.Spec.NodeName != "" || framework.PodFinished(cur) {
 				delete(m, uid)
 			}
@@ -365,7 +371,7 @@ func (p *placer) staleLocked(nodeName string) bool {
 		if err != nil {
 			continue
 		}
-		cur, _ := obj.(*v1.Pod)
+		cur, _ := framework.StoredPod(obj)
 		if !ok || cur == nil || cur.UID != uid || cur.Spec.NodeName != nodeName || !framework.PodCountedOnNode(cur) {
 			return true
 		}

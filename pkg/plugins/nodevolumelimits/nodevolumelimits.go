@@ -212,10 +212,12 @@ func (pl *NodeVolumeLimits) Filter(ctx context.Context, state *framework.CycleSt
 	}
 	attached := map[string]string{}
 	for _, t := range nodeInfo.Pods {
-		if !t.Counted {
+		if !t.Counted || len(t.Volumes()) == 0 {
+			// No volume: nothing attached (and no pod to make of a
+			// bound pod's record).
 			continue
 		}
-		if err := pl.volumesOf(logger, t.Pod, false, attached); err != nil {
+		if err := pl.volumesOf(logger, t.PodObject(), false, attached); err != nil {
 			return framework.AsStatus(fmt.Errorf("volumes of pod %s on node %s: %w", klog.KObj(t), node.Name, err))
 		}
 	}
