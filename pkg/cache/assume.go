@@ -372,7 +372,7 @@ func (c *SchedulerCache) updateAssumedLocked(old *framework.TaskInfo, pod *v1.Po
 	info, item := c.accountedNodeLocked(t.NodeName)
 	if info == nil || !info.RemoveTask(uid) {
 		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(pod), "node", t.NodeName)
-		info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.PodObject()})
+		info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t})
 	}
 	info.AddTask(t)
 	c.releaseNodeLocked(info, item)

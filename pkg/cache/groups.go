@@ -408,7 +408,7 @@ func (c *SchedulerCache) moveAssumedLocked(t *framework.TaskInfo) {
 	info, item := c.accountedNodeLocked(nt.NodeName)
 	if info == nil || !info.RemoveTask(uid) {
 		klog.ErrorS(nil, "Assumed pod missing from the node the cache accounted it to", "pod", klog.KObj(nt), "node", nt.NodeName)
-		info, item = c.accountingNodeLocked(nt.NodeName, usageOwner{pod: nt.PodObject()})
+		info, item = c.accountingNodeLocked(nt.NodeName, usageOwner{pod: nt})
 	}
 	info.AddTask(nt)
 	c.releaseNodeLocked(info, item)

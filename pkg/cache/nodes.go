@@ -151,7 +151,7 @@ func (c *SchedulerCache) setNodeExcluded(name string, excluded bool) {
 // key of external usage. It is passed by value so that the hot path
 // builds no string.
 type usageOwner struct {
-	pod *v1.Pod
+	pod klog.KMetadata // a pod, or a task, for logs
 	key string
 }
 

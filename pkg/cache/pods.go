@@ -178,7 +178,11 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 	}
 	c.tasks[uid] = t
 	c.indexOwnerLocked(uid, t)
-	c.indexClaimsLocked(uid, t.PodObject())
+	if len(t.ResourceClaims()) > 0 || len(c.claimObjs.reads[uid]) > 0 {
+		// A pod that has no claims and had none is not indexed: no
+		// pod to make of a bound pod's record.
+		c.indexClaimsLocked(uid, t.PodObject())
+	}
 	if t.Status == framework.TaskPending {
 		c.numPending++
 	}
@@ -189,7 +193,7 @@ func (c *SchedulerCache) setTaskLocked(t *framework.TaskInfo) {
 		info, item := c.accountedNodeLocked(t.NodeName)
 		if info == nil || !info.RemoveTask(uid) {
 			klog.ErrorS(nil, "Pod missing from the node the cache accounted it to", "pod", klog.KObj(t), "node", t.NodeName)
-			info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.PodObject()})
+			info, item = c.accountingNodeLocked(t.NodeName, usageOwner{pod: t})
 		}
 		info.AddTask(t)
 		c.releaseNodeLocked(info, item)
@@ -311,7 +315,7 @@ func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 }
 
 func (c *SchedulerCache) addToNodeLocked(t *framework.TaskInfo) {
-	info, item := c.accountingNodeLocked(t.NodeName, usageOwner{pod: t.PodObject()})
+	info, item := c.accountingNodeLocked(t.NodeName, usageOwner{pod: t})
 	info.AddTask(t)
 	if item != nil {
 		c.touchLocked(item)
