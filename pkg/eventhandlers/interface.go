@@ -44,11 +44,32 @@ import (
 // The dispatcher in pkg/cache/informerhost recovers a panic in any method, logs it with
 // the object's key, counts it, and goes on with the next event.
 
-// PodEventHandler receives Pod events.
+// PodEventHandler receives Pod events. The objects are *v1.Pod (or
+// tombstones holding one), unless the handler takes records
+// (PodRecordHandler).
 type PodEventHandler interface {
 	AddPod(obj any)
 	UpdatePod(oldObj, newObj any)
 	DeletePod(obj any)
+}
+
+// PodRecordHandler is an optional interface of a handler whose pod
+// methods take, for a pod that has a node, the *framework.PodRecord the
+// informers keep of it (what the scheduler reads of a bound pod, without
+// the rest of the v1.Pod) instead of a *v1.Pod made from it. The informers
+// keep bound pods as records whatever the handler; the dispatcher makes a
+// pod of each record it delivers to a handler that does not take them,
+// so a handler written for pods keeps working unchanged.
+//
+// TakesPodRecords reports whether registered, the handler the events go
+// to, is one that takes records. It is given the registered handler
+// because a type that embeds a handler inherits this method, and may
+// override AddPod with code that expects a *v1.Pod: the default handler
+// answers true only when registered is itself. A type that embeds it and
+// leaves the pod methods alone can answer the same for itself (the
+// two-level handler does).
+type PodRecordHandler interface {
+	TakesPodRecords(registered Interface) bool
 }
 
 // NodeEventHandler receives Node events. Native nodes and nodes produced by

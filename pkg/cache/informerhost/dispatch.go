@@ -53,9 +53,7 @@ type handlerMethods struct {
 // the Host (host.go) registers every informer's handler, native or
 // custom, through Dispatchers.Handler, which reads it.
 var nativeMethods = map[framework.EventResource]func(h eventhandlers.Interface) handlerMethods{
-	framework.Pod: func(h eventhandlers.Interface) handlerMethods {
-		return handlerMethods{h.AddPod, h.UpdatePod, h.DeletePod}
-	},
+	framework.Pod: podMethods,
 	framework.Node: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddNode, h.UpdateNode, h.DeleteNode}
 	},
@@ -80,6 +78,38 @@ var nativeMethods = map[framework.EventResource]func(h eventhandlers.Interface) 
 	framework.PriorityClass: func(h eventhandlers.Interface) handlerMethods {
 		return handlerMethods{h.AddPriorityClass, h.UpdatePriorityClass, h.DeletePriorityClass}
 	},
+}
+
+// podMethods returns the handler's pod methods. The informers keep a
+// bound pod as a *framework.PodRecord (StripForScheduler); a handler that
+// does not take records (eventhandlers.PodRecordHandler) is given a
+// *v1.Pod made from each one, tombstones included.
+func podMethods(h eventhandlers.Interface) handlerMethods {
+	if r, ok := h.(eventhandlers.PodRecordHandler); ok && r.TakesPodRecords(h) {
+		return handlerMethods{h.AddPod, h.UpdatePod, h.DeletePod}
+	}
+	return handlerMethods{
+		add:    func(obj any) { h.AddPod(podOfRecord(obj)) },
+		update: func(oldObj, newObj any) { h.UpdatePod(podOfRecord(oldObj), podOfRecord(newObj)) },
+		delete: func(obj any) { h.DeletePod(podOfRecord(obj)) },
+	}
+}
+
+// podOfRecord returns a pod made from obj when obj is a record (or a
+// tombstone holding one; the tombstone is rebuilt around the pod), and
+// obj otherwise.
+func podOfRecord(obj any) any {
+	switch o := obj.(type) {
+	case *framework.PodRecord:
+		if o != nil {
+			return o.Pod()
+		}
+	case toolscache.DeletedFinalStateUnknown:
+		if r, ok := o.Obj.(*framework.PodRecord); ok && r != nil {
+			return toolscache.DeletedFinalStateUnknown{Key: o.Key, Obj: r.Pod()}
+		}
+	}
+	return obj
 }
 
 // optionalMethods maps each resource whose handler methods are an optional

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -261,3 +262,82 @@ func (nopHandler) DeletePriorityClass(any)                             {}
 func (nopHandler) AddDynamic(schema.GroupVersionResource, any)         {}
 func (nopHandler) UpdateDynamic(schema.GroupVersionResource, any, any) {}
 func (nopHandler) DeleteDynamic(schema.GroupVersionResource, any)      {}
+
+// podTypeHandler records the dynamic type of every pod object it is
+// given (a tombstone's as "tombstone(<type>)") and keeps the last pod.
+type podTypeHandler struct {
+	nopHandler
+	got  []string
+	last *v1.Pod
+}
+
+func (h *podTypeHandler) note(obj any) string {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return "tombstone(" + h.note(tomb.Obj) + ")"
+	}
+	if p, ok := obj.(*v1.Pod); ok {
+		h.last = p
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+func (h *podTypeHandler) AddPod(obj any) { h.got = append(h.got, h.note(obj)) }
+func (h *podTypeHandler) UpdatePod(oldObj, newObj any) {
+	h.got = append(h.got, h.note(oldObj)+"->"+h.note(newObj))
+}
+func (h *podTypeHandler) DeletePod(obj any) { h.got = append(h.got, h.note(obj)) }
+
+// recordTaker takes records, as the default handler does: for itself only.
+type recordTaker struct{ podTypeHandler }
+
+func (h *recordTaker) TakesPodRecords(registered eventhandlers.Interface) bool {
+	self, ok := registered.(*recordTaker)
+	return ok && self == h
+}
+
+// recordTakerEmbedder embeds a handler that takes records, so it inherits
+// TakesPodRecords, which must answer false for it.
+type recordTakerEmbedder struct{ *recordTaker }
+
+// TestPodRecordsOnlyToHandlersThatTakeThem holds the dispatcher to its
+// contract: the informers keep bound pods as records, and a handler that
+// does not take records (nor one that only inherits the method) is given
+// a *v1.Pod made from each, tombstones rebuilt around it.
+func TestPodRecordsOnlyToHandlersThatTakeThem(t *testing.T) {
+	pod := st.MakePod().Namespace("ns").Name("p").UID("u").Node("n1").Obj()
+	rec := framework.NewPodRecord(pod)
+	const (
+		asPods    = "*v1.Pod *v1.Pod->*v1.Pod tombstone(*v1.Pod)"
+		asRecords = "*framework.PodRecord *v1.Pod->*framework.PodRecord tombstone(*framework.PodRecord)"
+	)
+	plain, taker, embedder := &podTypeHandler{}, &recordTaker{}, &recordTakerEmbedder{&recordTaker{}}
+	for _, tc := range []struct {
+		name    string
+		handler eventhandlers.Interface
+		seen    *podTypeHandler
+		want    string
+	}{
+		{"plain handler", plain, plain, asPods},
+		{"takes records", taker, &taker.podTypeHandler, asRecords},
+		{"embeds a handler that takes records", embedder, &embedder.podTypeHandler, asPods},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			funcs, err := NewDispatchers(newMetrics(t)).Handler(tc.handler, framework.Pod)
+			if err != nil {
+				t.Fatalf("Handler: %v", err)
+			}
+			funcs.OnAdd(rec, false)
+			funcs.OnUpdate(pod, rec)
+			funcs.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/p", Obj: rec})
+			if s := strings.Join(tc.seen.got, " "); s != tc.want {
+				t.Errorf("the handler got %q, want %q", s, tc.want)
+			}
+			if tc.want == asPods {
+				// The last pod is the one made from the tombstone's record.
+				if p := tc.seen.last; p == nil || p == pod || p.Name != "p" || p.Namespace != "ns" || p.UID != "u" || p.Spec.NodeName != "n1" {
+					t.Errorf("the pod made from the record is %+v, want a new ns/p, uid u, on n1", p)
+				}
+			}
+		})
+	}
+}

@@ -280,3 +280,32 @@ func TestEmbeddingWithOwnConfig(t *testing.T) {
 		}
 	})
 }
+
+// A type that embeds the default handler inherits TakesPodRecords; it
+// must answer false for that type (whose own AddPod may expect a
+// *v1.Pod) and for another default handler, true for the handler itself.
+func TestTakesPodRecordsOnlyForItself(t *testing.T) {
+	h, err := defaulthandler.NewWithArgs(newFakeCache(t), defaulthandler.Args{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := defaulthandler.NewWithArgs(newFakeCache(t), defaulthandler.Args{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedder := struct{ *defaulthandler.Handler }{h}
+	var _ eventhandlers.PodRecordHandler = h
+	for _, tc := range []struct {
+		name       string
+		registered eventhandlers.Interface
+		want       bool
+	}{
+		{"itself", h, true},
+		{"a type embedding it", embedder, false},
+		{"another default handler", other, false},
+	} {
+		if got := h.TakesPodRecords(tc.registered); got != tc.want {
+			t.Errorf("TakesPodRecords(%s) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

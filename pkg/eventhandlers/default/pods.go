@@ -283,3 +283,14 @@ func (h *Handler) recordOf(obj any, pod *v1.Pod) *framework.PodRecord {
 	}
 	return rec
 }
+
+// TakesPodRecords implements eventhandlers.PodRecordHandler: the pod
+// methods take the informers' records of bound pods, and hand them to a
+// cache that keeps them (eventhandlers.PodRecordCache). It is true only
+// for the handler itself: a type that embeds it may override a pod
+// method with code that expects a *v1.Pod, so it is given pods unless it
+// says otherwise.
+func (h *Handler) TakesPodRecords(registered eventhandlers.Interface) bool {
+	self, ok := registered.(*Handler)
+	return ok && self == h
+}

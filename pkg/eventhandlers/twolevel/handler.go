@@ -181,3 +181,11 @@ var _ eventhandlers.FrameworkMember = (*Handler)(nil)
 // Framework implements eventhandlers.FrameworkMember: the framework name
 // this scheduler's grants are issued to.
 func (h *Handler) Framework() string { return h.framework }
+
+// TakesPodRecords implements eventhandlers.PodRecordHandler: the handler
+// keeps the default handler's pod methods, so it takes the informers'
+// records of bound pods as that handler does.
+func (h *Handler) TakesPodRecords(registered eventhandlers.Interface) bool {
+	self, ok := registered.(*Handler)
+	return ok && self == h
+}
