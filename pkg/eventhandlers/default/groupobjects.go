@@ -167,14 +167,10 @@ func (h *Handler) setRuntimeBound(r dialects.Watch, u *unstructured.Unstructured
 	rc.SetRuntimeBound(u.GetNamespace(), u.GetName(), b)
 }
 
-// noteGang tells the status writer that a pod of a gang changed, after the
-// cache has it.
-func (h *Handler) noteGang(obj any) {
+// noteGang tells the status writer that pod, a pod of a gang as the
+// informer delivered it, changed, after the cache has it.
+func (h *Handler) noteGang(pod *v1.Pod) {
 	if h.statusWriter == nil {
-		return
-	}
-	pod, ok := eventhandlers.ObjectAs[*v1.Pod](obj)
-	if !ok || pod == nil {
 		return
 	}
 	if refs := h.dialects.Explicit(pod); len(refs) > 0 {

@@ -40,16 +40,6 @@ const (
 	gated     = framework.PodGated
 )
 
-// pod returns the pod in obj as the policy lets the scheduler see it, or
-// nil when obj is not a pod or the policy ignores it.
-func (h *Handler) pod(obj any) *v1.Pod {
-	pod, ok := objectAs[v1.Pod](obj)
-	if !ok {
-		return nil
-	}
-	return h.seePod(pod)
-}
-
 // seePod returns pod as the policy lets the scheduler see it, or nil.
 func (h *Handler) seePod(pod *v1.Pod) *v1.Pod {
 	seen := h.TrackedPod(pod)
@@ -69,8 +59,12 @@ func (h *Handler) stateOf(pod *v1.Pod) podState {
 // unless it finished) and a pending pod of this scheduler in the
 // scheduling queue, and ignores any other pod.
 func (h *Handler) AddPod(obj any) {
-	defer h.noteGang(obj)
-	pod := h.pod(obj)
+	raw, ok := objectAs[v1.Pod](obj)
+	if !ok {
+		return
+	}
+	defer h.noteGang(raw)
+	pod := h.seePod(raw)
 	switch h.stateOf(pod) {
 	case assigned:
 		h.addAssigned(pod, h.recordOf(obj, pod))
@@ -90,12 +84,12 @@ func (h *Handler) AddPod(obj any) {
 // assigned pod whose labels change raises EventAssignedPodLabelChange, and
 // one that finishes raises EventAssignedPodDelete.
 func (h *Handler) UpdatePod(oldObj, newObj any) {
-	defer h.noteGang(newObj)
-	oldRaw, ok := objectAs[v1.Pod](oldObj)
+	newRaw, ok := objectAs[v1.Pod](newObj)
 	if !ok {
 		return
 	}
-	newRaw, ok := objectAs[v1.Pod](newObj)
+	defer h.noteGang(newRaw)
+	oldRaw, ok := objectAs[v1.Pod](oldObj)
 	if !ok {
 		return
 	}
@@ -165,8 +159,12 @@ func (h *Handler) UpdatePod(oldObj, newObj any) {
 // this scheduler and being bound) raises EventAssignedPodDelete. A gated
 // pod was never given to the cache, so deleting it does nothing.
 func (h *Handler) DeletePod(obj any) {
-	defer h.noteGang(obj)
-	pod := h.pod(obj)
+	raw, ok := objectAs[v1.Pod](obj)
+	if !ok {
+		return
+	}
+	defer h.noteGang(raw)
+	pod := h.seePod(raw)
 	switch h.stateOf(pod) {
 	case untracked:
 		h.logUntracked(obj)
