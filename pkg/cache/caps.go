@@ -198,24 +198,35 @@ func podRequests(pod *v1.Pod) resources.Resource {
 // container, the restart policy of init containers (sidecars), the
 // pod-level requests and the overhead.
 func sameRequestInputs(a, b *v1.Pod) bool {
-	if a == b {
-		return true
-	}
-	as, bs := &a.Spec, &b.Spec
-	if len(as.Containers) != len(bs.Containers) || len(as.InitContainers) != len(bs.InitContainers) ||
-		!sameResourceList(as.Overhead, bs.Overhead) || (as.Resources == nil) != (bs.Resources == nil) {
+	return a == b || requestInputsOfPod(a).same(requestInputsOfPod(b))
+}
+
+// requestInputs are what resources.PodRequests reads of a pod.
+type requestInputs struct {
+	containers, initContainers []v1.Container
+	overhead                   v1.ResourceList
+	resources                  *v1.ResourceRequirements
+}
+
+func requestInputsOfPod(p *v1.Pod) requestInputs {
+	return requestInputs{p.Spec.Containers, p.Spec.InitContainers, p.Spec.Overhead, p.Spec.Resources}
+}
+
+func (a requestInputs) same(b requestInputs) bool {
+	if len(a.containers) != len(b.containers) || len(a.initContainers) != len(b.initContainers) ||
+		!sameResourceList(a.overhead, b.overhead) || (a.resources == nil) != (b.resources == nil) {
 		return false
 	}
-	if as.Resources != nil && !sameResourceList(as.Resources.Requests, bs.Resources.Requests) {
+	if a.resources != nil && !sameResourceList(a.resources.Requests, b.resources.Requests) {
 		return false
 	}
-	for i := range as.Containers {
-		if !sameResourceList(as.Containers[i].Resources.Requests, bs.Containers[i].Resources.Requests) {
+	for i := range a.containers {
+		if !sameResourceList(a.containers[i].Resources.Requests, b.containers[i].Resources.Requests) {
 			return false
 		}
 	}
-	for i := range as.InitContainers {
-		ai, bi := &as.InitContainers[i], &bs.InitContainers[i]
+	for i := range a.initContainers {
+		ai, bi := &a.initContainers[i], &b.initContainers[i]
 		if (ai.RestartPolicy == nil) != (bi.RestartPolicy == nil) ||
 			ai.RestartPolicy != nil && *ai.RestartPolicy != *bi.RestartPolicy ||
 			!sameResourceList(ai.Resources.Requests, bi.Resources.Requests) {
@@ -246,7 +257,5 @@ func sameTaskRequestInputs(old *framework.TaskInfo, pod *v1.Pod) bool {
 	if r == nil {
 		return sameRequestInputs(old.Pod, pod)
 	}
-	return sameRequestInputs(&v1.Pod{Spec: v1.PodSpec{
-		Containers: r.Containers, InitContainers: r.InitContainers, Overhead: r.Overhead, Resources: r.Resources,
-	}}, pod)
+	return requestInputs{r.Containers(), r.InitContainers(), r.Overhead(), r.Resources()}.same(requestInputsOfPod(pod))
 }

@@ -43,8 +43,8 @@ func (c *SchedulerCache) AddPod(pod *v1.Pod) error {
 // SetPodRecord implements eventhandlers.PodRecordCache: AddPod or
 // UpdatePod of pod, made from rec, keeping rec in the pod's task.
 func (c *SchedulerCache) SetPodRecord(rec *framework.PodRecord, pod *v1.Pod) error {
-	if pod.Spec.NodeName == "" || pod.UID != rec.UID {
-		return fmt.Errorf("recording assigned pod %s: %w: spec.nodeName %q, the record's UID %s", klog.KObj(pod), ErrWrongState, pod.Spec.NodeName, rec.UID)
+	if pod.Spec.NodeName == "" || pod.UID != rec.GetUID() {
+		return fmt.Errorf("recording assigned pod %s: %w: spec.nodeName %q, the record's UID %s", klog.KObj(pod), ErrWrongState, pod.Spec.NodeName, rec.GetUID())
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

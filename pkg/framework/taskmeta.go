@@ -34,7 +34,7 @@ import (
 // GetName returns the pod's name.
 func (t *TaskInfo) GetName() string {
 	if t.rec != nil {
-		return t.rec.Name
+		return t.rec.name
 	}
 	return t.Pod.Name
 }
@@ -42,7 +42,7 @@ func (t *TaskInfo) GetName() string {
 // GetNamespace returns the pod's namespace.
 func (t *TaskInfo) GetNamespace() string {
 	if t.rec != nil {
-		return t.rec.Namespace
+		return t.rec.namespace
 	}
 	return t.Pod.Namespace
 }
@@ -50,7 +50,7 @@ func (t *TaskInfo) GetNamespace() string {
 // GetUID returns the pod's UID.
 func (t *TaskInfo) GetUID() types.UID {
 	if t.rec != nil {
-		return t.rec.UID
+		return t.rec.uid
 	}
 	return t.Pod.UID
 }
@@ -59,7 +59,7 @@ func (t *TaskInfo) GetUID() types.UID {
 // was built from.
 func (t *TaskInfo) GetResourceVersion() string {
 	if t.rec != nil {
-		return t.rec.ResourceVersion
+		return t.rec.resourceVersion
 	}
 	return t.Pod.ResourceVersion
 }
@@ -67,7 +67,7 @@ func (t *TaskInfo) GetResourceVersion() string {
 // GetCreationTimestamp returns when the pod was created.
 func (t *TaskInfo) GetCreationTimestamp() metav1.Time {
 	if t.rec != nil {
-		return t.rec.CreationTimestamp
+		return t.rec.creationTimestamp
 	}
 	return t.Pod.CreationTimestamp
 }
@@ -76,7 +76,7 @@ func (t *TaskInfo) GetCreationTimestamp() metav1.Time {
 // nil while it is not terminating.
 func (t *TaskInfo) GetDeletionTimestamp() *metav1.Time {
 	if t.rec != nil {
-		return t.rec.DeletionTimestamp
+		return t.rec.deletionTimestamp
 	}
 	return t.Pod.DeletionTimestamp
 }
@@ -84,7 +84,7 @@ func (t *TaskInfo) GetDeletionTimestamp() *metav1.Time {
 // GetLabels returns the pod's labels, shared: do not modify them.
 func (t *TaskInfo) GetLabels() map[string]string {
 	if t.rec != nil {
-		return t.rec.Labels
+		return t.rec.labels
 	}
 	return t.Pod.Labels
 }
@@ -93,7 +93,7 @@ func (t *TaskInfo) GetLabels() map[string]string {
 // them.
 func (t *TaskInfo) GetAnnotations() map[string]string {
 	if t.rec != nil {
-		return t.rec.Annotations
+		return t.rec.annotations
 	}
 	return t.Pod.Annotations
 }
@@ -101,7 +101,7 @@ func (t *TaskInfo) GetAnnotations() map[string]string {
 // Phase returns the pod's status.phase.
 func (t *TaskInfo) Phase() v1.PodPhase {
 	if t.rec != nil {
-		return t.rec.Phase
+		return t.rec.phase
 	}
 	return t.Pod.Status.Phase
 }
@@ -110,7 +110,7 @@ func (t *TaskInfo) Phase() v1.PodPhase {
 // acknowledged it, nil before.
 func (t *TaskInfo) StartTime() *metav1.Time {
 	if t.rec != nil {
-		return t.rec.StartTime
+		return t.rec.startTime
 	}
 	return t.Pod.Status.StartTime
 }
@@ -119,8 +119,8 @@ func (t *TaskInfo) StartTime() *metav1.Time {
 // (as corev1helpers.PodPriority).
 func (t *TaskInfo) Priority() int32 {
 	if t.rec != nil {
-		if t.rec.Priority != nil {
-			return *t.rec.Priority
+		if t.rec.priority != nil {
+			return *t.rec.priority
 		}
 		return 0
 	}
@@ -130,7 +130,7 @@ func (t *TaskInfo) Priority() int32 {
 // Affinity returns the pod's spec.affinity, shared: do not modify it.
 func (t *TaskInfo) Affinity() *v1.Affinity {
 	if t.rec != nil {
-		return t.rec.Affinity
+		return t.rec.Affinity()
 	}
 	return t.Pod.Spec.Affinity
 }
@@ -140,7 +140,7 @@ func (t *TaskInfo) Affinity() *v1.Affinity {
 // them.
 func (t *TaskInfo) Containers() []v1.Container {
 	if t.rec != nil {
-		return t.rec.Containers
+		return t.rec.containers
 	}
 	return t.Pod.Spec.Containers
 }
@@ -149,7 +149,7 @@ func (t *TaskInfo) Containers() []v1.Container {
 // does.
 func (t *TaskInfo) InitContainers() []v1.Container {
 	if t.rec != nil {
-		return t.rec.InitContainers
+		return t.rec.InitContainers()
 	}
 	return t.Pod.Spec.InitContainers
 }
@@ -163,7 +163,7 @@ func (t *TaskInfo) MayHoldHostPorts() bool {
 // informers' transform drops the others), shared: do not modify them.
 func (t *TaskInfo) Volumes() []v1.Volume {
 	if t.rec != nil {
-		return t.rec.Volumes
+		return t.rec.Volumes()
 	}
 	return t.Pod.Spec.Volumes
 }
@@ -172,7 +172,7 @@ func (t *TaskInfo) Volumes() []v1.Volume {
 // modify them.
 func (t *TaskInfo) ResourceClaims() []v1.PodResourceClaim {
 	if t.rec != nil {
-		return t.rec.ResourceClaims
+		return t.rec.ResourceClaims()
 	}
 	return t.Pod.Spec.ResourceClaims
 }
@@ -181,7 +181,7 @@ func (t *TaskInfo) ResourceClaims() []v1.PodResourceClaim {
 // PodGroup it belongs to), nil for none.
 func (t *TaskInfo) SchedulingGroup() *v1.PodSchedulingGroup {
 	if t.rec != nil {
-		return t.rec.SchedulingGroup
+		return t.rec.SchedulingGroup()
 	}
 	return t.Pod.Spec.SchedulingGroup
 }

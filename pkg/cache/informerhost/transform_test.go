@@ -553,6 +553,11 @@ func equalObjects(a, b any) bool {
 		tb, ok := b.(toolscache.DeletedFinalStateUnknown)
 		return ok && ta.Key == tb.Key && equalObjects(ta.Obj, tb.Obj)
 	}
+	if ra, ok := a.(*framework.PodRecord); ok {
+		// A record's fields are unexported: compare the pods made of them.
+		rb, ok := b.(*framework.PodRecord)
+		return ok && equalObjects(ra.Pod(), rb.Pod())
+	}
 	ra, okA := a.(runtime.Object)
 	rb, okB := b.(runtime.Object)
 	if !okA || !okB {

@@ -276,7 +276,7 @@ func (h *Handler) recordOf(obj any, pod *v1.Pod) *framework.PodRecord {
 		obj = tomb.Obj
 	}
 	rec, ok := obj.(*framework.PodRecord)
-	if !ok || rec == nil || pod == nil || pod.UID != rec.UID || pod.ResourceVersion != rec.ResourceVersion {
+	if !ok || rec == nil || pod == nil || pod.UID != rec.GetUID() || pod.ResourceVersion != rec.GetResourceVersion() {
 		return nil
 	}
 	return rec

@@ -111,7 +111,7 @@ func podNodeName(obj any) ([]string, error) {
 	case *v1.Pod:
 		node = o.Spec.NodeName
 	case *framework.PodRecord:
-		node = o.NodeName
+		node = o.NodeName()
 	}
 	if node == "" {
 		return nil, nil
