@@ -385,11 +385,11 @@ func (c *SchedulerCache) CycleJob(id framework.JobID) (*framework.Job, bool) {
 		switch {
 		case t.Status == framework.TaskPending:
 			out.Pending = append(out.Pending, t.PodObject())
-			if len(t.ClaimDevices.Scalar) > 0 {
+			if len(t.ClaimDevices) > 0 {
 				if out.ClaimDevices == nil {
 					out.ClaimDevices = map[types.UID]resources.Resource{}
 				}
-				out.ClaimDevices[t.GetUID()] = t.ClaimDevices
+				out.ClaimDevices[t.GetUID()] = resources.Resource{Scalar: t.ClaimDevices}
 			}
 		case t.Counted && t.NodeName != "":
 			out.PlacedNodes = append(out.PlacedNodes, t.NodeName)

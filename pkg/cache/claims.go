@@ -281,17 +281,29 @@ func (c *SchedulerCache) indexClaimsLocked(uid types.UID, pod *v1.Pod) {
 	}
 }
 
-// sameClaimInputs reports whether a and b, two versions of one pod, agree
-// on everything claimDevicesLocked reads of a pod.
-func sameClaimInputs(a, b *v1.Pod) bool {
-	if a == b {
+// claimInputs are what claimDevicesLocked reads of a pod: its claims and
+// their statuses.
+type claimInputs struct {
+	claims   []v1.PodResourceClaim
+	statuses []v1.PodResourceClaimStatus
+}
+
+// claimInputsOfTask reads them of t's pod, or of the record of a bound
+// one, without making a pod of it.
+func claimInputsOfTask(t *framework.TaskInfo) claimInputs {
+	if r := t.Record(); r != nil {
+		return claimInputs{r.ResourceClaims(), r.ResourceClaimStatuses()}
+	}
+	return claimInputs{t.Pod.Spec.ResourceClaims, t.Pod.Status.ResourceClaimStatuses}
+}
+
+// same reports whether a and b, of two versions of one pod, agree.
+func (a claimInputs) same(b claimInputs) bool {
+	if len(a.claims) == 0 && len(b.claims) == 0 {
 		return true
 	}
-	if len(a.Spec.ResourceClaims) == 0 && len(b.Spec.ResourceClaims) == 0 {
-		return true
-	}
-	return apiequality.Semantic.DeepEqual(a.Spec.ResourceClaims, b.Spec.ResourceClaims) &&
-		apiequality.Semantic.DeepEqual(a.Status.ResourceClaimStatuses, b.Status.ResourceClaimStatuses)
+	return apiequality.Semantic.DeepEqual(a.claims, b.claims) &&
+		apiequality.Semantic.DeepEqual(a.statuses, b.statuses)
 }
 
 // claimDevicesFor returns the claim devices of pod for a task that
@@ -299,11 +311,11 @@ func sameClaimInputs(a, b *v1.Pod) bool {
 // (a change of the objects they are counted from recounts the tasks
 // itself, see setClaimObject), counted again otherwise. The caller holds
 // mu.
-func (c *SchedulerCache) claimDevicesFor(old *framework.TaskInfo, pod *v1.Pod) resources.Resource {
-	if old != nil && sameClaimInputs(old.PodObject(), pod) {
+func (c *SchedulerCache) claimDevicesFor(old *framework.TaskInfo, pod *v1.Pod) map[v1.ResourceName]int64 {
+	if old != nil && claimInputsOfTask(old).same(claimInputs{pod.Spec.ResourceClaims, pod.Status.ResourceClaimStatuses}) {
 		return old.ClaimDevices
 	}
-	return c.claimDevicesLocked(pod)
+	return c.claimDevicesLocked(pod).Scalar
 }
 
 // claimObserver is the cache's informerhost.Options.ClaimObserver: it
@@ -409,11 +421,11 @@ func (c *SchedulerCache) recountClaimDevicesLocked(uids map[types.UID]struct{}) 
 		if !ok {
 			continue
 		}
-		d := c.claimDevicesLocked(t.PodObject())
-		if maps.Equal(d.Scalar, t.ClaimDevices.Scalar) {
+		d := c.claimDevicesLocked(t.PodObject()).Scalar
+		if maps.Equal(d, t.ClaimDevices) {
 			continue
 		}
-		klog.V(4).InfoS("Claim devices of a pod recounted", "pod", klog.KObj(t), "devices", d.Scalar, "was", t.ClaimDevices.Scalar)
+		klog.V(4).InfoS("Claim devices of a pod recounted", "pod", klog.KObj(t), "devices", d, "was", t.ClaimDevices)
 		c.replaceClaimDevicesLocked(t, d)
 		changed = true
 	}
@@ -424,7 +436,7 @@ func (c *SchedulerCache) recountClaimDevicesLocked(uids map[types.UID]struct{}) 
 // a copy whose ClaimDevices are d, wherever t is: its job (keeping the
 // tenant queues' usage in step), the index of tasks without a job record,
 // its node. Node accounting does not change: it reads Requests only.
-func (c *SchedulerCache) replaceClaimDevicesLocked(t *framework.TaskInfo, d resources.Resource) {
+func (c *SchedulerCache) replaceClaimDevicesLocked(t *framework.TaskInfo, d map[v1.ResourceName]int64) {
 	nt := *t
 	nt.ClaimDevices = d
 	uid := t.GetUID()

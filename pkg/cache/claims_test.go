@@ -165,7 +165,7 @@ func queueAmounts(t *testing.T, c *SchedulerCache, q string) (allocated, pending
 func claimDevicesOf(c *SchedulerCache, uid types.UID) map[v1.ResourceName]int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.tasks[uid].ClaimDevices.Scalar
+	return c.tasks[uid].ClaimDevices
 }
 
 // A queue's usage includes the devices of its pods' claims: counted from

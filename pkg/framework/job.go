@@ -119,11 +119,14 @@ type TaskInfo struct {
 	// spec.resourceClaims, from a template or named), by the resource name
 	// a queue limits them under: the DeviceClass's
 	// spec.extendedResourceName, else
-	// deviceclass.resource.kubernetes.io/<class>. Only Scalar is set; it
-	// is nil when the pod claims no devices (or the cache could not count
-	// them yet). They count against the pod's queue (QueueRequests), never
+	// deviceclass.resource.kubernetes.io/<class>, counted as
+	// resources.Resource counts scalar resources. It is nil when the pod
+	// claims no devices (or the cache could not count them yet). A map, not
+	// a resources.Resource, because few pods have any: the 32 bytes of
+	// CPU, memory, storage and pods it would never set are paid by every
+	// task. They count against the pod's queue (QueueRequests), never
 	// against its node: the DRA plugin allocates them on the node.
-	ClaimDevices resources.Resource
+	ClaimDevices map[v1.ResourceName]int64
 	// Counted reports whether Requests count against the node: true for a
 	// bound or assumed pod that has not finished (Succeeded or Failed),
 	// including a terminating one.
@@ -246,11 +249,11 @@ func NewAssumedTaskInfoInGroup(pending *v1.Pod, node string, requests resources.
 // ClaimDevices. Without claim devices it is Requests itself, shared, not
 // copied: do not modify the result.
 func (t *TaskInfo) QueueRequests() resources.Resource {
-	if len(t.ClaimDevices.Scalar) == 0 {
+	if len(t.ClaimDevices) == 0 {
 		return t.Requests
 	}
 	r := t.Requests.Clone()
-	r.Add(t.ClaimDevices)
+	r.Add(resources.Resource{Scalar: t.ClaimDevices})
 	return r
 }
 

@@ -183,6 +183,11 @@ func (r *PodRecord) Overhead() v1.ResourceList { return r.rareOrZero().overhead 
 // Resources returns the pod's pod-level spec.resources.
 func (r *PodRecord) Resources() *v1.ResourceRequirements { return r.rareOrZero().resources }
 
+// ResourceClaimStatuses returns the pod's status.resourceClaimStatuses.
+func (r *PodRecord) ResourceClaimStatuses() []v1.PodResourceClaimStatus {
+	return r.rareOrZero().resourceClaimStatuses
+}
+
 // Metadata the record keeps (metav1.Object).
 
 func (r *PodRecord) GetName() string                              { return r.name }

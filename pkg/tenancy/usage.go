@@ -167,7 +167,7 @@ func sameDemand(a, b *framework.TaskInfo) bool {
 	}
 	x, y := &a.Requests, &b.Requests
 	return x.MilliCPU == y.MilliCPU && x.Memory == y.Memory && x.EphemeralStorage == y.EphemeralStorage &&
-		maps.Equal(x.Scalar, y.Scalar) && maps.Equal(a.ClaimDevices.Scalar, b.ClaimDevices.Scalar)
+		maps.Equal(x.Scalar, y.Scalar) && maps.Equal(a.ClaimDevices, b.ClaimDevices)
 }
 
 // usageLocked returns the usage of the tenant queue name, created empty.

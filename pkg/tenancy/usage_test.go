@@ -35,7 +35,7 @@ func claimTask(n int64) *framework.TaskInfo {
 	t := &framework.TaskInfo{Pod: pod, Status: framework.TaskPending, Own: true,
 		Requests: resources.Resource{MilliCPU: 1000, Pods: 1}}
 	if n > 0 {
-		t.ClaimDevices = resources.Resource{Scalar: map[v1.ResourceName]int64{devices: n}}
+		t.ClaimDevices = map[v1.ResourceName]int64{devices: n}
 	}
 	return t
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package informerhost
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -25,6 +26,7 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +44,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -579,4 +582,33 @@ func toString(m map[string]any) string {
 		return "<" + err.Error() + ">"
 	}
 	return string(data)
+}
+
+// The factory's pod informer keeps no namespace index (a set entry per
+// pod that nothing reads), and still runs the transform: a bound pod is
+// stored as its record.
+func TestInformerFactoryPodInformer(t *testing.T) {
+	bound := st.MakePod().Namespace("ns").Name("p").UID("u").Node("n1").Obj()
+	f := NewInformerFactory(fake.NewClientset(bound), 0)
+	inf := f.Core().V1().Pods().Informer()
+	if idx := inf.GetIndexer().GetIndexers(); len(idx) != 0 {
+		t.Errorf("the pod informer has indexers %v, want none", slices.Collect(maps.Keys(idx)))
+	}
+	if again := f.Core().V1().Pods().Informer(); len(again.GetIndexer().GetIndexers()) != 0 {
+		t.Error("a second call got the factory's default pod informer")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer f.Shutdown()
+	defer cancel()
+	f.Start(ctx.Done())
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("the pod informer did not sync")
+	}
+	obj, ok, err := inf.GetStore().GetByKey("ns/p")
+	if err != nil || !ok {
+		t.Fatalf("the store has no ns/p: %v", err)
+	}
+	if _, isRecord := obj.(*framework.PodRecord); !isRecord {
+		t.Errorf("the store holds a %T for a bound pod, want a *framework.PodRecord", obj)
+	}
 }

@@ -22,7 +22,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
-	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 const claimed v1.ResourceName = "deviceclass.resource.kubernetes.io/gpu.example.com"
@@ -43,7 +42,7 @@ func TestBudgetCountsClaimDevices(t *testing.T) {
 	victims := tasks([]int32{0, 0}, 1, 2)
 	for i, v := range victims {
 		c := *v
-		c.ClaimDevices = resources.Resource{Scalar: map[v1.ResourceName]int64{claimed: 1}}
+		c.ClaimDevices = map[v1.ResourceName]int64{claimed: 1}
 		victims[i] = &c
 	}
 	sim := &simulation{budget: deviceBudget{max: 1}, taken: map[string]framework.ResourceAmounts{}}
