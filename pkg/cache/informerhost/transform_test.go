@@ -69,6 +69,13 @@ const (
 // strippedFields. The times of pod conditions are not here: stripPod keeps
 // them on the one condition whose time is read (TestStripPod).
 var droppedReads = map[string][]string{
+	"NodeStatus":              {"Images", "NodeInfo", "Addresses", "DaemonEndpoints", "VolumesInUse", "VolumesAttached", "Config"},
+	"NodeSystemInfo":          {"*"},
+	"NodeAddress":             {"*"},
+	"ContainerImage":          {"*"},
+	"AttachedVolume":          {"*"},
+	"NodeConfigStatus":        {"*"},
+	"NodeDaemonEndpoints":     {"*"},
 	"PodStatus":               {"ContainerStatuses", "InitContainerStatuses", "EphemeralContainerStatuses", "PodIP", "PodIPs", "HostIP", "HostIPs"},
 	"ContainerStatus":         {"*"},
 	"PodIP":                   {"*"},
@@ -337,7 +344,7 @@ func TestStrippedFieldsUnread(t *testing.T) {
 	}
 	sort.Strings(violations)
 	for _, v := range violations {
-		t.Errorf("stripPod drops v1.%s: keep it in stripPod (pkg/cache/informerhost/transform.go) and in this test's lists", v)
+		t.Errorf("the transform drops v1.%s: keep it in stripPod or stripNode (pkg/cache/informerhost/transform.go) and in this test's lists", v)
 	}
 	t.Logf("scanned %d packages; dropped: %v", len(paths), dropped)
 }
@@ -495,10 +502,17 @@ func TestStripForScheduler(t *testing.T) {
 	node := st.MakeNode().Name("n1").Capacity(res{v1.ResourceCPU: "4"}).Label("zone", "a").
 		Taint("gpu", "true", v1.TaintEffectNoSchedule).Obj()
 	node.ManagedFields = managed
-	node.Status.Images = []v1.ContainerImage{{Names: []string{"busybox"}, SizeBytes: 1 << 20}}
+	node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
 	wantNode := node.DeepCopy()
 	wantNode.ManagedFields = nil
-	wantNode.Status.Images = nil
+	ns := &node.Status
+	ns.Images = []v1.ContainerImage{{Names: []string{"busybox"}, SizeBytes: 1 << 20}}
+	ns.NodeInfo = v1.NodeSystemInfo{KernelVersion: "6.1", KubeletVersion: "v1.37.1", Architecture: "amd64"}
+	ns.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}
+	ns.DaemonEndpoints.KubeletEndpoint.Port = 10250
+	ns.VolumesInUse = []v1.UniqueVolumeName{"kubernetes.io/csi/vol"}
+	ns.VolumesAttached = []v1.AttachedVolume{{Name: "kubernetes.io/csi/vol", DevicePath: "/dev/x"}}
+	ns.Config = &v1.NodeConfigStatus{}
 
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "Widget",
