@@ -196,7 +196,7 @@ func (c *SchedulerCache) ownerKeyLocked(t *framework.TaskInfo) (groupKey, bool) 
 		// A composite's job is named explicitly, through its children.
 		return groupKey{}, false
 	case t.Job.Owner != "":
-		return groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject}, true
+		return groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject()}, true
 	case t.Job.Gang:
 		// Named explicitly: no owner is looked at.
 		return groupKey{}, false
@@ -251,7 +251,7 @@ func (c *SchedulerCache) indexOwnerJobLocked(t *framework.TaskInfo, add bool) {
 	if t.Job.Owner == "" || t.Job.Owner == framework.GroupKindComposite {
 		return
 	}
-	key := groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject}
+	key := groupKey{kind: t.Job.Owner, namespace: t.Job.Namespace, name: t.GroupObject()}
 	set := c.ownerJobs[key]
 	switch {
 	case add && set == nil:
@@ -424,13 +424,13 @@ func (c *SchedulerCache) applyGroupPoliciesLocked(job *framework.JobInfo, t *fra
 	}
 	switch kind := job.ID.Owner; kind {
 	case framework.GroupKindComposite:
-		if p := c.compositePolicyLocked(job.ID.Namespace, t.GroupObject); p != nil {
+		if p := c.compositePolicyLocked(job.ID.Namespace, t.GroupObject()); p != nil {
 			job.SetGroupPolicy(kind, p)
 		}
 		return
 	case "":
 	default:
-		if p, ok := c.groupPolicies[groupKey{kind: kind, namespace: job.ID.Namespace, name: t.GroupObject}]; ok {
+		if p, ok := c.groupPolicies[groupKey{kind: kind, namespace: job.ID.Namespace, name: t.GroupObject()}]; ok {
 			job.SetGroupPolicy(kind, p)
 		}
 		return

@@ -245,7 +245,7 @@ func checkOwnerIndex(t *testing.T, c *SchedulerCache) {
 		}
 		jobs++
 		for _, task := range job.Tasks {
-			key := groupKey{kind: id.Owner, namespace: id.Namespace, name: task.GroupObject}
+			key := groupKey{kind: id.Owner, namespace: id.Namespace, name: task.GroupObject()}
 			if _, in := c.ownerJobs[key][id]; !in {
 				t.Errorf("job %s is not indexed under its owner %v", id, key)
 			}

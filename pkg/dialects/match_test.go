@@ -105,11 +105,11 @@ func TestResolveExplicit(t *testing.T) {
 				t.Errorf("JobID = %v, want %v", got, tt.want)
 			}
 			task := framework.NewTaskInfo(tt.pod, Resolver())
-			if task.Job != tt.want || task.GroupKind != tt.kind {
-				t.Errorf("task job %v kind %q, want %v %q", task.Job, task.GroupKind, tt.want, tt.kind)
+			if task.Job != tt.want || task.GroupKind() != tt.kind {
+				t.Errorf("task job %v kind %q, want %v %q", task.Job, task.GroupKind(), tt.want, tt.kind)
 			}
-			if (tt.conflict == "") != (task.GroupConflict == "") || !strings.Contains(task.GroupConflict, tt.conflict) {
-				t.Errorf("GroupConflict = %q, want one containing %q", task.GroupConflict, tt.conflict)
+			if (tt.conflict == "") != (task.GroupConflict() == "") || !strings.Contains(task.GroupConflict(), tt.conflict) {
+				t.Errorf("GroupConflict = %q, want one containing %q", task.GroupConflict(), tt.conflict)
 			}
 		})
 	}
@@ -219,14 +219,14 @@ func TestResolvePrecedence(t *testing.T) {
 				t.Errorf("JobID %v, want %v", got, tt.want)
 			}
 			task := framework.NewTaskInfoInGroup(tt.pod, resources.Resource{}, m)
-			if task.Job != tt.want || task.GroupKind != tt.kind {
-				t.Errorf("task job %v kind %q, want %v %q", task.Job, task.GroupKind, tt.want, tt.kind)
+			if task.Job != tt.want || task.GroupKind() != tt.kind {
+				t.Errorf("task job %v kind %q, want %v %q", task.Job, task.GroupKind(), tt.want, tt.kind)
 			}
-			if (tt.conflict == "") != (task.GroupConflict == "") || !strings.Contains(task.GroupConflict, tt.conflict) {
-				t.Errorf("GroupConflict %q, want one containing %q", task.GroupConflict, tt.conflict)
+			if (tt.conflict == "") != (task.GroupConflict() == "") || !strings.Contains(task.GroupConflict(), tt.conflict) {
+				t.Errorf("GroupConflict %q, want one containing %q", task.GroupConflict(), tt.conflict)
 			}
-			if strings.Contains(task.GroupConflict, "RayCluster") {
-				t.Errorf("an inferred owner was compared with explicit signals: %q", task.GroupConflict)
+			if strings.Contains(task.GroupConflict(), "RayCluster") {
+				t.Errorf("an inferred owner was compared with explicit signals: %q", task.GroupConflict())
 			}
 		})
 	}

@@ -90,8 +90,8 @@ func TestResolverWithoutMatcher(t *testing.T) {
 	if got, want := NewTaskInfo(p, GroupResolver{}).Job, (JobID{Namespace: "ns", Name: "p"}); got != want {
 		t.Errorf("job %v, want %v", got, want)
 	}
-	if got := testTask(p); got.Job != (JobID{Namespace: "ns", Name: "g", Gang: true}) || got.GroupKind != GroupKindNative {
-		t.Errorf("with a matcher: job %v kind %q, want ns/g of the native PodGroup", got.Job, got.GroupKind)
+	if got := testTask(p); got.Job != (JobID{Namespace: "ns", Name: "g", Gang: true}) || got.GroupKind() != GroupKindNative {
+		t.Errorf("with a matcher: job %v kind %q, want ns/g of the native PodGroup", got.Job, got.GroupKind())
 	}
 }
 

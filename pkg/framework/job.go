@@ -137,15 +137,11 @@ type TaskInfo struct {
 	// The cache sets it for pods informers report; an assumed task is
 	// always own.
 	Own bool
-	// GroupKind is the kind of object that defines the task's gang, empty
-	// for a single pod.
-	GroupKind GroupKind
-	// GroupObject is the name of that object, in the pod's namespace
-	// (see GroupRef).
-	GroupObject string
-	// GroupConflict, when set, says that the pod names different groups in
-	// different dialects; its gang is not scheduled.
-	GroupConflict string
+	// group is the gang the task belongs to, nil for a single pod (read
+	// it through GroupKind, GroupObject and GroupConflict): a pointer, so
+	// that the many tasks outside any gang (other schedulers' bound pods)
+	// do not carry three empty strings.
+	group *taskGroup
 	// Queue is the queue the pod names (QueueNameForPod), empty for none.
 	// The job's queue may come from its group object instead (see
 	// JobInfo.Queue).
@@ -162,8 +158,41 @@ type TaskInfo struct {
 func (t *TaskInfo) setGroup(m Membership) {
 	t.Job = m.JobID(t.GetNamespace(), t.GetName())
 	if m.Gang() {
-		t.GroupKind, t.GroupObject, t.GroupConflict = m.Ref.Kind, m.Ref.Object, m.Conflict
+		t.group = &taskGroup{kind: m.Ref.Kind, object: m.Ref.Object, conflict: m.Conflict}
 	}
+}
+
+// taskGroup is what a task of a gang says of its group.
+type taskGroup struct {
+	kind             GroupKind
+	object, conflict string
+}
+
+// GroupKind is the kind of object that defines the task's gang, empty for
+// a single pod.
+func (t *TaskInfo) GroupKind() GroupKind {
+	if t.group == nil {
+		return ""
+	}
+	return t.group.kind
+}
+
+// GroupObject is the name of the object that defines the task's gang, in
+// the pod's namespace (see GroupRef); empty for a single pod.
+func (t *TaskInfo) GroupObject() string {
+	if t.group == nil {
+		return ""
+	}
+	return t.group.object
+}
+
+// GroupConflict, when set, says that the pod names different groups in
+// different dialects; its gang is not scheduled.
+func (t *TaskInfo) GroupConflict() string {
+	if t.group == nil {
+		return ""
+	}
+	return t.group.conflict
 }
 
 // NewTaskInfo returns the task of pod as an informer reports it: bound to
@@ -399,17 +428,17 @@ func (j *JobInfo) SetTask(t *TaskInfo) {
 	j.Tasks[t.GetUID()] = t
 	j.count(t, 1)
 	if j.ID.Gang {
-		if t.GroupObject != "" {
-			j.object = t.GroupObject
+		if obj := t.GroupObject(); obj != "" {
+			j.object = obj
 		}
 		j.declared[declaredMinAvailable(t)]++
-		j.kinds[t.GroupKind]++
+		j.kinds[t.GroupKind()]++
 		j.queues[t.Queue]++
 		if namesSubGroup(t) {
 			j.subGrouped++
 		}
-		if t.GroupConflict != "" {
-			j.conflicts[t.GetUID()] = t.GroupConflict
+		if conflict := t.GroupConflict(); conflict != "" {
+			j.conflicts[t.GetUID()] = conflict
 		}
 		j.revalidate()
 	}
@@ -536,8 +565,9 @@ func (j *JobInfo) undeclare(t *TaskInfo) {
 	if j.declared[v]--; j.declared[v] <= 0 {
 		delete(j.declared, v)
 	}
-	if j.kinds[t.GroupKind]--; j.kinds[t.GroupKind] <= 0 {
-		delete(j.kinds, t.GroupKind)
+	kind := t.GroupKind()
+	if j.kinds[kind]--; j.kinds[kind] <= 0 {
+		delete(j.kinds, kind)
 	}
 	if j.queues[t.Queue]--; j.queues[t.Queue] <= 0 {
 		delete(j.queues, t.Queue)

@@ -140,7 +140,7 @@ func policyReplicas(t testing.TB, minAvailable int32, loose int, sizes ...int) (
 		if info == nil {
 			// The policy first, so that no task is without a quorum.
 			info = framework.NewJobInfo(task.Job)
-			info.SetGroupPolicy(task.GroupKind, &framework.GroupPolicy{MinMember: minAvailable, Source: "test policy",
+			info.SetGroupPolicy(task.GroupKind(), &framework.GroupPolicy{MinMember: minAvailable, Source: "test policy",
 				SubGroups: []framework.SubGroupRule{{Name: "replica", KeyLabels: []string{"replica"}, MinMember: 4, MinSubGroups: 2, Source: "test policy"}}})
 		}
 		info.SetTask(task)
