@@ -129,7 +129,7 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 		}
 		switch {
 		case !KeepsJobRecord(task):
-			if c.jobless[joblessKey{namespace: task.Job.Namespace, name: task.Job.Name}] != task {
+			if got, _ := c.jobless.get(task.Job.Namespace, task.Job.Name); got != task {
 				t.Errorf("task of %s, kept without a job record, is not indexed under its job %s", task.Key(), task.Job)
 			}
 			if _, ok := c.jobs[task.Job]; ok {
@@ -141,10 +141,15 @@ func checkInvariants(t *testing.T, c *SchedulerCache) {
 			}
 		}
 	}
-	for key, task := range c.jobless {
-		if c.tasks[task.GetUID()] != task || KeepsJobRecord(task) || task.Job.Namespace != key.namespace || task.Job.Name != key.name {
-			t.Errorf("the index of tasks without a job record holds %s under %s/%s, not a current task without one", task.Key(), key.namespace, key.name)
+	indexed := 0
+	for task := range c.jobless.all() {
+		indexed++
+		if got, _ := c.jobless.get(task.Job.Namespace, task.Job.Name); c.tasks[task.GetUID()] != task || KeepsJobRecord(task) || got != task {
+			t.Errorf("the index of tasks without a job record holds %s under %s, not a current task without one", task.Key(), task.Job)
 		}
+	}
+	if indexed != c.jobless.len() {
+		t.Errorf("the index of tasks without a job record yields %d tasks, says it has %d", indexed, c.jobless.len())
 	}
 	if pending != c.numPending || assumed != len(c.assumed) {
 		t.Errorf("pending %d (counter %d), assumed %d (map %d)", pending, c.numPending, assumed, len(c.assumed))

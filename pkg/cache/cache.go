@@ -166,7 +166,10 @@ type SchedulerCache struct {
 	// schedulers, outside any gang), which jobless indexes by their job
 	// instead, so that Job still answers for them (see joblessKey).
 	jobs    map[framework.JobID]*framework.JobInfo
-	jobless map[joblessKey]*framework.TaskInfo
+	jobless *joblessIndex
+	// metaPod is lent to the matcher, under mu, with the metadata of a
+	// bound task's record (see inferredLocked).
+	metaPod v1.Pod
 	// groupPolicies hold what group objects say about gangs (see
 	// SetGroupPolicy), whether or not their jobs have pods yet.
 	groupPolicies map[groupKey]*framework.GroupPolicy
@@ -297,7 +300,7 @@ func New(opts Options) (*SchedulerCache, error) {
 		outside:       map[string]*framework.NodeInfo{},
 		tasks:         map[types.UID]*framework.TaskInfo{},
 		jobs:          map[framework.JobID]*framework.JobInfo{},
-		jobless:       map[joblessKey]*framework.TaskInfo{},
+		jobless:       newJoblessIndex(),
 		groupPolicies: map[groupKey]*framework.GroupPolicy{},
 		runtimeBounds: &framework.RuntimeBounds{},
 		matcher:       dialects.Builtin(),
@@ -430,7 +433,7 @@ func (c *SchedulerCache) Job(id framework.JobID) (*framework.JobInfo, bool) {
 	if id.Gang {
 		return nil, false
 	}
-	t, ok := c.jobless[joblessKey{namespace: id.Namespace, name: id.Name}]
+	t, ok := c.jobless.get(id.Namespace, id.Name)
 	if !ok || t.Job != id {
 		return nil, false
 	}

@@ -446,10 +446,7 @@ func (c *SchedulerCache) replaceClaimDevicesLocked(t *framework.TaskInfo, d map[
 			c.setJobTaskLocked(job, &nt)
 		}
 	} else {
-		key := joblessKey{namespace: nt.Job.Namespace, name: nt.Job.Name}
-		if cur, ok := c.jobless[key]; ok && cur.GetUID() == uid {
-			c.jobless[key] = &nt
-		}
+		c.jobless.replace(&nt)
 	}
 	if nt.OnNode() {
 		if info, item := c.accountedNodeLocked(nt.NodeName); info != nil && info.RemoveTask(uid) {

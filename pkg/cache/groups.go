@@ -22,6 +22,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -201,11 +202,30 @@ func (c *SchedulerCache) ownerKeyLocked(t *framework.TaskInfo) (groupKey, bool) 
 		// Named explicitly: no owner is looked at.
 		return groupKey{}, false
 	}
-	ref, ok := c.matcher.Inferred(t.PodObject(), c.ownerKinds)
+	ref, ok := c.inferredLocked(t)
 	if !ok {
 		return groupKey{}, false
 	}
 	return groupKey{kind: ref.Kind, namespace: t.GetNamespace(), name: ref.Object}, true
+}
+
+// inferredLocked asks the matcher which gang the owner of t's pod defines.
+// Of a bound task's record it makes no pod (most of a cluster's pods, and
+// each made one was a kilobyte or two of garbage at every change): the
+// matcher reads only metadata (framework.GroupMatcher.Inferred), which
+// metaPod lends it. The caller holds mu for writing.
+func (c *SchedulerCache) inferredLocked(t *framework.TaskInfo) (framework.GroupRef, bool) {
+	rec := t.Record()
+	if t.Pod != nil || rec == nil {
+		return c.matcher.Inferred(t.PodObject(), c.ownerKinds)
+	}
+	meta := &c.metaPod.ObjectMeta
+	meta.Name, meta.Namespace, meta.UID = rec.GetName(), rec.GetNamespace(), rec.GetUID()
+	meta.Labels, meta.Annotations, meta.OwnerReferences = rec.GetLabels(), rec.GetAnnotations(), rec.GetOwnerReferences()
+	ref, ok := c.matcher.Inferred(&c.metaPod, c.ownerKinds)
+	// Nothing of the record stays reachable from the cache.
+	*meta = metav1.ObjectMeta{}
+	return ref, ok
 }
 
 // indexOwnerLocked keeps ownerTasks (and taskOwner) in step when the

@@ -135,7 +135,7 @@ func TestForeignPodMovesBetweenGangAndNoRecord(t *testing.T) {
 		t.Helper()
 		checkInvariants(t, c)
 		_, recorded := c.jobs[gang]
-		_, indexed := c.jobless[joblessKey{namespace: "default", name: "p"}]
+		_, indexed := c.jobless.get("default", "p")
 		if recorded != wantGang || indexed == wantGang {
 			t.Errorf("%s: gang record %v, indexed without one %v; want the gang's record %v", step, recorded, indexed, wantGang)
 		}
@@ -228,9 +228,9 @@ func TestForeignPodDeleteLeavesNothing(t *testing.T) {
 		t.Fatalf("DeletePod(q): %v", err)
 	}
 	checkInvariants(t, c)
-	if len(c.tasks) != 0 || len(c.jobs) != 0 || len(c.jobless) != 0 || len(c.nodes) != 1 {
+	if len(c.tasks) != 0 || len(c.jobs) != 0 || c.jobless.len() != 0 || len(c.nodes) != 1 {
 		t.Errorf("after every delete: %d tasks, %d jobs, %d jobless, %d nodes; want 0, 0, 0, 1",
-			len(c.tasks), len(c.jobs), len(c.jobless), len(c.nodes))
+			len(c.tasks), len(c.jobs), c.jobless.len(), len(c.nodes))
 	}
 	if info, _ := c.NodeInfo("n1"); info.Requested.MilliCPU != 0 || len(info.Pods) != 0 {
 		t.Errorf("node n1 still has %dm cpu and %d pods", info.Requested.MilliCPU, len(info.Pods))
@@ -287,7 +287,7 @@ func TestForeignPodsConcurrently(t *testing.T) {
 	close(done)
 	readers.Wait()
 	checkInvariants(t, c)
-	if got, want := len(c.jobless), writers*pods/2; got != want || len(c.jobs) != 0 {
+	if got, want := c.jobless.len(), writers*pods/2; got != want || len(c.jobs) != 0 {
 		t.Errorf("%d jobless tasks and %d job records, want %d and 0", got, len(c.jobs), want)
 	}
 }

@@ -190,6 +190,11 @@ func TestIndependentJobPodsMove(t *testing.T) {
 	if m, ok := c.queue.MembershipOf(gang); !ok || m.Problem != "" {
 		t.Errorf("the gang's queue membership %+v %v", m, ok)
 	}
+	// The pod lent to the matcher with a bound task's metadata keeps
+	// none of it.
+	if c.metaPod.Name != "" || c.metaPod.Labels != nil || c.metaPod.OwnerReferences != nil {
+		t.Errorf("the cache's lent pod still holds %s's metadata", c.metaPod.Name)
+	}
 }
 
 func TestSetOwnerGangsAfterRunFails(t *testing.T) {

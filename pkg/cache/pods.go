@@ -276,10 +276,6 @@ func KeepsJobRecord(t *framework.TaskInfo) bool {
 	return t.Own || t.Job.Gang || t.Status != framework.TaskBound
 }
 
-// joblessKey is the namespace and name of the pod of a task without a job
-// record: the job's ID, which for a single pod says no more.
-type joblessKey struct{ namespace, name string }
-
 // fileTaskLocked puts t, the cache's current task of its pod, in its job's
 // record, creating the record if needed, or, for a task without one (see
 // KeepsJobRecord), in the index of such tasks.
@@ -288,7 +284,7 @@ func (c *SchedulerCache) fileTaskLocked(t *framework.TaskInfo) {
 		c.setJobTaskLocked(c.jobForTaskLocked(t), t)
 		return
 	}
-	c.jobless[joblessKey{namespace: t.Job.Namespace, name: t.Job.Name}] = t
+	c.jobless.set(t)
 }
 
 // removeFromJobLocked takes t out of its job's record, deleting a record
@@ -297,10 +293,7 @@ func (c *SchedulerCache) fileTaskLocked(t *framework.TaskInfo) {
 // deleted and created again, whose events crossed).
 func (c *SchedulerCache) removeFromJobLocked(t *framework.TaskInfo) {
 	if !KeepsJobRecord(t) {
-		key := joblessKey{namespace: t.Job.Namespace, name: t.Job.Name}
-		if cur, ok := c.jobless[key]; ok && cur.GetUID() == t.GetUID() {
-			delete(c.jobless, key)
-		}
+		c.jobless.remove(t)
 		return
 	}
 	job, ok := c.jobs[t.Job]

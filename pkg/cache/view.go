@@ -130,7 +130,7 @@ func (c *SchedulerCache) View() *View {
 	// The slices filled under the lock are allocated before, so that no
 	// allocation (and no garbage-collection assist) lengthens a hold.
 	c.mu.RLock()
-	nNodes, nTasks, nJobs, nJobless := len(c.nodes), len(c.tasks), len(c.jobs), len(c.jobless)
+	nNodes, nTasks, nJobs, nJobless := len(c.nodes), len(c.tasks), len(c.jobs), c.jobless.len()
 	c.mu.RUnlock()
 	slack := func(n int) int { return n + n/16 + 16 }
 	nodeNames := make([]string, 0, slack(nNodes))
@@ -188,7 +188,7 @@ func (c *SchedulerCache) View() *View {
 
 	hold.start()
 	c.mu.RLock()
-	for _, t := range c.jobless {
+	for t := range c.jobless.all() {
 		jobless = append(jobless, t)
 	}
 	c.mu.RUnlock()

@@ -51,7 +51,8 @@ type Dialect struct {
 	// Infer, for a kind gangs are inferred from, returns the gang the
 	// pod's owner of this kind defines. It must be a kind
 	// framework.OwnerKinds knows (framework.IsOwnerKind). A dialect with
-	// Infer is read when its kind is inferred (ownerGangs).
+	// Infer is read when its kind is inferred (ownerGangs). It reads the
+	// pod's metadata only (see framework.GroupMatcher.Inferred).
 	Infer func(pod *v1.Pod) (framework.GroupRef, bool)
 	// Composite, set for the kind of the parents other dialects' group
 	// objects name (framework.GroupKindComposite, see

@@ -193,7 +193,11 @@ type GroupMatcher interface {
 	// precedence.
 	Explicit(pod *v1.Pod) []GroupRef
 	// Inferred returns the gang pod's owner defines, of the first of the
-	// kinds in owners that applies.
+	// kinds in owners that applies. It reads only the pod's metadata
+	// (name, namespace, UID, labels, annotations, owner references) and
+	// keeps nothing of it but strings: of a bound pod kept as a
+	// PodRecord, the cache lends it a pod with nothing else set, rather
+	// than make one of the record each time the pod's task changes.
 	Inferred(pod *v1.Pod, owners OwnerKinds) (GroupRef, bool)
 	// ExplicitKinds lists the kinds of group objects pods name
 	// explicitly, in order of precedence; the job of such an object has

@@ -19,7 +19,6 @@ package informerhost
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -66,8 +65,12 @@ type interner struct {
 	// sharedContainers are the first elements of the values of
 	// containers, to recognize a pod interned already.
 	sharedContainers map[*v1.Container]struct{}
-	// key is reused to build lookup keys under mu.
-	key strings.Builder
+	// key, containerKey, mapKeys and quantity are reused under mu to
+	// build lookup keys: a lookup that finds a shared value allocates
+	// nothing (the transform runs on every pod of a watch-list, and a
+	// fresh builder per key was 2.4 KB of garbage a pod).
+	key, containerKey, quantity []byte
+	mapKeys                     []string
 }
 
 // podInterner serves the transform of every informer of the process.
@@ -181,19 +184,20 @@ func (in *interner) conditionsLocked(cs []v1.PodCondition) []v1.PodCondition {
 	if len(cs) == 0 {
 		return cs
 	}
-	in.key.Reset()
+	k := in.key[:0]
 	for i := range cs {
 		c := &cs[i]
 		if !c.LastProbeTime.IsZero() || !c.LastTransitionTime.IsZero() {
 			return cs
 		}
-		writeLenString(&in.key, string(c.Type))
-		writeLenString(&in.key, string(c.Status))
-		writeLenString(&in.key, c.Reason)
-		writeLenString(&in.key, c.Message)
-		writeLenString(&in.key, strconv.FormatInt(c.ObservedGeneration, 10))
+		k = appendKeyString(k, string(c.Type))
+		k = appendKeyString(k, string(c.Status))
+		k = appendKeyString(k, c.Reason)
+		k = appendKeyString(k, c.Message)
+		k = appendKeyInt(k, c.ObservedGeneration)
 	}
-	return intern(in.conditions, in.key.String(), cs)
+	in.key = k
+	return intern(in.conditions, k, cs)
 }
 
 // containersLocked returns the shared slice of containers equal to cs,
@@ -209,41 +213,44 @@ func (in *interner) containersLocked(cs []v1.Container) []v1.Container {
 	}
 	reqs := make([]v1.ResourceList, len(cs))
 	lims := make([]v1.ResourceList, len(cs))
-	var key strings.Builder
+	k := in.containerKey[:0]
 	shareable := true
 	for i := range cs {
 		c := &cs[i]
-		var reqKey, limKey string
-		reqs[i], reqKey = in.listLocked(c.Resources.Requests)
-		lims[i], limKey = in.listLocked(c.Resources.Limits)
+		// listLocked builds its key in in.key: it is copied into this
+		// one before the next call.
+		var listKey []byte
+		reqs[i], listKey = in.listLocked(c.Resources.Requests)
+		k = appendKeyString(k, string(listKey))
+		lims[i], listKey = in.listLocked(c.Resources.Limits)
+		k = appendKeyString(k, string(listKey))
 		if len(c.RestartPolicyRules) > 0 || len(c.Resources.Claims) > 0 {
 			shareable = false
 			continue
 		}
-		writeLenString(&key, c.Name)
-		writeLenString(&key, c.Image)
-		writeLenString(&key, reqKey)
-		writeLenString(&key, limKey)
+		k = appendKeyString(k, c.Name)
+		k = appendKeyString(k, c.Image)
 		for _, p := range c.Ports {
-			writeLenString(&key, p.Name)
-			writeLenString(&key, strconv.Itoa(int(p.HostPort)))
-			writeLenString(&key, strconv.Itoa(int(p.ContainerPort)))
-			writeLenString(&key, string(p.Protocol))
-			writeLenString(&key, p.HostIP)
+			k = appendKeyString(k, p.Name)
+			k = appendKeyInt(k, int64(p.HostPort))
+			k = appendKeyInt(k, int64(p.ContainerPort))
+			k = appendKeyString(k, string(p.Protocol))
+			k = appendKeyString(k, p.HostIP)
 		}
-		key.WriteByte('|')
+		k = append(k, '|')
 		for _, r := range c.ResizePolicy {
-			writeLenString(&key, string(r.ResourceName))
-			writeLenString(&key, string(r.RestartPolicy))
+			k = appendKeyString(k, string(r.ResourceName))
+			k = appendKeyString(k, string(r.RestartPolicy))
 		}
-		key.WriteByte('|')
+		k = append(k, '|')
 		if c.RestartPolicy != nil {
-			writeLenString(&key, string(*c.RestartPolicy))
+			k = appendKeyString(k, string(*c.RestartPolicy))
 		}
-		key.WriteByte(';')
+		k = append(k, ';')
 	}
+	in.containerKey = k
 	if shareable {
-		if shared, ok := in.containers[key.String()]; ok {
+		if shared, ok := in.containers[string(k)]; ok {
 			return shared
 		}
 	}
@@ -257,7 +264,7 @@ func (in *interner) containersLocked(cs []v1.Container) []v1.Container {
 	if len(in.containers) >= maxInterned {
 		clear(in.sharedContainers)
 	}
-	shared := intern(in.containers, key.String(), out)
+	shared := intern(in.containers, k, out)
 	in.sharedContainers[&shared[0]] = struct{}{}
 	return shared
 }
@@ -267,19 +274,20 @@ func (in *interner) tolerationsLocked(ts []v1.Toleration) []v1.Toleration {
 	if len(ts) == 0 {
 		return ts
 	}
-	in.key.Reset()
+	k := in.key[:0]
 	for _, t := range ts {
-		writeLenString(&in.key, t.Key)
-		writeLenString(&in.key, string(t.Operator))
-		writeLenString(&in.key, t.Value)
-		writeLenString(&in.key, string(t.Effect))
+		k = appendKeyString(k, t.Key)
+		k = appendKeyString(k, string(t.Operator))
+		k = appendKeyString(k, t.Value)
+		k = appendKeyString(k, string(t.Effect))
 		if t.TolerationSeconds != nil {
-			writeLenString(&in.key, strconv.FormatInt(*t.TolerationSeconds, 10))
+			k = appendKeyInt(k, *t.TolerationSeconds)
 		} else {
-			writeLenString(&in.key, "-")
+			k = append(k, '-')
 		}
 	}
-	return intern(in.tolerations, in.key.String(), ts)
+	in.key = k
+	return intern(in.tolerations, k, ts)
 }
 
 // strMapLocked returns the shared map equal to m (kind separates labels
@@ -288,42 +296,54 @@ func (in *interner) strMapLocked(kind string, m map[string]string) map[string]st
 	if len(m) == 0 {
 		return m
 	}
-	keys := make([]string, 0, len(m))
+	keys := in.mapKeys[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	in.key.Reset()
-	in.key.WriteString(kind)
-	for _, k := range keys {
+	k := append(in.key[:0], kind...)
+	for _, name := range keys {
 		// Annotation values may hold any byte: length prefixes keep
 		// keys unambiguous.
-		writeLenString(&in.key, k)
-		writeLenString(&in.key, m[k])
+		k = appendKeyString(k, name)
+		k = appendKeyString(k, m[name])
 	}
-	return intern(in.strMaps, in.key.String(), m)
+	clear(keys)
+	in.mapKeys, in.key = keys, k
+	return intern(in.strMaps, k, m)
 }
 
 // listLocked returns the shared resource list equal to l, or l, and its
-// key.
-func (in *interner) listLocked(l v1.ResourceList) (v1.ResourceList, string) {
+// key, valid until the interner builds another key.
+func (in *interner) listLocked(l v1.ResourceList) (v1.ResourceList, []byte) {
 	if len(l) == 0 {
-		return l, ""
+		return l, nil
 	}
-	names := make([]string, 0, len(l))
+	names := in.mapKeys[:0]
 	for name := range l {
 		names = append(names, string(name))
 	}
 	slices.Sort(names)
-	in.key.Reset()
+	k := in.key[:0]
 	for _, name := range names {
 		q := l[v1.ResourceName(name)]
-		writeLenString(&in.key, name)
-		// The canonical form: 1000m and 1 share, as they are equal.
-		writeLenString(&in.key, q.String())
+		k = appendKeyString(k, name)
+		// Equal quantities share, however they are written (1000m and
+		// 1): whole values by their value, others in canonical form
+		// (which allocates for a binary suffix, hence the first case).
+		if milli := q.MilliValue(); milli%1000 == 0 && q.CmpInt64(milli/1000) == 0 {
+			k = append(k, 'i')
+			k = appendKeyInt(k, milli/1000)
+			continue
+		}
+		number, suffix := q.CanonicalizeBytes(in.quantity[:0])
+		in.quantity = number
+		k = appendKeyString(k, string(number))
+		k = appendKeyString(k, string(suffix))
 	}
-	key := in.key.String()
-	return intern(in.lists, key, l), key
+	clear(names)
+	in.mapKeys, in.key = names, k
+	return intern(in.lists, k, l), k
 }
 
 // ownersLocked returns the shared owner references equal to refs, or refs.
@@ -331,48 +351,45 @@ func (in *interner) ownersLocked(refs []metav1.OwnerReference) []metav1.OwnerRef
 	if len(refs) == 0 {
 		return refs
 	}
-	in.key.Reset()
+	k := in.key[:0]
 	for _, r := range refs {
-		writeLenString(&in.key, r.APIVersion)
-		writeLenString(&in.key, r.Kind)
-		writeLenString(&in.key, r.Name)
-		writeLenString(&in.key, string(r.UID))
-		writeLenString(&in.key, boolPtrString(r.Controller))
-		writeLenString(&in.key, boolPtrString(r.BlockOwnerDeletion))
+		k = appendKeyString(k, r.APIVersion)
+		k = appendKeyString(k, r.Kind)
+		k = appendKeyString(k, r.Name)
+		k = appendKeyString(k, string(r.UID))
+		k = appendKeyString(k, boolPtrString(r.Controller))
+		k = appendKeyString(k, boolPtrString(r.BlockOwnerDeletion))
 	}
-	return intern(in.owners, in.key.String(), refs)
+	in.key = k
+	return intern(in.owners, k, refs)
 }
 
-// intern returns table[key] if set, else stores v there (emptying a full
-// table first) and returns v.
-func intern[V any](table map[string]V, key string, v V) V {
-	if shared, ok := table[key]; ok {
+// intern returns table[key] if set, else stores v there under a copy of
+// key (emptying a full table first) and returns v. A lookup that finds
+// its value allocates nothing.
+func intern[V any](table map[string]V, key []byte, v V) V {
+	if shared, ok := table[string(key)]; ok {
 		return shared
 	}
 	if len(table) >= maxInterned {
 		clear(table)
 	}
-	table[key] = v
+	table[string(key)] = v
 	return v
 }
 
-// writeLenString writes s prefixed by its length, so that no two
+// appendKeyString appends s prefixed by its length, so that no two
 // sequences of strings give the same key.
-func writeLenString(b *strings.Builder, s string) {
-	var n [10]byte
-	i := len(n)
-	l := uint64(len(s))
-	for {
-		i--
-		n[i] = byte('0' + l%10)
-		l /= 10
-		if l == 0 {
-			break
-		}
-	}
-	b.Write(n[i:])
-	b.WriteByte(':')
-	b.WriteString(s)
+func appendKeyString(k []byte, s string) []byte {
+	k = strconv.AppendUint(k, uint64(len(s)), 10)
+	k = append(k, ':')
+	return append(k, s...)
+}
+
+// appendKeyInt appends n and a terminator.
+func appendKeyInt(k []byte, n int64) []byte {
+	k = strconv.AppendInt(k, n, 10)
+	return append(k, ',')
 }
 
 func boolPtrString(b *bool) string {

@@ -18,6 +18,7 @@ package informerhost
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -58,6 +59,9 @@ func TestInternPod(t *testing.T) {
 	}{
 		{name: "replicas", a: replica("a", "1"), b: replica("b", "1"), shared: true},
 		{name: "equal quantities written differently", a: replica("a", "1"), b: replica("b", "1000m"), shared: true},
+		{name: "equal binary quantities written differently", a: replica("a", "1"), b: replica("b", "1"),
+			change: func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("1024Mi") }, shared: true},
+		{name: "a fraction of a millicore apart", a: replica("a", "1"), b: replica("b", "1000000001n"), shared: false},
 		{name: "different requests", a: replica("a", "1"), b: replica("b", "2"), shared: false},
 		{name: "different labels", a: replica("a", "1"), b: replica("b", "1"),
 			change: func(p *v1.Pod) { p.Labels["app"] = "api" }, shared: false},
@@ -83,7 +87,8 @@ func TestInternPod(t *testing.T) {
 				t.Fatalf("interning changed the pods' content")
 			}
 			switch tt.name {
-			case "replicas", "equal quantities written differently", "different requests":
+			case "replicas", "equal quantities written differently", "equal binary quantities written differently",
+				"a fraction of a millicore apart", "different requests":
 				if got := sameMap(tt.a.Spec.Containers[0].Resources.Requests, tt.b.Spec.Containers[0].Resources.Requests); got != tt.shared {
 					t.Errorf("requests shared = %v, want %v", got, tt.shared)
 				}
@@ -232,5 +237,41 @@ func TestInternPodSharesWhatReplicasRepeat(t *testing.T) {
 	in.internPod(timed)
 	if &timed.Status.Conditions[0] == &a.Status.Conditions[0] {
 		t.Errorf("a condition with a time is shared")
+	}
+}
+
+// Finding a shared value allocates nothing: the transform interns every
+// pod of a watch-list, and most find what their replicas shared already.
+func TestInternLookupAllocatesNothing(t *testing.T) {
+	in := newInterner()
+	labels := func() map[string]string { return map[string]string{"app": "web", "pod-template-hash": "abc", "tier": "front"} }
+	list := func() v1.ResourceList {
+		return v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")}
+	}
+	owners := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-abc", UID: "u1", Controller: ptr.To(true)}}
+	tolerations := []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists, TolerationSeconds: ptr.To[int64](300)}}
+	conditions := []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	sharedLabels := in.strMapLocked("l", labels())
+	sharedList, _ := in.listLocked(list())
+	sharedOwners := in.ownersLocked(slices.Clone(owners))
+	sharedTolerations := in.tolerationsLocked(slices.Clone(tolerations))
+	sharedConditions := in.conditionsLocked(slices.Clone(conditions))
+	m, l := labels(), list()
+	allocs := testing.AllocsPerRun(100, func() {
+		if !sameMap(in.strMapLocked("l", m), sharedLabels) {
+			t.Fatal("equal labels not shared")
+		}
+		if got, _ := in.listLocked(l); !sameMap(got, sharedList) {
+			t.Fatal("equal resource lists not shared")
+		}
+		if &in.ownersLocked(owners)[0] != &sharedOwners[0] || &in.tolerationsLocked(tolerations)[0] != &sharedTolerations[0] ||
+			&in.conditionsLocked(conditions)[0] != &sharedConditions[0] {
+			t.Fatal("equal owners, tolerations or conditions not shared")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a lookup that finds its shared values allocates %v times, want 0", allocs)
 	}
 }
