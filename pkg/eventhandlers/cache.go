@@ -190,6 +190,11 @@ type PodCache interface {
 // from the pod made of that record, and keeps the record itself, so that
 // the informer's store and the cache hold one record of the pod between
 // them.
+//
+// A Cache that implements it is lent the pods the default handler makes of
+// records: it reads the pod given to SetPodRecord, DeletePod and
+// MoveAllToActiveOrBackoffQueue during the call only, and keeps nothing
+// of it but strings and the record.
 type PodRecordCache interface {
 	SetPodRecord(rec *framework.PodRecord, pod *v1.Pod) error
 }

@@ -49,8 +49,9 @@ func (h QueueingHint) String() string {
 // rejected before; answering Queue needlessly only costs an attempt. It
 // runs under the scheduling queue's lock for every waiting job the plugin
 // rejected: it must be fast, must not block, must not modify its
-// arguments, and must not call the cache or the queue. An error counts as
-// Queue.
+// arguments, must not keep them past the call (the default handler lends
+// a pod made of a bound pod's record for the event, then reuses it), and
+// must not call the cache or the queue. An error counts as Queue.
 type QueueingHintFn func(logger klog.Logger, job *QueuedJob, oldObj, newObj any) (QueueingHint, error)
 
 // ClusterEventWithHint is an event a plugin registers (EnqueueExtensions),

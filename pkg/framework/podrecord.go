@@ -106,7 +106,16 @@ func NewPodRecord(pod *v1.Pod) *PodRecord {
 // that need a pod object (the Eviction API, events, helpers of other
 // modules): the fields r does not keep are zero.
 func (r *PodRecord) Pod() *v1.Pod {
-	pod := &v1.Pod{
+	pod := new(v1.Pod)
+	r.FillPod(pod)
+	return pod
+}
+
+// FillPod makes *pod the pod Pod returns, in place: for a caller that
+// lends one pod struct to the reads of many records rather than
+// allocating one each time. Whatever pod held is overwritten.
+func (r *PodRecord) FillPod(pod *v1.Pod) {
+	*pod = v1.Pod{
 		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: r.name, Namespace: r.namespace, UID: r.uid, ResourceVersion: r.resourceVersion,
@@ -126,7 +135,6 @@ func (r *PodRecord) Pod() *v1.Pod {
 		spec.Overhead, spec.Resources, spec.ActiveDeadlineSeconds = x.overhead, x.resources, x.activeDeadlineSeconds
 		status.ResourceClaimStatuses, status.ExtendedResourceClaimStatus = x.resourceClaimStatuses, x.extendedResourceClaimStatus
 	}
-	return pod
 }
 
 // rareOrZero returns r.rare, or a zero podRecordRare when r has none.

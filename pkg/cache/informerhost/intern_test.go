@@ -60,7 +60,9 @@ func TestInternPod(t *testing.T) {
 		{name: "replicas", a: replica("a", "1"), b: replica("b", "1"), shared: true},
 		{name: "equal quantities written differently", a: replica("a", "1"), b: replica("b", "1000m"), shared: true},
 		{name: "equal binary quantities written differently", a: replica("a", "1"), b: replica("b", "1"),
-			change: func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("1024Mi") }, shared: true},
+			change: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("1024Mi")
+			}, shared: true},
 		{name: "a fraction of a millicore apart", a: replica("a", "1"), b: replica("b", "1000000001n"), shared: false},
 		{name: "different requests", a: replica("a", "1"), b: replica("b", "2"), shared: false},
 		{name: "different labels", a: replica("a", "1"), b: replica("b", "1"),
@@ -244,7 +246,9 @@ func TestInternPodSharesWhatReplicasRepeat(t *testing.T) {
 // pod of a watch-list, and most find what their replicas shared already.
 func TestInternLookupAllocatesNothing(t *testing.T) {
 	in := newInterner()
-	labels := func() map[string]string { return map[string]string{"app": "web", "pod-template-hash": "abc", "tier": "front"} }
+	labels := func() map[string]string {
+		return map[string]string{"app": "web", "pod-template-hash": "abc", "tier": "front"}
+	}
 	list := func() v1.ResourceList {
 		return v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")}
 	}

@@ -134,6 +134,9 @@ type Handler struct {
 	// when the handler is built and never change, so they need no lock.
 	groupResources []dialects.Watch
 	statusWriter   *podgroups.Writer
+	// lendsPods: the pods made of the informers' records are lent from
+	// lentPods (see podOf). Set when the handler is built.
+	lendsPods bool
 }
 
 var (
@@ -208,6 +211,8 @@ func NewWithArgs(c eventhandlers.Cache, args Args, opts ...Option) (*Handler, er
 	for _, opt := range opts {
 		opt(h)
 	}
+	_, takesRecords := c.(eventhandlers.PodRecordCache)
+	h.lendsPods = takesRecords && h.policy.Pod == nil
 	if err := h.dialects.Validate(); err != nil {
 		return nil, fmt.Errorf("gang dialects: %w", err)
 	}
