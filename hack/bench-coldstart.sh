@@ -5,7 +5,10 @@ set -o errexit -o nounset -o pipefail
 # kube-apiserver and etcd seeded with BENCH_NODES nodes and BENCH_PODS
 # pods already bound, then batch-scheduler (built from this tree), the
 # kube-scheduler of bin/ (v1.37.1, default profile) and batch-scheduler
-# again, each started cold as a process on one pending pod of its own.
+# again, each started cold as a process on one pending pod of its own,
+# once the control plane is at rest (kube-apiserver and etcd under 15 % of
+# a core for two seconds in a row, 90 s at most: the seeding leaves them
+# busy for a while, which slowed whichever scheduler ran first).
 # Prints, per scheduler, the time from process start to that pod bound and
 # the peak RSS (VmHWM), and the ratios (goals of issue 38: time at most 0.4 of
 # kube-scheduler's, peak RSS at most 400 MiB). The output is also kept in

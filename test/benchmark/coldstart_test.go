@@ -405,7 +405,15 @@ func runColdStart(tb testing.TB, s coldSettings) coldResult {
 			lastBatch = i
 		}
 	}
+	procs := controlPlaneProcesses()
 	for i, which := range phases {
+		// Each scheduler starts on a control plane at rest: right after
+		// the seeding (or a scheduler's exit) kube-apiserver and etcd
+		// may still be collecting and compacting, which would slow
+		// whichever scheduler runs first.
+		waited, busy := settleControlPlane(procs, coldSettleCPU, coldSettleMax)
+		coldLogf("control plane at rest after %s, before %s (last second: %.0f%% of a core)",
+			waited.Round(100*time.Millisecond), which, busy*100)
 		var run coldRun
 		switch {
 		case which == "batch-scheduler" && i == lastBatch && s.profileDir != "":
@@ -428,6 +436,49 @@ func runColdStart(tb testing.TB, s coldSettings) coldResult {
 	}
 	coldLogf("run time %s", time.Since(runStart).Round(time.Second))
 	return r
+}
+
+const (
+	// coldSettleCPU is the share of one core kube-apiserver and etcd
+	// together may use in a second for the control plane to count as at
+	// rest, and coldSettleMax bounds the wait.
+	coldSettleCPU = 0.15
+	coldSettleMax = 90 * time.Second
+)
+
+// settleControlPlane waits until the processes of procs together used at
+// most limit of a core over each of two consecutive seconds, or until
+// maxWait has passed, and returns how long it waited (two seconds at least)
+// and the last second's use. Without the processes (no /proc), it does
+// not wait.
+func settleControlPlane(procs map[string]int, limit float64, maxWait time.Duration) (time.Duration, float64) {
+	if len(procs) == 0 {
+		return 0, 0
+	}
+	total := func() time.Duration {
+		var sum time.Duration
+		for name, d := range readCPU(procs) {
+			if name != "self" {
+				sum += d
+			}
+		}
+		return sum
+	}
+	start := time.Now()
+	quiet, busy := 0, 0.0
+	prev := total()
+	for quiet < 2 && time.Since(start) < maxWait {
+		time.Sleep(time.Second)
+		cur := total()
+		busy = (cur - prev).Seconds()
+		prev = cur
+		if busy <= limit {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	return time.Since(start), busy
 }
 
 func coldLogf(format string, args ...any) {
