@@ -340,8 +340,14 @@ func newServer(ctx context.Context, o *Options, regs *registries, cfg *config.Fi
 	rec := newEventRecording(eventClient)
 	recorder := rec.recorder("batch-scheduler")
 	// One informer factory for the cache and the plugins, so that a lister
-	// a plugin reads is fed by the informer the cache runs.
-	factory := informerhost.NewInformerFactory(client, 0)
+	// a plugin reads is fed by the informer the cache runs. Its client
+	// reads pods and nodes from the watch stream without copying them
+	// (informerhost.NewInformerClient).
+	informerClient, err := informerhost.NewInformerClient(protobufConfig(restConfig))
+	if err != nil {
+		return nil, fmt.Errorf("creating the informers' client: %w", err)
+	}
+	factory := informerhost.NewInformerFactory(informerClient, 0)
 	var tuning config.Tuning
 	if cfg != nil {
 		tuning = cfg.Tuning

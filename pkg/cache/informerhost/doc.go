@@ -30,7 +30,10 @@ limitations under the License.
 //   - StripForScheduler, the transform every informer runs, drops what
 //     the scheduler never reads and interns what thousands of pods
 //     repeat; NewInformerFactory is the shared factory of native
-//     informers that applies it.
+//     informers that applies it. NewInformerClient is the clientset to
+//     build it on: it reads pods and nodes from a protobuf watch without
+//     copying the frame and leaves out on the wire what the transform
+//     would drop (streamdecode.go).
 //   - Dispatchers map a resource to the handler's methods for it (the one
 //     dispatch table), count every event per resource and event, and keep
 //     a handler's panic from reaching the informer.

@@ -66,6 +66,10 @@ func StripForScheduler(obj any) (any, error) {
 	if annotations := accessor.GetAnnotations(); annotations != nil {
 		if _, ok := annotations[LastAppliedConfigAnnotation]; ok {
 			delete(annotations, LastAppliedConfigAnnotation)
+			if len(annotations) == 0 {
+				// As the stream decoder leaves it (streamdecode.go).
+				annotations = nil
+			}
 			// Unstructured objects return a copy of their annotations.
 			accessor.SetAnnotations(annotations)
 		}
