@@ -356,9 +356,9 @@ func benchPod(i int) *v1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("train-%05d-x7k2p", i), Namespace: "team-a", UID: "5a0c7d0e-2f4e-4d7b-9c1e-7f3a9b2d8e61",
 			ResourceVersion: "123456", CreationTimestamp: now, GenerateName: "train-",
-			Labels: map[string]string{"batch.kubernetes.io/job-name": "train", "batch.kubernetes.io/controller-uid": "0c7d0e5a-2f4e-4d7b-9c1e-7f3a9b2d8e61", "job-name": "train"},
+			Labels:          map[string]string{"batch.kubernetes.io/job-name": "train", "batch.kubernetes.io/controller-uid": "0c7d0e5a-2f4e-4d7b-9c1e-7f3a9b2d8e61", "job-name": "train"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "0c7d0e5a-2f4e-4d7b-9c1e-7f3a9b2d8e61"}},
-			Finalizers: []string{"batch.kubernetes.io/job-tracking"},
+			Finalizers:      []string{"batch.kubernetes.io/job-tracking"},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1", FieldsV1: fields(`{"f:metadata":{"f:labels":{}}}`)},
 				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1", Subresource: "status", FieldsV1: fields(`{"f:status":{"f:conditions":{}}}`)},
@@ -368,7 +368,7 @@ func benchPod(i int) *v1.Pod {
 			NodeName: fmt.Sprintf("node-%04d", i%5000), SchedulerName: "batch-scheduler", RestartPolicy: v1.RestartPolicyNever,
 			Containers: []v1.Container{{
 				Name: "worker", Image: "registry.example.com/train:v3", Command: []string{"python", "train.py"},
-				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("1Gi")}},
+				Resources:              v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("1Gi")}},
 				TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: v1.TerminationMessageReadFile, ImagePullPolicy: v1.PullIfNotPresent,
 			}},
 			Tolerations: []v1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}},
