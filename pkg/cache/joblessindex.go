@@ -118,23 +118,24 @@ func (x *joblessIndex) swap(old, with *framework.TaskInfo) bool {
 		if cur.GetUID() != uid {
 			return false
 		}
-		if with == nil {
-			delete(x.byHash, h)
-		} else {
-			x.byHash[h] = with
-		}
+		setOrDelete(x.byHash, h, with)
 		return true
 	}
 	cur, ok := x.collided[key]
 	if !ok || cur.GetUID() != uid {
 		return false
 	}
-	if with == nil {
-		delete(x.collided, key)
-	} else {
-		x.collided[key] = with
-	}
+	setOrDelete(x.collided, key, with)
 	return true
+}
+
+// setOrDelete sets m[k] to t, or deletes k when t is nil.
+func setOrDelete[K comparable](m map[K]*framework.TaskInfo, k K, t *framework.TaskInfo) {
+	if t == nil {
+		delete(m, k)
+		return
+	}
+	m[k] = t
 }
 
 func (x *joblessIndex) len() int { return len(x.byHash) + len(x.collided) }
