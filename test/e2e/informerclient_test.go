@@ -69,13 +69,13 @@ func nextEvent(t *testing.T, w watch.Interface, what string) watch.Event {
 	return watch.Event{}
 }
 
-// The informers' client reads from a real API server's protobuf watch
-// pods the informers store as they store client-go's, without the managed
-// fields and the last-applied annotation: added and deleted pods and the
-// bookmark that ends a watch list's initial events. (ERROR events need a
-// compacted etcd to come from a real server: TestWatchStreamMatchesClientGo
-// in pkg/cache/informerhost decodes one framed as the API server frames
-// it.)
+// The informers' client reads from a real API server's protobuf
+// responses pods the informers store as they store client-go's, without
+// the managed fields and the last-applied annotation: a list, added and
+// deleted pods and the bookmark that ends a watch list's initial events.
+// (ERROR events need a compacted etcd to come from a real server:
+// TestWatchStreamMatchesClientGo in pkg/cache/informerhost decodes one
+// framed as the API server frames it.)
 func TestInformerClientWatchesLikeClientGo(t *testing.T) {
 	ns := createNamespace(t)
 	plain, informers := protobufClients(t)
@@ -89,17 +89,6 @@ func TestInformerClientWatchesLikeClientGo(t *testing.T) {
 		t.Fatal("the API server recorded no managed fields: the test would prove nothing")
 	}
 
-	// A watch list: the pod, then the bookmark that ends the initial
-	// events, then its deletion.
-	opts := metav1.ListOptions{Watch: true, SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true,
-		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
-	var ws [2]watch.Interface
-	for i, c := range []kubernetes.Interface{plain, informers} {
-		if ws[i], err = c.CoreV1().Pods(ns).Watch(t.Context(), opts); err != nil {
-			t.Fatal(err)
-		}
-		defer ws[i].Stop()
-	}
 	check := func(what string, want, got watch.Event) {
 		t.Helper()
 		if got.Type != want.Type {
@@ -132,6 +121,30 @@ func TestInformerClientWatchesLikeClientGo(t *testing.T) {
 		if !reflect.DeepEqual(g, w) {
 			t.Errorf("%s: stored pods differ (-client-go +ours):\n%s", what, diff.Diff(w, g))
 		}
+	}
+	// A list, as a reflector makes when the API server cannot stream the
+	// initial state as a watch.
+	var lists [2]*v1.PodList
+	for i, c := range []kubernetes.Interface{plain, informers} {
+		if lists[i], err = c.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(lists[0].Items) != 1 || len(lists[1].Items) != 1 {
+		t.Fatalf("listed %d pods, client-go %d; want 1", len(lists[1].Items), len(lists[0].Items))
+	}
+	check("list", watch.Event{Type: watch.Added, Object: &lists[0].Items[0]}, watch.Event{Type: watch.Added, Object: &lists[1].Items[0]})
+
+	// A watch list: the pod, then the bookmark that ends the initial
+	// events, then its deletion.
+	opts := metav1.ListOptions{Watch: true, SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+	var ws [2]watch.Interface
+	for i, c := range []kubernetes.Interface{plain, informers} {
+		if ws[i], err = c.CoreV1().Pods(ns).Watch(t.Context(), opts); err != nil {
+			t.Fatal(err)
+		}
+		defer ws[i].Stop()
 	}
 	for _, what := range []string{"initial event", "bookmark"} {
 		check(what, nextEvent(t, ws[0], "client-go: "+what), nextEvent(t, ws[1], "ours: "+what))

@@ -53,7 +53,9 @@ import (
 // pods and nodes straight from it, leaving out on the wire what the
 // transform would drop (wireRule): managed fields, kubectl's
 // last-applied-configuration annotation, the parts of containers,
-// volumes and statuses no scheduling decision reads. Anything else
+// volumes and statuses no scheduling decision reads. Lists of pods and
+// nodes (a reflector lists when the API server cannot stream the initial
+// state as a watch) are slimmed item by item. Anything else
 // (other kinds, a Status in an ERROR event, an envelope with a content
 // encoding, bytes that do not parse) goes to client-go's decoders
 // unchanged, so errors and odd objects read exactly as before.
@@ -82,7 +84,8 @@ var errMalformed = errors.New("malformed protobuf")
 // NewInformerClient returns the clientset the native informers should
 // list and watch through: client-go's for cfg, except that its core/v1
 // client decodes the pods and nodes of protobuf watch events from the
-// frame itself (see above). Give it a configuration that asks for
+// frame itself, and slims them and lists of them while decoding (see
+// above). Give it a configuration that asks for
 // protobuf; with JSON it behaves like client-go's. Its core/v1 client has
 // its own rate limiter (cfg's QPS and Burst); everything else shares
 // one HTTP client with the rest of the clientset.
@@ -201,40 +204,69 @@ func parseWatchEvent(data []byte) (typ, raw []byte, err error) {
 	return typ, raw, err
 }
 
-// objectDecoder decodes pods and nodes from the envelope in data without
-// copying it, leaving out what their wireRule does; anything else is its
-// Serializer's.
+// objectDecoder decodes pods and nodes, and lists of them, from the
+// envelope in data without copying it, leaving out what their wireRule
+// does; anything else is its Serializer's.
 type objectDecoder struct {
 	runtime.Serializer
 }
 
 func (d objectDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if into != nil || !bytes.HasPrefix(data, protobufMagic) {
+	if !bytes.HasPrefix(data, protobufMagic) {
 		return d.Serializer.Decode(data, defaults, into)
 	}
 	env, err := parseEnvelope(data[len(protobufMagic):])
 	if err != nil || len(env.contentEncoding) != 0 || string(env.apiVersion) != "v1" {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	var obj interface {
-		runtime.Object
-		Unmarshal([]byte) error
-	}
-	var rule *wireRule
-	switch string(env.kind) {
-	case "Pod":
-		obj, rule = &v1.Pod{}, podRule
-	case "Node":
-		obj, rule = &v1.Node{}, nodeRule
-	default:
+	obj, rule := slimTarget(string(env.kind), into)
+	if obj == nil {
 		return d.Serializer.Decode(data, defaults, into)
 	}
 	gvk := v1.SchemeGroupVersion.WithKind(string(env.kind))
+	obj.Reset()
 	if err := unmarshalSlim(obj, rule, env.raw); err != nil {
 		return nil, &gvk, fmt.Errorf("decoding %s: %w", gvk.Kind, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj, &gvk, nil
+}
+
+// slimObject is an API object generated with its protobuf methods.
+type slimObject interface {
+	runtime.Object
+	Reset()
+	Unmarshal([]byte) error
+}
+
+// slimTarget returns the object a message of kind decodes into, into
+// itself when it is one of that type, and the rule that slims it; nil for
+// the kinds left to client-go's decoder, and when into is of another
+// type.
+func slimTarget(kind string, into runtime.Object) (slimObject, *wireRule) {
+	var obj slimObject
+	var rule *wireRule
+	switch kind {
+	case "Pod":
+		obj, rule = &v1.Pod{}, podRule
+	case "Node":
+		obj, rule = &v1.Node{}, nodeRule
+	case "PodList":
+		// A list, when the API server cannot stream the initial
+		// state as a watch: every item slimmed.
+		obj, rule = &v1.PodList{}, podListRule
+	case "NodeList":
+		obj, rule = &v1.NodeList{}, nodeListRule
+	default:
+		return nil, nil
+	}
+	if into == nil {
+		return obj, rule
+	}
+	if reflect.TypeOf(into) != reflect.TypeOf(obj) {
+		return nil, nil
+	}
+	return into.(slimObject), rule
 }
 
 // envelope is what parseEnvelope finds in a runtime.Unknown; every field
@@ -408,7 +440,11 @@ func protoNumbers(t reflect.Type, names ...string) map[protowire.Number]bool {
 }
 
 // The rules of the objects the decoders read, mirroring StripForScheduler.
-var podRule, nodeRule = slimRules()
+var (
+	podRule, nodeRule = slimRules()
+	podListRule       = &wireRule{inner: map[protowire.Number]*wireRule{protoNumber(reflect.TypeFor[v1.PodList](), "Items"): podRule}}
+	nodeListRule      = &wireRule{inner: map[protowire.Number]*wireRule{protoNumber(reflect.TypeFor[v1.NodeList](), "Items"): nodeRule}}
+)
 
 func slimRules() (pod, node *wireRule) {
 	var (

@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -234,6 +235,70 @@ func TestStreamDecodingStoresWhatClientGoStores(t *testing.T) {
 		if w, g := stored(t, want), stored(t, got); !reflect.DeepEqual(g, w) {
 			t.Fatalf("%d: %T stored differently (-client-go +ours):\n%s", i, w, diff.Diff(w, g))
 		}
+	}
+}
+
+// Lists of random pods and nodes, decoded into the list a client passes
+// or into nothing, are stored item by item as from client-go's decoding;
+// a list decoded into an object of another type fails as client-go's
+// decoder fails.
+func TestListDecodingStoresWhatClientGoStores(t *testing.T) {
+	d := newDecoders(t)
+	f := randomFiller(7)
+	pods, nodes := &v1.PodList{}, &v1.NodeList{}
+	for i := range 6 {
+		p, n := &v1.Pod{}, &v1.Node{}
+		f.Fill(p)
+		f.Fill(n)
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
+		if i%2 == 0 {
+			p.Spec.NodeName = ""
+		}
+		pods.Items, nodes.Items = append(pods.Items, *p), append(nodes.Items, *n)
+	}
+	for _, c := range []struct {
+		list       runtime.Object
+		into, base func() runtime.Object
+	}{
+		{pods, func() runtime.Object { return &v1.PodList{} }, func() runtime.Object { return &v1.PodList{} }},
+		{pods, func() runtime.Object { return nil }, func() runtime.Object { return nil }},
+		{nodes, func() runtime.Object { return &v1.NodeList{} }, func() runtime.Object { return &v1.NodeList{} }},
+	} {
+		data := d.encode(t, c.list)
+		want, _, err := d.base.Serializer.Decode(bytes.Clone(data), nil, c.base())
+		if err != nil {
+			t.Fatalf("client-go, %T: %v", c.list, err)
+		}
+		got, _, err := d.ours.Serializer.Decode(data, nil, c.into())
+		if err != nil {
+			t.Fatalf("ours, %T: %v", c.list, err)
+		}
+		wantItems, err := meta.ExtractList(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotItems, err := meta.ExtractList(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gotItems) != len(wantItems) || len(wantItems) != 6 {
+			t.Fatalf("%T: %d items, client-go %d, want 6", c.list, len(gotItems), len(wantItems))
+		}
+		for i := range wantItems {
+			checkSlim(t, gotItems[i])
+			if w, g := stored(t, wantItems[i]), stored(t, gotItems[i]); !reflect.DeepEqual(g, w) {
+				t.Errorf("%T item %d stored differently:\n%s", c.list, i, diff.Diff(w, g))
+			}
+		}
+		if wm, gm := want.(metav1.ListInterface).GetResourceVersion(), got.(metav1.ListInterface).GetResourceVersion(); gm != wm {
+			t.Errorf("%T: resource version %q, client-go %q", c.list, gm, wm)
+		}
+	}
+	data := d.encode(t, pods)
+	_, _, wantErr := d.base.Serializer.Decode(bytes.Clone(data), nil, &v1.Pod{})
+	_, _, gotErr := d.ours.Serializer.Decode(data, nil, &v1.Pod{})
+	if (wantErr == nil) != (gotErr == nil) {
+		t.Errorf("a PodList into a Pod: error %v, client-go's %v", gotErr, wantErr)
 	}
 }
 
