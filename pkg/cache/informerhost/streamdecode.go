@@ -439,7 +439,9 @@ func protoNumbers(t reflect.Type, names ...string) map[protowire.Number]bool {
 	return set
 }
 
-// The rules of the objects the decoders read, mirroring StripForScheduler.
+// The rules of the objects the decoders read, mirroring StripForScheduler:
+// what stripPod, stripNode and placementFree drop, by the same Go field
+// names (keptContainerFields is shared).
 var (
 	podRule, nodeRule = slimRules()
 	podListRule       = &wireRule{inner: map[protowire.Number]*wireRule{protoNumber(reflect.TypeFor[v1.PodList](), "Items"): podRule}}
@@ -462,7 +464,7 @@ func slimRules() (pod, node *wireRule) {
 	meta := &wireRule{
 		drop: protoNumbers(objectMeta, "ManagedFields"),
 		dropIf: func(num protowire.Number, v []byte) bool {
-			return num == annotations && string(mapEntryKeyOf(v)) == LastAppliedConfigAnnotation
+			return num == annotations && string(fieldOf(v, mapEntryKey)) == LastAppliedConfigAnnotation
 		},
 	}
 	// placementFree, on the wire: a volume whose source is one of these.
@@ -494,11 +496,6 @@ func slimRules() (pod, node *wireRule) {
 		},
 	}}
 	return pod, node
-}
-
-// mapEntryKeyOf returns the key of the map entry message v.
-func mapEntryKeyOf(v []byte) []byte {
-	return fieldOf(v, mapEntryKey)
 }
 
 // fieldOf returns the contents of the last length-delimited field num of
