@@ -115,9 +115,11 @@ func stripNode(node *v1.Node) {
 //
 // Then what pods repeat is shared (see interner). At 150,000 pods this is
 // most of the memory of a pod that a kubelet reports running.
+//
 // slimRules (streamdecode.go) leaves the same parts out while decoding
 // from the wire; a change here goes there too, and
 // TestStreamDecodingStoresWhatClientGoStores fails until it does.
+//
 // TestStrippedFieldsUnread in transform_test.go proves by type-checking
 // every package of this module (and the component-helpers packages it
 // calls) that none of them reads what is dropped; a new reader must keep
