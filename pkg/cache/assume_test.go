@@ -312,10 +312,10 @@ func TestJobTasks(t *testing.T) {
 	c, _, pods := gangFixture(t, Options{})
 	id := dialects.Resolver().JobID(pods[0])
 	mustNoErr(t, "AssumePod", c.AssumePod(pods[0], "n1"))
-	tasks, disruption, ok := c.JobTasks(id)
+	tasks, facts, ok := c.JobTasks(id)
 	j, _ := c.Job(id)
-	if disruption != j.Disruption() {
-		t.Errorf("JobTasks says the gang goes %s, Job %s", disruption, j.Disruption())
+	if want := j.VictimFacts(); facts != want {
+		t.Errorf("JobTasks says %+v of the gang, Job %+v", facts, want)
 	}
 	if !ok || len(tasks) != len(j.Tasks) || len(tasks) != len(pods) {
 		t.Fatalf("JobTasks = %d tasks, %v; Job has %d, the fixture %d pods", len(tasks), ok, len(j.Tasks), len(pods))

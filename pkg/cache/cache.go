@@ -443,22 +443,22 @@ func (c *SchedulerCache) Job(id framework.JobID) (*framework.JobInfo, bool) {
 	return j, true
 }
 
-// JobTasks returns the tasks of the gang or job with id and how
-// preemption may take them (JobInfo.Disruption), without a copy of the
+// JobTasks returns the tasks of the gang or job with id and what the
+// victim rules read of it (JobInfo.VictimFacts), without a copy of the
 // job: for a caller that reads its members alone, once per candidate
 // victim's gang (preemption). The tasks are shared, not copied.
-func (c *SchedulerCache) JobTasks(id framework.JobID) ([]*framework.TaskInfo, framework.Disruption, bool) {
+func (c *SchedulerCache) JobTasks(id framework.JobID) ([]*framework.TaskInfo, framework.VictimFacts, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	j, ok := c.jobs[id]
 	if !ok {
-		return nil, framework.DisruptWhole, false
+		return nil, framework.VictimFacts{}, false
 	}
 	tasks := make([]*framework.TaskInfo, 0, len(j.Tasks))
 	for _, t := range j.Tasks {
 		tasks = append(tasks, t)
 	}
-	return tasks, j.Disruption(), true
+	return tasks, j.VictimFacts(), true
 }
 
 // TaskState returns the job and status of the task of the pod with uid,

@@ -21,7 +21,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework/preemption"
@@ -103,7 +102,8 @@ func benchGangVictimSearch(b *testing.B, nodes int, withGoing bool) {
 			goingTasks = append(goingTasks, tasks...)
 		}
 	}
-	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.PodObject()) < 9999999 }
+	// DefaultPreemption's policy: it reads the record's priority, never the pod.
+	policy := func(t *framework.TaskInfo) bool { return t.Priority() < 9999999 }
 
 	b.ResetTimer()
 	for range b.N {

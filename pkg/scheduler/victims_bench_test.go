@@ -22,7 +22,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/batch-scheduler/batch-scheduler/pkg/cache"
 	"github.com/batch-scheduler/batch-scheduler/pkg/framework"
@@ -105,7 +104,8 @@ func benchVictimSearch(b *testing.B, registry *frameworkruntime.Registry, nodes,
 		}
 	}
 	pc := startBenchPreemption(b, s, c)
-	policy := func(t *framework.TaskInfo) bool { return corev1helpers.PodPriority(t.PodObject()) < 8888888 }
+	// DefaultPreemption's policy: it reads the record's priority, never the pod.
+	policy := func(t *framework.TaskInfo) bool { return t.Priority() < 8888888 }
 
 	b.ResetTimer()
 	for range b.N {

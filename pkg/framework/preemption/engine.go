@@ -101,12 +101,11 @@ type JobLister interface {
 }
 
 // TaskLister is what a JobLister may also do (the scheduler's cache
-// does): list a job's tasks, and say how preemption may take them
-// (JobInfo.Disruption), without copying the job. The victim search asks
-// it whether each candidate's gang may go, over every gang on every node
-// it searches.
+// does): list a job's tasks, and say what the victim rules read of the
+// job (JobInfo.VictimFacts), without copying the job. The victim search
+// asks it of every gang on every node it searches.
 type TaskLister interface {
-	JobTasks(id framework.JobID) ([]*framework.TaskInfo, framework.Disruption, bool)
+	JobTasks(id framework.JobID) ([]*framework.TaskInfo, framework.VictimFacts, bool)
 }
 
 // Background runs the API calls of a preemption off the scheduling loop.

@@ -36,39 +36,83 @@ const (
 	gangGoesSingly
 )
 
-// gangMode says whether, and how, the running members of gang may go.
-// Asked for each member on each node searched, it is worked out once per
-// simulation: the members and the policy do not change during one.
-func (sim *simulation) gangMode(gang framework.JobID) gangMode {
-	if m, known := sim.gangModes[gang]; known {
-		return m
+// gangView is what a simulation reads of one victim gang, looked up once
+// per simulation: every node searched holds members of the same gangs,
+// and the victim rules ask of each member. The tasks are the cache's,
+// shared, not copied. Nothing here changes during a simulation (the
+// members, the policy and the going pods do not) but rest, which follows
+// the victims chosen.
+type gangView struct {
+	tasks        []*framework.TaskInfo
+	minAvailable int32
+	mode         gangMode
+	// staying counts the running members not going (see
+	// simulation.staying); -1 until asked.
+	staying int
+	// rest is what gangRest listed last; rest.members is nil until then.
+	rest gangRest
+}
+
+// gang returns the view of gang, nil when the cache has no such job. A
+// gang of sub-gangs is also looked up whole (simulation.job), which
+// counts out its sub-gangs.
+func (sim *simulation) gang(id framework.JobID) *gangView {
+	if g, known := sim.gangs[id]; known {
+		return g
 	}
+	var g *gangView
+	tl, lists := sim.e.opts.Jobs.(TaskLister)
+	if lists && sim.jobs[id] == nil {
+		tasks, facts, found := tl.JobTasks(id)
+		switch {
+		case !found:
+		case facts.SubGangs:
+			g = sim.viewOf(sim.job(id))
+		default:
+			g = sim.newGangView(tasks, facts)
+		}
+	} else {
+		g = sim.viewOf(sim.job(id))
+	}
+	if sim.gangs == nil {
+		sim.gangs = map[framework.JobID]*gangView{}
+	}
+	sim.gangs[id] = g
+	return g
+}
+
+// viewOf returns the view of job, a copy of the cache's record; nil for
+// nil.
+func (sim *simulation) viewOf(job *framework.JobInfo) *gangView {
+	if job == nil {
+		return nil
+	}
+	tasks := make([]*framework.TaskInfo, 0, len(job.Tasks))
+	for _, t := range job.Tasks {
+		tasks = append(tasks, t)
+	}
+	return sim.newGangView(tasks, job.VictimFacts())
+}
+
+// newGangView returns the view of the gang of tasks and facts, with its
+// gangMode worked out.
+func (sim *simulation) newGangView(tasks []*framework.TaskInfo, facts framework.VictimFacts) *gangView {
 	// A running member that is not bound yet, or that the policy keeps,
 	// keeps a gang that goes whole.
 	keeps := func(m *framework.TaskInfo) bool {
 		return m.OnNode() && m.Counted && (m.Status != framework.TaskBound || !sim.policy(m))
 	}
-	mode := gangStays
-	if tl, lists := sim.e.opts.Jobs.(TaskLister); lists && sim.jobs[gang] == nil {
-		// The members alone, not a copy of the gang's record: most
-		// gangs asked about are never chosen.
-		if tasks, d, found := tl.JobTasks(gang); found {
-			mode = sim.modeOf(d, slices.ContainsFunc(tasks, keeps))
-		}
-	} else if info := sim.job(gang); info != nil {
-		kept := false
-		for _, m := range info.Tasks {
-			if kept = keeps(m); kept {
-				break
-			}
-		}
-		mode = sim.modeOf(info.Disruption(), kept)
+	return &gangView{tasks: tasks, minAvailable: facts.MinAvailable, staying: -1,
+		mode: sim.modeOf(facts.Disruption, slices.ContainsFunc(tasks, keeps))}
+}
+
+// gangMode says whether, and how, the running members of gang may go.
+// A gang the cache no longer has stays.
+func (sim *simulation) gangMode(gang framework.JobID) gangMode {
+	if g := sim.gang(gang); g != nil {
+		return g.mode
 	}
-	if sim.gangModes == nil {
-		sim.gangModes = map[framework.JobID]gangMode{}
-	}
-	sim.gangModes[gang] = mode
-	return mode
+	return gangStays
 }
 
 // modeOf is the gangMode of a gang whose group says d, and of whose

@@ -51,13 +51,11 @@ type simulation struct {
 	// the multi-level gangs among them, nil until there is one.
 	jobs     map[framework.JobID]*framework.JobInfo
 	subGangs map[framework.JobID]*subGangs
-	// gangModes caches gangMode per gang, and stay staying per job; nil
-	// until asked. Neither changes during a simulation: both read only
-	// the jobs' tasks and going.
-	gangModes map[framework.JobID]gangMode
-	stay      map[framework.JobID]int
-	// rests caches gangRest per gang; nil until asked.
-	rests map[framework.JobID]gangRest
+	// gangs caches what the victim rules read of each gang (see
+	// gangView); nil until asked.
+	gangs map[framework.JobID]*gangView
+	// scratch are the victim search's buffers, reused node after node.
+	scratch victimScratch
 	// victims are the chosen victims by UID; gangVictims counts them per
 	// gang.
 	victims     map[types.UID]*Victim

@@ -528,7 +528,7 @@ func BenchmarkGangVictims(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				// Each simulation looks its jobs up afresh.
-				sim.jobs, sim.subGangs = map[framework.JobID]*framework.JobInfo{}, nil
+				sim.jobs, sim.subGangs, sim.gangs = map[framework.JobID]*framework.JobInfo{}, nil, nil
 				spare := 0
 				for _, task := range tasks {
 					if sim.aboveQuorum(task) {

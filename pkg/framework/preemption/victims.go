@@ -22,7 +22,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -124,34 +123,31 @@ func (sim *simulation) aboveQuorum(t *framework.TaskInfo) bool {
 	if !t.Job.Gang {
 		return false
 	}
-	info := sim.job(t.Job)
-	if info == nil {
+	g := sim.gang(t.Job)
+	if g == nil {
 		return false
 	}
 	if s := sim.subGangs[t.Job]; s != nil {
 		return s.spare(t, sim.victims)
 	}
-	return sim.staying(info)-sim.gangVictims[t.Job] > int(info.MinAvailable())
+	return sim.staying(g)-sim.gangVictims[t.Job] > int(g.minAvailable)
 }
 
-// staying counts the running pods of job that are not already going
+// staying counts the running pods of gang g that are not already going
 // (terminating, or another preemption's victims): what it keeps unless
-// sim takes more. It is counted once per job and simulation: it is asked
-// for each candidate victim of the job on each node searched.
-func (sim *simulation) staying(job *framework.JobInfo) int {
-	if n, ok := sim.stay[job.ID]; ok {
-		return n
+// sim takes more. It is counted once per gang and simulation: it is asked
+// for each candidate victim of the gang on each node searched.
+func (sim *simulation) staying(g *gangView) int {
+	if g.staying >= 0 {
+		return g.staying
 	}
 	n := 0
-	for _, m := range job.Tasks {
+	for _, m := range g.tasks {
 		if m.Status != framework.TaskPending && m.Counted && m.GetDeletionTimestamp() == nil && !sim.going[m.GetUID()] {
 			n++
 		}
 	}
-	if sim.stay == nil {
-		sim.stay = map[framework.JobID]int{}
-	}
-	sim.stay[job.ID] = n
+	g.staying = n
 	return n
 }
 
@@ -169,90 +165,130 @@ func (sim *simulation) staying(job *framework.JobInfo) int {
 // PreFilter state, updated by each pod taken off or put back), so nothing
 // of one candidate node's search reaches the next.
 func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node *framework.NodeInfo) (*candidate, error) {
-	var potential []*framework.TaskInfo
+	// The buffers are the simulation's, reused node after node: nothing
+	// of them outlives this call.
+	potential := sim.scratch.potential[:0]
 	for _, t := range node.Pods {
 		if sim.eligible(t) {
 			potential = append(potential, t)
 		}
 	}
+	sim.scratch.potential = potential
 	if len(potential) == 0 {
 		return nil, nil
 	}
 	name := node.Name()
-	// RemovePod marks the node changed: adding the tasks back directly
-	// keeps their accounting (Own) and is undone by the next update too.
-	restore := func(ts []*framework.TaskInfo) {
-		for _, t := range ts {
-			node.AddTask(t)
-		}
-	}
 	check := pf.check()
 	for i, t := range potential {
 		sim.snapshot.RemovePod(name, t.GetUID())
 		if err := check.removed(ctx, t, node); err != nil {
-			restore(potential[:i+1])
+			restoreTasks(node, potential[:i+1])
 			return nil, err
 		}
 	}
 	ok, err := check.fits(ctx, node)
 	if err != nil || !ok {
-		restore(potential)
+		restoreTasks(node, potential)
 		return nil, err
 	}
-	spare := make(map[types.UID]bool, len(potential))
-	for _, t := range potential {
-		spare[t.GetUID()] = sim.aboveQuorum(t)
-	}
-	sort.SliceStable(potential, func(i, j int) bool {
-		a, b := potential[i], potential[j]
-		if sim.wait != nil {
-			// A reservation waits for the pods that end soonest.
-			return sim.endsLater(a, b)
-		}
-		if sa, sb := spare[a.GetUID()], spare[b.GetUID()]; sa != sb {
-			return sb
-		}
-		return moreImportant(a, b)
-	})
+	sim.rankVictims(potential)
 	violating, allowed := sim.splitByPDB(potential, sim.pdbAllowed())
 	c := &candidate{node: node}
-	reprieve := func(t *framework.TaskInfo) (bool, error) {
-		node.AddTask(t)
-		if err := check.added(ctx, t, node); err != nil {
-			return false, err
-		}
-		ok, err := check.fits(ctx, node)
-		if err != nil {
-			return false, err
-		}
-		if !ok {
-			sim.snapshot.RemovePod(name, t.GetUID())
-			c.victims = append(c.victims, t)
-			if err := check.removed(ctx, t, node); err != nil {
-				return false, err
-			}
-		}
-		return !ok, nil
-	}
+	victims := sim.scratch.victims[:0]
 	for i, group := range [][]*framework.TaskInfo{violating, allowed} {
 		for j, t := range group {
-			evicted, err := reprieve(t)
+			// Put t back; it is a victim if the pod no longer fits.
+			node.AddTask(t)
+			fits, err := false, check.added(ctx, t, node)
+			if err == nil {
+				fits, err = check.fits(ctx, node)
+			}
+			if err == nil && !fits {
+				sim.snapshot.RemovePod(name, t.GetUID())
+				victims = append(victims, t)
+				if i == 0 {
+					c.violations++
+				}
+				err = check.removed(ctx, t, node)
+			}
 			if err != nil {
 				// Put back what was still off the node.
-				restore(c.victims)
-				restore(group[j+1:])
+				restoreTasks(node, victims)
+				restoreTasks(node, group[j+1:])
 				if i == 0 {
-					restore(allowed)
+					restoreTasks(node, allowed)
 				}
+				sim.scratch.victims = victims
 				return nil, err
-			}
-			if evicted && i == 0 {
-				c.violations++
 			}
 		}
 	}
-	restore(c.victims)
+	restoreTasks(node, victims)
+	sim.scratch.victims = victims
+	c.victims = slices.Clone(victims)
 	return c, nil
+}
+
+// restoreTasks puts ts back on node, which the victim search took them
+// off. RemovePod marks the node changed: adding the tasks back directly
+// keeps their accounting (Own) and is undone by the next update too.
+func restoreTasks(node *framework.NodeInfo, ts []*framework.TaskInfo) {
+	for _, t := range ts {
+		node.AddTask(t)
+	}
+}
+
+// rankVictims sorts the eligible pods of one node in the order the victim
+// search puts them back: most important first, an elastic gang's pods
+// above its quorum (aboveQuorum) after every other; for a reservation's
+// wait, those that end soonest last.
+func (sim *simulation) rankVictims(potential []*framework.TaskInfo) {
+	if sim.wait != nil {
+		slices.SortStableFunc(potential, func(a, b *framework.TaskInfo) int {
+			return orderOf(sim.endsLater(a, b), sim.endsLater(b, a))
+		})
+		return
+	}
+	ranked := sim.scratch.ranked[:0]
+	for _, t := range potential {
+		ranked = append(ranked, rankedVictim{task: t, spare: sim.aboveQuorum(t)})
+	}
+	slices.SortStableFunc(ranked, func(a, b rankedVictim) int {
+		if a.spare != b.spare {
+			return orderOf(b.spare, a.spare)
+		}
+		return orderOf(moreImportant(a.task, b.task), moreImportant(b.task, a.task))
+	})
+	for i, r := range ranked {
+		potential[i] = r.task
+	}
+	sim.scratch.ranked = ranked
+}
+
+// rankedVictim is an eligible pod and whether it is above its gang's
+// quorum, as rankVictims sorts them.
+type rankedVictim struct {
+	task  *framework.TaskInfo
+	spare bool
+}
+
+// orderOf turns "a before b" and "b before a" into a comparison result.
+func orderOf(aFirst, bFirst bool) int {
+	switch {
+	case aFirst:
+		return -1
+	case bFirst:
+		return 1
+	}
+	return 0
+}
+
+// victimScratch are buffers the victim search of a simulation reuses
+// from one node to the next; nothing keeps a reference to them between
+// calls.
+type victimScratch struct {
+	potential, victims, gangTaken, added []*framework.TaskInfo
+	ranked                               []rankedVictim
 }
 
 // expandGangs adds to c the other running members of each victim gang
@@ -265,27 +301,33 @@ func (sim *simulation) selectVictimsOnNode(ctx context.Context, pf *podFit, node
 // subGangs.expand). It then recounts c's PDB violations over all its
 // victims.
 func (sim *simulation) expandGangs(c *candidate) {
-	// The victims of each gang, by UID: a few per gang, searched
-	// linearly.
-	taken := map[framework.JobID][]types.UID{}
+	// The victims of gangs that go whole, gang by gang: a few per gang,
+	// searched linearly. Any fixed order of the gangs will do; the
+	// fields compare faster than String.
+	taken := sim.scratch.gangTaken[:0]
 	for _, t := range c.victims {
 		if t.Job.Gang && sim.gangMode(t.Job) != gangGoesSingly {
-			taken[t.Job] = append(taken[t.Job], t.GetUID())
+			taken = append(taken, t)
 		}
 	}
-	gangs := make([]framework.JobID, 0, len(taken))
-	for id := range taken {
-		gangs = append(gangs, id)
-	}
-	// Any fixed order will do; the fields compare faster than String.
-	slices.SortFunc(gangs, func(a, b framework.JobID) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(string(a.Owner), string(b.Owner)))
+	slices.SortStableFunc(taken, func(a, b *framework.TaskInfo) int {
+		x, y := a.Job, b.Job
+		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name), strings.Compare(string(x.Owner), string(y.Owner)))
 	})
+	sim.scratch.gangTaken = taken
 	own := c.victims[:len(c.victims):len(c.victims)]
+	added := sim.scratch.added[:0]
 	var in map[types.UID]bool
-	for _, id := range gangs {
-		info := sim.job(id)
-		if info == nil {
+	for len(taken) > 0 {
+		id := taken[0].Job
+		n := 1
+		for n < len(taken) && taken[n].Job == id {
+			n++
+		}
+		ownOfGang := taken[:n]
+		taken = taken[n:]
+		g := sim.gang(id)
+		if g == nil {
 			continue
 		}
 		if s := sim.subGangs[id]; s != nil {
@@ -295,21 +337,23 @@ func (sim *simulation) expandGangs(c *candidate) {
 					in[t.GetUID()] = true
 				}
 			}
-			c.victims = append(c.victims, s.expand(own, sim.victims, in)...)
+			added = append(added, s.expand(own, sim.victims, in)...)
 			continue
 		}
-		ownOfGang := taken[id]
-		left := sim.staying(info) - sim.gangVictims[id] - len(ownOfGang)
-		if left <= 0 || left >= int(info.MinAvailable()) {
+		left := sim.staying(g) - sim.gangVictims[id] - len(ownOfGang)
+		if left <= 0 || left >= int(g.minAvailable) {
 			continue
 		}
-		rest := sim.gangRest(info)
-		c.victims = slices.Grow(c.victims, len(rest.uids)-len(ownOfGang))
+		rest := sim.gangRest(g)
 		for i, uid := range rest.uids {
-			if !slices.Contains(ownOfGang, uid) {
-				c.victims = append(c.victims, rest.members[i])
+			if !slices.ContainsFunc(ownOfGang, func(t *framework.TaskInfo) bool { return t.GetUID() == uid }) {
+				added = append(added, rest.members[i])
 			}
 		}
+	}
+	sim.scratch.added = added
+	if len(added) > 0 {
+		c.victims = append(slices.Clip(own), added...)
 	}
 	c.violations = 0
 	if len(sim.pdbs) > 0 {
@@ -322,17 +366,17 @@ func (sim *simulation) expandGangs(c *candidate) {
 	}
 }
 
-// gangRest returns the members of gang job that a candidate taking some
-// of them may have to take too: those running that are neither going nor
+// gangRest returns the members of gang g that a candidate taking some of
+// them may have to take too: those running that are neither going nor
 // chosen already, by pod name. They are listed once per gang while the
 // simulation's victims stay as they are (sim.changes): every candidate
 // node the search tries holds members of the same gangs.
-func (sim *simulation) gangRest(job *framework.JobInfo) gangRest {
-	if r, ok := sim.rests[job.ID]; ok && r.changes == sim.changes {
-		return r
+func (sim *simulation) gangRest(g *gangView) gangRest {
+	if g.rest.members != nil && g.rest.changes == sim.changes {
+		return g.rest
 	}
-	var rest []*framework.TaskInfo
-	for _, m := range job.Tasks {
+	rest := []*framework.TaskInfo{}
+	for _, m := range g.tasks {
 		if !m.OnNode() || !m.Counted || m.GetDeletionTimestamp() != nil || sim.going[m.GetUID()] {
 			continue
 		}
@@ -346,10 +390,7 @@ func (sim *simulation) gangRest(job *framework.JobInfo) gangRest {
 	for i, m := range rest {
 		r.uids[i] = m.GetUID()
 	}
-	if sim.rests == nil {
-		sim.rests = map[framework.JobID]gangRest{}
-	}
-	sim.rests[job.ID] = r
+	g.rest = r
 	return r
 }
 
@@ -376,6 +417,9 @@ func (sim *simulation) pdbAllowed() []int32 {
 // goes. A PDB with an empty selector matches nothing, and a pod the PDB
 // already counts as disrupted does not consume it, as in kube-scheduler.
 func (sim *simulation) splitByPDB(pods []*framework.TaskInfo, allowed []int32) (violating, ok []*framework.TaskInfo) {
+	if len(sim.pdbs) == 0 {
+		return nil, pods
+	}
 	for _, t := range pods {
 		if sim.consumePDBs(t, allowed) {
 			violating = append(violating, t)

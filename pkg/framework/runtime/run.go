@@ -45,11 +45,15 @@ const (
 	skipPodFilterKey framework.StateKey = "framework.batch-scheduler.io/skip-pod-filter-plugins"
 )
 
-// pluginSet is a set of plugin names kept in CycleState.
+// pluginSet is a set of plugin names kept in CycleState. A set is never
+// changed once written: each run that skips plugins builds and writes a
+// new one.
 type pluginSet sets.Set[string]
 
-// Clone implements StateData.
-func (s pluginSet) Clone() framework.StateData { return pluginSet(sets.Set[string](s).Clone()) }
+// Clone implements StateData. The set is shared, not copied: it does not
+// change (the victim search clones the cycle state once per node it
+// searches).
+func (s pluginSet) Clone() framework.StateData { return s }
 
 // skipped returns the set stored under key, or an empty one.
 func skipped(state *framework.CycleState, key framework.StateKey) pluginSet {

@@ -125,10 +125,17 @@ type reserved struct {
 	pods    map[types.UID]bool
 }
 
+// Clone implements StateData. Empty maps are not copied (a clone is taken
+// per node the victim search tries, and most cycles reserve nothing);
+// addReserved makes them when it first reserves.
 func (r *reserved) Clone() framework.StateData {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return &reserved{amounts: r.amounts.Clone(), pods: maps.Clone(r.pods)}
+	c := &reserved{}
+	if len(r.pods) > 0 {
+		c.amounts, c.pods = r.amounts.Clone(), maps.Clone(r.pods)
+	}
+	return c
 }
 
 // PreFilter implements framework.PreFilterPlugin. It rejects, unresolvably
@@ -137,7 +144,7 @@ func (r *reserved) Clone() framework.StateData {
 // for exceeds the limit of its queue or of an ancestor, or everything the
 // scheduler may use.
 func (pl *Capacity) PreFilter(_ context.Context, state *framework.CycleState, job *framework.Job) *framework.Status {
-	state.Write(stateKey, &reserved{amounts: framework.ResourceAmounts{}, pods: map[types.UID]bool{}})
+	state.Write(stateKey, &reserved{})
 	state.Write(jobKey, &jobData{job: job})
 	qs := job.Queues
 	if qs == nil {
@@ -349,6 +356,9 @@ func addReserved(state *framework.CycleState, pod *v1.Pod, sign int64) {
 		return
 	}
 	if sign > 0 {
+		if r.pods == nil {
+			r.amounts, r.pods = framework.ResourceAmounts{}, map[types.UID]bool{}
+		}
 		r.pods[pod.UID] = true
 	} else {
 		delete(r.pods, pod.UID)

@@ -479,6 +479,34 @@ func TestPreFilterPodCountsReservedPods(t *testing.T) {
 	}
 }
 
+// A clone of the cycle state (the victim search takes one per node) holds
+// what was reserved when it was taken, and what either reserves after
+// does not reach the other, whether or not anything was reserved before.
+func TestReservedClone(t *testing.T) {
+	ctx := context.Background()
+	p0, p1, two := cpuPod("p0", "1"), cpuPod("p1", "1"), cpuPod("two", "2")
+	j := job("a", snapshot(cores(8), queue("a", "", limit(cores(2)))), 1, p0, p1, two)
+	pl := &Capacity{}
+	state := framework.NewCycleState()
+	pl.PreFilter(ctx, state, j)
+	empty := state.Clone()
+	pl.Reserve(ctx, empty, p0, "node-1")
+	if s := pl.PreFilterPod(ctx, state, two, nil); !s.IsSuccess() {
+		t.Errorf("PreFilterPod(two) after the clone reserved p0 = %v, want success: the state reserved nothing", s)
+	}
+	pl.Reserve(ctx, state, p1, "node-1")
+	held := state.Clone()
+	pl.Unreserve(ctx, state, p1, "node-1")
+	for name, st := range map[string]*framework.CycleState{"clone of nothing reserved, then p0": empty, "clone with p1 reserved": held} {
+		if s := pl.PreFilterPod(ctx, st, two, nil); s.Code() != framework.Unschedulable || s.Message() != "queue a at its limit: cpu 1/2" {
+			t.Errorf("%s: PreFilterPod(two) = %v, want Unschedulable: %q", name, s, "queue a at its limit: cpu 1/2")
+		}
+	}
+	if s := pl.PreFilterPod(ctx, state, two, nil); !s.IsSuccess() {
+		t.Errorf("PreFilterPod(two) after the state unreserved p1 = %v, want success", s)
+	}
+}
+
 // Unreserve is idempotent (framework.ReservePlugin): unreserving a pod
 // twice, or one never reserved, frees nothing it did not hold; reserving
 // a pod twice holds its requests once.

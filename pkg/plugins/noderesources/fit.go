@@ -222,8 +222,23 @@ func filter(ctx context.Context, pod *v1.Pod, req resources.Resource, dra map[v1
 	if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
 		logger.Info("Pod does not fit on node", "pod", klog.KObj(pod), "node", node.Name(), "reasons", reasons)
 	}
-	// Named here, the status is the framework's as it is: it copies a
-	// status to name its plugin otherwise, once per rejected node.
+	return rejection(reasons)
+}
+
+// rejection is the Unschedulable status of reasons. Named here, the status
+// is the framework's as it is: it copies a status to name its plugin
+// otherwise, once per rejected node.
+func rejection(reasons []string) *framework.Status {
+	if len(reasons) == 1 {
+		switch reasons[0] {
+		case reasonsCPU[0]:
+			return rejectedCPU
+		case reasonsMemory[0]:
+			return rejectedMemory
+		case reasonsPods[0]:
+			return rejectedPods
+		}
+	}
 	return framework.NewStatus(framework.Unschedulable, reasons...).WithPlugin(Name)
 }
 
@@ -342,6 +357,15 @@ var (
 	reasonsCPU    = []string{insufficientReason(v1.ResourceCPU)}
 	reasonsMemory = []string{insufficientReason(v1.ResourceMemory)}
 	reasonsPods   = []string{ErrReasonTooManyPods}
+)
+
+// The statuses of those shortages, shared as well: a Status is never
+// changed once made, and every node of a full cluster (and every node the
+// victim search checks a pod against) rejects with one of them.
+var (
+	rejectedCPU    = framework.NewStatus(framework.Unschedulable, reasonsCPU...).WithPlugin(Name)
+	rejectedMemory = framework.NewStatus(framework.Unschedulable, reasonsMemory...).WithPlugin(Name)
+	rejectedPods   = framework.NewStatus(framework.Unschedulable, reasonsPods...).WithPlugin(Name)
 )
 
 // insufficientReason words a missing resource as kube-scheduler does.
