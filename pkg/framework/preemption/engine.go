@@ -113,7 +113,8 @@ type Background interface {
 	// Go runs f on a goroutine the scheduler waits for when it stops.
 	Go(f func())
 	// Acquire takes a place in the bound the scheduler puts on its API
-	// calls in flight (the binds'); release gives it back.
+	// calls in flight (the binds'), for one call; release gives it back.
+	// A caller never holds a place while it waits for another.
 	Acquire() (release func())
 }
 

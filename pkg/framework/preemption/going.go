@@ -58,18 +58,22 @@ func newGoingSet(victims []*framework.TaskInfo) goingSet {
 // their nominated pods on the snapshot. A reservation's wait does not
 // free them: it waits for running pods by their expected ends.
 func (sim *simulation) free(leaving []*framework.TaskInfo) {
+	start := len(sim.freed)
 	for _, t := range leaving {
-		if !sim.snapshot.RemovePod(t.NodeName, t.GetUID()) {
-			continue
+		if sim.snapshot.RemovePod(t.NodeName, t.GetUID()) {
+			sim.freed = append(sim.freed, t)
 		}
-		if sim.freed == nil {
-			sim.freed = map[string][]*framework.TaskInfo{}
-		}
-		sim.freed[t.NodeName] = append(sim.freed[t.NodeName], t)
-		sim.record(func() {
+	}
+	if len(sim.freed) == start {
+		return
+	}
+	// One change undoes them all: they are freed before anything else.
+	sim.record(func() {
+		for _, t := range sim.freed[start:] {
 			if ni, ok := sim.snapshot.Get(t.NodeName); ok {
 				ni.AddTask(t)
 			}
-		})
-	}
+		}
+		sim.freed = sim.freed[:start]
+	})
 }

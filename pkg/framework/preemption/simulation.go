@@ -76,9 +76,9 @@ type simulation struct {
 	// going are the pods other jobs' preemptions are evicting that have
 	// not started terminating: no longer victims to choose.
 	going map[types.UID]bool
-	// freed are, by node, the victims of other preemptions that free
-	// took off the snapshot.
-	freed map[string][]*framework.TaskInfo
+	// freed are the victims of other preemptions that free took off the
+	// snapshot.
+	freed []*framework.TaskInfo
 	// budget, if set, bounds what the victims take from each group; taken
 	// sums, per group, the requests of the victims chosen so far and of
 	// the going pods.
@@ -195,12 +195,18 @@ func (e *Engine) simulate(ctx context.Context, c *Cycle, b SearchBounds, going g
 // result is the simulation's state as a SimulationResult.
 func (sim *simulation) result(fits bool) SimulationResult {
 	res := SimulationResult{Fits: fits, Victims: slices.Clone(sim.order), Placed: slices.Clone(sim.placed), Placements: maps.Clone(sim.placements)}
-	for _, node := range sim.placements {
-		for _, t := range sim.freed[node] {
-			if res.Borrowed == nil {
-				res.Borrowed = map[types.UID]string{}
+	if len(sim.freed) > 0 && len(sim.placements) > 0 {
+		nodes := make(map[string]bool, len(sim.placements))
+		for _, node := range sim.placements {
+			nodes[node] = true
+		}
+		for _, t := range sim.freed {
+			if nodes[t.NodeName] {
+				if res.Borrowed == nil {
+					res.Borrowed = map[types.UID]string{}
+				}
+				res.Borrowed[t.GetUID()] = t.NodeName
 			}
-			res.Borrowed[t.GetUID()] = node
 		}
 	}
 	if sim.wait != nil {

@@ -375,7 +375,7 @@ func (sim *simulation) gangRest(g *gangView) gangRest {
 	if g.rest.members != nil && g.rest.changes == sim.changes {
 		return g.rest
 	}
-	rest := []*framework.TaskInfo{}
+	rest := make([]*framework.TaskInfo, 0, len(g.tasks))
 	for _, m := range g.tasks {
 		if !m.OnNode() || !m.Counted || m.GetDeletionTimestamp() != nil || sim.going[m.GetUID()] {
 			continue
