@@ -64,12 +64,17 @@ type RuntimeBound struct {
 // End returns when b says pod, one of its owner's, ends at the latest
 // (see RuntimeBound); false for a nil b or one without a Limit.
 func (b *RuntimeBound) End(pod *v1.Pod, now time.Time) (time.Time, bool) {
+	return b.end(pod.Status.StartTime, now)
+}
+
+// end is End for a pod that started at started (nil: not yet).
+func (b *RuntimeBound) end(started *metav1.Time, now time.Time) (time.Time, bool) {
 	if b == nil || b.Limit <= 0 {
 		return time.Time{}, false
 	}
 	start := b.Start
 	if start.IsZero() {
-		start = podStart(pod, now)
+		start = startOr(started, now)
 	}
 	return start.Add(b.Limit), true
 }
@@ -127,14 +132,22 @@ func sameEstimates(a, b *RuntimeBound) bool {
 // Of returns the bound of pod's controller, a batch Job, nil when the
 // pod has no such controller or r holds no bound for it.
 func (r *RuntimeBounds) Of(pod *v1.Pod) *RuntimeBound {
-	if r == nil || pod == nil || r.n.Load() == 0 {
+	if pod == nil {
+		return nil
+	}
+	return r.of(pod)
+}
+
+// of is Of for any pod's metadata (a bound pod's PodRecord).
+func (r *RuntimeBounds) of(pod metav1.Object) *RuntimeBound {
+	if r == nil || r.n.Load() == 0 {
 		return nil
 	}
 	owner := metav1.GetControllerOfNoCopy(pod)
 	if owner == nil || owner.Kind != "Job" || !strings.HasPrefix(owner.APIVersion, "batch/") {
 		return nil
 	}
-	v, ok := r.m.Load(types.NamespacedName{Namespace: pod.Namespace, Name: owner.Name})
+	v, ok := r.m.Load(types.NamespacedName{Namespace: pod.GetNamespace(), Name: owner.Name})
 	if !ok {
 		return nil
 	}

@@ -92,6 +92,18 @@ func TestEstimatedEnd(t *testing.T) {
 			if end, ok := task.ExpectedEnd(now); ok != tt.wantOK || !end.Equal(tt.want) {
 				t.Errorf("TaskInfo.ExpectedEnd = %v, %v; want %v, %v", end, ok, tt.want, tt.wantOK)
 			}
+			// And through the task of the pod bound, which reads its
+			// record rather than a pod.
+			running := pod.DeepCopy()
+			running.Spec.NodeName = "n1"
+			bound := NewTaskInfo(running, GroupResolver{})
+			bound.RuntimeBounds = bounds
+			if bound.Record() == nil {
+				t.Fatal("the task of a bound pod keeps no record")
+			}
+			if end, ok := bound.ExpectedEnd(now); ok != tt.wantOK || !end.Equal(tt.want) {
+				t.Errorf("ExpectedEnd of the bound task = %v, %v; want %v, %v", end, ok, tt.want, tt.wantOK)
+			}
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ExpectedRuntimeAnnotation says how long a pod is expected to run once
@@ -40,7 +41,13 @@ const ExpectedRuntimeAnnotation = "batch-scheduler.io/expected-runtime"
 // (the annotation is then ignored; the deadline still counts). What the
 // pod's owner says (RuntimeBound) is not read here: see EstimatedEnd.
 func ExpectedRuntime(pod *v1.Pod) (d time.Duration, ok bool, err error) {
-	if v, set := pod.Annotations[ExpectedRuntimeAnnotation]; set {
+	return expectedRuntime(pod.Annotations, pod.Spec.ActiveDeadlineSeconds)
+}
+
+// expectedRuntime is ExpectedRuntime of a pod with annotations and
+// spec.activeDeadlineSeconds activeDeadline.
+func expectedRuntime(annotations map[string]string, activeDeadline *int64) (d time.Duration, ok bool, err error) {
+	if v, set := annotations[ExpectedRuntimeAnnotation]; set {
 		a, perr := parseRuntime(v)
 		if perr != nil {
 			err = fmt.Errorf("annotation %s=%q: %w", ExpectedRuntimeAnnotation, v, perr)
@@ -48,7 +55,7 @@ func ExpectedRuntime(pod *v1.Pod) (d time.Duration, ok bool, err error) {
 			d, ok = a, true
 		}
 	}
-	if s := pod.Spec.ActiveDeadlineSeconds; s != nil && *s > 0 && *s <= math.MaxInt64/int64(time.Second) {
+	if s := activeDeadline; s != nil && *s > 0 && *s <= math.MaxInt64/int64(time.Second) {
 		if limit := time.Duration(*s) * time.Second; !ok || limit < d {
 			d, ok = limit, true
 		}
@@ -87,18 +94,24 @@ func parseRuntime(v string) (time.Duration, error) {
 // ExpectedRuntime. ok is false when the pod gives no estimate. Callers
 // that know the pod's owner use EstimatedEnd (or TaskInfo.ExpectedEnd).
 func ExpectedEnd(pod *v1.Pod, now time.Time) (time.Time, bool) {
-	d, ok, _ := ExpectedRuntime(pod)
+	return expectedEnd(pod.Annotations, pod.Spec.ActiveDeadlineSeconds, pod.Status.StartTime, now)
+}
+
+// expectedEnd is ExpectedEnd of a pod with annotations,
+// spec.activeDeadlineSeconds activeDeadline and status.startTime started.
+func expectedEnd(annotations map[string]string, activeDeadline *int64, started *metav1.Time, now time.Time) (time.Time, bool) {
+	d, ok, _ := expectedRuntime(annotations, activeDeadline)
 	if !ok {
 		return time.Time{}, false
 	}
-	return podStart(pod, now).Add(d), true
+	return startOr(started, now).Add(d), true
 }
 
-// podStart is when pod started: status.startTime, now when no kubelet
-// reported it started.
-func podStart(pod *v1.Pod, now time.Time) time.Time {
-	if pod.Status.StartTime != nil {
-		return pod.Status.StartTime.Time
+// startOr is when a pod that started at started (status.startTime)
+// started: now when no kubelet reported it started.
+func startOr(started *metav1.Time, now time.Time) time.Time {
+	if started != nil {
+		return started.Time
 	}
 	return now
 }
@@ -107,8 +120,14 @@ func podStart(pod *v1.Pod, now time.Time) time.Time {
 // the pod says (ExpectedEnd) and what its owner says (owner, nil for
 // none: RuntimeBound.End). ok is false when neither gives an estimate.
 func EstimatedEnd(pod *v1.Pod, owner *RuntimeBound, now time.Time) (time.Time, bool) {
-	end, ok := ExpectedEnd(pod, now)
-	if oe, set := owner.End(pod, now); set && (!ok || oe.Before(end)) {
+	return estimatedEnd(pod.Annotations, pod.Spec.ActiveDeadlineSeconds, pod.Status.StartTime, owner, now)
+}
+
+// estimatedEnd is EstimatedEnd of a pod with the fields expectedEnd
+// reads.
+func estimatedEnd(annotations map[string]string, activeDeadline *int64, started *metav1.Time, owner *RuntimeBound, now time.Time) (time.Time, bool) {
+	end, ok := expectedEnd(annotations, activeDeadline, started, now)
+	if oe, set := owner.end(started, now); set && (!ok || oe.Before(end)) {
 		end, ok = oe, true
 	}
 	return end, ok
@@ -127,6 +146,13 @@ func EstimatedRuntime(pod *v1.Pod, owner *RuntimeBound, now time.Time) (time.Dur
 // ExpectedEnd returns when t's pod is expected to end: EstimatedEnd with
 // the bound t.RuntimeBounds holds for the pod's owner.
 func (t *TaskInfo) ExpectedEnd(now time.Time) (time.Time, bool) {
-	pod := t.PodObject()
-	return EstimatedEnd(pod, t.RuntimeBounds.Of(pod), now)
+	r := t.rec
+	if t.Pod != nil || r == nil {
+		pod := t.PodObject()
+		return EstimatedEnd(pod, t.RuntimeBounds.Of(pod), now)
+	}
+	// A bound pod's record holds all the estimate reads: no pod is made
+	// of it (the scheduler asks this of every running pod of the
+	// cluster's nodes when it ranks a parked job's standing).
+	return estimatedEnd(r.annotations, r.rareOrZero().activeDeadlineSeconds, r.startTime, t.RuntimeBounds.of(r), now)
 }

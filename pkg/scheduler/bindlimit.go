@@ -130,7 +130,8 @@ func (l *bindLimiter) release(t bindTicket, err error) {
 }
 
 // releaseNoSignal gives the place back without adapting the bound (a
-// batch of calls whose outcome is not one call's).
+// call whose failure says nothing of the API server's load: a disruption
+// budget's refusal of an eviction).
 func (l *bindLimiter) releaseNoSignal() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

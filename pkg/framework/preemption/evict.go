@@ -76,7 +76,7 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 		for _, pod := range placed {
 			release := e.opts.Background.Acquire()
 			err := e.patchNominatedNodeName(ctx, pod, placements[string(pod.UID)])
-			release()
+			release(err == nil)
 			if err != nil {
 				logger.Error(err, "Setting the nominated node of a preemptor pod", "pod", klog.KObj(pod))
 			}
@@ -98,7 +98,7 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 			// a TLS handshake for it).
 			release := e.opts.Background.Acquire()
 			err := e.evict(ctx, victim)
-			release()
+			release(err == nil)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
