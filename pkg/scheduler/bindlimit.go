@@ -130,8 +130,7 @@ func (l *bindLimiter) release(t bindTicket, err error) {
 }
 
 // releaseNoSignal gives the place back without adapting the bound (a
-// call whose failure says nothing of the API server's load: a disruption
-// budget's refusal of an eviction).
+// batch of calls whose outcome is not one call's).
 func (l *bindLimiter) releaseNoSignal() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

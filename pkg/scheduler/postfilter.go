@@ -279,18 +279,10 @@ func (b background) Go(f func()) {
 	}()
 }
 
-// Acquire implements preemption.Background: an eviction or a status
-// write of a preemption takes a place as a bind does, and its success
-// grows the bound as a bind's does. Its failure does not halve it: a 429
-// from the Eviction API is a disruption budget's refusal, not a sign of
-// overload.
-func (b background) Acquire() (release func(succeeded bool)) {
-	t := b.s.binds.acquire()
-	return func(succeeded bool) {
-		if succeeded {
-			b.s.binds.release(t, nil)
-		} else {
-			b.s.binds.releaseNoSignal()
-		}
-	}
+// Acquire implements preemption.Background. A preemption's evictions are
+// a batch whose outcome is not one call's: its place does not adapt the
+// bound.
+func (b background) Acquire() (release func()) {
+	b.s.binds.acquire()
+	return b.s.binds.releaseNoSignal
 }

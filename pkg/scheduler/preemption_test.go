@@ -23,7 +23,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -623,15 +622,9 @@ type barrier struct {
 	released chan struct{}
 	// timedOut counts the calls that gave up waiting for the others.
 	timedOut int
-	// onArrive, if set, is called as each call arrives; what it returns
-	// is called as the call leaves the barrier.
-	onArrive func() (leave func())
 }
 
 func (b *barrier) arrive() {
-	if b.onArrive != nil {
-		defer b.onArrive()()
-	}
 	b.mu.Lock()
 	b.arrived++
 	if b.arrived == b.want {
@@ -691,42 +684,6 @@ func TestPreemptionEvictsAVictimGangAtOnce(t *testing.T) {
 	defer b.mu.Unlock()
 	if b.timedOut != 0 {
 		t.Errorf("%d of 3 eviction calls waited a second for the others: the evictions ran one after the other", b.timedOut)
-	}
-}
-
-// The evictions of a preemption take their places in the bound on API
-// calls in flight one call at a time, as binds do: a victim gang's many
-// evictions never exceed it (nor the streams one HTTP/2 connection to the
-// API server allows), however many preemptions run at once.
-func TestPreemptionEvictionsStayWithinTheBound(t *testing.T) {
-	b := &barrier{want: 3, released: make(chan struct{})}
-	var inFlight, maxInFlight atomic.Int32
-	b.onArrive = func() func() {
-		n := inFlight.Add(1)
-		for m := maxInFlight.Load(); n > m && !maxInFlight.CompareAndSwap(m, n); m = maxInFlight.Load() {
-		}
-		return func() { inFlight.Add(-1) }
-	}
-	h := newHarnessWith(t, harnessConfig{opts: func(o *Options) {
-		o.Client = barrierClient{o.Client, b}
-		o.BindConcurrency = 2
-	}})
-	ev := newEvictions(h)
-	var want []string
-	for i := range 6 {
-		node := fmt.Sprintf("n%d", i)
-		h.addNode(node, "1")
-		h.addPod(running(fmt.Sprintf("v-%d", i), node, 10, "1", i).Group("v").MinAvailable("6").Obj())
-		want = append(want, fmt.Sprintf("v-%d", i))
-	}
-	h.addPod(st.MakePod().Name("pre").Priority(100).Req(res{v1.ResourceCPU: "1"}).Obj())
-	h.cycle()
-	h.sched.bindWG.Wait()
-	if got := ev.evicted(); !slices.Equal(got, want) {
-		t.Fatalf("evicted %v, want the whole gang %v", got, want)
-	}
-	if got := maxInFlight.Load(); got > 2 {
-		t.Errorf("%d eviction calls were in flight at once, want at most 2 (the bound)", got)
 	}
 }
 

@@ -113,12 +113,8 @@ type Background interface {
 	// Go runs f on a goroutine the scheduler waits for when it stops.
 	Go(f func())
 	// Acquire takes a place in the bound the scheduler puts on its API
-	// calls in flight (the binds'), for one call; release gives it back,
-	// saying whether the call succeeded (a success while the bound is in
-	// full use lets it grow; a failure, which may be a disruption
-	// budget's refusal rather than an overloaded API server, leaves it
-	// as it is). A caller never holds a place while it waits for another.
-	Acquire() (release func(succeeded bool))
+	// calls in flight (the binds'); release gives it back.
+	Acquire() (release func())
 }
 
 // Metrics are the counters the engine updates; nil ones are not counted.

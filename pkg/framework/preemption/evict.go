@@ -62,8 +62,7 @@ const maxParallelEvictions = 16
 // API refuses one (429), nothing else is evicted, the job's nominations
 // are dropped and the failure is reported; it will try again when
 // something changes. The others are evicted concurrently (at most
-// maxParallelEvictions calls at once, each within the scheduler's bound
-// on API calls in flight), as kube-scheduler does, so that a
+// maxParallelEvictions calls at once), as kube-scheduler does, so that a
 // victim gang is not left below its quorum for longer than the calls
 // take. A refusal among them (the prediction was stale) does not stop
 // the rest: a victim gang whose eviction has begun is better finished
@@ -72,12 +71,11 @@ const maxParallelEvictions = 16
 func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, plan SimulationResult, plugin string) {
 	placed, placements, victims := plan.Placed, plan.Placements, plan.Victims
 	e.opts.Background.Go(func() {
+		release := e.opts.Background.Acquire()
+		defer release()
 		logger := klog.FromContext(ctx)
 		for _, pod := range placed {
-			release := e.opts.Background.Acquire()
-			err := e.patchNominatedNodeName(ctx, pod, placements[string(pod.UID)])
-			release(err == nil)
-			if err != nil {
+			if err := e.patchNominatedNodeName(ctx, pod, placements[string(pod.UID)]); err != nil {
 				logger.Error(err, "Setting the nominated node of a preemptor pod", "pod", klog.KObj(pod))
 			}
 		}
@@ -89,16 +87,7 @@ func (e *Engine) executePreemption(ctx context.Context, job framework.JobID, pla
 		notGoing := map[types.UID]string{}
 		evictOne := func(v *Victim) bool {
 			victim := v.Task.PodObject()
-			// Each call takes its own place in the bound, and holds no
-			// other while it waits for one: a victim gang's evictions
-			// go out together, but the binds and all preemptions in
-			// flight stay within the bound (and within the streams the
-			// API server allows one HTTP/2 connection, 100 by default:
-			// past them the client opens another connection, and pays
-			// a TLS handshake for it).
-			release := e.opts.Background.Acquire()
 			err := e.evict(ctx, victim)
-			release(err == nil)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
