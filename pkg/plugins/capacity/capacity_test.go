@@ -479,16 +479,22 @@ func TestPreFilterPodCountsReservedPods(t *testing.T) {
 	}
 }
 
+// twoCoreCycle returns the plugin and a cycle state after its PreFilter
+// of a job of pods (quorum 1) in queue a, limited to 2 cores of 8.
+func twoCoreCycle(ctx context.Context, pods ...*v1.Pod) (*Capacity, *framework.CycleState) {
+	pl := &Capacity{}
+	state := framework.NewCycleState()
+	pl.PreFilter(ctx, state, job("a", snapshot(cores(8), queue("a", "", limit(cores(2)))), 1, pods...))
+	return pl, state
+}
+
 // A clone of the cycle state (the victim search takes one per node) holds
 // what was reserved when it was taken, and what either reserves after
 // does not reach the other, whether or not anything was reserved before.
 func TestReservedClone(t *testing.T) {
 	ctx := context.Background()
 	p0, p1, two := cpuPod("p0", "1"), cpuPod("p1", "1"), cpuPod("two", "2")
-	j := job("a", snapshot(cores(8), queue("a", "", limit(cores(2)))), 1, p0, p1, two)
-	pl := &Capacity{}
-	state := framework.NewCycleState()
-	pl.PreFilter(ctx, state, j)
+	pl, state := twoCoreCycle(ctx, p0, p1, two)
 	empty := state.Clone()
 	pl.Reserve(ctx, empty, p0, "node-1")
 	if s := pl.PreFilterPod(ctx, state, two, nil); !s.IsSuccess() {
@@ -513,10 +519,7 @@ func TestReservedClone(t *testing.T) {
 func TestUnreserveIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	p0, p1, big := cpuPod("p0", "1"), cpuPod("p1", "1"), cpuPod("big", "2")
-	j := job("a", snapshot(cores(8), queue("a", "", limit(cores(2)))), 1, p0, p1, big)
-	pl := &Capacity{}
-	state := framework.NewCycleState()
-	pl.PreFilter(ctx, state, j)
+	pl, state := twoCoreCycle(ctx, p0, p1, big)
 	pl.Reserve(ctx, state, p0, "node-1")
 	pl.Reserve(ctx, state, p1, "node-1")
 	pl.Unreserve(ctx, state, p0, "node-1")
