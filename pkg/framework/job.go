@@ -362,21 +362,6 @@ func (j *JobInfo) MinAvailable() int32 {
 	return j.minAvailable
 }
 
-// VictimFacts is what preemption's victim rules read of a job beside its
-// tasks: how preemption may take its pods (Disruption), its quorum
-// (MinAvailable) and whether it has sub-gangs (SubGroupRules), whose rules
-// need the whole record.
-type VictimFacts struct {
-	Disruption   Disruption
-	MinAvailable int32
-	SubGangs     bool
-}
-
-// VictimFacts returns j's VictimFacts.
-func (j *JobInfo) VictimFacts() VictimFacts {
-	return VictimFacts{Disruption: j.Disruption(), MinAvailable: j.MinAvailable(), SubGangs: len(j.SubGroupRules()) > 0}
-}
-
 // ValidationError says why the job cannot be scheduled as it is, or is
 // nil: a gang whose name is not a valid object name, or whose pods declare
 // no quorum, an invalid one, or different ones. Such a job is never
