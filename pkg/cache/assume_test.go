@@ -304,7 +304,7 @@ func TestTaskState(t *testing.T) {
 	mustNoErr(t, "ForgetPod", c.ForgetPod(pods[0]))
 	check("forgotten", framework.TaskPending, true)
 	mustNoErr(t, "RemovePendingPod", c.RemovePendingPod(pods[0]))
-	check("removed", "", false)
+	check("removed", 0, false)
 }
 
 // JobTasks lists the tasks Job has, without the copy, through an assume.

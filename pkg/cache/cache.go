@@ -469,7 +469,7 @@ func (c *SchedulerCache) TaskState(uid types.UID) (framework.JobID, framework.Ta
 	defer c.mu.RUnlock()
 	t, ok := c.tasks[uid]
 	if !ok {
-		return framework.JobID{}, "", false
+		return framework.JobID{}, 0, false
 	}
 	return t.Job, t.Status, true
 }

@@ -85,20 +85,6 @@ func (id JobID) String() string {
 // MarshalText makes a JobID render as its String in JSON, also as a map key.
 func (id JobID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
 
-// TaskStatus says where a task of a job is.
-type TaskStatus string
-
-const (
-	// TaskPending: the pod waits in the scheduling queue.
-	TaskPending TaskStatus = "Pending"
-	// TaskAssumed: the scheduler placed the pod on a node and is binding it
-	// (the cache's AssumePod); the informer has not yet reported it
-	// bound. It is accounted on that node like a bound pod.
-	TaskAssumed TaskStatus = "Assumed"
-	// TaskBound: the pod is bound to a node (spec.nodeName is set).
-	TaskBound TaskStatus = "Bound"
-)
-
 // TaskInfo is one pod of a job as the cache accounts it. A TaskInfo is
 // immutable once built: the cache replaces it on every change, so snapshots,
 // dumps and callers may share it freely. Do not modify it or its Pod.
@@ -106,9 +92,8 @@ type TaskInfo struct {
 	// Pod is the pod as the informer delivered it, shared, not copied. For
 	// an assumed task it is a shallow copy of the pending pod with
 	// spec.nodeName set to NodeName, as the pod will look once bound.
-	Pod    *v1.Pod
-	Job    JobID
-	Status TaskStatus
+	Pod *v1.Pod
+	Job JobID
 	// NodeName is the node of a bound or assumed task, empty for a pending
 	// one.
 	NodeName string
@@ -127,6 +112,7 @@ type TaskInfo struct {
 	// task. They count against the pod's queue (QueueRequests), never
 	// against its node: the DRA plugin allocates them on the node.
 	ClaimDevices map[v1.ResourceName]int64
+	Status       TaskStatus
 	// Counted reports whether Requests count against the node: true for a
 	// bound or assumed pod that has not finished (Succeeded or Failed),
 	// including a terminating one.
@@ -137,6 +123,9 @@ type TaskInfo struct {
 	// The cache sets it for pods informers report; an assumed task is
 	// always own.
 	Own bool
+	// counts is what node accounting counts of the pod besides Requests
+	// (see nodeCountsOf), worked out once.
+	counts nodeCounts
 	// group is the gang the task belongs to, nil for a single pod (read
 	// it through GroupKind, GroupObject and GroupConflict): a pointer, so
 	// that the many tasks outside any gang (other schedulers' bound pods)
@@ -152,6 +141,9 @@ type TaskInfo struct {
 
 	// rec is the record of a bound task, whose Pod is nil.
 	rec *PodRecord
+	// uid is the pod's, kept here so that scans of a node's tasks read
+	// no second object per task.
+	uid types.UID
 }
 
 // setGroup fills the group fields of t from m.
@@ -160,39 +152,6 @@ func (t *TaskInfo) setGroup(m Membership) {
 	if m.Gang() {
 		t.group = &taskGroup{kind: m.Ref.Kind, object: m.Ref.Object, conflict: m.Conflict}
 	}
-}
-
-// taskGroup is what a task of a gang says of its group.
-type taskGroup struct {
-	kind             GroupKind
-	object, conflict string
-}
-
-// GroupKind is the kind of object that defines the task's gang, empty for
-// a single pod.
-func (t *TaskInfo) GroupKind() GroupKind {
-	if t.group == nil {
-		return ""
-	}
-	return t.group.kind
-}
-
-// GroupObject is the name of the object that defines the task's gang, in
-// the pod's namespace (see GroupRef); empty for a single pod.
-func (t *TaskInfo) GroupObject() string {
-	if t.group == nil {
-		return ""
-	}
-	return t.group.object
-}
-
-// GroupConflict, when set, says that the pod names different groups in
-// different dialects; its gang is not scheduled.
-func (t *TaskInfo) GroupConflict() string {
-	if t.group == nil {
-		return ""
-	}
-	return t.group.conflict
 }
 
 // NewTaskInfo returns the task of pod as an informer reports it: bound to
@@ -226,6 +185,8 @@ func newTaskInfo(pod *v1.Pod, rec *PodRecord, requests resources.Resource, m Mem
 		Status:   TaskPending,
 		NodeName: pod.Spec.NodeName,
 		Requests: requests,
+		uid:      pod.UID,
+		counts:   nodeCountsOf(pod),
 	}
 	t.Queue, _ = QueueNameForPod(pod)
 	t.setGroup(m)
@@ -268,6 +229,8 @@ func NewAssumedTaskInfoInGroup(pending *v1.Pod, node string, requests resources.
 		Requests: requests,
 		Counted:  !PodFinished(pending),
 		Own:      true,
+		uid:      pending.UID,
+		counts:   nodeCountsOf(pending),
 	}
 	t.Queue, _ = QueueNameForPod(pending)
 	t.setGroup(m)

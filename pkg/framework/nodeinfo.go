@@ -253,10 +253,7 @@ func (n *NodeInfo) AddTask(t *TaskInfo) {
 		if t.Own {
 			n.OwnRequested.Add(t.Requests)
 		}
-		n.countAffinity(t.Affinity(), 1)
-		if t.MayHoldHostPorts() {
-			n.PodsWithHostPorts++
-		}
+		n.count(t.nodeCounts(), 1)
 	}
 }
 
@@ -281,18 +278,6 @@ func mayHoldHostPorts(containers, initContainers []v1.Container) bool {
 	return false
 }
 
-// countAffinity adds delta to the affinity counters for a pod of
-// affinity a.
-func (n *NodeInfo) countAffinity(a *v1.Affinity, delta int) {
-	if a == nil || (a.PodAffinity == nil && a.PodAntiAffinity == nil) {
-		return
-	}
-	n.PodsWithAffinity += delta
-	if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-		n.PodsWithRequiredAntiAffinity += delta
-	}
-}
-
 // HasPod reports whether the node holds the task of the pod with uid.
 func (n *NodeInfo) HasPod(uid types.UID) bool {
 	for _, t := range n.Pods {
@@ -315,10 +300,7 @@ func (n *NodeInfo) RemoveTask(uid types.UID) bool {
 			if t.Own {
 				n.OwnRequested.Sub(t.Requests)
 			}
-			n.countAffinity(t.Affinity(), -1)
-			if t.MayHoldHostPorts() {
-				n.PodsWithHostPorts--
-			}
+			n.count(t.nodeCounts(), -1)
 		}
 		last := len(n.Pods) - 1
 		n.Pods[i] = n.Pods[last]

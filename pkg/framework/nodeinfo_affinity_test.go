@@ -22,6 +22,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/batch-scheduler/batch-scheduler/pkg/resources"
 )
 
 // TestNodeInfoAffinityCounters checks that PodsWithAffinity and
@@ -123,5 +125,52 @@ func TestNodeInfoHostPortsAndUnschedulable(t *testing.T) {
 	n.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
 	if n.Unschedulable || n.Taints != nil {
 		t.Error("an uncordoned, untainted node still reads Unschedulable or taints")
+	}
+}
+
+// TestTaskCountsAndUID checks that what a task works out of its pod when
+// it is built (its UID, and what node accounting counts besides
+// requests) is what reading the pod gives, however the task was built:
+// pending, bound with a record, assumed, or as a literal that worked
+// nothing out.
+func TestTaskCountsAndUID(t *testing.T) {
+	term := []v1.PodAffinityTerm{{TopologyKey: v1.LabelHostname}}
+	ports := []v1.ContainerPort{{ContainerPort: 8080, HostPort: 80}}
+	specs := map[string]v1.PodSpec{
+		"plain":          {Containers: []v1.Container{{Name: "c"}}},
+		"container-port": {Containers: []v1.Container{{Name: "c", Ports: []v1.ContainerPort{{ContainerPort: 8080}}}}},
+		"host-port":      {Containers: []v1.Container{{Name: "c", Ports: ports}}},
+		"init-host-port": {InitContainers: []v1.Container{{Name: "i", Ports: ports}}, Containers: []v1.Container{{Name: "c"}}},
+		"preferred": {Affinity: &v1.Affinity{PodAffinity: &v1.PodAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term[0]}}}}},
+		"anti": {Affinity: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}}},
+		"anti-and-port": {Affinity: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}},
+			Containers: []v1.Container{{Name: "c", Ports: ports}}},
+		"node-affinity": {Affinity: &v1.Affinity{NodeAffinity: &v1.NodeAffinity{}}},
+	}
+	want := map[string]nodeCounts{
+		"host-port": countsHostPorts, "init-host-port": countsHostPorts, "preferred": countsAffinity,
+		"anti": countsAffinity | countsRequiredAntiAffinity, "anti-and-port": countsAffinity | countsRequiredAntiAffinity | countsHostPorts,
+	}
+	for name, spec := range specs {
+		pending := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: k8stypes.UID("uid-" + name)}, Spec: spec}
+		bound := pending.DeepCopy()
+		bound.Spec.NodeName = "n"
+		tasks := map[string]*TaskInfo{
+			"pending":        NewTaskInfo(pending, GroupResolver{}),
+			"bound":          NewTaskInfo(bound, GroupResolver{}),
+			"bound, record":  NewTaskInfoOfRecord(NewPodRecord(bound), NewPodRecord(bound).Pod(), resources.PodRequests(bound), Membership{}),
+			"assumed":        NewAssumedTaskInfo(pending, "n", JobID{}),
+			"literal":        {Pod: bound},
+			"literal record": {rec: NewPodRecord(bound)},
+		}
+		for how, task := range tasks {
+			if got := task.nodeCounts() &^ countsKnown; got != want[name] {
+				t.Errorf("%s, %s: counts %04b, want %04b", name, how, got, want[name])
+			}
+			if got := task.GetUID(); got != pending.UID {
+				t.Errorf("%s, %s: UID %q, want %q", name, how, got, pending.UID)
+			}
+		}
 	}
 }

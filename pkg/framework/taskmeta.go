@@ -49,6 +49,9 @@ func (t *TaskInfo) GetNamespace() string {
 
 // GetUID returns the pod's UID.
 func (t *TaskInfo) GetUID() types.UID {
+	if t.uid != "" {
+		return t.uid
+	}
 	if t.rec != nil {
 		return t.rec.uid
 	}
@@ -226,3 +229,36 @@ func (t *TaskInfo) PodObject() *v1.Pod {
 // Record returns the record of a bound task, nil for a pending or assumed
 // one.
 func (t *TaskInfo) Record() *PodRecord { return t.rec }
+
+// taskGroup is what a task of a gang says of its group.
+type taskGroup struct {
+	kind             GroupKind
+	object, conflict string
+}
+
+// GroupKind is the kind of object that defines the task's gang, empty for
+// a single pod.
+func (t *TaskInfo) GroupKind() GroupKind {
+	if t.group == nil {
+		return ""
+	}
+	return t.group.kind
+}
+
+// GroupObject is the name of the object that defines the task's gang, in
+// the pod's namespace (see GroupRef); empty for a single pod.
+func (t *TaskInfo) GroupObject() string {
+	if t.group == nil {
+		return ""
+	}
+	return t.group.object
+}
+
+// GroupConflict, when set, says that the pod names different groups in
+// different dialects; its gang is not scheduled.
+func (t *TaskInfo) GroupConflict() string {
+	if t.group == nil {
+		return ""
+	}
+	return t.group.conflict
+}
