@@ -112,7 +112,8 @@ type TaskInfo struct {
 	// task. They count against the pod's queue (QueueRequests), never
 	// against its node: the DRA plugin allocates them on the node.
 	ClaimDevices map[v1.ResourceName]int64
-	Status       TaskStatus
+	// Status is where the task is: pending, assumed or bound.
+	Status TaskStatus
 	// Counted reports whether Requests count against the node: true for a
 	// bound or assumed pod that has not finished (Succeeded or Failed),
 	// including a terminating one.
